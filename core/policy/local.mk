@@ -1,0 +1,1 @@
+# core/policy/local.mk — build rules for core/policy/ (included by the top-level Makefile.am).

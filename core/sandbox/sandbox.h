@@ -1,0 +1,118 @@
+/* sandbox.h — runs untrusted environment source in isolated worker processes.
+ *
+ * What it is: the parent side of the sandbox. A zygote is forked once, early
+ * (before the trainer allocates or touches CUDA); every worker forks from it, so
+ * spawn cost does not grow with the parent. A worker locks itself down (rlimits,
+ * no_new_privs, every fd closed but its socket, a seccomp allowlist) BEFORE it
+ * reads the source, compiles it with libtcc (core/jit), and serves a host
+ * (core/host.h) over framed IPC. The parent treats every byte from a worker as
+ * hostile and classifies every failure; it never crashes, leaves no zombie and
+ * leaks no fd, whatever the worker does.
+ * What it is not: the environment API (env.h), the compiler (core/jit), or the
+ * in-process host. Nothing outside core/sandbox forks.
+ */
+#ifndef SPADE_SANDBOX_H
+#define SPADE_SANDBOX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "host.h"
+
+/* Every way a call into a worker can end. Names (spade_outcome_name) are the
+ * words tests/hostile/ files declare in their `expect:` line. */
+typedef enum spade_outcome {
+    SPADE_OUT_OK = 0,       /* "ok" */
+    SPADE_OUT_COMPILE,      /* "compile_error": tcc rejected the source (message has the line) */
+    SPADE_OUT_LINK,         /* "link_error": calls a symbol outside the allowlist */
+    SPADE_OUT_INVALID,      /* "invalid_env": compiled, but not a valid environment (host validation) */
+    SPADE_OUT_TIMEOUT,      /* "timeout": wall-clock deadline or CPU limit */
+    SPADE_OUT_CRASH,        /* "crash": killed by a signal (SEGV, FPE, ABRT, ILL, BUS, TRAP) */
+    SPADE_OUT_SYSCALL,      /* "forbidden_syscall": killed by the seccomp filter (SIGSYS) */
+    SPADE_OUT_OOM,          /* "out_of_memory": address-space limit hit */
+    SPADE_OUT_PROTOCOL,     /* "protocol_violation": malformed frame from the worker */
+    SPADE_OUT_OUTPUT,       /* "output_too_large": observation/hint/action over the cap */
+    SPADE_OUT_BAD_CALL,     /* "bad_call": the caller's mistake (step before reset, ...) */
+    SPADE_OUT_INTERNAL,     /* "internal_error": the sandbox itself failed (spawn, socket) */
+    SPADE_OUT_COUNT_
+} spade_outcome;
+
+const char *spade_outcome_name(spade_outcome o);
+/* Inverse of spade_outcome_name; -1 for an unknown word. */
+int spade_outcome_from_name(const char *name);
+
+typedef struct spade_failure {
+    spade_outcome outcome;
+    int signal;         /* for CRASH/SYSCALL/TIMEOUT kills, else 0 */
+    int line;           /* source line for COMPILE/LINK when known, else 0 */
+    char message[1024]; /* human-readable; names the file and line when known */
+} spade_failure;
+
+typedef struct spade_sandbox_opts {
+    double compile_timeout_s; /* wall clock for load (compile + validate), default 2.0 */
+    double call_timeout_s;    /* wall clock for one reset/step/hint/solve batch, default 1.0 */
+    int cpu_limit_s;          /* RLIMIT_CPU of a worker, default 10 */
+    size_t mem_limit;         /* RLIMIT_AS of a worker in bytes, default 1 GiB */
+    size_t max_frame;         /* largest frame accepted from a worker, default 64 MiB */
+} spade_sandbox_opts;
+
+typedef struct spade_sandbox spade_sandbox; /* the zygote */
+typedef struct spade_worker spade_worker;   /* one worker process, one environment */
+
+/* Forks the zygote. Call it at start-up, before anything heavy. opts may be NULL. */
+int spade_sandbox_new(spade_sandbox **out, const spade_sandbox_opts *opts, char *err, size_t errlen);
+void spade_sandbox_free(spade_sandbox *sb);
+
+/* Spawns a worker and loads source into it (compile + validate). On failure
+ * *out is NULL and f says why; the worker is already reaped. filename is used
+ * in messages only. */
+int spade_worker_load(spade_sandbox *sb, const char *filename, const char *source, size_t len,
+                      spade_worker **out, spade_failure *f);
+const spade_env_info *spade_worker_info(const spade_worker *w);
+/* Kills (if alive) and reaps the worker, closes its socket. */
+void spade_worker_free(spade_worker *w);
+int spade_worker_alive(const spade_worker *w);
+
+/* Adds n instances with the given param values ([n_params] each, shared by all
+ * n; NULL = defaults); first id in *first_id. */
+int spade_worker_add_instances(spade_worker *w, int n, const double *param_values, int *first_id, spade_failure *f);
+
+/* Batched calls: one round trip for n instances. results[i] point into the
+ * worker handle's buffer, valid until the next call on w. Any failure kills the
+ * worker (it is not trusted afterwards) and every later call returns it again. */
+int spade_worker_reset(spade_worker *w, int n, const int *ids, const uint64_t *seeds,
+                       spade_step_result *results, spade_failure *f);
+int spade_worker_step(spade_worker *w, int n, const int *ids, const char *const *actions, const size_t *lens,
+                      spade_step_result *results, spade_failure *f);
+/* Split-phase stepping: send now, receive later (the vector env overlaps workers). */
+int spade_worker_step_send(spade_worker *w, int n, const int *ids, const char *const *actions, const size_t *lens,
+                           spade_failure *f);
+int spade_worker_step_recv(spade_worker *w, spade_step_result *results, spade_failure *f);
+int spade_worker_hint(spade_worker *w, int id, const char **text, size_t *len, spade_failure *f);
+int spade_worker_solve(spade_worker *w, int id, const char **text, size_t *len, spade_failure *f);
+
+/* ---- vector environment: num_envs instances over num_workers workers ------ */
+typedef enum spade_autoreset {
+    SPADE_AUTORESET_NEXT_STEP = 0, /* Gymnasium's default: the step after an episode ends resets it
+                                      (the action is ignored; reward 0, not done) */
+    SPADE_AUTORESET_DISABLED = 1,  /* the caller resets finished envs with spade_vecenv_reset_one */
+} spade_autoreset;
+
+typedef struct spade_vecenv spade_vecenv;
+
+/* params: "key=value,..." or NULL. Seeds: env i's first episode uses seed + i;
+ * later episodes of env i use seed + i + k * num_envs. */
+int spade_vecenv_new(spade_sandbox *sb, const char *filename, const char *source, size_t len,
+                     const char *params, int num_envs, int num_workers, spade_autoreset mode,
+                     spade_vecenv **out, spade_failure *f);
+void spade_vecenv_free(spade_vecenv *v);
+int spade_vecenv_num_envs(const spade_vecenv *v);
+const spade_env_info *spade_vecenv_info(const spade_vecenv *v);
+int spade_vecenv_reset(spade_vecenv *v, uint64_t seed, spade_step_result *results /* [num_envs] */, spade_failure *f);
+int spade_vecenv_reset_one(spade_vecenv *v, int env, uint64_t seed, spade_step_result *result, spade_failure *f);
+int spade_vecenv_step(spade_vecenv *v, const char *const *actions, const size_t *lens,
+                      spade_step_result *results /* [num_envs] */, spade_failure *f);
+int spade_vecenv_step_async(spade_vecenv *v, const char *const *actions, const size_t *lens, spade_failure *f);
+int spade_vecenv_step_wait(spade_vecenv *v, spade_step_result *results, spade_failure *f);
+
+#endif /* SPADE_SANDBOX_H */

@@ -1,0 +1,1 @@
+# dsl/local.mk — build rules for dsl/ (included by the top-level Makefile.am).

@@ -1,0 +1,1 @@
+# plugins/local.mk — build rules for plugins/ (included by the top-level Makefile.am).

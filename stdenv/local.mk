@@ -1,0 +1,1 @@
+# stdenv/local.mk — build rules for stdenv/ (included by the top-level Makefile.am).
