@@ -1,0 +1,1 @@
+# core/policy/cuda.mk — build rules for the CUDA backend (included by the top-level Makefile.am).
