@@ -1,0 +1,396 @@
+/* jit.c — compiles one environment's C source in memory with libtcc.
+ *
+ * What it is: the implementation of jit.h. It builds one translation unit out
+ * of the user's source (DSL includes replaced by the embedded headers, `#line`
+ * directives so tcc's messages name the user's file and lines), compiles it
+ * with `-nostdinc -nostdlib` and only the allowlisted symbols of dsl/runtime.h,
+ * relocates it into memory this module maps itself (so that a code image too
+ * large for the address-space limit is a clean out-of-memory, not libtcc's
+ * exit()), and classifies every failure.
+ * What it is not: a sandbox (see jit.h) and not a validator of the
+ * environment (core/host.c does that once the symbols resolve).
+ */
+#include "jit/jit.h"
+
+#include <libtcc.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "runtime.h"
+
+struct spade_jit {
+    TCCState *tcc;
+    void *image; /* our own mapping of the relocated code (two-argument tcc_relocate) */
+    size_t image_size;
+};
+
+/* ---- growable text --------------------------------------------------------- */
+typedef struct text {
+    char *p;
+    size_t len, cap;
+    int failed; /* an allocation failed; the text is unusable */
+} text;
+
+static void text_add(text *t, const char *s, size_t n)
+{
+    if (t->failed)
+        return;
+    if (t->len + n + 1 > t->cap) {
+        size_t cap = t->cap ? t->cap : 4096;
+        while (cap < t->len + n + 1)
+            cap *= 2;
+        char *p = realloc(t->p, cap);
+        if (!p) {
+            t->failed = 1;
+            return;
+        }
+        t->p = p;
+        t->cap = cap;
+    }
+    memcpy(t->p + t->len, s, n);
+    t->len += n;
+    t->p[t->len] = '\0';
+}
+
+static void text_addf(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void text_addf(text *t, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    text_add(t, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+}
+
+/* ---- the translation unit -------------------------------------------------- */
+
+/* The filename as it may appear inside a #line directive and in messages: no
+ * quote, backslash or control character can break out of the string literal. */
+static void safe_filename(const char *in, char *out, size_t cap)
+{
+    size_t n = 0;
+    if (in)
+        for (; in[n] && n + 1 < cap; n++) {
+            unsigned char c = (unsigned char)in[n];
+            int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                     c == '_' || c == '-' || c == '/' || c == '+';
+            out[n] = ok ? (char)c : '_';
+        }
+    out[n] = '\0';
+    if (n == 0)
+        snprintf(out, cap, "env.c");
+}
+
+enum { INC_NONE = 0, INC_ENV = 1, INC_DSL = 2 };
+
+static const char *skip_blank(const char *p, const char *end)
+{
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\f' || *p == '\v'))
+        p++;
+    return p;
+}
+
+static int starts_with(const char *p, const char *end, const char *word)
+{
+    size_t n = strlen(word);
+    return (size_t)(end - p) >= n && memcmp(p, word, n) == 0;
+}
+
+/* Is the physical line [p, end) an #include of the DSL or ABI header, with
+ * nothing after it but blanks or a comment? */
+static int dsl_include(const char *p, const char *end)
+{
+    static const struct {
+        const char *spelling;
+        int which;
+    } forms[] = {
+        {"<spade/dsl.h>", INC_DSL}, {"\"spade/dsl.h\"", INC_DSL}, {"<spade/env.h>", INC_ENV}, {"\"spade/env.h\"", INC_ENV}};
+    p = skip_blank(p, end);
+    if (p == end || *p != '#')
+        return INC_NONE;
+    p = skip_blank(p + 1, end);
+    if (!starts_with(p, end, "include"))
+        return INC_NONE;
+    p = skip_blank(p + strlen("include"), end);
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        if (!starts_with(p, end, forms[i].spelling))
+            continue;
+        const char *rest = skip_blank(p + strlen(forms[i].spelling), end);
+        if (rest == end || starts_with(rest, end, "//") || starts_with(rest, end, "/*"))
+            return forms[i].which;
+    }
+    return INC_NONE;
+}
+
+/* The unit tcc compiles: the user's lines, DSL includes replaced by the
+ * embedded headers, each followed by #line so numbering stays the user's. */
+static int build_unit(const char *fname, const char *src, size_t len, text *t)
+{
+    text_addf(t, "#line 1 \"%s\"\n", fname);
+    const char *p = src, *end = src + len;
+    long line = 1;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        const char *eol = nl ? nl : end;
+        int which = dsl_include(p, eol);
+        if (which == INC_NONE) {
+            text_add(t, p, (size_t)(eol - p));
+            text_add(t, "\n", 1);
+        } else {
+            text_add(t, "#line 1 \"spade/env.h\"\n", strlen("#line 1 \"spade/env.h\"\n"));
+            text_add(t, spade_jit_env_h, spade_jit_env_h_len);
+            if (which == INC_DSL) {
+                text_add(t, "#line 1 \"spade/dsl.h\"\n", strlen("#line 1 \"spade/dsl.h\"\n"));
+                text_add(t, spade_jit_dsl_h, spade_jit_dsl_h_len);
+            }
+            text_addf(t, "#line %ld \"%s\"\n", line + 1, fname);
+        }
+        line++;
+        p = nl ? nl + 1 : end;
+    }
+    return t->failed ? -1 : 0;
+}
+
+/* ---- tcc's messages -------------------------------------------------------- */
+typedef struct messages {
+    char first[1024]; /* the first error, newlines folded */
+    int errors;
+    int out_of_memory; /* some error said "memory full" */
+    const char *fname; /* the user's file as tcc names it */
+} messages;
+
+static void on_tcc_message(void *opaque, const char *msg)
+{
+    messages *m = opaque;
+    const char *e = strstr(msg, "error: ");
+    const char *w = strstr(msg, "warning: ");
+    if (!e || (w && w < e))
+        return; /* warnings do not fail a compile */
+    if (strstr(msg, "memory full"))
+        m->out_of_memory = 1;
+    if (m->errors++ == 0) {
+        /* "In file included from f.c:1:\nf.c:1: error: ..." -> the last line,
+         * unless it points into the embedded header, whose line means nothing
+         * to the user without the include chain. */
+        const char *last = strrchr(msg, '\n');
+        if (last && strncmp(last + 1, m->fname, strlen(m->fname)) == 0)
+            msg = last + 1;
+        size_t n = 0;
+        for (; msg[n] && n + 1 < sizeof m->first; n++)
+            m->first[n] = msg[n] == '\n' ? ' ' : msg[n];
+        m->first[n] = '\0';
+    }
+}
+
+/* The user's line in a tcc message: the last "fname:N:" in it (an error inside
+ * the embedded header is reported by tcc as included from the user's line). */
+static int line_in_message(const char *msg, const char *fname)
+{
+    size_t fl = strlen(fname);
+    int line = 0;
+    for (const char *p = strstr(msg, fname); p; p = strstr(p + 1, fname)) {
+        const char *q = p + fl;
+        if (*q != ':' || q[1] < '0' || q[1] > '9')
+            continue;
+        long v = strtol(q + 1, (char **)&q, 10);
+        if (*q == ':' && v > 0 && v < 1000000000)
+            line = (int)v;
+    }
+    return line;
+}
+
+static int is_ident_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* First line of the user's source where identifier `name` appears as a whole
+ * word (the use behind an undefined-symbol error), else 0. */
+static int line_of_identifier(const char *src, size_t len, const char *name)
+{
+    size_t n = strlen(name);
+    if (n == 0)
+        return 0;
+    int line = 1;
+    for (size_t i = 0; i + n <= len; i++) {
+        if (src[i] == '\n') {
+            line++;
+            continue;
+        }
+        if (memcmp(src + i, name, n) == 0 && (i == 0 || !is_ident_char(src[i - 1])) &&
+            (i + n == len || !is_ident_char(src[i + n])))
+            return line;
+    }
+    return 0;
+}
+
+static void set_error(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_error(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || errlen == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- compile ---------------------------------------------------------------- */
+int spade_jit_compile(const char *filename, const char *source, size_t len, spade_jit **out, char *err,
+                      size_t errlen, int *line, spade_jit_status *kind)
+{
+    char fname[160];
+    int dummy_line;
+    spade_jit_status dummy_kind;
+    if (!line)
+        line = &dummy_line;
+    if (!kind)
+        kind = &dummy_kind;
+    *line = 0;
+    *kind = SPADE_JIT_COMPILE_ERROR;
+    if (out)
+        *out = NULL;
+    if (err && errlen)
+        err[0] = '\0';
+    safe_filename(filename, fname, sizeof fname);
+    if (!out || (!source && len)) {
+        set_error(err, errlen, "%s: no source given", fname);
+        return -1;
+    }
+
+    /* tcc takes a C string: a NUL inside would silently cut the source. */
+    const char *nul = len ? memchr(source, '\0', len) : NULL;
+    if (nul) {
+        int l = 1;
+        for (const char *p = source; p < nul; p++)
+            l += *p == '\n';
+        *line = l;
+        set_error(err, errlen, "%s:%d: error: source contains a NUL byte (offset %zu)", fname, l,
+                  (size_t)(nul - source));
+        return -1;
+    }
+
+    text unit = {0};
+    if (build_unit(fname, source ? source : "", len, &unit) < 0) {
+        free(unit.p);
+        *kind = SPADE_JIT_OUT_OF_MEMORY;
+        set_error(err, errlen, "%s: out of memory preparing the source", fname);
+        return -1;
+    }
+
+    spade_jit *j = calloc(1, sizeof *j);
+    messages msgs = {{0}, 0, 0, fname};
+    TCCState *s = j ? tcc_new() : NULL;
+    if (!s) {
+        free(unit.p);
+        free(j);
+        *kind = SPADE_JIT_OUT_OF_MEMORY;
+        set_error(err, errlen, "%s: out of memory starting the compiler", fname);
+        return -1;
+    }
+    j->tcc = s;
+    tcc_set_error_func(s, &msgs, on_tcc_message);
+    /* Options before the output type: tcc adds its system include paths there
+     * unless -nostdinc is already set. */
+    tcc_set_options(s, "-nostdinc -nostdlib");
+    tcc_set_output_type(s, TCC_OUTPUT_MEMORY);
+    tcc_define_symbol(s, "SPADE_JIT", "1");
+    for (size_t i = 0; i < spade_dsl_nsymbols; i++)
+        tcc_add_symbol(s, spade_dsl_symbols[i].name, spade_dsl_symbols[i].addr);
+
+    int rc = tcc_compile_string(s, unit.p);
+    free(unit.p);
+    if (rc < 0 || msgs.errors) {
+        *kind = msgs.out_of_memory ? SPADE_JIT_OUT_OF_MEMORY : SPADE_JIT_COMPILE_ERROR;
+        *line = line_in_message(msgs.first, fname);
+        set_error(err, errlen, "%s", msgs.errors ? msgs.first : "compile failed (tcc gave no message)");
+        goto fail;
+    }
+
+#ifdef SPADE_TCC_RELOCATE_TWO_ARGS
+    /* Size first, then our own mapping: with TCC_RELOCATE_AUTO, libtcc's own
+     * allocation failure ends in exit(), which no caller can classify. */
+    int size = tcc_relocate(s, NULL);
+    if (size > 0 && !msgs.errors) {
+        void *img = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (img == MAP_FAILED) {
+            *kind = SPADE_JIT_OUT_OF_MEMORY;
+            set_error(err, errlen, "%s: out of memory: the compiled image needs %d bytes", fname, size);
+            goto fail;
+        }
+        j->image = img;
+        j->image_size = (size_t)size;
+        rc = tcc_relocate(s, img);
+    } else {
+        rc = -1;
+    }
+#else
+    rc = tcc_relocate(s);
+#endif
+    if (rc < 0 || msgs.errors) {
+        if (msgs.out_of_memory) {
+            *kind = SPADE_JIT_OUT_OF_MEMORY;
+            set_error(err, errlen, "%s: %s", fname, msgs.first);
+            goto fail;
+        }
+        *kind = SPADE_JIT_LINK_ERROR;
+        const char *u = strstr(msgs.first, "undefined symbol '");
+        if (u) {
+            char sym[128];
+            u += strlen("undefined symbol '");
+            size_t n = 0;
+            while (u[n] && u[n] != '\'' && n + 1 < sizeof sym) {
+                sym[n] = u[n];
+                n++;
+            }
+            sym[n] = '\0';
+            *line = line_of_identifier(source, len, sym);
+            char more[48] = "";
+            if (msgs.errors > 1)
+                snprintf(more, sizeof more, " (and %d more)", msgs.errors - 1);
+            set_error(err, errlen, "%s:%d: error: undefined symbol '%s': not a helper of <spade/dsl.h>%s", fname,
+                      *line, sym, more);
+        } else {
+            set_error(err, errlen, "%s: link error: %s", fname, msgs.errors ? msgs.first : "relocation failed");
+        }
+        goto fail;
+    }
+    *out = j;
+    *kind = SPADE_JIT_OK;
+    return 0;
+
+fail:
+    spade_jit_free(j);
+    return -1;
+}
+
+void *spade_jit_symbol(void *jit, const char *name)
+{
+    spade_jit *j = jit;
+    if (!j || !j->tcc || !name)
+        return NULL;
+    return tcc_get_symbol(j->tcc, name);
+}
+
+size_t spade_jit_image_size(const spade_jit *jit)
+{
+    return jit ? jit->image_size : 0;
+}
+
+void spade_jit_free(spade_jit *jit)
+{
+    if (!jit)
+        return;
+    if (jit->tcc)
+        tcc_delete(jit->tcc);
+    if (jit->image)
+        munmap(jit->image, jit->image_size);
+    free(jit);
+}
