@@ -57,4 +57,27 @@ typedef enum spade_dispatch {
 spade_dispatch spade_tools_dispatch(const spade_tool_def *defs, const spade_tool_sig *sigs, int n,
                                     const char *action, size_t len, char *out, size_t cap);
 
+/* ---- additions (compatible with the above) -------------------------------- */
+
+/* Decoded bytes one string argument may have; a longer one is an error
+ * observation, not a crash. */
+#define SPADE_TOOL_ARG_MAX (64 * 1024)
+
+/* "int", "long", "double", "bool", "string", "void"; "?" for anything else. */
+const char *spade_type_name(spade_type t);
+
+/* A set of tools ready to call: names validated ([A-Za-z_][A-Za-z0-9_]*, at
+ * most 63 bytes, unique), signatures parsed (from defs[i].signature when sigs
+ * is NULL), and one libffi call interface prepared per tool, so a dispatch
+ * only parses the text and calls. defs[i].fn must stay valid while the table
+ * lives; names are copied. -1 with a message naming the tool on failure. */
+typedef struct spade_tool_table spade_tool_table;
+int spade_tool_table_new(spade_tool_table **out, const spade_tool_def *defs, const spade_tool_sig *sigs, int n,
+                         char *err, size_t errlen);
+void spade_tool_table_free(spade_tool_table *t);
+int spade_tool_table_size(const spade_tool_table *t);
+/* Same contract as spade_tools_dispatch, with the prepared interfaces. */
+spade_dispatch spade_tool_table_dispatch(const spade_tool_table *t, const char *action, size_t len, char *out,
+                                         size_t cap);
+
 #endif /* SPADE_TOOLS_H */

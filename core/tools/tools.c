@@ -1,0 +1,1558 @@
+/* tools.c — tool calls: C-like signature parsing, finding the call in an
+ * agent's free text, type-checking it, and invoking the tool through libffi.
+ *
+ * What it is: a bounded, allocation-light parser over untrusted text (the agent
+ * writes it), and a libffi trampoline to functions the environment declared
+ * with TOOL (<spade/dsl.h>). Every read is checked against the end of the
+ * text, recursion is capped at TOOLS_MAX_DEPTH, and decoded strings are capped
+ * at SPADE_TOOL_ARG_MAX, so no input can crash it or make it read out of
+ * bounds. What it is not: a sandbox (the tool runs in this process; the host
+ * runs inside a sandboxed worker) nor a general JSON library: it reads only
+ * what a tool call needs, and leniently (single quotes, True/False, trailing
+ * commas), because agents are language models, not serializers.
+ *
+ * How a call is found (docs/tools.md is the user's version):
+ *   - `<tool_call> ... </tool_call>`: whatever is inside is a call attempt;
+ *   - `{ ... }` with a top-level "name" key: a JSON call;
+ *   - `word(` where word is a declared tool and not the tail of a longer word.
+ * The text is scanned left to right, each candidate is parsed to its end and
+ * scanning resumes after it, so a call quoted inside another call's string is
+ * not a call; the last candidate wins (agents think aloud, then act).
+ */
+#include <ffi.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/tools.h"
+
+#define TOOLS_MAX_DEPTH 64                     /* nesting of JSON values */
+#define TOOLS_MAX_STORED (SPADE_TOOL_MAX_ARGS + 1) /* enough to say "got 9" */
+#define TOOLS_NAME_MAX 64                      /* bytes of a tool name, NUL included */
+#define TOOLS_ERR_MAX 256
+
+/* ------------------------------------------------------------------------ */
+/* small helpers                                                              */
+
+const char *spade_type_name(spade_type t)
+{
+    switch (t) {
+    case SPADE_T_VOID: return "void";
+    case SPADE_T_INT: return "int";
+    case SPADE_T_LONG: return "long";
+    case SPADE_T_DOUBLE: return "double";
+    case SPADE_T_BOOL: return "bool";
+    case SPADE_T_STRING: return "string";
+    }
+    return "?";
+}
+
+static int is_ident_start(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+static int is_ident_char(unsigned char c) { return is_ident_start(c) || (c >= '0' && c <= '9'); }
+static int is_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+static int is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
+static int hex_val(unsigned char c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+static int span_is(const char *s, size_t n, const char *lit)
+{
+    size_t m = strlen(lit);
+    return n == m && memcmp(s, lit, m) == 0;
+}
+
+/* Bounded output: len counts what would have been written (like snprintf),
+ * the buffer always ends in NUL when cap > 0. */
+typedef struct sbuf {
+    char *buf;
+    size_t cap, len;
+} sbuf;
+
+static void sb_init(sbuf *b, char *buf, size_t cap)
+{
+    b->buf = buf;
+    b->cap = buf ? cap : 0;
+    b->len = 0;
+    if (b->cap) b->buf[0] = '\0';
+}
+
+static void sb_put(sbuf *b, const char *s, size_t n)
+{
+    if (b->cap && b->len + 1 < b->cap) {
+        size_t room = b->cap - 1 - b->len;
+        memcpy(b->buf + b->len, s, n < room ? n : room);
+        b->buf[b->len + (n < room ? n : room)] = '\0';
+    }
+    b->len += n;
+}
+
+static void sb_str(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
+
+static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_printf(sbuf *b, const char *fmt, ...)
+{
+    char tmp[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    sb_put(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+}
+
+/* Agent text quoted back in a message: at most `max` bytes, escaped so the
+ * message stays one printable line. */
+static void sb_quoted(sbuf *b, const char *s, size_t n, size_t max)
+{
+    size_t i;
+    for (i = 0; i < n && i < max; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') {
+            char e[2] = {'\\', (char)c};
+            sb_put(b, e, 2);
+        } else if (c == '\n') {
+            sb_put(b, "\\n", 2);
+        } else if (c == '\t') {
+            sb_put(b, "\\t", 2);
+        } else if (c < 0x20 || c == 0x7f) {
+            sb_printf(b, "\\x%02x", c);
+        } else {
+            sb_put(b, (const char *)&s[i], 1);
+        }
+    }
+    if (i < n) sb_str(b, "...");
+}
+
+/* ------------------------------------------------------------------------ */
+/* signatures                                                                 */
+
+typedef struct tok {
+    const char *s;
+    size_t n;
+} tok;
+
+#define SIG_MAX_TOKENS 12
+
+static int is_type_word(const tok *t)
+{
+    static const char *const words[] = {"int",   "long",  "short", "signed", "unsigned", "double",
+                                        "float", "bool",  "_Bool", "char",   "void",     "const",
+                                        "volatile", "struct", "union", "enum", "restrict", NULL};
+    for (int i = 0; words[i]; i++)
+        if (span_is(t->s, t->n, words[i])) return 1;
+    return 0;
+}
+
+/* Splits one declaration ("const char *to") into identifier and '*' tokens.
+ * Anything else (brackets, digits, parentheses) makes it unsupported. */
+static int decl_tokens(const char *p, const char *end, tok *toks, int *ntok, char *badc)
+{
+    int n = 0;
+    while (p < end) {
+        unsigned char c = (unsigned char)*p;
+        if (is_space(c)) {
+            p++;
+            continue;
+        }
+        if (n == SIG_MAX_TOKENS) {
+            *badc = 0;
+            return -1;
+        }
+        if (c == '*') {
+            toks[n].s = p;
+            toks[n++].n = 1;
+            p++;
+        } else if (is_ident_start(c)) {
+            const char *s = p;
+            while (p < end && is_ident_char((unsigned char)*p)) p++;
+            toks[n].s = s;
+            toks[n++].n = (size_t)(p - s);
+        } else {
+            *badc = (char)c;
+            return -1;
+        }
+    }
+    *ntok = n;
+    return 0;
+}
+
+static void type_text(const tok *toks, int n, char *buf, size_t cap)
+{
+    sbuf b;
+    sb_init(&b, buf, cap);
+    for (int i = 0; i < n; i++) {
+        if (i && !(toks[i].n == 1 && toks[i].s[0] == '*' && toks[i - 1].n == 1 && toks[i - 1].s[0] == '*'))
+            sb_put(&b, " ", 1);
+        sb_put(&b, toks[i].s, toks[i].n);
+    }
+}
+
+/* The type named by toks[0..n) (qualifiers in any order, `const` ignored), or -1. */
+static int classify(const tok *toks, int n)
+{
+    int stars = 0, n_int = 0, n_long = 0, n_signed = 0, n_double = 0, n_bool = 0, n_char = 0, n_void = 0, other = 0,
+        words = 0;
+    for (int i = 0; i < n; i++) {
+        const tok *t = &toks[i];
+        if (t->n == 1 && t->s[0] == '*') {
+            stars++;
+            continue;
+        }
+        if (span_is(t->s, t->n, "const")) continue;
+        words++;
+        if (span_is(t->s, t->n, "int")) n_int++;
+        else if (span_is(t->s, t->n, "long")) n_long++;
+        else if (span_is(t->s, t->n, "signed")) n_signed++;
+        else if (span_is(t->s, t->n, "double")) n_double++;
+        else if (span_is(t->s, t->n, "bool") || span_is(t->s, t->n, "_Bool")) n_bool++;
+        else if (span_is(t->s, t->n, "char")) n_char++;
+        else if (span_is(t->s, t->n, "void")) n_void++;
+        else other++;
+    }
+    if (other || words == 0) return -1;
+    if (stars == 1 && n_char == 1 && words == 1) return SPADE_T_STRING;
+    if (stars) return -1;
+    if (n_double == 1 && words == 1) return SPADE_T_DOUBLE;
+    if (n_bool == 1 && words == 1) return SPADE_T_BOOL;
+    if (n_void == 1 && words == 1) return SPADE_T_VOID;
+    if (n_double || n_bool || n_void || n_char) return -1;
+    if (n_long == 1 && n_int <= 1 && n_signed <= 1) return SPADE_T_LONG;
+    if (n_long == 0 && n_int <= 1 && n_signed <= 1) return SPADE_T_INT;
+    return -1;
+}
+
+#define SUPPORTED_TYPES "int, long, double, bool, const char *"
+
+int spade_tool_sig_parse(const char *signature, spade_tool_sig *out, char *err, size_t errlen)
+{
+    sbuf e;
+    sb_init(&e, err, errlen);
+    if (!signature || !out) {
+        sb_str(&e, "tool signature: missing");
+        return -1;
+    }
+    memset(out, 0, sizeof *out);
+    const char *open = strchr(signature, '(');
+    if (!open) {
+        sb_printf(&e, "tool signature \"%.80s\": no '(' before the arguments", signature);
+        return -1;
+    }
+    const char *close = strrchr(signature, ')');
+    if (!close || close < open) {
+        sb_printf(&e, "tool signature \"%.80s\": no ')' after the arguments", signature);
+        return -1;
+    }
+    for (const char *p = close + 1; *p; p++)
+        if (!is_space((unsigned char)*p)) {
+            sb_printf(&e, "tool signature \"%.80s\": unexpected text after ')'", signature);
+            return -1;
+        }
+    for (const char *p = open + 1; p < close; p++)
+        if (*p == '(' || *p == ')') {
+            sb_printf(&e, "tool signature \"%.80s\": function pointer arguments are not supported", signature);
+            return -1;
+        }
+
+    tok toks[SIG_MAX_TOKENS];
+    int nt = 0;
+    char badc = 0, tt[96];
+    if (decl_tokens(signature, open, toks, &nt, &badc) < 0 || nt == 0) {
+        sb_printf(&e, "tool signature \"%.80s\": cannot read the return type", signature);
+        return -1;
+    }
+    int rt = classify(toks, nt);
+    if (rt < 0) {
+        type_text(toks, nt, tt, sizeof tt);
+        sb_printf(&e, "tool signature \"%.80s\": unsupported return type '%s' (tools return void, " SUPPORTED_TYPES ")",
+                  signature, tt);
+        return -1;
+    }
+    out->ret = (spade_type)rt;
+
+    /* arguments: split on ',' */
+    const char *p = open + 1;
+    int idx = 0;
+    int all_blank = 1;
+    for (const char *q = p; q < close; q++)
+        if (!is_space((unsigned char)*q)) all_blank = 0;
+    if (all_blank) return 0; /* "()" */
+    for (;;) {
+        const char *comma = p;
+        while (comma < close && *comma != ',') comma++;
+        idx++;
+        if (idx > SPADE_TOOL_MAX_ARGS) {
+            sb_printf(&e, "tool signature \"%.80s\": more than %d arguments", signature, SPADE_TOOL_MAX_ARGS);
+            return -1;
+        }
+        const char *a = p, *b = comma;
+        while (a < b && is_space((unsigned char)*a)) a++;
+        while (b > a && is_space((unsigned char)b[-1])) b--;
+        if (a == b) {
+            sb_printf(&e, "tool signature \"%.80s\": argument %d is empty", signature, idx);
+            return -1;
+        }
+        if (b - a == 3 && memcmp(a, "...", 3) == 0) {
+            sb_printf(&e, "tool signature \"%.80s\": argument %d: variadic tools (...) are not supported", signature,
+                      idx);
+            return -1;
+        }
+        if (decl_tokens(a, b, toks, &nt, &badc) < 0) {
+            sb_printf(&e, "tool signature \"%.80s\": argument %d ('%.*s'): unsupported declaration (tools take " SUPPORTED_TYPES ")",
+                      signature, idx, (int)(b - a > 60 ? 60 : b - a), a);
+            return -1;
+        }
+        /* a trailing identifier that is not a type word is the name */
+        char name[32];
+        int ntype = nt;
+        if (nt >= 1 && toks[nt - 1].s[0] != '*' && !is_type_word(&toks[nt - 1])) {
+            const tok *nm = &toks[nt - 1];
+            if (nm->n >= sizeof name) {
+                sb_printf(&e, "tool signature \"%.80s\": argument %d: name '%.*s...' is longer than %zu bytes",
+                          signature, idx, 20, nm->s, sizeof name - 1);
+                return -1;
+            }
+            memcpy(name, nm->s, nm->n);
+            name[nm->n] = '\0';
+            ntype = nt - 1;
+        } else {
+            snprintf(name, sizeof name, "arg%d", idx);
+        }
+        int at = ntype ? classify(toks, ntype) : -1;
+        if (at == SPADE_T_VOID && ntype == nt && idx == 1 && comma == close && out->nargs == 0) return 0; /* (void) */
+        if (at < 0 || at == SPADE_T_VOID) {
+            if (ntype == 0)
+                sb_printf(&e, "tool signature \"%.80s\": argument %d ('%s') has no type", signature, idx, name);
+            else {
+                type_text(toks, ntype, tt, sizeof tt);
+                sb_printf(&e, "tool signature \"%.80s\": argument %d ('%s'): unsupported type '%s' (tools take " SUPPORTED_TYPES ")",
+                          signature, idx, name, tt);
+            }
+            return -1;
+        }
+        for (int j = 0; j < out->nargs; j++)
+            if (strcmp(out->argnames[j], name) == 0) {
+                sb_printf(&e, "tool signature \"%.80s\": argument %d: duplicate name '%s'", signature, idx, name);
+                return -1;
+            }
+        out->args[out->nargs] = (spade_type)at;
+        memcpy(out->argnames[out->nargs], name, sizeof name);
+        out->nargs++;
+        if (comma == close) break;
+        p = comma + 1;
+    }
+    return 0;
+}
+
+static int sig_is_sane(const spade_tool_sig *sig)
+{
+    if (sig->nargs < 0 || sig->nargs > SPADE_TOOL_MAX_ARGS) return 0;
+    if ((int)sig->ret < SPADE_T_VOID || sig->ret > SPADE_T_STRING) return 0;
+    for (int i = 0; i < sig->nargs; i++)
+        if (sig->args[i] <= SPADE_T_VOID || sig->args[i] > SPADE_T_STRING) return 0;
+    return 1;
+}
+
+static void sb_arglist(sbuf *b, const spade_tool_sig *sig)
+{
+    for (int i = 0; i < sig->nargs; i++) {
+        char nm[sizeof sig->argnames[0]];
+        memcpy(nm, sig->argnames[i], sizeof nm);
+        nm[sizeof nm - 1] = '\0';
+        sb_printf(b, "%s%s: %s", i ? ", " : "", nm, spade_type_name(sig->args[i]));
+    }
+}
+
+int spade_tool_describe(const spade_tool_def *def, const spade_tool_sig *sig, char *out, size_t cap)
+{
+    if (!def || !sig || !def->name || !sig_is_sane(sig)) return -1;
+    sbuf b;
+    sb_init(&b, out, cap);
+    sb_str(&b, def->name);
+    sb_put(&b, "(", 1);
+    sb_arglist(&b, sig);
+    sb_printf(&b, ") -> %s", spade_type_name(sig->ret));
+    if (def->description && def->description[0]) {
+        sb_str(&b, " \xe2\x80\x94 "); /* em dash */
+        sb_str(&b, def->description);
+    }
+    return b.len > INT_MAX ? INT_MAX : (int)b.len;
+}
+
+/* ------------------------------------------------------------------------ */
+/* arena: decoded strings of one candidate call                               */
+
+typedef struct chunk {
+    struct chunk *next;
+    char data[];
+} chunk;
+
+#define ARENA_CHUNK (32 * 1024)
+
+/* Bump allocation: first from inline_buf, then from heap chunks of at least
+ * ARENA_CHUNK bytes, so an object with many keys costs few mallocs. */
+typedef struct arena {
+    char *cur;    /* next free byte */
+    size_t left;  /* bytes free at cur */
+    chunk *chunks;
+    char inline_buf[2048];
+} arena;
+
+static void arena_init(arena *a)
+{
+    a->cur = a->inline_buf;
+    a->left = sizeof a->inline_buf;
+    a->chunks = NULL;
+}
+
+static void arena_reset(arena *a)
+{
+    while (a->chunks) {
+        chunk *c = a->chunks;
+        a->chunks = c->next;
+        free(c);
+    }
+    arena_init(a);
+}
+
+static char *arena_alloc(arena *a, size_t n)
+{
+    if (n > a->left) {
+        size_t size = n > ARENA_CHUNK ? n : ARENA_CHUNK;
+        if (size > SIZE_MAX - sizeof(chunk)) return NULL;
+        chunk *c = malloc(sizeof(chunk) + size);
+        if (!c) return NULL;
+        c->next = a->chunks;
+        a->chunks = c;
+        a->cur = c->data;
+        a->left = size;
+    }
+    char *p = a->cur;
+    a->cur += n;
+    a->left -= n;
+    return p;
+}
+
+/* ------------------------------------------------------------------------ */
+/* values and the lexer                                                       */
+
+typedef enum vkind { V_NONE = 0, V_INT, V_DOUBLE, V_BOOL, V_STRING, V_NULL, V_ARRAY, V_OBJECT } vkind;
+
+typedef struct value {
+    vkind kind;
+    int out_of_long; /* V_INT beyond [LONG_MIN, LONG_MAX] */
+    int too_large;   /* V_STRING longer than its limit (s holds the first part) */
+    long i;
+    int b;
+    const char *src; /* number text, for strtod and messages */
+    size_t srclen;
+    const char *s; /* decoded, NUL-terminated (V_STRING) */
+    size_t slen;
+} value;
+
+typedef struct kwarg {
+    value key;
+    value v;
+} kwarg;
+
+typedef struct call {
+    value name;
+    int npos, nkw, nextra; /* stored positional, stored keyword, and any beyond storage */
+    value pos[TOOLS_MAX_STORED];
+    kwarg kw[TOOLS_MAX_STORED];
+    char err[TOOLS_ERR_MAX]; /* why the attempt is malformed */
+} call;
+
+typedef struct parser {
+    const char *p, *end;
+    arena *ar;
+    char *err; /* TOOLS_ERR_MAX bytes; first failure wins */
+} parser;
+
+static int fail(parser *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(parser *ps, const char *fmt, ...)
+{
+    if (!ps->err[0]) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(ps->err, TOOLS_ERR_MAX, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+static void skip_ws(parser *ps)
+{
+    while (ps->p < ps->end && is_space((unsigned char)*ps->p)) ps->p++;
+}
+
+/* "found 'x'" for messages about the next byte. */
+static const char *found_here(const parser *ps, char *buf, size_t cap)
+{
+    if (ps->p >= ps->end) return "the end of the text";
+    unsigned char c = (unsigned char)*ps->p;
+    if (c >= 0x20 && c < 0x7f && c != '\'')
+        snprintf(buf, cap, "'%c'", c);
+    else
+        snprintf(buf, cap, "byte 0x%02x", c);
+    return buf;
+}
+
+static int read_hex4(const char *p, const char *end, unsigned *out)
+{
+    if (end - p < 4) return -1;
+    unsigned v = 0;
+    for (int i = 0; i < 4; i++) {
+        int h = hex_val((unsigned char)p[i]);
+        if (h < 0) return -1;
+        v = v * 16 + (unsigned)h;
+    }
+    *out = v;
+    return 0;
+}
+
+static size_t utf8_put(char *d, unsigned cp)
+{
+    if (cp < 0x80) {
+        d[0] = (char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        d[0] = (char)(0xc0 | (cp >> 6));
+        d[1] = (char)(0x80 | (cp & 0x3f));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        d[0] = (char)(0xe0 | (cp >> 12));
+        d[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+        d[2] = (char)(0x80 | (cp & 0x3f));
+        return 3;
+    }
+    d[0] = (char)(0xf0 | (cp >> 18));
+    d[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+    d[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+    d[3] = (char)(0x80 | (cp & 0x3f));
+    return 4;
+}
+
+/* A "double" or 'single' quoted string at ps->p. Decodes at most `limit`
+ * bytes; past that the value is marked too_large and the rest skipped, so the
+ * caller can name the argument in its message. */
+static int lex_string(parser *ps, value *v, size_t limit)
+{
+    const char q = *ps->p;
+    const char *s = ps->p + 1, *e = s;
+    while (e < ps->end && *e != q) {
+        if (*e == '\\') e++;
+        if (e < ps->end) e++;
+    }
+    if (e >= ps->end) {
+        ps->p = ps->end;
+        return fail(ps, "unterminated string");
+    }
+    size_t span = (size_t)(e - s);
+    size_t room = span < limit ? span : limit;
+    char *d = arena_alloc(ps->ar, room + 1);
+    if (!d) return fail(ps, "out of memory");
+    memset(v, 0, sizeof *v);
+    v->kind = V_STRING;
+    size_t n = 0;
+    const char *r = s;
+    while (r < e) {
+        char tmp[8];
+        size_t k = 1;
+        unsigned char c = (unsigned char)*r;
+        if (c != '\\') {
+            if (c == 0) {
+                ps->p = r;
+                return fail(ps, "NUL byte in a string");
+            }
+            tmp[0] = (char)c;
+            r++;
+        } else {
+            /* e is an unescaped quote, so a backslash before it has a successor < e */
+            unsigned char x = (unsigned char)r[1];
+            r += 2;
+            switch (x) {
+            case '"': tmp[0] = '"'; break;
+            case '\'': tmp[0] = '\''; break;
+            case '\\': tmp[0] = '\\'; break;
+            case '/': tmp[0] = '/'; break;
+            case 'n': tmp[0] = '\n'; break;
+            case 't': tmp[0] = '\t'; break;
+            case 'r': tmp[0] = '\r'; break;
+            case 'b': tmp[0] = '\b'; break;
+            case 'f': tmp[0] = '\f'; break;
+            case 'x': {
+                int h1 = r < e ? hex_val((unsigned char)r[0]) : -1;
+                if (h1 < 0) {
+                    ps->p = r;
+                    return fail(ps, "invalid escape \\x without hex digits");
+                }
+                unsigned val = (unsigned)h1;
+                r++;
+                int h2 = r < e ? hex_val((unsigned char)r[0]) : -1;
+                if (h2 >= 0) {
+                    val = val * 16 + (unsigned)h2;
+                    r++;
+                }
+                if (val == 0) {
+                    ps->p = r;
+                    return fail(ps, "NUL byte in a string (\\x00)");
+                }
+                tmp[0] = (char)val;
+                break;
+            }
+            case 'u': {
+                unsigned cp;
+                if (read_hex4(r, e, &cp) < 0) {
+                    ps->p = r;
+                    return fail(ps, "invalid escape \\u: needs 4 hex digits");
+                }
+                r += 4;
+                if (cp >= 0xdc00 && cp <= 0xdfff) {
+                    ps->p = r;
+                    return fail(ps, "unpaired surrogate \\u%04X", cp);
+                }
+                if (cp >= 0xd800 && cp <= 0xdbff) {
+                    unsigned lo;
+                    if (e - r < 6 || r[0] != '\\' || r[1] != 'u' || read_hex4(r + 2, e, &lo) < 0 || lo < 0xdc00 ||
+                        lo > 0xdfff) {
+                        ps->p = r;
+                        return fail(ps, "unpaired surrogate \\u%04X", cp);
+                    }
+                    r += 6;
+                    cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+                }
+                if (cp == 0) {
+                    ps->p = r;
+                    return fail(ps, "NUL byte in a string (\\u0000)");
+                }
+                k = utf8_put(tmp, cp);
+                break;
+            }
+            case '0':
+                ps->p = r;
+                return fail(ps, "NUL byte in a string (\\0)");
+            default:
+                ps->p = r;
+                if (x >= 0x20 && x < 0x7f) return fail(ps, "invalid escape '\\%c' in a string", x);
+                return fail(ps, "invalid escape (backslash before byte 0x%02x) in a string", x);
+            }
+        }
+        if (n + k > limit) {
+            v->too_large = 1;
+            break;
+        }
+        memcpy(d + n, tmp, k);
+        n += k;
+    }
+    d[n] = '\0';
+    v->s = d;
+    v->slen = n;
+    ps->p = e + 1;
+    return 0;
+}
+
+static int lex_number(parser *ps, value *v)
+{
+    const char *s = ps->p, *r = s, *end = ps->end;
+    int neg = 0, is_double = 0, ovf = 0;
+    uint64_t u = 0;
+    if (r < end && (*r == '-' || *r == '+')) {
+        neg = *r == '-';
+        r++;
+    }
+    if (end - r >= 2 && r[0] == '0' && (r[1] == 'x' || r[1] == 'X')) {
+        r += 2;
+        const char *h = r;
+        while (r < end && hex_val((unsigned char)*r) >= 0) {
+            if (u > (UINT64_MAX >> 4)) ovf = 1;
+            else u = u * 16 + (unsigned)hex_val((unsigned char)*r);
+            r++;
+        }
+        if (r == h) {
+            ps->p = s;
+            return fail(ps, "invalid number '%.*s'", (int)(r - s), s);
+        }
+    } else {
+        size_t ds = 0, fs = 0;
+        while (r < end && is_digit((unsigned char)*r)) {
+            unsigned d = (unsigned)(*r - '0');
+            if (u > (UINT64_MAX - d) / 10) ovf = 1;
+            else u = u * 10 + d;
+            r++;
+            ds++;
+        }
+        if (r < end && *r == '.') {
+            is_double = 1;
+            r++;
+            while (r < end && is_digit((unsigned char)*r)) {
+                r++;
+                fs++;
+            }
+        }
+        if (ds + fs == 0) {
+            ps->p = s;
+            return fail(ps, "invalid number '%.*s'", (int)(r - s < 1 ? 1 : r - s), s);
+        }
+        if (r < end && (*r == 'e' || *r == 'E')) {
+            const char *x = r + 1;
+            if (x < end && (*x == '+' || *x == '-')) x++;
+            if (x < end && is_digit((unsigned char)*x)) {
+                while (x < end && is_digit((unsigned char)*x)) x++;
+                r = x;
+                is_double = 1;
+            }
+        }
+    }
+    if (r < end && (is_ident_char((unsigned char)*r) || *r == '.')) {
+        const char *t = r;
+        while (t < end && t - s < 40 && (is_ident_char((unsigned char)*t) || *t == '.')) t++;
+        ps->p = r;
+        return fail(ps, "invalid number '%.*s'", (int)(t - s), s);
+    }
+    memset(v, 0, sizeof *v);
+    v->src = s;
+    v->srclen = (size_t)(r - s);
+    if (is_double) {
+        v->kind = V_DOUBLE;
+    } else {
+        v->kind = V_INT;
+        if (ovf || u > (uint64_t)LONG_MAX + (neg ? 1u : 0u)) v->out_of_long = 1;
+        else if (neg) v->i = u == (uint64_t)LONG_MAX + 1u ? LONG_MIN : -(long)u;
+        else v->i = (long)u;
+    }
+    ps->p = r;
+    return 0;
+}
+
+static int skip_container(parser *ps, int depth);
+
+/* One value at ps->p (after blanks). Arrays and objects are only checked and
+ * skipped: no tool takes them, the caller only names their kind. */
+static int parse_value(parser *ps, value *v, int depth, size_t strlimit)
+{
+    char fb[24];
+    skip_ws(ps);
+    if (ps->p >= ps->end) return fail(ps, "unexpected end of the text (a value was expected)");
+    unsigned char c = (unsigned char)*ps->p;
+    if (c == '"' || c == '\'') return lex_string(ps, v, strlimit);
+    if (c == '{' || c == '[') {
+        memset(v, 0, sizeof *v);
+        v->kind = c == '{' ? V_OBJECT : V_ARRAY;
+        return skip_container(ps, depth + 1);
+    }
+    if (is_digit(c) || c == '-' || c == '+' || c == '.') return lex_number(ps, v);
+    if (is_ident_start(c)) {
+        const char *s = ps->p;
+        while (ps->p < ps->end && is_ident_char((unsigned char)*ps->p)) ps->p++;
+        size_t n = (size_t)(ps->p - s);
+        memset(v, 0, sizeof *v);
+        if (span_is(s, n, "true") || span_is(s, n, "True")) {
+            v->kind = V_BOOL;
+            v->b = 1;
+        } else if (span_is(s, n, "false") || span_is(s, n, "False")) {
+            v->kind = V_BOOL;
+        } else if (span_is(s, n, "null") || span_is(s, n, "None") || span_is(s, n, "NULL")) {
+            v->kind = V_NULL;
+        } else {
+            ps->p = s;
+            return fail(ps, "expected a value (number, \"string\", true or false), found '%.*s'", (int)(n > 40 ? 40 : n),
+                        s);
+        }
+        return 0;
+    }
+    return fail(ps, "expected a value, found %s", found_here(ps, fb, sizeof fb));
+}
+
+static int skip_container(parser *ps, int depth)
+{
+    char fb[24];
+    if (depth > TOOLS_MAX_DEPTH) return fail(ps, "nesting deeper than %d levels", TOOLS_MAX_DEPTH);
+    const char close = *ps->p == '{' ? '}' : ']';
+    ps->p++;
+    for (;;) {
+        skip_ws(ps);
+        if (ps->p >= ps->end) return fail(ps, "unexpected end of the text (missing '%c')", close);
+        if (*ps->p == close) {
+            ps->p++;
+            return 0;
+        }
+        value tmp;
+        if (close == '}') {
+            if (*ps->p != '"' && *ps->p != '\'') return fail(ps, "expected a \"key\" in an object, found %s", found_here(ps, fb, sizeof fb));
+            if (lex_string(ps, &tmp, SPADE_TOOL_ARG_MAX) < 0) return -1;
+            skip_ws(ps);
+            if (ps->p >= ps->end || *ps->p != ':') return fail(ps, "expected ':' after a key, found %s", found_here(ps, fb, sizeof fb));
+            ps->p++;
+        }
+        if (parse_value(ps, &tmp, depth, SPADE_TOOL_ARG_MAX) < 0) return -1;
+        skip_ws(ps);
+        if (ps->p < ps->end && *ps->p == ',') {
+            ps->p++;
+            continue;
+        }
+        if (ps->p < ps->end && *ps->p == close) continue;
+        if (ps->p >= ps->end) return fail(ps, "unexpected end of the text (missing '%c')", close);
+        return fail(ps, "expected ',' or '%c', found %s", close, found_here(ps, fb, sizeof fb));
+    }
+}
+
+static void call_init(call *c)
+{
+    memset(&c->name, 0, sizeof c->name);
+    c->npos = c->nkw = c->nextra = 0;
+    c->err[0] = '\0';
+}
+
+static int add_positional(parser *ps, call *c, int depth)
+{
+    value v;
+    if (parse_value(ps, &v, depth, SPADE_TOOL_ARG_MAX) < 0) return -1;
+    if (c->npos < TOOLS_MAX_STORED) c->pos[c->npos++] = v;
+    else c->nextra++;
+    return 0;
+}
+
+static int add_keyword(call *c, const value *key, const value *v)
+{
+    if (c->nkw < TOOLS_MAX_STORED) {
+        c->kw[c->nkw].key = *key;
+        c->kw[c->nkw].v = *v;
+        c->nkw++;
+    } else {
+        c->nextra++;
+    }
+    return 0;
+}
+
+/* {"amount": 5, "to": "bob"} at ps->p */
+static int parse_args_object(parser *ps, call *c, int depth)
+{
+    char fb[24];
+    if (depth > TOOLS_MAX_DEPTH) return fail(ps, "nesting deeper than %d levels", TOOLS_MAX_DEPTH);
+    ps->p++;
+    for (;;) {
+        skip_ws(ps);
+        if (ps->p >= ps->end) return fail(ps, "unexpected end of the text (missing '}' after the arguments)");
+        if (*ps->p == '}') {
+            ps->p++;
+            return 0;
+        }
+        if (*ps->p != '"' && *ps->p != '\'') return fail(ps, "expected an argument name in quotes, found %s", found_here(ps, fb, sizeof fb));
+        value key, v;
+        if (lex_string(ps, &key, TOOLS_NAME_MAX) < 0) return -1;
+        skip_ws(ps);
+        if (ps->p >= ps->end || *ps->p != ':') return fail(ps, "expected ':' after an argument name, found %s", found_here(ps, fb, sizeof fb));
+        ps->p++;
+        if (parse_value(ps, &v, depth, SPADE_TOOL_ARG_MAX) < 0) return -1;
+        add_keyword(c, &key, &v);
+        skip_ws(ps);
+        if (ps->p < ps->end && *ps->p == ',') {
+            ps->p++;
+            continue;
+        }
+        if (ps->p < ps->end && *ps->p == '}') continue;
+        if (ps->p >= ps->end) return fail(ps, "unexpected end of the text (missing '}' after the arguments)");
+        return fail(ps, "expected ',' or '}' in the arguments, found %s", found_here(ps, fb, sizeof fb));
+    }
+}
+
+/* [5, "bob"] at ps->p: positional arguments */
+static int parse_args_array(parser *ps, call *c, int depth)
+{
+    char fb[24];
+    if (depth > TOOLS_MAX_DEPTH) return fail(ps, "nesting deeper than %d levels", TOOLS_MAX_DEPTH);
+    ps->p++;
+    for (;;) {
+        skip_ws(ps);
+        if (ps->p >= ps->end) return fail(ps, "unexpected end of the text (missing ']' after the arguments)");
+        if (*ps->p == ']') {
+            ps->p++;
+            return 0;
+        }
+        if (add_positional(ps, c, depth) < 0) return -1;
+        skip_ws(ps);
+        if (ps->p < ps->end && *ps->p == ',') {
+            ps->p++;
+            continue;
+        }
+        if (ps->p < ps->end && *ps->p == ']') continue;
+        if (ps->p >= ps->end) return fail(ps, "unexpected end of the text (missing ']' after the arguments)");
+        return fail(ps, "expected ',' or ']' in the arguments, found %s", found_here(ps, fb, sizeof fb));
+    }
+}
+
+static int is_args_key(const value *k)
+{
+    return span_is(k->s, k->slen, "arguments") || span_is(k->s, k->slen, "parameters") ||
+           span_is(k->s, k->slen, "input") || span_is(k->s, k->slen, "args");
+}
+
+/* The JSON form at ps->p ('{'). Returns 0 with *has_name telling whether it is
+ * a call; -1 when malformed (*has_name says whether a top-level "name" key was
+ * seen first, i.e. whether the malformed object was a call attempt). */
+static int parse_json_call(parser *ps, call *c, int *has_name)
+{
+    char fb[24];
+    int has_args = 0;
+    *has_name = 0;
+    ps->p++;
+    for (;;) {
+        skip_ws(ps);
+        if (ps->p >= ps->end) return fail(ps, "unexpected end of the text (missing '}')");
+        if (*ps->p == '}') {
+            ps->p++;
+            return 0;
+        }
+        if (*ps->p != '"' && *ps->p != '\'') return fail(ps, "expected a \"key\" in an object, found %s", found_here(ps, fb, sizeof fb));
+        value key;
+        if (lex_string(ps, &key, SPADE_TOOL_ARG_MAX) < 0) return -1;
+        skip_ws(ps);
+        if (ps->p >= ps->end || *ps->p != ':') return fail(ps, "expected ':' after a key, found %s", found_here(ps, fb, sizeof fb));
+        ps->p++;
+        if (span_is(key.s, key.slen, "name")) {
+            if (*has_name) return fail(ps, "\"name\" given twice");
+            *has_name = 1;
+            if (parse_value(ps, &c->name, 1, SPADE_TOOL_ARG_MAX) < 0) return -1;
+            if (c->name.kind != V_STRING) return fail(ps, "\"name\" must be a string");
+        } else if (is_args_key(&key)) {
+            if (has_args) return fail(ps, "the arguments are given twice");
+            has_args = 1;
+            skip_ws(ps);
+            if (ps->p >= ps->end) return fail(ps, "unexpected end of the text (arguments expected)");
+            if (*ps->p == '{') {
+                if (parse_args_object(ps, c, 2) < 0) return -1;
+            } else if (*ps->p == '[') {
+                if (parse_args_array(ps, c, 2) < 0) return -1;
+            } else if (*ps->p == '"' || *ps->p == '\'') {
+                /* "arguments": "{\"amount\": 5}", as some APIs emit */
+                value enc;
+                if (lex_string(ps, &enc, SIZE_MAX) < 0) return -1;
+                parser sub = {enc.s, enc.s + enc.slen, ps->ar, ps->err};
+                skip_ws(&sub);
+                if (sub.p < sub.end) {
+                    if (*sub.p != '{') return fail(ps, "the arguments string must hold a JSON object");
+                    if (parse_args_object(&sub, c, 2) < 0) {
+                        char inner[TOOLS_ERR_MAX];
+                        snprintf(inner, sizeof inner, "in the arguments string: %s", ps->err);
+                        memcpy(ps->err, inner, sizeof inner);
+                        return -1;
+                    }
+                    skip_ws(&sub);
+                    if (sub.p < sub.end) return fail(ps, "in the arguments string: text after the object");
+                }
+            } else {
+                value v;
+                if (parse_value(ps, &v, 1, SPADE_TOOL_ARG_MAX) < 0) return -1;
+                if (v.kind != V_NULL) return fail(ps, "the arguments must be an object");
+            }
+        } else {
+            value v;
+            if (parse_value(ps, &v, 1, SPADE_TOOL_ARG_MAX) < 0) return -1;
+        }
+        skip_ws(ps);
+        if (ps->p < ps->end && *ps->p == ',') {
+            ps->p++;
+            continue;
+        }
+        if (ps->p < ps->end && *ps->p == '}') continue;
+        if (ps->p >= ps->end) return fail(ps, "unexpected end of the text (missing '}')");
+        return fail(ps, "expected ',' or '}', found %s", found_here(ps, fb, sizeof fb));
+    }
+}
+
+/* name(arg, ..., key=value, ...) at ps->p (an identifier). */
+static int parse_c_call(parser *ps, call *c)
+{
+    char fb[24];
+    const char *s = ps->p;
+    while (ps->p < ps->end && is_ident_char((unsigned char)*ps->p)) ps->p++;
+    memset(&c->name, 0, sizeof c->name);
+    c->name.kind = V_STRING;
+    c->name.s = s;
+    c->name.slen = (size_t)(ps->p - s);
+    if (c->name.slen >= TOOLS_NAME_MAX) c->name.too_large = 1;
+    skip_ws(ps);
+    if (ps->p >= ps->end || *ps->p != '(') return fail(ps, "expected '(' after the tool name, found %s", found_here(ps, fb, sizeof fb));
+    ps->p++;
+    int nargs = 0;
+    for (;;) {
+        skip_ws(ps);
+        if (ps->p >= ps->end) return fail(ps, "unexpected end of the text (missing ')')");
+        if (*ps->p == ')') {
+            ps->p++;
+            return 0;
+        }
+        nargs++;
+        /* key=value or key: value */
+        const char *t = ps->p;
+        int keyword = 0;
+        if (is_ident_start((unsigned char)*t)) {
+            while (t < ps->end && is_ident_char((unsigned char)*t)) t++;
+            const char *k_end = t;
+            while (t < ps->end && is_space((unsigned char)*t)) t++;
+            if (t < ps->end && ((*t == '=' && (t + 1 >= ps->end || t[1] != '=')) || *t == ':')) {
+                keyword = 1;
+                value key, v;
+                memset(&key, 0, sizeof key);
+                key.kind = V_STRING;
+                key.s = ps->p;
+                key.slen = (size_t)(k_end - ps->p);
+                if (key.slen >= TOOLS_NAME_MAX) key.too_large = 1;
+                ps->p = t + 1;
+                if (parse_value(ps, &v, 1, SPADE_TOOL_ARG_MAX) < 0) return -1;
+                add_keyword(c, &key, &v);
+            }
+        }
+        if (!keyword) {
+            if (c->nkw) return fail(ps, "argument %d: a positional argument after a named one", nargs);
+            if (add_positional(ps, c, 1) < 0) return -1;
+        }
+        skip_ws(ps);
+        if (ps->p < ps->end && *ps->p == ',') {
+            ps->p++;
+            continue;
+        }
+        if (ps->p < ps->end && *ps->p == ')') continue;
+        if (ps->p >= ps->end) return fail(ps, "unexpected end of the text (missing ')')");
+        return fail(ps, "expected ',' or ')' after argument %d, found %s", nargs, found_here(ps, fb, sizeof fb));
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* finding the call                                                           */
+
+typedef struct toolset {
+    int n;
+    const spade_tool_def *defs;
+    const spade_tool_sig *sigs;
+    ffi_cif *cifs; /* prepared per tool, or NULL: prepare at call time */
+} toolset;
+
+static int tool_lookup(const toolset *T, const char *s, size_t n)
+{
+    for (int i = 0; i < T->n; i++) {
+        const char *nm = T->defs[i].name;
+        if (nm && nm[0] == s[0] && strncmp(nm, s, n) == 0 && nm[n] == '\0') return i;
+    }
+    return -1;
+}
+
+enum { CAND_NONE = 0, CAND_CALL = 1, CAND_MALFORMED = 2 };
+
+static const char TAG_OPEN[] = "<tool_call>";
+static const char TAG_CLOSE[] = "</tool_call>";
+
+static const char *find_bytes(const char *h, const char *end, const char *needle, size_t nn)
+{
+    if ((size_t)(end - h) < nn) return NULL;
+    const char *last = end - nn;
+    for (const char *p = h; p <= last; p++) {
+        p = memchr(p, needle[0], (size_t)(last - p) + 1);
+        if (!p) return NULL;
+        if (memcmp(p, needle, nn) == 0) return p;
+    }
+    return NULL;
+}
+
+/* Inside <tool_call>: a JSON object or name(args), whatever the name. */
+static int parse_tagged(parser *ps, call *c)
+{
+    skip_ws(ps);
+    if (ps->end - ps->p >= 3 && memcmp(ps->p, "```", 3) == 0) { /* a fenced block: skip the fence line */
+        while (ps->p < ps->end && *ps->p != '\n') ps->p++;
+        skip_ws(ps);
+    }
+    if (ps->p < ps->end && *ps->p == '{') {
+        int has_name;
+        if (parse_json_call(ps, c, &has_name) < 0) return CAND_MALFORMED;
+        if (!has_name) {
+            fail(ps, "the JSON object in <tool_call> has no \"name\"");
+            return CAND_MALFORMED;
+        }
+        return CAND_CALL;
+    }
+    if (ps->p < ps->end && is_ident_start((unsigned char)*ps->p)) {
+        if (parse_c_call(ps, c) < 0) return CAND_MALFORMED;
+        return CAND_CALL;
+    }
+    fail(ps, "expected name(arguments) or a JSON object inside <tool_call>");
+    return CAND_MALFORMED;
+}
+
+/* Finds the last call attempt in text[0..len) and leaves it in *best
+ * (CAND_CALL or CAND_MALFORMED with best->err); CAND_NONE when there is none. */
+static int find_last_call(const toolset *T, const char *text, size_t len, call *calls, arena *ars, int *best_idx)
+{
+    int best = -1, best_kind = CAND_NONE;
+    const char *end = text + len, *p = text;
+    /* Inside a JSON object that is not a call, only nested objects are looked
+     * at (OpenAI's {"function": {"name": ...}}), not words in its strings. */
+    const char *json_only_end = text;
+    while (p < end) {
+        unsigned char ch = (unsigned char)*p;
+        int cur = best == 0 ? 1 : 0;
+        call *c = &calls[cur];
+        arena *ar = &ars[cur];
+        int kind = CAND_NONE;
+        const char *resume = p + 1;
+        if (p < json_only_end && ch != '{') {
+            p++;
+            continue;
+        }
+        if (ch == '<' && (size_t)(end - p) >= sizeof TAG_OPEN - 1 && memcmp(p, TAG_OPEN, sizeof TAG_OPEN - 1) == 0) {
+            const char *body = p + sizeof TAG_OPEN - 1;
+            const char *close = find_bytes(body, end, TAG_CLOSE, sizeof TAG_CLOSE - 1);
+            const char *body_end = close ? close : end;
+            arena_reset(ar);
+            call_init(c);
+            parser ps = {body, body_end, ar, c->err};
+            kind = parse_tagged(&ps, c);
+            resume = close ? close + sizeof TAG_CLOSE - 1 : end;
+        } else if (ch == '{') {
+            arena_reset(ar);
+            call_init(c);
+            parser ps = {p, end, ar, c->err};
+            int has_name;
+            if (parse_json_call(&ps, c, &has_name) == 0) {
+                if (has_name) {
+                    kind = CAND_CALL;
+                    resume = ps.p;
+                } else if (ps.p > json_only_end) {
+                    json_only_end = ps.p;
+                }
+            } else if (has_name) {
+                /* resume where it broke, so a quoted call inside it is not taken */
+                kind = CAND_MALFORMED;
+                resume = ps.p > p ? ps.p : p + 1;
+            }
+        } else if (is_ident_start(ch) && (p == text || !is_ident_char((unsigned char)p[-1]))) {
+            const char *w = p;
+            while (w < end && is_ident_char((unsigned char)*w)) w++;
+            resume = w;
+            if (w < end && *w == '(' && tool_lookup(T, p, (size_t)(w - p)) >= 0) {
+                arena_reset(ar);
+                call_init(c);
+                parser ps = {p, end, ar, c->err};
+                kind = parse_c_call(&ps, c) == 0 ? CAND_CALL : CAND_MALFORMED;
+                resume = ps.p > w ? ps.p : w + 1;
+            }
+        }
+        if (kind != CAND_NONE) {
+            best = cur;
+            best_kind = kind;
+        }
+        p = resume;
+    }
+    *best_idx = best;
+    return best_kind;
+}
+
+/* ------------------------------------------------------------------------ */
+/* type-checking and the call                                                 */
+
+typedef union slot {
+    int i;
+    long l;
+    double d;
+    unsigned char b;
+    const char *s;
+} slot;
+
+static void sb_value_desc(sbuf *b, const value *v)
+{
+    switch (v->kind) {
+    case V_INT:
+        sb_str(b, "int ");
+        sb_quoted(b, v->src, v->srclen, 40);
+        break;
+    case V_DOUBLE:
+        sb_str(b, "double ");
+        sb_quoted(b, v->src, v->srclen, 40);
+        break;
+    case V_BOOL: sb_str(b, v->b ? "bool true" : "bool false"); break;
+    case V_STRING:
+        if (v->too_large) {
+            sb_printf(b, "a string longer than %d bytes", SPADE_TOOL_ARG_MAX);
+        } else {
+            sb_str(b, "string \"");
+            sb_quoted(b, v->s, v->slen, 40);
+            sb_str(b, "\"");
+        }
+        break;
+    case V_NULL: sb_str(b, "null"); break;
+    case V_ARRAY: sb_str(b, "an array"); break;
+    case V_OBJECT: sb_str(b, "an object"); break;
+    default: sb_str(b, "nothing"); break;
+    }
+}
+
+static double value_to_double(const value *v)
+{
+    if (v->kind == V_INT && !v->out_of_long) return (double)v->i;
+    char small[64];
+    char *buf = small;
+    if (v->srclen >= sizeof small) {
+        buf = malloc(v->srclen + 1);
+        if (!buf) return NAN;
+    }
+    memcpy(buf, v->src, v->srclen);
+    buf[v->srclen] = '\0';
+    double d = strtod(buf, NULL);
+    if (buf != small) free(buf);
+    return d;
+}
+
+/* Converts v for argument k of tool `name`; 0, or -1 with the message in e. */
+static int convert_arg(const char *tool, const spade_tool_sig *sig, int k, const value *v, slot *out, sbuf *e)
+{
+    const char *an = sig->argnames[k];
+    spade_type t = sig->args[k];
+    int ok = 0;
+    const char *range = "";
+    switch (t) {
+    case SPADE_T_INT:
+        if (v->kind == V_INT && !v->out_of_long && v->i >= INT_MIN && v->i <= INT_MAX) {
+            out->i = (int)v->i;
+            ok = 1;
+        } else if (v->kind == V_INT) {
+            range = " (from -2147483648 to 2147483647)";
+        }
+        break;
+    case SPADE_T_LONG:
+        if (v->kind == V_INT && !v->out_of_long) {
+            out->l = v->i;
+            ok = 1;
+        } else if (v->kind == V_INT) {
+            range = " (from -9223372036854775808 to 9223372036854775807)";
+        }
+        break;
+    case SPADE_T_DOUBLE:
+        if (v->kind == V_INT || v->kind == V_DOUBLE) {
+            out->d = value_to_double(v);
+            if (isfinite(out->d)) ok = 1;
+            else range = " (finite)";
+        }
+        break;
+    case SPADE_T_BOOL:
+        if (v->kind == V_BOOL) {
+            out->b = (unsigned char)(v->b ? 1 : 0);
+            ok = 1;
+        }
+        break;
+    case SPADE_T_STRING:
+        if (v->kind == V_STRING && v->too_large) {
+            sb_printf(e, "error: argument '%.31s' of %s is longer than %d bytes", an, tool, SPADE_TOOL_ARG_MAX);
+            return -1;
+        }
+        if (v->kind == V_STRING) {
+            out->s = v->s;
+            ok = 1;
+        }
+        break;
+    default: break;
+    }
+    if (ok) return 0;
+    sb_printf(e, "error: argument '%.31s' of %s must be %s%s, got ", an, tool, spade_type_name(t), range);
+    if (range[0] && (v->kind == V_INT || v->kind == V_DOUBLE))
+        sb_quoted(e, v->src, v->srclen, 40);
+    else
+        sb_value_desc(e, v);
+    return -1;
+}
+
+static void sb_arity(sbuf *e, const char *tool, const spade_tool_sig *sig, int got)
+{
+    if (sig->nargs == 0) {
+        sb_printf(e, "error: %s expects no arguments, got %d", tool, got);
+        return;
+    }
+    sb_printf(e, "error: %s expects %d argument%s (", tool, sig->nargs, sig->nargs == 1 ? "" : "s");
+    sb_arglist(e, sig);
+    sb_printf(e, "), got %d", got);
+}
+
+/* Binds the call's arguments to the signature: -1 with the message in e. */
+static int bind_args(const char *tool, const spade_tool_sig *sig, const call *c, slot *slots, sbuf *e)
+{
+    int got = c->npos + c->nkw + c->nextra;
+    const value *bound[SPADE_TOOL_MAX_ARGS] = {0};
+    if (c->nextra || c->npos > sig->nargs || (c->nkw == 0 && c->npos != sig->nargs)) {
+        sb_arity(e, tool, sig, got);
+        return -1;
+    }
+    for (int i = 0; i < c->npos; i++) bound[i] = &c->pos[i];
+    for (int j = 0; j < c->nkw; j++) {
+        const value *key = &c->kw[j].key;
+        int k = -1;
+        for (int i = 0; i < sig->nargs && !key->too_large; i++)
+            if (strnlen(sig->argnames[i], sizeof sig->argnames[i]) == key->slen &&
+                memcmp(sig->argnames[i], key->s, key->slen) == 0)
+                k = i;
+        if (k < 0) {
+            sb_printf(e, "error: %s has no argument '", tool);
+            sb_quoted(e, key->s, key->slen, 40);
+            sb_str(e, "'; it takes (");
+            sb_arglist(e, sig);
+            sb_str(e, ")");
+            return -1;
+        }
+        if (bound[k]) {
+            sb_printf(e, "error: argument '%.31s' of %s is given twice", sig->argnames[k], tool);
+            return -1;
+        }
+        bound[k] = &c->kw[j].v;
+    }
+    for (int i = 0; i < sig->nargs; i++)
+        if (!bound[i]) {
+            sb_arity(e, tool, sig, got);
+            sb_printf(e, " (missing '%.31s')", sig->argnames[i]);
+            return -1;
+        }
+    for (int i = 0; i < sig->nargs; i++)
+        if (convert_arg(tool, sig, i, bound[i], &slots[i], e) < 0) return -1;
+    return 0;
+}
+
+static ffi_type *ffi_of(spade_type t)
+{
+    switch (t) {
+    case SPADE_T_INT: return &ffi_type_sint;
+    case SPADE_T_LONG: return &ffi_type_slong;
+    case SPADE_T_DOUBLE: return &ffi_type_double;
+    case SPADE_T_BOOL: return &ffi_type_uint8;
+    case SPADE_T_STRING: return &ffi_type_pointer;
+    case SPADE_T_VOID: return &ffi_type_void;
+    }
+    return &ffi_type_void;
+}
+
+static int prep_cif(ffi_cif *cif, ffi_type **atypes, const spade_tool_sig *sig)
+{
+    for (int i = 0; i < sig->nargs; i++) atypes[i] = ffi_of(sig->args[i]);
+    return ffi_prep_cif(cif, FFI_DEFAULT_ABI, (unsigned)sig->nargs, ffi_of(sig->ret), atypes) == FFI_OK ? 0 : -1;
+}
+
+/* Shortest %g that reads back as the same double (at most 17 digits). */
+static void sb_double(sbuf *b, double d)
+{
+    if (isnan(d)) {
+        sb_str(b, "nan");
+        return;
+    }
+    if (isinf(d)) {
+        sb_str(b, d < 0 ? "-inf" : "inf");
+        return;
+    }
+    char tmp[40];
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(tmp, sizeof tmp, "%.*g", prec, d);
+        if (prec == 17 || strtod(tmp, NULL) == d) break;
+    }
+    sb_str(b, tmp);
+}
+
+static spade_dispatch invoke(const toolset *T, int k, const call *c, sbuf *o)
+{
+    const spade_tool_def *def = &T->defs[k];
+    const spade_tool_sig *sig = &T->sigs[k];
+    const char *tool = def->name;
+    if (!def->fn || !sig_is_sane(sig)) {
+        sb_printf(o, "error: tool '%s' cannot be called (bad declaration)", tool);
+        return SPADE_DISPATCH_ERROR;
+    }
+    slot slots[SPADE_TOOL_MAX_ARGS];
+    void *avalues[SPADE_TOOL_MAX_ARGS];
+    if (bind_args(tool, sig, c, slots, o) < 0) return SPADE_DISPATCH_ERROR;
+    for (int i = 0; i < sig->nargs; i++) avalues[i] = &slots[i];
+
+    ffi_cif local;
+    ffi_type *atypes[SPADE_TOOL_MAX_ARGS];
+    ffi_cif *cif = T->cifs ? &T->cifs[k] : &local;
+    if (!T->cifs && prep_cif(&local, atypes, sig) < 0) {
+        sb_printf(o, "error: tool '%s' cannot be called (libffi rejected its signature)", tool);
+        return SPADE_DISPATCH_ERROR;
+    }
+    union {
+        ffi_arg a;
+        ffi_sarg sa;
+        long l;
+        double d;
+        void *p;
+        char pad[16];
+    } rv;
+    memset(&rv, 0, sizeof rv);
+    ffi_call(cif, FFI_FN(def->fn), &rv, sig->nargs ? avalues : NULL);
+    switch (sig->ret) {
+    case SPADE_T_VOID: break;
+    case SPADE_T_INT: sb_printf(o, "%d", (int)rv.sa); break;
+    case SPADE_T_LONG: sb_printf(o, "%ld", rv.l); break;
+    case SPADE_T_DOUBLE: sb_double(o, rv.d); break;
+    case SPADE_T_BOOL: sb_str(o, (unsigned char)rv.a ? "true" : "false"); break;
+    case SPADE_T_STRING: sb_str(o, rv.p ? (const char *)rv.p : "null"); break;
+    }
+    return SPADE_DISPATCH_CALLED;
+}
+
+static spade_dispatch dispatch(const toolset *T, const char *action, size_t len, char *out, size_t cap)
+{
+    sbuf o;
+    sb_init(&o, out, cap);
+    if (!action || len == 0) return SPADE_DISPATCH_NOT_A_CALL;
+    call calls[2];
+    arena ars[2];
+    arena_init(&ars[0]);
+    arena_init(&ars[1]);
+    int bi = -1;
+    int kind = find_last_call(T, action, len, calls, ars, &bi);
+    spade_dispatch r = SPADE_DISPATCH_NOT_A_CALL;
+    if (kind == CAND_MALFORMED) {
+        sb_printf(&o, "error: malformed call: %s", calls[bi].err);
+        r = SPADE_DISPATCH_ERROR;
+    } else if (kind == CAND_CALL) {
+        const call *c = &calls[bi];
+        int k = c->name.too_large ? -1 : -2;
+        for (int i = 0; k == -2 && i < T->n; i++)
+            if (T->defs[i].name && strlen(T->defs[i].name) == c->name.slen &&
+                memcmp(T->defs[i].name, c->name.s, c->name.slen) == 0)
+                k = i;
+        if (k < 0) {
+            sb_str(&o, "error: unknown tool '");
+            sb_quoted(&o, c->name.s, c->name.slen, 64);
+            sb_str(&o, "'; tools: ");
+            int listed = 0;
+            for (int i = 0; i < T->n; i++)
+                if (T->defs[i].name) sb_printf(&o, "%s%s", listed++ ? ", " : "", T->defs[i].name);
+            if (!listed) sb_str(&o, "(none)");
+            r = SPADE_DISPATCH_ERROR;
+        } else {
+            r = invoke(T, k, c, &o);
+        }
+    }
+    arena_reset(&ars[0]);
+    arena_reset(&ars[1]);
+    return r;
+}
+
+spade_dispatch spade_tools_dispatch(const spade_tool_def *defs, const spade_tool_sig *sigs, int n, const char *action,
+                                    size_t len, char *out, size_t cap)
+{
+    toolset T = {(defs && sigs && n > 0) ? n : 0, defs, sigs, NULL};
+    return dispatch(&T, action, len, out, cap);
+}
+
+/* ------------------------------------------------------------------------ */
+/* the prepared table                                                         */
+
+struct spade_tool_table {
+    int n;
+    spade_tool_def *defs;
+    spade_tool_sig *sigs;
+    ffi_cif *cifs;
+    ffi_type *(*atypes)[SPADE_TOOL_MAX_ARGS];
+    char (*names)[TOOLS_NAME_MAX];
+};
+
+void spade_tool_table_free(spade_tool_table *t)
+{
+    if (!t) return;
+    free(t->defs);
+    free(t->sigs);
+    free(t->cifs);
+    free(t->atypes);
+    free(t->names);
+    free(t);
+}
+
+int spade_tool_table_size(const spade_tool_table *t) { return t ? t->n : 0; }
+
+int spade_tool_table_new(spade_tool_table **out, const spade_tool_def *defs, const spade_tool_sig *sigs, int n,
+                         char *err, size_t errlen)
+{
+    sbuf e;
+    sb_init(&e, err, errlen);
+    if (!out) return -1;
+    *out = NULL;
+    if (n < 0 || (n > 0 && !defs)) {
+        sb_str(&e, "tool table: no tools given");
+        return -1;
+    }
+    spade_tool_table *t = calloc(1, sizeof *t);
+    size_t m = n ? (size_t)n : 1;
+    if (t) {
+        t->defs = calloc(m, sizeof *t->defs);
+        t->sigs = calloc(m, sizeof *t->sigs);
+        t->cifs = calloc(m, sizeof *t->cifs);
+        t->atypes = calloc(m, sizeof *t->atypes);
+        t->names = calloc(m, sizeof *t->names);
+    }
+    if (!t || !t->defs || !t->sigs || !t->cifs || !t->atypes || !t->names) {
+        spade_tool_table_free(t);
+        sb_str(&e, "tool table: out of memory");
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        const char *nm = defs[i].name;
+        size_t nl = nm ? strnlen(nm, TOOLS_NAME_MAX) : 0;
+        int ok = nl > 0 && nl < TOOLS_NAME_MAX && is_ident_start((unsigned char)nm[0]);
+        for (size_t j = 1; ok && j < nl; j++) ok = is_ident_char((unsigned char)nm[j]);
+        if (!ok) {
+            sb_printf(&e, "tool %d: name must be an identifier of 1 to %d bytes", i, TOOLS_NAME_MAX - 1);
+            spade_tool_table_free(t);
+            return -1;
+        }
+        for (int j = 0; j < i; j++)
+            if (strcmp(t->names[j], nm) == 0) {
+                sb_printf(&e, "tool %d ('%s'): declared twice", i, nm);
+                spade_tool_table_free(t);
+                return -1;
+            }
+        memcpy(t->names[i], nm, nl + 1);
+        if (!defs[i].fn) {
+            sb_printf(&e, "tool '%s': no function", nm);
+            spade_tool_table_free(t);
+            return -1;
+        }
+        if (sigs) {
+            t->sigs[i] = sigs[i];
+            if (!sig_is_sane(&t->sigs[i])) {
+                sb_printf(&e, "tool '%s': invalid signature", nm);
+                spade_tool_table_free(t);
+                return -1;
+            }
+        } else {
+            char why[256];
+            if (spade_tool_sig_parse(defs[i].signature, &t->sigs[i], why, sizeof why) < 0) {
+                sb_printf(&e, "tool '%s': %s", nm, why);
+                spade_tool_table_free(t);
+                return -1;
+            }
+        }
+        t->defs[i] = defs[i];
+        t->defs[i].name = t->names[i];
+        if (prep_cif(&t->cifs[i], t->atypes[i], &t->sigs[i]) < 0) {
+            sb_printf(&e, "tool '%s': libffi rejected its signature", nm);
+            spade_tool_table_free(t);
+            return -1;
+        }
+    }
+    t->n = n;
+    *out = t;
+    return 0;
+}
+
+spade_dispatch spade_tool_table_dispatch(const spade_tool_table *t, const char *action, size_t len, char *out,
+                                         size_t cap)
+{
+    toolset T = {t ? t->n : 0, t ? t->defs : NULL, t ? t->sigs : NULL, t ? t->cifs : NULL};
+    return dispatch(&T, action, len, out, cap);
+}
