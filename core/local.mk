@@ -2,3 +2,43 @@
 libspade_a_SOURCES += core/version.c
 noinst_HEADERS += core/version.h
 noinst_HEADERS += core/host.h core/sandbox/sandbox.h core/tools/tools.h dsl/spade/env.h
+
+# The in-process host (host.h) and its dlopen front end for gcc-built environments.
+libspade_a_SOURCES += core/host.c core/native.c
+noinst_HEADERS += core/native.h
+
+# Test environments (tests/envs/*.c), compiled natively into shared objects that
+# resolve the DSL helpers from the test program (linked -Wl,--export-dynamic).
+# One rule per object: automake -Wall rejects %-pattern rules as non-portable.
+SPADE_ENV_CC = $(CC) -std=c11 -O2 -Wall -Wextra -Wno-unused-parameter -shared -fPIC -I$(top_srcdir)/dsl
+spade_test_envs = tests/envs/add.so tests/envs/counter.so tests/envs/bank.so tests/envs/chatty.so \
+	tests/envs/echo.so tests/envs/bad_abi.so tests/envs/bad_nostep.so tests/envs/bad_param.so \
+	tests/envs/bad_intparam.so tests/envs/bad_name.so tests/envs/bad_dupparam.so tests/envs/bad_bigstate.so
+EXTRA_DIST += tests/envs/add.c tests/envs/counter.c tests/envs/bank.c tests/envs/chatty.c \
+	tests/envs/echo.c tests/envs/bad_abi.c tests/envs/bad_nostep.c tests/envs/bad_param.c \
+	tests/envs/bad_intparam.c tests/envs/bad_name.c tests/envs/bad_dupparam.c tests/envs/bad_bigstate.c
+CLEANFILES += $(spade_test_envs)
+$(spade_test_envs): $(top_srcdir)/dsl/spade/dsl.h $(top_srcdir)/core/env.h
+	@$(MKDIR_P) tests/envs
+	$(AM_V_CC)$(SPADE_ENV_CC) -o $@ $(srcdir)/$(@:.so=.c)
+tests/envs/add.so: tests/envs/add.c
+tests/envs/counter.so: tests/envs/counter.c
+tests/envs/bank.so: tests/envs/bank.c
+tests/envs/chatty.so: tests/envs/chatty.c
+tests/envs/echo.so: tests/envs/echo.c
+tests/envs/bad_abi.so: tests/envs/bad_abi.c
+tests/envs/bad_nostep.so: tests/envs/bad_nostep.c
+tests/envs/bad_param.so: tests/envs/bad_param.c
+tests/envs/bad_intparam.so: tests/envs/bad_intparam.c
+tests/envs/bad_name.so: tests/envs/bad_name.c
+tests/envs/bad_dupparam.so: tests/envs/bad_dupparam.c
+tests/envs/bad_bigstate.so: tests/envs/bad_bigstate.c
+
+check_PROGRAMS += tests/test_host
+TESTS += tests/test_host
+tests_test_host_SOURCES = tests/test_host.c
+tests_test_host_CPPFLAGS = $(AM_CPPFLAGS) -DSPADE_BUILDDIR='"$(abs_top_builddir)"'
+tests_test_host_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_test_host_LDFLAGS = $(AM_LDFLAGS) -Wl,--export-dynamic
+tests_test_host_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
+EXTRA_tests_test_host_DEPENDENCIES = $(spade_test_envs)

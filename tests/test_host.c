@@ -1,0 +1,1166 @@
+/* test_host.c — Check suite for the in-process host (core/host.c), the native
+ * loader (core/native.c) and the DSL runtime helpers (dsl/runtime.c).
+ *
+ * What it is: tests on the environments in tests/envs/, compiled by gcc into
+ * shared objects next to this program in the build tree (core/local.mk), plus
+ * direct tests of the helpers. What it is not: a sandbox test (no fork, no JIT;
+ * tests/hostile and core/sandbox's tests do that).
+ *
+ * Links with -Wl,--export-dynamic: the environments resolve spade_say & co.
+ * from this executable.
+ */
+#include <check.h>
+#include <ctype.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "host.h"
+#include "native.h"
+#include "runtime.h"
+#include "tools/tools.h"
+
+#ifndef SPADE_BUILDDIR
+#error "SPADE_BUILDDIR must name the build tree (core/local.mk sets it)"
+#endif
+
+/* The helpers, without the DSL's short macro names. */
+void spade_say(const char *fmt, ...);
+void spade_act(const char *fmt, ...);
+void spade_reward(double r);
+void spade_finish(int success);
+long spade_steps(void);
+long spade_rand_range(long lo, long hi);
+double spade_rand_real(void);
+int spade_chance(double p);
+void spade_shuffle(void *base, long n, long size);
+const char *spade_answer(const char *text);
+long spade_parse_int(const char *text);
+double spade_parse_real(const char *text);
+int spade_parse_word(const char *text, char *out, long cap);
+int spade_parse_ints(const char *text, long *out, int cap);
+int spade_str_ieq(const char *a, const char *b);
+#define NO_INT LONG_MIN
+
+/* ---- helpers -------------------------------------------------------------- */
+
+static void env_path(const char *name, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s/tests/envs/%s.so", SPADE_BUILDDIR, name);
+}
+
+static spade_host *open_env(const char *name, void **dl)
+{
+    char path[4096], err[512] = "";
+    env_path(name, path, sizeof path);
+    spade_host *h = NULL;
+    int rc = spade_native_open(path, &h, dl, err, sizeof err);
+    ck_assert_msg(rc == 0, "open %s: %s", name, err);
+    ck_assert_ptr_nonnull(h);
+    return h;
+}
+
+/* Opens an environment that must fail validation; returns the message. */
+static const char *open_bad(const char *name)
+{
+    static char err[512];
+    char path[4096];
+    env_path(name, path, sizeof path);
+    spade_host *h = (spade_host *)1;
+    void *dl = (void *)1;
+    err[0] = '\0';
+    int rc = spade_native_open(path, &h, &dl, err, sizeof err);
+    ck_assert_msg(rc == -1, "%s should fail validation", name);
+    ck_assert_ptr_null(h);
+    ck_assert_ptr_null(dl);
+    ck_assert_msg(strstr(err, path) != NULL, "message names the file: %s", err);
+    return err;
+}
+
+/* Plays one episode with the environment's own SOLVE; returns the result of the
+ * last step. With ask_hint, asks for the hint before every step. */
+static spade_step_result play_solved(spade_host *h, int inst, uint64_t seed, int ask_hint, char *transcript,
+                                     size_t cap)
+{
+    spade_step_result r;
+    size_t used = 0;
+    ck_assert_int_eq(spade_host_reset(h, inst, seed, &r), SPADE_HOST_OK);
+    if (transcript)
+        used += (size_t)snprintf(transcript + used, cap - used, "%s|", r.obs);
+    for (int guard = 0; guard < 1000; guard++) {
+        const char *text;
+        size_t len;
+        if (ask_hint)
+            ck_assert_int_eq(spade_host_hint(h, inst, &text, &len), SPADE_HOST_OK);
+        ck_assert_int_eq(spade_host_solve(h, inst, &text, &len), SPADE_HOST_OK);
+        char action[256];
+        ck_assert_uint_lt(len, sizeof action);
+        memcpy(action, text, len + 1);
+        ck_assert_int_eq(spade_host_step(h, inst, action, len, &r), SPADE_HOST_OK);
+        if (transcript && used < cap)
+            used += (size_t)snprintf(transcript + used, cap - used, "%s>%s/%g|", action, r.obs, r.reward);
+        if (r.terminated || r.truncated)
+            return r;
+    }
+    ck_abort_msg("episode never ended");
+    return r;
+}
+
+/* ---- reset and step determinism ------------------------------------------- */
+
+START_TEST(test_reset_determinism)
+{
+    static const char *envs[] = {"add", "counter", "bank", "echo"};
+    for (size_t e = 0; e < sizeof envs / sizeof envs[0]; e++) {
+        void *dl;
+        spade_host *h = open_env(envs[e], &dl);
+        int a = spade_host_add_instance(h, NULL), b = spade_host_add_instance(h, NULL);
+        ck_assert_int_eq(a, 0);
+        ck_assert_int_eq(b, 1);
+        ck_assert_int_eq(spade_host_num_instances(h), 2);
+        int differ = 0;
+        for (uint64_t seed = 0; seed < 50; seed++) {
+            spade_step_result r;
+            ck_assert_int_eq(spade_host_reset(h, a, seed, &r), SPADE_HOST_OK);
+            char first[SPADE_OBS_MAX + 1];
+            size_t first_len = r.obs_len;
+            memcpy(first, r.obs, r.obs_len + 1);
+            ck_assert_uint_eq(strlen(first), first_len);
+            ck_assert_int_eq(spade_host_reset(h, b, seed, &r), SPADE_HOST_OK);
+            ck_assert_uint_eq(r.obs_len, first_len);
+            ck_assert_mem_eq(r.obs, first, first_len);
+            ck_assert_int_eq(spade_host_reset(h, b, seed + 1000, &r), SPADE_HOST_OK);
+            differ += r.obs_len != first_len || memcmp(r.obs, first, first_len) != 0;
+        }
+        if (strcmp(envs[e], "echo") != 0)
+            ck_assert_msg(differ >= 25, "%s: only %d of 50 seed pairs gave different observations", envs[e], differ);
+        else
+            ck_assert_int_eq(differ, 0); /* echo's first observation does not depend on the seed */
+        spade_native_close(h, dl);
+    }
+}
+END_TEST
+
+START_TEST(test_step_determinism)
+{
+    void *dl;
+    spade_host *h = open_env("counter", &dl);
+    int a = spade_host_add_instance(h, NULL), b = spade_host_add_instance(h, NULL);
+    static const char *actions[] = {"+", "-", "hmm", "+", "+", "\\boxed{-}", "", "+", "-", "-"};
+    for (uint64_t seed = 1; seed <= 20; seed++) {
+        spade_step_result ra, rb;
+        ck_assert_int_eq(spade_host_reset(h, a, seed, &ra), SPADE_HOST_OK);
+        ck_assert_int_eq(spade_host_reset(h, b, seed, &rb), SPADE_HOST_OK);
+        for (size_t i = 0; i < sizeof actions / sizeof actions[0]; i++) {
+            spade_host_status sa = spade_host_step(h, a, actions[i], strlen(actions[i]), &ra);
+            char obs[SPADE_OBS_MAX + 1];
+            memcpy(obs, ra.obs, ra.obs_len + 1);
+            spade_host_status sb = spade_host_step(h, b, actions[i], strlen(actions[i]), &rb);
+            ck_assert_int_eq(sa, sb);
+            if (sa != SPADE_HOST_OK)
+                break; /* both ended */
+            ck_assert_str_eq(obs, rb.obs);
+            ck_assert(ra.reward == rb.reward);
+            ck_assert_int_eq(ra.terminated, rb.terminated);
+            ck_assert_int_eq(ra.truncated, rb.truncated);
+            ck_assert(ra.episode_return == rb.episode_return);
+        }
+    }
+    spade_native_close(h, dl);
+}
+END_TEST
+
+/* ---- solve, hint, truncation ---------------------------------------------- */
+
+START_TEST(test_solve_wins)
+{
+    static const char *envs[] = {"add", "counter", "bank"};
+    for (size_t e = 0; e < sizeof envs / sizeof envs[0]; e++) {
+        void *dl;
+        spade_host *h = open_env(envs[e], &dl);
+        ck_assert_int_eq(spade_host_info(h)->has_solve, 1);
+        int inst = spade_host_add_instance(h, NULL);
+        for (uint64_t seed = 0; seed < 100; seed++) {
+            spade_step_result r = play_solved(h, inst, seed, 0, NULL, 0);
+            ck_assert_msg(r.terminated && !r.truncated && r.success, "%s seed %llu: solve did not win", envs[e],
+                          (unsigned long long)seed);
+            ck_assert(r.episode_return >= spade_host_info(h)->success);
+            spade_step_result again;
+            ck_assert_int_eq(spade_host_step(h, inst, "1", 1, &again), SPADE_HOST_BAD_CALL);
+        }
+        spade_native_close(h, dl);
+    }
+}
+END_TEST
+
+START_TEST(test_hint_and_solve_leave_episode_alone)
+{
+    /* counter draws its target with chance() in RESET only; asking for hints
+     * and solves must not move the RNG or the state. */
+    void *dl;
+    spade_host *h = open_env("counter", &dl);
+    int inst = spade_host_add_instance(h, NULL);
+    for (uint64_t seed = 0; seed < 20; seed++) {
+        char with[8192], without[8192];
+        play_solved(h, inst, seed, 1, with, sizeof with);
+        play_solved(h, inst, seed, 0, without, sizeof without);
+        ck_assert_str_eq(with, without);
+    }
+    const char *text;
+    size_t len;
+    ck_assert_int_eq(spade_host_hint(h, inst, &text, &len), SPADE_HOST_OK);
+    ck_assert_uint_eq(len, strlen(text));
+    ck_assert_ptr_nonnull(strstr(text, "toward the target"));
+    spade_native_close(h, dl);
+}
+END_TEST
+
+START_TEST(test_truncation)
+{
+    void *dl;
+    spade_host *h = open_env("counter", &dl);
+    const spade_env_info *info = spade_host_info(h);
+    ck_assert_int_eq(info->max_steps, 20);
+    int inst = spade_host_add_instance(h, NULL);
+    spade_step_result r;
+    ck_assert_int_eq(spade_host_reset(h, inst, 7, &r), SPADE_HOST_OK);
+    for (int i = 1; i <= info->max_steps; i++) {
+        ck_assert_int_eq(spade_host_step(h, inst, "wait", 4, &r), SPADE_HOST_OK);
+        ck_assert_int_eq(r.terminated, 0);
+        ck_assert_int_eq(r.truncated, i == info->max_steps);
+    }
+    ck_assert_int_eq(r.success, 0);
+    ck_assert(r.episode_return == 0.0);
+    ck_assert_int_eq(spade_host_step(h, inst, "+", 1, &r), SPADE_HOST_BAD_CALL);
+    /* a reset starts over */
+    ck_assert_int_eq(spade_host_reset(h, inst, 7, &r), SPADE_HOST_OK);
+    ck_assert_int_eq(spade_host_step(h, inst, "+", 1, &r), SPADE_HOST_OK);
+    ck_assert_ptr_nonnull(strstr(r.obs, "Value 1."));
+    spade_native_close(h, dl);
+}
+END_TEST
+
+START_TEST(test_steps_and_rewards_accumulate)
+{
+    void *dl;
+    spade_host *h = open_env("echo", &dl);
+    int inst = spade_host_add_instance(h, NULL);
+    spade_step_result r;
+    ck_assert_int_eq(spade_host_reset(h, inst, 1, &r), SPADE_HOST_OK);
+    for (int i = 0; i < 5; i++) {
+        ck_assert_int_eq(spade_host_step(h, inst, "x 12", 4, &r), SPADE_HOST_OK);
+        char want[128];
+        snprintf(want, sizeof want, "strlen 4 len 4 int 12 steps %d", i);
+        ck_assert_str_eq(r.obs, want);
+        ck_assert(r.reward == 0.5);
+        ck_assert(fabs(r.episode_return - 0.5 * (i + 1)) < 1e-12);
+    }
+    ck_assert_int_eq(r.success, 1); /* 2.5 >= the default success 1.0 */
+    spade_native_close(h, dl);
+}
+END_TEST
+
+/* ---- info and params ------------------------------------------------------ */
+
+START_TEST(test_info)
+{
+    void *dl;
+    spade_host *h = open_env("add", &dl);
+    const spade_env_info *info = spade_host_info(h);
+    ck_assert_int_eq(info->abi, SPADE_ENV_ABI);
+    ck_assert_str_eq(info->name, "add");
+    ck_assert_str_eq(info->family, "math");
+    ck_assert_str_eq(info->description, "Add two numbers drawn from a range.");
+    ck_assert_int_eq(info->max_steps, 1);
+    ck_assert(info->success == SPADE_DEFAULT_SUCCESS);
+    ck_assert_uint_eq(info->state_size, 2 * sizeof(long));
+    ck_assert_int_eq(info->n_params, 2);
+    ck_assert_str_eq(info->params[0].name, "lo");
+    ck_assert_str_eq(info->params[1].name, "hi");
+    ck_assert_int_eq(info->params[0].type, SPADE_PARAM_INT);
+    ck_assert(info->params[1].def == 99 && info->params[1].max == 1000000);
+    ck_assert_int_eq(info->n_tools, 0);
+    spade_native_close(h, dl);
+
+    h = open_env("echo", &dl);
+    ck_assert_int_eq(spade_host_info(h)->has_solve, 0);
+    ck_assert_str_eq(spade_host_info(h)->family, "");
+    int inst = spade_host_add_instance(h, NULL);
+    spade_step_result r;
+    const char *text;
+    size_t len;
+    ck_assert_int_eq(spade_host_solve(h, inst, &text, &len), SPADE_HOST_BAD_CALL);
+    ck_assert_int_eq(spade_host_reset(h, inst, 0, &r), SPADE_HOST_OK);
+    ck_assert_int_eq(spade_host_solve(h, inst, &text, &len), SPADE_HOST_BAD_CALL);
+    spade_native_close(h, dl);
+}
+END_TEST
+
+START_TEST(test_params_parse)
+{
+    void *dl;
+    spade_host *h = open_env("add", &dl);
+    const spade_env_info *info = spade_host_info(h);
+    double v[2];
+    char err[256];
+
+    ck_assert_int_eq(spade_params_parse(info, NULL, v, err, sizeof err), 0);
+    ck_assert(v[0] == 10 && v[1] == 99);
+    ck_assert_int_eq(spade_params_parse(info, "", v, err, sizeof err), 0);
+    ck_assert(v[0] == 10 && v[1] == 99);
+    ck_assert_int_eq(spade_params_parse(info, "hi=5", v, err, sizeof err), 0);
+    ck_assert(v[0] == 10 && v[1] == 5);
+    ck_assert_int_eq(spade_params_parse(info, " lo = 3 , hi=1e3,", v, err, sizeof err), 0);
+    ck_assert(v[0] == 3 && v[1] == 1000);
+    ck_assert_int_eq(spade_params_parse(info, "lo=7.0", v, err, sizeof err), 0);
+    ck_assert(v[0] == 7);
+
+    static const struct {
+        const char *spec, *needle;
+    } bad[] = {
+        {"size=3", "unknown key 'size'"},
+        {"lo=-1", "param 'lo': -1 outside [0, 1e+06]"},
+        {"hi=1000001", "param 'hi'"},
+        {"lo=1.5", "param 'lo': 1.5 is not an integer"},
+        {"lo=abc", "param 'lo': bad number"},
+        {"lo=5x", "param 'lo': bad number"},
+        {"lo=", "param 'lo': bad number"},
+        {"lo=nan", "param 'lo'"},
+        {"lo=inf", "param 'lo'"},
+        {"lo=1e400", "param 'lo'"},
+        {"lo", "not key=value"},
+        {"=5", "unknown key ''"},
+        {"lo=1,lo=2", "given twice"},
+        {"lo=1;hi=2", "param 'lo'"},
+        {"\xff\xfe=\x01", "unknown key"},
+        {"lo=99999999999999999999999999999999999999999999999999999999999999999999999999", "param 'lo'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = '\0';
+        ck_assert_msg(spade_params_parse(info, bad[i].spec, v, err, sizeof err) == -1, "'%s' accepted", bad[i].spec);
+        ck_assert_msg(strstr(err, bad[i].needle) != NULL, "'%s': message '%s' lacks '%s'", bad[i].spec, err,
+                      bad[i].needle);
+    }
+
+    /* Values reach the environment: lo = hi = 7 gives 7 + 7. */
+    ck_assert_int_eq(spade_params_parse(info, "lo=7,hi=7", v, err, sizeof err), 0);
+    int inst = spade_host_add_instance(h, v);
+    ck_assert_int_ge(inst, 0);
+    spade_step_result r;
+    ck_assert_int_eq(spade_host_reset(h, inst, 123, &r), SPADE_HOST_OK);
+    ck_assert_str_eq(r.obs, "Compute 7 + 7. Answer with the number.");
+    ck_assert_int_eq(spade_host_step(h, inst, "14", 2, &r), SPADE_HOST_OK);
+    ck_assert(r.terminated && r.success && r.reward == 1.0);
+    /* and each instance keeps its own values */
+    int dflt = spade_host_add_instance(h, NULL);
+    ck_assert_int_eq(spade_host_reset(h, dflt, 123, &r), SPADE_HOST_OK);
+    ck_assert_str_ne(r.obs, "Compute 7 + 7. Answer with the number.");
+    ck_assert_int_eq(spade_host_reset(h, inst, 124, &r), SPADE_HOST_OK);
+    ck_assert_str_eq(r.obs, "Compute 7 + 7. Answer with the number.");
+    /* add_instance refuses values the parser would */
+    double out_of_range[2] = {-5, 10}, fractional[2] = {1.5, 10}, nan_value[2] = {NAN, 10};
+    ck_assert_int_eq(spade_host_add_instance(h, out_of_range), -1);
+    ck_assert_int_eq(spade_host_add_instance(h, fractional), -1);
+    ck_assert_int_eq(spade_host_add_instance(h, nan_value), -1);
+    spade_native_close(h, dl);
+}
+END_TEST
+
+/* ---- validation ----------------------------------------------------------- */
+
+START_TEST(test_validation_failures)
+{
+    static const struct {
+        const char *env, *needle;
+    } cases[] = {
+        {"bad_abi", "meta: abi 99"},
+        {"bad_nostep", "spade_step: missing"},
+        {"bad_param", "param 'size': default 50 outside [1, 30]"},
+        {"bad_intparam", "param 'size': int param with default 2.5"},
+        {"bad_name", "meta: name 'Bad Name'"},
+        {"bad_dupparam", "param 'n': declared twice"},
+        {"bad_bigstate", "state_size:"},
+        {"no_such_env", "no_such_env.so"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *err = open_bad(cases[i].env);
+        ck_assert_msg(strstr(err, cases[i].needle) != NULL, "%s: '%s' lacks '%s'", cases[i].env, err,
+                      cases[i].needle);
+    }
+}
+END_TEST
+
+/* A resolver over a table, for metadata the DSL cannot express badly. */
+typedef struct {
+    const char *name;
+    void *addr;
+} fake_sym;
+
+static void *fake_resolve(void *ctx, const char *name)
+{
+    for (const fake_sym *s = ctx; s->name; s++)
+        if (strcmp(s->name, name) == 0)
+            return s->addr;
+    return NULL;
+}
+
+static int fake_state;
+static void *fake_S;
+static unsigned long fake_state_size(void) { return sizeof fake_state; }
+static void fake_reset(void) { spade_say("hello"); }
+static void fake_step(const char *a, unsigned long n) { spade_finish(1); }
+static void fake_hint(void) {}
+
+START_TEST(test_validation_meta)
+{
+    static const struct {
+        spade_env_meta meta;
+        const char *needle;
+    } cases[] = {
+        {{.abi = SPADE_ENV_ABI, .name = "", .description = "d"}, "meta: name ''"},
+        {{.abi = SPADE_ENV_ABI, .name = NULL, .description = "d"}, "meta: name '(null)'"},
+        {{.abi = SPADE_ENV_ABI, .name = "ok", .description = ""}, "description of 'ok' is empty"},
+        {{.abi = SPADE_ENV_ABI, .name = "ok", .description = "two\nlines"}, "one line"},
+        {{.abi = SPADE_ENV_ABI, .name = "ok", .description = "d", .max_steps = -1}, "max_steps -1"},
+        {{.abi = SPADE_ENV_ABI, .name = "ok", .description = "d", .success = NAN}, "success"},
+        {{.abi = SPADE_ENV_ABI, .name = "ok", .description = "d", .family = "Has Space"}, "family"},
+        {{.abi = SPADE_ENV_ABI,
+          .name = "a_name_that_is_far_too_long_for_the_info_field_of_sixty_four_bytes_x",
+          .description = "d"},
+         "name longer"},
+        {{.abi = 0, .name = "ok", .description = "d"}, "abi 0"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fake_sym syms[] = {{"spade_meta", (void *)&cases[i].meta},   {"spade_S", &fake_S},
+                           {"spade_state_size", (void *)fake_state_size}, {"spade_reset", (void *)fake_reset},
+                           {"spade_step", (void *)fake_step},         {"spade_hint", (void *)fake_hint},
+                           {NULL, NULL}};
+        spade_host *h = (spade_host *)1;
+        char err[256] = "";
+        ck_assert_int_eq(spade_host_new(&h, fake_resolve, syms, err, sizeof err), -1);
+        ck_assert_ptr_null(h);
+        ck_assert_msg(strstr(err, cases[i].needle) != NULL, "case %zu: '%s' lacks '%s'", i, err, cases[i].needle);
+    }
+    /* the same table with a good meta works, and defaults apply */
+    spade_env_meta good = {.abi = SPADE_ENV_ABI, .name = "ok", .description = "d"};
+    fake_sym syms[] = {{"spade_meta", &good},   {"spade_S", &fake_S},
+                       {"spade_state_size", (void *)fake_state_size}, {"spade_reset", (void *)fake_reset},
+                       {"spade_step", (void *)fake_step},         {"spade_hint", (void *)fake_hint},
+                       {NULL, NULL}};
+    spade_host *h;
+    char err[256] = "";
+    ck_assert_msg(spade_host_new(&h, fake_resolve, syms, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(spade_host_info(h)->max_steps, SPADE_DEFAULT_MAX_STEPS);
+    ck_assert(spade_host_info(h)->success == SPADE_DEFAULT_SUCCESS);
+    int inst = spade_host_add_instance(h, NULL);
+    spade_step_result r;
+    ck_assert_int_eq(spade_host_reset(h, inst, 0, &r), SPADE_HOST_OK);
+    ck_assert_str_eq(r.obs, "hello");
+    spade_host_free(h);
+    /* a missing hint is named */
+    syms[5].name = "not_the_hint";
+    ck_assert_int_eq(spade_host_new(&h, fake_resolve, syms, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "spade_hint: missing"));
+    syms[5].name = "spade_hint";
+    syms[0].name = "not_meta";
+    ck_assert_int_eq(spade_host_new(&h, fake_resolve, syms, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "spade_meta: missing"));
+}
+END_TEST
+
+/* ---- bad calls, output cap, hostile actions -------------------------------- */
+
+START_TEST(test_bad_calls)
+{
+    void *dl;
+    spade_host *h = open_env("add", &dl);
+    spade_step_result r;
+    const char *text;
+    size_t len;
+    ck_assert_int_eq(spade_host_reset(h, 0, 1, &r), SPADE_HOST_BAD_CALL); /* no instance yet */
+    int inst = spade_host_add_instance(h, NULL);
+    ck_assert_int_eq(spade_host_step(h, inst, "1", 1, &r), SPADE_HOST_BAD_CALL); /* before reset */
+    ck_assert_int_eq(spade_host_hint(h, inst, &text, &len), SPADE_HOST_BAD_CALL);
+    ck_assert_int_eq(spade_host_reset(h, -1, 1, &r), SPADE_HOST_BAD_CALL);
+    ck_assert_int_eq(spade_host_reset(h, inst + 1, 1, &r), SPADE_HOST_BAD_CALL);
+    ck_assert_int_eq(spade_host_reset(h, inst, 1, &r), SPADE_HOST_OK);
+    ck_assert_int_eq(spade_host_step(h, inst, NULL, 3, &r), SPADE_HOST_BAD_CALL);
+    char *big = malloc(SPADE_ACTION_MAX + 1);
+    ck_assert_ptr_nonnull(big);
+    memset(big, '7', SPADE_ACTION_MAX + 1);
+    ck_assert_int_eq(spade_host_step(h, inst, big, SPADE_ACTION_MAX + 1, &r), SPADE_HOST_BAD_CALL);
+    ck_assert_int_eq(spade_host_step(h, inst, big, SPADE_ACTION_MAX, &r), SPADE_HOST_OK); /* the cap itself is fine */
+    free(big);
+    ck_assert_int_eq(spade_host_reset(h, inst, 1, &r), SPADE_HOST_OK);
+    ck_assert_int_eq(spade_host_step(h, inst, NULL, 0, &r), SPADE_HOST_OK);
+    ck_assert_str_eq(r.obs, "Wrong.");
+    ck_assert_int_eq(spade_host_num_instances(NULL), 0);
+    ck_assert_int_eq(spade_host_add_instance(NULL, NULL), -1);
+    spade_native_close(h, dl);
+}
+END_TEST
+
+START_TEST(test_output_cap)
+{
+    void *dl;
+    spade_host *h = open_env("chatty", &dl);
+    const spade_env_info *info = spade_host_info(h);
+    double v[2];
+    char err[256], spec[128];
+    spade_step_result r;
+
+    snprintf(spec, sizeof spec, "bytes=%d,hint_bytes=%d", SPADE_OBS_MAX, SPADE_OBS_MAX);
+    ck_assert_int_eq(spade_params_parse(info, spec, v, err, sizeof err), 0);
+    int exact = spade_host_add_instance(h, v);
+    ck_assert_int_eq(spade_host_reset(h, exact, 1, &r), SPADE_HOST_OK);
+    ck_assert_uint_eq(r.obs_len, SPADE_OBS_MAX);
+    ck_assert_uint_eq(strlen(r.obs), SPADE_OBS_MAX);
+    ck_assert_int_eq(r.obs[0], 'x');
+    const char *text;
+    size_t len;
+    ck_assert_int_eq(spade_host_hint(h, exact, &text, &len), SPADE_HOST_OK);
+    ck_assert_uint_eq(len, SPADE_OBS_MAX);
+    ck_assert_int_eq(spade_host_step(h, exact, "go", 2, &r), SPADE_HOST_OK);
+    ck_assert_uint_eq(r.obs_len, SPADE_OBS_MAX);
+    ck_assert_int_eq(r.obs[SPADE_OBS_MAX - 1], 'y');
+
+    snprintf(spec, sizeof spec, "bytes=%d,hint_bytes=%d", SPADE_OBS_MAX + 1, SPADE_OBS_MAX + 1);
+    ck_assert_int_eq(spade_params_parse(info, spec, v, err, sizeof err), 0);
+    int over = spade_host_add_instance(h, v);
+    ck_assert_int_eq(spade_host_reset(h, over, 1, &r), SPADE_HOST_OUTPUT_TOO_LARGE);
+    ck_assert_uint_le(r.obs_len, SPADE_OBS_MAX);
+    ck_assert_uint_eq(strlen(r.obs), r.obs_len);
+    ck_assert_int_eq(spade_host_step(h, over, "go", 2, &r), SPADE_HOST_BAD_CALL); /* the episode failed */
+    ck_assert_int_eq(spade_host_hint(h, over, &text, &len), SPADE_HOST_OUTPUT_TOO_LARGE);
+    ck_assert_uint_le(len, SPADE_OBS_MAX);
+
+    /* a huge output (1 MB) is contained the same way */
+    ck_assert_int_eq(spade_params_parse(info, "bytes=1000000", v, err, sizeof err), 0);
+    int huge = spade_host_add_instance(h, v);
+    ck_assert_int_eq(spade_host_reset(h, huge, 1, &r), SPADE_HOST_OUTPUT_TOO_LARGE);
+    /* and an instance that fits is not affected by its neighbours */
+    ck_assert_int_eq(spade_host_reset(h, exact, 2, &r), SPADE_HOST_OK);
+    ck_assert_uint_eq(r.obs_len, SPADE_OBS_MAX);
+    spade_native_close(h, dl);
+}
+END_TEST
+
+/* Actions an agent (or an adversary) might send. */
+typedef struct {
+    char *buf;
+    size_t len;
+} blob;
+
+static blob make_action(int kind, uint64_t *rng)
+{
+    size_t big = SPADE_ACTION_MAX;
+    blob b = {malloc(big + 1), 0};
+    ck_assert_ptr_nonnull(b.buf);
+    switch (kind) {
+    case 0: b.len = 0; break;
+    case 1: /* 1 MB of random bytes, NULs included */
+        b.len = big;
+        for (size_t i = 0; i < big; i++)
+            b.buf[i] = (char)(spade_rng_next(rng) & 0xff);
+        break;
+    case 2: memcpy(b.buf, "12\0" "34\0\0+", 8); b.len = 8; break;
+    case 3: memcpy(b.buf, "\xff\xfe\xc3\x28\xe2\x82\xa1\xe2\x88\x92" "5 \xf0\x28\x8c\x28 \xed\xa0\x80", 20); b.len = 20; break;
+    case 4: /* an unclosed \boxed{ over and over: the worst case of the answer scan */
+        for (b.len = 0; b.len + 7 <= big; b.len += 7)
+            memcpy(b.buf + b.len, "\\boxed{", 7);
+        break;
+    case 5: /* a megabyte number with separators */
+        for (b.len = 0; b.len + 4 <= big; b.len += 4)
+            memcpy(b.buf + b.len, b.len ? ",999" : "9999", 4);
+        break;
+    case 6:
+        for (b.len = 0; b.len + 8 <= big; b.len += 8)
+            memcpy(b.buf + b.len, "<answer>", 8);
+        break;
+    case 7:
+        for (b.len = 0; b.len + 9 <= big; b.len += 9)
+            memcpy(b.buf + b.len, "</answer>", 9);
+        break;
+    case 8: memset(b.buf, '}', big); b.len = big; break;
+    case 9: memset(b.buf, '-', big); b.len = big; break;
+    case 10: memset(b.buf, '.', big); b.buf[big - 1] = '5'; b.len = big; break;
+    case 11: { const char *s = "deposit(99999999999999999999) withdraw(\"x\" balance(((("; b.len = strlen(s); memcpy(b.buf, s, b.len); break; }
+    case 12: { const char *s = "%n%n%s%s%s%x deposit(-5)"; b.len = strlen(s); memcpy(b.buf, s, b.len); break; }
+    }
+    b.buf[b.len] = 'Z'; /* not NUL-terminated: the host must not rely on it */
+    return b;
+}
+#define N_ACTION_KINDS 13
+
+START_TEST(test_hostile_actions)
+{
+    static const char *envs[] = {"add", "counter", "bank", "echo"};
+    uint64_t rng[4];
+    spade_rng_seed(rng, 42);
+    for (int kind = 0; kind < N_ACTION_KINDS; kind++) {
+        blob b = make_action(kind, rng);
+        for (size_t e = 0; e < sizeof envs / sizeof envs[0]; e++) {
+            void *dl;
+            spade_host *h = open_env(envs[e], &dl);
+            int inst = spade_host_add_instance(h, NULL);
+            spade_step_result r;
+            ck_assert_int_eq(spade_host_reset(h, inst, (uint64_t)kind, &r), SPADE_HOST_OK);
+            ck_assert_int_eq(spade_host_step(h, inst, b.buf, b.len, &r), SPADE_HOST_OK);
+            ck_assert_uint_eq(strlen(r.obs), r.obs_len);
+            ck_assert_int_eq(r.success, 0);
+            if (strcmp(envs[e], "echo") == 0) {
+                char want[64];
+                snprintf(want, sizeof want, " len %zu ", b.len);
+                ck_assert_msg(strstr(r.obs, want) != NULL, "kind %d: %s", kind, r.obs);
+                snprintf(want, sizeof want, "strlen %zu ", strnlen(b.buf, b.len));
+                ck_assert_msg(strncmp(r.obs, want, strlen(want)) == 0, "kind %d: %s", kind, r.obs);
+            }
+            spade_native_close(h, dl);
+        }
+        free(b.buf);
+    }
+}
+END_TEST
+
+/* ---- tools ---------------------------------------------------------------- */
+
+START_TEST(test_bank_tools)
+{
+    void *dl;
+    spade_host *h = open_env("bank", &dl);
+    const spade_env_info *info = spade_host_info(h);
+    ck_assert_int_eq(info->n_tools, 3);
+    ck_assert_str_eq(info->tools[0].name, "deposit");
+    ck_assert_str_eq(info->tools[2].name, "balance");
+    ck_assert_ptr_nonnull(strstr(info->tools[0].signature, "int amount"));
+    int inst = spade_host_add_instance(h, NULL);
+    spade_step_result r;
+    ck_assert_int_eq(spade_host_reset(h, inst, 5, &r), SPADE_HOST_OK);
+    long amount;
+    ck_assert_int_eq(sscanf(r.obs, "Deposit %ld into the account", &amount), 1);
+    /* the first observation lists the tools after what reset said */
+    const char *tools_at = strstr(r.obs, "Tools");
+    ck_assert_ptr_nonnull(tools_at);
+    ck_assert_ptr_nonnull(strstr(tools_at, "deposit"));
+    ck_assert_ptr_nonnull(strstr(tools_at, "withdraw"));
+    ck_assert_ptr_nonnull(strstr(tools_at, "balance"));
+    ck_assert_ptr_nonnull(strstr(tools_at, "The current balance."));
+
+    ck_assert_int_eq(spade_host_step(h, inst, "let me look: balance()", 22, &r), SPADE_HOST_OK);
+    long start = atol(r.obs);
+    ck_assert_int_ge(start, 0);
+    ck_assert_int_le(start, 1000);
+    ck_assert(r.reward == 0.25); /* reward from inside a tool */
+    ck_assert_int_eq(r.terminated, 0);
+    ck_assert_int_eq(spade_host_step(h, inst, "balance()", 9, &r), SPADE_HOST_OK);
+    ck_assert(r.reward == 0.0);
+
+    ck_assert_int_eq(spade_host_step(h, inst, "withdraw(100000)", 16, &r), SPADE_HOST_OK);
+    ck_assert_ptr_nonnull(strstr(r.obs, "Insufficient funds."));
+    ck_assert_ptr_nonnull(strstr(r.obs, "-1"));
+
+    char call[64];
+    snprintf(call, sizeof call, "deposit(%ld)", amount);
+    ck_assert_int_eq(spade_host_step(h, inst, call, strlen(call), &r), SPADE_HOST_OK);
+    ck_assert_int_eq(atol(r.obs), start + amount);
+
+    char answer[64];
+    snprintf(answer, sizeof answer, "<answer>%ld</answer>", start + amount);
+    ck_assert_int_eq(spade_host_step(h, inst, answer, strlen(answer), &r), SPADE_HOST_OK);
+    ck_assert(r.terminated && r.success);
+    ck_assert(fabs(r.episode_return - 1.25) < 1e-12);
+
+    /* text that is no call goes to STEP, here a wrong final answer */
+    ck_assert_int_eq(spade_host_reset(h, inst, 5, &r), SPADE_HOST_OK);
+    ck_assert_int_eq(spade_host_step(h, inst, "nosuchtool(1)", 13, &r), SPADE_HOST_OK);
+    ck_assert(r.terminated && !r.success && r.reward == 0.0);
+    ck_assert_uint_eq(r.obs_len, 0);
+    spade_native_close(h, dl);
+}
+END_TEST
+
+/* ---- the helpers directly ------------------------------------------------- */
+
+/* Runs the helpers inside a context of their own. */
+static spade_rt test_rt;
+static char test_out[SPADE_OBS_MAX + 1];
+static uint64_t test_rng[4];
+
+static void begin_rt(uint64_t seed, int sink)
+{
+    spade_rng_seed(test_rng, seed);
+    spade_rt_begin(&test_rt, test_out, SPADE_OBS_MAX, test_rng, 3, sink);
+    spade_rt_current = &test_rt;
+}
+
+START_TEST(test_answer_and_parse)
+{
+    static const struct {
+        const char *text, *answer;
+        long i;
+        double real; /* NAN: none */
+    } cases[] = {
+        {"42", "42", 42, 42},
+        {"", "", NO_INT, NAN},
+        {"  \n\t ", "", NO_INT, NAN},
+        {"no numbers here", "no numbers here", NO_INT, NAN},
+        {"The answer is 7.", "The answer is 7.", 7, 7},
+        {"x=-5", "x=-5", -5, -5},
+        {"(-12)", "(-12)", -12, -12},
+        {"+8", "+8", 8, 8},
+        {"3-5", "3-5", 5, 5},
+        {"it is \xe2\x88\x92" "9", "it is \xe2\x88\x92" "9", -9, -9},
+        {"1,234", "1,234", 1234, 1234},
+        {"total: 12,345,678 coins", "total: 12,345,678 coins", 12345678, 12345678},
+        {"1,2,3", "1,2,3", 3, 3},
+        {"1234,567", "1234,567", 567, 567},
+        {"1,23", "1,23", 23, 23},
+        {"12.5", "12.5", NO_INT, 12.5},
+        {"42.0", "42.0", 42, 42},
+        {"-0.25", "-0.25", NO_INT, -0.25},
+        {"1e3", "1e3", NO_INT, 1000},
+        {"2.5e-3 eggs", "2.5e-3 eggs", NO_INT, 0.0025},
+        {"2eggs", "2eggs", 2, 2},
+        {".5", ".5", NO_INT, 0.5},
+        {"9223372036854775807", "9223372036854775807", LONG_MAX, 9223372036854775807.0},
+        {"9223372036854775808", "9223372036854775808", NO_INT, 9223372036854775808.0},
+        {"-9223372036854775807", "-9223372036854775807", -LONG_MAX, -9223372036854775807.0},
+        {"99999999999999999999999", "99999999999999999999999", NO_INT, 1e23},
+        {"\\boxed{17}", "17", 17, 17},
+        {"first \\boxed{1} then \\boxed{2}", "2", 2, 2},
+        {"\\boxed{\\frac{1}{2}}", "\\frac{1}{2}", 2, 2},
+        {"\\boxed{ {a{b}c} 5 }", "{a{b}c} 5", 5, 5},
+        {"\\boxed{3} and an unclosed \\boxed{4", "3", 3, 3},
+        {"\\boxed{\\boxed{6}}", "6", 6, 6},
+        {"\\boxed{}", "", NO_INT, NAN},
+        {"\\boxed{8", "\\boxed{8", 8, 8},
+        {"<answer>12</answer>", "12", 12, 12},
+        {"<answer>1</answer> no, <answer> 2 </answer>", "2", 2, 2},
+        {"<ANSWER>3</Answer>", "3", 3, 3},
+        {"<answer>1</answer> tail </answer>", "1", 1, 1},
+        {"<answer>5", "<answer>5", 5, 5},
+        {"</answer>7<answer>", "</answer>7<answer>", 7, 7},
+        {"<answer>\\boxed{9}</answer> \\boxed{10}", "10", 10, 10},
+        {"Reasoning 1, 2, 3... <answer>-4</answer>", "-4", -4, -4},
+        {"v1.2.3", "v1.2.3", 3, 3}, /* 1.2, then 3: ".3" glued to a digit is no fraction */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *t = cases[i].text;
+        ck_assert_msg(strcmp(spade_answer(t), cases[i].answer) == 0, "answer(%s) = '%s', want '%s'", t,
+                      spade_answer(t), cases[i].answer);
+        long got = spade_parse_int(t);
+        ck_assert_msg(got == cases[i].i, "parse_int(%s) = %ld, want %ld", t, got, cases[i].i);
+        double real = spade_parse_real(t);
+        if (isnan(cases[i].real))
+            ck_assert_msg(isnan(real), "parse_real(%s) = %g, want NaN", t, real);
+        else
+            ck_assert_msg(real == cases[i].real, "parse_real(%s) = %.17g, want %.17g", t, real, cases[i].real);
+    }
+    /* answer's buffer may be fed back to it */
+    const char *a = spade_answer("\\boxed{ <answer>x</answer> }");
+    ck_assert_str_eq(a, "<answer>x</answer>");
+    ck_assert_str_eq(spade_answer(a), "x");
+    ck_assert_int_eq(spade_parse_int(spade_answer("\\boxed{ 31 }")), 31);
+    ck_assert_str_eq(spade_answer(NULL), "");
+    ck_assert_int_eq(spade_parse_int(NULL), NO_INT);
+    ck_assert(isnan(spade_parse_real(NULL)));
+
+    long v[8];
+    ck_assert_int_eq(spade_parse_ints("1, -2, 3.5, 4,000 and 99999999999999999999 then 6", v, 8), 4);
+    ck_assert(v[0] == 1 && v[1] == -2 && v[2] == 4000 && v[3] == 6);
+    ck_assert_int_eq(spade_parse_ints("\\boxed{7 8 9} 10", v, 2), 2);
+    ck_assert(v[0] == 7 && v[1] == 8);
+    ck_assert_int_eq(spade_parse_ints("none", v, 8), 0);
+    ck_assert_int_eq(spade_parse_ints("1 2", v, 0), 0);
+    ck_assert_int_eq(spade_parse_ints("1 2", NULL, 4), 0);
+
+    char w[8];
+    ck_assert_int_eq(spade_parse_word("I will go North-west.", w, sizeof w), 0); /* 10 bytes do not fit in 8 */
+    ck_assert_str_eq(w, "");
+    char wide[32];
+    ck_assert_int_eq(spade_parse_word("I will go North-west.", wide, sizeof wide), 10);
+    ck_assert_str_eq(wide, "North-west");
+    ck_assert_int_eq(spade_parse_word("answer: \\boxed{left} ... ", wide, sizeof wide), 4);
+    ck_assert_str_eq(wide, "left");
+    ck_assert_int_eq(spade_parse_word("--- !!! ---", wide, sizeof wide), 0);
+    ck_assert_int_eq(spade_parse_word("\xe2\x80\x9cnorth\xe2\x80\x9d", wide, sizeof wide), 5);
+    ck_assert_str_eq(wide, "north");
+    ck_assert_int_eq(spade_parse_word("abc", wide, 4), 3);
+    ck_assert_int_eq(spade_parse_word("abcd", wide, 4), 0);
+    ck_assert_int_eq(spade_parse_word("abc", NULL, 4), 0);
+    ck_assert_int_eq(spade_parse_word("abc", wide, 0), 0);
+
+    ck_assert_int_eq(spade_str_ieq("  North ", "north"), 1);
+    ck_assert_int_eq(spade_str_ieq("north", "northwest"), 0);
+    ck_assert_int_eq(spade_str_ieq("", "  \n"), 1);
+    ck_assert_int_eq(spade_str_ieq("\xc3\xa9", "\xc3\x89"), 0); /* ASCII folding only */
+    ck_assert_int_eq(spade_str_ieq(NULL, ""), 0);
+}
+END_TEST
+
+START_TEST(test_helpers_on_huge_inputs)
+{
+    /* Every kind of hostile action through every parser, timed: all linear. */
+    uint64_t rng[4];
+    spade_rng_seed(rng, 7);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int kind = 0; kind < N_ACTION_KINDS; kind++) {
+        blob b = make_action(kind, rng);
+        b.buf[b.len] = '\0';
+        size_t n = strlen(b.buf);
+        size_t s, sl;
+        spade_answer_span(b.buf, n, &s, &sl);
+        ck_assert_uint_le(s + sl, n);
+        const char *a = spade_answer(b.buf);
+        ck_assert_uint_eq(strlen(a), sl);
+        (void)spade_parse_int(b.buf);
+        (void)spade_parse_real(b.buf);
+        long v[16];
+        ck_assert_int_le(spade_parse_ints(b.buf, v, 16), 16);
+        char w[64];
+        ck_assert_int_lt(spade_parse_word(b.buf, w, sizeof w), 64);
+        ck_assert_int_eq(spade_str_ieq(b.buf, b.buf), 1);
+        free(b.buf);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    ck_assert_msg(secs < 5.0, "parsing 13 hostile megabytes took %.2f s", secs);
+    /* the megabyte number overflows; a megabyte of dots ends in .5 */
+    blob b = make_action(5, rng);
+    b.buf[b.len] = '\0';
+    ck_assert_int_eq(spade_parse_int(b.buf), NO_INT);
+    ck_assert(isinf(spade_parse_real(b.buf)));
+    free(b.buf);
+    b = make_action(10, rng);
+    b.buf[b.len] = '\0';
+    ck_assert(spade_parse_real(b.buf) == 0.5);
+    free(b.buf);
+}
+END_TEST
+
+START_TEST(test_output_helpers)
+{
+    begin_rt(1, SPADE_RT_SAY);
+    spade_say("a%d", 1);
+    spade_act("ignored in SAY");
+    spade_say("%s", "b");
+    spade_say("%n", (int *)NULL); /* refused, not crashed */
+    spade_say(NULL);
+    ck_assert_str_eq(test_out, "a1b");
+    ck_assert_uint_eq(test_rt.out_len, 3);
+    ck_assert_int_eq(test_rt.overflow, 0);
+    ck_assert_int_eq(spade_steps(), 3);
+
+    spade_reward(0.5);
+    spade_reward(NAN);
+    spade_reward(INFINITY);
+    ck_assert(test_rt.reward == 0.5);
+    spade_finish(1);
+    spade_finish(1); /* counted once */
+    spade_finish(0);
+    ck_assert(test_rt.reward == 1.5);
+    ck_assert_int_eq(test_rt.terminated, 1);
+    ck_assert_int_eq(test_rt.success, 1);
+
+    begin_rt(1, SPADE_RT_ACT);
+    spade_say("ignored in ACT");
+    spade_act("deposit(%d)", 5);
+    ck_assert_str_eq(test_out, "deposit(5)");
+    spade_finish(0);
+    ck_assert(test_rt.reward == 0.0 && test_rt.terminated && !test_rt.success);
+
+    /* the cap: exactly full is fine, one byte more is dropped and flagged */
+    begin_rt(1, SPADE_RT_SAY);
+    static char chunk[SPADE_OBS_MAX + 1];
+    memset(chunk, 'q', SPADE_OBS_MAX);
+    spade_say("%.*s", SPADE_OBS_MAX - 1, chunk);
+    spade_say("r");
+    ck_assert_int_eq(test_rt.overflow, 0);
+    ck_assert_uint_eq(test_rt.out_len, SPADE_OBS_MAX);
+    spade_say("s");
+    ck_assert_int_eq(test_rt.overflow, 1);
+    ck_assert_uint_eq(test_rt.out_len, SPADE_OBS_MAX);
+    ck_assert_int_eq(test_out[SPADE_OBS_MAX - 1], 'r');
+    ck_assert_int_eq(test_out[SPADE_OBS_MAX], '\0');
+    ck_assert_int_eq(spade_rt_append(&test_rt, "t", 1), -1);
+
+    /* no context: nothing happens, nothing breaks */
+    spade_rt_current = NULL;
+    spade_say("nowhere");
+    spade_reward(1);
+    spade_finish(1);
+    ck_assert_int_eq(spade_steps(), 0);
+    long x = spade_rand_range(1, 6);
+    ck_assert(x >= 1 && x <= 6);
+}
+END_TEST
+
+START_TEST(test_rand)
+{
+    /* determinism of the generator itself */
+    uint64_t a[4], b[4];
+    spade_rng_seed(a, 99);
+    spade_rng_seed(b, 99);
+    for (int i = 0; i < 100; i++)
+        ck_assert_uint_eq(spade_rng_next(a), spade_rng_next(b));
+    spade_rng_seed(b, 100);
+    ck_assert_uint_ne(spade_rng_next(a), spade_rng_next(b));
+
+    begin_rt(2024, SPADE_RT_SAY);
+    /* bounds, including swapped and extreme ranges */
+    for (int i = 0; i < 20000; i++) {
+        long v = spade_rand_range(-3, 3);
+        ck_assert(v >= -3 && v <= 3);
+        v = spade_rand_range(5, 1);
+        ck_assert(v >= 1 && v <= 5);
+        ck_assert_int_eq(spade_rand_range(4, 4), 4);
+        v = spade_rand_range(LONG_MAX - 1, LONG_MAX);
+        ck_assert(v >= LONG_MAX - 1);
+        v = spade_rand_range(LONG_MIN, LONG_MIN + 1);
+        ck_assert(v <= LONG_MIN + 1);
+        v = spade_rand_range(LONG_MAX, LONG_MIN); /* the full range, swapped */
+        (void)v;
+        double u = spade_rand_real();
+        ck_assert(u >= 0.0 && u < 1.0);
+    }
+    /* both ends of the full range's halves show up */
+    int neg = 0, pos = 0;
+    for (int i = 0; i < 1000; i++) {
+        long v = spade_rand_range(LONG_MIN, LONG_MAX);
+        neg += v < 0;
+        pos += v > 0;
+    }
+    ck_assert(neg > 400 && pos > 400);
+    /* rough uniformity: chi-square over 7 bins, 70000 draws (df 6; 30 is far past p = 1e-4) */
+    long counts[7] = {0};
+    for (int i = 0; i < 70000; i++)
+        counts[spade_rand_range(10, 16) - 10]++;
+    double chi2 = 0;
+    for (int k = 0; k < 7; k++)
+        chi2 += (counts[k] - 10000.0) * (counts[k] - 10000.0) / 10000.0;
+    ck_assert_msg(chi2 < 30.0, "chi-square %.1f", chi2);
+    /* 3 * 2^62 values: plain x % n would draw the lowest quarter of them twice
+     * as often (half the draws instead of a third); rejection keeps thirds. */
+    long low = 0;
+    for (int i = 0; i < 30000; i++)
+        low += spade_rand_range(LONG_MIN, (1L << 62) - 1) < -(1L << 62);
+    ck_assert_msg(low > 9000 && low < 11000, "lowest third drawn %ld of 30000", low);
+
+    ck_assert_int_eq(spade_chance(0.0), 0);
+    ck_assert_int_eq(spade_chance(1.0), 1);
+    ck_assert_int_eq(spade_chance(NAN), 0);
+    int heads = 0;
+    for (int i = 0; i < 10000; i++)
+        heads += spade_chance(0.3);
+    ck_assert(heads > 2700 && heads < 3300);
+
+    int perm[50], seen[50] = {0};
+    for (int i = 0; i < 50; i++)
+        perm[i] = i;
+    spade_shuffle(perm, 50, sizeof perm[0]);
+    int moved = 0;
+    for (int i = 0; i < 50; i++) {
+        ck_assert(perm[i] >= 0 && perm[i] < 50);
+        seen[perm[i]]++;
+        moved += perm[i] != i;
+    }
+    for (int i = 0; i < 50; i++)
+        ck_assert_int_eq(seen[i], 1);
+    ck_assert_int_gt(moved, 25);
+    spade_shuffle(NULL, 5, 4);
+    spade_shuffle(perm, -1, 4);
+    spade_shuffle(perm, 5, 0);
+    spade_rt_current = NULL;
+}
+END_TEST
+
+/* ---- the allowlist -------------------------------------------------------- */
+
+/* The identifier right before the first '(' of a declaration line, or "". */
+static void decl_name(const char *line, char *name, size_t cap)
+{
+    name[0] = '\0';
+    const char *paren = strchr(line, '(');
+    if (!paren)
+        return;
+    const char *e = paren;
+    while (e > line && e[-1] == ' ')
+        e--;
+    const char *s = e;
+    while (s > line && (isalnum((unsigned char)s[-1]) || s[-1] == '_'))
+        s--;
+    size_t n = (size_t)(e - s);
+    if (n == 0 || n >= cap)
+        return;
+    memcpy(name, s, n);
+    name[n] = '\0';
+}
+
+START_TEST(test_allowlist_covers_dsl_h)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/dsl/spade/dsl.h", SPADE_SRCDIR);
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "cannot read %s", path);
+    char line[1024], name[128];
+    int in_jit = 0, continued = 0, n_libc = 0, n_helpers = 0;
+    while (fgets(line, sizeof line, f)) {
+        size_t len = strlen(line);
+        int this_continues = len >= 2 && line[len - 2] == '\\';
+        int skip = continued; /* inside a multi-line #define */
+        continued = this_continues;
+        if (skip)
+            continue;
+        if (strncmp(line, "#ifdef SPADE_JIT", 16) == 0) {
+            in_jit = 1;
+            continue;
+        }
+        if (in_jit && strncmp(line, "#else", 5) == 0) {
+            in_jit = 0;
+            continue;
+        }
+        if (line[0] == '#' || line[0] == ' ' || line[0] == '/' || !strchr(line, '(') || !strstr(line, ");"))
+            continue;
+        decl_name(line, name, sizeof name);
+        if (!name[0])
+            continue;
+        if (in_jit)
+            n_libc++;
+        else if (strncmp(name, "spade_", 6) == 0)
+            n_helpers++;
+        else
+            continue;
+        ck_assert_msg(spade_dsl_symbol_lookup(name) != NULL, "dsl.h declares %s, the allowlist lacks it", name);
+    }
+    fclose(f);
+    /* the parse itself found what dsl.h has today (and more is fine) */
+    ck_assert_int_ge(n_libc, 33);
+    ck_assert_int_ge(n_helpers, 15);
+    static const char *emitted_by_tcc[] = {"memset", "memcpy", "memmove"};
+    for (int i = 0; i < 3; i++)
+        ck_assert_ptr_nonnull(spade_dsl_symbol_lookup(emitted_by_tcc[i]));
+    /* no duplicates, no holes */
+    for (size_t i = 0; i < spade_dsl_nsymbols; i++) {
+        ck_assert_ptr_nonnull(spade_dsl_symbols[i].addr);
+        for (size_t j = i + 1; j < spade_dsl_nsymbols; j++)
+            ck_assert_str_ne(spade_dsl_symbols[i].name, spade_dsl_symbols[j].name);
+    }
+    ck_assert_ptr_null(spade_dsl_symbol_lookup("system"));
+    ck_assert_ptr_null(spade_dsl_symbol_lookup("fopen"));
+    ck_assert_ptr_null(spade_dsl_symbol_lookup(NULL));
+    /* the ctype entries take any int */
+    int (*isdig)(int), (*up)(int);
+    void *p = spade_dsl_symbol_lookup("isdigit");
+    memcpy(&isdig, &p, sizeof p);
+    p = spade_dsl_symbol_lookup("toupper");
+    memcpy(&up, &p, sizeof p);
+    ck_assert_int_eq(isdig(1 << 30), 0);
+    ck_assert_int_eq(isdig(-100000), 0);
+    ck_assert_int_ne(isdig('7'), 0);
+    ck_assert_int_eq(up('a'), 'A');
+    ck_assert_int_eq(up(0xe9), 0xe9);
+}
+END_TEST
+
+/* ---- TEMPORARY stand-in for core/tools/tools.c ---------------------------
+ * Until the tools engineer's dispatcher lands in libspade.a, this test carries
+ * the least of it that bank.c needs: "name(int, ...)" calls to tools returning
+ * long. Delete this block when core/tools/tools.c is in the library. */
+int spade_tool_sig_parse(const char *signature, spade_tool_sig *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    const char *open = strchr(signature, '(');
+    if (!open || !strchr(open, ')')) {
+        snprintf(err, errlen, "no argument list");
+        return -1;
+    }
+    out->ret = strncmp(signature, "long", 4) == 0 ? SPADE_T_LONG : SPADE_T_INT;
+    if (strstr(open, "int ") || strstr(open, "int)"))
+        out->nargs = 1, out->args[0] = SPADE_T_INT;
+    return 0;
+}
+
+int spade_tool_describe(const spade_tool_def *def, const spade_tool_sig *sig, char *out, size_t cap)
+{
+    return snprintf(out, cap, "%s%s — %s", def->name, strchr(def->signature, '('), def->description);
+}
+
+spade_dispatch spade_tools_dispatch(const spade_tool_def *defs, const spade_tool_sig *sigs, int n,
+                                    const char *action, size_t len, char *out, size_t cap)
+{
+    const char *best = NULL;
+    int which = -1;
+    for (int i = 0; i < n; i++) {
+        size_t nl = strlen(defs[i].name);
+        for (size_t k = 0; k + nl < len; k++)
+            if (memcmp(action + k, defs[i].name, nl) == 0 && action[k + nl] == '(' && (!best || action + k > best))
+                best = action + k, which = i;
+    }
+    if (!best)
+        return SPADE_DISPATCH_NOT_A_CALL;
+    const char *p = best + strlen(defs[which].name) + 1, *end = action + len;
+    long arg = 0;
+    int got = 0;
+    while (p < end && *p >= '0' && *p <= '9' && arg < 100000000)
+        arg = arg * 10 + (*p++ - '0'), got = 1;
+    if (p >= end || *p != ')' || got != sigs[which].nargs) {
+        snprintf(out, cap, "error: bad call to %s", defs[which].name);
+        return SPADE_DISPATCH_ERROR;
+    }
+    long r;
+    if (sigs[which].nargs) {
+        long (*f)(int);
+        memcpy(&f, &defs[which].fn, sizeof f);
+        r = f((int)arg);
+    } else {
+        long (*f)(void);
+        memcpy(&f, &defs[which].fn, sizeof f);
+        r = f();
+    }
+    snprintf(out, cap, "%ld", r);
+    return SPADE_DISPATCH_CALLED;
+}
+
+static Suite *host_suite(void)
+{
+    Suite *s = suite_create("host");
+    TCase *t = tcase_create("host");
+    tcase_set_timeout(t, 60);
+    tcase_add_test(t, test_reset_determinism);
+    tcase_add_test(t, test_step_determinism);
+    tcase_add_test(t, test_solve_wins);
+    tcase_add_test(t, test_hint_and_solve_leave_episode_alone);
+    tcase_add_test(t, test_truncation);
+    tcase_add_test(t, test_steps_and_rewards_accumulate);
+    tcase_add_test(t, test_info);
+    tcase_add_test(t, test_params_parse);
+    tcase_add_test(t, test_validation_failures);
+    tcase_add_test(t, test_validation_meta);
+    tcase_add_test(t, test_bad_calls);
+    tcase_add_test(t, test_output_cap);
+    tcase_add_test(t, test_hostile_actions);
+    tcase_add_test(t, test_bank_tools);
+    suite_add_tcase(s, t);
+    TCase *r = tcase_create("runtime");
+    tcase_set_timeout(r, 60);
+    tcase_add_test(r, test_answer_and_parse);
+    tcase_add_test(r, test_helpers_on_huge_inputs);
+    tcase_add_test(r, test_output_helpers);
+    tcase_add_test(r, test_rand);
+    tcase_add_test(r, test_allowlist_covers_dsl_h);
+    suite_add_tcase(s, r);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(host_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
