@@ -37,7 +37,10 @@ tests/envs/bad_bigstate.so: tests/envs/bad_bigstate.c
 check_PROGRAMS += tests/test_host
 TESTS += tests/test_host
 tests_test_host_SOURCES = tests/test_host.c
-tests_test_host_CPPFLAGS = $(AM_CPPFLAGS) -DSPADE_BUILDDIR='"$(abs_top_builddir)"'
+# -iquote, not -I, for core/: core/check.h (the environment checker) would
+# otherwise shadow Check's <check.h>.
+tests_test_host_CPPFLAGS = -include $(top_builddir)/config.h -I$(top_srcdir) -iquote $(top_srcdir)/core \
+	-I$(top_srcdir)/dsl -DSPADE_SRCDIR='"$(abs_top_srcdir)"' -DSPADE_BUILDDIR='"$(abs_top_builddir)"'
 tests_test_host_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_host_LDFLAGS = $(AM_LDFLAGS) -Wl,--export-dynamic
 tests_test_host_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)

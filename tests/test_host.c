@@ -673,6 +673,16 @@ START_TEST(test_bank_tools)
     ck_assert(r.terminated && r.success);
     ck_assert(fabs(r.episode_return - 1.25) < 1e-12);
 
+    /* a wrong call is an error observation, and still a step: ten of them truncate */
+    ck_assert_int_eq(spade_host_reset(h, inst, 6, &r), SPADE_HOST_OK);
+    for (int i = 1; i <= spade_host_info(h)->max_steps; i++) {
+        ck_assert_int_eq(spade_host_step(h, inst, "deposit()", 9, &r), SPADE_HOST_OK);
+        ck_assert_msg(strstr(r.obs, "error") != NULL, "%s", r.obs);
+        ck_assert_int_eq(r.terminated, 0);
+        ck_assert_int_eq(r.truncated, i == spade_host_info(h)->max_steps);
+    }
+    ck_assert_int_eq(spade_host_step(h, inst, "balance()", 9, &r), SPADE_HOST_BAD_CALL);
+
     /* text that is no call goes to STEP, here a wrong final answer */
     ck_assert_int_eq(spade_host_reset(h, inst, 5, &r), SPADE_HOST_OK);
     ck_assert_int_eq(spade_host_step(h, inst, "nosuchtool(1)", 13, &r), SPADE_HOST_OK);
@@ -1065,65 +1075,6 @@ START_TEST(test_allowlist_covers_dsl_h)
     ck_assert_int_eq(up(0xe9), 0xe9);
 }
 END_TEST
-
-/* ---- TEMPORARY stand-in for core/tools/tools.c ---------------------------
- * Until the tools engineer's dispatcher lands in libspade.a, this test carries
- * the least of it that bank.c needs: "name(int, ...)" calls to tools returning
- * long. Delete this block when core/tools/tools.c is in the library. */
-int spade_tool_sig_parse(const char *signature, spade_tool_sig *out, char *err, size_t errlen)
-{
-    memset(out, 0, sizeof *out);
-    const char *open = strchr(signature, '(');
-    if (!open || !strchr(open, ')')) {
-        snprintf(err, errlen, "no argument list");
-        return -1;
-    }
-    out->ret = strncmp(signature, "long", 4) == 0 ? SPADE_T_LONG : SPADE_T_INT;
-    if (strstr(open, "int ") || strstr(open, "int)"))
-        out->nargs = 1, out->args[0] = SPADE_T_INT;
-    return 0;
-}
-
-int spade_tool_describe(const spade_tool_def *def, const spade_tool_sig *sig, char *out, size_t cap)
-{
-    return snprintf(out, cap, "%s%s — %s", def->name, strchr(def->signature, '('), def->description);
-}
-
-spade_dispatch spade_tools_dispatch(const spade_tool_def *defs, const spade_tool_sig *sigs, int n,
-                                    const char *action, size_t len, char *out, size_t cap)
-{
-    const char *best = NULL;
-    int which = -1;
-    for (int i = 0; i < n; i++) {
-        size_t nl = strlen(defs[i].name);
-        for (size_t k = 0; k + nl < len; k++)
-            if (memcmp(action + k, defs[i].name, nl) == 0 && action[k + nl] == '(' && (!best || action + k > best))
-                best = action + k, which = i;
-    }
-    if (!best)
-        return SPADE_DISPATCH_NOT_A_CALL;
-    const char *p = best + strlen(defs[which].name) + 1, *end = action + len;
-    long arg = 0;
-    int got = 0;
-    while (p < end && *p >= '0' && *p <= '9' && arg < 100000000)
-        arg = arg * 10 + (*p++ - '0'), got = 1;
-    if (p >= end || *p != ')' || got != sigs[which].nargs) {
-        snprintf(out, cap, "error: bad call to %s", defs[which].name);
-        return SPADE_DISPATCH_ERROR;
-    }
-    long r;
-    if (sigs[which].nargs) {
-        long (*f)(int);
-        memcpy(&f, &defs[which].fn, sizeof f);
-        r = f((int)arg);
-    } else {
-        long (*f)(void);
-        memcpy(&f, &defs[which].fn, sizeof f);
-        r = f();
-    }
-    snprintf(out, cap, "%ld", r);
-    return SPADE_DISPATCH_CALLED;
-}
 
 static Suite *host_suite(void)
 {
