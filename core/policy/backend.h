@@ -243,7 +243,14 @@ typedef struct spade_backend {
  * in err. */
 int spade_backend_cpu_ref_new(spade_backend *be, char *err, size_t errlen);
 int spade_backend_cpu_new(spade_backend *be, char *err, size_t errlen);
-#ifdef SPADE_HAVE_CUDA
+/* SPADE_POLICY_CUDA: the CUDA backend is linked into this build. configure's
+ * SPADE_HAVE_CUDA says nvcc and cuBLAS were found; core/policy/local.mk defines
+ * SPADE_POLICY_NO_CUDA while backend_cuda.cu is not part of the build. */
+#if defined(SPADE_HAVE_CUDA) && !defined(SPADE_POLICY_NO_CUDA)
+#define SPADE_POLICY_CUDA 1
+#endif
+
+#ifdef SPADE_POLICY_CUDA
 /* Implemented in backend_cuda.cu (C linkage). Returns SPADE_POLICY_ENODEV with a
  * message such as "no CUDA device (cudaGetDeviceCount: ...)" when the library
  * was built with CUDA but the machine has no usable GPU; that is not a crash,

@@ -1,1 +1,26 @@
 # core/policy/cuda.mk — build rules for the CUDA backend (included by the top-level Makefile.am).
+# backend_cuda.cu is always distributed; nvcc compiles it only when configure found nvcc and
+# cuBLAS (HAVE_CUDA), and its object goes into libspade.a next to the C objects. Automake has
+# no rule for .cu files, so the one rule is written out here; it works in a VPATH build.
+EXTRA_DIST += core/policy/backend_cuda.cu
+
+if HAVE_CUDA
+libspade_a_LIBADD += core/policy/backend_cuda.$(OBJEXT)
+CLEANFILES += core/policy/backend_cuda.$(OBJEXT)
+
+# The host side is built without C++ exceptions and thread-safe statics, so the object
+# needs no libstdc++ and links with the C compiler like the rest of libspade.a.
+SPADE_NVCC_HOST = -Xcompiler -fno-exceptions,-fno-threadsafe-statics,-Wall,-Wextra,-Wno-unused-parameter
+AM_V_NVCC = $(am__v_NVCC_@AM_V@)
+am__v_NVCC_ = $(am__v_NVCC_@AM_DEFAULT_V@)
+am__v_NVCC_0 = @echo "  NVCC    " $@;
+am__v_NVCC_1 =
+
+# --enable-werror (WARN_CFLAGS has -Werror) makes nvcc's and the host compiler's warnings errors.
+core/policy/backend_cuda.$(OBJEXT): $(srcdir)/core/policy/backend_cuda.cu \
+		$(srcdir)/core/policy/backend.h $(CONFIG_HEADER)
+	@$(MKDIR_P) core/policy
+	$(AM_V_NVCC)werr=; case " $(WARN_CFLAGS) " in *" -Werror "*) werr="-Werror all-warnings -Xcompiler -Werror";; esac; \
+	$(NVCC) $(NVCCFLAGS) $(SPADE_NVCC_HOST) $$werr -I$(top_builddir) -I$(top_srcdir)/core \
+		-c -o $@ $(srcdir)/core/policy/backend_cuda.cu
+endif

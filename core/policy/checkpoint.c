@@ -1,0 +1,302 @@
+/* checkpoint.c — saving and loading a policy: one file, written atomically.
+ *
+ * What it is: the on-disk format of a spade policy and its validation.
+ *   offset  size  field
+ *        0     8  magic "SPADEGPT"
+ *        8     4  u32 format version (1)
+ *       12     4  u32 0x01020304, to catch a file from a machine of the other byte order
+ *       16     4  u32 header size in bytes (96)
+ *       20    24  i32 layers, heads, width, context, vocab V, padded vocab Vp
+ *       44     4  u32 flags: bit 0 = AdamW moments present
+ *       48     8  u64 seed
+ *       56     8  u64 optimizer steps taken
+ *       64     8  u64 number of parameters P (must match the config)
+ *       72     8  u64 reserved (0)
+ *       80    16  policy.backend the file was written with (NUL-padded text)
+ *       96   4P   parameters (float32, in the order of gpt_internal.h)
+ *           4P    AdamW m   (if flag bit 0)
+ *           4P    AdamW v   (if flag bit 0)
+ *  end-8     8    u64 FNV-1a hash of every byte before it
+ * Writing goes to PATH.tmp.PID, is fsynced, renamed over PATH, and the
+ * directory is fsynced, so a crash leaves either the old file or the new one.
+ * What it is not: a general serialisation library, or portable across byte
+ * orders (it detects the mismatch and says so instead).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "policy/gpt_internal.h"
+
+#define CKPT_MAGIC "SPADEGPT"
+#define CKPT_VERSION 1u
+#define CKPT_HEADER 96u
+
+static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
+    const unsigned char *b = data;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 0x100000001B3ull;
+    }
+    return h;
+}
+#define FNV_INIT 0xCBF29CE484222325ull
+
+static void put32(unsigned char *b, uint32_t v) { memcpy(b, &v, 4); }
+static void put64(unsigned char *b, uint64_t v) { memcpy(b, &v, 8); }
+static uint32_t get32(const unsigned char *b) { uint32_t v; memcpy(&v, b, 4); return v; }
+static uint64_t get64(const unsigned char *b) { uint64_t v; memcpy(&v, b, 8); return v; }
+
+static int write_all(int fd, const void *buf, size_t n, uint64_t *h) {
+    const char *c = buf;
+    *h = fnv1a(*h, buf, n);
+    while (n) {
+        ssize_t w = write(fd, c, n > (1u << 30) ? (1u << 30) : n);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        c += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+int spade_policy_save(spade_policy *p, const char *path, char *err, size_t errlen) {
+    size_t P = p->num_params;
+    float *host = malloc(P * sizeof(float));
+    if (!host) {
+        snprintf(err, errlen, "checkpoint '%s': out of host memory", path);
+        return SPADE_POLICY_ENOMEM;
+    }
+    unsigned char hdr[CKPT_HEADER] = {0};
+    memcpy(hdr, CKPT_MAGIC, 8);
+    put32(hdr + 8, CKPT_VERSION);
+    put32(hdr + 12, 0x01020304u);
+    put32(hdr + 16, CKPT_HEADER);
+    int32_t dims[6] = {p->L, p->NH, p->C, p->maxT, p->V, p->Vp};
+    memcpy(hdr + 20, dims, sizeof dims);
+    put32(hdr + 44, 1u);
+    put64(hdr + 48, p->cfg.seed);
+    put64(hdr + 56, (uint64_t)p->step);
+    put64(hdr + 64, P);
+    memcpy(hdr + 80, p->cfg.backend, strnlen(p->cfg.backend, 15));
+
+    size_t tl = strlen(path) + 32;
+    char *tmp = malloc(tl);
+    if (!tmp) {
+        free(host);
+        snprintf(err, errlen, "checkpoint '%s': out of host memory", path);
+        return SPADE_POLICY_ENOMEM;
+    }
+    snprintf(tmp, tl, "%s.tmp.%ld", path, (long)getpid());
+    int rc = 0;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        snprintf(err, errlen, "checkpoint '%s': cannot create '%s': %s", path, tmp, strerror(errno));
+        free(tmp);
+        free(host);
+        return SPADE_POLICY_EIO;
+    }
+    uint64_t h = FNV_INIT;
+    const float *srcs[3] = {p->params_mem, p->m_mem, p->v_mem};
+    if (write_all(fd, hdr, sizeof hdr, &h)) rc = SPADE_POLICY_EIO;
+    for (int i = 0; i < 3 && !rc; i++) {
+        if (p->be.vt->download(p->be.ctx, host, srcs[i], P * sizeof(float))) {
+            rc = gpt_backend_fail(p, "checkpoint download", err, errlen);
+            break;
+        }
+        if (write_all(fd, host, P * sizeof(float), &h)) rc = SPADE_POLICY_EIO;
+    }
+    unsigned char tr[8];
+    put64(tr, h);
+    uint64_t dummy = 0;
+    if (!rc && write_all(fd, tr, 8, &dummy)) rc = SPADE_POLICY_EIO;
+    if (!rc && fsync(fd)) rc = SPADE_POLICY_EIO;
+    if (rc == SPADE_POLICY_EIO)
+        snprintf(err, errlen, "checkpoint '%s': writing '%s': %s", path, tmp, strerror(errno));
+    if (close(fd) && !rc) {
+        snprintf(err, errlen, "checkpoint '%s': closing '%s': %s", path, tmp, strerror(errno));
+        rc = SPADE_POLICY_EIO;
+    }
+    if (!rc && rename(tmp, path)) {
+        snprintf(err, errlen, "checkpoint '%s': rename from '%s': %s", path, tmp, strerror(errno));
+        rc = SPADE_POLICY_EIO;
+    }
+    if (rc) {
+        unlink(tmp);
+    } else {
+        /* fsync the directory so the rename itself survives a crash */
+        char *dup = strdup(path);
+        if (dup) {
+            int dfd = open(dirname(dup), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            if (dfd >= 0) {
+                if (fsync(dfd) && errno != EINVAL) {
+                    snprintf(err, errlen, "checkpoint '%s': fsync of its directory: %s", path,
+                             strerror(errno));
+                    rc = SPADE_POLICY_EIO;
+                }
+                close(dfd);
+            }
+            free(dup);
+        }
+    }
+    free(tmp);
+    free(host);
+    return rc;
+}
+
+/* Reads and checks the header; fills cfg, *step, *P, *flags and the file size. */
+static int read_header(FILE *f, const char *path, spade_gpt_config *cfg, uint64_t *step,
+                       uint64_t *P, uint32_t *flags, uint64_t *h, char *err, size_t errlen) {
+    struct stat st;
+    if (fstat(fileno(f), &st)) {
+        snprintf(err, errlen, "checkpoint '%s': %s", path, strerror(errno));
+        return SPADE_POLICY_EIO;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "checkpoint '%s': not a regular file", path);
+        return SPADE_POLICY_EFORMAT;
+    }
+    unsigned char hdr[CKPT_HEADER];
+    size_t got = fread(hdr, 1, sizeof hdr, f);
+    if (got >= 8 && memcmp(hdr, CKPT_MAGIC, 8)) {
+        snprintf(err, errlen,
+                 "checkpoint '%s': not a spade policy checkpoint (it does not start with \"%s\")",
+                 path, CKPT_MAGIC);
+        return SPADE_POLICY_EFORMAT;
+    }
+    if (got < sizeof hdr) {
+        snprintf(err, errlen, "checkpoint '%s': truncated: %zu bytes, shorter than the %u-byte header",
+                 path, got, CKPT_HEADER);
+        return SPADE_POLICY_EFORMAT;
+    }
+    uint32_t ver = get32(hdr + 8);
+    if (get32(hdr + 12) != 0x01020304u) {
+        snprintf(err, errlen, "checkpoint '%s': written on a machine with the other byte order", path);
+        return SPADE_POLICY_EFORMAT;
+    }
+    if (ver != CKPT_VERSION) {
+        snprintf(err, errlen, "checkpoint '%s': format version %u, this build reads version %u",
+                 path, ver, CKPT_VERSION);
+        return SPADE_POLICY_EFORMAT;
+    }
+    if (get32(hdr + 16) != CKPT_HEADER) {
+        snprintf(err, errlen, "checkpoint '%s': header size %u, expected %u", path,
+                 get32(hdr + 16), CKPT_HEADER);
+        return SPADE_POLICY_EFORMAT;
+    }
+    int32_t dims[6];
+    memcpy(dims, hdr + 20, sizeof dims);
+    spade_gpt_config_default(cfg);
+    cfg->layers = dims[0];
+    cfg->heads = dims[1];
+    cfg->width = dims[2];
+    cfg->context = dims[3];
+    cfg->seed = get64(hdr + 48);
+    memcpy(cfg->backend, hdr + 80, 15);
+    cfg->backend[15] = 0;
+    char cerr[200];
+    if (spade_gpt_config_validate(cfg, cerr, sizeof cerr)) {
+        snprintf(err, errlen, "checkpoint '%s': bad config header: %s", path, cerr);
+        return SPADE_POLICY_EFORMAT;
+    }
+    if (dims[4] != SPADE_VOCAB || dims[5] != SPADE_VOCAB_PADDED) {
+        snprintf(err, errlen, "checkpoint '%s': vocabulary %d (padded %d), this build uses %d (%d)",
+                 path, dims[4], dims[5], SPADE_VOCAB, SPADE_VOCAB_PADDED);
+        return SPADE_POLICY_EFORMAT;
+    }
+    *flags = get32(hdr + 44);
+    *step = get64(hdr + 56);
+    *P = get64(hdr + 64);
+    if (*P != spade_gpt_config_num_params(cfg)) {
+        snprintf(err, errlen, "checkpoint '%s': %llu parameters, but its config needs %zu", path,
+                 (unsigned long long)*P, spade_gpt_config_num_params(cfg));
+        return SPADE_POLICY_EFORMAT;
+    }
+    uint64_t want = CKPT_HEADER + (*P) * 4 * ((*flags & 1) ? 3 : 1) + 8;
+    if ((uint64_t)st.st_size != want) {
+        snprintf(err, errlen, "checkpoint '%s': %s: %llu bytes, the header promises %llu", path,
+                 (uint64_t)st.st_size < want ? "truncated" : "trailing garbage",
+                 (unsigned long long)st.st_size, (unsigned long long)want);
+        return SPADE_POLICY_EFORMAT;
+    }
+    *h = fnv1a(FNV_INIT, hdr, sizeof hdr);
+    return 0;
+}
+
+int spade_policy_read_config(const char *path, spade_gpt_config *cfg, char *err, size_t errlen) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "checkpoint '%s': %s", path, strerror(errno));
+        return SPADE_POLICY_EIO;
+    }
+    uint64_t step, P, h;
+    uint32_t flags;
+    int rc = read_header(f, path, cfg, &step, &P, &flags, &h, err, errlen);
+    fclose(f);
+    return rc;
+}
+
+int spade_policy_load(spade_policy **out, const char *path, const char *backend, char *err,
+                      size_t errlen) {
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "checkpoint '%s': %s", path, strerror(errno));
+        return SPADE_POLICY_EIO;
+    }
+    spade_gpt_config cfg;
+    uint64_t step, P, h;
+    uint32_t flags;
+    int rc = read_header(f, path, &cfg, &step, &P, &flags, &h, err, errlen);
+    if (rc) {
+        fclose(f);
+        return rc;
+    }
+    if (backend) snprintf(cfg.backend, sizeof cfg.backend, "%s", backend);
+    int nt = (flags & 1) ? 3 : 1;
+    float *host = malloc((size_t)P * nt * sizeof(float));
+    if (!host) {
+        fclose(f);
+        snprintf(err, errlen, "checkpoint '%s': out of host memory", path);
+        return SPADE_POLICY_ENOMEM;
+    }
+    unsigned char tr[8];
+    if (fread(host, sizeof(float), (size_t)P * nt, f) != (size_t)P * nt || fread(tr, 1, 8, f) != 8) {
+        snprintf(err, errlen, "checkpoint '%s': read error or file changed while reading", path);
+        free(host);
+        fclose(f);
+        return SPADE_POLICY_EIO;
+    }
+    fclose(f);
+    h = fnv1a(h, host, (size_t)P * nt * sizeof(float));
+    if (h != get64(tr)) {
+        snprintf(err, errlen, "checkpoint '%s': checksum mismatch: the file is corrupt", path);
+        free(host);
+        return SPADE_POLICY_EFORMAT;
+    }
+    spade_policy *p;
+    rc = gpt_alloc(&p, &cfg, err, errlen);
+    if (rc) {
+        free(host);
+        return rc;
+    }
+    float *dst[3] = {p->params_mem, p->m_mem, p->v_mem};
+    for (int i = 0; i < nt && !rc; i++)
+        if (p->be.vt->upload(p->be.ctx, dst[i], host + (size_t)i * P, (size_t)P * sizeof(float)))
+            rc = gpt_backend_fail(p, "checkpoint upload", err, errlen);
+    free(host);
+    if (rc) {
+        spade_policy_free(p);
+        return rc;
+    }
+    p->step = (long)step;
+    *out = p;
+    return 0;
+}

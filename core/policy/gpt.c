@@ -1,0 +1,661 @@
+/* gpt.c — the GPT of spade's policy: configuration, memory layout,
+ * initialisation, forward, backward, AdamW, log-probs.
+ *
+ * What it is: the model in the style of llm.c's train_gpt2.c — pre-LayerNorm
+ * blocks (attention, then a 4x GELU MLP), learned positions, the output head
+ * tied to the token embeddings — driving a backend (backend.h) op by op. The
+ * layout of every allocation is in gpt_internal.h.
+ * What it is not: the arithmetic (backend_cpu.c, backend_cuda.cu), sampling
+ * (sample.c), checkpoints (checkpoint.c) or the GRPO loss (grpo.c).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy/gpt_internal.h"
+
+const char *const gpt_param_names[NUM_PARAM_TENSORS] = {
+    "wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
+    "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb",
+};
+/* Weight decay applies to matrices only: decaying gains and biases pulls
+ * layernorm toward zero output, which is not regularisation but damage. */
+static const int param_decay[NUM_PARAM_TENSORS] = {1, 1, 0, 0, 1, 0, 1, 0, 0, 0, 1, 0, 1, 0, 0, 0};
+
+/* ---------------------------------------------------------------- config */
+
+void spade_gpt_config_default(spade_gpt_config *cfg) {
+    memset(cfg, 0, sizeof *cfg);
+    cfg->layers = 4;
+    cfg->heads = 4;
+    cfg->width = 128;
+    cfg->context = 256;
+    snprintf(cfg->backend, sizeof cfg->backend, "auto");
+    cfg->seed = 1337;
+}
+
+static int parse_int(const char *key, const char *v, long lo, long hi, int *out, char *err,
+                     size_t errlen) {
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    while (*end == ' ' || *end == '\t') end++;
+    if (errno || end == v || *end || x < lo || x > hi) {
+        snprintf(err, errlen, "%s = '%s': expected an integer in [%ld, %ld]", key, v, lo, hi);
+        return SPADE_POLICY_EINVAL;
+    }
+    *out = (int)x;
+    return 0;
+}
+
+int spade_gpt_config_set(spade_gpt_config *cfg, const char *key, const char *value, char *err,
+                         size_t errlen) {
+    const char *k = key;
+    if (!strncmp(k, "policy.", 7)) k += 7;
+    if (!value) value = "";
+    if (!strcmp(k, "layers")) return parse_int(key, value, 1, 256, &cfg->layers, err, errlen);
+    if (!strcmp(k, "heads")) return parse_int(key, value, 1, 256, &cfg->heads, err, errlen);
+    if (!strcmp(k, "width")) return parse_int(key, value, 8, 16384, &cfg->width, err, errlen);
+    if (!strcmp(k, "context")) return parse_int(key, value, 2, 65536, &cfg->context, err, errlen);
+    if (!strcmp(k, "backend")) {
+        static const char *const ok[] = {"auto", "cpu", "cuda", "cpu_ref"};
+        for (int i = 0; i < 4; i++)
+            if (!strcmp(value, ok[i])) {
+                snprintf(cfg->backend, sizeof cfg->backend, "%s", value);
+                return 0;
+            }
+        snprintf(err, errlen, "%s = '%s': expected auto, cpu, cuda or cpu_ref", key, value);
+        return SPADE_POLICY_EINVAL;
+    }
+    if (!strcmp(k, "seed")) {
+        char *end;
+        errno = 0;
+        unsigned long long s = strtoull(value, &end, 0);
+        if (errno || end == value || *end || value[0] == '-') {
+            snprintf(err, errlen, "%s = '%s': expected a non-negative integer", key, value);
+            return SPADE_POLICY_EINVAL;
+        }
+        cfg->seed = s;
+        return 0;
+    }
+    snprintf(err, errlen, "unknown key '%s' (policy keys: layers, heads, width, context, backend, seed)",
+             key);
+    return SPADE_POLICY_ENOKEY;
+}
+
+int spade_gpt_config_validate(const spade_gpt_config *c, char *err, size_t errlen) {
+    if (c->layers < 1 || c->layers > 256) {
+        snprintf(err, errlen, "policy.layers = %d: expected 1..256", c->layers);
+        return SPADE_POLICY_EINVAL;
+    }
+    if (c->heads < 1 || c->width < 8 || c->width % c->heads) {
+        snprintf(err, errlen, "policy.heads = %d must divide policy.width = %d", c->heads, c->width);
+        return SPADE_POLICY_EINVAL;
+    }
+    if (c->context < 2 || c->context > 65536) {
+        snprintf(err, errlen, "policy.context = %d: expected 2..65536", c->context);
+        return SPADE_POLICY_EINVAL;
+    }
+    return 0;
+}
+
+static void param_sizes(const spade_gpt_config *c, size_t *s) {
+    size_t L = c->layers, C = c->width, Vp = SPADE_VOCAB_PADDED, maxT = c->context;
+    s[0] = Vp * C;
+    s[1] = maxT * C;
+    s[2] = L * C;
+    s[3] = L * C;
+    s[4] = L * 3 * C * C;
+    s[5] = L * 3 * C;
+    s[6] = L * C * C;
+    s[7] = L * C;
+    s[8] = L * C;
+    s[9] = L * C;
+    s[10] = L * 4 * C * C;
+    s[11] = L * 4 * C;
+    s[12] = L * C * 4 * C;
+    s[13] = L * C;
+    s[14] = C;
+    s[15] = C;
+}
+
+size_t spade_gpt_config_num_params(const spade_gpt_config *cfg) {
+    size_t s[NUM_PARAM_TENSORS], n = 0;
+    param_sizes(cfg, s);
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) n += s[i];
+    return n;
+}
+
+/* ---------------------------------------------------------------- memory */
+
+int gpt_backend_fail(spade_policy *p, const char *what, char *err, size_t errlen) {
+    snprintf(err, errlen, "%s (%s backend): %s", what, p->be.vt->name,
+             p->be.vt->last_error(p->be.ctx));
+    return SPADE_POLICY_EBACKEND;
+}
+
+#define BE (p->be.vt)
+#define BX (p->be.ctx)
+/* Every backend call goes through CK so that a failing op stops the pass and
+ * the message says which op it was. */
+#define CK(call)                                                              \
+    do {                                                                      \
+        if ((call) != 0) return gpt_backend_fail(p, #call, err, errlen);      \
+    } while (0)
+
+static void point_params(ParameterTensors *t, float *mem, const size_t *sizes) {
+    float **ptrs[NUM_PARAM_TENSORS] = {
+        &t->wte, &t->wpe, &t->ln1w, &t->ln1b, &t->qkvw, &t->qkvb, &t->attprojw, &t->attprojb,
+        &t->ln2w, &t->ln2b, &t->fcw, &t->fcb, &t->fcprojw, &t->fcprojb, &t->lnfw, &t->lnfb,
+    };
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
+        *ptrs[i] = mem;
+        mem += sizes[i];
+    }
+}
+
+int gpt_alloc(spade_policy **out, const spade_gpt_config *cfg, char *err, size_t errlen) {
+    *out = NULL;
+    int rc = spade_gpt_config_validate(cfg, err, errlen);
+    if (rc) return rc;
+    spade_policy *p = calloc(1, sizeof *p);
+    if (!p) {
+        snprintf(err, errlen, "out of memory");
+        return SPADE_POLICY_ENOMEM;
+    }
+    p->cfg = *cfg;
+    p->L = cfg->layers;
+    p->NH = cfg->heads;
+    p->C = cfg->width;
+    p->maxT = cfg->context;
+    p->V = SPADE_VOCAB;
+    p->Vp = SPADE_VOCAB_PADDED;
+    rc = spade_backend_open(cfg->backend, &p->be, p->be_note, sizeof p->be_note, err, errlen);
+    if (rc) {
+        free(p);
+        return rc;
+    }
+    param_sizes(cfg, p->param_sizes);
+    p->num_params = spade_gpt_config_num_params(cfg);
+    size_t bytes = p->num_params * sizeof(float);
+    p->params_mem = BE->alloc(BX, bytes);
+    p->grads_mem = BE->alloc(BX, bytes);
+    p->m_mem = BE->alloc(BX, bytes);
+    p->v_mem = BE->alloc(BX, bytes);
+    if (!p->params_mem || !p->grads_mem || !p->m_mem || !p->v_mem) {
+        snprintf(err, errlen, "cannot allocate 4 x %zu bytes for %zu parameters on %s: %s", bytes,
+                 p->num_params, BE->name, BE->last_error(BX));
+        spade_policy_free(p);
+        return SPADE_POLICY_ENOMEM;
+    }
+    point_params(&p->params, p->params_mem, p->param_sizes);
+    point_params(&p->grads, p->grads_mem, p->param_sizes);
+    *out = p;
+    return 0;
+}
+
+static void free_acts(spade_policy *p) {
+    if (p->be.vt) {
+        BE->dealloc(BX, p->acts_mem);
+        BE->dealloc(BX, p->gacts_mem);
+        BE->dealloc(BX, p->io_mem);
+    }
+    free(p->mask_host);
+    free(p->logp_host);
+    p->acts_mem = p->gacts_mem = NULL;
+    p->io_mem = NULL;
+    p->mask_host = p->logp_host = NULL;
+    p->actB = p->actT = 0;
+    p->fwdB = p->fwdT = 0;
+}
+
+int gpt_ensure_acts(spade_policy *p, int B, int T, char *err, size_t errlen) {
+    if (B <= p->actB && T <= p->actT) return 0;
+    int nB = B > p->actB ? B : p->actB, nT = T > p->actT ? T : p->actT;
+    free_acts(p);
+    size_t L = p->L, C = p->C, NH = p->NH, Vp = p->Vp, BT = (size_t)nB * nT;
+    size_t as[NUM_ACT_TENSORS] = {
+        BT * C,                 /* encoded */
+        L * BT * C, L * BT, L * BT,   /* ln1, mean, rstd */
+        L * BT * 3 * C,         /* qkv */
+        L * BT * C,             /* atty */
+        L * nB * NH * nT * nT,  /* att */
+        L * BT * C, L * BT * C, /* attproj, residual2 */
+        L * BT * C, L * BT, L * BT,   /* ln2, mean, rstd */
+        L * BT * 4 * C, L * BT * 4 * C, /* fch, fch_gelu */
+        L * BT * C, L * BT * C, /* fcproj, residual3 */
+        BT * C, BT, BT,         /* lnf, mean, rstd */
+        BT * Vp, BT * Vp, BT,   /* logits, probs, logp */
+    };
+    size_t gs[NUM_GACT_TENSORS] = {BT * Vp, BT * C, BT * C, BT * 3 * C, BT * C, BT * 4 * C, BT * 4 * C, BT};
+    size_t na = 0, ng = 0;
+    for (int i = 0; i < NUM_ACT_TENSORS; i++) na += as[i];
+    for (int i = 0; i < NUM_GACT_TENSORS; i++) ng += gs[i];
+    p->acts_mem = BE->alloc(BX, na * sizeof(float));
+    p->gacts_mem = BE->alloc(BX, ng * sizeof(float));
+    p->io_mem = BE->alloc(BX, 2 * BT * sizeof(int));
+    p->mask_host = malloc(BT * sizeof(float));
+    p->logp_host = malloc(BT * sizeof(float));
+    if (!p->acts_mem || !p->gacts_mem || !p->io_mem || !p->mask_host || !p->logp_host) {
+        snprintf(err, errlen, "cannot allocate activations for batch %d x %d (%.1f MiB) on %s",
+                 nB, nT, (double)(na + ng) * 4 / 1048576.0, BE->name);
+        free_acts(p);
+        return SPADE_POLICY_ENOMEM;
+    }
+    float **ap[NUM_ACT_TENSORS] = {
+        &p->acts.encoded, &p->acts.ln1, &p->acts.ln1_mean, &p->acts.ln1_rstd, &p->acts.qkv,
+        &p->acts.atty, &p->acts.att, &p->acts.attproj, &p->acts.residual2, &p->acts.ln2,
+        &p->acts.ln2_mean, &p->acts.ln2_rstd, &p->acts.fch, &p->acts.fch_gelu, &p->acts.fcproj,
+        &p->acts.residual3, &p->acts.lnf, &p->acts.lnf_mean, &p->acts.lnf_rstd, &p->acts.logits,
+        &p->acts.probs, &p->acts.logp,
+    };
+    float *m = p->acts_mem;
+    for (int i = 0; i < NUM_ACT_TENSORS; i++) {
+        *ap[i] = m;
+        m += as[i];
+    }
+    float **gp[NUM_GACT_TENSORS] = {
+        &p->gacts.dlogits, &p->gacts.dresidual, &p->gacts.dln, &p->gacts.dqkv,
+        &p->gacts.datty, &p->gacts.dfch, &p->gacts.dfch_gelu, &p->gacts.dlogp,
+    };
+    m = p->gacts_mem;
+    for (int i = 0; i < NUM_GACT_TENSORS; i++) {
+        *gp[i] = m;
+        m += gs[i];
+    }
+    p->tokens_dev = p->io_mem;
+    p->targets_dev = p->io_mem + BT;
+    p->actB = nB;
+    p->actT = nT;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- init */
+
+/* Standard normal from the seeded stream (Box-Muller, both values used in
+ * order), so initialisation is identical on every platform and backend. */
+typedef struct {
+    uint64_t s;
+    int have;
+    double spare;
+} normal_rng;
+
+static double normal(normal_rng *r) {
+    if (r->have) {
+        r->have = 0;
+        return r->spare;
+    }
+    double u1 = gpt_rng_uniform(&r->s), u2 = gpt_rng_uniform(&r->s);
+    if (u1 < 1e-300) u1 = 1e-300;
+    double rad = sqrt(-2.0 * log(u1)), th = 6.283185307179586 * u2;
+    r->spare = rad * sin(th);
+    r->have = 1;
+    return rad * cos(th);
+}
+
+static void init_weights(spade_policy *p, float *h) {
+    /* GPT-2 initialisation: N(0, 0.02) for matrices, the two projections into
+     * the residual stream scaled by 1/sqrt(2L) so its variance does not grow
+     * with depth; gains 1, biases 0; padded vocabulary rows stay exactly 0. */
+    normal_rng r = {p->cfg.seed ^ 0x5350414445ull /* "SPADE" */, 0, 0};
+    size_t off[NUM_PARAM_TENSORS];
+    size_t o = 0;
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
+        off[i] = o;
+        o += p->param_sizes[i];
+    }
+    memset(h, 0, p->num_params * sizeof(float));
+    float resid_std = 0.02f / sqrtf(2.0f * p->L);
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
+        float *t = h + off[i];
+        size_t n = p->param_sizes[i];
+        switch (i) {
+        case 0: /* wte: real vocabulary rows only */
+            for (size_t j = 0; j < (size_t)p->V * p->C; j++) t[j] = (float)(0.02 * normal(&r));
+            break;
+        case 1: case 4: case 10: /* wpe, qkvw, fcw */
+            for (size_t j = 0; j < n; j++) t[j] = (float)(0.02 * normal(&r));
+            break;
+        case 6: case 12: /* attprojw, fcprojw */
+            for (size_t j = 0; j < n; j++) t[j] = (float)(resid_std * normal(&r));
+            break;
+        case 2: case 8: case 14: /* layernorm gains */
+            for (size_t j = 0; j < n; j++) t[j] = 1.0f;
+            break;
+        default: /* biases */
+            break;
+        }
+    }
+}
+
+int spade_policy_new(spade_policy **out, const spade_gpt_config *cfg, char *err, size_t errlen) {
+    spade_policy *p;
+    int rc = gpt_alloc(&p, cfg, err, errlen);
+    if (rc) return rc;
+    float *h = malloc(p->num_params * sizeof(float));
+    if (!h) {
+        spade_policy_free(p);
+        snprintf(err, errlen, "out of host memory for %zu parameters", p->num_params);
+        return SPADE_POLICY_ENOMEM;
+    }
+    init_weights(p, h);
+    rc = spade_policy_set_params(p, h, err, errlen);
+    free(h);
+    if (rc) {
+        spade_policy_free(p);
+        return rc;
+    }
+    *out = p;
+    return 0;
+}
+
+void spade_policy_free(spade_policy *p) {
+    if (!p) return;
+    free_acts(p);
+    if (p->be.vt) {
+        BE->dealloc(BX, p->params_mem);
+        BE->dealloc(BX, p->grads_mem);
+        BE->dealloc(BX, p->m_mem);
+        BE->dealloc(BX, p->v_mem);
+        BE->dealloc(BX, p->samp_mem);
+        BE->dealloc(BX, p->samp_tok);
+        spade_backend_close(&p->be);
+    }
+    free(p);
+}
+
+int spade_policy_clone(spade_policy **out, const spade_policy *src, const char *backend,
+                       char *err, size_t errlen) {
+    spade_gpt_config cfg = src->cfg;
+    if (backend) snprintf(cfg.backend, sizeof cfg.backend, "%s", backend);
+    spade_policy *p;
+    int rc = gpt_alloc(&p, &cfg, err, errlen);
+    if (rc) return rc;
+    float *h = malloc(p->num_params * sizeof(float));
+    if (!h) {
+        spade_policy_free(p);
+        snprintf(err, errlen, "out of host memory");
+        return SPADE_POLICY_ENOMEM;
+    }
+    rc = spade_policy_get_params((spade_policy *)src, h, err, errlen);
+    if (!rc) rc = spade_policy_set_params(p, h, err, errlen);
+    free(h);
+    if (rc) {
+        spade_policy_free(p);
+        return rc;
+    }
+    p->step = src->step;
+    *out = p;
+    return 0;
+}
+
+const spade_gpt_config *spade_policy_config(const spade_policy *p) { return &p->cfg; }
+const char *spade_policy_backend_name(const spade_policy *p) { return p->be.vt->name; }
+const char *spade_policy_backend_note(const spade_policy *p) { return p->be_note; }
+size_t spade_policy_num_params(const spade_policy *p) { return p->num_params; }
+long spade_policy_steps(const spade_policy *p) { return p->step; }
+
+int spade_policy_tensor(const spade_policy *p, int i, const char **name, size_t *offset,
+                        size_t *count) {
+    if (i < 0 || i >= NUM_PARAM_TENSORS) return -1;
+    size_t o = 0;
+    for (int j = 0; j < i; j++) o += p->param_sizes[j];
+    if (name) *name = gpt_param_names[i];
+    if (offset) *offset = o;
+    if (count) *count = p->param_sizes[i];
+    return 0;
+}
+
+int spade_policy_get_params(spade_policy *p, float *host, char *err, size_t errlen) {
+    CK(BE->download(BX, host, p->params_mem, p->num_params * sizeof(float)));
+    return 0;
+}
+int spade_policy_set_params(spade_policy *p, const float *host, char *err, size_t errlen) {
+    CK(BE->upload(BX, p->params_mem, host, p->num_params * sizeof(float)));
+    return 0;
+}
+int spade_policy_get_grads(spade_policy *p, float *host, char *err, size_t errlen) {
+    CK(BE->download(BX, host, p->grads_mem, p->num_params * sizeof(float)));
+    return 0;
+}
+int spade_policy_get_moments(spade_policy *p, float *m, float *v, char *err, size_t errlen) {
+    if (m) CK(BE->download(BX, m, p->m_mem, p->num_params * sizeof(float)));
+    if (v) CK(BE->download(BX, v, p->v_mem, p->num_params * sizeof(float)));
+    return 0;
+}
+
+/* ---------------------------------------------------------------- forward */
+
+int spade_policy_forward(spade_policy *p, const int *tokens, const int *targets,
+                         const float *mask, int B, int T, float *loss, float *logp, char *err,
+                         size_t errlen) {
+    if (B < 1 || T < 1 || T > p->maxT) {
+        snprintf(err, errlen, "forward: batch %d x %d outside 1.. x 1..%d (policy.context)", B, T,
+                 p->maxT);
+        return SPADE_POLICY_EINVAL;
+    }
+    size_t N = (size_t)B * T;
+    for (size_t i = 0; i < N; i++) {
+        if (tokens[i] < 0 || tokens[i] >= p->V || (targets && targets[i] >= p->V)) {
+            snprintf(err, errlen, "forward: token %d at index %zu is outside the vocabulary [0, %d)",
+                     targets && targets[i] >= p->V ? targets[i] : tokens[i], i, p->V);
+            return SPADE_POLICY_EINVAL;
+        }
+    }
+    int rc = gpt_ensure_acts(p, B, T, err, errlen);
+    if (rc) return rc;
+    int L = p->L, C = p->C, NH = p->NH, Vp = p->Vp;
+    ParameterTensors w = p->params;
+    ActivationTensors a = p->acts;
+    size_t BT = N, LBT = (size_t)p->actB * p->actT; /* layer stride uses the capacity */
+
+    CK(BE->upload(BX, p->tokens_dev, tokens, N * sizeof(int)));
+    CK(BE->encoder_forward(BX, a.encoded, p->tokens_dev, w.wte, w.wpe, B, T, C, 0));
+    for (int l = 0; l < L; l++) {
+        float *residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * LBT * C;
+        float *ln1 = a.ln1 + l * LBT * C, *ln1m = a.ln1_mean + l * LBT, *ln1r = a.ln1_rstd + l * LBT;
+        float *qkv = a.qkv + l * LBT * 3 * C, *atty = a.atty + l * LBT * C;
+        float *att = a.att + (size_t)l * p->actB * NH * p->actT * p->actT;
+        float *attproj = a.attproj + l * LBT * C, *res2 = a.residual2 + l * LBT * C;
+        float *ln2 = a.ln2 + l * LBT * C, *ln2m = a.ln2_mean + l * LBT, *ln2r = a.ln2_rstd + l * LBT;
+        float *fch = a.fch + l * LBT * 4 * C, *fchg = a.fch_gelu + l * LBT * 4 * C;
+        float *fcproj = a.fcproj + l * LBT * C, *res3 = a.residual3 + l * LBT * C;
+        size_t C3 = 3 * (size_t)C, C4 = 4 * (size_t)C, CC = (size_t)C * C;
+        CK(BE->layernorm_forward(BX, ln1, ln1m, ln1r, residual, w.ln1w + l * C, w.ln1b + l * C, BT, C));
+        CK(BE->matmul_forward(BX, qkv, ln1, w.qkvw + l * C3 * C, w.qkvb + l * C3, BT, C, 3 * C));
+        CK(BE->attention_forward(BX, atty, att, qkv, B, T, C, NH));
+        CK(BE->matmul_forward(BX, attproj, atty, w.attprojw + l * CC, w.attprojb + l * C, BT, C, C));
+        CK(BE->residual_forward(BX, res2, residual, attproj, BT * C));
+        CK(BE->layernorm_forward(BX, ln2, ln2m, ln2r, res2, w.ln2w + l * C, w.ln2b + l * C, BT, C));
+        CK(BE->matmul_forward(BX, fch, ln2, w.fcw + l * C4 * C, w.fcb + l * C4, BT, C, 4 * C));
+        CK(BE->gelu_forward(BX, fchg, fch, BT * C4));
+        CK(BE->matmul_forward(BX, fcproj, fchg, w.fcprojw + l * C * C4, w.fcprojb + l * C, BT, 4 * C, C));
+        CK(BE->residual_forward(BX, res3, res2, fcproj, BT * C));
+    }
+    float *last = a.residual3 + (L - 1) * LBT * C;
+    CK(BE->layernorm_forward(BX, a.lnf, a.lnf_mean, a.lnf_rstd, last, w.lnfw, w.lnfb, BT, C));
+    CK(BE->matmul_forward(BX, a.logits, a.lnf, w.wte, NULL, BT, C, Vp));
+
+    p->fwdB = B;
+    p->fwdT = T;
+    p->fwd_has_targets = targets != NULL;
+    if (!targets) {
+        if (loss) *loss = 0.0f;
+        return 0;
+    }
+    CK(BE->upload(BX, p->targets_dev, targets, N * sizeof(int)));
+    CK(BE->crossentropy_forward(BX, a.probs, a.logp, a.logits, p->targets_dev, BT, p->V, Vp));
+    CK(BE->download(BX, p->logp_host, a.logp, N * sizeof(float)));
+    double sum = 0.0, msum = 0.0;
+    for (size_t i = 0; i < N; i++) {
+        float m = targets[i] < 0 ? 0.0f : (mask ? mask[i] : 1.0f);
+        p->mask_host[i] = m;
+        msum += m;
+        sum += (double)m * -p->logp_host[i];
+    }
+    p->mask_sum = msum;
+    if (loss) *loss = msum > 0 ? (float)(sum / msum) : 0.0f;
+    if (logp) memcpy(logp, p->logp_host, N * sizeof(float));
+    return 0;
+}
+
+/* ---------------------------------------------------------------- backward */
+
+int spade_policy_backward_logp(spade_policy *p, const float *dlogp, char *err, size_t errlen) {
+    if (!p->fwdB || !p->fwd_has_targets) {
+        snprintf(err, errlen, "backward: no forward pass with targets to differentiate");
+        return SPADE_POLICY_EINVAL;
+    }
+    int B = p->fwdB, T = p->fwdT, L = p->L, C = p->C, NH = p->NH, Vp = p->Vp;
+    size_t BT = (size_t)B * T, LBT = (size_t)p->actB * p->actT;
+    size_t C3 = 3 * (size_t)C, C4 = 4 * (size_t)C, CC = (size_t)C * C;
+    ParameterTensors w = p->params, g = p->grads;
+    ActivationTensors a = p->acts;
+    GradActTensors d = p->gacts;
+
+    CK(BE->upload(BX, d.dlogp, dlogp, BT * sizeof(float)));
+    CK(BE->crossentropy_backward(BX, d.dlogits, a.probs, p->targets_dev, d.dlogp, BT, p->V, Vp));
+    /* tied head: logits = lnf @ wte^T, so wte collects this gradient and the encoder's */
+    CK(BE->matmul_backward(BX, d.dln, g.wte, NULL, d.dlogits, a.lnf, w.wte, BT, C, Vp));
+    CK(BE->zero(BX, d.dresidual, BT * C * sizeof(float)));
+    float *last = a.residual3 + (L - 1) * LBT * C;
+    CK(BE->layernorm_backward(BX, d.dresidual, g.lnfw, g.lnfb, d.dln, last, w.lnfw, a.lnf_mean,
+                              a.lnf_rstd, BT, C));
+    for (int l = L - 1; l >= 0; l--) {
+        float *residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * LBT * C;
+        float *ln1 = a.ln1 + l * LBT * C, *ln1m = a.ln1_mean + l * LBT, *ln1r = a.ln1_rstd + l * LBT;
+        float *qkv = a.qkv + l * LBT * C3, *atty = a.atty + l * LBT * C;
+        float *att = a.att + (size_t)l * p->actB * NH * p->actT * p->actT;
+        float *res2 = a.residual2 + l * LBT * C;
+        float *ln2 = a.ln2 + l * LBT * C, *ln2m = a.ln2_mean + l * LBT, *ln2r = a.ln2_rstd + l * LBT;
+        float *fch = a.fch + l * LBT * C4, *fchg = a.fch_gelu + l * LBT * C4;
+        /* MLP: residual3 = residual2 + fcproj(gelu(fc(ln2(residual2)))) */
+        CK(BE->matmul_backward(BX, d.dfch_gelu, g.fcprojw + l * C * C4, g.fcprojb + l * C,
+                               d.dresidual, fchg, w.fcprojw + l * C * C4, BT, 4 * C, C));
+        CK(BE->gelu_backward(BX, d.dfch, fch, d.dfch_gelu, BT * C4));
+        CK(BE->matmul_backward(BX, d.dln, g.fcw + l * C4 * C, g.fcb + l * C4, d.dfch, ln2,
+                               w.fcw + l * C4 * C, BT, C, 4 * C));
+        CK(BE->layernorm_backward(BX, d.dresidual, g.ln2w + l * C, g.ln2b + l * C, d.dln, res2,
+                                  w.ln2w + l * C, ln2m, ln2r, BT, C));
+        /* attention: residual2 = residual + attproj(attention(qkv(ln1(residual)))) */
+        CK(BE->matmul_backward(BX, d.datty, g.attprojw + l * CC, g.attprojb + l * C, d.dresidual,
+                               atty, w.attprojw + l * CC, BT, C, C));
+        CK(BE->attention_backward(BX, d.dqkv, d.datty, qkv, att, B, T, C, NH));
+        CK(BE->matmul_backward(BX, d.dln, g.qkvw + l * C3 * C, g.qkvb + l * C3, d.dqkv, ln1,
+                               w.qkvw + l * C3 * C, BT, C, 3 * C));
+        CK(BE->layernorm_backward(BX, d.dresidual, g.ln1w + l * C, g.ln1b + l * C, d.dln,
+                                  residual, w.ln1w + l * C, ln1m, ln1r, BT, C));
+    }
+    CK(BE->encoder_backward(BX, g.wte, g.wpe, d.dresidual, p->tokens_dev, B, T, C));
+    return 0;
+}
+
+int spade_policy_backward(spade_policy *p, float scale, char *err, size_t errlen) {
+    if (!p->fwdB || !p->fwd_has_targets) {
+        snprintf(err, errlen, "backward: no forward pass with targets to differentiate");
+        return SPADE_POLICY_EINVAL;
+    }
+    size_t N = (size_t)p->fwdB * p->fwdT;
+    float *dl = malloc(N * sizeof(float));
+    if (!dl) {
+        snprintf(err, errlen, "out of host memory");
+        return SPADE_POLICY_ENOMEM;
+    }
+    /* loss = -sum(mask * logp) / sum(mask)  =>  dloss/dlogp = -mask / sum(mask) */
+    double inv = p->mask_sum > 0 ? 1.0 / p->mask_sum : 0.0;
+    for (size_t i = 0; i < N; i++) dl[i] = (float)(-(double)p->mask_host[i] * inv * scale);
+    int rc = spade_policy_backward_logp(p, dl, err, errlen);
+    free(dl);
+    return rc;
+}
+
+int spade_policy_zero_grad(spade_policy *p, char *err, size_t errlen) {
+    CK(BE->zero(BX, p->grads_mem, p->num_params * sizeof(float)));
+    return 0;
+}
+
+/* ---------------------------------------------------------------- AdamW */
+
+void spade_adamw_opts_default(spade_adamw_opts *o) {
+    o->lr = 3e-4f;
+    o->beta1 = 0.9f;
+    o->beta2 = 0.95f;
+    o->eps = 1e-8f;
+    o->weight_decay = 0.1f;
+    o->grad_clip = 1.0f;
+}
+
+int spade_policy_step(spade_policy *p, const spade_adamw_opts *o, float *grad_norm, char *err,
+                      size_t errlen) {
+    double ss;
+    CK(BE->sumsq(BX, p->grads_mem, p->num_params, &ss));
+    double norm = sqrt(ss);
+    if (grad_norm) *grad_norm = (float)norm;
+    if (!isfinite(norm)) {
+        /* A NaN step would poison every weight; refuse it and keep the model. */
+        spade_policy_zero_grad(p, err, errlen);
+        snprintf(err, errlen, "step %ld: gradient norm is not finite; step skipped", p->step + 1);
+        return SPADE_POLICY_EINVAL;
+    }
+    float scale = 1.0f;
+    if (o->grad_clip > 0 && norm > o->grad_clip) scale = (float)(o->grad_clip / norm);
+    p->step++;
+    size_t off = 0;
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
+        size_t n = p->param_sizes[i];
+        CK(BE->adamw(BX, p->params_mem + off, p->grads_mem + off, p->m_mem + off, p->v_mem + off,
+                     n, o->lr, o->beta1, o->beta2, o->eps, param_decay[i] ? o->weight_decay : 0.0f,
+                     scale, (int)p->step));
+        off += n;
+    }
+    return spade_policy_zero_grad(p, err, errlen);
+}
+
+/* ---------------------------------------------------------------- log-probs */
+
+int spade_policy_logprobs(spade_policy *p, const int *tokens, int B, int T, float *logp,
+                          char *err, size_t errlen) {
+    size_t N = (size_t)B * T;
+    int *tg = malloc((N ? N : 1) * sizeof(int));
+    if (!tg) {
+        snprintf(err, errlen, "out of host memory");
+        return SPADE_POLICY_ENOMEM;
+    }
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) tg[(size_t)b * T + t] = t + 1 < T ? tokens[(size_t)b * T + t + 1] : -1;
+    int rc = spade_policy_forward(p, tokens, tg, NULL, B, T, NULL, logp, err, errlen);
+    free(tg);
+    return rc;
+}
+
+int spade_policy_completion_logprobs(spade_policy *p, const int *prompt, int plen,
+                                     const int *completion, int clen, float *out, char *err,
+                                     size_t errlen) {
+    if (plen < 1 || clen < 1 || plen + clen - 1 > p->maxT) {
+        snprintf(err, errlen, "completion_logprobs: prompt %d + completion %d tokens exceed the context %d",
+                 plen, clen, p->maxT);
+        return SPADE_POLICY_EINVAL;
+    }
+    int T = plen + clen - 1;
+    int *seq = malloc((size_t)(T + 1) * sizeof(int));
+    float *lp = malloc((size_t)T * sizeof(float));
+    if (!seq || !lp) {
+        free(seq);
+        free(lp);
+        snprintf(err, errlen, "out of host memory");
+        return SPADE_POLICY_ENOMEM;
+    }
+    memcpy(seq, prompt, (size_t)plen * sizeof(int));
+    memcpy(seq + plen, completion, (size_t)clen * sizeof(int));
+    /* targets = seq shifted: position plen-1+i predicts completion[i] */
+    int *tg = seq + 1;
+    int rc = spade_policy_forward(p, seq, tg, NULL, 1, T, NULL, lp, err, errlen);
+    if (!rc)
+        for (int i = 0; i < clen; i++) out[i] = lp[plen - 1 + i];
+    free(seq);
+    free(lp);
+    return rc;
+}

@@ -1,0 +1,148 @@
+/* gpt_internal.h — the inside of spade_policy, shared by the files of core/policy.
+ *
+ * What it is: the memory layout of the model, written out llm.c-style with the
+ * shape beside every field, and the few internal helpers the other policy
+ * files (checkpoint.c, grpo.c, sample.c) need.
+ * What it is not: public API (policy.h) — nothing outside core/policy includes it.
+ *
+ * Every float* below points into backend memory (backend.h), carved out of ONE
+ * allocation per kind: params_mem, grads_mem, m_mem, v_mem, acts_mem,
+ * gacts_mem, samp_mem. Shapes: L layers, C width, NH heads, Vp padded vocab,
+ * maxT context, (B, T) the batch capacity of the activations, (G, R) the
+ * sampling workspace capacity (G sequences, R rows per call).
+ */
+#ifndef SPADE_POLICY_GPT_INTERNAL_H
+#define SPADE_POLICY_GPT_INTERNAL_H
+
+#include "policy/policy.h"
+
+#define NUM_PARAM_TENSORS 16
+typedef struct {
+    float *wte;      /* (Vp, C)    token embeddings; also the output head (tied) */
+    float *wpe;      /* (maxT, C)  learned positions */
+    float *ln1w;     /* (L, C) */
+    float *ln1b;     /* (L, C) */
+    float *qkvw;     /* (L, 3C, C) */
+    float *qkvb;     /* (L, 3C) */
+    float *attprojw; /* (L, C, C) */
+    float *attprojb; /* (L, C) */
+    float *ln2w;     /* (L, C) */
+    float *ln2b;     /* (L, C) */
+    float *fcw;      /* (L, 4C, C) */
+    float *fcb;      /* (L, 4C) */
+    float *fcprojw;  /* (L, C, 4C) */
+    float *fcprojb;  /* (L, C) */
+    float *lnfw;     /* (C) */
+    float *lnfb;     /* (C) */
+} ParameterTensors;
+
+#define NUM_ACT_TENSORS 22
+typedef struct {
+    float *encoded;   /* (B, T, C)       wte[tok] + wpe[t] */
+    float *ln1;       /* (L, B, T, C) */
+    float *ln1_mean;  /* (L, B, T) */
+    float *ln1_rstd;  /* (L, B, T) */
+    float *qkv;       /* (L, B, T, 3C) */
+    float *atty;      /* (L, B, T, C)    attention output before the projection */
+    float *att;       /* (L, B, NH, T, T) softmax probabilities (kept for backward) */
+    float *attproj;   /* (L, B, T, C) */
+    float *residual2; /* (L, B, T, C)    residual + attention */
+    float *ln2;       /* (L, B, T, C) */
+    float *ln2_mean;  /* (L, B, T) */
+    float *ln2_rstd;  /* (L, B, T) */
+    float *fch;       /* (L, B, T, 4C) */
+    float *fch_gelu;  /* (L, B, T, 4C) */
+    float *fcproj;    /* (L, B, T, C) */
+    float *residual3; /* (L, B, T, C)    residual2 + MLP: the layer's output */
+    float *lnf;       /* (B, T, C) */
+    float *lnf_mean;  /* (B, T) */
+    float *lnf_rstd;  /* (B, T) */
+    float *logits;    /* (B, T, Vp) */
+    float *probs;     /* (B, T, Vp) */
+    float *logp;      /* (B, T)          log p(target) per position */
+} ActivationTensors;
+
+/* Gradients of activations: only what one layer's backward needs at a time
+ * (the residual-stream gradient is walked down the layers in place), so this
+ * is a few (B, T, *) buffers rather than a mirror of ActivationTensors. */
+#define NUM_GACT_TENSORS 8
+typedef struct {
+    float *dlogits;   /* (B, T, Vp) */
+    float *dresidual; /* (B, T, C)  d loss / d residual stream at the current layer */
+    float *dln;       /* (B, T, C)  d loss / d layernorm output (scratch) */
+    float *dqkv;      /* (B, T, 3C) */
+    float *datty;     /* (B, T, C) */
+    float *dfch;      /* (B, T, 4C) */
+    float *dfch_gelu; /* (B, T, 4C) */
+    float *dlogp;     /* (B, T)     loss weights uploaded by the host */
+} GradActTensors;
+
+/* Inference with a KV cache: R rows of activations for one call (R = prompt
+ * length at prefill, G at decode) and the per-layer caches of G sequences. */
+#define NUM_SAMPLE_TENSORS 11
+typedef struct {
+    float *res;    /* (R, C)  residual stream */
+    float *res2;   /* (R, C)  residual stream (the other half of a ping-pong) */
+    float *ln;     /* (R, C) */
+    float *qkv;    /* (R, 3C) */
+    float *atty;   /* (R, C) */
+    float *proj;   /* (R, C) */
+    float *fch;    /* (R, 4C) */
+    float *fchg;   /* (R, 4C) */
+    float *logits; /* (G, Vp) last position of each sequence */
+    float *kcache; /* (L, G, maxT, C) */
+    float *vcache; /* (L, G, maxT, C) */
+} SampleTensors;
+
+struct spade_policy {
+    spade_gpt_config cfg;
+    int L, NH, C, maxT, V, Vp;
+    spade_backend be;
+    char be_note[512];
+
+    size_t param_sizes[NUM_PARAM_TENSORS];
+    size_t num_params;
+    float *params_mem; ParameterTensors params; /* the weights */
+    float *grads_mem;  ParameterTensors grads;  /* d loss / d weights, accumulated */
+    float *m_mem;                               /* (num_params) AdamW first moment */
+    float *v_mem;                               /* (num_params) AdamW second moment */
+    long step;                                  /* AdamW steps taken */
+
+    int actB, actT;                             /* activation capacity */
+    float *acts_mem;   ActivationTensors acts;
+    float *gacts_mem;  GradActTensors gacts;
+    int *io_mem;                                /* (2, actB, actT) tokens then targets */
+    int *tokens_dev, *targets_dev;              /* views of io_mem */
+    float *mask_host;                           /* (actB, actT) loss mask of the last forward */
+    float *logp_host;                           /* (actB, actT) log-probs of the last forward */
+    int fwdB, fwdT;                             /* shape of the last forward (0: none) */
+    int fwd_has_targets;
+    double mask_sum;
+
+    int sampG, sampR;                           /* sampling workspace capacity */
+    float *samp_mem;   SampleTensors samp;
+    int *samp_tok;                              /* (sampR) token ids for one call */
+};
+
+/* Grows the training activations to hold (B, T). */
+int gpt_ensure_acts(spade_policy *p, int B, int T, char *err, size_t errlen);
+/* Names of the parameter tensors and whether AdamW decays them. */
+extern const char *const gpt_param_names[NUM_PARAM_TENSORS];
+/* Formats the backend's last error into err with a prefix; returns SPADE_POLICY_EBACKEND. */
+int gpt_backend_fail(spade_policy *p, const char *what, char *err, size_t errlen);
+/* Allocates a policy for cfg without initialising the weights (checkpoint load). */
+int gpt_alloc(spade_policy **out, const spade_gpt_config *cfg, char *err, size_t errlen);
+
+/* A small seeded generator (splitmix64): identical streams on every platform. */
+static inline uint64_t gpt_rng_next(uint64_t *s) {
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+/* Uniform in [0, 1) with 53 random bits. */
+static inline double gpt_rng_uniform(uint64_t *s) {
+    return (double)(gpt_rng_next(s) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+#endif

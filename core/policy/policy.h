@@ -1,0 +1,225 @@
+/* policy.h — the policy object both roles share: a GPT (pre-LayerNorm, GELU,
+ * learned positions, tied embeddings) over a byte tokenizer, with training,
+ * sampling with a KV cache, log-probs, AdamW, checkpoints and the GRPO loss.
+ *
+ * What it is: the public C API of core/policy. One opaque spade_policy owns a
+ * backend (backend.h) and, on it, one allocation each for parameters,
+ * gradients, AdamW m, AdamW v, activations, activation gradients and the
+ * sampling workspace (the layout is written out in gpt.c).
+ * What it is not: the self-play loop (it only computes losses and gradients
+ * for samples it is handed) nor the run's configuration layer (which calls
+ * spade_gpt_config_set for the [policy] keys it reads).
+ *
+ * Conventions: every function that can fail returns 0 or a negative
+ * SPADE_POLICY_E* code (backend.h) and writes a message into err (errlen bytes,
+ * may be NULL/0). Nothing here exits or prints, except where said.
+ */
+#ifndef SPADE_POLICY_POLICY_H
+#define SPADE_POLICY_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "policy/backend.h"
+#include "policy/tokenizer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- configuration ([policy] section of a run's .ini) ---- */
+
+typedef struct spade_gpt_config {
+    int layers;        /* policy.layers   L, >= 1 */
+    int heads;         /* policy.heads    NH, divides width */
+    int width;         /* policy.width    C, channels */
+    int context;       /* policy.context  maxT, positions (prompt + completion) */
+    char backend[16];  /* policy.backend  auto | cpu | cuda | cpu_ref */
+    uint64_t seed;     /* policy.seed     initialisation seed */
+} spade_gpt_config;
+
+/* Defaults: 4 layers, 4 heads, width 128, context 256, backend auto, seed 1337. */
+void spade_gpt_config_default(spade_gpt_config *cfg);
+/* Sets one key ("policy.layers" or, inside a [policy] section, "layers") from
+ * its text value. Returns 0; SPADE_POLICY_EINVAL for a bad value (err names the
+ * key, the value and the accepted range); SPADE_POLICY_ENOKEY for a key that is
+ * not a policy key (err names it). */
+#define SPADE_POLICY_ENOKEY (-7)
+int spade_gpt_config_set(spade_gpt_config *cfg, const char *key, const char *value, char *err,
+                         size_t errlen);
+/* Cross-key checks (heads divides width, ...); err names the keys involved. */
+int spade_gpt_config_validate(const spade_gpt_config *cfg, char *err, size_t errlen);
+/* Number of parameters of a configuration (including the padded vocabulary rows). */
+size_t spade_gpt_config_num_params(const spade_gpt_config *cfg);
+
+/* ---- the policy ---- */
+
+typedef struct spade_policy spade_policy;
+
+/* Creates a policy with freshly initialised weights (deterministic in cfg->seed:
+ * the same seed gives bit-identical parameters on every backend). */
+int spade_policy_new(spade_policy **out, const spade_gpt_config *cfg, char *err, size_t errlen);
+void spade_policy_free(spade_policy *p);
+/* A new policy with the same config, parameters and step (not optimizer
+ * state), on backend `backend` (NULL: the source's config value). Used for a
+ * frozen GRPO reference and for cross-backend tests. */
+int spade_policy_clone(spade_policy **out, const spade_policy *src, const char *backend,
+                       char *err, size_t errlen);
+
+const spade_gpt_config *spade_policy_config(const spade_policy *p);
+/* The backend in use ("cpu", "cuda", "cpu_ref") and how it was chosen
+ * (e.g. "auto: built without CUDA; using cpu (cblas GEMMs, 2 OpenMP threads)"). */
+const char *spade_policy_backend_name(const spade_policy *p);
+const char *spade_policy_backend_note(const spade_policy *p);
+size_t spade_policy_num_params(const spade_policy *p);
+/* Optimizer steps taken so far (saved in checkpoints). */
+long spade_policy_steps(const spade_policy *p);
+
+/* Parameter tensors by index 0..n-1 (wte, wpe, ln1w, ... lnfb): name, offset
+ * into the flat parameter vector, element count. Returns -1 past the end. */
+int spade_policy_tensor(const spade_policy *p, int i, const char **name, size_t *offset,
+                        size_t *count);
+/* Host copies of the flat parameter / gradient vectors (num_params floats). */
+int spade_policy_get_params(spade_policy *p, float *host, char *err, size_t errlen);
+int spade_policy_set_params(spade_policy *p, const float *host, char *err, size_t errlen);
+int spade_policy_get_grads(spade_policy *p, float *host, char *err, size_t errlen);
+/* AdamW moments (num_params floats each; either may be NULL). */
+int spade_policy_get_moments(spade_policy *p, float *m, float *v, char *err, size_t errlen);
+
+/* ---- training ---- */
+
+/* Forward pass over B sequences of T tokens (T <= context).
+ * targets (B,T): the token to predict at each position (usually tokens shifted
+ *   left by one); -1 = nothing to predict there. NULL: no loss is formed.
+ * mask (B,T) or NULL (= 1 wherever targets >= 0): the loss weight per position;
+ *   training only on chosen tokens is a 0/1 mask.
+ * loss (may be NULL): sum(mask * -log p(target)) / sum(mask) (0 if sum(mask) = 0).
+ * logp (may be NULL, B*T floats): log p(targets[b,t]) per position (0 where -1).
+ * The activations are kept for spade_policy_backward. */
+int spade_policy_forward(spade_policy *p, const int *tokens, const int *targets,
+                         const float *mask, int B, int T, float *loss, float *logp, char *err,
+                         size_t errlen);
+/* Backward pass of the last forward's masked mean loss, times scale (use 1/k
+ * when accumulating k micro-batches). Gradients ACCUMULATE into the policy. */
+int spade_policy_backward(spade_policy *p, float scale, char *err, size_t errlen);
+/* Backward pass of an arbitrary loss of the last forward's log-probs: dlogp
+ * (B*T floats, host) is dLoss/dlogp[b,t]. Gradients accumulate. */
+int spade_policy_backward_logp(spade_policy *p, const float *dlogp, char *err, size_t errlen);
+int spade_policy_zero_grad(spade_policy *p, char *err, size_t errlen);
+
+typedef struct spade_adamw_opts {
+    float lr;            /* learning rate (3e-4) */
+    float beta1, beta2;  /* 0.9, 0.95 */
+    float eps;           /* 1e-8 */
+    float weight_decay;  /* 0.1, applied to matrices (wte, wpe, qkvw, attprojw, fcw, fcprojw) only */
+    float grad_clip;     /* clip the global gradient L2 norm to this (1.0); <= 0: no clipping */
+} spade_adamw_opts;
+void spade_adamw_opts_default(spade_adamw_opts *o);
+/* One AdamW step with the accumulated gradients (clipped by global norm), then
+ * zeroes the gradients. grad_norm (may be NULL) receives the norm before clipping. */
+int spade_policy_step(spade_policy *p, const spade_adamw_opts *o, float *grad_norm, char *err,
+                      size_t errlen);
+
+/* ---- log-probs ---- */
+
+/* logp[b*T+t] = log p(tokens[b,t+1] | tokens[b,0..t]) for t < T-1, and 0 at t = T-1.
+ * Temperature 1, the same function GRPO differentiates. */
+int spade_policy_logprobs(spade_policy *p, const int *tokens, int B, int T, float *logp,
+                          char *err, size_t errlen);
+/* Per-token log-probs of one completion after one prompt: out[i] = log p(completion[i] |
+ * prompt, completion[0..i)) for i < clen. */
+int spade_policy_completion_logprobs(spade_policy *p, const int *prompt, int plen,
+                                     const int *completion, int clen, float *out, char *err,
+                                     size_t errlen);
+
+/* ---- sampling ---- */
+
+typedef struct spade_sample_opts {
+    float temperature;   /* 1.0; 0 = greedy (argmax) */
+    float top_p;         /* 1.0 = off; keep the smallest set of tokens with mass >= top_p */
+    int max_tokens;      /* completion length limit (also bounded by the context) */
+    const int *stop;     /* stop tokens (the stop token is kept as the last completion token) */
+    int n_stop;
+    uint64_t seed;       /* completion g draws from its own stream seeded by (seed, g) */
+    int no_kv_cache;     /* 1: recompute the whole sequence each token (slow; for tests/bench) */
+} spade_sample_opts;
+/* temperature 1, top_p 1, max_tokens 256, stop = {<|end|>}, seed 0, KV cache on. */
+void spade_sample_opts_default(spade_sample_opts *o);
+
+/* G completions of one prompt, batched. out_tokens (G, max_tokens) row-major,
+ * out_len (G) the length of each completion, out_logprobs (G, max_tokens) or
+ * NULL: the log-prob (temperature 1, untruncated: what GRPO's ratio needs as
+ * "old log-probs") of each sampled token under the model that sampled it. */
+int spade_policy_sample(spade_policy *p, const int *prompt, int plen, int G,
+                        const spade_sample_opts *o, int *out_tokens, float *out_logprobs,
+                        int *out_len, char *err, size_t errlen);
+
+/* ---- checkpoints ---- */
+
+/* Atomic save: writes PATH.tmp.PID, fsyncs it, renames over PATH, fsyncs the
+ * directory. Stores the config, the step count, parameters and AdamW moments. */
+int spade_policy_save(spade_policy *p, const char *path, char *err, size_t errlen);
+/* Reads a checkpoint into a new policy; backend overrides the file's
+ * policy.backend when not NULL. A missing, foreign, truncated, corrupt or
+ * newer-version file is an error whose message names the file and the fault. */
+int spade_policy_load(spade_policy **out, const char *path, const char *backend, char *err,
+                      size_t errlen);
+/* Reads only the config header of a checkpoint (same checks on the header). */
+int spade_policy_read_config(const char *path, spade_gpt_config *cfg, char *err, size_t errlen);
+
+/* ---- GRPO ---- */
+
+typedef struct spade_grpo_sample {
+    const int *prompt;            /* (prompt_len) */
+    int prompt_len;
+    const int *completion;        /* (completion_len) sampled tokens */
+    int completion_len;
+    const float *old_logprobs;    /* (completion_len) recorded at sampling time */
+    float reward;
+    int group;                    /* samples of one prompt share a group id */
+    int role;                     /* role tag (e.g. 0 designer, 1 agent), 0..SPADE_GRPO_MAX_ROLES-1 */
+} spade_grpo_sample;
+
+#define SPADE_GRPO_MAX_ROLES 8
+
+typedef struct spade_grpo_opts {
+    float eps_low, eps_high; /* ratio clip range [1-eps_low, 1+eps_high]: 0.2, 0.28 */
+    float beta;              /* k3 KL coefficient against the reference policy (0 = off) */
+    int std_norm;            /* divide group advantages by the group's std (0) */
+    int role_norm;           /* scale each role's advantages to unit RMS (1) */
+    int micro_batch;         /* sequences per forward/backward (8) */
+} spade_grpo_opts;
+void spade_grpo_opts_default(spade_grpo_opts *o);
+
+typedef struct spade_grpo_stats {
+    float loss;            /* the surrogate loss (+ beta * KL) that was differentiated */
+    float clip_frac;       /* fraction of tokens whose clipped branch was active */
+    float kl;              /* mean k3 KL per token (0 without a reference) */
+    float mean_ratio;      /* mean exp(logp - old_logp) per token */
+    int n_groups;          /* distinct groups in the batch */
+    int n_dropped_groups;  /* groups dropped because all their rewards were equal */
+    int n_samples;         /* samples that contributed */
+    long n_tokens;         /* completion tokens that contributed */
+} spade_grpo_stats;
+
+/* Group advantages only (what spade_grpo_batch uses): adv[i] for every
+ * sample, 0 for samples of dropped groups; kept[i] (may be NULL) 1/0. */
+int spade_grpo_advantages(const spade_grpo_sample *s, int n, const spade_grpo_opts *o,
+                          float *adv, int *kept, int *n_groups, int *n_dropped, char *err,
+                          size_t errlen);
+
+/* The GRPO loss of a batch: per token t of sample i with ratio
+ * r = exp(logp - old_logp) and advantage A_i,
+ *   l = -min(r A, clip(r, 1-eps_low, 1+eps_high) A) + beta * k3,
+ *   k3 = exp(ref_logp - logp) - (ref_logp - logp) - 1,
+ * averaged over all completion tokens of kept samples. Gradients ACCUMULATE
+ * into p (call spade_policy_step afterwards). ref may be NULL when beta = 0. */
+int spade_grpo_batch(spade_policy *p, spade_policy *ref, const spade_grpo_sample *s, int n,
+                     const spade_grpo_opts *o, spade_grpo_stats *stats, char *err,
+                     size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,1072 @@
+/* test_policy.c — Check suite for core/policy: tokenizer, config, per-op and
+ * whole-model gradient checks, CPU-BLAS vs reference, CUDA parity (skipped
+ * without a GPU), overfitting, sampling, checkpoints and GRPO.
+ *
+ * What it is: the tests of the policy object's contract, each with the bound
+ * it enforces written next to it. What it is not: a benchmark (bench/bench_policy.c).
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "policy/policy.h"
+
+static char err[512];
+
+/* ------------------------------------------------------------ helpers */
+
+static spade_gpt_config tiny_cfg(const char *backend) {
+    spade_gpt_config c;
+    spade_gpt_config_default(&c);
+    c.layers = 2;
+    c.heads = 2;
+    c.width = 16;
+    c.context = 16;
+    c.seed = 7;
+    snprintf(c.backend, sizeof c.backend, "%s", backend);
+    return c;
+}
+
+static spade_policy *make(const spade_gpt_config *c) {
+    spade_policy *p = NULL;
+    int rc = spade_policy_new(&p, c, err, sizeof err);
+    ck_assert_msg(rc == 0, "spade_policy_new: %s", err);
+    return p;
+}
+
+static uint64_t rng_state = 42;
+static double urand(void) { /* uniform [0,1) */
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (double)(rng_state >> 11) / 9007199254740992.0;
+}
+
+/* Scales all weights so the tiny model is far from uniform (larger, better
+ * conditioned gradients for finite differences). */
+static void heat(spade_policy *p, float s) {
+    size_t P = spade_policy_num_params(p);
+    float *h = malloc(P * sizeof(float));
+    ck_assert(spade_policy_get_params(p, h, err, sizeof err) == 0);
+    const char *name;
+    size_t off, cnt;
+    for (int i = 0; spade_policy_tensor(p, i, &name, &off, &cnt) == 0; i++) {
+        int is_gain = !strcmp(name, "ln1w") || !strcmp(name, "ln2w") || !strcmp(name, "lnfw");
+        for (size_t j = 0; j < cnt; j++) {
+            if (!strcmp(name, "wte") && j >= (size_t)SPADE_VOCAB * spade_policy_config(p)->width) break;
+            if (is_gain) h[off + j] = 1.0f + 0.2f * (float)(urand() - 0.5);
+            else h[off + j] = h[off + j] * s + 0.05f * (float)(urand() - 0.5);
+        }
+    }
+    ck_assert(spade_policy_set_params(p, h, err, sizeof err) == 0);
+    free(h);
+}
+
+static void fill_tokens(int *t, size_t n, int vmax) {
+    for (size_t i = 0; i < n; i++) t[i] = (int)(urand() * vmax);
+}
+
+/* ------------------------------------------------------------ tokenizer */
+
+START_TEST(test_tokenizer_exact) {
+    ck_assert_int_eq(SPADE_VOCAB_PADDED % 64, 0);
+    ck_assert_int_ge(SPADE_VOCAB_PADDED, SPADE_VOCAB);
+    unsigned char bytes[1024];
+    for (int i = 0; i < 256; i++) bytes[i] = (unsigned char)i;
+    for (int i = 256; i < 1024; i++) bytes[i] = (unsigned char)(urand() * 256);
+    int toks[1024];
+    ck_assert_uint_eq(spade_tok_encode(bytes, sizeof bytes, toks), sizeof bytes);
+    for (int i = 0; i < 1024; i++) ck_assert(toks[i] >= 0 && toks[i] < 256);
+    char out[1100];
+    size_t len;
+    ck_assert_int_eq(spade_tok_decode(toks, 1024, 1, out, sizeof out, &len), 0);
+    ck_assert_uint_eq(len, 1024);
+    ck_assert(memcmp(out, bytes, 1024) == 0);
+    /* the text of a special token is bytes, never the special token */
+    const char *s = "<|end|>";
+    ck_assert_uint_eq(spade_tok_encode(s, strlen(s), toks), 7);
+    for (int i = 0; i < 7; i++) ck_assert_int_eq(toks[i], (unsigned char)s[i]);
+    int mixed[4] = {'a', SPADE_TOK_ACTION, 'b', SPADE_TOK_END};
+    ck_assert_int_eq(spade_tok_decode(mixed, 4, 1, out, sizeof out, &len), 0);
+    ck_assert_str_eq(out, "a<|action|>b<|end|>");
+    ck_assert_int_eq(spade_tok_decode(mixed, 4, 0, out, sizeof out, &len), 0);
+    ck_assert_str_eq(out, "ab");
+    int bad = SPADE_VOCAB;
+    ck_assert_int_ne(spade_tok_decode(&bad, 1, 1, out, sizeof out, &len), 0);
+    const char *names[] = {"end", "designer", "agent", "observation", "action", "hint"};
+    for (int i = 0; i < 6; i++) {
+        int t = spade_tok_lookup(names[i]);
+        ck_assert_int_ge(t, 256);
+        ck_assert_str_eq(spade_tok_name(t), names[i]);
+    }
+    ck_assert_int_eq(spade_tok_lookup("<|hint|>"), SPADE_TOK_HINT);
+    ck_assert_int_eq(spade_tok_lookup("nope"), -1);
+}
+END_TEST
+
+/* ------------------------------------------------------------ config */
+
+START_TEST(test_config_keys) {
+    spade_gpt_config c;
+    spade_gpt_config_default(&c);
+    ck_assert_int_eq(spade_gpt_config_set(&c, "policy.layers", "3", err, sizeof err), 0);
+    ck_assert_int_eq(c.layers, 3);
+    ck_assert_int_eq(spade_gpt_config_set(&c, "heads", "8", err, sizeof err), 0);
+    ck_assert_int_eq(spade_gpt_config_set(&c, "policy.width", "256", err, sizeof err), 0);
+    ck_assert_int_eq(spade_gpt_config_set(&c, "policy.context", "512", err, sizeof err), 0);
+    ck_assert_int_eq(spade_gpt_config_set(&c, "policy.backend", "cpu_ref", err, sizeof err), 0);
+    ck_assert_int_eq(spade_gpt_config_set(&c, "policy.seed", "99", err, sizeof err), 0);
+    ck_assert_int_eq(spade_gpt_config_validate(&c, err, sizeof err), 0);
+    ck_assert(c.layers == 3 && c.heads == 8 && c.width == 256 && c.context == 512 && c.seed == 99);
+    ck_assert_str_eq(c.backend, "cpu_ref");
+
+    ck_assert_int_eq(spade_gpt_config_set(&c, "policy.layers", "x3", err, sizeof err), SPADE_POLICY_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, "policy.layers"));
+    ck_assert_int_eq(spade_gpt_config_set(&c, "policy.width", "0", err, sizeof err), SPADE_POLICY_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, "policy.width"));
+    ck_assert_int_eq(spade_gpt_config_set(&c, "policy.backend", "tpu", err, sizeof err), SPADE_POLICY_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, "policy.backend"));
+    ck_assert_int_eq(spade_gpt_config_set(&c, "policy.seed", "-1", err, sizeof err), SPADE_POLICY_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, "policy.seed"));
+    ck_assert_int_eq(spade_gpt_config_set(&c, "policy.colour", "1", err, sizeof err), SPADE_POLICY_ENOKEY);
+    ck_assert_ptr_nonnull(strstr(err, "policy.colour"));
+    c.heads = 3;
+    ck_assert_int_eq(spade_gpt_config_validate(&c, err, sizeof err), SPADE_POLICY_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, "policy.heads"));
+}
+END_TEST
+
+START_TEST(test_backend_selection) {
+    spade_backend be;
+    char note[512];
+    ck_assert_int_eq(spade_backend_open("auto", &be, note, sizeof note, err, sizeof err), 0);
+    /* without a GPU, auto must land on cpu and say so */
+    if (strcmp(be.vt->name, "cuda")) {
+        ck_assert_str_eq(be.vt->name, "cpu");
+        ck_assert_ptr_nonnull(strstr(note, "using cpu"));
+    }
+    fprintf(stderr, "test_policy: backend auto -> %s\n", note);
+    spade_backend_close(&be);
+    ck_assert_int_eq(spade_backend_open("cpu_ref", &be, note, sizeof note, err, sizeof err), 0);
+    ck_assert_str_eq(be.vt->name, "cpu_ref");
+    spade_backend_close(&be);
+    ck_assert_int_ne(spade_backend_open("gpu9000", &be, note, sizeof note, err, sizeof err), 0);
+    ck_assert_ptr_nonnull(strstr(err, "gpu9000"));
+    /* same seed -> bit-identical initial weights */
+    spade_gpt_config c = tiny_cfg("cpu_ref");
+    spade_policy *a = make(&c), *b = make(&c);
+    size_t P = spade_policy_num_params(a);
+    ck_assert_uint_eq(P, spade_gpt_config_num_params(&c));
+    float *ha = malloc(P * 4), *hb = malloc(P * 4);
+    spade_policy_get_params(a, ha, err, sizeof err);
+    spade_policy_get_params(b, hb, err, sizeof err);
+    ck_assert(memcmp(ha, hb, P * 4) == 0);
+    c.seed = 8;
+    spade_policy *d = make(&c);
+    spade_policy_get_params(d, hb, err, sizeof err);
+    ck_assert(memcmp(ha, hb, P * 4) != 0);
+    free(ha);
+    free(hb);
+    spade_policy_free(a);
+    spade_policy_free(b);
+    spade_policy_free(d);
+}
+END_TEST
+
+/* ------------------------------------------------------------ per-op gradient checks */
+
+/* Each op is checked through the backend interface: objective J = sum_i w_i out_i
+ * with random w, accumulated in double on the host; the analytic gradient comes
+ * from the op's backward with dout = w; the numeric one from central differences
+ * with h = 1e-2 on every input element. Bound: |num - ana| <= 2e-3 + 1e-2 |ana|
+ * (float32 outputs give ~1e-6 noise in J, i.e. ~1e-4 in the difference quotient;
+ * the O(h^2) truncation error of these smooth ops is below 1e-3). */
+#define OP_H 1e-2f
+#define OP_ABS 2e-3
+#define OP_REL 1e-2
+
+typedef struct {
+    spade_backend be;
+} opctx;
+
+static float *rnd(size_t n, float scale) {
+    float *x = malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) x[i] = scale * (float)(2 * urand() - 1);
+    return x;
+}
+static double dotw(const float *w, const float *o, size_t n) {
+    double s = 0;
+    for (size_t i = 0; i < n; i++) s += (double)w[i] * o[i];
+    return s;
+}
+static void check_close(const char *what, size_t i, double num, double ana) {
+    ck_assert_msg(fabs(num - ana) <= OP_ABS + OP_REL * fabs(ana),
+                  "%s[%zu]: numeric %.6g vs analytic %.6g", what, i, num, ana);
+}
+
+/* Generic FD loop: perturbs x[i], calls fwd, returns dJ/dx[i] numerically. */
+#define FD_LOOP(what, x, n, grad, FWD, OUT, NOUT, W)                               \
+    for (size_t i_ = 0; i_ < (n); i_++) {                                          \
+        float s_ = (x)[i_];                                                        \
+        (x)[i_] = s_ + OP_H;                                                       \
+        FWD;                                                                       \
+        double jp_ = dotw(W, OUT, NOUT);                                           \
+        (x)[i_] = s_ - OP_H;                                                       \
+        FWD;                                                                       \
+        double jm_ = dotw(W, OUT, NOUT);                                           \
+        (x)[i_] = s_;                                                              \
+        check_close(what, i_, (jp_ - jm_) / (2.0 * OP_H), (grad)[i_]);             \
+    }
+
+static void op_checks(const char *backend) {
+    spade_backend be;
+    ck_assert_msg(spade_backend_open(backend, &be, NULL, 0, err, sizeof err) == 0, "%s", err);
+    const spade_backend_vtable *v = be.vt;
+    void *cx = be.ctx;
+    int B = 2, T = 3, C = 8, NH = 2, N = B * T, OC = 5, V = 7, Vp = 64;
+
+    /* layernorm */
+    {
+        float *x = rnd(N * C, 1.0f), *w = rnd(C, 1.0f), *b = rnd(C, 0.5f), *out = rnd(N * C, 0);
+        float *mean = rnd(N, 0), *rstd = rnd(N, 0), *dout = rnd(N * C, 1.0f);
+        float *dx = calloc(N * C, 4), *dw = calloc(C, 4), *db = calloc(C, 4);
+        v->layernorm_forward(cx, out, mean, rstd, x, w, b, N, C);
+        v->layernorm_backward(cx, dx, dw, db, dout, x, w, mean, rstd, N, C);
+#define LNF v->layernorm_forward(cx, out, mean, rstd, x, w, b, N, C)
+        FD_LOOP("layernorm dinp", x, (size_t)N * C, dx, LNF, out, (size_t)N * C, dout);
+        FD_LOOP("layernorm dweight", w, (size_t)C, dw, LNF, out, (size_t)N * C, dout);
+        FD_LOOP("layernorm dbias", b, (size_t)C, db, LNF, out, (size_t)N * C, dout);
+        free(x); free(w); free(b); free(out); free(mean); free(rstd); free(dout); free(dx); free(dw); free(db);
+    }
+    /* matmul */
+    {
+        float *x = rnd(N * C, 1.0f), *w = rnd(OC * C, 1.0f), *b = rnd(OC, 1.0f), *out = rnd(N * OC, 0);
+        float *dout = rnd(N * OC, 1.0f), *dx = calloc(N * C, 4), *dw = calloc(OC * C, 4), *db = calloc(OC, 4);
+        v->matmul_forward(cx, out, x, w, b, N, C, OC);
+        v->matmul_backward(cx, dx, dw, db, dout, x, w, N, C, OC);
+#define MMF v->matmul_forward(cx, out, x, w, b, N, C, OC)
+        FD_LOOP("matmul dinp", x, (size_t)N * C, dx, MMF, out, (size_t)N * OC, dout);
+        FD_LOOP("matmul dweight", w, (size_t)OC * C, dw, MMF, out, (size_t)N * OC, dout);
+        FD_LOOP("matmul dbias", b, (size_t)OC, db, MMF, out, (size_t)N * OC, dout);
+        free(x); free(w); free(b); free(out); free(dout); free(dx); free(dw); free(db);
+    }
+    /* attention */
+    {
+        float *qkv = rnd(N * 3 * C, 1.0f), *out = rnd(N * C, 0), *att = rnd(B * NH * T * T, 0);
+        float *dout = rnd(N * C, 1.0f), *dqkv = rnd(N * 3 * C, 5.0f); /* garbage: must be overwritten */
+        v->attention_forward(cx, out, att, qkv, B, T, C, NH);
+        v->attention_backward(cx, dqkv, dout, qkv, att, B, T, C, NH);
+        /* causal: no weight on the future, rows sum to 1 */
+        for (int bh = 0; bh < B * NH; bh++)
+            for (int t = 0; t < T; t++) {
+                double s = 0;
+                for (int j = 0; j < T; j++) {
+                    float a = att[(bh * T + t) * T + j];
+                    if (j > t) ck_assert(a == 0.0f);
+                    s += a;
+                }
+                ck_assert(fabs(s - 1.0) < 1e-5);
+            }
+#define ATF v->attention_forward(cx, out, att, qkv, B, T, C, NH)
+        FD_LOOP("attention dqkv", qkv, (size_t)N * 3 * C, dqkv, ATF, out, (size_t)N * C, dout);
+        free(qkv); free(out); free(att); free(dout); free(dqkv);
+    }
+    /* gelu */
+    {
+        size_t n = 40;
+        float *x = rnd(n, 3.0f), *out = rnd(n, 0), *dout = rnd(n, 1.0f), *dx = rnd(n, 0);
+        v->gelu_forward(cx, out, x, n);
+        v->gelu_backward(cx, dx, x, dout, n);
+#define GF v->gelu_forward(cx, out, x, n)
+        FD_LOOP("gelu dinp", x, n, dx, GF, out, n, dout);
+        free(x); free(out); free(dout); free(dx);
+    }
+    /* softmax + cross-entropy: J = sum_i w_i logp_i */
+    {
+        float *logits = rnd(N * Vp, 2.0f), *probs = rnd(N * Vp, 0), *logp = rnd(N, 0);
+        float *w = rnd(N, 1.0f), *dl = rnd(N * Vp, 0);
+        int tg[6] = {0, 3, 6, -1, 2, 5};
+        v->crossentropy_forward(cx, probs, logp, logits, tg, N, V, Vp);
+        v->crossentropy_backward(cx, dl, probs, tg, w, N, V, Vp);
+        for (int i = 0; i < N; i++)
+            for (int j = V; j < Vp; j++) ck_assert(probs[i * Vp + j] == 0.0f && dl[i * Vp + j] == 0.0f);
+        ck_assert(logp[3] == 0.0f);
+#define CEF v->crossentropy_forward(cx, probs, logp, logits, tg, N, V, Vp)
+        FD_LOOP("crossentropy dlogits", logits, (size_t)N * Vp, dl, CEF, logp, (size_t)N, w);
+        free(logits); free(probs); free(logp); free(w); free(dl);
+    }
+    /* encoder (linear: exact up to rounding) */
+    {
+        int Vs = 5, maxT = 4, inp[6] = {1, 4, 1, 0, 1, 3};
+        float *wte = rnd(Vs * C, 1.0f), *wpe = rnd(maxT * C, 1.0f), *out = rnd(N * C, 0);
+        float *dout = rnd(N * C, 1.0f), *dwte = calloc(Vs * C, 4), *dwpe = calloc(maxT * C, 4);
+        v->encoder_forward(cx, out, inp, wte, wpe, B, T, C, 0);
+        v->encoder_backward(cx, dwte, dwpe, dout, inp, B, T, C);
+#define EF v->encoder_forward(cx, out, inp, wte, wpe, B, T, C, 0)
+        FD_LOOP("encoder dwte", wte, (size_t)Vs * C, dwte, EF, out, (size_t)N * C, dout);
+        FD_LOOP("encoder dwpe", wpe, (size_t)maxT * C, dwpe, EF, out, (size_t)N * C, dout);
+        free(wte); free(wpe); free(out); free(dout); free(dwte); free(dwpe);
+    }
+    /* AdamW: one element against the formula, with clipping scale and decay */
+    {
+        float pp[2] = {0.5f, -1.0f}, g[2] = {0.2f, -0.4f}, m[2] = {0.1f, 0}, vv[2] = {0.01f, 0};
+        v->adamw(cx, pp, g, m, vv, 2, 0.1f, 0.9f, 0.99f, 1e-8f, 0.1f, 0.5f, 2);
+        double gs = 0.1, mi = 0.9 * 0.1 + 0.1 * gs, vi = 0.99 * 0.01 + 0.01 * gs * gs;
+        double mh = mi / (1 - 0.81), vh = vi / (1 - 0.9801);
+        double want = 0.5 - 0.1 * (mh / (sqrt(vh) + 1e-8) + 0.1 * 0.5);
+        ck_assert_msg(fabs(pp[0] - want) < 1e-6, "adamw %.8f vs %.8f", pp[0], want);
+        ck_assert(fabs(m[0] - mi) < 1e-7 && fabs(vv[0] - vi) < 1e-8);
+        double ss;
+        v->sumsq(cx, g, 2, &ss);
+        ck_assert(fabs(ss - 0.2) < 1e-6);
+    }
+    spade_backend_close(&be);
+}
+
+START_TEST(test_op_gradients_ref) { op_checks("cpu_ref"); }
+END_TEST
+START_TEST(test_op_gradients_cpu) { op_checks("cpu"); }
+END_TEST
+
+START_TEST(test_kv_attention_matches_full) {
+    /* attention_forward_kv over a prefix + one step equals attention_forward rows */
+    const char *bes[2] = {"cpu_ref", "cpu"};
+    for (int k = 0; k < 2; k++) {
+        spade_backend be;
+        ck_assert(spade_backend_open(bes[k], &be, NULL, 0, err, sizeof err) == 0);
+        int B = 2, T = 5, C = 8, NH = 2, maxT = 6;
+        float *qkv = rnd(B * T * 3 * C, 1.0f), *out = rnd(B * T * C, 0), *att = rnd(B * NH * T * T, 0);
+        be.vt->attention_forward(be.ctx, out, att, qkv, B, T, C, NH);
+        float *kc = calloc(B * maxT * C, 4), *vc = calloc(B * maxT * C, 4);
+        float *o2 = calloc(B * T * C, 4), *q1 = malloc(B * 3 * C * 4), *o1 = malloc(B * C * 4);
+        /* prefill 4 positions per sequence, one at a time for b, then decode t = 4 */
+        for (int b = 0; b < B; b++)
+            be.vt->attention_forward_kv(be.ctx, o2 + b * T * C, qkv + b * T * 3 * C,
+                                        kc + b * maxT * C, vc + b * maxT * C, 1, 4, C, NH, 0, maxT);
+        for (int b = 0; b < B; b++) memcpy(q1 + b * 3 * C, qkv + (b * T + 4) * 3 * C, 3 * C * 4);
+        be.vt->attention_forward_kv(be.ctx, o1, q1, kc, vc, B, 1, C, NH, 4, maxT);
+        for (int b = 0; b < B; b++) {
+            for (int t = 0; t < 4; t++)
+                for (int c = 0; c < C; c++)
+                    ck_assert(fabsf(o2[(b * T + t) * C + c] - out[(b * T + t) * C + c]) < 1e-5f);
+            for (int c = 0; c < C; c++)
+                ck_assert(fabsf(o1[b * C + c] - out[(b * T + 4) * C + c]) < 1e-5f);
+        }
+        free(qkv); free(out); free(att); free(kc); free(vc); free(o2); free(q1); free(o1);
+        spade_backend_close(&be);
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------ whole-model gradient check */
+
+/* Directional derivatives: for each parameter tensor, a random direction d
+ * (entries uniform in [-1,1], zero elsewhere); numeric (L(w+hd)-L(w-hd))/2h with
+ * h = 1e-3, the loss evaluated in float32 by the cpu_ref backend and differenced
+ * in double, against the analytic grad . d (accumulated in double).
+ * Bound: |num - ana| <= 3e-3 * max(|ana|, 0.05 * ||grad||_2) — float32 loss noise
+ * (~1e-6 relative) over 2h gives ~5e-4 absolute at worst; a missing term or
+ * factor in any layer's backward is an O(1) relative error. */
+static double model_loss(spade_policy *p, float *params, const int *tok, const int *tg,
+                         const float *mask, int B, int T) {
+    ck_assert(spade_policy_set_params(p, params, err, sizeof err) == 0);
+    float loss;
+    ck_assert_msg(spade_policy_forward(p, tok, tg, mask, B, T, &loss, NULL, err, sizeof err) == 0, "%s", err);
+    return loss;
+}
+
+START_TEST(test_model_gradient_check) {
+    spade_gpt_config c = tiny_cfg("cpu_ref");
+    spade_policy *p = make(&c);
+    heat(p, 15.0f);
+    int B = 2, T = 8;
+    int tok[16], tg[16];
+    float mask[16];
+    fill_tokens(tok, 16, SPADE_VOCAB);
+    fill_tokens(tg, 16, SPADE_VOCAB);
+    for (int i = 0; i < 16; i++) mask[i] = (i % 5 == 0) ? 0.0f : 1.0f; /* train on chosen tokens only */
+    tg[3] = -1;
+    size_t P = spade_policy_num_params(p);
+    float *w = malloc(P * 4), *g = malloc(P * 4), *wd = malloc(P * 4);
+    ck_assert(spade_policy_get_params(p, w, err, sizeof err) == 0);
+    float loss;
+    ck_assert(spade_policy_zero_grad(p, err, sizeof err) == 0);
+    ck_assert(spade_policy_forward(p, tok, tg, mask, B, T, &loss, NULL, err, sizeof err) == 0);
+    ck_assert(spade_policy_backward(p, 1.0f, err, sizeof err) == 0);
+    ck_assert(spade_policy_get_grads(p, g, err, sizeof err) == 0);
+    double gn = 0;
+    for (size_t i = 0; i < P; i++) gn += (double)g[i] * g[i];
+    gn = sqrt(gn);
+    const char *name;
+    size_t off, cnt;
+    double h = 1e-3;
+    for (int t = 0; spade_policy_tensor(p, t, &name, &off, &cnt) == 0; t++) {
+        float *d = calloc(P, 4);
+        double ana = 0;
+        for (size_t j = 0; j < cnt; j++) {
+            d[off + j] = (float)(2 * urand() - 1);
+            ana += (double)g[off + j] * d[off + j];
+        }
+        for (size_t j = 0; j < P; j++) wd[j] = w[j] + (float)h * d[j];
+        double lp = model_loss(p, wd, tok, tg, mask, B, T);
+        for (size_t j = 0; j < P; j++) wd[j] = w[j] - (float)h * d[j];
+        double lm = model_loss(p, wd, tok, tg, mask, B, T);
+        double num = (lp - lm) / (2 * h);
+        double tol = 3e-3 * fmax(fabs(ana), 0.05 * gn);
+        ck_assert_msg(fabs(num - ana) <= tol, "tensor %s: numeric %.6g vs analytic %.6g (tol %.2g)",
+                      name, num, ana, tol);
+        free(d);
+    }
+    free(w); free(g); free(wd);
+    spade_policy_free(p);
+}
+END_TEST
+
+/* ------------------------------------------------------------ cpu vs reference */
+
+/* The cblas/OpenMP backend and the plain-C reference compute the same
+ * function; sums in a different order differ by float rounding only.
+ * Bound: loss within 1e-5 relative; every gradient tensor within
+ * 1e-3 * max|ref tensor| elementwise; one AdamW step's parameters within 1e-5 absolute. */
+START_TEST(test_cpu_matches_reference) {
+    spade_gpt_config c = tiny_cfg("cpu_ref");
+    c.width = 64;
+    c.heads = 4;
+    c.context = 32;
+    spade_policy *r = make(&c);
+    spade_policy *f = NULL;
+    ck_assert(spade_policy_clone(&f, r, "cpu", err, sizeof err) == 0);
+    ck_assert_str_eq(spade_policy_backend_name(f), "cpu");
+    int B = 3, T = 32, N = B * T;
+    int *tok = malloc(N * 4), *tg = malloc(N * 4);
+    fill_tokens(tok, N, 256);
+    for (int i = 0; i < N; i++) tg[i] = (i + 1) % T ? tok[i + 1] : -1;
+    float lr_, lf;
+    ck_assert(spade_policy_forward(r, tok, tg, NULL, B, T, &lr_, NULL, err, sizeof err) == 0);
+    ck_assert(spade_policy_forward(f, tok, tg, NULL, B, T, &lf, NULL, err, sizeof err) == 0);
+    ck_assert_msg(fabsf(lr_ - lf) <= 1e-5f * fabsf(lr_), "loss ref %.8f cpu %.8f", lr_, lf);
+    ck_assert(spade_policy_backward(r, 1.0f, err, sizeof err) == 0);
+    ck_assert(spade_policy_backward(f, 1.0f, err, sizeof err) == 0);
+    size_t P = spade_policy_num_params(r);
+    float *gr = malloc(P * 4), *gf = malloc(P * 4);
+    spade_policy_get_grads(r, gr, err, sizeof err);
+    spade_policy_get_grads(f, gf, err, sizeof err);
+    const char *name;
+    size_t off, cnt;
+    for (int t = 0; spade_policy_tensor(r, t, &name, &off, &cnt) == 0; t++) {
+        double mx = 0, md = 0;
+        for (size_t j = 0; j < cnt; j++) {
+            mx = fmax(mx, fabs(gr[off + j]));
+            md = fmax(md, fabs(gr[off + j] - gf[off + j]));
+        }
+        ck_assert_msg(md <= 1e-3 * mx + 1e-12, "grad %s: max diff %.3g, max |g| %.3g", name, md, mx);
+    }
+    spade_adamw_opts o;
+    spade_adamw_opts_default(&o);
+    float nr, nf;
+    ck_assert(spade_policy_step(r, &o, &nr, err, sizeof err) == 0);
+    ck_assert(spade_policy_step(f, &o, &nf, err, sizeof err) == 0);
+    ck_assert(fabsf(nr - nf) <= 1e-4f * nr);
+    spade_policy_get_params(r, gr, err, sizeof err);
+    spade_policy_get_params(f, gf, err, sizeof err);
+    for (size_t j = 0; j < P; j++) ck_assert_msg(fabsf(gr[j] - gf[j]) <= 1e-5f, "param %zu", j);
+    free(tok); free(tg); free(gr); free(gf);
+    spade_policy_free(r);
+    spade_policy_free(f);
+}
+END_TEST
+
+/* ------------------------------------------------------------ CUDA parity */
+
+/* Compiled only when the library has the CUDA backend; skipped at run time
+ * (with a message, never faked) when there is no usable GPU.
+ * Bound: as cpu vs reference, loosened for TF32-free float32 cuBLAS:
+ * loss 1e-4 relative, gradients 2e-3 * max|cpu tensor|, params after one AdamW 1e-5. */
+START_TEST(test_cuda_parity) {
+#ifndef SPADE_POLICY_CUDA
+    fprintf(stderr, "test_policy: SKIP cuda parity: this build has no CUDA backend\n");
+    return;
+#else
+    spade_backend be;
+    char note[256];
+    int rc = spade_backend_open("cuda", &be, note, sizeof note, err, sizeof err);
+    if (rc == SPADE_POLICY_ENODEV) {
+        fprintf(stderr, "test_policy: SKIP cuda parity: no GPU present (%s)\n", err);
+        return;
+    }
+    ck_assert_msg(rc == 0, "cuda backend: %s", err);
+    spade_backend_close(&be);
+    spade_gpt_config c = tiny_cfg("cpu");
+    c.width = 64;
+    c.heads = 4;
+    c.context = 32;
+    spade_policy *r = make(&c), *g = NULL;
+    ck_assert_msg(spade_policy_clone(&g, r, "cuda", err, sizeof err) == 0, "%s", err);
+    int B = 3, T = 32, N = B * T;
+    int *tok = malloc(N * 4), *tg = malloc(N * 4);
+    fill_tokens(tok, N, 256);
+    for (int i = 0; i < N; i++) tg[i] = (i + 1) % T ? tok[i + 1] : -1;
+    float l1, l2;
+    ck_assert(spade_policy_forward(r, tok, tg, NULL, B, T, &l1, NULL, err, sizeof err) == 0);
+    ck_assert_msg(spade_policy_forward(g, tok, tg, NULL, B, T, &l2, NULL, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(fabsf(l1 - l2) <= 1e-4f * fabsf(l1), "loss cpu %.7f cuda %.7f", l1, l2);
+    ck_assert(spade_policy_backward(r, 1.0f, err, sizeof err) == 0);
+    ck_assert_msg(spade_policy_backward(g, 1.0f, err, sizeof err) == 0, "%s", err);
+    size_t P = spade_policy_num_params(r);
+    float *a = malloc(P * 4), *b = malloc(P * 4);
+    spade_policy_get_grads(r, a, err, sizeof err);
+    spade_policy_get_grads(g, b, err, sizeof err);
+    const char *name;
+    size_t off, cnt;
+    for (int t = 0; spade_policy_tensor(r, t, &name, &off, &cnt) == 0; t++) {
+        double mx = 0, md = 0;
+        for (size_t j = 0; j < cnt; j++) {
+            mx = fmax(mx, fabs(a[off + j]));
+            md = fmax(md, fabs(a[off + j] - b[off + j]));
+        }
+        ck_assert_msg(md <= 2e-3 * mx + 1e-12, "grad %s: max diff %.3g, max |g| %.3g", name, md, mx);
+    }
+    spade_adamw_opts o;
+    spade_adamw_opts_default(&o);
+    ck_assert(spade_policy_step(r, &o, NULL, err, sizeof err) == 0);
+    ck_assert_msg(spade_policy_step(g, &o, NULL, err, sizeof err) == 0, "%s", err);
+    spade_policy_get_params(r, a, err, sizeof err);
+    spade_policy_get_params(g, b, err, sizeof err);
+    for (size_t j = 0; j < P; j++) ck_assert_msg(fabsf(a[j] - b[j]) <= 1e-5f, "param %zu", j);
+    /* sampling on the GPU runs and respects the contract */
+    int out[2 * 8], len[2];
+    spade_sample_opts so;
+    spade_sample_opts_default(&so);
+    so.max_tokens = 8;
+    so.seed = 3;
+    ck_assert_msg(spade_policy_sample(g, tok, 4, 2, &so, out, NULL, len, err, sizeof err) == 0, "%s", err);
+    free(tok); free(tg); free(a); free(b);
+    spade_policy_free(r);
+    spade_policy_free(g);
+#endif
+}
+END_TEST
+
+/* ------------------------------------------------------------ overfitting */
+
+/* A 2-layer, width-32 model memorises one batch of 2 x 24 bytes: the masked
+ * mean loss (ln 263 = 5.57 at the start) must fall below 0.05 within 300 AdamW steps. */
+START_TEST(test_overfit_one_batch) {
+    spade_gpt_config c = tiny_cfg("cpu");
+    c.width = 32;
+    c.context = 32;
+    spade_policy *p = make(&c);
+    const char *text[2] = {"the maze has four exits.", "agent: go north, then e"};
+    int B = 2, T = 23, tok[46], tg[46];
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            tok[b * T + t] = (unsigned char)text[b][t];
+            tg[b * T + t] = (unsigned char)text[b][t + 1];
+        }
+    spade_adamw_opts o;
+    spade_adamw_opts_default(&o);
+    o.lr = 1e-2f;
+    o.weight_decay = 0.0f;
+    float loss = 0, first = 0;
+    for (int it = 0; it < 300; it++) {
+        ck_assert(spade_policy_forward(p, tok, tg, NULL, B, T, &loss, NULL, err, sizeof err) == 0);
+        if (it == 0) first = loss;
+        ck_assert(spade_policy_backward(p, 1.0f, err, sizeof err) == 0);
+        ck_assert(spade_policy_step(p, &o, NULL, err, sizeof err) == 0);
+    }
+    ck_assert(spade_policy_forward(p, tok, tg, NULL, B, T, &loss, NULL, err, sizeof err) == 0);
+    fprintf(stderr, "test_policy: overfit loss %.3f -> %.4f in 300 steps\n", first, loss);
+    ck_assert_msg(first > 4.5f && loss < 0.05f, "loss %.4f -> %.4f", first, loss);
+    spade_policy_free(p);
+}
+END_TEST
+
+/* ------------------------------------------------------------ sampling */
+
+static void sample_ok(spade_policy *p, const int *prompt, int plen, int G,
+                      const spade_sample_opts *o, int *tok, float *lp, int *len) {
+    int rc = spade_policy_sample(p, prompt, plen, G, o, tok, lp, len, err, sizeof err);
+    ck_assert_msg(rc == 0, "sample: %s", err);
+}
+
+START_TEST(test_sampling_seeded) {
+    spade_gpt_config c = tiny_cfg("cpu");
+    c.context = 64;
+    spade_policy *p = make(&c);
+    heat(p, 10.0f);
+    int prompt[5] = {SPADE_TOK_AGENT, 'h', 'i', SPADE_TOK_ACTION, ' '};
+    int G = 4, M = 30;
+    int *a = calloc(G * M, 4), *b = calloc(G * M, 4), la[4], lb[4];
+    float *pa = calloc(G * M, 4), *pb = calloc(G * M, 4);
+    spade_sample_opts o;
+    spade_sample_opts_default(&o);
+    o.max_tokens = M;
+    o.top_p = 0.9f;
+    o.temperature = 0.8f;
+    o.seed = 1234;
+    sample_ok(p, prompt, 5, G, &o, a, pa, la);
+    sample_ok(p, prompt, 5, G, &o, b, pb, lb);
+    ck_assert(memcmp(la, lb, sizeof la) == 0);
+    ck_assert(memcmp(a, b, G * M * 4) == 0);
+    ck_assert(memcmp(pa, pb, G * M * 4) == 0);
+    /* the G completions differ from each other, and another seed differs */
+    ck_assert(memcmp(a, a + M, M * 4) != 0);
+    o.seed = 1235;
+    sample_ok(p, prompt, 5, G, &o, b, pb, lb);
+    ck_assert(memcmp(a, b, G * M * 4) != 0);
+    /* limits: max tokens, stop tokens (kept as the last token), context */
+    for (int g = 0; g < G; g++) {
+        ck_assert(la[g] >= 1 && la[g] <= M);
+        for (int i = 0; i < la[g] - 1; i++) ck_assert_int_ne(a[g * M + i], SPADE_TOK_END);
+        if (la[g] < M) ck_assert_int_eq(a[g * M + la[g] - 1], SPADE_TOK_END);
+        for (int i = 0; i < la[g]; i++) ck_assert(a[g * M + i] >= 0 && a[g * M + i] < SPADE_VOCAB);
+    }
+    int stops[2] = {'e', 'a'};
+    o.stop = stops;
+    o.n_stop = 2;
+    o.max_tokens = 200; /* beyond the context: bounded by 64 - 5 */
+    int *big = calloc(G * 200, 4);
+    sample_ok(p, prompt, 5, G, &o, big, NULL, la);
+    for (int g = 0; g < G; g++) {
+        ck_assert(la[g] <= 64 - 5);
+        for (int i = 0; i < la[g] - 1; i++) ck_assert(big[g * 200 + i] != 'e' && big[g * 200 + i] != 'a');
+    }
+    /* greedy is deterministic regardless of seed */
+    o.temperature = 0;
+    o.max_tokens = M;
+    o.seed = 1;
+    sample_ok(p, prompt, 5, 2, &o, a, NULL, la);
+    o.seed = 2;
+    sample_ok(p, prompt, 5, 2, &o, b, NULL, lb);
+    ck_assert(la[0] == lb[0] && la[1] == lb[1] && la[0] == la[1]);
+    ck_assert(memcmp(a, b, la[0] * 4) == 0);
+    ck_assert(memcmp(a, a + M, la[0] * 4) == 0);
+    free(a); free(b); free(pa); free(pb); free(big);
+    spade_policy_free(p);
+}
+END_TEST
+
+/* KV-cache sampling == full recompute, token for token. On cpu_ref the
+ * arithmetic of each row does not depend on batch shape, so the logits, the
+ * tokens and the recorded log-probs must be bit-identical. On cpu (cblas) GEMM
+ * blocking may differ with the row count, so there only the tokens must match
+ * (a different token would need a near-tie in the draw, which these seeds do not hit). */
+START_TEST(test_kv_cache_equals_recompute) {
+    const char *bes[2] = {"cpu_ref", "cpu"};
+    for (int k = 0; k < 2; k++) {
+        spade_gpt_config c = tiny_cfg(bes[k]);
+        c.context = 48;
+        spade_policy *p = make(&c);
+        heat(p, 10.0f);
+        int prompt[6] = {SPADE_TOK_DESIGNER, 'm', 'a', 'z', 'e', SPADE_TOK_SOURCE};
+        int G = 3, M = 40;
+        int *a = calloc(G * M, 4), *b = calloc(G * M, 4), la[3], lb[3];
+        float *pa = calloc(G * M, 4), *pb = calloc(G * M, 4);
+        spade_sample_opts o;
+        spade_sample_opts_default(&o);
+        o.max_tokens = M;
+        o.top_p = 0.95f;
+        o.seed = 77;
+        o.n_stop = 0;
+        sample_ok(p, prompt, 6, G, &o, a, pa, la);
+        o.no_kv_cache = 1;
+        sample_ok(p, prompt, 6, G, &o, b, pb, lb);
+        ck_assert(memcmp(la, lb, sizeof la) == 0);
+        ck_assert_int_eq(la[0], M);
+        ck_assert_msg(memcmp(a, b, G * M * 4) == 0, "%s: tokens differ", bes[k]);
+        if (k == 0) ck_assert_msg(memcmp(pa, pb, G * M * 4) == 0, "cpu_ref: log-probs differ");
+        /* old log-probs recorded at sampling time = what training computes (1e-4) */
+        float *lp = malloc(M * 4);
+        for (int g = 0; g < G; g++) {
+            ck_assert(spade_policy_completion_logprobs(p, prompt, 6, a + g * M, la[g], lp, err, sizeof err) == 0);
+            for (int i = 0; i < la[g]; i++)
+                ck_assert_msg(fabsf(lp[i] - pa[g * M + i]) < 1e-4f, "logprob %d: %g vs %g", i, lp[i], pa[g * M + i]);
+        }
+        free(lp); free(a); free(b); free(pa); free(pb);
+        spade_policy_free(p);
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------ checkpoints */
+
+static char tmpdir[256];
+
+static void mk_tmpdir(void) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/test_policy.XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+}
+
+START_TEST(test_checkpoint_roundtrip) {
+    mk_tmpdir();
+    spade_gpt_config c = tiny_cfg("cpu");
+    spade_policy *p = make(&c);
+    int tok[16], tg[16];
+    fill_tokens(tok, 16, 256);
+    fill_tokens(tg, 16, 256);
+    spade_adamw_opts o;
+    spade_adamw_opts_default(&o);
+    for (int i = 0; i < 3; i++) {
+        ck_assert(spade_policy_forward(p, tok, tg, NULL, 2, 8, NULL, NULL, err, sizeof err) == 0);
+        ck_assert(spade_policy_backward(p, 1.0f, err, sizeof err) == 0);
+        ck_assert(spade_policy_step(p, &o, NULL, err, sizeof err) == 0);
+    }
+    char path[300];
+    snprintf(path, sizeof path, "%s/a.ckpt", tmpdir);
+    ck_assert_msg(spade_policy_save(p, path, err, sizeof err) == 0, "%s", err);
+    spade_policy *q = NULL;
+    ck_assert_msg(spade_policy_load(&q, path, NULL, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(spade_policy_steps(q), 3);
+    const spade_gpt_config *qc = spade_policy_config(q);
+    ck_assert(qc->layers == c.layers && qc->heads == c.heads && qc->width == c.width &&
+              qc->context == c.context && qc->seed == c.seed);
+    size_t P = spade_policy_num_params(p);
+    float *a = malloc(P * 4), *b = malloc(P * 4), *a2 = malloc(P * 4), *b2 = malloc(P * 4);
+    spade_policy_get_params(p, a, err, sizeof err);
+    spade_policy_get_params(q, b, err, sizeof err);
+    ck_assert(memcmp(a, b, P * 4) == 0);
+    spade_policy_get_moments(p, a, a2, err, sizeof err);
+    spade_policy_get_moments(q, b, b2, err, sizeof err);
+    ck_assert(memcmp(a, b, P * 4) == 0 && memcmp(a2, b2, P * 4) == 0);
+    /* saving the loaded policy reproduces the file byte for byte; no temp file left */
+    char path2[300];
+    snprintf(path2, sizeof path2, "%s/b.ckpt", tmpdir);
+    ck_assert(spade_policy_save(q, path2, err, sizeof err) == 0);
+    FILE *f1 = fopen(path, "rb"), *f2 = fopen(path2, "rb");
+    int c1, c2;
+    do {
+        c1 = fgetc(f1);
+        c2 = fgetc(f2);
+        ck_assert_int_eq(c1, c2);
+    } while (c1 != EOF);
+    fclose(f1);
+    fclose(f2);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "ls %s | grep -c tmp", tmpdir);
+    FILE *ls = popen(cmd, "r");
+    int ntmp = -1;
+    ck_assert(fscanf(ls, "%d", &ntmp) == 1);
+    pclose(ls);
+    ck_assert_int_eq(ntmp, 0);
+    spade_gpt_config rc;
+    ck_assert(spade_policy_read_config(path, &rc, err, sizeof err) == 0);
+    ck_assert_int_eq(rc.width, c.width);
+    free(a); free(b); free(a2); free(b2);
+    spade_policy_free(p);
+    spade_policy_free(q);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    ck_assert(system(cmd) == 0);
+}
+END_TEST
+
+static void expect_bad(const char *path, const char *what) {
+    spade_policy *q = (spade_policy *)1;
+    int rc = spade_policy_load(&q, path, NULL, err, sizeof err);
+    ck_assert_msg(rc != 0, "loading %s should fail", path);
+    ck_assert_ptr_null(q);
+    ck_assert_msg(strstr(err, path) != NULL, "error does not name the file: %s", err);
+    ck_assert_msg(strstr(err, what) != NULL, "error '%s' does not say '%s'", err, what);
+}
+
+START_TEST(test_checkpoint_bad_files) {
+    mk_tmpdir();
+    spade_gpt_config c = tiny_cfg("cpu");
+    spade_policy *p = make(&c);
+    char good[300], bad[300], cmd[1400];
+    snprintf(good, sizeof good, "%s/good.ckpt", tmpdir);
+    snprintf(bad, sizeof bad, "%s/bad.ckpt", tmpdir);
+    ck_assert(spade_policy_save(p, good, err, sizeof err) == 0);
+    expect_bad("/nonexistent/dir/x.ckpt", "No such file");
+    /* a foreign file */
+    FILE *f = fopen(bad, "wb");
+    fputs("[policy]\nlayers = 2\nthis is an ini file, not a checkpoint\n", f);
+    fclose(f);
+    expect_bad(bad, "not a spade policy checkpoint");
+    /* truncated: header only, and half the payload */
+    snprintf(cmd, sizeof cmd, "head -c 40 %s > %s", good, bad);
+    ck_assert(system(cmd) == 0);
+    expect_bad(bad, "truncated");
+    snprintf(cmd, sizeof cmd, "head -c 5000 %s > %s", good, bad);
+    ck_assert(system(cmd) == 0);
+    expect_bad(bad, "truncated");
+    /* one flipped byte in the weights */
+    snprintf(cmd, sizeof cmd, "cp %s %s && printf 'X' | dd of=%s bs=1 seek=1000 conv=notrunc 2>/dev/null",
+             good, bad, bad);
+    ck_assert(system(cmd) == 0);
+    expect_bad(bad, "checksum");
+    /* a newer format version */
+    snprintf(cmd, sizeof cmd, "cp %s %s && printf '\\011' | dd of=%s bs=1 seek=8 conv=notrunc 2>/dev/null",
+             good, bad, bad);
+    ck_assert(system(cmd) == 0);
+    expect_bad(bad, "version 9");
+    /* a directory */
+    expect_bad(tmpdir, "not a regular file");
+    spade_policy_free(p);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+    ck_assert(system(cmd) == 0);
+}
+END_TEST
+
+/* ------------------------------------------------------------ GRPO */
+
+typedef struct {
+    int prompt[4];
+    int comp[6];
+    float old[6];
+} grpo_buf;
+
+/* n samples with old log-probs = current log-probs + offset[i] */
+static void make_samples(spade_policy *p, grpo_buf *bufs, spade_grpo_sample *s, int n,
+                         const float *reward, const int *group, const float *offset, int jitter) {
+    for (int i = 0; i < n; i++) {
+        fill_tokens(bufs[i].prompt, 4, 256);
+        int clen = 3 + i % 4;
+        fill_tokens(bufs[i].comp, clen, SPADE_VOCAB);
+        ck_assert(spade_policy_completion_logprobs(p, bufs[i].prompt, 4, bufs[i].comp, clen,
+                                                   bufs[i].old, err, sizeof err) == 0);
+        for (int j = 0; j < clen; j++)
+            bufs[i].old[j] += offset[i] + (jitter ? 0.1f * (float)(2 * urand() - 1) : 0.0f);
+        s[i] = (spade_grpo_sample){bufs[i].prompt, 4, bufs[i].comp, clen, bufs[i].old, reward[i], group[i], i % 2};
+    }
+}
+
+static int all_zero(const float *g, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (g[i] != 0.0f) return 0;
+    return 1;
+}
+
+START_TEST(test_grpo_equal_rewards_zero_gradient) {
+    spade_gpt_config c = tiny_cfg("cpu_ref");
+    spade_policy *p = make(&c);
+    size_t P = spade_policy_num_params(p);
+    grpo_buf bufs[6];
+    spade_grpo_sample s[6];
+    float rw[6] = {1, 1, 1, 0.5f, 0.5f, 0.5f}, off[6] = {0};
+    int grp[6] = {0, 0, 0, 1, 1, 1};
+    make_samples(p, bufs, s, 6, rw, grp, off, 1);
+    spade_grpo_opts o;
+    spade_grpo_opts_default(&o);
+    spade_grpo_stats st;
+    float *g = malloc(P * 4), *g2 = malloc(P * 4);
+    ck_assert(spade_policy_zero_grad(p, err, sizeof err) == 0);
+    ck_assert(spade_grpo_batch(p, NULL, s, 6, &o, &st, err, sizeof err) == 0);
+    ck_assert_int_eq(st.n_groups, 2);
+    ck_assert_int_eq(st.n_dropped_groups, 2);
+    ck_assert_int_eq(st.n_samples, 0);
+    spade_policy_get_grads(p, g, err, sizeof err);
+    ck_assert_msg(all_zero(g, P), "gradient not exactly zero with all-equal rewards");
+    /* with std normalisation too */
+    o.std_norm = 1;
+    ck_assert(spade_grpo_batch(p, NULL, s, 6, &o, &st, err, sizeof err) == 0);
+    spade_policy_get_grads(p, g, err, sizeof err);
+    ck_assert(all_zero(g, P));
+    /* an equal group next to a live one contributes exactly nothing */
+    o.std_norm = 0;
+    s[0].reward = 0.0f; /* group 0 is now live */
+    ck_assert(spade_grpo_batch(p, NULL, s, 6, &o, &st, err, sizeof err) == 0);
+    ck_assert_int_eq(st.n_dropped_groups, 1);
+    ck_assert_int_eq(st.n_samples, 3);
+    spade_policy_get_grads(p, g, err, sizeof err);
+    ck_assert(!all_zero(g, P));
+    spade_policy_zero_grad(p, err, sizeof err);
+    ck_assert(spade_grpo_batch(p, NULL, s, 3, &o, &st, err, sizeof err) == 0);
+    spade_policy_get_grads(p, g2, err, sizeof err);
+    ck_assert(memcmp(g, g2, P * 4) == 0);
+    free(g); free(g2);
+    spade_policy_free(p);
+}
+END_TEST
+
+START_TEST(test_grpo_advantages) {
+    spade_grpo_sample s[7] = {0};
+    float r[7] = {1, 0, 0, 1, 2, 3, 7};
+    int grp[7] = {5, 5, 5, 9, 9, 9, 11}, role[7] = {0, 0, 0, 1, 1, 1, 1};
+    for (int i = 0; i < 7; i++) {
+        s[i].reward = r[i];
+        s[i].group = grp[i];
+        s[i].role = role[i];
+    }
+    spade_grpo_opts o;
+    spade_grpo_opts_default(&o);
+    o.role_norm = 0;
+    float adv[7];
+    int kept[7], ng, nd;
+    ck_assert(spade_grpo_advantages(s, 7, &o, adv, kept, &ng, &nd, err, sizeof err) == 0);
+    ck_assert_int_eq(ng, 3);
+    ck_assert_int_eq(nd, 1); /* group 11 has one sample: all (one) rewards equal */
+    ck_assert(fabsf(adv[0] - 2.0f / 3) < 1e-6f && fabsf(adv[1] + 1.0f / 3) < 1e-6f);
+    ck_assert(fabsf(adv[3] + 1.0f) < 1e-6f && adv[4] == 0.0f && fabsf(adv[5] - 1.0f) < 1e-6f);
+    ck_assert(kept[6] == 0 && adv[6] == 0.0f);
+    /* per role: each role's kept advantages end with unit RMS */
+    o.role_norm = 1;
+    ck_assert(spade_grpo_advantages(s, 7, &o, adv, kept, &ng, &nd, err, sizeof err) == 0);
+    for (int role_ = 0; role_ < 2; role_++) {
+        double ss = 0;
+        int n = 0;
+        for (int i = 0; i < 7; i++)
+            if (kept[i] && s[i].role == role_) {
+                ss += adv[i] * adv[i];
+                n++;
+            }
+        ck_assert(fabs(sqrt(ss / n) - 1.0) < 1e-5);
+    }
+}
+END_TEST
+
+/* Clipping: ratio 2 (> 1 + 0.28) with A > 0, and ratio 0.5 (< 1 - 0.2) with
+ * A < 0, sit on the clipped branch: the gradient is exactly zero. With the
+ * signs swapped the unclipped branch is the minimum and the gradient is not zero. */
+START_TEST(test_grpo_clipping) {
+    spade_gpt_config c = tiny_cfg("cpu_ref");
+    spade_policy *p = make(&c);
+    size_t P = spade_policy_num_params(p);
+    grpo_buf bufs[2];
+    spade_grpo_sample s[2];
+    float rw[2] = {1, 0}, off[2] = {-logf(2.0f), logf(2.0f)}; /* ratios 2 and 0.5 */
+    int grp[2] = {0, 0};
+    make_samples(p, bufs, s, 2, rw, grp, off, 0);
+    spade_grpo_opts o;
+    spade_grpo_opts_default(&o);
+    spade_grpo_stats st;
+    float *g = malloc(P * 4);
+    spade_policy_zero_grad(p, err, sizeof err);
+    ck_assert(spade_grpo_batch(p, NULL, s, 2, &o, &st, err, sizeof err) == 0);
+    ck_assert(fabsf(st.clip_frac - 1.0f) < 1e-6f);
+    spade_policy_get_grads(p, g, err, sizeof err);
+    ck_assert_msg(all_zero(g, P), "clipped tokens produced a gradient");
+    /* wrong-sign advantages: min picks r*A, gradient flows */
+    s[0].reward = 0;
+    s[1].reward = 1;
+    ck_assert(spade_grpo_batch(p, NULL, s, 2, &o, &st, err, sizeof err) == 0);
+    ck_assert(st.clip_frac == 0.0f);
+    spade_policy_get_grads(p, g, err, sizeof err);
+    ck_assert(!all_zero(g, P));
+    /* a ratio just inside the band is not clipped */
+    spade_policy_zero_grad(p, err, sizeof err);
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < s[i].completion_len; j++) bufs[i].old[j] += -off[i] - logf(i ? 0.81f : 1.27f);
+    ck_assert(spade_grpo_batch(p, NULL, s, 2, &o, &st, err, sizeof err) == 0);
+    ck_assert(st.clip_frac == 0.0f);
+    free(g);
+    spade_policy_free(p);
+}
+END_TEST
+
+/* Finite-difference check of the GRPO loss (surrogate + k3 KL, role-normalised
+ * advantages, old log-probs within +-0.1 of the current ones so no token sits
+ * at a clip kink): directional derivative along a random direction over all
+ * parameters, h = 1e-3, cpu_ref. Bound: |num - ana| <= 2e-2 * |ana| + 1e-4. */
+static double grpo_loss(spade_policy *p, spade_policy *ref, float *w, const spade_grpo_sample *s,
+                        int n, const spade_grpo_opts *o) {
+    ck_assert(spade_policy_set_params(p, w, err, sizeof err) == 0);
+    spade_grpo_stats st;
+    ck_assert_msg(spade_grpo_batch(p, ref, s, n, o, &st, err, sizeof err) == 0, "%s", err);
+    return st.loss;
+}
+
+START_TEST(test_grpo_gradient_check) {
+    spade_gpt_config c = tiny_cfg("cpu_ref");
+    spade_policy *p = make(&c);
+    heat(p, 15.0f);
+    spade_policy *ref = NULL;
+    ck_assert(spade_policy_clone(&ref, p, NULL, err, sizeof err) == 0);
+    heat(ref, 1.0f); /* a reference that differs from the policy */
+    grpo_buf bufs[6];
+    spade_grpo_sample s[6];
+    float rw[6] = {1, 0, 0.5f, 0.2f, 0.9f, 0.4f}, off[6] = {0};
+    int grp[6] = {0, 0, 0, 1, 1, 1};
+    make_samples(p, bufs, s, 6, rw, grp, off, 1);
+    spade_grpo_opts o;
+    spade_grpo_opts_default(&o);
+    o.beta = 0.3f;
+    o.micro_batch = 4; /* two micro-batches */
+    size_t P = spade_policy_num_params(p);
+    float *w = malloc(P * 4), *g = malloc(P * 4), *wd = malloc(P * 4), *d = malloc(P * 4);
+    spade_policy_get_params(p, w, err, sizeof err);
+    spade_policy_zero_grad(p, err, sizeof err);
+    spade_grpo_stats st;
+    ck_assert(spade_grpo_batch(p, ref, s, 6, &o, &st, err, sizeof err) == 0);
+    ck_assert(st.clip_frac == 0.0f && st.kl > 0.0f && st.n_samples == 6);
+    spade_policy_get_grads(p, g, err, sizeof err);
+    for (int rep = 0; rep < 3; rep++) {
+        double ana = 0;
+        for (size_t j = 0; j < P; j++) {
+            d[j] = (float)(2 * urand() - 1);
+            ana += (double)g[j] * d[j];
+        }
+        double h = 1e-3;
+        for (size_t j = 0; j < P; j++) wd[j] = w[j] + (float)h * d[j];
+        double lp = grpo_loss(p, ref, wd, s, 6, &o);
+        for (size_t j = 0; j < P; j++) wd[j] = w[j] - (float)h * d[j];
+        double lm = grpo_loss(p, ref, wd, s, 6, &o);
+        double num = (lp - lm) / (2 * h);
+        ck_assert_msg(fabs(num - ana) <= 2e-2 * fabs(ana) + 1e-4, "grpo: numeric %.6g vs analytic %.6g",
+                      num, ana);
+    }
+    free(w); free(g); free(wd); free(d);
+    spade_policy_free(p);
+    spade_policy_free(ref);
+}
+END_TEST
+
+START_TEST(test_errors_not_exits) {
+    spade_gpt_config c = tiny_cfg("cpu");
+    spade_policy *p = make(&c);
+    int tok[20] = {0};
+    ck_assert_int_eq(spade_policy_forward(p, tok, NULL, NULL, 1, 17, NULL, NULL, err, sizeof err),
+                     SPADE_POLICY_EINVAL); /* beyond the context of 16 */
+    tok[2] = 999;
+    ck_assert_int_eq(spade_policy_forward(p, tok, NULL, NULL, 1, 4, NULL, NULL, err, sizeof err),
+                     SPADE_POLICY_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, "999"));
+    ck_assert_int_ne(spade_policy_backward(p, 1.0f, err, sizeof err), 0);
+    spade_gpt_config bad = c;
+    bad.heads = 5;
+    spade_policy *q = NULL;
+    ck_assert_int_ne(spade_policy_new(&q, &bad, err, sizeof err), 0);
+    ck_assert_ptr_null(q);
+    snprintf(bad.backend, sizeof bad.backend, "cuda");
+    bad.heads = 2;
+#ifndef SPADE_POLICY_CUDA
+    ck_assert_int_eq(spade_policy_new(&q, &bad, err, sizeof err), SPADE_POLICY_ENODEV);
+#endif
+    spade_policy_free(p);
+}
+END_TEST
+
+static Suite *policy_suite(void) {
+    Suite *s = suite_create("policy");
+    TCase *t = tcase_create("core");
+    tcase_set_timeout(t, 120);
+    tcase_add_test(t, test_tokenizer_exact);
+    tcase_add_test(t, test_config_keys);
+    tcase_add_test(t, test_backend_selection);
+    tcase_add_test(t, test_op_gradients_ref);
+    tcase_add_test(t, test_op_gradients_cpu);
+    tcase_add_test(t, test_kv_attention_matches_full);
+    tcase_add_test(t, test_model_gradient_check);
+    tcase_add_test(t, test_cpu_matches_reference);
+    tcase_add_test(t, test_cuda_parity);
+    tcase_add_test(t, test_overfit_one_batch);
+    tcase_add_test(t, test_sampling_seeded);
+    tcase_add_test(t, test_kv_cache_equals_recompute);
+    tcase_add_test(t, test_checkpoint_roundtrip);
+    tcase_add_test(t, test_checkpoint_bad_files);
+    tcase_add_test(t, test_grpo_equal_rewards_zero_gradient);
+    tcase_add_test(t, test_grpo_advantages);
+    tcase_add_test(t, test_grpo_clipping);
+    tcase_add_test(t, test_grpo_gradient_check);
+    tcase_add_test(t, test_errors_not_exits);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void) {
+    SRunner *sr = srunner_create(policy_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int nf = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return nf ? 1 : 0;
+}
