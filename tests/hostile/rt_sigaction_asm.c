@@ -1,8 +1,11 @@
-/* expect: forbidden_syscall
- * tries: rt_sigaction(SIGSEGV, ignore) as a raw syscall (nr 13), to survive its own faults.
+/* expect: crash
+ * tries: installs a SIGSEGV handler that spins forever (raw rt_sigaction, nr 13, with
+ * SA_RESTORER), then dereferences NULL. The filter refuses rt_sigaction (EPERM), so
+ * the fault kills the worker: crash. Had the handler been installed, the call would hang
+ * until the deadline (timeout) instead: the outcome tells which happened.
  */
 #include <spade/dsl.h>
-ENV("rt-sigaction-asm", "Hostile: rt_sigaction(SIGSEGV, ignore) as a raw syscall (nr 13), to survive its own fault", .max_steps = 10)
+ENV("sigaction-segv", "Hostile: catches its own SIGSEGV.", .max_steps = 10)
 STATE { int n; };
 /* A raw six-argument system call (r10, r8, r9 loaded from memory in the asm text). */
 static long sys6(long nr, long a, long b, long c, long d, long e, long f)
@@ -15,6 +18,9 @@ static long sys6(long nr, long a, long b, long c, long d, long e, long f)
                          : "=a"(ret) : "a"(nr), "b"(args) : "rdi", "rsi", "rdx", "r10", "r8", "r9", "rcx", "r11", "memory");
     return ret;
 }
+static void spin(int sig) { volatile int x = sig; for (;;) x++; }
 RESET { say("ready"); }
-STEP { long act[4]; memset(act, 0, sizeof act); act[0] = 1; sys6(13, 11, (long)act, 0, 8, 0, 0); say("survived"); }
+STEP { long act[4]; memset(act, 0, sizeof act); act[0] = (long)(void *)spin; act[1] = 0x04000000L; act[2] = (long)(void *)spin;
+    sys6(13, 11, (long)act, 0, 8, 0, 0);
+    { volatile int *p = 0; say("%d", *p); } }
 HINT { say("none"); }

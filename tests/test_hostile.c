@@ -1,0 +1,668 @@
+/* test_hostile.c — runs every program of tests/hostile/ in the sandbox and checks
+ * that it gets exactly the outcome its `expect:` line declares, and that it harmed
+ * nothing on the way.
+ *
+ * What it is: the containment test of core/sandbox. For each program: load it in
+ * a fresh worker, add two instances, reset, step them with varied actions (plain
+ * text, empty, 1 MB, binary with NULs, a tool call, split-phase), ask for a hint
+ * and a solve; the first failure's outcome (or ok) must equal the declared one.
+ * Then: no fd leaked, no zombie to reap, the sandbox's process tree back to its
+ * idle size, no file created (the run happens in an empty mkdtemp cwd, and no
+ * /tmp/spade_hostile_pwned* appears), no leak of /etc/passwd into any text, and a
+ * well-behaved environment still loads and steps. One line per program is printed
+ * (name, expected, got, ms). SPADE_HOSTILE_ONLY=substring runs a subset.
+ *
+ * What it is not: a test of the environments' semantics (tests of the host and
+ * the runtime do that), nor of the sandbox's throughput (bench/).
+ *
+ * Program files: the first comment holds `expect: WORD` (a spade_outcome_name
+ * word), `tries: ...`, and optionally `send: empty` (send 0 bytes instead of the
+ * file) or `fill: MARKER COUNT TEXT` lines (the first MARKER after the comment is
+ * replaced by COUNT copies of TEXT, with \n \t \\ \0 \xHH escapes): that is how
+ * 10 MB sources and 200000 nested parentheses are made without storing them.
+ */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <glob.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sandbox/sandbox.h"
+
+#define PWNED_GLOB "/tmp/spade_hostile_pwned*"
+#define LEAK_MARK "root:x:0:0"
+#define BIG_ACTION_LEN 1000000 /* under SPADE_ACTION_MAX (1 MiB) */
+#define IDLE_WAIT_MS 3000
+
+typedef struct program {
+    char name[NAME_MAX + 1];
+    int expect;      /* spade_outcome, or -1 when the expect line is missing/unknown */
+    char word[64];   /* the expect word as written */
+    char *src;       /* what is sent to the sandbox (after send:/fill:) */
+    size_t len;
+    char parse_err[256];
+} program;
+
+static program *progs;
+static int nprogs;
+static spade_sandbox *sb;
+static char workdir[PATH_MAX];
+static int idle_procs = -1;
+static char *big_action;
+static int n_ok, n_bad;
+
+/* A well-behaved environment, kept here rather than in tests/hostile/ so the
+ * "parent unharmed" check never depends on a file under test. */
+static const char REF_ENV[] = "#include <spade/dsl.h>\n"
+                              "ENV(\"ref\", \"Say back the number.\", .max_steps = 5)\n"
+                              "STATE { long n; };\n"
+                              "RESET { S->n = rand_range(1, 9); say(\"Number %ld.\", S->n); }\n"
+                              "STEP { if (parse_int(action) == S->n) win(); else say(\"No.\"); }\n"
+                              "HINT { say(\"Repeat it.\"); }\n";
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+/* ---- reading the programs --------------------------------------------------- */
+
+static int read_file(const char *path, char **out, size_t *len)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp)
+        return -1;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    size_t got;
+    while (buf && (got = fread(buf + n, 1, cap - n, fp)) > 0) {
+        n += got;
+        if (n == cap) {
+            char *nb = realloc(buf, cap *= 2);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+            }
+            buf = nb;
+        }
+    }
+    fclose(fp);
+    if (!buf)
+        return -1;
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+/* Decodes the escapes of a fill TEXT in place; returns its length (may hold NULs). */
+static size_t unescape(char *s)
+{
+    char *w = s;
+    for (char *r = s; *r; r++) {
+        if (*r != '\\' || !r[1]) {
+            *w++ = *r;
+            continue;
+        }
+        r++;
+        switch (*r) {
+        case 'n': *w++ = '\n'; break;
+        case 't': *w++ = '\t'; break;
+        case '0': *w++ = '\0'; break;
+        case 'x': {
+            unsigned v = 0;
+            int k;
+            for (k = 0; k < 2 && r[1] && strchr("0123456789abcdefABCDEF", r[1]); k++, r++)
+                v = v * 16 + (unsigned)(r[1] <= '9' ? r[1] - '0' : (r[1] | 32) - 'a' + 10);
+            *w++ = (char)v;
+            break;
+        }
+        default: *w++ = *r; break;
+        }
+    }
+    return (size_t)(w - s);
+}
+
+/* Replaces the first `marker` in buf[from..len) by count copies of text. */
+static int apply_fill(char **buf, size_t *len, size_t from, const char *marker, long count, const char *text,
+                      size_t tlen)
+{
+    size_t ml = strlen(marker);
+    char *at = memmem(*buf + from, *len - from, marker, ml);
+    if (!at || count < 0 || count > 100000000L)
+        return -1;
+    size_t pre = (size_t)(at - *buf), add = (size_t)count * tlen;
+    size_t nlen = *len - ml + add;
+    char *nb = malloc(nlen + 1);
+    if (!nb)
+        return -1;
+    memcpy(nb, *buf, pre);
+    for (long i = 0; i < count; i++)
+        memcpy(nb + pre + (size_t)i * tlen, text, tlen);
+    memcpy(nb + pre + add, at + ml, *len - pre - ml);
+    nb[nlen] = '\0';
+    free(*buf);
+    *buf = nb;
+    *len = nlen;
+    return 0;
+}
+
+static void parse_program(program *p, const char *path)
+{
+    p->expect = -1;
+    if (read_file(path, &p->src, &p->len) != 0) {
+        snprintf(p->parse_err, sizeof p->parse_err, "%.100s: cannot read", p->name);
+        return;
+    }
+    /* The header: the first comment, which must start the file. */
+    char *end = p->len >= 2 ? memmem(p->src, p->len, "*/", 2) : NULL;
+    if (p->len < 2 || memcmp(p->src, "/*", 2) != 0 || !end) {
+        snprintf(p->parse_err, sizeof p->parse_err, "%.100s:1: no header comment", p->name);
+        return;
+    }
+    size_t hlen = (size_t)(end - p->src) + 2;
+    char *head = strndup(p->src, hlen);
+    char *e = strstr(head, "expect:");
+    if (e) {
+        e += 7;
+        while (*e == ' ')
+            e++;
+        size_t k = 0;
+        while (k + 1 < sizeof p->word && ((e[k] >= 'a' && e[k] <= 'z') || e[k] == '_'))
+            k++;
+        memcpy(p->word, e, k);
+        p->word[k] = '\0';
+        p->expect = spade_outcome_from_name(p->word);
+    }
+    if (p->expect < 0)
+        snprintf(p->parse_err, sizeof p->parse_err, "%.100s:1: missing or unknown `expect:` word '%.60s'", p->name, p->word);
+    if (!strstr(head, "tries:"))
+        snprintf(p->parse_err, sizeof p->parse_err, "%.100s:1: no `tries:` line", p->name);
+
+    for (char *line = strtok(head, "\n"); line; line = strtok(NULL, "\n")) {
+        char *f = strstr(line, "fill: ");
+        if (!f)
+            continue;
+        char marker[64];
+        long count;
+        int off = 0;
+        if (sscanf(f + 6, "%63s %ld %n", marker, &count, &off) < 2 || off == 0) {
+            snprintf(p->parse_err, sizeof p->parse_err, "%.100s: bad fill line '%.100s'", p->name, line);
+            break;
+        }
+        char *text = strdup(f + 6 + off);
+        size_t tl = unescape(text);
+        if (apply_fill(&p->src, &p->len, hlen, marker, count, text, tl) != 0)
+            snprintf(p->parse_err, sizeof p->parse_err, "%.100s: fill marker %s not found", p->name, marker);
+        free(text);
+    }
+    if (strstr(head, "send: empty"))
+        p->len = 0;
+    free(head);
+}
+
+static int cmp_prog(const void *a, const void *b)
+{
+    return strcmp(((const program *)a)->name, ((const program *)b)->name);
+}
+
+static int load_programs(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    struct dirent *de;
+    const char *only = getenv("SPADE_HOSTILE_ONLY");
+    int cap = 0;
+    while ((de = readdir(d)) != NULL) {
+        size_t n = strlen(de->d_name);
+        if (n < 3 || strcmp(de->d_name + n - 2, ".c") != 0)
+            continue;
+        if (only && *only && !strstr(de->d_name, only))
+            continue;
+        if (nprogs == cap) {
+            cap = cap ? cap * 2 : 64;
+            progs = realloc(progs, (size_t)cap * sizeof *progs);
+        }
+        program *p = &progs[nprogs++];
+        memset(p, 0, sizeof *p);
+        snprintf(p->name, sizeof p->name, "%s", de->d_name);
+        char path[PATH_MAX + NAME_MAX + 2];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        parse_program(p, path);
+    }
+    closedir(d);
+    qsort(progs, (size_t)nprogs, sizeof *progs, cmp_prog);
+    return 0;
+}
+
+/* ---- observing the parent's state ------------------------------------------- */
+
+static int count_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    int n = 0;
+    struct dirent *de;
+    if (!d)
+        return -1;
+    while ((de = readdir(d)) != NULL)
+        if (de->d_name[0] != '.')
+            n++;
+    closedir(d);
+    return n - 1; /* the DIR's own fd */
+}
+
+/* Processes below us (the zygote, its workers, anything they left), zombies included. */
+static int count_descendants(void)
+{
+    DIR *d = opendir("/proc");
+    if (!d)
+        return -1;
+    int cap = 4096, n = 0;
+    pid_t *pid = malloc(sizeof(pid_t) * (size_t)cap), *ppid = malloc(sizeof(pid_t) * (size_t)cap);
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] < '0' || de->d_name[0] > '9')
+            continue;
+        char path[300], buf[512];
+        snprintf(path, sizeof path, "/proc/%s/stat", de->d_name);
+        FILE *fp = fopen(path, "r");
+        if (!fp)
+            continue;
+        size_t got = fread(buf, 1, sizeof buf - 1, fp);
+        fclose(fp);
+        buf[got] = '\0';
+        char *rp = strrchr(buf, ')');
+        int pp;
+        char st;
+        if (!rp || sscanf(rp + 1, " %c %d", &st, &pp) != 2)
+            continue;
+        if (n == cap) {
+            cap *= 2;
+            pid = realloc(pid, sizeof(pid_t) * (size_t)cap);
+            ppid = realloc(ppid, sizeof(pid_t) * (size_t)cap);
+        }
+        pid[n] = (pid_t)atoi(de->d_name);
+        ppid[n] = pp;
+        n++;
+    }
+    closedir(d);
+    /* Mark descendants of getpid() by repeated passes (the tree is small). */
+    char *in = calloc((size_t)n, 1);
+    int count = 0, changed = 1;
+    while (changed) {
+        changed = 0;
+        for (int i = 0; i < n; i++) {
+            if (in[i])
+                continue;
+            int under = ppid[i] == getpid();
+            for (int j = 0; !under && j < n; j++)
+                under = in[j] && pid[j] == ppid[i];
+            if (under) {
+                in[i] = 1;
+                count++;
+                changed = 1;
+            }
+        }
+    }
+    free(in);
+    free(pid);
+    free(ppid);
+    return count;
+}
+
+/* Entries in the worker's cwd (it must stay empty). */
+static int count_workdir(char *first, size_t cap)
+{
+    DIR *d = opendir(workdir);
+    int n = 0;
+    struct dirent *de;
+    if (!d)
+        return -1;
+    while ((de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        if (n++ == 0)
+            snprintf(first, cap, "%s", de->d_name);
+    }
+    closedir(d);
+    return n;
+}
+
+static int count_pwned(char *first, size_t cap)
+{
+    glob_t g;
+    int n = 0;
+    if (glob(PWNED_GLOB, 0, NULL, &g) == 0) {
+        n = (int)g.gl_pathc;
+        if (n > 0)
+            snprintf(first, cap, "%s", g.gl_pathv[0]);
+        globfree(&g);
+    }
+    return n;
+}
+
+static void remove_pwned(void)
+{
+    glob_t g;
+    if (glob(PWNED_GLOB, 0, NULL, &g) == 0) {
+        for (size_t i = 0; i < g.gl_pathc; i++) {
+            fprintf(stderr, "test_hostile: removing stale %s (left by an earlier run?)\n", g.gl_pathv[i]);
+            unlink(g.gl_pathv[i]);
+        }
+        globfree(&g);
+    }
+}
+
+/* ---- driving a worker -------------------------------------------------------- */
+
+typedef struct run {
+    int outcome;
+    int signal;
+    char message[1024];
+    int leaked; /* LEAK_MARK seen in some text the worker returned */
+    double ms;
+    int steps_done;
+} run;
+
+static int fail_with(run *r, const spade_failure *f)
+{
+    r->outcome = f->outcome;
+    r->signal = f->signal;
+    snprintf(r->message, sizeof r->message, "%s", f->message);
+    return -1;
+}
+
+static void look(run *r, const char *text, size_t len)
+{
+    if (text && memmem(text, len, LEAK_MARK, strlen(LEAK_MARK)))
+        r->leaked = 1;
+}
+
+/* The call sequence every program goes through; stops at the first failure. */
+static int drive(spade_worker *w, run *r)
+{
+    spade_failure f;
+    memset(&f, 0, sizeof f);
+    int first;
+    if (spade_worker_add_instances(w, 2, NULL, &first, &f) != 0)
+        return fail_with(r, &f);
+    int ids[2] = {first, first + 1};
+    uint64_t seeds[2] = {11, 12};
+    spade_step_result res[2];
+    int done[2] = {0, 0};
+    if (spade_worker_reset(w, 2, ids, seeds, res, &f) != 0)
+        return fail_with(r, &f);
+    for (int i = 0; i < 2; i++)
+        look(r, res[i].obs, res[i].obs_len);
+
+    static const char binary[] = "x\0y\xff\xfe\0\n\x01\x7f 42 \0";
+    const char *acts[] = {"I think it is 17.", "", big_action, binary, "probe(7)", "\\boxed{42}", "probe(7)"};
+    const size_t lens[] = {17, 0, BIG_ACTION_LEN, sizeof binary - 1, 8, 10, 8};
+    const int nacts = (int)(sizeof acts / sizeof acts[0]);
+    for (int a = 0; a < nacts; a++) {
+        for (int i = 0; i < 2; i++) {
+            if (!done[i])
+                continue;
+            uint64_t s = seeds[i] + 100 + (uint64_t)a;
+            if (spade_worker_reset(w, 1, &ids[i], &s, &res[i], &f) != 0)
+                return fail_with(r, &f);
+            look(r, res[i].obs, res[i].obs_len);
+            done[i] = 0;
+        }
+        const char *pa[2] = {acts[a], acts[a]};
+        size_t pl[2] = {lens[a], lens[a]};
+        if (a == 3) { /* once through the split-phase path the vector env uses */
+            if (spade_worker_step_send(w, 2, ids, pa, pl, &f) != 0 || spade_worker_step_recv(w, res, &f) != 0)
+                return fail_with(r, &f);
+        } else if (spade_worker_step(w, 2, ids, pa, pl, res, &f) != 0) {
+            return fail_with(r, &f);
+        }
+        r->steps_done++;
+        for (int i = 0; i < 2; i++) {
+            look(r, res[i].obs, res[i].obs_len);
+            done[i] = res[i].terminated || res[i].truncated;
+        }
+    }
+    for (int i = 0; i < 2; i++) {
+        if (!done[i])
+            continue;
+        if (spade_worker_reset(w, 1, &ids[i], &seeds[i], &res[i], &f) != 0)
+            return fail_with(r, &f);
+        look(r, res[i].obs, res[i].obs_len);
+    }
+    const char *text;
+    size_t len;
+    if (spade_worker_hint(w, ids[0], &text, &len, &f) != 0)
+        return fail_with(r, &f);
+    look(r, text, len);
+    const spade_env_info *info = spade_worker_info(w);
+    if (info && info->has_solve) {
+        if (spade_worker_solve(w, ids[1], &text, &len, &f) != 0)
+            return fail_with(r, &f);
+        look(r, text, len);
+    }
+    return 0;
+}
+
+static void run_source(const char *name, const char *src, size_t len, run *r)
+{
+    memset(r, 0, sizeof *r);
+    r->outcome = SPADE_OUT_OK;
+    double t0 = now_ms();
+    spade_worker *w = NULL;
+    spade_failure f;
+    memset(&f, 0, sizeof f);
+    if (spade_worker_load(sb, name, src, len, &w, &f) != 0) {
+        fail_with(r, &f);
+        look(r, f.message, strnlen(f.message, sizeof f.message));
+    } else {
+        if (drive(w, r) != 0)
+            look(r, r->message, strlen(r->message));
+        spade_worker_free(w);
+    }
+    r->ms = now_ms() - t0;
+}
+
+/* A fresh well-behaved environment loads and plays a whole episode. */
+static int parent_still_serves(char *why, size_t cap)
+{
+    spade_worker *w = NULL;
+    spade_failure f;
+    memset(&f, 0, sizeof f);
+    int id;
+    uint64_t seed = 5;
+    spade_step_result res;
+    if (spade_worker_load(sb, "ref.c", REF_ENV, sizeof REF_ENV - 1, &w, &f) != 0 ||
+        spade_worker_add_instances(w, 1, NULL, &id, &f) != 0 || spade_worker_reset(w, 1, &id, &seed, &res, &f) != 0) {
+        snprintf(why, cap, "%s: %s", spade_outcome_name(f.outcome), f.message);
+        spade_worker_free(w);
+        return 0;
+    }
+    long n = -1;
+    if (sscanf(res.obs, "Number %ld.", &n) != 1) {
+        snprintf(why, cap, "unexpected first observation '%.60s'", res.obs);
+        spade_worker_free(w);
+        return 0;
+    }
+    char act[32];
+    snprintf(act, sizeof act, "%ld", n);
+    const char *pa = act;
+    size_t pl = strlen(act);
+    int ok = spade_worker_step(w, 1, &id, &pa, &pl, &res, &f) == 0 && res.terminated && res.success;
+    if (!ok)
+        snprintf(why, cap, "step: %s %s (terminated %d success %d)", spade_outcome_name(f.outcome), f.message,
+                 res.terminated, res.success);
+    spade_worker_free(w);
+    return ok;
+}
+
+/* ---- the test ------------------------------------------------------------------ */
+
+START_TEST(test_program)
+{
+    program *p = &progs[_i];
+    ck_assert_msg(p->parse_err[0] == '\0', "%s", p->parse_err);
+
+    int fds_before = count_fds();
+    run r;
+    run_source(p->name, p->src, p->len, &r);
+    int fds_after = count_fds();
+
+    /* Workers are the zygote's children: they may take a moment to be reaped. */
+    int procs = count_descendants();
+    for (double t = now_ms(); procs > idle_procs && now_ms() - t < IDLE_WAIT_MS; procs = count_descendants())
+        usleep(10000);
+    int status;
+    pid_t reaped = waitpid(-1, &status, WNOHANG);
+    char file[NAME_MAX + 1] = "", pwned[PATH_MAX] = "", why[1200] = "";
+    int in_cwd = count_workdir(file, sizeof file);
+    int n_pwned = count_pwned(pwned, sizeof pwned);
+    int serves = parent_still_serves(why, sizeof why);
+    int good = r.outcome == p->expect && fds_after == fds_before && procs == idle_procs && reaped <= 0 &&
+               in_cwd == 0 && n_pwned == 0 && serves && !r.leaked;
+    good ? n_ok++ : n_bad++;
+    printf("hostile: %-28s expect %-18s got %-18s %8.1f ms%s\n", p->name, p->word, spade_outcome_name(r.outcome),
+           r.ms, good ? "" : "   <-- FAIL");
+    fflush(stdout);
+
+    ck_assert_msg(r.outcome == p->expect, "%s: expected %s, got %s (signal %d, after %d steps): %s", p->name,
+                  p->word, spade_outcome_name(r.outcome), r.signal, r.steps_done, r.message);
+    ck_assert_msg(!r.leaked, "%s: some text the worker returned contains '%s'", p->name, LEAK_MARK);
+    ck_assert_msg(fds_after == fds_before, "%s: %d fds open before, %d after", p->name, fds_before, fds_after);
+    ck_assert_msg(reaped <= 0, "%s: waitpid reaped pid %d, a child of the test itself", p->name, (int)reaped);
+    ck_assert_msg(procs == idle_procs, "%s: %d processes under the test, %d when idle (after %d ms)", p->name, procs,
+                  idle_procs, IDLE_WAIT_MS);
+    ck_assert_msg(in_cwd == 0, "%s: the worker's cwd now holds %d entries (first: %s)", p->name, in_cwd, file);
+    ck_assert_msg(n_pwned == 0, "%s: %s exists", p->name, pwned);
+    ck_assert_msg(serves, "%s: afterwards a well-behaved environment fails: %s", p->name, why);
+}
+END_TEST
+
+/* The set itself: enough programs, each outcome the brief names is exercised, and
+ * some must pass, so the runner cannot be "failing everything". */
+START_TEST(test_coverage)
+{
+    int per[SPADE_OUT_COUNT_] = {0};
+    for (int i = 0; i < nprogs; i++)
+        if (progs[i].expect >= 0 && progs[i].expect < SPADE_OUT_COUNT_)
+            per[progs[i].expect]++;
+    if (getenv("SPADE_HOSTILE_ONLY") && *getenv("SPADE_HOSTILE_ONLY"))
+        return;
+    ck_assert_int_ge(nprogs, 45);
+    ck_assert_int_ge(per[SPADE_OUT_OK], 5);
+    const spade_outcome must[] = {SPADE_OUT_COMPILE, SPADE_OUT_LINK,  SPADE_OUT_INVALID,  SPADE_OUT_TIMEOUT,
+                                  SPADE_OUT_CRASH,   SPADE_OUT_SYSCALL, SPADE_OUT_OOM, SPADE_OUT_PROTOCOL,
+                                  SPADE_OUT_OUTPUT};
+    for (size_t k = 0; k < sizeof must / sizeof must[0]; k++)
+        ck_assert_msg(per[must[k]] > 0, "no program expects %s", spade_outcome_name(must[k]));
+}
+END_TEST
+
+static int resolve_dir(char *out, size_t cap)
+{
+    char base[PATH_MAX];
+    const char *s = getenv("srcdir");
+    if (s && *s && realpath(s, base)) {
+        snprintf(out, cap, "%s/tests/hostile", base);
+        if (access(out, R_OK) == 0)
+            return 0;
+    }
+#ifdef SPADE_SRCDIR
+    snprintf(out, cap, "%s/tests/hostile", SPADE_SRCDIR);
+    if (access(out, R_OK) == 0)
+        return 0;
+#endif
+    return -1;
+}
+
+int main(void)
+{
+    char dir[PATH_MAX + 32];
+    if (resolve_dir(dir, sizeof dir) != 0) {
+        fprintf(stderr, "test_hostile: cannot find tests/hostile (set srcdir)\n");
+        return 1;
+    }
+    /* Every deadline is the sandbox's; this only stops a hung sandbox from hanging make check. */
+    alarm(240);
+    if (load_programs(dir) != 0) {
+        fprintf(stderr, "test_hostile: cannot read %s\n", dir);
+        return 1;
+    }
+    big_action = malloc(BIG_ACTION_LEN);
+    memset(big_action, 'a', BIG_ACTION_LEN);
+    memcpy(big_action + BIG_ACTION_LEN - 12, " answer: 42 ", 12);
+
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd))
+        return 1;
+    snprintf(workdir, sizeof workdir, "/tmp/spade_hostile_cwd_XXXXXX");
+    if (!mkdtemp(workdir) || chdir(workdir) != 0) {
+        perror("test_hostile: mkdtemp");
+        return 1;
+    }
+    remove_pwned();
+
+    spade_sandbox_opts opts = {
+        .compile_timeout_s = 2.0, /* the default: a 10 MB source must fit in it */
+        .call_timeout_s = 0.5,    /* short, for the loop programs */
+        .cpu_limit_s = 10,
+        .mem_limit = (size_t)1 << 30,
+        .max_frame = (size_t)64 << 20,
+    };
+    char err[512];
+    if (spade_sandbox_new(&sb, &opts, err, sizeof err) != 0) {
+        fprintf(stderr, "test_hostile: spade_sandbox_new: %s\n", err);
+        return 1;
+    }
+    /* Warm up, then take the idle size of the process tree. */
+    char why[1200];
+    if (!parent_still_serves(why, sizeof why)) {
+        fprintf(stderr, "test_hostile: the reference environment fails before any hostile program: %s\n", why);
+        spade_sandbox_free(sb);
+        return 1;
+    }
+    usleep(50000);
+    idle_procs = count_descendants();
+    printf("hostile: %d programs from %s, cwd %s, %d processes idle\n", nprogs, dir, workdir, idle_procs);
+
+    Suite *s = suite_create("hostile");
+    TCase *tc = tcase_create("programs");
+    tcase_set_timeout(tc, 0);
+    tcase_add_test(tc, test_coverage);
+    tcase_add_loop_test(tc, test_program, 0, nprogs);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    /* No fork: the sandbox (its zygote is our child) must outlive every test. */
+    srunner_set_fork_status(sr, CK_NOFORK);
+    double t0 = now_ms();
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    printf("hostile: %d contained as declared, %d not, %.1f s\n", n_ok, n_bad, (now_ms() - t0) / 1e3);
+
+    spade_sandbox_free(sb);
+    char left[NAME_MAX + 1] = "";
+    int n_left = count_workdir(left, sizeof left);
+    if (n_left != 0)
+        fprintf(stderr, "test_hostile: %s is not empty (%s); left in place for inspection\n", workdir, left);
+    else
+        rmdir(workdir);
+    if (chdir(cwd) != 0)
+        return 1;
+    for (int i = 0; i < nprogs; i++)
+        free(progs[i].src);
+    free(progs);
+    free(big_action);
+    return failed == 0 && n_left == 0 ? 0 : 1;
+}
