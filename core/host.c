@@ -61,6 +61,7 @@ struct spade_host {
     spade_param_def *params[SPADE_INFO_MAX_PARAMS];
     spade_tool_def tools[SPADE_INFO_MAX_TOOLS];
     spade_tool_sig sigs[SPADE_INFO_MAX_TOOLS];
+    spade_tool_table *tool_table; /* libffi interfaces prepared once */
     char *tool_list; /* "\n\nTools:\n- ...\n" appended to the first observation */
     size_t tool_list_len;
     instance **inst;
@@ -364,8 +365,15 @@ int spade_host_new(spade_host **out, spade_symbol_fn sym, void *sym_ctx, char *e
         if (validate_tool(h, td, k, err, errlen))
             goto fail;
     }
-    if (h->info.n_tools && build_tool_list(h, err, errlen))
-        goto fail;
+    if (h->info.n_tools) {
+        char why[256] = "";
+        if (spade_tool_table_new(&h->tool_table, h->tools, h->sigs, h->info.n_tools, why, sizeof why) != 0) {
+            set_err(err, errlen, "tools: %s", why);
+            goto fail;
+        }
+        if (build_tool_list(h, err, errlen))
+            goto fail;
+    }
 
     h->out = malloc(SPADE_OBS_MAX + 1);
     h->action = malloc(SPADE_ACTION_MAX + 1);
@@ -393,6 +401,7 @@ void spade_host_free(spade_host *h)
         free(h->inst[i]);
     }
     free(h->inst);
+    spade_tool_table_free(h->tool_table);
     free(h->tool_list);
     free(h->out);
     free(h->action);
@@ -619,7 +628,7 @@ spade_host_status spade_host_step(spade_host *h, int inst, const char *action, s
     spade_dispatch d = SPADE_DISPATCH_NOT_A_CALL;
     if (h->info.n_tools) {
         h->tool_out[0] = '\0';
-        d = spade_tools_dispatch(h->tools, h->sigs, h->info.n_tools, h->action, len, h->tool_out, SPADE_OBS_MAX + 2);
+        d = spade_tool_table_dispatch(h->tool_table, h->action, len, h->tool_out, SPADE_OBS_MAX + 2);
         if (d == SPADE_DISPATCH_CALLED || d == SPADE_DISPATCH_ERROR) {
             h->tool_out[SPADE_OBS_MAX + 1] = '\0';
             size_t n = strlen(h->tool_out);

@@ -13,10 +13,12 @@ noinst_HEADERS += core/native.h
 SPADE_ENV_CC = $(CC) -std=c11 -O2 -Wall -Wextra -Wno-unused-parameter -shared -fPIC -I$(top_srcdir)/dsl
 spade_test_envs = tests/envs/add.so tests/envs/counter.so tests/envs/bank.so tests/envs/chatty.so \
 	tests/envs/echo.so tests/envs/bad_abi.so tests/envs/bad_nostep.so tests/envs/bad_param.so \
-	tests/envs/bad_intparam.so tests/envs/bad_name.so tests/envs/bad_dupparam.so tests/envs/bad_bigstate.so
+	tests/envs/bad_intparam.so tests/envs/bad_name.so tests/envs/bad_dupparam.so tests/envs/bad_bigstate.so \
+	tests/envs/bad_tool.so
 EXTRA_DIST += tests/envs/add.c tests/envs/counter.c tests/envs/bank.c tests/envs/chatty.c \
 	tests/envs/echo.c tests/envs/bad_abi.c tests/envs/bad_nostep.c tests/envs/bad_param.c \
-	tests/envs/bad_intparam.c tests/envs/bad_name.c tests/envs/bad_dupparam.c tests/envs/bad_bigstate.c
+	tests/envs/bad_intparam.c tests/envs/bad_name.c tests/envs/bad_dupparam.c tests/envs/bad_bigstate.c \
+	tests/envs/bad_tool.c
 CLEANFILES += $(spade_test_envs)
 $(spade_test_envs): $(top_srcdir)/dsl/spade/dsl.h $(top_srcdir)/core/env.h
 	@$(MKDIR_P) tests/envs
@@ -33,6 +35,7 @@ tests/envs/bad_intparam.so: tests/envs/bad_intparam.c
 tests/envs/bad_name.so: tests/envs/bad_name.c
 tests/envs/bad_dupparam.so: tests/envs/bad_dupparam.c
 tests/envs/bad_bigstate.so: tests/envs/bad_bigstate.c
+tests/envs/bad_tool.so: tests/envs/bad_tool.c
 
 check_PROGRAMS += tests/test_host
 TESTS += tests/test_host

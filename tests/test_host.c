@@ -383,6 +383,7 @@ START_TEST(test_validation_failures)
         {"bad_name", "meta: name 'Bad Name'"},
         {"bad_dupparam", "param 'n': declared twice"},
         {"bad_bigstate", "state_size:"},
+        {"bad_tool", "tool 'zap': signature 'int (struct foo x)'"},
         {"no_such_env", "no_such_env.so"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
