@@ -115,4 +115,9 @@ int spade_vecenv_step(spade_vecenv *v, const char *const *actions, const size_t 
 int spade_vecenv_step_async(spade_vecenv *v, const char *const *actions, const size_t *lens, spade_failure *f);
 int spade_vecenv_step_wait(spade_vecenv *v, spade_step_result *results, spade_failure *f);
 
+/* ---- introspection (tests, diagnostics) ------------------------------------ */
+/* Process ids: the zygote is the caller's child; workers are the zygote's. */
+int spade_sandbox_zygote_pid(const spade_sandbox *sb);
+int spade_worker_pid(const spade_worker *w);
+
 #endif /* SPADE_SANDBOX_H */

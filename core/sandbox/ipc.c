@@ -1,0 +1,454 @@
+/* ipc.c — frames between the parent and a sandbox worker (see ipc.h).
+ *
+ * What it is: frame building, deadline-bounded non-blocking send/receive for
+ * the parent, and the parent's decoders, which assume the worker lies: every
+ * length is checked against what remains of the payload before it is used,
+ * every count against what was asked, every string is NUL-terminated before
+ * anyone reads it.
+ * What it is not: process management (zygote.c, sandbox.c). The worker's side
+ * of the loop lives in zygote.c and trusts the parent.
+ */
+#include "sandbox/ipc.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+static void fmt_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void fmt_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (!err || !errlen)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- buffers ----------------------------------------------------------------- */
+int spade_ipc_buf_reserve(spade_ipc_buf *b, size_t cap)
+{
+    if (cap <= b->cap)
+        return 0;
+    size_t n = b->cap ? b->cap : 4096;
+    while (n < cap) {
+        if (n > SIZE_MAX / 2)
+            return -1;
+        n *= 2;
+    }
+    unsigned char *p = realloc(b->p, n);
+    if (!p)
+        return -1;
+    b->p = p;
+    b->cap = n;
+    return 0;
+}
+
+void spade_ipc_buf_free(spade_ipc_buf *b)
+{
+    free(b->p);
+    b->p = NULL;
+    b->len = b->cap = 0;
+}
+
+int spade_ipc_begin(spade_ipc_buf *b, uint32_t type)
+{
+    b->len = 0;
+    if (spade_ipc_buf_reserve(b, SPADE_IPC_HDR + 256) < 0)
+        return -1;
+    uint32_t h[3] = {SPADE_IPC_MAGIC, type, 0};
+    memcpy(b->p, h, sizeof h);
+    b->len = SPADE_IPC_HDR;
+    return 0;
+}
+
+int spade_ipc_put(spade_ipc_buf *b, const void *p, size_t n)
+{
+    if (n > SIZE_MAX - b->len || spade_ipc_buf_reserve(b, b->len + n) < 0)
+        return -1;
+    if (n)
+        memcpy(b->p + b->len, p, n);
+    b->len += n;
+    return 0;
+}
+
+void spade_ipc_end(spade_ipc_buf *b)
+{
+    uint32_t len = (uint32_t)(b->len - SPADE_IPC_HDR);
+    memcpy(b->p + 8, &len, sizeof len);
+}
+
+/* ---- deadline I/O -------------------------------------------------------------- */
+double spade_ipc_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Waits for events on fd until the deadline: 1 ready, 0 timeout, -1 error. */
+static int wait_fd(int fd, short events, double deadline)
+{
+    for (;;) {
+        double left = deadline - spade_ipc_now();
+        if (left <= 0)
+            return 0;
+        int ms = left > 1e6 ? 1000000000 : (int)(left * 1000.0) + 1;
+        struct pollfd p = {fd, events, 0};
+        int r = poll(&p, 1, ms);
+        if (r > 0)
+            return 1; /* POLLHUP/POLLERR too: the next send/recv tells what happened */
+        if (r == 0)
+            continue; /* re-check the clock: poll may wake a little early */
+        if (errno != EINTR)
+            return -1;
+    }
+}
+
+spade_ipc_io spade_ipc_send(int fd, const void *p, size_t n, double deadline, char *err, size_t errlen)
+{
+    const unsigned char *c = p;
+    while (n > 0) {
+        ssize_t w = send(fd, c, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w > 0) {
+            c += w;
+            n -= (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            int r = wait_fd(fd, POLLOUT, deadline);
+            if (r == 0) {
+                fmt_err(err, errlen, "worker did not read its request before the deadline");
+                return SPADE_IO_TIMEOUT;
+            }
+            if (r < 0) {
+                fmt_err(err, errlen, "poll: %s", strerror(errno));
+                return SPADE_IO_ERROR;
+            }
+            continue;
+        }
+        if (w < 0 && (errno == EPIPE || errno == ECONNRESET || errno == ENOTCONN)) {
+            fmt_err(err, errlen, "worker closed its socket");
+            return SPADE_IO_CLOSED;
+        }
+        fmt_err(err, errlen, "send: %s", w < 0 ? strerror(errno) : "wrote nothing");
+        return SPADE_IO_ERROR;
+    }
+    return SPADE_IO_OK;
+}
+
+spade_ipc_io spade_ipc_recv(int fd, spade_ipc_buf *b, size_t max_frame, double deadline, uint32_t *type,
+                            size_t *len, char *err, size_t errlen)
+{
+    size_t want = SPADE_IPC_HDR; /* bytes the frame has, once the header is known */
+    int have_hdr = 0;
+    b->len = 0;
+    if (spade_ipc_buf_reserve(b, 64 * 1024) < 0) {
+        fmt_err(err, errlen, "out of memory for the receive buffer");
+        return SPADE_IO_ERROR;
+    }
+    for (;;) {
+        if (!have_hdr && b->len >= SPADE_IPC_HDR) {
+            uint32_t h[3];
+            memcpy(h, b->p, sizeof h);
+            if (h[0] != SPADE_IPC_MAGIC) {
+                fmt_err(err, errlen, "bad frame magic 0x%08x", h[0]);
+                return SPADE_IO_PROTOCOL;
+            }
+            if (h[2] > max_frame) {
+                fmt_err(err, errlen, "frame of %u bytes exceeds the cap of %zu", h[2], max_frame);
+                return SPADE_IO_PROTOCOL;
+            }
+            want = SPADE_IPC_HDR + (size_t)h[2];
+            *type = h[1];
+            have_hdr = 1;
+            /* Room for the frame and one byte more, so that trailing garbage is
+             * seen rather than left in the socket. */
+            if (spade_ipc_buf_reserve(b, want + 1) < 0) {
+                fmt_err(err, errlen, "out of memory for a frame of %zu bytes", want);
+                return SPADE_IO_ERROR;
+            }
+        }
+        if (have_hdr && b->len >= want) {
+            if (b->len > want) {
+                fmt_err(err, errlen, "%zu unexpected bytes after a frame", b->len - want);
+                return SPADE_IO_PROTOCOL;
+            }
+            *len = want - SPADE_IPC_HDR;
+            return SPADE_IO_OK;
+        }
+        ssize_t r = recv(fd, b->p + b->len, b->cap - b->len, MSG_DONTWAIT);
+        if (r > 0) {
+            b->len += (size_t)r;
+            continue;
+        }
+        if (r == 0) {
+            if (b->len)
+                fmt_err(err, errlen, "worker closed its socket after %zu of %zu bytes of a frame", b->len, want);
+            else
+                fmt_err(err, errlen, "worker closed its socket");
+            return SPADE_IO_CLOSED;
+        }
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            int w = wait_fd(fd, POLLIN, deadline);
+            if (w == 0) {
+                fmt_err(err, errlen, "no reply before the deadline");
+                return SPADE_IO_TIMEOUT;
+            }
+            if (w < 0) {
+                fmt_err(err, errlen, "poll: %s", strerror(errno));
+                return SPADE_IO_ERROR;
+            }
+            continue;
+        }
+        if (errno == ECONNRESET || errno == EPIPE || errno == ENOTCONN) {
+            fmt_err(err, errlen, "worker closed its socket");
+            return SPADE_IO_CLOSED;
+        }
+        fmt_err(err, errlen, "recv: %s", strerror(errno));
+        return SPADE_IO_ERROR;
+    }
+}
+
+/* ---- decoders -------------------------------------------------------------------- */
+int spade_ipc_decode_results(const unsigned char *payload, size_t len, uint32_t want_n, spade_step_result *results,
+                             int *first_bad, int *bad_status, char *err, size_t errlen)
+{
+    *first_bad = -1;
+    *bad_status = SPADE_HOST_OK;
+    uint32_t n;
+    if (len < sizeof n) {
+        fmt_err(err, errlen, "results frame of %zu bytes has no count", len);
+        return -1;
+    }
+    memcpy(&n, payload, sizeof n);
+    if (n != want_n) {
+        fmt_err(err, errlen, "results count %u, asked for %u", n, want_n);
+        return -1;
+    }
+    size_t recs = (size_t)n * sizeof(spade_wire_result);
+    if ((len - sizeof n) / sizeof(spade_wire_result) < n) {
+        fmt_err(err, errlen, "results frame of %zu bytes too short for %u records", len, n);
+        return -1;
+    }
+    const unsigned char *rec = payload + sizeof n;
+    unsigned char *text = (unsigned char *)rec + recs; /* obs are NUL-terminated in place */
+    size_t left = len - sizeof n - recs;
+    for (uint32_t i = 0; i < n; i++) {
+        spade_wire_result w;
+        memcpy(&w, rec + (size_t)i * sizeof w, sizeof w);
+        if (w.terminated > 1 || w.truncated > 1 || w.success > 1) {
+            fmt_err(err, errlen, "result %u: flags out of range (terminated %u, truncated %u, success %u)", i,
+                    w.terminated, w.truncated, w.success);
+            return -1;
+        }
+        if (w.status != SPADE_HOST_OK && w.status != SPADE_HOST_OUTPUT_TOO_LARGE && w.status != SPADE_HOST_BAD_CALL) {
+            fmt_err(err, errlen, "result %u: unknown status %u", i, w.status);
+            return -1;
+        }
+        if (w.obs_len > SPADE_OBS_MAX) {
+            fmt_err(err, errlen, "result %u: observation of %u bytes exceeds SPADE_OBS_MAX", i, w.obs_len);
+            return -1;
+        }
+        if (w.status != SPADE_HOST_OK && w.obs_len != 0) {
+            fmt_err(err, errlen, "result %u: failed item carries %u bytes of observation", i, w.obs_len);
+            return -1;
+        }
+        if (left < (size_t)w.obs_len + 1) {
+            fmt_err(err, errlen, "result %u: observation of %u bytes overruns the frame", i, w.obs_len);
+            return -1;
+        }
+        if (text[w.obs_len] != '\0') {
+            fmt_err(err, errlen, "result %u: observation not NUL-terminated", i);
+            return -1;
+        }
+        if (w.status != SPADE_HOST_OK && *first_bad < 0) {
+            *first_bad = (int)i;
+            *bad_status = w.status;
+        }
+        results[i].obs = (const char *)text;
+        results[i].obs_len = w.obs_len;
+        results[i].reward = w.reward;
+        results[i].episode_return = w.episode_return;
+        results[i].terminated = w.terminated;
+        results[i].truncated = w.truncated;
+        results[i].success = w.success;
+        text += (size_t)w.obs_len + 1;
+        left -= (size_t)w.obs_len + 1;
+    }
+    if (left != 0) {
+        fmt_err(err, errlen, "%zu bytes left over after %u results", left, n);
+        return -1;
+    }
+    return 0;
+}
+
+int spade_ipc_decode_text(const unsigned char *payload, size_t len, int *status, const char **text, size_t *tlen,
+                          char *err, size_t errlen)
+{
+    uint32_t h[2];
+    if (len < sizeof h) {
+        fmt_err(err, errlen, "text frame of %zu bytes too short", len);
+        return -1;
+    }
+    memcpy(h, payload, sizeof h);
+    if (h[0] != SPADE_HOST_OK && h[0] != SPADE_HOST_OUTPUT_TOO_LARGE && h[0] != SPADE_HOST_BAD_CALL) {
+        fmt_err(err, errlen, "text: unknown status %u", h[0]);
+        return -1;
+    }
+    if (h[1] > SPADE_OBS_MAX) {
+        fmt_err(err, errlen, "text of %u bytes exceeds SPADE_OBS_MAX", h[1]);
+        return -1;
+    }
+    if (len - sizeof h != (size_t)h[1] + 1 || payload[sizeof h + h[1]] != '\0') {
+        fmt_err(err, errlen, "text length %u does not match the frame (%zu bytes)", h[1], len);
+        return -1;
+    }
+    *status = (int)h[0];
+    *text = (const char *)payload + sizeof h;
+    *tlen = h[1];
+    return 0;
+}
+
+int spade_ipc_decode_fail(const unsigned char *payload, size_t len, spade_failure *f, char *err, size_t errlen)
+{
+    uint32_t outcome, mlen;
+    int32_t line;
+    if (len < 12) {
+        fmt_err(err, errlen, "failure frame of %zu bytes too short", len);
+        return -1;
+    }
+    memcpy(&outcome, payload, 4);
+    memcpy(&line, payload + 4, 4);
+    memcpy(&mlen, payload + 8, 4);
+    switch (outcome) {
+    case SPADE_OUT_COMPILE:
+    case SPADE_OUT_LINK:
+    case SPADE_OUT_INVALID:
+    case SPADE_OUT_OOM:
+    case SPADE_OUT_OUTPUT:
+    case SPADE_OUT_BAD_CALL:
+    case SPADE_OUT_INTERNAL:
+        break;
+    default:
+        fmt_err(err, errlen, "failure frame with outcome %u, which a worker may not report", outcome);
+        return -1;
+    }
+    if (line < 0) {
+        fmt_err(err, errlen, "failure frame with line %d", line);
+        return -1;
+    }
+    if ((size_t)mlen != len - 12) {
+        fmt_err(err, errlen, "failure message length %u does not match the frame (%zu bytes)", mlen, len);
+        return -1;
+    }
+    f->outcome = (spade_outcome)outcome;
+    f->line = line;
+    f->signal = 0;
+    size_t n = mlen < sizeof f->message - 1 ? mlen : sizeof f->message - 1;
+    memcpy(f->message, payload + 12, n);
+    f->message[n] = '\0';
+    /* The message is shown to people and logged: no control bytes. */
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)f->message[i] < 0x20 && f->message[i] != '\t')
+            f->message[i] = ' ';
+    return 0;
+}
+
+static void terminate(char *s, size_t cap)
+{
+    s[cap - 1] = '\0';
+}
+
+static int finite3(double a, double b, double c)
+{
+    return isfinite(a) && isfinite(b) && isfinite(c);
+}
+
+int spade_ipc_decode_info(const unsigned char *payload, size_t len, spade_env_info *info, char *err, size_t errlen)
+{
+    if (len != sizeof *info) {
+        fmt_err(err, errlen, "environment info of %zu bytes, expected %zu", len, sizeof *info);
+        return -1;
+    }
+    memcpy(info, payload, sizeof *info);
+    terminate(info->name, sizeof info->name);
+    terminate(info->description, sizeof info->description);
+    terminate(info->family, sizeof info->family);
+    if (info->abi != SPADE_ENV_ABI) {
+        fmt_err(err, errlen, "info: abi %d, expected %d", info->abi, SPADE_ENV_ABI);
+        return -1;
+    }
+    if (info->max_steps <= 0) {
+        fmt_err(err, errlen, "info: max_steps %d", info->max_steps);
+        return -1;
+    }
+    if (!isfinite(info->success)) {
+        fmt_err(err, errlen, "info: success threshold is not finite");
+        return -1;
+    }
+    if (info->state_size > SPADE_STATE_MAX) {
+        fmt_err(err, errlen, "info: state_size %llu exceeds SPADE_STATE_MAX", (unsigned long long)info->state_size);
+        return -1;
+    }
+    if (info->has_solve != 0 && info->has_solve != 1) {
+        fmt_err(err, errlen, "info: has_solve %d", info->has_solve);
+        return -1;
+    }
+    if (info->n_params < 0 || info->n_params > SPADE_INFO_MAX_PARAMS) {
+        fmt_err(err, errlen, "info: n_params %d", info->n_params);
+        return -1;
+    }
+    if (info->n_tools < 0 || info->n_tools > SPADE_INFO_MAX_TOOLS) {
+        fmt_err(err, errlen, "info: n_tools %d", info->n_tools);
+        return -1;
+    }
+    for (int i = 0; i < SPADE_INFO_MAX_PARAMS; i++) {
+        spade_param_info *p = &info->params[i];
+        terminate(p->name, sizeof p->name);
+        if (i >= info->n_params)
+            continue;
+        if (p->type != SPADE_PARAM_INT && p->type != SPADE_PARAM_REAL) {
+            fmt_err(err, errlen, "info: param %d type %d", i, p->type);
+            return -1;
+        }
+        if (!finite3(p->def, p->min, p->max) || !(p->min <= p->def && p->def <= p->max)) {
+            fmt_err(err, errlen, "info: param %d (%s): default/min/max out of order or not finite", i, p->name);
+            return -1;
+        }
+    }
+    for (int i = 0; i < SPADE_INFO_MAX_TOOLS; i++) {
+        spade_tool_info *t = &info->tools[i];
+        terminate(t->name, sizeof t->name);
+        terminate(t->signature, sizeof t->signature);
+        terminate(t->description, sizeof t->description);
+    }
+    return 0;
+}
+
+int spade_ipc_decode_added(const unsigned char *payload, size_t len, int n, int *first_id, char *err, size_t errlen)
+{
+    int32_t id;
+    if (len != sizeof id) {
+        fmt_err(err, errlen, "added frame of %zu bytes, expected 4", len);
+        return -1;
+    }
+    memcpy(&id, payload, sizeof id);
+    if (id < 0 || n < 0 || id > INT_MAX - n) {
+        fmt_err(err, errlen, "added: first id %d for %d instances", id, n);
+        return -1;
+    }
+    *first_id = id;
+    return 0;
+}

@@ -1,0 +1,813 @@
+/* sandbox.c — the parent's side of the sandbox: sandbox and worker handles.
+ *
+ * What it is: the implementation of the worker half of sandbox.h. Each call
+ * sends one frame and waits for one reply under a wall-clock deadline; whatever
+ * goes wrong ends in exactly one classified outcome:
+ *   - the worker's own report (FAIL frame): compile_error, link_error,
+ *     invalid_env, out_of_memory, output_too_large; bad_call leaves the worker
+ *     alive (the caller's mistake, not the worker's);
+ *   - no reply by the deadline: SIGKILL (pidfd_send_signal where the kernel has
+ *     it, else the zygote kills it), then timeout;
+ *   - the socket closed: the worker died; its wait status (collected by the
+ *     zygote, whose child it is) says how: SIGSYS -> forbidden_syscall,
+ *     SIGXCPU -> timeout, SEGV/BUS/FPE/ILL/ABRT/TRAP/other signals -> crash,
+ *     a SIGKILL we did not send -> out_of_memory (the kernel's OOM killer), an
+ *     exit without a reply -> crash;
+ *   - a malformed frame (ipc.c's decoders): protocol_violation, worker killed.
+ * Any failure but bad_call kills and reaps the worker and is sticky: every
+ * later call on the handle returns it again. No call leaves a zombie or an fd.
+ * What it is not: the zygote (zygote.c), the worker process (worker.c) or the
+ * vector env (vecenv.c). Handles are not thread-safe, except that several
+ * threads may each drive their own workers of one sandbox.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sandbox/internal.h"
+
+/* ---- outcome names ------------------------------------------------------------- */
+static const char *const outcome_names[SPADE_OUT_COUNT_] = {
+    [SPADE_OUT_OK] = "ok",
+    [SPADE_OUT_COMPILE] = "compile_error",
+    [SPADE_OUT_LINK] = "link_error",
+    [SPADE_OUT_INVALID] = "invalid_env",
+    [SPADE_OUT_TIMEOUT] = "timeout",
+    [SPADE_OUT_CRASH] = "crash",
+    [SPADE_OUT_SYSCALL] = "forbidden_syscall",
+    [SPADE_OUT_OOM] = "out_of_memory",
+    [SPADE_OUT_PROTOCOL] = "protocol_violation",
+    [SPADE_OUT_OUTPUT] = "output_too_large",
+    [SPADE_OUT_BAD_CALL] = "bad_call",
+    [SPADE_OUT_INTERNAL] = "internal_error",
+};
+
+const char *spade_outcome_name(spade_outcome o)
+{
+    if ((int)o < 0 || o >= SPADE_OUT_COUNT_)
+        return "unknown";
+    return outcome_names[o];
+}
+
+int spade_outcome_from_name(const char *name)
+{
+    if (!name)
+        return -1;
+    for (int i = 0; i < SPADE_OUT_COUNT_; i++)
+        if (strcmp(outcome_names[i], name) == 0)
+            return i;
+    return -1;
+}
+
+/* ---- options ------------------------------------------------------------------- */
+void spade_sandbox_opts_fill(spade_sandbox_opts *o, const spade_sandbox_opts *given)
+{
+    spade_sandbox_opts d = {2.0, 1.0, 10, (size_t)1 << 30, (size_t)64 << 20};
+    if (given) {
+        if (given->compile_timeout_s > 0 && isfinite(given->compile_timeout_s))
+            d.compile_timeout_s = given->compile_timeout_s;
+        if (given->call_timeout_s > 0 && isfinite(given->call_timeout_s))
+            d.call_timeout_s = given->call_timeout_s;
+        if (given->cpu_limit_s > 0)
+            d.cpu_limit_s = given->cpu_limit_s;
+        if (given->mem_limit > 0)
+            d.mem_limit = given->mem_limit;
+        if (given->max_frame > 0)
+            d.max_frame = given->max_frame;
+    }
+    /* A frame must hold the largest legitimate reply: the info, or a batch of
+     * observations; below 1 MiB nothing useful fits. Above 4 GiB the 32-bit
+     * length cannot say it. */
+    if (d.max_frame < ((size_t)1 << 20))
+        d.max_frame = (size_t)1 << 20;
+    if (d.max_frame > UINT32_MAX)
+        d.max_frame = UINT32_MAX;
+    *o = d;
+}
+
+static void failf(spade_failure *f, spade_outcome o, int sig, int line, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void failf(spade_failure *f, spade_outcome o, int sig, int line, const char *fmt, ...)
+{
+    if (!f)
+        return;
+    f->outcome = o;
+    f->signal = sig;
+    f->line = line;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(f->message, sizeof f->message, fmt, ap);
+    va_end(ap);
+}
+
+void spade_failure_prefix(spade_failure *f, const char *prefix)
+{
+    size_t cap = sizeof f->message;
+    size_t pl = strnlen(prefix, cap / 2);
+    size_t ml = strnlen(f->message, cap - 1);
+    if (pl + 2 + ml > cap - 1)
+        ml = cap - 1 - pl - 2;
+    memmove(f->message + pl + 2, f->message, ml);
+    memcpy(f->message, prefix, pl);
+    f->message[pl] = ':';
+    f->message[pl + 1] = ' ';
+    f->message[pl + 2 + ml] = '\0';
+}
+
+static void clear_failure(spade_failure *f)
+{
+    if (f) {
+        f->outcome = SPADE_OUT_OK;
+        f->signal = 0;
+        f->line = 0;
+        f->message[0] = '\0';
+    }
+}
+
+/* ---- the sandbox ------------------------------------------------------------------- */
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+static void sandbox_destroy(spade_sandbox *sb)
+{
+    if (sb->ctl >= 0) {
+        close(sb->ctl); /* the zygote kills its workers and exits */
+        sb->ctl = -1;
+    }
+    if (sb->zygote > 0) {
+        int st;
+        pid_t r = 0;
+        for (int i = 0; i < 2000 && (r = waitpid(sb->zygote, &st, WNOHANG)) == 0; i++)
+            sleep_ms(1);
+        if (r == 0) {
+            kill(sb->zygote, SIGKILL);
+            while (waitpid(sb->zygote, &st, 0) < 0 && errno == EINTR)
+                ;
+        }
+        /* r < 0 (ECHILD): the caller reaps children itself (SIGCHLD ignored). */
+    }
+    pthread_mutex_destroy(&sb->mu);
+    free(sb);
+}
+
+int spade_sandbox_new(spade_sandbox **out, const spade_sandbox_opts *opts, char *err, size_t errlen)
+{
+    char dummy[8];
+    if (!err || !errlen) {
+        err = dummy;
+        errlen = sizeof dummy;
+    }
+    err[0] = '\0';
+    if (!out) {
+        snprintf(err, errlen, "spade_sandbox_new: out is NULL");
+        return -1;
+    }
+    *out = NULL;
+    spade_sandbox *sb = calloc(1, sizeof *sb);
+    if (!sb) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    spade_sandbox_opts_fill(&sb->opts, opts);
+    sb->ctl = -1;
+    pthread_mutex_init(&sb->mu, NULL);
+    if (spade_zygote_start(&sb->opts, &sb->ctl, &sb->zygote, err, errlen) < 0) {
+        pthread_mutex_destroy(&sb->mu);
+        free(sb);
+        return -1;
+    }
+    char zerr[256];
+    if (spade_zygote_ping(sb, spade_ipc_now() + 10.0, zerr, sizeof zerr) < 0) {
+        snprintf(err, errlen, "sandbox zygote failed to start: %s", zerr);
+        sandbox_destroy(sb);
+        return -1;
+    }
+    *out = sb;
+    return 0;
+}
+
+void spade_sandbox_free(spade_sandbox *sb)
+{
+    if (!sb)
+        return;
+    pthread_mutex_lock(&sb->mu);
+    sb->freed = 1;
+    int refs = sb->refs;
+    pthread_mutex_unlock(&sb->mu);
+    if (refs == 0)
+        sandbox_destroy(sb);
+}
+
+int spade_sandbox_zygote_pid(const spade_sandbox *sb)
+{
+    return sb ? sb->zygote : -1;
+}
+
+static void sandbox_unref(spade_sandbox *sb)
+{
+    pthread_mutex_lock(&sb->mu);
+    int last = --sb->refs == 0 && sb->freed;
+    pthread_mutex_unlock(&sb->mu);
+    if (last)
+        sandbox_destroy(sb);
+}
+
+/* ---- a worker's end ------------------------------------------------------------------ */
+static int pidfd_dead(int pidfd, int wait_ms)
+{
+    struct pollfd p = {pidfd, POLLIN, 0};
+    double end = spade_ipc_now() + wait_ms / 1000.0;
+    for (;;) {
+        int left = (int)((end - spade_ipc_now()) * 1000.0);
+        int r = poll(&p, 1, left > 0 ? left : 0);
+        if (r > 0)
+            return 1;
+        if (r == 0 || errno != EINTR)
+            return 0;
+    }
+}
+
+static int send_kill(spade_worker *w)
+{
+#ifdef SYS_pidfd_send_signal
+    if (w->pidfd >= 0 && syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0) == 0)
+        return 0;
+#endif
+    /* The pid cannot have been reused: the worker stays a zombie until it is
+     * reaped, which only we ask for. */
+    return kill(w->pid, SIGKILL);
+}
+
+/* Makes sure the worker is gone and reaped. grace_ms: how long it may take to
+ * die by itself (it closed its socket, so it is exiting) before SIGKILL.
+ * Returns 1 with *status when the wait status is known; *we_killed says whether
+ * a SIGKILL from us (or the zygote on our behalf) may be what ended it. */
+static int worker_finish(spade_worker *w, int grace_ms, int *status, int *we_killed)
+{
+    *status = 0;
+    *we_killed = 0;
+    if (w->reaped || w->pid <= 0)
+        return 0;
+    int known = 0;
+    if (w->pidfd >= 0) {
+        if (!pidfd_dead(w->pidfd, grace_ms)) {
+            send_kill(w);
+            *we_killed = 1;
+        }
+        grace_ms = 0;
+    }
+    if (w->sb) {
+        char err[256];
+        int killed = 0;
+        if (spade_zygote_reap(w->sb, w->pid, grace_ms, status, &killed, err, sizeof err) == 0) {
+            known = 1;
+            *we_killed |= killed;
+        } else if (w->pidfd < 0) {
+            /* The zygote is gone; so is the worker (PR_SET_PDEATHSIG), but make sure. */
+            send_kill(w);
+            *we_killed = 1;
+        }
+    } else {
+        /* An adopted worker is the caller's child: reap it here. */
+        pid_t r = 0;
+        for (int i = 0; i < grace_ms && (r = waitpid(w->pid, status, WNOHANG)) == 0; i++)
+            sleep_ms(1);
+        if (r == 0) {
+            kill(w->pid, SIGKILL);
+            *we_killed = 1;
+            while ((r = waitpid(w->pid, status, 0)) < 0 && errno == EINTR)
+                ;
+        }
+        known = r > 0;
+    }
+    w->reaped = 1;
+    if (w->pidfd >= 0) {
+        close(w->pidfd);
+        w->pidfd = -1;
+    }
+    if (w->sock >= 0) {
+        close(w->sock);
+        w->sock = -1;
+    }
+    return known;
+}
+
+enum end_reason {
+    END_DEADLINE, /* no reply in time */
+    END_CLOSED,   /* the socket closed under us */
+    END_KILL,     /* we decided: protocol violation, reported failure, our own error */
+};
+
+static const char *signal_word(int sig)
+{
+    switch (sig) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    case SIGABRT: return "SIGABRT";
+    case SIGTRAP: return "SIGTRAP";
+    case SIGSYS: return "SIGSYS";
+    case SIGXCPU: return "SIGXCPU";
+    case SIGXFSZ: return "SIGXFSZ";
+    case SIGKILL: return "SIGKILL";
+    case SIGPIPE: return "SIGPIPE";
+    default: return "signal";
+    }
+}
+
+/* The outcome of a death from its wait status. */
+static void classify_status(const spade_worker *w, int status, int we_killed, spade_failure *f)
+{
+    if (WIFSIGNALED(status)) {
+        int sig = WTERMSIG(status);
+        if (sig == SIGSYS)
+            failf(f, SPADE_OUT_SYSCALL, sig, 0, "worker killed by the seccomp filter (SIGSYS): a forbidden system call");
+        else if (sig == SIGXCPU)
+            failf(f, SPADE_OUT_TIMEOUT, sig, 0, "worker exceeded its CPU limit of %d s (SIGXCPU)", w->opts.cpu_limit_s);
+        else if (sig == SIGKILL && we_killed)
+            failf(f, SPADE_OUT_PROTOCOL, sig, 0, "worker closed its socket but did not exit; killed");
+        else if (sig == SIGKILL)
+            failf(f, SPADE_OUT_OOM, sig, 0, "worker killed by a SIGKILL it was not sent by us (the kernel's OOM killer?)");
+        else
+            failf(f, SPADE_OUT_CRASH, sig, 0, "worker crashed: %s (signal %d)", signal_word(sig), sig);
+    } else if (WIFEXITED(status)) {
+        int code = WEXITSTATUS(status);
+        if (code == SPADE_WORKER_EXIT_LOCKDOWN)
+            failf(f, SPADE_OUT_INTERNAL, 0, 0, "worker could not lock itself down (rlimits, seccomp)");
+        else if (code == SPADE_WORKER_EXIT_COMPILER)
+            failf(f, SPADE_OUT_OOM, 0, 0, "the compiler gave up (out of memory)");
+        else
+            failf(f, SPADE_OUT_CRASH, 0, 0, "worker exited with status %d without replying", code);
+    } else {
+        failf(f, SPADE_OUT_INTERNAL, 0, 0, "worker ended with wait status 0x%x", status);
+    }
+}
+
+/* Ends the worker and records the sticky failure. For END_KILL, given holds the
+ * outcome already decided. Returns -1 for the caller to pass on. */
+static int worker_end(spade_worker *w, enum end_reason why, const spade_failure *given, spade_failure *f)
+{
+    spade_failure res;
+    int status = 0, we_killed = 0;
+    int known = worker_finish(w, why == END_CLOSED ? 1000 : 0, &status, &we_killed);
+    if (why == END_KILL) {
+        res = *given;
+    } else if (why == END_DEADLINE) {
+        if (known && !we_killed && WIFSIGNALED(status))
+            classify_status(w, status, 0, &res); /* it died on its own just as time ran out */
+        else
+            failf(&res, SPADE_OUT_TIMEOUT, SIGKILL, 0, "no reply within the deadline; worker killed");
+    } else if (known) {
+        classify_status(w, status, we_killed, &res);
+    } else {
+        failf(&res, SPADE_OUT_INTERNAL, 0, 0, "worker closed its socket; its exit status is unknown");
+    }
+    /* Name the environment in every message. */
+    if (w->loaded && w->info.name[0])
+        spade_failure_prefix(&res, w->info.name);
+    w->failed = 1;
+    w->fail = res;
+    w->pending = 0;
+    if (f)
+        *f = res;
+    return -1;
+}
+
+static int worker_kill_with(spade_worker *w, spade_outcome o, const char *msg, spade_failure *f)
+{
+    spade_failure g;
+    failf(&g, o, 0, 0, "%s", msg);
+    return worker_end(w, END_KILL, &g, f);
+}
+
+static int io_failure(spade_worker *w, spade_ipc_io io, const char *msg, spade_failure *f)
+{
+    switch (io) {
+    case SPADE_IO_TIMEOUT:
+        return worker_end(w, END_DEADLINE, NULL, f);
+    case SPADE_IO_CLOSED:
+        return worker_end(w, END_CLOSED, NULL, f);
+    case SPADE_IO_PROTOCOL:
+        return worker_kill_with(w, SPADE_OUT_PROTOCOL, msg, f);
+    default:
+        return worker_kill_with(w, SPADE_OUT_INTERNAL, msg, f);
+    }
+}
+
+static int bad_call(spade_failure *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int bad_call(spade_failure *f, const char *fmt, ...)
+{
+    if (f) {
+        f->outcome = SPADE_OUT_BAD_CALL;
+        f->signal = 0;
+        f->line = 0;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(f->message, sizeof f->message, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+/* Common entry checks: a dead worker answers with its failure; a batch in
+ * flight must be received first. */
+static int enter(spade_worker *w, spade_failure *f, int need_loaded)
+{
+    clear_failure(f);
+    if (!w)
+        return bad_call(f, "worker handle is NULL");
+    if (w->failed) {
+        if (f)
+            *f = w->fail;
+        return -1;
+    }
+    if (w->pending)
+        return bad_call(f, "a batch is in flight: receive its results first (spade_worker_step_recv)");
+    if (need_loaded && !w->loaded)
+        return bad_call(f, "no environment is loaded in this worker");
+    return 0;
+}
+
+/* Receives one reply of type want. A FAIL frame becomes the failure (bad_call
+ * keeps the worker; anything else ends it). */
+static int receive(spade_worker *w, double deadline, uint32_t want, const unsigned char **payload, size_t *len,
+                   spade_failure *f)
+{
+    char err[512];
+    uint32_t type = 0;
+    spade_ipc_io io = spade_ipc_recv(w->sock, &w->in, w->opts.max_frame, deadline, &type, len, err, sizeof err);
+    if (io != SPADE_IO_OK)
+        return io_failure(w, io, err, f);
+    *payload = w->in.p + SPADE_IPC_HDR;
+    if (type == SPADE_MSG_FAIL) {
+        spade_failure g;
+        if (spade_ipc_decode_fail(*payload, *len, &g, err, sizeof err) < 0)
+            return worker_kill_with(w, SPADE_OUT_PROTOCOL, err, f);
+        if (g.outcome == SPADE_OUT_BAD_CALL) {
+            if (f)
+                *f = g;
+            return -1;
+        }
+        return worker_end(w, END_KILL, &g, f);
+    }
+    if (type != want) {
+        snprintf(err, sizeof err, "reply of type 0x%x where 0x%x was expected", type, want);
+        return worker_kill_with(w, SPADE_OUT_PROTOCOL, err, f);
+    }
+    return 0;
+}
+
+static int transmit(spade_worker *w, double deadline, spade_failure *f)
+{
+    char err[256];
+    spade_ipc_io io = spade_ipc_send(w->sock, w->out.p, w->out.len, deadline, err, sizeof err);
+    return io == SPADE_IO_OK ? 0 : io_failure(w, io, err, f);
+}
+
+static spade_worker *worker_alloc(spade_sandbox *sb, const spade_sandbox_opts *opts)
+{
+    spade_worker *w = calloc(1, sizeof *w);
+    if (!w)
+        return NULL;
+    w->sb = sb;
+    spade_sandbox_opts_fill(&w->opts, opts);
+    w->sock = w->pidfd = -1;
+    return w;
+}
+
+static void worker_release(spade_worker *w)
+{
+    spade_sandbox *sb = w->sb;
+    spade_ipc_buf_free(&w->out);
+    spade_ipc_buf_free(&w->in);
+    free(w);
+    if (sb)
+        sandbox_unref(sb);
+}
+
+/* ---- the worker handle --------------------------------------------------------------- */
+int spade_worker_load(spade_sandbox *sb, const char *filename, const char *source, size_t len, spade_worker **out,
+                      spade_failure *f)
+{
+    clear_failure(f);
+    if (out)
+        *out = NULL;
+    if (!sb || !out || (!source && len))
+        return bad_call(f, "spade_worker_load: NULL sandbox, source or out");
+    const char *name = filename && *filename ? filename : "env.c";
+    size_t nlen = strnlen(name, 255);
+    if (len > sb->opts.max_frame - 8 - nlen)
+        return bad_call(f, "%s: source of %zu bytes exceeds the frame cap (%zu)", name, len, sb->opts.max_frame);
+    double deadline = spade_ipc_now() + sb->opts.compile_timeout_s;
+    spade_worker *w = worker_alloc(sb, &sb->opts);
+    if (!w) {
+        failf(f, SPADE_OUT_INTERNAL, 0, 0, "%s: out of memory", name);
+        return -1;
+    }
+    pthread_mutex_lock(&sb->mu);
+    int usable = !sb->freed;
+    if (usable)
+        sb->refs++;
+    pthread_mutex_unlock(&sb->mu);
+    if (!usable) {
+        w->sb = NULL;
+        worker_release(w);
+        return bad_call(f, "%s: the sandbox was freed", name);
+    }
+    char err[256];
+    if (spade_zygote_spawn(sb, deadline, &w->pid, &w->sock, &w->pidfd, err, sizeof err) < 0) {
+        failf(f, SPADE_OUT_INTERNAL, 0, 0, "%s: %s", name, err);
+        w->reaped = 1;
+        worker_release(w);
+        return -1;
+    }
+    fcntl(w->sock, F_SETFL, fcntl(w->sock, F_GETFL) | O_NONBLOCK);
+
+    uint32_t head[2] = {(uint32_t)nlen, (uint32_t)len};
+    const unsigned char *payload;
+    size_t plen;
+    if (spade_ipc_begin(&w->out, SPADE_MSG_LOAD) < 0 || spade_ipc_put(&w->out, head, sizeof head) < 0 ||
+        spade_ipc_put(&w->out, name, nlen) < 0 || spade_ipc_put(&w->out, source, len) < 0) {
+        worker_kill_with(w, SPADE_OUT_INTERNAL, "out of memory building the load request", f);
+    } else {
+        spade_ipc_end(&w->out);
+        if (transmit(w, deadline, f) == 0 && receive(w, deadline, SPADE_MSG_LOADED, &payload, &plen, f) == 0) {
+            if (spade_ipc_decode_info(payload, plen, &w->info, err, sizeof err) < 0) {
+                worker_kill_with(w, SPADE_OUT_PROTOCOL, err, f);
+            } else {
+                w->loaded = 1;
+                *out = w;
+                return 0;
+            }
+        } else if (!w->failed) {
+            /* bad_call from a worker that was asked to load: not possible from
+             * an honest one. */
+            worker_kill_with(w, SPADE_OUT_PROTOCOL, "worker refused the load request", f);
+        }
+    }
+    /* Prefix the file name on failures the worker did not word itself. */
+    if (f && f->outcome != SPADE_OUT_COMPILE && f->outcome != SPADE_OUT_LINK && strncmp(f->message, name, nlen) != 0)
+        spade_failure_prefix(f, name);
+    spade_worker_free(w);
+    return -1;
+}
+
+const spade_env_info *spade_worker_info(const spade_worker *w)
+{
+    return w && w->loaded ? &w->info : NULL;
+}
+
+int spade_worker_pid(const spade_worker *w)
+{
+    return w ? w->pid : -1;
+}
+
+int spade_worker_alive(const spade_worker *w)
+{
+    return w && !w->failed && !w->reaped;
+}
+
+void spade_worker_free(spade_worker *w)
+{
+    if (!w)
+        return;
+    int status, killed;
+    if (!w->reaped)
+        worker_finish(w, 0, &status, &killed);
+    worker_release(w);
+}
+
+int spade_worker_adopt(int sock, pid_t pid, const spade_sandbox_opts *opts, const spade_env_info *info,
+                       spade_worker **out)
+{
+    spade_worker *w = worker_alloc(NULL, opts);
+    if (!w)
+        return -1;
+    w->sock = sock;
+    w->pid = pid;
+    fcntl(sock, F_SETFL, fcntl(sock, F_GETFL) | O_NONBLOCK);
+    if (info) {
+        w->info = *info;
+        w->loaded = 1;
+    }
+    *out = w;
+    return 0;
+}
+
+int spade_worker_add_instances(spade_worker *w, int n, const double *param_values, int *first_id, spade_failure *f)
+{
+    if (enter(w, f, 1) < 0)
+        return -1;
+    if (n <= 0 || n > (1 << 20) || !first_id)
+        return bad_call(f, "add_instances: n = %d (1 .. 1048576) or first_id NULL", n);
+    int np = param_values ? w->info.n_params : 0;
+    for (int i = 0; i < np; i++) {
+        const spade_param_info *p = &w->info.params[i];
+        double v = param_values[i];
+        if (!isfinite(v) || v < p->min || v > p->max || (p->type == SPADE_PARAM_INT && v != floor(v)))
+            return bad_call(f, "add_instances: param %s = %g outside [%g, %g]%s", p->name, v, p->min, p->max,
+                            p->type == SPADE_PARAM_INT ? " or not an integer" : "");
+    }
+    int32_t head[2] = {n, np};
+    if (spade_ipc_begin(&w->out, SPADE_MSG_ADD) < 0 || spade_ipc_put(&w->out, head, sizeof head) < 0 ||
+        spade_ipc_put(&w->out, param_values, (size_t)np * sizeof(double)) < 0)
+        return worker_kill_with(w, SPADE_OUT_INTERNAL, "out of memory building a request", f);
+    spade_ipc_end(&w->out);
+    double deadline = spade_ipc_now() + w->opts.call_timeout_s;
+    const unsigned char *payload;
+    size_t len;
+    char err[256];
+    if (transmit(w, deadline, f) < 0 || receive(w, deadline, SPADE_MSG_ADDED, &payload, &len, f) < 0)
+        return -1;
+    if (spade_ipc_decode_added(payload, len, n, first_id, err, sizeof err) < 0)
+        return worker_kill_with(w, SPADE_OUT_PROTOCOL, err, f);
+    return 0;
+}
+
+/* ---- batches ----------------------------------------------------------------------------- */
+/* lens NULL: the actions are NUL-terminated strings. */
+static size_t action_len(const char *const *actions, const size_t *lens, int i)
+{
+    if (lens)
+        return lens[i];
+    return actions && actions[i] ? strlen(actions[i]) : 0;
+}
+
+static int batch_send(spade_worker *w, int n, const int *ids, const uint32_t *ops, uint32_t op_all,
+                      const uint64_t *seeds, const char *const *actions, const size_t *lens, spade_failure *f)
+{
+    if (enter(w, f, 1) < 0)
+        return -1;
+    if (n <= 0 || n > (1 << 20) || !ids)
+        return bad_call(f, "batch of %d instances (1 .. 1048576) or ids NULL", n);
+    size_t total = SPADE_IPC_HDR + 4 + (size_t)n * sizeof(spade_wire_item);
+    for (int i = 0; i < n; i++) {
+        uint32_t op = ops ? ops[i] : op_all;
+        if (op == SPADE_OP_RESET) {
+            if (!seeds)
+                return bad_call(f, "reset without seeds");
+        } else if (op == SPADE_OP_STEP) {
+            size_t l = action_len(actions, lens, i);
+            if (l > SPADE_ACTION_MAX)
+                return bad_call(f, "action %d of %zu bytes exceeds SPADE_ACTION_MAX", i, l);
+            if (l && (!actions || !actions[i]))
+                return bad_call(f, "action %d is NULL", i);
+            total += l + 1;
+        } else {
+            return bad_call(f, "unknown batch operation %u", op);
+        }
+    }
+    if (total > UINT32_MAX)
+        return bad_call(f, "batch of %zu bytes is too large for one frame", total);
+    if (spade_ipc_begin(&w->out, SPADE_MSG_BATCH) < 0 || spade_ipc_buf_reserve(&w->out, total) < 0)
+        return worker_kill_with(w, SPADE_OUT_INTERNAL, "out of memory building a batch", f);
+    uint32_t un = (uint32_t)n;
+    spade_ipc_put(&w->out, &un, sizeof un);
+    for (int i = 0; i < n; i++) {
+        uint32_t op = ops ? ops[i] : op_all;
+        spade_wire_item it = {ids[i], op, op == SPADE_OP_RESET ? seeds[i] : 0,
+                              op == SPADE_OP_STEP ? (uint32_t)action_len(actions, lens, i) : 0, 0};
+        spade_ipc_put(&w->out, &it, sizeof it);
+    }
+    for (int i = 0; i < n; i++) {
+        uint32_t op = ops ? ops[i] : op_all;
+        if (op != SPADE_OP_STEP)
+            continue;
+        size_t l = action_len(actions, lens, i);
+        spade_ipc_put(&w->out, l ? actions[i] : "", l);
+        spade_ipc_put(&w->out, "", 1);
+    }
+    spade_ipc_end(&w->out);
+    double deadline = spade_ipc_now() + w->opts.call_timeout_s;
+    if (transmit(w, deadline, f) < 0)
+        return -1;
+    w->pending = 1;
+    w->pending_n = (uint32_t)n;
+    w->pending_deadline = deadline;
+    return 0;
+}
+
+int spade_worker_batch_send(spade_worker *w, int n, const int *ids, const uint32_t *ops, const uint64_t *seeds,
+                            const char *const *actions, const size_t *lens, spade_failure *f)
+{
+    if (!ops)
+        return bad_call(f, "batch without operations");
+    return batch_send(w, n, ids, ops, 0, seeds, actions, lens, f);
+}
+
+int spade_worker_batch_recv(spade_worker *w, spade_step_result *results, spade_failure *f)
+{
+    clear_failure(f);
+    if (!w)
+        return bad_call(f, "worker handle is NULL");
+    if (w->failed) {
+        if (f)
+            *f = w->fail;
+        return -1;
+    }
+    if (!w->pending)
+        return bad_call(f, "no batch in flight");
+    if (!results)
+        return bad_call(f, "results array is NULL");
+    w->pending = 0;
+    const unsigned char *payload;
+    size_t len;
+    if (receive(w, w->pending_deadline, SPADE_MSG_RESULTS, &payload, &len, f) < 0)
+        return -1;
+    char err[256];
+    int first_bad, bad_status;
+    if (spade_ipc_decode_results(payload, len, w->pending_n, results, &first_bad, &bad_status, err, sizeof err) < 0)
+        return worker_kill_with(w, SPADE_OUT_PROTOCOL, err, f);
+    if (first_bad >= 0 && bad_status == SPADE_HOST_OUTPUT_TOO_LARGE) {
+        snprintf(err, sizeof err, "item %d said more than SPADE_OBS_MAX (%d) bytes", first_bad, SPADE_OBS_MAX);
+        return worker_kill_with(w, SPADE_OUT_OUTPUT, err, f);
+    }
+    if (first_bad >= 0)
+        return bad_call(f, "item %d: unknown instance, step before reset, or step after the episode ended", first_bad);
+    return 0;
+}
+
+int spade_worker_reset(spade_worker *w, int n, const int *ids, const uint64_t *seeds, spade_step_result *results,
+                       spade_failure *f)
+{
+    if (batch_send(w, n, ids, NULL, SPADE_OP_RESET, seeds, NULL, NULL, f) < 0)
+        return -1;
+    return spade_worker_batch_recv(w, results, f);
+}
+
+int spade_worker_step(spade_worker *w, int n, const int *ids, const char *const *actions, const size_t *lens,
+                      spade_step_result *results, spade_failure *f)
+{
+    if (batch_send(w, n, ids, NULL, SPADE_OP_STEP, NULL, actions, lens, f) < 0)
+        return -1;
+    return spade_worker_batch_recv(w, results, f);
+}
+
+int spade_worker_step_send(spade_worker *w, int n, const int *ids, const char *const *actions, const size_t *lens,
+                           spade_failure *f)
+{
+    return batch_send(w, n, ids, NULL, SPADE_OP_STEP, NULL, actions, lens, f);
+}
+
+int spade_worker_step_recv(spade_worker *w, spade_step_result *results, spade_failure *f)
+{
+    return spade_worker_batch_recv(w, results, f);
+}
+
+static int text_call(spade_worker *w, uint32_t type, int id, const char **text, size_t *tlen, spade_failure *f)
+{
+    if (enter(w, f, 1) < 0)
+        return -1;
+    if (!text || !tlen)
+        return bad_call(f, "text or len is NULL");
+    int32_t id32 = id;
+    if (spade_ipc_begin(&w->out, type) < 0 || spade_ipc_put(&w->out, &id32, sizeof id32) < 0)
+        return worker_kill_with(w, SPADE_OUT_INTERNAL, "out of memory building a request", f);
+    spade_ipc_end(&w->out);
+    double deadline = spade_ipc_now() + w->opts.call_timeout_s;
+    const unsigned char *payload;
+    size_t len;
+    if (transmit(w, deadline, f) < 0 || receive(w, deadline, SPADE_MSG_TEXT, &payload, &len, f) < 0)
+        return -1;
+    char err[256];
+    int status;
+    if (spade_ipc_decode_text(payload, len, &status, text, tlen, err, sizeof err) < 0)
+        return worker_kill_with(w, SPADE_OUT_PROTOCOL, err, f);
+    if (status == SPADE_HOST_OUTPUT_TOO_LARGE)
+        return worker_kill_with(w, SPADE_OUT_OUTPUT,
+                                type == SPADE_MSG_HINT ? "the hint exceeds SPADE_OBS_MAX bytes"
+                                                       : "the solve action exceeds SPADE_OBS_MAX bytes",
+                                f);
+    if (status == SPADE_HOST_BAD_CALL)
+        return bad_call(f, "%s of instance %d: unknown instance, no episode started%s",
+                        type == SPADE_MSG_HINT ? "hint" : "solve", id,
+                        type == SPADE_MSG_SOLVE ? ", or the environment has no SOLVE" : "");
+    return 0;
+}
+
+int spade_worker_hint(spade_worker *w, int id, const char **text, size_t *len, spade_failure *f)
+{
+    return text_call(w, SPADE_MSG_HINT, id, text, len, f);
+}
+
+int spade_worker_solve(spade_worker *w, int id, const char **text, size_t *len, spade_failure *f)
+{
+    return text_call(w, SPADE_MSG_SOLVE, id, text, len, f);
+}
