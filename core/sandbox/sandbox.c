@@ -12,7 +12,7 @@
  *     zygote, whose child it is) says how: SIGSYS -> forbidden_syscall,
  *     SIGXCPU -> timeout, SEGV/BUS/FPE/ILL/ABRT/TRAP/other signals -> crash,
  *     a SIGKILL we did not send -> out_of_memory (the kernel's OOM killer), an
- *     exit without a reply -> crash;
+ *     exit without a reply -> protocol_violation;
  *   - a malformed frame (ipc.c's decoders): protocol_violation, worker killed.
  * Any failure but bad_call kills and reaps the worker and is sticky: every
  * later call on the handle returns it again. No call leaves a zombie or an fd.
@@ -353,8 +353,8 @@ static void classify_status(const spade_worker *w, int status, int we_killed, sp
             failf(f, SPADE_OUT_INTERNAL, 0, 0, "worker could not lock itself down (rlimits, seccomp)");
         else if (code == SPADE_WORKER_EXIT_COMPILER)
             failf(f, SPADE_OUT_OOM, 0, 0, "the compiler gave up (out of memory)");
-        else
-            failf(f, SPADE_OUT_CRASH, 0, 0, "worker exited with status %d without replying", code);
+        else /* not a signal, so not a crash: it broke the protocol by leaving without a reply */
+            failf(f, SPADE_OUT_PROTOCOL, 0, 0, "worker exited with status %d without replying", code);
     } else {
         failf(f, SPADE_OUT_INTERNAL, 0, 0, "worker ended with wait status 0x%x", status);
     }
