@@ -4,7 +4,9 @@
  * What it is: tests on the environments in tests/envs/, compiled by gcc into
  * shared objects next to this program in the build tree (core/local.mk), plus
  * direct tests of the helpers. What it is not: a sandbox test (no fork, no JIT;
- * tests/hostile and core/sandbox's tests do that).
+ * tests/hostile and core/sandbox's tests do that) — except one test that
+ * compiles the same environments with the JIT in-process (trusted sources) and
+ * checks they play byte for byte as the gcc-built ones.
  *
  * Links with -Wl,--export-dynamic: the environments resolve spade_say & co.
  * from this executable.
@@ -19,6 +21,7 @@
 #include <time.h>
 
 #include "host.h"
+#include "jit/jit.h"
 #include "native.h"
 #include "runtime.h"
 #include "tools/tools.h"
@@ -1077,6 +1080,76 @@ START_TEST(test_allowlist_covers_dsl_h)
 }
 END_TEST
 
+/* ---- the same file, natively and under the JIT ---------------------------- */
+
+/* Plays seeds 0..n-1 with SOLVE (or fixed actions when there is none), asking
+ * for the hint as well, and writes everything seen into t. */
+static void transcript(spade_host *h, int seeds, char *t, size_t cap)
+{
+    size_t used = 0;
+    int inst = spade_host_add_instance(h, NULL);
+    ck_assert_int_ge(inst, 0);
+    static const char *fixed[] = {"12", "\\boxed{-3}", "", "+"};
+    for (int seed = 0; seed < seeds && used < cap; seed++) {
+        spade_step_result r;
+        ck_assert_int_eq(spade_host_reset(h, inst, (uint64_t)seed, &r), SPADE_HOST_OK);
+        used += (size_t)snprintf(t + used, cap - used, "R%s|", r.obs);
+        for (int k = 0; k < 50 && used < cap; k++) {
+            const char *text;
+            size_t len;
+            char action[256];
+            ck_assert_int_eq(spade_host_hint(h, inst, &text, &len), SPADE_HOST_OK);
+            used += (size_t)snprintf(t + used, cap - used, "H%.200s|", text);
+            if (used >= cap)
+                break;
+            if (spade_host_info(h)->has_solve) {
+                ck_assert_int_eq(spade_host_solve(h, inst, &text, &len), SPADE_HOST_OK);
+                snprintf(action, sizeof action, "%s", text);
+            } else {
+                snprintf(action, sizeof action, "%s", fixed[k % 4]);
+            }
+            ck_assert_int_eq(spade_host_step(h, inst, action, strlen(action), &r), SPADE_HOST_OK);
+            used += (size_t)snprintf(t + used, cap - used, "A%s>%.200s/%.17g/%d%d%d|", action, r.obs, r.reward,
+                                     r.terminated, r.truncated, r.success);
+            if (r.terminated || r.truncated)
+                break;
+        }
+    }
+}
+
+START_TEST(test_jit_matches_native)
+{
+    static const char *envs[] = {"add", "counter", "bank", "chatty", "echo"};
+    static char native_t[1 << 18], jit_t[1 << 18];
+    for (size_t e = 0; e < sizeof envs / sizeof envs[0]; e++) {
+        void *dl;
+        spade_host *h = open_env(envs[e], &dl);
+        transcript(h, 20, native_t, sizeof native_t);
+        spade_native_close(h, dl);
+
+        char path[4096], err[1024] = "";
+        snprintf(path, sizeof path, "%s/tests/envs/%s.c", SPADE_SRCDIR, envs[e]);
+        FILE *f = fopen(path, "rb");
+        ck_assert_msg(f != NULL, "cannot read %s", path);
+        static char src[1 << 16];
+        size_t n = fread(src, 1, sizeof src, f);
+        fclose(f);
+        spade_jit *jit = NULL;
+        int line = 0;
+        spade_jit_status kind;
+        ck_assert_msg(spade_jit_compile(path, src, n, &jit, err, sizeof err, &line, &kind) == 0, "jit %s: %s",
+                      envs[e], err);
+        ck_assert_msg(spade_host_new(&h, spade_jit_symbol, jit, err, sizeof err) == 0, "jit host %s: %s", envs[e],
+                      err);
+        transcript(h, 20, jit_t, sizeof jit_t);
+        spade_host_free(h);
+        spade_jit_free(jit);
+        ck_assert_uint_gt(strlen(native_t), 100);
+        ck_assert_msg(strcmp(native_t, jit_t) == 0, "%s plays differently under the JIT", envs[e]);
+    }
+}
+END_TEST
+
 static Suite *host_suite(void)
 {
     Suite *s = suite_create("host");
@@ -1096,6 +1169,7 @@ static Suite *host_suite(void)
     tcase_add_test(t, test_output_cap);
     tcase_add_test(t, test_hostile_actions);
     tcase_add_test(t, test_bank_tools);
+    tcase_add_test(t, test_jit_matches_native);
     suite_add_tcase(s, t);
     TCase *r = tcase_create("runtime");
     tcase_set_timeout(r, 60);
