@@ -617,7 +617,7 @@ int main(void)
         .compile_timeout_s = 2.0, /* the default: a 10 MB source must fit in it */
         .call_timeout_s = 0.5,    /* short, for the loop programs */
         .cpu_limit_s = 10,
-        .mem_limit = (size_t)1 << 30,
+        .mem_limit = (size_t)256 << 20, /* memory bombs hit it in a fraction of a second */
         .max_frame = (size_t)64 << 20,
     };
     char err[512];

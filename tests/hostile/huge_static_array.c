@@ -1,7 +1,8 @@
 /* expect: out_of_memory
  * tries: a 1.5 GiB zero-initialised static array (bss), touched in reset. tcc accepts the
  * size (3 GiB is an "invalid array size" to it) and must allocate the image when
- * it relocates, beyond the worker's 1 GiB address-space limit. (Bare libtcc 0.9.27
+ * it relocates, beyond the worker's memory limit (1 GiB by default, 256 MiB in
+ * test_hostile). (Bare libtcc 0.9.27
  * calls exit(1) on that failed malloc; the jit must turn it into out_of_memory.)
  */
 #include <spade/dsl.h>
