@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "host.h"
@@ -815,6 +816,73 @@ START_TEST(test_answer_and_parse)
 }
 END_TEST
 
+/* The plain quadratic reading of the answer rule, to check the linear one. */
+static void naive_answer_span(const char *t, size_t len, size_t *start, size_t *n)
+{
+    size_t s = 0, e = len;
+    int found = 0;
+    for (size_t i = len; i-- > 0 && !found;) {
+        if (len - i < 7 || memcmp(t + i, "\\boxed{", 7) != 0)
+            continue;
+        int depth = 1;
+        for (size_t q = i + 7; q < len; q++) {
+            depth += t[q] == '{';
+            depth -= t[q] == '}';
+            if (depth == 0) {
+                s = i + 7, e = q, found = 1;
+                break;
+            }
+        }
+    }
+    if (!found) {
+        size_t c = (size_t)-1, o = (size_t)-1;
+        for (size_t i = 0; i + 9 <= len; i++)
+            if (strncasecmp(t + i, "</answer>", 9) == 0)
+                c = i;
+        for (size_t i = 0; c != (size_t)-1 && i + 8 <= c; i++)
+            if (strncasecmp(t + i, "<answer>", 8) == 0)
+                o = i;
+        if (o != (size_t)-1) {
+            size_t first = o + 8;
+            while (strncasecmp(t + first, "</answer>", 9) != 0)
+                first++;
+            s = o + 8, e = first;
+        }
+    }
+    while (s < e && strchr(" \t\n\r\v\f", t[s]) && t[s])
+        s++;
+    while (e > s && strchr(" \t\n\r\v\f", t[e - 1]) && t[e - 1])
+        e--;
+    *start = s;
+    *n = e - s;
+}
+
+START_TEST(test_answer_span_matches_naive)
+{
+    static const char *pieces[] = {"\\boxed{", "{", "}", "<answer>", "</ANSWER>", "</answer>", "7", "-", " ", "\n", "x"};
+    uint64_t rng[4];
+    spade_rng_seed(rng, 5);
+    char t[256];
+    for (int round = 0; round < 200000; round++) {
+        size_t len = 0;
+        int k = (int)(spade_rng_next(rng) % 24);
+        while (k-- > 0) {
+            const char *p = pieces[spade_rng_next(rng) % (sizeof pieces / sizeof pieces[0])];
+            size_t pl = strlen(p);
+            if (len + pl >= sizeof t)
+                break;
+            memcpy(t + len, p, pl);
+            len += pl;
+        }
+        t[len] = '\0';
+        size_t s1, n1, s2, n2;
+        spade_answer_span(t, len, &s1, &n1);
+        naive_answer_span(t, len, &s2, &n2);
+        ck_assert_msg(s1 == s2 && n1 == n2, "'%s': span %zu+%zu, naive %zu+%zu", t, s1, n1, s2, n2);
+    }
+}
+END_TEST
+
 START_TEST(test_helpers_on_huge_inputs)
 {
     /* Every kind of hostile action through every parser, timed: all linear. */
@@ -1174,6 +1242,7 @@ static Suite *host_suite(void)
     TCase *r = tcase_create("runtime");
     tcase_set_timeout(r, 60);
     tcase_add_test(r, test_answer_and_parse);
+    tcase_add_test(r, test_answer_span_matches_naive);
     tcase_add_test(r, test_helpers_on_huge_inputs);
     tcase_add_test(r, test_output_helpers);
     tcase_add_test(r, test_rand);
