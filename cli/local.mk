@@ -1,8 +1,26 @@
 # cli/local.mk — the spade command-line program (cli → designer, agent → core),
 # and the core parts the CLI owns (the checker and the registry) with their tests.
-spade_SOURCES += cli/main.c
+spade_SOURCES += cli/main.c cli/util.c cli/cmd_check.c cli/cmd_run.c cli/cmd_play.c cli/cmd_new.c cli/cmd_list.c
+noinst_HEADERS += cli/cli.h
 
 # core/check and core/registry live in the library: tests/test_stdenv.c and the
 # designer call spade_check; the trainer hot-loads through the registry.
 libspade_a_SOURCES += core/check.c core/registry.c
 noinst_HEADERS += core/check.h core/registry.h
+
+check_PROGRAMS += tests/test_check tests/test_registry
+TESTS += tests/test_check tests/test_registry tests/test_cli.sh
+# -iquote, not -I, for core/: core/check.h must not hide Check's <check.h>.
+spade_cli_test_cppflags = -include $(top_builddir)/config.h -I$(top_srcdir) -iquote $(top_srcdir)/core \
+	-I$(top_srcdir)/dsl -DSPADE_DATADIR='"$(pkgdatadir)"' -DSPADE_SRCDIR='"$(abs_top_srcdir)"'
+tests_test_check_SOURCES = tests/test_check.c
+tests_test_check_CPPFLAGS = $(spade_cli_test_cppflags)
+tests_test_registry_CPPFLAGS = $(spade_cli_test_cppflags)
+tests_test_check_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_test_check_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
+tests_test_registry_SOURCES = tests/test_registry.c
+tests_test_registry_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_test_registry_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
+EXTRA_DIST += tests/test_cli.sh tests/envs/cli_good.c tests/envs/cli_nohint.c tests/envs/cli_badsolve.c \
+	tests/envs/cli_growobs.c tests/envs/cli_crashempty.c tests/envs/cli_loop.c tests/envs/cli_global.c \
+	tests/envs/cli_broken.c

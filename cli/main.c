@@ -1,12 +1,125 @@
-/* main.c — the spade command-line program: dispatches subcommands. Not library code. */
+/* main.c — the spade command-line program: starts the sandbox, then dispatches
+ * to a subcommand (cli/cmd_*.c). Not library code.
+ *
+ * The sandbox's zygote is forked here, FIRST, before any subcommand allocates
+ * or loads anything: workers fork from the zygote, so they stay small whatever
+ * the parent grows into (DESIGN.md §4).
+ */
 #include <stdio.h>
 #include <string.h>
 
-int main(int argc, char **argv) {
-    if (argc < 2 || !strcmp(argv[1], "--help")) {
-        printf("usage: spade COMMAND [ARGS]\n");
-        return argc < 2;
+#include "cli.h"
+#include "env.h"
+#include "version.h"
+
+#ifdef SPADE_HAVE_CMD_PRETRAIN
+#include "cmd_pretrain.h"
+#endif
+
+typedef struct command {
+    const char *name;
+    cli_cmd_fn fn;
+    cli_usage_fn usage;
+    int needs_sandbox;
+    const char *summary;
+} command;
+
+#ifdef SPADE_HAVE_CMD_PRETRAIN
+static int cli_pretrain(spade_sandbox *sb, int argc, char **argv) {
+    (void)sb;
+    return spade_cmd_pretrain(argc, argv);
+}
+#endif
+
+static const command commands[] = {
+    {"check", cli_check, cli_usage_check, 1, "run every check on an environment"},
+    {"run", cli_run, cli_usage_run, 1, "play episodes with an agent and report returns"},
+    {"play", cli_play, cli_usage_play, 1, "play an environment yourself in the terminal"},
+    {"new", cli_new, cli_usage_new, 0, "write a commented environment template to plugins/"},
+    {"list", cli_list, cli_usage_list, 1, "list the environments found on the search path"},
+#ifdef SPADE_HAVE_CMD_PRETRAIN
+    /* cmd_pretrain creates what it needs itself (its own sandbox, the policy). */
+    {"pretrain", cli_pretrain, NULL, 0, "pretrain the policy from a config file"},
+#endif
+    /* TODO(cli): `spade pretrain CONFIG` — wired when cli/cmd_pretrain.c lands
+     * (the policy engineer's spade_cmd_pretrain); build with it by adding it to
+     * spade_SOURCES and -DSPADE_HAVE_CMD_PRETRAIN in cli/local.mk. */
+};
+#define N_COMMANDS (sizeof commands / sizeof *commands)
+
+static void usage(FILE *out) {
+    fprintf(out, "usage: spade COMMAND [ARGS]\n\ncommands:\n");
+    for (size_t i = 0; i < N_COMMANDS; i++) fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "  %-9s %s\n", "help", "show this, or a command's help: spade help COMMAND");
+    fprintf(out,
+            "\nspade --version prints the version. Every command takes --help.\n"
+            "Environments are named NAME or FILE.c, with params as NAME:key=value,...\n"
+            "and are found in $SPADE_PATH, ./plugins, ./stdenv and the installed stdenv.\n"
+            "Exit status: 0 success, 1 failure, 2 usage error.\n");
+}
+
+static const command *find(const char *name) {
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (!strcmp(commands[i].name, name)) return &commands[i];
+    return NULL;
+}
+
+static int wants_help(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--")) return 0;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return 1;
     }
-    fprintf(stderr, "spade: unknown command '%s'\n", argv[1]);
-    return 2;
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return CLI_USAGE;
+    }
+    const char *name = argv[1];
+    if (!strcmp(name, "--version") || !strcmp(name, "-V") || !strcmp(name, "version")) {
+        printf("spade %s (environment ABI %d)\n", spade_version(), SPADE_ENV_ABI);
+        return CLI_OK;
+    }
+    if (!strcmp(name, "--help") || !strcmp(name, "-h")) {
+        usage(stdout);
+        return CLI_OK;
+    }
+    if (!strcmp(name, "help")) {
+        if (argc < 3) {
+            usage(stdout);
+            return CLI_OK;
+        }
+        const command *c = find(argv[2]);
+        if (!c) return cli_err(CLI_USAGE, NULL, "no command '%s' (spade help lists them)", argv[2]);
+        if (c->usage) {
+            c->usage(stdout);
+            return CLI_OK;
+        }
+        char *hargv[] = {(char *)c->name, "--help", NULL};
+        return c->fn(NULL, 2, hargv);
+    }
+    const command *c = find(name);
+    if (!c) {
+        cli_err(CLI_USAGE, NULL, "unknown command '%s'", name);
+        usage(stderr);
+        return CLI_USAGE;
+    }
+    int sub_argc = argc - 1;
+    char **sub_argv = argv + 1;
+    if (wants_help(sub_argc, sub_argv) && c->usage) {
+        c->usage(stdout);
+        return CLI_OK;
+    }
+    spade_sandbox *sb = NULL;
+    if (c->needs_sandbox) {
+        char err[1024];
+        if (spade_sandbox_new(&sb, NULL, err, sizeof err) != 0)
+            return cli_err(CLI_FAIL, c->name, "cannot start the sandbox: %s", err);
+    }
+    int rc = c->fn(sb, sub_argc, sub_argv);
+    fflush(stdout);
+    spade_sandbox_free(sb);
+    return rc;
 }

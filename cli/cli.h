@@ -1,0 +1,66 @@
+/* cli.h — what the spade subcommands share: the command signature, argument
+ * helpers that print their own errors, and loading an environment spec.
+ *
+ * What it is not: library code. These functions print to stdout/stderr and
+ * follow the CLI's exit-status convention: 0 ok, 1 failure, 2 usage error.
+ */
+#ifndef SPADE_CLI_H
+#define SPADE_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "registry.h"
+#include "sandbox/sandbox.h"
+
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
+
+/* A subcommand: argv[0] is its name. sb is the sandbox main() started before
+ * anything else (NULL for commands that do not run environments, and when
+ * --help was asked). */
+typedef int (*cli_cmd_fn)(spade_sandbox *sb, int argc, char **argv);
+typedef void (*cli_usage_fn)(FILE *out);
+
+int cli_check(spade_sandbox *sb, int argc, char **argv);
+int cli_run(spade_sandbox *sb, int argc, char **argv);
+int cli_play(spade_sandbox *sb, int argc, char **argv);
+int cli_new(spade_sandbox *sb, int argc, char **argv);
+int cli_list(spade_sandbox *sb, int argc, char **argv);
+void cli_usage_check(FILE *out);
+void cli_usage_run(FILE *out);
+void cli_usage_play(FILE *out);
+void cli_usage_new(FILE *out);
+void cli_usage_list(FILE *out);
+
+/* "spade CMD: message" on stderr; returns code, so `return cli_err(...)` reads well. */
+int cli_err(int code, const char *cmd, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Whole-string integer in [min, max]; on failure prints an error naming the flag
+ * and returns -1. */
+int cli_parse_long(const char *cmd, const char *flag, const char *text, long min, long max, long *out);
+int cli_parse_u64(const char *cmd, const char *flag, const char *text, uint64_t *out);
+
+/* The getopt_long diagnostic for the option that just failed (unknown option,
+ * missing argument) and usage hint; returns CLI_USAGE. */
+int cli_bad_option(const char *cmd, int argc, char **argv, int optopt_);
+
+/* Resolves SPEC (NAME_OR_FILE[:params]) through the registry and reads the
+ * file. Prints the error and returns CLI_FAIL on failure. *src is malloc'd. */
+int cli_load_spec(const char *cmd, const char *spec, char *path, size_t pathcap, char *params, size_t paramscap,
+                  char **src, size_t *len);
+
+/* Prints a sandbox failure: "spade CMD: outcome (signal N): message". */
+void cli_print_failure(const char *cmd, const char *what, const spade_failure *f);
+
+/* A param value as people write it: integers without exponent ("1000000", not
+ * "1e+06"), others with %g. Returns buf. */
+const char *cli_num(double v, char *buf, size_t cap);
+
+/* Monotonic seconds. */
+double cli_now(void);
+
+/* Writes s as a JSON string literal (quotes included). */
+void cli_json_string(FILE *out, const char *s, size_t len);
+
+#endif /* SPADE_CLI_H */

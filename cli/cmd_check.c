@@ -1,0 +1,85 @@
+/* cmd_check.c — `spade check SPEC...`: runs the environment checker
+ * (core/check.h) and prints its report. Not the checker itself. */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "cli.h"
+
+void cli_usage_check(FILE *out) {
+    fprintf(out,
+            "usage: spade check SPEC... [--seeds N] [--solve-seeds N] [--first-seed S] [--verbose]\n"
+            "\n"
+            "Runs every check on each environment (SPEC = NAME or FILE.c, optionally :key=value,...):\n"
+            "compile, params, reset, reset_deterministic, seeds_vary, step_deterministic,\n"
+            "arbitrary_actions, max_steps, hint, solve, random_agent, obs_size.\n"
+            "Prints one line per check: PASS, FAIL (with the reason), WARN or SKIP.\n"
+            "\n"
+            "  --seeds N        seeds for the reset/step/hint checks (default 5)\n"
+            "  --solve-seeds N  episodes the SOLVE and random agents play (default 20)\n"
+            "  --first-seed S   first seed used (default 0)\n"
+            "  -v, --verbose    also print the first observation, the hint and a solve action\n"
+            "  -h, --help       this help\n"
+            "\n"
+            "Exit status: 0 every check passed (warnings allowed), 1 a check failed, 2 usage.\n");
+}
+
+int cli_check(spade_sandbox *sb, int argc, char **argv) {
+    static const struct option longopts[] = {
+        {"seeds", required_argument, 0, 's'},      {"solve-seeds", required_argument, 0, 'S'},
+        {"first-seed", required_argument, 0, 'f'}, {"verbose", no_argument, 0, 'v'},
+        {"help", no_argument, 0, 'h'},             {0, 0, 0, 0},
+    };
+    spade_check_opts o;
+    spade_check_opts_default(&o);
+    long v;
+    int ch;
+    optind = 0;
+    opterr = 0;
+    while ((ch = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 's':
+            if (cli_parse_long("check", "--seeds", optarg, 1, 10000, &v) < 0) return CLI_USAGE;
+            o.seeds = (int)v;
+            break;
+        case 'S':
+            if (cli_parse_long("check", "--solve-seeds", optarg, 0, 1000000, &v) < 0) return CLI_USAGE;
+            o.solve_seeds = (int)v;
+            break;
+        case 'f':
+            if (cli_parse_u64("check", "--first-seed", optarg, &o.first_seed) < 0) return CLI_USAGE;
+            break;
+        case 'v': o.verbose = 1; break;
+        case 'h': cli_usage_check(stdout); return CLI_OK;
+        default: return cli_bad_option("check", argc, argv, optopt);
+        }
+    }
+    if (optind >= argc) {
+        cli_err(CLI_USAGE, "check", "which environment? (spade check NAME_OR_FILE[:params])");
+        return CLI_USAGE;
+    }
+    int worst = CLI_OK;
+    int many = argc - optind > 1;
+    spade_check_report *rep = malloc(sizeof *rep);
+    if (!rep) return cli_err(CLI_FAIL, "check", "out of memory");
+    for (int i = optind; i < argc; i++) {
+        char path[SPADE_PATH_MAX], params[SPADE_SPEC_PARAMS_MAX];
+        char *src = NULL;
+        size_t len = 0;
+        if (cli_load_spec("check", argv[i], path, sizeof path, params, sizeof params, &src, &len) != CLI_OK) {
+            worst = CLI_FAIL;
+            continue;
+        }
+        if (many) printf("== %s%s%s\n", path, *params ? ":" : "", params);
+        int rc = spade_check(sb, path, src, len, params, &o, rep);
+        free(src);
+        fputs(rep->text, stdout);
+        printf("%s: %d passed, %d failed, %d warnings%s\n", path, rep->passed, rep->failed, rep->warned,
+               rc < 0 ? " (the sandbox failed)" : "");
+        fflush(stdout);
+        if (rc != 0) worst = CLI_FAIL;
+    }
+    free(rep);
+    return worst;
+}

@@ -1,0 +1,246 @@
+/* cmd_play.c — `spade play SPEC`: a person plays an environment in the
+ * terminal, one action per line, with :commands for the hint, the reference
+ * action, resets and help.
+ *
+ * The environment is served hot (spade_hotenv): edit the file while playing
+ * and the next episode uses the new version; a version that does not compile
+ * is reported with its line and the old one keeps serving. Input may be piped:
+ * without a terminal there is no prompt, each line read is echoed after "> "
+ * so the transcript reads like a session, and EOF ends the session cleanly.
+ * What it is not: an agent or an evaluator (spade run).
+ */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+void cli_usage_play(FILE *out) {
+    fprintf(out,
+            "usage: spade play SPEC [--seed S]\n"
+            "\n"
+            "Plays the environment SPEC (NAME or FILE.c, optionally :key=value,...) in the terminal.\n"
+            "Each line you type is one action; lines starting with ':' are commands:\n"
+            "  :hint          print the privileged hint for the current state\n"
+            "  :solve         print the environment's reference action (not played)\n"
+            "  :reset [SEED]  start a new episode (default: the next seed)\n"
+            "  :info          the environment's name, params, limits and tools\n"
+            "  :help          this list\n"
+            "  :quit          leave (end of input does the same)\n"
+            "  ::text         play the action ':text'\n"
+            "The return is printed at the end of each episode, and the next episode starts\n"
+            "with the next seed. Edit the file while playing: the next episode uses the new\n"
+            "version (a version that does not compile is reported and the old one kept).\n"
+            "\n"
+            "  -s, --seed S   seed of the first episode (default 0)\n"
+            "  -h, --help     this help\n");
+}
+
+typedef struct session {
+    spade_hotenv *h;
+    spade_hotenv_version *v; /* the version the current episode runs on */
+    int inst;                /* instance id in v->worker */
+    uint64_t seed;
+    int steps, in_episode;
+    long episodes, wins;
+    char shown_error[1200]; /* last reload error printed, to print each once */
+} session;
+
+static void print_text(const char *prefix, const char *text, size_t len) {
+    fputs(prefix, stdout);
+    fwrite(text, 1, len, stdout);
+    if (!len || text[len - 1] != '\n') putchar('\n');
+}
+
+static void print_info(const spade_env_info *in, const double *values) {
+    printf("%s (%s): %s\n", in->name, *in->family ? in->family : "no family", in->description);
+    printf("max_steps %d, success when return >= %g, %s\n", in->max_steps, in->success,
+           in->has_solve ? "has a reference solution (:solve)" : "no reference solution");
+    for (int i = 0; i < in->n_params; i++) {
+        char d[32], lo[32], hi[32];
+        printf("param %s = %s (%s in [%s, %s])\n", in->params[i].name, cli_num(values[i], d, sizeof d),
+               in->params[i].type == SPADE_PARAM_INT ? "int" : "real", cli_num(in->params[i].min, lo, sizeof lo),
+               cli_num(in->params[i].max, hi, sizeof hi));
+    }
+    for (int i = 0; i < in->n_tools; i++)
+        printf("tool %s %s: %s\n", in->tools[i].name, in->tools[i].signature, in->tools[i].description);
+}
+
+/* Starts an episode on the current version of the file. -1 when nothing can
+ * serve (the session ends). */
+static int new_episode(session *s, uint64_t seed) {
+    spade_hotenv_version *nv;
+    int reloaded = 0;
+    if (spade_hotenv_acquire(s->h, &nv, &reloaded) != 0) {
+        cli_err(CLI_FAIL, "play", "%s", spade_hotenv_last_error(s->h));
+        return -1;
+    }
+    const char *e = spade_hotenv_last_error(s->h);
+    if (*e && strcmp(e, s->shown_error))
+        printf("[%s changed but does not load: %s; still playing version %d]\n", spade_hotenv_path(s->h), e,
+               nv->generation);
+    snprintf(s->shown_error, sizeof s->shown_error, "%s", e);
+    if (nv != s->v) {
+        spade_hotenv_release(s->h, s->v);
+        s->v = nv;
+        spade_failure f;
+        if (spade_worker_add_instances(nv->worker, 1, nv->info->n_params ? nv->param_values : NULL, &s->inst, &f) !=
+            0) {
+            cli_print_failure("play", spade_hotenv_path(s->h), &f);
+            return -1;
+        }
+        if (reloaded) printf("[reloaded %s: version %d]\n", spade_hotenv_path(s->h), nv->generation);
+    } else {
+        spade_hotenv_release(s->h, nv); /* we already hold this version */
+    }
+    spade_step_result r;
+    spade_failure f;
+    if (spade_worker_reset(s->v->worker, 1, &s->inst, &seed, &r, &f) != 0) {
+        cli_print_failure("play", "reset", &f);
+        return -1;
+    }
+    s->seed = seed;
+    s->steps = 0;
+    s->in_episode = 1;
+    printf("--- episode %ld, seed %llu ---\n", s->episodes + 1, (unsigned long long)seed);
+    print_text("", r.obs, r.obs_len);
+    return 0;
+}
+
+static void help(void) {
+    printf("commands: :hint  :solve  :reset [SEED]  :info  :help  :quit  (::text plays ':text');\n"
+           "any other line is your action.\n");
+}
+
+int cli_play(spade_sandbox *sb, int argc, char **argv) {
+    static const struct option longopts[] = {
+        {"seed", required_argument, 0, 's'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    uint64_t seed = 0;
+    int ch;
+    optind = 0;
+    opterr = 0;
+    while ((ch = getopt_long(argc, argv, "s:h", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 's':
+            if (cli_parse_u64("play", "--seed", optarg, &seed) < 0) return CLI_USAGE;
+            break;
+        case 'h': cli_usage_play(stdout); return CLI_OK;
+        default: return cli_bad_option("play", argc, argv, optopt);
+        }
+    }
+    if (optind != argc - 1)
+        return cli_err(CLI_USAGE, "play", "expected one environment: spade play NAME_OR_FILE[:params]");
+    char path[SPADE_PATH_MAX], params[SPADE_SPEC_PARAMS_MAX];
+    char *src = NULL;
+    size_t len;
+    if (cli_load_spec("play", argv[optind], path, sizeof path, params, sizeof params, &src, &len) != CLI_OK)
+        return CLI_FAIL;
+    free(src);
+
+    session s;
+    memset(&s, 0, sizeof s);
+    spade_failure f;
+    if (spade_hotenv_new(&s.h, sb, path, params, &f) != 0) {
+        cli_print_failure("play", NULL, &f);
+        return CLI_FAIL;
+    }
+    int tty = isatty(0);
+    int rc = CLI_OK;
+    const spade_env_info *info0 = NULL;
+    {
+        spade_hotenv_version *v0;
+        if (spade_hotenv_acquire(s.h, &v0, NULL) == 0) {
+            info0 = v0->info;
+            printf("%s — %s\n", info0->name, info0->description);
+            spade_hotenv_release(s.h, v0);
+        }
+    }
+    help();
+    char *line = NULL;
+    size_t cap = 0;
+    if (new_episode(&s, seed) != 0) {
+        rc = CLI_FAIL;
+        goto out;
+    }
+    for (;;) {
+        if (tty) {
+            fputs("> ", stdout);
+            fflush(stdout);
+        }
+        ssize_t n = getline(&line, &cap, stdin);
+        if (n < 0) {
+            if (tty) putchar('\n');
+            break;
+        }
+        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = 0;
+        if (!tty) printf("> %s\n", line);
+        if (line[0] == ':' && line[1] != ':') {
+            char cmd[32] = "", arg[64] = "";
+            sscanf(line + 1, "%31s %63s", cmd, arg);
+            const char *t;
+            size_t tl;
+            if (!strcmp(cmd, "quit") || !strcmp(cmd, "q") || !strcmp(cmd, "exit")) break;
+            if (!strcmp(cmd, "help") || !strcmp(cmd, "h") || !strcmp(cmd, "?")) {
+                help();
+            } else if (!strcmp(cmd, "info")) {
+                print_info(s.v->info, s.v->param_values);
+            } else if (!strcmp(cmd, "hint")) {
+                if (spade_worker_hint(s.v->worker, s.inst, &t, &tl, &f) != 0) {
+                    cli_print_failure("play", "hint", &f);
+                    if (new_episode(&s, s.seed + 1) != 0) goto fail;
+                } else {
+                    print_text("hint: ", t, tl);
+                }
+            } else if (!strcmp(cmd, "solve")) {
+                if (!s.v->info->has_solve) {
+                    printf("this environment has no reference solution (no SOLVE block)\n");
+                } else if (spade_worker_solve(s.v->worker, s.inst, &t, &tl, &f) != 0) {
+                    cli_print_failure("play", "solve", &f);
+                    if (new_episode(&s, s.seed + 1) != 0) goto fail;
+                } else {
+                    print_text("reference action: ", t, tl);
+                }
+            } else if (!strcmp(cmd, "reset")) {
+                uint64_t ns = s.seed + 1;
+                if (*arg && cli_parse_u64("play", ":reset", arg, &ns) < 0) continue;
+                if (new_episode(&s, ns) != 0) goto fail;
+            } else {
+                printf("unknown command ':%s' (:help lists the commands)\n", cmd);
+            }
+            fflush(stdout);
+            continue;
+        }
+        const char *action = line[0] == ':' ? line + 1 : line; /* "::x" plays ":x" */
+        size_t alen = (size_t)n - (size_t)(action - line);
+        spade_step_result r;
+        if (spade_worker_step(s.v->worker, 1, &s.inst, &action, &alen, &r, &f) != 0) {
+            cli_print_failure("play", "step", &f);
+            printf("[the environment failed; starting a new episode]\n");
+            if (new_episode(&s, s.seed + 1) != 0) goto fail;
+            continue;
+        }
+        s.steps++;
+        print_text("", r.obs, r.obs_len);
+        if (r.reward != 0) printf("(reward %g)\n", r.reward);
+        if (r.terminated || r.truncated) {
+            s.episodes++;
+            s.wins += r.success != 0;
+            printf("=== episode over (%s): return %g after %d step%s, %s ===\n",
+                   r.terminated ? "terminated" : "truncated at max_steps", r.episode_return, s.steps,
+                   s.steps == 1 ? "" : "s", r.success ? "success" : "failure");
+            if (new_episode(&s, s.seed + 1) != 0) goto fail;
+        }
+        fflush(stdout);
+    }
+    printf("played %ld episode%s, won %ld\n", s.episodes, s.episodes == 1 ? "" : "s", s.wins);
+    goto out;
+fail:
+    rc = CLI_FAIL;
+out:
+    fflush(stdout);
+    free(line);
+    spade_hotenv_release(s.h, s.v);
+    spade_hotenv_free(s.h);
+    return rc;
+}

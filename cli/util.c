@@ -1,0 +1,107 @@
+/* util.c — helpers the spade subcommands share (see cli.h). Not library code:
+ * these print. */
+#include "cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int cli_err(int code, const char *cmd, const char *fmt, ...) {
+    fprintf(stderr, "spade%s%s: ", cmd ? " " : "", cmd ? cmd : "");
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return code;
+}
+
+int cli_parse_long(const char *cmd, const char *flag, const char *text, long min, long max, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (!*text || *end || errno || v < min || v > max) {
+        cli_err(CLI_USAGE, cmd, "%s: '%s' is not an integer in [%ld, %ld]", flag, text, min, max);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int cli_parse_u64(const char *cmd, const char *flag, const char *text, uint64_t *out) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 0);
+    if (!*text || *end || errno || text[0] == '-') {
+        cli_err(CLI_USAGE, cmd, "%s: '%s' is not a non-negative integer", flag, text);
+        return -1;
+    }
+    *out = (uint64_t)v;
+    return 0;
+}
+
+int cli_bad_option(const char *cmd, int argc, char **argv, int optopt_) {
+    const char *arg = optind - 1 < argc && optind > 0 ? argv[optind - 1] : "?";
+    if (optopt_ && strncmp(arg, "--", 2))
+        cli_err(CLI_USAGE, cmd, "option '-%c' is unknown or needs a value", optopt_);
+    else
+        cli_err(CLI_USAGE, cmd, "option '%s' is unknown or needs a value", arg);
+    fprintf(stderr, "Try 'spade %s --help'.\n", cmd);
+    return CLI_USAGE;
+}
+
+int cli_load_spec(const char *cmd, const char *spec, char *path, size_t pathcap, char *params, size_t paramscap,
+                  char **src, size_t *len) {
+    char err[2048];
+    spade_registry *r = NULL;
+    if (spade_registry_new(&r, NULL, 0, err, sizeof err) < 0) return cli_err(CLI_FAIL, cmd, "%s", err);
+    int rc = spade_registry_resolve(r, spec, path, pathcap, params, paramscap, err, sizeof err);
+    spade_registry_free(r);
+    if (rc < 0) return cli_err(CLI_FAIL, cmd, "%s", err);
+    if (spade_read_source(path, src, len, err, sizeof err) < 0) return cli_err(CLI_FAIL, cmd, "%s", err);
+    return CLI_OK;
+}
+
+void cli_print_failure(const char *cmd, const char *what, const spade_failure *f) {
+    if (f->signal)
+        cli_err(CLI_FAIL, cmd, "%s%s%s (signal %d): %s", what ? what : "", what ? ": " : "",
+                spade_outcome_name(f->outcome), f->signal, f->message);
+    else
+        cli_err(CLI_FAIL, cmd, "%s%s%s: %s", what ? what : "", what ? ": " : "", spade_outcome_name(f->outcome),
+                f->message);
+}
+
+const char *cli_num(double v, char *buf, size_t cap) {
+    if (v == (double)(long long)v && v > -1e15 && v < 1e15) snprintf(buf, cap, "%lld", (long long)v);
+    else snprintf(buf, cap, "%g", v);
+    return buf;
+}
+
+double cli_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+void cli_json_string(FILE *out, const char *s, size_t len) {
+    fputc('"', out);
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        switch (c) {
+        case '"': fputs("\\\"", out); break;
+        case '\\': fputs("\\\\", out); break;
+        case '\n': fputs("\\n", out); break;
+        case '\t': fputs("\\t", out); break;
+        case '\r': fputs("\\r", out); break;
+        default:
+            /* bytes >= 0x80 pass through: they are the environment's text, and
+             * escaping them one by one would break valid UTF-8 */
+            if (c < 0x20) fprintf(out, "\\u%04x", c);
+            else fputc(c, out);
+        }
+    }
+    fputc('"', out);
+}

@@ -1,0 +1,223 @@
+/* test_check.c — Check suite for the environment checker (core/check.h): a good
+ * environment passes, and each way an environment can be wrong fails the check
+ * that is meant to catch it, with a reason that says what happened.
+ * Not a test of the sandbox itself (tests/test_sandbox, tests/test_hostile). */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "registry.h"
+
+static const char *srcdir(void) {
+    const char *s = getenv("srcdir");
+    return s && *s ? s : SPADE_SRCDIR;
+}
+
+static spade_sandbox *sb;
+
+/* Checked fixture: the sandbox is started in the forked test process, so no
+ * zygote is shared between tests. */
+static void setup(void) {
+    spade_sandbox_opts o = {.compile_timeout_s = 5.0, .call_timeout_s = 0.5};
+    char err[512];
+    ck_assert_msg(spade_sandbox_new(&sb, &o, err, sizeof err) == 0, "sandbox: %s", err);
+}
+static void teardown(void) {
+    spade_sandbox_free(sb);
+    sb = NULL;
+}
+
+/* Runs the checker on tests/envs/NAME.c; returns its status, report in rep. */
+static int check_env(const char *name, const char *params, const spade_check_opts *o, spade_check_report *rep) {
+    char path[4096], err[1024];
+    snprintf(path, sizeof path, "%s/tests/envs/%s.c", srcdir(), name);
+    char *src;
+    size_t len;
+    ck_assert_msg(spade_read_source(path, &src, &len, err, sizeof err) == 0, "%s", err);
+    int rc = spade_check(sb, path, src, len, params, o, rep);
+    free(src);
+    return rc;
+}
+
+static int has_line(const spade_check_report *rep, const char *prefix) {
+    const char *p = rep->text;
+    size_t n = strlen(prefix);
+    while (p && *p) {
+        if (!strncmp(p, prefix, n)) return 1;
+        p = strchr(p, '\n');
+        if (p) p++;
+    }
+    return 0;
+}
+
+/* The line of the report that starts with prefix (for messages). */
+static const char *line_of(const spade_check_report *rep, const char *prefix) {
+    static char buf[2048];
+    const char *p = strstr(rep->text, prefix);
+    if (!p) return "(none)";
+    const char *e = strchr(p, '\n');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    if (n >= sizeof buf) n = sizeof buf - 1;
+    memcpy(buf, p, n);
+    buf[n] = 0;
+    return buf;
+}
+
+static spade_check_report rep;
+
+START_TEST(good_env_passes) {
+    const char *envs[] = {"add", "counter", "cli_good"};
+    for (size_t i = 0; i < 3; i++) {
+        int rc = check_env(envs[i], NULL, NULL, &rep);
+        ck_assert_msg(rc == 0, "%s: rc %d\n%s", envs[i], rc, rep.text);
+        ck_assert_int_eq(rep.failed, 0);
+        ck_assert_msg(has_line(&rep, "PASS compile"), "%s", rep.text);
+        ck_assert_msg(has_line(&rep, "PASS reset_deterministic"), "%s", rep.text);
+        ck_assert_msg(has_line(&rep, "PASS step_deterministic"), "%s", rep.text);
+        ck_assert_msg(has_line(&rep, "PASS arbitrary_actions"), "%s", rep.text);
+        ck_assert_msg(has_line(&rep, "PASS max_steps"), "%s", rep.text);
+        ck_assert_msg(has_line(&rep, "PASS hint"), "%s", rep.text);
+        ck_assert_msg(has_line(&rep, "PASS solve (won 20 of 20"), "%s", rep.text);
+        ck_assert_msg(has_line(&rep, "PASS obs_size"), "%s", rep.text);
+        ck_assert_int_ge(rep.passed, 10);
+    }
+}
+END_TEST
+
+START_TEST(params_are_checked) {
+    ck_assert_int_eq(check_env("add", "lo=1,hi=5", NULL, &rep), 0);
+    ck_assert_msg(has_line(&rep, "PASS params (lo=1,hi=5)"), "%s", rep.text);
+    ck_assert_int_eq(check_env("add", "nope=3", NULL, &rep), 1);
+    ck_assert_msg(has_line(&rep, "FAIL params"), "%s", rep.text);
+    ck_assert_msg(strstr(line_of(&rep, "FAIL params"), "nope"), "the message names the key: %s", rep.text);
+    ck_assert_int_eq(check_env("add", "lo=-5", NULL, &rep), 1);
+    ck_assert_msg(has_line(&rep, "FAIL params"), "%s", rep.text);
+}
+END_TEST
+
+START_TEST(compile_error_names_the_line) {
+    ck_assert_int_eq(check_env("cli_broken", NULL, NULL, &rep), 1);
+    ck_assert_msg(has_line(&rep, "FAIL compile"), "%s", rep.text);
+    ck_assert_msg(strstr(line_of(&rep, "FAIL compile"), ":7"), "line 7 named: %s", rep.text);
+    ck_assert_msg(strstr(line_of(&rep, "FAIL compile"), "cli_broken.c"), "file named: %s", rep.text);
+    ck_assert_int_eq(rep.failed, 1);
+}
+END_TEST
+
+START_TEST(empty_hint_fails) {
+    ck_assert_int_eq(check_env("cli_nohint", NULL, NULL, &rep), 1);
+    ck_assert_msg(has_line(&rep, "FAIL hint"), "%s", rep.text);
+    ck_assert_msg(strstr(line_of(&rep, "FAIL hint"), "empty"), "%s", rep.text);
+    ck_assert_msg(has_line(&rep, "PASS solve"), "only the hint is wrong: %s", rep.text);
+    ck_assert_int_eq(rep.failed, 1);
+}
+END_TEST
+
+START_TEST(losing_solve_fails) {
+    ck_assert_int_eq(check_env("cli_badsolve", NULL, NULL, &rep), 1);
+    ck_assert_msg(has_line(&rep, "FAIL solve: SOLVE won 0 of 20"), "%s", rep.text);
+    ck_assert_int_eq(rep.failed, 1);
+}
+END_TEST
+
+START_TEST(growing_observation_fails) {
+    ck_assert_int_eq(check_env("cli_growobs", NULL, NULL, &rep), 1);
+    ck_assert_msg(has_line(&rep, "FAIL obs_size"), "%s", rep.text);
+    ck_assert_msg(has_line(&rep, "FAIL max_steps"), "the long episode is where it shows: %s", rep.text);
+    ck_assert_msg(has_line(&rep, "PASS reset"), "%s", rep.text);
+    ck_assert_msg(has_line(&rep, "WARN solve"), "no SOLVE is a warning: %s", rep.text);
+}
+END_TEST
+
+START_TEST(crash_on_empty_action_fails) {
+    ck_assert_int_eq(check_env("cli_crashempty", NULL, NULL, &rep), 1);
+    const char *l = line_of(&rep, "FAIL arbitrary_actions");
+    ck_assert_msg(strstr(l, "crash") && strstr(l, "empty action"), "%s", rep.text);
+    /* the checker went on after the crash, with a fresh worker */
+    ck_assert_msg(has_line(&rep, "PASS hint"), "%s", rep.text);
+    ck_assert_msg(has_line(&rep, "PASS solve"), "%s", rep.text);
+}
+END_TEST
+
+START_TEST(infinite_loop_fails_and_checker_goes_on) {
+    spade_check_opts o;
+    spade_check_opts_default(&o);
+    o.solve_seeds = 3;
+    ck_assert_int_eq(check_env("cli_loop", NULL, &o, &rep), 1);
+    const char *l = line_of(&rep, "FAIL arbitrary_actions");
+    ck_assert_msg(strstr(l, "timeout"), "%s", rep.text);
+    ck_assert_msg(has_line(&rep, "PASS solve (won 3 of 3"), "%s", rep.text);
+}
+END_TEST
+
+START_TEST(hidden_global_state_fails) {
+    ck_assert_int_eq(check_env("cli_global", NULL, NULL, &rep), 1);
+    ck_assert_msg(has_line(&rep, "FAIL reset_deterministic"), "%s", rep.text);
+}
+END_TEST
+
+START_TEST(options_are_used) {
+    spade_check_opts o;
+    spade_check_opts_default(&o);
+    ck_assert_int_eq(o.seeds, 5);
+    ck_assert_int_eq(o.solve_seeds, 20);
+    o.seeds = 2;
+    o.solve_seeds = 7;
+    o.first_seed = 1000;
+    o.verbose = 1;
+    ck_assert_int_eq(check_env("add", NULL, &o, &rep), 0);
+    ck_assert_msg(has_line(&rep, "PASS reset (2 seeds)"), "%s", rep.text);
+    ck_assert_msg(has_line(&rep, "PASS solve (won 7 of 7"), "%s", rep.text);
+    ck_assert_msg(has_line(&rep, "INFO first_observation (seed 1000): Compute"), "%s", rep.text);
+    ck_assert_msg(has_line(&rep, "INFO hint"), "%s", rep.text);
+}
+END_TEST
+
+START_TEST(random_action_is_seeded_and_bounded) {
+    uint64_t a = 42, b = 42, c = 43;
+    char x[64], y[64], z[64];
+    int differ = 0;
+    for (int i = 0; i < 200; i++) {
+        size_t nx = spade_random_action(&a, x, sizeof x);
+        size_t ny = spade_random_action(&b, y, sizeof y);
+        size_t nz = spade_random_action(&c, z, sizeof z);
+        ck_assert_uint_eq(nx, ny);
+        ck_assert_str_eq(x, y);
+        ck_assert_uint_eq(strlen(x), nx);
+        ck_assert_uint_gt(nx, 0);
+        ck_assert_uint_eq(strlen(z), nz);
+        differ += strcmp(x, z) != 0;
+    }
+    ck_assert_int_gt(differ, 100);
+    char tiny[3];
+    for (int i = 0; i < 100; i++) ck_assert_uint_le(spade_random_action(&a, tiny, sizeof tiny), 2);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("check");
+    TCase *t = tcase_create("checker");
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_set_timeout(t, 60);
+    tcase_add_test(t, good_env_passes);
+    tcase_add_test(t, params_are_checked);
+    tcase_add_test(t, compile_error_names_the_line);
+    tcase_add_test(t, empty_hint_fails);
+    tcase_add_test(t, losing_solve_fails);
+    tcase_add_test(t, growing_observation_fails);
+    tcase_add_test(t, crash_on_empty_action_fails);
+    tcase_add_test(t, infinite_loop_fails_and_checker_goes_on);
+    tcase_add_test(t, hidden_global_state_fails);
+    tcase_add_test(t, options_are_used);
+    suite_add_tcase(s, t);
+    TCase *u = tcase_create("random_agent");
+    tcase_add_test(u, random_action_is_seeded_and_bounded);
+    suite_add_tcase(s, u);
+    SRunner *r = srunner_create(s);
+    srunner_run_all(r, CK_NORMAL);
+    int failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,138 @@
+#!/bin/sh
+# test_cli.sh — drives the built `spade` program the way a person does: --help on
+# every command, exit statuses, `check` on good and bad environments, `run` with
+# each agent and JSONL, a scripted `play` session through a pipe, `new` then
+# `check`, and `list`. Run by `make check` from the build directory; finds test
+# environments through $srcdir. Not a test of the library (tests/test_*.c).
+
+srcdir=${srcdir:-.}
+SRC=$(cd "$srcdir" && pwd)
+SPADE=${SPADE_BIN:-$(pwd)/spade}
+ENVS=$SRC/tests/envs
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/spade-test-cli-XXXXXX") || exit 99
+trap 'rm -rf "$TMP"' EXIT INT TERM
+fails=0
+n=0
+
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+bad() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; [ -f "$TMP/out" ] && sed 's/^/#   /' "$TMP/out" | head -40; }
+
+# expect STATUS DESCRIPTION CMD... : runs CMD (stdout+stderr to $TMP/out), checks the exit status
+expect() {
+    want=$1; what=$2; shift 2
+    "$@" >"$TMP/out" 2>&1
+    got=$?
+    if [ "$got" = "$want" ]; then ok "$what"; else bad "$what (exit $got, wanted $want)"; fi
+}
+# has TEXT DESCRIPTION : $TMP/out contains TEXT (fixed string)
+has() { if grep -qF -- "$1" "$TMP/out"; then ok "$2"; else bad "$2 (no '$1')"; fi; }
+hasnt() { if grep -qF -- "$1" "$TMP/out"; then bad "$2 (found '$1')"; else ok "$2"; fi; }
+
+[ -x "$SPADE" ] || { echo "spade not built at $SPADE"; exit 99; }
+
+# ---- help, version, usage errors ----------------------------------------------
+expect 0 "--version" "$SPADE" --version
+has "spade " "--version prints the version"
+expect 0 "help" "$SPADE" help
+has "usage: spade COMMAND" "help prints the usage"
+expect 2 "no command is a usage error" "$SPADE"
+expect 2 "unknown command is a usage error" "$SPADE" frobnicate
+has "unknown command 'frobnicate'" "unknown command is named"
+for c in check run play new list; do
+    expect 0 "$c --help" "$SPADE" $c --help
+    has "usage: spade $c" "$c --help prints its usage"
+    expect 0 "help $c" "$SPADE" help $c
+done
+expect 2 "unknown option" "$SPADE" run "$ENVS/add.c" --bogus
+has "--bogus" "unknown option is named"
+expect 2 "bad number" "$SPADE" run "$ENVS/add.c" --episodes lots
+has "--episodes: 'lots'" "bad number names the flag and value"
+expect 2 "bad agent" "$SPADE" run "$ENVS/add.c" --agent genius
+expect 2 "check without a file" "$SPADE" check
+
+# ---- check ------------------------------------------------------------------
+expect 0 "check passes a good environment" "$SPADE" check "$ENVS/add.c" --seeds 3 --solve-seeds 5
+has "PASS solve (won 5 of 5" "check runs the solve check with --solve-seeds"
+has "PASS reset (3 seeds)" "check uses --seeds"
+expect 1 "check fails a losing SOLVE" "$SPADE" check "$ENVS/cli_badsolve.c" --solve-seeds 3
+has "FAIL solve" "the failing check is named"
+expect 1 "check fails a compile error" "$SPADE" check "$ENVS/cli_broken.c"
+has "cli_broken.c:7" "the compile error names file and line"
+expect 1 "check of a missing file" "$SPADE" check "$TMP/nothere.c"
+has "nothere.c" "the missing file is named"
+expect 1 "check with a bad param" "$SPADE" check "$ENVS/add.c:nope=1"
+has "nope" "the bad param is named"
+expect 0 "check with params" "$SPADE" check "$ENVS/add.c:lo=1,hi=3" --solve-seeds 3
+has "PASS params (lo=1,hi=3)" "params reach the checker"
+
+# ---- run --------------------------------------------------------------------
+expect 0 "run --agent solve" "$SPADE" run "$ENVS/add.c" --agent solve --episodes 20 --seed 5 --jsonl "$TMP/run.jsonl"
+has "success rate 1.000" "the solve agent wins every episode of add"
+has "episode 19 seed 24:" "episode i uses seed S+i"
+if [ "$(wc -l <"$TMP/run.jsonl")" -eq 21 ]; then ok "jsonl has 20 episodes and a summary"; else bad "jsonl line count"; fi
+if grep -q '"summary":true.*"success_rate":1[,}]' "$TMP/run.jsonl"; then ok "jsonl summary"; else bad "jsonl summary: $(tail -1 "$TMP/run.jsonl")"; fi
+expect 0 "run --agent random" "$SPADE" run "$ENVS/counter.c" --agent random --episodes 30 --seed 3 --batch 7
+grep '^episode' "$TMP/out" | sort >"$TMP/r1"
+expect 0 "run --agent random, other batch" "$SPADE" run "$ENVS/counter.c" --agent random --episodes 30 --seed 3 --batch 1
+grep '^episode' "$TMP/out" | sort >"$TMP/r2"
+if [ -s "$TMP/r1" ] && cmp -s "$TMP/r1" "$TMP/r2"; then ok "random runs are the same whatever the batch"; else bad "random runs differ between batch sizes"; fi
+expect 0 "run --quiet" "$SPADE" run "$ENVS/add.c" --episodes 5 --quiet
+hasnt "episode 0" "--quiet prints only the summary"
+has "5 episodes" "--quiet still prints the summary"
+printf '7\n8\n9\n' | "$SPADE" run "$ENVS/add.c:lo=2,hi=2" --agent stdin --episodes 3 >"$TMP/out" 2>&1
+if [ $? -eq 0 ]; then ok "run --agent stdin"; else bad "run --agent stdin"; fi
+has "success rate 0.000" "stdin actions are played (7, 8, 9 are not 4)"
+printf '4\n' | "$SPADE" run "$ENVS/add.c:lo=2,hi=2" --agent stdin --episodes 3 >"$TMP/out" 2>&1
+if [ $? -eq 1 ]; then ok "run --agent stdin: early EOF is a failure"; else bad "early EOF exit status"; fi
+has "ended after 1 of 3" "early EOF is explained"
+expect 1 "run --agent solve without SOLVE" "$SPADE" run "$ENVS/cli_growobs.c" --agent solve
+has "no SOLVE" "missing SOLVE is explained"
+expect 1 "run on a crashing environment" "$SPADE" run "$ENVS/cli_crashempty.c" --agent stdin --episodes 1 </dev/null
+printf '\n' | "$SPADE" run "$ENVS/cli_crashempty.c" --agent stdin --episodes 1 >"$TMP/out" 2>&1
+if [ $? -eq 1 ]; then ok "a crash fails the run"; else bad "crash exit status"; fi
+has "crash" "the crash is classified"
+
+# ---- play through a pipe -------------------------------------------------------
+printf '%s\n' ':help' ':hint' ':solve' '5' '4' ':reset 7' '::4' ':bogus' ':info' ':quit' 'never read' |
+    "$SPADE" play "$ENVS/add.c:lo=2,hi=2" --seed 0 >"$TMP/out" 2>&1
+if [ $? -eq 0 ]; then ok "play session exits 0"; else bad "play session exit status"; fi
+has "Compute 2 + 2" "play prints the observation"
+has "> :hint" "piped input is echoed after the prompt"
+has "hint: Add the ones" ":hint prints the hint"
+has 'reference action: The sum is \boxed{4}' ":solve prints the reference action"
+has "return 0 after 1 step, failure" "a wrong answer ends the episode with return 0"
+has "return 1 after 1 step, success" "a right answer ends it with return 1"
+has "seed 7 ---" ":reset SEED starts that seed"
+has "unknown command ':bogus'" "unknown commands are named"
+has "max_steps 1" ":info prints the limits"
+has "played 3 episodes, won 2" "the session summary counts episodes"
+hasnt "never read" ":quit stops reading"
+printf '4\n' | "$SPADE" play "$ENVS/add.c:lo=2,hi=2" >"$TMP/out" 2>&1
+if [ $? -eq 0 ]; then ok "play ends cleanly at EOF"; else bad "play at EOF"; fi
+has "played 1 episode, won 1" "play at EOF prints the summary"
+expect 1 "play a broken file" "$SPADE" play "$ENVS/cli_broken.c" </dev/null
+has "cli_broken.c:7" "play names the line of a compile error"
+
+# ---- new, then check and list -----------------------------------------------
+mkdir "$TMP/work"
+(cd "$TMP/work" && "$SPADE" new mygame) >"$TMP/out" 2>&1
+if [ $? -eq 0 ] && [ -f "$TMP/work/plugins/mygame.c" ]; then ok "new writes plugins/NAME.c"; else bad "new"; fi
+(cd "$TMP/work" && "$SPADE" check mygame) >"$TMP/out" 2>&1
+if [ $? -eq 0 ]; then ok "the template passes check, found by name in ./plugins"; else bad "template check"; fi
+has "PASS solve (won 20 of 20" "the template's SOLVE wins"
+hasnt "WARN" "the template passes without warnings"
+(cd "$TMP/work" && "$SPADE" new mygame) >"$TMP/out" 2>&1
+if [ $? -eq 1 ]; then ok "new refuses to overwrite"; else bad "new overwrite"; fi
+has "already exists" "new says why"
+expect 2 "new rejects a bad name" "$SPADE" new "Bad/Name"
+expect 0 "new --dir" "$SPADE" new other --dir "$TMP/elsewhere"
+[ -f "$TMP/elsewhere/other.c" ] && ok "new --dir writes there" || bad "new --dir"
+SPADE_PATH="$TMP/work/plugins:$TMP/elsewhere" "$SPADE" list --paths >"$TMP/out" 2>&1
+if [ $? -eq 0 ]; then ok "list"; else bad "list"; fi
+has "mygame" "list finds SPADE_PATH environments"
+has "top=100 [2..1000000]" "list shows params with ranges"
+has "Guess a hidden number" "list shows descriptions"
+has "$TMP/elsewhere/other.c" "list --paths shows paths"
+
+echo "1..$n"
+[ "$fails" -eq 0 ]
