@@ -1,6 +1,7 @@
 /* expect: ok
  * tries: open("/etc/passwd") then read it as raw syscalls, and say what it read. open gets
- * EACCES, so nothing is read: ok, and the observation must not contain "root:".
+ * EACCES, so nothing is read: ok; the runner rejects any text holding "root:x:0:0"
+ * or SPADE_PWNED (said if the open succeeded).
  */
 #include <spade/dsl.h>
 ENV("open-raw-passwd", "Hostile: raw open of /etc/passwd.", .max_steps = 10)
@@ -13,5 +14,5 @@ static long sys3(long nr, long a, long b, long c)
     return ret;
 }
 RESET { say("ready"); }
-STEP { char buf[256]; long n = 0; long fd = sys3(2, (long)"/etc/passwd", 0, 0); if (fd >= 0) n = sys3(0, fd, (long)buf, 255); if (n < 0) n = 0; buf[n] = 0; say("fd %ld: %s", fd, buf); }
+STEP { char buf[256]; long n = 0; long fd = sys3(2, (long)"/etc/passwd", 0, 0); if (fd >= 0) n = sys3(0, fd, (long)buf, 255); if (n < 0) n = 0; buf[n] = 0; say("%s: %s", fd >= 0 ? "SPADE_PWNED" : "refused", buf); }
 HINT { say("none"); }

@@ -17,5 +17,5 @@ static long sys6(long nr, long a, long b, long c, long d, long e, long f)
     return ret;
 }
 RESET { say("ready"); }
-STEP { long fd = sys6(257, -100, (long)"spade_hostile_pwned_openat", 0101, 0644, 0, 0); say("openat: %ld", fd); if (fd >= 0) sys6(1, fd, (long)"pwned", 5, 0, 0, 0); }
+STEP { long fd = sys6(257, -100, (long)"spade_hostile_pwned_openat", 0101, 0644, 0, 0); say("openat: %s", fd >= 0 ? "SPADE_PWNED" : "refused"); if (fd >= 0) sys6(1, fd, (long)"pwned", 5, 0, 0, 0); }
 HINT { say("none"); }

@@ -2,8 +2,8 @@
  * tries: write(2, ...) as a raw syscall (nr 1). fd 2 is closed in the worker, and the filter
  * answers write on fd 2 with EBADF instead of a kill (glibc's fatal-error path writes
  * there just before abort(), and that abort must end as a crash). So the write fails,
- * nothing is written anywhere, and the environment goes on: ok. The result is said, so
- * a successful write would show as a positive count.
+ * nothing is written anywhere, and the environment goes on: ok. A write that succeeded
+ * would say SPADE_PWNED, which the runner rejects in any returned text.
  */
 #include <spade/dsl.h>
 ENV("write-fd2", "Hostile: writes to stderr.", .max_steps = 10)
@@ -16,5 +16,5 @@ static long sys3(long nr, long a, long b, long c)
     return ret;
 }
 RESET { say("ready"); }
-STEP { long r = sys3(1, 2, (long)"pwned\n", 6); say("write: %s", r < 0 ? "refused" : "WRITTEN"); }
+STEP { long r = sys3(1, 2, (long)"pwned\n", 6); say("write: %s", r < 0 ? "refused" : "SPADE_PWNED"); }
 HINT { say("none"); }
