@@ -157,7 +157,7 @@ int spade_str_ieq(const char *a, const char *b); /* equal ignoring case and surr
     size_t spade_state_size(void) { return sizeof(struct spade_state); } \
     void spade_reset(void)
 
-#define STEP void spade_step(const char *action, __attribute__((unused)) size_t action_len)
+#define STEP void spade_step(__attribute__((unused)) const char *action, __attribute__((unused)) size_t action_len)
 #define HINT void spade_hint(void)
 #define SOLVE void spade_solve(void)
 
