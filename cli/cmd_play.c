@@ -43,6 +43,7 @@ typedef struct session {
     int inst;                /* instance id in v->worker */
     uint64_t seed;
     int steps, in_episode;
+    int failures; /* calls the environment failed (crash, timeout, ...): exit 1 */
     long episodes, wins;
     char shown_error[1200]; /* last reload error printed, to print each once */
 } session;
@@ -96,11 +97,17 @@ static int new_episode(session *s, uint64_t seed) {
     }
     spade_step_result r;
     spade_failure f;
-    if (spade_worker_reset(s->v->worker, 1, &s->inst, &seed, &r, &f) != 0) {
-        cli_print_failure("play", "reset", &f);
-        return -1;
-    }
     s->seed = seed;
+    s->in_episode = 0;
+    if (spade_worker_reset(s->v->worker, 1, &s->inst, &seed, &r, &f) != 0) {
+        /* Not the end of the session: the person may be fixing the file. */
+        char what[64];
+        snprintf(what, sizeof what, "reset (seed %llu)", (unsigned long long)seed);
+        cli_print_failure("play", what, &f);
+        printf("[no episode: fix the file and :reset, or :quit]\n");
+        s->failures++;
+        return 0;
+    }
     s->steps = 0;
     s->in_episode = 1;
     printf("--- episode %ld, seed %llu ---\n", s->episodes + 1, (unsigned long long)seed);
@@ -186,8 +193,11 @@ int cli_play(spade_sandbox *sb, int argc, char **argv) {
             } else if (!strcmp(cmd, "info")) {
                 print_info(s.v->info, s.v->param_values);
             } else if (!strcmp(cmd, "hint")) {
-                if (spade_worker_hint(s.v->worker, s.inst, &t, &tl, &f) != 0) {
+                if (!s.in_episode) {
+                    printf("no episode running (:reset starts one)\n");
+                } else if (spade_worker_hint(s.v->worker, s.inst, &t, &tl, &f) != 0) {
                     cli_print_failure("play", "hint", &f);
+                    s.failures++;
                     if (new_episode(&s, s.seed + 1) != 0) goto fail;
                 } else {
                     print_text("hint: ", t, tl);
@@ -195,8 +205,11 @@ int cli_play(spade_sandbox *sb, int argc, char **argv) {
             } else if (!strcmp(cmd, "solve")) {
                 if (!s.v->info->has_solve) {
                     printf("this environment has no reference solution (no SOLVE block)\n");
+                } else if (!s.in_episode) {
+                    printf("no episode running (:reset starts one)\n");
                 } else if (spade_worker_solve(s.v->worker, s.inst, &t, &tl, &f) != 0) {
                     cli_print_failure("play", "solve", &f);
+                    s.failures++;
                     if (new_episode(&s, s.seed + 1) != 0) goto fail;
                 } else {
                     print_text("reference action: ", t, tl);
@@ -213,15 +226,21 @@ int cli_play(spade_sandbox *sb, int argc, char **argv) {
         }
         const char *action = line[0] == ':' ? line + 1 : line; /* "::x" plays ":x" */
         size_t alen = (size_t)n - (size_t)(action - line);
+        if (!s.in_episode) {
+            printf("no episode running (:reset starts one)\n");
+            fflush(stdout);
+            continue;
+        }
         spade_step_result r;
         if (spade_worker_step(s.v->worker, 1, &s.inst, &action, &alen, &r, &f) != 0) {
             cli_print_failure("play", "step", &f);
+            s.failures++;
             printf("[the environment failed; starting a new episode]\n");
             if (new_episode(&s, s.seed + 1) != 0) goto fail;
             continue;
         }
         s.steps++;
-        print_text("", r.obs, r.obs_len);
+        if (r.obs_len) print_text("", r.obs, r.obs_len);
         if (r.reward != 0) printf("(reward %g)\n", r.reward);
         if (r.terminated || r.truncated) {
             s.episodes++;
@@ -234,6 +253,7 @@ int cli_play(spade_sandbox *sb, int argc, char **argv) {
         fflush(stdout);
     }
     printf("played %ld episode%s, won %ld\n", s.episodes, s.episodes == 1 ? "" : "s", s.wins);
+    if (s.failures) rc = CLI_FAIL;
     goto out;
 fail:
     rc = CLI_FAIL;

@@ -113,6 +113,28 @@ has "played 1 episode, won 1" "play at EOF prints the summary"
 expect 1 "play a broken file" "$SPADE" play "$ENVS/cli_broken.c" </dev/null
 has "cli_broken.c:7" "play names the line of a compile error"
 
+# play serves the file hot: a change reaches the next episode, a broken change is
+# reported with its line and the old version keeps serving
+hot_env() {
+    cat >"$TMP/hot.c" <<EOF
+#include <spade/dsl.h>
+ENV("hot", "Hot-reload test.", .max_steps = 1)
+STATE { long n; };
+RESET { say("version $1"); }
+STEP { finish(1)$2 }
+HINT { say("any"); }
+EOF
+}
+hot_env 1 ";"
+{
+    echo a; sleep 1; hot_env 2 ";"; echo b; echo c; sleep 1; hot_env 3 ""; echo d; echo e; echo :quit
+} | "$SPADE" play "$TMP/hot.c" >"$TMP/out" 2>&1
+if [ $? -eq 0 ]; then ok "play with hot reload exits 0"; else bad "play with hot reload exit status"; fi
+has "version 2" "play picks up a changed file for the next episode"
+has "reloaded $TMP/hot.c: version 2" "play says it reloaded"
+has "hot.c:5" "a broken change is reported with its line"
+has "still playing version 2" "the old version keeps serving"
+
 # ---- new, then check and list -----------------------------------------------
 mkdir "$TMP/work"
 (cd "$TMP/work" && "$SPADE" new mygame) >"$TMP/out" 2>&1
