@@ -10,12 +10,7 @@ noinst_HEADERS += core/check.h core/registry.h
 
 check_PROGRAMS += tests/test_check tests/test_registry
 TESTS += tests/test_check tests/test_registry tests/test_cli.sh
-# -iquote, not -I, for core/: core/check.h must not hide Check's <check.h>.
-spade_cli_test_cppflags = -include $(top_builddir)/config.h -I$(top_srcdir) -iquote $(top_srcdir)/core \
-	-I$(top_srcdir)/dsl -DSPADE_DATADIR='"$(pkgdatadir)"' -DSPADE_SRCDIR='"$(abs_top_srcdir)"'
 tests_test_check_SOURCES = tests/test_check.c
-tests_test_check_CPPFLAGS = $(spade_cli_test_cppflags)
-tests_test_registry_CPPFLAGS = $(spade_cli_test_cppflags)
 tests_test_check_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_check_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
 tests_test_registry_SOURCES = tests/test_registry.c
