@@ -60,6 +60,7 @@ static int nprogs;
 static spade_sandbox *sb;
 static char workdir[PATH_MAX];
 static int idle_procs = -1;
+static pid_t zygote_pid; /* our only child: it must survive every program */
 static char *big_action;
 static int n_ok, n_bad;
 
@@ -265,8 +266,10 @@ static int count_fds(void)
     return n - 1; /* the DIR's own fd */
 }
 
-/* Processes below us (the zygote, its workers, anything they left), zombies included. */
-static int count_descendants(void)
+/* Processes below us (the zygote, its workers, anything they left), zombies
+ * included; *child (may be NULL) gets our lowest-numbered direct child (the
+ * zygote), or 0. */
+static int count_descendants_(pid_t *child)
 {
     DIR *d = opendir("/proc");
     if (!d)
@@ -300,6 +303,12 @@ static int count_descendants(void)
         n++;
     }
     closedir(d);
+    if (child) {
+        *child = 0;
+        for (int i = 0; i < n; i++)
+            if (ppid[i] == getpid() && (*child == 0 || pid[i] < *child))
+                *child = pid[i];
+    }
     /* Mark descendants of getpid() by repeated passes (the tree is small). */
     char *in = calloc((size_t)n, 1);
     int count = 0, changed = 1;
@@ -322,6 +331,11 @@ static int count_descendants(void)
     free(pid);
     free(ppid);
     return count;
+}
+
+static int count_descendants(void)
+{
+    return count_descendants_(NULL);
 }
 
 /* Entries in the worker's cwd (it must stay empty). */
@@ -523,10 +537,14 @@ START_TEST(test_program)
     run_source(p->name, p->src, p->len, &r);
     int fds_after = count_fds();
 
-    /* Workers are the zygote's children: they may take a moment to be reaped. */
+    /* Workers are the zygote's children: a dead one may take a moment to be
+     * reaped, and the zygote refills its pre-forked spare in the background, so
+     * the count may be briefly above or below the idle size. */
     int procs = count_descendants();
-    for (double t = now_ms(); procs > idle_procs && now_ms() - t < IDLE_WAIT_MS; procs = count_descendants())
+    for (double t = now_ms(); procs != idle_procs && now_ms() - t < IDLE_WAIT_MS; procs = count_descendants())
         usleep(10000);
+    pid_t zygote_now = 0;
+    count_descendants_(&zygote_now);
     int status;
     pid_t reaped = waitpid(-1, &status, WNOHANG);
     char file[NAME_MAX + 1] = "", pwned[PATH_MAX] = "", why[1200] = "";
@@ -534,6 +552,7 @@ START_TEST(test_program)
     int n_pwned = count_pwned(pwned, sizeof pwned);
     int serves = parent_still_serves(why, sizeof why);
     int good = r.outcome == p->expect && fds_after == fds_before && procs == idle_procs && reaped <= 0 &&
+               zygote_now == zygote_pid &&
                in_cwd == 0 && n_pwned == 0 && serves && !r.leaked;
     good ? n_ok++ : n_bad++;
     printf("hostile: %-28s expect %-18s got %-18s %8.1f ms%s\n", p->name, p->word, spade_outcome_name(r.outcome),
@@ -546,6 +565,8 @@ START_TEST(test_program)
                   leak_marks[1]);
     ck_assert_msg(fds_after == fds_before, "%s: %d fds open before, %d after", p->name, fds_before, fds_after);
     ck_assert_msg(reaped <= 0, "%s: waitpid reaped pid %d, a child of the test itself", p->name, (int)reaped);
+    ck_assert_msg(zygote_now == zygote_pid, "%s: the zygote (pid %d) is gone; our child is now %d", p->name,
+                  (int)zygote_pid, (int)zygote_now);
     ck_assert_msg(procs == idle_procs, "%s: %d processes under the test, %d when idle (after %d ms)", p->name, procs,
                   idle_procs, IDLE_WAIT_MS);
     ck_assert_msg(in_cwd == 0, "%s: the worker's cwd now holds %d entries (first: %s)", p->name, in_cwd, file);
@@ -638,8 +659,9 @@ int main(void)
         return 1;
     }
     usleep(50000);
-    idle_procs = count_descendants();
-    printf("hostile: %d programs from %s, cwd %s, %d processes idle\n", nprogs, dir, workdir, idle_procs);
+    idle_procs = count_descendants_(&zygote_pid);
+    printf("hostile: %d programs from %s, cwd %s, %d processes idle, zygote %d\n", nprogs, dir, workdir, idle_procs,
+           (int)zygote_pid);
 
     Suite *s = suite_create("hostile");
     TCase *tc = tcase_create("programs");
