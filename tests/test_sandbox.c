@@ -1,0 +1,518 @@
+/* test_sandbox.c — the real zygote, workers and JIT, end to end.
+ *
+ * What it is: Check tests of core/jit and core/sandbox with real worker
+ * processes: compile errors carry the user's line; a DSL environment loads,
+ * resets, steps, hints and solves; a step that never returns times out within
+ * its deadline and the next worker works; crashes and floods are classified;
+ * 50 load/kill cycles leak no fd and leave no zombie (and the zygote's only
+ * child afterwards is its pre-forked idle worker); the sandbox's processes go
+ * away with it; a spawn from a parent holding a lot of touched memory costs
+ * about what it costs from a small one; the worker really is locked down.
+ * What it is not: the catalogue of hostile programs (test_hostile.c) nor the
+ * protocol decoders (test_ipc.c) nor the vector env (test_vecenv.c).
+ */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "jit/jit.h"
+#include "sandbox/internal.h"
+#include "sandbox/sandbox.h"
+
+static char *read_env(const char *name, size_t *len)
+{
+    const char *dir = getenv("srcdir") ? getenv("srcdir") : SPADE_SRCDIR;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tests/envs/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(path, sizeof path, "%s/tests/envs/%s", SPADE_SRCDIR, name);
+        f = fopen(path, "rb");
+    }
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    char *buf = malloc(1 << 20);
+    ck_assert_ptr_nonnull(buf);
+    *len = fread(buf, 1, (1 << 20) - 1, f);
+    buf[*len] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static spade_sandbox *new_sandbox(double call_timeout)
+{
+    spade_sandbox_opts o;
+    memset(&o, 0, sizeof o);
+    o.call_timeout_s = call_timeout;
+    spade_sandbox *sb = NULL;
+    char err[256];
+    ck_assert_msg(spade_sandbox_new(&sb, &o, err, sizeof err) == 0, "sandbox: %s", err);
+    return sb;
+}
+
+/* ---- the JIT, in process ------------------------------------------------------- */
+static const char *const with_error_on_5 = "#include <spade/dsl.h>\n"
+                                           "ENV(\"e\", \"d\")\n"
+                                           "STATE { int a; };\n"
+                                           "RESET { say(\"hi\"); }\n"
+                                           "STEP { int q = ; }\n"
+                                           "HINT { say(\"h\"); }\n";
+
+START_TEST(jit_compile_error_line)
+{
+    spade_jit *j = NULL;
+    char err[1024];
+    int line = -1;
+    spade_jit_status kind;
+    ck_assert_int_eq(spade_jit_compile("bad.c", with_error_on_5, strlen(with_error_on_5), &j, err, sizeof err, &line,
+                                       &kind),
+                     -1);
+    ck_assert_ptr_null(j);
+    ck_assert_int_eq(kind, SPADE_JIT_COMPILE_ERROR);
+    ck_assert_int_eq(line, 5);
+    ck_assert_msg(strncmp(err, "bad.c:5:", 8) == 0, "message: %s", err);
+}
+END_TEST
+
+START_TEST(jit_link_and_include_and_nul)
+{
+    spade_jit *j = NULL;
+    char err[1024];
+    int line;
+    spade_jit_status kind;
+    const char *linkerr = "#include <spade/dsl.h>\n"
+                          "ENV(\"e\", \"d\")\n"
+                          "STATE { int a; };\n"
+                          "RESET { say(\"hi\"); }\n"
+                          "STEP {\n"
+                          "  fork();\n"
+                          "}\n"
+                          "HINT { say(\"h\"); }\n";
+    ck_assert_int_eq(spade_jit_compile("l.c", linkerr, strlen(linkerr), &j, err, sizeof err, &line, &kind), -1);
+    ck_assert_int_eq(kind, SPADE_JIT_LINK_ERROR);
+    ck_assert_int_eq(line, 6);
+    ck_assert_ptr_nonnull(strstr(err, "'fork'"));
+
+    const char *inc = "#include <spade/dsl.h>\n#include <stdio.h>\nENV(\"e\", \"d\")\n";
+    ck_assert_int_eq(spade_jit_compile("i.c", inc, strlen(inc), &j, err, sizeof err, &line, &kind), -1);
+    ck_assert_int_eq(kind, SPADE_JIT_COMPILE_ERROR);
+    ck_assert_int_eq(line, 2);
+    ck_assert_ptr_nonnull(strstr(err, "stdio.h"));
+
+    const char nul[] = "int a;\nint b;\0int c;\n";
+    ck_assert_int_eq(spade_jit_compile("n.c", nul, sizeof nul - 1, &j, err, sizeof err, &line, &kind), -1);
+    ck_assert_int_eq(kind, SPADE_JIT_COMPILE_ERROR);
+    ck_assert_int_eq(line, 2);
+    ck_assert_ptr_nonnull(strstr(err, "NUL"));
+}
+END_TEST
+
+START_TEST(jit_embedded_headers_and_symbols)
+{
+    size_t len;
+    char *src = read_env("counter.c", &len);
+    spade_jit *j = NULL;
+    char err[1024];
+    ck_assert_msg(spade_jit_compile("counter.c", src, len, &j, err, sizeof err, NULL, NULL) == 0, "%s", err);
+    ck_assert_ptr_nonnull(spade_jit_symbol(j, "spade_meta"));
+    ck_assert_ptr_nonnull(spade_jit_symbol(j, "spade_reset"));
+    ck_assert_ptr_null(spade_jit_symbol(j, "no_such_symbol"));
+    ck_assert_uint_gt(spade_jit_image_size(j), 0);
+    spade_jit_free(j);
+    /* The quoted spelling and the ABI header alone work too. */
+    const char *quoted = "#include \"spade/env.h\"\nconst spade_env_meta spade_meta = {.abi = SPADE_ENV_ABI};\n";
+    ck_assert_msg(spade_jit_compile("q.c", quoted, strlen(quoted), &j, err, sizeof err, NULL, NULL) == 0, "%s", err);
+    spade_jit_free(j);
+    ck_assert_ptr_nonnull(strstr(spade_jit_dsl_h, "#define SPADE_DSL_H"));
+    free(src);
+}
+END_TEST
+
+/* ---- the sandbox ------------------------------------------------------------------ */
+START_TEST(load_and_play)
+{
+    spade_sandbox *sb = new_sandbox(2.0);
+    size_t len;
+    char *src = read_env("counter.c", &len);
+    spade_worker *w = NULL;
+    spade_failure f;
+    ck_assert_msg(spade_worker_load(sb, "counter.c", src, len, &w, &f) == 0, "%s", f.message);
+    ck_assert_int_eq(f.outcome, SPADE_OUT_OK);
+    const spade_env_info *info = spade_worker_info(w);
+    ck_assert_str_eq(info->name, "counter");
+    ck_assert_int_eq(info->max_steps, 20);
+    ck_assert_int_eq(info->has_solve, 1);
+    int first;
+    ck_assert_int_eq(spade_worker_add_instances(w, 3, NULL, &first, &f), 0);
+    int ids[3] = {first, first + 1, first + 2};
+    uint64_t seeds[3] = {7, 8, 7};
+    spade_step_result r[3];
+    ck_assert_msg(spade_worker_reset(w, 3, ids, seeds, r, &f) == 0, "%s", f.message);
+    ck_assert_ptr_nonnull(strstr(r[0].obs, "Target"));
+    ck_assert_str_eq(r[0].obs, r[2].obs); /* same seed, same observation */
+    ck_assert_uint_eq(strlen(r[0].obs), r[0].obs_len);
+    /* Play instance 0 to the end with the reference actions. */
+    int done = 0;
+    for (int t = 0; t < 20 && !done; t++) {
+        const char *a;
+        size_t alen;
+        ck_assert_int_eq(spade_worker_solve(w, ids[0], &a, &alen, &f), 0);
+        char act[64];
+        snprintf(act, sizeof act, "%s", a);
+        const char *acts[1] = {act};
+        ck_assert_int_eq(spade_worker_step(w, 1, ids, acts, NULL, r, &f), 0);
+        done = r[0].terminated;
+    }
+    ck_assert_int_eq(done, 1);
+    ck_assert_int_eq(r[0].success, 1);
+    const char *hint;
+    size_t hlen;
+    ck_assert_int_eq(spade_worker_hint(w, ids[1], &hint, &hlen, &f), 0);
+    ck_assert_ptr_nonnull(strstr(hint, "toward"));
+    /* The caller's mistakes are bad_call and leave the worker alive. */
+    const char *acts[1] = {"+"};
+    ck_assert_int_eq(spade_worker_step(w, 1, ids, acts, NULL, r, &f), -1); /* episode ended */
+    ck_assert_int_eq(f.outcome, SPADE_OUT_BAD_CALL);
+    int nobody = 999;
+    ck_assert_int_eq(spade_worker_hint(w, nobody, &hint, &hlen, &f), -1);
+    ck_assert_int_eq(f.outcome, SPADE_OUT_BAD_CALL);
+    double bad_param = 1000;
+    ck_assert_int_eq(spade_worker_add_instances(w, 1, &bad_param, &first, &f), -1);
+    ck_assert_int_eq(f.outcome, SPADE_OUT_BAD_CALL);
+    ck_assert(spade_worker_alive(w));
+    ck_assert_int_eq(spade_worker_reset(w, 1, ids, seeds, r, &f), 0);
+    spade_worker_free(w);
+    spade_sandbox_free(sb);
+    free(src);
+}
+END_TEST
+
+START_TEST(compile_error_through_worker)
+{
+    spade_sandbox *sb = new_sandbox(1.0);
+    spade_worker *w = (spade_worker *)1;
+    spade_failure f;
+    ck_assert_int_eq(spade_worker_load(sb, "bad.c", with_error_on_5, strlen(with_error_on_5), &w, &f), -1);
+    ck_assert_ptr_null(w);
+    ck_assert_int_eq(f.outcome, SPADE_OUT_COMPILE);
+    ck_assert_int_eq(f.line, 5);
+    ck_assert_msg(strncmp(f.message, "bad.c:5:", 8) == 0, "message: %s", f.message);
+    spade_sandbox_free(sb);
+}
+END_TEST
+
+static int moody(spade_sandbox *sb, spade_worker **w, int *id)
+{
+    size_t len;
+    char *src = read_env("sb_moody.c", &len);
+    spade_failure f;
+    int rc = spade_worker_load(sb, "sb_moody.c", src, len, w, &f);
+    free(src);
+    ck_assert_msg(rc == 0, "%s", f.message);
+    ck_assert_int_eq(spade_worker_add_instances(*w, 1, NULL, id, &f), 0);
+    uint64_t seed = 1;
+    spade_step_result r;
+    ck_assert_int_eq(spade_worker_reset(*w, 1, id, &seed, &r, &f), 0);
+    return 0;
+}
+
+static spade_outcome act_on(spade_worker *w, int id, const char *action, spade_failure *f)
+{
+    spade_step_result r;
+    const char *acts[1] = {action};
+    return spade_worker_step(w, 1, &id, acts, NULL, &r, f) == 0 ? SPADE_OUT_OK : f->outcome;
+}
+
+START_TEST(deadline_then_trainer_goes_on)
+{
+    const double timeout = 0.25;
+    spade_sandbox *sb = new_sandbox(timeout);
+    spade_worker *w;
+    int id;
+    moody(sb, &w, &id);
+    spade_failure f;
+    ck_assert_int_eq(act_on(w, id, "ok", &f), SPADE_OUT_OK);
+    double t0 = spade_ipc_now();
+    ck_assert_int_eq(act_on(w, id, "loop", &f), SPADE_OUT_TIMEOUT);
+    double took = spade_ipc_now() - t0;
+    ck_assert_msg(took >= timeout * 0.95 && took < timeout + 0.5, "timeout after %.3f s", took);
+    ck_assert_int_eq(f.signal, SIGKILL);
+    ck_assert(!spade_worker_alive(w));
+    ck_assert_int_eq(act_on(w, id, "ok", &f), SPADE_OUT_TIMEOUT); /* sticky */
+    spade_worker_free(w);
+    /* A new worker works. */
+    moody(sb, &w, &id);
+    ck_assert_int_eq(act_on(w, id, "ok", &f), SPADE_OUT_OK);
+    spade_worker_free(w);
+    spade_sandbox_free(sb);
+}
+END_TEST
+
+START_TEST(crash_and_flood_classified)
+{
+    spade_sandbox *sb = new_sandbox(2.0);
+    spade_worker *w;
+    int id;
+    spade_failure f;
+    moody(sb, &w, &id);
+    ck_assert_int_eq(act_on(w, id, "crash", &f), SPADE_OUT_CRASH);
+    ck_assert_int_eq(f.signal, SIGSEGV);
+    ck_assert_ptr_nonnull(strstr(f.message, "sb-moody"));
+    spade_worker_free(w);
+    moody(sb, &w, &id);
+    ck_assert_int_eq(act_on(w, id, "flood", &f), SPADE_OUT_OUTPUT);
+    spade_worker_free(w);
+    spade_sandbox_free(sb);
+}
+END_TEST
+
+static int count_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    ck_assert_ptr_nonnull(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n - 1; /* the directory's own fd */
+}
+
+/* Processes whose parent is pid (from /proc/<n>/stat). */
+static int children_of(pid_t pid, pid_t *first)
+{
+    DIR *d = opendir("/proc");
+    ck_assert_ptr_nonnull(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        int p = atoi(e->d_name);
+        if (p <= 0)
+            continue;
+        char path[64], buf[512];
+        snprintf(path, sizeof path, "/proc/%d/stat", p);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        size_t got = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[got] = '\0';
+        const char *rp = strrchr(buf, ')'); /* the name may hold spaces */
+        int ppid = 0;
+        char state;
+        if (rp && sscanf(rp + 1, " %c %d", &state, &ppid) == 2 && ppid == pid) {
+            if (first && n == 0)
+                *first = p;
+            n++;
+        }
+    }
+    closedir(d);
+    return n;
+}
+
+START_TEST(no_fd_leak_no_zombie)
+{
+    spade_sandbox *sb = new_sandbox(0.5);
+    size_t len;
+    char *walk = read_env("sb_walk.c", &len);
+    /* Warm up: the sandbox's own fds are open from here on. */
+    int before = count_fds();
+    for (int cycle = 0; cycle < 50; cycle++) {
+        spade_worker *w = NULL;
+        spade_failure f;
+        switch (cycle % 5) {
+        case 0:
+        case 1: { /* a good one, played and killed */
+            ck_assert_msg(spade_worker_load(sb, "sb_walk.c", walk, len, &w, &f) == 0, "%s", f.message);
+            int id;
+            ck_assert_int_eq(spade_worker_add_instances(w, 4, NULL, &id, &f), 0);
+            int ids[4] = {id, id + 1, id + 2, id + 3};
+            uint64_t seeds[4] = {1, 2, 3, 4};
+            spade_step_result r[4];
+            ck_assert_int_eq(spade_worker_reset(w, 4, ids, seeds, r, &f), 0);
+            break;
+        }
+        case 2: /* a compile error */
+            ck_assert_int_eq(spade_worker_load(sb, "bad.c", with_error_on_5, strlen(with_error_on_5), &w, &f), -1);
+            break;
+        case 3: { /* a crash */
+            int id;
+            moody(sb, &w, &id);
+            ck_assert_int_eq(act_on(w, id, "crash", &f), SPADE_OUT_CRASH);
+            break;
+        }
+        case 4: { /* freed with a batch in flight */
+            int id;
+            moody(sb, &w, &id);
+            const char *a = "ok";
+            ck_assert_int_eq(spade_worker_step_send(w, 1, &id, &a, NULL, &f), 0);
+            break;
+        }
+        }
+        spade_worker_free(w);
+    }
+    ck_assert_int_eq(count_fds(), before);
+    /* No zombie of ours: the zygote is our only child, and alive. */
+    int st;
+    ck_assert_int_eq(waitpid(-1, &st, WNOHANG), 0);
+    /* The zygote's only child is its pre-forked idle worker. */
+    pid_t zyg = spade_sandbox_zygote_pid(sb), idle = 0;
+    ck_assert_int_eq(children_of(zyg, &idle), 1);
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/%d/stat", idle);
+    FILE *fp = fopen(path, "r");
+    ck_assert_ptr_nonnull(fp);
+    ck_assert_ptr_nonnull(fgets(buf, sizeof buf, fp));
+    fclose(fp);
+    ck_assert_msg(strstr(buf, "(spade-worker) S") != NULL, "idle worker: %s", buf);
+    spade_sandbox_free(sb);
+    /* Everything is gone with the sandbox. */
+    errno = 0;
+    ck_assert_int_eq(waitpid(-1, &st, WNOHANG), -1);
+    ck_assert_int_eq(errno, ECHILD);
+    ck_assert_int_eq(kill(zyg, 0), -1);
+    ck_assert_int_eq(kill(idle, 0), -1);
+    ck_assert_int_eq(count_fds(), before - 1); /* the zygote's control socket */
+    free(walk);
+}
+END_TEST
+
+START_TEST(sandbox_freed_before_its_workers)
+{
+    spade_sandbox *sb = new_sandbox(1.0);
+    spade_worker *w;
+    int id;
+    moody(sb, &w, &id);
+    pid_t zyg = spade_sandbox_zygote_pid(sb);
+    spade_sandbox_free(sb); /* the zygote stays while a worker needs it */
+    spade_failure f;
+    ck_assert_int_eq(act_on(w, id, "ok", &f), SPADE_OUT_OK);
+    ck_assert_int_eq(kill(zyg, 0), 0);
+    spade_worker_free(w);
+    ck_assert_int_eq(kill(zyg, 0), -1);
+    int st;
+    errno = 0;
+    ck_assert_int_eq(waitpid(-1, &st, WNOHANG), -1);
+    ck_assert_int_eq(errno, ECHILD);
+}
+END_TEST
+
+/* The worker as the kernel sees it: its own user namespace or not, but
+ * seccomp filter mode, no_new_privs, and only fd 3. */
+START_TEST(worker_is_locked_down)
+{
+    spade_sandbox *sb = new_sandbox(1.0);
+    pid_t idle = 0;
+    for (int i = 0; i < 200 && children_of(spade_sandbox_zygote_pid(sb), &idle) < 1; i++)
+        usleep(5000);
+    ck_assert_int_gt(idle, 0);
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", idle);
+    FILE *fp = fopen(path, "r");
+    ck_assert_ptr_nonnull(fp);
+    int seccomp = -1, nnp = -1;
+    while (fgets(line, sizeof line, fp)) {
+        sscanf(line, "Seccomp: %d", &seccomp);
+        sscanf(line, "NoNewPrivs: %d", &nnp);
+    }
+    fclose(fp);
+    ck_assert_int_eq(seccomp, 2);
+    ck_assert_int_eq(nnp, 1);
+    snprintf(path, sizeof path, "/proc/%d/fd", idle);
+    DIR *d = opendir(path);
+    if (d) { /* readable while we share the uid */
+        int n = 0, has3 = 0;
+        struct dirent *e;
+        while ((e = readdir(d)))
+            if (e->d_name[0] != '.') {
+                n++;
+                has3 |= strcmp(e->d_name, "3") == 0;
+            }
+        closedir(d);
+        ck_assert_int_eq(n, 1);
+        ck_assert_int_eq(has3, 1);
+    }
+    spade_sandbox_free(sb);
+}
+END_TEST
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median_load_s(spade_sandbox *sb, const char *src, size_t len, int n)
+{
+    double t[32];
+    for (int i = 0; i < n; i++) {
+        spade_worker *w;
+        spade_failure f;
+        double t0 = spade_ipc_now();
+        ck_assert_msg(spade_worker_load(sb, "sb_walk.c", src, len, &w, &f) == 0, "%s", f.message);
+        t[i] = spade_ipc_now() - t0;
+        spade_worker_free(w);
+        usleep(2000); /* let the zygote fork its next idle worker, as between real loads */
+    }
+    qsort(t, (size_t)n, sizeof t[0], cmp_double);
+    return t[n / 2];
+}
+
+/* The reason for the zygote: a parent that grew after spade_sandbox_new does
+ * not make spawns slower (a fork of a 1 GiB parent costs many times a load). */
+START_TEST(spawn_cost_independent_of_parent_size)
+{
+    spade_sandbox *sb = new_sandbox(2.0);
+    size_t len;
+    char *src = read_env("sb_walk.c", &len);
+    double small = median_load_s(sb, src, len, 15);
+    size_t big = (size_t)1 << 30;
+    char *mem = malloc(big);
+    ck_assert_ptr_nonnull(mem);
+    memset(mem, 1, big);
+    double large = median_load_s(sb, src, len, 15);
+    fprintf(stderr, "load median: small parent %.3f ms, parent with 1 GiB touched %.3f ms (ratio %.2f)\n",
+            small * 1e3, large * 1e3, large / small);
+    ck_assert_msg(large < 3.0 * small + 0.002, "small %.3f ms, large %.3f ms", small * 1e3, large * 1e3);
+    free(mem);
+    free(src);
+    spade_sandbox_free(sb);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("sandbox");
+    TCase *j = tcase_create("jit");
+    tcase_add_test(j, jit_compile_error_line);
+    tcase_add_test(j, jit_link_and_include_and_nul);
+    tcase_add_test(j, jit_embedded_headers_and_symbols);
+    suite_add_tcase(s, j);
+    TCase *t = tcase_create("workers");
+    tcase_set_timeout(t, 60);
+    tcase_add_test(t, load_and_play);
+    tcase_add_test(t, compile_error_through_worker);
+    tcase_add_test(t, deadline_then_trainer_goes_on);
+    tcase_add_test(t, crash_and_flood_classified);
+    tcase_add_test(t, no_fd_leak_no_zombie);
+    tcase_add_test(t, sandbox_freed_before_its_workers);
+    tcase_add_test(t, worker_is_locked_down);
+    tcase_add_test(t, spawn_cost_independent_of_parent_size);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *r = srunner_create(suite());
+    srunner_run_all(r, CK_NORMAL);
+    int failed = srunner_ntests_failed(r);
+    srunner_free(r);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
