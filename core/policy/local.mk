@@ -5,23 +5,15 @@ libspade_a_SOURCES += core/policy/backend.c core/policy/backend_cpu.c core/polic
 noinst_HEADERS += core/policy/backend.h core/policy/policy.h core/policy/tokenizer.h \
 	core/policy/gpt_internal.h
 
-# CUDA: configure's HAVE_CUDA says nvcc + cuBLAS exist. Until core/policy/backend_cuda.cu
-# (written against backend.h) is in the tree, the library is built without it and
-# "policy.backend = cuda" reports that; see backend.h (SPADE_POLICY_NO_CUDA).
-if HAVE_CUDA
-POLICY_CUDA_CPPFLAGS = -DSPADE_POLICY_NO_CUDA
-else
+# CUDA: configure's HAVE_CUDA says nvcc + cuBLAS exist; core/policy/cuda.mk then builds
+# core/policy/backend_cuda.cu into libspade.a. POLICY_CUDA_CPPFLAGS would hold
+# -DSPADE_POLICY_NO_CUDA to leave the backend out (see backend.h); it is empty now.
 POLICY_CUDA_CPPFLAGS =
-endif
 AM_CPPFLAGS += $(POLICY_CUDA_CPPFLAGS)
 
 check_PROGRAMS += tests/test_policy
 TESTS += tests/test_policy
 tests_test_policy_SOURCES = tests/test_policy.c
-# -iquote, not -I, for core/: core/check.h (the environment checker) would
-# otherwise shadow Check's <check.h>.
-tests_test_policy_CPPFLAGS = -include $(top_builddir)/config.h -I$(top_srcdir) -iquote $(top_srcdir)/core \
-	$(POLICY_CUDA_CPPFLAGS)
 tests_test_policy_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_policy_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
 
