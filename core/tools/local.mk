@@ -10,3 +10,8 @@ tests_test_tools_CPPFLAGS = -include $(top_builddir)/config.h -I$(top_srcdir) -i
 	-I$(top_srcdir)/dsl -DSPADE_SRCDIR='"$(abs_top_srcdir)"'
 tests_test_tools_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_tools_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
+
+noinst_PROGRAMS += bench/bench_tools
+bench_programs += bench/bench_tools
+bench_bench_tools_SOURCES = bench/bench_tools.c
+bench_bench_tools_LDADD = $(SPADE_LIBS)

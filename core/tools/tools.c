@@ -51,8 +51,22 @@ const char *spade_type_name(spade_type t)
     return "?";
 }
 
-static int is_ident_start(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-static int is_ident_char(unsigned char c) { return is_ident_start(c) || (c >= '0' && c <= '9'); }
+/* Byte classes for the scan over agent text, which is mostly prose: one load
+ * decides whether a byte can start anything. */
+enum { CL_IDENT = 1, CL_START = 2, CL_OPEN = 4 /* '<' or '{' */ };
+static const unsigned char CLASS[256] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 4, 0, 0, 0,
+    0, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 3,
+    0, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 4, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+};
+
+static int is_ident_start(unsigned char c) { return (CLASS[c] & CL_START) != 0; }
+static int is_ident_char(unsigned char c) { return (CLASS[c] & CL_IDENT) != 0; }
 static int is_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
 static int is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
 static int hex_val(unsigned char c)
@@ -95,6 +109,20 @@ static void sb_put(sbuf *b, const char *s, size_t n)
 }
 
 static void sb_str(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
+
+/* %ld without printf's machinery: results are printed on every call. */
+static void sb_long(sbuf *b, long v)
+{
+    char tmp[24];
+    char *p = tmp + sizeof tmp;
+    unsigned long u = v < 0 ? 0ul - (unsigned long)v : (unsigned long)v;
+    do {
+        *--p = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0) *--p = '-';
+    sb_put(b, p, (size_t)(tmp + sizeof tmp - p));
+}
 
 static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void sb_printf(sbuf *b, const char *fmt, ...)
@@ -574,8 +602,13 @@ static int lex_string(parser *ps, value *v, size_t limit)
                 ps->p = r;
                 return fail(ps, "NUL byte in a string");
             }
-            tmp[0] = (char)c;
+            if (n + 1 > limit) {
+                v->too_large = 1;
+                break;
+            }
+            d[n++] = (char)c;
             r++;
+            continue;
         } else {
             /* e is an unescaped quote, so a backslash before it has a successor < e */
             unsigned char x = (unsigned char)r[1];
@@ -1100,15 +1133,19 @@ static int find_last_call(const toolset *T, const char *text, size_t len, call *
     const char *json_only_end = text;
     while (p < end) {
         unsigned char ch = (unsigned char)*p;
+        if (CLASS[ch] == 0 || (p < json_only_end && ch != '{')) {
+            p++;
+            continue;
+        }
+        if ((CLASS[ch] & CL_IDENT) && !((CLASS[ch] & CL_START) && (p == text || !is_ident_char((unsigned char)p[-1])))) {
+            p++; /* inside a word or a number */
+            continue;
+        }
         int cur = best == 0 ? 1 : 0;
         call *c = &calls[cur];
         arena *ar = &ars[cur];
         int kind = CAND_NONE;
         const char *resume = p + 1;
-        if (p < json_only_end && ch != '{') {
-            p++;
-            continue;
-        }
         if (ch == '<' && (size_t)(end - p) >= sizeof TAG_OPEN - 1 && memcmp(p, TAG_OPEN, sizeof TAG_OPEN - 1) == 0) {
             const char *body = p + sizeof TAG_OPEN - 1;
             const char *close = find_bytes(body, end, TAG_CLOSE, sizeof TAG_CLOSE - 1);
@@ -1135,7 +1172,7 @@ static int find_last_call(const toolset *T, const char *text, size_t len, call *
                 kind = CAND_MALFORMED;
                 resume = ps.p > p ? ps.p : p + 1;
             }
-        } else if (is_ident_start(ch) && (p == text || !is_ident_char((unsigned char)p[-1]))) {
+        } else if (is_ident_start(ch)) {
             const char *w = p;
             while (w < end && is_ident_char((unsigned char)*w)) w++;
             resume = w;
@@ -1394,8 +1431,8 @@ static spade_dispatch invoke(const toolset *T, int k, const call *c, sbuf *o)
     ffi_call(cif, FFI_FN(def->fn), &rv, sig->nargs ? avalues : NULL);
     switch (sig->ret) {
     case SPADE_T_VOID: break;
-    case SPADE_T_INT: sb_printf(o, "%d", (int)rv.sa); break;
-    case SPADE_T_LONG: sb_printf(o, "%ld", rv.l); break;
+    case SPADE_T_INT: sb_long(o, (int)rv.sa); break;
+    case SPADE_T_LONG: sb_long(o, rv.l); break;
     case SPADE_T_DOUBLE: sb_double(o, rv.d); break;
     case SPADE_T_BOOL: sb_str(o, (unsigned char)rv.a ? "true" : "false"); break;
     case SPADE_T_STRING: sb_str(o, rv.p ? (const char *)rv.p : "null"); break;
