@@ -21,3 +21,12 @@ bench_programs += bench/bench_policy
 noinst_PROGRAMS += bench/bench_policy
 bench_bench_policy_SOURCES = bench/bench_policy.c
 bench_bench_policy_LDADD = $(SPADE_LIBS)
+
+# `spade pretrain` (cli/cmd_pretrain.c) is linked into its test directly; the lead
+# adds it to spade_SOURCES.
+check_PROGRAMS += tests/test_policy_pretrain
+TESTS += tests/test_policy_pretrain
+tests_test_policy_pretrain_SOURCES = tests/test_policy_pretrain.c cli/cmd_pretrain.c
+tests_test_policy_pretrain_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_test_policy_pretrain_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
+EXTRA_DIST += cli/cmd_pretrain.h

@@ -1,0 +1,512 @@
+/* cmd_pretrain.c — `spade pretrain CONFIG`: trains the policy to predict the
+ * next byte of a directory of text files (e.g. stdenv/), so self-play starts
+ * from a model that can write C at all.
+ *
+ * What it is: the command. It reads an .ini with [policy] (spade_gpt_config
+ * keys) and [pretrain] sections, loads every regular file under the data
+ * directory (sorted, so runs are reproducible), samples random windows,
+ * trains with AdamW (linear warm-up, cosine decay to 10%), shows a progress bar
+ * on a TTY, appends one JSON object per step to a JSONL log, prints samples,
+ * and checkpoints atomically; started again with the same output directory it
+ * resumes from the last checkpoint (the batches of step s depend only on the
+ * seed and s, so a resumed run sees the data an uninterrupted one would have).
+ * SIGINT/SIGTERM finish the current step, checkpoint, and exit 1.
+ * What it is not: library code (it prints and owns the process), nor the run
+ * config layer of self-play (it parses its own file with inih for now).
+ */
+#include "cmd_pretrain.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <ini.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "policy/policy.h"
+
+typedef struct pt_config {
+    spade_gpt_config gpt;
+    char data[1024];
+    char out[1024];
+    char log[1024];          /* default OUT/pretrain.jsonl */
+    long steps;              /* total optimizer steps (the run ends at this step) */
+    int batch;               /* sequences per step */
+    int seq;                 /* tokens per sequence (default: policy.context) */
+    float lr, min_lr_frac, weight_decay, grad_clip;
+    long warmup;
+    long checkpoint_every, sample_every;
+    int sample_tokens;
+    float sample_temperature;
+    uint64_t seed;
+    /* parse state */
+    const char *file;
+    int bad_line;
+    char msg[512];
+} pt_config;
+
+static void pt_defaults(pt_config *c) {
+    memset(c, 0, sizeof *c);
+    spade_gpt_config_default(&c->gpt);
+    snprintf(c->out, sizeof c->out, "pretrain-out");
+    c->steps = 1000;
+    c->batch = 8;
+    c->lr = 3e-4f;
+    c->min_lr_frac = 0.1f;
+    c->weight_decay = 0.1f;
+    c->grad_clip = 1.0f;
+    c->warmup = 50;
+    c->checkpoint_every = 200;
+    c->sample_every = 200;
+    c->sample_tokens = 200;
+    c->sample_temperature = 0.8f;
+    c->seed = 1;
+}
+
+static int num(const char *v, double lo, double hi, double *out) {
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (errno || end == v || *end || !(x >= lo && x <= hi)) return -1;
+    *out = x;
+    return 0;
+}
+
+/* inih handler: returns 0 on an error (inih then reports the line). */
+static int on_key(void *user, const char *section, const char *name, const char *value) {
+    pt_config *c = user;
+    char e[400];
+    if (c->msg[0]) return 1; /* keep the first error only */
+    if (!strcmp(section, "policy")) {
+        int rc = spade_gpt_config_set(&c->gpt, name, value, e, sizeof e);
+        if (rc) {
+            snprintf(c->msg, sizeof c->msg, "[policy] %s", e);
+            return 0;
+        }
+        return 1;
+    }
+    if (strcmp(section, "pretrain")) {
+        snprintf(c->msg, sizeof c->msg, "unknown section [%s] (expected [policy] or [pretrain])", section);
+        return 0;
+    }
+    double x;
+#define STR(k, f)                                                        \
+    if (!strcmp(name, k)) {                                              \
+        if (!*value || strlen(value) >= sizeof c->f) goto bad;           \
+        snprintf(c->f, sizeof c->f, "%s", value);                        \
+        return 1;                                                        \
+    }
+#define NUM(k, f, lo, hi, T)                                             \
+    if (!strcmp(name, k)) {                                              \
+        if (num(value, lo, hi, &x)) goto bad;                            \
+        c->f = (T)x;                                                     \
+        return 1;                                                        \
+    }
+    STR("data", data)
+    STR("out", out)
+    STR("log", log)
+    NUM("steps", steps, 1, 1e12, long)
+    NUM("batch", batch, 1, 1e6, int)
+    NUM("seq", seq, 2, 65536, int)
+    NUM("lr", lr, 0, 10, float)
+    NUM("min_lr_frac", min_lr_frac, 0, 1, float)
+    NUM("weight_decay", weight_decay, 0, 10, float)
+    NUM("grad_clip", grad_clip, 0, 1e9, float)
+    NUM("warmup", warmup, 0, 1e12, long)
+    NUM("checkpoint_every", checkpoint_every, 0, 1e12, long)
+    NUM("sample_every", sample_every, 0, 1e12, long)
+    NUM("sample_tokens", sample_tokens, 1, 65536, int)
+    NUM("sample_temperature", sample_temperature, 0, 100, float)
+    NUM("seed", seed, 0, 1.8e19, uint64_t)
+    snprintf(c->msg, sizeof c->msg,
+             "unknown key '%s' in [pretrain] (keys: data, out, log, steps, batch, seq, lr, min_lr_frac, "
+             "weight_decay, grad_clip, warmup, checkpoint_every, sample_every, sample_tokens, "
+             "sample_temperature, seed)",
+             name);
+    return 0;
+bad:
+    snprintf(c->msg, sizeof c->msg, "[pretrain] %s = '%s': not a valid value", name, value);
+    return 0;
+#undef STR
+#undef NUM
+}
+
+static int load_config(const char *path, pt_config *c) {
+    pt_defaults(c);
+    c->file = path;
+    int line = ini_parse(path, on_key, c);
+    if (line == -1) {
+        fprintf(stderr, "spade pretrain: %s: %s\n", path, strerror(errno ? errno : ENOENT));
+        return 2;
+    }
+    if (line != 0 || c->msg[0]) {
+        if (line > 0)
+            fprintf(stderr, "spade pretrain: %s:%d: %s\n", path, line, c->msg[0] ? c->msg : "syntax error");
+        else
+            fprintf(stderr, "spade pretrain: %s: %s\n", path, c->msg[0] ? c->msg : "cannot parse");
+        return 2;
+    }
+    char e[400];
+    if (spade_gpt_config_validate(&c->gpt, e, sizeof e)) {
+        fprintf(stderr, "spade pretrain: %s: %s\n", path, e);
+        return 2;
+    }
+    if (!c->data[0]) {
+        fprintf(stderr, "spade pretrain: %s: [pretrain] data = DIR is required\n", path);
+        return 2;
+    }
+    if (!c->seq) c->seq = c->gpt.context;
+    if (c->seq > c->gpt.context) {
+        fprintf(stderr, "spade pretrain: %s: [pretrain] seq = %d exceeds policy.context = %d\n", path,
+                c->seq, c->gpt.context);
+        return 2;
+    }
+    if (!c->log[0]) snprintf(c->log, sizeof c->log, "%.1000s/pretrain.jsonl", c->out);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- data */
+
+typedef struct {
+    int *tok;
+    size_t n, cap;
+    int files;
+} corpus;
+
+static int push(corpus *cp, int t) {
+    if (cp->n == cp->cap) {
+        size_t nc = cp->cap ? cp->cap * 2 : 1 << 16;
+        int *nt = realloc(cp->tok, nc * sizeof(int));
+        if (!nt) return -1;
+        cp->tok = nt;
+        cp->cap = nc;
+    }
+    cp->tok[cp->n++] = t;
+    return 0;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Appends every regular file under dir (sorted, recursive, skipping dot
+ * files), each followed by <|end|>. */
+static int load_dir(const char *dir, corpus *cp, int depth) {
+    if (depth > 16) return 0;
+    DIR *d = opendir(dir);
+    if (!d) {
+        fprintf(stderr, "spade pretrain: data directory %s: %s\n", dir, strerror(errno));
+        return -1;
+    }
+    char **names = NULL;
+    size_t nn = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        char **nn2 = realloc(names, (nn + 1) * sizeof *names);
+        if (!nn2) break;
+        names = nn2;
+        names[nn++] = strdup(e->d_name);
+    }
+    closedir(d);
+    qsort(names, nn, sizeof *names, cmp_str);
+    int rc = 0;
+    for (size_t i = 0; i < nn && !rc; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        struct stat st;
+        if (stat(path, &st)) continue;
+        if (S_ISDIR(st.st_mode)) {
+            rc = load_dir(path, cp, depth + 1);
+        } else if (S_ISREG(st.st_mode)) {
+            FILE *f = fopen(path, "rb");
+            if (!f) {
+                fprintf(stderr, "spade pretrain: %s: %s\n", path, strerror(errno));
+                rc = -1;
+                break;
+            }
+            int ch;
+            while ((ch = fgetc(f)) != EOF && !rc) rc = push(cp, ch);
+            fclose(f);
+            if (!rc) rc = push(cp, SPADE_TOK_END);
+            cp->files++;
+        }
+    }
+    for (size_t i = 0; i < nn; i++) free(names[i]);
+    free(names);
+    if (rc > 0 || (rc < 0 && errno == ENOMEM)) fprintf(stderr, "spade pretrain: out of memory reading %s\n", dir);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- helpers */
+
+static volatile sig_atomic_t stop_requested;
+static void on_signal(int s) {
+    (void)s;
+    stop_requested = 1;
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static uint64_t mix(uint64_t x) {
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+static float lr_at(const pt_config *c, long step) {
+    if (c->warmup > 0 && step <= c->warmup) return c->lr * (float)step / (float)c->warmup;
+    double span = (double)(c->steps - c->warmup), t = span > 0 ? (step - c->warmup) / span : 1.0;
+    if (t > 1) t = 1;
+    double f = c->min_lr_frac + (1 - c->min_lr_frac) * 0.5 * (1 + cos(M_PI * t));
+    return (float)(c->lr * f);
+}
+
+static void json_str(FILE *f, const char *s, size_t n) {
+    fputc('"', f);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
+        else if (ch == '\n') fputs("\\n", f);
+        else if (ch == '\t') fputs("\\t", f);
+        else if (ch < 0x20 || ch >= 0x7f) fprintf(f, "\\u%04x", ch); /* bytes as code points: lossless */
+        else fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+static void progress(long step, long total, float loss, double tok_s, double eta) {
+    int w = 30, fill = total > 0 ? (int)(w * (double)step / total) : w;
+    char bar[64];
+    for (int i = 0; i < w; i++) bar[i] = i < fill ? '#' : '.';
+    bar[w] = 0;
+    fprintf(stderr, "\r[%s] %ld/%ld loss %.4f %.0f tok/s eta %.0fs   ", bar, step, total, loss, tok_s, eta);
+    fflush(stderr);
+}
+
+static int mkdir_p(const char *path) {
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            if (mkdir(buf, 0755) && errno != EEXIST) return -1;
+            *p = '/';
+        }
+    if (mkdir(buf, 0755) && errno != EEXIST) return -1;
+    return 0;
+}
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: spade pretrain CONFIG\n\n"
+            "Trains the policy to predict the next byte of every file under [pretrain] data.\n"
+            "CONFIG is an .ini file:\n"
+            "  [policy]   layers, heads, width, context, backend (auto|cpu|cuda|cpu_ref), seed\n"
+            "  [pretrain] data (required), out, log, steps, batch, seq, lr, min_lr_frac,\n"
+            "             weight_decay, grad_clip, warmup, checkpoint_every, sample_every,\n"
+            "             sample_tokens, sample_temperature, seed\n"
+            "Writes OUT/policy.ckpt (atomically) every checkpoint_every steps and at the end,\n"
+            "and one JSON object per step to the log (default OUT/pretrain.jsonl).\n"
+            "Run it again with the same OUT to resume from the checkpoint.\n"
+            "Exit status: 0 done, 1 failed or interrupted (after checkpointing), 2 usage error.\n");
+}
+
+/* ---------------------------------------------------------------- command */
+
+int spade_cmd_pretrain(int argc, char **argv) {
+    if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        usage(stdout);
+        return 0;
+    }
+    if (argc != 2) {
+        usage(stderr);
+        return 2;
+    }
+    pt_config c;
+    int rc = load_config(argv[1], &c);
+    if (rc) return rc;
+
+    corpus cp = {0};
+    if (load_dir(c.data, &cp, 0)) {
+        free(cp.tok);
+        return 1;
+    }
+    if (cp.n < (size_t)c.seq + 1) {
+        fprintf(stderr, "spade pretrain: %s holds %zu tokens in %d files; need at least seq + 1 = %d\n",
+                c.data, cp.n, cp.files, c.seq + 1);
+        free(cp.tok);
+        return 1;
+    }
+    if (mkdir_p(c.out)) {
+        fprintf(stderr, "spade pretrain: cannot create %s: %s\n", c.out, strerror(errno));
+        free(cp.tok);
+        return 1;
+    }
+    char ckpt[1100], err[512];
+    snprintf(ckpt, sizeof ckpt, "%s/policy.ckpt", c.out);
+
+    spade_policy *p = NULL;
+    if (access(ckpt, F_OK) == 0) {
+        spade_gpt_config fc;
+        if (spade_policy_read_config(ckpt, &fc, err, sizeof err)) {
+            fprintf(stderr, "spade pretrain: cannot resume: %s\n", err);
+            free(cp.tok);
+            return 1;
+        }
+        if (fc.layers != c.gpt.layers || fc.heads != c.gpt.heads || fc.width != c.gpt.width ||
+            fc.context != c.gpt.context) {
+            fprintf(stderr,
+                    "spade pretrain: cannot resume: %s has layers %d heads %d width %d context %d, "
+                    "%s asks for %d %d %d %d (use another [pretrain] out)\n",
+                    ckpt, fc.layers, fc.heads, fc.width, fc.context, argv[1], c.gpt.layers, c.gpt.heads,
+                    c.gpt.width, c.gpt.context);
+            free(cp.tok);
+            return 1;
+        }
+        rc = spade_policy_load(&p, ckpt, c.gpt.backend, err, sizeof err);
+    } else {
+        rc = spade_policy_new(&p, &c.gpt, err, sizeof err);
+    }
+    if (rc) {
+        fprintf(stderr, "spade pretrain: %s\n", err);
+        free(cp.tok);
+        return 1;
+    }
+    long start = spade_policy_steps(p);
+    FILE *log = fopen(c.log, "a");
+    if (!log) {
+        fprintf(stderr, "spade pretrain: log %s: %s\n", c.log, strerror(errno));
+        spade_policy_free(p);
+        free(cp.tok);
+        return 1;
+    }
+    int tty = isatty(2);
+    fprintf(stderr, "spade pretrain: %zu parameters on %s; %zu tokens from %d files in %s; %s at step %ld of %ld\n",
+            spade_policy_num_params(p), spade_policy_backend_note(p), cp.n, cp.files, c.data,
+            start ? "resuming" : "starting", start, c.steps);
+    fprintf(log, "{\"event\":\"start\",\"step\":%ld,\"steps\":%ld,\"params\":%zu,\"backend\":", start, c.steps,
+            spade_policy_num_params(p));
+    json_str(log, spade_policy_backend_name(p), strlen(spade_policy_backend_name(p)));
+    fprintf(log, ",\"tokens\":%zu,\"files\":%d}\n", cp.n, cp.files);
+    fflush(log);
+
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    stop_requested = 0;
+
+    int B = c.batch, T = c.seq;
+    int *tok = malloc((size_t)B * T * sizeof(int)), *tg = malloc((size_t)B * T * sizeof(int));
+    int *stok = malloc((size_t)c.sample_tokens * sizeof(int));
+    char *text = malloc((size_t)c.sample_tokens * 16 + 64);
+    spade_adamw_opts o;
+    spade_adamw_opts_default(&o);
+    o.weight_decay = c.weight_decay;
+    o.grad_clip = c.grad_clip;
+    double t0 = now_s(), last_draw = 0;
+    long done_steps = 0;
+    rc = 0;
+    if (!tok || !tg || !stok || !text) {
+        fprintf(stderr, "spade pretrain: out of memory\n");
+        rc = 1;
+    }
+    long step = start;
+    while (!rc && step < c.steps && !stop_requested) {
+        step++;
+        /* the batch of step s depends only on (seed, s): resuming replays nothing and skips nothing */
+        for (int b = 0; b < B; b++) {
+            uint64_t r = mix(c.seed * 0x100000001B3ull ^ mix((uint64_t)step * 1000003u + b));
+            size_t off = r % (cp.n - T);
+            memcpy(tok + (size_t)b * T, cp.tok + off, (size_t)T * sizeof(int));
+            memcpy(tg + (size_t)b * T, cp.tok + off + 1, (size_t)T * sizeof(int));
+        }
+        float loss, gnorm;
+        o.lr = lr_at(&c, step);
+        if (spade_policy_forward(p, tok, tg, NULL, B, T, &loss, NULL, err, sizeof err) ||
+            spade_policy_backward(p, 1.0f, err, sizeof err) ||
+            spade_policy_step(p, &o, &gnorm, err, sizeof err)) {
+            fprintf(stderr, "%sspade pretrain: step %ld: %s\n", tty ? "\n" : "", step, err);
+            rc = 1;
+            break;
+        }
+        done_steps++;
+        double el = now_s() - t0, tok_s = done_steps * (double)B * T / el;
+        fprintf(log,
+                "{\"event\":\"step\",\"step\":%ld,\"loss\":%.6f,\"lr\":%.6g,\"grad_norm\":%.6g,"
+                "\"tokens_per_s\":%.1f,\"elapsed_s\":%.3f}\n",
+                step, loss, o.lr, gnorm, tok_s, el);
+        fflush(log);
+        if (tty && (now_s() - last_draw > 0.1 || step == c.steps)) {
+            progress(step, c.steps, loss, tok_s, (c.steps - step) * el / done_steps);
+            last_draw = now_s();
+        } else if (!tty && (step % 50 == 0 || step == c.steps)) {
+            fprintf(stderr, "step %ld/%ld loss %.4f %.0f tok/s\n", step, c.steps, loss, tok_s);
+        }
+        if (c.sample_every > 0 && (step % c.sample_every == 0 || step == c.steps)) {
+            /* prompt: the first bytes of a document start, so samples show style, not memory */
+            int prompt[1] = {SPADE_TOK_END}, len = 0;
+            spade_sample_opts so;
+            spade_sample_opts_default(&so);
+            so.temperature = c.sample_temperature;
+            so.max_tokens = c.sample_tokens < c.gpt.context - 1 ? c.sample_tokens : c.gpt.context - 1;
+            so.seed = (uint64_t)step;
+            if (spade_policy_sample(p, prompt, 1, 1, &so, stok, NULL, &len, err, sizeof err)) {
+                fprintf(stderr, "%sspade pretrain: sampling at step %ld: %s\n", tty ? "\n" : "", step, err);
+                rc = 1;
+                break;
+            }
+            size_t tl = 0;
+            spade_tok_decode(stok, (size_t)len, 1, text, (size_t)c.sample_tokens * 16 + 64, &tl);
+            if (tty) fputc('\n', stderr);
+            printf("--- sample at step %ld ---\n%s\n---\n", step, text);
+            fflush(stdout);
+            fprintf(log, "{\"event\":\"sample\",\"step\":%ld,\"text\":", step);
+            json_str(log, text, strlen(text));
+            fputs("}\n", log);
+            fflush(log);
+        }
+        if ((c.checkpoint_every > 0 && step % c.checkpoint_every == 0) || step == c.steps) {
+            if (spade_policy_save(p, ckpt, err, sizeof err)) {
+                fprintf(stderr, "%sspade pretrain: %s\n", tty ? "\n" : "", err);
+                rc = 1;
+                break;
+            }
+            fprintf(log, "{\"event\":\"checkpoint\",\"step\":%ld,\"path\":", step);
+            json_str(log, ckpt, strlen(ckpt));
+            fputs("}\n", log);
+            fflush(log);
+        }
+    }
+    if (tty) fputc('\n', stderr);
+    if (stop_requested && !rc) {
+        /* interrupted: keep the work done so far */
+        if (spade_policy_save(p, ckpt, err, sizeof err)) fprintf(stderr, "spade pretrain: %s\n", err);
+        else fprintf(stderr, "spade pretrain: interrupted at step %ld; checkpoint %s written\n", step, ckpt);
+        fprintf(log, "{\"event\":\"interrupted\",\"step\":%ld}\n", step);
+        rc = 1;
+    } else if (!rc) {
+        fprintf(stderr, "spade pretrain: done: step %ld, checkpoint %s, log %s\n", step, ckpt, c.log);
+        fprintf(log, "{\"event\":\"done\",\"step\":%ld}\n", step);
+    }
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    fclose(log);
+    free(tok);
+    free(tg);
+    free(stok);
+    free(text);
+    free(cp.tok);
+    spade_policy_free(p);
+    return rc;
+}
