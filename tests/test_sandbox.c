@@ -272,6 +272,41 @@ START_TEST(crash_and_flood_classified)
 }
 END_TEST
 
+/* RLIMIT_CPU is a backstop per call, not a budget for a worker's life: a
+ * worker that has used many times cpu_limit_s over many calls lives on. */
+START_TEST(cpu_limit_does_not_end_long_lives)
+{
+    spade_sandbox_opts o;
+    memset(&o, 0, sizeof o);
+    o.call_timeout_s = 1.0;
+    o.cpu_limit_s = 1;
+    spade_sandbox *sb = NULL;
+    char err[256];
+    ck_assert_int_eq(spade_sandbox_new(&sb, &o, err, sizeof err), 0);
+    spade_worker *w;
+    int id;
+    moody(sb, &w, &id);
+    spade_failure f;
+    double t0 = spade_ipc_now(), busy = 0;
+    int calls = 0;
+    /* About 2.5 s of CPU in steps of a few ms (a slow machine just takes longer). */
+    while (busy < 2.5 && calls < 5000) {
+        double c0 = spade_ipc_now();
+        ck_assert_msg(act_on(w, id, "busy", &f) == SPADE_OUT_OK, "call %d after %.2f s: %s", calls,
+                      spade_ipc_now() - t0, f.message);
+        busy += spade_ipc_now() - c0;
+        if (++calls % 40 == 0) { /* sb-moody truncates at 50 steps */
+            uint64_t seed = (uint64_t)calls;
+            spade_step_result r;
+            ck_assert_int_eq(spade_worker_reset(w, 1, &id, &seed, &r, &f), 0);
+        }
+    }
+    ck_assert_double_ge(busy, 2.5);
+    spade_worker_free(w);
+    spade_sandbox_free(sb);
+}
+END_TEST
+
 static int count_fds(void)
 {
     DIR *d = opendir("/proc/self/fd");
@@ -364,12 +399,17 @@ START_TEST(no_fd_leak_no_zombie)
     /* The zygote's only child is its pre-forked idle worker. */
     pid_t zyg = spade_sandbox_zygote_pid(sb), idle = 0;
     ck_assert_int_eq(children_of(zyg, &idle), 1);
-    char path[64], buf[256];
+    char path[64], buf[256] = "";
     snprintf(path, sizeof path, "/proc/%d/stat", idle);
-    FILE *fp = fopen(path, "r");
-    ck_assert_ptr_nonnull(fp);
-    ck_assert_ptr_nonnull(fgets(buf, sizeof buf, fp));
-    fclose(fp);
+    /* It may be a moment old: named and asleep on its socket soon. */
+    for (int tries = 0; tries < 400 && !strstr(buf, "(spade-worker) S"); tries++) {
+        if (tries)
+            usleep(5000);
+        FILE *fp = fopen(path, "r");
+        ck_assert_ptr_nonnull(fp);
+        ck_assert_ptr_nonnull(fgets(buf, sizeof buf, fp));
+        fclose(fp);
+    }
     ck_assert_msg(strstr(buf, "(spade-worker) S") != NULL, "idle worker: %s", buf);
     spade_sandbox_free(sb);
     /* Everything is gone with the sandbox. */
@@ -414,14 +454,19 @@ START_TEST(worker_is_locked_down)
     ck_assert_int_gt(idle, 0);
     char path[64], line[256];
     snprintf(path, sizeof path, "/proc/%d/status", idle);
-    FILE *fp = fopen(path, "r");
-    ck_assert_ptr_nonnull(fp);
     int seccomp = -1, nnp = -1;
-    while (fgets(line, sizeof line, fp)) {
-        sscanf(line, "Seccomp: %d", &seccomp);
-        sscanf(line, "NoNewPrivs: %d", &nnp);
+    /* Just forked, it may still be locking itself down: give it a moment. */
+    for (int tries = 0; tries < 400 && seccomp != 2; tries++) {
+        if (tries)
+            usleep(5000);
+        FILE *fp = fopen(path, "r");
+        ck_assert_ptr_nonnull(fp);
+        while (fgets(line, sizeof line, fp)) {
+            sscanf(line, "Seccomp: %d", &seccomp);
+            sscanf(line, "NoNewPrivs: %d", &nnp);
+        }
+        fclose(fp);
     }
-    fclose(fp);
     ck_assert_int_eq(seccomp, 2);
     ck_assert_int_eq(nnp, 1);
     snprintf(path, sizeof path, "/proc/%d/fd", idle);
@@ -500,6 +545,7 @@ static Suite *suite(void)
     tcase_add_test(t, compile_error_through_worker);
     tcase_add_test(t, deadline_then_trainer_goes_on);
     tcase_add_test(t, crash_and_flood_classified);
+    tcase_add_test(t, cpu_limit_does_not_end_long_lives);
     tcase_add_test(t, no_fd_leak_no_zombie);
     tcase_add_test(t, sandbox_freed_before_its_workers);
     tcase_add_test(t, worker_is_locked_down);

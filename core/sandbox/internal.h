@@ -48,6 +48,9 @@ struct spade_worker {
     int loaded;
     spade_env_info info;
     spade_ipc_buf out, in;
+    double sent_at;       /* when the request in flight was sent */
+    double busy_s;        /* wall time spent in calls: bounds the worker's CPU time */
+    double cpu_granted_s; /* its RLIMIT_CPU soft limit */
     int pending;          /* a batch was sent; its results are not received yet */
     uint32_t pending_n;
     double pending_deadline;

@@ -171,12 +171,6 @@ spade_ipc_io spade_ipc_recv(int fd, spade_ipc_buf *b, size_t max_frame, double d
             want = SPADE_IPC_HDR + (size_t)h[2];
             *type = h[1];
             have_hdr = 1;
-            /* Room for the frame and one byte more, so that trailing garbage is
-             * seen rather than left in the socket. */
-            if (spade_ipc_buf_reserve(b, want + 1) < 0) {
-                fmt_err(err, errlen, "out of memory for a frame of %zu bytes", want);
-                return SPADE_IO_ERROR;
-            }
         }
         if (have_hdr && b->len >= want) {
             if (b->len > want) {
@@ -186,7 +180,20 @@ spade_ipc_io spade_ipc_recv(int fd, spade_ipc_buf *b, size_t max_frame, double d
             *len = want - SPADE_IPC_HDR;
             return SPADE_IO_OK;
         }
-        ssize_t r = recv(fd, b->p + b->len, b->cap - b->len, MSG_DONTWAIT);
+        /* Room for the frame and one byte more, so that trailing garbage is
+         * seen rather than left in the socket; grown as bytes arrive, so that
+         * a header that claims a large frame costs nothing until it is sent. */
+        if (b->len == b->cap) {
+            size_t next = b->cap * 2 < want + 1 ? b->cap * 2 : want + 1;
+            if (next <= b->len || spade_ipc_buf_reserve(b, next) < 0) {
+                fmt_err(err, errlen, "out of memory for a frame of %zu bytes", want);
+                return SPADE_IO_ERROR;
+            }
+        }
+        size_t room = b->cap - b->len;
+        if (have_hdr && room > want + 1 - b->len)
+            room = want + 1 - b->len;
+        ssize_t r = recv(fd, b->p + b->len, room, MSG_DONTWAIT);
         if (r > 0) {
             b->len += (size_t)r;
             continue;

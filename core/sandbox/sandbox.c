@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -447,12 +448,18 @@ static int enter(spade_worker *w, spade_failure *f, int need_loaded)
 
 /* Receives one reply of type want. A FAIL frame becomes the failure (bad_call
  * keeps the worker; anything else ends it). */
-static int receive(spade_worker *w, double deadline, uint32_t want, const unsigned char **payload, size_t *len,
-                   spade_failure *f)
+static int receive(spade_worker *w, double deadline, uint32_t want, size_t want_max, const unsigned char **payload,
+                   size_t *len, spade_failure *f)
 {
     char err[512];
     uint32_t type = 0;
-    spade_ipc_io io = spade_ipc_recv(w->sock, &w->in, w->opts.max_frame, deadline, &type, len, err, sizeof err);
+    /* No honest reply is longer than what was asked for allows (a failure
+     * message is at most a few KiB). */
+    size_t cap = want_max > 16384 ? want_max : 16384;
+    if (cap > w->opts.max_frame)
+        cap = w->opts.max_frame;
+    spade_ipc_io io = spade_ipc_recv(w->sock, &w->in, cap, deadline, &type, len, err, sizeof err);
+    w->busy_s += spade_ipc_now() - w->sent_at;
     if (io != SPADE_IO_OK)
         return io_failure(w, io, err, f);
     *payload = w->in.p + SPADE_IPC_HDR;
@@ -474,9 +481,31 @@ static int receive(spade_worker *w, double deadline, uint32_t want, const unsign
     return 0;
 }
 
+/* RLIMIT_CPU counts a process's whole life, but a worker may serve a long
+ * run: its soft limit is raised from here (prlimit; the hard limit is
+ * unlimited, and the worker itself cannot call setrlimit) so that it stays
+ * cpu_limit_s above the CPU the worker can have used, plus the next call's
+ * deadline. What it can have used is at most the wall time its calls took (one
+ * thread, idle between calls). So one prlimit per cpu_limit_s / 2 seconds of
+ * calls keeps the limit a backstop to the deadlines, for a stopped or
+ * starved parent. */
+static void cpu_refresh(spade_worker *w)
+{
+    if (!w->sb || w->pid <= 0)
+        return;
+    double need = w->busy_s + w->opts.call_timeout_s;
+    if (need < w->cpu_granted_s - w->opts.cpu_limit_s / 2.0)
+        return;
+    struct rlimit r = {(rlim_t)(need + w->opts.cpu_limit_s) + 1, RLIM_INFINITY};
+    if (prlimit(w->pid, RLIMIT_CPU, &r, NULL) == 0)
+        w->cpu_granted_s = (double)r.rlim_cur;
+}
+
 static int transmit(spade_worker *w, double deadline, spade_failure *f)
 {
     char err[256];
+    cpu_refresh(w);
+    w->sent_at = spade_ipc_now();
     spade_ipc_io io = spade_ipc_send(w->sock, w->out.p, w->out.len, deadline, err, sizeof err);
     return io == SPADE_IO_OK ? 0 : io_failure(w, io, err, f);
 }
@@ -539,6 +568,7 @@ int spade_worker_load(spade_sandbox *sb, const char *filename, const char *sourc
         return -1;
     }
     fcntl(w->sock, F_SETFL, fcntl(w->sock, F_GETFL) | O_NONBLOCK);
+    w->cpu_granted_s = w->opts.cpu_limit_s; /* what the worker set itself */
 
     uint32_t head[2] = {(uint32_t)nlen, (uint32_t)len};
     const unsigned char *payload;
@@ -548,7 +578,7 @@ int spade_worker_load(spade_sandbox *sb, const char *filename, const char *sourc
         worker_kill_with(w, SPADE_OUT_INTERNAL, "out of memory building the load request", f);
     } else {
         spade_ipc_end(&w->out);
-        if (transmit(w, deadline, f) == 0 && receive(w, deadline, SPADE_MSG_LOADED, &payload, &plen, f) == 0) {
+        if (transmit(w, deadline, f) == 0 && receive(w, deadline, SPADE_MSG_LOADED, sizeof(spade_env_info), &payload, &plen, f) == 0) {
             if (spade_ipc_decode_info(payload, plen, &w->info, err, sizeof err) < 0) {
                 worker_kill_with(w, SPADE_OUT_PROTOCOL, err, f);
             } else {
@@ -634,7 +664,7 @@ int spade_worker_add_instances(spade_worker *w, int n, const double *param_value
     const unsigned char *payload;
     size_t len;
     char err[256];
-    if (transmit(w, deadline, f) < 0 || receive(w, deadline, SPADE_MSG_ADDED, &payload, &len, f) < 0)
+    if (transmit(w, deadline, f) < 0 || receive(w, deadline, SPADE_MSG_ADDED, 4, &payload, &len, f) < 0)
         return -1;
     if (spade_ipc_decode_added(payload, len, n, first_id, err, sizeof err) < 0)
         return worker_kill_with(w, SPADE_OUT_PROTOCOL, err, f);
@@ -729,7 +759,8 @@ int spade_worker_batch_recv(spade_worker *w, spade_step_result *results, spade_f
     w->pending = 0;
     const unsigned char *payload;
     size_t len;
-    if (receive(w, w->pending_deadline, SPADE_MSG_RESULTS, &payload, &len, f) < 0)
+    if (receive(w, w->pending_deadline, SPADE_MSG_RESULTS,
+                4 + (size_t)w->pending_n * (sizeof(spade_wire_result) + SPADE_OBS_MAX + 1), &payload, &len, f) < 0)
         return -1;
     char err[256];
     int first_bad, bad_status;
@@ -784,7 +815,7 @@ static int text_call(spade_worker *w, uint32_t type, int id, const char **text, 
     double deadline = spade_ipc_now() + w->opts.call_timeout_s;
     const unsigned char *payload;
     size_t len;
-    if (transmit(w, deadline, f) < 0 || receive(w, deadline, SPADE_MSG_TEXT, &payload, &len, f) < 0)
+    if (transmit(w, deadline, f) < 0 || receive(w, deadline, SPADE_MSG_TEXT, 8 + SPADE_OBS_MAX + 1, &payload, &len, f) < 0)
         return -1;
     char err[256];
     int status;

@@ -169,8 +169,11 @@ static int lockdown(int sock, const spade_sandbox_opts *o, uint64_t vm_base, con
      * flag off so that nothing treats fd 3 specially. */
     fcntl(SPADE_WORKER_FD, F_SETFD, 0);
 
+    /* Soft limit only: SIGXCPU kills (the worker cannot catch or block it) and
+     * the parent raises the soft limit as a long-lived worker's life goes on
+     * (sandbox.c, cpu_refresh), which an unlimited hard limit lets it do. */
     rlim_t cpu = o->cpu_limit_s > 0 ? (rlim_t)o->cpu_limit_s : 10;
-    if (limit(RLIMIT_CPU, cpu, cpu + 1) < 0)
+    if (limit(RLIMIT_CPU, cpu, RLIM_INFINITY) < 0 && limit(RLIMIT_CPU, cpu, cpu + 1) < 0)
         return -1;
 #if !defined(__SANITIZE_ADDRESS__)
     /* mem_limit is what the environment may add to the address space the
@@ -461,7 +464,11 @@ void spade_worker_process(int sock, const spade_sandbox_opts *opts, uint64_t vm_
 {
     if (lockdown(sock, opts, vm_base, filter) < 0)
         _exit(SPADE_WORKER_EXIT_LOCKDOWN);
-    /* From here on, seccomp: only the IPC socket, memory, and exit. */
+    /* From here on, seccomp: only the IPC socket, memory, and exit. Tell the
+     * zygote, which hands out only workers that said so (and so never one
+     * whose own setrlimit could still undo a later prlimit of the parent). */
+    if (write(SPADE_WORKER_FD, "R", 1) != 1)
+        _exit(0);
     atexit(on_exit_while_compiling);
     spade_host *host = NULL;
     spade_jit *jit = NULL;

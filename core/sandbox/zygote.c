@@ -205,10 +205,43 @@ static void do_reap(zygote *z, const zreq *q)
     reply(z, &r, NULL, 0);
 }
 
+/* Drops the idle worker (it failed to get ready): killed and reaped. */
+static void drop_idle(zygote *z)
+{
+    kill(z->idle_pid, SIGKILL);
+    while (waitpid(z->idle_pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    kid_remove(z, z->idle_pid);
+    close(z->idle_sock);
+    if (z->idle_pidfd >= 0)
+        close(z->idle_pidfd);
+    z->idle_pid = 0;
+    z->idle_sock = z->idle_pidfd = -1;
+}
+
+/* Waits for the idle worker's "locked down" byte. */
+static int idle_ready(zygote *z)
+{
+    struct pollfd p = {z->idle_sock, POLLIN, 0};
+    int r;
+    while ((r = poll(&p, 1, 5000)) < 0 && errno == EINTR)
+        ;
+    char c = 0;
+    if (r != 1 || read(z->idle_sock, &c, 1) != 1 || c != 'R')
+        return -1;
+    return 0;
+}
+
 static void do_spawn(zygote *z, const zreq *q)
 {
     zrep r = {Z_SPAWN, q->seq, 0, 0, 0, 0, 0};
-    fork_idle(z);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        fork_idle(z);
+        if (z->idle_pid <= 0 || idle_ready(z) == 0)
+            break;
+        drop_idle(z);
+        errno = ECHILD;
+    }
     if (z->idle_pid <= 0) {
         r.err = errno ? errno : EAGAIN;
         reply(z, &r, NULL, 0);
@@ -446,7 +479,10 @@ int spade_zygote_spawn(spade_sandbox *sb, double deadline, pid_t *pid, int *sock
     if (r.err || r.pid <= 0 || nfds != r.nfds || nfds < 1) {
         for (int i = 0; i < nfds; i++)
             close(fds[i]);
-        snprintf(err, errlen, "zygote could not fork a worker: %s", strerror(r.err ? r.err : EPROTO));
+        if (r.err == ECHILD)
+            snprintf(err, errlen, "workers fail to lock themselves down (rlimits, seccomp or prctl refused)");
+        else
+            snprintf(err, errlen, "zygote could not fork a worker: %s", strerror(r.err ? r.err : EPROTO));
         return -1;
     }
     *pid = r.pid;

@@ -1,7 +1,7 @@
 /* sb_moody.c — test environment for core/sandbox: behaves on command.
  * The action decides what step does: "loop" never returns, "crash" writes
- * through a null pointer, "flood" says more than SPADE_OBS_MAX, "spin" burns
- * CPU without end (for the CPU rlimit), "ok"/anything else answers normally.
+ * through a null pointer, "flood" says more than SPADE_OBS_MAX, "busy" burns
+ * some milliseconds of CPU and answers, "ok"/anything else answers at once.
  * Tests use it to reach each failure class from a worker that loaded fine.
  * Not part of stdenv. */
 #include <spade/dsl.h>
@@ -17,6 +17,11 @@ STEP {
     if (strcmp(action, "crash") == 0) {
         volatile int *p = 0;
         *p = 1;
+    }
+    if (strcmp(action, "busy") == 0) {
+        volatile long x = 0;
+        for (long i = 0; i < 4000000; i++)
+            x += i;
     }
     if (strcmp(action, "flood") == 0)
         for (int i = 0; i < 100000; i++)
