@@ -9,12 +9,9 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cmd_pretrain.h"
 #include "env.h"
 #include "version.h"
-
-#ifdef SPADE_HAVE_CMD_PRETRAIN
-#include "cmd_pretrain.h"
-#endif
 
 typedef struct command {
     const char *name;
@@ -24,12 +21,11 @@ typedef struct command {
     const char *summary;
 } command;
 
-#ifdef SPADE_HAVE_CMD_PRETRAIN
+/* pretrain runs no environment: it needs no sandbox, and has its own --help. */
 static int cli_pretrain(spade_sandbox *sb, int argc, char **argv) {
     (void)sb;
     return spade_cmd_pretrain(argc, argv);
 }
-#endif
 
 static const command commands[] = {
     {"check", cli_check, cli_usage_check, 1, "run every check on an environment"},
@@ -37,13 +33,7 @@ static const command commands[] = {
     {"play", cli_play, cli_usage_play, 1, "play an environment yourself in the terminal"},
     {"new", cli_new, cli_usage_new, 0, "write a commented environment template to plugins/"},
     {"list", cli_list, cli_usage_list, 1, "list the environments found on the search path"},
-#ifdef SPADE_HAVE_CMD_PRETRAIN
-    /* cmd_pretrain creates what it needs itself (its own sandbox, the policy). */
-    {"pretrain", cli_pretrain, NULL, 0, "pretrain the policy from a config file"},
-#endif
-    /* TODO(cli): `spade pretrain CONFIG` — wired when cli/cmd_pretrain.c lands
-     * (the policy engineer's spade_cmd_pretrain); build with it by adding it to
-     * spade_SOURCES and -DSPADE_HAVE_CMD_PRETRAIN in cli/local.mk. */
+    {"pretrain", cli_pretrain, NULL, 0, "pretrain the policy on text files (spade pretrain CONFIG)"},
 };
 #define N_COMMANDS (sizeof commands / sizeof *commands)
 

@@ -43,6 +43,10 @@ for c in check run play new list; do
     has "usage: spade $c" "$c --help prints its usage"
     expect 0 "help $c" "$SPADE" help $c
 done
+expect 0 "pretrain --help" "$SPADE" pretrain --help
+has "usage: spade pretrain" "pretrain --help prints its usage"
+expect 0 "help pretrain" "$SPADE" help pretrain
+expect 2 "pretrain without a config" "$SPADE" pretrain
 expect 2 "unknown option" "$SPADE" run "$ENVS/add.c" --bogus
 has "--bogus" "unknown option is named"
 expect 2 "bad number" "$SPADE" run "$ENVS/add.c" --episodes lots
