@@ -1,1 +1,30 @@
 # bench/local.mk — build rules for bench/ (included by the top-level Makefile.am).
+
+# bench_sandbox: hot-load, stepping and spawn cost of the sandbox beside
+# references measured in the same run (gcc + dlopen, python3, plain fork).
+# The gcc -O2 builds of the environments it steps in-process as the reference
+# resolve the DSL helpers from the program, hence -Wl,--export-dynamic.
+spade_bench_envs = bench/envs/trivial.so bench/envs/work20us.so bench/envs/stdenv_maze.so bench/envs/bank.so
+CLEANFILES += $(spade_bench_envs)
+EXTRA_DIST += bench/envs/trivial.c bench/envs/work20us.c bench/bench_py_env.py
+# One explicit rule each: the sources live in three directories.
+$(spade_bench_envs): $(top_srcdir)/dsl/spade/dsl.h $(top_srcdir)/core/env.h
+bench/envs/trivial.so: bench/envs/trivial.c
+	@$(MKDIR_P) bench/envs
+	$(AM_V_CC)$(SPADE_ENV_CC) -o $@ $(srcdir)/bench/envs/trivial.c
+bench/envs/work20us.so: bench/envs/work20us.c
+	@$(MKDIR_P) bench/envs
+	$(AM_V_CC)$(SPADE_ENV_CC) -o $@ $(srcdir)/bench/envs/work20us.c
+bench/envs/stdenv_maze.so: stdenv/maze.c
+	@$(MKDIR_P) bench/envs
+	$(AM_V_CC)$(SPADE_ENV_CC) -o $@ $(srcdir)/stdenv/maze.c
+bench/envs/bank.so: tests/envs/bank.c
+	@$(MKDIR_P) bench/envs
+	$(AM_V_CC)$(SPADE_ENV_CC) -o $@ $(srcdir)/tests/envs/bank.c
+noinst_PROGRAMS += bench/bench_sandbox
+bench_programs += bench/bench_sandbox
+bench_bench_sandbox_SOURCES = bench/bench_sandbox.c
+bench_bench_sandbox_CPPFLAGS = $(AM_CPPFLAGS) -DSPADE_BUILDDIR='"$(abs_top_builddir)"'
+bench_bench_sandbox_LDFLAGS = $(AM_LDFLAGS) -Wl,--export-dynamic
+bench_bench_sandbox_LDADD = $(SPADE_LIBS)
+EXTRA_bench_bench_sandbox_DEPENDENCIES = $(spade_bench_envs)
