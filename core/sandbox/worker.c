@@ -72,6 +72,14 @@ static int add_rules(scmp_filter_ctx c)
                           SCMP_SYS(gettid),       SCMP_SYS(tgkill),         SCMP_SYS(tkill)};
     for (size_t i = 0; i < sizeof refuse / sizeof refuse[0]; i++)
         rc |= seccomp_rule_add(c, SCMP_ACT_ERRNO(EPERM), refuse[i], 0);
+#if defined(__SANITIZE_ADDRESS__)
+    /* ASan builds (--enable-sanitizers) only: its runtime asks for the
+     * signal stack on longjmp (libtcc's error recovery) and yields in its
+     * allocator. Neither is reachable from environment code in a normal build. */
+    rc |= seccomp_rule_add(c, SCMP_ACT_ALLOW, SCMP_SYS(sigaltstack), 0);
+    rc |= seccomp_rule_add(c, SCMP_ACT_ALLOW, SCMP_SYS(sched_yield), 0);
+    rc |= seccomp_rule_add(c, SCMP_ACT_ALLOW, SCMP_SYS(prlimit64), 1, SCMP_A2(SCMP_CMP_EQ, 0));
+#endif
     return rc;
 }
 
