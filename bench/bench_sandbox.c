@@ -161,30 +161,60 @@ static void print_dist(const char *label, double *ms, int n)
 typedef struct bench_env {
     const char *label;
     const char *src_rel;  /* under SPADE_SRCDIR */
-    const char *so_rel;   /* gcc -O2 build, under SPADE_BUILDDIR */
+    const char *so_rel;   /* gcc -O2 build under SPADE_BUILDDIR; NULL: built at run time */
     const char *params;   /* NULL = defaults */
     const char *actions[6];
-    char *src;
+    char *src;            /* NULL: the source is not there; the env is skipped */
     size_t len;
+    char so_path[4096];
 } bench_env;
 
 static bench_env g_envs[] = {
-    {"trivial", "bench/envs/trivial.c", "bench/envs/trivial.so", NULL, {"go"}, NULL, 0},
-    {"work20us", "bench/envs/work20us.c", "bench/envs/work20us.so", NULL, {"go"}, NULL, 0},
-    {"maze (stdenv)", "stdenv/maze.c", "bench/envs/stdenv_maze.so", "size=8,slack=20",
-     {"north", "east", "south", "east", "west", "south"}, NULL, 0},
+    {"trivial", "bench/envs/trivial.c", "bench/envs/trivial.so", NULL, {"go"}, NULL, 0, ""},
+    {"work20us", "bench/envs/work20us.c", "bench/envs/work20us.so", NULL, {"go"}, NULL, 0, ""},
+    {"maze (stdenv)", "stdenv/maze.c", NULL, "size=8,slack=20",
+     {"north", "east", "south", "east", "west", "south"}, NULL, 0, ""},
     {"bank (tools)", "tests/envs/bank.c", "bench/envs/bank.so", NULL,
-     {"deposit(7)", "balance()", "withdraw(3)", "<answer>4</answer>"}, NULL, 0},
+     {"deposit(7)", "balance()", "withdraw(3)", "<answer>4</answer>"}, NULL, 0, ""},
 };
 enum { N_ENVS = sizeof g_envs / sizeof g_envs[0] };
 
+static char g_tmpdir[] = "/tmp/spade-bench-XXXXXX";
+
+/* Reads every source; finds or builds (gcc -O2, as SPADE_ENV_CC in
+ * core/local.mk) the in-process reference of each. */
 static void load_sources(void)
 {
+    if (!mkdtemp(g_tmpdir))
+        die("mkdtemp", strerror(errno));
     for (int i = 0; i < N_ENVS; i++) {
+        bench_env *e = &g_envs[i];
         char path[4096];
-        snprintf(path, sizeof path, "%s/%s", SPADE_SRCDIR, g_envs[i].src_rel);
-        g_envs[i].src = read_file(path, &g_envs[i].len);
+        snprintf(path, sizeof path, "%s/%s", SPADE_SRCDIR, e->src_rel);
+        if (access(path, R_OK) != 0) {
+            printf("(%s: %s is not there; skipped)\n", e->label, e->src_rel);
+            continue;
+        }
+        e->src = read_file(path, &e->len);
+        if (e->so_rel) {
+            snprintf(e->so_path, sizeof e->so_path, "%s/%s", SPADE_BUILDDIR, e->so_rel);
+            continue;
+        }
+        snprintf(e->so_path, sizeof e->so_path, "%s/ref%d.so", g_tmpdir, i);
+        char inc[4200];
+        snprintf(inc, sizeof inc, "-I%s/dsl", SPADE_SRCDIR);
+        char *argv[] = {"gcc", "-std=c11", "-O2", "-shared", "-fPIC", inc, "-o", e->so_path, path, NULL};
+        if (run_quiet(argv, 1) != 0)
+            die(path, "gcc -O2 -shared failed");
     }
+}
+
+static void remove_tmpdir(void)
+{
+    for (int i = 0; i < N_ENVS; i++)
+        if (!g_envs[i].so_rel && g_envs[i].so_path[0])
+            unlink(g_envs[i].so_path);
+    rmdir(g_tmpdir);
 }
 
 static int n_actions(const bench_env *e)
@@ -389,11 +419,23 @@ static void bench_hotload(spade_sandbox *sb)
     printf("\n== hot-load: trivial.c, source -> compiled, validated, 1 instance reset (target: median <= 2 ms)\n");
     double spaced = bench_hotload_mode(sb, e, 0.02, "sandbox, loads 20 ms apart");
     double b2b = bench_hotload_mode(sb, e, 0, "sandbox, loads back to back");
-    char dir[] = "/tmp/spade-bench-XXXXXX";
-    if (!mkdtemp(dir))
-        die("mkdtemp", strerror(errno));
-    double gcc = bench_gcc_reference(e, dir);
-    rmdir(dir);
+    /* The compile alone, in this process: what of the hot-load is libtcc and
+     * validation, and what is the worker's spawn and the round trips. */
+    double jit_ms[HOT_N];
+    for (int k = 0; k < HOT_N; k++) {
+        char jerr[512];
+        spade_jit *j;
+        spade_host *h;
+        double t0 = now_s();
+        if (spade_jit_compile("trivial.c", e->src, e->len, &j, jerr, sizeof jerr, NULL, NULL) < 0 ||
+            spade_host_new(&h, spade_jit_symbol, j, jerr, sizeof jerr) < 0)
+            die("in-process compile", jerr);
+        jit_ms[k] = (now_s() - t0) * 1e3;
+        spade_host_free(h);
+        spade_jit_free(j);
+    }
+    print_dist("for scale: libtcc compile + validate in this process", jit_ms, HOT_N);
+    double gcc = bench_gcc_reference(e, g_tmpdir);
     double py = bench_python_reference(g_py_fast, REF_N, NULL, "fresh python3 -c: define + reset + step");
     double pyg = NAN;
     if (g_py_gym[0])
@@ -511,11 +553,10 @@ static double steps_in_process(spade_host *h, const bench_env *e, int n)
 
 static double steps_native(const bench_env *e, int n)
 {
-    char path[4096], err[512];
-    snprintf(path, sizeof path, "%s/%s", SPADE_BUILDDIR, e->so_rel);
+    char err[512];
     spade_host *h;
     void *dl;
-    if (spade_native_open(path, &h, &dl, err, sizeof err) < 0)
+    if (spade_native_open(e->so_path, &h, &dl, err, sizeof err) < 0)
         die("spade_native_open", err);
     double sps = steps_in_process(h, e, n);
     spade_native_close(h, dl);
@@ -641,7 +682,7 @@ static void bench_step(spade_sandbox *sb)
     const char *only = getenv("SPADE_BENCH_ENV");
     for (int ei = 0; ei < N_ENVS; ei++) {
         const bench_env *e = &g_envs[ei];
-        if (only && strncmp(e->label, only, strlen(only)) != 0)
+        if (!e->src || (only && strncmp(e->label, only, strlen(only)) != 0))
             continue;
         printf("\n  %s%s%s\n", e->label, e->params ? "  params " : "", e->params ? e->params : "");
         printf("  %5s %10s %10s %10s %10s | %8s %8s %8s\n", "batch", "gcc-O2", "tcc-in", "sbx-1w", "sbx-2w",
@@ -802,6 +843,7 @@ int main(int argc, char **argv)
         }
     }
     load_sources();
+    atexit(remove_tmpdir); /* die() exits too */
     char load[128] = "?";
     FILE *lf = fopen("/proc/loadavg", "r");
     if (lf) {
