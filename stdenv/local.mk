@@ -1,1 +1,9 @@
-# stdenv/local.mk — build rules for stdenv/ (included by the top-level Makefile.am).
+# stdenv/local.mk — the hand-written environments (included by the top-level Makefile.am).
+# They are data, not part of the binary: C sources the sandbox JIT-compiles at run
+# time, installed to $(pkgdatadir)/stdenv where the registry and the designer's
+# grounding corpus find them. tests/test_stdenv checks every one of them.
+stdenvdir = $(pkgdatadir)/stdenv
+stdenv_DATA = \
+	stdenv/maze.c stdenv/key_door.c stdenv/push.c stdenv/fog_maze.c \
+	stdenv/calc_chain.c stdenv/kv_chain.c stdenv/fs_backup.c stdenv/bank.c
+EXTRA_DIST += $(stdenv_DATA)
