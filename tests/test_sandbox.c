@@ -443,6 +443,33 @@ START_TEST(sandbox_freed_before_its_workers)
 }
 END_TEST
 
+/* A forked child of the owner cannot use (or break) the owner's sandbox. */
+START_TEST(sandbox_belongs_to_its_process)
+{
+    spade_sandbox *sb = new_sandbox(1.0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        spade_worker *w;
+        spade_failure f;
+        int rc = spade_worker_load(sb, "x.c", with_error_on_5, strlen(with_error_on_5), &w, &f);
+        int ok = rc == -1 && f.outcome == SPADE_OUT_BAD_CALL && strstr(f.message, "belongs") != NULL;
+        spade_sandbox_free(sb); /* closes the child's copy only */
+        _exit(ok ? 0 : 1);
+    }
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    spade_worker *w;
+    int id;
+    moody(sb, &w, &id);
+    spade_failure f;
+    ck_assert_int_eq(act_on(w, id, "ok", &f), SPADE_OUT_OK);
+    spade_worker_free(w);
+    spade_sandbox_free(sb);
+}
+END_TEST
+
 /* The worker as the kernel sees it: its own user namespace or not, but
  * seccomp filter mode, no_new_privs, and only fd 3. */
 START_TEST(worker_is_locked_down)
@@ -549,6 +576,7 @@ static Suite *suite(void)
     tcase_add_test(t, no_fd_leak_no_zombie);
     tcase_add_test(t, sandbox_freed_before_its_workers);
     tcase_add_test(t, worker_is_locked_down);
+    tcase_add_test(t, sandbox_belongs_to_its_process);
     tcase_add_test(t, spawn_cost_independent_of_parent_size);
     suite_add_tcase(s, t);
     return s;

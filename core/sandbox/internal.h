@@ -29,6 +29,7 @@ struct spade_sandbox {
     spade_sandbox_opts opts;
     int ctl;       /* SOCK_SEQPACKET to the zygote; -1 once closed */
     pid_t zygote;  /* our child */
+    pid_t owner;   /* the process that forked the zygote; only it may use the sandbox */
     uint32_t seq;  /* request numbering, to drop late replies */
     int broken;    /* the zygote stopped answering */
     int refs;      /* live workers (they talk to the zygote to be reaped) */
@@ -38,6 +39,7 @@ struct spade_sandbox {
 
 struct spade_worker {
     spade_sandbox *sb; /* NULL for an adopted (test) worker */
+    char name[256];    /* the file name, for messages */
     spade_sandbox_opts opts;
     pid_t pid;
     int sock;
@@ -84,6 +86,13 @@ int spade_worker_filter(struct sock_fprog *out, char *err, size_t errlen);
  * kills and reaps pid with waitpid. info may be NULL (not loaded). */
 int spade_worker_adopt(int sock, pid_t pid, const spade_sandbox_opts *opts, const spade_env_info *info,
                        spade_worker **out);
+
+/* spade_worker_load in two halves, so that several workers compile at once
+ * (the vector env): begin spawns and sends the source; finish waits for the
+ * reply. On failure each frees the worker and fills f. */
+int spade_worker_load_begin(spade_sandbox *sb, const char *filename, const char *source, size_t len,
+                            spade_worker **out, spade_failure *f);
+int spade_worker_load_finish(spade_worker *w, spade_failure *f);
 
 /* One batch of mixed resets and steps: ops[i] is SPADE_OP_RESET (seeds[i]) or
  * SPADE_OP_STEP (actions[i], lens[i]). */

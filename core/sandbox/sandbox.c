@@ -147,6 +147,15 @@ static void sleep_ms(int ms)
 
 static void sandbox_destroy(spade_sandbox *sb)
 {
+    if (sb->owner != getpid()) {
+        /* A forked copy of the owner: the zygote is not our child and the
+         * control socket is shared with the owner; only our copy of it goes. */
+        if (sb->ctl >= 0)
+            close(sb->ctl);
+        pthread_mutex_destroy(&sb->mu);
+        free(sb);
+        return;
+    }
     if (sb->ctl >= 0) {
         close(sb->ctl); /* the zygote kills its workers and exits */
         sb->ctl = -1;
@@ -187,6 +196,7 @@ int spade_sandbox_new(spade_sandbox **out, const spade_sandbox_opts *opts, char 
     }
     spade_sandbox_opts_fill(&sb->opts, opts);
     sb->ctl = -1;
+    sb->owner = getpid();
     pthread_mutex_init(&sb->mu, NULL);
     if (spade_zygote_start(&sb->opts, &sb->ctl, &sb->zygote, err, errlen) < 0) {
         pthread_mutex_destroy(&sb->mu);
@@ -532,8 +542,8 @@ static void worker_release(spade_worker *w)
 }
 
 /* ---- the worker handle --------------------------------------------------------------- */
-int spade_worker_load(spade_sandbox *sb, const char *filename, const char *source, size_t len, spade_worker **out,
-                      spade_failure *f)
+int spade_worker_load_begin(spade_sandbox *sb, const char *filename, const char *source, size_t len,
+                            spade_worker **out, spade_failure *f)
 {
     clear_failure(f);
     if (out)
@@ -541,15 +551,20 @@ int spade_worker_load(spade_sandbox *sb, const char *filename, const char *sourc
     if (!sb || !out || (!source && len))
         return bad_call(f, "spade_worker_load: NULL sandbox, source or out");
     const char *name = filename && *filename ? filename : "env.c";
-    size_t nlen = strnlen(name, 255);
+    size_t nlen = strnlen(name, sizeof ((spade_worker *)0)->name - 1);
     if (len > sb->opts.max_frame - 8 - nlen)
         return bad_call(f, "%s: source of %zu bytes exceeds the frame cap (%zu)", name, len, sb->opts.max_frame);
+    if (sb->owner != getpid())
+        return bad_call(f, "%s: the sandbox belongs to process %d (create it after fork, in the process that uses it)",
+                        name, (int)sb->owner);
     double deadline = spade_ipc_now() + sb->opts.compile_timeout_s;
     spade_worker *w = worker_alloc(sb, &sb->opts);
     if (!w) {
         failf(f, SPADE_OUT_INTERNAL, 0, 0, "%s: out of memory", name);
         return -1;
     }
+    memcpy(w->name, name, nlen);
+    w->name[nlen] = '\0';
     pthread_mutex_lock(&sb->mu);
     int usable = !sb->freed;
     if (usable)
@@ -571,32 +586,57 @@ int spade_worker_load(spade_sandbox *sb, const char *filename, const char *sourc
     w->cpu_granted_s = w->opts.cpu_limit_s; /* what the worker set itself */
 
     uint32_t head[2] = {(uint32_t)nlen, (uint32_t)len};
-    const unsigned char *payload;
-    size_t plen;
     if (spade_ipc_begin(&w->out, SPADE_MSG_LOAD) < 0 || spade_ipc_put(&w->out, head, sizeof head) < 0 ||
         spade_ipc_put(&w->out, name, nlen) < 0 || spade_ipc_put(&w->out, source, len) < 0) {
         worker_kill_with(w, SPADE_OUT_INTERNAL, "out of memory building the load request", f);
     } else {
         spade_ipc_end(&w->out);
-        if (transmit(w, deadline, f) == 0 && receive(w, deadline, SPADE_MSG_LOADED, sizeof(spade_env_info), &payload, &plen, f) == 0) {
-            if (spade_ipc_decode_info(payload, plen, &w->info, err, sizeof err) < 0) {
-                worker_kill_with(w, SPADE_OUT_PROTOCOL, err, f);
-            } else {
-                w->loaded = 1;
-                *out = w;
-                return 0;
-            }
-        } else if (!w->failed) {
-            /* bad_call from a worker that was asked to load: not possible from
-             * an honest one. */
-            worker_kill_with(w, SPADE_OUT_PROTOCOL, "worker refused the load request", f);
+        if (transmit(w, deadline, f) == 0) {
+            w->pending_deadline = deadline;
+            *out = w;
+            return 0;
         }
     }
-    /* Prefix the file name on failures the worker did not word itself. */
-    if (f && f->outcome != SPADE_OUT_COMPILE && f->outcome != SPADE_OUT_LINK && strncmp(f->message, name, nlen) != 0)
+    if (f && strncmp(f->message, name, nlen) != 0)
         spade_failure_prefix(f, name);
     spade_worker_free(w);
     return -1;
+}
+
+int spade_worker_load_finish(spade_worker *w, spade_failure *f)
+{
+    clear_failure(f);
+    const unsigned char *payload;
+    size_t plen;
+    char err[256];
+    if (receive(w, w->pending_deadline, SPADE_MSG_LOADED, sizeof(spade_env_info), &payload, &plen, f) == 0) {
+        if (spade_ipc_decode_info(payload, plen, &w->info, err, sizeof err) == 0) {
+            w->loaded = 1;
+            return 0;
+        }
+        worker_kill_with(w, SPADE_OUT_PROTOCOL, err, f);
+    } else if (!w->failed) {
+        /* bad_call from a worker asked to load: not what an honest one says. */
+        worker_kill_with(w, SPADE_OUT_PROTOCOL, "worker refused the load request", f);
+    }
+    /* Prefix the file name on failures the worker did not word itself. */
+    if (f && f->outcome != SPADE_OUT_COMPILE && f->outcome != SPADE_OUT_LINK &&
+        strncmp(f->message, w->name, strlen(w->name)) != 0)
+        spade_failure_prefix(f, w->name);
+    spade_worker_free(w);
+    return -1;
+}
+
+int spade_worker_load(spade_sandbox *sb, const char *filename, const char *source, size_t len, spade_worker **out,
+                      spade_failure *f)
+{
+    if (spade_worker_load_begin(sb, filename, source, len, out, f) < 0)
+        return -1;
+    if (spade_worker_load_finish(*out, f) < 0) {
+        *out = NULL;
+        return -1;
+    }
+    return 0;
 }
 
 const spade_env_info *spade_worker_info(const spade_worker *w)

@@ -173,19 +173,23 @@ int spade_vecenv_new(spade_sandbox *sb, const char *filename, const char *source
     for (int i = 0; i < num_envs; i++)
         v->envs[i % num_workers][i / num_workers] = i;
 
+    /* Every worker compiles at once: send all the sources, then wait. */
     double values[SPADE_INFO_MAX_PARAMS];
-    for (int w = 0; w < num_workers; w++) {
-        if (spade_worker_load(sb, filename, source, len, &v->workers[w], f) < 0) {
+    for (int w = 0; w < num_workers; w++)
+        if (spade_worker_load_begin(sb, filename, source, len, &v->workers[w], f) < 0) {
             spade_vecenv_free(v);
             return -1;
         }
-        if (w == 0) {
-            char err[512];
-            if (spade_params_parse(spade_worker_info(v->workers[0]), params, values, err, sizeof err) < 0) {
-                spade_vecenv_free(v);
-                return vbad(f, "%s: params: %s", filename ? filename : "env.c", err);
-            }
+    for (int w = 0; w < num_workers; w++)
+        if (spade_worker_load_finish(v->workers[w], f) < 0) {
+            v->workers[w] = NULL; /* already freed */
+            spade_vecenv_free(v);
+            return -1;
         }
+    char err[512];
+    if (spade_params_parse(spade_worker_info(v->workers[0]), params, values, err, sizeof err) < 0) {
+        spade_vecenv_free(v);
+        return vbad(f, "%s: params: %s", filename ? filename : "env.c", err);
     }
     for (int w = 0; w < num_workers; w++) {
         int first;
