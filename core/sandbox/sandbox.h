@@ -51,15 +51,25 @@ typedef struct spade_failure {
 typedef struct spade_sandbox_opts {
     double compile_timeout_s; /* wall clock for load (compile + validate), default 2.0 */
     double call_timeout_s;    /* wall clock for one reset/step/hint/solve batch, default 1.0 */
-    int cpu_limit_s;          /* RLIMIT_CPU of a worker, default 10 */
-    size_t mem_limit;         /* RLIMIT_AS of a worker in bytes, default 1 GiB */
+    int cpu_limit_s;          /* RLIMIT_CPU backstop of a worker, default 10: CPU seconds it may use beyond
+                                 the wall time of its calls so far plus the next deadline (the parent
+                                 raises the soft limit as a worker lives on); SIGXCPU -> timeout */
+    size_t mem_limit;         /* address space a worker may add to what it inherits, default 1 GiB
+                                 (RLIMIT_AS = inherited mappings + mem_limit: linked CUDA/BLAS libraries
+                                 alone map ~700 MiB) */
     size_t max_frame;         /* largest frame accepted from a worker, default 64 MiB */
 } spade_sandbox_opts;
 
 typedef struct spade_sandbox spade_sandbox; /* the zygote */
 typedef struct spade_worker spade_worker;   /* one worker process, one environment */
 
-/* Forks the zygote. Call it at start-up, before anything heavy. opts may be NULL. */
+/* Forks the zygote. Call it at start-up, before anything heavy. opts may be NULL.
+ * The sandbox belongs to the calling process (a forked copy gets bad_call) and
+ * lives as long as the calling thread: the zygote has PR_SET_PDEATHSIG, which
+ * fires when the thread that forked it exits, so create it on the main thread
+ * (or one that outlives its use). Workers of one sandbox may be driven from
+ * different threads, one thread per worker. spade_sandbox_free may come before
+ * the workers' frees: the zygote stays until the last worker is freed. */
 int spade_sandbox_new(spade_sandbox **out, const spade_sandbox_opts *opts, char *err, size_t errlen);
 void spade_sandbox_free(spade_sandbox *sb);
 
@@ -79,7 +89,10 @@ int spade_worker_add_instances(spade_worker *w, int n, const double *param_value
 
 /* Batched calls: one round trip for n instances. results[i] point into the
  * worker handle's buffer, valid until the next call on w. Any failure kills the
- * worker (it is not trusted afterwards) and every later call returns it again. */
+ * worker (it is not trusted afterwards) and every later call returns it again,
+ * except bad_call (the caller's mistake: unknown id, step before reset or after
+ * the end, a param out of range), which leaves the worker as it was. lens may
+ * be NULL: the actions are then NUL-terminated strings. */
 int spade_worker_reset(spade_worker *w, int n, const int *ids, const uint64_t *seeds,
                        spade_step_result *results, spade_failure *f);
 int spade_worker_step(spade_worker *w, int n, const int *ids, const char *const *actions, const size_t *lens,
