@@ -91,8 +91,9 @@ int spade_worker_add_instances(spade_worker *w, int n, const double *param_value
  * worker handle's buffer, valid until the next call on w. Any failure kills the
  * worker (it is not trusted afterwards) and every later call returns it again,
  * except bad_call (the caller's mistake: unknown id, step before reset or after
- * the end, a param out of range), which leaves the worker as it was. lens may
- * be NULL: the actions are then NUL-terminated strings. */
+ * the end, a param out of range), which leaves the worker alive (in a batch,
+ * the other items were carried out and their results filled). lens may be
+ * NULL: the actions are then NUL-terminated strings. */
 int spade_worker_reset(spade_worker *w, int n, const int *ids, const uint64_t *seeds,
                        spade_step_result *results, spade_failure *f);
 int spade_worker_step(spade_worker *w, int n, const int *ids, const char *const *actions, const size_t *lens,
@@ -122,6 +123,8 @@ void spade_vecenv_free(spade_vecenv *v);
 int spade_vecenv_num_envs(const spade_vecenv *v);
 const spade_env_info *spade_vecenv_info(const spade_vecenv *v);
 int spade_vecenv_reset(spade_vecenv *v, uint64_t seed, spade_step_result *results /* [num_envs] */, spade_failure *f);
+/* Resets env with exactly this seed (for SPADE_AUTORESET_DISABLED; the
+ * documented seed of its k-th episode is seed + env + k * num_envs). */
 int spade_vecenv_reset_one(spade_vecenv *v, int env, uint64_t seed, spade_step_result *result, spade_failure *f);
 int spade_vecenv_step(spade_vecenv *v, const char *const *actions, const size_t *lens,
                       spade_step_result *results /* [num_envs] */, spade_failure *f);
