@@ -23,9 +23,10 @@
  *
  * Run `./bench/bench_sandbox [hotload] [step] [spawn]` (no argument: all three)
  * from the build directory, or `make bench`. SPADE_BENCH_BIG_MIB overrides the
- * 4096 MiB of the spawn test; SPADE_BENCH_SECONDS (default 0.4) the time per
- * stepping configuration (SPADE_BENCH_REPS runs of it, default 1, the fastest
- * kept; within a run the median of 0.5 ms chunks, see rate_meter); SPADE_BENCH_ENV=work20us (a label prefix) steps one env only.
+ * 4096 MiB of the spawn test; SPADE_BENCH_SECONDS (default 0.3) the time per
+ * stepping configuration (SPADE_BENCH_REPS runs of it, default 3, taking turns
+ * with the others, the fastest kept; within a run the median of 0.5 ms chunks,
+ * see rate_meter); SPADE_BENCH_ENV=work20us (a label prefix) steps one env only.
  * What it is not: a test (nothing is asserted; figures vary with the machine)
  * and not a use of fork outside core/sandbox in the library: this program
  * spawns gcc and python3 and forks itself only to measure what that costs.
@@ -450,7 +451,7 @@ static void bench_hotload(spade_sandbox *sb)
 }
 
 /* ---- 2. stepping ------------------------------------------------------------------- */
-static double g_seconds = 0.4;
+static double g_seconds = 0.3;
 
 /* Steps/s under other load: the run is cut into chunks of at least CHUNK_S and
  * the median chunk's rate is the figure. A chunk the scheduler took the CPU
@@ -623,32 +624,10 @@ static double python_steps(const char *mode, int batch)
     return command_number(cmd);
 }
 
-/* Best of g_reps runs: other work on the machine only ever slows a run down. */
-static int g_reps = 1;
-
-static double best_native(const bench_env *e, int n)
-{
-    double b = 0;
-    for (int r = 0; r < g_reps; r++)
-        b = fmax(b, steps_native(e, n));
-    return b;
-}
-
-static double best_tcc(const bench_env *e, int n)
-{
-    double b = 0;
-    for (int r = 0; r < g_reps; r++)
-        b = fmax(b, steps_tcc_in_process(e, n));
-    return b;
-}
-
-static double best_sandbox(spade_sandbox *sb, const bench_env *e, int n, int workers)
-{
-    double b = 0;
-    for (int r = 0; r < g_reps; r++)
-        b = fmax(b, steps_sandbox(sb, e, n, workers));
-    return b;
-}
+/* Best of g_reps runs: other work on the machine only ever slows a run down. The
+ * configurations being compared take turns (reference, sandbox, reference, ...)
+ * so that a busy spell does not land on one of them only. */
+static int g_reps = 3;
 
 static double best_python(const char *mode, int n)
 {
@@ -689,10 +668,14 @@ static void bench_step(spade_sandbox *sb)
                "1w/gcc", "2w/gcc", "1w/tcc");
         for (size_t bi = 0; bi < sizeof batches / sizeof batches[0]; bi++) {
             int n = batches[bi];
-            double g = best_native(e, n);
-            double t = best_tcc(e, n);
-            double s1 = best_sandbox(sb, e, n, 1);
-            double s2 = n >= 2 ? best_sandbox(sb, e, n, 2) : NAN;
+            double g = 0, t = 0, s1 = 0, s2 = n >= 2 ? 0 : NAN;
+            for (int r = 0; r < g_reps; r++) {
+                g = fmax(g, steps_native(e, n));
+                t = fmax(t, steps_tcc_in_process(e, n));
+                s1 = fmax(s1, steps_sandbox(sb, e, n, 1));
+                if (n >= 2)
+                    s2 = fmax(s2, steps_sandbox(sb, e, n, 2));
+            }
             char a[32], b[32], c[32], d[32];
             fmt_rate(a, sizeof a, g);
             fmt_rate(b, sizeof b, t);
