@@ -1,8 +1,9 @@
 # core/policy/cuda.mk — build rules for the CUDA backend (included by the top-level Makefile.am).
-# backend_cuda.cu is always distributed; nvcc compiles it only when configure found nvcc and
-# cuBLAS (HAVE_CUDA), and its object goes into libspade.a next to the C objects. Automake has
-# no rule for .cu files, so the one rule is written out here; it works in a VPATH build.
-EXTRA_DIST += core/policy/backend_cuda.cu
+# backend_cuda.cu and bench/gpu_check.sh (its checks for a GPU machine) are always distributed;
+# nvcc compiles the .cu only when configure found nvcc and cuBLAS (HAVE_CUDA), and its object
+# goes into libspade.a next to the C objects. Automake has no rule for .cu files, so the one
+# rule is written out here; it works in a VPATH build.
+EXTRA_DIST += core/policy/backend_cuda.cu bench/gpu_check.sh
 
 if HAVE_CUDA
 libspade_a_LIBADD += core/policy/backend_cuda.$(OBJEXT)
