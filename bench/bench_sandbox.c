@@ -34,6 +34,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -224,6 +225,15 @@ static int n_actions(const bench_env *e)
     while (n < 6 && e->actions[n])
         n++;
     return n;
+}
+
+/* Interrupted (Ctrl-C, make's timeout): still leave nothing in /tmp. unlink
+ * and rmdir are async-signal-safe. */
+static void on_signal(int sig)
+{
+    remove_tmpdir();
+    signal(sig, SIG_DFL);
+    raise(sig);
 }
 
 /* ---- 1. hot-load ----------------------------------------------------------------- */
@@ -827,6 +837,8 @@ int main(int argc, char **argv)
     }
     load_sources();
     atexit(remove_tmpdir); /* die() exits too */
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
     char load[128] = "?";
     FILE *lf = fopen("/proc/loadavg", "r");
     if (lf) {
