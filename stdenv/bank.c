@@ -60,7 +60,7 @@ STEP {
 }
 HINT { say("Make one tool call per instruction with the account names exactly as written; for a \"half of\" instruction call balance first and halve that number, rounding down. No instruction asks you to close an account."); }
 SOLVE {
-    int k = S->at, a = S->from[k], b = S->to[k];
+    int k = S->at, a = k < tasks ? S->from[k] : 0, b = k < tasks ? S->to[k] : 0;
     if (k == tasks) act("done");
     else if (S->kind[k] == 0) act("deposit(\"%s\", %d)", NAMES[a], S->amount[k]);
     else if (S->kind[k] == 1) act("withdraw(\"%s\", %d)", NAMES[a], S->amount[k]);

@@ -5,5 +5,7 @@
 stdenvdir = $(pkgdatadir)/stdenv
 stdenv_DATA = \
 	stdenv/maze.c stdenv/key_door.c stdenv/push.c stdenv/fog_maze.c \
-	stdenv/calc_chain.c stdenv/kv_chain.c stdenv/fs_backup.c stdenv/bank.c
+	stdenv/calc_chain.c stdenv/kv_chain.c stdenv/fs_backup.c stdenv/bank.c \
+	stdenv/carry_add.c stdenv/linear.c stdenv/modpow.c stdenv/sequence.c \
+	stdenv/sort_compare.c stdenv/hanoi.c stdenv/nim.c stdenv/latin.c
 EXTRA_DIST += $(stdenv_DATA)

@@ -25,18 +25,21 @@ static void show(void) {
 }
 RESET {
     for (int r = 0; r < size + 2; r++) for (int c = 0; c < size + 2; c++) S->wall[r][c] = r == 0 || c == 0 || r > size || c > size;
-    for (int k = 0, r, c; k <= boxes; k++) { /* boxes on their targets, then you */
-        do { r = rand_range(1, size); c = rand_range(1, size); } while (!free_at(r, c));
-        if (k < boxes) S->box[r][c] = S->goal[r][c] = 1; else { S->r = r; S->c = c; }
-    }
-    for (int t = 0; t < 5000 && S->n < 64 && (S->n < pulls || solved()); t++) { /* walk backwards, sometimes dragging a box */
-        int d = rand_range(0, 3), br = S->r - DR[d], bc = S->c - DC[d];
-        if (!free_at(S->r + DR[d], S->c + DC[d])) continue;
-        if (S->box[br][bc] && chance(0.5)) { /* forwards: from the new square, push back the other way (d ^ 1) */
-            S->box[br][bc] = 0; S->box[S->r][S->c] = 1; S->pr[S->n] = S->r + DR[d]; S->pc[S->n] = S->c + DC[d]; S->pd[S->n++] = d ^ 1;
+    do { /* boxes on their targets and you on a free square; then walk backwards, sometimes dragging a box */
+        memset(S->box, 0, sizeof S->box); memset(S->goal, 0, sizeof S->goal); S->n = 0;
+        for (int k = 0, r, c; k <= boxes; k++) {
+            do { r = rand_range(1, size); c = rand_range(1, size); } while (!free_at(r, c));
+            if (k < boxes) S->box[r][c] = S->goal[r][c] = 1; else { S->r = r; S->c = c; }
         }
-        S->r += DR[d]; S->c += DC[d];
-    }
+        for (int t = 0; t < 5000 && S->n < 64 && (S->n < pulls || solved()); t++) {
+            int d = rand_range(0, 3), br = S->r - DR[d], bc = S->c - DC[d];
+            if (!free_at(S->r + DR[d], S->c + DC[d])) continue;
+            if (S->box[br][bc] && chance(0.5)) { /* forwards: from the new square, push back the other way (d ^ 1) */
+                S->box[br][bc] = 0; S->box[S->r][S->c] = 1; S->pr[S->n] = S->r + DR[d]; S->pc[S->n] = S->c + DC[d]; S->pd[S->n++] = d ^ 1;
+            }
+            S->r += DR[d]; S->c += DC[d];
+        }
+    } while (solved()); /* you were boxed in: draw again */
     memcpy(S->start, S->box, sizeof S->box); S->r0 = S->r; S->c0 = S->c;
     say("Push every box onto a target: walk into a box to push it one square; boxes cannot be pulled.\n"
         "Move with north, south, west or east; say restart to put everything back.\n"); show();
