@@ -22,6 +22,9 @@
 #ifdef SPADE_HAVE_CBLAS
 #include <cblas.h>
 #endif
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 static double now(void) {
     struct timespec ts;
@@ -43,6 +46,11 @@ static char err[512];
  * matmul_forward of the MLP's first layer). */
 static double sgemm_rate(int M, int N, int K, int reps) {
 #ifdef SPADE_HAVE_CBLAS
+#if defined(OPENBLAS_VERSION) && defined(_OPENMP)
+    /* the reference uses every core, as OpenBLAS would on its own (the cpu
+     * backend pins OpenBLAS to one thread per OpenMP thread; undo that here) */
+    openblas_set_num_threads(omp_get_max_threads());
+#endif
     float *a = malloc((size_t)M * K * 4), *b = malloc((size_t)N * K * 4), *c = malloc((size_t)M * N * 4);
     for (size_t i = 0; i < (size_t)M * K; i++) a[i] = (float)(i % 7) * 0.1f;
     for (size_t i = 0; i < (size_t)N * K; i++) b[i] = (float)(i % 5) * 0.1f;
@@ -56,6 +64,9 @@ static double sgemm_rate(int M, int N, int K, int reps) {
     free(a);
     free(b);
     free(c);
+#if defined(OPENBLAS_VERSION) && defined(_OPENMP)
+    openblas_set_num_threads(1);
+#endif
     return best;
 #else
     (void)M; (void)N; (void)K; (void)reps;
@@ -138,6 +149,10 @@ static double bench_sample(spade_policy *p, int no_kv, int G, int plen, int ntok
 
 int main(int argc, char **argv) {
     int quick = argc > 1 && !strcmp(argv[1], "--quick");
+    /* 1. reference first, before any backend pins OpenBLAS's threads:
+     * sgemm at the 10M model's MLP shape (B*T x 4C x C), all cores */
+    int T10 = 256, B10 = 8, C10 = 384;
+    double ref = sgemm_rate(B10 * T10, 4 * C10, C10, quick ? 3 : 8);
     printf("bench_policy: backend auto -> ");
     {
         spade_backend be;
@@ -148,10 +163,7 @@ int main(int argc, char **argv) {
     }
     if (!spade_backend_cpu_has_cblas()) printf("  (no cblas in this build: GEMMs are plain C)\n");
 
-    /* 1. reference: sgemm at the 10M model's MLP shape (B*T x 4C x C) */
-    int T10 = 256, B10 = 8, C10 = 384;
-    double ref = sgemm_rate(B10 * T10, 4 * C10, C10, quick ? 3 : 8);
-    printf("cblas sgemm %dx%dx%d: %.1f GFLOP/s (reference)\n", B10 * T10, 4 * C10, C10, ref);
+    printf("cblas sgemm %dx%dx%d, all threads: %.1f GFLOP/s (reference)\n", B10 * T10, 4 * C10, C10, ref);
 
     /* 2. training throughput */
     printf("training (forward + backward + AdamW):\n");

@@ -37,6 +37,12 @@ typedef struct cpu_ctx {
 
 /* The OpenMP if-clause: the reference runs the very same loops serially. */
 #define FAST(c) (((cpu_ctx *)(c))->fast)
+/* OpenMP only where a loop has enough work to pay for waking the team: on a
+ * small or busy machine each parallel region's fork/join and barrier spin
+ * also steal cycles from OpenBLAS's own threads (measured: a 1M-parameter
+ * step ran 6x slower with a region per head than with one thread). */
+#define PAR_MIN_WORK ((size_t)1 << 18)
+#define PAR(work) (FAST(ctx) && (size_t)(work) >= PAR_MIN_WORK)
 
 static int fail(cpu_ctx *c, const char *fmt, ...) {
     va_list ap;
@@ -53,6 +59,18 @@ static float *scratch(cpu_ctx *c, size_t n) {
         c->scratch_n = c->scratch ? n : 0;
     }
     return c->scratch;
+}
+
+/* This thread's share [*r0, *r1) of n rows inside an OpenMP team (all of
+ * them outside one). */
+static inline void split(int n, int *r0, int *r1) {
+#ifdef _OPENMP
+    int nt = omp_get_num_threads(), id = omp_get_thread_num();
+#else
+    int nt = 1, id = 0;
+#endif
+    *r0 = (int)((long)n * id / nt);
+    *r1 = (int)((long)n * (id + 1) / nt);
 }
 
 static void cpu_free(void *ctx) {
@@ -94,7 +112,7 @@ static int cpu_sync(void *ctx) { return 0; }
 static int cpu_encoder_forward(void *ctx, float *out, const int *inp, const float *wte,
                                const float *wpe, int B, int T, int C, int pos0) {
     int N = B * T;
-#pragma omp parallel for if (FAST(ctx))
+#pragma omp parallel for if (PAR((size_t)N * C))
     for (int i = 0; i < N; i++) {
         int t = i % T;
         const float *we = wte + (size_t)inp[i] * C, *pe = wpe + (size_t)(pos0 + t) * C;
@@ -108,7 +126,7 @@ static int cpu_encoder_backward(void *ctx, float *dwte, float *dwpe, const float
                                 const int *inp, int B, int T, int C) {
     /* Parallel over channels: several positions may carry the same token, so
      * each thread owns whole columns and adds rows in order (deterministic). */
-#pragma omp parallel for if (FAST(ctx))
+#pragma omp parallel for if (PAR((size_t)B * T * C))
     for (int c = 0; c < C; c++) {
         for (int i = 0; i < B * T; i++) {
             float d = dout[(size_t)i * C + c];
@@ -124,7 +142,7 @@ static int cpu_encoder_backward(void *ctx, float *dwte, float *dwpe, const float
 static int cpu_layernorm_forward(void *ctx, float *out, float *mean, float *rstd,
                                  const float *inp, const float *w, const float *b, int N,
                                  int C) {
-#pragma omp parallel for if (FAST(ctx))
+#pragma omp parallel for if (PAR((size_t)N * C))
     for (int i = 0; i < N; i++) {
         const float *x = inp + (size_t)i * C;
         float m = 0.0f;
@@ -148,7 +166,7 @@ static int cpu_layernorm_forward(void *ctx, float *out, float *mean, float *rstd
 static int cpu_layernorm_backward(void *ctx, float *dinp, float *dweight, float *dbias,
                                   const float *dout, const float *inp, const float *w,
                                   const float *mean, const float *rstd, int N, int C) {
-#pragma omp parallel for if (FAST(ctx))
+#pragma omp parallel for if (PAR((size_t)N * C))
     for (int i = 0; i < N; i++) {
         const float *x = inp + (size_t)i * C, *dy = dout + (size_t)i * C;
         float m = mean[i], s = rstd[i];
@@ -167,7 +185,7 @@ static int cpu_layernorm_backward(void *ctx, float *dinp, float *dweight, float 
         }
     }
     /* Column reductions: each thread owns channels, rows are summed in order. */
-#pragma omp parallel for if (FAST(ctx))
+#pragma omp parallel for if (PAR((size_t)N * C))
     for (int c = 0; c < C; c++) {
         float dw = 0.0f, db = 0.0f;
         for (int i = 0; i < N; i++) {
@@ -185,7 +203,7 @@ static int cpu_layernorm_backward(void *ctx, float *dinp, float *dweight, float 
 
 static void ref_matmul_forward(int fast, float *out, const float *inp, const float *w,
                                const float *bias, int N, int IC, int OC) {
-#pragma omp parallel for collapse(2) if (fast)
+#pragma omp parallel for collapse(2) if (fast && (size_t)N * OC * IC >= PAR_MIN_WORK)
     for (int i = 0; i < N; i++) {
         for (int o = 0; o < OC; o++) {
             const float *x = inp + (size_t)i * IC, *wr = w + (size_t)o * IC;
@@ -200,12 +218,18 @@ static int cpu_matmul_forward(void *ctx, float *out, const float *inp, const flo
                               const float *bias, int N, int IC, int OC) {
 #ifdef SPADE_HAVE_CBLAS
     if (FAST(ctx)) {
-        if (bias) {
-#pragma omp parallel for
-            for (int i = 0; i < N; i++) memcpy(out + (size_t)i * OC, bias, OC * sizeof(float));
+        /* One thread pool: OpenMP splits the rows, each thread runs a
+         * single-threaded sgemm on its block (see spade_backend_cpu_new). */
+#pragma omp parallel if (PAR((size_t)N * OC * IC))
+        {
+            int r0, r1;
+            split(N, &r0, &r1);
+            if (bias)
+                for (int i = r0; i < r1; i++) memcpy(out + (size_t)i * OC, bias, OC * sizeof(float));
+            if (r1 > r0)
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, OC, IC, 1.0f,
+                            inp + (size_t)r0 * IC, IC, w, IC, bias ? 1.0f : 0.0f, out + (size_t)r0 * OC, OC);
         }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, IC, 1.0f, inp, IC, w, IC,
-                    bias ? 1.0f : 0.0f, out, OC);
         return 0;
     }
 #endif
@@ -219,14 +243,22 @@ static int cpu_matmul_backward(void *ctx, float *dinp, float *dweight, float *db
     int fast = FAST(ctx);
 #ifdef SPADE_HAVE_CBLAS
     if (fast) {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, IC, OC, 1.0f, dout, OC, w, IC,
-                    0.0f, dinp, IC);
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, IC, N, 1.0f, dout, OC, inp, IC,
-                    1.0f, dweight, IC);
+#pragma omp parallel if (PAR((size_t)N * OC * IC))
+        {
+            int r0, r1, o0, o1;
+            split(N, &r0, &r1);
+            split(OC, &o0, &o1);
+            if (r1 > r0)
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r1 - r0, IC, OC, 1.0f,
+                            dout + (size_t)r0 * OC, OC, w, IC, 0.0f, dinp + (size_t)r0 * IC, IC);
+            if (o1 > o0)
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, o1 - o0, IC, N, 1.0f, dout + o0,
+                            OC, inp, IC, 1.0f, dweight + (size_t)o0 * IC, IC);
+        }
         goto bias;
     }
 #endif
-#pragma omp parallel for if (fast)
+#pragma omp parallel for if (fast && (size_t)N * OC * IC >= PAR_MIN_WORK)
     for (int i = 0; i < N; i++) {
         float *dx = dinp + (size_t)i * IC;
         const float *dy = dout + (size_t)i * OC;
@@ -237,7 +269,7 @@ static int cpu_matmul_backward(void *ctx, float *dinp, float *dweight, float *db
             for (int k = 0; k < IC; k++) dx[k] += d * wr[k];
         }
     }
-#pragma omp parallel for if (fast)
+#pragma omp parallel for if (fast && (size_t)N * OC * IC >= PAR_MIN_WORK)
     for (int o = 0; o < OC; o++) {
         float *dw = dweight + (size_t)o * IC;
         for (int i = 0; i < N; i++) {
@@ -250,7 +282,7 @@ static int cpu_matmul_backward(void *ctx, float *dinp, float *dweight, float *db
 bias:
 #endif
     if (dbias) {
-#pragma omp parallel for if (fast)
+#pragma omp parallel for if (fast && (size_t)N * OC >= PAR_MIN_WORK)
         for (int o = 0; o < OC; o++) {
             float s = 0.0f;
             for (int i = 0; i < N; i++) s += dout[(size_t)i * OC + o];
@@ -315,28 +347,23 @@ static int cpu_attention_forward(void *ctx, float *out, float *att, const float 
 #ifdef SPADE_HAVE_CBLAS
     if (FAST(ctx)) {
         /* Scores for the full T x T square (the masked half is wasted work, but
-         * one GEMM beats T small dot loops), then a causal softmax per row. */
+         * one GEMM beats T small dot loops), a causal softmax per row, then the
+         * values; heads in parallel, each with single-threaded GEMMs. */
+#pragma omp parallel for collapse(2) if (PAR((size_t)B * NH * T * T * hs))
         for (int b = 0; b < B; b++)
             for (int h = 0; h < NH; h++) {
                 const float *q = qkv + b * T * C3 + h * hs;
                 float *a = att + ((size_t)b * NH + h) * T * T;
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, scale, q, C3,
                             q + C, C3, 0.0f, a, T);
-            }
-#pragma omp parallel for collapse(2)
-        for (int bh = 0; bh < B * NH; bh++)
-            for (int t = 0; t < T; t++) causal_softmax_row(att + ((size_t)bh * T + t) * T, t, T);
-        for (int b = 0; b < B; b++)
-            for (int h = 0; h < NH; h++) {
-                const float *v = qkv + b * T * C3 + 2 * C + h * hs;
-                const float *a = att + ((size_t)b * NH + h) * T * T;
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, 1.0f, a, T, v,
+                for (int t = 0; t < T; t++) causal_softmax_row(a + (size_t)t * T, t, T);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, 1.0f, a, T, q + 2 * C,
                             C3, 0.0f, out + (size_t)b * T * C + h * hs, C);
             }
         return 0;
     }
 #endif
-#pragma omp parallel for collapse(3) if (FAST(ctx))
+#pragma omp parallel for collapse(3) if (PAR((size_t)B * NH * T * T * hs))
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++)
             for (int t = 0; t < T; t++) {
@@ -357,25 +384,25 @@ static int cpu_attention_backward(void *ctx, float *dqkv, const float *dout, con
     size_t C3 = 3 * (size_t)C;
 #ifdef SPADE_HAVE_CBLAS
     if (c->fast) {
-        float *da = scratch(c, (size_t)T * T);
-        if (!da) return fail(c, "out of memory for attention scratch (%d x %d)", T, T);
+        float *dall = scratch(c, (size_t)B * NH * T * T);
+        if (!dall) return fail(c, "out of memory for attention scratch (%d x %d x %d x %d)", B, NH, T, T);
+#pragma omp parallel for collapse(2) if (PAR((size_t)B * NH * T * T * hs))
         for (int b = 0; b < B; b++)
             for (int h = 0; h < NH; h++) {
                 const float *q = qkv + b * T * C3 + h * hs, *k = q + C, *v = q + 2 * C;
                 float *dq = dqkv + b * T * C3 + h * hs, *dk = dq + C, *dv = dq + 2 * C;
                 const float *dy = dout + (size_t)b * T * C + h * hs;
                 const float *a = att + ((size_t)b * NH + h) * T * T;
-                /* datt = dy @ v^T */
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, 1.0f, dy, C, v,
-                            C3, 0.0f, da, T);
-                /* softmax backward, causal rows */
-#pragma omp parallel for
+                float *da = dall + ((size_t)b * NH + h) * T * T;
+                /* datt = dy @ v^T, then the softmax backward row by row */
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, 1.0f, dy, C, v, C3,
+                            0.0f, da, T);
                 for (int t = 0; t < T; t++) {
                     const float *ar = a + (size_t)t * T;
                     float *dr = da + (size_t)t * T;
-                    float s = 0.0f;
-                    for (int j = 0; j <= t; j++) s += ar[j] * dr[j];
-                    for (int j = 0; j <= t; j++) dr[j] = ar[j] * (dr[j] - s);
+                    float sum = 0.0f;
+                    for (int j = 0; j <= t; j++) sum += ar[j] * dr[j];
+                    for (int j = 0; j <= t; j++) dr[j] = ar[j] * (dr[j] - sum);
                     for (int j = t + 1; j < T; j++) dr[j] = 0.0f;
                 }
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, scale, da, T, k,
@@ -392,7 +419,7 @@ static int cpu_attention_backward(void *ctx, float *dqkv, const float *dout, con
     for (size_t i = 0; i < (size_t)B * T * C3; i++) dqkv[i] = 0.0f;
     float *scr = scratch(c, (size_t)B * NH * T);
     if (!scr) return fail(c, "out of memory for attention scratch");
-#pragma omp parallel for collapse(2) if (c->fast)
+#pragma omp parallel for collapse(2) if (PAR((size_t)B * NH * T * T * hs))
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
             float *da = scr + ((size_t)b * NH + h) * T;
@@ -444,7 +471,7 @@ static int cpu_attention_forward_kv(void *ctx, float *out, const float *qkv, flo
         }
     float *att = scratch(c, (size_t)B * NH * T * maxT);
     if (!att) return fail(c, "out of memory for attention scratch");
-#pragma omp parallel for collapse(3) if (c->fast)
+#pragma omp parallel for collapse(3) if (PAR((size_t)B * NH * T * (pos0 + T) * hs))
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++)
             for (int t = 0; t < T; t++) {
@@ -463,7 +490,7 @@ static int cpu_attention_forward_kv(void *ctx, float *out, const float *qkv, flo
 #define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
 
 static int cpu_gelu_forward(void *ctx, float *out, const float *inp, size_t n) {
-#pragma omp parallel for simd if (FAST(ctx))
+#pragma omp parallel for simd if (PAR(n))
     for (size_t i = 0; i < n; i++) {
         float x = inp[i];
         out[i] = 0.5f * x * (1.0f + tanhf(GELU_K * (x + 0.044715f * x * x * x)));
@@ -473,7 +500,7 @@ static int cpu_gelu_forward(void *ctx, float *out, const float *inp, size_t n) {
 
 static int cpu_gelu_backward(void *ctx, float *dinp, const float *inp, const float *dout,
                              size_t n) {
-#pragma omp parallel for simd if (FAST(ctx))
+#pragma omp parallel for simd if (PAR(n))
     for (size_t i = 0; i < n; i++) {
         float x = inp[i];
         float u = GELU_K * (x + 0.044715f * x * x * x);
@@ -487,7 +514,7 @@ static int cpu_gelu_backward(void *ctx, float *dinp, const float *inp, const flo
 
 static int cpu_residual_forward(void *ctx, float *out, const float *a, const float *b,
                                 size_t n) {
-#pragma omp parallel for simd if (FAST(ctx))
+#pragma omp parallel for simd if (PAR(n))
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
     return 0;
 }
@@ -496,7 +523,7 @@ static int cpu_residual_forward(void *ctx, float *out, const float *a, const flo
 
 static int cpu_crossentropy_forward(void *ctx, float *probs, float *logp, const float *logits,
                                     const int *targets, int N, int V, int Vp) {
-#pragma omp parallel for if (FAST(ctx))
+#pragma omp parallel for if (PAR((size_t)N * Vp))
     for (int i = 0; i < N; i++) {
         const float *l = logits + (size_t)i * Vp;
         float *p = probs + (size_t)i * Vp;
@@ -520,7 +547,7 @@ static int cpu_crossentropy_forward(void *ctx, float *probs, float *logp, const 
 static int cpu_crossentropy_backward(void *ctx, float *dlogits, const float *probs,
                                      const int *targets, const float *dlogp, int N, int V,
                                      int Vp) {
-#pragma omp parallel for if (FAST(ctx))
+#pragma omp parallel for if (PAR((size_t)N * Vp))
     for (int i = 0; i < N; i++) {
         float *d = dlogits + (size_t)i * Vp;
         const float *p = probs + (size_t)i * Vp;
@@ -543,7 +570,7 @@ static int cpu_adamw(void *ctx, float *params, const float *grads, float *m, flo
                      size_t n, float lr, float beta1, float beta2, float eps, float wd,
                      float grad_scale, int t) {
     float c1 = 1.0f - powf(beta1, (float)t), c2 = 1.0f - powf(beta2, (float)t);
-#pragma omp parallel for simd if (FAST(ctx))
+#pragma omp parallel for simd if (PAR(n))
     for (size_t i = 0; i < n; i++) {
         float g = grads[i] * grad_scale;
         float mi = beta1 * m[i] + (1.0f - beta1) * g;
@@ -559,7 +586,7 @@ static int cpu_adamw(void *ctx, float *params, const float *grads, float *m, flo
 static int cpu_sumsq(void *ctx, const float *x, size_t n, double *out) {
     double s = 0.0;
     /* Reduction order differs between thread counts; the reference stays serial. */
-#pragma omp parallel for reduction(+ : s) if (FAST(ctx))
+#pragma omp parallel for reduction(+ : s) if (PAR(n))
     for (size_t i = 0; i < n; i++) s += (double)x[i] * x[i];
     *out = s;
     return 0;
@@ -586,6 +613,13 @@ static int cpu_new(spade_backend *be, int fast, char *err, size_t errlen) {
         return SPADE_POLICY_ENOMEM;
     }
     c->fast = fast;
+#if defined(SPADE_HAVE_CBLAS) && defined(OPENBLAS_VERSION) && defined(_OPENMP)
+    /* One thread pool, not two: OpenMP owns the cores and each thread calls
+     * sgemm on its own block, so OpenBLAS's threads would only fight
+     * OpenMP's spinning ones (6x slower on 2 cores). Process-wide, and
+     * deliberate: it is what every later BLAS call in this process wants too. */
+    if (fast) openblas_set_num_threads(1);
+#endif
     be->vt = fast ? &cpu_vt : &cpu_ref_vt;
     be->ctx = c;
     return 0;
