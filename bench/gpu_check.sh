@@ -442,7 +442,7 @@ result build PASS "$(elapsed "$t"): libspade.a with backend_cuda.o, test_policy,
 
 STATUS=0
 NOGPU=0
-# run NAME LOG CMD...: runs a check, records PASS / FAIL / SKIP (exit 77).
+# run NAME LOG CMD...: runs a check, records PASS / FAIL / SKIP (exit 77) / TIME (timeout's 124).
 run() {
     name=$1 log=$2
     shift 2
@@ -455,6 +455,8 @@ run() {
     elif [ $rc -eq 77 ]; then
         result "$name" SKIP "$(grep -m1 SKIP "$log")"
         NOGPU=1
+    elif [ $rc -eq 124 ]; then
+        result "$name" TIME "stopped by its time limit after $(elapsed "$t"): not a verdict"
     else
         result "$name" FAIL "exit $rc after $(elapsed "$t") (see $(basename "$log"))"
         show "$log"
