@@ -14,8 +14,7 @@ static int acct(const char *name) { for (int i = 0; i < accounts; i++) if (str_i
 static void describe(int k) {
     const char *a = NAMES[S->from[k]], *b = NAMES[S->to[k]]; int x = S->amount[k];
     say("Instruction %d: ", k + 1);
-    if (S->kind[k] == 0) say("deposit %d into %s.\n", x, a);
-    if (S->kind[k] == 1) say("withdraw %d from %s.\n", x, a);
+    if (S->kind[k] < 2) say("%s %d %s %s.\n", S->kind[k] ? "withdraw" : "deposit", x, S->kind[k] ? "from" : "into", a);
     if (S->kind[k] == 2) say("transfer %d from %s to %s.\n", x, a, b);
     if (S->kind[k] == 3) say("move half of the %s balance (rounded down) to %s.\n", a, b);
 }
@@ -47,8 +46,7 @@ RESET {
         if (S->kind[k] == 0) w[a] += x; else w[a] -= x;
         if (S->kind[k] >= 2) w[b] += x;
     }
-    say("You manage the accounts");
-    for (int i = 0; i < accounts; i++) say(" %s", NAMES[i]);
+    say("You manage the accounts"); for (int i = 0; i < accounts; i++) say(" %s", NAMES[i]);
     say(". Tools: balance(account), deposit(account, amount), withdraw(account, amount), transfer(from, to, amount),\n"
         "close_account(account), interest_rate(). Each instruction appears once the previous one is done.\n");
     describe(0);
@@ -62,7 +60,6 @@ HINT { say("Make one tool call per instruction with the account names exactly as
 SOLVE {
     int k = S->at, a = k < tasks ? S->from[k] : 0, b = k < tasks ? S->to[k] : 0;
     if (k == tasks) act("done");
-    else if (S->kind[k] == 0) act("deposit(\"%s\", %d)", NAMES[a], S->amount[k]);
-    else if (S->kind[k] == 1) act("withdraw(\"%s\", %d)", NAMES[a], S->amount[k]);
+    else if (S->kind[k] < 2) act("%s(\"%s\", %d)", S->kind[k] ? "withdraw" : "deposit", NAMES[a], S->amount[k]);
     else act("transfer(\"%s\", \"%s\", %ld)", NAMES[a], NAMES[b], S->kind[k] == 2 ? S->amount[k] : S->bal[a] / 2);
 }

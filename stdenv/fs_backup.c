@@ -14,8 +14,7 @@ static int find(const char *p) { for (int i = 0; i < S->n; i++) if (!strcmp(S->p
 static int add(const char *p, const char *data, int is_dir) { /* the parent must be "/" or an existing directory */
     const char *slash = strrchr(p, '/'); char up[48] = {0};
     if (p[0] != '/' || !slash[1] || strlen(p) >= 48 || S->n == 64 || find(p) >= 0) return 0;
-    memcpy(up, p, slash - p);
-    if (slash != p && (find(up) < 0 || !S->dir[find(up)])) return 0;
+    memcpy(up, p, slash - p); if (slash != p && (find(up) < 0 || !S->dir[find(up)])) return 0;
     memcpy(S->path[S->n], p, strlen(p) + 1); snprintf(S->data[S->n], 16, "%s", data); S->dir[S->n++] = is_dir; return 1;
 }
 TOOL(ls, "List a directory (subdirectories end with /).", const char *, (const char *path)) {
@@ -41,15 +40,14 @@ RESET {
         int up = rand_range(-1, S->n - 1);
         snprintf(p, 48, "%s/%s", up < 0 ? "" : S->path[up], DIRS[k]); add(p, "", 1);
     }
-    for (int k = 0; k < 16; k++) names[k] = k;
+    for (int k = 0; k < 16; k++) names[k] = k; /* then shuffled: distinct names, so backups cannot collide */
     shuffle(names, 16, sizeof names[0]);
     for (int k = 0; k < files; k++) {
         snprintf(p, 48, "%s/%s.%s", S->path[rand_range(0, dirs - 1)], NAMES[names[k]], k < want ? "log" : k % 2 ? "txt" : "cfg");
         snprintf(d, 16, "entry %d", (int)rand_range(1000, 9999)); add(p, d, 0);
     }
-    say("Copy every .log file, wherever it is, into the directory /backup (create it), keeping its name:\n"
-        "/var/x/app.log goes to /backup/app.log with the same contents. Say done when finished.\n"
-        "Tools: ls(path), read(path), mkdir(path), write(path, text). The root is \"/\".\n");
+    say("Copy every .log file, wherever it is, into a new directory /backup with the same name and contents (/var/x/app.log\n"
+        "goes to /backup/app.log). Tools: ls(path), read(path), mkdir(path), write(path, text); the root is \"/\". Say done at the end.\n");
 }
 STEP {
     char w[16]; int ok = 1; parse_word(action, w, sizeof w);
