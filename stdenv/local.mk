@@ -9,3 +9,12 @@ stdenv_DATA = \
 	stdenv/carry_add.c stdenv/linear.c stdenv/modpow.c stdenv/sequence.c \
 	stdenv/sort_compare.c stdenv/hanoi.c stdenv/nim.c stdenv/latin.c
 EXTRA_DIST += $(stdenv_DATA)
+
+# tests/test_stdenv: every installed environment (stdenv and the example
+# plugins) passes the checker, and its SOLVE wins across the param range.
+check_PROGRAMS += tests/test_stdenv
+TESTS += tests/test_stdenv
+tests_test_stdenv_SOURCES = tests/test_stdenv.c
+tests_test_stdenv_CPPFLAGS = $(AM_CPPFLAGS) -DSPADE_ENV_FILES='"$(stdenv_DATA) $(plugins_DATA)"'
+tests_test_stdenv_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_test_stdenv_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
