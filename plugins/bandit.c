@@ -18,13 +18,13 @@ RESET {
         "You have %d pulls; collect at least 0.6 in total. Say the number of the machine to pull.\n", arms, arms, 1.0 / pulls, pulls);
 }
 STEP {
-    long a = parse_int(action) - 1;
-    if (a < 0 || a >= arms) say("Say a machine number from 1 to %d.\n", arms);
+    long m = parse_int(action); /* the machine, numbered from 1; NO_INT when the answer has no number */
+    if (m < 1 || m > arms) say("Say a machine number from 1 to %d.\n", arms);
     else {
-        int paid = rand_real() < S->p[a];
+        int a = m - 1, paid = rand_real() < S->p[a];
         S->tries[a]++; S->wins[a] += paid;
         if (paid) reward(1.0 / pulls);
-        say("Machine %ld %s. It has paid %d of %d times.\n", a + 1, paid ? "pays" : "pays nothing", S->wins[a], S->tries[a]);
+        say("Machine %ld %s. It has paid %d of %d times.\n", m, paid ? "pays" : "pays nothing", S->wins[a], S->tries[a]);
     }
     if (steps() + 1 == pulls) { say("That was your last pull.\n"); finish(0); } /* finish(0): end without a bonus; the rewards decide */
 }

@@ -7,9 +7,11 @@ ENV("calc_chain", "Use calculator tools to evaluate a chain of operations.", .fa
 PARAM(int, ops, 4, 1, 12)
 PARAM(int, digits, 4, 1, 6)
 STATE { long arg[12], cur, result; int op[12], done; }; /* cur = the value after the first `done` operations */
+#define BIG 1000000000000L /* larger arguments could overflow a long */
 static const char *VERB[3] = {"add", "subtract", "multiply by"}, *TOOLS[3] = {"add", "sub", "mul"};
 static long apply(int op, long a, long b) { return op == 0 ? a + b : op == 1 ? a - b : a * b; }
 static long track(int op, long a, long b) { /* a call that performs the next operation advances the chain */
+    if (a > BIG || a < -BIG || b > BIG || b < -BIG) { say("Error: the calculator takes numbers up to 10^12.\n"); return 0; }
     if (S->done < ops && op == S->op[S->done] && a == S->cur && b == S->arg[S->done]) { S->cur = apply(op, a, b); S->done++; }
     return apply(op, a, b);
 }

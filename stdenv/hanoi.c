@@ -32,8 +32,9 @@ RESET {
     show();
 }
 STEP {
-    long v[64]; int n = parse_ints(action, v, 64), from = n >= 2 ? v[n - 2] - 1 : -1, to = n >= 2 ? v[n - 1] - 1 : -1;
-    if (from < 0 || from > 2 || to < 0 || to > 2 || from == to) say("Say \"move A B\" with two different pegs 1, 2 or 3.\n");
+    long v[64]; int n = parse_ints(action, v, 64), from = -1, to = -1; /* the last two numbers, pegs 1-3 */
+    if (n >= 2 && v[n - 2] >= 1 && v[n - 2] <= 3 && v[n - 1] >= 1 && v[n - 1] <= 3) { from = v[n - 2] - 1; to = v[n - 1] - 1; }
+    if (from < 0 || from == to) say("Say \"move A B\" with two different pegs 1, 2 or 3.\n");
     else if (top(from) == 99) say("Peg %d is empty.\n", from + 1);
     else if (top(from) > top(to)) say("Disk %d cannot go on the smaller disk %d.\n", top(from), top(to));
     else S->peg[top(from)] = to;

@@ -34,9 +34,10 @@ RESET {
     show();
 }
 STEP {
-    long v[64]; int k = parse_ints(action, v, 64), n = k >= 2 ? v[k - 2] : 0, h = k >= 2 ? v[k - 1] - 1 : -1;
-    if (h < 0 || h >= heaps || n < 1 || n > S->heap[h]) { say("Say \"take N from H\" with 1 <= N <= the size of heap H.\n"); show(); return; }
-    S->heap[h] -= n;
+    long v[64]; int k = parse_ints(action, v, 64); /* the last two numbers: how many, and from which heap */
+    long n = k >= 2 ? v[k - 2] : 0, h = k >= 2 ? v[k - 1] : 0;
+    if (h < 1 || h > heaps || n < 1 || n > S->heap[h - 1]) { say("Say \"take N from H\" with 1 <= N <= the size of heap H.\n"); show(); return; }
+    S->heap[h - 1] -= n;
     if (!left()) { say("You took the last object. You win!\n"); win(); return; }
     opponent();
     if (!left()) { say("I took the last object. I win.\n"); lose(); } else show();
