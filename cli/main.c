@@ -5,8 +5,11 @@
  * or loads anything: workers fork from the zygote, so they stay small whatever
  * the parent grows into (DESIGN.md §4).
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "cmd_pretrain.h"
@@ -62,7 +65,24 @@ static int wants_help(int argc, char **argv) {
     return 0;
 }
 
+/* A program started with stdin, stdout or stderr closed would hand that number
+ * to the first file or socket it opens: the sandbox's socket would then be read
+ * as actions (spade run --agent stdin) or written with text. Fill the gaps. */
+static void open_standard_fds(void) {
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF) continue;
+        if (fd == 0) {
+            /* stdin: a pipe with no writer reads as EOF, whatever /dev/null is */
+            int p[2];
+            if (pipe(p) == 0) close(p[1]); /* p[0] took number 0: the lowest free */
+        } else {
+            (void)open("/dev/null", O_WRONLY);
+        }
+    }
+}
+
 int main(int argc, char **argv) {
+    open_standard_fds();
     if (argc < 2) {
         usage(stderr);
         return CLI_USAGE;

@@ -11,6 +11,7 @@ SPADE=${SPADE_BIN:-$(pwd)/spade}
 ENVS=$SRC/tests/envs
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/spade-test-cli-XXXXXX") || exit 99
 trap 'rm -rf "$TMP"' EXIT INT TERM
+: >"$TMP/empty" # stdin at EOF (not /dev/null: on a shared box it may have been replaced by a file)
 fails=0
 n=0
 
@@ -91,7 +92,9 @@ if [ $? -eq 1 ]; then ok "run --agent stdin: early EOF is a failure"; else bad "
 has "ended after 1 of 3" "early EOF is explained"
 expect 1 "run --agent solve without SOLVE" "$SPADE" run "$ENVS/cli_growobs.c" --agent solve
 has "no SOLVE" "missing SOLVE is explained"
-expect 1 "run on a crashing environment" "$SPADE" run "$ENVS/cli_crashempty.c" --agent stdin --episodes 1 </dev/null
+expect 1 "run on a crashing environment" "$SPADE" run "$ENVS/cli_crashempty.c" --agent stdin --episodes 1 <"$TMP/empty"
+timeout 30 "$SPADE" run "$ENVS/add.c" --agent stdin --episodes 1 >"$TMP/out" 2>&1 <&-
+if [ $? -eq 1 ]; then ok "closed stdin reads as EOF (the sandbox's socket does not take fd 0)"; else bad "closed stdin"; fi
 printf '\n' | "$SPADE" run "$ENVS/cli_crashempty.c" --agent stdin --episodes 1 >"$TMP/out" 2>&1
 if [ $? -eq 1 ]; then ok "a crash fails the run"; else bad "crash exit status"; fi
 has "crash" "the crash is classified"
@@ -114,7 +117,7 @@ hasnt "never read" ":quit stops reading"
 printf '4\n' | "$SPADE" play "$ENVS/add.c:lo=2,hi=2" >"$TMP/out" 2>&1
 if [ $? -eq 0 ]; then ok "play ends cleanly at EOF"; else bad "play at EOF"; fi
 has "played 1 episode, won 1" "play at EOF prints the summary"
-expect 1 "play a broken file" "$SPADE" play "$ENVS/cli_broken.c" </dev/null
+expect 1 "play a broken file" "$SPADE" play "$ENVS/cli_broken.c" <"$TMP/empty"
 has "cli_broken.c:7" "play names the line of a compile error"
 
 # play serves the file hot: a change reaches the next episode, a broken change is
