@@ -4,10 +4,6 @@ spade_SOURCES += cli/main.c cli/util.c cli/cmd_check.c cli/cmd_run.c cli/cmd_pla
 	cli/cmd_pretrain.c
 noinst_HEADERS += cli/cli.h
 
-# core/check and core/registry live in the library: tests/test_stdenv.c and the
-# designer call spade_check; the trainer hot-loads through the registry.
-libspade_a_SOURCES += core/check.c core/registry.c
-noinst_HEADERS += core/check.h core/registry.h
 
 check_PROGRAMS += tests/test_check tests/test_registry
 TESTS += tests/test_check tests/test_registry tests/test_cli.sh

@@ -48,3 +48,8 @@ tests_test_host_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_host_LDFLAGS = $(AM_LDFLAGS) -Wl,--export-dynamic
 tests_test_host_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
 EXTRA_tests_test_host_DEPENDENCIES = $(spade_test_envs)
+
+# The checker and the registry live in the library: the CLI, tests/test_stdenv.c
+# and the designer call spade_check; the trainer hot-loads through the registry.
+libspade_a_SOURCES += core/check.c core/registry.c
+noinst_HEADERS += core/check.h core/registry.h
