@@ -482,7 +482,8 @@ END_TEST
 /* Compiled only when the library has the CUDA backend; skipped at run time
  * (with a message, never faked) when there is no usable GPU.
  * Bound: as cpu vs reference, loosened for TF32-free float32 cuBLAS:
- * loss 1e-4 relative, gradients 2e-3 * max|cpu tensor|, params after one AdamW 1e-5. */
+ * loss 1e-4 relative, gradients 2e-3 * max|cpu tensor|, params after one AdamW 1e-5
+ * (2 lr more where the gradient is rounding noise, see below). */
 START_TEST(test_cuda_parity) {
 #ifndef SPADE_POLICY_CUDA
     fprintf(stderr, "test_policy: SKIP cuda parity: this build has no CUDA backend\n");
@@ -531,9 +532,19 @@ START_TEST(test_cuda_parity) {
     spade_adamw_opts_default(&o);
     ck_assert(spade_policy_step(r, &o, NULL, err, sizeof err) == 0);
     ck_assert_msg(spade_policy_step(g, &o, NULL, err, sizeof err) == 0, "%s", err);
+    /* At the first AdamW step each update is lr * g/(|g| + eps): a gradient whose
+     * size is down at rounding noise (|g| < 1e-6) may flip sign between summation
+     * orders and move its parameter by up to 2 lr without any bug, so those
+     * elements get that much room; every other parameter must agree to 1e-5. */
+    float *gcpu = a;
+    a = malloc(P * 4);
     spade_policy_get_params(r, a, err, sizeof err);
     spade_policy_get_params(g, b, err, sizeof err);
-    for (size_t j = 0; j < P; j++) ck_assert_msg(fabsf(a[j] - b[j]) <= 1e-5f, "param %zu", j);
+    for (size_t j = 0; j < P; j++) {
+        float tol = 1e-5f + (fabsf(gcpu[j]) < 1e-6f ? 2.0f * o.lr : 0.0f);
+        ck_assert_msg(fabsf(a[j] - b[j]) <= tol, "param %zu: cpu %.8g cuda %.8g (grad %.3g)", j, a[j], b[j], gcpu[j]);
+    }
+    free(gcpu);
     /* sampling on the GPU runs and respects the contract */
     int out[2 * 8], len[2];
     spade_sample_opts so;
