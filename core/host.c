@@ -27,11 +27,11 @@
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "errbuf.h"
 #include "host.h"
 #include "runtime.h"
 #include "tools/tools.h"
@@ -72,17 +72,6 @@ struct spade_host {
     char *tool_out;  /* SPADE_OBS_MAX + 2: one byte more than fits, to see a result too large */
     void *scratch;   /* state_size: hint and solve run on a copy */
 };
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* Copies src into a fixed field; -1 when it does not fit (with the NUL). */
 static int copy_field(char *dst, size_t cap, const char *src)
@@ -135,40 +124,40 @@ static int validate_meta(spade_host *h, const spade_env_meta *m, char *err, size
 {
     spade_env_info *info = &h->info;
     if (m->abi != SPADE_ENV_ABI) {
-        set_err(err, errlen, "meta: abi %d, this runtime speaks abi %d", m->abi, SPADE_ENV_ABI);
+        spade_errf(err, errlen, "meta: abi %d, this runtime speaks abi %d", m->abi, SPADE_ENV_ABI);
         return -1;
     }
     info->abi = m->abi;
     if (!m->name || !is_ident_name(m->name, 1)) {
-        set_err(err, errlen, "meta: name '%s' must be non-empty [a-z0-9_-]", m->name ? m->name : "(null)");
+        spade_errf(err, errlen, "meta: name '%s' must be non-empty [a-z0-9_-]", m->name ? m->name : "(null)");
         return -1;
     }
     if (copy_field(info->name, sizeof info->name, m->name)) {
-        set_err(err, errlen, "meta: name longer than %zu bytes", sizeof info->name - 1);
+        spade_errf(err, errlen, "meta: name longer than %zu bytes", sizeof info->name - 1);
         return -1;
     }
     if (!m->description || !*m->description) {
-        set_err(err, errlen, "meta: description of '%s' is empty", info->name);
+        spade_errf(err, errlen, "meta: description of '%s' is empty", info->name);
         return -1;
     }
     if (has_control_char(m->description) || copy_field(info->description, sizeof info->description, m->description)) {
-        set_err(err, errlen, "meta: description of '%s' must be one line of at most %zu bytes", info->name,
-                sizeof info->description - 1);
+        spade_errf(err, errlen, "meta: description of '%s' must be one line of at most %zu bytes", info->name,
+                   sizeof info->description - 1);
         return -1;
     }
     const char *family = m->family ? m->family : "";
     if ((*family && !is_ident_name(family, 1)) || copy_field(info->family, sizeof info->family, family)) {
-        set_err(err, errlen, "meta: family '%.40s' must be [a-z0-9_-], at most %zu bytes", family,
-                sizeof info->family - 1);
+        spade_errf(err, errlen, "meta: family '%.40s' must be [a-z0-9_-], at most %zu bytes", family,
+                   sizeof info->family - 1);
         return -1;
     }
     if (m->max_steps < 0 || m->max_steps > HOST_MAX_STEPS_LIMIT) {
-        set_err(err, errlen, "meta: max_steps %d outside [1, %d]", m->max_steps, HOST_MAX_STEPS_LIMIT);
+        spade_errf(err, errlen, "meta: max_steps %d outside [1, %d]", m->max_steps, HOST_MAX_STEPS_LIMIT);
         return -1;
     }
     info->max_steps = m->max_steps ? m->max_steps : SPADE_DEFAULT_MAX_STEPS;
     if (!isfinite(m->success)) {
-        set_err(err, errlen, "meta: success threshold is not a finite number");
+        spade_errf(err, errlen, "meta: success threshold is not a finite number");
         return -1;
     }
     info->success = m->success != 0.0 ? m->success : SPADE_DEFAULT_SUCCESS;
@@ -178,33 +167,33 @@ static int validate_meta(spade_host *h, const spade_env_meta *m, char *err, size
 static int validate_param(const spade_param_def *p, int k, char *err, size_t errlen)
 {
     if (!p->name || !is_c_ident(p->name) || strlen(p->name) >= sizeof((spade_param_info *)0)->name) {
-        set_err(err, errlen, "param %d (spade_param_%d): name '%.40s' must be a C identifier of at most 31 bytes", k, k,
-                p->name ? p->name : "(null)");
+        spade_errf(err, errlen, "param %d (spade_param_%d): name '%.40s' must be a C identifier of at most 31 bytes",
+                   k, k, p->name ? p->name : "(null)");
         return -1;
     }
     if (p->type != SPADE_PARAM_INT && p->type != SPADE_PARAM_REAL) {
-        set_err(err, errlen, "param '%s': type %d is neither int nor double", p->name, p->type);
+        spade_errf(err, errlen, "param '%s': type %d is neither int nor double", p->name, p->type);
         return -1;
     }
     if (!p->value) {
-        set_err(err, errlen, "param '%s': no storage (value is NULL)", p->name);
+        spade_errf(err, errlen, "param '%s': no storage (value is NULL)", p->name);
         return -1;
     }
     if (!isfinite(p->def) || !isfinite(p->min) || !isfinite(p->max)) {
-        set_err(err, errlen, "param '%s': default, min and max must be finite", p->name);
+        spade_errf(err, errlen, "param '%s': default, min and max must be finite", p->name);
         return -1;
     }
     if (p->min > p->max) {
-        set_err(err, errlen, "param '%s': min %g > max %g", p->name, p->min, p->max);
+        spade_errf(err, errlen, "param '%s': min %g > max %g", p->name, p->min, p->max);
         return -1;
     }
     if (p->def < p->min || p->def > p->max) {
-        set_err(err, errlen, "param '%s': default %g outside [%g, %g]", p->name, p->def, p->min, p->max);
+        spade_errf(err, errlen, "param '%s': default %g outside [%g, %g]", p->name, p->def, p->min, p->max);
         return -1;
     }
     if (p->type == SPADE_PARAM_INT && (!is_int_value(p->def) || !is_int_value(p->min) || !is_int_value(p->max))) {
-        set_err(err, errlen, "param '%s': int param with default %g, min %g, max %g: each must be an int", p->name,
-                p->def, p->min, p->max);
+        spade_errf(err, errlen, "param '%s': int param with default %g, min %g, max %g: each must be an int", p->name,
+                   p->def, p->min, p->max);
         return -1;
     }
     return 0;
@@ -215,33 +204,33 @@ static int validate_tool(spade_host *h, const spade_tool_def *t, int k, char *er
     int i = h->info.n_tools;
     spade_tool_info *ti = &h->info.tools[i];
     if (!t->name || !is_c_ident(t->name) || copy_field(ti->name, sizeof ti->name, t->name)) {
-        set_err(err, errlen, "tool %d (spade_tool_%d): name '%.40s' must be a C identifier of at most %zu bytes", k,
-                k, t->name ? t->name : "(null)", sizeof ti->name - 1);
+        spade_errf(err, errlen, "tool %d (spade_tool_%d): name '%.40s' must be a C identifier of at most %zu bytes", k,
+                   k, t->name ? t->name : "(null)", sizeof ti->name - 1);
         return -1;
     }
     if (!t->fn) {
-        set_err(err, errlen, "tool '%s': no function", t->name);
+        spade_errf(err, errlen, "tool '%s': no function", t->name);
         return -1;
     }
     if (!t->signature || copy_field(ti->signature, sizeof ti->signature, t->signature)) {
-        set_err(err, errlen, "tool '%s': signature missing or longer than %zu bytes", t->name,
-                sizeof ti->signature - 1);
+        spade_errf(err, errlen, "tool '%s': signature missing or longer than %zu bytes", t->name,
+                   sizeof ti->signature - 1);
         return -1;
     }
     const char *desc = t->description ? t->description : "";
     if (!*desc || has_control_char(desc) || copy_field(ti->description, sizeof ti->description, desc)) {
-        set_err(err, errlen, "tool '%s': description must be one non-empty line of at most %zu bytes", t->name,
-                sizeof ti->description - 1);
+        spade_errf(err, errlen, "tool '%s': description must be one non-empty line of at most %zu bytes", t->name,
+                   sizeof ti->description - 1);
         return -1;
     }
     char why[256] = "";
     if (spade_tool_sig_parse(t->signature, &h->sigs[i], why, sizeof why) != 0) {
-        set_err(err, errlen, "tool '%s': signature '%s': %s", t->name, t->signature, why);
+        spade_errf(err, errlen, "tool '%s': signature '%s': %s", t->name, t->signature, why);
         return -1;
     }
     for (int j = 0; j < i; j++)
         if (strcmp(h->info.tools[j].name, ti->name) == 0) {
-            set_err(err, errlen, "tool '%s': declared twice", t->name);
+            spade_errf(err, errlen, "tool '%s': declared twice", t->name);
             return -1;
         }
     h->tools[i] = *t;
@@ -255,7 +244,7 @@ static int build_tool_list(spade_host *h, char *err, size_t errlen)
     size_t cap = 128 + (size_t)h->info.n_tools * 1024, len = 0;
     char *buf = malloc(cap);
     if (!buf) {
-        set_err(err, errlen, "out of memory");
+        spade_errf(err, errlen, "out of memory");
         return -1;
     }
     len += (size_t)snprintf(buf, cap, "\n\nTools (call one as name(arg, ...)):\n");
@@ -277,18 +266,18 @@ static int build_tool_list(spade_host *h, char *err, size_t errlen)
 int spade_host_new(spade_host **out, spade_symbol_fn sym, void *sym_ctx, char *err, size_t errlen)
 {
     if (!out || !sym) {
-        set_err(err, errlen, "spade_host_new: no output or no resolver");
+        spade_errf(err, errlen, "spade_host_new: no output or no resolver");
         return -1;
     }
     *out = NULL;
     spade_host *h = calloc(1, sizeof *h);
     if (!h) {
-        set_err(err, errlen, "out of memory");
+        spade_errf(err, errlen, "out of memory");
         return -1;
     }
     const spade_env_meta *meta = sym(sym_ctx, "spade_meta");
     if (!meta) {
-        set_err(err, errlen, "spade_meta: missing (no ENV(...) line?)");
+        spade_errf(err, errlen, "spade_meta: missing (no ENV(...) line?)");
         goto fail;
     }
     if (validate_meta(h, meta, err, errlen))
@@ -303,7 +292,7 @@ int spade_host_new(spade_host **out, spade_symbol_fn sym, void *sym_ctx, char *e
     void *addr[4];
     for (int i = 0; i < 4; i++)
         if (!(addr[i] = sym(sym_ctx, required[i].name))) {
-            set_err(err, errlen, "%s: missing (no %s block?)", required[i].name, required[i].what);
+            spade_errf(err, errlen, "%s: missing (no %s block?)", required[i].name, required[i].what);
             goto fail;
         }
     fn_size state_size;
@@ -317,14 +306,14 @@ int spade_host_new(spade_host **out, spade_symbol_fn sym, void *sym_ctx, char *e
 
     unsigned long ss = state_size();
     if (ss > SPADE_STATE_MAX) {
-        set_err(err, errlen, "state_size: %lu bytes, more than the %d allowed", ss, SPADE_STATE_MAX);
+        spade_errf(err, errlen, "state_size: %lu bytes, more than the %d allowed", ss, SPADE_STATE_MAX);
         goto fail;
     }
     h->state_size = ss;
     h->info.state_size = ss;
     h->state_ptr = sym(sym_ctx, "spade_S");
     if (!h->state_ptr && ss > 0) {
-        set_err(err, errlen, "spade_S: missing, but state_size is %lu", ss);
+        spade_errf(err, errlen, "spade_S: missing, but state_size is %lu", ss);
         goto fail;
     }
 
@@ -335,14 +324,14 @@ int spade_host_new(spade_host **out, spade_symbol_fn sym, void *sym_ctx, char *e
         if (!pd)
             continue;
         if (h->info.n_params == SPADE_INFO_MAX_PARAMS) {
-            set_err(err, errlen, "params: more than %d", SPADE_INFO_MAX_PARAMS);
+            spade_errf(err, errlen, "params: more than %d", SPADE_INFO_MAX_PARAMS);
             goto fail;
         }
         if (validate_param(pd, k, err, errlen))
             goto fail;
         for (int j = 0; j < h->info.n_params; j++)
             if (strcmp(h->info.params[j].name, pd->name) == 0) {
-                set_err(err, errlen, "param '%s': declared twice", pd->name);
+                spade_errf(err, errlen, "param '%s': declared twice", pd->name);
                 goto fail;
             }
         spade_param_info *pi = &h->info.params[h->info.n_params];
@@ -359,7 +348,7 @@ int spade_host_new(spade_host **out, spade_symbol_fn sym, void *sym_ctx, char *e
         if (!td)
             continue;
         if (h->info.n_tools == SPADE_INFO_MAX_TOOLS) {
-            set_err(err, errlen, "tools: more than %d", SPADE_INFO_MAX_TOOLS);
+            spade_errf(err, errlen, "tools: more than %d", SPADE_INFO_MAX_TOOLS);
             goto fail;
         }
         if (validate_tool(h, td, k, err, errlen))
@@ -368,7 +357,7 @@ int spade_host_new(spade_host **out, spade_symbol_fn sym, void *sym_ctx, char *e
     if (h->info.n_tools) {
         char why[256] = "";
         if (spade_tool_table_new(&h->tool_table, h->tools, h->sigs, h->info.n_tools, why, sizeof why) != 0) {
-            set_err(err, errlen, "tools: %s", why);
+            spade_errf(err, errlen, "tools: %s", why);
             goto fail;
         }
         if (build_tool_list(h, err, errlen))
@@ -380,7 +369,7 @@ int spade_host_new(spade_host **out, spade_symbol_fn sym, void *sym_ctx, char *e
     h->tool_out = h->info.n_tools ? malloc(SPADE_OBS_MAX + 2) : NULL;
     h->scratch = malloc(ss ? ss : 1);
     if (!h->out || !h->action || (h->info.n_tools && !h->tool_out) || !h->scratch) {
-        set_err(err, errlen, "out of memory");
+        spade_errf(err, errlen, "out of memory");
         goto fail;
     }
     h->out[0] = '\0';
@@ -420,15 +409,15 @@ const spade_env_info *spade_host_info(const spade_host *h)
 static int check_param_value(const spade_param_info *p, double v, char *err, size_t errlen)
 {
     if (!isfinite(v)) {
-        set_err(err, errlen, "param '%s': value is not a finite number", p->name);
+        spade_errf(err, errlen, "param '%s': value is not a finite number", p->name);
         return -1;
     }
     if (p->type == SPADE_PARAM_INT && v != floor(v)) {
-        set_err(err, errlen, "param '%s': %g is not an integer", p->name, v);
+        spade_errf(err, errlen, "param '%s': %g is not an integer", p->name, v);
         return -1;
     }
     if (v < p->min || v > p->max) {
-        set_err(err, errlen, "param '%s': %g outside [%g, %g]", p->name, v, p->min, p->max);
+        spade_errf(err, errlen, "param '%s': %g outside [%g, %g]", p->name, v, p->min, p->max);
         return -1;
     }
     return 0;
@@ -437,7 +426,7 @@ static int check_param_value(const spade_param_info *p, double v, char *err, siz
 int spade_params_parse(const spade_env_info *info, const char *spec, double *values, char *err, size_t errlen)
 {
     if (!info || (!values && info->n_params > 0)) {
-        set_err(err, errlen, "params: no environment or no output");
+        spade_errf(err, errlen, "params: no environment or no output");
         return -1;
     }
     int n = info->n_params < 0 ? 0 : info->n_params > SPADE_INFO_MAX_PARAMS ? SPADE_INFO_MAX_PARAMS : info->n_params;
@@ -460,7 +449,7 @@ int spade_params_parse(const spade_env_info *info, const char *spec, double *val
             continue; /* "a=1,,b=2" or a trailing comma */
         const char *eq = memchr(a, '=', (size_t)(b - a));
         if (!eq) {
-            set_err(err, errlen, "params: '%.*s' is not key=value", (int)((b - a) > 64 ? 64 : (b - a)), a);
+            spade_errf(err, errlen, "params: '%.*s' is not key=value", (int)((b - a) > 64 ? 64 : (b - a)), a);
             return -1;
         }
         const char *ke = eq;
@@ -472,12 +461,13 @@ int spade_params_parse(const spade_env_info *info, const char *spec, double *val
             if (strlen(info->params[i].name) == klen && memcmp(info->params[i].name, a, klen) == 0)
                 idx = i;
         if (idx < 0) {
-            set_err(err, errlen, "params: unknown key '%.*s' for '%.64s'", (int)(klen > 64 ? 64 : klen), a, info->name);
+            spade_errf(err, errlen, "params: unknown key '%.*s' for '%.64s'", (int)(klen > 64 ? 64 : klen), a,
+                       info->name);
             return -1;
         }
         const spade_param_info *pi = &info->params[idx];
         if (seen[idx]) {
-            set_err(err, errlen, "param '%s': given twice", pi->name);
+            spade_errf(err, errlen, "param '%s': given twice", pi->name);
             return -1;
         }
         seen[idx] = 1;
@@ -487,7 +477,7 @@ int spade_params_parse(const spade_env_info *info, const char *spec, double *val
         char num[64];
         size_t vlen = (size_t)(b - v);
         if (vlen == 0 || vlen >= sizeof num) {
-            set_err(err, errlen, "param '%s': bad number '%.*s'", pi->name, (int)(vlen > 64 ? 64 : vlen), v);
+            spade_errf(err, errlen, "param '%s': bad number '%.*s'", pi->name, (int)(vlen > 64 ? 64 : vlen), v);
             return -1;
         }
         memcpy(num, v, vlen);
@@ -496,7 +486,7 @@ int spade_params_parse(const spade_env_info *info, const char *spec, double *val
         errno = 0;
         double x = strtod(num, &stop);
         if (*stop != '\0' || errno == ERANGE || !isfinite(x)) {
-            set_err(err, errlen, "param '%s': bad number '%s'", pi->name, num);
+            spade_errf(err, errlen, "param '%s': bad number '%s'", pi->name, num);
             return -1;
         }
         if (check_param_value(pi, x, err, errlen))

@@ -1,6 +1,9 @@
 # core/local.mk — the engine both roles share (core never includes designer/ or agent/).
 libspade_a_SOURCES += core/version.c
 noinst_HEADERS += core/version.h
+# The error-buffer formatter every part of the library reports failures with.
+libspade_a_SOURCES += core/errbuf.c
+noinst_HEADERS += core/errbuf.h
 noinst_HEADERS += core/host.h core/sandbox/sandbox.h core/tools/tools.h dsl/spade/env.h
 
 # The in-process host (host.h) and its dlopen front end for gcc-built environments.

@@ -7,7 +7,8 @@
 #include "native.h"
 
 #include <dlfcn.h>
-#include <stdio.h>
+
+#include "errbuf.h"
 
 static void *native_symbol(void *ctx, const char *name)
 {
@@ -21,22 +22,19 @@ int spade_native_open(const char *so_path, spade_host **out, void **dl_handle, c
     if (dl_handle)
         *dl_handle = NULL;
     if (!so_path || !out || !dl_handle) {
-        if (err && errlen)
-            snprintf(err, errlen, "spade_native_open: missing argument");
+        spade_errf(err, errlen, "spade_native_open: missing argument");
         return -1;
     }
     void *dl = dlopen(so_path, RTLD_NOW | RTLD_LOCAL);
     if (!dl) {
         const char *why = dlerror();
-        if (err && errlen)
-            snprintf(err, errlen, "%s: %s", so_path, why ? why : "dlopen failed");
+        spade_errf(err, errlen, "%s: %s", so_path, why ? why : "dlopen failed");
         return -1;
     }
     char why[512] = "";
     spade_host *h;
     if (spade_host_new(&h, native_symbol, dl, why, sizeof why) != 0) {
-        if (err && errlen)
-            snprintf(err, errlen, "%s: %s", so_path, why);
+        spade_errf(err, errlen, "%s: %s", so_path, why);
         dlclose(dl);
         return -1;
     }

@@ -18,14 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...) {
-    if (!err || !errlen) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
+#include "errbuf.h"
 
 uint64_t spade_hash64(const void *data, size_t len) {
     const unsigned char *p = data;
@@ -62,7 +55,7 @@ static int looks_like_params(const char *s) {
 int spade_spec_parse(const char *text, spade_spec *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     if (!text || !*text) {
-        set_err(err, errlen, "empty environment spec (expected NAME_OR_FILE[:key=value,...])");
+        spade_errf(err, errlen, "empty environment spec (expected NAME_OR_FILE[:key=value,...])");
         return -1;
     }
     const char *colon = strrchr(text, ':');
@@ -74,22 +67,22 @@ int spade_spec_parse(const char *text, spade_spec *out, char *err, size_t errlen
     } else if (colon && strchr(colon + 1, '=') && !strchr(colon + 1, '/')) {
         /* Something after the last ':' was meant as params but is malformed:
          * say so rather than report a missing file named "maze:size=". */
-        set_err(err, errlen, "spec '%s': malformed params '%s' (expected key=value,...)", text, colon + 1);
+        spade_errf(err, errlen, "spec '%s': malformed params '%s' (expected key=value,...)", text, colon + 1);
         return -1;
     }
     if (!tlen) {
-        set_err(err, errlen, "spec '%s': no environment name or file before ':'", text);
+        spade_errf(err, errlen, "spec '%s': no environment name or file before ':'", text);
         return -1;
     }
     if (tlen >= sizeof out->target) {
-        set_err(err, errlen, "spec: file name longer than %zu bytes", sizeof out->target - 1);
+        spade_errf(err, errlen, "spec: file name longer than %zu bytes", sizeof out->target - 1);
         return -1;
     }
     memcpy(out->target, text, tlen);
     out->target[tlen] = 0;
     if (params) {
         if (strlen(params) >= sizeof out->params) {
-            set_err(err, errlen, "spec '%s': params longer than %zu bytes", out->target, sizeof out->params - 1);
+            spade_errf(err, errlen, "spec '%s': params longer than %zu bytes", out->target, sizeof out->params - 1);
             return -1;
         }
         strcpy(out->params, params);
@@ -118,18 +111,18 @@ int spade_read_source(const char *path, char **out, size_t *len, char *err, size
     *len = 0;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-        set_err(err, errlen, "%s: %s", path, strerror(errno));
+        spade_errf(err, errlen, "%s: %s", path, strerror(errno));
         return -1;
     }
     struct stat st;
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-        set_err(err, errlen, "%s: not a regular file", path);
+        spade_errf(err, errlen, "%s: not a regular file", path);
         close(fd);
         return -1;
     }
     if (st.st_size > SPADE_SOURCE_MAX) {
-        set_err(err, errlen, "%s: %lld bytes, larger than the %d-byte limit for an environment source", path,
-                (long long)st.st_size, SPADE_SOURCE_MAX);
+        spade_errf(err, errlen, "%s: %lld bytes, larger than the %d-byte limit for an environment source", path,
+                   (long long)st.st_size, SPADE_SOURCE_MAX);
         close(fd);
         return -1;
     }
@@ -138,7 +131,7 @@ int spade_read_source(const char *path, char **out, size_t *len, char *err, size
     size_t cap = (size_t)st.st_size + 1, n = 0;
     char *buf = malloc(cap + 1);
     if (!buf) {
-        set_err(err, errlen, "%s: out of memory", path);
+        spade_errf(err, errlen, "%s: out of memory", path);
         close(fd);
         return -1;
     }
@@ -154,7 +147,7 @@ int spade_read_source(const char *path, char **out, size_t *len, char *err, size
         ssize_t r = read(fd, buf + n, cap - n);
         if (r < 0 && errno == EINTR) continue;
         if (r < 0) {
-            set_err(err, errlen, "%s: read: %s", path, strerror(errno));
+            spade_errf(err, errlen, "%s: read: %s", path, strerror(errno));
             free(buf);
             close(fd);
             return -1;
@@ -164,7 +157,7 @@ int spade_read_source(const char *path, char **out, size_t *len, char *err, size
     }
     close(fd);
     if (n > SPADE_SOURCE_MAX) {
-        set_err(err, errlen, "%s: larger than the %d-byte limit for an environment source", path, SPADE_SOURCE_MAX);
+        spade_errf(err, errlen, "%s: larger than the %d-byte limit for an environment source", path, SPADE_SOURCE_MAX);
         free(buf);
         return -1;
     }
@@ -252,7 +245,7 @@ int spade_registry_new(spade_registry **out, const char *spade_path, int flags, 
     return 0;
 oom:
     spade_registry_free(r);
-    set_err(err, errlen, "registry: out of memory");
+    spade_errf(err, errlen, "registry: out of memory");
     return -1;
 }
 
@@ -281,19 +274,19 @@ int spade_registry_find(const spade_registry *r, const char *name, char *path, s
                         size_t errlen) {
     if (spade_spec_is_path(name)) {
         if (!is_file(name)) {
-            set_err(err, errlen, "%s: %s", name, is_dir(name) ? "is a directory" : "no such file");
+            spade_errf(err, errlen, "%s: %s", name, is_dir(name) ? "is a directory" : "no such file");
             return -1;
         }
         if (strlen(name) >= pathcap) {
-            set_err(err, errlen, "%s: path too long", name);
+            spade_errf(err, errlen, "%s: path too long", name);
             return -1;
         }
         strcpy(path, name);
         return 0;
     }
     if (!spade_name_valid(name)) {
-        set_err(err, errlen, "'%s' is neither a file (no '/' or '.c') nor a valid environment name ([a-z0-9_-]+)",
-                name);
+        spade_errf(err, errlen, "'%s' is neither a file (no '/' or '.c') nor a valid environment name ([a-z0-9_-]+)",
+                   name);
         return -1;
     }
     for (int i = 0; i < r->n; i++) {
@@ -302,7 +295,7 @@ int spade_registry_find(const spade_registry *r, const char *name, char *path, s
         if (k < 0 || (size_t)k >= sizeof cand) continue;
         if (is_file(cand)) {
             if (strlen(cand) >= pathcap) {
-                set_err(err, errlen, "%s: path too long", cand);
+                spade_errf(err, errlen, "%s: path too long", cand);
                 return -1;
             }
             strcpy(path, cand);
@@ -325,14 +318,14 @@ int spade_registry_resolve(const spade_registry *r, const char *specs, char *pat
                            size_t paramscap, char *err, size_t errlen) {
     spade_spec *sp = malloc(sizeof *sp);
     if (!sp) {
-        set_err(err, errlen, "out of memory");
+        spade_errf(err, errlen, "out of memory");
         return -1;
     }
     int rc = spade_spec_parse(specs, sp, err, errlen);
     if (!rc) rc = spade_registry_find(r, sp->target, path, pathcap, err, errlen);
     if (!rc && params) {
         if (strlen(sp->params) >= paramscap) {
-            set_err(err, errlen, "spec '%s': params too long", specs);
+            spade_errf(err, errlen, "spec '%s': params too long", specs);
             rc = -1;
         } else {
             strcpy(params, sp->params);
@@ -442,7 +435,7 @@ int spade_registry_list(const spade_registry *r, spade_sandbox *sb, spade_env_li
     return 0;
 oom:
     free(list);
-    set_err(err, errlen, "registry list: out of memory");
+    spade_errf(err, errlen, "registry list: out of memory");
     return -1;
 }
 

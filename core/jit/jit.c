@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "errbuf.h"
 #include "runtime.h"
 
 struct spade_jit {
@@ -231,17 +232,6 @@ static int line_of_identifier(const char *src, size_t len, const char *name)
     return 0;
 }
 
-static void set_error(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_error(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 /* ---- compile ---------------------------------------------------------------- */
 int spade_jit_compile(const char *filename, const char *source, size_t len, spade_jit **out, char *err,
                       size_t errlen, int *line, spade_jit_status *kind)
@@ -261,7 +251,7 @@ int spade_jit_compile(const char *filename, const char *source, size_t len, spad
         err[0] = '\0';
     safe_filename(filename, fname, sizeof fname);
     if (!out || (!source && len)) {
-        set_error(err, errlen, "%s: no source given", fname);
+        spade_errf(err, errlen, "%s: no source given", fname);
         return -1;
     }
 
@@ -272,8 +262,8 @@ int spade_jit_compile(const char *filename, const char *source, size_t len, spad
         for (const char *p = source; p < nul; p++)
             l += *p == '\n';
         *line = l;
-        set_error(err, errlen, "%s:%d: error: source contains a NUL byte (offset %zu)", fname, l,
-                  (size_t)(nul - source));
+        spade_errf(err, errlen, "%s:%d: error: source contains a NUL byte (offset %zu)", fname, l,
+                   (size_t)(nul - source));
         return -1;
     }
 
@@ -281,7 +271,7 @@ int spade_jit_compile(const char *filename, const char *source, size_t len, spad
     if (build_unit(fname, source ? source : "", len, &unit) < 0) {
         free(unit.p);
         *kind = SPADE_JIT_OUT_OF_MEMORY;
-        set_error(err, errlen, "%s: out of memory preparing the source", fname);
+        spade_errf(err, errlen, "%s: out of memory preparing the source", fname);
         return -1;
     }
 
@@ -292,7 +282,7 @@ int spade_jit_compile(const char *filename, const char *source, size_t len, spad
         free(unit.p);
         free(j);
         *kind = SPADE_JIT_OUT_OF_MEMORY;
-        set_error(err, errlen, "%s: out of memory starting the compiler", fname);
+        spade_errf(err, errlen, "%s: out of memory starting the compiler", fname);
         return -1;
     }
     j->tcc = s;
@@ -310,7 +300,7 @@ int spade_jit_compile(const char *filename, const char *source, size_t len, spad
     if (rc < 0 || msgs.errors) {
         *kind = msgs.out_of_memory ? SPADE_JIT_OUT_OF_MEMORY : SPADE_JIT_COMPILE_ERROR;
         *line = line_in_message(msgs.first, fname);
-        set_error(err, errlen, "%s", msgs.errors ? msgs.first : "compile failed (tcc gave no message)");
+        spade_errf(err, errlen, "%s", msgs.errors ? msgs.first : "compile failed (tcc gave no message)");
         goto fail;
     }
 
@@ -322,7 +312,7 @@ int spade_jit_compile(const char *filename, const char *source, size_t len, spad
         void *img = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (img == MAP_FAILED) {
             *kind = SPADE_JIT_OUT_OF_MEMORY;
-            set_error(err, errlen, "%s: out of memory: the compiled image needs %d bytes", fname, size);
+            spade_errf(err, errlen, "%s: out of memory: the compiled image needs %d bytes", fname, size);
             goto fail;
         }
         j->image = img;
@@ -337,7 +327,7 @@ int spade_jit_compile(const char *filename, const char *source, size_t len, spad
     if (rc < 0 || msgs.errors) {
         if (msgs.out_of_memory) {
             *kind = SPADE_JIT_OUT_OF_MEMORY;
-            set_error(err, errlen, "%s: %s", fname, msgs.first);
+            spade_errf(err, errlen, "%s: %s", fname, msgs.first);
             goto fail;
         }
         *kind = SPADE_JIT_LINK_ERROR;
@@ -355,10 +345,10 @@ int spade_jit_compile(const char *filename, const char *source, size_t len, spad
             char more[48] = "";
             if (msgs.errors > 1)
                 snprintf(more, sizeof more, " (and %d more)", msgs.errors - 1);
-            set_error(err, errlen, "%s:%d: error: undefined symbol '%s': not a helper of <spade/dsl.h>%s", fname,
-                      *line, sym, more);
+            spade_errf(err, errlen, "%s:%d: error: undefined symbol '%s': not a helper of <spade/dsl.h>%s", fname,
+                       *line, sym, more);
         } else {
-            set_error(err, errlen, "%s: link error: %s", fname, msgs.errors ? msgs.first : "relocation failed");
+            spade_errf(err, errlen, "%s: link error: %s", fname, msgs.errors ? msgs.first : "relocation failed");
         }
         goto fail;
     }

@@ -14,23 +14,13 @@
 #include <limits.h>
 #include <math.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
 
-static void fmt_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void fmt_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || !errlen)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
+#include "errbuf.h"
 
 /* ---- buffers ----------------------------------------------------------------- */
 int spade_ipc_buf_reserve(spade_ipc_buf *b, size_t cap)
@@ -127,20 +117,20 @@ spade_ipc_io spade_ipc_send(int fd, const void *p, size_t n, double deadline, ch
         if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
             int r = wait_fd(fd, POLLOUT, deadline);
             if (r == 0) {
-                fmt_err(err, errlen, "worker did not read its request before the deadline");
+                spade_errf(err, errlen, "worker did not read its request before the deadline");
                 return SPADE_IO_TIMEOUT;
             }
             if (r < 0) {
-                fmt_err(err, errlen, "poll: %s", strerror(errno));
+                spade_errf(err, errlen, "poll: %s", strerror(errno));
                 return SPADE_IO_ERROR;
             }
             continue;
         }
         if (w < 0 && (errno == EPIPE || errno == ECONNRESET || errno == ENOTCONN)) {
-            fmt_err(err, errlen, "worker closed its socket");
+            spade_errf(err, errlen, "worker closed its socket");
             return SPADE_IO_CLOSED;
         }
-        fmt_err(err, errlen, "send: %s", w < 0 ? strerror(errno) : "wrote nothing");
+        spade_errf(err, errlen, "send: %s", w < 0 ? strerror(errno) : "wrote nothing");
         return SPADE_IO_ERROR;
     }
     return SPADE_IO_OK;
@@ -153,7 +143,7 @@ spade_ipc_io spade_ipc_recv(int fd, spade_ipc_buf *b, size_t max_frame, double d
     int have_hdr = 0;
     b->len = 0;
     if (spade_ipc_buf_reserve(b, 64 * 1024) < 0) {
-        fmt_err(err, errlen, "out of memory for the receive buffer");
+        spade_errf(err, errlen, "out of memory for the receive buffer");
         return SPADE_IO_ERROR;
     }
     for (;;) {
@@ -161,11 +151,11 @@ spade_ipc_io spade_ipc_recv(int fd, spade_ipc_buf *b, size_t max_frame, double d
             uint32_t h[3];
             memcpy(h, b->p, sizeof h);
             if (h[0] != SPADE_IPC_MAGIC) {
-                fmt_err(err, errlen, "bad frame magic 0x%08x", h[0]);
+                spade_errf(err, errlen, "bad frame magic 0x%08x", h[0]);
                 return SPADE_IO_PROTOCOL;
             }
             if (h[2] > max_frame) {
-                fmt_err(err, errlen, "frame of %u bytes exceeds the cap of %zu", h[2], max_frame);
+                spade_errf(err, errlen, "frame of %u bytes exceeds the cap of %zu", h[2], max_frame);
                 return SPADE_IO_PROTOCOL;
             }
             want = SPADE_IPC_HDR + (size_t)h[2];
@@ -174,7 +164,7 @@ spade_ipc_io spade_ipc_recv(int fd, spade_ipc_buf *b, size_t max_frame, double d
         }
         if (have_hdr && b->len >= want) {
             if (b->len > want) {
-                fmt_err(err, errlen, "%zu unexpected bytes after a frame", b->len - want);
+                spade_errf(err, errlen, "%zu unexpected bytes after a frame", b->len - want);
                 return SPADE_IO_PROTOCOL;
             }
             *len = want - SPADE_IPC_HDR;
@@ -186,7 +176,7 @@ spade_ipc_io spade_ipc_recv(int fd, spade_ipc_buf *b, size_t max_frame, double d
         if (b->len == b->cap) {
             size_t next = b->cap * 2 < want + 1 ? b->cap * 2 : want + 1;
             if (next <= b->len || spade_ipc_buf_reserve(b, next) < 0) {
-                fmt_err(err, errlen, "out of memory for a frame of %zu bytes", want);
+                spade_errf(err, errlen, "out of memory for a frame of %zu bytes", want);
                 return SPADE_IO_ERROR;
             }
         }
@@ -200,9 +190,9 @@ spade_ipc_io spade_ipc_recv(int fd, spade_ipc_buf *b, size_t max_frame, double d
         }
         if (r == 0) {
             if (b->len)
-                fmt_err(err, errlen, "worker closed its socket after %zu of %zu bytes of a frame", b->len, want);
+                spade_errf(err, errlen, "worker closed its socket after %zu of %zu bytes of a frame", b->len, want);
             else
-                fmt_err(err, errlen, "worker closed its socket");
+                spade_errf(err, errlen, "worker closed its socket");
             return SPADE_IO_CLOSED;
         }
         if (errno == EINTR)
@@ -210,20 +200,20 @@ spade_ipc_io spade_ipc_recv(int fd, spade_ipc_buf *b, size_t max_frame, double d
         if (errno == EAGAIN || errno == EWOULDBLOCK) {
             int w = wait_fd(fd, POLLIN, deadline);
             if (w == 0) {
-                fmt_err(err, errlen, "no reply before the deadline");
+                spade_errf(err, errlen, "no reply before the deadline");
                 return SPADE_IO_TIMEOUT;
             }
             if (w < 0) {
-                fmt_err(err, errlen, "poll: %s", strerror(errno));
+                spade_errf(err, errlen, "poll: %s", strerror(errno));
                 return SPADE_IO_ERROR;
             }
             continue;
         }
         if (errno == ECONNRESET || errno == EPIPE || errno == ENOTCONN) {
-            fmt_err(err, errlen, "worker closed its socket");
+            spade_errf(err, errlen, "worker closed its socket");
             return SPADE_IO_CLOSED;
         }
-        fmt_err(err, errlen, "recv: %s", strerror(errno));
+        spade_errf(err, errlen, "recv: %s", strerror(errno));
         return SPADE_IO_ERROR;
     }
 }
@@ -236,17 +226,17 @@ int spade_ipc_decode_results(const unsigned char *payload, size_t len, uint32_t 
     *bad_status = SPADE_HOST_OK;
     uint32_t n;
     if (len < sizeof n) {
-        fmt_err(err, errlen, "results frame of %zu bytes has no count", len);
+        spade_errf(err, errlen, "results frame of %zu bytes has no count", len);
         return -1;
     }
     memcpy(&n, payload, sizeof n);
     if (n != want_n) {
-        fmt_err(err, errlen, "results count %u, asked for %u", n, want_n);
+        spade_errf(err, errlen, "results count %u, asked for %u", n, want_n);
         return -1;
     }
     size_t recs = (size_t)n * sizeof(spade_wire_result);
     if ((len - sizeof n) / sizeof(spade_wire_result) < n) {
-        fmt_err(err, errlen, "results frame of %zu bytes too short for %u records", len, n);
+        spade_errf(err, errlen, "results frame of %zu bytes too short for %u records", len, n);
         return -1;
     }
     const unsigned char *rec = payload + sizeof n;
@@ -256,28 +246,28 @@ int spade_ipc_decode_results(const unsigned char *payload, size_t len, uint32_t 
         spade_wire_result w;
         memcpy(&w, rec + (size_t)i * sizeof w, sizeof w);
         if (w.terminated > 1 || w.truncated > 1 || w.success > 1) {
-            fmt_err(err, errlen, "result %u: flags out of range (terminated %u, truncated %u, success %u)", i,
-                    w.terminated, w.truncated, w.success);
+            spade_errf(err, errlen, "result %u: flags out of range (terminated %u, truncated %u, success %u)", i,
+                       w.terminated, w.truncated, w.success);
             return -1;
         }
         if (w.status != SPADE_HOST_OK && w.status != SPADE_HOST_OUTPUT_TOO_LARGE && w.status != SPADE_HOST_BAD_CALL) {
-            fmt_err(err, errlen, "result %u: unknown status %u", i, w.status);
+            spade_errf(err, errlen, "result %u: unknown status %u", i, w.status);
             return -1;
         }
         if (w.obs_len > SPADE_OBS_MAX) {
-            fmt_err(err, errlen, "result %u: observation of %u bytes exceeds SPADE_OBS_MAX", i, w.obs_len);
+            spade_errf(err, errlen, "result %u: observation of %u bytes exceeds SPADE_OBS_MAX", i, w.obs_len);
             return -1;
         }
         if (w.status != SPADE_HOST_OK && w.obs_len != 0) {
-            fmt_err(err, errlen, "result %u: failed item carries %u bytes of observation", i, w.obs_len);
+            spade_errf(err, errlen, "result %u: failed item carries %u bytes of observation", i, w.obs_len);
             return -1;
         }
         if (left < (size_t)w.obs_len + 1) {
-            fmt_err(err, errlen, "result %u: observation of %u bytes overruns the frame", i, w.obs_len);
+            spade_errf(err, errlen, "result %u: observation of %u bytes overruns the frame", i, w.obs_len);
             return -1;
         }
         if (text[w.obs_len] != '\0') {
-            fmt_err(err, errlen, "result %u: observation not NUL-terminated", i);
+            spade_errf(err, errlen, "result %u: observation not NUL-terminated", i);
             return -1;
         }
         if (w.status != SPADE_HOST_OK && *first_bad < 0) {
@@ -295,7 +285,7 @@ int spade_ipc_decode_results(const unsigned char *payload, size_t len, uint32_t 
         left -= (size_t)w.obs_len + 1;
     }
     if (left != 0) {
-        fmt_err(err, errlen, "%zu bytes left over after %u results", left, n);
+        spade_errf(err, errlen, "%zu bytes left over after %u results", left, n);
         return -1;
     }
     return 0;
@@ -306,20 +296,20 @@ int spade_ipc_decode_text(const unsigned char *payload, size_t len, int *status,
 {
     uint32_t h[2];
     if (len < sizeof h) {
-        fmt_err(err, errlen, "text frame of %zu bytes too short", len);
+        spade_errf(err, errlen, "text frame of %zu bytes too short", len);
         return -1;
     }
     memcpy(h, payload, sizeof h);
     if (h[0] != SPADE_HOST_OK && h[0] != SPADE_HOST_OUTPUT_TOO_LARGE && h[0] != SPADE_HOST_BAD_CALL) {
-        fmt_err(err, errlen, "text: unknown status %u", h[0]);
+        spade_errf(err, errlen, "text: unknown status %u", h[0]);
         return -1;
     }
     if (h[1] > SPADE_OBS_MAX) {
-        fmt_err(err, errlen, "text of %u bytes exceeds SPADE_OBS_MAX", h[1]);
+        spade_errf(err, errlen, "text of %u bytes exceeds SPADE_OBS_MAX", h[1]);
         return -1;
     }
     if (len - sizeof h != (size_t)h[1] + 1 || payload[sizeof h + h[1]] != '\0') {
-        fmt_err(err, errlen, "text length %u does not match the frame (%zu bytes)", h[1], len);
+        spade_errf(err, errlen, "text length %u does not match the frame (%zu bytes)", h[1], len);
         return -1;
     }
     *status = (int)h[0];
@@ -333,7 +323,7 @@ int spade_ipc_decode_fail(const unsigned char *payload, size_t len, spade_failur
     uint32_t outcome, mlen;
     int32_t line;
     if (len < 12) {
-        fmt_err(err, errlen, "failure frame of %zu bytes too short", len);
+        spade_errf(err, errlen, "failure frame of %zu bytes too short", len);
         return -1;
     }
     memcpy(&outcome, payload, 4);
@@ -349,15 +339,15 @@ int spade_ipc_decode_fail(const unsigned char *payload, size_t len, spade_failur
     case SPADE_OUT_INTERNAL:
         break;
     default:
-        fmt_err(err, errlen, "failure frame with outcome %u, which a worker may not report", outcome);
+        spade_errf(err, errlen, "failure frame with outcome %u, which a worker may not report", outcome);
         return -1;
     }
     if (line < 0) {
-        fmt_err(err, errlen, "failure frame with line %d", line);
+        spade_errf(err, errlen, "failure frame with line %d", line);
         return -1;
     }
     if ((size_t)mlen != len - 12) {
-        fmt_err(err, errlen, "failure message length %u does not match the frame (%zu bytes)", mlen, len);
+        spade_errf(err, errlen, "failure message length %u does not match the frame (%zu bytes)", mlen, len);
         return -1;
     }
     f->outcome = (spade_outcome)outcome;
@@ -386,7 +376,7 @@ static int finite3(double a, double b, double c)
 int spade_ipc_decode_info(const unsigned char *payload, size_t len, spade_env_info *info, char *err, size_t errlen)
 {
     if (len != sizeof *info) {
-        fmt_err(err, errlen, "environment info of %zu bytes, expected %zu", len, sizeof *info);
+        spade_errf(err, errlen, "environment info of %zu bytes, expected %zu", len, sizeof *info);
         return -1;
     }
     memcpy(info, payload, sizeof *info);
@@ -394,31 +384,31 @@ int spade_ipc_decode_info(const unsigned char *payload, size_t len, spade_env_in
     terminate(info->description, sizeof info->description);
     terminate(info->family, sizeof info->family);
     if (info->abi != SPADE_ENV_ABI) {
-        fmt_err(err, errlen, "info: abi %d, expected %d", info->abi, SPADE_ENV_ABI);
+        spade_errf(err, errlen, "info: abi %d, expected %d", info->abi, SPADE_ENV_ABI);
         return -1;
     }
     if (info->max_steps <= 0) {
-        fmt_err(err, errlen, "info: max_steps %d", info->max_steps);
+        spade_errf(err, errlen, "info: max_steps %d", info->max_steps);
         return -1;
     }
     if (!isfinite(info->success)) {
-        fmt_err(err, errlen, "info: success threshold is not finite");
+        spade_errf(err, errlen, "info: success threshold is not finite");
         return -1;
     }
     if (info->state_size > SPADE_STATE_MAX) {
-        fmt_err(err, errlen, "info: state_size %llu exceeds SPADE_STATE_MAX", (unsigned long long)info->state_size);
+        spade_errf(err, errlen, "info: state_size %llu exceeds SPADE_STATE_MAX", (unsigned long long)info->state_size);
         return -1;
     }
     if (info->has_solve != 0 && info->has_solve != 1) {
-        fmt_err(err, errlen, "info: has_solve %d", info->has_solve);
+        spade_errf(err, errlen, "info: has_solve %d", info->has_solve);
         return -1;
     }
     if (info->n_params < 0 || info->n_params > SPADE_INFO_MAX_PARAMS) {
-        fmt_err(err, errlen, "info: n_params %d", info->n_params);
+        spade_errf(err, errlen, "info: n_params %d", info->n_params);
         return -1;
     }
     if (info->n_tools < 0 || info->n_tools > SPADE_INFO_MAX_TOOLS) {
-        fmt_err(err, errlen, "info: n_tools %d", info->n_tools);
+        spade_errf(err, errlen, "info: n_tools %d", info->n_tools);
         return -1;
     }
     for (int i = 0; i < SPADE_INFO_MAX_PARAMS; i++) {
@@ -427,11 +417,11 @@ int spade_ipc_decode_info(const unsigned char *payload, size_t len, spade_env_in
         if (i >= info->n_params)
             continue;
         if (p->type != SPADE_PARAM_INT && p->type != SPADE_PARAM_REAL) {
-            fmt_err(err, errlen, "info: param %d type %d", i, p->type);
+            spade_errf(err, errlen, "info: param %d type %d", i, p->type);
             return -1;
         }
         if (!finite3(p->def, p->min, p->max) || !(p->min <= p->def && p->def <= p->max)) {
-            fmt_err(err, errlen, "info: param %d (%s): default/min/max out of order or not finite", i, p->name);
+            spade_errf(err, errlen, "info: param %d (%s): default/min/max out of order or not finite", i, p->name);
             return -1;
         }
     }
@@ -448,12 +438,12 @@ int spade_ipc_decode_added(const unsigned char *payload, size_t len, int n, int 
 {
     int32_t id;
     if (len != sizeof id) {
-        fmt_err(err, errlen, "added frame of %zu bytes, expected 4", len);
+        spade_errf(err, errlen, "added frame of %zu bytes, expected 4", len);
         return -1;
     }
     memcpy(&id, payload, sizeof id);
     if (id < 0 || n < 0 || id > INT_MAX - n) {
-        fmt_err(err, errlen, "added: first id %d for %d instances", id, n);
+        spade_errf(err, errlen, "added: first id %d for %d instances", id, n);
         return -1;
     }
     *first_id = id;
