@@ -100,8 +100,14 @@ int spade_worker_batch_send(spade_worker *w, int n, const int *ids, const uint32
                             const char *const *actions, const size_t *lens, spade_failure *f);
 int spade_worker_batch_recv(spade_worker *w, spade_step_result *results, spade_failure *f);
 
+/* ---- failures (sandbox.c; vecenv.c answers with the same words) ---------------- */
 /* Puts "prefix: " before f->message, truncating its end if needed. */
 void spade_failure_prefix(spade_failure *f, const char *prefix);
+/* The caller's mistake: fills f (when not NULL) as a SPADE_OUT_BAD_CALL with
+ * the formatted message, touches no worker, and returns -1. */
+int spade_bad_call(spade_failure *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* f (when not NULL) says SPADE_OUT_OK: no signal, no line, no message. */
+void spade_failure_clear(spade_failure *f);
 
 void spade_sandbox_opts_fill(spade_sandbox_opts *o, const spade_sandbox_opts *given);
 

@@ -98,19 +98,35 @@ void spade_sandbox_opts_fill(spade_sandbox_opts *o, const spade_sandbox_opts *gi
     *o = d;
 }
 
-static void failf(spade_failure *f, spade_outcome o, int sig, int line, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-static void failf(spade_failure *f, spade_outcome o, int sig, int line, const char *fmt, ...)
+static void vfailf(spade_failure *f, spade_outcome o, int sig, int line, const char *fmt, va_list ap)
+    __attribute__((format(printf, 5, 0)));
+static void vfailf(spade_failure *f, spade_outcome o, int sig, int line, const char *fmt, va_list ap)
 {
     if (!f)
         return;
     f->outcome = o;
     f->signal = sig;
     f->line = line;
+    vsnprintf(f->message, sizeof f->message, fmt, ap);
+}
+
+static void failf(spade_failure *f, spade_outcome o, int sig, int line, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void failf(spade_failure *f, spade_outcome o, int sig, int line, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(f->message, sizeof f->message, fmt, ap);
+    vfailf(f, o, sig, line, fmt, ap);
     va_end(ap);
+}
+
+int spade_bad_call(spade_failure *f, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vfailf(f, SPADE_OUT_BAD_CALL, 0, 0, fmt, ap);
+    va_end(ap);
+    return -1;
 }
 
 void spade_failure_prefix(spade_failure *f, const char *prefix)
@@ -127,7 +143,7 @@ void spade_failure_prefix(spade_failure *f, const char *prefix)
     f->message[pl + 2 + ml] = '\0';
 }
 
-static void clear_failure(spade_failure *f)
+void spade_failure_clear(spade_failure *f)
 {
     if (f) {
         f->outcome = SPADE_OUT_OK;
@@ -422,37 +438,29 @@ static int io_failure(spade_worker *w, spade_ipc_io io, const char *msg, spade_f
     }
 }
 
-static int bad_call(spade_failure *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int bad_call(spade_failure *f, const char *fmt, ...)
+/* The first check of every call: a dead worker answers with its failure. */
+static int usable(spade_worker *w, spade_failure *f)
 {
-    if (f) {
-        f->outcome = SPADE_OUT_BAD_CALL;
-        f->signal = 0;
-        f->line = 0;
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(f->message, sizeof f->message, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
-/* Common entry checks: a dead worker answers with its failure; a batch in
- * flight must be received first. */
-static int enter(spade_worker *w, spade_failure *f, int need_loaded)
-{
-    clear_failure(f);
+    spade_failure_clear(f);
     if (!w)
-        return bad_call(f, "worker handle is NULL");
+        return spade_bad_call(f, "worker handle is NULL");
     if (w->failed) {
         if (f)
             *f = w->fail;
         return -1;
     }
+    return 0;
+}
+
+/* Common entry checks: usable, and a batch in flight must be received first. */
+static int enter(spade_worker *w, spade_failure *f, int need_loaded)
+{
+    if (usable(w, f) < 0)
+        return -1;
     if (w->pending)
-        return bad_call(f, "a batch is in flight: receive its results first (spade_worker_step_recv)");
+        return spade_bad_call(f, "a batch is in flight: receive its results first (spade_worker_step_recv)");
     if (need_loaded && !w->loaded)
-        return bad_call(f, "no environment is loaded in this worker");
+        return spade_bad_call(f, "no environment is loaded in this worker");
     return 0;
 }
 
@@ -545,18 +553,19 @@ static void worker_release(spade_worker *w)
 int spade_worker_load_begin(spade_sandbox *sb, const char *filename, const char *source, size_t len,
                             spade_worker **out, spade_failure *f)
 {
-    clear_failure(f);
+    spade_failure_clear(f);
     if (out)
         *out = NULL;
     if (!sb || !out || (!source && len))
-        return bad_call(f, "spade_worker_load: NULL sandbox, source or out");
+        return spade_bad_call(f, "spade_worker_load: NULL sandbox, source or out");
     const char *name = filename && *filename ? filename : "env.c";
     size_t nlen = strnlen(name, sizeof ((spade_worker *)0)->name - 1);
     if (len > sb->opts.max_frame - 8 - nlen)
-        return bad_call(f, "%s: source of %zu bytes exceeds the frame cap (%zu)", name, len, sb->opts.max_frame);
+        return spade_bad_call(f, "%s: source of %zu bytes exceeds the frame cap (%zu)", name, len, sb->opts.max_frame);
     if (sb->owner != getpid())
-        return bad_call(f, "%s: the sandbox belongs to process %d (create it after fork, in the process that uses it)",
-                        name, (int)sb->owner);
+        return spade_bad_call(
+            f, "%s: the sandbox belongs to process %d (create it after fork, in the process that uses it)", name,
+            (int)sb->owner);
     double deadline = spade_ipc_now() + sb->opts.compile_timeout_s;
     spade_worker *w = worker_alloc(sb, &sb->opts);
     if (!w) {
@@ -573,7 +582,7 @@ int spade_worker_load_begin(spade_sandbox *sb, const char *filename, const char 
     if (!usable) {
         w->sb = NULL;
         worker_release(w);
-        return bad_call(f, "%s: the sandbox was freed", name);
+        return spade_bad_call(f, "%s: the sandbox was freed", name);
     }
     char err[256];
     if (spade_zygote_spawn(sb, deadline, &w->pid, &w->sock, &w->pidfd, err, sizeof err) < 0) {
@@ -605,7 +614,7 @@ int spade_worker_load_begin(spade_sandbox *sb, const char *filename, const char 
 
 int spade_worker_load_finish(spade_worker *w, spade_failure *f)
 {
-    clear_failure(f);
+    spade_failure_clear(f);
     const unsigned char *payload;
     size_t plen;
     char err[256];
@@ -686,14 +695,14 @@ int spade_worker_add_instances(spade_worker *w, int n, const double *param_value
     if (enter(w, f, 1) < 0)
         return -1;
     if (n <= 0 || n > (1 << 20) || !first_id)
-        return bad_call(f, "add_instances: n = %d (1 .. 1048576) or first_id NULL", n);
+        return spade_bad_call(f, "add_instances: n = %d (1 .. 1048576) or first_id NULL", n);
     int np = param_values ? w->info.n_params : 0;
     for (int i = 0; i < np; i++) {
         const spade_param_info *p = &w->info.params[i];
         double v = param_values[i];
         if (!isfinite(v) || v < p->min || v > p->max || (p->type == SPADE_PARAM_INT && v != floor(v)))
-            return bad_call(f, "add_instances: param %s = %g outside [%g, %g]%s", p->name, v, p->min, p->max,
-                            p->type == SPADE_PARAM_INT ? " or not an integer" : "");
+            return spade_bad_call(f, "add_instances: param %s = %g outside [%g, %g]%s", p->name, v, p->min, p->max,
+                                  p->type == SPADE_PARAM_INT ? " or not an integer" : "");
     }
     int32_t head[2] = {n, np};
     if (spade_ipc_begin(&w->out, SPADE_MSG_ADD) < 0 || spade_ipc_put(&w->out, head, sizeof head) < 0 ||
@@ -726,26 +735,26 @@ static int batch_send(spade_worker *w, int n, const int *ids, const uint32_t *op
     if (enter(w, f, 1) < 0)
         return -1;
     if (n <= 0 || n > (1 << 20) || !ids)
-        return bad_call(f, "batch of %d instances (1 .. 1048576) or ids NULL", n);
+        return spade_bad_call(f, "batch of %d instances (1 .. 1048576) or ids NULL", n);
     size_t total = SPADE_IPC_HDR + 4 + (size_t)n * sizeof(spade_wire_item);
     for (int i = 0; i < n; i++) {
         uint32_t op = ops ? ops[i] : op_all;
         if (op == SPADE_OP_RESET) {
             if (!seeds)
-                return bad_call(f, "reset without seeds");
+                return spade_bad_call(f, "reset without seeds");
         } else if (op == SPADE_OP_STEP) {
             size_t l = action_len(actions, lens, i);
             if (l > SPADE_ACTION_MAX)
-                return bad_call(f, "action %d of %zu bytes exceeds SPADE_ACTION_MAX", i, l);
+                return spade_bad_call(f, "action %d of %zu bytes exceeds SPADE_ACTION_MAX", i, l);
             if (l && (!actions || !actions[i]))
-                return bad_call(f, "action %d is NULL", i);
+                return spade_bad_call(f, "action %d is NULL", i);
             total += l + 1;
         } else {
-            return bad_call(f, "unknown batch operation %u", op);
+            return spade_bad_call(f, "unknown batch operation %u", op);
         }
     }
     if (total > UINT32_MAX)
-        return bad_call(f, "batch of %zu bytes is too large for one frame", total);
+        return spade_bad_call(f, "batch of %zu bytes is too large for one frame", total);
     if (spade_ipc_begin(&w->out, SPADE_MSG_BATCH) < 0 || spade_ipc_buf_reserve(&w->out, total) < 0)
         return worker_kill_with(w, SPADE_OUT_INTERNAL, "out of memory building a batch", f);
     uint32_t un = (uint32_t)n;
@@ -778,24 +787,18 @@ int spade_worker_batch_send(spade_worker *w, int n, const int *ids, const uint32
                             const char *const *actions, const size_t *lens, spade_failure *f)
 {
     if (!ops)
-        return bad_call(f, "batch without operations");
+        return spade_bad_call(f, "batch without operations");
     return batch_send(w, n, ids, ops, 0, seeds, actions, lens, f);
 }
 
 int spade_worker_batch_recv(spade_worker *w, spade_step_result *results, spade_failure *f)
 {
-    clear_failure(f);
-    if (!w)
-        return bad_call(f, "worker handle is NULL");
-    if (w->failed) {
-        if (f)
-            *f = w->fail;
+    if (usable(w, f) < 0)
         return -1;
-    }
     if (!w->pending)
-        return bad_call(f, "no batch in flight");
+        return spade_bad_call(f, "no batch in flight");
     if (!results)
-        return bad_call(f, "results array is NULL");
+        return spade_bad_call(f, "results array is NULL");
     w->pending = 0;
     const unsigned char *payload;
     size_t len;
@@ -811,7 +814,8 @@ int spade_worker_batch_recv(spade_worker *w, spade_step_result *results, spade_f
         return worker_kill_with(w, SPADE_OUT_OUTPUT, err, f);
     }
     if (first_bad >= 0)
-        return bad_call(f, "item %d: unknown instance, step before reset, or step after the episode ended", first_bad);
+        return spade_bad_call(f, "item %d: unknown instance, step before reset, or step after the episode ended",
+                              first_bad);
     return 0;
 }
 
@@ -847,7 +851,7 @@ static int text_call(spade_worker *w, uint32_t type, int id, const char **text, 
     if (enter(w, f, 1) < 0)
         return -1;
     if (!text || !tlen)
-        return bad_call(f, "text or len is NULL");
+        return spade_bad_call(f, "text or len is NULL");
     int32_t id32 = id;
     if (spade_ipc_begin(&w->out, type) < 0 || spade_ipc_put(&w->out, &id32, sizeof id32) < 0)
         return worker_kill_with(w, SPADE_OUT_INTERNAL, "out of memory building a request", f);
@@ -867,9 +871,9 @@ static int text_call(spade_worker *w, uint32_t type, int id, const char **text, 
                                                        : "the solve action exceeds SPADE_OBS_MAX bytes",
                                 f);
     if (status == SPADE_HOST_BAD_CALL)
-        return bad_call(f, "%s of instance %d: unknown instance, no episode started%s",
-                        type == SPADE_MSG_HINT ? "hint" : "solve", id,
-                        type == SPADE_MSG_SOLVE ? ", or the environment has no SOLVE" : "");
+        return spade_bad_call(f, "%s of instance %d: unknown instance, no episode started%s",
+                              type == SPADE_MSG_HINT ? "hint" : "solve", id,
+                              type == SPADE_MSG_SOLVE ? ", or the environment has no SOLVE" : "");
     return 0;
 }
 

@@ -50,30 +50,6 @@ struct spade_vecenv {
     size_t *lens;
 };
 
-static int vbad(spade_failure *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int vbad(spade_failure *f, const char *fmt, ...)
-{
-    if (f) {
-        f->outcome = SPADE_OUT_BAD_CALL;
-        f->signal = 0;
-        f->line = 0;
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(f->message, sizeof f->message, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
-static void vclear(spade_failure *f)
-{
-    if (f) {
-        f->outcome = SPADE_OUT_OK;
-        f->signal = f->line = 0;
-        f->message[0] = '\0';
-    }
-}
-
 static int vfail(spade_vecenv *v, const spade_failure *g, spade_failure *f)
 {
     if (g->outcome != SPADE_OUT_BAD_CALL) {
@@ -87,9 +63,9 @@ static int vfail(spade_vecenv *v, const spade_failure *g, spade_failure *f)
 
 static int venter(spade_vecenv *v, spade_failure *f)
 {
-    vclear(f);
+    spade_failure_clear(f);
     if (!v)
-        return vbad(f, "vecenv is NULL");
+        return spade_bad_call(f, "vecenv is NULL");
     if (v->failed) {
         if (f)
             *f = v->fail;
@@ -126,17 +102,17 @@ void spade_vecenv_free(spade_vecenv *v)
 int spade_vecenv_new(spade_sandbox *sb, const char *filename, const char *source, size_t len, const char *params,
                      int num_envs, int num_workers, spade_autoreset mode, spade_vecenv **out, spade_failure *f)
 {
-    vclear(f);
+    spade_failure_clear(f);
     if (out)
         *out = NULL;
     if (!sb || !out || !source)
-        return vbad(f, "spade_vecenv_new: NULL sandbox, source or out");
+        return spade_bad_call(f, "spade_vecenv_new: NULL sandbox, source or out");
     if (num_envs < 1 || num_envs > (1 << 20))
-        return vbad(f, "num_envs = %d (1 .. 1048576)", num_envs);
+        return spade_bad_call(f, "num_envs = %d (1 .. 1048576)", num_envs);
     if (num_workers < 1)
-        return vbad(f, "num_workers = %d (at least 1)", num_workers);
+        return spade_bad_call(f, "num_workers = %d (at least 1)", num_workers);
     if (mode != SPADE_AUTORESET_NEXT_STEP && mode != SPADE_AUTORESET_DISABLED)
-        return vbad(f, "unknown autoreset mode %d", (int)mode);
+        return spade_bad_call(f, "unknown autoreset mode %d", (int)mode);
     if (num_workers > num_envs)
         num_workers = num_envs; /* a worker without an env would only cost a process */
 
@@ -189,7 +165,7 @@ int spade_vecenv_new(spade_sandbox *sb, const char *filename, const char *source
     char err[512];
     if (spade_params_parse(spade_worker_info(v->workers[0]), params, values, err, sizeof err) < 0) {
         spade_vecenv_free(v);
-        return vbad(f, "%s: params: %s", filename ? filename : "env.c", err);
+        return spade_bad_call(f, "%s: params: %s", filename ? filename : "env.c", err);
     }
     for (int w = 0; w < num_workers; w++) {
         int first;
@@ -293,7 +269,7 @@ int spade_vecenv_reset(spade_vecenv *v, uint64_t seed, spade_step_result *result
     if (venter(v, f) < 0)
         return -1;
     if (v->pending)
-        return vbad(f, "a step is in flight: call spade_vecenv_step_wait first");
+        return spade_bad_call(f, "a step is in flight: call spade_vecenv_step_wait first");
     unsigned char *all = malloc((size_t)v->num_envs);
     uint64_t *seeds = malloc((size_t)v->num_envs * sizeof *seeds);
     if (!all || !seeds) {
@@ -323,9 +299,9 @@ int spade_vecenv_reset_one(spade_vecenv *v, int env, uint64_t seed, spade_step_r
     if (venter(v, f) < 0)
         return -1;
     if (v->pending)
-        return vbad(f, "a step is in flight: call spade_vecenv_step_wait first");
+        return spade_bad_call(f, "a step is in flight: call spade_vecenv_step_wait first");
     if (env < 0 || env >= v->num_envs)
-        return vbad(f, "env %d out of range [0, %d)", env, v->num_envs);
+        return spade_bad_call(f, "env %d out of range [0, %d)", env, v->num_envs);
     spade_worker *w = v->workers[env % v->num_workers];
     spade_step_result r;
     spade_failure g;
@@ -343,16 +319,16 @@ int spade_vecenv_step_async(spade_vecenv *v, const char *const *actions, const s
     if (venter(v, f) < 0)
         return -1;
     if (v->pending)
-        return vbad(f, "a step is already in flight: call spade_vecenv_step_wait first");
+        return spade_bad_call(f, "a step is already in flight: call spade_vecenv_step_wait first");
     if (!v->started)
-        return vbad(f, "step before spade_vecenv_reset");
+        return spade_bad_call(f, "step before spade_vecenv_reset");
     if (!actions)
-        return vbad(f, "actions is NULL");
+        return spade_bad_call(f, "actions is NULL");
     if (v->mode == SPADE_AUTORESET_DISABLED)
         for (int i = 0; i < v->num_envs; i++)
             if (v->ended[i])
-                return vbad(f, "env %d finished its episode: reset it with spade_vecenv_reset_one (autoreset disabled)",
-                            i);
+                return spade_bad_call(
+                    f, "env %d finished its episode: reset it with spade_vecenv_reset_one (autoreset disabled)", i);
     unsigned char *reset = v->ended; /* NEXT_STEP: exactly the envs that ended */
     uint64_t *seeds = malloc((size_t)v->num_envs * sizeof *seeds);
     if (!seeds) {
@@ -380,7 +356,7 @@ int spade_vecenv_step_wait(spade_vecenv *v, spade_step_result *results, spade_fa
     if (venter(v, f) < 0)
         return -1;
     if (!v->pending)
-        return vbad(f, "no step in flight: call spade_vecenv_step_async first");
+        return spade_bad_call(f, "no step in flight: call spade_vecenv_step_async first");
     return gather(v, results, f);
 }
 
