@@ -19,7 +19,6 @@
  * What it is not: a trainer's rollout buffer; results point into the workers'
  * buffers and are valid until the next call on the vector.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
