@@ -7,10 +7,10 @@ noinst_HEADERS += cli/cli.h
 
 check_PROGRAMS += tests/test_check tests/test_registry
 TESTS += tests/test_check tests/test_registry tests/test_cli.sh
-tests_test_check_SOURCES = tests/test_check.c
+tests_test_check_SOURCES = tests/test_check.c tests/testutil.c tests/testutil.h
 tests_test_check_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_check_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
-tests_test_registry_SOURCES = tests/test_registry.c
+tests_test_registry_SOURCES = tests/test_registry.c tests/testutil.c tests/testutil.h
 tests_test_registry_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_registry_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
 EXTRA_DIST += tests/test_cli.sh tests/envs/cli_good.c tests/envs/cli_nohint.c tests/envs/cli_badsolve.c \

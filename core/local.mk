@@ -42,7 +42,7 @@ tests/envs/bad_tool.so: tests/envs/bad_tool.c
 
 check_PROGRAMS += tests/test_host
 TESTS += tests/test_host
-tests_test_host_SOURCES = tests/test_host.c
+tests_test_host_SOURCES = tests/test_host.c tests/testutil.c tests/testutil.h
 # -iquote, not -I, for core/: core/check.h (the environment checker) would
 # otherwise shadow Check's <check.h>.
 tests_test_host_CPPFLAGS = -include $(top_builddir)/config.h -I$(top_srcdir) -iquote $(top_srcdir)/core \

@@ -9,21 +9,13 @@
 
 #include "check.h"
 #include "registry.h"
-
-static const char *srcdir(void) {
-    const char *s = getenv("srcdir");
-    return s && *s ? s : SPADE_SRCDIR;
-}
+#include "testutil.h"
 
 static spade_sandbox *sb;
 
 /* Checked fixture: the sandbox is started in the forked test process, so no
  * zygote is shared between tests. */
-static void setup(void) {
-    spade_sandbox_opts o = {.compile_timeout_s = 5.0, .call_timeout_s = 0.5};
-    char err[512];
-    ck_assert_msg(spade_sandbox_new(&sb, &o, err, sizeof err) == 0, "sandbox: %s", err);
-}
+static void setup(void) { sb = tu_sandbox(&(spade_sandbox_opts){.compile_timeout_s = 5.0, .call_timeout_s = 0.5}); }
 static void teardown(void) {
     spade_sandbox_free(sb);
     sb = NULL;
@@ -32,7 +24,7 @@ static void teardown(void) {
 /* Runs the checker on tests/envs/NAME.c; returns its status, report in rep. */
 static int check_env(const char *name, const char *params, const spade_check_opts *o, spade_check_report *rep) {
     char path[4096], err[1024];
-    snprintf(path, sizeof path, "%s/tests/envs/%s.c", srcdir(), name);
+    snprintf(path, sizeof path, "%s/tests/envs/%s.c", tu_srcdir(), name);
     char *src;
     size_t len;
     ck_assert_msg(spade_read_source(path, &src, &len, err, sizeof err) == 0, "%s", err);
@@ -215,9 +207,5 @@ int main(void) {
     TCase *u = tcase_create("random_agent");
     tcase_add_test(u, random_action_is_seeded_and_bounded);
     suite_add_tcase(s, u);
-    SRunner *r = srunner_create(s);
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(s);
 }

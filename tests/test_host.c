@@ -25,6 +25,7 @@
 #include "jit/jit.h"
 #include "native.h"
 #include "runtime.h"
+#include "testutil.h"
 #include "tools/tools.h"
 
 #ifndef SPADE_BUILDDIR
@@ -1253,9 +1254,5 @@ static Suite *host_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(host_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(host_suite());
 }

@@ -10,8 +10,6 @@
  * What it is not: a test of the real worker or the zygote (test_sandbox.c).
  */
 #include <check.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -24,6 +22,7 @@
 
 #include "sandbox/internal.h"
 #include "sandbox/ipc.h"
+#include "testutil.h"
 
 /* ---- building payloads ---------------------------------------------------------- */
 typedef struct bytes {
@@ -564,22 +563,8 @@ static spade_worker *fake_worker(fake kind, double call_timeout, pid_t *pid_out)
 static void assert_gone(spade_worker *w, pid_t pid, int fds_before)
 {
     spade_worker_free(w);
-    int st;
-    errno = 0;
-    ck_assert_int_eq(waitpid(pid, &st, WNOHANG), -1);
-    ck_assert_int_eq(errno, ECHILD);
-    int fds = 0;
-    for (int fd = 0; fd < 1024; fd++)
-        fds += fcntl(fd, F_GETFD) != -1;
-    ck_assert_int_eq(fds, fds_before);
-}
-
-static int count_fds(void)
-{
-    int fds = 0;
-    for (int fd = 0; fd < 1024; fd++)
-        fds += fcntl(fd, F_GETFD) != -1;
-    return fds;
+    tu_assert_reaped(pid);
+    ck_assert_int_eq(tu_count_fds(), fds_before);
 }
 
 /* One step on a fake worker; returns the outcome. */
@@ -612,7 +597,7 @@ static const struct {
 
 START_TEST(fake_worker_outcome)
 {
-    int fds = count_fds();
+    int fds = tu_count_fds();
     pid_t pid;
     double timeout = 0.3;
     spade_worker *w = fake_worker(fake_cases[_i].kind, timeout, &pid);
@@ -637,7 +622,7 @@ END_TEST
 
 START_TEST(fake_bad_call_keeps_worker)
 {
-    int fds = count_fds();
+    int fds = tu_count_fds();
     pid_t pid;
     spade_worker *w = fake_worker(FAKE_BAD_CALL_THEN_OK, 1.0, &pid);
     spade_failure f;
@@ -688,9 +673,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *r = srunner_create(suite());
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(suite());
 }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "policy/policy.h"
+#include "testutil.h"
 
 static char err[512];
 
@@ -704,10 +705,7 @@ END_TEST
 
 static char tmpdir[256];
 
-static void mk_tmpdir(void) {
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/test_policy.XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-}
+static void mk_tmpdir(void) { tu_mkdtemp(tmpdir, sizeof tmpdir, "policy"); }
 
 START_TEST(test_checkpoint_roundtrip) {
     mk_tmpdir();
@@ -766,8 +764,7 @@ START_TEST(test_checkpoint_roundtrip) {
     free(a); free(b); free(a2); free(b2);
     spade_policy_free(p);
     spade_policy_free(q);
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    ck_assert(system(cmd) == 0);
+    ck_assert(tu_rm_rf(tmpdir) == 0);
 }
 END_TEST
 
@@ -814,8 +811,7 @@ START_TEST(test_checkpoint_bad_files) {
     /* a directory */
     expect_bad(tmpdir, "not a regular file");
     spade_policy_free(p);
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-    ck_assert(system(cmd) == 0);
+    ck_assert(tu_rm_rf(tmpdir) == 0);
 }
 END_TEST
 
@@ -1075,9 +1071,5 @@ static Suite *policy_suite(void) {
 }
 
 int main(void) {
-    SRunner *sr = srunner_create(policy_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int nf = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return nf ? 1 : 0;
+    return tu_run(policy_suite());
 }

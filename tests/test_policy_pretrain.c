@@ -13,6 +13,7 @@
 
 #include "../cli/cmd_pretrain.h"
 #include "policy/policy.h"
+#include "testutil.h"
 
 static char dir[256];
 
@@ -78,8 +79,7 @@ static int count_lines(const char *path, const char *needle, long *last_step) {
 }
 
 static void setup(void) {
-    snprintf(dir, sizeof dir, "/tmp/test_pretrain.XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
+    tu_mkdtemp(dir, sizeof dir, "pretrain");
     char d[512];
     snprintf(d, sizeof d, "%s/data", dir);
     ck_assert_int_eq(mkdir(d, 0755), 0);
@@ -87,11 +87,7 @@ static void setup(void) {
     write_file("data/b.c", "static int step(int x) { return x + 1; }\nvoid reset(void) {}\n");
 }
 
-static void teardown(void) {
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd)) { /* best effort */ }
-}
+static void teardown(void) { tu_rm_rf(dir); }
 
 START_TEST(test_pretrain_runs_and_resumes) {
     static char out[1 << 16];
@@ -167,9 +163,5 @@ int main(void) {
     tcase_add_test(t, test_pretrain_runs_and_resumes);
     tcase_add_test(t, test_pretrain_config_errors);
     suite_add_tcase(s, t);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int nf = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return nf ? 1 : 0;
+    return tu_run(s);
 }

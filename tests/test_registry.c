@@ -4,7 +4,6 @@
  * serving and reports the error with its line.
  * Every file is written under a mkdtemp() directory and removed. */
 #include <check.h>
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,32 +12,14 @@
 #include <unistd.h>
 
 #include "registry.h"
+#include "testutil.h"
 
 static char tmp[256];
 
-static void rm_rf(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        char p[1024];
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        struct stat st;
-        if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode)) rm_rf(p);
-        else unlink(p);
-    }
-    closedir(d);
-    rmdir(dir);
-}
-
-static void mk_tmp(void) {
-    snprintf(tmp, sizeof tmp, "%s/spade-test-registry-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-    ck_assert_ptr_nonnull(mkdtemp(tmp));
-}
+static void mk_tmp(void) { tu_mkdtemp(tmp, sizeof tmp, "registry"); }
 
 static void rm_tmp(void) {
-    if (tmp[0]) rm_rf(tmp);
+    if (tmp[0]) tu_rm_rf(tmp);
     tmp[0] = 0;
 }
 
@@ -196,9 +177,7 @@ END_TEST
 static spade_sandbox *sb;
 
 static void sb_setup(void) {
-    char err[512];
-    spade_sandbox_opts o = {.compile_timeout_s = 5.0, .call_timeout_s = 2.0};
-    ck_assert_msg(spade_sandbox_new(&sb, &o, err, sizeof err) == 0, "%s", err);
+    sb = tu_sandbox(&(spade_sandbox_opts){.compile_timeout_s = 5.0, .call_timeout_s = 2.0});
     mk_tmp();
 }
 static void sb_teardown(void) {
@@ -420,9 +399,5 @@ int main(void) {
     tcase_add_test(u, hot_reload_survives_a_crash);
     tcase_add_test(u, hot_new_reports_errors);
     suite_add_tcase(s, u);
-    SRunner *r = srunner_create(s);
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(s);
 }

@@ -13,7 +13,6 @@
  */
 #include <check.h>
 #include <dirent.h>
-#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,35 +24,11 @@
 #include "jit/jit.h"
 #include "sandbox/internal.h"
 #include "sandbox/sandbox.h"
-
-static char *read_env(const char *name, size_t *len)
-{
-    const char *dir = getenv("srcdir") ? getenv("srcdir") : SPADE_SRCDIR;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/tests/envs/%s", dir, name);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(path, sizeof path, "%s/tests/envs/%s", SPADE_SRCDIR, name);
-        f = fopen(path, "rb");
-    }
-    ck_assert_msg(f != NULL, "cannot open %s", path);
-    char *buf = malloc(1 << 20);
-    ck_assert_ptr_nonnull(buf);
-    *len = fread(buf, 1, (1 << 20) - 1, f);
-    buf[*len] = '\0';
-    fclose(f);
-    return buf;
-}
+#include "testutil.h"
 
 static spade_sandbox *new_sandbox(double call_timeout)
 {
-    spade_sandbox_opts o;
-    memset(&o, 0, sizeof o);
-    o.call_timeout_s = call_timeout;
-    spade_sandbox *sb = NULL;
-    char err[256];
-    ck_assert_msg(spade_sandbox_new(&sb, &o, err, sizeof err) == 0, "sandbox: %s", err);
-    return sb;
+    return tu_sandbox(&(spade_sandbox_opts){.call_timeout_s = call_timeout});
 }
 
 /* ---- the JIT, in process ------------------------------------------------------- */
@@ -116,7 +91,7 @@ END_TEST
 START_TEST(jit_embedded_headers_and_symbols)
 {
     size_t len;
-    char *src = read_env("counter.c", &len);
+    char *src = tu_read_env("counter.c", &len);
     spade_jit *j = NULL;
     char err[1024];
     ck_assert_msg(spade_jit_compile("counter.c", src, len, &j, err, sizeof err, NULL, NULL) == 0, "%s", err);
@@ -139,7 +114,7 @@ START_TEST(load_and_play)
 {
     spade_sandbox *sb = new_sandbox(2.0);
     size_t len;
-    char *src = read_env("counter.c", &len);
+    char *src = tu_read_env("counter.c", &len);
     spade_worker *w = NULL;
     spade_failure f;
     ck_assert_msg(spade_worker_load(sb, "counter.c", src, len, &w, &f) == 0, "%s", f.message);
@@ -210,7 +185,7 @@ END_TEST
 static int moody(spade_sandbox *sb, spade_worker **w, int *id)
 {
     size_t len;
-    char *src = read_env("sb_moody.c", &len);
+    char *src = tu_read_env("sb_moody.c", &len);
     spade_failure f;
     int rc = spade_worker_load(sb, "sb_moody.c", src, len, w, &f);
     free(src);
@@ -276,13 +251,7 @@ END_TEST
  * worker that has used many times cpu_limit_s over many calls lives on. */
 START_TEST(cpu_limit_does_not_end_long_lives)
 {
-    spade_sandbox_opts o;
-    memset(&o, 0, sizeof o);
-    o.call_timeout_s = 1.0;
-    o.cpu_limit_s = 1;
-    spade_sandbox *sb = NULL;
-    char err[256];
-    ck_assert_int_eq(spade_sandbox_new(&sb, &o, err, sizeof err), 0);
+    spade_sandbox *sb = tu_sandbox(&(spade_sandbox_opts){.call_timeout_s = 1.0, .cpu_limit_s = 1});
     spade_worker *w;
     int id;
     moody(sb, &w, &id);
@@ -307,57 +276,13 @@ START_TEST(cpu_limit_does_not_end_long_lives)
 }
 END_TEST
 
-static int count_fds(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    ck_assert_ptr_nonnull(d);
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)))
-        n += e->d_name[0] != '.';
-    closedir(d);
-    return n - 1; /* the directory's own fd */
-}
-
-/* Processes whose parent is pid (from /proc/<n>/stat). */
-static int children_of(pid_t pid, pid_t *first)
-{
-    DIR *d = opendir("/proc");
-    ck_assert_ptr_nonnull(d);
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        int p = atoi(e->d_name);
-        if (p <= 0)
-            continue;
-        char path[64], buf[512];
-        snprintf(path, sizeof path, "/proc/%d/stat", p);
-        FILE *f = fopen(path, "r");
-        if (!f)
-            continue;
-        size_t got = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        buf[got] = '\0';
-        const char *rp = strrchr(buf, ')'); /* the name may hold spaces */
-        int ppid = 0;
-        char state;
-        if (rp && sscanf(rp + 1, " %c %d", &state, &ppid) == 2 && ppid == pid) {
-            if (first && n == 0)
-                *first = p;
-            n++;
-        }
-    }
-    closedir(d);
-    return n;
-}
-
 START_TEST(no_fd_leak_no_zombie)
 {
     spade_sandbox *sb = new_sandbox(0.5);
     size_t len;
-    char *walk = read_env("sb_walk.c", &len);
+    char *walk = tu_read_env("sb_walk.c", &len);
     /* Warm up: the sandbox's own fds are open from here on. */
-    int before = count_fds();
+    int before = tu_count_fds();
     for (int cycle = 0; cycle < 50; cycle++) {
         spade_worker *w = NULL;
         spade_failure f;
@@ -392,13 +317,13 @@ START_TEST(no_fd_leak_no_zombie)
         }
         spade_worker_free(w);
     }
-    ck_assert_int_eq(count_fds(), before);
+    ck_assert_int_eq(tu_count_fds(), before);
     /* No zombie of ours: the zygote is our only child, and alive. */
     int st;
     ck_assert_int_eq(waitpid(-1, &st, WNOHANG), 0);
     /* The zygote's only child is its pre-forked idle worker. */
     pid_t zyg = spade_sandbox_zygote_pid(sb), idle = 0;
-    ck_assert_int_eq(children_of(zyg, &idle), 1);
+    ck_assert_int_eq(tu_children_of(zyg, &idle), 1);
     char path[64], buf[256] = "";
     snprintf(path, sizeof path, "/proc/%d/stat", idle);
     /* It may be a moment old: named and asleep on its socket soon. */
@@ -413,12 +338,10 @@ START_TEST(no_fd_leak_no_zombie)
     ck_assert_msg(strstr(buf, "(spade-worker) S") != NULL, "idle worker: %s", buf);
     spade_sandbox_free(sb);
     /* Everything is gone with the sandbox. */
-    errno = 0;
-    ck_assert_int_eq(waitpid(-1, &st, WNOHANG), -1);
-    ck_assert_int_eq(errno, ECHILD);
+    tu_assert_reaped(-1);
     ck_assert_int_eq(kill(zyg, 0), -1);
     ck_assert_int_eq(kill(idle, 0), -1);
-    ck_assert_int_eq(count_fds(), before - 1); /* the zygote's control socket */
+    ck_assert_int_eq(tu_count_fds(), before - 1); /* the zygote's control socket */
     free(walk);
 }
 END_TEST
@@ -436,10 +359,7 @@ START_TEST(sandbox_freed_before_its_workers)
     ck_assert_int_eq(kill(zyg, 0), 0);
     spade_worker_free(w);
     ck_assert_int_eq(kill(zyg, 0), -1);
-    int st;
-    errno = 0;
-    ck_assert_int_eq(waitpid(-1, &st, WNOHANG), -1);
-    ck_assert_int_eq(errno, ECHILD);
+    tu_assert_reaped(-1);
 }
 END_TEST
 
@@ -476,7 +396,7 @@ START_TEST(worker_is_locked_down)
 {
     spade_sandbox *sb = new_sandbox(1.0);
     pid_t idle = 0;
-    for (int i = 0; i < 200 && children_of(spade_sandbox_zygote_pid(sb), &idle) < 1; i++)
+    for (int i = 0; i < 200 && tu_children_of(spade_sandbox_zygote_pid(sb), &idle) < 1; i++)
         usleep(5000);
     ck_assert_int_gt(idle, 0);
     char path[64], line[256];
@@ -542,7 +462,7 @@ START_TEST(spawn_cost_independent_of_parent_size)
 {
     spade_sandbox *sb = new_sandbox(2.0);
     size_t len;
-    char *src = read_env("sb_walk.c", &len);
+    char *src = tu_read_env("sb_walk.c", &len);
     double small = median_load_s(sb, src, len, 15);
     size_t big = (size_t)1 << 30;
     char *mem = malloc(big);
@@ -584,9 +504,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *r = srunner_create(suite());
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(suite());
 }

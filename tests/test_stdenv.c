@@ -22,6 +22,7 @@
 #include "host.h"
 #include "jit/jit.h"
 #include "registry.h"
+#include "testutil.h"
 
 #ifndef SPADE_ENV_FILES
 #error "SPADE_ENV_FILES (the installed environment sources) must come from the build"
@@ -33,11 +34,6 @@
 static char files[MAX_FILES][256]; /* relative to the source tree: "stdenv/maze.c" */
 static int n_files;
 
-static const char *srcdir(void) {
-    const char *s = getenv("srcdir");
-    return s && *s ? s : SPADE_SRCDIR;
-}
-
 static void list_files(void) {
     char all[] = SPADE_ENV_FILES;
     for (char *tok = strtok(all, " \t\n"); tok && n_files < MAX_FILES; tok = strtok(NULL, " \t\n"))
@@ -47,7 +43,7 @@ static void list_files(void) {
 static char *read_env(int i, size_t *len, char *path, size_t pathcap) {
     char err[1024];
     char *src = NULL;
-    snprintf(path, pathcap, "%s/%s", srcdir(), files[i]);
+    snprintf(path, pathcap, "%s/%s", tu_srcdir(), files[i]);
     ck_assert_msg(spade_read_source(path, &src, len, err, sizeof err) == 0, "%s", err);
     return src;
 }
@@ -56,11 +52,7 @@ static char *read_env(int i, size_t *len, char *path, size_t pathcap) {
 
 static spade_sandbox *sb;
 
-static void setup(void) {
-    spade_sandbox_opts o = {.compile_timeout_s = 10.0, .call_timeout_s = 5.0};
-    char err[512];
-    ck_assert_msg(spade_sandbox_new(&sb, &o, err, sizeof err) == 0, "sandbox: %s", err);
-}
+static void setup(void) { sb = tu_sandbox(&(spade_sandbox_opts){.compile_timeout_s = 10.0, .call_timeout_s = 5.0}); }
 static void teardown(void) {
     spade_sandbox_free(sb);
     sb = NULL;
@@ -233,7 +225,7 @@ END_TEST
 /* Every .c file of stdenv/ in the source tree is installed (listed in stdenv/local.mk). */
 START_TEST(every_stdenv_file_is_installed) {
     char dir[4096];
-    snprintf(dir, sizeof dir, "%s/stdenv", srcdir());
+    snprintf(dir, sizeof dir, "%s/stdenv", tu_srcdir());
     DIR *d = opendir(dir);
     ck_assert_msg(d != NULL, "cannot open %s", dir);
     int seen = 0;
@@ -269,9 +261,5 @@ int main(void) {
     tcase_add_test(k, stdenv_is_a_corpus);
     tcase_add_test(k, every_stdenv_file_is_installed);
     suite_add_tcase(s, k);
-    SRunner *r = srunner_create(s);
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(s);
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "testutil.h"
 #include "tools/tools.h"
 
 /* ---- the tools under test (the shape TOOL gives them) -------------------- */
@@ -743,9 +744,5 @@ static Suite *tools_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(tools_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(tools_suite());
 }

@@ -18,35 +18,13 @@
 
 #include "sandbox/internal.h"
 #include "sandbox/sandbox.h"
-
-static char *read_env(const char *name, size_t *len)
-{
-    const char *dir = getenv("srcdir") ? getenv("srcdir") : SPADE_SRCDIR;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/tests/envs/%s", dir, name);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(path, sizeof path, "%s/tests/envs/%s", SPADE_SRCDIR, name);
-        f = fopen(path, "rb");
-    }
-    ck_assert_msg(f != NULL, "cannot open %s", path);
-    char *buf = malloc(1 << 20);
-    ck_assert_ptr_nonnull(buf);
-    *len = fread(buf, 1, (1 << 20) - 1, f);
-    buf[*len] = '\0';
-    fclose(f);
-    return buf;
-}
+#include "testutil.h"
 
 static spade_sandbox *sb;
 
 static void setup(void)
 {
-    char err[256];
-    spade_sandbox_opts o;
-    memset(&o, 0, sizeof o);
-    o.call_timeout_s = 5.0;
-    ck_assert_msg(spade_sandbox_new(&sb, &o, err, sizeof err) == 0, "%s", err);
+    sb = tu_sandbox(&(spade_sandbox_opts){.call_timeout_s = 5.0});
 }
 
 static void teardown(void)
@@ -147,7 +125,7 @@ START_TEST(batched_equals_unbatched)
 {
     int n = sizes[_i];
     size_t len;
-    char *src = read_env("sb_walk.c", &len);
+    char *src = tu_read_env("sb_walk.c", &len);
     seen *ref = reference(src, len, n);
     int ends = 0;
     for (int t = 1; t <= STEPS; t++)
@@ -202,7 +180,7 @@ END_TEST
 START_TEST(worker_batch_mixed)
 {
     size_t len;
-    char *src = read_env("sb_walk.c", &len);
+    char *src = tu_read_env("sb_walk.c", &len);
     spade_worker *a, *b;
     spade_failure f;
     ck_assert_int_eq(spade_worker_load(sb, "sb_walk.c", src, len, &a, &f), 0);
@@ -263,7 +241,7 @@ static int run_to_end(spade_vecenv *v, spade_step_result *res, int max)
 START_TEST(autoreset_next_step)
 {
     size_t len;
-    char *src = read_env("sb_walk.c", &len);
+    char *src = tu_read_env("sb_walk.c", &len);
     spade_vecenv *v;
     spade_failure f;
     /* width 99: the goal is far, so episodes end by truncation (max_steps 12). */
@@ -303,7 +281,7 @@ END_TEST
 START_TEST(autoreset_disabled)
 {
     size_t len;
-    char *src = read_env("sb_walk.c", &len);
+    char *src = tu_read_env("sb_walk.c", &len);
     spade_vecenv *v;
     spade_failure f;
     ck_assert_int_eq(
@@ -332,7 +310,7 @@ END_TEST
 START_TEST(vecenv_bad_params_and_failures)
 {
     size_t len;
-    char *src = read_env("sb_moody.c", &len);
+    char *src = tu_read_env("sb_moody.c", &len);
     spade_vecenv *v = (spade_vecenv *)1;
     spade_failure f;
     ck_assert_int_eq(spade_vecenv_new(sb, "sb_moody.c", src, len, "nope=3", 4, 2, SPADE_AUTORESET_NEXT_STEP, &v, &f),
@@ -373,9 +351,5 @@ static Suite *suite(void)
 
 int main(void)
 {
-    SRunner *r = srunner_create(suite());
-    srunner_run_all(r, CK_NORMAL);
-    int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(suite());
 }

@@ -13,7 +13,7 @@ AM_CPPFLAGS += $(POLICY_CUDA_CPPFLAGS)
 
 check_PROGRAMS += tests/test_policy
 TESTS += tests/test_policy
-tests_test_policy_SOURCES = tests/test_policy.c
+tests_test_policy_SOURCES = tests/test_policy.c tests/testutil.c tests/testutil.h
 tests_test_policy_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_policy_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
 
@@ -26,7 +26,7 @@ bench_bench_policy_LDADD = $(SPADE_LIBS)
 # adds it to spade_SOURCES.
 check_PROGRAMS += tests/test_policy_pretrain
 TESTS += tests/test_policy_pretrain
-tests_test_policy_pretrain_SOURCES = tests/test_policy_pretrain.c cli/cmd_pretrain.c
+tests_test_policy_pretrain_SOURCES = tests/test_policy_pretrain.c tests/testutil.c tests/testutil.h cli/cmd_pretrain.c
 tests_test_policy_pretrain_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_policy_pretrain_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
 EXTRA_DIST += cli/cmd_pretrain.h

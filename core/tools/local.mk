@@ -3,7 +3,7 @@ libspade_a_SOURCES += core/tools/tools.c
 
 check_PROGRAMS += tests/test_tools
 TESTS += tests/test_tools
-tests_test_tools_SOURCES = tests/test_tools.c
+tests_test_tools_SOURCES = tests/test_tools.c tests/testutil.c tests/testutil.h
 # -iquote, not -I, for core/: core/check.h (the environment checker) would
 # otherwise shadow Check's <check.h>.
 tests_test_tools_CPPFLAGS = -include $(top_builddir)/config.h -I$(top_srcdir) -iquote $(top_srcdir)/core \

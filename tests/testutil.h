@@ -1,0 +1,54 @@
+/* testutil.h — helpers the Check suites share (tests/testutil.c).
+ *
+ * What it is: finding the source tree and its test environments, sandboxes for
+ * a fixture, counting open fds and child processes (leak and zombie checks),
+ * scratch directories under mkdtemp(), and the one way a suite is run. Each
+ * helper fails the running test (ck_assert) rather than returning an error.
+ * What it is not: part of the library, nor a place for a single suite's
+ * helpers (those stay in their test file). tests/test_hostile.c keeps its own
+ * copies for now.
+ */
+#ifndef SPADE_TESTUTIL_H
+#define SPADE_TESTUTIL_H
+
+#include <check.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "sandbox/sandbox.h"
+
+/* The source tree: $srcdir when make check sets it, else the configured one. */
+const char *tu_srcdir(void);
+
+/* tests/envs/NAME read whole into a NUL-terminated malloc()ed buffer (at most
+ * 1 MiB - 1 bytes); *len is its length. Looks in tu_srcdir(), then in
+ * SPADE_SRCDIR. */
+char *tu_read_env(const char *name, size_t *len);
+
+/* A sandbox with options o, started in the calling (test) process. */
+spade_sandbox *tu_sandbox(const spade_sandbox_opts *o);
+
+/* Open file descriptors of this process. */
+int tu_count_fds(void);
+
+/* Live processes whose parent is pid (read from /proc); *first, when not
+ * NULL, gets the first one found. */
+int tu_children_of(pid_t pid, pid_t *first);
+
+/* No child pid (pid -1: no child at all) is left, not even a zombie:
+ * waitpid(WNOHANG) fails with ECHILD. */
+#define tu_assert_reaped(pid) tu_assert_reaped_at((pid), __FILE__, __LINE__)
+void tu_assert_reaped_at(pid_t pid, const char *file, int line);
+
+/* Makes a fresh directory $TMPDIR/spade-test-TAG-XXXXXX (TMPDIR defaults to
+ * /tmp) and writes its path into dir. */
+void tu_mkdtemp(char *dir, size_t cap, const char *tag);
+
+/* Removes dir and everything below it (links are removed, never followed).
+ * Returns 0 when all of it is gone. */
+int tu_rm_rf(const char *dir);
+
+/* Runs every test of s; the exit status for main. */
+int tu_run(Suite *s);
+
+#endif /* SPADE_TESTUTIL_H */
