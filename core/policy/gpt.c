@@ -137,15 +137,6 @@ int gpt_backend_fail(spade_policy *p, const char *what, char *err, size_t errlen
     return SPADE_POLICY_EBACKEND;
 }
 
-#define BE (p->be.vt)
-#define BX (p->be.ctx)
-/* Every backend call goes through CK so that a failing op stops the pass and
- * the message says which op it was. */
-#define CK(call)                                                              \
-    do {                                                                      \
-        if ((call) != 0) return gpt_backend_fail(p, #call, err, errlen);      \
-    } while (0)
-
 static void point_params(ParameterTensors *t, float *mem, const size_t *sizes) {
     float **ptrs[NUM_PARAM_TENSORS] = {
         &t->wte, &t->wpe, &t->ln1w, &t->ln1b, &t->qkvw, &t->qkvb, &t->attprojw, &t->attprojb,

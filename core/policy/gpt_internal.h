@@ -130,6 +130,16 @@ int gpt_ensure_acts(spade_policy *p, int B, int T, char *err, size_t errlen);
 extern const char *const gpt_param_names[NUM_PARAM_TENSORS];
 /* Formats the backend's last error into err with a prefix; returns SPADE_POLICY_EBACKEND. */
 int gpt_backend_fail(spade_policy *p, const char *what, char *err, size_t errlen);
+/* In a function with spade_policy *p and (err, errlen): the policy's backend,
+ * its context, and a backend call that returns the failure when it fails. Every
+ * backend call goes through CK so that a failing op stops the pass and the
+ * message says which op it was. */
+#define BE (p->be.vt)
+#define BX (p->be.ctx)
+#define CK(call)                                                              \
+    do {                                                                      \
+        if ((call) != 0) return gpt_backend_fail(p, #call, err, errlen);      \
+    } while (0)
 /* Allocates a policy for cfg without initialising the weights (checkpoint load). */
 int gpt_alloc(spade_policy **out, const spade_gpt_config *cfg, char *err, size_t errlen);
 

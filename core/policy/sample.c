@@ -15,13 +15,6 @@
 
 #include "policy/gpt_internal.h"
 
-#define BE (p->be.vt)
-#define BX (p->be.ctx)
-#define CK(call)                                                              \
-    do {                                                                      \
-        if ((call) != 0) return gpt_backend_fail(p, #call, err, errlen);      \
-    } while (0)
-
 void spade_sample_opts_default(spade_sample_opts *o) {
     static const int end_tok[1] = {SPADE_TOK_END};
     memset(o, 0, sizeof *o);
