@@ -647,44 +647,47 @@ static int play(ctx *c, uint64_t seed, int solve, double *ret, char *buf, size_t
     return r.success ? 1 : 0;
 }
 
+/* One episode on each of the solve_seeds seeds, by SOLVE or by the random
+ * agent; returns the wins, or -1 after a FAIL line for the check c->check when
+ * an episode could not be played. lost (lostcap bytes, may be NULL) gets the
+ * first seed that did not win. */
+static int play_seeds(ctx *c, int use_solve, char *lost, size_t lostcap) {
+    char buf[1400];
+    int wins = 0;
+    for (int k = 0; k < c->o.solve_seeds; k++) {
+        double ret;
+        int rc = play(c, seed_of(c, k), use_solve, &ret, buf, sizeof buf);
+        if (rc < 0) {
+            put(c, "FAIL", c->check, ": seed %llu: %s", (unsigned long long)seed_of(c, k), buf);
+            return -1;
+        }
+        wins += rc;
+        if (!rc && lost && !*lost)
+            snprintf(lost, lostcap, "seed %llu returned %g (success needs >= %g)",
+                     (unsigned long long)seed_of(c, k), ret, c->info.success);
+    }
+    return wins;
+}
+
 static void check_solve(ctx *c) {
     c->check = "solve";
     if (!c->info.has_solve) {
         put(c, "WARN", "solve", ": no SOLVE block, so nothing proves the environment can be won");
         return;
     }
-    char buf[1400];
-    int wins = 0, n = c->o.solve_seeds;
+    int n = c->o.solve_seeds;
     char lost[600] = "";
-    for (int k = 0; k < n; k++) {
-        double ret;
-        int rc = play(c, seed_of(c, k), 1, &ret, buf, sizeof buf);
-        if (rc < 0) {
-            put(c, "FAIL", "solve", ": seed %llu: %s", (unsigned long long)seed_of(c, k), buf);
-            return;
-        }
-        wins += rc;
-        if (!rc && !*lost)
-            snprintf(lost, sizeof lost, "seed %llu returned %g (success needs >= %g)",
-                     (unsigned long long)seed_of(c, k), ret, c->info.success);
-    }
+    int wins = play_seeds(c, 1, lost, sizeof lost);
+    if (wins < 0) return;
     if (wins < n) put(c, "FAIL", "solve", ": SOLVE won %d of %d seeds; %s", wins, n, lost);
     else put(c, "PASS", "solve", " (won %d of %d seeds)", wins, n);
 }
 
 static void check_random_agent(ctx *c) {
     c->check = "random_agent";
-    char buf[1400];
-    int wins = 0, n = c->o.solve_seeds;
-    for (int k = 0; k < n; k++) {
-        double ret;
-        int rc = play(c, seed_of(c, k), 0, &ret, buf, sizeof buf);
-        if (rc < 0) {
-            put(c, "FAIL", "random_agent", ": seed %llu: %s", (unsigned long long)seed_of(c, k), buf);
-            return;
-        }
-        wins += rc;
-    }
+    int n = c->o.solve_seeds;
+    int wins = play_seeds(c, 0, NULL, 0);
+    if (wins < 0) return;
     if (n > 0 && (double)wins / n > RANDOM_WIN_MAX)
         put(c, "WARN", "random_agent", ": a random agent won %d of %d episodes (more than %.0f%%: too easy to guess?)",
             wins, n, RANDOM_WIN_MAX * 100);
