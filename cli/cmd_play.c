@@ -115,6 +115,27 @@ static int new_episode(session *s, uint64_t seed) {
     return 0;
 }
 
+/* :hint and :solve: the worker's text for the current state, printed after
+ * label. A failure is reported and starts a new episode; -1 when that new
+ * episode cannot start (the session ends). */
+static int show_text(session *s, const char *what, const char *label,
+                     int (*get)(spade_worker *, int, const char **, size_t *, spade_failure *)) {
+    if (!s->in_episode) {
+        printf("no episode running (:reset starts one)\n");
+        return 0;
+    }
+    const char *t;
+    size_t tl;
+    spade_failure f;
+    if (get(s->v->worker, s->inst, &t, &tl, &f) != 0) {
+        cli_print_failure("play", what, &f);
+        s->failures++;
+        return new_episode(s, s->seed + 1);
+    }
+    print_text(label, t, tl);
+    return 0;
+}
+
 static void help(void) {
     printf("commands: :hint  :solve  :reset [SEED]  :info  :help  :quit  (::text plays ':text');\n"
            "any other line is your action.\n");
@@ -185,35 +206,18 @@ int cli_play(spade_sandbox *sb, int argc, char **argv) {
         if (line[0] == ':' && line[1] != ':') {
             char cmd[32] = "", arg[64] = "";
             sscanf(line + 1, "%31s %63s", cmd, arg);
-            const char *t;
-            size_t tl;
             if (!strcmp(cmd, "quit") || !strcmp(cmd, "q") || !strcmp(cmd, "exit")) break;
             if (!strcmp(cmd, "help") || !strcmp(cmd, "h") || !strcmp(cmd, "?")) {
                 help();
             } else if (!strcmp(cmd, "info")) {
                 print_info(s.v->info, s.v->param_values);
             } else if (!strcmp(cmd, "hint")) {
-                if (!s.in_episode) {
-                    printf("no episode running (:reset starts one)\n");
-                } else if (spade_worker_hint(s.v->worker, s.inst, &t, &tl, &f) != 0) {
-                    cli_print_failure("play", "hint", &f);
-                    s.failures++;
-                    if (new_episode(&s, s.seed + 1) != 0) goto fail;
-                } else {
-                    print_text("hint: ", t, tl);
-                }
+                if (show_text(&s, "hint", "hint: ", spade_worker_hint) != 0) goto fail;
             } else if (!strcmp(cmd, "solve")) {
-                if (!s.v->info->has_solve) {
+                if (!s.v->info->has_solve)
                     printf("this environment has no reference solution (no SOLVE block)\n");
-                } else if (!s.in_episode) {
-                    printf("no episode running (:reset starts one)\n");
-                } else if (spade_worker_solve(s.v->worker, s.inst, &t, &tl, &f) != 0) {
-                    cli_print_failure("play", "solve", &f);
-                    s.failures++;
-                    if (new_episode(&s, s.seed + 1) != 0) goto fail;
-                } else {
-                    print_text("reference action: ", t, tl);
-                }
+                else if (show_text(&s, "solve", "reference action: ", spade_worker_solve) != 0)
+                    goto fail;
             } else if (!strcmp(cmd, "reset")) {
                 uint64_t ns = s.seed + 1;
                 if (*arg && cli_parse_u64("play", ":reset", arg, &ns) < 0) continue;
