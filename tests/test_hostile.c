@@ -274,8 +274,18 @@ static int count_descendants_(pid_t *child)
     DIR *d = opendir("/proc");
     if (!d)
         return -1;
-    int cap = 4096, n = 0;
-    pid_t *pid = malloc(sizeof(pid_t) * (size_t)cap), *ppid = malloc(sizeof(pid_t) * (size_t)cap);
+    /* Sizes are size_t and every allocation is checked: with an int count,
+     * gcc saw calloc's argument as possibly negative (-Walloc-size-larger-than,
+     * an error in the --enable-sanitizers build), and a failed realloc lost
+     * the old array and wrote through NULL. */
+    size_t cap = 4096, n = 0;
+    pid_t *pid = malloc(sizeof(pid_t) * cap), *ppid = malloc(sizeof(pid_t) * cap);
+    if (!pid || !ppid) {
+        free(pid);
+        free(ppid);
+        closedir(d);
+        return -1;
+    }
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
         if (de->d_name[0] < '0' || de->d_name[0] > '9')
@@ -294,9 +304,19 @@ static int count_descendants_(pid_t *child)
         if (!rp || sscanf(rp + 1, " %c %d", &st, &pp) != 2)
             continue;
         if (n == cap) {
+            pid_t *np = realloc(pid, sizeof(pid_t) * cap * 2);
+            if (np)
+                pid = np;
+            pid_t *npp = np ? realloc(ppid, sizeof(pid_t) * cap * 2) : NULL;
+            if (npp)
+                ppid = npp;
+            if (!np || !npp) {
+                free(pid);
+                free(ppid);
+                closedir(d);
+                return -1;
+            }
             cap *= 2;
-            pid = realloc(pid, sizeof(pid_t) * (size_t)cap);
-            ppid = realloc(ppid, sizeof(pid_t) * (size_t)cap);
         }
         pid[n] = (pid_t)atoi(de->d_name);
         ppid[n] = pp;
@@ -305,20 +325,25 @@ static int count_descendants_(pid_t *child)
     closedir(d);
     if (child) {
         *child = 0;
-        for (int i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++)
             if (ppid[i] == getpid() && (*child == 0 || pid[i] < *child))
                 *child = pid[i];
     }
     /* Mark descendants of getpid() by repeated passes (the tree is small). */
-    char *in = calloc((size_t)n, 1);
+    char *in = calloc(n ? n : 1, 1);
+    if (!in) {
+        free(pid);
+        free(ppid);
+        return -1;
+    }
     int count = 0, changed = 1;
     while (changed) {
         changed = 0;
-        for (int i = 0; i < n; i++) {
+        for (size_t i = 0; i < n; i++) {
             if (in[i])
                 continue;
             int under = ppid[i] == getpid();
-            for (int j = 0; !under && j < n; j++)
+            for (size_t j = 0; !under && j < n; j++)
                 under = in[j] && pid[j] == ppid[i];
             if (under) {
                 in[i] = 1;
@@ -660,6 +685,11 @@ int main(void)
     }
     usleep(50000);
     idle_procs = count_descendants_(&zygote_pid);
+    if (idle_procs < 0) {
+        fprintf(stderr, "test_hostile: cannot count this process's descendants in /proc\n");
+        spade_sandbox_free(sb);
+        return 1;
+    }
     printf("hostile: %d programs from %s, cwd %s, %d processes idle, zygote %d\n", nprogs, dir, workdir, idle_procs,
            (int)zygote_pid);
 
