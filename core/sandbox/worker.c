@@ -50,7 +50,9 @@
  *    keeps environment code from catching or blocking SIGXCPU and SIGSEGV.
  * I/O is allowed on SPADE_WORKER_FD only. Memory calls are what malloc and
  * libtcc (mprotect of the code image) need. Verified with strace on libtcc
- * 0.9.27: compile + relocate use brk, mmap, munmap, mprotect only. */
+ * 0.9.27: compile + relocate use brk, mmap, munmap, mprotect only.
+ * A sanitizer build (--enable-sanitizers) adds three entries, at the end and
+ * in no other build: see "sanitizer builds" further down. */
 static int add_rules(scmp_filter_ctx c)
 {
     int rc = 0;
@@ -73,12 +75,17 @@ static int add_rules(scmp_filter_ctx c)
     for (size_t i = 0; i < sizeof refuse / sizeof refuse[0]; i++)
         rc |= seccomp_rule_add(c, SCMP_ACT_ERRNO(EPERM), refuse[i], 0);
 #if defined(__SANITIZE_ADDRESS__)
-    /* ASan builds (--enable-sanitizers) only: its runtime asks for the
-     * signal stack on longjmp (libtcc's error recovery) and yields in its
-     * allocator. Neither is reachable from environment code in a normal build. */
-    rc |= seccomp_rule_add(c, SCMP_ACT_ALLOW, SCMP_SYS(sigaltstack), 0);
-    rc |= seccomp_rule_add(c, SCMP_ACT_ALLOW, SCMP_SYS(sched_yield), 0);
-    rc |= seccomp_rule_add(c, SCMP_ACT_ALLOW, SCMP_SYS(prlimit64), 1, SCMP_A2(SCMP_CMP_EQ, 0));
+    /* Sanitizer builds only (see "sanitizer builds" below): ASan's longjmp
+     * interceptor (libtcc's error recovery: every compile error) asks where
+     * the signal stack is and CHECK-fails unless it gets an answer. Only the
+     * query form, sigaltstack(NULL, &old), is allowed: it changes nothing. */
+    rc |= seccomp_rule_add(c, SCMP_ACT_ALLOW, SCMP_SYS(sigaltstack), 1, SCMP_A0(SCMP_CMP_EQ, 0));
+    /* UBSan starts its runtime at its first report, which can be in a worker:
+     * it reads /proc/self/exe's link and asks whether fd 2 is a terminal
+     * before it calls __ubsan_on_report (which then traps, see below). Both
+     * are refused, not allowed, as open/openat and fd 2 already are. */
+    rc |= seccomp_rule_add(c, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(readlink), 0);
+    rc |= seccomp_rule_add(c, SCMP_ACT_ERRNO(EBADF), SCMP_SYS(ioctl), 1, SCMP_A0(SCMP_CMP_EQ, 2));
 #endif
     return rc;
 }
@@ -183,14 +190,14 @@ static int lockdown(int sock, const spade_sandbox_opts *o, uint64_t vm_base, con
     rlim_t cpu = o->cpu_limit_s > 0 ? (rlim_t)o->cpu_limit_s : 10;
     if (limit(RLIMIT_CPU, cpu, RLIM_INFINITY) < 0 && limit(RLIMIT_CPU, cpu, cpu + 1) < 0)
         return -1;
-#if !defined(__SANITIZE_ADDRESS__)
     /* mem_limit is what the environment may add to the address space the
      * worker inherits from the zygote (shared libraries alone can be hundreds
-     * of MiB of mappings when CUDA and BLAS are linked). */
+     * of MiB of mappings when CUDA and BLAS are linked; in a sanitizer build
+     * ASan's shadow and allocator reservations are terabytes of it, already
+     * mapped, so the limit still means the same). */
     rlim_t as = (rlim_t)vm_base + (rlim_t)o->mem_limit;
     if (limit(RLIMIT_AS, as, as) < 0)
         return -1;
-#endif
     if (limit(RLIMIT_CORE, 0, 0) < 0 || limit(RLIMIT_FSIZE, 0, 0) < 0)
         return -1;
     limit(RLIMIT_NPROC, 0, 0); /* per user, and root ignores it: seccomp is what stops fork */
@@ -468,10 +475,58 @@ static void serve_text(const unsigned char *p, size_t len, spade_host *h, int so
     send_frame(SPADE_MSG_TEXT, head, sizeof head, text, tl + 1);
 }
 
+/* ---- sanitizer builds ---------------------------------------------------------- */
+/* --enable-sanitizers builds ASan and UBSan together. A worker is a fork of
+ * the same program, so both runtimes live on in it and check the helpers the
+ * JIT'd code calls (memset, strlen, say, parse_ints, ...), though not that code
+ * itself. Besides the filter entries in add_rules (a sigaltstack query,
+ * which changes nothing, and readlink and ioctl on fd 2 refused with an
+ * errno), two things keep its outcomes those of a normal build:
+ *  - A report in a locked-down worker ends at once in a trap (SIGILL ->
+ *    `crash`, what the same memory error is, or becomes, in a normal build;
+ *    tests/hostile/smash_return.c and ub_in_helper.c). A whole report would
+ *    make calls the filter kills (it starts with an isatty ioctl on fd 2, and
+ *    a stack trace wants the binary's file), so a memory error in a helper
+ *    would read as `forbidden_syscall`. The report itself is lost, since a
+ *    worker has nowhere to print it: reproduce in-process (core/host.h).
+ *  - malloc returns NULL when the worker's address-space limit is reached, as
+ *    glibc's does, so tcc's "memory full" and the runtime's own checks give
+ *    `out_of_memory`; by default ASan would report (and so `crash`) instead.
+ *    This is a process-wide default of ASan in every program that links the
+ *    sandbox; ASAN_OPTIONS set in the environment still wins.
+ * None of this is compiled into a normal build. */
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+
+static volatile int g_locked_down; /* set in the worker only, after lockdown */
+
+void __asan_on_error(void)
+{
+    if (g_locked_down)
+        __builtin_trap();
+}
+
+void __ubsan_on_report(void); /* libubsan's hook; it has no public header */
+void __ubsan_on_report(void)
+{
+    if (g_locked_down)
+        __builtin_trap();
+}
+
+const char *__asan_default_options(void)
+{
+    return "allocator_may_return_null=1";
+}
+#define SPADE_WORKER_LOCKED_DOWN() (g_locked_down = 1)
+#else
+#define SPADE_WORKER_LOCKED_DOWN() ((void)0)
+#endif
+
 void spade_worker_process(int sock, const spade_sandbox_opts *opts, uint64_t vm_base, const struct sock_fprog *filter)
 {
     if (lockdown(sock, opts, vm_base, filter) < 0)
         _exit(SPADE_WORKER_EXIT_LOCKDOWN);
+    SPADE_WORKER_LOCKED_DOWN();
     /* From here on, seccomp: only the IPC socket, memory, and exit. Tell the
      * zygote, which hands out only workers that said so (and so never one
      * whose own setrlimit could still undo a later prlimit of the parent). */
