@@ -535,21 +535,30 @@ static int next_number(const char *t, size_t end, size_t *pos, number *out)
     return 0;
 }
 
-long spade_parse_int(const char *text)
+/* The last number of text's answer span: 1 and *last (offsets relative to *t),
+ * or 0 when the answer holds no number. */
+static int last_number(const char *text, const char **t, number *last)
 {
-    if (!text)
-        return SPADE_NO_INT;
     size_t len = strlen(text), s, n;
     spade_answer_span(text, len, &s, &n);
-    const char *t = text + s;
+    *t = text + s;
     size_t pos = 0;
-    number num, last = {0};
+    number num;
     int found = 0;
-    while (next_number(t, n, &pos, &num)) {
-        last = num;
+    while (next_number(*t, n, &pos, &num)) {
+        *last = num;
         found = 1;
     }
-    return found && last.is_int ? last.ival : SPADE_NO_INT;
+    return found;
+}
+
+long spade_parse_int(const char *text)
+{
+    const char *t;
+    number last;
+    if (!text || !last_number(text, &t, &last))
+        return SPADE_NO_INT;
+    return last.is_int ? last.ival : SPADE_NO_INT;
 }
 
 int spade_parse_ints(const char *text, long *out, int cap)
@@ -570,19 +579,9 @@ int spade_parse_ints(const char *text, long *out, int cap)
 
 double spade_parse_real(const char *text)
 {
-    if (!text)
-        return NAN;
-    size_t len = strlen(text), s, n;
-    spade_answer_span(text, len, &s, &n);
-    const char *t = text + s;
-    size_t pos = 0;
-    number num, last = {0};
-    int found = 0;
-    while (next_number(t, n, &pos, &num)) {
-        last = num;
-        found = 1;
-    }
-    if (!found)
+    const char *t;
+    number last;
+    if (!text || !last_number(text, &t, &last))
         return NAN;
     /* Rebuild the token in the form strtod reads: ASCII sign, no separators. */
     char small[512], *buf = small;

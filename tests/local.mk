@@ -4,7 +4,7 @@
 # expected outcome on its first line; test_hostile runs them all (docs/sandbox.md).
 check_PROGRAMS += tests/test_hostile
 TESTS += tests/test_hostile
-tests_test_hostile_SOURCES = tests/test_hostile.c
+tests_test_hostile_SOURCES = tests/test_hostile.c tests/testutil.c
 tests_test_hostile_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_hostile_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
 EXTRA_DIST += tests/hostile

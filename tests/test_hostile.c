@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "sandbox/sandbox.h"
+#include "testutil.h"
 
 #define PWNED_GLOB "/tmp/spade_hostile_pwned*"
 /* Text no worker may ever return: a line of /etc/passwd, and the word the
@@ -252,117 +253,6 @@ static int load_programs(const char *dir)
 
 /* ---- observing the parent's state ------------------------------------------- */
 
-static int count_fds(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    int n = 0;
-    struct dirent *de;
-    if (!d)
-        return -1;
-    while ((de = readdir(d)) != NULL)
-        if (de->d_name[0] != '.')
-            n++;
-    closedir(d);
-    return n - 1; /* the DIR's own fd */
-}
-
-/* Processes below us (the zygote, its workers, anything they left), zombies
- * included; *child (may be NULL) gets our lowest-numbered direct child (the
- * zygote), or 0. */
-static int count_descendants_(pid_t *child)
-{
-    DIR *d = opendir("/proc");
-    if (!d)
-        return -1;
-    /* Sizes are size_t and every allocation is checked: with an int count,
-     * gcc saw calloc's argument as possibly negative (-Walloc-size-larger-than,
-     * an error in the --enable-sanitizers build), and a failed realloc lost
-     * the old array and wrote through NULL. */
-    size_t cap = 4096, n = 0;
-    pid_t *pid = malloc(sizeof(pid_t) * cap), *ppid = malloc(sizeof(pid_t) * cap);
-    if (!pid || !ppid) {
-        free(pid);
-        free(ppid);
-        closedir(d);
-        return -1;
-    }
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        if (de->d_name[0] < '0' || de->d_name[0] > '9')
-            continue;
-        char path[300], buf[512];
-        snprintf(path, sizeof path, "/proc/%s/stat", de->d_name);
-        FILE *fp = fopen(path, "r");
-        if (!fp)
-            continue;
-        size_t got = fread(buf, 1, sizeof buf - 1, fp);
-        fclose(fp);
-        buf[got] = '\0';
-        char *rp = strrchr(buf, ')');
-        int pp;
-        char st;
-        if (!rp || sscanf(rp + 1, " %c %d", &st, &pp) != 2)
-            continue;
-        if (n == cap) {
-            pid_t *np = realloc(pid, sizeof(pid_t) * cap * 2);
-            if (np)
-                pid = np;
-            pid_t *npp = np ? realloc(ppid, sizeof(pid_t) * cap * 2) : NULL;
-            if (npp)
-                ppid = npp;
-            if (!np || !npp) {
-                free(pid);
-                free(ppid);
-                closedir(d);
-                return -1;
-            }
-            cap *= 2;
-        }
-        pid[n] = (pid_t)atoi(de->d_name);
-        ppid[n] = pp;
-        n++;
-    }
-    closedir(d);
-    if (child) {
-        *child = 0;
-        for (size_t i = 0; i < n; i++)
-            if (ppid[i] == getpid() && (*child == 0 || pid[i] < *child))
-                *child = pid[i];
-    }
-    /* Mark descendants of getpid() by repeated passes (the tree is small). */
-    char *in = calloc(n ? n : 1, 1);
-    if (!in) {
-        free(pid);
-        free(ppid);
-        return -1;
-    }
-    int count = 0, changed = 1;
-    while (changed) {
-        changed = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (in[i])
-                continue;
-            int under = ppid[i] == getpid();
-            for (size_t j = 0; !under && j < n; j++)
-                under = in[j] && pid[j] == ppid[i];
-            if (under) {
-                in[i] = 1;
-                count++;
-                changed = 1;
-            }
-        }
-    }
-    free(in);
-    free(pid);
-    free(ppid);
-    return count;
-}
-
-static int count_descendants(void)
-{
-    return count_descendants_(NULL);
-}
-
 /* Entries in the worker's cwd (it must stay empty). */
 static int count_workdir(char *first, size_t cap)
 {
@@ -557,19 +447,19 @@ START_TEST(test_program)
     program *p = &progs[_i];
     ck_assert_msg(p->parse_err[0] == '\0', "%s", p->parse_err);
 
-    int fds_before = count_fds();
+    int fds_before = tu_count_fds();
     run r;
     run_source(p->name, p->src, p->len, &r);
-    int fds_after = count_fds();
+    int fds_after = tu_count_fds();
 
     /* Workers are the zygote's children: a dead one may take a moment to be
      * reaped, and the zygote refills its pre-forked spare in the background, so
      * the count may be briefly above or below the idle size. */
-    int procs = count_descendants();
-    for (double t = now_ms(); procs != idle_procs && now_ms() - t < IDLE_WAIT_MS; procs = count_descendants())
+    int procs = tu_descendants(getpid(), NULL);
+    for (double t = now_ms(); procs != idle_procs && now_ms() - t < IDLE_WAIT_MS; procs = tu_descendants(getpid(), NULL))
         usleep(10000);
     pid_t zygote_now = 0;
-    count_descendants_(&zygote_now);
+    tu_descendants(getpid(), &zygote_now);
     int status;
     pid_t reaped = waitpid(-1, &status, WNOHANG);
     char file[NAME_MAX + 1] = "", pwned[PATH_MAX] = "", why[1200] = "";
@@ -684,7 +574,7 @@ int main(void)
         return 1;
     }
     usleep(50000);
-    idle_procs = count_descendants_(&zygote_pid);
+    idle_procs = tu_descendants(getpid(), &zygote_pid);
     if (idle_procs < 0) {
         fprintf(stderr, "test_hostile: cannot count this process's descendants in /proc\n");
         spade_sandbox_free(sb);

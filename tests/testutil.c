@@ -122,3 +122,92 @@ int tu_run(Suite *s)
     srunner_free(r);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
+
+int tu_descendants(pid_t root, pid_t *child)
+{
+    DIR *d = opendir("/proc");
+    if (!d)
+        return -1;
+    /* Sizes are size_t and every allocation is checked: with an int count,
+     * gcc saw calloc's argument as possibly negative (-Walloc-size-larger-than,
+     * an error in the --enable-sanitizers build), and a failed realloc lost
+     * the old array and wrote through NULL. */
+    size_t cap = 4096, n = 0;
+    pid_t *pid = malloc(sizeof(pid_t) * cap), *ppid = malloc(sizeof(pid_t) * cap);
+    if (!pid || !ppid) {
+        free(pid);
+        free(ppid);
+        closedir(d);
+        return -1;
+    }
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] < '0' || de->d_name[0] > '9')
+            continue;
+        char path[300], buf[512];
+        snprintf(path, sizeof path, "/proc/%s/stat", de->d_name);
+        FILE *fp = fopen(path, "r");
+        if (!fp)
+            continue;
+        size_t got = fread(buf, 1, sizeof buf - 1, fp);
+        fclose(fp);
+        buf[got] = '\0';
+        char *rp = strrchr(buf, ')');
+        int pp;
+        char st;
+        if (!rp || sscanf(rp + 1, " %c %d", &st, &pp) != 2)
+            continue;
+        if (n == cap) {
+            pid_t *np = realloc(pid, sizeof(pid_t) * cap * 2);
+            if (np)
+                pid = np;
+            pid_t *npp = np ? realloc(ppid, sizeof(pid_t) * cap * 2) : NULL;
+            if (npp)
+                ppid = npp;
+            if (!np || !npp) {
+                free(pid);
+                free(ppid);
+                closedir(d);
+                return -1;
+            }
+            cap *= 2;
+        }
+        pid[n] = (pid_t)atoi(de->d_name);
+        ppid[n] = pp;
+        n++;
+    }
+    closedir(d);
+    if (child) {
+        *child = 0;
+        for (size_t i = 0; i < n; i++)
+            if (ppid[i] == root && (*child == 0 || pid[i] < *child))
+                *child = pid[i];
+    }
+    /* Mark descendants of root by repeated passes (the tree is small). */
+    char *in = calloc(n ? n : 1, 1);
+    if (!in) {
+        free(pid);
+        free(ppid);
+        return -1;
+    }
+    int count = 0, changed = 1;
+    while (changed) {
+        changed = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (in[i])
+                continue;
+            int under = ppid[i] == root;
+            for (size_t j = 0; !under && j < n; j++)
+                under = in[j] && pid[j] == ppid[i];
+            if (under) {
+                in[i] = 1;
+                count++;
+                changed = 1;
+            }
+        }
+    }
+    free(in);
+    free(pid);
+    free(ppid);
+    return count;
+}

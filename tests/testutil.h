@@ -35,6 +35,11 @@ int tu_count_fds(void);
  * NULL, gets the first one found. */
 int tu_children_of(pid_t pid, pid_t *first);
 
+/* Processes below root (children, their children, ...), zombies included, or
+ * -1 if /proc cannot be read; *lowest_child (may be NULL) gets root's
+ * lowest-numbered direct child, or 0. */
+int tu_descendants(pid_t root, pid_t *lowest_child);
+
 /* No child pid (pid -1: no child at all) is left, not even a zombie:
  * waitpid(WNOHANG) fails with ECHILD. */
 #define tu_assert_reaped(pid) tu_assert_reaped_at((pid), __FILE__, __LINE__)
