@@ -139,9 +139,9 @@ static const char *why(const spade_failure *f, char *buf, size_t cap) {
         snprintf(buf, cap, "%s (signal %d): %s", spade_outcome_name(f->outcome), f->signal, f->message);
     else
         snprintf(buf, cap, "%s: %s", spade_outcome_name(f->outcome), f->message);
-    /* one line per check: fold tcc's multi-line messages */
-    for (char *p = buf; *p; p++)
-        if (*p == '\n') *p = ' ';
+    /* One line per check; what follows a newline (the source excerpt of a
+     * compile error) is indented, so a reader of the report can still take
+     * the lines that start with PASS/FAIL/WARN/SKIP as the checks. */
     return buf;
 }
 

@@ -205,12 +205,13 @@ START_TEST(text_and_fail_and_added)
     b.n = 0;
     put_u32(&b, SPADE_OUT_COMPILE);
     put_u32(&b, 7);
-    put_u32(&b, 9);
-    put(&b, "bad\nthing", 9);
+    put_u32(&b, 14);
+    put(&b, "bad\nthing\r\x1b[2J", 14);
     ck_assert_int_eq(spade_ipc_decode_fail(b.p, b.n, &f, err, sizeof err), 0);
     ck_assert_int_eq(f.outcome, SPADE_OUT_COMPILE);
     ck_assert_int_eq(f.line, 7);
-    ck_assert_str_eq(f.message, "bad thing"); /* control bytes blanked */
+    /* control bytes blanked, newlines kept (a compile error carries a source excerpt) */
+    ck_assert_str_eq(f.message, "bad\nthing  [2J");
     ck_assert_int_eq(spade_ipc_decode_fail(b.p, b.n - 1, &f, err, sizeof err), -1);
     /* A worker may not claim the outcomes only the parent can see. */
     int forbidden[] = {SPADE_OUT_OK, SPADE_OUT_TIMEOUT, SPADE_OUT_CRASH, SPADE_OUT_SYSCALL, SPADE_OUT_PROTOCOL, 999};

@@ -73,6 +73,7 @@ START_TEST(jit_link_and_include_and_nul)
     ck_assert_int_eq(kind, SPADE_JIT_LINK_ERROR);
     ck_assert_int_eq(line, 6);
     ck_assert_ptr_nonnull(strstr(err, "'fork'"));
+    ck_assert_msg(strstr(err, "\n      6 |   fork();") != NULL, "message: %s", err);
 
     const char *inc = "#include <spade/dsl.h>\n#include <stdio.h>\nENV(\"e\", \"d\")\n";
     ck_assert_int_eq(spade_jit_compile("i.c", inc, strlen(inc), &j, err, sizeof err, &line, &kind), -1);
@@ -178,6 +179,11 @@ START_TEST(compile_error_through_worker)
     ck_assert_int_eq(f.outcome, SPADE_OUT_COMPILE);
     ck_assert_int_eq(f.line, 5);
     ck_assert_msg(strncmp(f.message, "bad.c:5:", 8) == 0, "message: %s", f.message);
+    /* the message ends with the source up to the line, through the IPC too */
+    ck_assert_msg(strstr(f.message, "\n      3 | STATE { int a; };\n      4 | RESET { say(\"hi\"); }\n"
+                                    "      5 | STEP { int q = ; }") != NULL,
+                  "message: %s", f.message);
+    ck_assert_ptr_null(strstr(f.message, "      2 | "));
     spade_sandbox_free(sb);
 }
 END_TEST

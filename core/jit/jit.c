@@ -232,6 +232,38 @@ static int line_of_identifier(const char *src, size_t len, const char *name)
     return 0;
 }
 
+/* Appends to err the user's source around `line`: up to two lines before it
+ * and the line itself, as "  NN | text". libtcc reports some syntax errors on
+ * the line of the token after the mistake (`int x = 1 +;` followed by a blank
+ * line is reported one or two lines late), so the lines before it are where
+ * the eye should go. Bytes outside printable ASCII are shown as '?', and each
+ * line is cut at 100 columns: the source is untrusted. */
+static void append_excerpt(char *err, size_t errlen, const char *src, size_t len, int line)
+{
+    if (line <= 0 || !err || !errlen)
+        return;
+    int first = line > 2 ? line - 2 : 1, cur = 1;
+    size_t i = 0, used = strlen(err);
+    while (i < len && cur < first)
+        if (src[i++] == '\n')
+            cur++;
+    for (; i < len && cur <= line; cur++) {
+        char text[104];
+        size_t n = 0;
+        for (; i < len && src[i] != '\n'; i++)
+            if (n < 100)
+                text[n++] = (src[i] >= 0x20 && src[i] < 0x7f) || src[i] == '\t' ? src[i] : '?';
+        text[n] = '\0';
+        i++; /* the newline */
+        if (used + 1 >= errlen)
+            return;
+        int w = snprintf(err + used, errlen - used, "\n  %5d | %s%s", cur, text, n == 100 ? "..." : "");
+        if (w < 0)
+            return;
+        used += (size_t)w < errlen - used ? (size_t)w : errlen - used - 1;
+    }
+}
+
 /* ---- compile ---------------------------------------------------------------- */
 int spade_jit_compile(const char *filename, const char *source, size_t len, spade_jit **out, char *err,
                       size_t errlen, int *line, spade_jit_status *kind)
@@ -301,6 +333,7 @@ int spade_jit_compile(const char *filename, const char *source, size_t len, spad
         *kind = msgs.out_of_memory ? SPADE_JIT_OUT_OF_MEMORY : SPADE_JIT_COMPILE_ERROR;
         *line = line_in_message(msgs.first, fname);
         spade_errf(err, errlen, "%s", msgs.errors ? msgs.first : "compile failed (tcc gave no message)");
+        append_excerpt(err, errlen, source, len, *line);
         goto fail;
     }
 
@@ -347,6 +380,7 @@ int spade_jit_compile(const char *filename, const char *source, size_t len, spad
                 snprintf(more, sizeof more, " (and %d more)", msgs.errors - 1);
             spade_errf(err, errlen, "%s:%d: error: undefined symbol '%s': not a helper of <spade/dsl.h>%s", fname,
                        *line, sym, more);
+            append_excerpt(err, errlen, source, len, *line);
         } else {
             spade_errf(err, errlen, "%s: link error: %s", fname, msgs.errors ? msgs.first : "relocation failed");
         }

@@ -356,9 +356,10 @@ int spade_ipc_decode_fail(const unsigned char *payload, size_t len, spade_failur
     size_t n = mlen < sizeof f->message - 1 ? mlen : sizeof f->message - 1;
     memcpy(f->message, payload + 12, n);
     f->message[n] = '\0';
-    /* The message is shown to people and logged: no control bytes. */
+    /* The message is shown to people and logged: no control bytes but tab and
+     * newline (a compile error ends with lines of the user's source). */
     for (size_t i = 0; i < n; i++)
-        if ((unsigned char)f->message[i] < 0x20 && f->message[i] != '\t')
+        if ((unsigned char)f->message[i] < 0x20 && f->message[i] != '\t' && f->message[i] != '\n')
             f->message[i] = ' ';
     return 0;
 }
