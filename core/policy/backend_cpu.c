@@ -324,7 +324,9 @@ static void attn_row(float *out, float *att, const float *q, const float *k, con
     }
 }
 
-/* Causal softmax of one score row in place: entries 0..t kept, rest zeroed. */
+#ifdef SPADE_HAVE_CBLAS
+/* Causal softmax of one score row in place: entries 0..t kept, rest zeroed
+ * (only the cblas attention path scores whole rows). */
 static void causal_softmax_row(float *row, int t, int T) {
     float mx = -INFINITY;
     for (int j = 0; j <= t; j++)
@@ -338,6 +340,7 @@ static void causal_softmax_row(float *row, int t, int T) {
     for (int j = 0; j <= t; j++) row[j] *= inv;
     for (int j = t + 1; j < T; j++) row[j] = 0.0f;
 }
+#endif
 
 static int cpu_attention_forward(void *ctx, float *out, float *att, const float *qkv, int B,
                                  int T, int C, int NH) {
