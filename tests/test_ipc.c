@@ -10,6 +10,7 @@
  * What it is not: a test of the real worker or the zygote (test_sandbox.c).
  */
 #include <check.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -252,6 +253,7 @@ static spade_env_info fake_info(void)
     memset(&in, 0, sizeof in);
     in.abi = SPADE_ENV_ABI;
     snprintf(in.name, sizeof in.name, "fake");
+    snprintf(in.description, sizeof in.description, "A fake environment.");
     in.max_steps = 5;
     in.success = 1.0;
     in.state_size = 8;
@@ -270,15 +272,26 @@ START_TEST(info_checked)
     ck_assert_int_eq(spade_ipc_decode_info((unsigned char *)&in, sizeof in, &out, err, sizeof err), 0);
     ck_assert_str_eq(out.name, "fake");
     ck_assert_int_eq(spade_ipc_decode_info((unsigned char *)&in, sizeof in - 1, &out, err, sizeof err), -1);
-    /* Unterminated strings come back terminated. */
+    /* An unterminated string is not something the host wrote: refused, and
+     * nothing of it is left in out. */
     spade_env_info bad = in;
     memset(bad.name, 'x', sizeof bad.name);
+    ck_assert_int_eq(spade_ipc_decode_info((unsigned char *)&bad, sizeof bad, &out, err, sizeof err), -1);
+    ck_assert_int_eq(out.name[0], 0);
+    bad = in;
     memset(bad.description, 'y', sizeof bad.description);
+    ck_assert_int_eq(spade_ipc_decode_info((unsigned char *)&bad, sizeof bad, &out, err, sizeof err), -1);
+    bad = in;
+    bad.n_params = 1;
+    memset(bad.params[0].name, 'k', sizeof bad.params[0].name);
+    ck_assert_int_eq(spade_ipc_decode_info((unsigned char *)&bad, sizeof bad, &out, err, sizeof err), -1);
+    /* Garbage past the counts is not an error (nobody reads it) but is zeroed. */
+    bad = in;
     memset(bad.tools[3].signature, 'z', sizeof bad.tools[3].signature);
+    memset(bad.params[5].name, 'q', sizeof bad.params[5].name);
     ck_assert_int_eq(spade_ipc_decode_info((unsigned char *)&bad, sizeof bad, &out, err, sizeof err), 0);
-    ck_assert_uint_eq(strlen(out.name), sizeof out.name - 1);
-    ck_assert_uint_eq(strlen(out.description), sizeof out.description - 1);
-    ck_assert_uint_eq(strlen(out.tools[3].signature), sizeof out.tools[3].signature - 1);
+    ck_assert_uint_eq(strlen(out.tools[3].signature), 0);
+    ck_assert_uint_eq(strlen(out.params[5].name), 0);
     /* Counts and values that lie. */
     bad = in;
     bad.n_params = SPADE_INFO_MAX_PARAMS + 1;
@@ -300,6 +313,76 @@ START_TEST(info_checked)
     ck_assert_int_eq(spade_ipc_decode_info((unsigned char *)&bad, sizeof bad, &out, err, sizeof err), -1);
     bad = in;
     bad.max_steps = 0;
+    ck_assert_int_eq(spade_ipc_decode_info((unsigned char *)&bad, sizeof bad, &out, err, sizeof err), -1);
+}
+END_TEST
+
+/* What the host refuses at load, the parent refuses again: a worker runs the
+ * environment's code, so a LOADED frame may say anything. These strings reach
+ * terminals (spade list, play, run) and loops (max_steps, spade check). */
+START_TEST(info_host_rules)
+{
+    spade_env_info in = fake_info(), out, bad;
+    in.n_tools = 1;
+    snprintf(in.tools[0].name, sizeof in.tools[0].name, "probe");
+    snprintf(in.tools[0].signature, sizeof in.tools[0].signature, "int (int x)");
+    snprintf(in.tools[0].description, sizeof in.tools[0].description, "Looks.");
+    ck_assert_msg(spade_ipc_decode_info((unsigned char *)&in, sizeof in, &out, err, sizeof err) == 0, "%s", err);
+    ck_assert_str_eq(out.tools[0].name, "probe");
+    static const char *const bad_names[] = {"", "../../etc", "Fake", "a b", "x\x1b[2J", "caf\xc3\xa9"};
+    for (size_t i = 0; i < sizeof bad_names / sizeof bad_names[0]; i++) {
+        bad = in;
+        snprintf(bad.name, sizeof bad.name, "%s", bad_names[i]);
+        if (i == 4)
+            bad.name[1] = 0x1b;
+        ck_assert_msg(spade_ipc_decode_info((unsigned char *)&bad, sizeof bad, &out, err, sizeof err) == -1,
+                      "name %zu accepted", i);
+    }
+    bad = in;
+    snprintf(bad.description, sizeof bad.description, "Clears \x1b[2J the screen.");
+    bad.description[7] = 0x1b;
+    ck_assert_int_eq(spade_ipc_decode_info((unsigned char *)&bad, sizeof bad, &out, err, sizeof err), -1);
+    bad = in;
+    bad.description[0] = '\0';
+    ck_assert_int_eq(spade_ipc_decode_info((unsigned char *)&bad, sizeof bad, &out, err, sizeof err), -1);
+    bad = in;
+    snprintf(bad.description, sizeof bad.description, "two\nlines");
+    ck_assert_int_eq(spade_ipc_decode_info((unsigned char *)&bad, sizeof bad, &out, err, sizeof err), -1);
+    bad = in;
+    snprintf(bad.family, sizeof bad.family, "Logic!");
+    ck_assert_int_eq(spade_ipc_decode_info((unsigned char *)&bad, sizeof bad, &out, err, sizeof err), -1);
+    bad = in;
+    bad.max_steps = INT_MAX; /* spade check loops to max_steps + 1 */
+    ck_assert_int_eq(spade_ipc_decode_info((unsigned char *)&bad, sizeof bad, &out, err, sizeof err), -1);
+    bad = in;
+    bad.max_steps = 1000000; /* the host's own limit is fine */
+    ck_assert_int_eq(spade_ipc_decode_info((unsigned char *)&bad, sizeof bad, &out, err, sizeof err), 0);
+    bad = in;
+    snprintf(bad.params[0].name, sizeof bad.params[0].name, "9lives");
+    ck_assert_int_eq(spade_ipc_decode_info((unsigned char *)&bad, sizeof bad, &out, err, sizeof err), -1);
+    bad = in;
+    bad.n_params = 2;
+    bad.params[1] = bad.params[0]; /* declared twice */
+    ck_assert_int_eq(spade_ipc_decode_info((unsigned char *)&bad, sizeof bad, &out, err, sizeof err), -1);
+    bad = in;
+    bad.params[0].def = 1.5; /* an int param */
+    bad.params[0].max = 1e12;
+    ck_assert_int_eq(spade_ipc_decode_info((unsigned char *)&bad, sizeof bad, &out, err, sizeof err), -1);
+    bad = in;
+    bad.params[0].max = 1e12; /* beyond int */
+    ck_assert_int_eq(spade_ipc_decode_info((unsigned char *)&bad, sizeof bad, &out, err, sizeof err), -1);
+    bad = in;
+    snprintf(bad.tools[0].signature, sizeof bad.tools[0].signature, "int (struct evil *p)");
+    ck_assert_int_eq(spade_ipc_decode_info((unsigned char *)&bad, sizeof bad, &out, err, sizeof err), -1);
+    bad = in;
+    bad.tools[0].description[2] = '\r';
+    ck_assert_int_eq(spade_ipc_decode_info((unsigned char *)&bad, sizeof bad, &out, err, sizeof err), -1);
+    bad = in;
+    snprintf(bad.tools[0].name, sizeof bad.tools[0].name, "rm -rf");
+    ck_assert_int_eq(spade_ipc_decode_info((unsigned char *)&bad, sizeof bad, &out, err, sizeof err), -1);
+    bad = in;
+    bad.n_tools = 2;
+    bad.tools[1] = bad.tools[0];
     ck_assert_int_eq(spade_ipc_decode_info((unsigned char *)&bad, sizeof bad, &out, err, sizeof err), -1);
 }
 END_TEST
@@ -661,6 +744,7 @@ static Suite *suite(void)
     tcase_add_test(t, results_bad_fields);
     tcase_add_test(t, text_and_fail_and_added);
     tcase_add_test(t, info_checked);
+    tcase_add_test(t, info_host_rules);
     tcase_add_test(t, outcome_names);
     suite_add_tcase(s, t);
     TCase *io = tcase_create("socket");

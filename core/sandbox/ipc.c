@@ -21,6 +21,10 @@
 #include <time.h>
 
 #include "errbuf.h"
+#include "tools/tools.h"
+
+/* core/host.c's HOST_MAX_STEPS_LIMIT: the most max_steps an honest worker reports. */
+#define SPADE_IPC_MAX_STEPS 1000000
 
 /* ---- buffers ----------------------------------------------------------------- */
 int spade_ipc_buf_reserve(spade_ipc_buf *b, size_t cap)
@@ -364,9 +368,11 @@ int spade_ipc_decode_fail(const unsigned char *payload, size_t len, spade_failur
     return 0;
 }
 
-static void terminate(char *s, size_t cap)
+/* A field the host filled with strncpy-like care must hold its NUL: one that
+ * does not was not written by the host. */
+static int terminated(const char *s, size_t cap)
 {
-    s[cap - 1] = '\0';
+    return memchr(s, '\0', cap) != NULL;
 }
 
 static int finite3(double a, double b, double c)
@@ -374,22 +380,77 @@ static int finite3(double a, double b, double c)
     return isfinite(a) && isfinite(b) && isfinite(c);
 }
 
-int spade_ipc_decode_info(const unsigned char *payload, size_t len, spade_env_info *info, char *err, size_t errlen)
+/* The rules core/host.c applies to what an environment declares, applied again
+ * here: the worker runs the environment's code, so the host's checks in it
+ * prove nothing. The parent prints these strings on terminals (spade list,
+ * play, run) and in logs, and loops up to max_steps (spade check). */
+static int ident_name(const char *s) /* [a-z0-9_-]+ */
+{
+    if (!*s)
+        return 0;
+    for (const char *p = s; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '-'))
+            return 0;
+    return 1;
+}
+
+static int c_ident(const char *s)
+{
+    if (!*s || (*s >= '0' && *s <= '9'))
+        return 0;
+    for (const char *p = s; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_'))
+            return 0;
+    return 1;
+}
+
+static int one_line(const char *s) /* non-empty, no control byte but tab */
+{
+    if (!*s)
+        return 0;
+    for (const char *p = s; *p; p++)
+        if ((unsigned char)*p < 0x20 && *p != '\t')
+            return 0;
+    return 1;
+}
+
+static int whole_int(double v)
+{
+    return v == floor(v) && v >= -2147483648.0 && v <= 2147483647.0;
+}
+
+static int decode_info(const unsigned char *payload, size_t len, spade_env_info *info, char *err, size_t errlen)
 {
     if (len != sizeof *info) {
         spade_errf(err, errlen, "environment info of %zu bytes, expected %zu", len, sizeof *info);
         return -1;
     }
     memcpy(info, payload, sizeof *info);
-    terminate(info->name, sizeof info->name);
-    terminate(info->description, sizeof info->description);
-    terminate(info->family, sizeof info->family);
+    if (!terminated(info->name, sizeof info->name) || !terminated(info->description, sizeof info->description) ||
+        !terminated(info->family, sizeof info->family)) {
+        spade_errf(err, errlen, "info: name, description or family not NUL-terminated");
+        return -1;
+    }
+    /* From here on every string below index n_* is NUL-terminated before use;
+     * entries past n_params/n_tools are zeroed, so no reader meets garbage. */
     if (info->abi != SPADE_ENV_ABI) {
         spade_errf(err, errlen, "info: abi %d, expected %d", info->abi, SPADE_ENV_ABI);
         return -1;
     }
-    if (info->max_steps <= 0) {
-        spade_errf(err, errlen, "info: max_steps %d", info->max_steps);
+    if (!ident_name(info->name)) {
+        spade_errf(err, errlen, "info: name is not [a-z0-9_-]+");
+        return -1;
+    }
+    if (!one_line(info->description)) {
+        spade_errf(err, errlen, "info: description is empty or has control bytes");
+        return -1;
+    }
+    if (info->family[0] && !ident_name(info->family)) {
+        spade_errf(err, errlen, "info: family is not [a-z0-9_-]*");
+        return -1;
+    }
+    if (info->max_steps <= 0 || info->max_steps > SPADE_IPC_MAX_STEPS) {
+        spade_errf(err, errlen, "info: max_steps %d outside [1, %d]", info->max_steps, SPADE_IPC_MAX_STEPS);
         return -1;
     }
     if (!isfinite(info->success)) {
@@ -412,11 +473,21 @@ int spade_ipc_decode_info(const unsigned char *payload, size_t len, spade_env_in
         spade_errf(err, errlen, "info: n_tools %d", info->n_tools);
         return -1;
     }
-    for (int i = 0; i < SPADE_INFO_MAX_PARAMS; i++) {
+    for (int i = info->n_params; i < SPADE_INFO_MAX_PARAMS; i++)
+        memset(&info->params[i], 0, sizeof info->params[i]);
+    for (int i = info->n_tools; i < SPADE_INFO_MAX_TOOLS; i++)
+        memset(&info->tools[i], 0, sizeof info->tools[i]);
+    for (int i = 0; i < info->n_params; i++) {
         spade_param_info *p = &info->params[i];
-        terminate(p->name, sizeof p->name);
-        if (i >= info->n_params)
-            continue;
+        if (!terminated(p->name, sizeof p->name) || !c_ident(p->name)) {
+            spade_errf(err, errlen, "info: param %d: name is not a C identifier", i);
+            return -1;
+        }
+        for (int j = 0; j < i; j++)
+            if (strcmp(info->params[j].name, p->name) == 0) {
+                spade_errf(err, errlen, "info: param %d (%s) declared twice", i, p->name);
+                return -1;
+            }
         if (p->type != SPADE_PARAM_INT && p->type != SPADE_PARAM_REAL) {
             spade_errf(err, errlen, "info: param %d type %d", i, p->type);
             return -1;
@@ -425,14 +496,40 @@ int spade_ipc_decode_info(const unsigned char *payload, size_t len, spade_env_in
             spade_errf(err, errlen, "info: param %d (%s): default/min/max out of order or not finite", i, p->name);
             return -1;
         }
+        if (p->type == SPADE_PARAM_INT && !(whole_int(p->def) && whole_int(p->min) && whole_int(p->max))) {
+            spade_errf(err, errlen, "info: int param %d (%s): default/min/max not all ints", i, p->name);
+            return -1;
+        }
     }
-    for (int i = 0; i < SPADE_INFO_MAX_TOOLS; i++) {
+    for (int i = 0; i < info->n_tools; i++) {
         spade_tool_info *t = &info->tools[i];
-        terminate(t->name, sizeof t->name);
-        terminate(t->signature, sizeof t->signature);
-        terminate(t->description, sizeof t->description);
+        if (!terminated(t->name, sizeof t->name) || !terminated(t->signature, sizeof t->signature) ||
+            !terminated(t->description, sizeof t->description)) {
+            spade_errf(err, errlen, "info: tool %d: a string is not NUL-terminated", i);
+            return -1;
+        }
+        spade_tool_sig sig;
+        char why[128];
+        if (!c_ident(t->name) || !one_line(t->description) || !one_line(t->signature) ||
+            spade_tool_sig_parse(t->signature, &sig, why, sizeof why) != 0) {
+            spade_errf(err, errlen, "info: tool %d: bad name, description or signature", i);
+            return -1;
+        }
+        for (int j = 0; j < i; j++)
+            if (strcmp(info->tools[j].name, t->name) == 0) {
+                spade_errf(err, errlen, "info: tool %d (%s) declared twice", i, t->name);
+                return -1;
+            }
     }
     return 0;
+}
+
+int spade_ipc_decode_info(const unsigned char *payload, size_t len, spade_env_info *info, char *err, size_t errlen)
+{
+    if (decode_info(payload, len, info, err, errlen) == 0)
+        return 0;
+    memset(info, 0, sizeof *info); /* a rejected info leaves nothing half-checked behind */
+    return -1;
 }
 
 int spade_ipc_decode_added(const unsigned char *payload, size_t len, int n, int *first_id, char *err, size_t errlen)
