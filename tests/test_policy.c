@@ -961,6 +961,107 @@ START_TEST(test_grpo_clipping) {
 }
 END_TEST
 
+/* The finite-difference check below only proves the gradient matches the loss;
+ * a loss of the wrong sign (or a reversed KL) passes it. These pin the loss
+ * itself: on-policy (ratio exactly 1 on cpu_ref) the surrogate is
+ * -sum_i A_i len_i / ntok; one AdamW step on it raises the log-probs of the
+ * better completion and lowers the worse one's; k3 is
+ * exp(q - l) - (q - l) - 1 per token, q the reference's log-prob. */
+static double mean_logprob(spade_policy *p, const int *prompt, int plen, const int *comp, int clen) {
+    float lp[16];
+    ck_assert(clen <= 16);
+    ck_assert_msg(spade_policy_completion_logprobs(p, prompt, plen, comp, clen, lp, err, sizeof err) == 0,
+                  "%s", err);
+    double s = 0;
+    for (int i = 0; i < clen; i++) s += lp[i];
+    return s / clen;
+}
+
+START_TEST(test_grpo_direction_and_kl_value) {
+    spade_gpt_config c = tiny_cfg("cpu_ref");
+    spade_policy *p = make(&c);
+    heat(p, 5.0f);
+    int prompt[4] = {SPADE_TOK_AGENT, 'g', 'o', SPADE_TOK_ACTION};
+    int good[3] = {'n', 'o', SPADE_TOK_END}, bad[5] = {'s', 'o', 'u', 't', SPADE_TOK_END};
+    float old_good[3], old_bad[5];
+    ck_assert(spade_policy_completion_logprobs(p, prompt, 4, good, 3, old_good, err, sizeof err) == 0);
+    ck_assert(spade_policy_completion_logprobs(p, prompt, 4, bad, 5, old_bad, err, sizeof err) == 0);
+    spade_grpo_sample s[2] = {{prompt, 4, good, 3, old_good, 1.0f, 0, 0},
+                              {prompt, 4, bad, 5, old_bad, 0.0f, 0, 0}};
+    spade_grpo_opts o;
+    spade_grpo_opts_default(&o);
+    spade_grpo_stats st;
+    ck_assert(spade_policy_zero_grad(p, err, sizeof err) == 0);
+    ck_assert_msg(spade_grpo_batch(p, NULL, s, 2, &o, &st, err, sizeof err) == 0, "%s", err);
+    /* A = +1, -1 after role normalisation; loss = -(3 * 1 + 5 * -1) / 8 */
+    ck_assert_msg(fabsf(st.loss - 0.25f) < 1e-6f, "on-policy GRPO loss %.7f, expected +0.25", st.loss);
+    ck_assert(fabsf(st.mean_ratio - 1.0f) < 1e-6f && st.clip_frac == 0.0f && st.n_tokens == 8);
+    double g0 = mean_logprob(p, prompt, 4, good, 3), b0 = mean_logprob(p, prompt, 4, bad, 5);
+    spade_adamw_opts ao;
+    spade_adamw_opts_default(&ao);
+    ao.lr = 1e-2f;
+    ao.weight_decay = 0.0f;
+    ck_assert(spade_policy_step(p, &ao, NULL, err, sizeof err) == 0);
+    double g1 = mean_logprob(p, prompt, 4, good, 3), b1 = mean_logprob(p, prompt, 4, bad, 5);
+    ck_assert_msg(g1 > g0 + 1e-3 && b1 < b0 - 1e-3,
+                  "one GRPO step: good completion %.4f -> %.4f, bad %.4f -> %.4f", g0, g1, b0, b1);
+
+    /* k3 against a reference that differs: the exact per-token mean */
+    spade_policy *ref = NULL;
+    ck_assert(spade_policy_clone(&ref, p, NULL, err, sizeof err) == 0);
+    heat(ref, 1.5f);
+    o.beta = 0.5f;
+    double want = 0;
+    const int *comps[2] = {good, bad};
+    int lens[2] = {3, 5};
+    for (int i = 0; i < 2; i++) {
+        float l[5], q[5];
+        ck_assert(spade_policy_completion_logprobs(p, prompt, 4, comps[i], lens[i], l, err, sizeof err) == 0);
+        ck_assert(spade_policy_completion_logprobs(ref, prompt, 4, comps[i], lens[i], q, err, sizeof err) == 0);
+        for (int j = 0; j < lens[i]; j++) {
+            double d = (double)q[j] - l[j];
+            want += (exp(d) - d - 1.0) / 8.0;
+        }
+    }
+    ck_assert(spade_grpo_batch(p, ref, s, 2, &o, &st, err, sizeof err) == 0);
+    ck_assert_msg(want > 1e-3 && fabs(st.kl - want) <= 1e-5 * want + 1e-7, "k3 %.7g, expected %.7g", st.kl,
+                  want);
+    spade_policy_free(ref);
+    spade_policy_free(p);
+}
+END_TEST
+
+/* The clip range is asymmetric, [1 - 0.2, 1 + 0.28]: with A > 0 a ratio of
+ * 1.25 is inside it (gradient flows) and 1.3 is clipped; with A < 0 a ratio of
+ * 0.82 is inside and 0.78 is clipped. */
+START_TEST(test_grpo_clip_band_asymmetric) {
+    spade_gpt_config c = tiny_cfg("cpu_ref");
+    spade_policy *p = make(&c);
+    grpo_buf bufs[2];
+    spade_grpo_sample s[2];
+    float rw[2] = {1, 0}, off[2] = {0, 0};
+    int grp[2] = {0, 0};
+    make_samples(p, bufs, s, 2, rw, grp, off, 0);
+    float base[2][6];
+    memcpy(base[0], bufs[0].old, sizeof base[0]);
+    memcpy(base[1], bufs[1].old, sizeof base[1]);
+    spade_grpo_opts o;
+    spade_grpo_opts_default(&o);
+    spade_grpo_stats st;
+    /* ratio = exp(l - old): old = l - log(ratio); sample 0 has A > 0, sample 1 A < 0 */
+    const float ratios[2][2] = {{1.25f, 0.82f}, {1.3f, 0.78f}};
+    for (int k = 0; k < 2; k++) {
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < s[i].completion_len; j++) bufs[i].old[j] = base[i][j] - logf(ratios[k][i]);
+        ck_assert(spade_grpo_batch(p, NULL, s, 2, &o, &st, err, sizeof err) == 0);
+        if (k == 0) ck_assert_msg(st.clip_frac == 0.0f, "ratios 1.25 (A>0) and 0.82 (A<0) clipped: %g", st.clip_frac);
+        else ck_assert_msg(fabsf(st.clip_frac - 1.0f) < 1e-6f, "ratios 1.3 (A>0) and 0.78 (A<0) not all clipped: %g",
+                           st.clip_frac);
+    }
+    spade_policy_free(p);
+}
+END_TEST
+
 /* Finite-difference check of the GRPO loss (surrogate + k3 KL, role-normalised
  * advantages, old log-probs within +-0.1 of the current ones so no token sits
  * at a clip kink): directional derivative along a random direction over all
@@ -1064,6 +1165,8 @@ static Suite *policy_suite(void) {
     tcase_add_test(t, test_grpo_equal_rewards_zero_gradient);
     tcase_add_test(t, test_grpo_advantages);
     tcase_add_test(t, test_grpo_clipping);
+    tcase_add_test(t, test_grpo_direction_and_kl_value);
+    tcase_add_test(t, test_grpo_clip_band_asymmetric);
     tcase_add_test(t, test_grpo_gradient_check);
     tcase_add_test(t, test_errors_not_exits);
     suite_add_tcase(s, t);
