@@ -48,11 +48,42 @@
  *    rest of abort()'s path; with them refused abort() ends on its hlt
  *    instruction (SIGSEGV -> crash). Refusing rt_sigaction/rt_sigprocmask also
  *    keeps environment code from catching or blocking SIGXCPU and SIGSEGV.
+ *  - madvise with an advice that reaches beyond the worker's own pages ->
+ *    EPERM (madvise_rules).
  * I/O is allowed on SPADE_WORKER_FD only. Memory calls are what malloc and
  * libtcc (mprotect of the code image) need. Verified with strace on libtcc
  * 0.9.27: compile + relocate use brk, mmap, munmap, mprotect only.
  * A sanitizer build (--enable-sanitizers) adds three entries, at the end and
  * in no other build: see "sanitizer builds" further down. */
+/* madvise by advice (its third argument). Allowed: what acts on the worker's
+ * own pages alone (malloc uses DONTNEED; ASan DONTDUMP, NOHUGEPAGE). Refused
+ * with EPERM (an errno, so a runtime that tries one merely goes without):
+ * MERGEABLE (KSM merges identical pages across processes: a timing side
+ * channel on other processes' memory), COLD and PAGEOUT (reclaim and swap
+ * I/O on the machine's behalf), COLLAPSE, and everything from 26 up, where
+ * HWPOISON (100) and SOFT_OFFLINE (101) act on physical pages; they need
+ * CAP_SYS_ADMIN, which a root trainer's worker keeps when the kernel refuses
+ * it a user namespace, and HWPOISON on a shared file page (libc's text) kills
+ * every process that maps it, the parent included. The kernel reads the
+ * advice as an int; values with high bits set are refused too. Each value is
+ * listed: a rule without a condition would override the conditional ones. */
+static int madvise_rules(scmp_filter_ctx c)
+{
+    static const int ok[] = {0 /* NORMAL */,      1 /* RANDOM */,     2 /* SEQUENTIAL */,  3 /* WILLNEED */,
+                             4 /* DONTNEED */,    8 /* FREE */,       9 /* REMOVE */,      10 /* DONTFORK */,
+                             11 /* DOFORK */,     13 /* UNMERGEABLE */, 14 /* HUGEPAGE */, 15 /* NOHUGEPAGE */,
+                             16 /* DONTDUMP */,   17 /* DODUMP */,    18 /* WIPEONFORK */, 19 /* KEEPONFORK */,
+                             22 /* POPULATE_READ */, 23 /* POPULATE_WRITE */, 24 /* DONTNEED_LOCKED */};
+    static const int no[] = {5, 6, 7, 12 /* MERGEABLE */, 20 /* COLD */, 21 /* PAGEOUT */, 25 /* COLLAPSE */};
+    int rc = 0;
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+        rc |= seccomp_rule_add(c, SCMP_ACT_ALLOW, SCMP_SYS(madvise), 1, SCMP_A2(SCMP_CMP_EQ, (scmp_datum_t)ok[i]));
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+        rc |= seccomp_rule_add(c, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(madvise), 1, SCMP_A2(SCMP_CMP_EQ, (scmp_datum_t)no[i]));
+    rc |= seccomp_rule_add(c, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(madvise), 1, SCMP_A2(SCMP_CMP_GE, 26));
+    return rc;
+}
+
 static int add_rules(scmp_filter_ctx c)
 {
     int rc = 0;
@@ -63,11 +94,12 @@ static int add_rules(scmp_filter_ctx c)
     rc |= seccomp_rule_add(c, SCMP_ACT_ERRNO(EBADF), SCMP_SYS(write), 1, SCMP_A0(SCMP_CMP_EQ, 2));
     rc |= seccomp_rule_add(c, SCMP_ACT_ERRNO(EBADF), SCMP_SYS(writev), 1, SCMP_A0(SCMP_CMP_EQ, 2));
     const int allow[] = {SCMP_SYS(mmap),        SCMP_SYS(munmap),          SCMP_SYS(mprotect),
-                         SCMP_SYS(mremap),      SCMP_SYS(brk),             SCMP_SYS(madvise),
+                         SCMP_SYS(mremap),      SCMP_SYS(brk),
                          SCMP_SYS(exit),        SCMP_SYS(exit_group),      SCMP_SYS(rt_sigreturn),
                          SCMP_SYS(restart_syscall), SCMP_SYS(clock_gettime)};
     for (size_t i = 0; i < sizeof allow / sizeof allow[0]; i++)
         rc |= seccomp_rule_add(c, SCMP_ACT_ALLOW, allow[i], 0);
+    rc |= madvise_rules(c);
     rc |= seccomp_rule_add(c, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(open), 0);
     rc |= seccomp_rule_add(c, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(openat), 0);
     const int refuse[] = {SCMP_SYS(rt_sigaction), SCMP_SYS(rt_sigprocmask), SCMP_SYS(getpid),
