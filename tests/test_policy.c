@@ -64,6 +64,12 @@ static void heat(spade_policy *p, float s) {
     free(h);
 }
 
+static int all_zero(const float *g, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (g[i] != 0.0f) return 0;
+    return 1;
+}
+
 static void fill_tokens(int *t, size_t n, int vmax) {
     for (size_t i = 0; i < n; i++) t[i] = (int)(urand() * vmax);
 }
@@ -560,6 +566,83 @@ START_TEST(test_cuda_parity) {
 }
 END_TEST
 
+/* ------------------------------------------------------------ AdamW semantics */
+
+/* Weight decay touches matrices only: with zero gradients (so m = v = 0) one
+ * step leaves gains and biases bit-identical and scales every matrix by
+ * exactly (1 - lr * wd) (float rounding: 1e-6 relative). Clipping happens
+ * before the moments: after one step m = (1 - beta1) * g * clip / ||g||, and
+ * the reported norm is the one before clipping. A non-finite gradient is
+ * refused: no step counted, weights untouched, gradients zeroed. */
+START_TEST(test_adamw_decay_clip_refusal) {
+    spade_gpt_config c = tiny_cfg("cpu_ref");
+    spade_policy *p = make(&c);
+    heat(p, 3.0f); /* nonzero biases, gains away from 1 */
+    size_t P = spade_policy_num_params(p);
+    float *w0 = malloc(P * 4), *w1 = malloc(P * 4), *g = malloc(P * 4), *m = malloc(P * 4);
+    ck_assert(spade_policy_get_params(p, w0, err, sizeof err) == 0);
+    spade_adamw_opts o;
+    spade_adamw_opts_default(&o);
+    o.lr = 0.1f;
+    o.weight_decay = 0.1f;
+    ck_assert(spade_policy_zero_grad(p, err, sizeof err) == 0);
+    ck_assert(spade_policy_step(p, &o, NULL, err, sizeof err) == 0);
+    ck_assert(spade_policy_get_params(p, w1, err, sizeof err) == 0);
+    const char *name;
+    size_t off, cnt;
+    static const char *const matrices[] = {"wte", "wpe", "qkvw", "attprojw", "fcw", "fcprojw"};
+    for (int t = 0; spade_policy_tensor(p, t, &name, &off, &cnt) == 0; t++) {
+        int is_matrix = 0;
+        for (int k = 0; k < 6; k++) is_matrix |= !strcmp(name, matrices[k]);
+        for (size_t j = off; j < off + cnt; j++) {
+            if (is_matrix)
+                ck_assert_msg(fabsf(w1[j] - w0[j] * 0.99f) <= 1e-6f * fabsf(w0[j]), "%s not decayed", name);
+            else
+                ck_assert_msg(w1[j] == w0[j], "%s[%zu] decayed: %g -> %g", name, j - off, w0[j], w1[j]);
+        }
+    }
+    /* clipping */
+    int tok[16], tg[16];
+    fill_tokens(tok, 16, 256);
+    fill_tokens(tg, 16, 256);
+    ck_assert(spade_policy_forward(p, tok, tg, NULL, 2, 8, NULL, NULL, err, sizeof err) == 0);
+    ck_assert(spade_policy_backward(p, 1.0f, err, sizeof err) == 0);
+    ck_assert(spade_policy_get_grads(p, g, err, sizeof err) == 0);
+    double n2 = 0;
+    for (size_t j = 0; j < P; j++) n2 += (double)g[j] * g[j];
+    float norm = (float)sqrt(n2), got_norm = 0;
+    spade_policy *q = NULL; /* a fresh copy: zero moments, so m after one step is (1-beta1) g_clipped */
+    ck_assert(spade_policy_clone(&q, p, NULL, err, sizeof err) == 0);
+    ck_assert(spade_policy_forward(q, tok, tg, NULL, 2, 8, NULL, NULL, err, sizeof err) == 0);
+    ck_assert(spade_policy_backward(q, 1.0f, err, sizeof err) == 0);
+    o.grad_clip = 0.25f * norm;
+    ck_assert(spade_policy_step(q, &o, &got_norm, err, sizeof err) == 0);
+    ck_assert_msg(fabsf(got_norm - norm) <= 1e-5f * norm, "reported norm %g, gradient norm %g", got_norm, norm);
+    ck_assert(spade_policy_get_moments(q, m, NULL, err, sizeof err) == 0);
+    for (size_t j = 0; j < P; j++)
+        ck_assert_msg(fabsf(m[j] - 0.1f * 0.25f * g[j]) <= 1e-6f * fabsf(g[j]) + 1e-12f,
+                      "m[%zu] = %g, want (1-beta1) * g * clip/norm = %g", j, m[j], 0.025f * g[j]);
+    spade_policy_free(q);
+    /* refusal of a non-finite gradient */
+    float *dl = calloc(16, 4);
+    dl[5] = NAN;
+    ck_assert(spade_policy_zero_grad(p, err, sizeof err) == 0);
+    ck_assert(spade_policy_forward(p, tok, tg, NULL, 2, 8, NULL, NULL, err, sizeof err) == 0);
+    ck_assert(spade_policy_backward_logp(p, dl, err, sizeof err) == 0);
+    ck_assert(spade_policy_get_params(p, w0, err, sizeof err) == 0);
+    long steps = spade_policy_steps(p);
+    ck_assert_int_eq(spade_policy_step(p, &o, NULL, err, sizeof err), SPADE_POLICY_EINVAL);
+    ck_assert_ptr_nonnull(strstr(err, "not finite"));
+    ck_assert_int_eq(spade_policy_steps(p), steps);
+    ck_assert(spade_policy_get_params(p, w1, err, sizeof err) == 0);
+    ck_assert(memcmp(w0, w1, P * 4) == 0);
+    ck_assert(spade_policy_get_grads(p, g, err, sizeof err) == 0);
+    ck_assert(all_zero(g, P));
+    free(dl); free(w0); free(w1); free(g); free(m);
+    spade_policy_free(p);
+}
+END_TEST
+
 /* ------------------------------------------------------------ overfitting */
 
 /* A 2-layer, width-32 model memorises one batch of 2 x 24 bytes: the masked
@@ -836,12 +919,6 @@ static void make_samples(spade_policy *p, grpo_buf *bufs, spade_grpo_sample *s, 
             bufs[i].old[j] += offset[i] + (jitter ? 0.1f * (float)(2 * urand() - 1) : 0.0f);
         s[i] = (spade_grpo_sample){bufs[i].prompt, 4, bufs[i].comp, clen, bufs[i].old, reward[i], group[i], i % 2};
     }
-}
-
-static int all_zero(const float *g, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (g[i] != 0.0f) return 0;
-    return 1;
 }
 
 START_TEST(test_grpo_equal_rewards_zero_gradient) {
@@ -1157,6 +1234,7 @@ static Suite *policy_suite(void) {
     tcase_add_test(t, test_model_gradient_check);
     tcase_add_test(t, test_cpu_matches_reference);
     tcase_add_test(t, test_cuda_parity);
+    tcase_add_test(t, test_adamw_decay_clip_refusal);
     tcase_add_test(t, test_overfit_one_batch);
     tcase_add_test(t, test_sampling_seeded);
     tcase_add_test(t, test_kv_cache_equals_recompute);
