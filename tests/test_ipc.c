@@ -517,6 +517,8 @@ typedef enum fake {
     FAKE_BAD_CALL_THEN_OK,
     FAKE_FORGED_OUTCOME,
     FAKE_TRUNCATED_THEN_EXIT,
+    FAKE_FAIL_COMPILE, /* a compile error in reply to a step */
+    FAKE_FAIL_OOM,     /* out of memory in reply to a step: honest */
 } fake;
 
 /* Reads one request (so that the parent's send completes), or returns -1. */
@@ -606,6 +608,17 @@ static void fake_main(int fd, fake kind)
         write_frame(fd, SPADE_IPC_MAGIC, SPADE_MSG_FAIL, (uint32_t)b.n, b.p, b.n);
         break;
     }
+    case FAKE_FAIL_COMPILE:
+    case FAKE_FAIL_OOM: {
+        bytes b;
+        b.n = 0;
+        put_u32(&b, kind == FAKE_FAIL_COMPILE ? SPADE_OUT_COMPILE : SPADE_OUT_OOM);
+        put_u32(&b, 3);
+        put_u32(&b, 4);
+        put(&b, "lies", 4);
+        write_frame(fd, SPADE_IPC_MAGIC, SPADE_MSG_FAIL, (uint32_t)b.n, b.p, b.n);
+        break;
+    }
     case FAKE_TRUNCATED_THEN_EXIT: {
         uint32_t h[3] = {SPADE_IPC_MAGIC, SPADE_MSG_RESULTS, 500};
         if (write(fd, h, sizeof h) != sizeof h || write(fd, "abc", 3) != 3)
@@ -677,6 +690,8 @@ static const struct {
     {FAKE_HUGE_LEN, SPADE_OUT_PROTOCOL, 0},
     {FAKE_FORGED_OUTCOME, SPADE_OUT_PROTOCOL, 0},
     {FAKE_TRUNCATED_THEN_EXIT, SPADE_OUT_PROTOCOL, 0},
+    {FAKE_FAIL_COMPILE, SPADE_OUT_PROTOCOL, 0},
+    {FAKE_FAIL_OOM, SPADE_OUT_OOM, 0},
 };
 
 START_TEST(fake_worker_outcome)
@@ -704,16 +719,19 @@ START_TEST(fake_worker_outcome)
 }
 END_TEST
 
-START_TEST(fake_bad_call_keeps_worker)
+/* A worker that answers a checked request with bad_call is lying (the parent
+ * checks every request before it sends it): protocol_violation, worker gone,
+ * and the reply it would have sent next can never answer another request. */
+START_TEST(fake_bad_call_is_a_lie)
 {
     int fds = tu_count_fds();
     pid_t pid;
     spade_worker *w = fake_worker(FAKE_BAD_CALL_THEN_OK, 1.0, &pid);
     spade_failure f;
-    ck_assert_int_eq(step_fake(w, &f), SPADE_OUT_BAD_CALL);
-    ck_assert_str_eq(f.message, "nope!");
-    ck_assert(spade_worker_alive(w));
-    ck_assert_int_eq(step_fake(w, &f), SPADE_OUT_OK);
+    ck_assert_int_eq(step_fake(w, &f), SPADE_OUT_PROTOCOL);
+    ck_assert_msg(strstr(f.message, "bad_call") != NULL, "%s", f.message);
+    ck_assert(!spade_worker_alive(w));
+    ck_assert_int_eq(step_fake(w, &f), SPADE_OUT_PROTOCOL); /* sticky */
     assert_gone(w, pid, fds);
 }
 END_TEST
@@ -751,7 +769,7 @@ static Suite *suite(void)
     tcase_set_timeout(io, 30);
     tcase_add_test(io, recv_frames);
     tcase_add_loop_test(io, fake_worker_outcome, 0, (int)(sizeof fake_cases / sizeof fake_cases[0]));
-    tcase_add_test(io, fake_bad_call_keeps_worker);
+    tcase_add_test(io, fake_bad_call_is_a_lie);
     suite_add_tcase(s, io);
     return s;
 }

@@ -3,9 +3,10 @@
  * What it is: the implementation of the worker half of sandbox.h. Each call
  * sends one frame and waits for one reply under a wall-clock deadline; whatever
  * goes wrong ends in exactly one classified outcome:
- *   - the worker's own report (FAIL frame): compile_error, link_error,
- *     invalid_env, out_of_memory, output_too_large; bad_call leaves the worker
- *     alive (the caller's mistake, not the worker's);
+ *   - the worker's own report (FAIL frame) when the request can honestly get
+ *     it: compile_error, link_error, invalid_env (LOAD only), out_of_memory;
+ *     any other FAIL (bad_call included: requests are checked before they are
+ *     sent) is a protocol_violation;
  *   - no reply by the deadline: SIGKILL (pidfd_send_signal where the kernel has
  *     it, else the zygote kills it), then timeout;
  *   - the socket closed: the worker died; its wait status (collected by the
@@ -464,8 +465,8 @@ static int enter(spade_worker *w, spade_failure *f, int need_loaded)
     return 0;
 }
 
-/* Receives one reply of type want. A FAIL frame becomes the failure (bad_call
- * keeps the worker; anything else ends it). */
+/* Receives one reply of type want. A FAIL frame becomes the failure and ends
+ * the worker, when it is one the request can honestly get. */
 static int receive(spade_worker *w, double deadline, uint32_t want, size_t want_max, const unsigned char **payload,
                    size_t *len, spade_failure *f)
 {
@@ -485,10 +486,17 @@ static int receive(spade_worker *w, double deadline, uint32_t want, size_t want_
         spade_failure g;
         if (spade_ipc_decode_fail(*payload, *len, &g, err, sizeof err) < 0)
             return worker_kill_with(w, SPADE_OUT_PROTOCOL, err, f);
-        if (g.outcome == SPADE_OUT_BAD_CALL) {
-            if (f)
-                *f = g;
-            return -1;
+        /* What an honest worker may fail with depends on the request: compile,
+         * link and invalid answer only a LOAD, and bad_call nothing (every
+         * request is checked here before it is sent). Anything else is the
+         * environment's code writing on the socket to pass off a failure as
+         * another, or as the caller's. */
+        int fits = g.outcome == SPADE_OUT_OOM ||
+                   (want == SPADE_MSG_LOADED && g.outcome != SPADE_OUT_BAD_CALL && g.outcome != SPADE_OUT_OUTPUT);
+        if (!fits) {
+            snprintf(err, sizeof err, "failure '%s' in reply to a request it cannot answer",
+                     spade_outcome_name(g.outcome));
+            return worker_kill_with(w, SPADE_OUT_PROTOCOL, err, f);
         }
         return worker_end(w, END_KILL, &g, f);
     }
