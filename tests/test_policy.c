@@ -1139,6 +1139,47 @@ START_TEST(test_grpo_clip_band_asymmetric) {
 }
 END_TEST
 
+/* Bad GRPO input is an error naming the sample, never a silent guess: -1 as a
+ * target means "nothing to predict", so a completion token < 0 used to be
+ * skipped while still counted (log-prob 0, i.e. probability 1); a NaN old
+ * log-prob poisoned the gradient; a negative beta or an eps outside its range
+ * silently changed the objective. */
+START_TEST(test_grpo_rejects_bad_input) {
+    spade_gpt_config c = tiny_cfg("cpu_ref");
+    spade_policy *p = make(&c);
+    int prompt[3] = {SPADE_TOK_AGENT, 'x', SPADE_TOK_ACTION};
+    int comp[3] = {'a', 'b', SPADE_TOK_END};
+    float old[3], out[3];
+    ck_assert(spade_policy_completion_logprobs(p, prompt, 3, comp, 3, old, err, sizeof err) == 0);
+    comp[2] = -1;
+    ck_assert_int_eq(spade_policy_completion_logprobs(p, prompt, 3, comp, 3, out, err, sizeof err),
+                     SPADE_POLICY_EINVAL);
+    ck_assert_msg(strstr(err, "-1") != NULL, "%s", err);
+    spade_grpo_sample s[2] = {{prompt, 3, comp, 3, old, 1.0f, 0, 0}, {prompt, 3, comp, 3, old, 0.0f, 0, 0}};
+    spade_grpo_opts o;
+    spade_grpo_opts_default(&o);
+    ck_assert_int_eq(spade_grpo_batch(p, NULL, s, 2, &o, NULL, err, sizeof err), SPADE_POLICY_EINVAL);
+    ck_assert_msg(strstr(err, "sample 0") && strstr(err, "-1"), "%s", err);
+    comp[2] = SPADE_TOK_END;
+    ck_assert_int_eq(spade_grpo_batch(p, NULL, s, 2, &o, NULL, err, sizeof err), 0);
+    old[1] = NAN;
+    ck_assert_int_eq(spade_grpo_batch(p, NULL, s, 2, &o, NULL, err, sizeof err), SPADE_POLICY_EINVAL);
+    ck_assert_msg(strstr(err, "old log-prob"), "%s", err);
+    old[1] = -1.0f;
+    const float bad_vals[4][3] = {{-0.1f, 0.2f, 0.28f}, {NAN, 0.2f, 0.28f}, {0, 1.5f, 0.28f}, {0, 0.2f, -0.1f}};
+    for (int k = 0; k < 4; k++) {
+        spade_grpo_opts b = o;
+        b.beta = bad_vals[k][0];
+        b.eps_low = bad_vals[k][1];
+        b.eps_high = bad_vals[k][2];
+        ck_assert_msg(spade_grpo_batch(p, p, s, 2, &b, NULL, err, sizeof err) == SPADE_POLICY_EINVAL,
+                      "grpo opts %d accepted", k);
+    }
+    ck_assert(spade_policy_zero_grad(p, err, sizeof err) == 0);
+    spade_policy_free(p);
+}
+END_TEST
+
 /* Finite-difference check of the GRPO loss (surrogate + k3 KL, role-normalised
  * advantages, old log-probs within +-0.1 of the current ones so no token sits
  * at a clip kink): directional derivative along a random direction over all
@@ -1245,6 +1286,7 @@ static Suite *policy_suite(void) {
     tcase_add_test(t, test_grpo_clipping);
     tcase_add_test(t, test_grpo_direction_and_kl_value);
     tcase_add_test(t, test_grpo_clip_band_asymmetric);
+    tcase_add_test(t, test_grpo_rejects_bad_input);
     tcase_add_test(t, test_grpo_gradient_check);
     tcase_add_test(t, test_errors_not_exits);
     suite_add_tcase(s, t);

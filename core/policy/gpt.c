@@ -630,6 +630,14 @@ int spade_policy_completion_logprobs(spade_policy *p, const int *prompt, int ple
                  plen, clen, p->maxT);
         return SPADE_POLICY_EINVAL;
     }
+    /* Checked here, not left to forward: a completion token < 0 as the last
+     * target would read as -1, "nothing to predict", and come back as log-prob 0. */
+    for (int i = 0; i < clen; i++)
+        if (completion[i] < 0 || completion[i] >= p->V) {
+            snprintf(err, errlen, "completion_logprobs: completion token %d at %d is outside the vocabulary [0, %d)",
+                     completion[i], i, p->V);
+            return SPADE_POLICY_EINVAL;
+        }
     int T = plen + clen - 1;
     int *seq = malloc((size_t)(T + 1) * sizeof(int));
     float *lp = malloc((size_t)T * sizeof(float));

@@ -126,14 +126,37 @@ int spade_grpo_batch(spade_policy *p, spade_policy *ref, const spade_grpo_sample
         snprintf(err, errlen, "grpo: the reference policy's config differs from the policy's");
         return SPADE_POLICY_EINVAL;
     }
+    /* A NaN would pass every "<" test below and quietly change the objective. */
+    if (!(o->eps_low >= 0 && o->eps_low < 1) || !(o->eps_high >= 0 && isfinite(o->eps_high)) ||
+        !(o->beta >= 0 && isfinite(o->beta))) {
+        snprintf(err, errlen,
+                 "grpo: eps_low = %g must be in [0, 1), eps_high = %g and beta = %g finite and >= 0",
+                 o->eps_low, o->eps_high, o->beta);
+        return SPADE_POLICY_EINVAL;
+    }
     for (int i = 0; i < n; i++) {
         if (s[i].prompt_len < 1 || s[i].completion_len < 1 ||
-            s[i].prompt_len + s[i].completion_len - 1 > p->maxT || !s[i].old_logprobs) {
+            s[i].prompt_len + s[i].completion_len - 1 > p->maxT || !s[i].old_logprobs ||
+            !s[i].prompt || !s[i].completion) {
             snprintf(err, errlen,
                      "grpo: sample %d: prompt %d + completion %d tokens must be >= 1 each, fit "
                      "the context %d, and come with old log-probs",
                      i, s[i].prompt_len, s[i].completion_len, p->maxT);
             return SPADE_POLICY_EINVAL;
+        }
+        /* The last completion token is only a target, where -1 means "nothing
+         * to predict": checked here or it would count as a token of log-prob 0. */
+        for (int j = 0; j < s[i].completion_len; j++) {
+            if (s[i].completion[j] < 0 || s[i].completion[j] >= p->V) {
+                snprintf(err, errlen, "grpo: sample %d: completion token %d at %d is outside the vocabulary [0, %d)",
+                         i, s[i].completion[j], j, p->V);
+                return SPADE_POLICY_EINVAL;
+            }
+            if (!isfinite(s[i].old_logprobs[j])) {
+                snprintf(err, errlen, "grpo: sample %d: old log-prob %g at %d is not finite", i,
+                         s[i].old_logprobs[j], j);
+                return SPADE_POLICY_EINVAL;
+            }
         }
     }
     float *adv = malloc((n ? n : 1) * sizeof(float));

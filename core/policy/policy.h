@@ -127,7 +127,7 @@ int spade_policy_step(spade_policy *p, const spade_adamw_opts *o, float *grad_no
 int spade_policy_logprobs(spade_policy *p, const int *tokens, int B, int T, float *logp,
                           char *err, size_t errlen);
 /* Per-token log-probs of one completion after one prompt: out[i] = log p(completion[i] |
- * prompt, completion[0..i)) for i < clen. */
+ * prompt, completion[0..i)) for i < clen. Every token must be in [0, V). */
 int spade_policy_completion_logprobs(spade_policy *p, const int *prompt, int plen,
                                      const int *completion, int clen, float *out, char *err,
                                      size_t errlen);
@@ -213,7 +213,10 @@ int spade_grpo_advantages(const spade_grpo_sample *s, int n, const spade_grpo_op
  *   l = -min(r A, clip(r, 1-eps_low, 1+eps_high) A) + beta * k3,
  *   k3 = exp(ref_logp - logp) - (ref_logp - logp) - 1,
  * averaged over all completion tokens of kept samples. Gradients ACCUMULATE
- * into p (call spade_policy_step afterwards). ref may be NULL when beta = 0. */
+ * into p (call spade_policy_step afterwards). ref may be NULL when beta = 0.
+ * SPADE_POLICY_EINVAL, naming the sample, for a completion token outside
+ * [0, V), a non-finite old log-prob, or opts outside eps_low in [0, 1),
+ * eps_high >= 0, beta >= 0 (NaN included). */
 int spade_grpo_batch(spade_policy *p, spade_policy *ref, const spade_grpo_sample *s, int n,
                      const spade_grpo_opts *o, spade_grpo_stats *stats, char *err,
                      size_t errlen);
