@@ -519,6 +519,8 @@ typedef enum fake {
     FAKE_TRUNCATED_THEN_EXIT,
     FAKE_FAIL_COMPILE, /* a compile error in reply to a step */
     FAKE_FAIL_OOM,     /* out of memory in reply to a step: honest */
+    FAKE_EXIT_LOCKDOWN, /* exits with SPADE_WORKER_EXIT_LOCKDOWN after it was handed out */
+    FAKE_EXIT_COMPILER, /* exits with SPADE_WORKER_EXIT_COMPILER after the load */
 } fake;
 
 /* Reads one request (so that the parent's send completes), or returns -1. */
@@ -608,6 +610,10 @@ static void fake_main(int fd, fake kind)
         write_frame(fd, SPADE_IPC_MAGIC, SPADE_MSG_FAIL, (uint32_t)b.n, b.p, b.n);
         break;
     }
+    case FAKE_EXIT_LOCKDOWN:
+        _exit(SPADE_WORKER_EXIT_LOCKDOWN);
+    case FAKE_EXIT_COMPILER:
+        _exit(SPADE_WORKER_EXIT_COMPILER);
     case FAKE_FAIL_COMPILE:
     case FAKE_FAIL_OOM: {
         bytes b;
@@ -692,6 +698,8 @@ static const struct {
     {FAKE_TRUNCATED_THEN_EXIT, SPADE_OUT_PROTOCOL, 0},
     {FAKE_FAIL_COMPILE, SPADE_OUT_PROTOCOL, 0},
     {FAKE_FAIL_OOM, SPADE_OUT_OOM, 0},
+    {FAKE_EXIT_LOCKDOWN, SPADE_OUT_PROTOCOL, 0}, /* not internal_error: the environment chose the status */
+    {FAKE_EXIT_COMPILER, SPADE_OUT_PROTOCOL, 0}, /* not out_of_memory: no compiler runs after a load */
 };
 
 START_TEST(fake_worker_outcome)

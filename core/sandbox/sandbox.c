@@ -377,9 +377,12 @@ static void classify_status(const spade_worker *w, int status, int we_killed, sp
             failf(f, SPADE_OUT_CRASH, sig, 0, "worker crashed: %s (signal %d)", signal_word(sig), sig);
     } else if (WIFEXITED(status)) {
         int code = WEXITSTATUS(status);
-        if (code == SPADE_WORKER_EXIT_LOCKDOWN)
-            failf(f, SPADE_OUT_INTERNAL, 0, 0, "worker could not lock itself down (rlimits, seccomp)");
-        else if (code == SPADE_WORKER_EXIT_COMPILER)
+        /* The environment can exit with any status, so a status means only what
+         * it can honestly mean at this point: the compiler runs only while
+         * loading, and a worker that failed its lockdown is never handed out
+         * (the zygote's spawn fails instead), so SPADE_WORKER_EXIT_LOCKDOWN
+         * here is the environment's, like every other exit without a reply. */
+        if (code == SPADE_WORKER_EXIT_COMPILER && !w->loaded)
             failf(f, SPADE_OUT_OOM, 0, 0, "the compiler gave up (out of memory)");
         else /* not a signal, so not a crash: it broke the protocol by leaving without a reply */
             failf(f, SPADE_OUT_PROTOCOL, 0, 0, "worker exited with status %d without replying", code);
