@@ -996,6 +996,23 @@ START_TEST(test_grpo_advantages) {
             }
         ck_assert(fabs(sqrt(ss / n) - 1.0) < 1e-5);
     }
+    /* Rewards equal up to float rounding (0.1 + 0.2 vs 0.3) are equal: role
+     * normalisation would otherwise blow a 1e-8 difference up to advantages of
+     * +-1, a full-strength signal made of rounding noise. A real difference of
+     * 1e-3 is kept. */
+    spade_grpo_sample t[4] = {0};
+    float tr[4] = {0.3f, nextafterf(0.3f, 1.0f), 100.0f, nextafterf(nextafterf(100.0f, 0.0f), 0.0f)};
+    for (int i = 0; i < 4; i++) {
+        t[i].reward = tr[i];
+        t[i].group = i / 2;
+        t[i].role = i / 2;
+    }
+    ck_assert(spade_grpo_advantages(t, 4, &o, adv, kept, &ng, &nd, err, sizeof err) == 0);
+    ck_assert_msg(nd == 2 && !kept[0] && !kept[2] && adv[0] == 0.0f && adv[1] == 0.0f,
+                  "rounding-noise groups kept: dropped %d, advantages %g %g", nd, adv[0], adv[1]);
+    t[1].reward = 0.301f;
+    ck_assert(spade_grpo_advantages(t, 4, &o, adv, kept, &ng, &nd, err, sizeof err) == 0);
+    ck_assert(nd == 1 && kept[0] && kept[1] && fabsf(adv[0] + 1.0f) < 1e-5f);
 }
 END_TEST
 

@@ -62,17 +62,22 @@ int spade_grpo_advantages(const spade_grpo_sample *s, int n, const spade_grpo_op
     for (int i = 0; i < n; i++) {
         if (seen[i]) continue;
         /* one group: every later sample with the same id */
-        int cnt = 0, equal = 1;
-        double sum = 0.0;
+        int cnt = 0;
+        double sum = 0.0, lo = s[i].reward, hi = s[i].reward;
         for (int j = i; j < n; j++)
             if (!seen[j] && s[j].group == s[i].group) {
                 seen[j] = 1;
                 cnt++;
                 sum += s[j].reward;
-                if (s[j].reward != s[i].reward) equal = 0;
+                if (s[j].reward < lo) lo = s[j].reward;
+                if (s[j].reward > hi) hi = s[j].reward;
             }
         ng++;
-        if (equal) { /* all rewards equal (or a group of one): no signal */
+        /* All rewards equal (or a group of one): no signal. "Equal" allows
+         * float rounding (0.1 + 0.2 vs 0.3): role normalisation would scale a
+         * 1e-8 spread up to advantages of +-1, pure noise at full strength. */
+        double mag = fmax(1.0, fmax(fabs(lo), fabs(hi)));
+        if (hi - lo <= SPADE_GRPO_EQUAL_TOL * mag) {
             nd++;
             continue;
         }

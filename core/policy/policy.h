@@ -203,7 +203,10 @@ typedef struct spade_grpo_stats {
 } spade_grpo_stats;
 
 /* Group advantages only (what spade_grpo_batch uses): adv[i] for every
- * sample, 0 for samples of dropped groups; kept[i] (may be NULL) 1/0. */
+ * sample, 0 for samples of dropped groups; kept[i] (may be NULL) 1/0.
+ * A group is dropped when max(r) - min(r) <= SPADE_GRPO_EQUAL_TOL * max(1, max|r|):
+ * rewards that differ only by float rounding are equal. */
+#define SPADE_GRPO_EQUAL_TOL 1e-6
 int spade_grpo_advantages(const spade_grpo_sample *s, int n, const spade_grpo_opts *o,
                           float *adv, int *kept, int *n_groups, int *n_dropped, char *err,
                           size_t errlen);
