@@ -48,8 +48,8 @@
  *    rest of abort()'s path; with them refused abort() ends on its hlt
  *    instruction (SIGSEGV -> crash). Refusing rt_sigaction/rt_sigprocmask also
  *    keeps environment code from catching or blocking SIGXCPU and SIGSEGV.
- *  - madvise with an advice that reaches beyond the worker's own pages ->
- *    EPERM (madvise_rules).
+ *  - madvise with an advice that reaches beyond the worker's own pages, and
+ *    mmap of huge or locked pages -> EPERM (madvise_rules, mmap_rules).
  * I/O is allowed on SPADE_WORKER_FD only. Memory calls are what malloc and
  * libtcc (mprotect of the code image) need. Verified with strace on libtcc
  * 0.9.27: compile + relocate use brk, mmap, munmap, mprotect only.
@@ -84,6 +84,20 @@ static int madvise_rules(scmp_filter_ctx c)
     return rc;
 }
 
+/* mmap without MAP_HUGETLB and MAP_LOCKED (its fourth argument, flags):
+ * huge pages come from a pool the whole machine shares (a GPU trainer may have
+ * reserved it), and locked pages are unswappable memory a root worker refused
+ * its user namespace could pin despite RLIMIT_MEMLOCK 0 (CAP_IPC_LOCK). Nothing
+ * the worker runs (malloc, libtcc, ASan) asks for either; EPERM if asked. */
+static int mmap_rules(scmp_filter_ctx c)
+{
+    const scmp_datum_t hugetlb = MAP_HUGETLB, locked = MAP_LOCKED;
+    int rc = seccomp_rule_add(c, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 1, SCMP_A3(SCMP_CMP_MASKED_EQ, hugetlb | locked, 0));
+    rc |= seccomp_rule_add(c, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(mmap), 1, SCMP_A3(SCMP_CMP_MASKED_EQ, hugetlb, hugetlb));
+    rc |= seccomp_rule_add(c, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(mmap), 1, SCMP_A3(SCMP_CMP_MASKED_EQ, locked, locked));
+    return rc;
+}
+
 static int add_rules(scmp_filter_ctx c)
 {
     int rc = 0;
@@ -93,13 +107,14 @@ static int add_rules(scmp_filter_ctx c)
         rc |= seccomp_rule_add(c, SCMP_ACT_ALLOW, fd_io[i], 1, SCMP_A0(SCMP_CMP_EQ, SPADE_WORKER_FD));
     rc |= seccomp_rule_add(c, SCMP_ACT_ERRNO(EBADF), SCMP_SYS(write), 1, SCMP_A0(SCMP_CMP_EQ, 2));
     rc |= seccomp_rule_add(c, SCMP_ACT_ERRNO(EBADF), SCMP_SYS(writev), 1, SCMP_A0(SCMP_CMP_EQ, 2));
-    const int allow[] = {SCMP_SYS(mmap),        SCMP_SYS(munmap),          SCMP_SYS(mprotect),
+    const int allow[] = {SCMP_SYS(munmap),      SCMP_SYS(mprotect),
                          SCMP_SYS(mremap),      SCMP_SYS(brk),
                          SCMP_SYS(exit),        SCMP_SYS(exit_group),      SCMP_SYS(rt_sigreturn),
                          SCMP_SYS(restart_syscall), SCMP_SYS(clock_gettime)};
     for (size_t i = 0; i < sizeof allow / sizeof allow[0]; i++)
         rc |= seccomp_rule_add(c, SCMP_ACT_ALLOW, allow[i], 0);
     rc |= madvise_rules(c);
+    rc |= mmap_rules(c);
     rc |= seccomp_rule_add(c, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(open), 0);
     rc |= seccomp_rule_add(c, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(openat), 0);
     const int refuse[] = {SCMP_SYS(rt_sigaction), SCMP_SYS(rt_sigprocmask), SCMP_SYS(getpid),
