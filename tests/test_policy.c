@@ -742,6 +742,101 @@ START_TEST(test_sampling_seeded) {
 }
 END_TEST
 
+/* Top-p keeps the smallest set of most likely tokens with mass >= top_p (at
+ * the sampling temperature): with top_p tiny only the argmax is left, so
+ * every seed reproduces greedy decoding; with top_p = 0.5 every drawn token
+ * lies in the nucleus computed here from the model's own log-probs (1e-4
+ * slack on the cumulative mass for float rounding). */
+static int cmp_desc(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+START_TEST(test_sampling_top_p_nucleus) {
+    spade_gpt_config c = tiny_cfg("cpu_ref");
+    c.context = 32;
+    spade_policy *p = make(&c);
+    heat(p, 4.0f); /* flat enough that the runner-up is often close to the top */
+    int prompt[3] = {SPADE_TOK_AGENT, 'x', SPADE_TOK_ACTION};
+    enum { M = 6 };
+    int greedy[M], tok[M], len, glen;
+    float lp[M];
+    spade_sample_opts o;
+    spade_sample_opts_default(&o);
+    o.max_tokens = M;
+    o.n_stop = 0;
+    o.temperature = 0.0f;
+    sample_ok(p, prompt, 3, 1, &o, greedy, NULL, &glen);
+    o.temperature = 1.0f;
+    o.top_p = 1e-6f;
+    for (uint64_t seed = 0; seed < 8; seed++) {
+        o.seed = seed;
+        sample_ok(p, prompt, 3, 1, &o, tok, lp, &len);
+        ck_assert_msg(len == glen && memcmp(tok, greedy, sizeof tok) == 0,
+                      "top_p = 1e-6 differs from greedy (seed %d)", (int)seed);
+    }
+    o.top_p = 0.5f;
+    int seq[3 + M], cand;
+    double probs[SPADE_VOCAB];
+    for (uint64_t seed = 0; seed < 4; seed++) {
+        o.seed = seed;
+        sample_ok(p, prompt, 3, 1, &o, tok, lp, &len);
+        memcpy(seq, prompt, sizeof prompt);
+        memcpy(seq + 3, tok, sizeof tok);
+        for (int i = 0; i < len; i++) {
+            float l;
+            double pt = 0;
+            for (cand = 0; cand < SPADE_VOCAB; cand++) {
+                ck_assert(spade_policy_completion_logprobs(p, seq, 3 + i, &cand, 1, &l, err, sizeof err) == 0);
+                probs[cand] = exp(l);
+                if (cand == tok[i]) pt = probs[cand];
+            }
+            ck_assert_msg(fabs(log(pt) - lp[i]) < 1e-4, "recorded log-prob %g, model %g", lp[i], log(pt));
+            qsort(probs, SPADE_VOCAB, sizeof probs[0], cmp_desc);
+            double before = 0; /* mass of the tokens more likely than the drawn one */
+            for (int k = 0; k < SPADE_VOCAB && probs[k] > pt; k++) before += probs[k];
+            ck_assert_msg(before < 0.5 + 1e-4, "seed %d token %d: %g of the mass lies above it, top_p 0.5",
+                          (int)seed, i, before);
+        }
+    }
+    spade_policy_free(p);
+}
+END_TEST
+
+/* Bad sampling options are errors, not silent fallbacks (a negative or NaN
+ * temperature used to mean greedy, a NaN top_p "off"). */
+START_TEST(test_sampling_rejects_bad_opts) {
+    spade_gpt_config c = tiny_cfg("cpu_ref");
+    spade_policy *p = make(&c);
+    int prompt[2] = {SPADE_TOK_AGENT, 'x'}, tok[4], len;
+    spade_sample_opts o;
+    spade_sample_opts_default(&o);
+    o.max_tokens = 4;
+    sample_ok(p, prompt, 2, 1, &o, tok, NULL, &len);
+    const float temps[3] = {-1.0f, NAN, INFINITY}, tops[4] = {NAN, 0.0f, -0.5f, 1.5f};
+    for (int k = 0; k < 3; k++) {
+        spade_sample_opts b = o;
+        b.temperature = temps[k];
+        ck_assert_int_eq(spade_policy_sample(p, prompt, 2, 1, &b, tok, NULL, &len, err, sizeof err),
+                         SPADE_POLICY_EINVAL);
+        ck_assert_msg(strstr(err, "temperature"), "%s", err);
+    }
+    for (int k = 0; k < 4; k++) {
+        spade_sample_opts b = o;
+        b.top_p = tops[k];
+        ck_assert_int_eq(spade_policy_sample(p, prompt, 2, 1, &b, tok, NULL, &len, err, sizeof err),
+                         SPADE_POLICY_EINVAL);
+        ck_assert_msg(strstr(err, "top_p"), "%s", err);
+    }
+    spade_sample_opts b = o;
+    b.stop = NULL;
+    b.n_stop = 2;
+    ck_assert_int_eq(spade_policy_sample(p, prompt, 2, 1, &b, tok, NULL, &len, err, sizeof err), SPADE_POLICY_EINVAL);
+    ck_assert_msg(strstr(err, "stop"), "%s", err);
+    spade_policy_free(p);
+}
+END_TEST
+
 /* KV-cache sampling == full recompute, token for token. On cpu_ref the
  * arithmetic of each row does not depend on batch shape, so the logits, the
  * tokens and the recorded log-probs must be bit-identical. On cpu (cblas) GEMM
@@ -1295,6 +1390,8 @@ static Suite *policy_suite(void) {
     tcase_add_test(t, test_adamw_decay_clip_refusal);
     tcase_add_test(t, test_overfit_one_batch);
     tcase_add_test(t, test_sampling_seeded);
+    tcase_add_test(t, test_sampling_top_p_nucleus);
+    tcase_add_test(t, test_sampling_rejects_bad_opts);
     tcase_add_test(t, test_kv_cache_equals_recompute);
     tcase_add_test(t, test_checkpoint_roundtrip);
     tcase_add_test(t, test_checkpoint_bad_files);

@@ -135,8 +135,8 @@ int spade_policy_completion_logprobs(spade_policy *p, const int *prompt, int ple
 /* ---- sampling ---- */
 
 typedef struct spade_sample_opts {
-    float temperature;   /* 1.0; 0 = greedy (argmax) */
-    float top_p;         /* 1.0 = off; keep the smallest set of tokens with mass >= top_p */
+    float temperature;   /* 1.0; 0 = greedy (argmax); finite, >= 0 */
+    float top_p;         /* 1.0 = off; keep the smallest set of tokens with mass >= top_p; (0, 1] */
     int max_tokens;      /* completion length limit (also bounded by the context) */
     const int *stop;     /* stop tokens (the stop token is kept as the last completion token) */
     int n_stop;

@@ -173,6 +173,21 @@ int spade_policy_sample(spade_policy *p, const int *prompt, int plen, int G,
                  p->maxT, G, plen, o->max_tokens);
         return SPADE_POLICY_EINVAL;
     }
+    /* Written so that NaN fails too: a NaN or negative temperature used to
+     * mean greedy and a NaN top_p "off", silently. */
+    if (!(o->temperature >= 0.0f && isfinite(o->temperature))) {
+        snprintf(err, errlen, "sample: temperature = %g: expected a finite value >= 0 (0 = greedy)",
+                 o->temperature);
+        return SPADE_POLICY_EINVAL;
+    }
+    if (!(o->top_p > 0.0f && o->top_p <= 1.0f)) {
+        snprintf(err, errlen, "sample: top_p = %g: expected 0 < top_p <= 1 (1 = off)", o->top_p);
+        return SPADE_POLICY_EINVAL;
+    }
+    if (o->n_stop < 0 || (o->n_stop > 0 && !o->stop)) {
+        snprintf(err, errlen, "sample: %d stop tokens but stop = %p", o->n_stop, (const void *)o->stop);
+        return SPADE_POLICY_EINVAL;
+    }
     for (int i = 0; i < plen; i++)
         if (prompt[i] < 0 || prompt[i] >= p->V) {
             snprintf(err, errlen, "sample: prompt token %d at %d outside the vocabulary", prompt[i], i);
