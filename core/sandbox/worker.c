@@ -48,6 +48,10 @@
  *    rest of abort()'s path; with them refused abort() ends on its hlt
  *    instruction (SIGSEGV -> crash). Refusing rt_sigaction/rt_sigprocmask also
  *    keeps environment code from catching or blocking SIGXCPU and SIGSEGV.
+ *  - sysinfo -> EPERM: glibc's qsort (libtcc sorts the cases of a switch with
+ *    it) asks for the machine's memory size first; refused, it assumes plenty.
+ *    Killing would fail honest environments with large switches; allowing
+ *    would tell the environment the machine's uptime, load and process count.
  *  - madvise with an advice that reaches beyond the worker's own pages, and
  *    mmap of huge or locked pages -> EPERM (madvise_rules, mmap_rules).
  * I/O is allowed on SPADE_WORKER_FD only. Memory calls are what malloc and
@@ -118,7 +122,8 @@ static int add_rules(scmp_filter_ctx c)
     rc |= seccomp_rule_add(c, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(open), 0);
     rc |= seccomp_rule_add(c, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(openat), 0);
     const int refuse[] = {SCMP_SYS(rt_sigaction), SCMP_SYS(rt_sigprocmask), SCMP_SYS(getpid),
-                          SCMP_SYS(gettid),       SCMP_SYS(tgkill),         SCMP_SYS(tkill)};
+                          SCMP_SYS(gettid),       SCMP_SYS(tgkill),         SCMP_SYS(tkill),
+                          SCMP_SYS(sysinfo)};
     for (size_t i = 0; i < sizeof refuse / sizeof refuse[0]; i++)
         rc |= seccomp_rule_add(c, SCMP_ACT_ERRNO(EPERM), refuse[i], 0);
 #if defined(__SANITIZE_ADDRESS__)
