@@ -174,7 +174,15 @@ static void on_tcc_message(void *opaque, const char *msg)
     const char *w = strstr(msg, "warning: ");
     if (!e || (w && w < e))
         return; /* warnings do not fail a compile */
-    if (strstr(msg, "memory full"))
+    /* libtcc says "memory full" for two different things: an allocation that
+     * failed ("(malloc)", "(realloc)", or no qualifier), which is the worker's
+     * address-space limit, and a fixed-size table of its own overflowing
+     * ("(ifdef)": #if nested past 64, "(vstack)": an expression nested past
+     * its value stack, "(symbols)"), which is the source's fault: a compile
+     * error like any other. */
+    const char *full = strstr(msg, "memory full");
+    if (full && (strncmp(full + 11, " (", 2) != 0 || strncmp(full + 11, " (malloc)", 9) == 0 ||
+                 strncmp(full + 11, " (realloc)", 10) == 0))
         m->out_of_memory = 1;
     if (m->errors++ == 0) {
         /* "In file included from f.c:1:\nf.c:1: error: ..." -> the last line,
