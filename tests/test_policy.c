@@ -638,6 +638,25 @@ START_TEST(test_adamw_decay_clip_refusal) {
     ck_assert(memcmp(w0, w1, P * 4) == 0);
     ck_assert(spade_policy_get_grads(p, g, err, sizeof err) == 0);
     ck_assert(all_zero(g, P));
+    /* options that would write NaN into every weight are refused up front:
+     * lr NaN, beta 1 (bias correction 1 - 1^t = 0), eps 0 (0/0 where g = 0) */
+    spade_adamw_opts bad[5];
+    for (int k = 0; k < 5; k++) spade_adamw_opts_default(&bad[k]);
+    bad[0].lr = NAN;
+    bad[1].beta1 = 1.0f;
+    bad[2].beta2 = -0.5f;
+    bad[3].eps = 0.0f;
+    bad[4].weight_decay = INFINITY;
+    ck_assert(spade_policy_get_params(p, w0, err, sizeof err) == 0);
+    for (int k = 0; k < 5; k++) {
+        ck_assert(spade_policy_forward(p, tok, tg, NULL, 2, 8, NULL, NULL, err, sizeof err) == 0);
+        ck_assert(spade_policy_backward(p, 1.0f, err, sizeof err) == 0);
+        ck_assert_msg(spade_policy_step(p, &bad[k], NULL, err, sizeof err) == SPADE_POLICY_EINVAL,
+                      "adamw options %d accepted", k);
+        ck_assert_int_eq(spade_policy_steps(p), steps);
+    }
+    ck_assert(spade_policy_get_params(p, w1, err, sizeof err) == 0);
+    ck_assert(memcmp(w0, w1, P * 4) == 0);
     free(dl); free(w0); free(w1); free(g); free(m);
     spade_policy_free(p);
 }

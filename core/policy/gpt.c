@@ -581,6 +581,18 @@ void spade_adamw_opts_default(spade_adamw_opts *o) {
 
 int spade_policy_step(spade_policy *p, const spade_adamw_opts *o, float *grad_norm, char *err,
                       size_t errlen) {
+    /* Checked before anything changes: each of these writes NaN or inf into
+     * every weight (beta = 1 makes the bias correction 1 - 1^t = 0; eps = 0
+     * makes 0/0 wherever a gradient and its moments are 0). NaN fails every test. */
+    if (!(o->lr >= 0 && isfinite(o->lr)) || !(o->beta1 >= 0 && o->beta1 < 1) ||
+        !(o->beta2 >= 0 && o->beta2 < 1) || !(o->eps > 0 && isfinite(o->eps)) ||
+        !(o->weight_decay >= 0 && isfinite(o->weight_decay)) || isnan(o->grad_clip)) {
+        snprintf(err, errlen,
+                 "adamw: lr = %g, beta1 = %g, beta2 = %g, eps = %g, weight_decay = %g, grad_clip = %g: "
+                 "need finite lr >= 0, betas in [0, 1), eps > 0, weight_decay >= 0, grad_clip not NaN",
+                 o->lr, o->beta1, o->beta2, o->eps, o->weight_decay, o->grad_clip);
+        return SPADE_POLICY_EINVAL;
+    }
     double ss;
     CK(BE->sumsq(BX, p->grads_mem, p->num_params, &ss));
     double norm = sqrt(ss);

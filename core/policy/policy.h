@@ -116,7 +116,11 @@ typedef struct spade_adamw_opts {
 } spade_adamw_opts;
 void spade_adamw_opts_default(spade_adamw_opts *o);
 /* One AdamW step with the accumulated gradients (clipped by global norm), then
- * zeroes the gradients. grad_norm (may be NULL) receives the norm before clipping. */
+ * zeroes the gradients. grad_norm (may be NULL) receives the norm before clipping.
+ * A non-finite gradient norm skips the step (weights and step count untouched,
+ * gradients zeroed) and returns SPADE_POLICY_EINVAL; so do options that would
+ * make the update non-finite (lr NaN, a beta outside [0, 1), eps <= 0, ...),
+ * checked before anything changes. */
 int spade_policy_step(spade_policy *p, const spade_adamw_opts *o, float *grad_norm, char *err,
                       size_t errlen);
 
