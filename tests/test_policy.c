@@ -11,6 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "policy/policy.h"
 #include "testutil.h"
@@ -330,6 +333,41 @@ static void op_checks(const char *backend) {
     }
     spade_backend_close(&be);
 }
+
+/* sumsq is the gradient norm, which sets the clip scale and so every later
+ * bit of a run: the cpu backend must give the same double on any number of
+ * threads, every time, and the same as cpu_ref (and be right: 1e-12 relative
+ * to a long double sum). n is large enough to engage OpenMP (PAR_MIN_WORK). */
+START_TEST(test_sumsq_deterministic) {
+    size_t n = ((size_t)1 << 20) + 7;
+    float *x = rnd(n, 1.0f);
+    for (size_t i = 0; i < n; i++) x[i] *= (float)exp(8.0 * urand() - 4.0); /* magnitudes 1e-2..1e2 */
+    long double exact = 0;
+    for (size_t i = 0; i < n; i++) exact += (long double)x[i] * x[i];
+    spade_backend ref, cpu;
+    ck_assert(spade_backend_open("cpu_ref", &ref, NULL, 0, err, sizeof err) == 0);
+    ck_assert(spade_backend_open("cpu", &cpu, NULL, 0, err, sizeof err) == 0);
+    double want, got;
+    ck_assert(ref.vt->sumsq(ref.ctx, x, n, &want) == 0);
+    ck_assert(fabsl(want - exact) <= 1e-12L * exact);
+#ifdef _OPENMP
+    int saved = omp_get_max_threads();
+    for (int th = 1; th <= 4; th++) {
+        omp_set_num_threads(th);
+        for (int rep = 0; rep < 5; rep++) {
+            ck_assert(cpu.vt->sumsq(cpu.ctx, x, n, &got) == 0);
+            ck_assert_msg(memcmp(&got, &want, sizeof got) == 0, "%d threads: %.17g, cpu_ref %.17g", th, got, want);
+        }
+    }
+    omp_set_num_threads(saved);
+#endif
+    ck_assert(cpu.vt->sumsq(cpu.ctx, x, n, &got) == 0);
+    ck_assert(memcmp(&got, &want, sizeof got) == 0);
+    spade_backend_close(&ref);
+    spade_backend_close(&cpu);
+    free(x);
+}
+END_TEST
 
 START_TEST(test_op_gradients_ref) { op_checks("cpu_ref"); }
 END_TEST
@@ -1402,6 +1440,7 @@ static Suite *policy_suite(void) {
     tcase_add_test(t, test_backend_selection);
     tcase_add_test(t, test_op_gradients_ref);
     tcase_add_test(t, test_op_gradients_cpu);
+    tcase_add_test(t, test_sumsq_deterministic);
     tcase_add_test(t, test_kv_attention_matches_full);
     tcase_add_test(t, test_model_gradient_check);
     tcase_add_test(t, test_cpu_matches_reference);

@@ -586,11 +586,27 @@ static int cpu_adamw(void *ctx, float *params, const float *grads, float *m, flo
     return 0;
 }
 
+/* The gradient norm decides the clip scale, so its bits decide the whole
+ * trajectory: an OpenMP reduction adds the threads' partial sums in the order
+ * they arrive (and splits by thread count), which made two identical runs, or
+ * a run and its resume, drift apart. Instead the vector is cut into a fixed
+ * number of chunks that depend only on n, each summed in order, and the
+ * chunk sums are added in order: the same bits on any thread count, and the
+ * same as cpu_ref. */
+#define SUMSQ_CHUNKS 256
+
 static int cpu_sumsq(void *ctx, const float *x, size_t n, double *out) {
+    double part[SUMSQ_CHUNKS];
+#pragma omp parallel for if (PAR(n))
+    for (int k = 0; k < SUMSQ_CHUNKS; k++) {
+        size_t i0 = n / SUMSQ_CHUNKS * k + (n % SUMSQ_CHUNKS < (size_t)k ? n % SUMSQ_CHUNKS : (size_t)k);
+        size_t i1 = i0 + n / SUMSQ_CHUNKS + ((size_t)k < n % SUMSQ_CHUNKS);
+        double s = 0.0;
+        for (size_t i = i0; i < i1; i++) s += (double)x[i] * x[i];
+        part[k] = s;
+    }
     double s = 0.0;
-    /* Reduction order differs between thread counts; the reference stays serial. */
-#pragma omp parallel for reduction(+ : s) if (PAR(n))
-    for (size_t i = 0; i < n; i++) s += (double)x[i] * x[i];
+    for (int k = 0; k < SUMSQ_CHUNKS; k++) s += part[k];
     *out = s;
     return 0;
 }
