@@ -369,6 +369,124 @@ START_TEST(test_sumsq_deterministic) {
 }
 END_TEST
 
+/* The whole-model comparison below runs at sizes where most loops stay
+ * serial (PAR_MIN_WORK = 2^18 elements), so a race in a parallel loop (two
+ * threads adding into the same gradient row) would go unseen. Here every op
+ * runs on cpu and cpu_ref at shapes past that threshold, tokens drawn from 5
+ * ids so many positions share an embedding row. Ops that are the same loops
+ * on both backends (encoder, layernorm, KV attention, gelu, residual,
+ * cross-entropy, AdamW) must agree bit for bit: each output's sum has one
+ * order by design. cblas ops (matmul, attention) within 1e-5 of the largest
+ * magnitude of each output (float rounding of K <= 1024-term sums). */
+static void expect_same(const char *what, const float *a, const float *b, size_t n, double rel) {
+    double mx = 0, md = 0;
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        mx = fmax(mx, fabs(a[i]));
+        if (fabs(a[i] - b[i]) > md || (isnan(b[i]) && !isnan(a[i]))) {
+            md = isnan(b[i]) ? INFINITY : fabs(a[i] - b[i]);
+            at = i;
+        }
+    }
+    ck_assert_msg(md <= rel * mx, "%s: cpu differs from cpu_ref by %.3g at %zu (max |x| %.3g)", what, md, at, mx);
+}
+
+START_TEST(test_cpu_ops_match_reference_parallel) {
+    spade_backend r, f;
+    ck_assert(spade_backend_open("cpu_ref", &r, NULL, 0, err, sizeof err) == 0);
+    ck_assert(spade_backend_open("cpu", &f, NULL, 0, err, sizeof err) == 0);
+    const spade_backend_vtable *R = r.vt, *F = f.vt;
+    int B = 4, T = 64, C = 1024, NH = 8, N = B * T, OC = 256, maxT = 64, V = SPADE_VOCAB, Vp = 320;
+    size_t NC = (size_t)N * C;
+    int *inp = malloc(N * sizeof(int));
+    for (int i = 0; i < N; i++) inp[i] = (int)(urand() * 5);
+    float *x = rnd(NC, 1.0f), *dy = rnd(NC, 1.0f), *w = rnd(C, 1.0f), *bias = rnd(C, 0.5f);
+    float *wte = rnd((size_t)5 * C, 1.0f), *wpe = rnd((size_t)maxT * C, 1.0f);
+    float *o1 = calloc(NC * 3, 4), *o2 = calloc(NC * 3, 4);
+    float *g1 = calloc((size_t)maxT * C, 4), *g2 = calloc((size_t)maxT * C, 4);
+    float *h1 = calloc((size_t)5 * C, 4), *h2 = calloc((size_t)5 * C, 4);
+    float *m1 = calloc(N, 4), *m2 = calloc(N, 4), *s1 = calloc(N, 4), *s2 = calloc(N, 4);
+#define BOTH(call_r, call_f) ck_assert((call_r) == 0 && (call_f) == 0)
+    /* encoder */
+    BOTH(R->encoder_forward(r.ctx, o1, inp, wte, wpe, B, T, C, 0), F->encoder_forward(f.ctx, o2, inp, wte, wpe, B, T, C, 0));
+    expect_same("encoder_forward", o1, o2, NC, 0);
+    BOTH(R->encoder_backward(r.ctx, h1, g1, dy, inp, B, T, C), F->encoder_backward(f.ctx, h2, g2, dy, inp, B, T, C));
+    expect_same("encoder_backward dwte", h1, h2, (size_t)5 * C, 0);
+    expect_same("encoder_backward dwpe", g1, g2, (size_t)T * C, 0);
+    /* layernorm */
+    BOTH(R->layernorm_forward(r.ctx, o1, m1, s1, x, w, bias, N, C), F->layernorm_forward(f.ctx, o2, m2, s2, x, w, bias, N, C));
+    expect_same("layernorm_forward", o1, o2, NC, 0);
+    expect_same("layernorm_forward rstd", s1, s2, N, 0);
+    memset(o1, 0, NC * 4);
+    memset(o2, 0, NC * 4);
+    memset(g1, 0, 2 * C * 4);
+    memset(g2, 0, 2 * C * 4);
+    BOTH(R->layernorm_backward(r.ctx, o1, g1, g1 + C, dy, x, w, m1, s1, N, C),
+         F->layernorm_backward(f.ctx, o2, g2, g2 + C, dy, x, w, m1, s1, N, C));
+    expect_same("layernorm_backward dinp", o1, o2, NC, 0);
+    expect_same("layernorm_backward dweight, dbias", g1, g2, 2 * (size_t)C, 0);
+    /* matmul (cblas on cpu) */
+    float *W = rnd((size_t)OC * C, 0.05f), *Wb = rnd(OC, 0.5f), *dW1 = calloc((size_t)OC * C, 4), *dW2 = calloc((size_t)OC * C, 4);
+    float *db1 = calloc(OC, 4), *db2 = calloc(OC, 4), *dyo = rnd((size_t)N * OC, 1.0f);
+    BOTH(R->matmul_forward(r.ctx, o1, x, W, Wb, N, C, OC), F->matmul_forward(f.ctx, o2, x, W, Wb, N, C, OC));
+    expect_same("matmul_forward", o1, o2, (size_t)N * OC, 1e-5);
+    BOTH(R->matmul_backward(r.ctx, o1, dW1, db1, dyo, x, W, N, C, OC),
+         F->matmul_backward(f.ctx, o2, dW2, db2, dyo, x, W, N, C, OC));
+    expect_same("matmul_backward dinp", o1, o2, NC, 1e-5);
+    expect_same("matmul_backward dweight", dW1, dW2, (size_t)OC * C, 1e-5);
+    expect_same("matmul_backward dbias", db1, db2, OC, 0);
+    /* attention (cblas on cpu), then the KV-cache attention (same loops) */
+    float *qkv = rnd(NC * 3, 1.0f), *att1 = calloc((size_t)B * NH * T * T, 4), *att2 = calloc((size_t)B * NH * T * T, 4);
+    BOTH(R->attention_forward(r.ctx, o1, att1, qkv, B, T, C, NH), F->attention_forward(f.ctx, o2, att2, qkv, B, T, C, NH));
+    expect_same("attention_forward", o1, o2, NC, 1e-5);
+    expect_same("attention_forward att", att1, att2, (size_t)B * NH * T * T, 1e-5);
+    BOTH(R->attention_backward(r.ctx, o1, dy, qkv, att1, B, T, C, NH),
+         F->attention_backward(f.ctx, o2, dy, qkv, att1, B, T, C, NH));
+    expect_same("attention_backward", o1, o2, NC * 3, 1e-5);
+    float *kc1 = calloc((size_t)B * maxT * C, 4), *kc2 = calloc((size_t)B * maxT * C, 4);
+    float *vc1 = calloc((size_t)B * maxT * C, 4), *vc2 = calloc((size_t)B * maxT * C, 4);
+    BOTH(R->attention_forward_kv(r.ctx, o1, qkv, kc1, vc1, B, T, C, NH, 0, maxT),
+         F->attention_forward_kv(f.ctx, o2, qkv, kc2, vc2, B, T, C, NH, 0, maxT));
+    expect_same("attention_forward_kv", o1, o2, NC, 0);
+    /* elementwise */
+    BOTH(R->gelu_forward(r.ctx, o1, x, NC), F->gelu_forward(f.ctx, o2, x, NC));
+    expect_same("gelu_forward", o1, o2, NC, 0);
+    BOTH(R->gelu_backward(r.ctx, o1, x, dy, NC), F->gelu_backward(f.ctx, o2, x, dy, NC));
+    expect_same("gelu_backward", o1, o2, NC, 0);
+    BOTH(R->residual_forward(r.ctx, o1, x, dy, NC), F->residual_forward(f.ctx, o2, x, dy, NC));
+    expect_same("residual_forward", o1, o2, NC, 0);
+    /* cross-entropy over 1024 rows of Vp */
+    int NR = 1024, *tg = malloc(NR * sizeof(int));
+    for (int i = 0; i < NR; i++) tg[i] = i % 7 ? (int)(urand() * V) : -1;
+    float *lg = rnd((size_t)NR * Vp, 3.0f), *pr1 = calloc((size_t)NR * Vp, 4), *pr2 = calloc((size_t)NR * Vp, 4);
+    float *lp1 = calloc(NR, 4), *lp2 = calloc(NR, 4), *dl = rnd(NR, 1.0f);
+    BOTH(R->crossentropy_forward(r.ctx, pr1, lp1, lg, tg, NR, V, Vp), F->crossentropy_forward(f.ctx, pr2, lp2, lg, tg, NR, V, Vp));
+    expect_same("crossentropy_forward probs", pr1, pr2, (size_t)NR * Vp, 0);
+    expect_same("crossentropy_forward logp", lp1, lp2, NR, 0);
+    BOTH(R->crossentropy_backward(r.ctx, o1, pr1, tg, dl, NR, V, Vp), F->crossentropy_backward(f.ctx, o2, pr1, tg, dl, NR, V, Vp));
+    expect_same("crossentropy_backward", o1, o2, (size_t)NR * Vp, 0);
+    /* AdamW on NC elements */
+    float *pa = rnd(NC, 1.0f), *pb = malloc(NC * 4), *ma = rnd(NC, 0.1f), *mb = malloc(NC * 4);
+    float *va = malloc(NC * 4), *vb = malloc(NC * 4);
+    for (size_t i = 0; i < NC; i++) va[i] = vb[i] = 0.01f * (float)urand();
+    memcpy(pb, pa, NC * 4);
+    memcpy(mb, ma, NC * 4);
+    BOTH(R->adamw(r.ctx, pa, dy, ma, va, NC, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.5f, 3),
+         F->adamw(f.ctx, pb, dy, mb, vb, NC, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 0.5f, 3));
+    expect_same("adamw params", pa, pb, NC, 0);
+    expect_same("adamw m", ma, mb, NC, 0);
+    expect_same("adamw v", va, vb, NC, 0);
+#undef BOTH
+    free(inp); free(x); free(dy); free(w); free(bias); free(wte); free(wpe); free(o1); free(o2);
+    free(g1); free(g2); free(h1); free(h2); free(m1); free(m2); free(s1); free(s2);
+    free(W); free(Wb); free(dW1); free(dW2); free(db1); free(db2); free(dyo); free(qkv); free(att1); free(att2);
+    free(kc1); free(kc2); free(vc1); free(vc2); free(tg); free(lg); free(pr1); free(pr2); free(lp1); free(lp2);
+    free(dl); free(pa); free(pb); free(ma); free(mb); free(va); free(vb);
+    spade_backend_close(&r);
+    spade_backend_close(&f);
+}
+END_TEST
+
 START_TEST(test_op_gradients_ref) { op_checks("cpu_ref"); }
 END_TEST
 START_TEST(test_op_gradients_cpu) { op_checks("cpu"); }
@@ -1441,6 +1559,7 @@ static Suite *policy_suite(void) {
     tcase_add_test(t, test_op_gradients_ref);
     tcase_add_test(t, test_op_gradients_cpu);
     tcase_add_test(t, test_sumsq_deterministic);
+    tcase_add_test(t, test_cpu_ops_match_reference_parallel);
     tcase_add_test(t, test_kv_attention_matches_full);
     tcase_add_test(t, test_model_gradient_check);
     tcase_add_test(t, test_cpu_matches_reference);
