@@ -1535,6 +1535,12 @@ START_TEST(test_errors_not_exits) {
                      SPADE_POLICY_EINVAL);
     ck_assert_ptr_nonnull(strstr(err, "999"));
     ck_assert_int_ne(spade_policy_backward(p, 1.0f, err, sizeof err), 0);
+    /* B*T rows past INT_MAX (the ops count rows in int) are refused before a
+     * single token is read: tok holds 20, the call claims 2^32 */
+    tok[2] = 0;
+    ck_assert_int_eq(spade_policy_forward(p, tok, NULL, NULL, 1 << 30, 4, NULL, NULL, err, sizeof err),
+                     SPADE_POLICY_EINVAL);
+    ck_assert_msg(strstr(err, "1073741824 x 4"), "%s", err);
     spade_gpt_config bad = c;
     bad.heads = 5;
     spade_policy *q = NULL;

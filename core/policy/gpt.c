@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -206,8 +207,17 @@ static void free_acts(spade_policy *p) {
 int gpt_ensure_acts(spade_policy *p, int B, int T, char *err, size_t errlen) {
     if (B <= p->actB && T <= p->actT) return 0;
     int nB = B > p->actB ? B : p->actB, nT = T > p->actT ? T : p->actT;
-    free_acts(p);
     size_t L = p->L, C = p->C, NH = p->NH, Vp = p->Vp, BT = (size_t)nB * nT;
+    /* Floats per (b, t) row over every buffer below (att's row is L*NH*nT).
+     * Config limits keep this under 2^33; the product with BT is checked so
+     * that no size below can wrap into a small allocation. */
+    size_t per_row = C + L * (18 * C + 4 + NH * nT) + C + 2 * Vp + 3 + Vp + 14 * C + 1 + 2;
+    if (BT > INT_MAX || BT > SIZE_MAX / sizeof(float) / per_row) {
+        snprintf(err, errlen, "activations for batch %d x %d: %.3g bytes, more than this machine can address",
+                 nB, nT, (double)BT * per_row * sizeof(float));
+        return SPADE_POLICY_ENOMEM;
+    }
+    free_acts(p);
     size_t as[NUM_ACT_TENSORS] = {
         BT * C,                 /* encoded */
         L * BT * C, L * BT, L * BT,   /* ln1, mean, rstd */
@@ -423,9 +433,11 @@ int spade_policy_get_moments(spade_policy *p, float *m, float *v, char *err, siz
 int spade_policy_forward(spade_policy *p, const int *tokens, const int *targets,
                          const float *mask, int B, int T, float *loss, float *logp, char *err,
                          size_t errlen) {
-    if (B < 1 || T < 1 || T > p->maxT) {
-        snprintf(err, errlen, "forward: batch %d x %d outside 1.. x 1..%d (policy.context)", B, T,
-                 p->maxT);
+    /* The ops count rows (B*T) in int: more would wrap, so it is refused
+     * before anything, the caller's tokens included, is read. */
+    if (B < 1 || T < 1 || T > p->maxT || (size_t)B * T > INT_MAX) {
+        snprintf(err, errlen, "forward: batch %d x %d outside 1.. x 1..%d (policy.context), %d rows at most",
+                 B, T, p->maxT, INT_MAX);
         return SPADE_POLICY_EINVAL;
     }
     size_t N = (size_t)B * T;

@@ -9,6 +9,7 @@
  * are separate calls.
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,15 @@ void spade_sample_opts_default(spade_sample_opts *o) {
 static int ensure_samp(spade_policy *p, int G, int R, char *err, size_t errlen) {
     if (G <= p->sampG && R <= p->sampR) return 0;
     int nG = G > p->sampG ? G : p->sampG, nR = R > p->sampR ? R : p->sampR;
+    /* Checked before any product below can wrap: 16C floats per row, and per
+     * sequence Vp logits plus 2 L maxT C of cache (< 2^40 within config limits). */
+    size_t per_row = 16 * (size_t)p->C, per_seq = (size_t)p->Vp + 2 * (size_t)p->L * p->maxT * p->C;
+    if ((size_t)nR > SIZE_MAX / sizeof(float) / 2 / per_row ||
+        (size_t)nG > (SIZE_MAX / sizeof(float) / 2) / per_seq) {
+        snprintf(err, errlen, "sampling workspace for %d sequences, %d rows: more than this machine can address",
+                 nG, nR);
+        return SPADE_POLICY_ENOMEM;
+    }
     BE->dealloc(BX, p->samp_mem);
     BE->dealloc(BX, p->samp_tok);
     p->samp_mem = NULL;
