@@ -450,6 +450,10 @@ int spade_policy_forward(spade_policy *p, const int *tokens, const int *targets,
     }
     int rc = gpt_ensure_acts(p, B, T, err, errlen);
     if (rc) return rc;
+    /* From here the activations are being overwritten: until this pass
+     * completes there is no forward for backward to differentiate (a backend
+     * op failing halfway would otherwise leave the old shape over new data). */
+    p->fwdB = p->fwdT = 0;
     int L = p->L, C = p->C, NH = p->NH, Vp = p->Vp;
     ParameterTensors w = p->params;
     ActivationTensors a = p->acts;
