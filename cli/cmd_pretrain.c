@@ -103,26 +103,54 @@ static int on_key(void *user, const char *section, const char *name, const char 
     }
 #define NUM(k, f, lo, hi, T)                                             \
     if (!strcmp(name, k)) {                                              \
-        if (num(value, lo, hi, &x)) goto bad;                            \
+        if (num(value, lo, hi, &x)) {                                    \
+            snprintf(c->msg, sizeof c->msg,                              \
+                     "[pretrain] %s = '%s': expected a number in [%g, %g]", \
+                     name, value, (double)(lo), (double)(hi));           \
+            return 0;                                                    \
+        }                                                                \
+        c->f = (T)x;                                                     \
+        return 1;                                                        \
+    }
+    /* Integer keys: "batch = 2.5" is a mistake, not 2 (1e4 is fine). */
+#define INT(k, f, lo, hi, T)                                             \
+    if (!strcmp(name, k)) {                                              \
+        if (num(value, lo, hi, &x) || x != floor(x)) {                   \
+            snprintf(c->msg, sizeof c->msg,                              \
+                     "[pretrain] %s = '%s': expected an integer in [%g, %g]", \
+                     name, value, (double)(lo), (double)(hi));           \
+            return 0;                                                    \
+        }                                                                \
         c->f = (T)x;                                                     \
         return 1;                                                        \
     }
     STR("data", data)
     STR("out", out)
     STR("log", log)
-    NUM("steps", steps, 1, 1e12, long)
-    NUM("batch", batch, 1, 1e6, int)
-    NUM("seq", seq, 2, 65536, int)
+    INT("steps", steps, 1, 1e12, long)
+    INT("batch", batch, 1, 1e6, int)
+    INT("seq", seq, 2, 65536, int)
     NUM("lr", lr, 0, 10, float)
     NUM("min_lr_frac", min_lr_frac, 0, 1, float)
     NUM("weight_decay", weight_decay, 0, 10, float)
     NUM("grad_clip", grad_clip, 0, 1e9, float)
-    NUM("warmup", warmup, 0, 1e12, long)
-    NUM("checkpoint_every", checkpoint_every, 0, 1e12, long)
-    NUM("sample_every", sample_every, 0, 1e12, long)
-    NUM("sample_tokens", sample_tokens, 1, 65536, int)
+    INT("warmup", warmup, 0, 1e12, long)
+    INT("checkpoint_every", checkpoint_every, 0, 1e12, long)
+    INT("sample_every", sample_every, 0, 1e12, long)
+    INT("sample_tokens", sample_tokens, 1, 65536, int)
     NUM("sample_temperature", sample_temperature, 0, 100, float)
-    NUM("seed", seed, 0, 1.8e19, uint64_t)
+    if (!strcmp(name, "seed")) {
+        /* every u64 exactly: through a double, seeds past 2^53 would round */
+        char *end;
+        errno = 0;
+        unsigned long long sd = strtoull(value, &end, 0);
+        if (errno || end == value || *end || strchr(value, '-')) {
+            snprintf(c->msg, sizeof c->msg, "[pretrain] seed = '%s': expected an integer in [0, 2^64)", value);
+            return 0;
+        }
+        c->seed = sd;
+        return 1;
+    }
     snprintf(c->msg, sizeof c->msg,
              "unknown key '%s' in [pretrain] (keys: data, out, log, steps, batch, seq, lr, min_lr_frac, "
              "weight_decay, grad_clip, warmup, checkpoint_every, sample_every, sample_tokens, "
@@ -130,10 +158,12 @@ static int on_key(void *user, const char *section, const char *name, const char 
              name);
     return 0;
 bad:
-    snprintf(c->msg, sizeof c->msg, "[pretrain] %s = '%s': not a valid value", name, value);
+    snprintf(c->msg, sizeof c->msg, "[pretrain] %s = '%s': expected a non-empty path under %zu bytes", name,
+             value, sizeof c->data);
     return 0;
 #undef STR
 #undef NUM
+#undef INT
 }
 
 static int load_config(const char *path, pt_config *c) {

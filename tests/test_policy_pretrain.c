@@ -140,6 +140,13 @@ START_TEST(test_pretrain_config_errors) {
     write_config(3, "batch = many\n");
     ck_assert_int_eq(run(out, sizeof out), 2);
     ck_assert_msg(strstr(out, "batch") && strstr(out, "many"), "%s", out);
+    /* an integer key given a fraction is an error, not silently truncated */
+    write_config(3, "batch = 2.5\n");
+    ck_assert_int_eq(run(out, sizeof out), 2);
+    ck_assert_msg(strstr(out, "run.ini:20:") && strstr(out, "batch") && strstr(out, "2.5"), "%s", out);
+    write_config(3, "seed = 7.9\n");
+    ck_assert_int_eq(run(out, sizeof out), 2);
+    ck_assert_msg(strstr(out, "seed"), "%s", out);
     char text[1024];
     snprintf(text, sizeof text, "[policy]\nheads = 3\nwidth = 16\n[pretrain]\ndata = %s/data\n", dir);
     write_file("run.ini", text);
