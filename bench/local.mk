@@ -28,3 +28,10 @@ bench_bench_sandbox_CPPFLAGS = $(AM_CPPFLAGS) -DSPADE_BUILDDIR='"$(abs_top_build
 bench_bench_sandbox_LDFLAGS = $(AM_LDFLAGS) -Wl,--export-dynamic
 bench_bench_sandbox_LDADD = $(SPADE_LIBS)
 EXTRA_bench_bench_sandbox_DEPENDENCIES = $(spade_bench_envs)
+
+# bench_stepcost: a fixed amount of sandboxed stepping, for callgrind's
+# instruction counts (bench/stepcost.sh runs it twice and takes the difference).
+noinst_PROGRAMS += bench/bench_stepcost
+bench_bench_stepcost_SOURCES = bench/bench_stepcost.c
+bench_bench_stepcost_LDADD = $(SPADE_LIBS)
+EXTRA_DIST += bench/stepcost.sh
