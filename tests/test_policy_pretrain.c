@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../cli/cmd_pretrain.h"
@@ -129,6 +131,145 @@ START_TEST(test_pretrain_runs_and_resumes) {
 }
 END_TEST
 
+/* Resume must continue the very trajectory an uninterrupted run takes, not
+ * just "start again at step k": same batches, same learning rate, same AdamW
+ * moments and step count. Run B is stopped twice, first by SIGINT (it
+ * checkpoints and exits 1), then by SIGKILL (it resumes from the last periodic
+ * checkpoint and re-does the steps after it), then run to the end; run A goes
+ * straight through. Every step's loss and gradient norm must be the same text
+ * in both logs (and in B's log each re-done step the same as its first
+ * time), and the final checkpoints the same bytes.
+ * Stopping B deterministically: its stdout is a pipe shrunk to one page, read
+ * unbuffered, and it prints a sample (>= 30 bytes) every step, so it can get
+ * at most ~140 steps ahead of what the parent has read; the parent signals on
+ * reading an early step's sample, so B stops well before step 200 however the
+ * two processes are scheduled. */
+static void resume_config(const char *out_name) {
+    char text[2048];
+    snprintf(text, sizeof text,
+             "[policy]\nlayers = 2\nheads = 2\nwidth = 16\ncontext = 32\nbackend = cpu\nseed = 5\n"
+             "[pretrain]\ndata = %s/data\nout = %s/%s\nsteps = 200\nbatch = 3\nlr = 3e-3\n"
+             "warmup = 10\ncheckpoint_every = 7\nsample_every = 1\nsample_tokens = 8\n"
+             "grad_clip = 0.5\n",
+             dir, dir, out_name);
+    write_file("run.ini", text);
+}
+
+/* Runs the command in a child and sends it sig once its stdout shows the
+ * sample of step `at`; returns its wait status. */
+static int run_child_until(long at, int sig) {
+    char ini[512], want[64];
+    snprintf(ini, sizeof ini, "%s/run.ini", dir);
+    snprintf(want, sizeof want, "--- sample at step %ld ---", at);
+    char *argv[] = {"pretrain", ini, NULL};
+    int pfd[2];
+    ck_assert_int_eq(pipe(pfd), 0);
+    ck_assert_int_ge(fcntl(pfd[1], F_SETPIPE_SZ, 4096), 4096);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        close(pfd[0]);
+        dup2(pfd[1], 1);
+        int devnull = open("/dev/null", O_WRONLY);
+        dup2(devnull, 2);
+        _exit(spade_cmd_pretrain(2, argv));
+    }
+    close(pfd[1]);
+    FILE *in = fdopen(pfd[0], "r");
+    setvbuf(in, NULL, _IONBF, 0); /* what B wrote and we did not read stays in the pipe */
+    char line[4096];
+    int signalled = 0;
+    while (fgets(line, sizeof line, in))
+        if (!signalled && strstr(line, want)) {
+            ck_assert_int_eq(kill(pid, sig), 0);
+            signalled = 1;
+        }
+    fclose(in);
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(signalled, "step %ld never sampled", at);
+    return status;
+}
+
+/* fields[step] = the "loss...grad_norm" text of that step's event; a step
+ * logged again (re-done after a crash) must repeat it exactly. Returns the
+ * last step seen. */
+static long step_fields(const char *path, char (*fields)[96], long max_step, int *redone) {
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    char line[4096], cur[96];
+    long last = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (!strstr(line, "\"event\":\"step\"")) continue;
+        long st = atol(strstr(line, "\"step\":") + 7);
+        char *a = strstr(line, "\"loss\":"), *b = strstr(line, ",\"tokens_per_s\"");
+        ck_assert(a && b && st >= 1 && st <= max_step && b - a < 96);
+        memset(cur, 0, sizeof cur);
+        memcpy(cur, a, (size_t)(b - a));
+        if (fields[st][0]) {
+            ck_assert_msg(!strcmp(fields[st], cur), "step %ld re-done differently: %s, then %s", st, fields[st], cur);
+            ++*redone;
+        }
+        memcpy(fields[st], cur, sizeof cur);
+        last = st;
+    }
+    fclose(f);
+    return last;
+}
+
+START_TEST(test_pretrain_resume_same_trajectory) {
+    static char out[1 << 16];
+    char logB[512], logA[512], ckB[512], ckA[512];
+    snprintf(logB, sizeof logB, "%s/outB/pretrain.jsonl", dir);
+    snprintf(logA, sizeof logA, "%s/outA/pretrain.jsonl", dir);
+    snprintf(ckB, sizeof ckB, "%s/outB/policy.ckpt", dir);
+    snprintf(ckA, sizeof ckA, "%s/outA/policy.ckpt", dir);
+    resume_config("outB");
+    /* SIGINT: finishes the step, checkpoints, exits 1 */
+    int st = run_child_until(3, SIGINT);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 1, "interrupted run: status %d", st);
+    long stopped = 0;
+    ck_assert_int_eq(count_lines(logB, "\"event\":\"interrupted\"", &stopped), 1);
+    ck_assert_msg(stopped >= 3 && stopped < 200, "interrupted at step %ld", stopped);
+    /* SIGKILL: no goodbye; the next run re-does the steps after the last checkpoint */
+    st = run_child_until(stopped + 9, SIGKILL);
+    ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "killed run: status %d", st);
+    long killed = 0;
+    count_lines(logB, "\"event\":\"step\"", &killed);
+    ck_assert_msg(killed >= stopped + 9 && killed < 200, "killed at step %ld", killed);
+    ck_assert_msg(run(out, sizeof out) == 0, "resumed run failed: %s", out);
+    ck_assert_ptr_nonnull(strstr(out, "resuming at step"));
+    fprintf(stderr, "test_policy_pretrain: interrupted at step %ld, killed at step %ld, resumed to 200\n",
+            stopped, killed);
+    resume_config("outA");
+    ck_assert_msg(run(out, sizeof out) == 0, "run failed: %s", out);
+    static char fa[201][96], fb[201][96];
+    memset(fa, 0, sizeof fa);
+    memset(fb, 0, sizeof fb);
+    int redone_a = 0, redone_b = 0;
+    ck_assert_int_eq(step_fields(logA, fa, 200, &redone_a), 200);
+    ck_assert_int_eq(step_fields(logB, fb, 200, &redone_b), 200);
+    ck_assert_int_eq(redone_a, 0);
+    ck_assert_msg(killed % 7 == 0 || redone_b > 0, "no step was re-done after the kill at %ld", killed);
+    for (int k = 1; k <= 200; k++)
+        ck_assert_msg(!strcmp(fa[k], fb[k]), "step %d: uninterrupted %s, resumed %s", k, fa[k], fb[k]);
+    FILE *a = fopen(ckA, "rb"), *b = fopen(ckB, "rb");
+    ck_assert(a && b);
+    int ca, cb;
+    long at = 0;
+    do {
+        ca = fgetc(a);
+        cb = fgetc(b);
+        ck_assert_msg(ca == cb, "final checkpoints differ at byte %ld", at);
+        at++;
+    } while (ca != EOF);
+    fclose(a);
+    fclose(b);
+}
+END_TEST
+
 START_TEST(test_pretrain_config_errors) {
     static char out[1 << 16];
     write_config(3, "colour = blue\n");
@@ -169,6 +310,7 @@ int main(void) {
     tcase_set_timeout(t, 120);
     tcase_add_test(t, test_pretrain_runs_and_resumes);
     tcase_add_test(t, test_pretrain_config_errors);
+    tcase_add_test(t, test_pretrain_resume_same_trajectory);
     suite_add_tcase(s, t);
     return tu_run(s);
 }
