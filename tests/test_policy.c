@@ -10,6 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -1163,6 +1166,77 @@ START_TEST(test_checkpoint_bad_files) {
     expect_bad(bad, "version 9");
     /* a directory */
     expect_bad(tmpdir, "not a regular file");
+    /* A header that claims the largest valid model (256 layers, width 16384,
+     * context 65536: ~1e13 bytes of payload) on a 104-byte file is refused by
+     * size before anything is allocated: run with a 1 GiB address-space limit,
+     * an attempt to allocate the payload would say "out of host memory". */
+    unsigned char hdr[96], tail[8] = {0};
+    f = fopen(good, "rb");
+    ck_assert(fread(hdr, 1, 96, f) == 96);
+    fclose(f);
+    spade_gpt_config huge = c;
+    huge.layers = 256;
+    huge.heads = 256;
+    huge.width = 16384;
+    huge.context = 65536;
+    int32_t dims[4] = {huge.layers, huge.heads, huge.width, huge.context};
+    uint64_t P = spade_gpt_config_num_params(&huge);
+    memcpy(hdr + 20, dims, sizeof dims);
+    memcpy(hdr + 64, &P, 8);
+    f = fopen(bad, "wb");
+    ck_assert(fwrite(hdr, 1, 96, f) == 96 && fwrite(tail, 1, 8, f) == 8);
+    fclose(f);
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct rlimit rl = {1u << 30, 1u << 30};
+        setrlimit(RLIMIT_AS, &rl);
+        spade_policy *q = NULL;
+        int rc = spade_policy_load(&q, bad, NULL, err, sizeof err);
+        _exit(rc != 0 && q == NULL && strstr(err, "truncated") && strstr(err, "104 bytes") ? 0 : 1);
+    }
+    int status;
+    ck_assert(waitpid(pid, &status, 0) == pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "huge header: status %d", status);
+    spade_policy_free(p);
+    ck_assert(tu_rm_rf(tmpdir) == 0);
+}
+END_TEST
+
+/* A save that fails halfway (here: the file-size limit stops the write of the
+ * weights) returns an error naming the file, leaves the previous checkpoint at
+ * PATH byte for byte, and leaves no temporary file behind. */
+START_TEST(test_checkpoint_failed_save_keeps_old) {
+    mk_tmpdir();
+    spade_gpt_config c = tiny_cfg("cpu");
+    spade_policy *p = make(&c);
+    char path[300], cmd[700];
+    snprintf(path, sizeof path, "%s/keep.ckpt", tmpdir);
+    ck_assert(spade_policy_save(p, path, err, sizeof err) == 0);
+    snprintf(cmd, sizeof cmd, "cp %s %s.orig", path, path);
+    ck_assert(system(cmd) == 0);
+    heat(p, 2.0f); /* different weights: a completed save would change the file */
+    pid_t pid = fork();
+    if (pid == 0) {
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit rl = {20000, 20000};
+        setrlimit(RLIMIT_FSIZE, &rl);
+        int rc = spade_policy_save(p, path, err, sizeof err);
+        _exit(rc == SPADE_POLICY_EIO && strstr(err, path) ? 0 : 1);
+    }
+    int status;
+    ck_assert(waitpid(pid, &status, 0) == pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "failed save: status %d", status);
+    snprintf(cmd, sizeof cmd, "cmp -s %s %s.orig", path, path);
+    ck_assert_msg(system(cmd) == 0, "the old checkpoint was changed by a failed save");
+    snprintf(cmd, sizeof cmd, "ls %s | grep -c '\\.tmp\\.'", tmpdir);
+    FILE *ls = popen(cmd, "r");
+    int ntmp = -1;
+    ck_assert(fscanf(ls, "%d", &ntmp) == 1);
+    pclose(ls);
+    ck_assert_int_eq(ntmp, 0);
+    spade_policy *q = NULL;
+    ck_assert_msg(spade_policy_load(&q, path, NULL, err, sizeof err) == 0, "%s", err);
+    spade_policy_free(q);
     spade_policy_free(p);
     ck_assert(tu_rm_rf(tmpdir) == 0);
 }
@@ -1578,6 +1652,7 @@ static Suite *policy_suite(void) {
     tcase_add_test(t, test_kv_cache_equals_recompute);
     tcase_add_test(t, test_checkpoint_roundtrip);
     tcase_add_test(t, test_checkpoint_bad_files);
+    tcase_add_test(t, test_checkpoint_failed_save_keeps_old);
     tcase_add_test(t, test_grpo_equal_rewards_zero_gradient);
     tcase_add_test(t, test_grpo_advantages);
     tcase_add_test(t, test_grpo_clipping);
