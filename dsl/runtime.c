@@ -97,6 +97,20 @@ int spade_rt_append(spade_rt *rt, const char *text, size_t n)
     return 0;
 }
 
+/* Characters that may stand between '%' and the conversion letter (flags,
+ * width, precision, argument index, length modifiers). */
+static int is_spec_char(unsigned char c)
+{
+    switch (c) {
+    case '0': case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8': case '9':
+    case '.': case '+': case '-': case ' ': case '#': case '\'': case '*': case '$':
+    case 'h': case 'l': case 'L': case 'q': case 'j': case 'z': case 't': case 'I':
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 /* True when fmt has a %n conversion (which writes through a pointer argument). */
 static int format_writes_memory(const char *fmt)
 {
@@ -106,7 +120,7 @@ static int format_writes_memory(const char *fmt)
         p++;
         if (*p == '%')
             continue;
-        while (*p && strchr("0123456789.+- #'*$hlLqjztI", *p))
+        while (*p && is_spec_char((unsigned char)*p))
             p++;
         if (*p == 'n')
             return 1;
@@ -116,12 +130,142 @@ static int format_writes_memory(const char *fmt)
     return 0;
 }
 
+/* Decimal digits of v, written backwards ending at end; returns the first. */
+static char *udec(char *end, unsigned long long v)
+{
+    do {
+        *--end = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    return end;
+}
+
+/* The formats environments use most, without vsnprintf (which costs several
+ * hundred instructions a call): literal text and %d %i %u %s %c %%, with an
+ * optional l or ll (and z for %u), and %s with a precision (.N or .*). Writes
+ * at most avail bytes at dst and returns how many; -1 when fmt needs vsnprintf:
+ * any other conversion, flag or width (and so %n, which the caller refuses), a
+ * NULL string, or output that does not fit (vsnprintf's path owns what
+ * overflowing means). Byte for byte what vsnprintf writes for the same format. */
+static long fast_format(char *dst, size_t avail, const char *fmt, va_list ap)
+{
+    size_t n = 0;
+    const char *p = fmt;
+    for (;;) {
+        const char *pc = strchrnul(p, '%');
+        size_t lit = (size_t)(pc - p);
+        if (lit > avail - n)
+            return -1;
+        memcpy(dst + n, p, lit);
+        n += lit;
+        if (!*pc)
+            return (long)n;
+        p = pc + 1;
+        long prec = -1; /* %s only; -1: none */
+        if (*p == '.') {
+            p++;
+            if (*p == '*') {
+                int pr = va_arg(ap, int);
+                prec = pr < 0 ? -1 : pr; /* a negative precision is taken as omitted */
+                p++;
+            } else {
+                prec = 0;
+                for (; *p >= '0' && *p <= '9'; p++) {
+                    if (prec > 100000000)
+                        return -1;
+                    prec = prec * 10 + (*p - '0');
+                }
+            }
+            if (*p != 's')
+                return -1;
+        }
+        int len_mod = 0; /* 0 int, 1 long, 2 long long, 3 size_t */
+        if (*p == 'l') {
+            len_mod = 1;
+            if (*++p == 'l') {
+                len_mod = 2;
+                p++;
+            }
+        } else if (*p == 'z') {
+            len_mod = 3;
+            p++;
+        }
+        char tmp[24];
+        const char *s;
+        size_t sl;
+        switch (*p) {
+        case 'd':
+        case 'i': {
+            if (len_mod == 3)
+                return -1;
+            long long v = len_mod == 0 ? va_arg(ap, int) : len_mod == 1 ? va_arg(ap, long) : va_arg(ap, long long);
+            unsigned long long mag = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+            char *b = udec(tmp + sizeof tmp, mag);
+            if (v < 0)
+                *--b = '-';
+            s = b;
+            sl = (size_t)(tmp + sizeof tmp - b);
+            break;
+        }
+        case 'u': {
+            unsigned long long v = len_mod == 0   ? va_arg(ap, unsigned)
+                                   : len_mod == 1 ? va_arg(ap, unsigned long)
+                                   : len_mod == 2 ? va_arg(ap, unsigned long long)
+                                                  : va_arg(ap, size_t);
+            s = udec(tmp + sizeof tmp, v);
+            sl = (size_t)(tmp + sizeof tmp - s);
+            break;
+        }
+        case 's':
+            if (len_mod)
+                return -1; /* %ls: wide */
+            s = va_arg(ap, const char *);
+            if (!s)
+                return -1; /* glibc prints "(null)", or nothing under a small precision */
+            sl = prec < 0 ? strlen(s) : strnlen(s, (size_t)prec);
+            break;
+        case 'c':
+            if (len_mod)
+                return -1; /* %lc: wide */
+            tmp[0] = (char)(unsigned char)va_arg(ap, int);
+            s = tmp;
+            sl = 1;
+            break;
+        case '%':
+            if (len_mod)
+                return -1;
+            s = "%";
+            sl = 1;
+            break;
+        default:
+            return -1;
+        }
+        p++;
+        if (sl > avail - n)
+            return -1;
+        memcpy(dst + n, s, sl);
+        n += sl;
+    }
+}
+
 static void rt_vprint(int sink, const char *fmt, va_list ap)
 {
     spade_rt *rt = spade_rt_current;
-    if (!rt || !rt->out || !fmt || rt->sink != sink || format_writes_memory(fmt))
+    if (!rt || !rt->out || !fmt || rt->sink != sink)
         return;
     size_t avail = rt->out_cap - rt->out_len;
+    va_list fast;
+    va_copy(fast, ap);
+    long f = fast_format(rt->out + rt->out_len, avail, fmt, fast);
+    va_end(fast);
+    if (f >= 0) {
+        rt->out_len += (size_t)f;
+        rt->out[rt->out_len] = '\0';
+        return;
+    }
+    rt->out[rt->out_len] = '\0'; /* the fast path may have written past it before it gave up */
+    if (format_writes_memory(fmt))
+        return;
     int n = vsnprintf(rt->out + rt->out_len, avail + 1, fmt, ap);
     if (n < 0) {
         rt->out[rt->out_len] = '\0';
