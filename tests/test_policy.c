@@ -594,7 +594,9 @@ END_TEST
 /* The cblas/OpenMP backend and the plain-C reference compute the same
  * function; sums in a different order differ by float rounding only.
  * Bound: loss within 1e-5 relative; every gradient tensor within
- * 1e-3 * max|ref tensor| elementwise; one AdamW step's parameters within 1e-5 absolute. */
+ * 2e-5 * max|ref tensor| elementwise (measured: 2e-7..7e-7 on OpenBLAS/AVX2,
+ * so ~30x the rounding; the old 1e-3 let a gradient 1e-4 off pass); one AdamW
+ * step's parameters within 1e-5 absolute. */
 START_TEST(test_cpu_matches_reference) {
     spade_gpt_config c = tiny_cfg("cpu_ref");
     c.width = 64;
@@ -626,7 +628,7 @@ START_TEST(test_cpu_matches_reference) {
             mx = fmax(mx, fabs(gr[off + j]));
             md = fmax(md, fabs(gr[off + j] - gf[off + j]));
         }
-        ck_assert_msg(md <= 1e-3 * mx + 1e-12, "grad %s: max diff %.3g, max |g| %.3g", name, md, mx);
+        ck_assert_msg(md <= 2e-5 * mx + 1e-12, "grad %s: max diff %.3g, max |g| %.3g", name, md, mx);
     }
     spade_adamw_opts o;
     spade_adamw_opts_default(&o);
