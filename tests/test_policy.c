@@ -1013,6 +1013,24 @@ START_TEST(test_sampling_rejects_bad_opts) {
     b.n_stop = 2;
     ck_assert_int_eq(spade_policy_sample(p, prompt, 2, 1, &b, tok, NULL, &len, err, sizeof err), SPADE_POLICY_EINVAL);
     ck_assert_msg(strstr(err, "stop"), "%s", err);
+    /* A model with a NaN weight yields NaN logits: an error, not a token
+     * picked by the fallback of a draw that compared against NaN. Greedy too. */
+    size_t P = spade_policy_num_params(p);
+    float *w = malloc(P * 4);
+    ck_assert(spade_policy_get_params(p, w, err, sizeof err) == 0);
+    const char *name;
+    size_t off, cnt;
+    for (int t = 0; spade_policy_tensor(p, t, &name, &off, &cnt) == 0; t++)
+        if (!strcmp(name, "lnfb")) w[off + 3] = NAN;
+    ck_assert(spade_policy_set_params(p, w, err, sizeof err) == 0);
+    float lp[4];
+    for (int k = 0; k < 2; k++) {
+        b = o;
+        b.temperature = k ? 0.0f : 1.0f;
+        ck_assert_int_ne(spade_policy_sample(p, prompt, 2, 1, &b, tok, lp, &len, err, sizeof err), 0);
+        ck_assert_msg(strstr(err, "not finite"), "%s", err);
+    }
+    free(w);
     spade_policy_free(p);
 }
 END_TEST

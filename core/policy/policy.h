@@ -153,7 +153,8 @@ void spade_sample_opts_default(spade_sample_opts *o);
 /* G completions of one prompt, batched. out_tokens (G, max_tokens) row-major,
  * out_len (G) the length of each completion, out_logprobs (G, max_tokens) or
  * NULL: the log-prob (temperature 1, untruncated: what GRPO's ratio needs as
- * "old log-probs") of each sampled token under the model that sampled it. */
+ * "old log-probs") of each sampled token under the model that sampled it.
+ * Logits that are not finite (a model with NaN/inf weights) are an error. */
 int spade_policy_sample(spade_policy *p, const int *prompt, int plen, int G,
                         const spade_sample_opts *o, int *out_tokens, float *out_logprobs,
                         int *out_len, char *err, size_t errlen);

@@ -124,7 +124,9 @@ static int cand_cmp(const void *a, const void *b) {
 }
 
 /* Draws one token from logits (V entries). *lp gets its log-prob at
- * temperature 1 without truncation. */
+ * temperature 1 without truncation. Returns -1 when the logits are not
+ * finite (NaN or +inf somewhere: every comparison of the draw would be
+ * meaningless and the fallback would hand back an arbitrary token). */
 static int draw(const float *logits, int V, float temp, float top_p, uint64_t *rng, cand *buf,
                 float *lp) {
     float mx = logits[0];
@@ -136,6 +138,7 @@ static int draw(const float *logits, int V, float temp, float top_p, uint64_t *r
         }
     double z = 0.0;
     for (int v = 0; v < V; v++) z += exp((double)logits[v] - mx);
+    if (!isfinite(mx) || !isfinite(z)) return -1;
     int tok = arg;
     if (temp > 0.0f) {
         double total = 0.0;
@@ -278,6 +281,13 @@ int spade_policy_sample(spade_policy *p, const int *prompt, int plen, int G,
             }
             float lp;
             int t = draw(logits + (size_t)g * Vp, V, o->temperature, o->top_p, &rng[g], buf, &lp);
+            if (t < 0) {
+                snprintf(err, errlen,
+                         "sample: the logits of completion %d at token %d are not finite (NaN or inf in the weights?)",
+                         g, n);
+                rc = SPADE_POLICY_EINVAL;
+                goto out;
+            }
             out_tokens[(size_t)g * o->max_tokens + n] = t;
             if (out_logprobs) out_logprobs[(size_t)g * o->max_tokens + n] = lp;
             out_len[g] = n + 1;
