@@ -140,6 +140,21 @@ static char *udec(char *end, unsigned long long v)
     return end;
 }
 
+/* Appends len bytes of src at dst + *n when they fit in avail; -1 when not. */
+static int copy_out(char *dst, size_t avail, size_t *n, const char *src, size_t len)
+{
+    if (len > avail - *n)
+        return -1;
+    char *d = dst + *n;
+    if (len <= 16)
+        for (size_t i = 0; i < len; i++)
+            d[i] = src[i];
+    else
+        memcpy(d, src, len);
+    *n += len;
+    return 0;
+}
+
 /* The formats environments use most, without vsnprintf (which costs several
  * hundred instructions a call): literal text and %d %i %u %s %c %%, with an
  * optional l or ll (and z for %u), and %s with a precision (.N or .*). Writes
@@ -152,12 +167,15 @@ static long fast_format(char *dst, size_t avail, const char *fmt, va_list ap)
     size_t n = 0;
     const char *p = fmt;
     for (;;) {
-        const char *pc = strchrnul(p, '%');
-        size_t lit = (size_t)(pc - p);
-        if (lit > avail - n)
+        /* Literal text: most runs are short, where a byte loop beats the
+         * calls to strchrnul and memcpy; a long run takes them. */
+        const char *pc = p;
+        while (*pc && *pc != '%' && pc - p < 16)
+            pc++;
+        if (*pc && *pc != '%')
+            pc = strchrnul(pc, '%');
+        if (copy_out(dst, avail, &n, p, (size_t)(pc - p)) < 0)
             return -1;
-        memcpy(dst + n, p, lit);
-        n += lit;
         if (!*pc)
             return (long)n;
         p = pc + 1;
@@ -241,10 +259,8 @@ static long fast_format(char *dst, size_t avail, const char *fmt, va_list ap)
             return -1;
         }
         p++;
-        if (sl > avail - n)
+        if (copy_out(dst, avail, &n, s, sl) < 0)
             return -1;
-        memcpy(dst + n, s, sl);
-        n += sl;
     }
 }
 
