@@ -1628,6 +1628,12 @@ START_TEST(test_errors_not_exits) {
     ck_assert_int_eq(spade_policy_forward(p, tok, NULL, NULL, 1, 4, NULL, NULL, err, sizeof err),
                      SPADE_POLICY_EINVAL);
     ck_assert_ptr_nonnull(strstr(err, "999"));
+    /* a target is a token or -1 ("nothing to predict"); -5 is a caller's bug */
+    int tg[4] = {1, -1, -5, 2};
+    tok[2] = 0;
+    ck_assert_int_eq(spade_policy_forward(p, tok, tg, NULL, 1, 4, NULL, NULL, err, sizeof err), SPADE_POLICY_EINVAL);
+    ck_assert_msg(strstr(err, "-5"), "%s", err);
+    tok[2] = 999;
     ck_assert_int_ne(spade_policy_backward(p, 1.0f, err, sizeof err), 0);
     /* B*T rows past INT_MAX (the ops count rows in int) are refused before a
      * single token is read: tok holds 20, the call claims 2^32 */

@@ -442,9 +442,14 @@ int spade_policy_forward(spade_policy *p, const int *tokens, const int *targets,
     }
     size_t N = (size_t)B * T;
     for (size_t i = 0; i < N; i++) {
-        if (tokens[i] < 0 || tokens[i] >= p->V || (targets && targets[i] >= p->V)) {
+        if (tokens[i] < 0 || tokens[i] >= p->V) {
             snprintf(err, errlen, "forward: token %d at index %zu is outside the vocabulary [0, %d)",
-                     targets && targets[i] >= p->V ? targets[i] : tokens[i], i, p->V);
+                     tokens[i], i, p->V);
+            return SPADE_POLICY_EINVAL;
+        }
+        if (targets && (targets[i] < -1 || targets[i] >= p->V)) {
+            snprintf(err, errlen, "forward: target %d at index %zu is neither -1 nor in [0, %d)",
+                     targets[i], i, p->V);
             return SPADE_POLICY_EINVAL;
         }
     }
