@@ -147,6 +147,17 @@ START_TEST(test_config_keys) {
     c.heads = 3;
     ck_assert_int_eq(spade_gpt_config_validate(&c, err, sizeof err), SPADE_POLICY_EINVAL);
     ck_assert_ptr_nonnull(strstr(err, "policy.heads"));
+    /* validate enforces the ranges config_set does: a struct filled in code,
+     * or read from a checkpoint header, gets no wider. Past them the parameter
+     * count L*12*C^2 wraps size_t (width 2^30, L = 16: the matrices count 0). */
+    c.heads = 4;
+    c.width = 1 << 30;
+    ck_assert_int_eq(spade_gpt_config_validate(&c, err, sizeof err), SPADE_POLICY_EINVAL);
+    ck_assert_msg(strstr(err, "policy.width"), "%s", err);
+    c.width = 256;
+    c.heads = 512;
+    ck_assert_int_eq(spade_gpt_config_validate(&c, err, sizeof err), SPADE_POLICY_EINVAL);
+    ck_assert_msg(strstr(err, "policy.heads"), "%s", err);
 }
 END_TEST
 

@@ -92,8 +92,16 @@ int spade_gpt_config_validate(const spade_gpt_config *c, char *err, size_t errle
         snprintf(err, errlen, "policy.layers = %d: expected 1..256", c->layers);
         return SPADE_POLICY_EINVAL;
     }
-    if (c->heads < 1 || c->width < 8 || c->width % c->heads) {
-        snprintf(err, errlen, "policy.heads = %d must divide policy.width = %d", c->heads, c->width);
+    /* The same ranges as spade_gpt_config_set: a config filled in code or read
+     * from a checkpoint header gets no wider. They are what keeps every size
+     * product in size_t (parameters < 1e12; L*12*C^2 wraps for C = 2^30). */
+    if (c->width < 8 || c->width > 16384) {
+        snprintf(err, errlen, "policy.width = %d: expected 8..16384", c->width);
+        return SPADE_POLICY_EINVAL;
+    }
+    if (c->heads < 1 || c->heads > 256 || c->width % c->heads) {
+        snprintf(err, errlen, "policy.heads = %d must be in 1..256 and divide policy.width = %d", c->heads,
+                 c->width);
         return SPADE_POLICY_EINVAL;
     }
     if (c->context < 2 || c->context > 65536) {
