@@ -732,14 +732,11 @@ int spade_worker_add_instances(spade_worker *w, int n, const double *param_value
 }
 
 /* ---- batches ----------------------------------------------------------------------------- */
-/* lens NULL: the actions are NUL-terminated strings. */
-static size_t action_len(const char *const *actions, const size_t *lens, int i)
-{
-    if (lens)
-        return lens[i];
-    return actions && actions[i] ? strlen(actions[i]) : 0;
-}
-
+/* Validates and encodes in one pass: each record is written at its place
+ * (header, count, n records), each action appended after the records as it is
+ * measured, so a NUL-terminated action (lens NULL) is measured once. A bad item stops the
+ * pass with bad_call before anything is sent (the half-built frame is simply
+ * rebuilt by the next call). */
 static int batch_send(spade_worker *w, int n, const int *ids, const uint32_t *ops, uint32_t op_all,
                       const uint64_t *seeds, const char *const *actions, const size_t *lens, spade_failure *f)
 {
@@ -747,44 +744,44 @@ static int batch_send(spade_worker *w, int n, const int *ids, const uint32_t *op
         return -1;
     if (n <= 0 || n > (1 << 20) || !ids)
         return spade_bad_call(f, "batch of %d instances (1 .. 1048576) or ids NULL", n);
-    size_t total = SPADE_IPC_HDR + 4 + (size_t)n * sizeof(spade_wire_item);
-    for (int i = 0; i < n; i++) {
+    spade_ipc_buf *b = &w->out;
+    size_t recs = SPADE_IPC_HDR + 4 + (size_t)n * sizeof(spade_wire_item);
+    if (spade_ipc_begin(b, SPADE_MSG_BATCH) < 0 || spade_ipc_buf_reserve(b, recs) < 0)
+        return worker_kill_with(w, SPADE_OUT_INTERNAL, "out of memory building a batch", f);
+    uint32_t un = (uint32_t)n;
+    memcpy(b->p + SPADE_IPC_HDR, &un, sizeof un);
+    b->len = recs;
+    unsigned char *rec = b->p + SPADE_IPC_HDR + 4;
+    for (int i = 0; i < n; i++, rec += sizeof(spade_wire_item)) {
         uint32_t op = ops ? ops[i] : op_all;
+        spade_wire_item it = {ids[i], op, 0, 0, 0};
         if (op == SPADE_OP_RESET) {
             if (!seeds)
                 return spade_bad_call(f, "reset without seeds");
+            it.seed = seeds[i];
         } else if (op == SPADE_OP_STEP) {
-            size_t l = action_len(actions, lens, i);
+            const char *a = actions ? actions[i] : NULL;
+            size_t l = lens ? lens[i] : a ? strlen(a) : 0;
             if (l > SPADE_ACTION_MAX)
                 return spade_bad_call(f, "action %d of %zu bytes exceeds SPADE_ACTION_MAX", i, l);
-            if (l && (!actions || !actions[i]))
+            if (l && !a)
                 return spade_bad_call(f, "action %d is NULL", i);
-            total += l + 1;
+            if (l + 1 > UINT32_MAX - b->len)
+                return spade_bad_call(f, "batch of more than %u bytes is too large for one frame", UINT32_MAX);
+            if (b->cap - b->len < l + 1 && spade_ipc_buf_reserve(b, b->len + l + 1) < 0)
+                return worker_kill_with(w, SPADE_OUT_INTERNAL, "out of memory building a batch", f);
+            rec = b->p + SPADE_IPC_HDR + 4 + (size_t)i * sizeof(spade_wire_item); /* the buffer may have moved */
+            if (l)
+                memcpy(b->p + b->len, a, l);
+            b->p[b->len + l] = '\0';
+            b->len += l + 1;
+            it.action_len = (uint32_t)l;
         } else {
             return spade_bad_call(f, "unknown batch operation %u", op);
         }
+        memcpy(rec, &it, sizeof it);
     }
-    if (total > UINT32_MAX)
-        return spade_bad_call(f, "batch of %zu bytes is too large for one frame", total);
-    if (spade_ipc_begin(&w->out, SPADE_MSG_BATCH) < 0 || spade_ipc_buf_reserve(&w->out, total) < 0)
-        return worker_kill_with(w, SPADE_OUT_INTERNAL, "out of memory building a batch", f);
-    uint32_t un = (uint32_t)n;
-    spade_ipc_put(&w->out, &un, sizeof un);
-    for (int i = 0; i < n; i++) {
-        uint32_t op = ops ? ops[i] : op_all;
-        spade_wire_item it = {ids[i], op, op == SPADE_OP_RESET ? seeds[i] : 0,
-                              op == SPADE_OP_STEP ? (uint32_t)action_len(actions, lens, i) : 0, 0};
-        spade_ipc_put(&w->out, &it, sizeof it);
-    }
-    for (int i = 0; i < n; i++) {
-        uint32_t op = ops ? ops[i] : op_all;
-        if (op != SPADE_OP_STEP)
-            continue;
-        size_t l = action_len(actions, lens, i);
-        spade_ipc_put(&w->out, l ? actions[i] : "", l);
-        spade_ipc_put(&w->out, "", 1);
-    }
-    spade_ipc_end(&w->out);
+    spade_ipc_end(b);
     double deadline = spade_ipc_now() + w->opts.call_timeout_s;
     if (transmit(w, deadline, f) < 0)
         return -1;
