@@ -37,12 +37,16 @@ struct spade_vecenv {
     int pending;
     int failed;
     spade_failure fail;
-    /* per worker: how many envs, which ones; results of its last batch */
+    /* per worker: how many envs, which ones, their instance ids there (fixed
+     * at creation); results of its last batch */
     int *count;
     int **envs;
+    int **wids;
     spade_step_result **res;
+    /* [num_envs]: which envs reset in the next batch and with which seed */
+    unsigned char *resetting;
+    uint64_t *seed_of;
     /* scratch for one worker's batch (sized for the largest) */
-    int *ids;
     uint32_t *ops;
     uint64_t *seeds;
     const char **acts;
@@ -83,14 +87,18 @@ void spade_vecenv_free(spade_vecenv *v)
         free(v->envs[w]);
     for (int w = 0; v->res && w < v->num_workers; w++)
         free(v->res[w]);
+    for (int w = 0; v->wids && w < v->num_workers; w++)
+        free(v->wids[w]);
     free(v->workers);
     free(v->envs);
+    free(v->wids);
     free(v->res);
+    free(v->resetting);
+    free(v->seed_of);
     free(v->count);
     free(v->local_id);
     free(v->episode);
     free(v->ended);
-    free(v->ids);
     free(v->ops);
     free(v->seeds);
     free(v->acts);
@@ -124,25 +132,28 @@ int spade_vecenv_new(spade_sandbox *sb, const char *filename, const char *source
     int per = (num_envs + num_workers - 1) / num_workers;
     v->workers = calloc((size_t)num_workers, sizeof *v->workers);
     v->envs = calloc((size_t)num_workers, sizeof *v->envs);
+    v->wids = calloc((size_t)num_workers, sizeof *v->wids);
     v->res = calloc((size_t)num_workers, sizeof *v->res);
     v->count = calloc((size_t)num_workers, sizeof *v->count);
     v->local_id = calloc((size_t)num_envs, sizeof *v->local_id);
     v->episode = calloc((size_t)num_envs, sizeof *v->episode);
     v->ended = calloc((size_t)num_envs, 1);
-    v->ids = calloc((size_t)per, sizeof *v->ids);
+    v->resetting = calloc((size_t)num_envs, 1);
+    v->seed_of = calloc((size_t)num_envs, sizeof *v->seed_of);
     v->ops = calloc((size_t)per, sizeof *v->ops);
     v->seeds = calloc((size_t)per, sizeof *v->seeds);
     v->acts = calloc((size_t)per, sizeof *v->acts);
     v->lens = calloc((size_t)per, sizeof *v->lens);
-    if (!v->workers || !v->envs || !v->res || !v->count || !v->local_id || !v->episode || !v->ended || !v->ids ||
-        !v->ops || !v->seeds || !v->acts || !v->lens)
+    if (!v->workers || !v->envs || !v->wids || !v->res || !v->count || !v->local_id || !v->episode || !v->ended ||
+        !v->resetting || !v->seed_of || !v->ops || !v->seeds || !v->acts || !v->lens)
         goto oom;
     for (int i = 0; i < num_envs; i++)
         v->count[i % num_workers]++;
     for (int w = 0; w < num_workers; w++) {
         v->envs[w] = calloc((size_t)v->count[w], sizeof **v->envs);
+        v->wids[w] = calloc((size_t)v->count[w], sizeof **v->wids);
         v->res[w] = calloc((size_t)v->count[w], sizeof **v->res);
-        if (!v->envs[w] || !v->res[w])
+        if (!v->envs[w] || !v->wids[w] || !v->res[w])
             goto oom;
     }
     for (int i = 0; i < num_envs; i++)
@@ -173,8 +184,10 @@ int spade_vecenv_new(spade_sandbox *sb, const char *filename, const char *source
             spade_vecenv_free(v);
             return -1;
         }
-        for (int j = 0; j < v->count[w]; j++)
+        for (int j = 0; j < v->count[w]; j++) {
             v->local_id[v->envs[w][j]] = first + j;
+            v->wids[w][j] = first + j;
+        }
     }
     *out = v;
     return 0;
@@ -199,22 +212,25 @@ const spade_env_info *spade_vecenv_info(const spade_vecenv *v)
 }
 
 /* Receives every worker's batch; the first failure wins, but every worker is
- * drained so that none is left with a reply in flight. */
+ * drained so that none is left with a reply in flight. One worker holds envs
+ * 0..n-1 in order, so its results are decoded straight into the caller's. */
 static int gather(spade_vecenv *v, spade_step_result *results, spade_failure *f)
 {
-    spade_failure first = {0}, g;
+    spade_failure first, g;
     int bad = 0;
     for (int w = 0; w < v->num_workers; w++) {
-        if (spade_worker_batch_recv(v->workers[w], v->res[w], &g) < 0) {
+        spade_step_result *res = v->num_workers == 1 && results ? results : v->res[w];
+        if (spade_worker_batch_recv(v->workers[w], res, &g) < 0) {
             if (!bad)
                 first = g;
             bad = 1;
             continue;
         }
+        const int *envs = v->envs[w];
         for (int j = 0; j < v->count[w]; j++) {
-            int i = v->envs[w][j];
-            const spade_step_result *r = &v->res[w][j];
-            if (results)
+            int i = envs[j];
+            const spade_step_result *r = &res[j];
+            if (results && res != results)
                 results[i] = *r;
             v->ended[i] = (r->terminated || r->truncated) ? 1 : 0;
         }
@@ -227,29 +243,45 @@ static int gather(spade_vecenv *v, spade_step_result *results, spade_failure *f)
     return 0;
 }
 
-/* Sends one batch per worker: env i resets when reset[i] (with seed[i]),
- * else steps with its action. A failed send ends the vector. */
+/* Sends one batch per worker: env i resets when reset[i] (with seed_of[i]),
+ * else steps with its action. A worker none of whose envs resets gets a plain
+ * step batch; with one worker the caller's actions go through as they are. A
+ * failed send ends the vector. */
 static int scatter(spade_vecenv *v, const unsigned char *reset, const uint64_t *seed_of, const char *const *actions,
                    const size_t *lens, spade_failure *f)
 {
     spade_failure g;
     for (int w = 0; w < v->num_workers; w++) {
-        for (int j = 0; j < v->count[w]; j++) {
-            int i = v->envs[w][j];
-            v->ids[j] = v->local_id[i];
-            if (reset[i]) {
-                v->ops[j] = SPADE_OP_RESET;
-                v->seeds[j] = seed_of[i];
-                v->acts[j] = NULL;
-                v->lens[j] = 0;
-            } else {
-                v->ops[j] = SPADE_OP_STEP;
-                v->seeds[j] = 0;
-                v->acts[j] = actions[i];
-                v->lens[j] = lens ? lens[i] : (actions[i] ? strlen(actions[i]) : 0);
+        const int *envs = v->envs[w];
+        int cnt = v->count[w], any_reset = 0;
+        const char *const *acts = actions;
+        const size_t *lns = lens;
+        if (v->num_workers > 1 && actions) {
+            for (int j = 0; j < cnt; j++) {
+                int i = envs[j];
+                v->acts[j] = reset[i] ? NULL : actions[i];
+                v->lens[j] = reset[i] ? 0 : lens ? lens[i] : (actions[i] ? strlen(actions[i]) : 0);
+                any_reset |= reset[i];
             }
+            acts = v->acts;
+            lns = v->lens;
+        } else {
+            for (int j = 0; j < cnt; j++)
+                any_reset |= reset[envs[j]];
         }
-        if (spade_worker_batch_send(v->workers[w], v->count[w], v->ids, v->ops, v->seeds, v->acts, v->lens, &g) < 0) {
+        int rc;
+        if (!any_reset) {
+            rc = spade_worker_step_send(v->workers[w], cnt, v->wids[w], acts, lns, &g);
+        } else {
+            for (int j = 0; j < cnt; j++) {
+                int i = envs[j];
+                v->ops[j] = reset[i] ? SPADE_OP_RESET : SPADE_OP_STEP;
+                v->seeds[j] = reset[i] ? seed_of[i] : 0;
+            }
+            rc = spade_worker_batch_send(v->workers[w], cnt, v->wids[w], v->ops, v->seeds, actions ? acts : NULL,
+                                         actions ? lns : NULL, &g);
+        }
+        if (rc < 0) {
             /* Workers already sent to are drained, so that they stay usable
              * when the failure is only a bad_call. */
             for (int k = 0; k < w; k++) {
@@ -269,21 +301,10 @@ int spade_vecenv_reset(spade_vecenv *v, uint64_t seed, spade_step_result *result
         return -1;
     if (v->pending)
         return spade_bad_call(f, "a step is in flight: call spade_vecenv_step_wait first");
-    unsigned char *all = malloc((size_t)v->num_envs);
-    uint64_t *seeds = malloc((size_t)v->num_envs * sizeof *seeds);
-    if (!all || !seeds) {
-        free(all);
-        free(seeds);
-        spade_failure g = {SPADE_OUT_INTERNAL, 0, 0, "vecenv: out of memory"};
-        return vfail(v, &g, f);
-    }
-    memset(all, 1, (size_t)v->num_envs);
+    memset(v->resetting, 1, (size_t)v->num_envs);
     for (int i = 0; i < v->num_envs; i++)
-        seeds[i] = seed + (uint64_t)i;
-    int rc = scatter(v, all, seeds, NULL, NULL, f);
-    free(all);
-    free(seeds);
-    if (rc < 0)
+        v->seed_of[i] = seed + (uint64_t)i;
+    if (scatter(v, v->resetting, v->seed_of, NULL, NULL, f) < 0)
         return -1;
     if (gather(v, results, f) < 0)
         return -1;
@@ -329,20 +350,11 @@ int spade_vecenv_step_async(spade_vecenv *v, const char *const *actions, const s
                 return spade_bad_call(
                     f, "env %d finished its episode: reset it with spade_vecenv_reset_one (autoreset disabled)", i);
     unsigned char *reset = v->ended; /* NEXT_STEP: exactly the envs that ended */
-    uint64_t *seeds = malloc((size_t)v->num_envs * sizeof *seeds);
-    if (!seeds) {
-        spade_failure g = {SPADE_OUT_INTERNAL, 0, 0, "vecenv: out of memory"};
-        return vfail(v, &g, f);
-    }
     uint64_t n = (uint64_t)v->num_envs;
-    for (int i = 0; i < v->num_envs; i++) {
-        seeds[i] = 0;
+    for (int i = 0; i < v->num_envs; i++)
         if (reset[i])
-            seeds[i] = v->base_seed + (uint64_t)i + (v->episode[i] + 1) * n;
-    }
-    int rc = scatter(v, reset, seeds, actions, lens, f);
-    free(seeds);
-    if (rc < 0)
+            v->seed_of[i] = v->base_seed + (uint64_t)i + (v->episode[i] + 1) * n;
+    if (scatter(v, reset, v->seed_of, actions, lens, f) < 0)
         return -1;
     for (int i = 0; i < v->num_envs; i++)
         if (reset[i])
