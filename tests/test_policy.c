@@ -918,6 +918,20 @@ START_TEST(test_sampling_seeded) {
         ck_assert(la[g] <= 64 - 5);
         for (int i = 0; i < la[g] - 1; i++) ck_assert(big[g * 200 + i] != 'e' && big[g * 200 + i] != 'a');
     }
+    /* a stop token ends the completion the first time it is drawn: stop on
+     * greedy's own first token and the completion is exactly that token */
+    o.temperature = 0;
+    o.max_tokens = M;
+    o.n_stop = 0;
+    sample_ok(p, prompt, 5, 1, &o, a, NULL, la);
+    ck_assert_int_gt(la[0], 1);
+    int first = a[0];
+    o.stop = &first;
+    o.n_stop = 1;
+    sample_ok(p, prompt, 5, 1, &o, b, NULL, lb);
+    ck_assert_msg(lb[0] == 1 && b[0] == first, "stop on token %d: length %d", first, lb[0]);
+    o.stop = stops;
+    o.n_stop = 2;
     /* greedy is deterministic regardless of seed */
     o.temperature = 0;
     o.max_tokens = M;
@@ -1358,6 +1372,12 @@ START_TEST(test_grpo_advantages) {
     ck_assert(fabsf(adv[0] - 2.0f / 3) < 1e-6f && fabsf(adv[1] + 1.0f / 3) < 1e-6f);
     ck_assert(fabsf(adv[3] + 1.0f) < 1e-6f && adv[4] == 0.0f && fabsf(adv[5] - 1.0f) < 1e-6f);
     ck_assert(kept[6] == 0 && adv[6] == 0.0f);
+    /* std_norm: group 5 is {1, 0, 0}, std sqrt(2/9): A = (2/3) / sqrt(2/9) = sqrt(2) */
+    o.std_norm = 1;
+    ck_assert(spade_grpo_advantages(s, 7, &o, adv, kept, &ng, &nd, err, sizeof err) == 0);
+    ck_assert_msg(fabsf(adv[0] - sqrtf(2.0f)) < 1e-5f && fabsf(adv[1] + sqrtf(2.0f) / 2) < 1e-5f,
+                  "std-normalised advantages %g %g", adv[0], adv[1]);
+    o.std_norm = 0;
     /* per role: each role's kept advantages end with unit RMS */
     o.role_norm = 1;
     ck_assert(spade_grpo_advantages(s, 7, &o, adv, kept, &ng, &nd, err, sizeof err) == 0);
