@@ -249,24 +249,32 @@ int spade_ipc_decode_results(const unsigned char *payload, size_t len, uint32_t 
     for (uint32_t i = 0; i < n; i++) {
         spade_wire_result w;
         memcpy(&w, rec + (size_t)i * sizeof w, sizeof w);
-        if (w.terminated > 1 || w.truncated > 1 || w.success > 1) {
+        /* The common case costs one test per field group; which test failed
+         * is worked out only on the way to the error message. */
+        if ((w.terminated | w.truncated | w.success) > 1) {
             spade_errf(err, errlen, "result %u: flags out of range (terminated %u, truncated %u, success %u)", i,
                        w.terminated, w.truncated, w.success);
             return -1;
         }
-        if (w.status != SPADE_HOST_OK && w.status != SPADE_HOST_OUTPUT_TOO_LARGE && w.status != SPADE_HOST_BAD_CALL) {
-            spade_errf(err, errlen, "result %u: unknown status %u", i, w.status);
-            return -1;
-        }
-        if (w.obs_len > SPADE_OBS_MAX) {
+        if (w.status != SPADE_HOST_OK) {
+            if (w.status != SPADE_HOST_OUTPUT_TOO_LARGE && w.status != SPADE_HOST_BAD_CALL) {
+                spade_errf(err, errlen, "result %u: unknown status %u", i, w.status);
+                return -1;
+            }
+            if (w.obs_len != 0) {
+                spade_errf(err, errlen, "result %u: failed item carries %u bytes of observation", i, w.obs_len);
+                return -1;
+            }
+            if (*first_bad < 0) {
+                *first_bad = (int)i;
+                *bad_status = w.status;
+            }
+        } else if (w.obs_len > SPADE_OBS_MAX) {
             spade_errf(err, errlen, "result %u: observation of %u bytes exceeds SPADE_OBS_MAX", i, w.obs_len);
             return -1;
         }
-        if (w.status != SPADE_HOST_OK && w.obs_len != 0) {
-            spade_errf(err, errlen, "result %u: failed item carries %u bytes of observation", i, w.obs_len);
-            return -1;
-        }
-        if (left < (size_t)w.obs_len + 1) {
+        size_t used = (size_t)w.obs_len + 1;
+        if (left < used) {
             spade_errf(err, errlen, "result %u: observation of %u bytes overruns the frame", i, w.obs_len);
             return -1;
         }
@@ -274,19 +282,16 @@ int spade_ipc_decode_results(const unsigned char *payload, size_t len, uint32_t 
             spade_errf(err, errlen, "result %u: observation not NUL-terminated", i);
             return -1;
         }
-        if (w.status != SPADE_HOST_OK && *first_bad < 0) {
-            *first_bad = (int)i;
-            *bad_status = w.status;
-        }
-        results[i].obs = (const char *)text;
-        results[i].obs_len = w.obs_len;
-        results[i].reward = w.reward;
-        results[i].episode_return = w.episode_return;
-        results[i].terminated = w.terminated;
-        results[i].truncated = w.truncated;
-        results[i].success = w.success;
-        text += (size_t)w.obs_len + 1;
-        left -= (size_t)w.obs_len + 1;
+        spade_step_result *r = &results[i];
+        r->obs = (const char *)text;
+        r->obs_len = w.obs_len;
+        r->reward = w.reward;
+        r->episode_return = w.episode_return;
+        r->terminated = w.terminated;
+        r->truncated = w.truncated;
+        r->success = w.success;
+        text += used;
+        left -= used;
     }
     if (left != 0) {
         spade_errf(err, errlen, "%zu bytes left over after %u results", left, n);
