@@ -750,9 +750,11 @@ static int batch_send(spade_worker *w, int n, const int *ids, const uint32_t *op
         return worker_kill_with(w, SPADE_OUT_INTERNAL, "out of memory building a batch", f);
     uint32_t un = (uint32_t)n;
     memcpy(b->p + SPADE_IPC_HDR, &un, sizeof un);
-    b->len = recs;
-    unsigned char *rec = b->p + SPADE_IPC_HDR + 4;
-    for (int i = 0; i < n; i++, rec += sizeof(spade_wire_item)) {
+    /* Locals, not b's fields: stores through char pointers would make the
+     * compiler reload those after every byte. */
+    unsigned char *base = b->p;
+    size_t len = recs, cap = b->cap;
+    for (int i = 0; i < n; i++) {
         uint32_t op = ops ? ops[i] : op_all;
         spade_wire_item it = {ids[i], op, 0, 0, 0};
         if (op == SPADE_OP_RESET) {
@@ -766,21 +768,30 @@ static int batch_send(spade_worker *w, int n, const int *ids, const uint32_t *op
                 return spade_bad_call(f, "action %d of %zu bytes exceeds SPADE_ACTION_MAX", i, l);
             if (l && !a)
                 return spade_bad_call(f, "action %d is NULL", i);
-            if (l + 1 > UINT32_MAX - b->len)
+            if (l + 1 > UINT32_MAX - len)
                 return spade_bad_call(f, "batch of more than %u bytes is too large for one frame", UINT32_MAX);
-            if (b->cap - b->len < l + 1 && spade_ipc_buf_reserve(b, b->len + l + 1) < 0)
-                return worker_kill_with(w, SPADE_OUT_INTERNAL, "out of memory building a batch", f);
-            rec = b->p + SPADE_IPC_HDR + 4 + (size_t)i * sizeof(spade_wire_item); /* the buffer may have moved */
-            if (l)
-                memcpy(b->p + b->len, a, l);
-            b->p[b->len + l] = '\0';
-            b->len += l + 1;
+            if (cap - len < l + 1) {
+                b->len = len;
+                if (spade_ipc_buf_reserve(b, len + l + 1) < 0)
+                    return worker_kill_with(w, SPADE_OUT_INTERNAL, "out of memory building a batch", f);
+                base = b->p;
+                cap = b->cap;
+            }
+            unsigned char *d = base + len;
+            if (l <= 16) /* most actions: a call of memcpy would cost more than the bytes */
+                for (size_t k = 0; k < l; k++)
+                    d[k] = (unsigned char)a[k];
+            else
+                memcpy(d, a, l);
+            d[l] = '\0';
+            len += l + 1;
             it.action_len = (uint32_t)l;
         } else {
             return spade_bad_call(f, "unknown batch operation %u", op);
         }
-        memcpy(rec, &it, sizeof it);
+        memcpy(base + SPADE_IPC_HDR + 4 + (size_t)i * sizeof it, &it, sizeof it);
     }
+    b->len = len;
     spade_ipc_end(b);
     double deadline = spade_ipc_now() + w->opts.call_timeout_s;
     if (transmit(w, deadline, f) < 0)
