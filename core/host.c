@@ -611,7 +611,10 @@ spade_host_status spade_host_step(spade_host *h, int inst, const char *action, s
     instance *in = get_instance(h, inst);
     if (!in || !in->started || in->done || len > SPADE_ACTION_MAX || (!action && len))
         return SPADE_HOST_BAD_CALL;
-    if (len)
+    if (len <= 16) /* most actions: a call of memcpy would cost more than the bytes */
+        for (size_t k = 0; k < len; k++)
+            h->action[k] = action[k];
+    else
         memcpy(h->action, action, len);
     h->action[len] = '\0';
     enter(h, in, in->state, in->rng, SPADE_RT_SAY);

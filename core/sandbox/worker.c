@@ -502,7 +502,10 @@ static void serve_batch(const unsigned char *p, size_t len, spade_host *h)
             return;
         }
         unsigned char *t = g_text.p + g_text.len;
-        if (ol)
+        if (ol <= 16) /* short observations: a call of memcpy would cost more than the bytes */
+            for (size_t k = 0; k < ol; k++)
+                t[k] = (unsigned char)r.obs[k];
+        else
             memcpy(t, r.obs, ol);
         t[ol] = '\0';
         g_text.len += ol + 1;
