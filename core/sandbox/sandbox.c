@@ -546,13 +546,20 @@ static void cpu_refresh(spade_worker *w)
         w->cpu_granted_s = (double)r.rlim_cur;
 }
 
-static int transmit(spade_worker *w, double deadline, spade_failure *f)
+/* Sends w->out. now: the clock read the caller took its deadline from (one
+ * read per request, not two). */
+static int transmit_at(spade_worker *w, double now, double deadline, spade_failure *f)
 {
     char err[256];
     cpu_refresh(w);
-    w->sent_at = spade_ipc_now();
+    w->sent_at = now;
     spade_ipc_io io = spade_ipc_send(w->sock, w->out.p, w->out.len, deadline, err, sizeof err);
     return io == SPADE_IO_OK ? 0 : io_failure(w, io, err, f);
+}
+
+static int transmit(spade_worker *w, double deadline, spade_failure *f)
+{
+    return transmit_at(w, spade_ipc_now(), deadline, f);
 }
 
 static spade_worker *worker_alloc(spade_sandbox *sb, const spade_sandbox_opts *opts)
@@ -809,8 +816,8 @@ static int batch_send(spade_worker *w, int n, const int *ids, const uint32_t *op
     }
     b->len = len;
     spade_ipc_end(b);
-    double deadline = spade_ipc_now() + w->opts.call_timeout_s;
-    if (transmit(w, deadline, f) < 0)
+    double now = spade_ipc_now(), deadline = now + w->opts.call_timeout_s;
+    if (transmit_at(w, now, deadline, f) < 0)
         return -1;
     w->pending = 1;
     w->pending_n = (uint32_t)n;
