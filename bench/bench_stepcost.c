@@ -369,6 +369,18 @@ static int run_worker(job *j, const char *out, const char *self)
     copy_fifo(fifo_in, out, pid);
     unlink(fifo);
     rmdir(dir);
+    /* copy_fifo reaped the worker: the handle must not signal its pid again. */
+    w->reaped = 1;
+    close(w->sock);
+    w->sock = -1;
+    spade_worker_free(w);
+    free(ids);
+    free(seeds);
+    free(ended);
+    free(res);
+    free(acts);
+    free(lens);
+    free(ops);
     return 0;
 }
 
@@ -384,8 +396,14 @@ int main(int argc, char **argv)
         if (n <= 0)
             die("readlink /proc/self/exe", strerror(errno));
         self[n] = '\0';
-        return run_worker(&j, argv[2], self);
+        int rc = run_worker(&j, argv[2], self);
+        free(j.src);
+        free(j.spec);
+        return rc;
     }
     parse_job(&j, argc - 1, argv + 1);
-    return run_vecenv(&j);
+    int rc = run_vecenv(&j);
+    free(j.src);
+    free(j.spec);
+    return rc;
 }
