@@ -982,6 +982,377 @@ START_TEST(test_output_helpers)
 }
 END_TEST
 
+/* ---- say()/act() against snprintf ----------------------------------------- */
+
+/* say() and act() format literal text and %d %i %u %s %c %% themselves and
+ * hand any other format to vsnprintf (runtime.c, fast_format). Whichever path
+ * runs, the bytes must be snprintf's; what each path does not own is pinned by
+ * the documented rules: a call whose output does not fit in what is left of
+ * SPADE_OBS_MAX says nothing and sets overflow; a format with %n says nothing
+ * and is not an overflow; a NULL %s is vsnprintf's ("(null)" on glibc); either
+ * way the output stays NUL-terminated where it was. */
+
+typedef enum { FA_NONE, FA_INT, FA_UINT, FA_LONG, FA_ULONG, FA_LL, FA_ULL, FA_SIZE, FA_STR, FA_DBL } fa_kind;
+
+/* One argument, passed to both printers with its exact C type. */
+typedef struct {
+    fa_kind kind;
+    int i;
+    unsigned u;
+    long l;
+    unsigned long ul;
+    long long ll;
+    unsigned long long ull;
+    size_t z;
+    const char *s;
+    double d;
+} fmt_arg;
+
+static char fmt_expect[16384];
+static long long fmt_nsink; /* the pointee of a %n, which must never be written */
+
+/* ck_assert_msg, without the mark it leaves when it passes (100000 cases x
+ * several checks: that mark would be most of the test's time). */
+#define said_ok(cond, ...)                                                                 \
+    do {                                                                                   \
+        if (!(cond))                                                                       \
+            ck_abort_msg(__VA_ARGS__);                                                     \
+    } while (0)
+
+/* Checks the call just made on test_rt, which held `before` bytes: snprintf
+ * produced en bytes in fmt_expect (en < 0: it failed); refused: fmt has %n. */
+static void check_said(const char *fmt, size_t before, char canary, int en, int refused)
+{
+    const size_t cap = SPADE_OBS_MAX;
+    said_ok(test_out[test_rt.out_len] == '\0', "[%s]: output not NUL-terminated", fmt);
+    if (before)
+        said_ok(test_out[before - 1] == canary, "[%s]: text said before was overwritten", fmt);
+    said_ok(fmt_nsink == -7, "[%s]: %%n wrote through its pointer", fmt);
+    if (refused || en < 0) {
+        said_ok(test_rt.out_len == before && !test_rt.overflow, "[%s]: %s said %zu bytes (overflow %d)", fmt,
+                      refused ? "a %n format" : "a failed format", test_rt.out_len - before, test_rt.overflow);
+        return;
+    }
+    said_ok((size_t)en < sizeof fmt_expect, "[%s]: case too long for the test's buffer", fmt);
+    if ((size_t)en > cap - before) {
+        said_ok(test_rt.overflow == 1 && test_rt.out_len == before,
+                      "[%s]: %d bytes with %zu left: overflow %d, said %zu bytes", fmt, en, cap - before,
+                      test_rt.overflow, test_rt.out_len - before);
+        return;
+    }
+    said_ok(!test_rt.overflow, "[%s]: overflow with %d bytes of %zu left", fmt, en, cap - before);
+    said_ok(test_rt.out_len == before + (size_t)en && memcmp(test_out + before, fmt_expect, (size_t)en) == 0,
+                  "[%s]: said %zu bytes [%.*s], snprintf %d [%s]", fmt, test_rt.out_len - before,
+                  (int)(test_rt.out_len - before), test_out + before, en, fmt_expect);
+}
+
+/* Starts a context for out (spade_say or spade_act) whose output already holds
+ * `before` bytes ending in canary (the bytes before are not looked at). */
+static void begin_said(void (*out)(const char *, ...), size_t before, char canary)
+{
+    spade_rt_begin(&test_rt, test_out, SPADE_OBS_MAX, test_rng, 0, out == spade_act ? SPADE_RT_ACT : SPADE_RT_SAY);
+    spade_rt_current = &test_rt;
+    if (before) {
+        test_out[before - 1] = canary;
+        test_out[before] = '\0';
+        test_rt.out_len = before;
+    }
+    fmt_nsink = -7;
+}
+
+/* Calls snprintf (unless refused) and out with fmt and the arguments in a[]
+ * (up to three, FA_NONE ends them), each with its own type, then &fmt_nsink
+ * for a trailing %n. Three levels of the same switch, because a macro cannot
+ * expand inside itself. */
+#define FA_LEAF(...)                                                                       \
+    do {                                                                                   \
+        if (!refused)                                                                      \
+            en = snprintf(fmt_expect, sizeof fmt_expect, __VA_ARGS__, &fmt_nsink);         \
+        out(__VA_ARGS__, &fmt_nsink);                                                      \
+    } while (0)
+#define FA_ARG2(...)                                                                       \
+    switch (a[2].kind) {                                                                   \
+    case FA_NONE: FA_LEAF(__VA_ARGS__); break;                                             \
+    case FA_INT: FA_LEAF(__VA_ARGS__, a[2].i); break;                                      \
+    case FA_UINT: FA_LEAF(__VA_ARGS__, a[2].u); break;                                     \
+    case FA_LONG: FA_LEAF(__VA_ARGS__, a[2].l); break;                                     \
+    case FA_ULONG: FA_LEAF(__VA_ARGS__, a[2].ul); break;                                   \
+    case FA_LL: FA_LEAF(__VA_ARGS__, a[2].ll); break;                                      \
+    case FA_ULL: FA_LEAF(__VA_ARGS__, a[2].ull); break;                                    \
+    case FA_SIZE: FA_LEAF(__VA_ARGS__, a[2].z); break;                                     \
+    case FA_STR: FA_LEAF(__VA_ARGS__, a[2].s); break;                                      \
+    case FA_DBL: FA_LEAF(__VA_ARGS__, a[2].d); break;                                      \
+    }
+#define FA_ARG1(...)                                                                       \
+    switch (a[1].kind) {                                                                   \
+    case FA_NONE: FA_LEAF(__VA_ARGS__); break;                                             \
+    case FA_INT: FA_ARG2(__VA_ARGS__, a[1].i); break;                                      \
+    case FA_UINT: FA_ARG2(__VA_ARGS__, a[1].u); break;                                     \
+    case FA_LONG: FA_ARG2(__VA_ARGS__, a[1].l); break;                                     \
+    case FA_ULONG: FA_ARG2(__VA_ARGS__, a[1].ul); break;                                   \
+    case FA_LL: FA_ARG2(__VA_ARGS__, a[1].ll); break;                                      \
+    case FA_ULL: FA_ARG2(__VA_ARGS__, a[1].ull); break;                                    \
+    case FA_SIZE: FA_ARG2(__VA_ARGS__, a[1].z); break;                                     \
+    case FA_STR: FA_ARG2(__VA_ARGS__, a[1].s); break;                                      \
+    case FA_DBL: FA_ARG2(__VA_ARGS__, a[1].d); break;                                      \
+    }
+#define FA_ARG0(...)                                                                       \
+    switch (a[0].kind) {                                                                   \
+    case FA_NONE: FA_LEAF(__VA_ARGS__); break;                                             \
+    case FA_INT: FA_ARG1(__VA_ARGS__, a[0].i); break;                                      \
+    case FA_UINT: FA_ARG1(__VA_ARGS__, a[0].u); break;                                     \
+    case FA_LONG: FA_ARG1(__VA_ARGS__, a[0].l); break;                                     \
+    case FA_ULONG: FA_ARG1(__VA_ARGS__, a[0].ul); break;                                   \
+    case FA_LL: FA_ARG1(__VA_ARGS__, a[0].ll); break;                                      \
+    case FA_ULL: FA_ARG1(__VA_ARGS__, a[0].ull); break;                                    \
+    case FA_SIZE: FA_ARG1(__VA_ARGS__, a[0].z); break;                                     \
+    case FA_STR: FA_ARG1(__VA_ARGS__, a[0].s); break;                                      \
+    case FA_DBL: FA_ARG1(__VA_ARGS__, a[0].d); break;                                      \
+    }
+
+static void say_vs_snprintf(void (*out)(const char *, ...), const char *fmt, const fmt_arg a[3], size_t before,
+                            char canary, int refused)
+{
+    int en = 0;
+    begin_said(out, before, canary);
+    FA_ARG0(fmt)
+    check_said(fmt, before, canary, en, refused);
+}
+
+/* The fixed cases: say(F, ...) must say what snprintf(F, ...) writes, on an
+ * empty output and on one that already holds text. */
+#define SAME_AS_SNPRINTF(F, ...)                                                            \
+    do {                                                                                    \
+        const char *f_ = (F);                                                               \
+        for (size_t before_ = 0; before_ <= 3; before_ += 3) {                              \
+            begin_said(spade_say, before_, 'p');                                            \
+            int en_ = snprintf(fmt_expect, sizeof fmt_expect, f_, __VA_ARGS__);             \
+            spade_say(f_, __VA_ARGS__);                                                     \
+            check_said(f_, before_, 'p', en_, 0);                                           \
+        }                                                                                   \
+    } while (0)
+
+START_TEST(test_say_matches_snprintf)
+{
+    /* each supported form, at its extremes */
+    SAME_AS_SNPRINTF("", 0);
+    SAME_AS_SNPRINTF("plain text", 0);
+    SAME_AS_SNPRINTF("%%", 0);
+    SAME_AS_SNPRINTF("100%% sure: %d%%", 7);
+    SAME_AS_SNPRINTF("%d|%i|%d|%d", INT_MIN, INT_MAX, 0, -1);
+    SAME_AS_SNPRINTF("%ld|%li|%ld", LONG_MIN, LONG_MAX, 0L);
+    SAME_AS_SNPRINTF("%lld|%lli", LLONG_MIN, LLONG_MAX);
+    SAME_AS_SNPRINTF("%u|%u|%lu|%lu", 0U, UINT_MAX, 0UL, ULONG_MAX);
+    SAME_AS_SNPRINTF("%llu|%llu", 0ULL, ULLONG_MAX);
+    SAME_AS_SNPRINTF("%zu|%zu", (size_t)0, SIZE_MAX);
+    SAME_AS_SNPRINTF("[%c%c%c%c]", 'a', 255, 300, -1);
+    SAME_AS_SNPRINTF("[%c]", 0); /* a NUL byte inside the output, counted */
+    SAME_AS_SNPRINTF("%c%s", 0, "after the NUL");
+    SAME_AS_SNPRINTF("%s|%s|%s", "", "x", "\xe2\x88\x92 UTF-8 and \x01 control");
+    SAME_AS_SNPRINTF("%s", "%d %s %n: a string is not a format");
+    SAME_AS_SNPRINTF("%.0s|%.s|%.3s|%.20s", "abcdef", "abcdef", "abcdef", "abcdef");
+    SAME_AS_SNPRINTF("%.*s|%.*s|%.*s", 0, "abc", 2, "abc", 9, "abc");
+    SAME_AS_SNPRINTF("%.*s|%.*s", -1, "negative: as if omitted", INT_MIN, "INT_MIN too");
+    static const char unterminated[3] = {'x', 'y', 'z'}; /* a precision stops before the missing NUL */
+    SAME_AS_SNPRINTF("%.3s|%.*s", unterminated, 2, unterminated);
+    SAME_AS_SNPRINTF("%.999999999s|%.2000000000s", "under the parse cap", "over it: vsnprintf");
+    const char *volatile null_str = NULL; /* documented: vsnprintf's text */
+    SAME_AS_SNPRINTF("%s|%.2s|%.6s|%.*s", null_str, null_str, null_str, 1, null_str);
+    ck_assert_str_eq(fmt_expect, "(null)||(null)|"); /* glibc's, which a NULL %s falls back to */
+
+    /* and snprintf itself is what we think it is */
+    SAME_AS_SNPRINTF("%lld %llu %zu", LLONG_MIN, ULLONG_MAX, (size_t)0);
+    ck_assert_str_eq(fmt_expect, "-9223372036854775808 18446744073709551615 0");
+
+    /* literal runs: the byte loop (< 16), both sides of its limit, and the strchrnul/memcpy path */
+    static char lit[3000];
+    for (size_t n = 0; n < sizeof lit - 1; n = n < 40 ? n + 1 : n * 3) {
+        for (size_t k = 0; k < n; k++)
+            lit[k] = (char)('a' + k % 26);
+        lit[n] = '\0';
+        SAME_AS_SNPRINTF(lit, 0);
+        if (n >= 3) { /* split by a conversion */
+            lit[n / 2] = '%';
+            lit[n / 2 + 1] = 'd';
+            SAME_AS_SNPRINTF(lit, 42);
+        }
+    }
+    static char longstr[5000];
+    memset(longstr, 'L', sizeof longstr - 1);
+    SAME_AS_SNPRINTF("<%s>", longstr);
+    SAME_AS_SNPRINTF("<%.4000s|%.*s>", longstr, 17, longstr);
+
+    /* anything else falls back to vsnprintf, after the fast path used some arguments */
+    SAME_AS_SNPRINTF("%d %x %s", -5, 255U, "tail");
+    SAME_AS_SNPRINTF("%s %5d|%-3s|%f", "head", 42, "a", 2.5);
+    SAME_AS_SNPRINTF("%zu %lx %llX %o", SIZE_MAX, ULONG_MAX, ULLONG_MAX, 8U);
+    SAME_AS_SNPRINTF("%5s|%-5s|%05d|%+d|% d|%#x", "ab", "ab", -3, 3, 3, 15U);
+    SAME_AS_SNPRINTF("%hd|%hhu|%zd|%.5d|%.0d", 70000, 300U, (size_t)-1, 42, 0);
+    SAME_AS_SNPRINTF("%e|%.3g|%g", 1e300, -0.0, 1.0 / 3);
+    SAME_AS_SNPRINTF("%p|%p", (void *)lit, (void *)NULL);
+    SAME_AS_SNPRINTF("%s%c%.*s%lu then %5.2s", "a", 'b', 1, "cd", 9UL, "xyz");
+    SAME_AS_SNPRINTF("trailing lone %", 0);
+    SAME_AS_SNPRINTF("%.*d", 4, 7);
+
+    /* overflow partway through the fast path, and through vsnprintf: nothing
+     * of the call is kept, the flag is set, the output ends where it was */
+    const size_t cap = SPADE_OBS_MAX;
+    const char *over[] = {"%s", "ok %s", "%s%s", "%5s%s", "%s%-3s", "%.4s%s"};
+    for (size_t i = 0; i < sizeof over / sizeof *over; i++)
+        for (size_t left = 0; left <= 12; left++) {
+            begin_said(spade_say, cap - left, 'p');
+            int en = snprintf(fmt_expect, sizeof fmt_expect, over[i], "abcdef", "abcdef");
+            spade_say(over[i], "abcdef", "abcdef");
+            check_said(over[i], cap - left, 'p', en, 0);
+            ck_assert_int_eq(test_rt.overflow, (size_t)en > left);
+        }
+    begin_said(spade_say, 0, 'p');
+    spade_say("%s", longstr); /* 4999 bytes */
+    for (int i = 0; i < 20; i++)
+        spade_say("%s%s%s", longstr, longstr, longstr);
+    ck_assert_int_eq(test_rt.overflow, 1);
+    ck_assert_uint_eq(test_rt.out_len, 4999 + 4 * 3 * 4999); /* the fifth block does not fit */
+    ck_assert_int_eq(test_out[test_rt.out_len], '\0');
+
+    /* %n: refused whole, even after the fast path wrote text it then gave up */
+#define REFUSED(F, ...)                                                                     \
+    do {                                                                                    \
+        begin_said(spade_say, 2, 'b');                                                      \
+        spade_say((F), __VA_ARGS__);                                                        \
+        check_said((F), 2, 'b', 0, 1);                                                      \
+        ck_assert_int_eq(test_out[2], '\0');                                                \
+        spade_say("c");                                                                     \
+        ck_assert_uint_eq(test_rt.out_len, 3); /* the next call appends where it should */  \
+    } while (0)
+    REFUSED("%n", &fmt_nsink);
+    REFUSED("%s%n", longstr, &fmt_nsink);
+    REFUSED("%d%s%n", 5, longstr, &fmt_nsink);
+    REFUSED("%s%s%hhn", "x", longstr, &fmt_nsink);
+    REFUSED("%s%5d%n", longstr, 5, &fmt_nsink);
+    REFUSED("%ln%s", &fmt_nsink, "x");
+    REFUSED("%s%s%n", longstr, longstr, &fmt_nsink); /* would overflow too: refused, not an overflow */
+#undef REFUSED
+
+    /* act() shares the path */
+    begin_said(spade_act, 0, 'p');
+    spade_act("move(%d, %s)%%", -12, "north");
+    ck_assert_str_eq(test_out, "move(-12, north)%");
+    spade_rt_current = NULL;
+}
+END_TEST
+
+/* A small deterministic generator of our own, so the cases do not depend on
+ * the runtime's. */
+static uint64_t fmt_rand(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* An integer that is often at an edge of 64 bits. */
+static uint64_t fmt_edgy(uint64_t *x)
+{
+    static const uint64_t edge[] = {0, 1, 9, 10, UINT64_MAX, (uint64_t)INT64_MAX, (uint64_t)INT64_MIN,
+                                    (uint64_t)INT_MAX, (uint64_t)INT_MIN, (uint64_t)UINT_MAX, 0x80000000u};
+    uint64_t r = fmt_rand(x);
+    switch (r % 4) {
+    case 0: return edge[(r >> 8) % (sizeof edge / sizeof *edge)];
+    case 1: return (r >> 8) % 2000 - 1000;
+    default: return fmt_rand(x);
+    }
+}
+
+START_TEST(test_say_random_formats)
+{
+    static const char *strs[] = {"", "a", "hello world", "sixteen chars ab", "seventeen chars ab",
+                                 "#####.@..E###\n#...#", "%d%s%n%", "\xe2\x88\x92\xff\x01",
+                                 "a string longer than the byte loop's sixteen and than most literal runs", NULL};
+    static const struct {
+        const char *spec;
+        fa_kind kind[2]; /* what it takes, in order */
+    } forms[] = {
+        /* the first NFAST: the fast path's */
+        {"%d", {FA_INT}}, {"%i", {FA_INT}}, {"%ld", {FA_LONG}}, {"%li", {FA_LONG}}, {"%lld", {FA_LL}},
+        {"%lli", {FA_LL}}, {"%u", {FA_UINT}}, {"%lu", {FA_ULONG}}, {"%llu", {FA_ULL}}, {"%zu", {FA_SIZE}},
+        {"%c", {FA_INT}}, {"%s", {FA_STR}}, {"%.0s", {FA_STR}}, {"%.3s", {FA_STR}}, {"%.17s", {FA_STR}},
+        {"%.s", {FA_STR}}, {"%.*s", {FA_INT, FA_STR}}, {"%%", {FA_NONE}},
+        /* vsnprintf's */
+        {"%x", {FA_UINT}}, {"%lx", {FA_ULONG}}, {"%5d", {FA_INT}}, {"%-3s", {FA_STR}}, {"%f", {FA_DBL}},
+        {"%.3g", {FA_DBL}}, {"%05i", {FA_INT}}, {"%+d", {FA_INT}}, {"%hd", {FA_INT}}, {"%zd", {FA_SIZE}},
+        {"%.5d", {FA_INT}}, {"%5s", {FA_STR}}, {"%o", {FA_UINT}}, {"%e", {FA_DBL}}, {"%lc", {FA_INT}},
+        {"%.*d", {FA_INT, FA_INT}}, {"%5.1s", {FA_STR}},
+    };
+    const size_t nforms = sizeof forms / sizeof *forms, NFAST = 18;
+    ck_assert_str_eq(forms[NFAST - 1].spec, "%%");
+    uint64_t x = 20240611;
+    long fast_only = 0, refused_n = 0, overflowed = 0;
+    for (int iter = 0; iter < 100000; iter++) {
+        char fmt[2048];
+        size_t fl = 0;
+        fmt_arg a[3] = {{.kind = FA_NONE}, {.kind = FA_NONE}, {.kind = FA_NONE}};
+        int na = 0, refused = 0, lone = 0, fast = 1, pieces = (int)(fmt_rand(&x) % 7);
+        for (int k = 0; k < pieces; k++) {
+            uint64_t r = fmt_rand(&x);
+            if (r % 3 == 0) { /* literal text: any byte but NUL and %, sometimes a long run */
+                size_t n = (r >> 8) % 8 == 0 ? (r >> 16) % 300 : (r >> 16) % 24;
+                for (size_t i = 0; i < n; i++)
+                    fmt[fl++] = (char)(fmt_rand(&x) % 2 ? ' ' + fmt_rand(&x) % 95 : 1 + fmt_rand(&x) % 255);
+                for (size_t i = fl - n; i < fl; i++)
+                    if (fmt[i] == '%')
+                        fmt[i] = '#';
+                continue;
+            }
+            size_t f = (r >> 8) % nforms;
+            int need = (forms[f].kind[0] != FA_NONE) + (forms[f].kind[1] != FA_NONE);
+            if (na + need > 3)
+                continue;
+            fl += (size_t)snprintf(fmt + fl, sizeof fmt - fl, "%s", forms[f].spec);
+            fast &= f < NFAST;
+            for (int j = 0; j < need; j++) {
+                fmt_arg *v = &a[na++];
+                uint64_t e = fmt_edgy(&x);
+                v->kind = forms[f].kind[j];
+                v->i = (int)(int64_t)e;
+                if (j == 0 && need == 2)
+                    v->i = (int)(e % 24) - 4; /* a precision: small, sometimes negative */
+                v->u = (unsigned)e;
+                v->l = (long)e;
+                v->ul = (unsigned long)e;
+                v->ll = (long long)e;
+                v->ull = e;
+                v->z = (size_t)e;
+                v->s = strs[e % (sizeof strs / sizeof *strs)];
+                v->d = (double)(int64_t)e / 7.0;
+            }
+        }
+        uint64_t r = fmt_rand(&x);
+        if (r % 50 == 0) { /* %n at the end, after whatever the fast path could write */
+            fl += (size_t)snprintf(fmt + fl, sizeof fmt - fl, "%s", (r >> 8) % 2 ? "%n" : "%hhn");
+            refused = 1;
+        } else if (r % 50 == 1) {
+            fmt[fl++] = '%'; /* a lone % at the end */
+            lone = 1;
+        }
+        fmt[fl] = '\0';
+        /* mostly an empty output; sometimes some text; sometimes so little room
+         * left that the call overflows partway */
+        size_t before = r % 8 < 4 ? 0 : r % 8 < 6 ? 1 + (r >> 16) % 100 : SPADE_OBS_MAX - (r >> 16) % 200;
+        void (*out)(const char *, ...) = (r >> 32) % 8 == 0 ? spade_act : spade_say;
+        say_vs_snprintf(out, fmt, a, before, (char)('A' + iter % 26), refused);
+        refused_n += refused;
+        overflowed += test_rt.overflow;
+        fast_only += fast && !refused && !lone;
+    }
+    spade_rt_current = NULL;
+    /* the mix reached every outcome */
+    ck_assert_int_gt(refused_n, 1000);
+    ck_assert_int_gt(overflowed, 1000);
+    ck_assert_int_gt(fast_only, 10000);
+}
+END_TEST
+
 START_TEST(test_rand)
 {
     /* determinism of the generator itself */
@@ -1246,6 +1617,8 @@ static Suite *host_suite(void)
     tcase_add_test(r, test_answer_span_matches_naive);
     tcase_add_test(r, test_helpers_on_huge_inputs);
     tcase_add_test(r, test_output_helpers);
+    tcase_add_test(r, test_say_matches_snprintf);
+    tcase_add_test(r, test_say_random_formats);
     tcase_add_test(r, test_rand);
     tcase_add_test(r, test_allowlist_covers_dsl_h);
     suite_add_tcase(s, r);
