@@ -23,9 +23,14 @@
  *    ends the episode (done; the next step is BAD_CALL until a reset).
  *  - Tool calls: ERROR observations are the dispatcher's message; both CALLED
  *    and ERROR count as a step and can truncate.
+ *  - A step's reward and the episode's return are always finite: reward()
+ *    ignores NaN and inf, and a sum of finite rewards that passes +-DBL_MAX
+ *    (reward(DBL_MAX) twice) saturates there. The sandbox's parent treats a
+ *    non-finite value from a worker as a protocol violation (core/sandbox/ipc.c).
  */
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -568,6 +573,13 @@ static void leave(spade_host *h)
         *h->state_ptr = NULL;
 }
 
+/* v within [-DBL_MAX, DBL_MAX]; v is never NaN here (only finite values and
+ * 1.0 are ever added, so a sum can reach +-inf but not inf - inf). */
+static double saturate(double v)
+{
+    return v > DBL_MAX ? DBL_MAX : v < -DBL_MAX ? -DBL_MAX : v;
+}
+
 static void fill_result(spade_host *h, instance *in, spade_step_result *out, double reward, int terminated,
                         int truncated)
 {
@@ -634,8 +646,8 @@ spade_host_status spade_host_step(spade_host *h, int inst, const char *action, s
         h->step(h->action, len);
     leave(h);
     in->steps++;
-    double r = h->rt.reward;
-    in->episode_return += r;
+    double r = saturate(h->rt.reward);
+    in->episode_return = saturate(in->episode_return + r);
     int terminated = h->rt.terminated;
     int truncated = !terminated && in->steps >= h->info.max_steps;
     in->done = terminated || truncated;

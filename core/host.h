@@ -65,7 +65,7 @@ typedef enum spade_host_status {
 typedef struct spade_step_result {
     const char *obs; /* observation text (NUL-terminated) */
     size_t obs_len;
-    double reward;
+    double reward;  /* finite: a sum past +-DBL_MAX saturates there, as does the return */
     int terminated; /* the task ended (the environment called finish) */
     int truncated;  /* max_steps reached without termination */
     int success;    /* episode return so far >= info.success (meaningful when done) */

@@ -13,6 +13,7 @@
  */
 #include <check.h>
 #include <ctype.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -474,6 +475,46 @@ START_TEST(test_validation_meta)
     syms[0].name = "not_meta";
     ck_assert_int_eq(spade_host_new(&h, fake_resolve, syms, err, sizeof err), -1);
     ck_assert_ptr_nonnull(strstr(err, "spade_meta: missing"));
+}
+END_TEST
+
+/* reward() ignores NaN and inf, but finite rewards can still add up past
+ * DBL_MAX, within one step or over an episode; what the host returns saturates
+ * there (core/host.c) and stays finite, which the sandbox's parent requires. */
+static double huge_sign = 1.0;
+static void huge_reward_step(const char *a, unsigned long n)
+{
+    spade_reward(huge_sign * DBL_MAX);
+    spade_reward(huge_sign * DBL_MAX);
+    spade_say("r");
+}
+
+START_TEST(test_reward_saturates)
+{
+    spade_env_meta meta = {.abi = SPADE_ENV_ABI, .name = "huge", .description = "d", .max_steps = 10};
+    fake_sym syms[] = {{"spade_meta", &meta},
+                       {"spade_S", &fake_S},
+                       {"spade_state_size", (void *)fake_state_size},
+                       {"spade_reset", (void *)fake_reset},
+                       {"spade_step", (void *)huge_reward_step},
+                       {"spade_hint", (void *)fake_hint},
+                       {NULL, NULL}};
+    spade_host *h;
+    char err[256] = "";
+    ck_assert_msg(spade_host_new(&h, fake_resolve, syms, err, sizeof err) == 0, "%s", err);
+    int inst = spade_host_add_instance(h, NULL);
+    spade_step_result r;
+    for (int sign = 1; sign >= -1; sign -= 2) {
+        huge_sign = sign;
+        ck_assert_int_eq(spade_host_reset(h, inst, 0, &r), SPADE_HOST_OK);
+        for (int s = 0; s < 3; s++) {
+            ck_assert_int_eq(spade_host_step(h, inst, "a", 1, &r), SPADE_HOST_OK);
+            ck_assert_msg(r.reward == sign * DBL_MAX, "step %d: reward %g", s, r.reward);
+            ck_assert_msg(r.episode_return == sign * DBL_MAX, "step %d: return %g", s, r.episode_return);
+            ck_assert_int_eq(r.success, sign > 0);
+        }
+    }
+    spade_host_free(h);
 }
 END_TEST
 
@@ -1605,6 +1646,7 @@ static Suite *host_suite(void)
     tcase_add_test(t, test_params_parse);
     tcase_add_test(t, test_validation_failures);
     tcase_add_test(t, test_validation_meta);
+    tcase_add_test(t, test_reward_saturates);
     tcase_add_test(t, test_bad_calls);
     tcase_add_test(t, test_output_cap);
     tcase_add_test(t, test_hostile_actions);

@@ -10,6 +10,7 @@
  * What it is not: a test of the real worker or the zygote (test_sandbox.c).
  */
 #include <check.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
@@ -171,6 +172,40 @@ START_TEST(results_bad_fields)
     put(&b, big, sizeof big);
     ck_assert_int_eq(spade_ipc_decode_results(b.p, b.n, 1, r, &bad, &st, err, sizeof err), -1);
     ck_assert_ptr_nonnull(strstr(err, "SPADE_OBS_MAX"));
+    /* a reward or a return that is not finite, on any item (the host never
+     * returns one), however well-formed the rest */
+    static const struct {
+        double reward, ret;
+        int status;
+    } nonfinite[] = {
+        {NAN, 0.0, SPADE_HOST_OK},       {-NAN, 0.0, SPADE_HOST_OK},       {INFINITY, 1.0, SPADE_HOST_OK},
+        {-INFINITY, 1.0, SPADE_HOST_OK}, {1.0, INFINITY, SPADE_HOST_OK},   {0.0, NAN, SPADE_HOST_OK},
+        {0.0, -INFINITY, SPADE_HOST_OK}, {NAN, 0.0, SPADE_HOST_BAD_CALL}, {0.0, INFINITY, SPADE_HOST_OUTPUT_TOO_LARGE},
+    };
+    for (size_t k = 0; k < sizeof nonfinite / sizeof *nonfinite; k++) {
+        spade_step_result two[2];
+        b.n = 0;
+        put_u32(&b, 2);
+        put_result(&b, DBL_MAX, 2, 0, 0, 0, SPADE_HOST_OK); /* the largest finite values pass */
+        spade_wire_result w;
+        memset(&w, 0, sizeof w);
+        w.reward = nonfinite[k].reward;
+        w.episode_return = nonfinite[k].ret;
+        w.status = (uint8_t)nonfinite[k].status;
+        put(&b, &w, sizeof w);
+        put(&b, "ok", 3);
+        put(&b, "", 1);
+        err[0] = '\0';
+        ck_assert_msg(spade_ipc_decode_results(b.p, b.n, 2, two, &bad, &st, err, sizeof err) == -1,
+                      "case %zu: accepted", k);
+        ck_assert_msg(strstr(err, "result 1:") && strstr(err, "not finite"), "case %zu: '%s'", k, err);
+    }
+    b.n = 0;
+    put_u32(&b, 1);
+    put_result(&b, -DBL_MAX, 0, 0, 0, 0, SPADE_HOST_OK);
+    put(&b, "", 1);
+    ck_assert_int_eq(spade_ipc_decode_results(b.p, b.n, 1, r, &bad, &st, err, sizeof err), 0);
+    ck_assert(r[0].reward == -DBL_MAX && r[0].episode_return == -DBL_MAX);
     /* a failed item is reported, not rejected */
     b.n = 0;
     put_u32(&b, 1);

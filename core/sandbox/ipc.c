@@ -256,6 +256,13 @@ int spade_ipc_decode_results(const unsigned char *payload, size_t len, uint32_t 
                        w.terminated, w.truncated, w.success);
             return -1;
         }
+        /* The host never returns NaN or inf (core/host.c saturates sums), and
+         * one would poison every mean, advantage and gradient downstream. */
+        if (!isfinite(w.reward) || !isfinite(w.episode_return)) {
+            spade_errf(err, errlen, "result %u: reward %g or episode_return %g not finite", i, w.reward,
+                       w.episode_return);
+            return -1;
+        }
         if (w.status != SPADE_HOST_OK) {
             if (w.status != SPADE_HOST_OUTPUT_TOO_LARGE && w.status != SPADE_HOST_BAD_CALL) {
                 spade_errf(err, errlen, "result %u: unknown status %u", i, w.status);
