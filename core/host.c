@@ -41,7 +41,6 @@
 #include "runtime.h"
 #include "tools/tools.h"
 
-#define HOST_MAX_STEPS_LIMIT 1000000
 
 typedef void (*fn_void)(void);
 typedef unsigned long (*fn_size)(void);
@@ -156,8 +155,8 @@ static int validate_meta(spade_host *h, const spade_env_meta *m, char *err, size
                    sizeof info->family - 1);
         return -1;
     }
-    if (m->max_steps < 0 || m->max_steps > HOST_MAX_STEPS_LIMIT) {
-        spade_errf(err, errlen, "meta: max_steps %d outside [1, %d]", m->max_steps, HOST_MAX_STEPS_LIMIT);
+    if (m->max_steps < 0 || m->max_steps > SPADE_MAX_STEPS_LIMIT) {
+        spade_errf(err, errlen, "meta: max_steps %d outside [1, %d]", m->max_steps, SPADE_MAX_STEPS_LIMIT);
         return -1;
     }
     info->max_steps = m->max_steps ? m->max_steps : SPADE_DEFAULT_MAX_STEPS;

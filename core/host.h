@@ -38,6 +38,12 @@ typedef struct spade_tool_info {
 #define SPADE_INFO_MAX_PARAMS 16
 #define SPADE_INFO_MAX_TOOLS 16
 
+/* The most max_steps an environment may declare: spade_host_new refuses more,
+ * and the sandbox's parent refuses a worker that reports more (the worker runs
+ * the environment's code, so the host's check in it proves nothing). Far below
+ * INT_MAX, so loops to max_steps + 1 (spade check) cannot overflow. */
+#define SPADE_MAX_STEPS_LIMIT 1000000
+
 typedef struct spade_env_info {
     int abi;
     char name[64];

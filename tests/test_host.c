@@ -432,6 +432,8 @@ START_TEST(test_validation_meta)
         {{.abi = SPADE_ENV_ABI, .name = "ok", .description = ""}, "description of 'ok' is empty"},
         {{.abi = SPADE_ENV_ABI, .name = "ok", .description = "two\nlines"}, "one line"},
         {{.abi = SPADE_ENV_ABI, .name = "ok", .description = "d", .max_steps = -1}, "max_steps -1"},
+        {{.abi = SPADE_ENV_ABI, .name = "ok", .description = "d", .max_steps = SPADE_MAX_STEPS_LIMIT + 1},
+         "max_steps 1000001 outside [1, 1000000]"},
         {{.abi = SPADE_ENV_ABI, .name = "ok", .description = "d", .success = NAN}, "success"},
         {{.abi = SPADE_ENV_ABI, .name = "ok", .description = "d", .family = "Has Space"}, "family"},
         {{.abi = SPADE_ENV_ABI,

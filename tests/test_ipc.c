@@ -390,8 +390,11 @@ START_TEST(info_host_rules)
     bad.max_steps = INT_MAX; /* spade check loops to max_steps + 1 */
     ck_assert_int_eq(spade_ipc_decode_info((unsigned char *)&bad, sizeof bad, &out, err, sizeof err), -1);
     bad = in;
-    bad.max_steps = 1000000; /* the host's own limit is fine */
+    bad.max_steps = SPADE_MAX_STEPS_LIMIT; /* the host's own limit is fine, one more is not */
     ck_assert_int_eq(spade_ipc_decode_info((unsigned char *)&bad, sizeof bad, &out, err, sizeof err), 0);
+    bad.max_steps = SPADE_MAX_STEPS_LIMIT + 1;
+    ck_assert_int_eq(spade_ipc_decode_info((unsigned char *)&bad, sizeof bad, &out, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "max_steps 1000001 outside [1, 1000000]"));
     bad = in;
     snprintf(bad.params[0].name, sizeof bad.params[0].name, "9lives");
     ck_assert_int_eq(spade_ipc_decode_info((unsigned char *)&bad, sizeof bad, &out, err, sizeof err), -1);

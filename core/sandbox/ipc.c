@@ -23,9 +23,6 @@
 #include "errbuf.h"
 #include "tools/tools.h"
 
-/* core/host.c's HOST_MAX_STEPS_LIMIT: the most max_steps an honest worker reports. */
-#define SPADE_IPC_MAX_STEPS 1000000
-
 /* ---- buffers ----------------------------------------------------------------- */
 int spade_ipc_buf_reserve(spade_ipc_buf *b, size_t cap)
 {
@@ -461,8 +458,8 @@ static int decode_info(const unsigned char *payload, size_t len, spade_env_info 
         spade_errf(err, errlen, "info: family is not [a-z0-9_-]*");
         return -1;
     }
-    if (info->max_steps <= 0 || info->max_steps > SPADE_IPC_MAX_STEPS) {
-        spade_errf(err, errlen, "info: max_steps %d outside [1, %d]", info->max_steps, SPADE_IPC_MAX_STEPS);
+    if (info->max_steps <= 0 || info->max_steps > SPADE_MAX_STEPS_LIMIT) {
+        spade_errf(err, errlen, "info: max_steps %d outside [1, %d]", info->max_steps, SPADE_MAX_STEPS_LIMIT);
         return -1;
     }
     if (!isfinite(info->success)) {
