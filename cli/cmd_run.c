@@ -7,6 +7,7 @@
  * What it is not: a trainer or an evaluator of policies (agent/ and core/selfplay).
  */
 #include <getopt.h>
+#include <signal.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,12 @@ void cli_usage_run(FILE *out) {
 }
 
 enum { AGENT_RANDOM, AGENT_SOLVE, AGENT_STDIN };
+
+/* Ctrl-C or SIGTERM stops the run between two round trips instead of killing
+ * it: the episodes already finished stay in the JSONL (a killed process would
+ * lose stdio's buffer and leave a cut line), and the summary is printed. */
+static volatile sig_atomic_t run_stop_signal;
+static void on_stop_signal(int sig) { run_stop_signal = sig; }
 
 typedef struct slot {
     int ep; /* episode number, -1 when idle */
@@ -184,6 +191,8 @@ int cli_run(spade_sandbox *sb, int argc, char **argv) {
         return CLI_FAIL;
 
     int rc = CLI_FAIL;
+    struct sigaction stop_sa, old_int, old_term;
+    int handlers_set = 0;
     FILE *jsonl = NULL;
     slot *slots = NULL;
     int *ids = NULL, *idx = NULL;
@@ -245,10 +254,23 @@ int cli_run(spade_sandbox *sb, int argc, char **argv) {
         slots[b].ep = -1;
         idx[b] = b;
     }
+    /* No SA_RESTART: a stdin agent blocked in read() must see the signal too.
+     * The sandbox's own waits retry on EINTR. */
+    memset(&stop_sa, 0, sizeof stop_sa);
+    stop_sa.sa_handler = on_stop_signal;
+    sigemptyset(&stop_sa.sa_mask);
+    run_stop_signal = 0;
+    sigaction(SIGINT, &stop_sa, &old_int);
+    sigaction(SIGTERM, &stop_sa, &old_term);
+    /* a signal the caller ignores (a shell's background job ignores SIGINT) stays ignored */
+    if (old_int.sa_handler == SIG_IGN) sigaction(SIGINT, &old_int, NULL);
+    if (old_term.sa_handler == SIG_IGN) sigaction(SIGTERM, &old_term, NULL);
+    handlers_set = 1;
     episodes_ctx E = {w, first, seed, slots, idx, res, &next_ep, show, path};
     if (start_episodes(&E, (int)batch, &f) != 0) goto out;
 
     for (;;) {
+        if (run_stop_signal) break;
         int k = 0;
         for (int b = 0; b < batch; b++) {
             slot *s = &slots[b];
@@ -272,7 +294,7 @@ int cli_run(spade_sandbox *sb, int argc, char **argv) {
             } else {
                 ssize_t got = getline(&line, &line_cap, stdin);
                 if (got < 0) {
-                    stdin_ended = 1;
+                    if (!run_stop_signal) stdin_ended = 1;
                     break;
                 }
                 while (got > 0 && (line[got - 1] == '\n' || line[got - 1] == '\r')) line[--got] = 0;
@@ -286,7 +308,7 @@ int cli_run(spade_sandbox *sb, int argc, char **argv) {
             lens[k] = s->act_len;
             idx[k++] = b;
         }
-        if (stdin_ended || k == 0) break;
+        if (stdin_ended || run_stop_signal || k == 0) break;
         if (spade_worker_step(w, k, ids, acts, lens, res, &f) != 0) {
             slot *s = &slots[idx[0]];
             snprintf(err, sizeof err, "%s: step (episode %d, seed %llu, step %d)", path, s->ep,
@@ -353,7 +375,12 @@ int cli_run(spade_sandbox *sb, int argc, char **argv) {
         json_num(jsonl, sps);
         fprintf(jsonl, ",\"seconds\":");
         json_num(jsonl, dt);
-        fprintf(jsonl, "}\n");
+        fprintf(jsonl, "%s}\n", run_stop_signal ? ",\"interrupted\":true" : "");
+    }
+    if (run_stop_signal) {
+        cli_err(CLI_FAIL, "run", "interrupted (%s) after %ld of %ld episodes", strsignal(run_stop_signal),
+                st.episodes, n_episodes);
+        goto out;
     }
     if (stdin_ended && st.episodes < n_episodes) {
         cli_err(CLI_FAIL, "run", "standard input ended after %ld of %ld episodes", st.episodes, n_episodes);
@@ -373,5 +400,9 @@ out:
     free(slots), free(ids), free(idx), free(acts), free(lens), free(res), free(line);
     spade_worker_free(w);
     free(src);
+    if (handlers_set) {
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
+    }
     return rc;
 }

@@ -90,6 +90,29 @@ has "success rate 0.000" "stdin actions are played (7, 8, 9 are not 4)"
 printf '4\n' | "$SPADE" run "$ENVS/add.c:lo=2,hi=2" --agent stdin --episodes 3 >"$TMP/out" 2>&1
 if [ $? -eq 1 ]; then ok "run --agent stdin: early EOF is a failure"; else bad "early EOF exit status"; fi
 has "ended after 1 of 3" "early EOF is explained"
+# SIGTERM (as Ctrl-C's SIGINT) stops a long run between round trips: every JSONL line is whole, and the summary says so
+"$SPADE" run "$ENVS/add.c" --episodes 100000000 --quiet --jsonl "$TMP/int.jsonl" >"$TMP/out" 2>&1 &
+pid=$!
+sleep 1
+kill -TERM $pid
+wait $pid
+if [ $? -eq 1 ]; then ok "an interrupted run exits 1"; else bad "interrupted run exit status"; fi
+has "interrupted (Terminated) after" "the interruption is reported with the episodes done"
+if tail -n 1 "$TMP/int.jsonl" | grep -q '"summary":true.*"interrupted":true}$'; then ok "interrupted run writes its JSONL summary"; else bad "interrupted JSONL summary: $(tail -c 200 "$TMP/int.jsonl")"; fi
+if grep -vc '}$' "$TMP/int.jsonl" | grep -qx 0; then ok "no JSONL line is cut"; else bad "a cut JSONL line"; fi
+# ... also when the stdin agent is blocked reading: not reported as an early EOF
+mkfifo "$TMP/fifo"
+exec 7<>"$TMP/fifo"
+"$SPADE" run "$ENVS/add.c" --agent stdin --episodes 3 <"$TMP/fifo" >"$TMP/out" 2>&1 &
+pid=$!
+sleep 1
+kill -TERM $pid
+wait $pid
+got=$?
+exec 7>&-
+if [ $got -eq 1 ]; then ok "a blocked stdin run stops on SIGTERM"; else bad "blocked stdin run exit $got"; fi
+has "interrupted" "a blocked stdin run says it was interrupted"
+hasnt "standard input ended" "an interruption is not an early EOF"
 expect 1 "run --agent solve without SOLVE" "$SPADE" run "$ENVS/cli_growobs.c" --agent solve
 has "no SOLVE" "missing SOLVE is explained"
 expect 1 "run on a crashing environment" "$SPADE" run "$ENVS/cli_crashempty.c" --agent stdin --episodes 1 <"$TMP/empty"
