@@ -204,8 +204,8 @@ int cli_play(spade_sandbox *sb, int argc, char **argv) {
         while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = 0;
         if (!tty) printf("> %s\n", line);
         if (line[0] == ':' && line[1] != ':') {
-            char cmd[32] = "", arg[64] = "";
-            sscanf(line + 1, "%31s %63s", cmd, arg);
+            char cmd[32] = "", arg[64] = "", extra[2] = "";
+            sscanf(line + 1, "%31s %63s %1s", cmd, arg, extra);
             if (!strcmp(cmd, "quit") || !strcmp(cmd, "q") || !strcmp(cmd, "exit")) break;
             if (!strcmp(cmd, "help") || !strcmp(cmd, "h") || !strcmp(cmd, "?")) {
                 help();
@@ -220,6 +220,10 @@ int cli_play(spade_sandbox *sb, int argc, char **argv) {
                     goto fail;
             } else if (!strcmp(cmd, "reset")) {
                 uint64_t ns = s.seed + 1;
+                if (*extra) {
+                    cli_err(CLI_USAGE, "play", ":reset takes at most one SEED");
+                    continue;
+                }
                 if (*arg && cli_parse_u64("play", ":reset", arg, &ns) < 0) continue;
                 if (new_episode(&s, ns) != 0) goto fail;
             } else {
@@ -232,6 +236,12 @@ int cli_play(spade_sandbox *sb, int argc, char **argv) {
         size_t alen = (size_t)n - (size_t)(action - line);
         if (!s.in_episode) {
             printf("no episode running (:reset starts one)\n");
+            fflush(stdout);
+            continue;
+        }
+        if (alen > SPADE_ACTION_MAX) {
+            /* the person's line, not the environment, is at fault: nothing is played */
+            printf("[action not played: %zu bytes, at most %d]\n", alen, SPADE_ACTION_MAX);
             fflush(stdout);
             continue;
         }

@@ -165,6 +165,14 @@ has "reloaded $TMP/hot.c: version 2" "play says it reloaded"
 has "hot.c:5" "a broken change is reported with its line"
 has "still playing version 2" "the old version keeps serving"
 
+# a line over SPADE_ACTION_MAX is refused in play, not blamed on the environment; :reset takes one seed
+{ head -c 1100000 /dev/zero | tr '\0' 'a'; printf '\n:reset 5 6\n'; } | "$SPADE" play "$ENVS/add.c" >"$TMP/out" 2>&1
+if [ $? -eq 0 ]; then ok "play: an over-long action is not a failure"; else bad "play: over-long action exit status"; fi
+has "[action not played: 1100000 bytes, at most 1048576]" "play: the over-long action is refused with its size"
+hasnt "environment failed" "play: an over-long action is not called an environment failure"
+has ":reset takes at most one SEED" "play: :reset with two seeds is refused"
+hasnt "seed 5 ---" "play: :reset with two seeds does not reset"
+
 # ---- new, then check and list -----------------------------------------------
 mkdir "$TMP/work"
 (cd "$TMP/work" && "$SPADE" new mygame) >"$TMP/out" 2>&1
