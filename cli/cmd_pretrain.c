@@ -169,10 +169,21 @@ bad:
 static int load_config(const char *path, pt_config *c) {
     pt_defaults(c);
     c->file = path;
+    /* A config that cannot be read is a failure (1), as for any missing file;
+     * a directory opens for reading and would parse as an empty config. */
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        fprintf(stderr, "spade pretrain: %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "spade pretrain: %s: is a directory, not a config file\n", path);
+        return 1;
+    }
     int line = ini_parse(path, on_key, c);
     if (line == -1) {
         fprintf(stderr, "spade pretrain: %s: %s\n", path, strerror(errno ? errno : ENOENT));
-        return 2;
+        return 1;
     }
     if (line != 0 || c->msg[0]) {
         if (line > 0)

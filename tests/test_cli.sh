@@ -48,6 +48,10 @@ expect 0 "pretrain --help" "$SPADE" pretrain --help
 has "usage: spade pretrain" "pretrain --help prints its usage"
 expect 0 "help pretrain" "$SPADE" help pretrain
 expect 2 "pretrain without a config" "$SPADE" pretrain
+expect 1 "pretrain with a missing config file is a failure, not a usage error" "$SPADE" pretrain "$TMP/no-such.ini"
+has "no-such.ini: No such file or directory" "pretrain names the missing config"
+expect 1 "pretrain with a directory as config" "$SPADE" pretrain "$TMP"
+has "is a directory" "pretrain says the config is a directory"
 expect 2 "unknown option" "$SPADE" run "$ENVS/add.c" --bogus
 has "--bogus" "unknown option is named"
 expect 2 "bad number" "$SPADE" run "$ENVS/add.c" --episodes lots
