@@ -85,9 +85,12 @@ int cli_list(spade_sandbox *sb, int argc, char **argv) {
             printf("%-*s  %-8s  %s\n%-*s  %-8s  params: %s\n", width, L[i].name,
                    *L[i].info.family ? L[i].info.family : "-", L[i].info.description, width, "", "", params);
         } else {
-            for (char *p = L[i].error; *p; p++)
-                if (*p == '\n') *p = ' ';
-            printf("%-*s  %-8s  does not load: %s\n", width, L[i].name, "?", L[i].error);
+            /* One line per environment: the first line of the failure (a compile
+             * error's source excerpt follows it); spade check shows the rest. */
+            char *nl = strchr(L[i].error, '\n');
+            if (nl) *nl = '\0';
+            printf("%-*s  %-8s  does not load: %s%s\n", width, L[i].name, "?", L[i].error,
+                   nl ? " (spade check shows the source)" : "");
         }
         if (paths) printf("%-*s  %-8s  %s\n", width, "", "", L[i].path);
     }

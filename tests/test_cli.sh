@@ -197,6 +197,12 @@ has "mygame" "list finds SPADE_PATH environments"
 has "top=100 [2..1000000]" "list shows params with ranges"
 has "Guess a hidden number" "list shows descriptions"
 has "$TMP/elsewhere/other.c" "list --paths shows paths"
+printf '#include <spade/dsl.h>\nENV("broken", "d")\nint x = ;\n' >"$TMP/elsewhere/broken.c"
+SPADE_PATH="$TMP/elsewhere" "$SPADE" list >"$TMP/out" 2>&1
+has "does not load: compile_error:" "list says why a file does not load"
+has "(spade check shows the source)" "list points at check for the source excerpt"
+hasnt "| int x = ;" "list keeps one line per environment (no source excerpt)"
+has "other" "list still lists the other files"
 
 echo "1..$n"
 [ "$fails" -eq 0 ]
