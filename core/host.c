@@ -87,39 +87,37 @@ static int copy_field(char *dst, size_t cap, const char *src)
     return 0;
 }
 
-static int is_ident_name(const char *s, int allow_dash)
+int spade_info_name_ok(const char *s)
 {
     if (!*s)
         return 0;
-    for (const char *p = s; *p; p++) {
-        unsigned char c = (unsigned char)*p;
-        int ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || (allow_dash && c == '-');
-        if (!ok)
+    for (const char *p = s; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '-'))
             return 0;
-    }
     return 1;
 }
 
-static int is_c_ident(const char *s)
+int spade_info_c_ident_ok(const char *s)
 {
-    if (!*s || isdigit((unsigned char)*s))
+    if (!*s || (*s >= '0' && *s <= '9'))
         return 0;
     for (const char *p = s; *p; p++)
-        if (!(isalnum((unsigned char)*p) || *p == '_'))
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_'))
             return 0;
     return 1;
 }
 
-static int has_control_char(const char *s)
+int spade_info_one_line_ok(const char *s)
 {
+    if (!*s)
+        return 0;
     for (const char *p = s; *p; p++)
         if ((unsigned char)*p < 0x20 && *p != '\t')
-            return 1;
-    return 0;
+            return 0;
+    return 1;
 }
 
-/* A double that is a whole number an int can hold. */
-static int is_int_value(double v)
+int spade_info_whole_int(double v)
 {
     return isfinite(v) && v == floor(v) && v >= -2147483648.0 && v <= 2147483647.0;
 }
@@ -132,7 +130,7 @@ static int validate_meta(spade_host *h, const spade_env_meta *m, char *err, size
         return -1;
     }
     info->abi = m->abi;
-    if (!m->name || !is_ident_name(m->name, 1)) {
+    if (!m->name || !spade_info_name_ok(m->name)) {
         spade_errf(err, errlen, "meta: name '%s' must be non-empty [a-z0-9_-]", m->name ? m->name : "(null)");
         return -1;
     }
@@ -144,13 +142,13 @@ static int validate_meta(spade_host *h, const spade_env_meta *m, char *err, size
         spade_errf(err, errlen, "meta: description of '%s' is empty", info->name);
         return -1;
     }
-    if (has_control_char(m->description) || copy_field(info->description, sizeof info->description, m->description)) {
+    if (!spade_info_one_line_ok(m->description) || copy_field(info->description, sizeof info->description, m->description)) {
         spade_errf(err, errlen, "meta: description of '%s' must be one line of at most %zu bytes", info->name,
                    sizeof info->description - 1);
         return -1;
     }
     const char *family = m->family ? m->family : "";
-    if ((*family && !is_ident_name(family, 1)) || copy_field(info->family, sizeof info->family, family)) {
+    if ((*family && !spade_info_name_ok(family)) || copy_field(info->family, sizeof info->family, family)) {
         spade_errf(err, errlen, "meta: family '%.40s' must be [a-z0-9_-], at most %zu bytes", family,
                    sizeof info->family - 1);
         return -1;
@@ -170,7 +168,7 @@ static int validate_meta(spade_host *h, const spade_env_meta *m, char *err, size
 
 static int validate_param(const spade_param_def *p, int k, char *err, size_t errlen)
 {
-    if (!p->name || !is_c_ident(p->name) || strlen(p->name) >= sizeof((spade_param_info *)0)->name) {
+    if (!p->name || !spade_info_c_ident_ok(p->name) || strlen(p->name) >= sizeof((spade_param_info *)0)->name) {
         spade_errf(err, errlen, "param %d (spade_param_%d): name '%.40s' must be a C identifier of at most 31 bytes",
                    k, k, p->name ? p->name : "(null)");
         return -1;
@@ -195,7 +193,7 @@ static int validate_param(const spade_param_def *p, int k, char *err, size_t err
         spade_errf(err, errlen, "param '%s': default %g outside [%g, %g]", p->name, p->def, p->min, p->max);
         return -1;
     }
-    if (p->type == SPADE_PARAM_INT && (!is_int_value(p->def) || !is_int_value(p->min) || !is_int_value(p->max))) {
+    if (p->type == SPADE_PARAM_INT && (!spade_info_whole_int(p->def) || !spade_info_whole_int(p->min) || !spade_info_whole_int(p->max))) {
         spade_errf(err, errlen, "param '%s': int param with default %g, min %g, max %g: each must be an int", p->name,
                    p->def, p->min, p->max);
         return -1;
@@ -207,7 +205,7 @@ static int validate_tool(spade_host *h, const spade_tool_def *t, int k, char *er
 {
     int i = h->info.n_tools;
     spade_tool_info *ti = &h->info.tools[i];
-    if (!t->name || !is_c_ident(t->name) || copy_field(ti->name, sizeof ti->name, t->name)) {
+    if (!t->name || !spade_info_c_ident_ok(t->name) || copy_field(ti->name, sizeof ti->name, t->name)) {
         spade_errf(err, errlen, "tool %d (spade_tool_%d): name '%.40s' must be a C identifier of at most %zu bytes", k,
                    k, t->name ? t->name : "(null)", sizeof ti->name - 1);
         return -1;
@@ -222,7 +220,7 @@ static int validate_tool(spade_host *h, const spade_tool_def *t, int k, char *er
         return -1;
     }
     const char *desc = t->description ? t->description : "";
-    if (!*desc || has_control_char(desc) || copy_field(ti->description, sizeof ti->description, desc)) {
+    if (!spade_info_one_line_ok(desc) || copy_field(ti->description, sizeof ti->description, desc)) {
         spade_errf(err, errlen, "tool '%s': description must be one non-empty line of at most %zu bytes", t->name,
                    sizeof ti->description - 1);
         return -1;

@@ -111,4 +111,13 @@ spade_host_status spade_host_step(spade_host *h, int inst, const char *action, s
 spade_host_status spade_host_hint(spade_host *h, int inst, const char **text, size_t *len);
 spade_host_status spade_host_solve(spade_host *h, int inst, const char **text, size_t *len);
 
+/* The rules for the strings and numbers of spade_env_info, shared by the host
+ * (checking what an environment declares) and the parent (checking the info a
+ * worker sends back, since the worker runs environment code and could forge
+ * it). ASCII only, whatever the locale. */
+int spade_info_name_ok(const char *s);   /* non-empty [a-z0-9_-]+: env names and families */
+int spade_info_c_ident_ok(const char *s); /* a C identifier: param and tool names */
+int spade_info_one_line_ok(const char *s); /* non-empty, no control byte but tab */
+int spade_info_whole_int(double v);      /* finite, whole, fits an int */
+
 #endif /* SPADE_HOST_H */

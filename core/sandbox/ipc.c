@@ -389,45 +389,11 @@ static int finite3(double a, double b, double c)
     return isfinite(a) && isfinite(b) && isfinite(c);
 }
 
-/* The rules core/host.c applies to what an environment declares, applied again
- * here: the worker runs the environment's code, so the host's checks in it
- * prove nothing. The parent prints these strings on terminals (spade list,
- * play, run) and in logs, and loops up to max_steps (spade check). */
-static int ident_name(const char *s) /* [a-z0-9_-]+ */
-{
-    if (!*s)
-        return 0;
-    for (const char *p = s; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '-'))
-            return 0;
-    return 1;
-}
-
-static int c_ident(const char *s)
-{
-    if (!*s || (*s >= '0' && *s <= '9'))
-        return 0;
-    for (const char *p = s; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_'))
-            return 0;
-    return 1;
-}
-
-static int one_line(const char *s) /* non-empty, no control byte but tab */
-{
-    if (!*s)
-        return 0;
-    for (const char *p = s; *p; p++)
-        if ((unsigned char)*p < 0x20 && *p != '\t')
-            return 0;
-    return 1;
-}
-
-static int whole_int(double v)
-{
-    return v == floor(v) && v >= -2147483648.0 && v <= 2147483647.0;
-}
-
+/* The rules core/host.c applies to what an environment declares
+ * (spade_info_*_ok in host.h) are applied again here: the worker runs the
+ * environment's code, so the host's checks in it prove nothing. The parent
+ * prints these strings on terminals (spade list, play, run) and in logs, and
+ * loops up to max_steps (spade check). */
 static int decode_info(const unsigned char *payload, size_t len, spade_env_info *info, char *err, size_t errlen)
 {
     if (len != sizeof *info) {
@@ -446,15 +412,15 @@ static int decode_info(const unsigned char *payload, size_t len, spade_env_info 
         spade_errf(err, errlen, "info: abi %d, expected %d", info->abi, SPADE_ENV_ABI);
         return -1;
     }
-    if (!ident_name(info->name)) {
+    if (!spade_info_name_ok(info->name)) {
         spade_errf(err, errlen, "info: name is not [a-z0-9_-]+");
         return -1;
     }
-    if (!one_line(info->description)) {
+    if (!spade_info_one_line_ok(info->description)) {
         spade_errf(err, errlen, "info: description is empty or has control bytes");
         return -1;
     }
-    if (info->family[0] && !ident_name(info->family)) {
+    if (info->family[0] && !spade_info_name_ok(info->family)) {
         spade_errf(err, errlen, "info: family is not [a-z0-9_-]*");
         return -1;
     }
@@ -488,7 +454,7 @@ static int decode_info(const unsigned char *payload, size_t len, spade_env_info 
         memset(&info->tools[i], 0, sizeof info->tools[i]);
     for (int i = 0; i < info->n_params; i++) {
         spade_param_info *p = &info->params[i];
-        if (!terminated(p->name, sizeof p->name) || !c_ident(p->name)) {
+        if (!terminated(p->name, sizeof p->name) || !spade_info_c_ident_ok(p->name)) {
             spade_errf(err, errlen, "info: param %d: name is not a C identifier", i);
             return -1;
         }
@@ -505,7 +471,7 @@ static int decode_info(const unsigned char *payload, size_t len, spade_env_info 
             spade_errf(err, errlen, "info: param %d (%s): default/min/max out of order or not finite", i, p->name);
             return -1;
         }
-        if (p->type == SPADE_PARAM_INT && !(whole_int(p->def) && whole_int(p->min) && whole_int(p->max))) {
+        if (p->type == SPADE_PARAM_INT && !(spade_info_whole_int(p->def) && spade_info_whole_int(p->min) && spade_info_whole_int(p->max))) {
             spade_errf(err, errlen, "info: int param %d (%s): default/min/max not all ints", i, p->name);
             return -1;
         }
@@ -519,7 +485,7 @@ static int decode_info(const unsigned char *payload, size_t len, spade_env_info 
         }
         spade_tool_sig sig;
         char why[128];
-        if (!c_ident(t->name) || !one_line(t->description) || !one_line(t->signature) ||
+        if (!spade_info_c_ident_ok(t->name) || !spade_info_one_line_ok(t->description) || !spade_info_one_line_ok(t->signature) ||
             spade_tool_sig_parse(t->signature, &sig, why, sizeof why) != 0) {
             spade_errf(err, errlen, "info: tool %d: bad name, description or signature", i);
             return -1;
