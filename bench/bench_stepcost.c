@@ -203,18 +203,6 @@ static int run_vecenv(job *j)
 }
 
 /* ---- the worker's side ----------------------------------------------------------- */
-static uint64_t own_vm_size(void)
-{
-    FILE *f = fopen("/proc/self/statm", "r");
-    unsigned long pages = 0;
-    if (f) {
-        if (fscanf(f, "%lu", &pages) != 1)
-            pages = 0;
-        fclose(f);
-    }
-    return (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE);
-}
-
 /* --serve FD: become the worker (exec'd under valgrind by run_worker). */
 static int serve(int fd)
 {
@@ -223,7 +211,7 @@ static int serve(int fd)
     if (spade_worker_filter(&prog, err, sizeof err) < 0)
         die("filter", err);
     spade_sandbox_opts o = slow_opts();
-    spade_worker_process(fd, &o, own_vm_size(), &prog);
+    spade_worker_process(fd, &o, spade_sandbox_vm_size(), &prog);
 }
 
 /* Copies what the worker's callgrind writes into fifo (opened before the fork:

@@ -79,6 +79,9 @@ void spade_worker_process(int sock, const spade_sandbox_opts *opts, uint64_t vm_
                           const struct sock_fprog *filter) __attribute__((noreturn));
 /* The seccomp allowlist as a BPF program (built once with libseccomp). */
 int spade_worker_filter(struct sock_fprog *out, char *err, size_t errlen);
+/* Bytes of address space this process maps now (/proc/self/statm): the base
+ * a worker's mem_limit is added to. */
+uint64_t spade_sandbox_vm_size(void);
 
 /* ---- hooks -------------------------------------------------------------------- */
 /* A worker handle around a socket and a child process the caller forked (tests:

@@ -99,7 +99,7 @@ static int kid_remove(zygote *z, pid_t pid)
     return -1;
 }
 
-static uint64_t own_vm_size(void)
+uint64_t spade_sandbox_vm_size(void)
 {
     FILE *f = fopen("/proc/self/statm", "r");
     unsigned long pages = 0;
@@ -311,7 +311,7 @@ static void zygote_main(int ctl, const spade_sandbox_opts *opts, pid_t parent)
     zygote z = {0};
     z.ctl = ctl;
     z.opts = *opts;
-    z.vm_base = own_vm_size();
+    z.vm_base = spade_sandbox_vm_size();
     z.idle_sock = z.idle_pidfd = -1;
     char err[256];
     if (spade_worker_filter(&z.filter, err, sizeof err) < 0) {
