@@ -55,4 +55,7 @@ EXTRA_tests_test_host_DEPENDENCIES = $(spade_test_envs)
 # The checker and the registry live in the library: the CLI, tests/test_stdenv.c
 # and the designer call spade_check; the trainer hot-loads through the registry.
 libspade_a_SOURCES += core/check.c core/registry.c
+# The held-out suite (eval/heldout) and the guard that keeps it from the designer and the pool.
+libspade_a_SOURCES += core/heldout.c
+noinst_HEADERS += core/heldout.h
 noinst_HEADERS += core/check.h core/registry.h
