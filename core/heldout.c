@@ -15,6 +15,7 @@
 
 #include "errbuf.h"
 #include "registry.h"
+#include "source.h"
 
 struct spade_heldout_guard {
     char dir[SPADE_PATH_MAX];
@@ -113,36 +114,6 @@ int spade_path_is_heldout(const char *path) {
     memcpy(dir, path, n);
     dir[n] = 0;
     return has_marker(n ? dir : "/");
-}
-
-uint64_t spade_source_fingerprint(const char *src, size_t len) {
-    uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < len; i++) {
-        char c = src[i];
-        if (c == '/' && i + 1 < len && src[i + 1] == '*') { /* block comment */
-            i += 2;
-            while (i + 1 < len && !(src[i] == '*' && src[i + 1] == '/')) i++;
-            i++;
-            continue;
-        }
-        if (c == '/' && i + 1 < len && src[i + 1] == '/') { /* line comment */
-            while (i < len && src[i] != '\n') i++;
-            continue;
-        }
-        if (c == '"' || c == '\'') { /* a literal, kept byte for byte */
-            char q = c;
-            h = (h ^ (unsigned char)c) * 1099511628211ULL;
-            for (i++; i < len && src[i] != q; i++) {
-                if (src[i] == '\\' && i + 1 < len) h = (h ^ (unsigned char)src[i++]) * 1099511628211ULL;
-                h = (h ^ (unsigned char)src[i]) * 1099511628211ULL;
-            }
-            if (i < len) h = (h ^ (unsigned char)q) * 1099511628211ULL;
-            continue;
-        }
-        if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v') continue;
-        h = (h ^ (unsigned char)c) * 1099511628211ULL;
-    }
-    return h;
 }
 
 int spade_heldout_guard_new(spade_heldout_guard **out, const char *dir, char *err, size_t errlen) {

@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "source.h" /* spade_source_fingerprint */
+
 #define SPADE_HELDOUT_MARKER "HELDOUT"
 #define SPADE_HELDOUT_MAX_FILES 256
 
@@ -35,10 +37,6 @@ int spade_heldout_files(const char *dir, char ***paths, int *n, char *err, size_
 
 /* 1 when the directory of path holds the HELDOUT marker, else 0. */
 int spade_path_is_heldout(const char *path);
-
-/* FNV-1a 64 of the source with C comments and all whitespace removed (string
- * and character literals are kept as they are). */
-uint64_t spade_source_fingerprint(const char *src, size_t len);
 
 /* The guard: the fingerprints of every held-out file. */
 typedef struct spade_heldout_guard spade_heldout_guard;

@@ -55,7 +55,13 @@ EXTRA_tests_test_host_DEPENDENCIES = $(spade_test_envs)
 # The checker and the registry live in the library: the CLI, tests/test_stdenv.c
 # and the designer call spade_check; the trainer hot-loads through the registry.
 libspade_a_SOURCES += core/check.c core/registry.c
-# The held-out suite (eval/heldout) and the guard that keeps it from the designer and the pool.
-libspade_a_SOURCES += core/heldout.c
-noinst_HEADERS += core/heldout.h
+# Source text as the archive compares it (source), the held-out guard (heldout), diversity (vendi).
+libspade_a_SOURCES += core/heldout.c core/source.c core/vendi.c
+noinst_HEADERS += core/heldout.h core/source.h core/vendi.h
 noinst_HEADERS += core/check.h core/registry.h
+
+check_PROGRAMS += tests/test_vendi
+TESTS += tests/test_vendi
+tests_test_vendi_SOURCES = tests/test_vendi.c tests/testutil.c tests/testutil.h
+tests_test_vendi_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_test_vendi_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
