@@ -204,6 +204,13 @@ has "(spade check shows the source)" "list points at check for the source excerp
 hasnt "| int x = ;" "list keeps one line per environment (no source excerpt)"
 has "other" "list still lists the other files"
 
+# ---- archive (the archive itself and its CLI output: tests/test_archive.c) ---
+expect 0 "archive --help" "$SPADE" archive --help
+has "usage: spade archive list RUN" "archive --help prints its usage"
+expect 2 "archive without an action" "$SPADE" archive
+expect 1 "archive of a directory without an archive" "$SPADE" archive list "$TMP"
+has "no archive (spade.db)" "archive says the run has no archive"
+
 # ---- vendi ----------------------------------------------------------------------
 expect 0 "vendi --help" "$SPADE" vendi --help
 has "usage: spade vendi" "vendi --help prints its usage"
