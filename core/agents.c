@@ -110,7 +110,8 @@ int spade_text_pieces(const char *text, size_t len, spade_pieces *out)
         while (j < len && !isspace(t[j]))
             j++;
         size_t a = i, z = j;
-        while (a < z && ispunct(t[a]))
+        /* a sign before a digit is part of the word ("-7," -> "-7") */
+        while (a < z && ispunct(t[a]) && !((t[a] == '-' || t[a] == '+') && a + 1 < z && isdigit(t[a + 1])))
             a++;
         while (z > a && ispunct(t[z - 1]))
             z--;

@@ -46,7 +46,8 @@ typedef enum spade_script_tail {
  *   numbers: maximal runs "-?[0-9]+(.[0-9]+)?" ("-" only when not after a
  *            letter or digit), e.g. "42", "-3", "2.5";
  *   words:   maximal runs of non-space bytes with ASCII punctuation trimmed
- *            from both ends ("(left)," -> "left"), non-empty;
+ *            from both ends ("(left)," -> "left"; a sign before a digit
+ *            stays: "-7," -> "-7"), non-empty;
  *   lines:   each line with surrounding spaces trimmed, non-empty.
  * A NUL byte ends the text. */
 typedef struct spade_pieces {

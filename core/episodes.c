@@ -387,13 +387,15 @@ static int recover(run *R, int spec, int op, const spade_failure *g)
     }
     spade_failure h;
     int rv = revive(R, spec, &h);
-    /* in episode order; finish() edits order, so walk a copy */
-    int n = 0;
-    for (int k = 0; k < R->n_order; k++)
-        if (R->L[R->order[k]].flag && R->L[R->order[k]].spec == spec)
-            R->who[n++] = R->order[k];
-    for (int k = 0; k < n; k++) {
-        int li = R->who[k];
+    /* one at a time, in episode order; a replay that fails kills its worker
+     * again, so the episodes restored there are flagged to be restored again */
+    for (;;) {
+        int li = -1;
+        for (int k = 0; k < R->n_order && li < 0; k++)
+            if (R->L[R->order[k]].flag && R->L[R->order[k]].spec == spec)
+                li = R->order[k];
+        if (li < 0)
+            break;
         live *e = &R->L[li];
         int suspect = e->flag == 1;
         e->flag = 0;
@@ -408,6 +410,11 @@ static int recover(run *R, int spec, int op, const spade_failure *g)
         if (replay(R, li, &r, &h) < 0) {
             if (finish(R, li, SPADE_EP_FAILED, &h, NULL) < 0)
                 return -1;
+            for (int k = 0; k < R->n_order; k++) {
+                live *x = &R->L[R->order[k]];
+                if (x->spec == spec && !x->flag && x->phase != PH_RESET && spade_vecenv_env_lost(E->v, x->slot))
+                    x->flag = 2;
+            }
             rv = revive(R, spec, &h);
             continue;
         }
