@@ -59,8 +59,15 @@ typedef struct live {
     void *state;
     strbuf obs, hint, solve;
     int has_hint, has_solve;
-    strbuf *hist; /* every action played (the last is the one in flight during a step) */
-    int hist_n, hist_cap;
+    /* every action played, for replays (the last is the one in flight during
+     * a step): hbuf holds them end to end, hoff[k] where action k ends */
+    char *hbuf;
+    size_t hlen, hcap;
+    size_t *hoff;
+    int hist_n, hoff_cap;
+    int unreplayable; /* the history outgrew SPADE_EP_REPLAY_MAX */
+    const char *cur;  /* this step's action (the agent's bytes, valid until its next act) */
+    size_t cur_len;
     /* scratch of one round */
     int flag;
 } live;
@@ -244,8 +251,14 @@ static int finish(run *R, int li, spade_ep_end end, const spade_failure *g, cons
                 e->ret >= info->success;
     if (stop)
         snprintf(o.stop_reason, sizeof o.stop_reason, "%s", stop);
-    if (g)
+    if (g) {
         o.failure = *g;
+        /* the vector env's own prefix says nothing to the reader of an outcome */
+        static const char pre[] = "vecenv: ";
+        if (!strncmp(o.failure.message, pre, sizeof pre - 1))
+            memmove(o.failure.message, o.failure.message + sizeof pre - 1,
+                    strlen(o.failure.message + sizeof pre - 1) + 1);
+    }
     if (e->begun && R->agent->end) {
         spade_ep_view v;
         view_of(R, e, &v);
@@ -261,6 +274,8 @@ static int finish(run *R, int li, spade_ep_end end, const spade_failure *g, cons
     e->slot = -1;
     e->phase = PH_FREE;
     e->hist_n = 0;
+    e->hlen = 0;
+    e->unreplayable = 0;
     for (int k = 0; k < R->n_order; k++)
         if (R->order[k] == li) {
             memmove(R->order + k, R->order + k + 1, (size_t)(R->n_order - k - 1) * sizeof *R->order);
@@ -304,6 +319,8 @@ static int after_reset(run *R, int li, const spade_step_result *r)
     e->ret = 0;
     e->reward = 0;
     e->hist_n = 0;
+    e->hlen = 0;
+    e->unreplayable = 0;
     e->phase = PH_HINT;
     return 0;
 }
@@ -337,8 +354,9 @@ static int replay(run *R, int li, spade_step_result *r, spade_failure *g)
     if (spade_vecenv_reset_some(v, 1, &e->slot, &e->seed, r, g) < 0)
         return -1;
     for (int k = 0; k < e->hist_n; k++) {
-        const char *a = e->hist[k].p ? e->hist[k].p : "";
-        size_t n = e->hist[k].len;
+        size_t at = k ? e->hoff[k - 1] : 0;
+        const char *a = e->hbuf ? e->hbuf + at : "";
+        size_t n = e->hoff[k] - at;
         if (spade_vecenv_step_some(v, 1, &e->slot, &a, &n, r, g) < 0)
             return -1;
     }
@@ -406,6 +424,14 @@ static int recover(run *R, int spec, int op, const spade_failure *g)
         }
         if (e->phase == PH_RESET && !suspect)
             continue; /* nothing to rebuild */
+        if (e->unreplayable) {
+            spade_failure x = *g;
+            size_t k = strlen(x.message);
+            snprintf(x.message + k, sizeof x.message - k, " (this episode's worker; too long to replay)");
+            if (finish(R, li, SPADE_EP_FAILED, &x, NULL) < 0)
+                return -1;
+            continue;
+        }
         spade_step_result r;
         if (replay(R, li, &r, &h) < 0) {
             if (finish(R, li, SPADE_EP_FAILED, &h, NULL) < 0)
@@ -506,6 +532,8 @@ static int fill(run *R, spade_ep_next_fn next, void *next_ctx)
         e->ret = e->reward = 0;
         e->has_hint = e->has_solve = 0;
         e->hist_n = 0;
+    e->hlen = 0;
+    e->unreplayable = 0;
         e->flag = 0;
         E->slot_of[slot] = li;
         E->nfree--;
@@ -646,18 +674,36 @@ static int do_solves(run *R)
 
 static int push_action(run *R, live *e, const char *a, size_t n)
 {
-    if (e->hist_n == e->hist_cap) {
-        int cap = e->hist_cap ? 2 * e->hist_cap : 16;
-        strbuf *p = realloc(e->hist, (size_t)cap * sizeof *p);
+    e->cur = a;
+    e->cur_len = n;
+    if (e->unreplayable)
+        return 0;
+    if (e->hlen + n + (size_t)(e->hist_n + 1) * sizeof *e->hoff > SPADE_EP_REPLAY_MAX) {
+        e->unreplayable = 1; /* a failure now costs this episode too */
+        return 0;
+    }
+    if (e->hist_n == e->hoff_cap) {
+        int cap = e->hoff_cap ? 2 * e->hoff_cap : 16;
+        size_t *p = realloc(e->hoff, (size_t)cap * sizeof *p);
         if (!p)
             return oom(R);
-        memset(p + e->hist_cap, 0, (size_t)(cap - e->hist_cap) * sizeof *p);
-        e->hist = p;
-        e->hist_cap = cap;
+        e->hoff = p;
+        e->hoff_cap = cap;
     }
-    if (sb_set(&e->hist[e->hist_n], a, n) < 0)
-        return oom(R);
-    e->hist_n++;
+    if (e->hlen + n > e->hcap) {
+        size_t cap = e->hcap ? e->hcap : 256;
+        while (cap < e->hlen + n)
+            cap *= 2;
+        char *p = realloc(e->hbuf, cap);
+        if (!p)
+            return oom(R);
+        e->hbuf = p;
+        e->hcap = cap;
+    }
+    if (n)
+        memcpy(e->hbuf + e->hlen, a, n);
+    e->hlen += n;
+    e->hoff[e->hist_n++] = e->hlen;
     return 0;
 }
 
@@ -695,9 +741,9 @@ static int do_act(run *R)
                 return -1;
             continue;
         }
-        if (push_action(R, e, a->text ? a->text : "", a->text ? a->len : 0) < 0)
+        if (push_action(R, e, a->text && a->len ? a->text : "", a->text ? a->len : 0) < 0)
             return -1;
-        emit(R, SPADE_EV_ACTION, e, e->steps + 1, e->hist[e->hist_n - 1].p, e->hist[e->hist_n - 1].len, 0);
+        emit(R, SPADE_EV_ACTION, e, e->steps + 1, e->cur, e->cur_len, 0);
         e->flag = 3; /* steps this round */
     }
     return 0;
@@ -724,8 +770,8 @@ static int do_steps(run *R)
                 continue;
             R->who[n] = li;
             R->ids[n] = e->slot;
-            R->act_p[n] = e->hist[e->hist_n - 1].p ? e->hist[e->hist_n - 1].p : "";
-            R->act_l[n] = e->hist[e->hist_n - 1].len;
+            R->act_p[n] = e->cur;
+            R->act_l[n] = e->cur_len;
             n++;
         }
         if (n == first)
@@ -769,9 +815,8 @@ static void free_run(run *R)
         free(e->obs.p);
         free(e->hint.p);
         free(e->solve.p);
-        for (int k = 0; k < e->hist_cap; k++)
-            free(e->hist[k].p);
-        free(e->hist);
+        free(e->hbuf);
+        free(e->hoff);
     }
     for (int s = 0; R->env && s < R->n_specs; s++) {
         spade_vecenv_free(R->env[s].v);

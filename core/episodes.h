@@ -19,7 +19,9 @@
  * When a worker dies, the episodes it held are played again from their seeds
  * and recorded actions in a new worker (the agent is not asked again), each
  * alone, so the episode that fails alone is the one blamed and the others go
- * on. An environment that does not compile fails each of its requests.
+ * on. An environment that does not compile fails each of its requests. The
+ * actions kept for a replay are bounded (SPADE_EP_REPLAY_MAX bytes an
+ * episode); an episode past that which loses its worker fails with it.
  *
  * Deterministic: an episode depends only on its request and the agent's
  * answers to its own observations, never on max_live, the number of workers
@@ -35,6 +37,9 @@
 #include <stdint.h>
 
 #include "sandbox/sandbox.h"
+
+/* Bytes of actions (and 8 per step) an episode keeps for a replay. */
+#define SPADE_EP_REPLAY_MAX (8 * 1024 * 1024)
 
 /* One environment the requests may name: source and params ("k=v,..." or
  * NULL). Different params are different specs (a vector env shares them). */
