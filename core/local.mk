@@ -74,3 +74,7 @@ tests_test_archive_CPPFLAGS = $(AM_CPPFLAGS) -DSPADE_BUILDDIR='"$(abs_top_buildd
 tests_test_archive_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_archive_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
 EXTRA_tests_test_archive_DEPENDENCIES = spade$(EXEEXT)
+# The episode layer (episodes.h): everything that plays episodes goes through
+# it; agents.c holds the agents core ships (random, solve, stdin, scripted).
+libspade_a_SOURCES += core/episodes.c core/agents.c
+noinst_HEADERS += core/episodes.h core/agents.h
