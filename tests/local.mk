@@ -8,3 +8,10 @@ tests_test_hostile_SOURCES = tests/test_hostile.c tests/testutil.c
 tests_test_hostile_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_hostile_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
 EXTRA_DIST += tests/hostile
+
+# The decoding batch (core/policy/decode.c): slots with persistent KV caches.
+check_PROGRAMS += tests/test_decode
+TESTS += tests/test_decode
+tests_test_decode_SOURCES = tests/test_decode.c tests/testutil.c tests/testutil.h
+tests_test_decode_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_test_decode_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
