@@ -17,3 +17,9 @@ tests_test_episodes_CPPFLAGS = $(sandbox_test_cppflags)
 tests_test_episodes_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_episodes_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
 EXTRA_DIST += tests/envs/ep_len.c tests/envs/ep_record.c
+# The decoding batch (core/policy/decode.c): slots with persistent KV caches.
+check_PROGRAMS += tests/test_decode
+TESTS += tests/test_decode
+tests_test_decode_SOURCES = tests/test_decode.c tests/testutil.c tests/testutil.h
+tests_test_decode_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_test_decode_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)

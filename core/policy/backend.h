@@ -155,6 +155,26 @@
  * layernorm, matmul, attention_forward_kv, gelu and residual per layer, then
  * matmul_forward of the last position's row against wte (the tied head) and
  * downloads (B,Vp) logits; temperature, top-p and the draw happen on the host.
+ *
+ * THE DECODING BATCH (policy.h, spade_decoder) runs N rows that belong to
+ * different sequences ("slots") at different positions in one pass: a row is
+ * (slot[i], pos[i]), both int32 arrays in backend memory. The rows of one slot
+ * in one call are at consecutive positions in increasing order; positions
+ * before the first of them are already in that slot's cache.
+ * encoder_forward_at(out (N,C) (=), inp (N) int32, pos (N) int32, wte (Vp,C),
+ *                    wpe (maxT,C), N, C)
+ *     out[i,:] = wte[inp[i],:] + wpe[pos[i],:].   0 <= inp < Vp, 0 <= pos < maxT.
+ * attention_forward_kv_at(out (N,C) (=), qkv (N,3C), kcache (S,maxT,C),
+ *                         vcache (S,maxT,C), slot (N) int32, pos (N) int32,
+ *                         N, C, NH, S, maxT, maxlen)
+ *     One layer. First, for every row, kcache[slot[i],pos[i],:] = k[i,:] and
+ *     vcache[slot[i],pos[i],:] = v[i,:]; then row i's query attends keys and
+ *     values 0 .. pos[i] of cache slot[i] with the formula of
+ *     attention_forward. maxlen (host) bounds pos[i] + 1 over the rows (a
+ *     backend may size shared memory by it); 0 <= slot < S, pos < maxlen <= maxT.
+ *     On cpu_ref each row's arithmetic is that of attention_forward_kv and of
+ *     attention_forward's row, so a slot decoded in a batch equals the same
+ *     sequence decoded alone or recomputed in full, bit for bit.
  * ---------------------------------------------------------------------------
  */
 #ifndef SPADE_POLICY_BACKEND_H
@@ -230,6 +250,12 @@ typedef struct spade_backend_vtable {
                  size_t n, float lr, float beta1, float beta2, float eps,
                  float weight_decay, float grad_scale, int t);
     int (*sumsq)(void *ctx, const float *x, size_t n, double *out);
+    /* the decoding batch (rows of several slots at their own positions) */
+    int (*encoder_forward_at)(void *ctx, float *out, const int *inp, const int *pos,
+                              const float *wte, const float *wpe, int N, int C);
+    int (*attention_forward_kv_at)(void *ctx, float *out, const float *qkv, float *kcache,
+                                   float *vcache, const int *slot, const int *pos, int N,
+                                   int C, int NH, int S, int maxT, int maxlen);
 } spade_backend_vtable;
 
 /* A backend instance: the table and its context. Plain struct, owned by the

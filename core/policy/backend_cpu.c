@@ -488,6 +488,68 @@ static int cpu_attention_forward_kv(void *ctx, float *out, const float *qkv, flo
     return 0;
 }
 
+/* ---- the decoding batch: rows of several slots at their own positions ---- */
+
+static int cpu_encoder_forward_at(void *ctx, float *out, const int *inp, const int *pos,
+                                  const float *wte, const float *wpe, int N, int C) {
+#pragma omp parallel for if (PAR((size_t)N * C))
+    for (int i = 0; i < N; i++) {
+        const float *we = wte + (size_t)inp[i] * C, *pe = wpe + (size_t)pos[i] * C;
+        float *o = out + (size_t)i * C;
+        for (int c = 0; c < C; c++) o[c] = we[c] + pe[c];
+    }
+    return 0;
+}
+
+static int cpu_attention_forward_kv_at(void *ctx, float *out, const float *qkv, float *kcache,
+                                       float *vcache, const int *slot, const int *pos, int N,
+                                       int C, int NH, int S, int maxT, int maxlen) {
+    cpu_ctx *c = ctx;
+    int hs = C / NH;
+    float scale = 1.0f / sqrtf((float)hs);
+    size_t C3 = 3 * (size_t)C, work = 0;
+    if (maxlen > maxT) return fail(c, "attention_forward_kv_at: maxlen %d > context %d", maxlen, maxT);
+    for (int i = 0; i < N; i++) {
+        if (slot[i] < 0 || slot[i] >= S || pos[i] < 0 || pos[i] >= maxlen)
+            return fail(c, "attention_forward_kv_at: row %d is slot %d position %d, outside %d slots x %d positions",
+                        i, slot[i], pos[i], S, maxlen);
+        work += (size_t)(pos[i] + 1) * C;
+    }
+    /* Every row is stored before any is read: a slot's later rows in this
+     * call attend its earlier ones. */
+    for (int i = 0; i < N; i++) {
+        const float *row = qkv + (size_t)i * C3;
+        size_t dst = ((size_t)slot[i] * maxT + pos[i]) * C;
+        memcpy(kcache + dst, row + C, C * sizeof(float));
+        memcpy(vcache + dst, row + 2 * C, C * sizeof(float));
+    }
+#ifdef _OPENMP
+    int nt = omp_get_max_threads();
+#else
+    int nt = 1;
+#endif
+    /* One probability row per thread, not per (row, head): a prefill of a
+     * long observation would otherwise hold N x NH x maxT floats. */
+    float *att = scratch(c, (size_t)nt * maxlen);
+    if (!att) return fail(c, "out of memory for attention scratch");
+#pragma omp parallel if (PAR(work))
+    {
+#ifdef _OPENMP
+        float *a = att + (size_t)omp_get_thread_num() * maxlen;
+#else
+        float *a = att;
+#endif
+#pragma omp for collapse(2)
+        for (int i = 0; i < N; i++)
+            for (int h = 0; h < NH; h++) {
+                size_t base = (size_t)slot[i] * maxT * C + h * hs;
+                attn_row(out + (size_t)i * C + h * hs, a, qkv + (size_t)i * C3 + h * hs,
+                         kcache + base, vcache + base, C, pos[i] + 1, hs, scale);
+            }
+    }
+    return 0;
+}
+
 /* ---- elementwise ---- */
 
 #define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
@@ -619,7 +681,7 @@ static int cpu_sumsq(void *ctx, const float *x, size_t n, double *out) {
             cpu_matmul_backward, cpu_attention_forward, cpu_attention_backward,              \
             cpu_attention_forward_kv, cpu_gelu_forward, cpu_gelu_backward,                   \
             cpu_residual_forward, cpu_crossentropy_forward, cpu_crossentropy_backward,       \
-            cpu_adamw, cpu_sumsq                                                             \
+            cpu_adamw, cpu_sumsq, cpu_encoder_forward_at, cpu_attention_forward_kv_at        \
     }
 
 static const spade_backend_vtable cpu_ref_vt = CPU_VTABLE("cpu_ref");

@@ -51,6 +51,7 @@ struct cuda_ctx {
     size_t scratch_n;    /* floats */
     double *partials;    /* (SUMSQ_MAX_BLOCKS) device partial sums of sumsq */
     size_t kv_smem_ok;   /* dynamic shared memory kv_attend_kernel may use (bytes) */
+    size_t kv_at_smem_ok; /* the same for kv_attend_at_kernel */
 };
 
 static int failv(cuda_ctx *c, int line, const char *fmt, va_list ap) {
@@ -682,6 +683,118 @@ static int cuda_attention_forward_kv(void *ctx, float *out, const float *qkv, fl
     return 0;
 }
 
+/* ------------------------------------------- the decoding batch (per-row slots) */
+
+__global__ void encoder_forward_at_kernel(float *out, const int *inp, const int *pos,
+                                          const float *wte, const float *wpe, int N, int C) {
+    size_t n = (size_t)N * C;
+    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n;
+         idx += (size_t)gridDim.x * blockDim.x) {
+        size_t i = idx / C;
+        int c = (int)(idx % C);
+        out[idx] = wte[(size_t)inp[i] * C + c] + wpe[(size_t)pos[i] * C + c];
+    }
+}
+
+static int cuda_encoder_forward_at(void *ctx, float *out, const int *inp, const int *pos,
+                                   const float *wte, const float *wpe, int N, int C) {
+    cuda_ctx *c = CTX(ctx);
+    if (N <= 0) return 0;
+    encoder_forward_at_kernel<<<grid_for((size_t)N * C, 256), 256, 0, c->stream>>>(
+        out, inp, pos, wte, wpe, N, C);
+    LAUNCHED(c, "encoder_forward_at");
+    return 0;
+}
+
+__global__ void kv_store_at_kernel(float *kcache, float *vcache, const float *qkv, const int *slot,
+                                   const int *pos, int N, int C, int maxT) {
+    size_t n = (size_t)N * C;
+    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n;
+         idx += (size_t)gridDim.x * blockDim.x) {
+        size_t i = idx / C;
+        int c = (int)(idx % C);
+        const float *row = qkv + i * 3 * C;
+        size_t dst = ((size_t)slot[i] * maxT + pos[i]) * C + c;
+        kcache[dst] = row[C + c];
+        vcache[dst] = row[2 * C + c];
+    }
+}
+
+/* kv_attend_kernel with the row's own slot and length: one block per (row,
+ * head), the same order of operations inside each output. Dynamic shared
+ * memory: hs + maxlen floats. */
+__global__ void kv_attend_at_kernel(float *out, const float *qkv, const float *kcache,
+                                    const float *vcache, const int *slot, const int *pos, int C,
+                                    int NH, int maxT, float scale) {
+    extern __shared__ float smem[];
+    __shared__ float red[32];
+    int hs = C / NH;
+    int h = blockIdx.x % NH, i = blockIdx.x / NH;
+    int nk = pos[i] + 1;
+    float *q = smem, *sc = smem + hs;
+    const float *qg = qkv + (size_t)i * 3 * C + h * hs;
+    const float *kb = kcache + (size_t)slot[i] * maxT * C + h * hs;
+    const float *vb = vcache + (size_t)slot[i] * maxT * C + h * hs;
+    for (int k = threadIdx.x; k < hs; k += blockDim.x) q[k] = qg[k];
+    __syncthreads();
+    float mx = -INFINITY;
+    for (int j = threadIdx.x; j < nk; j += blockDim.x) {
+        const float *kj = kb + (size_t)j * C;
+        float s = 0.0f;
+        for (int k = 0; k < hs; k++) s += q[k] * kj[k];
+        s *= scale;
+        sc[j] = s;
+        mx = fmaxf(mx, s);
+    }
+    mx = block_max(mx, red);
+    float sum = 0.0f;
+    for (int j = threadIdx.x; j < nk; j += blockDim.x) {
+        float e = expf(sc[j] - mx);
+        sc[j] = e;
+        sum += e;
+    }
+    float inv = 1.0f / block_sum(sum, red); /* its barriers also publish sc[] */
+    float *o = out + (size_t)i * C + h * hs;
+    for (int k = threadIdx.x; k < hs; k += blockDim.x) {
+        float acc = 0.0f;
+        for (int j = 0; j < nk; j++) acc += (sc[j] * inv) * vb[(size_t)j * C + k];
+        o[k] = acc;
+    }
+}
+
+static int cuda_attention_forward_kv_at(void *ctx, float *out, const float *qkv, float *kcache,
+                                        float *vcache, const int *slot, const int *pos, int N,
+                                        int C, int NH, int S, int maxT, int maxlen) {
+    cuda_ctx *c = CTX(ctx);
+    if (check_heads(c, "attention_forward_kv_at", C, NH)) return SPADE_POLICY_EBACKEND;
+    if (maxlen < 1 || maxlen > maxT)
+        return FAIL(c, "attention_forward_kv_at: maxlen %d outside 1..%d (the context)", maxlen, maxT);
+    if (N <= 0) return 0;
+    int hs = C / NH;
+    kv_store_at_kernel<<<grid_for((size_t)N * C, 256), 256, 0, c->stream>>>(
+        kcache, vcache, qkv, slot, pos, N, C, maxT);
+    LAUNCHED(c, "attention_forward_kv_at (cache store)");
+    size_t smem = (size_t)(hs + maxlen) * sizeof(float);
+    if (smem > 48 * 1024 && smem > c->kv_at_smem_ok) {
+        int maxopt = 0;
+        CU(c, cudaDeviceGetAttribute(&maxopt, cudaDevAttrMaxSharedMemoryPerBlockOptin, c->device));
+        if (smem > (size_t)maxopt - 1024)
+            return FAIL(c,
+                        "attention_forward_kv_at: %d cached positions need %zu bytes of shared "
+                        "memory; this GPU allows %d per block (use a shorter policy.context)",
+                        maxlen, smem, maxopt);
+        CU(c, cudaFuncSetAttribute(kv_attend_at_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   (int)smem));
+        c->kv_at_smem_ok = smem;
+    }
+    float scale = 1.0f / sqrtf((float)hs);
+    kv_attend_at_kernel<<<(unsigned)((size_t)N * NH), KV_THREADS, smem, c->stream>>>(
+        out, qkv, kcache, vcache, slot, pos, C, NH, maxT, scale);
+    LAUNCHED(c, "attention_forward_kv_at (attend)");
+    (void)S;
+    return 0;
+}
+
 /* ------------------------------------------------------------- elementwise */
 
 #define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
@@ -907,6 +1020,8 @@ static const spade_backend_vtable cuda_vt = {
     cuda_crossentropy_backward,
     cuda_adamw,
     cuda_sumsq,
+    cuda_encoder_forward_at,
+    cuda_attention_forward_kv_at,
 };
 
 } /* namespace */

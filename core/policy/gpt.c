@@ -369,8 +369,7 @@ void spade_policy_free(spade_policy *p) {
         BE->dealloc(BX, p->grads_mem);
         BE->dealloc(BX, p->m_mem);
         BE->dealloc(BX, p->v_mem);
-        BE->dealloc(BX, p->samp_mem);
-        BE->dealloc(BX, p->samp_tok);
+        spade_decoder_free(p->dec);
         spade_backend_close(&p->be);
     }
     free(p);

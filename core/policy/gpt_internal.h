@@ -7,9 +7,9 @@
  *
  * Every float* below points into backend memory (backend.h), carved out of ONE
  * allocation per kind: params_mem, grads_mem, m_mem, v_mem, acts_mem,
- * gacts_mem, samp_mem. Shapes: L layers, C width, NH heads, Vp padded vocab,
- * maxT context, (B, T) the batch capacity of the activations, (G, R) the
- * sampling workspace capacity (G sequences, R rows per call).
+ * gacts_mem; a decoding batch has its own (decode.c). Shapes: L layers, C
+ * width, NH heads, Vp padded vocab, maxT context, (B, T) the batch capacity
+ * of the activations, (S, R) a decoding batch's slots and rows per pass.
  */
 #ifndef SPADE_POLICY_GPT_INTERNAL_H
 #define SPADE_POLICY_GPT_INTERNAL_H
@@ -77,8 +77,9 @@ typedef struct {
     float *dlogp;     /* (B, T)     loss weights uploaded by the host */
 } GradActTensors;
 
-/* Inference with a KV cache: R rows of activations for one call (R = prompt
- * length at prefill, G at decode) and the per-layer caches of G sequences. */
+/* Inference with a KV cache, owned by a decoding batch (decode.c): R rows of
+ * activations for one pass (the rows of every slot in it), the logits of the
+ * slots that pass finishes, and the per-layer caches of its S slots. */
 #define NUM_SAMPLE_TENSORS 11
 typedef struct {
     float *res;    /* (R, C)  residual stream */
@@ -89,9 +90,9 @@ typedef struct {
     float *proj;   /* (R, C) */
     float *fch;    /* (R, 4C) */
     float *fchg;   /* (R, 4C) */
-    float *logits; /* (G, Vp) last position of each sequence */
-    float *kcache; /* (L, G, maxT, C) */
-    float *vcache; /* (L, G, maxT, C) */
+    float *logits; /* (S, Vp) last position of each slot the pass finishes */
+    float *kcache; /* (L, S, maxT, C) */
+    float *vcache; /* (L, S, maxT, C) */
 } SampleTensors;
 
 struct spade_policy {
@@ -119,9 +120,7 @@ struct spade_policy {
     int fwd_has_targets;
     double mask_sum;
 
-    int sampG, sampR;                           /* sampling workspace capacity */
-    float *samp_mem;   SampleTensors samp;
-    int *samp_tok;                              /* (sampR) token ids for one call */
+    spade_decoder *dec;                         /* spade_policy_sample's decoding batch */
 };
 
 /* Grows the training activations to hold (B, T). */
@@ -142,6 +141,19 @@ int gpt_backend_fail(spade_policy *p, const char *what, char *err, size_t errlen
     } while (0)
 /* Allocates a policy for cfg without initialising the weights (checkpoint load). */
 int gpt_alloc(spade_policy **out, const spade_gpt_config *cfg, char *err, size_t errlen);
+
+/* The decoder under spade_policy_sample (decode.c). gpt_decoder_push records
+ * tokens in a slot without running them (the full-recompute path needs no
+ * cache); gpt_decoder_sample is spade_decoder_sample with `who` naming the
+ * caller in messages and `index_name` what a request is called there. */
+int gpt_decoder_push(spade_decoder *d, int slot, const int *tokens, int n, char *err,
+                     size_t errlen);
+int gpt_decoder_sample(spade_decoder *d, const int *slots, int n, const spade_sample_opts *o,
+                       const uint64_t *seeds, const int *max_tokens, int *out_tokens,
+                       float *out_logprobs, int *out_len, int *out_status, const char *who,
+                       const char *index_name, char *err, size_t errlen);
+/* Checks temperature, top_p and the stop list; messages start with who. */
+int gpt_check_sample_opts(const spade_sample_opts *o, const char *who, char *err, size_t errlen);
 
 /* A small seeded generator (splitmix64): identical streams on every platform. */
 static inline uint64_t gpt_rng_next(uint64_t *s) {

@@ -159,6 +159,93 @@ int spade_policy_sample(spade_policy *p, const int *prompt, int plen, int G,
                         const spade_sample_opts *o, int *out_tokens, float *out_logprobs,
                         int *out_len, char *err, size_t errlen);
 
+/* ---- the decoding batch ---- */
+
+/* A decoding batch: up to max_slots token sequences ("slots"), each with its
+ * own length and its own KV cache that persists across calls, so that an
+ * episode's turns append to what is already computed instead of re-reading
+ * the history, and episodes of different lengths decode in one batch.
+ * spade_policy_sample is one use of it (one prompt, copied to G slots).
+ *
+ * A decoder borrows its policy: free it before the policy. It reads the
+ * policy's weights at every pass, but what is in a cache was computed with
+ * the weights of its time: after an optimizer step, reset the slots (or
+ * accept stale keys/values, as an off-policy sampler would).
+ *
+ * The context rule: a slot holds at most policy.context tokens (appended
+ * plus sampled). An append that would pass it appends nothing and returns
+ * SPADE_SLOT_CONTEXT_FULL (> 0: not an error, the slot is unchanged);
+ * sampling stops a slot when its last sampled token fills the context, with
+ * status SPADE_SLOT_CONTEXT_FULL, and a slot already full samples nothing
+ * (length 0, the same status). Nothing is ever dropped from the front.
+ *
+ * Memory: 2 x layers x max_slots x context x width floats of cache on the
+ * backend, allocated by spade_decoder_new, plus a fixed row workspace; no
+ * call after that allocates backend memory, and resetting a slot is free. */
+typedef struct spade_decoder spade_decoder;
+
+/* Per-slot outcome of spade_decoder_sample (and of an append that did not fit). */
+enum {
+    SPADE_SLOT_STOP = 1,         /* drew a stop token (kept as its last token) */
+    SPADE_SLOT_MAX_TOKENS = 2,   /* drew its max_tokens */
+    SPADE_SLOT_CONTEXT_FULL = 3  /* the slot holds policy.context tokens */
+};
+
+/* max_slots in 1..65536; err says how many bytes the caches needed when they
+ * do not fit. All slots start empty. */
+int spade_decoder_new(spade_decoder **out, spade_policy *p, int max_slots, char *err,
+                      size_t errlen);
+void spade_decoder_free(spade_decoder *d);
+int spade_decoder_slots(const spade_decoder *d);
+/* Tokens in slot (appended + sampled); -1 when slot is out of range. */
+int spade_decoder_len(const spade_decoder *d, int slot);
+/* The slot's tokens (spade_decoder_len of them), valid until the next call
+ * that changes the slot; NULL when slot is out of range. */
+const int *spade_decoder_tokens(const spade_decoder *d, int slot);
+/* Empties a slot for reuse (no memory is touched or freed). */
+int spade_decoder_reset(spade_decoder *d, int slot, char *err, size_t errlen);
+/* dst becomes a copy of src: its tokens, cache and next-token state (G
+ * samples of one prompt prefill it once). dst == src is a no-op. */
+int spade_decoder_copy(spade_decoder *d, int dst, int src, char *err, size_t errlen);
+
+/* Appends n >= 1 tokens (each in [0, V)) to a slot and runs them through the
+ * model (prefill), continuing after whatever the slot holds (a sampled last
+ * token included). Returns 0, SPADE_SLOT_CONTEXT_FULL (nothing appended), or
+ * a negative error. */
+int spade_decoder_append(spade_decoder *d, int slot, const int *tokens, int n, char *err,
+                         size_t errlen);
+/* The same for count distinct slots in ONE batched pass (chunked only past
+ * the row workspace, 512 rows or max_slots): slot slots[i] gets n[i] tokens
+ * tokens[i]. status[i] (may be NULL): 0, or SPADE_SLOT_CONTEXT_FULL for a
+ * slot that did not fit (left unchanged; the others still run). Bad input
+ * (any slot, token or count) is an error before anything changes. */
+int spade_decoder_append_batch(spade_decoder *d, const int *slots, const int *const *tokens,
+                               const int *n, int count, int *status, char *err, size_t errlen);
+
+/* Samples continuations of n distinct, non-empty slots together, one token
+ * per slot per pass, until each stops (stop token, its max tokens, or the
+ * context). Options o (NULL: defaults): temperature, top_p and the stop list
+ * are shared; o->max_tokens is the row stride of the outputs and the default
+ * per-slot limit; max_tokens[i] (NULL: all o->max_tokens) in 1..o->max_tokens
+ * limits request i. Request i draws from the stream seeded by (seeds[i], 0)
+ * when seeds is given, else (o->seed, i): a slot sampled alone with seed s
+ * gives what it gives among others with seed s, and what spade_policy_sample
+ * gives its first completion with o->seed = s. o->no_kv_cache recomputes
+ * every step from the slot's tokens (slow; the reference for tests).
+ * Outputs: out_tokens (n, o->max_tokens); out_logprobs (same shape, may be
+ * NULL): the log-prob of each drawn token at temperature 1 without top-p
+ * (GRPO's old log-probs); out_len (n); out_status (n, may be NULL):
+ * SPADE_SLOT_*. The drawn tokens are appended to the slots. */
+int spade_decoder_sample(spade_decoder *d, const int *slots, int n, const spade_sample_opts *o,
+                         const uint64_t *seeds, const int *max_tokens, int *out_tokens,
+                         float *out_logprobs, int *out_len, int *out_status, char *err,
+                         size_t errlen);
+/* log p(v | the slot's tokens) for v in [0, V) at temperature 1: the
+ * distribution the next sample of this slot draws from. The slot must be non-empty. */
+int spade_decoder_next_logprobs(spade_decoder *d, int slot, float *out, char *err, size_t errlen);
+/* Bytes the decoder holds (backend + host); constant from spade_decoder_new on. */
+size_t spade_decoder_bytes(const spade_decoder *d);
+
 /* ---- checkpoints ---- */
 
 /* Atomic save: writes PATH.tmp.PID, fsyncs it, renames over PATH, fsyncs the

@@ -1,0 +1,594 @@
+/* test_decode.c — Check suite for the decoding batch (core/policy/decode.c):
+ * slots with persistent KV caches, sampled together.
+ *
+ * What it is: the contract of spade_decoder_* in policy.h, each test with the
+ * bound it enforces beside it: batched == alone, continued == recomputed,
+ * reuse leaks nothing, the context rule, bad input, and CUDA parity (skipped
+ * without a GPU). What it is not: the tests of spade_policy_sample's options
+ * (tests/test_policy.c) nor a benchmark (bench/bench_decode.c).
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "policy/policy.h"
+#include "testutil.h"
+
+static char err[512];
+
+/* ------------------------------------------------------------ helpers */
+
+static spade_gpt_config cfg(const char *backend, int context) {
+    spade_gpt_config c;
+    spade_gpt_config_default(&c);
+    c.layers = 2;
+    c.heads = 2;
+    c.width = 16;
+    c.context = context;
+    c.seed = 11;
+    snprintf(c.backend, sizeof c.backend, "%s", backend);
+    return c;
+}
+
+/* A policy whose weights are scaled up so that its distributions are far
+ * from uniform (a fresh one draws near-uniform noise, where every seed looks
+ * alike and near-ties are common). */
+static spade_policy *make(const char *backend, int context) {
+    spade_gpt_config c = cfg(backend, context);
+    spade_policy *p = NULL;
+    ck_assert_msg(spade_policy_new(&p, &c, err, sizeof err) == 0, "policy_new: %s", err);
+    size_t P = spade_policy_num_params(p);
+    float *h = malloc(P * sizeof(float));
+    ck_assert(spade_policy_get_params(p, h, err, sizeof err) == 0);
+    for (size_t i = 0; i < P; i++) h[i] *= 10.0f;
+    ck_assert(spade_policy_set_params(p, h, err, sizeof err) == 0);
+    free(h);
+    return p;
+}
+
+static spade_decoder *dnew(spade_policy *p, int S) {
+    spade_decoder *d = NULL;
+    ck_assert_msg(spade_decoder_new(&d, p, S, err, sizeof err) == 0, "decoder_new: %s", err);
+    return d;
+}
+
+static void fill(int *t, int n, uint64_t seed) {
+    for (int i = 0; i < n; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        t[i] = 3 + (int)((seed >> 33) % 250);
+    }
+}
+
+static long rss_kib(void) {
+    FILE *f = fopen("/proc/self/statm", "r");
+    long pages = 0, res = 0;
+    if (f) {
+        if (fscanf(f, "%ld %ld", &pages, &res) != 2) res = 0;
+        fclose(f);
+    }
+    return res * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/* One request's output. */
+typedef struct {
+    int tok[64];
+    float lp[64];
+    int len, status;
+} out1;
+
+static void sample_slots(spade_decoder *d, const int *slots, int n, const spade_sample_opts *o,
+                         const uint64_t *seeds, const int *maxt, out1 *out) {
+    int M = o->max_tokens;
+    ck_assert(M <= 64);
+    int *tok = calloc((size_t)n * M, sizeof(int)), *len = calloc(n, sizeof(int)), *st = calloc(n, sizeof(int));
+    float *lp = calloc((size_t)n * M, sizeof(float));
+    int rc = spade_decoder_sample(d, slots, n, o, seeds, maxt, tok, lp, len, st, err, sizeof err);
+    ck_assert_msg(rc == 0, "decoder_sample: %s", err);
+    for (int i = 0; i < n; i++) {
+        memset(&out[i], 0, sizeof out[i]);
+        memcpy(out[i].tok, tok + (size_t)i * M, (size_t)len[i] * sizeof(int));
+        memcpy(out[i].lp, lp + (size_t)i * M, (size_t)len[i] * sizeof(float));
+        out[i].len = len[i];
+        out[i].status = st[i];
+    }
+    free(tok);
+    free(len);
+    free(st);
+    free(lp);
+}
+
+static void same_out(const char *what, const out1 *a, const out1 *b, int exact) {
+    ck_assert_msg(a->len == b->len && a->status == b->status, "%s: length %d status %d vs length %d status %d",
+                  what, a->len, a->status, b->len, b->status);
+    ck_assert_msg(memcmp(a->tok, b->tok, (size_t)a->len * sizeof(int)) == 0, "%s: tokens differ", what);
+    if (exact) ck_assert_msg(memcmp(a->lp, b->lp, (size_t)a->len * sizeof(float)) == 0, "%s: log-probs differ", what);
+    else
+        for (int i = 0; i < a->len; i++)
+            ck_assert_msg(fabsf(a->lp[i] - b->lp[i]) <= 1e-4f, "%s: log-prob %d: %g vs %g", what, i, a->lp[i], b->lp[i]);
+}
+
+static void opts(spade_sample_opts *o, int M) {
+    spade_sample_opts_default(o);
+    o->max_tokens = M;
+    o->temperature = 0.9f;
+    o->top_p = 0.95f;
+    o->n_stop = 0;
+}
+
+/* ------------------------------------------------------------ batched == alone */
+
+/* Four prompts of different lengths sampled together, for two turns (an
+ * observation appended between them), give token for token what each gives
+ * sampled alone in a decoder of its own with the same seeds: bit for bit
+ * (tokens and log-probs) on cpu_ref, whose per-row arithmetic does not
+ * depend on the batch; the same tokens on cpu (cblas may round a GEMM of
+ * another row count differently; log-probs within 1e-4). The first turn of
+ * one slot also equals spade_policy_sample's first completion (one
+ * implementation under both). */
+START_TEST(test_batched_equals_alone) {
+    const char *bes[2] = {"cpu_ref", "cpu"};
+    for (int k = 0; k < 2; k++) {
+        spade_policy *p = make(bes[k], 96);
+        enum { S = 4, M = 24 };
+        int plen[S] = {5, 11, 1, 17}, olen[S] = {3, 1, 9, 6}, maxt[S] = {24, 10, 17, 24};
+        int prompt[S][17], obs[S][9];
+        uint64_t seeds[S] = {101, 202, 303, 404}, seeds2[S] = {7, 8, 9, 10};
+        for (int s = 0; s < S; s++) {
+            fill(prompt[s], plen[s], 1000 + s);
+            fill(obs[s], olen[s], 2000 + s);
+        }
+        spade_sample_opts o;
+        opts(&o, M);
+        /* together: slots listed out of order, prompts in one batched append */
+        spade_decoder *d = dnew(p, S);
+        int slots[S] = {2, 0, 3, 1}, n[S];
+        const int *tp[S];
+        for (int i = 0; i < S; i++) {
+            tp[i] = prompt[slots[i]];
+            n[i] = plen[slots[i]];
+        }
+        int st[S];
+        ck_assert_msg(spade_decoder_append_batch(d, slots, tp, n, S, st, err, sizeof err) == 0, "%s", err);
+        for (int i = 0; i < S; i++) ck_assert_int_eq(st[i], 0);
+        uint64_t sd[S], sd2[S];
+        int mt[S];
+        for (int i = 0; i < S; i++) {
+            sd[i] = seeds[slots[i]];
+            sd2[i] = seeds2[slots[i]];
+            mt[i] = maxt[slots[i]];
+        }
+        out1 t1[S], t2[S], a1, a2;
+        sample_slots(d, slots, S, &o, sd, mt, t1);
+        for (int i = 0; i < S; i++) {
+            tp[i] = obs[slots[i]];
+            n[i] = olen[slots[i]];
+        }
+        ck_assert_msg(spade_decoder_append_batch(d, slots, tp, n, S, NULL, err, sizeof err) == 0, "%s", err);
+        sample_slots(d, slots, S, &o, sd2, mt, t2);
+        /* alone */
+        for (int i = 0; i < S; i++) {
+            int s = slots[i];
+            spade_decoder *one = dnew(p, 1);
+            int zero = 0;
+            ck_assert(spade_decoder_append(one, 0, prompt[s], plen[s], err, sizeof err) == 0);
+            sample_slots(one, &zero, 1, &o, &seeds[s], &maxt[s], &a1);
+            ck_assert(spade_decoder_append(one, 0, obs[s], olen[s], err, sizeof err) == 0);
+            sample_slots(one, &zero, 1, &o, &seeds2[s], &maxt[s], &a2);
+            char what[64];
+            snprintf(what, sizeof what, "%s slot %d turn 1", bes[k], s);
+            same_out(what, &t1[i], &a1, k == 0);
+            snprintf(what, sizeof what, "%s slot %d turn 2", bes[k], s);
+            same_out(what, &t2[i], &a2, k == 0);
+            ck_assert_int_eq(spade_decoder_len(d, s), spade_decoder_len(one, 0));
+            ck_assert(memcmp(spade_decoder_tokens(d, s), spade_decoder_tokens(one, 0),
+                             (size_t)spade_decoder_len(d, s) * sizeof(int)) == 0);
+            ck_assert_int_eq(spade_decoder_len(d, s), plen[s] + t1[i].len + olen[s] + t2[i].len);
+            spade_decoder_free(one);
+        }
+        /* the limits were the per-slot ones, and the draws are not all alike */
+        for (int i = 0; i < S; i++) {
+            ck_assert_int_eq(t1[i].len, mt[i]);
+            ck_assert_int_eq(t1[i].status, SPADE_SLOT_MAX_TOKENS);
+        }
+        ck_assert(memcmp(t1[0].tok, t1[1].tok, 10 * sizeof(int)) != 0);
+        /* spade_policy_sample's completion 0 with seed s = a slot sampled with seed s */
+        {
+            int tok[M], len;
+            float lp[M];
+            spade_sample_opts so = o;
+            so.seed = seeds[3];
+            ck_assert(spade_policy_sample(p, prompt[3], plen[3], 1, &so, tok, lp, &len, err, sizeof err) == 0);
+            int i3 = 2; /* slots[2] == 3 */
+            ck_assert_int_eq(len, t1[i3].len);
+            ck_assert(memcmp(tok, t1[i3].tok, (size_t)len * sizeof(int)) == 0);
+            if (k == 0) ck_assert(memcmp(lp, t1[i3].lp, (size_t)len * sizeof(float)) == 0);
+        }
+        spade_decoder_free(d);
+        spade_policy_free(p);
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------ continued == recomputed */
+
+/* A slot built over turns (prompt, sampled tokens, an observation, more
+ * sampled tokens, a long observation that takes two passes of the 512-row
+ * workspace) equals a full recompute of its whole sequence:
+ *  - every recorded log-prob equals spade_policy_completion_logprobs over the
+ *    history (1e-4: the draw works in double, the forward in float);
+ *  - the next-token distribution equals the full forward's, for every token
+ *    (1e-5 on cpu_ref, 1e-4 on cpu);
+ *  - sampling on from the slot gives what spade_policy_sample gives with the
+ *    whole history as its prompt (bit for bit on cpu_ref, tokens on cpu);
+ *  - the same with o.no_kv_cache (full recompute every step).
+ * Context 700 so that the history passes 512 rows. */
+START_TEST(test_continued_equals_recompute) {
+    const char *bes[2] = {"cpu_ref", "cpu"};
+    for (int k = 0; k < 2; k++) {
+        spade_policy *p = make(bes[k], 700);
+        spade_decoder *d = dnew(p, 3);
+        int slot = 1, prompt[6], obs[4], longobs[560];
+        fill(prompt, 6, 5);
+        fill(obs, 4, 6);
+        fill(longobs, 560, 7);
+        spade_sample_opts o;
+        opts(&o, 20);
+        uint64_t s1 = 31, s2 = 32, s3 = 33;
+        out1 a, b;
+        /* other slots busy beside it, so its passes are shared */
+        int other[2] = {0, 2};
+        ck_assert(spade_decoder_append(d, 0, obs, 4, err, sizeof err) == 0);
+        ck_assert(spade_decoder_append(d, 2, prompt, 3, err, sizeof err) == 0);
+        ck_assert(spade_decoder_append(d, slot, prompt, 6, err, sizeof err) == 0);
+        int both[3] = {0, slot, 2};
+        uint64_t sd[3] = {1, s1, 2};
+        out1 three[3];
+        sample_slots(d, both, 3, &o, sd, NULL, three);
+        a = three[1];
+        ck_assert(spade_decoder_append(d, slot, obs, 4, err, sizeof err) == 0);
+        sample_slots(d, &slot, 1, &o, &s2, NULL, &b);
+        const int *tb[2] = {obs, longobs};
+        int nb[2] = {2, 560}, two[2] = {0, slot};
+        ck_assert(spade_decoder_append_batch(d, two, tb, nb, 2, NULL, err, sizeof err) == 0);
+        (void)other;
+        int L = spade_decoder_len(d, slot);
+        ck_assert_int_eq(L, 6 + a.len + 4 + b.len + 560);
+        const int *h = spade_decoder_tokens(d, slot);
+        /* recorded log-probs of both turns against the full forward */
+        float lp[64];
+        ck_assert(spade_policy_completion_logprobs(p, h, 6, h + 6, a.len, lp, err, sizeof err) == 0);
+        for (int i = 0; i < a.len; i++) ck_assert_msg(fabsf(lp[i] - a.lp[i]) < 1e-4f, "turn 1 token %d", i);
+        int at = 6 + a.len + 4;
+        ck_assert(spade_policy_completion_logprobs(p, h, at, h + at, b.len, lp, err, sizeof err) == 0);
+        for (int i = 0; i < b.len; i++) ck_assert_msg(fabsf(lp[i] - b.lp[i]) < 1e-4f, "turn 2 token %d", i);
+        /* the next-token distribution, every token */
+        float next[SPADE_VOCAB], ref;
+        ck_assert_msg(spade_decoder_next_logprobs(d, slot, next, err, sizeof err) == 0, "%s", err);
+        float bound = k == 0 ? 1e-5f : 1e-4f, worst = 0;
+        for (int v = 0; v < SPADE_VOCAB; v += 7) {
+            ck_assert(spade_policy_completion_logprobs(p, h, L, &v, 1, &ref, err, sizeof err) == 0);
+            float e = fabsf(ref - next[v]);
+            if (e > worst) worst = e;
+        }
+        ck_assert_msg(worst <= bound, "%s: next-token log-probs differ from a full forward by %g", bes[k], worst);
+        /* sampling on == sampling after the whole history as one prompt */
+        int *hist = malloc((size_t)L * sizeof(int));
+        memcpy(hist, h, (size_t)L * sizeof(int));
+        out1 c, ckv;
+        sample_slots(d, &slot, 1, &o, &s3, NULL, &c);
+        int tok[20], len;
+        float plp[20];
+        spade_sample_opts so = o;
+        so.seed = s3;
+        ck_assert(spade_policy_sample(p, hist, L, 1, &so, tok, plp, &len, err, sizeof err) == 0);
+        ck_assert_int_eq(len, c.len);
+        ck_assert_msg(memcmp(tok, c.tok, (size_t)len * sizeof(int)) == 0, "%s: continued != fresh prompt", bes[k]);
+        if (k == 0) ck_assert(memcmp(plp, c.lp, (size_t)len * sizeof(float)) == 0);
+        /* the reference path: full recompute every step, from the same state */
+        ck_assert(spade_decoder_reset(d, 0, err, sizeof err) == 0);
+        ck_assert(spade_decoder_append(d, 0, hist, L, err, sizeof err) == 0);
+        so.no_kv_cache = 1;
+        int zero = 0;
+        sample_slots(d, &zero, 1, &so, &s3, NULL, &ckv);
+        same_out("no_kv_cache", &ckv, &c, k == 0);
+        /* and the slot's cache caught up after it: the next append continues */
+        ck_assert(spade_decoder_append(d, 0, obs, 4, err, sizeof err) == 0);
+        ck_assert_msg(spade_decoder_next_logprobs(d, 0, next, err, sizeof err) == 0, "%s", err);
+        int L0 = spade_decoder_len(d, 0), v = 9;
+        ck_assert(spade_policy_completion_logprobs(p, spade_decoder_tokens(d, 0), L0, &v, 1, &ref, err, sizeof err) == 0);
+        ck_assert_msg(fabsf(ref - next[v]) <= bound, "after no_kv_cache: %g vs %g", next[v], ref);
+        free(hist);
+        spade_decoder_free(d);
+        spade_policy_free(p);
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------ reuse */
+
+/* Reset and reuse a slot 1000 times (append, sample, reset), and make and
+ * free 200 decoders: the decoder's bytes stay what spade_decoder_new
+ * allocated, the process's resident memory grows by less than 2 MiB after a
+ * warm-up, no file descriptor is left open, and the 1000th reuse gives what a
+ * fresh decoder gives (bit for bit, cpu_ref). A copied slot samples like its
+ * source. */
+START_TEST(test_reuse_leaks_nothing) {
+    spade_policy *p = make("cpu_ref", 64);
+    spade_decoder *d = dnew(p, 3);
+    size_t bytes = spade_decoder_bytes(d);
+    ck_assert(bytes > 0);
+    int fds = tu_count_fds();
+    spade_sample_opts o;
+    opts(&o, 6);
+    int prompt[8], slot = 1;
+    long before = 0;
+    out1 r;
+    for (int it = 0; it < 1000; it++) {
+        if (it == 50) before = rss_kib();
+        fill(prompt, 8, it % 5);
+        ck_assert(spade_decoder_reset(d, slot, err, sizeof err) == 0);
+        ck_assert_int_eq(spade_decoder_len(d, slot), 0);
+        ck_assert(spade_decoder_append(d, slot, prompt, 8, err, sizeof err) == 0);
+        uint64_t seed = (uint64_t)it;
+        sample_slots(d, &slot, 1, &o, &seed, NULL, &r);
+        ck_assert_int_eq(spade_decoder_len(d, slot), 8 + r.len);
+    }
+    long grown = rss_kib() - before;
+    ck_assert_msg(grown < 2048, "resident memory grew by %ld KiB over 950 reuses", grown);
+    ck_assert_uint_eq(spade_decoder_bytes(d), bytes);
+    /* the last reuse (it = 999: prompt seed 4, sample seed 999) == fresh */
+    spade_decoder *f = dnew(p, 3);
+    out1 fr;
+    fill(prompt, 8, 999 % 5);
+    uint64_t seed = 999;
+    ck_assert(spade_decoder_append(f, slot, prompt, 8, err, sizeof err) == 0);
+    sample_slots(f, &slot, 1, &o, &seed, NULL, &fr);
+    same_out("reused slot vs fresh decoder", &r, &fr, 1);
+    /* copy: slot 2 of f becomes slot 1; both then sample alike */
+    ck_assert(spade_decoder_copy(f, 2, slot, err, sizeof err) == 0);
+    ck_assert_int_eq(spade_decoder_len(f, 2), spade_decoder_len(f, slot));
+    int pair[2] = {slot, 2};
+    uint64_t ps[2] = {5, 5};
+    out1 pr[2];
+    sample_slots(f, pair, 2, &o, ps, NULL, pr);
+    same_out("copied slot", &pr[0], &pr[1], 1);
+    spade_decoder_free(f);
+    /* decoders made and freed */
+    before = rss_kib();
+    for (int it = 0; it < 200; it++) {
+        spade_decoder *e = dnew(p, 4);
+        int z = 0;
+        ck_assert(spade_decoder_append(e, 3, prompt, 8, err, sizeof err) == 0);
+        ck_assert(spade_decoder_sample(e, &z, 1, &o, NULL, NULL, r.tok, NULL, &r.len, NULL, err, sizeof err) ==
+                  SPADE_POLICY_EINVAL); /* slot 0 is empty */
+        spade_decoder_free(e);
+    }
+    grown = rss_kib() - before;
+    ck_assert_msg(grown < 2048, "resident memory grew by %ld KiB over 200 decoders", grown);
+    ck_assert_int_eq(tu_count_fds(), fds);
+    spade_decoder_free(d);
+    spade_policy_free(p);
+}
+END_TEST
+
+/* ------------------------------------------------------------ the context rule */
+
+/* Context 16. A slot is full at exactly 16 tokens: sampling stops there with
+ * SPADE_SLOT_CONTEXT_FULL (also when its max tokens run out on the same
+ * token), a full slot samples 0 tokens with that status, and an append
+ * that would pass 16 appends nothing and returns it; 16 tokens exactly fit.
+ * The same with full recompute. */
+START_TEST(test_context_full) {
+    for (int nokv = 0; nokv < 2; nokv++) {
+        spade_policy *p = make("cpu_ref", 16);
+        spade_decoder *d = dnew(p, 4);
+        int t[17];
+        fill(t, 17, 3);
+        spade_sample_opts o;
+        opts(&o, 20);
+        o.no_kv_cache = nokv;
+        out1 r;
+        int slot = 0;
+        ck_assert(spade_decoder_append(d, slot, t, 10, err, sizeof err) == 0);
+        sample_slots(d, &slot, 1, &o, NULL, NULL, &r);
+        ck_assert_int_eq(r.len, 6);
+        ck_assert_int_eq(r.status, SPADE_SLOT_CONTEXT_FULL);
+        ck_assert_int_eq(spade_decoder_len(d, slot), 16);
+        sample_slots(d, &slot, 1, &o, NULL, NULL, &r);
+        ck_assert_int_eq(r.len, 0);
+        ck_assert_int_eq(r.status, SPADE_SLOT_CONTEXT_FULL);
+        ck_assert_int_eq(spade_decoder_append(d, slot, t, 1, err, sizeof err), SPADE_SLOT_CONTEXT_FULL);
+        ck_assert_msg(strstr(err, "context"), "%s", err);
+        ck_assert_int_eq(spade_decoder_len(d, slot), 16);
+        /* one position left: one token, full; max tokens ending on the last
+         * position say full too; one short of it says max tokens */
+        int s1 = 1, s2 = 2, s3 = 3, m6 = 6, m5 = 5;
+        ck_assert(spade_decoder_append(d, s1, t, 15, err, sizeof err) == 0);
+        sample_slots(d, &s1, 1, &o, NULL, NULL, &r);
+        ck_assert(r.len == 1 && r.status == SPADE_SLOT_CONTEXT_FULL);
+        ck_assert(spade_decoder_append(d, s2, t, 10, err, sizeof err) == 0);
+        sample_slots(d, &s2, 1, &o, NULL, &m6, &r);
+        ck_assert(r.len == 6 && r.status == SPADE_SLOT_CONTEXT_FULL);
+        ck_assert(spade_decoder_append(d, s3, t, 10, err, sizeof err) == 0);
+        sample_slots(d, &s3, 1, &o, NULL, &m5, &r);
+        ck_assert(r.len == 5 && r.status == SPADE_SLOT_MAX_TOKENS);
+        ck_assert_int_eq(spade_decoder_len(d, s3), 15);
+        /* appends: 16 fit an empty slot, 17 do not; in a batch the one that
+         * does not fit is reported and left alone, the other runs */
+        ck_assert(spade_decoder_reset(d, s1, err, sizeof err) == 0);
+        ck_assert(spade_decoder_reset(d, s2, err, sizeof err) == 0);
+        ck_assert_int_eq(spade_decoder_append(d, s1, t, 17, err, sizeof err), SPADE_SLOT_CONTEXT_FULL);
+        ck_assert_int_eq(spade_decoder_len(d, s1), 0);
+        ck_assert_int_eq(spade_decoder_append(d, s1, t, 16, err, sizeof err), 0);
+        const int *tp[2] = {t, t};
+        int sl[2] = {s2, s3}, n[2] = {4, 2}, st[2] = {-1, -1};
+        ck_assert(spade_decoder_append_batch(d, sl, tp, n, 2, st, err, sizeof err) == 0);
+        ck_assert(st[0] == 0 && st[1] == SPADE_SLOT_CONTEXT_FULL);
+        ck_assert(spade_decoder_len(d, s2) == 4 && spade_decoder_len(d, s3) == 15);
+        /* a batch mixing a full slot with a live one: the full one gets 0 tokens */
+        int mix[2] = {s1, s2};
+        out1 mr[2];
+        sample_slots(d, mix, 2, &o, NULL, NULL, mr);
+        ck_assert(mr[0].len == 0 && mr[0].status == SPADE_SLOT_CONTEXT_FULL);
+        ck_assert(mr[1].len == 12 && mr[1].status == SPADE_SLOT_CONTEXT_FULL);
+        spade_decoder_free(d);
+        spade_policy_free(p);
+    }
+}
+END_TEST
+
+/* ------------------------------------------------------------ bad input */
+
+#define REFUSED(call, word)                                                                \
+    do {                                                                                   \
+        err[0] = 0;                                                                        \
+        int rc_ = (call);                                                                  \
+        ck_assert_msg(rc_ == SPADE_POLICY_EINVAL, "%s: rc %d (%s)", #call, rc_, err);      \
+        ck_assert_msg(strstr(err, word), "%s: message '%s' lacks '%s'", #call, err, word); \
+    } while (0)
+
+/* Every bad argument is SPADE_POLICY_EINVAL with a message naming it, and
+ * changes nothing. */
+START_TEST(test_bad_input) {
+    spade_policy *p = make("cpu_ref", 32);
+    spade_decoder *d = NULL;
+    REFUSED(spade_decoder_new(&d, p, 0, err, sizeof err), "max_slots");
+    REFUSED(spade_decoder_new(&d, NULL, 2, err, sizeof err), "policy");
+    d = dnew(p, 2);
+    int t[4] = {5, 6, 7, 8}, bad[3] = {5, SPADE_VOCAB, 6}, neg[1] = {-1}, tok[8], len, st;
+    REFUSED(spade_decoder_append(d, 2, t, 4, err, sizeof err), "slot 2 outside 0..1");
+    REFUSED(spade_decoder_append(d, -1, t, 4, err, sizeof err), "slot -1");
+    REFUSED(spade_decoder_append(d, 0, bad, 3, err, sizeof err), "vocabulary");
+    REFUSED(spade_decoder_append(d, 0, neg, 1, err, sizeof err), "token -1");
+    REFUSED(spade_decoder_append(d, 0, NULL, 4, err, sizeof err), "token array");
+    REFUSED(spade_decoder_append(d, 0, t, 0, err, sizeof err), "n >= 1");
+    REFUSED(spade_decoder_append(NULL, 0, t, 4, err, sizeof err), "decoder");
+    ck_assert_int_eq(spade_decoder_len(d, 0), 0);
+    /* a batch with one bad member changes nothing */
+    const int *tp[2] = {t, bad};
+    int sl[2] = {0, 1}, n[2] = {4, 3}, dup[2] = {1, 1};
+    REFUSED(spade_decoder_append_batch(d, sl, tp, n, 2, NULL, err, sizeof err), "slot 1: token 263");
+    ck_assert(spade_decoder_len(d, 0) == 0 && spade_decoder_len(d, 1) == 0);
+    tp[1] = t;
+    REFUSED(spade_decoder_append_batch(d, dup, tp, n, 2, NULL, err, sizeof err), "listed twice");
+    REFUSED(spade_decoder_append_batch(d, sl, tp, n, 3, NULL, err, sizeof err), "3 slots listed");
+    REFUSED(spade_decoder_append_batch(d, NULL, tp, n, 2, NULL, err, sizeof err), "need all");
+    ck_assert(spade_decoder_append(d, 0, t, 4, err, sizeof err) == 0);
+    /* sampling */
+    spade_sample_opts o;
+    opts(&o, 8);
+    int zero = 0, one = 1, mt0 = 0, mt9 = 9, both[2] = {0, 0};
+    REFUSED(spade_decoder_sample(d, &one, 1, &o, NULL, NULL, tok, NULL, &len, &st, err, sizeof err), "slot 1 is empty");
+    REFUSED(spade_decoder_sample(d, both, 2, &o, NULL, NULL, tok, NULL, &len, &st, err, sizeof err), "listed twice");
+    REFUSED(spade_decoder_sample(d, &zero, 1, &o, NULL, &mt0, tok, NULL, &len, &st, err, sizeof err), "max_tokens[0] = 0");
+    REFUSED(spade_decoder_sample(d, &zero, 1, &o, NULL, &mt9, tok, NULL, &len, &st, err, sizeof err), "max_tokens[0] = 9");
+    REFUSED(spade_decoder_sample(d, &zero, 1, &o, NULL, NULL, NULL, NULL, &len, &st, err, sizeof err), "out_tokens");
+    REFUSED(spade_decoder_sample(d, &zero, 1, &o, NULL, NULL, tok, NULL, NULL, &st, err, sizeof err), "out_len");
+    REFUSED(spade_decoder_sample(d, &zero, 0, &o, NULL, NULL, tok, NULL, &len, &st, err, sizeof err), "n >= 1");
+    REFUSED(spade_decoder_sample(d, &mt9, 1, &o, NULL, NULL, tok, NULL, &len, &st, err, sizeof err), "slot 9");
+    spade_sample_opts b = o;
+    b.temperature = NAN;
+    REFUSED(spade_decoder_sample(d, &zero, 1, &b, NULL, NULL, tok, NULL, &len, &st, err, sizeof err), "temperature");
+    b = o;
+    b.top_p = 0;
+    REFUSED(spade_decoder_sample(d, &zero, 1, &b, NULL, NULL, tok, NULL, &len, &st, err, sizeof err), "top_p");
+    b = o;
+    b.max_tokens = 0;
+    REFUSED(spade_decoder_sample(d, &zero, 1, &b, NULL, NULL, tok, NULL, &len, &st, err, sizeof err), "max_tokens = 0");
+    b = o;
+    b.stop = NULL;
+    b.n_stop = 1;
+    REFUSED(spade_decoder_sample(d, &zero, 1, &b, NULL, NULL, tok, NULL, &len, &st, err, sizeof err), "stop");
+    ck_assert_int_eq(spade_decoder_len(d, 0), 4);
+    /* the rest */
+    float lp[SPADE_VOCAB];
+    REFUSED(spade_decoder_next_logprobs(d, 1, lp, err, sizeof err), "empty");
+    REFUSED(spade_decoder_next_logprobs(d, 0, NULL, err, sizeof err), "NULL");
+    REFUSED(spade_decoder_reset(d, 5, err, sizeof err), "slot 5");
+    REFUSED(spade_decoder_copy(d, 0, 7, err, sizeof err), "src 7");
+    REFUSED(spade_decoder_copy(d, -3, 0, err, sizeof err), "dst -3");
+    ck_assert_int_eq(spade_decoder_len(d, 9), -1);
+    ck_assert_ptr_null(spade_decoder_tokens(d, 9));
+    /* after all that the decoder still works */
+    ck_assert_msg(spade_decoder_sample(d, &zero, 1, &o, NULL, NULL, tok, NULL, &len, &st, err, sizeof err) == 0, "%s", err);
+    ck_assert(len == 8 && st == SPADE_SLOT_MAX_TOKENS);
+    spade_decoder_free(d);
+    spade_decoder_free(NULL);
+    spade_policy_free(p);
+}
+END_TEST
+
+/* ------------------------------------------------------------ CUDA */
+
+/* The decoding batch on cuda against cpu_ref: greedy continuations of four
+ * slots of different lengths (two turns) give the same tokens, and the
+ * next-token log-probs agree within 1e-3 (cuBLAS sums in another order). */
+START_TEST(test_cuda_decode_parity) {
+#ifndef SPADE_POLICY_CUDA
+    fprintf(stderr, "test_decode: SKIP cuda decoding parity: this build has no CUDA backend\n");
+    return;
+#else
+    spade_backend be;
+    char note[256];
+    int rc = spade_backend_open("cuda", &be, note, sizeof note, err, sizeof err);
+    if (rc == SPADE_POLICY_ENODEV) {
+        fprintf(stderr, "test_decode: SKIP cuda decoding parity: no GPU present (%s)\n", err);
+        return;
+    }
+    ck_assert_msg(rc == 0, "cuda backend: %s", err);
+    spade_backend_close(&be);
+    spade_policy *r = make("cpu_ref", 128), *g = NULL;
+    ck_assert_msg(spade_policy_clone(&g, r, "cuda", err, sizeof err) == 0, "%s", err);
+    enum { S = 4 };
+    spade_decoder *dr = dnew(r, S), *dg = dnew(g, S);
+    int slots[S] = {0, 1, 2, 3}, plen[S] = {3, 40, 1, 77}, prompt[S][77];
+    const int *tp[S];
+    for (int s = 0; s < S; s++) {
+        fill(prompt[s], plen[s], 50 + s);
+        tp[s] = prompt[s];
+    }
+    spade_sample_opts o;
+    opts(&o, 20);
+    o.temperature = 0;
+    out1 a[S], b[S];
+    for (int turn = 0; turn < 2; turn++) {
+        ck_assert(spade_decoder_append_batch(dr, slots, tp, plen, S, NULL, err, sizeof err) == 0);
+        ck_assert_msg(spade_decoder_append_batch(dg, slots, tp, plen, S, NULL, err, sizeof err) == 0, "%s", err);
+        sample_slots(dr, slots, S, &o, NULL, NULL, a);
+        sample_slots(dg, slots, S, &o, NULL, NULL, b);
+        for (int s = 0; s < S; s++) {
+            ck_assert_msg(a[s].len == b[s].len && !memcmp(a[s].tok, b[s].tok, a[s].len * sizeof(int)),
+                          "turn %d slot %d: cuda tokens differ from cpu_ref", turn, s);
+            float x[SPADE_VOCAB], y[SPADE_VOCAB];
+            ck_assert(spade_decoder_next_logprobs(dr, s, x, err, sizeof err) == 0);
+            ck_assert_msg(spade_decoder_next_logprobs(dg, s, y, err, sizeof err) == 0, "%s", err);
+            for (int v = 0; v < SPADE_VOCAB; v++)
+                ck_assert_msg(fabsf(x[v] - y[v]) <= 1e-3f, "slot %d token %d: %g vs %g", s, v, x[v], y[v]);
+        }
+    }
+    spade_decoder_free(dr);
+    spade_decoder_free(dg);
+    spade_policy_free(r);
+    spade_policy_free(g);
+#endif
+}
+END_TEST
+
+static Suite *decode_suite(void) {
+    Suite *s = suite_create("decode");
+    TCase *t = tcase_create("decode");
+    tcase_set_timeout(t, 120);
+    tcase_add_test(t, test_batched_equals_alone);
+    tcase_add_test(t, test_continued_equals_recompute);
+    tcase_add_test(t, test_reuse_leaks_nothing);
+    tcase_add_test(t, test_context_full);
+    tcase_add_test(t, test_bad_input);
+    tcase_add_test(t, test_cuda_decode_parity);
+    suite_add_tcase(s, t);
+    return s;
+}
+
+int main(void) { return tu_run(decode_suite()); }
