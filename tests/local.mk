@@ -8,3 +8,10 @@ tests_test_hostile_SOURCES = tests/test_hostile.c tests/testutil.c
 tests_test_hostile_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_hostile_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
 EXTRA_DIST += tests/hostile
+
+# Masked multi-turn GRPO (core/policy/grpo.c): cpu_ref exactness tests.
+check_PROGRAMS += tests/test_grpo
+TESTS += tests/test_grpo
+tests_test_grpo_SOURCES = tests/test_grpo.c tests/testutil.c tests/testutil.h
+tests_test_grpo_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_test_grpo_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
