@@ -23,3 +23,9 @@ TESTS += tests/test_decode
 tests_test_decode_SOURCES = tests/test_decode.c tests/testutil.c tests/testutil.h
 tests_test_decode_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_decode_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
+# Masked multi-turn GRPO (core/policy/grpo.c): cpu_ref exactness tests.
+check_PROGRAMS += tests/test_grpo
+TESTS += tests/test_grpo
+tests_test_grpo_SOURCES = tests/test_grpo.c tests/testutil.c tests/testutil.h
+tests_test_grpo_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_test_grpo_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
