@@ -1,12 +1,31 @@
-/* tokenizer.h — spade's byte tokenizer: 256 byte tokens plus a few special tokens.
+/* tokenizer.h — spade's tokenizers: bytes plus special tokens, and byte-level BPE.
  *
  * What it is: the map between byte strings and token ids the policy reads and
- * writes. Token b (0..255) is the byte b; the special tokens mark roles and the
- * parts of an episode. Encoding is the identity on bytes, so encode/decode is
- * exact for every byte string, NUL and invalid UTF-8 included; a special token
- * is never produced from text (the text "<|end|>" encodes as 7 byte tokens).
- * What it is not: a subword (BPE) tokenizer. Bytes keep the vocabulary tiny
- * and the tokenizer trivially exact, at the price of longer sequences.
+ * writes. In every tokenizer token b (0..255) is the byte b and tokens 256..262
+ * are the special tokens (they mark roles and the parts of an episode); a BPE
+ * tokenizer adds merged tokens from 263 up, token 263 + i being merge i (the
+ * concatenation of two earlier tokens). Every byte string therefore has an
+ * encoding (the byte tokens are the fallback), decode(encode(s)) == s for every
+ * s (NUL and invalid UTF-8 included), and a special token is never produced
+ * from text (the text "<|end|>" encodes as ordinary tokens).
+ *
+ * Encoding with BPE: the text is first cut into chunks (a word with a prefix
+ * of one space or one or two punctuation bytes, a run of punctuation with the
+ * newlines and indentation after it, or a run of whitespace; at most
+ * SPADE_BPE_MAX_CHUNK bytes each: the rules are in tokenizer.c), merges never
+ * cross a chunk boundary, and inside a chunk merges are applied in the order
+ * they were learned (a heap of adjacent pairs by rank; a cache of chunk
+ * encodings skips the work for chunks seen before).
+ * Training counts the chunks of the corpus and repeatedly merges the most
+ * frequent adjacent pair (ties: the smaller pair of ids), until the vocabulary
+ * is reached or no pair occurs twice. It depends only on the multiset of
+ * chunks, so the same inputs give a byte-identical tokenizer file.
+ *
+ * What it is not: a Unicode-aware or regex pre-tokenizer (the chunk rules are
+ * byte classes, tuned for C source and English docs), nor thread-safe on one
+ * object (encode fills the object's cache: give each thread its own clone).
+ * Errors: 0 or a negative SPADE_POLICY_E* code (backend.h), with a message in
+ * err naming the file (or buffer name) and the fault.
  */
 #ifndef SPADE_POLICY_TOKENIZER_H
 #define SPADE_POLICY_TOKENIZER_H
@@ -21,11 +40,17 @@ enum {
     SPADE_TOK_ACTION,        /* an action follows */
     SPADE_TOK_HINT,          /* the privileged hint follows */
     SPADE_TOK_SOURCE,        /* environment source code follows */
-    SPADE_TOK_COUNT          /* = the real vocabulary size V */
+    SPADE_TOK_COUNT          /* = the byte tokenizer's vocabulary size V; BPE merges start here */
 };
 
-#define SPADE_VOCAB SPADE_TOK_COUNT /* V = 263 */
-#define SPADE_VOCAB_PADDED 320      /* Vp: V rounded up to a multiple of 64 (GEMM-friendly) */
+#define SPADE_VOCAB SPADE_TOK_COUNT /* V = 263 of the byte tokenizer */
+#define SPADE_VOCAB_PADDED 320      /* its Vp: V rounded up to a multiple of 64 (GEMM-friendly) */
+/* Vp for any V: the embedding/head rows a policy allocates. */
+#define SPADE_VOCAB_PAD(V) ((((V) + 63) / 64) * 64)
+#define SPADE_TOK_MAX_VOCAB 65536   /* ids stay below this (the encoding cache keeps them in 16 bits) */
+#define SPADE_BPE_MAX_CHUNK 64      /* bytes per pre-split chunk, hence per token */
+
+/* ---- the byte tokenizer as plain functions (no object needed) ---- */
 
 /* Encodes n bytes into out[0..n) (exactly one token per byte); returns n. */
 size_t spade_tok_encode(const void *bytes, size_t n, int *out);
@@ -34,7 +59,7 @@ size_t spade_tok_encode(const void *bytes, size_t n, int *out);
  * outcap > 0). Byte tokens become their byte; special tokens become
  * "<|name|>" when render_special is nonzero and nothing otherwise. *outlen gets
  * the full decoded length (which may exceed outcap-1: then out is truncated).
- * Returns 0, or SPADE_POLICY_EINVAL for a token outside [0, V). */
+ * Returns 0, or SPADE_POLICY_EINVAL for a token outside [0, 263). */
 int spade_tok_decode(const int *toks, size_t n, int render_special, char *out, size_t outcap,
                      size_t *outlen);
 
@@ -42,5 +67,78 @@ int spade_tok_decode(const int *toks, size_t n, int render_special, char *out, s
 const char *spade_tok_name(int tok);
 /* The special token named name ("action" or "<|action|>"), or -1. */
 int spade_tok_lookup(const char *name);
+
+/* ---- tokenizer objects (bytes or BPE) ---- */
+
+typedef struct spade_tokenizer spade_tokenizer;
+
+/* The byte tokenizer as an object (a BPE with no merges). */
+int spade_tokenizer_new_bytes(spade_tokenizer **out, char *err, size_t errlen);
+void spade_tokenizer_free(spade_tokenizer *t);
+int spade_tokenizer_clone(spade_tokenizer **out, const spade_tokenizer *t, char *err, size_t errlen);
+/* 1 when a and b map every byte string to the same tokens (same merges). */
+int spade_tokenizer_equal(const spade_tokenizer *a, const spade_tokenizer *b);
+
+/* "bytes" (no merges) or "bpe". */
+const char *spade_tokenizer_kind(const spade_tokenizer *t);
+/* V: 263 + the number of merges. */
+int spade_tokenizer_vocab(const spade_tokenizer *t);
+int spade_tokenizer_num_merges(const spade_tokenizer *t);
+/* The bytes of token id (*len of them), or NULL for a special token or an id
+ * outside [0, V). The pointer stays valid while t lives. */
+const unsigned char *spade_tokenizer_piece(const spade_tokenizer *t, int id, size_t *len);
+
+/* Encodes n bytes into out, which must have room for n tokens (an encoding is
+ * never longer than its text); returns the number of tokens. Never fails: the
+ * cache is an optimisation that is simply skipped when it cannot be allocated. */
+size_t spade_tokenizer_encode(spade_tokenizer *t, const void *bytes, size_t n, int *out);
+/* The same tokens by the slow, obviously correct path (for each chunk: find
+ * the lowest-ranked adjacent pair, merge all its occurrences left to right,
+ * repeat), with no cache. Tests compare the fast path against it. */
+size_t spade_tokenizer_encode_ref(const spade_tokenizer *t, const void *bytes, size_t n, int *out);
+/* The chunks the pre-split cuts bytes into: ends[k] is the end offset of
+ * chunk k (ends must have room for n entries); returns the number of chunks. */
+size_t spade_tokenizer_split(const void *bytes, size_t n, size_t *ends);
+/* Like spade_tok_decode, for t's vocabulary. */
+int spade_tokenizer_decode(const spade_tokenizer *t, const int *toks, size_t n, int render_special,
+                           char *out, size_t outcap, size_t *outlen);
+/* Encoding-cache counters since t was made (for the benchmark). */
+void spade_tokenizer_cache_stats(const spade_tokenizer *t, size_t *hits, size_t *misses);
+/* 0 turns the cache off (every chunk is merged afresh), 1 on (the default). */
+void spade_tokenizer_set_cache(spade_tokenizer *t, int on);
+
+/* ---- training ---- */
+
+typedef struct spade_bpe_trainer spade_bpe_trainer;
+int spade_bpe_trainer_new(spade_bpe_trainer **out, char *err, size_t errlen);
+void spade_bpe_trainer_free(spade_bpe_trainer *tr);
+/* Adds one document (chunks never span two documents). */
+int spade_bpe_trainer_add(spade_bpe_trainer *tr, const void *bytes, size_t n, char *err,
+                          size_t errlen);
+/* Learns merges until the vocabulary is `vocab` (263..65536) or no adjacent
+ * pair occurs at least twice (then the tokenizer is smaller: check
+ * spade_tokenizer_vocab). The trainer can be finished more than once. */
+int spade_bpe_trainer_finish(spade_bpe_trainer *tr, int vocab, spade_tokenizer **out, char *err,
+                             size_t errlen);
+/* Bytes and unique chunks added so far. */
+void spade_bpe_trainer_counts(const spade_bpe_trainer *tr, size_t *bytes, size_t *unique_chunks);
+
+/* ---- the tokenizer file ----
+ * A text file, the same bytes a checkpoint embeds:
+ *   spade-tokenizer 1
+ *   split code-1
+ *   merges M
+ *   A B # "piece"          M lines: merge i joins tokens A and B into 263 + i
+ *   end fnv1a HHHHHHHHHHHHHHHH   FNV-1a 64 of every byte before this line
+ * The comment after '#' (the merged bytes, C-escaped) is for people; it is
+ * not read back. */
+int spade_tokenizer_save(const spade_tokenizer *t, const char *path, char *err, size_t errlen);
+int spade_tokenizer_load(spade_tokenizer **out, const char *path, char *err, size_t errlen);
+/* The file's text in a malloc()ed buffer (*len bytes, also NUL-terminated). */
+int spade_tokenizer_serialize(const spade_tokenizer *t, char **buf, size_t *len, char *err,
+                              size_t errlen);
+/* Parses the file's text; name (a path, or "checkpoint 'X'") starts every message. */
+int spade_tokenizer_parse(spade_tokenizer **out, const char *buf, size_t len, const char *name,
+                          char *err, size_t errlen);
 
 #endif
