@@ -1,1 +1,13 @@
 # agent/local.mk — build rules for agent/ (included by the top-level Makefile.am).
+# The agent role: the transcript format (transcript), the policy as an agent of
+# the episode layer (policy_agent), the fixed pool (pool) and one iteration of
+# agent RL on it (rl). agent/ may include core/; core never includes agent/.
+agent_sources = agent/transcript.c agent/policy_agent.c agent/pool.c agent/rl.c
+noinst_HEADERS += agent/transcript.h agent/policy_agent.h agent/pool.h agent/rl.h
+spade_SOURCES += $(agent_sources)
+
+check_PROGRAMS += tests/test_agent
+TESTS += tests/test_agent
+tests_test_agent_SOURCES = tests/test_agent.c $(agent_sources) tests/testutil.c tests/testutil.h
+tests_test_agent_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_test_agent_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)

@@ -29,3 +29,5 @@ TESTS += tests/test_grpo
 tests_test_grpo_SOURCES = tests/test_grpo.c tests/testutil.c tests/testutil.h
 tests_test_grpo_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_grpo_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
+
+EXTRA_DIST += tests/envs/digit_first.c tests/envs/two_turns.c

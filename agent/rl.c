@@ -1,0 +1,220 @@
+/* rl.c — fixed-pool agent RL, one iteration (rl.h).
+ *
+ * What it is not: a scheduler of model and environment work: the episode
+ * layer steps the environments, the policy agent batches the model.
+ */
+#include "agent/rl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "agent/policy_agent.h"
+#include "agent/transcript.h"
+#include "episodes.h"
+#include "errbuf.h"
+
+void spade_rl_opts_default(spade_rl_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->envs_per_iter = 8;
+    o->plays = 8;
+    o->max_live = 32;
+    o->max_action_tokens = 32;
+    o->temperature = 1.0f;
+    o->top_p = 1.0f;
+    o->zscore = 1;
+    o->workers = 1;
+    o->seed = 1;
+    spade_grpo_opts_default(&o->grpo);
+    spade_adamw_opts_default(&o->adamw);
+    o->adamw.lr = 1e-4f;
+}
+
+static uint64_t mix(uint64_t x) {
+    x += 0x9E3779B97F4A7C15ULL;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+    return x ^ (x >> 31);
+}
+
+int spade_rl_pick(int pool_size, int envs_per_iter, uint64_t seed, int it, int *out) {
+    int n = envs_per_iter < pool_size ? envs_per_iter : pool_size;
+    if (n > SPADE_RL_MAX_ENVS) n = SPADE_RL_MAX_ENVS;
+    int *all = malloc((size_t)pool_size * sizeof *all);
+    if (!all) return 0;
+    for (int i = 0; i < pool_size; i++) all[i] = i;
+    uint64_t r = mix(seed ^ mix(0x706f6f6cULL + (uint64_t)it));
+    for (int k = 0; k < n; k++) {
+        r = mix(r);
+        int j = k + (int)(r % (uint64_t)(pool_size - k));
+        int t = all[k];
+        all[k] = all[j];
+        all[j] = t;
+        out[k] = all[k];
+    }
+    free(all);
+    return n;
+}
+
+uint64_t spade_rl_seed(uint64_t seed, int it, int e, int k) {
+    return mix(seed ^ mix(((uint64_t)it << 40) ^ ((uint64_t)e << 20) ^ (uint64_t)k));
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* The episodes of one iteration, as the policy agent hands them back. */
+typedef struct collect {
+    spade_transcript *tr; /* [n] copies */
+    spade_ep_outcome *o;  /* [n] by episode index */
+    int *have;
+    long n;
+    int oom;
+} collect;
+
+static void on_episode(void *ctx, const spade_ep_outcome *o, const spade_transcript *t) {
+    collect *c = ctx;
+    if (o->episode < 0 || o->episode >= c->n) return;
+    spade_transcript *d = &c->tr[o->episode];
+    spade_transcript_clear(d);
+    for (int i = 0; i < t->len; i++) {
+        if (t->mask[i]) spade_transcript_sampled(d, &t->tok[i], &t->logp[i], 1);
+        else spade_transcript_special(d, t->tok[i]);
+    }
+    if (d->oom) c->oom = 1;
+    c->o[o->episode] = *o;
+    c->have[o->episode] = 1;
+}
+
+int spade_rl_iteration(spade_policy *p, spade_policy *ref, spade_sandbox *sb, const spade_pool *pool, int it,
+                       const spade_rl_opts *o, const volatile sig_atomic_t *stop, spade_rl_metrics *m, char *err,
+                       size_t errlen) {
+    memset(m, 0, sizeof *m);
+    m->iteration = it;
+    if (o->plays < 2) {
+        spade_errf(err, errlen, "agent.plays = %d: a group needs at least 2 plays", o->plays);
+        return -1;
+    }
+    int picked[SPADE_RL_MAX_ENVS];
+    int ne = spade_rl_pick(spade_pool_count(pool), o->envs_per_iter, o->seed, it, picked);
+    if (ne <= 0) {
+        spade_errf(err, errlen, "the pool is empty");
+        return -1;
+    }
+    m->envs = ne;
+    long n = (long)ne * o->plays;
+    spade_ep_spec specs[SPADE_RL_MAX_ENVS];
+    spade_ep_request *req = calloc((size_t)n, sizeof *req);
+    collect c = {calloc((size_t)n, sizeof(spade_transcript)), calloc((size_t)n, sizeof(spade_ep_outcome)),
+                 calloc((size_t)n, sizeof(int)), n, 0};
+    spade_ep_outcome *out = calloc((size_t)n, sizeof *out);
+    spade_grpo_sample *s = calloc((size_t)n, sizeof *s);
+    spade_agent *agent = NULL;
+    int rc = -1;
+    if (!req || !c.tr || !c.o || !c.have || !out || !s) {
+        spade_errf(err, errlen, "out of memory for %ld episodes", n);
+        goto done;
+    }
+    for (int e = 0; e < ne; e++) {
+        const spade_pool_entry *pe = spade_pool_entry_at(pool, picked[e]);
+        m->env_index[e] = picked[e];
+        specs[e] = (spade_ep_spec){pe->path, pe->source, pe->len, pe->params[0] ? pe->params : NULL, o->plays};
+        for (int k = 0; k < o->plays; k++) req[(long)e * o->plays + k] = (spade_ep_request){e, spade_rl_seed(o->seed, it, e, k), 0};
+    }
+    spade_policy_agent_opts ao;
+    spade_policy_agent_opts_default(&ao);
+    ao.max_live = o->max_live;
+    ao.max_action_tokens = o->max_action_tokens;
+    ao.temperature = o->temperature;
+    ao.top_p = o->top_p;
+    ao.seed = mix(o->seed ^ 0x6167656e74ULL);
+    ao.on_episode = on_episode;
+    ao.ctx = &c;
+    if (!(agent = spade_agent_policy(p, &ao, err, errlen))) goto done;
+    spade_episodes_opts eo;
+    spade_episodes_opts_default(&eo);
+    eo.max_live = o->max_live;
+    eo.workers = o->workers;
+    eo.stop = stop;
+    double t0 = now_s();
+    int run = spade_episodes_play(sb, specs, ne, req, n, agent, &eo, out, err, errlen);
+    m->t_play = now_s() - t0;
+    spade_policy_agent_counts(agent, &m->sampled_tokens, &m->turns);
+    if (run < 0) goto done;
+    if (run == SPADE_EPISODES_STOPPED) {
+        rc = 1;
+        goto done;
+    }
+    if (c.oom) {
+        spade_errf(err, errlen, "out of memory keeping transcripts");
+        goto done;
+    }
+    double ret = 0, steps = 0;
+    int ns = 0;
+    for (long i = 0; i < n; i++) {
+        const spade_ep_outcome *eo_ = &out[i];
+        int e = (int)(i / o->plays);
+        m->episodes++;
+        m->successes += eo_->success;
+        m->env_success[e] += eo_->success / (double)o->plays;
+        ret += eo_->ret;
+        steps += eo_->steps;
+        if (eo_->end == SPADE_EP_FAILED) {
+            m->failed++;
+            continue;
+        }
+        if (eo_->end == SPADE_EP_TRUNCATED) m->truncated++;
+        if (eo_->end == SPADE_EP_AGENT_STOP && !strcmp(eo_->stop_reason, "context_full")) m->context_full++;
+        if (!c.have[i] || c.tr[i].len < 2) continue; /* never reached the policy */
+        int trained = 0;
+        for (int t = 0; t < c.tr[i].len; t++) trained += c.tr[i].mask[t];
+        if (!trained) continue;
+        spade_grpo_sample *g = &s[ns++];
+        g->tokens = c.tr[i].tok;
+        g->len = c.tr[i].len;
+        g->mask = c.tr[i].mask;
+        g->old_logprobs = c.tr[i].logp;
+        g->reward = (float)(eo_->ret > 1 ? 1 : eo_->ret < -1 ? -1 : eo_->ret);
+        g->group = e;
+        g->role = 1;
+    }
+    m->success_rate = (double)m->successes / (double)m->episodes;
+    m->mean_return = ret / (double)m->episodes;
+    m->mean_steps = steps / (double)m->episodes;
+    spade_grpo_opts go = o->grpo;
+    go.adv_mode = o->zscore ? SPADE_GRPO_ADV_GROUP_Z : SPADE_GRPO_ADV_GROUP_MEAN;
+    spade_grpo_stats st;
+    memset(&st, 0, sizeof st);
+    double t1 = now_s();
+    if (ns > 0) {
+        int up = spade_grpo_update(p, ref, s, ns, &go, &o->adamw, &st, err, errlen);
+        if (up < 0) goto done;
+    }
+    m->t_update = now_s() - t1;
+    m->n_samples = st.n_samples;
+    m->n_groups = st.n_groups;
+    m->n_dropped = st.n_dropped_groups;
+    m->trained_tokens = st.n_tokens;
+    m->loss = st.loss;
+    m->grad_norm = st.grad_norm;
+    m->clip_frac = st.clip_frac;
+    m->kl = st.kl;
+    m->mean_ratio = st.mean_ratio;
+    m->updated = st.n_steps > 0;
+    rc = 0;
+done:
+    if (agent) spade_agent_free(agent);
+    for (long i = 0; c.tr && i < n; i++) spade_transcript_free(&c.tr[i]);
+    free(c.tr);
+    free(c.o);
+    free(c.have);
+    free(req);
+    free(out);
+    free(s);
+    return rc;
+}

@@ -1,0 +1,63 @@
+/* transcript.h — the one way an episode or a designer sample becomes tokens:
+ * for rollouts (what the policy reads while it plays), for training (the
+ * masked GRPO sample), and for pretraining demonstrations (spade demos).
+ *
+ * The format (docs/transcripts.md), in the policy's tokens:
+ *   agent:    <|agent|> <|observation|> OBS_0 [<|hint|> HINT] <|action|> ACT_1 <|end|>
+ *                       <|observation|> OBS_1 <|action|> ACT_2 <|end|> ...
+ *   designer: <|designer|> PROMPT <|source|> SOURCE <|end|>
+ * OBS, HINT, ACT, PROMPT and SOURCE are text encoded by the policy's
+ * tokenizer. Tool results are observations. The hint arm's hint follows the
+ * first observation after its own token (the text the environment returned
+ * is kept as it was). Only what the role wrote is trained: the mask is 1 on
+ * ACT tokens and their <|end|> when the policy sampled them (the agent), on
+ * SOURCE and its <|end|> (the designer); 0 everywhere else. An action cut by
+ * agent.max_action_tokens gets an <|end|> the policy did not write (mask 0).
+ * What it is not: the episode layer (core/episodes.h) or the decoder; this
+ * only lays out tokens, masks and the log-probs recorded at sampling time.
+ */
+#ifndef SPADE_AGENT_TRANSCRIPT_H
+#define SPADE_AGENT_TRANSCRIPT_H
+
+#include <stddef.h>
+
+#include "policy/policy.h"
+
+typedef struct spade_transcript {
+    int *tok;            /* (len) */
+    unsigned char *mask; /* (len) 1 = written by the role */
+    float *logp;         /* (len) sampling-time log p(tok[t] | tok[0..t)) where mask = 1, else 0 */
+    int len, cap;
+    int oom;             /* an append ran out of memory: the transcript is unusable */
+} spade_transcript;
+
+void spade_transcript_init(spade_transcript *t);
+void spade_transcript_free(spade_transcript *t);
+void spade_transcript_clear(spade_transcript *t);
+
+/* Appends one token, untrained. */
+void spade_transcript_special(spade_transcript *t, int token);
+/* Appends text (encoded by tok), untrained. */
+void spade_transcript_text(spade_transcript *t, spade_tokenizer *tok, const char *text, size_t len);
+/* Appends tokens the policy sampled, trained, with their log-probs (NULL: 0). */
+void spade_transcript_sampled(spade_transcript *t, const int *toks, const float *logp, int n);
+/* Appends text the role wrote without sampling (demonstrations), trained, log-prob 0. */
+void spade_transcript_written(spade_transcript *t, spade_tokenizer *tok, const char *text, size_t len);
+
+/* The pieces of the agent format, so the policy agent appends exactly what a
+ * whole transcript holds: the opening (<|agent|>, first observation, hint,
+ * <|action|>) and each later turn (<|observation|> OBS <|action|>). */
+void spade_transcript_agent_open(spade_transcript *t, spade_tokenizer *tok, const char *obs, size_t obs_len,
+                                 const char *hint, size_t hint_len);
+void spade_transcript_agent_turn(spade_transcript *t, spade_tokenizer *tok, const char *obs, size_t obs_len);
+/* A whole demonstrated step: the action as written, then <|end|> (both trained). */
+void spade_transcript_agent_action(spade_transcript *t, spade_tokenizer *tok, const char *act, size_t len);
+/* The designer: <|designer|> PROMPT <|source|>, then (a demonstration) SOURCE <|end|>. */
+void spade_transcript_designer_open(spade_transcript *t, spade_tokenizer *tok, const char *prompt, size_t len);
+void spade_transcript_designer_source(spade_transcript *t, spade_tokenizer *tok, const char *src, size_t len);
+
+/* The transcript as text with the special tokens written out (<|agent|>, ...),
+ * for people and for the demonstrations file; *out is malloc'd. */
+int spade_transcript_render(const spade_transcript *t, spade_tokenizer *tok, char **out, size_t *out_len);
+
+#endif /* SPADE_AGENT_TRANSCRIPT_H */
