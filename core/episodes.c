@@ -1018,5 +1018,19 @@ int spade_episodes_play(spade_sandbox *sb, const spade_ep_spec *specs, int n_spe
     if (o.on_event)
         o.on_event = list_event;
     o.ctx = &c;
-    return spade_episodes_run(sb, specs, n_specs, list_next, &c, agent, &o, err, errlen);
+    /* the list says how many episodes each spec has: no more instances than that */
+    spade_ep_spec *own = n_specs > 0 ? malloc((size_t)n_specs * sizeof *own) : NULL;
+    if (n_specs > 0 && !own) {
+        spade_errf(err, errlen, "episodes: out of memory");
+        return -1;
+    }
+    for (int s = 0; s < n_specs; s++) {
+        own[s] = specs[s];
+        if (own[s].expected <= 0)
+            for (long i = 0; i < n; i++)
+                own[s].expected += reqs[i].spec == s;
+    }
+    int rc = spade_episodes_run(sb, own ? own : specs, n_specs, list_next, &c, agent, &o, err, errlen);
+    free(own);
+    return rc;
 }
