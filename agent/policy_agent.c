@@ -114,7 +114,8 @@ static int pa_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *ac
     for (int k = 0; k < live; k++) {
         int i = a->which[k];
         ep_state *s = views[i].state;
-        if (a->status[k] == SPADE_SLOT_CONTEXT_FULL) {
+        if (a->status[k] == SPADE_SLOT_CONTEXT_FULL) { /* the transcript keeps only what the policy read */
+            s->tr.len = s->synced;
             acts[i].stop = "context_full";
             continue;
         }

@@ -8,6 +8,7 @@
 
 #include <dirent.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +26,40 @@ struct spade_pool {
     int n_dirs;
     spade_pool_entry *e;
     int n;
+    /* directory files that did not load: not retried (nor reported again) until they change */
+    struct rejected {
+        char path[SPADE_PATH_MAX];
+        uint64_t content; /* FNV-1a of the bytes that did not load */
+    } *rej;
+    int n_rej;
 };
+
+static uint64_t content_hash(const char *path) {
+    char *src = NULL, e[8];
+    size_t len;
+    uint64_t h = 1469598103934665603ULL;
+    if (spade_read_source(path, &src, &len, e, sizeof e) < 0) return 0;
+    for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)src[i]) * 1099511628211ULL;
+    free(src);
+    return h;
+}
+
+/* 1 when path was rejected with the content it has now; else 0 (and it is forgotten). */
+static int still_rejected(spade_pool *p, const char *path) {
+    for (int i = 0; i < p->n_rej; i++)
+        if (!strcmp(p->rej[i].path, path)) {
+            if (content_hash(path) == p->rej[i].content) return 1;
+            p->rej[i] = p->rej[--p->n_rej];
+            return 0;
+        }
+    return 0;
+}
+
+static void reject(spade_pool *p, const char *path) {
+    if (p->n_rej == SPADE_POOL_MAX) return;
+    snprintf(p->rej[p->n_rej].path, SPADE_PATH_MAX, "%s", path);
+    p->rej[p->n_rej++].content = content_hash(path);
+}
 
 static void say(spade_pool *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void say(spade_pool *p, const char *fmt, ...) {
@@ -75,6 +109,7 @@ static int add_entry(spade_pool *p, const char *name, const char *path, const ch
     if (p->guard && spade_heldout_guard_refuses(p->guard, path, src, len, why, sizeof why)) {
         say(p, "pool: %s refused: %s", path, why);
         free(src);
+        reject(p, path);
         if (!from_dir) {
             spade_errf(err, errlen, "pool: %s", why);
             return -1;
@@ -90,6 +125,7 @@ static int add_entry(spade_pool *p, const char *name, const char *path, const ch
             return -1;
         }
         say(p, "pool: %s does not load, left out until it does: %s", path, why);
+        reject(p, path);
         return 0;
     }
     snprintf(e->name, sizeof e->name, "%s", name);
@@ -150,6 +186,7 @@ static int scan(spade_pool *p, int initial, char *err, size_t errlen) {
             for (int j = 0; j < p->n && at < 0; j++)
                 if (p->e[j].from_dir && !strcmp(p->e[j].path, path)) at = j;
             if (at < 0) {
+                if (still_rejected(p, path)) continue;
                 int rc = add_entry(p, name, path, NULL, 1, err, errlen);
                 if (rc < 0 && initial) return -1;
                 if (rc > 0) {
@@ -200,7 +237,8 @@ int spade_pool_new(spade_pool **out, spade_sandbox *sb, const spade_registry *re
                    spade_pool_report_fn report, void *ctx, char *err, size_t errlen) {
     spade_pool *p = calloc(1, sizeof *p);
     *out = NULL;
-    if (!p || !(p->e = calloc(SPADE_POOL_MAX, sizeof *p->e))) {
+    if (!p || !(p->e = calloc(SPADE_POOL_MAX, sizeof *p->e)) || !(p->rej = calloc(SPADE_POOL_MAX, sizeof *p->rej))) {
+        if (p) free(p->e);
         free(p);
         spade_errf(err, errlen, "pool: out of memory");
         return -1;
@@ -238,6 +276,7 @@ void spade_pool_free(spade_pool *p) {
     if (!p) return;
     for (int i = 0; i < p->n; i++) free(p->e[i].source);
     free(p->e);
+    free(p->rej);
     free(p);
 }
 
