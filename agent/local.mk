@@ -11,3 +11,5 @@ TESTS += tests/test_agent
 tests_test_agent_SOURCES = tests/test_agent.c $(agent_sources) tests/testutil.c tests/testutil.h
 tests_test_agent_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_agent_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
+TESTS += tests/test_train.sh
+EXTRA_DIST += tests/test_train.sh

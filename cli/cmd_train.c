@@ -1,0 +1,453 @@
+/* cmd_train.c — `spade train CONFIG` and `spade train RUN_DIR`: agent RL on a
+ * fixed pool of environments ([designer] enabled = false), with a run
+ * directory, JSONL metrics per iteration, a progress line on a terminal,
+ * atomic checkpoints, and resume after SIGINT or kill -9 with nothing lost.
+ *
+ * What it is: the command and the run directory:
+ *   RUN/config.ini          the config the run was started with (resume reads it)
+ *   RUN/config.base         the directory that config was in: its relative paths
+ *                           ([pool] dirs, [policy] init) still mean the same on resume
+ *   RUN/policy-K.ckpt       the policy after iteration K (the latest only)
+ *   RUN/state               "iteration K" and the checkpoint's name (written
+ *                           atomically after the checkpoint)
+ *   RUN/train.jsonl         one JSON object per completed iteration
+ * An iteration's log line is written before its checkpoint; a resumed run
+ * drops log lines past the checkpoint it resumes from and plays them again,
+ * and because an iteration depends only on the run seed, its number and the
+ * policy (agent/rl.h), it plays them exactly as before.
+ * What it is not: the self-play loop with a designer (not built yet: the
+ * config says so), nor library code (it prints and owns the process).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ini.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/pool.h"
+#include "agent/rl.h"
+#include "cli.h"
+#include "heldout.h"
+#include "policy/policy.h"
+
+#define MAX_LIST 64
+
+typedef struct tr_config {
+    char dir[2048];      /* run.dir */
+    int iterations;      /* run.iterations */
+    uint64_t seed;       /* run.seed */
+    int checkpoint_every; /* run.checkpoint_every */
+    spade_gpt_config gpt;
+    int have_gpt_keys;
+    char init[2048];     /* policy.init: a checkpoint to start from */
+    char specs[MAX_LIST][512];
+    int n_specs;
+    char dirs[MAX_LIST][2048];
+    int n_dirs;
+    int designer;        /* designer.enabled */
+    spade_rl_opts rl;
+    char base[2048];     /* the config file's directory: relative paths are resolved against it */
+    char msg[600];
+} tr_config;
+
+static void defaults(tr_config *c) {
+    memset(c, 0, sizeof *c);
+    snprintf(c->dir, sizeof c->dir, "runs/train");
+    c->iterations = 20;
+    c->seed = 1;
+    c->checkpoint_every = 1;
+    spade_gpt_config_default(&c->gpt);
+    spade_rl_opts_default(&c->rl);
+}
+
+static int parse_num(const char *v, double lo, double hi, int integer, double *out) {
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (errno || end == v || *end || !(x >= lo && x <= hi) || (integer && x != floor(x))) return -1;
+    *out = x;
+    return 0;
+}
+
+static void resolve(const tr_config *c, const char *v, char *out, size_t cap) {
+    size_t b = strlen(c->base), n = strlen(v);
+    if (v[0] == '/' || !b || b + 1 + n >= cap) {
+        snprintf(out, cap, "%s", v);
+        return;
+    }
+    memcpy(out, c->base, b);
+    out[b] = '/';
+    memcpy(out + b + 1, v, n + 1);
+}
+
+static int on_key(void *user, const char *section, const char *name, const char *value) {
+    tr_config *c = user;
+    double x;
+    if (c->msg[0]) return 1;
+#define FAIL(...) return snprintf(c->msg, sizeof c->msg, __VA_ARGS__), 0
+#define NUMK(sec, key, lo, hi, integer, dst)                                                                      \
+    if (!strcmp(section, sec) && !strcmp(name, key)) {                                                        \
+        if (parse_num(value, lo, hi, integer, &x))                                                            \
+            FAIL("[%s] %s = '%s': expected %s in [%g, %g]", sec, key, value, integer ? "an integer" : "a number", \
+                 (double)(lo), (double)(hi));                                                                 \
+        dst;                                                                                                  \
+        return 1;                                                                                             \
+    }
+    if (!strcmp(section, "run") && !strcmp(name, "dir")) {
+        if (!*value) FAIL("[run] dir is empty");
+        resolve(c, value, c->dir, sizeof c->dir);
+        return 1;
+    }
+    NUMK("run", "iterations", 1, 1e7, 1, c->iterations = (int)x)
+    NUMK("run", "seed", 0, 9007199254740992.0, 1, c->seed = (uint64_t)x; c->rl.seed = c->seed)
+    NUMK("run", "checkpoint_every", 1, 1e7, 1, c->checkpoint_every = (int)x)
+    if (!strcmp(section, "policy")) {
+        if (!strcmp(name, "init")) {
+            resolve(c, value, c->init, sizeof c->init);
+            return 1;
+        }
+        char e[400];
+        if (spade_gpt_config_set(&c->gpt, name, value, e, sizeof e)) FAIL("[policy] %s", e);
+        c->have_gpt_keys = 1;
+        return 1;
+    }
+    if (!strcmp(section, "pool")) {
+        if (!strcmp(name, "envs")) {
+            if (c->n_specs == MAX_LIST) FAIL("[pool] more than %d envs", MAX_LIST);
+            if (!*value || strlen(value) >= sizeof c->specs[0]) FAIL("[pool] envs = '%s': empty or too long", value);
+            snprintf(c->specs[c->n_specs++], sizeof c->specs[0], "%s", value);
+            return 1;
+        }
+        if (!strcmp(name, "dirs")) {
+            if (c->n_dirs == MAX_LIST) FAIL("[pool] more than %d dirs", MAX_LIST);
+            resolve(c, value, c->dirs[c->n_dirs++], sizeof c->dirs[0]);
+            return 1;
+        }
+        if (!strcmp(name, "curriculum")) {
+            if (strcmp(value, "fixed")) FAIL("[pool] curriculum = '%s': only 'fixed' is built (adaptive is not yet)", value);
+            return 1;
+        }
+    }
+    NUMK("agent", "envs", 1, SPADE_RL_MAX_ENVS, 1, c->rl.envs_per_iter = (int)x)
+    NUMK("agent", "plays", 2, 4096, 1, c->rl.plays = (int)x)
+    NUMK("agent", "max_live", 1, 4096, 1, c->rl.max_live = (int)x)
+    NUMK("agent", "max_action_tokens", 1, 4096, 1, c->rl.max_action_tokens = (int)x)
+    NUMK("agent", "temperature", 0, 10, 0, c->rl.temperature = (float)x)
+    NUMK("agent", "top_p", 1e-6, 1, 0, c->rl.top_p = (float)x)
+    NUMK("agent", "workers", 1, 64, 1, c->rl.workers = (int)x)
+    if (!strcmp(section, "agent") && !strcmp(name, "advantage")) {
+        if (!strcmp(value, "zscore")) c->rl.zscore = 1;
+        else if (!strcmp(value, "mean")) c->rl.zscore = 0;
+        else FAIL("[agent] advantage = '%s': expected zscore or mean", value);
+        return 1;
+    }
+    NUMK("grpo", "lr", 0, 1, 0, c->rl.adamw.lr = (float)x)
+    NUMK("grpo", "weight_decay", 0, 1, 0, c->rl.adamw.weight_decay = (float)x)
+    NUMK("grpo", "grad_clip", 0, 1e6, 0, c->rl.adamw.grad_clip = (float)x)
+    NUMK("grpo", "eps_low", 0, 0.999, 0, c->rl.grpo.eps_low = (float)x)
+    NUMK("grpo", "eps_high", 0, 100, 0, c->rl.grpo.eps_high = (float)x)
+    NUMK("grpo", "epochs", 1, 100, 1, c->rl.grpo.epochs = (int)x)
+    NUMK("grpo", "minibatch", 0, 1e6, 1, c->rl.grpo.minibatch = (int)x)
+    NUMK("grpo", "tis_cap", 0, 1e6, 0, c->rl.grpo.tis_cap = (float)x)
+    if (!strcmp(section, "designer") && !strcmp(name, "enabled")) {
+        if (!strcmp(value, "false")) c->designer = 0;
+        else if (!strcmp(value, "true")) c->designer = 1;
+        else FAIL("[designer] enabled = '%s': expected true or false", value);
+        return 1;
+    }
+    FAIL("unknown key [%s] %s", section, name);
+#undef NUMK
+#undef FAIL
+}
+
+/* base: where relative paths in the config point from (NULL: the config's own directory). */
+static int load_config(const char *path, const char *base, tr_config *c) {
+    defaults(c);
+    const char *slash = strrchr(path, '/');
+    if (base) snprintf(c->base, sizeof c->base, "%s", base);
+    else if (slash) snprintf(c->base, sizeof c->base, "%.*s", (int)(slash - path), path);
+    struct stat st;
+    if (stat(path, &st) != 0) return cli_err(CLI_FAIL, "train", "%s: %s", path, strerror(errno));
+    if (S_ISDIR(st.st_mode)) return cli_err(CLI_FAIL, "train", "%s: a directory without config.ini is not a run", path);
+    int line = ini_parse(path, on_key, c);
+    if (line == -1) return cli_err(CLI_FAIL, "train", "%s: %s", path, strerror(errno ? errno : ENOENT));
+    if (line != 0 || c->msg[0])
+        return line > 0 ? cli_err(CLI_USAGE, "train", "%s:%d: %s", path, line, c->msg[0] ? c->msg : "syntax error")
+                        : cli_err(CLI_USAGE, "train", "%s: %s", path, c->msg);
+    char e[400];
+    if (spade_gpt_config_validate(&c->gpt, e, sizeof e)) return cli_err(CLI_USAGE, "train", "%s: %s", path, e);
+    if (c->designer)
+        return cli_err(CLI_USAGE, "train",
+                       "%s: [designer] enabled = true: self-play with the designer is not built yet; "
+                       "set enabled = false to train the agent on the fixed pool",
+                       path);
+    if (!c->n_specs && !c->n_dirs) snprintf(c->dirs[c->n_dirs++], sizeof c->dirs[0], "%s/stdenv", SPADE_SRCDIR);
+    if (c->rl.max_live < 1) c->rl.max_live = 1;
+    return 0;
+}
+
+/* ---- files ---- */
+
+static int write_atomic(const char *path, const char *text, size_t n) {
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) return -1;
+    ssize_t w = write(fd, text, n);
+    if (w != (ssize_t)n || fsync(fd) < 0 || close(fd) < 0 || rename(tmp, path) < 0) {
+        unlink(tmp);
+        return -1;
+    }
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *s = strrchr(dir, '/');
+    if (s) *s = 0;
+    int dfd = open(s ? dir : ".", O_RDONLY);
+    if (dfd >= 0) fsync(dfd), close(dfd);
+    return 0;
+}
+
+static int copy_file(const char *from, const char *to) {
+    char *buf = NULL, e[256];
+    size_t n;
+    if (spade_read_source(from, &buf, &n, e, sizeof e) < 0) return -1;
+    int rc = write_atomic(to, buf, n);
+    free(buf);
+    return rc;
+}
+
+/* The iteration the state file says is done (-1 when there is none) and its checkpoint. */
+static int read_state(const char *dir, char *ckpt, size_t cap) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/state", dir);
+    FILE *f = fopen(path, "r");
+    int it = -1;
+    char name[256] = "";
+    if (!f) return -1;
+    if (fscanf(f, "iteration %d checkpoint %255s", &it, name) != 2) it = -2;
+    fclose(f);
+    snprintf(ckpt, cap, "%s/%s", dir, name);
+    return it;
+}
+
+/* Keeps the log lines of iterations <= last (a line past the checkpoint is played again). */
+static int trim_log(const char *log, int last) {
+    FILE *f = fopen(log, "r");
+    if (!f) return 0;
+    size_t cap = 1 << 16, n = 0;
+    char *out = malloc(cap), line[65536];
+    while (out && fgets(line, sizeof line, f)) {
+        const char *p = strstr(line, "\"iteration\":");
+        if (!p || atoi(p + 12) > last) continue;
+        size_t k = strlen(line);
+        if (n + k + 1 > cap) {
+            char *no = realloc(out, cap = 2 * (n + k + 1));
+            if (!no) break;
+            out = no;
+        }
+        memcpy(out + n, line, k);
+        n += k;
+    }
+    fclose(f);
+    int rc = out ? write_atomic(log, out, n) : -1;
+    free(out);
+    return rc;
+}
+
+/* ---- the run ---- */
+
+static volatile sig_atomic_t stop_requested;
+static void on_signal(int s) {
+    (void)s;
+    stop_requested = 1;
+}
+
+static void pool_report(void *ctx, const char *line) {
+    FILE *log = ctx;
+    fprintf(stderr, "%s\n", line);
+    if (log) fprintf(log, "%s\n", line);
+}
+
+static void write_metrics(FILE *f, const spade_rl_metrics *m, const spade_pool *pool) {
+    fprintf(f,
+            "{\"iteration\":%d,\"envs\":%d,\"episodes\":%ld,\"success\":%.6f,\"mean_return\":%.6f,\"mean_steps\":%.4f,"
+            "\"failed\":%ld,\"context_full\":%ld,\"truncated\":%ld,\"samples\":%d,\"groups\":%d,\"dropped_groups\":%d,"
+            "\"trained_tokens\":%ld,\"sampled_tokens\":%ld,\"turns\":%ld,\"loss\":%.6g,\"grad_norm\":%.6g,"
+            "\"clip_frac\":%.6g,\"mean_ratio\":%.6g,\"updated\":%s,\"per_env\":{",
+            m->iteration, m->envs, m->episodes, m->success_rate, m->mean_return, m->mean_steps, m->failed,
+            m->context_full, m->truncated, m->n_samples, m->n_groups, m->n_dropped, m->trained_tokens,
+            m->sampled_tokens, m->turns, m->loss, m->grad_norm, m->clip_frac, m->mean_ratio,
+            m->updated ? "true" : "false");
+    for (int e = 0; e < m->envs; e++) {
+        const spade_pool_entry *pe = spade_pool_entry_at(pool, m->env_index[e]);
+        fprintf(f, "%s\"%s%s%s\":%.4f", e ? "," : "", pe->name, pe->params[0] ? ":" : "", pe->params, m->env_success[e]);
+    }
+    fprintf(f, "},\"t_play\":%.3f,\"t_update\":%.3f}\n", m->t_play, m->t_update);
+}
+
+void cli_usage_train(FILE *out) {
+    fprintf(out,
+            "usage: spade train CONFIG\n"
+            "       spade train RUN_DIR\n"
+            "\n"
+            "Trains the policy as an agent on a fixed pool of environments (GRPO over masked\n"
+            "multi-turn episodes: each iteration plays [agent] plays episodes of [agent] envs\n"
+            "environments on distinct seeds and makes one update on the actions' tokens).\n"
+            "CONFIG is an .ini with [run] dir, iterations, seed; [policy] init = CKPT or the\n"
+            "policy keys; [pool] envs = SPEC (repeatable) and dirs = DIR (every .c; changed and\n"
+            "new files join at the next iteration); [agent] envs, plays, max_action_tokens,\n"
+            "max_live, temperature, top_p, advantage = zscore|mean; [grpo] lr, epochs,\n"
+            "minibatch, eps_low, eps_high, tis_cap; [designer] enabled = false (docs/train.md).\n"
+            "The run directory gets config.ini, train.jsonl (one object per iteration), the\n"
+            "latest checkpoint and a state file. spade train RUN_DIR resumes a run from its\n"
+            "last completed iteration (after Ctrl-C or kill -9) and lands where the\n"
+            "uninterrupted run would have.\n"
+            "Exit status: 0 done, 1 failure or interrupted, 2 bad config.\n");
+}
+
+int cli_train(spade_sandbox *sb, int argc, char **argv) {
+    if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+        cli_usage_train(stdout);
+        return CLI_OK;
+    }
+    if (argc != 2) return cli_err(CLI_USAGE, "train", "give a CONFIG file or a RUN_DIR (spade train --help)");
+    static tr_config c;
+    char cfg_path[4200], err[2048], path0[4400];
+    struct stat st;
+    int resume_dir = stat(argv[1], &st) == 0 && S_ISDIR(st.st_mode);
+    if (resume_dir) snprintf(cfg_path, sizeof cfg_path, "%s/config.ini", argv[1]);
+    else snprintf(cfg_path, sizeof cfg_path, "%s", argv[1]);
+    if (resume_dir && stat(cfg_path, &st) != 0)
+        return cli_err(CLI_FAIL, "train", "%s: not a run directory (no config.ini)", argv[1]);
+    char base[4200] = "", *base_arg = NULL;
+    if (resume_dir) { /* relative paths keep meaning what they meant when the run started */
+        snprintf(path0, sizeof path0, "%s/config.base", argv[1]);
+        FILE *bf = fopen(path0, "r");
+        if (bf && fgets(base, sizeof base, bf)) {
+            base[strcspn(base, "\n")] = 0;
+            base_arg = base;
+        }
+        if (bf) fclose(bf);
+    }
+    int rc = load_config(cfg_path, base_arg, &c);
+    if (rc) return rc;
+    if (resume_dir) snprintf(c.dir, sizeof c.dir, "%s", argv[1]); /* the run is where it is now */
+    if (mkdir(c.dir, 0755) < 0 && errno != EEXIST) return cli_err(CLI_FAIL, "train", "%s: %s", c.dir, strerror(errno));
+    char path[4400], ckpt[4400], log_path[4400];
+    snprintf(path, sizeof path, "%s/config.ini", c.dir);
+    snprintf(log_path, sizeof log_path, "%s/train.jsonl", c.dir);
+    int done = read_state(c.dir, ckpt, sizeof ckpt);
+    if (done == -2) return cli_err(CLI_FAIL, "train", "%s/state: unreadable; the run cannot resume", c.dir);
+    if (!resume_dir) {
+        if (done >= 0)
+            return cli_err(CLI_FAIL, "train", "%s already holds a run (iteration %d done): resume it with spade train %s",
+                           c.dir, done, c.dir);
+        if (copy_file(cfg_path, path) < 0) return cli_err(CLI_FAIL, "train", "%s: cannot write", path);
+        char abs[4096], line[4200];
+        if (!realpath(c.base[0] ? c.base : ".", abs)) snprintf(abs, sizeof abs, "%s", c.base[0] ? c.base : ".");
+        int k = snprintf(line, sizeof line, "%s\n", abs);
+        snprintf(path0, sizeof path0, "%s/config.base", c.dir);
+        if (write_atomic(path0, line, (size_t)k) < 0) return cli_err(CLI_FAIL, "train", "%s: cannot write", path0);
+    }
+    /* the policy */
+    spade_policy *p = NULL;
+    if (done >= 0) {
+        if (spade_policy_load(&p, ckpt, NULL, err, sizeof err)) return cli_err(CLI_FAIL, "train", "cannot resume: %s", err);
+        printf("resuming %s after iteration %d\n", c.dir, done);
+        trim_log(log_path, done);
+    } else if (c.init[0]) {
+        if (spade_policy_load(&p, c.init, NULL, err, sizeof err)) return cli_err(CLI_FAIL, "train", "%s", err);
+    } else if (spade_policy_new(&p, &c.gpt, err, sizeof err))
+        return cli_err(CLI_FAIL, "train", "%s", err);
+    /* the pool, guarded against the held-out suite */
+    spade_heldout_guard *guard = NULL;
+    if (spade_heldout_guard_new(&guard, NULL, err, sizeof err) < 0) {
+        spade_policy_free(p);
+        return cli_err(CLI_FAIL, "train", "%s", err);
+    }
+    spade_registry *reg;
+    if (spade_registry_new(&reg, NULL, 0, err, sizeof err) < 0) {
+        spade_heldout_guard_free(guard);
+        spade_policy_free(p);
+        return cli_err(CLI_FAIL, "train", "%s", err);
+    }
+    const char *specs[MAX_LIST], *dirs[MAX_LIST];
+    for (int i = 0; i < c.n_specs; i++) specs[i] = c.specs[i];
+    for (int i = 0; i < c.n_dirs; i++) dirs[i] = c.dirs[i];
+    spade_pool *pool = NULL;
+    FILE *log = fopen(log_path, "a");
+    rc = CLI_FAIL;
+    if (!log) {
+        cli_err(CLI_FAIL, "train", "%s: %s", log_path, strerror(errno));
+        goto out;
+    }
+    if (spade_pool_new(&pool, sb, reg, specs, c.n_specs, dirs, c.n_dirs, guard, pool_report, NULL, err, sizeof err) < 0) {
+        cli_err(CLI_FAIL, "train", "%s", err);
+        goto out;
+    }
+    printf("spade train: %d environments in the pool, policy %zu parameters on %s, iterations %d..%d\n",
+           spade_pool_count(pool), spade_policy_num_params(p), spade_policy_backend_name(p), done + 1,
+           c.iterations - 1);
+    struct sigaction sa = {0};
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    int tty = isatty(STDOUT_FILENO);
+    for (int it = done + 1; it < c.iterations; it++) {
+        if (spade_pool_refresh(pool, err, sizeof err) < 0) {
+            cli_err(CLI_FAIL, "train", "%s", err);
+            goto out;
+        }
+        spade_rl_metrics m;
+        int r = spade_rl_iteration(p, NULL, sb, pool, it, &c.rl, &stop_requested, &m, err, sizeof err);
+        if (r < 0) {
+            cli_err(CLI_FAIL, "train", "iteration %d: %s", it, err);
+            goto out;
+        }
+        if (r == 1 || stop_requested) {
+            fprintf(stderr, "spade train: interrupted in iteration %d; resume with: spade train %s\n", it, c.dir);
+            goto out;
+        }
+        write_metrics(log, &m, pool);
+        fflush(log);
+        fsync(fileno(log));
+        if ((it + 1) % c.checkpoint_every == 0 || it == c.iterations - 1) {
+            char name[64], state[400], old[4400];
+            snprintf(name, sizeof name, "policy-%d.ckpt", it);
+            snprintf(path, sizeof path, "%s/%s", c.dir, name);
+            if (spade_policy_save(p, path, err, sizeof err)) {
+                cli_err(CLI_FAIL, "train", "%s", err);
+                goto out;
+            }
+            int prev = read_state(c.dir, old, sizeof old);
+            int n = snprintf(state, sizeof state, "iteration %d checkpoint %s\n", it, name);
+            snprintf(path, sizeof path, "%s/state", c.dir);
+            if (write_atomic(path, state, (size_t)n) < 0) {
+                cli_err(CLI_FAIL, "train", "%s: cannot write", path);
+                goto out;
+            }
+            if (prev >= 0 && prev != it) unlink(old);
+        }
+        printf("%siter %d/%d  success %.3f  return %.3f  steps %.1f  failed %ld  ctx_full %ld  groups %d (-%d)  "
+               "loss %.4f  |g| %.3f  play %.1fs  update %.1fs%s",
+               tty ? "\r" : "", it + 1, c.iterations, m.success_rate, m.mean_return, m.mean_steps, m.failed,
+               m.context_full, m.n_groups, m.n_dropped, m.loss, m.grad_norm, m.t_play, m.t_update, tty ? "" : "\n");
+        fflush(stdout);
+    }
+    if (tty) printf("\n");
+    printf("spade train: done; metrics in %s, the policy in %s\n", log_path, c.dir);
+    rc = CLI_OK;
+out:
+    if (log) fclose(log);
+    spade_pool_free(pool);
+    spade_registry_free(reg);
+    spade_heldout_guard_free(guard);
+    spade_policy_free(p);
+    return rc;
+}

@@ -1,0 +1,110 @@
+#!/bin/sh
+# test_train.sh — `spade train` on a fixed pool, driven as a person would: a
+# micro run writes its run directory and one JSONL line per iteration; a bad
+# config is refused with its file and line; the same run killed with SIGKILL
+# at random moments and resumed each time (and once with SIGINT) ends with the
+# same iteration metrics as the uninterrupted run (timings aside); an
+# environment added to a pool directory while a run goes on joins the pool.
+# Not a test of learning (tests/test_agent.c shows GRPO learning).
+
+srcdir=${srcdir:-.}
+SRC=$(cd "$srcdir" && pwd)
+SPADE=${SPADE_BIN:-$(pwd)/spade}
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/spade-test-train-XXXXXX") || exit 99
+trap 'rm -rf "$TMP"' EXIT INT TERM
+fails=0
+n=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+bad() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; [ -f "$TMP/out" ] && sed 's/^/#   /' "$TMP/out" | head -30; }
+[ -x "$SPADE" ] || { echo "spade not built at $SPADE"; exit 99; }
+
+mkdir -p "$TMP/pool"
+cp "$SRC/tests/envs/digit_first.c" "$TMP/pool/"
+config() { # config DIR ITERATIONS
+    cat <<EOF2
+[run]
+dir = $1
+iterations = $2
+seed = 5
+[policy]
+layers = 1
+heads = 2
+width = 32
+context = 96
+[pool]
+envs = carry_add:digits=1
+dirs = pool
+[agent]
+envs = 8
+plays = 8
+max_action_tokens = 6
+[grpo]
+lr = 0.01
+[designer]
+enabled = false
+EOF2
+}
+config straight 16 >"$TMP/straight.ini"
+"$SPADE" train "$TMP/straight.ini" >"$TMP/out" 2>&1
+if [ $? -eq 0 ]; then ok "a micro run finishes"; else bad "a micro run finishes"; fi
+if [ "$(wc -l <"$TMP/straight/train.jsonl")" -eq 16 ]; then ok "one JSONL line per iteration"; else bad "one JSONL line per iteration"; fi
+if grep -q '"per_env":{' "$TMP/straight/train.jsonl" && [ -f "$TMP/straight/config.ini" ] && grep -q 'iteration 15' "$TMP/straight/state"; then
+    ok "the run directory holds config, metrics and state"
+else bad "the run directory holds config, metrics and state"; fi
+"$SPADE" train "$TMP/straight.ini" >"$TMP/out" 2>&1
+if [ $? -eq 1 ] && grep -q "resume it with spade train" "$TMP/out"; then ok "a finished run is not overwritten"; else bad "a finished run is not overwritten"; fi
+
+printf '[run]\niterations = 3\n[agent]\nplays = one\n' >"$TMP/bad.ini"
+"$SPADE" train "$TMP/bad.ini" >"$TMP/out" 2>&1
+if [ $? -eq 2 ] && grep -q "bad.ini:4: \[agent\] plays = 'one'" "$TMP/out"; then ok "a bad value names file, line and key"; else bad "a bad value names file, line and key"; fi
+printf '[designer]\nenabled = true\n' >"$TMP/des.ini"
+"$SPADE" train "$TMP/des.ini" >"$TMP/out" 2>&1
+if [ $? -eq 2 ] && grep -q "not built yet" "$TMP/out"; then ok "the designer loop is said to be missing"; else bad "the designer loop is said to be missing"; fi
+
+# Killed at random moments, resumed each time: the same metrics as the straight run.
+strip() { sed 's/,"t_play":[0-9.]*,"t_update":[0-9.]*}/}/' "$1"; }
+config killed 16 >"$TMP/killed.ini"
+"$SPADE" train "$TMP/killed.ini" >"$TMP/out" 2>&1 &
+pid=$!
+i=0
+while [ ! -s "$TMP/killed/train.jsonl" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+kill -INT $pid 2>/dev/null
+wait $pid
+st=$?
+if [ $st -eq 1 ] && grep -q "interrupted in iteration" "$TMP/out"; then ok "SIGINT stops the run and says how to resume"
+else bad "SIGINT stops the run and says how to resume (status $st)"; fi
+tries=0
+kills=0
+while ! grep -q 'iteration 15' "$TMP/killed/state" 2>/dev/null && [ $tries -lt 60 ]; do
+    tries=$((tries + 1))
+    "$SPADE" train "$TMP/killed" >"$TMP/out" 2>&1 &
+    pid=$!
+    sleep "0.$(( (tries * 37) % 7 + 2 ))"
+    kill -KILL $pid 2>/dev/null
+    wait $pid 2>/dev/null
+    [ $? -eq 137 ] && kills=$((kills + 1)) # died of the SIGKILL, not finished before it
+done
+grep -q 'iteration 15' "$TMP/killed/state" 2>/dev/null || "$SPADE" train "$TMP/killed" >"$TMP/out" 2>&1
+if [ $kills -ge 2 ]; then ok "the run was killed mid-way $kills times"; else bad "the run was killed mid-way only $kills times"; fi
+strip "$TMP/straight/train.jsonl" >"$TMP/a"
+strip "$TMP/killed/train.jsonl" >"$TMP/b"
+if cmp -s "$TMP/a" "$TMP/b"; then ok "killed and resumed = uninterrupted, iteration by iteration"
+else diff "$TMP/a" "$TMP/b" >"$TMP/out"; bad "killed and resumed = uninterrupted"; fi
+if [ "$(ls "$TMP/killed"/*.ckpt | wc -l)" -eq 1 ]; then ok "one checkpoint is kept"; else bad "one checkpoint is kept"; fi
+
+# A file added to a pool directory during the run joins the pool.
+config hot 40 >"$TMP/hot.ini"
+"$SPADE" train "$TMP/hot.ini" >"$TMP/out" 2>&1 &
+pid=$!
+i=0
+while [ ! -s "$TMP/hot/train.jsonl" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+sed 's/ENV("digit_first"/ENV("digit_too"/' "$SRC/tests/envs/digit_first.c" >"$TMP/pool/digit_too.c"
+i=0
+while ! grep -q '"digit_too"' "$TMP/hot/train.jsonl" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+kill -INT $pid 2>/dev/null
+wait $pid
+if grep -q '"digit_too"' "$TMP/hot/train.jsonl"; then ok "a file added to the pool directory joins the pool"; else bad "a file added to the pool directory joins the pool"; fi
+if grep -q "pool: digit_too joined" "$TMP/out"; then ok "the run says it joined"; else bad "the run says it joined"; fi
+
+echo "1..$n"
+[ "$fails" -eq 0 ]
