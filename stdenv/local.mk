@@ -10,7 +10,8 @@ stdenv_DATA = \
 	stdenv/sort_compare.c stdenv/hanoi.c stdenv/nim.c stdenv/latin.c \
 	stdenv/odd_one.c stdenv/repeat.c stdenv/analogy.c stdenv/matrix.c stdenv/classify.c \
 	stdenv/knapsack.c stdenv/change.c stdenv/min_path.c stdenv/assign.c stdenv/tour.c \
-	stdenv/liars.c stdenv/clues.c stdenv/ranking.c stdenv/switches.c stdenv/weighing.c
+	stdenv/liars.c stdenv/clues.c stdenv/ranking.c stdenv/switches.c stdenv/weighing.c \
+	stdenv/recall.c stdenv/pairs.c stdenv/n_back.c stdenv/tally.c stdenv/simon.c
 EXTRA_DIST += $(stdenv_DATA)
 
 # tests/test_stdenv: every installed environment (stdenv and the example
