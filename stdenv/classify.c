@@ -14,8 +14,8 @@ STATE { int kind, t, ex[100], n_ex, q[10], done; };
 static int rule(int kind, int t, int x) {
     return kind == 0 ? x > t : kind == 1 ? x % 2 == 0 : kind == 2 ? x % 3 == 0 : kind == 3 ? x % 10 < 5 : (x / 10 + x % 10) % 2;
 }
-static int ambiguous(void) { /* some rule fits every example but disagrees on a number to ask */
-    for (int kind = 0; kind < level; kind++)
+static int ambiguous(void) { /* a rule of any kind fits every example but disagrees on a number to ask */
+    for (int kind = 0; kind < 5; kind++)
         for (int t = 0; t < (kind ? 1 : 100); t++) {
             int fits = 1, agree = 1;
             for (int i = 0; i < S->n_ex && fits; i++) fits = rule(kind, t, S->ex[i]) == rule(S->kind, S->t, S->ex[i]);

@@ -25,12 +25,13 @@ RESET {
             S->kind[i] = 2 * rand_range(0, level); S->a[i] = rand_range(0, people - 1);
             do S->b[i] = rand_range(0, people - 1); while (S->b[i] == S->a[i]);
             while (S->a[i] == i && S->kind[i] < 2) S->a[i] = rand_range(0, people - 1); /* "I am a knight" says nothing */
-            S->k[i] = rand_range(0, people);
+            S->k[i] = 0;
+            for (int j = 0; j < people; j++) S->k[i] += S->knights >> j & 1; /* a knight says the true count, a knave another */
+            if (!(S->knights >> i & 1)) S->k[i] = (S->k[i] + rand_range(1, people)) % (people + 1);
             if (S->kind[i] < 6 && says(i, S->knights) != (S->knights >> i & 1)) S->kind[i]++; /* the other of the pair */
-            if (S->kind[i] == 6 && says(i, S->knights) != (S->knights >> i & 1)) S->k[i] = (S->k[i] + 1) % (people + 1);
         }
         for (int set = 0; set < 1 << people; set++) solutions += fits(set);
-    } while (solutions != 1);
+    } while (solutions != 1 || !fits(S->knights));
     say("Each of these people is a knight, who always tells the truth, or a knave, who always lies.\n");
     for (int i = 0; i < people; i++) {
         say("%c says: ", 'A' + i);

@@ -16,13 +16,25 @@ static int draw(int kind, int k, int fits) { /* a number that has the property, 
     if (kind == 2) return s * s + (fits ? 0 : rand_range(1, 2 * s)); /* squares; s*s + 2s is below (s+1)^2 */
     return 100 * a + 10 * b + (fits ? a : (a + rand_range(1, 9)) % 10); /* three-digit palindromes */
 }
+static int has(int kind, int k, int x) { int s = (int)sqrt(x + 0.5); return kind == 0 ? x % k == 0 : kind == 1 ? x % 10 == k : kind == 2 ? s * s == x : x > 99 && x < 1000 && x / 100 == x % 10; }
+static int ambiguous(void) { /* a rule of any kind that all but one other number share */
+    for (int kind = 0; kind < 4; kind++)
+        for (int k = kind ? 0 : 2; k < 10; k++) {
+            int out = 0, at = -1;
+            for (int i = 0; i < items; i++) if (!has(kind, k, S->x[i])) { out++; at = i; }
+            if (out == 1 && at != S->odd) return 1;
+        }
+    return 0;
+}
 static void puzzle(void) {
-    int kind = rand_range(0, level - 1), k = kind ? rand_range(0, 9) : rand_range(3, 9);
-    S->odd = rand_range(0, items - 1);
-    for (int i = 0; i < items; i++) {
-        int dup;
-        do { S->x[i] = draw(kind, k, i != S->odd); dup = 0; for (int j = 0; j < i; j++) dup |= S->x[j] == S->x[i]; } while (dup);
-    }
+    do {
+        int kind = rand_range(0, level - 1), k = kind ? rand_range(0, 9) : rand_range(3, 9);
+        S->odd = rand_range(0, items - 1);
+        for (int i = 0; i < items; i++) {
+            int dup;
+            do { S->x[i] = draw(kind, k, i != S->odd); dup = 0; for (int j = 0; j < i; j++) dup |= S->x[j] == S->x[i]; } while (dup);
+        }
+    } while (ambiguous());
     say("Puzzle %d of %d:", S->round + 1, rounds);
     for (int i = 0; i < items; i++) say(" %d", S->x[i]);
     say("\n");
