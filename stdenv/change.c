@@ -3,10 +3,10 @@
  * and the dynamic programme that does not. Params: kinds = coin values besides
  * 1; top = largest coin value; amount = largest amount to pay. */
 #include <spade/dsl.h>
-ENV("change", "Pay an amount exactly with the fewest coins.", .family = "optimization", .max_steps = 40)
+ENV("change", "Pay an amount exactly with the fewest coins.", .family = "optimization", .max_steps = 120)
 PARAM(int, kinds, 3, 1, 6)
 PARAM(int, top, 12, 3, 50)
-PARAM(int, amount, 40, 5, 200)
+PARAM(int, amount, 40, 10, 200)
 STATE { int coin[7], n, due, paid, fewest[201]; };
 static void show(void) { say("Still to pay: %d. Coins used: %d of the %d allowed.\n", S->due, S->paid, S->fewest[S->due] + S->paid); }
 static int is_coin(long d) { for (int k = 0; k < S->n; k++) if (S->coin[k] == d) return 1; return 0; }

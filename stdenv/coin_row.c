@@ -6,7 +6,7 @@
  * first player can force a strict win. */
 #include <spade/dsl.h>
 ENV("coin_row", "Take coins from the ends of a row and finish with more than your opponent.", .family = "strategy", .max_steps = 40)
-PARAM(int, coins, 6, 2, 16)
+PARAM(int, coins, 6, 4, 16)
 PARAM(int, top, 9, 2, 50)
 PARAM(double, skill, 1.0, 0.0, 1.0)
 STATE { int c[16], lo, hi, mine, theirs; }; /* coins lo..hi are left */
@@ -27,15 +27,15 @@ RESET {
     int left;
     do { for (int i = 0; i < coins; i++) S->c[i] = rand_range(1, top); } while (margin(0, coins - 1, &left) <= 0);
     S->hi = coins - 1;
-    say("We take turns removing one coin from either end of the row; you go first. Say \"left\" or \"right\".\n"
-        "When the row is empty, whoever holds more wins (a tie is not a win).\n");
+    say("We take turns removing one coin from either end of the row; you go first. Say \"left\" or \"right\";\n"
+        "anything else passes your turn. When the row is empty, whoever holds more wins (a tie is not a win).\n");
     show();
 }
 STEP {
     char w[8]; int left;
     parse_word(action, w, sizeof w);
-    if (!str_ieq(w, "left") && !str_ieq(w, "right")) { say("Say left or right.\n"); show(); return; }
-    S->mine += take(str_ieq(w, "left"));
+    if (!str_ieq(w, "left") && !str_ieq(w, "right")) say("That is not left or right, so you pass.\n");
+    else S->mine += take(str_ieq(w, "left"));
     if (S->lo <= S->hi) {
         margin(S->lo, S->hi, &left);
         if (!chance(skill)) left = S->c[S->lo] >= S->c[S->hi];

@@ -1,12 +1,12 @@
 /* min_path.c — cross a grid of costs from the top left to the bottom right as cheaply as possible.
  * Teaches: dynamic programming over a grid (the cheapest cost from each square
  * to the goal, filled in backwards) instead of a greedy walk. Params: size =
- * squares per side; top = the largest cost of a square (1 makes every path
- * equal); slack = cost allowed above the cheapest. */
+ * squares per side; top = the largest cost of a square; slack = cost allowed
+ * above the cheapest. */
 #include <spade/dsl.h>
 ENV("min_path", "Find the cheapest path across a grid of costs, moving right or down.", .family = "optimization", .max_steps = 40)
 PARAM(int, size, 4, 2, 8)
-PARAM(int, top, 9, 1, 9)
+PARAM(int, top, 9, 2, 9)
 PARAM(int, slack, 0, 0, 20)
 STATE { int cost[8][8], r, c, spent, best; };
 static int togo(int r, int c) { /* cheapest cost of the squares after (r, c), to the goal */

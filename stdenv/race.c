@@ -6,7 +6,7 @@
  * opponent moves first, so every game can be won. */
 #include <spade/dsl.h>
 ENV("race", "Race an opponent to say a target total.", .family = "strategy", .max_steps = 60)
-PARAM(int, target, 21, 5, 100)
+PARAM(int, target, 21, 10, 100)
 PARAM(int, most, 3, 2, 9)
 PARAM(double, skill, 1.0, 0.0, 1.0)
 STATE { int total; };
@@ -18,14 +18,14 @@ static void opponent(void) {
 }
 RESET {
     say("We take turns adding a number from 1 to %d to a running total that starts at 0. Whoever makes the\n"
-        "total exactly %d wins. Say the number you add.\n", most, target);
+        "total exactly %d wins. Say the number you add; anything else passes your turn.\n", most, target);
     if (target % (most + 1) == 0) opponent();
     else say("You go first. The total is 0.\n");
 }
 STEP {
     long n = parse_int(action);
-    if (n < 1 || n > most || S->total + n > target) { say("Add a number from 1 to %d without passing %d. The total is %d.\n", most, target, S->total); return; }
-    S->total += n;
+    if (n < 1 || n > most || S->total + n > target) say("That is not a move (add 1 to %d without passing %d), so you pass.\n", most, target);
+    else S->total += n;
     if (S->total == target) { say("You make %d. You win!\n", target); win(); return; }
     opponent();
     if (S->total == target) { say("I win.\n"); lose(); }

@@ -5,7 +5,7 @@
  * blocks are shown, so the continuation is unique (Fine and Wilf). */
 #include <spade/dsl.h>
 ENV("repeat", "Continue a repeating pattern of letters.", .family = "pattern", .max_steps = 12)
-PARAM(int, period, 4, 2, 8)
+PARAM(int, period, 4, 3, 8)
 PARAM(int, letters, 3, 2, 6)
 PARAM(int, ask, 4, 1, 12)
 STATE { char unit[8]; int p, len, done; };

@@ -2,7 +2,8 @@
  * Teaches: modelling an opponent: find the pattern in its history, predict
  * its next move, and play what beats it. Params: period = length of the
  * opponent's cycle (a cycle of three or more uses every move, so no single
- * move wins often); rounds = rounds played. You must win all but 2 x period. */
+ * move wins often); rounds = rounds played. You must win all but 2 x period,
+ * and more than half. */
 #include <spade/dsl.h>
 ENV("rps", "Beat a patterned opponent at rock, paper, scissors.", .family = "strategy", .max_steps = 30)
 PARAM(int, period, 3, 1, 6)
@@ -15,7 +16,7 @@ RESET {
         used = 0;
         for (int i = 0; i < period; i++) { S->cycle[i] = rand_range(0, 2); used |= 1 << S->cycle[i]; }
     } while ((period == 2 && used != 3 && used != 5 && used != 6) || (period >= 3 && used != 7));
-    S->need = rounds - 2 * period > 1 ? rounds - 2 * period : 1;
+    S->need = rounds - 2 * period > rounds / 2 ? rounds - 2 * period : rounds / 2 + 1;
     say("We play %d rounds of rock, paper, scissors: rock beats scissors, scissors beats paper, paper beats rock.\n"
         "Say your move each round. You need %d wins; a draw is not a win.\n", rounds, S->need);
 }

@@ -6,8 +6,8 @@
 #include <spade/dsl.h>
 ENV("tally", "Keep running counts of goods as they arrive and leave.", .family = "memory", .max_steps = 16)
 PARAM(int, kinds, 3, 1, 6)
-PARAM(int, rounds, 5, 1, 16)
-PARAM(int, most, 5, 1, 20)
+PARAM(int, rounds, 5, 2, 16)
+PARAM(int, most, 5, 2, 20)
 STATE { int count[6], asked, done; };
 static const char *GOOD[6] = {"apples", "boxes", "coats", "drums", "eggs", "forks"};
 static void event(void) {
