@@ -19,7 +19,7 @@ RESET {
     S->left = switches - 1 + spare;
     say("Each of %d lamps is wired to one of %d switches (a switch may drive several lamps, or none). Flipping a\n"
         "switch toggles its lamps. Say a switch number to flip it. When you know the wiring, answer with the switch\n"
-        "of every lamp in order, one number per lamp (for %d lamps: %d numbers).\n", lamps, switches, lamps, lamps);
+        "of every lamp in order, one number per lamp.\n", lamps, switches);
     show();
 }
 STEP {
