@@ -16,4 +16,4 @@ tests_test_episodes_SOURCES = tests/test_episodes.c tests/testutil.c tests/testu
 tests_test_episodes_CPPFLAGS = $(sandbox_test_cppflags)
 tests_test_episodes_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_episodes_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
-EXTRA_DIST += tests/envs/ep_len.c tests/envs/ep_record.c
+EXTRA_DIST += tests/envs/ep_len.c tests/envs/ep_record.c tests/envs/cli_bigret.c
