@@ -1,11 +1,14 @@
 /* cmd_run.c — `spade run SPEC --episodes N --agent random|solve|stdin`: plays
- * episodes in one sandbox worker, many instances stepped per round trip, and
- * reports each episode's return and a summary (optionally as JSONL).
+ * episodes through the episode layer (core/episodes.h) and reports each
+ * episode's return, in episode order, and a summary (optionally as JSONL).
  *
  * Episode i always uses seed S + i and (random agent) an action stream seeded
- * from S and i, so results do not depend on how episodes are batched.
- * What it is not: a trainer or an evaluator of policies (agent/ and core/selfplay).
+ * from S and its seed, so results do not depend on -b or -w. An episode the
+ * sandbox fails in (crash, timeout, ...) is reported and counted by class; the
+ * run goes on.
+ * What it is not: a trainer or an evaluator of policies (agent/).
  */
+#include <float.h>
 #include <getopt.h>
 #include <signal.h>
 #include <math.h>
@@ -13,17 +16,19 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "agents.h"
 #include "cli.h"
+#include "episodes.h"
 
 void cli_usage_run(FILE *out) {
     fprintf(out,
             "usage: spade run SPEC [--episodes N] [--agent random|solve|stdin] [--seed S]\n"
-            "                 [--batch B] [--quiet] [--show] [--jsonl FILE]\n"
+            "                 [--batch B] [--workers W] [--quiet] [--show] [--jsonl FILE]\n"
             "\n"
             "Plays N episodes of the environment SPEC (NAME or FILE.c, optionally :key=value,...)\n"
-            "and prints each episode's return, steps and success, then a summary: mean return,\n"
-            "success rate, mean steps and steps per second. Episode i uses seed S+i.\n"
+            "and prints each episode's return, steps and success, in episode order, then a\n"
+            "summary: mean return, success rate, mean steps, steps per second and the episodes\n"
+            "the sandbox failed in, by class. Episode i uses seed S+i.\n"
             "\n"
             "  -n, --episodes N   episodes to play (default 10)\n"
             "  -a, --agent A      random: short random numbers, words and directions (seeded from S);\n"
@@ -31,15 +36,17 @@ void cli_usage_run(FILE *out) {
             "                     stdin: one action per line read from standard input\n"
             "                     (default random)\n"
             "  -s, --seed S       first seed (default 0)\n"
-            "  -b, --batch B      episodes stepped together in one round trip (default 32; 1 for stdin)\n"
+            "  -b, --batch B      episodes played at once, stepped together (default 32; 1 for stdin)\n"
+            "  -w, --workers W    sandbox worker processes sharing the batch (default 1)\n"
             "  -q, --quiet        print only the summary\n"
             "      --show         print every observation and action\n"
             "      --jsonl FILE   write one JSON object per episode and a final summary object\n"
-            "                     (FILE '-' is standard output)\n"
+            "                     (FILE '-' is standard output; the other output goes to stderr)\n"
             "  -h, --help         this help\n"
             "\n"
-            "Shows progress on a terminal. Exit status: 0 done, 1 the environment failed (crash,\n"
-            "timeout, ...) or stdin ended early, 2 usage.\n");
+            "Shows progress on a terminal. Exit status: 0 done, 1 an episode failed in the sandbox\n"
+            "(crash, timeout, ...; the other episodes are still played), stdin ended early, or\n"
+            "interrupted, 2 usage.\n");
 }
 
 enum { AGENT_RANDOM, AGENT_SOLVE, AGENT_STDIN };
@@ -50,117 +57,240 @@ enum { AGENT_RANDOM, AGENT_SOLVE, AGENT_STDIN };
 static volatile sig_atomic_t run_stop_signal;
 static void on_stop_signal(int sig) { run_stop_signal = sig; }
 
-typedef struct slot {
-    int ep; /* episode number, -1 when idle */
-    uint64_t seed, rng;
-    int steps;
-    char *act; /* this step's action */
-    size_t act_len, act_cap;
-} slot;
+typedef struct textbuf {
+    char *p;
+    size_t len, cap;
+} textbuf;
 
-typedef struct stats {
-    long episodes, wins, steps;
-    double ret_sum;
+typedef struct run_ctx {
+    FILE *out;   /* human lines: stdout, or stderr when the JSONL is on stdout */
+    FILE *jsonl; /* or NULL */
+    int quiet, show, tty_progress;
+    long n_episodes, n_spec;
+    uint64_t seed;
+    /* requests */
+    long next_req;
+    /* stats over finished episodes (failed included) */
+    long episodes, wins, failed, played, steps_ok;
+    double mean_ret; /* a running mean: a sum of returns saturated at DBL_MAX would overflow */
     long total_steps; /* including episodes not finished */
-} stats;
+    long by_class[SPADE_OUT_COUNT_];
+    double t0, last_progress;
+    /* --show: the text of episodes after the one being printed, held until
+     * their turn (head is printed as it happens) */
+    long head;
+    textbuf *pend;
+    long pend_cap;
+    int oom;
+} run_ctx;
 
 static void json_num(FILE *f, double v) {
     if (isfinite(v)) fprintf(f, "%.17g", v);
     else fputs("null", f);
 }
 
-static void progress(const stats *st, long n, double t0, int final) {
-    double dt = cli_now() - t0;
-    fprintf(stderr, "\r\033[K[run] %ld/%ld episodes  mean return %.3f  success %.1f%%  %.0f steps/s", st->episodes, n,
-            st->episodes ? st->ret_sum / st->episodes : 0.0, st->episodes ? 100.0 * st->wins / st->episodes : 0.0,
-            dt > 0 ? st->total_steps / dt : 0.0);
+/* A return as people read it: 3 decimals, or %g for the huge ones (a return
+ * saturated at DBL_MAX would print 309 digits). Returns buf. */
+static const char *ret_text(double v, char *buf, size_t cap) {
+    snprintf(buf, cap, fabs(v) < 1e9 ? "%.3f" : "%.6g", v);
+    return buf;
+}
+
+static void progress(const run_ctx *c, int final) {
+    char rb[32];
+    double dt = cli_now() - c->t0;
+    fprintf(stderr, "\r\033[K[run] %ld/%ld episodes  mean return %s  success %.1f%%  %.0f steps/s", c->episodes,
+            c->n_episodes, ret_text(c->mean_ret, rb, sizeof rb),
+            c->episodes ? 100.0 * c->wins / c->episodes : 0.0, dt > 0 ? c->total_steps / dt : 0.0);
     if (final) fputs("\r\033[K", stderr);
     fflush(stderr);
 }
 
-static int ensure_cap(slot *s, size_t need) {
-    if (s->act_cap >= need) return 0;
-    char *p = realloc(s->act, need);
-    if (!p) return -1;
-    s->act = p;
-    s->act_cap = need;
-    return 0;
+static int next_request(void *ctx, spade_ep_request *req) {
+    run_ctx *c = ctx;
+    if (c->next_req >= c->n_episodes) return 0;
+    req->spec = 0;
+    req->seed = c->seed + (uint64_t)c->next_req++;
+    req->hint = 0;
+    return 1;
 }
 
-static void show_text(const char *prefix, int ep, const char *text, size_t len) {
-    printf("[episode %d] %s", ep, prefix);
-    fwrite(text, 1, len, stdout);
-    if (!len || text[len - 1] != '\n') putchar('\n');
+/* Appends to a growable buffer (or prints, for the head episode). */
+static void tb_add(run_ctx *c, textbuf *b, const char *s, size_t n) {
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n + 1) cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p) {
+            c->oom = 1;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = 0;
 }
 
-typedef struct episodes_ctx {
-    spade_worker *w;
-    int first; /* instance id of slot 0 */
-    uint64_t seed;
-    slot *slots;
-    const int *idx;
-    spade_step_result *res;
-    long *next_ep;
-    int show;
-    const char *path;
-} episodes_ctx;
+/* The held text of episode ep, or NULL when ep is the head (printed now). */
+static textbuf *pend_of(run_ctx *c, long ep) {
+    if (ep <= c->head) return NULL;
+    long at = ep - c->head;
+    if (at >= c->pend_cap) {
+        long cap = c->pend_cap ? c->pend_cap : 64;
+        while (cap <= at) cap *= 2;
+        textbuf *p = realloc(c->pend, (size_t)cap * sizeof *p);
+        if (!p) {
+            c->oom = 1;
+            return NULL;
+        }
+        memset(p + c->pend_cap, 0, (size_t)(cap - c->pend_cap) * sizeof *p);
+        c->pend = p;
+        c->pend_cap = cap;
+    }
+    return &c->pend[at];
+}
 
-/* Starts the next episodes in the slots idx[0..k), in one reset round trip. */
-static int start_episodes(episodes_ctx *E, int k, spade_failure *f) {
-    if (k <= 0) return 0;
-    uint64_t *seeds = malloc(sizeof *seeds * (size_t)k);
-    int *ids = malloc(sizeof *ids * (size_t)k);
-    if (!seeds || !ids) {
-        free(seeds), free(ids);
-        cli_err(CLI_FAIL, "run", "out of memory");
-        return -1;
+/* Every line of text, prefixed "[episode I] " and lead (a multi-line
+ * observation gets the prefix on each of its lines). */
+static void show_text(run_ctx *c, long ep, const char *lead, const char *text, size_t len) {
+    textbuf *b = pend_of(c, ep);
+    char pre[64];
+    int pn = snprintf(pre, sizeof pre, "[episode %ld] %s", ep, lead);
+    size_t i = 0;
+    do {
+        size_t j = i;
+        while (j < len && text[j] != '\n') j++;
+        if (b) {
+            tb_add(c, b, pre, (size_t)pn);
+            tb_add(c, b, text + i, j - i);
+            tb_add(c, b, "\n", 1);
+        } else {
+            fputs(pre, c->out);
+            fwrite(text + i, 1, j - i, c->out);
+            fputc('\n', c->out);
+        }
+        i = j + 1;
+    } while (i < len);
+}
+
+static void on_event(void *ctx, const spade_ep_event *e) {
+    run_ctx *c = ctx;
+    if (e->kind == SPADE_EV_OBS && e->step > 0) c->total_steps++;
+    if (!c->show) return;
+    if (e->kind == SPADE_EV_ACTION) {
+        show_text(c, e->episode, "> ", e->text, e->len);
+        return;
     }
-    for (int j = 0; j < k; j++) {
-        slot *s = &E->slots[E->idx[j]];
-        s->ep = (int)(*E->next_ep)++;
-        s->seed = E->seed + (uint64_t)s->ep;
-        s->rng = E->seed ^ ((uint64_t)s->ep * 0x9E3779B97F4A7C15ULL) ^ 0xA5A5A5A5ULL;
-        s->steps = 0;
-        seeds[j] = s->seed;
-        ids[j] = E->first + E->idx[j];
+    show_text(c, e->episode, "", e->text, e->len);
+    if (e->step > 0 && e->reward != 0) {
+        char line[64];
+        int n = snprintf(line, sizeof line, "reward %g", e->reward);
+        show_text(c, e->episode, "", line, (size_t)n);
     }
-    int rc = spade_worker_reset(E->w, k, ids, seeds, E->res, f);
-    if (rc != 0) {
-        char what[SPADE_PATH_MAX + 64];
-        snprintf(what, sizeof what, "%s: reset (episode %d, seed %llu)", E->path, E->slots[E->idx[0]].ep,
-                 (unsigned long long)E->slots[E->idx[0]].seed);
-        cli_print_failure("run", what, f);
-    } else if (E->show) {
-        for (int j = 0; j < k; j++) show_text("", E->slots[E->idx[j]].ep, E->res[j].obs, E->res[j].obs_len);
+}
+
+/* Outcomes come in episode order, so o is the head's: after its line, the
+ * next episode becomes the head (its held text now, the rest as it happens). */
+static void next_head(run_ctx *c, long ep) {
+    c->head = ep + 1;
+    if (!c->show || !c->pend_cap) return;
+    free(c->pend[0].p); /* never used: the head prints directly */
+    memmove(c->pend, c->pend + 1, (size_t)(c->pend_cap - 1) * sizeof *c->pend);
+    memset(&c->pend[c->pend_cap - 1], 0, sizeof *c->pend);
+    if (c->pend[0].len) fwrite(c->pend[0].p, 1, c->pend[0].len, c->out);
+    free(c->pend[0].p);
+    memset(&c->pend[0], 0, sizeof c->pend[0]);
+}
+
+static void report(run_ctx *c, const spade_ep_outcome *o);
+
+static void on_outcome(void *ctx, const spade_ep_outcome *o) {
+    run_ctx *c = ctx;
+    report(c, o);
+    next_head(c, o->episode);
+}
+
+static void report(run_ctx *c, const spade_ep_outcome *o) {
+    char rb[32];
+    if (o->end == SPADE_EP_STOPPED) return; /* cut by a signal or the end of stdin: not counted */
+    int failed = o->end == SPADE_EP_FAILED;
+    c->episodes++;
+    c->wins += o->success != 0;
+    if (failed) {
+        c->failed++;
+        if ((unsigned)o->failure.outcome < SPADE_OUT_COUNT_) c->by_class[o->failure.outcome]++;
+    } else {
+        c->played++;
+        /* a mixture of finite values, saturated as the returns are (rounding
+         * can carry it just past DBL_MAX) */
+        c->mean_ret = c->mean_ret * (1.0 - 1.0 / (double)c->played) + o->ret / (double)c->played;
+        if (isinf(c->mean_ret)) c->mean_ret = copysign(DBL_MAX, c->mean_ret);
+        c->steps_ok += o->steps;
     }
-    free(seeds), free(ids);
-    return rc ? -1 : 0;
+    if (!c->quiet) {
+        if (failed)
+            fprintf(c->out, "episode %ld seed %llu: failed after %d step%s: %s: %s\n", o->episode,
+                    (unsigned long long)o->seed, o->steps, o->steps == 1 ? "" : "s",
+                    spade_outcome_name(o->failure.outcome),
+                    o->failure.message);
+        else if (o->end == SPADE_EP_AGENT_STOP)
+            fprintf(c->out, "episode %ld seed %llu: return %s, steps %d, success %s (agent stop: %s)\n",
+                    o->episode, (unsigned long long)o->seed, ret_text(o->ret, rb, sizeof rb), o->steps, o->success ? "yes" : "no",
+                    o->stop_reason);
+        else
+            fprintf(c->out, "episode %ld seed %llu: return %s, steps %d, success %s (%s)\n", o->episode,
+                    (unsigned long long)o->seed, ret_text(o->ret, rb, sizeof rb), o->steps, o->success ? "yes" : "no",
+                    spade_ep_end_name(o->end));
+    }
+    if (c->jsonl) {
+        FILE *j = c->jsonl;
+        fprintf(j, "{\"episode\":%ld,\"seed\":%llu,\"return\":", o->episode, (unsigned long long)o->seed);
+        json_num(j, o->ret);
+        fprintf(j, ",\"steps\":%d,\"success\":%s,\"terminated\":%s,\"truncated\":%s,\"end\":\"%s\"", o->steps,
+                o->success ? "true" : "false", o->end == SPADE_EP_TERMINATED ? "true" : "false",
+                o->end == SPADE_EP_TRUNCATED ? "true" : "false", spade_ep_end_name(o->end));
+        if (o->end == SPADE_EP_AGENT_STOP) {
+            fprintf(j, ",\"reason\":");
+            cli_json_string(j, o->stop_reason, strlen(o->stop_reason));
+        }
+        if (failed) {
+            fprintf(j, ",\"failure\":\"%s\",\"message\":", spade_outcome_name(o->failure.outcome));
+            cli_json_string(j, o->failure.message, strnlen(o->failure.message, sizeof o->failure.message));
+        }
+        fputs("}\n", j);
+    }
+    if (c->tty_progress && cli_now() - c->last_progress > 0.1) {
+        progress(c, 0);
+        c->last_progress = cli_now();
+    }
 }
 
 int cli_run(spade_sandbox *sb, int argc, char **argv) {
     static const struct option longopts[] = {
         {"episodes", required_argument, 0, 'n'}, {"agent", required_argument, 0, 'a'},
         {"seed", required_argument, 0, 's'},     {"batch", required_argument, 0, 'b'},
-        {"quiet", no_argument, 0, 'q'},          {"show", no_argument, 0, 'w'},
-        {"jsonl", required_argument, 0, 'j'},    {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
+        {"workers", required_argument, 0, 'w'},  {"quiet", no_argument, 0, 'q'},
+        {"show", no_argument, 0, 'S'},           {"jsonl", required_argument, 0, 'j'},
+        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
     };
-    long n_episodes = 10, batch = 32, v;
-    int agent = AGENT_RANDOM, quiet = 0, show = 0;
+    long n_episodes = 10, batch = 32, workers = 1, v;
+    int agent_kind = AGENT_RANDOM, quiet = 0, show = 0;
     uint64_t seed = 0;
     const char *jsonl_path = NULL;
     int ch;
     optind = 0;
     opterr = 0;
-    while ((ch = getopt_long(argc, argv, "n:a:s:b:qh", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "n:a:s:b:w:qh", longopts, NULL)) != -1) {
         switch (ch) {
         case 'n':
             if (cli_parse_long("run", "--episodes", optarg, 1, 100000000, &n_episodes) < 0) return CLI_USAGE;
             break;
         case 'a':
-            if (!strcmp(optarg, "random")) agent = AGENT_RANDOM;
-            else if (!strcmp(optarg, "solve")) agent = AGENT_SOLVE;
-            else if (!strcmp(optarg, "stdin")) agent = AGENT_STDIN;
+            if (!strcmp(optarg, "random")) agent_kind = AGENT_RANDOM;
+            else if (!strcmp(optarg, "solve")) agent_kind = AGENT_SOLVE;
+            else if (!strcmp(optarg, "stdin")) agent_kind = AGENT_STDIN;
             else return cli_err(CLI_USAGE, "run", "--agent: '%s' is not one of random, solve, stdin", optarg);
             break;
         case 's':
@@ -170,8 +300,12 @@ int cli_run(spade_sandbox *sb, int argc, char **argv) {
             if (cli_parse_long("run", "--batch", optarg, 1, 4096, &v) < 0) return CLI_USAGE;
             batch = v;
             break;
+        case 'w':
+            if (cli_parse_long("run", "--workers", optarg, 1, 64, &v) < 0) return CLI_USAGE;
+            workers = v;
+            break;
         case 'q': quiet = 1; break;
-        case 'w': show = 1; break;
+        case 'S': show = 1; break;
         case 'j': jsonl_path = optarg; break;
         case 'h': cli_usage_run(stdout); return CLI_OK;
         default: return cli_bad_option("run", argc, argv, optopt);
@@ -181,7 +315,7 @@ int cli_run(spade_sandbox *sb, int argc, char **argv) {
         return cli_err(CLI_USAGE, "run", optind >= argc ? "which environment? (spade run NAME_OR_FILE[:params])"
                                                         : "one environment at a time (got '%s' too)",
                        optind < argc - 1 ? argv[optind + 1] : "");
-    if (agent == AGENT_STDIN) batch = 1;
+    if (agent_kind == AGENT_STDIN) batch = 1;
     if (batch > n_episodes) batch = n_episodes;
 
     char path[SPADE_PATH_MAX], params[SPADE_SPEC_PARAMS_MAX];
@@ -194,36 +328,31 @@ int cli_run(spade_sandbox *sb, int argc, char **argv) {
     struct sigaction stop_sa, old_int, old_term;
     int handlers_set = 0;
     FILE *jsonl = NULL;
-    slot *slots = NULL;
-    int *ids = NULL, *idx = NULL;
-    const char **acts = NULL;
-    size_t *lens = NULL;
-    spade_step_result *res = NULL;
-    char *line = NULL;
-    size_t line_cap = 0;
+    spade_agent *agent = NULL;
     spade_worker *w = NULL;
     spade_failure f;
     memset(&f, 0, sizeof f);
-    char err[SPADE_PATH_MAX + 256];
+    char err[SPADE_PATH_MAX + 1024];
+    run_ctx c;
+    memset(&c, 0, sizeof c);
 
+    /* One load first, so that a file that does not compile, bad params or a
+     * missing SOLVE are said once, not as N failed episodes. */
     if (spade_worker_load(sb, path, src, len, &w, &f) != 0 || !w) {
         cli_print_failure("run", path, &f);
         w = NULL;
         goto out;
     }
-    const spade_env_info *info = spade_worker_info(w);
+    spade_env_info info = *spade_worker_info(w);
+    spade_worker_free(w);
+    w = NULL;
     double pvals[SPADE_INFO_MAX_PARAMS];
-    if (spade_params_parse(info, params, pvals, err, sizeof err) != 0) {
+    if (spade_params_parse(&info, params, pvals, err, sizeof err) != 0) {
         cli_err(CLI_FAIL, "run", "%s: params: %s", path, err);
         goto out;
     }
-    if (agent == AGENT_SOLVE && !info->has_solve) {
+    if (agent_kind == AGENT_SOLVE && !info.has_solve) {
         cli_err(CLI_FAIL, "run", "%s: --agent solve, but the environment has no SOLVE block", path);
-        goto out;
-    }
-    int first = 0;
-    if (spade_worker_add_instances(w, (int)batch, info->n_params ? pvals : NULL, &first, &f) != 0) {
-        cli_print_failure("run", path, &f);
         goto out;
     }
     if (jsonl_path) {
@@ -233,27 +362,24 @@ int cli_run(spade_sandbox *sb, int argc, char **argv) {
             goto out;
         }
     }
-    slots = calloc((size_t)batch, sizeof *slots);
-    ids = calloc((size_t)batch, sizeof *ids);
-    idx = calloc((size_t)batch, sizeof *idx);
-    acts = calloc((size_t)batch, sizeof *acts);
-    lens = calloc((size_t)batch, sizeof *lens);
-    res = calloc((size_t)batch, sizeof *res);
-    if (!slots || !ids || !idx || !acts || !lens || !res) {
+    agent = agent_kind == AGENT_RANDOM ? spade_agent_random(seed)
+            : agent_kind == AGENT_SOLVE ? spade_agent_solve()
+                                        : spade_agent_stdin(stdin);
+    if (!agent) {
         cli_err(CLI_FAIL, "run", "out of memory");
         goto out;
     }
     static const char *agent_names[] = {"random", "solve", "stdin"};
-    int tty_progress = isatty(2) && n_episodes > 1 && (quiet || !isatty(1)) && !show;
-    stats st = {0};
-    double t0 = cli_now(), last_progress = 0;
-    long next_ep = 0;
-    int stdin_ended = 0;
+    c.out = jsonl == stdout ? stderr : stdout;
+    c.jsonl = jsonl;
+    c.quiet = quiet;
+    c.show = show;
+    c.n_episodes = n_episodes;
+    c.seed = seed;
+    /* the progress line shares stderr with nothing else */
+    c.tty_progress = isatty(2) && n_episodes > 1 && !show && (quiet || !isatty(1)) && (quiet || c.out != stderr);
+    c.t0 = cli_now();
 
-    for (int b = 0; b < batch; b++) {
-        slots[b].ep = -1;
-        idx[b] = b;
-    }
     /* No SA_RESTART: a stdin agent blocked in read() must see the signal too.
      * The sandbox's own waits retry on EINTR. */
     memset(&stop_sa, 0, sizeof stop_sa);
@@ -266,106 +392,55 @@ int cli_run(spade_sandbox *sb, int argc, char **argv) {
     if (old_int.sa_handler == SIG_IGN) sigaction(SIGINT, &old_int, NULL);
     if (old_term.sa_handler == SIG_IGN) sigaction(SIGTERM, &old_term, NULL);
     handlers_set = 1;
-    episodes_ctx E = {w, first, seed, slots, idx, res, &next_ep, show, path};
-    if (start_episodes(&E, (int)batch, &f) != 0) goto out;
 
-    for (;;) {
-        if (run_stop_signal) break;
-        int k = 0;
-        for (int b = 0; b < batch; b++) {
-            slot *s = &slots[b];
-            if (s->ep < 0) continue;
-            if (agent == AGENT_RANDOM) {
-                if (ensure_cap(s, 64) < 0) goto oom;
-                s->act_len = spade_random_action(&s->rng, s->act, 64);
-            } else if (agent == AGENT_SOLVE) {
-                const char *t;
-                size_t n;
-                if (spade_worker_solve(w, first + b, &t, &n, &f) != 0) {
-                    snprintf(err, sizeof err, "%s: solve (episode %d, seed %llu, step %d)", path, s->ep,
-                             (unsigned long long)s->seed, s->steps + 1);
-                    cli_print_failure("run", err, &f);
-                    goto out;
-                }
-                if (ensure_cap(s, n + 1) < 0) goto oom;
-                memcpy(s->act, t, n);
-                s->act[n] = 0;
-                s->act_len = n;
-            } else {
-                ssize_t got = getline(&line, &line_cap, stdin);
-                if (got < 0) {
-                    if (!run_stop_signal) stdin_ended = 1;
-                    break;
-                }
-                while (got > 0 && (line[got - 1] == '\n' || line[got - 1] == '\r')) line[--got] = 0;
-                if (ensure_cap(s, (size_t)got + 1) < 0) goto oom;
-                memcpy(s->act, line, (size_t)got + 1);
-                s->act_len = (size_t)got;
-            }
-            if (show) show_text("> ", s->ep, s->act, s->act_len);
-            ids[k] = first + b;
-            acts[k] = s->act;
-            lens[k] = s->act_len;
-            idx[k++] = b;
-        }
-        if (stdin_ended || run_stop_signal || k == 0) break;
-        if (spade_worker_step(w, k, ids, acts, lens, res, &f) != 0) {
-            slot *s = &slots[idx[0]];
-            snprintf(err, sizeof err, "%s: step (episode %d, seed %llu, step %d)", path, s->ep,
-                     (unsigned long long)s->seed, s->steps + 1);
-            cli_print_failure("run", err, &f);
-            goto out;
-        }
-        int restart = 0;
-        for (int j = 0; j < k; j++) {
-            slot *s = &slots[idx[j]];
-            spade_step_result *r = &res[j];
-            s->steps++;
-            st.total_steps++;
-            if (show) {
-                show_text("", s->ep, r->obs, r->obs_len);
-                if (r->reward != 0) printf("[episode %d] reward %g\n", s->ep, r->reward);
-            }
-            if (!r->terminated && !r->truncated) continue;
-            st.episodes++;
-            st.steps += s->steps;
-            st.ret_sum += r->episode_return;
-            st.wins += r->success != 0;
-            if (!quiet)
-                printf("episode %d seed %llu: return %.3f, steps %d, success %s (%s)\n", s->ep,
-                       (unsigned long long)s->seed, r->episode_return, s->steps, r->success ? "yes" : "no",
-                       r->terminated ? "terminated" : "truncated");
-            if (jsonl) {
-                fprintf(jsonl, "{\"episode\":%d,\"seed\":%llu,\"return\":", s->ep, (unsigned long long)s->seed);
-                json_num(jsonl, r->episode_return);
-                fprintf(jsonl, ",\"steps\":%d,\"success\":%s,\"terminated\":%s,\"truncated\":%s}\n", s->steps,
-                        r->success ? "true" : "false", r->terminated ? "true" : "false",
-                        r->truncated ? "true" : "false");
-            }
-            s->ep = -1;
-            if (next_ep + restart < n_episodes) idx[restart++] = idx[j]; /* restart <= j: idx[j] read first */
-        }
-        if (start_episodes(&E, restart, &f) != 0) goto out;
-        if (tty_progress && cli_now() - last_progress > 0.1) {
-            progress(&st, n_episodes, t0, 0);
-            last_progress = cli_now();
-        }
+    spade_ep_spec spec = {path, src, len, params, n_episodes};
+    spade_episodes_opts o;
+    spade_episodes_opts_default(&o);
+    o.max_live = (int)batch;
+    o.workers = (int)workers;
+    o.stop = &run_stop_signal;
+    o.on_outcome = on_outcome;
+    o.on_event = on_event;
+    o.ctx = &c;
+    int how = spade_episodes_run(sb, &spec, 1, next_request, &c, agent, &o, err, sizeof err);
+    if (how < 0) {
+        cli_err(CLI_FAIL, "run", "%s: %s", path, err);
+        goto out;
     }
-    double dt = cli_now() - t0;
-    if (tty_progress) progress(&st, n_episodes, t0, 1);
-    double mean_ret = st.episodes ? st.ret_sum / st.episodes : 0, rate = st.episodes ? (double)st.wins / st.episodes : 0;
-    double mean_steps = st.episodes ? (double)st.steps / st.episodes : 0, sps = dt > 0 ? st.total_steps / dt : 0;
-    printf("%s (%s agent): %ld episodes, mean return %.3f, success rate %.3f, mean steps %.2f, %.0f steps/s\n",
-           info->name, agent_names[agent], st.episodes, mean_ret, rate, mean_steps, sps);
+    if (c.oom) {
+        cli_err(CLI_FAIL, "run", "out of memory");
+        goto out;
+    }
+    double dt = cli_now() - c.t0;
+    if (c.tty_progress) progress(&c, 1);
+    double mean_ret = c.mean_ret, rate = c.episodes ? (double)c.wins / c.episodes : 0;
+    double mean_steps = c.played ? (double)c.steps_ok / c.played : 0, sps = dt > 0 ? c.total_steps / dt : 0;
+    char fails[512] = "", rb[32];
+    if (c.failed) {
+        size_t k = (size_t)snprintf(fails, sizeof fails, ", failed %ld (", c.failed);
+        const char *sep = "";
+        for (int i = 0; i < SPADE_OUT_COUNT_ && k < sizeof fails; i++)
+            if (c.by_class[i]) {
+                k += (size_t)snprintf(fails + k, sizeof fails - k, "%s%s %ld", sep, spade_outcome_name(i),
+                                      c.by_class[i]);
+                sep = ", ";
+            }
+        if (k < sizeof fails) snprintf(fails + k, sizeof fails - k, ")");
+    }
+    fprintf(c.out,
+            "%s (%s agent): %ld episode%s, mean return %s, success rate %.3f, mean steps %.2f, %.0f steps/s%s\n",
+            info.name, agent_names[agent_kind], c.episodes, c.episodes == 1 ? "" : "s",
+            ret_text(mean_ret, rb, sizeof rb), rate, mean_steps,
+            sps, fails);
     if (jsonl) {
         fprintf(jsonl, "{\"summary\":true,\"env\":");
-        cli_json_string(jsonl, info->name, strlen(info->name));
+        cli_json_string(jsonl, info.name, strlen(info.name));
         fprintf(jsonl, ",\"file\":");
         cli_json_string(jsonl, path, strlen(path));
         fprintf(jsonl, ",\"params\":");
         cli_json_string(jsonl, params, strlen(params));
-        fprintf(jsonl, ",\"agent\":\"%s\",\"seed\":%llu,\"episodes\":%ld,\"mean_return\":", agent_names[agent],
-                (unsigned long long)seed, st.episodes);
+        fprintf(jsonl, ",\"agent\":\"%s\",\"seed\":%llu,\"episodes\":%ld,\"mean_return\":", agent_names[agent_kind],
+                (unsigned long long)seed, c.episodes);
         json_num(jsonl, mean_ret);
         fprintf(jsonl, ",\"success_rate\":");
         json_num(jsonl, rate);
@@ -375,29 +450,41 @@ int cli_run(spade_sandbox *sb, int argc, char **argv) {
         json_num(jsonl, sps);
         fprintf(jsonl, ",\"seconds\":");
         json_num(jsonl, dt);
-        fprintf(jsonl, "%s}\n", run_stop_signal ? ",\"interrupted\":true" : "");
+        fprintf(jsonl, ",\"failed\":%ld,\"failures\":{", c.failed);
+        const char *sep = "";
+        for (int i = 0; i < SPADE_OUT_COUNT_; i++)
+            if (c.by_class[i]) {
+                fprintf(jsonl, "%s\"%s\":%ld", sep, spade_outcome_name(i), c.by_class[i]);
+                sep = ",";
+            }
+        fprintf(jsonl, "}%s}\n", run_stop_signal ? ",\"interrupted\":true" : "");
     }
     if (run_stop_signal) {
         cli_err(CLI_FAIL, "run", "interrupted (%s) after %ld of %ld episodes", strsignal(run_stop_signal),
-                st.episodes, n_episodes);
+                c.episodes, n_episodes);
         goto out;
     }
-    if (stdin_ended && st.episodes < n_episodes) {
-        cli_err(CLI_FAIL, "run", "standard input ended after %ld of %ld episodes", st.episodes, n_episodes);
+    if (how == SPADE_EPISODES_AGENT_END && c.episodes < n_episodes) {
+        cli_err(CLI_FAIL, "run", "standard input ended after %ld of %ld episodes", c.episodes, n_episodes);
+        goto out;
+    }
+    if (c.failed) {
+        cli_err(CLI_FAIL, "run", "%s: the sandbox failed in %ld of %ld episodes", path, c.failed, c.episodes);
         goto out;
     }
     rc = CLI_OK;
-    goto out;
-oom:
-    cli_err(CLI_FAIL, "run", "out of memory");
 out:
+    if (jsonl == stdout && fflush(stdout) != 0) {
+        cli_err(CLI_FAIL, "run", "--jsonl -: write failed: %m");
+        rc = CLI_FAIL;
+    }
     if (jsonl && jsonl != stdout && fclose(jsonl) != 0) {
         cli_err(CLI_FAIL, "run", "--jsonl %s: write failed: %m", jsonl_path);
         rc = CLI_FAIL;
     }
-    if (slots)
-        for (int b = 0; b < batch; b++) free(slots[b].act);
-    free(slots), free(ids), free(idx), free(acts), free(lens), free(res), free(line);
+    for (long i = 0; i < c.pend_cap; i++) free(c.pend[i].p);
+    free(c.pend);
+    spade_agent_free(agent);
     spade_worker_free(w);
     free(src);
     if (handlers_set) {

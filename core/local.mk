@@ -56,3 +56,8 @@ EXTRA_tests_test_host_DEPENDENCIES = $(spade_test_envs)
 # and the designer call spade_check; the trainer hot-loads through the registry.
 libspade_a_SOURCES += core/check.c core/registry.c
 noinst_HEADERS += core/check.h core/registry.h
+
+# The episode layer (episodes.h): everything that plays episodes goes through
+# it; agents.c holds the agents core ships (random, solve, stdin, scripted).
+libspade_a_SOURCES += core/episodes.c core/agents.c
+noinst_HEADERS += core/episodes.h core/agents.h

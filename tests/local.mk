@@ -8,3 +8,12 @@ tests_test_hostile_SOURCES = tests/test_hostile.c tests/testutil.c
 tests_test_hostile_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_hostile_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
 EXTRA_DIST += tests/hostile
+
+# The episode layer and core's agents (core/episodes.h, core/agents.h).
+check_PROGRAMS += tests/test_episodes
+TESTS += tests/test_episodes
+tests_test_episodes_SOURCES = tests/test_episodes.c tests/testutil.c tests/testutil.h
+tests_test_episodes_CPPFLAGS = $(sandbox_test_cppflags)
+tests_test_episodes_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_test_episodes_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
+EXTRA_DIST += tests/envs/ep_len.c tests/envs/ep_record.c tests/envs/cli_bigret.c

@@ -126,6 +126,46 @@ printf '\n' | "$SPADE" run "$ENVS/cli_crashempty.c" --agent stdin --episodes 1 >
 if [ $? -eq 1 ]; then ok "a crash fails the run"; else bad "crash exit status"; fi
 has "crash" "the crash is classified"
 
+# ---- run: episode order, failures as outcomes, clean JSONL, --show -------------
+# ep_len's episodes last 2 to 10 steps, so with -b 7 they finish out of order
+expect 0 "run -b 7 -w 2" "$SPADE" run "$ENVS/ep_len.c" --agent random --episodes 30 --seed 3 --batch 7 --workers 2
+grep '^episode' "$TMP/out" >"$TMP/r3"
+if [ "$(cut -d' ' -f2 "$TMP/r3" | tr '\n' ' ')" = "$(seq 0 29 | tr '\n' ' ')" ]; then ok "episodes are printed in episode order"; else bad "episode order: $(cut -d' ' -f2 "$TMP/r3" | tr '\n' ' ')"; fi
+expect 0 "run -b 1" "$SPADE" run "$ENVS/ep_len.c" --agent random --episodes 30 --seed 3 --batch 1
+grep '^episode' "$TMP/out" >"$TMP/r4"
+if cmp -s "$TMP/r3" "$TMP/r4"; then ok "the same lines in the same order with -b 1 and -b 7 -w 2"; else bad "run output depends on -b/-w"; fi
+expect 1 "run goes on past crashing episodes (and exits 1)" "$SPADE" run "$ENVS/ep_len.c:fail=1" --agent random --episodes 30 --seed 3 --batch 8 --workers 2 --jsonl "$TMP/crash.jsonl"
+cp "$TMP/out" "$TMP/crash.out"
+has "failed after 1 step: crash: ep-len: worker crashed" "a crashed episode is reported with its class"
+has "ep-len (random agent): 30 episodes," "every episode is played past the crashes"
+nfail=$(grep -c 'failed after' "$TMP/crash.out")
+if [ "$nfail" -gt 0 ] && grep -q "failed $nfail (crash $nfail)\$" "$TMP/crash.out"; then ok "the summary counts failed episodes by class"; else bad "failure count ($nfail): $(grep 'random agent' "$TMP/crash.out")"; fi
+has "the sandbox failed in $nfail of 30 episodes" "the exit status is explained"
+if [ "$(grep -c '"failure":"crash"' "$TMP/crash.jsonl")" -eq "$nfail" ] && grep -q "\"failed\":$nfail,\"failures\":{\"crash\":$nfail}" "$TMP/crash.jsonl"; then ok "JSONL marks failed episodes and counts them"; else bad "JSONL failures: $(tail -1 "$TMP/crash.jsonl")"; fi
+grep 'failed after' "$TMP/crash.out" | sed 's/^\(episode [0-9]* seed [0-9]*:\).*/^\1/' >"$TMP/pats"
+grep -v -f "$TMP/pats" "$TMP/r3" >"$TMP/r5"
+grep '^episode' "$TMP/crash.out" | grep -v 'failed after' >"$TMP/r6"
+if [ -s "$TMP/r5" ] && cmp -s "$TMP/r5" "$TMP/r6"; then ok "the other episodes play as if nothing had crashed"; else bad "episodes beside the crashes differ"; fi
+"$SPADE" run "$ENVS/add.c" --agent solve --episodes 3 --jsonl - >"$TMP/out" 2>"$TMP/err"
+if [ $? -eq 0 ] && [ "$(grep -vc '^{.*}$' "$TMP/out")" -eq 0 ] && [ "$(wc -l <"$TMP/out")" -eq 4 ]; then ok "--jsonl - keeps standard output JSON lines only"; else bad "--jsonl - stdout: $(head -c 300 "$TMP/out")"; fi
+if grep -q "add (solve agent): 3 episodes" "$TMP/err"; then ok "--jsonl -: the human lines go to stderr"; else bad "--jsonl - stderr"; fi
+"$SPADE" run maze --agent solve --episodes 3 --jsonl - 2>/dev/null >"$TMP/out"
+if [ $? -eq 0 ] && [ "$(grep -c '^{"episode":' "$TMP/out")" -eq 3 ] && [ "$(grep -c '^{"summary":true' "$TMP/out")" -eq 1 ] && [ "$(wc -l <"$TMP/out")" -eq 4 ]; then ok "docs/cli.md: run maze --jsonl - prints 3 episodes and a summary"; else bad "run maze --jsonl -"; fi
+expect 0 "run --show" "$SPADE" run "$ENVS/ep_record.c" --agent random --episodes 3 --batch 3 --show
+has "[episode 0] Say: alpha 12 beta" "--show prints the observation"
+has "[episode 0] second line" "--show prefixes every line of a multi-line observation"
+first1=$(grep -n '^\[episode 1\]' "$TMP/out" | head -1 | cut -d: -f1)
+last0=$(grep -n '^\[episode 0\]\|^episode 0 ' "$TMP/out" | tail -1 | cut -d: -f1)
+if [ -n "$first1" ] && [ -n "$last0" ] && [ "$last0" -lt "$first1" ]; then ok "--show prints episode by episode"; else bad "--show interleaves episodes"; fi
+expect 0 "run one episode" "$SPADE" run "$ENVS/add.c" --episodes 1 --quiet
+has "1 episode," "one episode is '1 episode'"
+hasnt "1 episodes" "not '1 episodes'"
+
+"$SPADE" run "$ENVS/cli_bigret.c" --episodes 3 --jsonl "$TMP/big.jsonl" >"$TMP/out" 2>&1
+has "mean return 1.79769e+308," "a mean of returns saturated at DBL_MAX stays DBL_MAX"
+hasnt "inf" "no inf in the summary"
+if grep -q '"mean_return":1.7976931348623157e+308,' "$TMP/big.jsonl"; then ok "JSONL mean_return stays finite"; else bad "JSONL mean_return: $(tail -1 "$TMP/big.jsonl")"; fi
+
 # ---- play through a pipe -------------------------------------------------------
 printf '%s\n' ':help' ':hint' ':solve' '5' '4' ':reset 7' '::4' ':bogus' ':info' ':quit' 'never read' |
     "$SPADE" play "$ENVS/add.c:lo=2,hi=2" --seed 0 >"$TMP/out" 2>&1

@@ -124,12 +124,46 @@ int spade_vecenv_num_envs(const spade_vecenv *v);
 const spade_env_info *spade_vecenv_info(const spade_vecenv *v);
 int spade_vecenv_reset(spade_vecenv *v, uint64_t seed, spade_step_result *results /* [num_envs] */, spade_failure *f);
 /* Resets env with exactly this seed (for SPADE_AUTORESET_DISABLED; the
- * documented seed of its k-th episode is seed + env + k * num_envs). */
+ * documented seed of its k-th episode is seed + env + k * num_envs).
+ * Auto-reset seeds always count from the last spade_vecenv_reset (0 if none). */
 int spade_vecenv_reset_one(spade_vecenv *v, int env, uint64_t seed, spade_step_result *result, spade_failure *f);
 int spade_vecenv_step(spade_vecenv *v, const char *const *actions, const size_t *lens,
                       spade_step_result *results /* [num_envs] */, spade_failure *f);
 int spade_vecenv_step_async(spade_vecenv *v, const char *const *actions, const size_t *lens, spade_failure *f);
 int spade_vecenv_step_wait(spade_vecenv *v, spade_step_result *results, spade_failure *f);
+
+/* Subsets (what plays N paired seeds once each, episodes of different
+ * lengths: auto-reset DISABLED, reset the chosen envs with the chosen seeds,
+ * step only the envs whose episode goes on). envs[0..n) are distinct env
+ * indices; results[j] (and actions[j], lens[j], seeds[j]) belong to envs[j].
+ * Only the workers holding a chosen env get a batch; the other envs are left
+ * alone. Stepping an env that was never reset (since its worker was loaded)
+ * is a bad_call; an ended env resets under NEXT_STEP as in spade_vecenv_step.
+ * On a failure the results of the envs whose worker is alive
+ * (spade_vecenv_env_lost == 0) are still filled. _step_some_async pairs with
+ * spade_vecenv_step_wait (results then indexed as envs[]). */
+int spade_vecenv_reset_some(spade_vecenv *v, int n, const int *envs, const uint64_t *seeds,
+                            spade_step_result *results, spade_failure *f);
+int spade_vecenv_step_some(spade_vecenv *v, int n, const int *envs, const char *const *actions, const size_t *lens,
+                           spade_step_result *results, spade_failure *f);
+int spade_vecenv_step_some_async(spade_vecenv *v, int n, const int *envs, const char *const *actions,
+                                 const size_t *lens, spade_failure *f);
+/* The same chosen by a mask: env i steps when mask[i]; actions, lens and
+ * results are [num_envs] (entries of unmasked envs are neither read nor
+ * written). */
+int spade_vecenv_step_mask(spade_vecenv *v, const unsigned char *mask, const char *const *actions,
+                           const size_t *lens, spade_step_result *results, spade_failure *f);
+/* The hint / SOLVE's action for env's current state (one round trip; text is
+ * valid until the next call on the vector). A failure is sticky as above. */
+int spade_vecenv_hint(spade_vecenv *v, int env, const char **text, size_t *len, spade_failure *f);
+int spade_vecenv_solve(spade_vecenv *v, int env, const char **text, size_t *len, spade_failure *f);
+/* 1 when env's worker has died (timeout, crash, ...): its episode is gone. */
+int spade_vecenv_env_lost(const spade_vecenv *v, int env);
+/* After a failure: loads every dead worker again (same source, params and
+ * instance layout) and clears the sticky failure. The envs of the revived
+ * workers have no episode (reset them); the others keep theirs. Fails (and
+ * the vector stays failed) when a worker cannot be loaded again. */
+int spade_vecenv_revive(spade_vecenv *v, spade_failure *f);
 
 /* ---- introspection (tests, diagnostics) ------------------------------------ */
 /* Process ids: the zygote is the caller's child; workers are the zygote's. */

@@ -12,10 +12,15 @@
  *     is sent; the caller resets it with spade_vecenv_reset_one.
  * Seeds: spade_vecenv_reset(seed) starts env i with seed + i; the k-th
  * auto-reset of env i (k = 1, 2, ...) uses seed + i + k * num_envs.
- * spade_vecenv_reset_one(env, seed) uses exactly the seed it is given.
+ * spade_vecenv_reset_one(env, seed) and _reset_some use exactly the seeds
+ * they are given.
+ * Subsets: _step_some/_reset_some/_step_mask send a batch only to the workers
+ * holding a chosen env, and only those envs; the others keep their state.
  * Failures: bad_call leaves the vector usable; anything else (a worker timed
- * out, crashed, ...) is sticky: every later call returns it, and the caller
- * frees the vector and builds a new one.
+ * out, crashed, ...) is sticky: every later call returns it until
+ * spade_vecenv_revive loads the dead workers again (their envs then need a
+ * reset; the envs of the workers that lived keep their episodes), or the
+ * caller frees the vector.
  * What it is not: a trainer's rollout buffer; results point into the workers'
  * buffers and are valid until the next call on the vector.
  */
@@ -32,20 +37,38 @@ struct spade_vecenv {
     int *local_id;       /* [num_envs] instance id inside its worker */
     uint64_t *episode;   /* [num_envs] episodes started since the last vector reset */
     unsigned char *ended; /* [num_envs] its last result was terminated or truncated */
+    unsigned char *begun; /* [num_envs] reset since its worker was loaded */
     uint64_t base_seed;
-    int started;
     int pending;
     int failed;
     spade_failure fail;
+    /* what spade_vecenv_revive needs to load a worker again */
+    spade_sandbox *sb;
+    char *filename, *source;
+    size_t source_len;
+    spade_env_info info; /* worker 0's at creation (a revive may fail and leave no worker) */
+    int n_values;
+    double values[SPADE_INFO_MAX_PARAMS];
     /* per worker: how many envs, which ones, their instance ids there (fixed
      * at creation); results of its last batch */
     int *count;
     int **envs;
     int **wids;
     spade_step_result **res;
-    /* [num_envs]: which envs reset in the next batch and with which seed */
+    /* per worker: the envs and instance ids of the batch in flight (a subset
+     * of envs[w] in the same order) */
+    int *bat_n;
+    int **bat_envs;
+    int **bat_ids;
+    /* [num_envs]: which envs reset in the next batch and with which seed;
+     * which take part (subset calls) and where their result goes */
     unsigned char *resetting;
     uint64_t *seed_of;
+    unsigned char *sel;
+    int *pos_of;
+    int pend_pos; /* the batch in flight writes results[pos_of[env]] */
+    const char **act_of;
+    size_t *len_of;
     /* scratch for one worker's batch (sized for the largest) */
     uint32_t *ops;
     uint64_t *seeds;
@@ -77,33 +100,76 @@ static int venter(spade_vecenv *v, spade_failure *f)
     return 0;
 }
 
+static int voom(spade_failure *f)
+{
+    if (f) {
+        f->outcome = SPADE_OUT_INTERNAL;
+        f->signal = f->line = 0;
+        snprintf(f->message, sizeof f->message, "vecenv: out of memory");
+    }
+    return -1;
+}
+
 void spade_vecenv_free(spade_vecenv *v)
 {
     if (!v)
         return;
     for (int w = 0; v->workers && w < v->num_workers; w++)
         spade_worker_free(v->workers[w]);
-    for (int w = 0; v->envs && w < v->num_workers; w++)
-        free(v->envs[w]);
-    for (int w = 0; v->res && w < v->num_workers; w++)
-        free(v->res[w]);
-    for (int w = 0; v->wids && w < v->num_workers; w++)
-        free(v->wids[w]);
+    for (int w = 0; w < v->num_workers; w++) {
+        if (v->envs)
+            free(v->envs[w]);
+        if (v->res)
+            free(v->res[w]);
+        if (v->wids)
+            free(v->wids[w]);
+        if (v->bat_envs)
+            free(v->bat_envs[w]);
+        if (v->bat_ids)
+            free(v->bat_ids[w]);
+    }
     free(v->workers);
     free(v->envs);
     free(v->wids);
     free(v->res);
+    free(v->bat_n);
+    free(v->bat_envs);
+    free(v->bat_ids);
     free(v->resetting);
     free(v->seed_of);
+    free(v->sel);
+    free(v->pos_of);
+    free(v->act_of);
+    free(v->len_of);
     free(v->count);
     free(v->local_id);
     free(v->episode);
     free(v->ended);
+    free(v->begun);
     free(v->ops);
     free(v->seeds);
     free(v->acts);
     free(v->lens);
+    free(v->filename);
+    free(v->source);
     free(v);
+}
+
+/* Adds worker w's instances (count[w], the vector's param values) and notes
+ * their ids; its envs have no episode yet. */
+static int add_instances(spade_vecenv *v, int w, spade_failure *f)
+{
+    int first;
+    if (spade_worker_add_instances(v->workers[w], v->count[w], v->n_values ? v->values : NULL, &first, f) < 0)
+        return -1;
+    for (int j = 0; j < v->count[w]; j++) {
+        int i = v->envs[w][j];
+        v->local_id[i] = first + j;
+        v->wids[w][j] = first + j;
+        v->ended[i] = 0;
+        v->begun[i] = 0;
+    }
+    return 0;
 }
 
 int spade_vecenv_new(spade_sandbox *sb, const char *filename, const char *source, size_t len, const char *params,
@@ -125,27 +191,48 @@ int spade_vecenv_new(spade_sandbox *sb, const char *filename, const char *source
 
     spade_vecenv *v = calloc(1, sizeof *v);
     if (!v)
-        goto oom;
+        return voom(f);
     v->num_envs = num_envs;
     v->num_workers = num_workers;
     v->mode = mode;
+    v->sb = sb;
+    const char *fname = filename ? filename : "env.c";
+    v->filename = malloc(strlen(fname) + 1);
+    v->source = malloc(len + 1);
+    if (v->filename)
+        strcpy(v->filename, fname);
+    if (v->source) {
+        memcpy(v->source, source, len);
+        v->source[len] = 0;
+    }
+    v->source_len = len;
     int per = (num_envs + num_workers - 1) / num_workers;
     v->workers = calloc((size_t)num_workers, sizeof *v->workers);
     v->envs = calloc((size_t)num_workers, sizeof *v->envs);
     v->wids = calloc((size_t)num_workers, sizeof *v->wids);
     v->res = calloc((size_t)num_workers, sizeof *v->res);
+    v->bat_n = calloc((size_t)num_workers, sizeof *v->bat_n);
+    v->bat_envs = calloc((size_t)num_workers, sizeof *v->bat_envs);
+    v->bat_ids = calloc((size_t)num_workers, sizeof *v->bat_ids);
     v->count = calloc((size_t)num_workers, sizeof *v->count);
     v->local_id = calloc((size_t)num_envs, sizeof *v->local_id);
     v->episode = calloc((size_t)num_envs, sizeof *v->episode);
     v->ended = calloc((size_t)num_envs, 1);
+    v->begun = calloc((size_t)num_envs, 1);
     v->resetting = calloc((size_t)num_envs, 1);
     v->seed_of = calloc((size_t)num_envs, sizeof *v->seed_of);
+    v->sel = calloc((size_t)num_envs, 1);
+    v->pos_of = calloc((size_t)num_envs, sizeof *v->pos_of);
+    v->act_of = calloc((size_t)num_envs, sizeof *v->act_of);
+    v->len_of = calloc((size_t)num_envs, sizeof *v->len_of);
     v->ops = calloc((size_t)per, sizeof *v->ops);
     v->seeds = calloc((size_t)per, sizeof *v->seeds);
     v->acts = calloc((size_t)per, sizeof *v->acts);
     v->lens = calloc((size_t)per, sizeof *v->lens);
-    if (!v->workers || !v->envs || !v->wids || !v->res || !v->count || !v->local_id || !v->episode || !v->ended ||
-        !v->resetting || !v->seed_of || !v->ops || !v->seeds || !v->acts || !v->lens)
+    if (!v->filename || !v->source || !v->workers || !v->envs || !v->wids || !v->res || !v->bat_n || !v->bat_envs ||
+        !v->bat_ids || !v->count || !v->local_id || !v->episode || !v->ended || !v->begun || !v->resetting ||
+        !v->seed_of || !v->sel || !v->pos_of || !v->act_of || !v->len_of || !v->ops || !v->seeds || !v->acts ||
+        !v->lens)
         goto oom;
     for (int i = 0; i < num_envs; i++)
         v->count[i % num_workers]++;
@@ -153,14 +240,15 @@ int spade_vecenv_new(spade_sandbox *sb, const char *filename, const char *source
         v->envs[w] = calloc((size_t)v->count[w], sizeof **v->envs);
         v->wids[w] = calloc((size_t)v->count[w], sizeof **v->wids);
         v->res[w] = calloc((size_t)v->count[w], sizeof **v->res);
-        if (!v->envs[w] || !v->wids[w] || !v->res[w])
+        v->bat_envs[w] = calloc((size_t)v->count[w], sizeof **v->bat_envs);
+        v->bat_ids[w] = calloc((size_t)v->count[w], sizeof **v->bat_ids);
+        if (!v->envs[w] || !v->wids[w] || !v->res[w] || !v->bat_envs[w] || !v->bat_ids[w])
             goto oom;
     }
     for (int i = 0; i < num_envs; i++)
         v->envs[i % num_workers][i / num_workers] = i;
 
     /* Every worker compiles at once: send all the sources, then wait. */
-    double values[SPADE_INFO_MAX_PARAMS];
     for (int w = 0; w < num_workers; w++)
         if (spade_worker_load_begin(sb, filename, source, len, &v->workers[w], f) < 0) {
             spade_vecenv_free(v);
@@ -173,32 +261,23 @@ int spade_vecenv_new(spade_sandbox *sb, const char *filename, const char *source
             return -1;
         }
     char err[512];
-    if (spade_params_parse(spade_worker_info(v->workers[0]), params, values, err, sizeof err) < 0) {
+    const spade_env_info *info = spade_worker_info(v->workers[0]);
+    if (spade_params_parse(info, params, v->values, err, sizeof err) < 0) {
         spade_vecenv_free(v);
-        return spade_bad_call(f, "%s: params: %s", filename ? filename : "env.c", err);
+        return spade_bad_call(f, "%s: params: %s", fname, err);
     }
-    for (int w = 0; w < num_workers; w++) {
-        int first;
-        const spade_env_info *info = spade_worker_info(v->workers[w]);
-        if (spade_worker_add_instances(v->workers[w], v->count[w], info->n_params ? values : NULL, &first, f) < 0) {
+    v->n_values = info->n_params;
+    v->info = *info;
+    for (int w = 0; w < num_workers; w++)
+        if (add_instances(v, w, f) < 0) {
             spade_vecenv_free(v);
             return -1;
         }
-        for (int j = 0; j < v->count[w]; j++) {
-            v->local_id[v->envs[w][j]] = first + j;
-            v->wids[w][j] = first + j;
-        }
-    }
     *out = v;
     return 0;
 oom:
     spade_vecenv_free(v);
-    if (f) {
-        f->outcome = SPADE_OUT_INTERNAL;
-        f->signal = f->line = 0;
-        snprintf(f->message, sizeof f->message, "vecenv: out of memory");
-    }
-    return -1;
+    return voom(f);
 }
 
 int spade_vecenv_num_envs(const spade_vecenv *v)
@@ -208,30 +287,36 @@ int spade_vecenv_num_envs(const spade_vecenv *v)
 
 const spade_env_info *spade_vecenv_info(const spade_vecenv *v)
 {
-    return v ? spade_worker_info(v->workers[0]) : NULL;
+    return v ? &v->info : NULL;
 }
 
 /* Receives every worker's batch; the first failure wins, but every worker is
- * drained so that none is left with a reply in flight. One worker holds envs
- * 0..n-1 in order, so its results are decoded straight into the caller's. */
+ * drained so that none is left with a reply in flight. The results of the
+ * workers that answered are filled even when another failed. One worker
+ * stepping all its envs holds them 0..n-1 in order, so its results are
+ * decoded straight into the caller's. */
 static int gather(spade_vecenv *v, spade_step_result *results, spade_failure *f)
 {
     spade_failure first, g;
     int bad = 0;
     for (int w = 0; w < v->num_workers; w++) {
-        spade_step_result *res = v->num_workers == 1 && results ? results : v->res[w];
+        int n = v->bat_n[w];
+        if (n == 0)
+            continue;
+        int direct = v->num_workers == 1 && results && !v->pend_pos && n == v->num_envs;
+        spade_step_result *res = direct ? results : v->res[w];
         if (spade_worker_batch_recv(v->workers[w], res, &g) < 0) {
             if (!bad)
                 first = g;
             bad = 1;
             continue;
         }
-        const int *envs = v->envs[w];
-        for (int j = 0; j < v->count[w]; j++) {
+        const int *envs = v->bat_envs[w];
+        for (int j = 0; j < n; j++) {
             int i = envs[j];
             const spade_step_result *r = &res[j];
-            if (results && res != results)
-                results[i] = *r;
+            if (results && !direct)
+                results[v->pend_pos ? v->pos_of[i] : i] = *r;
             v->ended[i] = (r->terminated || r->truncated) ? 1 : 0;
         }
     }
@@ -243,50 +328,56 @@ static int gather(spade_vecenv *v, spade_step_result *results, spade_failure *f)
     return 0;
 }
 
-/* Sends one batch per worker: env i resets when reset[i] (with seed_of[i]),
- * else steps with its action. A worker none of whose envs resets gets a plain
- * step batch; with one worker the caller's actions go through as they are. A
- * failed send ends the vector. */
-static int scatter(spade_vecenv *v, const unsigned char *reset, const uint64_t *seed_of, const char *const *actions,
-                   const size_t *lens, spade_failure *f)
+/* Sends one batch per worker holding a selected env (sel[i], or every env
+ * when sel is NULL): env i resets when reset[i] (with seed_of[i]), else steps
+ * with actions[i]. A worker none of whose envs resets gets a plain step
+ * batch. A failed send ends the vector. */
+static int scatter(spade_vecenv *v, const unsigned char *sel, const unsigned char *reset, const uint64_t *seed_of,
+                   const char *const *actions, const size_t *lens, spade_failure *f)
 {
     spade_failure g;
     for (int w = 0; w < v->num_workers; w++) {
         const int *envs = v->envs[w];
-        int cnt = v->count[w], any_reset = 0;
-        const char *const *acts = actions;
-        const size_t *lns = lens;
-        if (v->num_workers > 1 && actions) {
-            for (int j = 0; j < cnt; j++) {
-                int i = envs[j];
+        int n = 0;
+        for (int j = 0; j < v->count[w]; j++) {
+            int i = envs[j];
+            if (sel && !sel[i])
+                continue;
+            v->bat_envs[w][n] = i;
+            v->bat_ids[w][n] = v->wids[w][j];
+            n++;
+        }
+        v->bat_n[w] = n;
+    }
+    for (int w = 0; w < v->num_workers; w++) {
+        int n = v->bat_n[w];
+        if (n == 0)
+            continue;
+        /* the scratch is shared: it holds one worker's batch at a time */
+        int any_reset = 0;
+        for (int j = 0; j < n; j++) {
+            int i = v->bat_envs[w][j];
+            if (actions) {
                 v->acts[j] = reset[i] ? NULL : actions[i];
                 v->lens[j] = reset[i] ? 0 : lens ? lens[i] : (actions[i] ? strlen(actions[i]) : 0);
-                any_reset |= reset[i];
             }
-            acts = v->acts;
-            lns = v->lens;
-        } else {
-            for (int j = 0; j < cnt; j++)
-                any_reset |= reset[envs[j]];
+            v->ops[j] = reset[i] ? SPADE_OP_RESET : SPADE_OP_STEP;
+            v->seeds[j] = reset[i] ? seed_of[i] : 0;
+            any_reset |= reset[i];
         }
         int rc;
-        if (!any_reset) {
-            rc = spade_worker_step_send(v->workers[w], cnt, v->wids[w], acts, lns, &g);
-        } else {
-            for (int j = 0; j < cnt; j++) {
-                int i = envs[j];
-                v->ops[j] = reset[i] ? SPADE_OP_RESET : SPADE_OP_STEP;
-                v->seeds[j] = reset[i] ? seed_of[i] : 0;
-            }
-            rc = spade_worker_batch_send(v->workers[w], cnt, v->wids[w], v->ops, v->seeds, actions ? acts : NULL,
-                                         actions ? lns : NULL, &g);
-        }
+        if (!any_reset)
+            rc = spade_worker_step_send(v->workers[w], n, v->bat_ids[w], v->acts, v->lens, &g);
+        else
+            rc = spade_worker_batch_send(v->workers[w], n, v->bat_ids[w], v->ops, v->seeds, actions ? v->acts : NULL,
+                                         actions ? v->lens : NULL, &g);
         if (rc < 0) {
             /* Workers already sent to are drained, so that they stay usable
              * when the failure is only a bad_call. */
             for (int k = 0; k < w; k++) {
                 spade_failure ignore;
-                spade_worker_batch_recv(v->workers[k], v->res[k], &ignore);
+                if (v->bat_n[k])
+                    spade_worker_batch_recv(v->workers[k], v->res[k], &ignore);
             }
             return vfail(v, &g, f);
         }
@@ -304,33 +395,90 @@ int spade_vecenv_reset(spade_vecenv *v, uint64_t seed, spade_step_result *result
     memset(v->resetting, 1, (size_t)v->num_envs);
     for (int i = 0; i < v->num_envs; i++)
         v->seed_of[i] = seed + (uint64_t)i;
-    if (scatter(v, v->resetting, v->seed_of, NULL, NULL, f) < 0)
+    v->pend_pos = 0;
+    if (scatter(v, NULL, v->resetting, v->seed_of, NULL, NULL, f) < 0)
         return -1;
     if (gather(v, results, f) < 0)
         return -1;
     v->base_seed = seed;
     memset(v->episode, 0, (size_t)v->num_envs * sizeof *v->episode);
-    v->started = 1;
+    memset(v->begun, 1, (size_t)v->num_envs);
     return 0;
 }
 
 int spade_vecenv_reset_one(spade_vecenv *v, int env, uint64_t seed, spade_step_result *result, spade_failure *f)
 {
+    return spade_vecenv_reset_some(v, 1, &env, &seed, result, f);
+}
+
+/* Marks envs[0..n) in v->sel (and their positions), refusing an unknown or
+ * repeated env. */
+static int select_envs(spade_vecenv *v, int n, const int *envs, spade_failure *f)
+{
+    if (n < 0 || n > v->num_envs)
+        return spade_bad_call(f, "%d envs given, the vector has %d", n, v->num_envs);
+    if (n > 0 && !envs)
+        return spade_bad_call(f, "env list is NULL");
+    memset(v->sel, 0, (size_t)v->num_envs);
+    for (int j = 0; j < n; j++) {
+        int i = envs[j];
+        if (i < 0 || i >= v->num_envs)
+            return spade_bad_call(f, "env %d out of range [0, %d)", i, v->num_envs);
+        if (v->sel[i])
+            return spade_bad_call(f, "env %d listed twice in one call", i);
+        v->sel[i] = 1;
+        v->pos_of[i] = j;
+    }
+    return 0;
+}
+
+int spade_vecenv_reset_some(spade_vecenv *v, int n, const int *envs, const uint64_t *seeds,
+                            spade_step_result *results, spade_failure *f)
+{
     if (venter(v, f) < 0)
         return -1;
     if (v->pending)
         return spade_bad_call(f, "a step is in flight: call spade_vecenv_step_wait first");
-    if (env < 0 || env >= v->num_envs)
-        return spade_bad_call(f, "env %d out of range [0, %d)", env, v->num_envs);
-    spade_worker *w = v->workers[env % v->num_workers];
-    spade_step_result r;
-    spade_failure g;
-    int id = v->local_id[env];
-    if (spade_worker_reset(w, 1, &id, &seed, &r, &g) < 0)
-        return vfail(v, &g, f);
-    if (result)
-        *result = r;
-    v->ended[env] = 0;
+    if (select_envs(v, n, envs, f) < 0)
+        return -1;
+    if (n > 0 && !seeds)
+        return spade_bad_call(f, "seeds is NULL");
+    for (int j = 0; j < n; j++)
+        v->seed_of[envs[j]] = seeds[j];
+    v->pend_pos = 1;
+    if (scatter(v, v->sel, v->sel, v->seed_of, NULL, NULL, f) < 0)
+        return -1;
+    if (gather(v, results, f) < 0)
+        return -1;
+    for (int j = 0; j < n; j++)
+        v->begun[envs[j]] = 1;
+    return 0;
+}
+
+/* Checks that every selected env (sel, or all) may step, then sends: the
+ * envs whose episode ended reset instead under NEXT_STEP. */
+static int step_send(spade_vecenv *v, const unsigned char *sel, const char *const *actions, const size_t *lens,
+                     spade_failure *f)
+{
+    for (int i = 0; i < v->num_envs; i++) {
+        if (sel && !sel[i])
+            continue;
+        if (!v->begun[i])
+            return spade_bad_call(f, "env %d: step before its reset (spade_vecenv_reset or _reset_some)", i);
+        if (v->ended[i] && v->mode == SPADE_AUTORESET_DISABLED)
+            return spade_bad_call(
+                f, "env %d finished its episode: reset it with spade_vecenv_reset_one (autoreset disabled)", i);
+    }
+    unsigned char *reset = v->ended; /* NEXT_STEP: exactly the envs that ended */
+    uint64_t n = (uint64_t)v->num_envs;
+    for (int i = 0; i < v->num_envs; i++)
+        if (reset[i] && (!sel || sel[i]))
+            v->seed_of[i] = v->base_seed + (uint64_t)i + (v->episode[i] + 1) * n;
+    if (scatter(v, sel, reset, v->seed_of, actions, lens, f) < 0)
+        return -1;
+    for (int i = 0; i < v->num_envs; i++)
+        if (reset[i] && (!sel || sel[i]))
+            v->episode[i]++;
     return 0;
 }
 
@@ -340,26 +488,10 @@ int spade_vecenv_step_async(spade_vecenv *v, const char *const *actions, const s
         return -1;
     if (v->pending)
         return spade_bad_call(f, "a step is already in flight: call spade_vecenv_step_wait first");
-    if (!v->started)
-        return spade_bad_call(f, "step before spade_vecenv_reset");
     if (!actions)
         return spade_bad_call(f, "actions is NULL");
-    if (v->mode == SPADE_AUTORESET_DISABLED)
-        for (int i = 0; i < v->num_envs; i++)
-            if (v->ended[i])
-                return spade_bad_call(
-                    f, "env %d finished its episode: reset it with spade_vecenv_reset_one (autoreset disabled)", i);
-    unsigned char *reset = v->ended; /* NEXT_STEP: exactly the envs that ended */
-    uint64_t n = (uint64_t)v->num_envs;
-    for (int i = 0; i < v->num_envs; i++)
-        if (reset[i])
-            v->seed_of[i] = v->base_seed + (uint64_t)i + (v->episode[i] + 1) * n;
-    if (scatter(v, reset, v->seed_of, actions, lens, f) < 0)
-        return -1;
-    for (int i = 0; i < v->num_envs; i++)
-        if (reset[i])
-            v->episode[i]++;
-    return 0;
+    v->pend_pos = 0;
+    return step_send(v, NULL, actions, lens, f);
 }
 
 int spade_vecenv_step_wait(spade_vecenv *v, spade_step_result *results, spade_failure *f)
@@ -377,4 +509,145 @@ int spade_vecenv_step(spade_vecenv *v, const char *const *actions, const size_t 
     if (spade_vecenv_step_async(v, actions, lens, f) < 0)
         return -1;
     return spade_vecenv_step_wait(v, results, f);
+}
+
+int spade_vecenv_step_some_async(spade_vecenv *v, int n, const int *envs, const char *const *actions,
+                                 const size_t *lens, spade_failure *f)
+{
+    if (venter(v, f) < 0)
+        return -1;
+    if (v->pending)
+        return spade_bad_call(f, "a step is already in flight: call spade_vecenv_step_wait first");
+    if (n > 0 && !actions)
+        return spade_bad_call(f, "actions is NULL");
+    if (select_envs(v, n, envs, f) < 0)
+        return -1;
+    for (int j = 0; j < n; j++) {
+        v->act_of[envs[j]] = actions[j];
+        v->len_of[envs[j]] = lens ? lens[j] : actions[j] ? strlen(actions[j]) : 0;
+    }
+    v->pend_pos = 1;
+    return step_send(v, v->sel, v->act_of, v->len_of, f);
+}
+
+int spade_vecenv_step_some(spade_vecenv *v, int n, const int *envs, const char *const *actions, const size_t *lens,
+                           spade_step_result *results, spade_failure *f)
+{
+    if (spade_vecenv_step_some_async(v, n, envs, actions, lens, f) < 0)
+        return -1;
+    return spade_vecenv_step_wait(v, results, f);
+}
+
+int spade_vecenv_step_mask(spade_vecenv *v, const unsigned char *mask, const char *const *actions,
+                           const size_t *lens, spade_step_result *results, spade_failure *f)
+{
+    if (venter(v, f) < 0)
+        return -1;
+    if (v->pending)
+        return spade_bad_call(f, "a step is already in flight: call spade_vecenv_step_wait first");
+    if (!mask || !actions)
+        return spade_bad_call(f, "mask or actions is NULL");
+    for (int i = 0; i < v->num_envs; i++)
+        v->sel[i] = mask[i] ? 1 : 0;
+    v->pend_pos = 0;
+    if (step_send(v, v->sel, actions, lens, f) < 0)
+        return -1;
+    return gather(v, results, f);
+}
+
+/* hint and solve: one round trip to the env's worker. */
+static int text_call(spade_vecenv *v, int env, int solve, const char **text, size_t *len, spade_failure *f)
+{
+    if (venter(v, f) < 0)
+        return -1;
+    if (v->pending)
+        return spade_bad_call(f, "a step is in flight: call spade_vecenv_step_wait first");
+    if (env < 0 || env >= v->num_envs)
+        return spade_bad_call(f, "env %d out of range [0, %d)", env, v->num_envs);
+    spade_worker *w = v->workers[env % v->num_workers];
+    spade_failure g;
+    int rc = solve ? spade_worker_solve(w, v->local_id[env], text, len, &g)
+                   : spade_worker_hint(w, v->local_id[env], text, len, &g);
+    if (rc < 0) {
+        spade_failure_prefix(&g, "vecenv");
+        return vfail(v, &g, f);
+    }
+    return 0;
+}
+
+int spade_vecenv_hint(spade_vecenv *v, int env, const char **text, size_t *len, spade_failure *f)
+{
+    return text_call(v, env, 0, text, len, f);
+}
+
+int spade_vecenv_solve(spade_vecenv *v, int env, const char **text, size_t *len, spade_failure *f)
+{
+    return text_call(v, env, 1, text, len, f);
+}
+
+int spade_vecenv_env_lost(const spade_vecenv *v, int env)
+{
+    if (!v || env < 0 || env >= v->num_envs)
+        return 0;
+    return !spade_worker_alive(v->workers[env % v->num_workers]);
+}
+
+int spade_vecenv_revive(spade_vecenv *v, spade_failure *f)
+{
+    spade_failure_clear(f);
+    if (!v)
+        return spade_bad_call(f, "vecenv is NULL");
+    if (v->pending)
+        return spade_bad_call(f, "a step is in flight: call spade_vecenv_step_wait first");
+    int dead = 0;
+    for (int w = 0; w < v->num_workers; w++)
+        if (!spade_worker_alive(v->workers[w])) {
+            spade_worker_free(v->workers[w]);
+            v->workers[w] = NULL;
+            dead = 1;
+        }
+    if (!dead) {
+        v->failed = 0;
+        return 0;
+    }
+    /* as at creation, every dead worker compiles at once */
+    int rc = 0;
+    spade_failure g, first;
+    unsigned char *fresh = v->resetting; /* scratch: which workers are loading (num_workers <= num_envs) */
+    memset(fresh, 0, (size_t)v->num_workers);
+    for (int w = 0; w < v->num_workers; w++) {
+        if (v->workers[w])
+            continue;
+        if (spade_worker_load_begin(v->sb, v->filename, v->source, v->source_len, &v->workers[w], &g) < 0) {
+            v->workers[w] = NULL;
+            if (!rc)
+                first = g;
+            rc = -1;
+        } else {
+            fresh[w] = 1;
+        }
+    }
+    for (int w = 0; w < v->num_workers; w++) {
+        if (!fresh[w])
+            continue;
+        if (spade_worker_load_finish(v->workers[w], &g) < 0) {
+            v->workers[w] = NULL; /* already freed */
+            if (!rc)
+                first = g;
+            rc = -1;
+            continue;
+        }
+        if (add_instances(v, w, &g) < 0) {
+            if (!rc)
+                first = g;
+            rc = -1;
+        }
+    }
+    if (rc < 0) {
+        /* the vector stays failed (a NULL worker is dead to every call) */
+        spade_failure_prefix(&first, "vecenv: revive");
+        return vfail(v, &first, f);
+    }
+    v->failed = 0;
+    return 0;
 }
