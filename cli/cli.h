@@ -32,6 +32,10 @@ void cli_usage_run(FILE *out);
 void cli_usage_play(FILE *out);
 void cli_usage_new(FILE *out);
 void cli_usage_list(FILE *out);
+int cli_vendi(spade_sandbox *sb, int argc, char **argv);
+void cli_usage_vendi(FILE *out);
+int cli_archive(spade_sandbox *sb, int argc, char **argv);
+void cli_usage_archive(FILE *out);
 
 /* "spade CMD: message" on stderr; returns code, so `return cli_err(...)` reads well. */
 int cli_err(int code, const char *cmd, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

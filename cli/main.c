@@ -36,6 +36,8 @@ static const command commands[] = {
     {"play", cli_play, cli_usage_play, 1, "play an environment yourself in the terminal"},
     {"new", cli_new, cli_usage_new, 0, "write a commented environment template to plugins/"},
     {"list", cli_list, cli_usage_list, 1, "list the environments found on the search path"},
+    {"archive", cli_archive, cli_usage_archive, 0, "list, show or export the environments a run built"},
+    {"vendi", cli_vendi, cli_usage_vendi, 0, "diversity (Vendi score) of a set of environment sources"},
     {"pretrain", cli_pretrain, NULL, 0, "pretrain the policy on text files (spade pretrain CONFIG)"},
 };
 #define N_COMMANDS (sizeof commands / sizeof *commands)

@@ -55,9 +55,26 @@ EXTRA_tests_test_host_DEPENDENCIES = $(spade_test_envs)
 # The checker and the registry live in the library: the CLI, tests/test_stdenv.c
 # and the designer call spade_check; the trainer hot-loads through the registry.
 libspade_a_SOURCES += core/check.c core/registry.c
+# Source text as the archive compares it (source), the held-out guard (heldout), diversity (vendi),
+# and the run archive with the designer's memory query (archive, SQLite).
+libspade_a_SOURCES += core/heldout.c core/source.c core/vendi.c core/archive.c
+noinst_HEADERS += core/heldout.h core/source.h core/vendi.h core/archive.h
 noinst_HEADERS += core/check.h core/registry.h
 
 # The episode layer (episodes.h): everything that plays episodes goes through
 # it; agents.c holds the agents core ships (random, solve, stdin, scripted).
 libspade_a_SOURCES += core/episodes.c core/agents.c
 noinst_HEADERS += core/episodes.h core/agents.h
+check_PROGRAMS += tests/test_vendi
+TESTS += tests/test_vendi
+tests_test_vendi_SOURCES = tests/test_vendi.c tests/testutil.c tests/testutil.h
+tests_test_vendi_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_test_vendi_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
+
+check_PROGRAMS += tests/test_archive
+TESTS += tests/test_archive
+tests_test_archive_SOURCES = tests/test_archive.c tests/testutil.c tests/testutil.h
+tests_test_archive_CPPFLAGS = $(AM_CPPFLAGS) -DSPADE_BUILDDIR='"$(abs_top_builddir)"'
+tests_test_archive_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_test_archive_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
+EXTRA_tests_test_archive_DEPENDENCIES = spade$(EXEEXT)

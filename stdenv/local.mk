@@ -20,6 +20,6 @@ EXTRA_DIST += $(stdenv_DATA)
 check_PROGRAMS += tests/test_stdenv
 TESTS += tests/test_stdenv
 tests_test_stdenv_SOURCES = tests/test_stdenv.c tests/testutil.c tests/testutil.h
-tests_test_stdenv_CPPFLAGS = $(AM_CPPFLAGS) -DSPADE_ENV_FILES='"$(stdenv_DATA) $(plugins_DATA)"'
+tests_test_stdenv_CPPFLAGS = $(AM_CPPFLAGS) -DSPADE_ENV_FILES='"$(stdenv_DATA) $(plugins_DATA) $(heldout_envs)"'
 tests_test_stdenv_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_stdenv_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)

@@ -244,5 +244,26 @@ has "(spade check shows the source)" "list points at check for the source excerp
 hasnt "| int x = ;" "list keeps one line per environment (no source excerpt)"
 has "other" "list still lists the other files"
 
+# ---- archive (the archive itself and its CLI output: tests/test_archive.c) ---
+expect 0 "archive --help" "$SPADE" archive --help
+has "usage: spade archive list RUN" "archive --help prints its usage"
+expect 2 "archive without an action" "$SPADE" archive
+expect 1 "archive of a directory without an archive" "$SPADE" archive list "$TMP"
+has "no archive (spade.db)" "archive says the run has no archive"
+
+# ---- vendi ----------------------------------------------------------------------
+expect 0 "vendi --help" "$SPADE" vendi --help
+has "usage: spade vendi" "vendi --help prints its usage"
+expect 2 "vendi without a path" "$SPADE" vendi
+expect 1 "vendi of a missing path" "$SPADE" vendi "$TMP/nope.c"
+has "nope.c: no such file or directory" "vendi names the missing path"
+expect 0 "vendi of one file twice" "$SPADE" vendi "$SRC/stdenv/maze.c" "$SRC/stdenv/maze.c"
+has "n 2 vendi 1.0000 vendi/n 0.5000" "two copies of one file: Vendi 1, Vendi/n 1/n"
+expect 0 "vendi of stdenv" "$SPADE" vendi --each "$SRC/stdenv"
+has "nearest" "vendi --each names each file's nearest neighbour"
+mkdir -p "$TMP/novendi"
+expect 1 "vendi of a directory without sources" "$SPADE" vendi "$TMP/novendi"
+has "no .c files" "vendi says there was nothing to measure"
+
 echo "1..$n"
 [ "$fails" -eq 0 ]

@@ -1,0 +1,149 @@
+/* prompt.c — assembling the designer's prompt within a token budget (prompt.h).
+ *
+ * What it is not: a template language. The instruction text is one string
+ * here, written for a small model: short, concrete, the DSL's words.
+ */
+#include "prompt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "errbuf.h"
+
+static const char INSTRUCTIONS[] =
+    "Write one new environment for spade in C with <spade/dsl.h>: ENV, PARAM, STATE, RESET, STEP, HINT, SOLVE.\n"
+    "It is played over several turns (the goal needs 3 or more steps), accepts any action without failing,\n"
+    "has params that scale its difficulty, a HINT that helps without giving the answer, and a SOLVE that wins.\n";
+
+void spade_prompt_opts_default(spade_prompt_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->budget = 2048;
+    o->memory_share = 0.4;
+}
+
+typedef struct buf {
+    char *p;
+    size_t n, cap;
+} buf;
+
+static int put(buf *b, const char *s, size_t n) {
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = (b->n + n + 1) * 2;
+        char *np = realloc(b->p, cap);
+        if (!np) return -1;
+        b->p = np;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = 0;
+    return 0;
+}
+static int puts_(buf *b, const char *s) { return put(b, s, strlen(s)); }
+
+static size_t count(const spade_prompt_opts *o, const char *s, size_t n) { return o->count ? o->count(o->count_ctx, s, n) : n; }
+
+/* Appends whole lines of text while they fit in *left tokens; a cut text
+ * ends with "...\n". Returns what it used. */
+static size_t put_lines(buf *b, const spade_prompt_opts *o, const char *text, size_t len, size_t left) {
+    static const char more[] = "...\n";
+    size_t used = 0, reserve = count(o, more, sizeof more - 1);
+    const char *p = text, *end = text + len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = nl ? (size_t)(nl - p) + 1 : (size_t)(end - p);
+        size_t c = count(o, p, n) + (nl ? 0 : 1);
+        if (used + c + reserve > left) {
+            if (used + reserve <= left) {
+                put(b, more, sizeof more - 1);
+                used += reserve;
+            }
+            return used;
+        }
+        put(b, p, n);
+        if (!nl) put(b, "\n", 1);
+        used += c;
+        p += n;
+    }
+    return used;
+}
+
+int spade_prompt_build(const spade_prompt_opts *o, const char *family, const char *excerpt_name, const char *excerpt,
+                       size_t excerpt_len, const spade_prompt_memory *mem, int n_mem, char **out, size_t *out_len,
+                       char *err, size_t errlen) {
+    char head[512], tail[] = "Source:\n";
+    *out = NULL;
+    snprintf(head, sizeof head, "%sFamily: %s.\n", INSTRUCTIONS, family && *family ? family : "any");
+    size_t fixed = count(o, head, strlen(head)) + count(o, tail, strlen(tail));
+    if (o->budget <= 0 || (size_t)o->budget <= fixed) {
+        spade_errf(err, errlen, "designer prompt: a budget of %d tokens cannot hold the %zu tokens of instructions",
+                   o->budget, fixed);
+        return -1;
+    }
+    for (size_t budget = (size_t)o->budget;;) {
+        buf b = {0};
+        size_t left = budget - fixed, mem_left = (size_t)(o->memory_share * (double)left);
+        puts_(&b, head);
+        if (n_mem > 0 && mem_left > 0) {
+            static const char title[] = "Environments built before, with how the agent did:\n";
+            size_t used = count(o, title, sizeof title - 1);
+            if (used < mem_left) {
+                puts_(&b, title);
+                for (int i = 0; i < n_mem && used < mem_left; i++) {
+                    char line[256];
+                    if (mem[i].kind == 0)
+                        snprintf(line, sizeof line, "- %s, solved %.0f%% without the hint, %.0f%% more with it (good):\n",
+                                 mem[i].family, 100 * mem[i].pass, 100 * mem[i].regret);
+                    else
+                        snprintf(line, sizeof line, "- %s, solved %.0f%% (too %s: avoid this):\n", mem[i].family,
+                                 100 * mem[i].pass, mem[i].kind < 0 ? "hard" : "easy");
+                    size_t c = count(o, line, strlen(line));
+                    if (used + c >= mem_left) break;
+                    puts_(&b, line);
+                    used += c;
+                    /* each entry gets an equal share of what remains, so the last is not starved */
+                    size_t share = (mem_left - used) / (size_t)(n_mem - i);
+                    used += put_lines(&b, o, mem[i].source, mem[i].len, share);
+                }
+            }
+            left = left > used ? left - used : 0;
+        }
+        if (excerpt && excerpt_len && left > 0) {
+            char title[300];
+            snprintf(title, sizeof title, "A document to draw on (%s):\n", excerpt_name ? excerpt_name : "corpus");
+            size_t c = count(o, title, strlen(title));
+            if (c < left) {
+                puts_(&b, title);
+                put_lines(&b, o, excerpt, excerpt_len, left - c);
+            }
+        }
+        puts_(&b, tail);
+        if (!b.p) {
+            spade_errf(err, errlen, "designer prompt: out of memory");
+            return -1;
+        }
+        size_t total = count(o, b.p, b.n);
+        if (total <= (size_t)o->budget || budget <= fixed + 1) {
+            if (total > (size_t)o->budget) { /* nothing left to cut: the instructions alone */
+                free(b.p);
+                spade_errf(err, errlen, "designer prompt: %zu tokens do not fit a budget of %d", total, o->budget);
+                return -1;
+            }
+            *out = b.p;
+            if (out_len) *out_len = b.n;
+            return 0;
+        }
+        free(b.p); /* line-by-line counts underestimated the whole: try a smaller budget */
+        size_t over = total - (size_t)o->budget;
+        budget = budget > fixed + over + 1 ? budget - over - 1 : fixed + 1;
+    }
+}
+
+int spade_family_for_slot(int n_families, int window, int it, int slot) {
+    if (n_families <= 0) return -1;
+    if (window <= 0 || window > n_families) window = n_families;
+    int windows = (n_families + window - 1) / window;
+    int start = (it % windows) * window;
+    return (start + slot % window) % n_families;
+}

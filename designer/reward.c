@@ -1,0 +1,76 @@
+/* reward.c — the designer's reward arithmetic (reward.h).
+ *
+ * What it is not: a place that decides which environments are valid (the
+ * gates) or what an agent's reward is (the agent z-scores its own returns).
+ */
+#include "reward.h"
+
+#include <math.h>
+#include <string.h>
+
+static const char *const NAMES[] = {"blend", "regret", "solve_rate", "learning_potential"};
+
+int spade_dreward_parse(const char *word) {
+    for (int k = 0; k < 4; k++)
+        if (!strcmp(word, NAMES[k])) return k;
+    return -1;
+}
+const char *spade_dreward_name(spade_dreward_kind k) { return (unsigned)k < 4 ? NAMES[k] : "?"; }
+
+double spade_plateau(double p) {
+    if (!(p > 0.15 && p < 0.85)) return 0; /* NaN too */
+    if (p >= 0.4 && p <= 0.6) return 1;
+    return p < 0.4 ? (p - 0.15) / 0.25 : (0.85 - p) / 0.25;
+}
+
+void spade_paired_measure(const double *s0, const double *s1, int n, spade_paired *out) {
+    double a = 0, b = 0, d = 0, dd = 0;
+    for (int i = 0; i < n; i++) {
+        a += s0[i];
+        b += s1[i];
+        d += s1[i] - s0[i];
+    }
+    out->n = n;
+    out->pass_nohint = n ? a / n : NAN;
+    out->pass_hint = n ? b / n : NAN;
+    out->regret = n ? d / n : NAN;
+    for (int i = 0; i < n; i++) dd += (s1[i] - s0[i] - out->regret) * (s1[i] - s0[i] - out->regret);
+    out->regret_se = n > 1 ? sqrt(dd / (n - 1) / n) : 0;
+}
+
+double spade_lp_update(spade_lp_state *s, double pass, double fast_rate, double slow_rate) {
+    if (s->updates++ == 0) s->fast = s->slow = pass;
+    else {
+        s->fast += fast_rate * (pass - s->fast);
+        s->slow += slow_rate * (pass - s->slow);
+    }
+    return fabs(s->fast - s->slow);
+}
+
+static double clip01(double x) { return x < 0 ? 0 : x > 1 ? 1 : x; }
+
+double spade_dreward(spade_dreward_kind kind, const spade_paired *m, spade_lp_state *lp) {
+    double regret = isfinite(m->regret) ? clip01(m->regret / 0.15) : 0;
+    switch (kind) {
+    case SPADE_DREWARD_BLEND: return 0.4 * regret + 0.6 * spade_plateau(m->pass_nohint);
+    case SPADE_DREWARD_REGRET: return regret;
+    case SPADE_DREWARD_SOLVE_RATE: return spade_plateau(m->pass_nohint);
+    case SPADE_DREWARD_LEARNING_POTENTIAL: return lp ? spade_lp_update(lp, m->pass_nohint, 0.5, 0.1) : 0;
+    }
+    return 0;
+}
+
+void spade_center_per_family(double *r, const char *const *family, const int *keep, int n) {
+    for (int i = 0; i < n; i++) {
+        if (keep && !keep[i]) continue;
+        int first = 1; /* do each family once, at its first kept sample */
+        for (int j = 0; j < i && first; j++) first = (keep && !keep[j]) || strcmp(family[j], family[i]);
+        if (!first) continue;
+        double sum = 0;
+        int cnt = 0;
+        for (int j = i; j < n; j++)
+            if ((!keep || keep[j]) && !strcmp(family[j], family[i])) sum += r[j], cnt++;
+        for (int j = i; j < n; j++)
+            if ((!keep || keep[j]) && !strcmp(family[j], family[i])) r[j] -= sum / cnt;
+    }
+}

@@ -1,0 +1,69 @@
+/* reward.h — what the designer is rewarded for and how it is measured from
+ * paired plays: hint-based regret, the pass-rate plateau, their blend, and the
+ * alternatives the ablations switch to.
+ *
+ * What it is: arithmetic on outcomes that the loop has already measured. The
+ * paired plays are N seeds each played once without and once with the hint by
+ * one policy snapshot (the reference's arms are 16 vs 8, unseeded vs seeded,
+ * partly on a moving agent); regret is the mean of the per-seed differences,
+ * which is the difference of the means with the noise of unpaired seeds gone.
+ * Rewards (designer.reward):
+ *   blend (default, the paper's): 0.4 clip(regret / 0.15, 0, 1) + 0.6 plateau(pass)
+ *   regret:                       clip(regret / 0.15, 0, 1)
+ *   solve_rate:                   plateau(pass)
+ *   learning_potential:           |fast EMA - slow EMA| of an environment's pass rate
+ * plateau(p) = 1 on [0.4, 0.6], linear to 0 at 0.15 and at 0.85, 0 outside.
+ * An environment that failed a gate gets designer.invalid_reward (penalise,
+ * the default) or is dropped (the reference's behaviour). Rewards are then
+ * centred per family (no division by the std, as the reference), and spade's
+ * GRPO normalises each role to unit RMS instead of the reference's x32.
+ * What it is not: the plays (the episode layer) nor the update (core/policy).
+ */
+#ifndef SPADE_DESIGNER_REWARD_H
+#define SPADE_DESIGNER_REWARD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+    SPADE_DREWARD_BLEND = 0,
+    SPADE_DREWARD_REGRET,
+    SPADE_DREWARD_SOLVE_RATE,
+    SPADE_DREWARD_LEARNING_POTENTIAL,
+} spade_dreward_kind;
+
+/* "blend" | "regret" | "solve_rate" | "learning_potential" -> kind; -1 for another word. */
+int spade_dreward_parse(const char *word);
+const char *spade_dreward_name(spade_dreward_kind k);
+
+double spade_plateau(double pass);
+
+/* Paired plays of one environment: success (0/1, or a fraction) of seed i
+ * without and with the hint. */
+typedef struct spade_paired {
+    double pass_nohint, pass_hint; /* means over the n seeds */
+    double regret;                 /* mean of success_hint[i] - success_nohint[i] */
+    double regret_se;              /* standard error of that mean (0 when n < 2) */
+    int n;
+} spade_paired;
+void spade_paired_measure(const double *success_nohint, const double *success_hint, int n, spade_paired *out);
+
+/* Exponential moving averages of one environment's pass rate (learning
+ * potential). fast_rate and slow_rate in (0, 1]; the first update sets both to
+ * the first pass rate, so a new environment's potential is 0 until it changes. */
+typedef struct spade_lp_state {
+    double fast, slow;
+    int updates;
+} spade_lp_state;
+double spade_lp_update(spade_lp_state *s, double pass, double fast_rate, double slow_rate);
+
+/* The designer reward of one valid environment. lp may be NULL unless kind is
+ * learning_potential (then it is updated with m->pass_nohint). */
+double spade_dreward(spade_dreward_kind kind, const spade_paired *m, spade_lp_state *lp);
+
+/* Centres r[i] per family: r[i] -= mean of r over the samples of family[i]
+ * with keep[i] set (keep may be NULL: all). Samples not kept are left as they
+ * are. Families are compared as strings. */
+void spade_center_per_family(double *r, const char *const *family, const int *keep, int n);
+
+#endif /* SPADE_DESIGNER_REWARD_H */
