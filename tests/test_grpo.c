@@ -567,6 +567,7 @@ static void expect_bad(spade_policy *p, const spade_grpo_sample *s, int n, const
 
 START_TEST(test_bad_input_names_the_sample) {
     spade_policy *p = make();
+    char want[64];
     size_t P = spade_policy_num_params(p);
     const int seg[4] = {3, 3, 4, 2};
     episode e0, e1;
@@ -612,12 +613,14 @@ START_TEST(test_bad_input_names_the_sample) {
     expect_bad(p, s, 2, &o, "sample 1", "old log-probs");
     s[1].old_logprobs = e1.old;
     s[1].role = SPADE_GRPO_MAX_ROLES;
-    expect_bad(p, s, 2, &o, "sample 1", "role 8");
+    snprintf(want, sizeof want, "role %d", SPADE_GRPO_MAX_ROLES);
+    expect_bad(p, s, 2, &o, "sample 1", want);
     s[1].role = -1;
     expect_bad(p, s, 2, &o, "sample 1", "role -1");
     s[1].role = 0;
     e1.tok[3] = SPADE_VOCAB;
-    expect_bad(p, s, 2, &o, "sample 1", "token 263 at 3");
+    snprintf(want, sizeof want, "token %d at 3", SPADE_VOCAB);
+    expect_bad(p, s, 2, &o, "sample 1", want);
     e1.tok[3] = 'a';
     s[1].prompt = e0.tok;
     expect_bad(p, s, 2, &o, "sample 1", "both");
