@@ -7,6 +7,7 @@
 #      blocks, offset pointers, NaN-filled outputs that must be overwritten);
 #   2. the same under compute-sanitizer memcheck and racecheck, when the toolkit has it;
 #   3. tests/test_policy, whose CUDA parity test runs only where a GPU is usable;
+#      tests/test_grpo likewise (masked GRPO, per-role norms, spade_grpo_update);
 #   4. bench/bench_policy --quick (the policy benchmark) and gpubench: training and
 #      KV-cache sampling tokens/s on cuda as ratios against cpu measured in the same run,
 #      and TF32 against full FP32 GEMMs;
@@ -494,6 +495,28 @@ elif grep -q "SKIP cuda parity" "$LOGS/test_policy.log"; then
     NOGPU=1
 else
     result "test_policy (CUDA parity)" PASS "$(elapsed "$t")"
+fi
+
+echo "== tests/test_grpo"
+t=$(date +%s)
+if make -j"$JOBS" tests/test_grpo > "$LOGS/build-test_grpo.log" 2>&1; then
+    ./tests/test_grpo > "$LOGS/test_grpo.log" 2>&1
+    rc=$?
+    grep -E "grpo parity|Checks:" "$LOGS/test_grpo.log"
+    if [ $rc -ne 0 ]; then
+        result "test_grpo (CUDA parity)" FAIL "exit $rc after $(elapsed "$t") (see test_grpo.log)"
+        show "$LOGS/test_grpo.log"
+        STATUS=1
+    elif grep -q "SKIP cuda grpo parity" "$LOGS/test_grpo.log"; then
+        result "test_grpo (CUDA parity)" SKIP "$(grep -m1 'SKIP cuda grpo parity' "$LOGS/test_grpo.log")"
+        NOGPU=1
+    else
+        result "test_grpo (CUDA parity)" PASS "$(elapsed "$t")"
+    fi
+else
+    show "$LOGS/build-test_grpo.log" 20
+    result "test_grpo (CUDA parity)" FAIL "make tests/test_grpo failed (see build-test_grpo.log)"
+    STATUS=1
 fi
 
 if run "bench_policy --quick" "$LOGS/bench_policy.log" ./bench/bench_policy --quick; then

@@ -35,3 +35,10 @@ noinst_PROGRAMS += bench/bench_stepcost
 bench_bench_stepcost_SOURCES = bench/bench_stepcost.c
 bench_bench_stepcost_LDADD = $(SPADE_LIBS)
 EXTRA_DIST += bench/stepcost.sh
+
+# bench_grpo: what masked multi-turn GRPO costs (per-role norms, a masked
+# episode against its turns as separate samples), ratios in one run.
+bench_programs += bench/bench_grpo
+noinst_PROGRAMS += bench/bench_grpo
+bench_bench_grpo_SOURCES = bench/bench_grpo.c
+bench_bench_grpo_LDADD = $(SPADE_LIBS)

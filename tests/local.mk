@@ -17,3 +17,9 @@ tests_test_episodes_CPPFLAGS = $(sandbox_test_cppflags)
 tests_test_episodes_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_episodes_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
 EXTRA_DIST += tests/envs/ep_len.c tests/envs/ep_record.c tests/envs/cli_bigret.c
+# Masked multi-turn GRPO (core/policy/grpo.c): cpu_ref exactness tests.
+check_PROGRAMS += tests/test_grpo
+TESTS += tests/test_grpo
+tests_test_grpo_SOURCES = tests/test_grpo.c tests/testutil.c tests/testutil.h
+tests_test_grpo_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_test_grpo_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)

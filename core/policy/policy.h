@@ -174,18 +174,55 @@ int spade_policy_read_config(const char *path, spade_gpt_config *cfg, char *err,
 
 /* ---- GRPO ---- */
 
+/* One GRPO sample, in either of two forms.
+ *
+ * Single completion (tokens == NULL): prompt (prompt_len >= 1) then completion
+ * (completion_len >= 1); every completion token is trained; old_logprobs has
+ * completion_len entries, one per completion token.
+ *
+ * Masked sequence (tokens != NULL; prompt, completion NULL and their lengths
+ * 0): one token sequence of len tokens, e.g. a whole episode
+ * prompt, action, observation, action, ... ; mask (len) is 1 on the tokens the
+ * role wrote (the agent's actions, the designer's source) and 0 on everything
+ * else (prompts, observations, tool results, hints); mask[0] must be 0 (nothing
+ * predicts the first token). old_logprobs (len) is aligned with tokens:
+ * old_logprobs[t] = log p(tokens[t] | tokens[0..t)) at sampling time, read only
+ * where mask[t] = 1 (anything, NaN included, elsewhere). Tokens after the last
+ * trained one are never read past their vocabulary check, and only the prefix
+ * up to the last trained token has to fit the context. A sample with no
+ * trained token still counts in its group's reward statistics.
+ * The single-completion form is exactly the masked sequence prompt ++
+ * completion with mask 0 on the prompt and 1 on the completion.
+ *
+ * advantage is read only with adv_mode = SPADE_GRPO_ADV_GIVEN. */
 typedef struct spade_grpo_sample {
     const int *prompt;            /* (prompt_len) */
     int prompt_len;
     const int *completion;        /* (completion_len) sampled tokens */
     int completion_len;
-    const float *old_logprobs;    /* (completion_len) recorded at sampling time */
+    const float *old_logprobs;    /* (completion_len), or (len) in the masked form */
     float reward;
     int group;                    /* samples of one prompt share a group id */
     int role;                     /* role tag (e.g. 0 designer, 1 agent), 0..SPADE_GRPO_MAX_ROLES-1 */
+    const int *tokens;            /* (len) the masked form's sequence, or NULL */
+    int len;
+    const unsigned char *mask;    /* (len) 1 = trained, 0 = context only */
+    float advantage;              /* the caller's advantage (adv_mode = GIVEN) */
 } spade_grpo_sample;
 
 #define SPADE_GRPO_MAX_ROLES 8
+
+/* Where advantages come from. GROUP_MEAN: A = r - mean(r) over the sample's
+ * group; GROUP_Z: the same divided by the group's std (what std_norm = 1 also
+ * selects); GIVEN: the sample's own advantage field, no group is dropped (the
+ * caller z-scores per environment, centres per family, ...). role_norm
+ * applies after every mode; set it to 0 to use given advantages as they are. */
+enum { SPADE_GRPO_ADV_GROUP_MEAN = 0, SPADE_GRPO_ADV_GROUP_Z = 1, SPADE_GRPO_ADV_GIVEN = 2 };
+/* What a token's loss is divided by. BATCH: the number of trained tokens of
+ * the (mini)batch; ROLE: the number of trained tokens of its role in the
+ * (mini)batch, so each role present contributes one token mean and a role's
+ * gradient does not depend on what the other roles brought. */
+enum { SPADE_GRPO_NORM_BATCH = 0, SPADE_GRPO_NORM_ROLE = 1 };
 
 typedef struct spade_grpo_opts {
     float eps_low, eps_high; /* ratio clip range [1-eps_low, 1+eps_high]: 0.2, 0.28 */
@@ -193,41 +230,72 @@ typedef struct spade_grpo_opts {
     int std_norm;            /* divide group advantages by the group's std (0) */
     int role_norm;           /* scale each role's advantages to unit RMS (1) */
     int micro_batch;         /* sequences per forward/backward (8) */
+    int adv_mode;            /* SPADE_GRPO_ADV_* (GROUP_MEAN) */
+    int token_norm;          /* SPADE_GRPO_NORM_* (BATCH) */
+    float tis_cap;           /* > 0: truncated importance sampling instead of the clipped
+                              * surrogate, weight min(r, tis_cap); 0 = off (0) */
+    int epochs;              /* spade_grpo_update: passes over the batch (1) */
+    int minibatch;           /* spade_grpo_update: sequences per optimiser step; 0 = all (0) */
 } spade_grpo_opts;
 void spade_grpo_opts_default(spade_grpo_opts *o);
 
 typedef struct spade_grpo_stats {
     float loss;            /* the surrogate loss (+ beta * KL) that was differentiated */
-    float clip_frac;       /* fraction of tokens whose clipped branch was active */
+    float clip_frac;       /* fraction of tokens whose clipped branch was active
+                            * (with tis_cap: whose ratio was truncated) */
     float kl;              /* mean k3 KL per token (0 without a reference) */
     float mean_ratio;      /* mean exp(logp - old_logp) per token */
     int n_groups;          /* distinct groups in the batch */
     int n_dropped_groups;  /* groups dropped because all their rewards were equal */
     int n_samples;         /* samples that contributed */
-    long n_tokens;         /* completion tokens that contributed */
+    long n_tokens;         /* trained tokens that contributed (one pass) */
+    /* The L2 norm of each role's own contribution to the gradient (before
+     * any clipping): role r's tokens are back-propagated alone into a zeroed
+     * buffer, measured, then added to the gradient. 0 for absent roles. */
+    float role_grad_norm[SPADE_GRPO_MAX_ROLES];
+    float grad_norm;       /* spade_grpo_update: pre-clip global norm (0 from spade_grpo_batch) */
+    int n_steps;           /* spade_grpo_update: optimiser steps taken (0 from spade_grpo_batch) */
 } spade_grpo_stats;
 
 /* Group advantages only (what spade_grpo_batch uses): adv[i] for every
  * sample, 0 for samples of dropped groups; kept[i] (may be NULL) 1/0.
  * A group is dropped when max(r) - min(r) <= SPADE_GRPO_EQUAL_TOL * max(1, max|r|):
- * rewards that differ only by float rounding are equal. */
+ * rewards that differ only by float rounding are equal. With adv_mode GIVEN
+ * every sample is kept with its advantage (then role_norm). */
 #define SPADE_GRPO_EQUAL_TOL 1e-6
 int spade_grpo_advantages(const spade_grpo_sample *s, int n, const spade_grpo_opts *o,
                           float *adv, int *kept, int *n_groups, int *n_dropped, char *err,
                           size_t errlen);
 
-/* The GRPO loss of a batch: per token t of sample i with ratio
+/* The GRPO loss of a batch: per trained token t of sample i with ratio
  * r = exp(logp - old_logp) and advantage A_i,
  *   l = -min(r A, clip(r, 1-eps_low, 1+eps_high) A) + beta * k3,
  *   k3 = exp(ref_logp - logp) - (ref_logp - logp) - 1,
- * averaged over all completion tokens of kept samples. Gradients ACCUMULATE
- * into p (call spade_policy_step afterwards). ref may be NULL when beta = 0.
- * SPADE_POLICY_EINVAL, naming the sample, for a completion token outside
- * [0, V), a non-finite old log-prob, or opts outside eps_low in [0, 1),
- * eps_high >= 0, beta >= 0 (NaN included). */
+ * divided by the trained-token count that token_norm names (default: all
+ * trained tokens of kept samples). With tis_cap > 0 the first term is replaced
+ * by the truncated importance-weighted policy gradient: dl/dlogp =
+ * -min(r, tis_cap) A (the weight is not differentiated; no clip band).
+ * Gradients ACCUMULATE into p (call spade_policy_step afterwards). ref may be
+ * NULL when beta = 0. SPADE_POLICY_EINVAL, naming the sample, for a token
+ * outside [0, V), a bad mask (not 0/1, mask[0] = 1, trained tokens past the
+ * context), a non-finite old log-prob at a trained position, a role out of
+ * range, a non-finite reward or given advantage, or opts outside eps_low in
+ * [0, 1), eps_high >= 0, beta >= 0, tis_cap >= 0 (NaN included). */
 int spade_grpo_batch(spade_policy *p, spade_policy *ref, const spade_grpo_sample *s, int n,
                      const spade_grpo_opts *o, spade_grpo_stats *stats, char *err,
                      size_t errlen);
+
+/* PPO-style update: advantages once for the whole batch, then `epochs` passes,
+ * each over consecutive minibatches of `minibatch` kept samples (in input
+ * order) with one spade_policy_step(p, adamw) per minibatch. The ratio is
+ * always against the samples' sampling-time old_logprobs. Zeroes the gradient
+ * first. stats: loss, clip_frac, kl, mean_ratio, role_grad_norm and grad_norm
+ * are means over the steps; n_steps counts them. epochs = 1, minibatch = 0 is
+ * exactly spade_grpo_batch then spade_policy_step. A step refused for a
+ * non-finite gradient stops the update with its error. */
+int spade_grpo_update(spade_policy *p, spade_policy *ref, const spade_grpo_sample *s, int n,
+                      const spade_grpo_opts *o, const spade_adamw_opts *adamw,
+                      spade_grpo_stats *stats, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }
