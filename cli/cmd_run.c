@@ -8,6 +8,7 @@
  * run goes on.
  * What it is not: a trainer or an evaluator of policies (agent/).
  */
+#include <float.h>
 #include <getopt.h>
 #include <signal.h>
 #include <math.h>
@@ -71,7 +72,7 @@ typedef struct run_ctx {
     long next_req;
     /* stats over finished episodes (failed included) */
     long episodes, wins, failed, played, steps_ok;
-    double ret_sum;
+    double mean_ret; /* a running mean: a sum of returns saturated at DBL_MAX would overflow */
     long total_steps; /* including episodes not finished */
     long by_class[SPADE_OUT_COUNT_];
     double t0, last_progress;
@@ -88,10 +89,18 @@ static void json_num(FILE *f, double v) {
     else fputs("null", f);
 }
 
+/* A return as people read it: 3 decimals, or %g for the huge ones (a return
+ * saturated at DBL_MAX would print 309 digits). Returns buf. */
+static const char *ret_text(double v, char *buf, size_t cap) {
+    snprintf(buf, cap, fabs(v) < 1e9 ? "%.3f" : "%.6g", v);
+    return buf;
+}
+
 static void progress(const run_ctx *c, int final) {
+    char rb[32];
     double dt = cli_now() - c->t0;
-    fprintf(stderr, "\r\033[K[run] %ld/%ld episodes  mean return %.3f  success %.1f%%  %.0f steps/s", c->episodes,
-            c->n_episodes, c->played ? c->ret_sum / c->played : 0.0,
+    fprintf(stderr, "\r\033[K[run] %ld/%ld episodes  mean return %s  success %.1f%%  %.0f steps/s", c->episodes,
+            c->n_episodes, ret_text(c->mean_ret, rb, sizeof rb),
             c->episodes ? 100.0 * c->wins / c->episodes : 0.0, dt > 0 ? c->total_steps / dt : 0.0);
     if (final) fputs("\r\033[K", stderr);
     fflush(stderr);
@@ -204,6 +213,7 @@ static void on_outcome(void *ctx, const spade_ep_outcome *o) {
 }
 
 static void report(run_ctx *c, const spade_ep_outcome *o) {
+    char rb[32];
     if (o->end == SPADE_EP_STOPPED) return; /* cut by a signal or the end of stdin: not counted */
     int failed = o->end == SPADE_EP_FAILED;
     c->episodes++;
@@ -213,7 +223,10 @@ static void report(run_ctx *c, const spade_ep_outcome *o) {
         if ((unsigned)o->failure.outcome < SPADE_OUT_COUNT_) c->by_class[o->failure.outcome]++;
     } else {
         c->played++;
-        c->ret_sum += o->ret;
+        /* a mixture of finite values, saturated as the returns are (rounding
+         * can carry it just past DBL_MAX) */
+        c->mean_ret = c->mean_ret * (1.0 - 1.0 / (double)c->played) + o->ret / (double)c->played;
+        if (isinf(c->mean_ret)) c->mean_ret = copysign(DBL_MAX, c->mean_ret);
         c->steps_ok += o->steps;
     }
     if (!c->quiet) {
@@ -223,12 +236,12 @@ static void report(run_ctx *c, const spade_ep_outcome *o) {
                     spade_outcome_name(o->failure.outcome),
                     o->failure.message);
         else if (o->end == SPADE_EP_AGENT_STOP)
-            fprintf(c->out, "episode %ld seed %llu: return %.3f, steps %d, success %s (agent stop: %s)\n",
-                    o->episode, (unsigned long long)o->seed, o->ret, o->steps, o->success ? "yes" : "no",
+            fprintf(c->out, "episode %ld seed %llu: return %s, steps %d, success %s (agent stop: %s)\n",
+                    o->episode, (unsigned long long)o->seed, ret_text(o->ret, rb, sizeof rb), o->steps, o->success ? "yes" : "no",
                     o->stop_reason);
         else
-            fprintf(c->out, "episode %ld seed %llu: return %.3f, steps %d, success %s (%s)\n", o->episode,
-                    (unsigned long long)o->seed, o->ret, o->steps, o->success ? "yes" : "no",
+            fprintf(c->out, "episode %ld seed %llu: return %s, steps %d, success %s (%s)\n", o->episode,
+                    (unsigned long long)o->seed, ret_text(o->ret, rb, sizeof rb), o->steps, o->success ? "yes" : "no",
                     spade_ep_end_name(o->end));
     }
     if (c->jsonl) {
@@ -400,9 +413,9 @@ int cli_run(spade_sandbox *sb, int argc, char **argv) {
     }
     double dt = cli_now() - c.t0;
     if (c.tty_progress) progress(&c, 1);
-    double mean_ret = c.played ? c.ret_sum / c.played : 0, rate = c.episodes ? (double)c.wins / c.episodes : 0;
+    double mean_ret = c.mean_ret, rate = c.episodes ? (double)c.wins / c.episodes : 0;
     double mean_steps = c.played ? (double)c.steps_ok / c.played : 0, sps = dt > 0 ? c.total_steps / dt : 0;
-    char fails[512] = "";
+    char fails[512] = "", rb[32];
     if (c.failed) {
         size_t k = (size_t)snprintf(fails, sizeof fails, ", failed %ld (", c.failed);
         const char *sep = "";
@@ -415,8 +428,9 @@ int cli_run(spade_sandbox *sb, int argc, char **argv) {
         if (k < sizeof fails) snprintf(fails + k, sizeof fails - k, ")");
     }
     fprintf(c.out,
-            "%s (%s agent): %ld episode%s, mean return %.3f, success rate %.3f, mean steps %.2f, %.0f steps/s%s\n",
-            info.name, agent_names[agent_kind], c.episodes, c.episodes == 1 ? "" : "s", mean_ret, rate, mean_steps,
+            "%s (%s agent): %ld episode%s, mean return %s, success rate %.3f, mean steps %.2f, %.0f steps/s%s\n",
+            info.name, agent_names[agent_kind], c.episodes, c.episodes == 1 ? "" : "s",
+            ret_text(mean_ret, rb, sizeof rb), rate, mean_steps,
             sps, fails);
     if (jsonl) {
         fprintf(jsonl, "{\"summary\":true,\"env\":");

@@ -5,8 +5,8 @@
 # tests/test_heldout checks that the suite stays out of the search path and the corpus.
 heldoutdir = $(pkgdatadir)/eval/heldout
 heldout_envs = \
-	eval/heldout/base_convert.c eval/heldout/clock_add.c eval/heldout/coin_weigh.c \
-	eval/heldout/lights_row.c eval/heldout/odd_one_out.c eval/heldout/pancake.c \
+	eval/heldout/base_convert.c eval/heldout/clock_add.c eval/heldout/high_low.c \
+	eval/heldout/lights_row.c eval/heldout/run_length.c eval/heldout/pancake.c \
 	eval/heldout/pantry.c eval/heldout/robot_program.c eval/heldout/rpn_eval.c \
 	eval/heldout/thermostat.c eval/heldout/treasure_dist.c eval/heldout/water_jugs.c
 heldout_DATA = eval/heldout/HELDOUT $(heldout_envs)

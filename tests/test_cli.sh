@@ -161,6 +161,11 @@ expect 0 "run one episode" "$SPADE" run "$ENVS/add.c" --episodes 1 --quiet
 has "1 episode," "one episode is '1 episode'"
 hasnt "1 episodes" "not '1 episodes'"
 
+"$SPADE" run "$ENVS/cli_bigret.c" --episodes 3 --jsonl "$TMP/big.jsonl" >"$TMP/out" 2>&1
+has "mean return 1.79769e+308," "a mean of returns saturated at DBL_MAX stays DBL_MAX"
+hasnt "inf" "no inf in the summary"
+if grep -q '"mean_return":1.7976931348623157e+308,' "$TMP/big.jsonl"; then ok "JSONL mean_return stays finite"; else bad "JSONL mean_return: $(tail -1 "$TMP/big.jsonl")"; fi
+
 # ---- play through a pipe -------------------------------------------------------
 printf '%s\n' ':help' ':hint' ':solve' '5' '4' ':reset 7' '::4' ':bogus' ':info' ':quit' 'never read' |
     "$SPADE" play "$ENVS/add.c:lo=2,hi=2" --seed 0 >"$TMP/out" 2>&1

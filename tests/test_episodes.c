@@ -193,6 +193,44 @@ START_TEST(vecenv_subsets)
 }
 END_TEST
 
+/* Under NEXT_STEP a subset step auto-resets the listed envs that ended, with
+ * the documented seed, and leaves the others alone. */
+START_TEST(vecenv_subset_autoreset)
+{
+    size_t len;
+    char *src = tu_read_env("sb_walk.c", &len);
+    spade_vecenv *v, *ref;
+    spade_failure f;
+    ck_assert_int_eq(spade_vecenv_new(sb, "sb_walk.c", src, len, NULL, 3, 1, SPADE_AUTORESET_NEXT_STEP, &v, &f), 0);
+    ck_assert_int_eq(spade_vecenv_new(sb, "sb_walk.c", src, len, NULL, 1, 1, SPADE_AUTORESET_DISABLED, &ref, &f), 0);
+    spade_step_result r[3], q;
+    ck_assert_int_eq(spade_vecenv_reset(v, 50, r, &f), 0);
+    char other[256];
+    snprintf(other, sizeof other, "%s", r[2].obs);
+    const char *a = "L";
+    int t = 0;
+    do {
+        ck_assert_int_lt(++t, 50);
+        ck_assert_int_eq(spade_vecenv_step_some(v, 1, (int[]){1}, &a, NULL, r, &f), 0);
+    } while (!r[0].terminated && !r[0].truncated);
+    /* env 1's next episode: seed 50 + 1 + 1 * 3 */
+    ck_assert_int_eq(spade_vecenv_step_some(v, 1, (int[]){1}, &a, NULL, r, &f), 0);
+    ck_assert_int_eq(spade_vecenv_reset_one(ref, 0, 54, &q, &f), 0);
+    ck_assert_str_eq(r[0].obs, q.obs);
+    /* env 2 never moved: its first step from seed 52 is still ahead */
+    ck_assert_int_eq(spade_vecenv_step_some(v, 1, (int[]){2}, &a, NULL, r, &f), 0);
+    char got[256];
+    snprintf(got, sizeof got, "%s", r[0].obs);
+    ck_assert_int_eq(spade_vecenv_reset_one(ref, 0, 52, &q, &f), 0);
+    ck_assert_str_eq(other, q.obs);
+    ck_assert_int_eq(spade_vecenv_step_some(ref, 1, (int[]){0}, &a, NULL, &q, &f), 0);
+    ck_assert_str_eq(got, q.obs);
+    spade_vecenv_free(v);
+    spade_vecenv_free(ref);
+    free(src);
+}
+END_TEST
+
 /* A crash kills one worker: its envs are lost, the other worker's go on, and
  * a revive loads it again. */
 START_TEST(vecenv_revive)
@@ -619,6 +657,7 @@ static Suite *suite(void)
     tcase_set_timeout(t, 120);
     tcase_add_checked_fixture(t, setup, teardown);
     tcase_add_test(t, vecenv_subsets);
+    tcase_add_test(t, vecenv_subset_autoreset);
     tcase_add_test(t, vecenv_revive);
     tcase_add_test(t, paired_seeds_same_whatever_the_batch);
     tcase_add_test(t, crash_is_an_outcome);

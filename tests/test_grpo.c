@@ -567,6 +567,7 @@ static void expect_bad(spade_policy *p, const spade_grpo_sample *s, int n, const
 
 START_TEST(test_bad_input_names_the_sample) {
     spade_policy *p = make();
+    char want[64];
     size_t P = spade_policy_num_params(p);
     const int seg[4] = {3, 3, 4, 2};
     episode e0, e1;
@@ -612,12 +613,14 @@ START_TEST(test_bad_input_names_the_sample) {
     expect_bad(p, s, 2, &o, "sample 1", "old log-probs");
     s[1].old_logprobs = e1.old;
     s[1].role = SPADE_GRPO_MAX_ROLES;
-    expect_bad(p, s, 2, &o, "sample 1", "role 8");
+    snprintf(want, sizeof want, "role %d", SPADE_GRPO_MAX_ROLES);
+    expect_bad(p, s, 2, &o, "sample 1", want);
     s[1].role = -1;
     expect_bad(p, s, 2, &o, "sample 1", "role -1");
     s[1].role = 0;
     e1.tok[3] = SPADE_VOCAB;
-    expect_bad(p, s, 2, &o, "sample 1", "token 263 at 3");
+    snprintf(want, sizeof want, "token %d at 3", SPADE_VOCAB);
+    expect_bad(p, s, 2, &o, "sample 1", want);
     e1.tok[3] = 'a';
     s[1].prompt = e0.tok;
     expect_bad(p, s, 2, &o, "sample 1", "both");
@@ -655,6 +658,21 @@ START_TEST(test_bad_input_names_the_sample) {
     ck_assert(spade_policy_get_grads(p, gr, err, sizeof err) == 0);
     ck_assert_msg(all_zero(gr, P), "a refused batch touched the gradient");
     ck_assert_int_eq(spade_policy_steps(p), 0);
+    /* A finite but absurd old log-prob makes the ratio overflow to inf; with
+     * A < 0 the unclipped branch is active and the gradient is not finite:
+     * spade_grpo_update stops at the refused step, weights untouched. */
+    float *w0 = malloc(P * 4), *w1 = malloc(P * 4);
+    ck_assert(spade_policy_get_params(p, w0, err, sizeof err) == 0);
+    e1.old[5] = -1e30f;
+    g.epochs = 2;
+    s[1].advantage = -1.0f;
+    spade_grpo_stats st;
+    ck_assert_int_eq(spade_grpo_update(p, NULL, s, 2, &g, NULL, &st, err, sizeof err), SPADE_POLICY_EINVAL);
+    ck_assert_msg(strstr(err, "not finite") && st.n_steps == 0, "%s (%d steps)", err, st.n_steps);
+    ck_assert(spade_policy_get_params(p, w1, err, sizeof err) == 0);
+    ck_assert(memcmp(w0, w1, P * 4) == 0 && spade_policy_steps(p) == 0);
+    free(w0);
+    free(w1);
     free(gr);
     spade_policy_free(p);
 }

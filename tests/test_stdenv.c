@@ -2,9 +2,11 @@
  * the example plugins of plugins/: every one passes the checker (core/check.h)
  * with no warning, its SOLVE wins on 100 seeds spread over its param range (the
  * defaults, every param at its min and at its max, all at min, all at max, and
- * random mixes), and stdenv/ is the grounding corpus it is meant to be (at least
- * 16 environments, at least 4 in each of the families grid, tools, math and
- * logic, each 15-60 lines of code under a header comment that names the file).
+ * random mixes), scripted agents do not win at the defaults (random at most 15%,
+ * no-op and hint-echo never: the designer's gate asks the same of its
+ * environments), and stdenv/ is the grounding corpus it is meant to be (at least
+ * 40 environments, at least 4 in each of the nine families below, each 15-60
+ * lines of code under a header comment that names the file).
  *
  * The files are the ones stdenv/local.mk and plugins/local.mk install
  * (SPADE_ENV_FILES, passed by the build), so the test covers exactly what ships;
@@ -12,6 +14,7 @@
  * What it is not: a test of the checker, the sandbox or the host themselves.
  */
 #include <check.h>
+#include <ctype.h>
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -28,8 +31,9 @@
 #error "SPADE_ENV_FILES (the installed environment sources) must come from the build"
 #endif
 
-#define MAX_FILES 64
+#define MAX_FILES 96
 #define SOLVE_EPISODES 100
+#define GATE_SEEDS 20 /* episodes each scripted agent plays at the defaults */
 
 static char files[MAX_FILES][256]; /* relative to the source tree: "stdenv/maze.c" */
 static int n_files;
@@ -173,6 +177,71 @@ START_TEST(solve_wins_across_params) {
 }
 END_TEST
 
+/* ---- scripted agents that must not win ------------------------------------ */
+
+/* The hint-echo agent's actions: each line, each word and each number of the
+ * hint, in that order (then round again). An environment whose hint gives the
+ * answer away loses nothing to this agent. Returns how many. */
+static int hint_pieces(const char *hint, size_t len, char pieces[][128], int cap) {
+    int n = 0;
+    for (size_t i = 0; i < len && n < cap;) { /* lines */
+        size_t k = 0;
+        while (i + k < len && hint[i + k] != '\n') k++;
+        if (k) snprintf(pieces[n++], 128, "%.*s", (int)(k < 127 ? k : 127), hint + i);
+        i += k + 1;
+    }
+    for (int digits = 0; digits < 2; digits++) /* words, then numbers */
+        for (size_t i = 0; i < len && n < cap;) {
+            size_t k = 0;
+            while (i + k < len && (digits ? isdigit((unsigned char)hint[i + k]) : isalpha((unsigned char)hint[i + k]))) k++;
+            if (k) snprintf(pieces[n++], 128, "%.*s", (int)(k < 127 ? k : 127), hint + i);
+            i += k ? k : 1;
+        }
+    return n;
+}
+
+/* Plays one episode at the defaults: agent 0 random, 1 no-op (empty actions),
+ * 2 hint-echo. 1 if it succeeded. */
+static int scripted_episode(spade_host *h, int inst, int agent, uint64_t seed) {
+    const spade_env_info *info = spade_host_info(h);
+    static char pieces[512][128];
+    int n_pieces = 0;
+    spade_step_result r;
+    ck_assert_int_eq(spade_host_reset(h, inst, seed, &r), SPADE_HOST_OK);
+    if (agent == 2) {
+        const char *hint;
+        size_t n;
+        ck_assert_int_eq(spade_host_hint(h, inst, &hint, &n), SPADE_HOST_OK);
+        n_pieces = hint_pieces(hint, n, pieces, 512);
+        ck_assert_int_gt(n_pieces, 0);
+    }
+    uint64_t rng = seed ^ 0x5eed5eedULL;
+    for (int t = 0; t < info->max_steps && !r.terminated && !r.truncated; t++) {
+        char action[128] = "";
+        if (agent == 0) spade_random_action(&rng, action, sizeof action);
+        if (agent == 2) snprintf(action, sizeof action, "%s", pieces[t % n_pieces]);
+        ck_assert_int_eq(spade_host_step(h, inst, action, strlen(action), &r), SPADE_HOST_OK);
+    }
+    return r.success && (r.terminated || r.truncated);
+}
+
+START_TEST(scripted_agents_do_not_win) {
+    static const char *const names[] = {"random", "no-op", "hint-echo"};
+    static const int most[] = {GATE_SEEDS * 15 / 100, 0, 0};
+    env e;
+    env_open(_i, &e);
+    int inst = spade_host_add_instance(e.h, NULL);
+    ck_assert_int_ge(inst, 0);
+    for (int agent = 0; agent < 3; agent++) {
+        int wins = 0;
+        for (int k = 0; k < GATE_SEEDS; k++) wins += scripted_episode(e.h, inst, agent, 5000 + (uint64_t)k);
+        ck_assert_msg(wins <= most[agent], "%s: the %s agent won %d of %d episodes at the defaults (at most %d)", files[_i],
+                      names[agent], wins, GATE_SEEDS, most[agent]);
+    }
+    env_close(&e);
+}
+END_TEST
+
 /* ---- the corpus ------------------------------------------------------------ */
 
 /* Lines after the header comment (the code a model imitates). */
@@ -186,8 +255,10 @@ static int code_lines(const char *src, size_t len) {
 }
 
 START_TEST(stdenv_is_a_corpus) {
-    static const char *const families[] = {"grid", "tools", "math", "logic"};
-    int per_family[4] = {0}, n_stdenv = 0;
+    static const char *const families[] = {"grid", "tools", "math", "logic", "pattern", "optimization",
+                                           "deduction", "memory", "strategy"};
+    enum { N_FAMILIES = sizeof families / sizeof *families };
+    int per_family[N_FAMILIES] = {0}, n_stdenv = 0;
     for (int i = 0; i < n_files; i++) {
         if (strncmp(files[i], "stdenv/", 7)) continue;
         n_stdenv++;
@@ -206,8 +277,9 @@ START_TEST(stdenv_is_a_corpus) {
         env_open(i, &e);
         const spade_env_info *info = spade_host_info(e.h);
         int f = 0;
-        while (f < 4 && strcmp(info->family, families[f])) f++;
-        ck_assert_msg(f < 4, "%s: family '%s' is not grid, tools, math or logic", files[i], info->family);
+        while (f < N_FAMILIES && strcmp(info->family, families[f])) f++;
+        ck_assert_msg(f < N_FAMILIES, "%s: family '%s' is not one of the nine (grid, tools, math, logic, pattern, "
+                      "optimization, deduction, memory, strategy)", files[i], info->family);
         per_family[f]++;
         ck_assert_msg(info->n_params >= 2, "%s: %d params; difficulty needs at least two knobs", files[i], info->n_params);
         for (int k = 0; k < info->n_params; k++)
@@ -216,8 +288,8 @@ START_TEST(stdenv_is_a_corpus) {
         if (f == 1) ck_assert_msg(info->n_tools >= 2, "%s: a tools environment with %d tools", files[i], info->n_tools);
         env_close(&e);
     }
-    ck_assert_int_ge(n_stdenv, 16);
-    for (int f = 0; f < 4; f++)
+    ck_assert_int_ge(n_stdenv, 40);
+    for (int f = 0; f < N_FAMILIES; f++)
         ck_assert_msg(per_family[f] >= 4, "family %s has %d environments (at least 4)", families[f], per_family[f]);
 }
 END_TEST
@@ -240,7 +312,7 @@ START_TEST(every_stdenv_file_is_installed) {
         seen++;
     }
     closedir(d);
-    ck_assert_int_ge(seen, 16);
+    ck_assert_int_ge(seen, 40);
 }
 END_TEST
 
@@ -256,6 +328,10 @@ int main(void) {
     tcase_set_timeout(v, 120);
     tcase_add_loop_test(v, solve_wins_across_params, 0, n_files);
     suite_add_tcase(s, v);
+    TCase *g = tcase_create("gate");
+    tcase_set_timeout(g, 120);
+    tcase_add_loop_test(g, scripted_agents_do_not_win, 0, n_files);
+    suite_add_tcase(s, g);
     TCase *k = tcase_create("corpus");
     tcase_set_timeout(k, 60);
     tcase_add_test(k, stdenv_is_a_corpus);

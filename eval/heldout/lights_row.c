@@ -5,9 +5,9 @@
  * presses allowed beyond the scramble. Held out: never in the grounding corpus. */
 #include <spade/dsl.h>
 ENV("lights_row", "Switch off a row of lights whose switches also flip their neighbours.", .family = "logic", .max_steps = 80)
-PARAM(int, lights, 6, 3, 24)
-PARAM(int, scramble, 3, 1, 24)
-PARAM(int, spare, 4, 0, 40)
+PARAM(int, lights, 8, 3, 24)
+PARAM(int, scramble, 4, 1, 24)
+PARAM(int, spare, 2, 0, 40)
 STATE { char on[24]; char need[24]; int left; }; /* need[i]: press i an odd number of times more */
 static void press(int i) {
     for (int k = i - 1; k <= i + 1; k++) if (k >= 0 && k < lights) S->on[k] ^= 1;
