@@ -35,3 +35,10 @@ noinst_PROGRAMS += bench/bench_stepcost
 bench_bench_stepcost_SOURCES = bench/bench_stepcost.c
 bench_bench_stepcost_LDADD = $(SPADE_LIBS)
 EXTRA_DIST += bench/stepcost.sh
+
+# bench_decode: episodes decoded together in one spade_decoder vs one at a
+# time (core/policy/decode.c), in the same run.
+bench_programs += bench/bench_decode
+noinst_PROGRAMS += bench/bench_decode
+bench_bench_decode_SOURCES = bench/bench_decode.c
+bench_bench_decode_LDADD = $(SPADE_LIBS)
