@@ -8,6 +8,8 @@
 #   2. the same under compute-sanitizer memcheck and racecheck, when the toolkit has it;
 #   3. tests/test_policy, whose CUDA parity test runs only where a GPU is usable;
 #      tests/test_grpo likewise (masked GRPO, per-role norms, spade_grpo_update);
+#      tests/test_decode (the decoding batch on cuda vs cpu_ref) and bench/bench_decode
+#      --backend cuda (32 episodes decoded together vs one at a time);
 #   4. bench/bench_policy --quick (the policy benchmark) and gpubench: training and
 #      KV-cache sampling tokens/s on cuda as ratios against cpu measured in the same run,
 #      and TF32 against full FP32 GEMMs;
@@ -66,7 +68,8 @@ if ! "$SRC/configure" -q --with-cuda=yes > "$LOGS/configure.log" 2>&1; then
     result build FAIL "configure --with-cuda=yes failed (see configure.log)"
     finish 2
 fi
-if ! make -j"$JOBS" libspade.a tests/test_policy bench/bench_policy > "$LOGS/build.log" 2>&1; then
+if ! make -j"$JOBS" libspade.a tests/test_policy bench/bench_policy tests/test_decode bench/bench_decode \
+        > "$LOGS/build.log" 2>&1; then
     show "$LOGS/build.log" 40
     result build FAIL "make failed (see build.log)"
     finish 2
@@ -248,6 +251,29 @@ static void run(int B, int T, int C, int NH, int maxT, int V, int Vp) {
         failures++;
     } else
         printf("  attention_forward_kv past the context      ok    (%s)\n", G.vt->last_error(G.ctx));
+    /* the decoding batch: rows interleaved over B slots (row i: slot i % B at
+     * position pos0 + i / B), after cache rows that are already there */
+    {
+        int *sl = malloc(N * sizeof *sl), *ps = malloc(N * sizeof *ps);
+        for (int i = 0; i < N; i++) {
+            sl[i] = i % B;
+            ps[i] = pos0 + i / B;
+        }
+        int *slr = dev(&R, sl, N * 4), *slg = dev(&G, sl, N * 4), *psr = dev(&R, ps, N * 4), *psg = dev(&G, ps, N * 4);
+        float *k2r = dev(&R, kc, KC * 4), *k2g = dev(&G, kc, KC * 4), *v2r = dev(&R, vc, KC * 4), *v2g = dev(&G, vc, KC * 4);
+        float *o2r = dev(&R, NULL, (size_t)N * C * 4), *o2g = devnan(&G, (size_t)N * C * 4);
+        BOTH(R.vt->attention_forward_kv_at(R.ctx, o2r, qkvr, k2r, v2r, slr, psr, N, C, NH, B, maxT, maxT),
+             G.vt->attention_forward_kv_at(G.ctx, o2g, qkvg, k2g, v2g, slg, psg, N, C, NH, B, maxT, maxT));
+        compare("attention_forward_kv_at out (slots)", o2r, o2g, (size_t)N * C, tol);
+        compare("attention_forward_kv_at kcache", k2r, k2g, KC, 0);
+        compare("attention_forward_kv_at vcache", v2r, v2g, KC, 0);
+        float *e2r = dev(&R, NULL, (size_t)N * C * 4), *e2g = devnan(&G, (size_t)N * C * 4);
+        BOTH(R.vt->encoder_forward_at(R.ctx, e2r, tr, psr, wter, wper, N, C),
+             G.vt->encoder_forward_at(G.ctx, e2g, tg, psg, wteg, wpeg, N, C));
+        compare("encoder_forward_at (per-row positions)", e2r, e2g, (size_t)N * C, tol);
+        free(sl);
+        free(ps);
+    }
 
     /* elementwise */
     size_t n = (size_t)N * C3;
@@ -519,13 +545,32 @@ else
     STATUS=1
 fi
 
+echo "== tests/test_decode"
+t=$(date +%s)
+./tests/test_decode > "$LOGS/test_decode.log" 2>&1
+rc=$?
+grep -E "decoding parity|Checks:" "$LOGS/test_decode.log"
+if [ $rc -ne 0 ]; then
+    result "test_decode (CUDA parity)" FAIL "exit $rc after $(elapsed "$t") (see test_decode.log)"
+    show "$LOGS/test_decode.log"
+    STATUS=1
+elif grep -q "SKIP cuda decoding parity" "$LOGS/test_decode.log"; then
+    result "test_decode (CUDA parity)" SKIP "$(grep -m1 'SKIP cuda decoding parity' "$LOGS/test_decode.log")"
+    NOGPU=1
+else
+    result "test_decode (CUDA parity)" PASS "$(elapsed "$t")"
+fi
+if [ $NOGPU -eq 0 ] && run "bench_decode --backend cuda" "$LOGS/bench_decode.log" ./bench/bench_decode --backend cuda; then
+    cat "$LOGS/bench_decode.log"
+fi
+
 if run "bench_policy --quick" "$LOGS/bench_policy.log" ./bench/bench_policy --quick; then
     grep -E "backend auto|RATIO" "$LOGS/bench_policy.log"
 fi
 if run "gpubench (cuda vs cpu)" "$LOGS/gpubench.log" ./gpu_check/gpubench; then
     cat "$LOGS/gpubench.log"
 fi
-grep -h RATIO "$LOGS/bench_policy.log" "$LOGS/gpubench.log" 2>/dev/null >> "$SUMMARY"
+grep -h RATIO "$LOGS/bench_policy.log" "$LOGS/gpubench.log" "$LOGS/bench_decode.log" 2>/dev/null >> "$SUMMARY"
 
 if [ $STATUS -eq 0 ] && [ $NOGPU -eq 1 ]; then
     echo "gpu_check: no usable GPU here: the CUDA paths were not exercised" >> "$SUMMARY"

@@ -42,3 +42,9 @@ bench_programs += bench/bench_grpo
 noinst_PROGRAMS += bench/bench_grpo
 bench_bench_grpo_SOURCES = bench/bench_grpo.c
 bench_bench_grpo_LDADD = $(SPADE_LIBS)
+# bench_decode: episodes decoded together in one spade_decoder vs one at a
+# time (core/policy/decode.c), in the same run.
+bench_programs += bench/bench_decode
+noinst_PROGRAMS += bench/bench_decode
+bench_bench_decode_SOURCES = bench/bench_decode.c
+bench_bench_decode_LDADD = $(SPADE_LIBS)

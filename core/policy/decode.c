@@ -235,10 +235,12 @@ static int run_pass(spade_decoder *d, int r, int ne, int maxlen, const int *fini
     size_t cstride = (size_t)d->S * maxT * C; /* one layer's cache */
     ParameterTensors w = p->params;
     SampleTensors s = d->s;
-    const int *tok = d->rows_dev, *slot = d->rows_dev + d->R, *pos = d->rows_dev + 2 * d->R;
-    CK(BE->upload(BX, d->rows_dev, d->rows_host, R * sizeof(int)));
-    CK(BE->upload(BX, d->rows_dev + d->R, d->rows_host + d->R, R * sizeof(int)));
-    CK(BE->upload(BX, d->rows_dev + 2 * d->R, d->rows_host + 2 * d->R, R * sizeof(int)));
+    /* One upload a pass (it waits for the device on cuda): the three
+     * columns, built d->R apart, are packed r apart first. */
+    memmove(d->rows_host + R, d->rows_host + d->R, R * sizeof(int));
+    memmove(d->rows_host + 2 * R, d->rows_host + 2 * (size_t)d->R, R * sizeof(int));
+    const int *tok = d->rows_dev, *slot = d->rows_dev + R, *pos = d->rows_dev + 2 * R;
+    CK(BE->upload(BX, d->rows_dev, d->rows_host, 3 * R * sizeof(int)));
     CK(BE->encoder_forward_at(BX, s.res, tok, pos, w.wte, w.wpe, r, C));
     float *x = s.res, *y = s.res2;
     for (int l = 0; l < L; l++) {
