@@ -122,6 +122,8 @@ struct spade_policy {
     int sampG, sampR;                           /* sampling workspace capacity */
     float *samp_mem;   SampleTensors samp;
     int *samp_tok;                              /* (sampR) token ids for one call */
+
+    spade_tokenizer *tok;                       /* owned; NULL only inside gpt_alloc's callers */
 };
 
 /* Grows the training activations to hold (B, T). */
