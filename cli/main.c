@@ -37,6 +37,7 @@ static const command commands[] = {
     {"new", cli_new, cli_usage_new, 0, "write a commented environment template to plugins/"},
     {"list", cli_list, cli_usage_list, 1, "list the environments found on the search path"},
     {"pretrain", cli_pretrain, NULL, 0, "pretrain the policy on text files (spade pretrain CONFIG)"},
+    {"tokenizer", cli_tokenizer, cli_usage_tokenizer, 0, "train or inspect a BPE tokenizer (train, stats, encode, decode)"},
 };
 #define N_COMMANDS (sizeof commands / sizeof *commands)
 
