@@ -35,3 +35,10 @@ noinst_PROGRAMS += bench/bench_stepcost
 bench_bench_stepcost_SOURCES = bench/bench_stepcost.c
 bench_bench_stepcost_LDADD = $(SPADE_LIBS)
 EXTRA_DIST += bench/stepcost.sh
+
+# bench_tokenizer: BPE compression of stdenv at several vocabularies, training
+# time, and encode throughput beside the byte tokenizer and the reference encoder.
+noinst_PROGRAMS += bench/bench_tokenizer
+bench_programs += bench/bench_tokenizer
+bench_bench_tokenizer_SOURCES = bench/bench_tokenizer.c
+bench_bench_tokenizer_LDADD = $(SPADE_LIBS)
