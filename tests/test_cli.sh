@@ -242,6 +242,16 @@ head -c 2000 "$TMP/code.tok" >"$TMP/cut.tok"
 expect 1 "a truncated tokenizer file" "$SPADE" tokenizer stats "$TMP/cut.tok" "$SRC/stdenv/maze.c"
 has "$TMP/cut.tok" "the error names the file"
 has "truncated" "the error says it is truncated"
+# the exact forms docs/cli.md shows, from the source directory
+(cd "$SRC" && "$SPADE" tokenizer encode "$TMP/code.tok" stdenv/maze.c) >"$TMP/ids.maze" 2>"$TMP/out" &&
+(cd "$SRC" && "$SPADE" tokenizer encode "$TMP/code.tok" --pieces < stdenv/maze.c) >"$TMP/pieces.maze" 2>>"$TMP/out" &&
+(cd "$SRC" && "$SPADE" tokenizer encode "$TMP/code.tok" stdenv/maze.c | "$SPADE" tokenizer decode "$TMP/code.tok") >"$TMP/back2.c" 2>>"$TMP/out"
+if [ $? -eq 0 ] && cmp -s "$SRC/stdenv/maze.c" "$TMP/back2.c" &&
+   [ "$(wc -l <"$TMP/pieces.maze")" -eq "$(wc -w <"$TMP/ids.maze")" ]; then
+    ok "the documented encode/decode forms (one piece line per id)"
+else
+    bad "the documented encode/decode forms"
+fi
 expect 0 "tokenizer stats with a checkpoint's tokenizer" "$SPADE" tokenizer stats "$SRC/tests/data/policy-v1-bytes.ckpt" "$SRC/stdenv/maze.c"
 has " ratio 1.000" "a byte-tokenizer checkpoint encodes one token per byte"
 expect 1 "tokenizer stats with a missing file" "$SPADE" tokenizer stats "$TMP/code.tok" "$TMP/no-such-file"
