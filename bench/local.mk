@@ -48,3 +48,9 @@ bench_programs += bench/bench_decode
 noinst_PROGRAMS += bench/bench_decode
 bench_bench_decode_SOURCES = bench/bench_decode.c
 bench_bench_decode_LDADD = $(SPADE_LIBS)
+# bench_tokenizer: BPE compression of stdenv at several vocabularies, training
+# time, and encode throughput beside the byte tokenizer and the reference encoder.
+noinst_PROGRAMS += bench/bench_tokenizer
+bench_programs += bench/bench_tokenizer
+bench_bench_tokenizer_SOURCES = bench/bench_tokenizer.c
+bench_bench_tokenizer_LDADD = $(SPADE_LIBS)

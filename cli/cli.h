@@ -27,6 +27,7 @@ int cli_run(spade_sandbox *sb, int argc, char **argv);
 int cli_play(spade_sandbox *sb, int argc, char **argv);
 int cli_new(spade_sandbox *sb, int argc, char **argv);
 int cli_list(spade_sandbox *sb, int argc, char **argv);
+int cli_tokenizer(spade_sandbox *sb, int argc, char **argv);
 void cli_usage_check(FILE *out);
 void cli_usage_run(FILE *out);
 void cli_usage_play(FILE *out);
@@ -38,6 +39,7 @@ int cli_archive(spade_sandbox *sb, int argc, char **argv);
 void cli_usage_archive(FILE *out);
 int cli_train(spade_sandbox *sb, int argc, char **argv);
 void cli_usage_train(FILE *out);
+void cli_usage_tokenizer(FILE *out);
 
 /* "spade CMD: message" on stderr; returns code, so `return cli_err(...)` reads well. */
 int cli_err(int code, const char *cmd, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

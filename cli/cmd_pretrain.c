@@ -4,7 +4,9 @@
  *
  * What it is: the command. It reads an .ini with [policy] (spade_gpt_config
  * keys) and [pretrain] sections, loads every regular file under the data
- * directory (sorted, so runs are reproducible), samples random windows,
+ * directory (sorted, so runs are reproducible), encodes it with the policy's
+ * tokenizer (bytes; or BPE from policy.tokenizer_file, or trained here on the
+ * data and kept in OUT/tokenizer.txt and in the checkpoint), samples random windows,
  * trains with AdamW (linear warm-up, cosine decay to 10%), shows a progress bar
  * on a TTY, appends one JSON object per step to a JSONL log, prints samples,
  * and checkpoints atomically; started again with the same output directory it
@@ -43,6 +45,7 @@ typedef struct pt_config {
     long checkpoint_every, sample_every;
     int sample_tokens;
     float sample_temperature;
+    int tokenizer_vocab;     /* BPE vocabulary when one is trained on the data */
     uint64_t seed;
     /* parse state */
     const char *file;
@@ -65,6 +68,7 @@ static void pt_defaults(pt_config *c) {
     c->sample_every = 200;
     c->sample_tokens = 200;
     c->sample_temperature = 0.8f;
+    c->tokenizer_vocab = 4096;
     c->seed = 1;
 }
 
@@ -139,6 +143,7 @@ static int on_key(void *user, const char *section, const char *name, const char 
     INT("sample_every", sample_every, 0, 1e12, long)
     INT("sample_tokens", sample_tokens, 1, 65536, int)
     NUM("sample_temperature", sample_temperature, 0, 100, float)
+    INT("tokenizer_vocab", tokenizer_vocab, SPADE_VOCAB, SPADE_TOK_MAX_VOCAB, int)
     if (!strcmp(name, "seed")) {
         /* every u64 exactly: through a double, seeds past 2^53 would round */
         char *end;
@@ -154,7 +159,7 @@ static int on_key(void *user, const char *section, const char *name, const char 
     snprintf(c->msg, sizeof c->msg,
              "unknown key '%s' in [pretrain] (keys: data, out, log, steps, batch, seq, lr, min_lr_frac, "
              "weight_decay, grad_clip, warmup, checkpoint_every, sample_every, sample_tokens, "
-             "sample_temperature, seed)",
+             "sample_temperature, tokenizer_vocab, seed)",
              name);
     return 0;
 bad:
@@ -219,6 +224,68 @@ typedef struct {
     int files;
 } corpus;
 
+/* The files as read, before a tokenizer is chosen (one may be trained on them). */
+typedef struct {
+    char **b;
+    size_t *len;
+    int n, cap;
+    size_t bytes;
+} docs;
+
+static void free_docs(docs *d) {
+    for (int i = 0; i < d->n; i++) free(d->b[i]);
+    free(d->b);
+    free(d->len);
+}
+
+/* Read a whole file into d; -1 on failure (printed). */
+static int add_doc(docs *d, const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "spade pretrain: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    size_t cap = 4096, n = 0, k;
+    char *b = malloc(cap);
+    while (b && (k = fread(b + n, 1, cap - n, f)) > 0) {
+        n += k;
+        if (n == cap) {
+            char *nb = realloc(b, cap * 2);
+            if (!nb) {
+                free(b);
+                b = NULL;
+                break;
+            }
+            b = nb;
+            cap *= 2;
+        }
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (d->n == d->cap) {
+        int nc = d->cap ? d->cap * 2 : 64;
+        char **nb = realloc(d->b, (size_t)nc * sizeof *nb);
+        size_t *nl = nb ? realloc(d->len, (size_t)nc * sizeof *nl) : NULL;
+        if (nb) d->b = nb;
+        if (nl) d->len = nl;
+        if (!nb || !nl) {
+            free(b);
+            b = NULL;
+        } else {
+            d->cap = nc;
+        }
+    }
+    if (!b || bad) {
+        free(b);
+        fprintf(stderr, "spade pretrain: %s: %s\n", path, bad ? "read error" : "out of memory");
+        return -1;
+    }
+    d->b[d->n] = b;
+    d->len[d->n++] = n;
+    d->bytes += n;
+    return 0;
+}
+
 static int push(corpus *cp, int t) {
     if (cp->n == cp->cap) {
         size_t nc = cp->cap ? cp->cap * 2 : 1 << 16;
@@ -233,9 +300,8 @@ static int push(corpus *cp, int t) {
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-/* Appends every regular file under dir (sorted, recursive, skipping dot
- * files), each followed by <|end|>. */
-static int load_dir(const char *dir, corpus *cp, int depth) {
+/* Reads every regular file under dir (sorted, recursive, skipping dot files). */
+static int load_dir(const char *dir, docs *cp, int depth) {
     if (depth > 16) return 0;
     DIR *d = opendir(dir);
     if (!d) {
@@ -263,22 +329,29 @@ static int load_dir(const char *dir, corpus *cp, int depth) {
         if (S_ISDIR(st.st_mode)) {
             rc = load_dir(path, cp, depth + 1);
         } else if (S_ISREG(st.st_mode)) {
-            FILE *f = fopen(path, "rb");
-            if (!f) {
-                fprintf(stderr, "spade pretrain: %s: %s\n", path, strerror(errno));
-                rc = -1;
-                break;
-            }
-            int ch;
-            while ((ch = fgetc(f)) != EOF && !rc) rc = push(cp, ch);
-            fclose(f);
-            if (!rc) rc = push(cp, SPADE_TOK_END);
-            cp->files++;
+            rc = add_doc(cp, path);
         }
     }
     for (size_t i = 0; i < nn; i++) free(names[i]);
     free(names);
-    if (rc > 0 || (rc < 0 && errno == ENOMEM)) fprintf(stderr, "spade pretrain: out of memory reading %s\n", dir);
+    return rc;
+}
+
+/* The token stream: each file encoded by t, followed by <|end|>. */
+static int encode_docs(const docs *d, spade_tokenizer *t, corpus *cp) {
+    size_t maxlen = 1;
+    for (int i = 0; i < d->n; i++)
+        if (d->len[i] > maxlen) maxlen = d->len[i];
+    int *buf = malloc(maxlen * sizeof *buf);
+    if (!buf) return -1;
+    int rc = 0;
+    for (int i = 0; i < d->n && !rc; i++) {
+        size_t k = spade_tokenizer_encode(t, d->b[i], d->len[i], buf);
+        for (size_t j = 0; j < k && !rc; j++) rc = push(cp, buf[j]);
+        if (!rc) rc = push(cp, SPADE_TOK_END);
+        cp->files++;
+    }
+    free(buf);
     return rc;
 }
 
@@ -349,12 +422,16 @@ static int mkdir_p(const char *path) {
 static void usage(FILE *f) {
     fprintf(f,
             "usage: spade pretrain CONFIG\n\n"
-            "Trains the policy to predict the next byte of every file under [pretrain] data.\n"
+            "Trains the policy to predict the next token of every file under [pretrain] data.\n"
             "CONFIG is an .ini file:\n"
-            "  [policy]   layers, heads, width, context, backend (auto|cpu|cuda|cpu_ref), seed\n"
+            "  [policy]   layers, heads, width, context, backend (auto|cpu|cuda|cpu_ref), seed,\n"
+            "             tokenizer (bytes|bpe), tokenizer_file\n"
             "  [pretrain] data (required), out, log, steps, batch, seq, lr, min_lr_frac,\n"
             "             weight_decay, grad_clip, warmup, checkpoint_every, sample_every,\n"
-            "             sample_tokens, sample_temperature, seed\n"
+            "             sample_tokens, sample_temperature, tokenizer_vocab, seed\n"
+            "With tokenizer = bpe and no tokenizer_file, a BPE of tokenizer_vocab tokens (4096)\n"
+            "is trained on the data first and written to OUT/tokenizer.txt; the checkpoint\n"
+            "stores the tokenizer either way.\n"
             "Writes OUT/policy.ckpt (atomically) every checkpoint_every steps and at the end,\n"
             "and one JSON object per step to the log (default OUT/pretrain.jsonl).\n"
             "Run it again with the same OUT to resume from the checkpoint.\n"
@@ -377,22 +454,17 @@ int spade_cmd_pretrain(int argc, char **argv) {
     if (rc) return rc;
 
     corpus cp = {0};
-    if (load_dir(c.data, &cp, 0)) {
-        free(cp.tok);
-        return 1;
-    }
-    if (cp.n < (size_t)c.seq + 1) {
-        fprintf(stderr, "spade pretrain: %s holds %zu tokens in %d files; need at least seq + 1 = %d\n",
-                c.data, cp.n, cp.files, c.seq + 1);
-        free(cp.tok);
+    docs dd = {0};
+    if (load_dir(c.data, &dd, 0)) {
+        free_docs(&dd);
         return 1;
     }
     if (mkdir_p(c.out)) {
         fprintf(stderr, "spade pretrain: cannot create %s: %s\n", c.out, strerror(errno));
-        free(cp.tok);
+        free_docs(&dd);
         return 1;
     }
-    char ckpt[1100], err[512];
+    char ckpt[1100], err[2400];
     snprintf(ckpt, sizeof ckpt, "%s/policy.ckpt", c.out);
 
     spade_policy *p = NULL;
@@ -404,21 +476,70 @@ int spade_cmd_pretrain(int argc, char **argv) {
             return 1;
         }
         if (fc.layers != c.gpt.layers || fc.heads != c.gpt.heads || fc.width != c.gpt.width ||
-            fc.context != c.gpt.context) {
+            fc.context != c.gpt.context || strcmp(fc.tokenizer, c.gpt.tokenizer)) {
             fprintf(stderr,
-                    "spade pretrain: cannot resume: %s has layers %d heads %d width %d context %d, "
-                    "%s asks for %d %d %d %d (use another [pretrain] out)\n",
-                    ckpt, fc.layers, fc.heads, fc.width, fc.context, argv[1], c.gpt.layers, c.gpt.heads,
-                    c.gpt.width, c.gpt.context);
-            free(cp.tok);
+                    "spade pretrain: cannot resume: %s has layers %d heads %d width %d context %d tokenizer %s, "
+                    "%s asks for %d %d %d %d %s (use another [pretrain] out)\n",
+                    ckpt, fc.layers, fc.heads, fc.width, fc.context, fc.tokenizer, argv[1], c.gpt.layers,
+                    c.gpt.heads, c.gpt.width, c.gpt.context, c.gpt.tokenizer);
+            free_docs(&dd);
             return 1;
         }
         rc = spade_policy_load(&p, ckpt, c.gpt.backend, err, sizeof err);
+        /* a tokenizer file named in the config must be the one the run started with */
+        spade_tokenizer *ft = NULL;
+        if (!rc && !strcmp(c.gpt.tokenizer, "bpe") && c.gpt.tokenizer_file[0]) {
+            char e[1000];
+            if (spade_tokenizer_load(&ft, c.gpt.tokenizer_file, e, sizeof e)) {
+                snprintf(err, sizeof err, "policy.tokenizer_file: %s", e);
+                rc = 1;
+            } else if (!spade_tokenizer_equal(ft, spade_policy_tokenizer(p))) {
+                snprintf(err, sizeof err, "cannot resume: the tokenizer in %s is not the one in %s "
+                         "(policy.tokenizer_file); use another [pretrain] out", ckpt, c.gpt.tokenizer_file);
+                rc = 1;
+            }
+            spade_tokenizer_free(ft);
+        }
+    } else if (!strcmp(c.gpt.tokenizer, "bpe") && !c.gpt.tokenizer_file[0]) {
+        /* no tokenizer given: learn one from the data, and keep it beside the checkpoint */
+        spade_bpe_trainer *tr = NULL;
+        spade_tokenizer *t = NULL;
+        char tokpath[1100];
+        snprintf(tokpath, sizeof tokpath, "%s/tokenizer.txt", c.out);
+        double t0 = now_s();
+        rc = spade_bpe_trainer_new(&tr, err, sizeof err);
+        for (int i = 0; i < dd.n && !rc; i++) rc = spade_bpe_trainer_add(tr, dd.b[i], dd.len[i], err, sizeof err);
+        if (!rc) rc = spade_bpe_trainer_finish(tr, c.tokenizer_vocab, &t, err, sizeof err);
+        if (!rc) rc = spade_tokenizer_save(t, tokpath, err, sizeof err);
+        if (!rc) {
+            fprintf(stderr, "spade pretrain: trained a tokenizer of %d tokens on %d files in %.2f s; wrote %s\n",
+                    spade_tokenizer_vocab(t), dd.n, now_s() - t0, tokpath);
+            rc = spade_policy_new_with_tokenizer(&p, &c.gpt, t, err, sizeof err);
+        }
+        spade_tokenizer_free(t);
+        spade_bpe_trainer_free(tr);
     } else {
         rc = spade_policy_new(&p, &c.gpt, err, sizeof err);
     }
     if (rc) {
         fprintf(stderr, "spade pretrain: %s\n", err);
+        spade_policy_free(p);
+        free_docs(&dd);
+        return 1;
+    }
+    if (encode_docs(&dd, spade_policy_tokenizer(p), &cp)) {
+        fprintf(stderr, "spade pretrain: out of memory encoding %s\n", c.data);
+        spade_policy_free(p);
+        free_docs(&dd);
+        free(cp.tok);
+        return 1;
+    }
+    size_t data_bytes = dd.bytes;
+    free_docs(&dd);
+    if (cp.n < (size_t)c.seq + 1) {
+        fprintf(stderr, "spade pretrain: %s holds %zu tokens in %d files; need at least seq + 1 = %d\n",
+                c.data, cp.n, cp.files, c.seq + 1);
+        spade_policy_free(p);
         free(cp.tok);
         return 1;
     }
@@ -431,13 +552,17 @@ int spade_cmd_pretrain(int argc, char **argv) {
         return 1;
     }
     int tty = isatty(2);
-    fprintf(stderr, "spade pretrain: %zu parameters on %s; %zu tokens from %d files in %s; %s at step %ld of %ld\n",
-            spade_policy_num_params(p), spade_policy_backend_note(p), cp.n, cp.files, c.data,
-            start ? "resuming" : "starting", start, c.steps);
+    spade_tokenizer *tkz = spade_policy_tokenizer(p);
+    fprintf(stderr, "spade pretrain: %zu parameters on %s; %zu tokens (%s, %d) from %zu bytes in %d files in %s; "
+            "%s at step %ld of %ld\n",
+            spade_policy_num_params(p), spade_policy_backend_note(p), cp.n, spade_tokenizer_kind(tkz),
+            spade_tokenizer_vocab(tkz), data_bytes, cp.files, c.data, start ? "resuming" : "starting", start,
+            c.steps);
     fprintf(log, "{\"event\":\"start\",\"step\":%ld,\"steps\":%ld,\"params\":%zu,\"backend\":", start, c.steps,
             spade_policy_num_params(p));
     json_str(log, spade_policy_backend_name(p), strlen(spade_policy_backend_name(p)));
-    fprintf(log, ",\"tokens\":%zu,\"files\":%d}\n", cp.n, cp.files);
+    fprintf(log, ",\"tokens\":%zu,\"bytes\":%zu,\"files\":%d,\"tokenizer\":\"%s\",\"vocab\":%d}\n", cp.n,
+            data_bytes, cp.files, spade_tokenizer_kind(tkz), spade_tokenizer_vocab(tkz));
     fflush(log);
 
     struct sigaction sa, old_int, old_term;
@@ -450,7 +575,9 @@ int spade_cmd_pretrain(int argc, char **argv) {
     int B = c.batch, T = c.seq;
     int *tok = malloc((size_t)B * T * sizeof(int)), *tg = malloc((size_t)B * T * sizeof(int));
     int *stok = malloc((size_t)c.sample_tokens * sizeof(int));
-    char *text = malloc((size_t)c.sample_tokens * 16 + 64);
+    /* a token decodes to at most SPADE_BPE_MAX_CHUNK bytes, a special one to "<|observation|>" */
+    size_t textcap = (size_t)c.sample_tokens * SPADE_BPE_MAX_CHUNK + 64;
+    char *text = malloc(textcap);
     spade_adamw_opts o;
     spade_adamw_opts_default(&o);
     o.weight_decay = c.weight_decay;
@@ -508,7 +635,7 @@ int spade_cmd_pretrain(int argc, char **argv) {
                 break;
             }
             size_t tl = 0;
-            spade_tok_decode(stok, (size_t)len, 1, text, (size_t)c.sample_tokens * 16 + 64, &tl);
+            spade_tokenizer_decode(tkz, stok, (size_t)len, 1, text, textcap, &tl);
             if (tty) fputc('\n', stderr);
             printf("--- sample at step %ld ---\n%s\n---\n", step, text);
             fflush(stdout);

@@ -3,6 +3,7 @@
 spade_SOURCES += cli/main.c cli/util.c cli/cmd_check.c cli/cmd_run.c cli/cmd_play.c cli/cmd_new.c cli/cmd_list.c \
 	cli/cmd_pretrain.c cli/cmd_vendi.c cli/cmd_archive.c cli/cmd_train.c
 noinst_HEADERS += cli/cli.h
+spade_SOURCES += cli/cmd_tokenizer.c
 
 
 check_PROGRAMS += tests/test_check tests/test_registry

@@ -264,6 +264,58 @@ has "nearest" "vendi --each names each file's nearest neighbour"
 mkdir -p "$TMP/novendi"
 expect 1 "vendi of a directory without sources" "$SPADE" vendi "$TMP/novendi"
 has "no .c files" "vendi says there was nothing to measure"
+# ---- tokenizer: train, stats, encode, decode (docs/cli.md) ---------------------
+expect 0 "tokenizer --help" "$SPADE" tokenizer --help
+has "usage: spade tokenizer train" "tokenizer --help prints its usage"
+expect 0 "help tokenizer" "$SPADE" help tokenizer
+expect 2 "tokenizer without a subcommand" "$SPADE" tokenizer
+expect 2 "tokenizer train without -o" "$SPADE" tokenizer train "$SRC/stdenv"
+expect 2 "tokenizer train with a bad --vocab" "$SPADE" tokenizer train "$SRC/stdenv" --vocab 100 -o "$TMP/x.tok"
+expect 0 "tokenizer train" "$SPADE" tokenizer train "$SRC/stdenv" "$SRC/plugins" "$SRC/docs" --vocab 4096 -o "$TMP/code.tok"
+has "trained 4096 tokens" "tokenizer train reaches the vocabulary asked for"
+expect 0 "tokenizer train again" "$SPADE" tokenizer train "$SRC/stdenv" "$SRC/plugins" "$SRC/docs" --vocab 4096 -o "$TMP/code2.tok"
+if cmp -s "$TMP/code.tok" "$TMP/code2.tok"; then ok "tokenizer train is deterministic"; else bad "tokenizer train is deterministic"; fi
+expect 0 "tokenizer stats" "$SPADE" tokenizer stats "$TMP/code.tok" "$SRC/stdenv"
+tail -n 1 "$TMP/out" >"$TMP/last"
+if grep -Eq '^bytes [0-9]+ tokens [0-9]+ ratio [0-9.]+$' "$TMP/last"; then ok "tokenizer stats ends with the total line"; else bad "tokenizer stats total line ($(cat "$TMP/last"))"; fi
+ratio=$(sed 's/.* ratio //' "$TMP/last")
+if awk "BEGIN { exit !($ratio >= 3) }"; then ok "stdenv is >= 3 bytes per token at vocabulary 4096 ($ratio)"; else bad "stdenv ratio $ratio < 3"; fi
+printf 'int main(void) {\n    return 0;\n}\n<|end|>\000\377\376 caf\303\251\n' >"$TMP/odd.bin"
+"$SPADE" tokenizer encode "$TMP/code.tok" "$TMP/odd.bin" >"$TMP/ids" 2>"$TMP/out"
+if [ $? -eq 0 ] && grep -Eq '^[0-9]+( [0-9]+)*$' "$TMP/ids"; then ok "tokenizer encode prints ids on one line"; else bad "tokenizer encode"; fi
+"$SPADE" tokenizer decode "$TMP/code.tok" "$TMP/ids" >"$TMP/back.bin" 2>"$TMP/out"
+if [ $? -eq 0 ] && cmp -s "$TMP/odd.bin" "$TMP/back.bin"; then ok "encode | decode gives the bytes back (NUL, invalid UTF-8, special-token text)"; else bad "tokenizer round trip"; fi
+"$SPADE" tokenizer encode "$TMP/code.tok" <"$SRC/stdenv/maze.c" | "$SPADE" tokenizer decode "$TMP/code.tok" - >"$TMP/back.c"
+if cmp -s "$SRC/stdenv/maze.c" "$TMP/back.c"; then ok "encode | decode through pipes"; else bad "encode | decode through pipes"; fi
+"$SPADE" tokenizer encode "$TMP/code.tok" --pieces "$TMP/odd.bin" >"$TMP/out" 2>&1
+has '"int"' "tokenizer encode --pieces shows each token's bytes"
+has '\x00' "tokenizer encode --pieces escapes NUL"
+echo "256 104 105 256" >"$TMP/spec.ids"
+expect 0 "tokenizer decode renders specials" "$SPADE" tokenizer decode "$TMP/code.tok" "$TMP/spec.ids"
+has "<|end|>hi<|end|>" "decode writes special tokens as <|name|>"
+expect 0 "tokenizer decode --no-special" "$SPADE" tokenizer decode "$TMP/code.tok" "$TMP/spec.ids" --no-special
+hasnt "<|end|>" "decode --no-special drops them"
+echo "1 99999" >"$TMP/bad.ids"
+expect 1 "tokenizer decode of an id outside the vocabulary" "$SPADE" tokenizer decode "$TMP/code.tok" "$TMP/bad.ids"
+has "99999" "decode names the bad id"
+head -c 2000 "$TMP/code.tok" >"$TMP/cut.tok"
+expect 1 "a truncated tokenizer file" "$SPADE" tokenizer stats "$TMP/cut.tok" "$SRC/stdenv/maze.c"
+has "$TMP/cut.tok" "the error names the file"
+has "truncated" "the error says it is truncated"
+# the exact forms docs/cli.md shows, from the source directory
+(cd "$SRC" && "$SPADE" tokenizer encode "$TMP/code.tok" stdenv/maze.c) >"$TMP/ids.maze" 2>"$TMP/out" &&
+(cd "$SRC" && "$SPADE" tokenizer encode "$TMP/code.tok" --pieces < stdenv/maze.c) >"$TMP/pieces.maze" 2>>"$TMP/out" &&
+(cd "$SRC" && "$SPADE" tokenizer encode "$TMP/code.tok" stdenv/maze.c | "$SPADE" tokenizer decode "$TMP/code.tok") >"$TMP/back2.c" 2>>"$TMP/out"
+if [ $? -eq 0 ] && cmp -s "$SRC/stdenv/maze.c" "$TMP/back2.c" &&
+   [ "$(wc -l <"$TMP/pieces.maze")" -eq "$(wc -w <"$TMP/ids.maze")" ]; then
+    ok "the documented encode/decode forms (one piece line per id)"
+else
+    bad "the documented encode/decode forms"
+fi
+expect 0 "tokenizer stats with a checkpoint's tokenizer" "$SPADE" tokenizer stats "$SRC/tests/data/policy-v1-bytes.ckpt" "$SRC/stdenv/maze.c"
+has " ratio 1.000" "a byte-tokenizer checkpoint encodes one token per byte"
+expect 1 "tokenizer stats with a missing file" "$SPADE" tokenizer stats "$TMP/code.tok" "$TMP/no-such-file"
+has "no-such-file" "stats names the missing file"
 
 echo "1..$n"
 [ "$fails" -eq 0 ]

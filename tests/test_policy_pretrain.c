@@ -303,6 +303,55 @@ START_TEST(test_pretrain_config_errors) {
 }
 END_TEST
 
+/* policy.tokenizer = bpe: trained on the data when no file is named, kept in
+ * OUT/tokenizer.txt and in the checkpoint; resumed with it; and a run that names
+ * a different tokenizer file cannot resume that checkpoint. */
+START_TEST(test_pretrain_bpe) {
+    static char out[1 << 16];
+    write_config(4, "tokenizer_vocab = 300\n[policy]\ntokenizer = bpe\n");
+    int rc = run(out, sizeof out);
+    ck_assert_msg(rc == 0, "pretrain failed: %s", out);
+    ck_assert_msg(strstr(out, "trained a tokenizer of"), "%s", out);
+    char tokf[512], ckpt[512], err[1024];
+    snprintf(tokf, sizeof tokf, "%s/out/tokenizer.txt", dir);
+    snprintf(ckpt, sizeof ckpt, "%s/out/policy.ckpt", dir);
+    spade_tokenizer *ft, *ct;
+    ck_assert_msg(spade_tokenizer_load(&ft, tokf, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_gt(spade_tokenizer_vocab(ft), SPADE_VOCAB);
+    ck_assert_int_le(spade_tokenizer_vocab(ft), 300);
+    ck_assert_msg(spade_policy_read_tokenizer(ckpt, &ct, err, sizeof err) == 0, "%s", err);
+    ck_assert(spade_tokenizer_equal(ft, ct));
+    spade_tokenizer_free(ct);
+    /* resume, naming the file this time */
+    char extra[1024];
+    snprintf(extra, sizeof extra, "[policy]\ntokenizer = bpe\ntokenizer_file = %s\n", tokf);
+    write_config(6, extra);
+    rc = run(out, sizeof out);
+    ck_assert_msg(rc == 0, "resume failed: %s", out);
+    ck_assert_msg(strstr(out, "resuming at step 4") && strstr(out, "(bpe, "), "%s", out);
+    /* another tokenizer file for the same out is refused */
+    spade_bpe_trainer *tr;
+    spade_tokenizer *other;
+    ck_assert_int_eq(spade_bpe_trainer_new(&tr, err, sizeof err), 0);
+    ck_assert_int_eq(spade_bpe_trainer_add(tr, "aaaa bbbb aaaa bbbb", 19, err, sizeof err), 0);
+    ck_assert_int_eq(spade_bpe_trainer_finish(tr, 300, &other, err, sizeof err), 0);
+    char otherf[512];
+    snprintf(otherf, sizeof otherf, "%s/other.tok", dir);
+    ck_assert_int_eq(spade_tokenizer_save(other, otherf, err, sizeof err), 0);
+    snprintf(extra, sizeof extra, "[policy]\ntokenizer = bpe\ntokenizer_file = %s\n", otherf);
+    write_config(8, extra);
+    ck_assert_int_eq(run(out, sizeof out), 1);
+    ck_assert_msg(strstr(out, "cannot resume") && strstr(out, otherf), "%s", out);
+    /* and the byte tokenizer for a BPE checkpoint is refused too */
+    write_config(8, "");
+    ck_assert_int_eq(run(out, sizeof out), 1);
+    ck_assert_msg(strstr(out, "tokenizer bpe"), "%s", out);
+    spade_bpe_trainer_free(tr);
+    spade_tokenizer_free(other);
+    spade_tokenizer_free(ft);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("policy_pretrain");
     TCase *t = tcase_create("pretrain");
@@ -311,6 +360,7 @@ int main(void) {
     tcase_add_test(t, test_pretrain_runs_and_resumes);
     tcase_add_test(t, test_pretrain_config_errors);
     tcase_add_test(t, test_pretrain_resume_same_trajectory);
+    tcase_add_test(t, test_pretrain_bpe);
     suite_add_tcase(s, t);
     return tu_run(s);
 }

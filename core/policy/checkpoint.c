@@ -3,7 +3,7 @@
  * What it is: the on-disk format of a spade policy and its validation.
  *   offset  size  field
  *        0     8  magic "SPADEGPT"
- *        8     4  u32 format version (1)
+ *        8     4  u32 format version (2; version 1 files, which had no tokenizer, still load)
  *       12     4  u32 0x01020304, to catch a file from a machine of the other byte order
  *       16     4  u32 header size in bytes (96)
  *       20    24  i32 layers, heads, width, context, vocab V, padded vocab Vp
@@ -11,9 +11,10 @@
  *       48     8  u64 seed
  *       56     8  u64 optimizer steps taken
  *       64     8  u64 number of parameters P (must match the config)
- *       72     8  u64 reserved (0)
+ *       72     8  u64 K: bytes of tokenizer text (0: the byte tokenizer; version 1: 0)
  *       80    16  policy.backend the file was written with (NUL-padded text)
- *       96   4P   parameters (float32, in the order of gpt_internal.h)
+ *       96    K   the tokenizer file's text (tokenizer.h), when K > 0
+ *     96+K   4P   parameters (float32, in the order of gpt_internal.h)
  *           4P    AdamW m   (if flag bit 0)
  *           4P    AdamW v   (if flag bit 0)
  *  end-8     8    u64 FNV-1a hash of every byte before it
@@ -34,8 +35,10 @@
 #include "policy/gpt_internal.h"
 
 #define CKPT_MAGIC "SPADEGPT"
-#define CKPT_VERSION 1u
+#define CKPT_VERSION 2u
 #define CKPT_HEADER 96u
+/* More tokenizer text than the largest valid tokenizer file is a corrupt header. */
+#define CKPT_MAX_TOKENIZER (64ull << 20)
 
 static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
     const unsigned char *b = data;
@@ -86,6 +89,18 @@ int spade_policy_save(spade_policy *p, const char *path, char *err, size_t errle
     put64(hdr + 56, (uint64_t)p->step);
     put64(hdr + 64, P);
     memcpy(hdr + 80, p->cfg.backend, strnlen(p->cfg.backend, 15));
+    char *tokbuf = NULL;
+    size_t toklen = 0;
+    spade_tokenizer *tok = spade_policy_tokenizer(p);
+    if (tok && spade_tokenizer_num_merges(tok) > 0) {
+        char e[200];
+        if (spade_tokenizer_serialize(tok, &tokbuf, &toklen, e, sizeof e)) {
+            free(host);
+            snprintf(err, errlen, "checkpoint '%s': %s", path, e);
+            return SPADE_POLICY_ENOMEM;
+        }
+    }
+    put64(hdr + 72, toklen);
 
     size_t tl = strlen(path) + 32;
     char *tmp = malloc(tl);
@@ -101,11 +116,14 @@ int spade_policy_save(spade_policy *p, const char *path, char *err, size_t errle
         snprintf(err, errlen, "checkpoint '%s': cannot create '%s': %s", path, tmp, strerror(errno));
         free(tmp);
         free(host);
+        free(tokbuf);
         return SPADE_POLICY_EIO;
     }
     uint64_t h = FNV_INIT;
     const float *srcs[3] = {p->params_mem, p->m_mem, p->v_mem};
     if (write_all(fd, hdr, sizeof hdr, &h)) rc = SPADE_POLICY_EIO;
+    if (!rc && toklen && write_all(fd, tokbuf, toklen, &h)) rc = SPADE_POLICY_EIO;
+    free(tokbuf);
     for (int i = 0; i < 3 && !rc; i++) {
         if (p->be.vt->download(p->be.ctx, host, srcs[i], P * sizeof(float))) {
             rc = gpt_backend_fail(p, "checkpoint download", err, errlen);
@@ -153,7 +171,8 @@ int spade_policy_save(spade_policy *p, const char *path, char *err, size_t errle
 
 /* Reads and checks the header; fills cfg, *step, *P, *flags and the file size. */
 static int read_header(FILE *f, const char *path, spade_gpt_config *cfg, uint64_t *step,
-                       uint64_t *P, uint32_t *flags, uint64_t *h, char *err, size_t errlen) {
+                       uint64_t *P, uint32_t *flags, uint64_t *toklen, uint64_t *h, char *err,
+                       size_t errlen) {
     struct stat st;
     if (fstat(fileno(f), &st)) {
         snprintf(err, errlen, "checkpoint '%s': %s", path, strerror(errno));
@@ -181,8 +200,8 @@ static int read_header(FILE *f, const char *path, spade_gpt_config *cfg, uint64_
         snprintf(err, errlen, "checkpoint '%s': written on a machine with the other byte order", path);
         return SPADE_POLICY_EFORMAT;
     }
-    if (ver != CKPT_VERSION) {
-        snprintf(err, errlen, "checkpoint '%s': format version %u, this build reads version %u",
+    if (ver < 1 || ver > CKPT_VERSION) {
+        snprintf(err, errlen, "checkpoint '%s': format version %u, this build reads versions 1 to %u",
                  path, ver, CKPT_VERSION);
         return SPADE_POLICY_EFORMAT;
     }
@@ -201,14 +220,28 @@ static int read_header(FILE *f, const char *path, spade_gpt_config *cfg, uint64_
     cfg->seed = get64(hdr + 48);
     memcpy(cfg->backend, hdr + 80, 15);
     cfg->backend[15] = 0;
+    /* Version 1 had only the byte tokenizer, and 0 in the tokenizer length's place. */
+    *toklen = ver >= 2 ? get64(hdr + 72) : 0;
+    if (*toklen > CKPT_MAX_TOKENIZER) {
+        snprintf(err, errlen, "checkpoint '%s': bad header: %llu bytes of tokenizer", path,
+                 (unsigned long long)*toklen);
+        return SPADE_POLICY_EFORMAT;
+    }
+    if (*toklen ? (dims[4] <= SPADE_VOCAB || dims[4] > SPADE_TOK_MAX_VOCAB) : dims[4] != SPADE_VOCAB) {
+        snprintf(err, errlen, "checkpoint '%s': vocabulary %d with %s tokenizer: expected %s", path, dims[4],
+                 *toklen ? "a BPE" : "the byte", *toklen ? "264..65536" : "263");
+        return SPADE_POLICY_EFORMAT;
+    }
+    if (dims[5] != SPADE_VOCAB_PAD(dims[4])) {
+        snprintf(err, errlen, "checkpoint '%s': padded vocabulary %d, expected %d for vocabulary %d", path,
+                 dims[5], SPADE_VOCAB_PAD(dims[4]), dims[4]);
+        return SPADE_POLICY_EFORMAT;
+    }
+    cfg->vocab = dims[4];
+    snprintf(cfg->tokenizer, sizeof cfg->tokenizer, "%s", *toklen ? "bpe" : "bytes");
     char cerr[200];
     if (spade_gpt_config_validate(cfg, cerr, sizeof cerr)) {
         snprintf(err, errlen, "checkpoint '%s': bad config header: %s", path, cerr);
-        return SPADE_POLICY_EFORMAT;
-    }
-    if (dims[4] != SPADE_VOCAB || dims[5] != SPADE_VOCAB_PADDED) {
-        snprintf(err, errlen, "checkpoint '%s': vocabulary %d (padded %d), this build uses %d (%d)",
-                 path, dims[4], dims[5], SPADE_VOCAB, SPADE_VOCAB_PADDED);
         return SPADE_POLICY_EFORMAT;
     }
     *flags = get32(hdr + 44);
@@ -219,7 +252,7 @@ static int read_header(FILE *f, const char *path, spade_gpt_config *cfg, uint64_
                  (unsigned long long)*P, spade_gpt_config_num_params(cfg));
         return SPADE_POLICY_EFORMAT;
     }
-    uint64_t want = CKPT_HEADER + (*P) * 4 * ((*flags & 1) ? 3 : 1) + 8;
+    uint64_t want = CKPT_HEADER + *toklen + (*P) * 4 * ((*flags & 1) ? 3 : 1) + 8;
     if ((uint64_t)st.st_size != want) {
         snprintf(err, errlen, "checkpoint '%s': %s: %llu bytes, the header promises %llu", path,
                  (uint64_t)st.st_size < want ? "truncated" : "trailing garbage",
@@ -236,11 +269,99 @@ int spade_policy_read_config(const char *path, spade_gpt_config *cfg, char *err,
         snprintf(err, errlen, "checkpoint '%s': %s", path, strerror(errno));
         return SPADE_POLICY_EIO;
     }
-    uint64_t step, P, h;
+    uint64_t step, P, h, toklen;
     uint32_t flags;
-    int rc = read_header(f, path, cfg, &step, &P, &flags, &h, err, errlen);
+    int rc = read_header(f, path, cfg, &step, &P, &flags, &toklen, &h, err, errlen);
     fclose(f);
     return rc;
+}
+
+/* Reads the K bytes of tokenizer text that follow the header (or makes the
+ * byte tokenizer when K = 0) and hashes them into *h. */
+static int read_tokenizer(FILE *f, const char *path, const spade_gpt_config *cfg, uint64_t toklen,
+                          uint64_t *h, spade_tokenizer **out, char *err, size_t errlen) {
+    *out = NULL;
+    if (!toklen) return spade_tokenizer_new_bytes(out, err, errlen);
+    char *buf = malloc((size_t)toklen);
+    if (!buf) {
+        snprintf(err, errlen, "checkpoint '%s': out of host memory", path);
+        return SPADE_POLICY_ENOMEM;
+    }
+    if (fread(buf, 1, (size_t)toklen, f) != (size_t)toklen) {
+        free(buf);
+        snprintf(err, errlen, "checkpoint '%s': read error or file changed while reading", path);
+        return SPADE_POLICY_EIO;
+    }
+    *h = fnv1a(*h, buf, (size_t)toklen);
+    size_t nl = strlen(path) + 32;
+    char *name = malloc(nl);
+    if (!name) {
+        free(buf);
+        snprintf(err, errlen, "checkpoint '%s': out of host memory", path);
+        return SPADE_POLICY_ENOMEM;
+    }
+    snprintf(name, nl, "checkpoint '%s': tokenizer", path);
+    int rc = spade_tokenizer_parse(out, buf, (size_t)toklen, name, err, errlen);
+    free(name);
+    free(buf);
+    if (!rc && spade_tokenizer_vocab(*out) != cfg->vocab) {
+        snprintf(err, errlen, "checkpoint '%s': its tokenizer has %d tokens, its header says %d", path,
+                 spade_tokenizer_vocab(*out), cfg->vocab);
+        spade_tokenizer_free(*out);
+        *out = NULL;
+        rc = SPADE_POLICY_EFORMAT;
+    }
+    return rc;
+}
+
+int spade_policy_read_tokenizer(const char *path, spade_tokenizer **out, char *err, size_t errlen) {
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "checkpoint '%s': %s", path, strerror(errno));
+        return SPADE_POLICY_EIO;
+    }
+    spade_gpt_config cfg;
+    uint64_t step, P, h, toklen;
+    uint32_t flags;
+    spade_tokenizer *tok = NULL;
+    int rc = read_header(f, path, &cfg, &step, &P, &flags, &toklen, &h, err, errlen);
+    if (!rc) rc = read_tokenizer(f, path, &cfg, toklen, &h, &tok, err, errlen);
+    /* the rest is only hashed: a tokenizer from a corrupt file is not trusted */
+    enum { BLK = 1 << 16 };
+    unsigned char *blk = rc ? NULL : malloc(BLK);
+    if (!rc && !blk) {
+        snprintf(err, errlen, "checkpoint '%s': out of host memory", path);
+        rc = SPADE_POLICY_ENOMEM;
+    }
+    uint64_t left = P * 4 * ((flags & 1) ? 3 : 1);
+    while (!rc && left) {
+        size_t k = left > BLK ? BLK : (size_t)left;
+        if (fread(blk, 1, k, f) != k) {
+            snprintf(err, errlen, "checkpoint '%s': read error or file changed while reading", path);
+            rc = SPADE_POLICY_EIO;
+            break;
+        }
+        h = fnv1a(h, blk, k);
+        left -= k;
+    }
+    free(blk);
+    unsigned char tr[8];
+    if (!rc && fread(tr, 1, 8, f) != 8) {
+        snprintf(err, errlen, "checkpoint '%s': read error or file changed while reading", path);
+        rc = SPADE_POLICY_EIO;
+    }
+    if (!rc && h != get64(tr)) {
+        snprintf(err, errlen, "checkpoint '%s': checksum mismatch: the file is corrupt", path);
+        rc = SPADE_POLICY_EFORMAT;
+    }
+    fclose(f);
+    if (rc) {
+        spade_tokenizer_free(tok);
+        return rc;
+    }
+    *out = tok;
+    return 0;
 }
 
 int spade_policy_load(spade_policy **out, const char *path, const char *backend, char *err,
@@ -252,9 +373,11 @@ int spade_policy_load(spade_policy **out, const char *path, const char *backend,
         return SPADE_POLICY_EIO;
     }
     spade_gpt_config cfg;
-    uint64_t step, P, h;
+    uint64_t step, P, h, toklen;
     uint32_t flags;
-    int rc = read_header(f, path, &cfg, &step, &P, &flags, &h, err, errlen);
+    spade_tokenizer *tok = NULL;
+    int rc = read_header(f, path, &cfg, &step, &P, &flags, &toklen, &h, err, errlen);
+    if (!rc) rc = read_tokenizer(f, path, &cfg, toklen, &h, &tok, err, errlen);
     if (rc) {
         fclose(f);
         return rc;
@@ -264,6 +387,7 @@ int spade_policy_load(spade_policy **out, const char *path, const char *backend,
     float *host = malloc((size_t)P * nt * sizeof(float));
     if (!host) {
         fclose(f);
+        spade_tokenizer_free(tok);
         snprintf(err, errlen, "checkpoint '%s': out of host memory", path);
         return SPADE_POLICY_ENOMEM;
     }
@@ -272,6 +396,7 @@ int spade_policy_load(spade_policy **out, const char *path, const char *backend,
         snprintf(err, errlen, "checkpoint '%s': read error or file changed while reading", path);
         free(host);
         fclose(f);
+        spade_tokenizer_free(tok);
         return SPADE_POLICY_EIO;
     }
     fclose(f);
@@ -279,14 +404,17 @@ int spade_policy_load(spade_policy **out, const char *path, const char *backend,
     if (h != get64(tr)) {
         snprintf(err, errlen, "checkpoint '%s': checksum mismatch: the file is corrupt", path);
         free(host);
+        spade_tokenizer_free(tok);
         return SPADE_POLICY_EFORMAT;
     }
     spade_policy *p;
     rc = gpt_alloc(&p, &cfg, err, errlen);
     if (rc) {
         free(host);
+        spade_tokenizer_free(tok);
         return rc;
     }
+    p->tok = tok;
     float *dst[3] = {p->params_mem, p->m_mem, p->v_mem};
     for (int i = 0; i < nt && !rc; i++)
         if (p->be.vt->upload(p->be.ctx, dst[i], host + (size_t)i * P, (size_t)P * sizeof(float)))

@@ -36,6 +36,7 @@ void spade_gpt_config_default(spade_gpt_config *cfg) {
     cfg->context = 256;
     snprintf(cfg->backend, sizeof cfg->backend, "auto");
     cfg->seed = 1337;
+    snprintf(cfg->tokenizer, sizeof cfg->tokenizer, "bytes");
 }
 
 static int parse_int(const char *key, const char *v, long lo, long hi, int *out, char *err,
@@ -82,8 +83,25 @@ int spade_gpt_config_set(spade_gpt_config *cfg, const char *key, const char *val
         cfg->seed = s;
         return 0;
     }
-    snprintf(err, errlen, "unknown key '%s' (policy keys: layers, heads, width, context, backend, seed)",
-             key);
+    if (!strcmp(k, "tokenizer")) {
+        if (strcmp(value, "bytes") && strcmp(value, "bpe")) {
+            snprintf(err, errlen, "%s = '%s': expected bytes or bpe", key, value);
+            return SPADE_POLICY_EINVAL;
+        }
+        snprintf(cfg->tokenizer, sizeof cfg->tokenizer, "%s", value);
+        return 0;
+    }
+    if (!strcmp(k, "tokenizer_file")) {
+        if (!*value || strlen(value) >= sizeof cfg->tokenizer_file) {
+            snprintf(err, errlen, "%s = '%.100s': expected a non-empty path under %zu bytes", key, value,
+                     sizeof cfg->tokenizer_file);
+            return SPADE_POLICY_EINVAL;
+        }
+        snprintf(cfg->tokenizer_file, sizeof cfg->tokenizer_file, "%s", value);
+        return 0;
+    }
+    snprintf(err, errlen, "unknown key '%s' (policy keys: layers, heads, width, context, backend, seed, "
+             "tokenizer, tokenizer_file)", key);
     return SPADE_POLICY_ENOKEY;
 }
 
@@ -108,11 +126,24 @@ int spade_gpt_config_validate(const spade_gpt_config *c, char *err, size_t errle
         snprintf(err, errlen, "policy.context = %d: expected 2..65536", c->context);
         return SPADE_POLICY_EINVAL;
     }
+    if (strcmp(c->tokenizer, "bytes") && strcmp(c->tokenizer, "bpe")) {
+        snprintf(err, errlen, "policy.tokenizer = '%.8s': expected bytes or bpe", c->tokenizer);
+        return SPADE_POLICY_EINVAL;
+    }
+    if (c->vocab && (c->vocab < SPADE_VOCAB || c->vocab > SPADE_TOK_MAX_VOCAB ||
+                     (c->vocab != SPADE_VOCAB && !strcmp(c->tokenizer, "bytes")))) {
+        snprintf(err, errlen, "vocabulary %d with policy.tokenizer = %s: expected %s", c->vocab, c->tokenizer,
+                 strcmp(c->tokenizer, "bytes") ? "263..65536" : "263 (the byte tokenizer)");
+        return SPADE_POLICY_EINVAL;
+    }
     return 0;
 }
 
+/* V and Vp of a configuration: the tokenizer's, or the byte tokenizer's until one is known. */
+static int cfg_vocab(const spade_gpt_config *c) { return c->vocab ? c->vocab : SPADE_VOCAB; }
+
 static void param_sizes(const spade_gpt_config *c, size_t *s) {
-    size_t L = c->layers, C = c->width, Vp = SPADE_VOCAB_PADDED, maxT = c->context;
+    size_t L = c->layers, C = c->width, Vp = SPADE_VOCAB_PAD(cfg_vocab(c)), maxT = c->context;
     s[0] = Vp * C;
     s[1] = maxT * C;
     s[2] = L * C;
@@ -171,8 +202,8 @@ int gpt_alloc(spade_policy **out, const spade_gpt_config *cfg, char *err, size_t
     p->NH = cfg->heads;
     p->C = cfg->width;
     p->maxT = cfg->context;
-    p->V = SPADE_VOCAB;
-    p->Vp = SPADE_VOCAB_PADDED;
+    p->V = cfg_vocab(cfg);
+    p->Vp = SPADE_VOCAB_PAD(p->V);
     rc = spade_backend_open(cfg->backend, &p->be, p->be_note, sizeof p->be_note, err, errlen);
     if (rc) {
         free(p);
@@ -341,9 +372,39 @@ static void init_weights(spade_policy *p, float *h) {
 }
 
 int spade_policy_new(spade_policy **out, const spade_gpt_config *cfg, char *err, size_t errlen) {
-    spade_policy *p;
-    int rc = gpt_alloc(&p, cfg, err, errlen);
+    return spade_policy_new_with_tokenizer(out, cfg, NULL, err, errlen);
+}
+
+int spade_policy_new_with_tokenizer(spade_policy **out, const spade_gpt_config *cfg,
+                                    const spade_tokenizer *tok, char *err, size_t errlen) {
+    *out = NULL;
+    spade_tokenizer *tk = NULL;
+    int rc;
+    if (tok) {
+        rc = spade_tokenizer_clone(&tk, tok, err, errlen);
+    } else if (!strcmp(cfg->tokenizer, "bpe")) {
+        if (!cfg->tokenizer_file[0]) {
+            snprintf(err, errlen, "policy.tokenizer = bpe needs policy.tokenizer_file (a file written by "
+                     "spade tokenizer train)");
+            return SPADE_POLICY_EINVAL;
+        }
+        char e[600];
+        rc = spade_tokenizer_load(&tk, cfg->tokenizer_file, e, sizeof e);
+        if (rc) snprintf(err, errlen, "policy.tokenizer_file: %s", e);
+    } else {
+        rc = spade_tokenizer_new_bytes(&tk, err, errlen);
+    }
     if (rc) return rc;
+    spade_gpt_config c2 = *cfg;
+    c2.vocab = spade_tokenizer_vocab(tk);
+    snprintf(c2.tokenizer, sizeof c2.tokenizer, "%s", spade_tokenizer_kind(tk));
+    spade_policy *p;
+    rc = gpt_alloc(&p, &c2, err, errlen);
+    if (rc) {
+        spade_tokenizer_free(tk);
+        return rc;
+    }
+    p->tok = tk;
     float *h = malloc(p->num_params * sizeof(float));
     if (!h) {
         spade_policy_free(p);
@@ -372,6 +433,7 @@ void spade_policy_free(spade_policy *p) {
         spade_decoder_free(p->dec);
         spade_backend_close(&p->be);
     }
+    spade_tokenizer_free(p->tok);
     free(p);
 }
 
@@ -382,6 +444,10 @@ int spade_policy_clone(spade_policy **out, const spade_policy *src, const char *
     spade_policy *p;
     int rc = gpt_alloc(&p, &cfg, err, errlen);
     if (rc) return rc;
+    if (src->tok && (rc = spade_tokenizer_clone(&p->tok, src->tok, err, errlen))) {
+        spade_policy_free(p);
+        return rc;
+    }
     float *h = malloc(p->num_params * sizeof(float));
     if (!h) {
         spade_policy_free(p);
@@ -405,6 +471,12 @@ const char *spade_policy_backend_name(const spade_policy *p) { return p->be.vt->
 const char *spade_policy_backend_note(const spade_policy *p) { return p->be_note; }
 size_t spade_policy_num_params(const spade_policy *p) { return p->num_params; }
 long spade_policy_steps(const spade_policy *p) { return p->step; }
+
+spade_tokenizer *spade_policy_tokenizer(spade_policy *p) {
+    /* a policy made without one (gpt_alloc's callers attach theirs) has bytes */
+    if (!p->tok && p->V == SPADE_VOCAB) spade_tokenizer_new_bytes(&p->tok, NULL, 0);
+    return p->tok;
+}
 
 int spade_policy_tensor(const spade_policy *p, int i, const char **name, size_t *offset,
                         size_t *count) {

@@ -121,6 +121,8 @@ struct spade_policy {
     double mask_sum;
 
     spade_decoder *dec;                         /* spade_policy_sample's decoding batch */
+
+    spade_tokenizer *tok;                       /* owned; NULL only inside gpt_alloc's callers */
 };
 
 /* Grows the training activations to hold (B, T). */

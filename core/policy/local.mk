@@ -32,3 +32,11 @@ tests_test_policy_pretrain_SOURCES = tests/test_policy_pretrain.c tests/testutil
 tests_test_policy_pretrain_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_policy_pretrain_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
 EXTRA_DIST += cli/cmd_pretrain.h
+
+# The tokenizers (bytes, BPE) and their place in checkpoints.
+check_PROGRAMS += tests/test_tokenizer
+TESTS += tests/test_tokenizer
+tests_test_tokenizer_SOURCES = tests/test_tokenizer.c tests/testutil.c tests/testutil.h
+tests_test_tokenizer_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_test_tokenizer_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
+EXTRA_DIST += tests/data

@@ -1,5 +1,5 @@
 /* policy.h — the policy object both roles share: a GPT (pre-LayerNorm, GELU,
- * learned positions, tied embeddings) over a byte tokenizer, with training,
+ * learned positions, tied embeddings) over a byte or BPE tokenizer, with training,
  * sampling with a KV cache, log-probs, AdamW, checkpoints and the GRPO loss.
  *
  * What it is: the public C API of core/policy. One opaque spade_policy owns a
@@ -36,9 +36,16 @@ typedef struct spade_gpt_config {
     int context;       /* policy.context  maxT, positions (prompt + completion) */
     char backend[16];  /* policy.backend  auto | cpu | cuda | cpu_ref */
     uint64_t seed;     /* policy.seed     initialisation seed */
+    char tokenizer[8]; /* policy.tokenizer  bytes | bpe */
+    char tokenizer_file[1024]; /* policy.tokenizer_file  the BPE file (spade tokenizer train) that
+                                * spade_policy_new loads when tokenizer = bpe */
+    int vocab;         /* V of the policy's tokenizer; not a key: 0 until a tokenizer is known
+                        * (then the byte tokenizer's 263 is assumed), set by spade_policy_new*
+                        * and read from checkpoints. Vp = SPADE_VOCAB_PAD(V). */
 } spade_gpt_config;
 
-/* Defaults: 4 layers, 4 heads, width 128, context 256, backend auto, seed 1337. */
+/* Defaults: 4 layers, 4 heads, width 128, context 256, backend auto, seed 1337,
+ * tokenizer bytes. */
 void spade_gpt_config_default(spade_gpt_config *cfg);
 /* Sets one key ("policy.layers" or, inside a [policy] section, "layers") from
  * its text value. Returns 0; SPADE_POLICY_EINVAL for a bad value (err names the
@@ -57,8 +64,17 @@ size_t spade_gpt_config_num_params(const spade_gpt_config *cfg);
 typedef struct spade_policy spade_policy;
 
 /* Creates a policy with freshly initialised weights (deterministic in cfg->seed:
- * the same seed gives bit-identical parameters on every backend). */
+ * the same seed gives bit-identical parameters on every backend). Its
+ * tokenizer: the byte tokenizer, or with tokenizer = bpe the file
+ * cfg->tokenizer_file (an error naming the file when it is missing or bad). */
 int spade_policy_new(spade_policy **out, const spade_gpt_config *cfg, char *err, size_t errlen);
+/* The same with the tokenizer given (copied; NULL: as spade_policy_new). The
+ * vocabulary, hence the embedding size, follows from it. */
+int spade_policy_new_with_tokenizer(spade_policy **out, const spade_gpt_config *cfg,
+                                    const spade_tokenizer *tok, char *err, size_t errlen);
+/* The policy's tokenizer (owned by the policy; saved inside its checkpoints).
+ * Not const: encoding fills its cache. */
+spade_tokenizer *spade_policy_tokenizer(spade_policy *p);
 void spade_policy_free(spade_policy *p);
 /* A new policy with the same config, parameters and step (not optimizer
  * state), on backend `backend` (NULL: the source's config value). Used for a
@@ -249,7 +265,8 @@ size_t spade_decoder_bytes(const spade_decoder *d);
 /* ---- checkpoints ---- */
 
 /* Atomic save: writes PATH.tmp.PID, fsyncs it, renames over PATH, fsyncs the
- * directory. Stores the config, the step count, parameters and AdamW moments. */
+ * directory. Stores the config, the tokenizer, the step count, parameters and
+ * AdamW moments. */
 int spade_policy_save(spade_policy *p, const char *path, char *err, size_t errlen);
 /* Reads a checkpoint into a new policy; backend overrides the file's
  * policy.backend when not NULL. A missing, foreign, truncated, corrupt or
@@ -258,6 +275,10 @@ int spade_policy_load(spade_policy **out, const char *path, const char *backend,
                       size_t errlen);
 /* Reads only the config header of a checkpoint (same checks on the header). */
 int spade_policy_read_config(const char *path, spade_gpt_config *cfg, char *err, size_t errlen);
+/* Reads the tokenizer stored in a checkpoint (the byte tokenizer for one
+ * written before tokenizers were stored), checking the whole file's checksum
+ * but keeping no weights. */
+int spade_policy_read_tokenizer(const char *path, spade_tokenizer **out, char *err, size_t errlen);
 
 /* ---- GRPO ---- */
 

@@ -81,15 +81,18 @@ struct spade_tokenizer {
     uint64_t *mkey;           /* pair -> merge index: open addressing, mval -1 = empty */
     int32_t *mval;
     size_t mmask;
+    int32_t *bytepair;        /* (256 * 256) merge of two byte tokens, -1 none: every chunk starts as bytes */
     int cache_on;
     chunk_cache *cache;       /* allocated on first use */
     size_t hits, misses;
 };
 
 static uint64_t pair_key(int a, int b) { return ((uint64_t)(uint32_t)a << 32) | (uint32_t)b; }
-static size_t pair_hash(uint64_t k) { return (size_t)((k * 0x9E3779B97F4A7C15ull) >> 17); }
+/* the high bits of the product mix both ids (tables stay under 2^24 slots) */
+static size_t pair_hash(uint64_t k) { return (size_t)((k * 0x9E3779B97F4A7C15ull) >> 40); }
 
 static inline int merge_rank(const spade_tokenizer *t, int a, int b) {
+    if ((a | b) < 256) return t->bytepair ? t->bytepair[a << 8 | b] : -1;
     uint64_t k = pair_key(a, b);
     for (size_t i = pair_hash(k) & t->mmask;; i = (i + 1) & t->mmask) {
         if (t->mval[i] < 0) return -1;
@@ -103,18 +106,20 @@ static spade_tokenizer *tok_alloc(int cap) {
     if (!t) return NULL;
     t->cap = cap;
     size_t mcap = 16;
-    while (mcap < 2 * (size_t)cap) mcap *= 2;
+    while (mcap < 4 * (size_t)cap) mcap *= 2; /* load <= 1/4: most lookups are misses, which probe to a gap */
     t->mmask = mcap - 1;
     t->merges = malloc(((size_t)cap + 1) * sizeof *t->merges);
     t->off = malloc(((size_t)SPADE_TOK_COUNT + cap + 1) * sizeof *t->off);
     t->pieces = malloc(256 + (size_t)cap * MAXC);
     t->mkey = malloc(mcap * sizeof *t->mkey);
     t->mval = malloc(mcap * sizeof *t->mval);
-    if (!t->merges || !t->off || !t->pieces || !t->mkey || !t->mval) {
+    t->bytepair = cap ? malloc(65536 * sizeof *t->bytepair) : NULL;
+    if (!t->merges || !t->off || !t->pieces || !t->mkey || !t->mval || (cap && !t->bytepair)) {
         spade_tokenizer_free(t);
         return NULL;
     }
     memset(t->mval, 0xff, mcap * sizeof *t->mval);
+    if (t->bytepair) memset(t->bytepair, 0xff, 65536 * sizeof *t->bytepair);
     for (int i = 0; i < 256; i++) {
         t->pieces[i] = (unsigned char)i;
         t->off[i] = (uint32_t)i;
@@ -166,6 +171,7 @@ static int tok_add_merge(spade_tokenizer *t, int a, int b, char *why, size_t why
     while (t->mval[s] >= 0) s = (s + 1) & t->mmask;
     t->mkey[s] = key;
     t->mval[s] = i;
+    if ((a | b) < 256) t->bytepair[a << 8 | b] = i;
     t->nmerges++;
     return 0;
 }
@@ -186,6 +192,7 @@ void spade_tokenizer_free(spade_tokenizer *t) {
     free(t->pieces);
     free(t->mkey);
     free(t->mval);
+    free(t->bytepair);
     free(t->cache);
     free(t);
 }
