@@ -22,7 +22,6 @@
 #include <stddef.h>
 
 #include "policy/policy.h"
-spade_tokenizer *spade_policy_tokenizer(spade_policy *p); /* TEMPORARY shim decl */
 
 typedef struct spade_transcript {
     int *tok;            /* (len) */

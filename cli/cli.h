@@ -39,6 +39,8 @@ int cli_archive(spade_sandbox *sb, int argc, char **argv);
 void cli_usage_archive(FILE *out);
 int cli_train(spade_sandbox *sb, int argc, char **argv);
 void cli_usage_train(FILE *out);
+int cli_eval(spade_sandbox *sb, int argc, char **argv);
+void cli_usage_eval(FILE *out);
 void cli_usage_tokenizer(FILE *out);
 
 /* "spade CMD: message" on stderr; returns code, so `return cli_err(...)` reads well. */

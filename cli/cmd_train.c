@@ -18,6 +18,7 @@
  * What it is not: the self-play loop with a designer (not built yet: the
  * config says so), nor library code (it prints and owns the process).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ini.h>
@@ -236,6 +237,26 @@ static int read_state(const char *dir, char *ckpt, size_t cap) {
     return it;
 }
 
+/* Removes what a killed run can leave behind: checkpoints other than the
+ * state's (a kill between writing the state and unlinking the old one) and
+ * temporary files of an interrupted atomic write. */
+static void tidy_run(const char *dir, const char *keep) {
+    DIR *d = opendir(dir);
+    const char *base = strrchr(keep, '/');
+    base = base ? base + 1 : keep;
+    if (!d) return;
+    for (struct dirent *de; (de = readdir(d)) != NULL;) {
+        const char *n = de->d_name;
+        int old_ckpt = !strncmp(n, "policy-", 7) && strstr(n, ".ckpt") && strcmp(n, base);
+        if (old_ckpt || strstr(n, ".tmp.")) {
+            char p[4400];
+            snprintf(p, sizeof p, "%s/%s", dir, n);
+            unlink(p);
+        }
+    }
+    closedir(d);
+}
+
 /* Keeps the log lines of iterations <= last (a line past the checkpoint is played again). */
 static int trim_log(const char *log, int last) {
     FILE *f = fopen(log, "r");
@@ -355,12 +376,15 @@ int cli_train(spade_sandbox *sb, int argc, char **argv) {
         snprintf(path0, sizeof path0, "%s/config.base", c.dir);
         if (write_atomic(path0, line, (size_t)k) < 0) return cli_err(CLI_FAIL, "train", "%s: cannot write", path0);
     }
+    if (resume_dir) { /* what a killed run left past its last completed iteration goes */
+        trim_log(log_path, done);
+        tidy_run(c.dir, done >= 0 ? ckpt : "");
+    }
     /* the policy */
     spade_policy *p = NULL;
     if (done >= 0) {
         if (spade_policy_load(&p, ckpt, NULL, err, sizeof err)) return cli_err(CLI_FAIL, "train", "cannot resume: %s", err);
         printf("resuming %s after iteration %d\n", c.dir, done);
-        trim_log(log_path, done);
     } else if (c.init[0]) {
         if (spade_policy_load(&p, c.init, NULL, err, sizeof err)) return cli_err(CLI_FAIL, "train", "%s", err);
     } else if (spade_policy_new(&p, &c.gpt, err, sizeof err))

@@ -37,6 +37,7 @@ static const command commands[] = {
     {"new", cli_new, cli_usage_new, 0, "write a commented environment template to plugins/"},
     {"list", cli_list, cli_usage_list, 1, "list the environments found on the search path"},
     {"train", cli_train, cli_usage_train, 1, "train the policy as an agent on a fixed pool (spade train CONFIG|RUN)"},
+    {"eval", cli_eval, cli_usage_eval, 1, "success of a policy per environment, with intervals and references"},
     {"archive", cli_archive, cli_usage_archive, 0, "list, show or export the environments a run built"},
     {"vendi", cli_vendi, cli_usage_vendi, 0, "diversity (Vendi score) of a set of environment sources"},
     {"pretrain", cli_pretrain, NULL, 0, "pretrain the policy on text files (spade pretrain CONFIG)"},

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent/eval.h"
 #include "agent/policy_agent.h"
 #include "agent/pool.h"
 #include "agent/rl.h"
@@ -313,6 +314,54 @@ START_TEST(grpo_learns_a_trivial_environment) {
 }
 END_TEST
 
+START_TEST(wilson_interval_known_values) {
+    double lo, hi;
+    spade_wilson(0, 10, 1.959964, &lo, &hi);
+    ck_assert_double_eq(lo, 0);
+    ck_assert_double_eq_tol(hi, 0.277533, 1e-5);
+    spade_wilson(5, 10, 1.959964, &lo, &hi);
+    ck_assert_double_eq_tol(lo, 0.236593, 1e-5);
+    ck_assert_double_eq_tol(hi, 0.763407, 1e-5);
+    spade_wilson(10, 10, 1.959964, &lo, &hi);
+    ck_assert_double_eq_tol(lo, 0.722467, 1e-5);
+    ck_assert_double_eq(hi, 1);
+    spade_wilson(81, 263, 1.959964, &lo, &hi); /* Wilson's own worked example size: p = 0.308 */
+    ck_assert_double_eq_tol(lo, 0.2553, 1e-4);
+    ck_assert_double_eq_tol(hi, 0.3662, 1e-4);
+    spade_wilson(0, 0, 1.959964, &lo, &hi);
+    ck_assert(lo == 0 && hi == 1);
+}
+END_TEST
+
+START_TEST(eval_pairs_its_arms_on_the_same_seeds) {
+    char err[1024];
+    size_t len;
+    char *src = tu_read_env("add.c", &len);
+    spade_sandbox *sb = tu_sandbox(NULL);
+    spade_ep_spec spec = {"add.c", src, len, "lo=1,hi=3", 0};
+    spade_eval_opts o;
+    spade_eval_opts_default(&o);
+    o.episodes = 20;
+    o.hint = 1;
+    spade_eval_row row;
+    spade_policy *p = tiny_policy(64, 9);
+    ck_assert_msg(spade_eval(p, sb, &spec, 1, &o, &row, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(row.policy.n, 20);
+    ck_assert_int_eq(row.hint.n, 20);
+    ck_assert_int_eq(row.solve.n, 20);
+    ck_assert_double_eq(row.solve.success, 1);
+    ck_assert(row.random.success >= 0 && row.random.success <= 1);
+    ck_assert(row.policy.lo <= row.policy.success && row.policy.success <= row.policy.hi);
+    spade_eval_row none;
+    ck_assert_int_eq(spade_eval(NULL, sb, &spec, 1, &o, &none, err, sizeof err), 0); /* references only */
+    ck_assert_int_eq(none.policy.n, 0);
+    ck_assert_double_eq(none.random.success, row.random.success); /* same seeds, same floor */
+    spade_policy_free(p);
+    spade_sandbox_free(sb);
+    free(src);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("agent");
     TCase *c = tcase_create("agent");
@@ -322,6 +371,8 @@ int main(void) {
     tcase_add_test(c, policy_agent_ends_episodes_that_fill_the_context);
     tcase_add_test(c, pool_takes_new_and_changed_files_and_keeps_a_broken_change_out);
     tcase_add_test(c, grpo_learns_a_trivial_environment);
+    tcase_add_test(c, wilson_interval_known_values);
+    tcase_add_test(c, eval_pairs_its_arms_on_the_same_seeds);
     suite_add_tcase(s, c);
     return tu_run(s);
 }

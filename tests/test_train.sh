@@ -92,6 +92,19 @@ if cmp -s "$TMP/a" "$TMP/b"; then ok "killed and resumed = uninterrupted, iterat
 else diff "$TMP/a" "$TMP/b" >"$TMP/out"; bad "killed and resumed = uninterrupted"; fi
 if [ "$(ls "$TMP/killed"/*.ckpt | wc -l)" -eq 1 ]; then ok "one checkpoint is kept"; else bad "one checkpoint is kept"; fi
 
+# spade eval on the run's checkpoint: the table, and JSONL on stdout.
+"$SPADE" eval "$TMP/straight/policy-15.ckpt" carry_add:digits=1 "$TMP/pool/digit_first.c" -n 6 --hint --jsonl - >"$TMP/ev.jsonl" 2>"$TMP/out"
+if [ $? -eq 0 ] && [ "$(grep -c '"policy":{"n":6' "$TMP/ev.jsonl")" -eq 2 ] && grep -q '"summary":true' "$TMP/ev.jsonl"; then
+    ok "spade eval writes one JSON object per environment and a summary"
+else bad "spade eval writes one JSON object per environment and a summary"; fi
+if grep -q '| carry_add:digits=1 |' "$TMP/out" && grep -q 'mean over 2 environments' "$TMP/out"; then ok "spade eval prints the table (on stderr when stdout is JSONL)"
+else bad "spade eval prints the table"; fi
+"$SPADE" eval none --suite heldout -n 2 >"$TMP/out" 2>&1
+if [ $? -eq 0 ] && grep -q '| pancake |' "$TMP/out" && [ "$(grep -c '^| ' "$TMP/out")" -ge 13 ]; then ok "spade eval none --suite heldout plays the held-out suite"
+else bad "spade eval none --suite heldout plays the held-out suite"; fi
+"$SPADE" eval "$TMP/nope.ckpt" carry_add >"$TMP/out" 2>&1
+if [ $? -eq 1 ] && grep -q 'nope.ckpt' "$TMP/out"; then ok "spade eval names a missing checkpoint"; else bad "spade eval names a missing checkpoint"; fi
+
 # A file added to a pool directory during the run joins the pool.
 config hot 40 >"$TMP/hot.ini"
 "$SPADE" train "$TMP/hot.ini" >"$TMP/out" 2>&1 &

@@ -1,0 +1,183 @@
+/* cmd_eval.c — `spade eval CKPT [SPEC...] [--suite heldout]`: how often a
+ * policy succeeds on each environment, with a Wilson 95% interval, the hint
+ * arm beside it when asked, and the random and SOLVE agents on the same seeds
+ * as floor and ceiling; a markdown table on stdout and JSONL on request.
+ * What it is not: the measurement (agent/eval.h).
+ */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/eval.h"
+#include "cli.h"
+#include "heldout.h"
+
+#define MAX_ENVS 256
+
+void cli_usage_eval(FILE *out) {
+    fprintf(out,
+            "usage: spade eval CKPT [SPEC...] [--suite heldout] [--episodes N] [--hint] [--seed S]\n"
+            "                  [--greedy] [--no-reference] [--jsonl FILE]\n"
+            "\n"
+            "Plays each environment N times (seeds S, S+1, ...) with the policy of checkpoint\n"
+            "CKPT and prints, per environment, its success rate with a Wilson 95%% interval, mean\n"
+            "return and mean steps; with --hint, the same seeds again with the hint appended to\n"
+            "the first observation; and the random and SOLVE agents on the same seeds (floor\n"
+            "and ceiling). --suite heldout adds the held-out suite (eval/heldout), environments\n"
+            "whose mechanics are never trained on. CKPT may be 'none' for the reference columns only.\n"
+            "\n"
+            "  -s, --suite NAME     heldout\n"
+            "  -n, --episodes N     per environment and arm (default 32)\n"
+            "  -H, --hint           also the hint arm\n"
+            "      --seed S         first seed (default 0)\n"
+            "  -g, --greedy         the policy samples at temperature 0 (default 1, as in training)\n"
+            "      --no-reference   skip the random and SOLVE columns\n"
+            "      --jsonl FILE     one JSON object per environment and a summary ('-': stdout)\n"
+            "  -h, --help           this help\n");
+}
+
+static void arm_json(FILE *f, const char *name, const spade_eval_arm *a) {
+    fprintf(f, ",\"%s\":{\"n\":%ld,\"success\":%.6f,\"lo\":%.6f,\"hi\":%.6f,\"mean_return\":%.6f,\"mean_steps\":%.4f,"
+               "\"failed\":%ld}",
+            name, a->n, a->success, a->lo, a->hi, a->mean_return, a->mean_steps, a->failed);
+}
+
+static void cell(char *buf, size_t cap, const spade_eval_arm *a) {
+    if (!a->n) snprintf(buf, cap, "-");
+    else snprintf(buf, cap, "%.2f [%.2f, %.2f]", a->success, a->lo, a->hi);
+}
+
+int cli_eval(spade_sandbox *sb, int argc, char **argv) {
+    static const struct option longopts[] = {{"suite", required_argument, 0, 's'},
+                                             {"episodes", required_argument, 0, 'n'},
+                                             {"hint", no_argument, 0, 'H'},
+                                             {"seed", required_argument, 0, 'S'},
+                                             {"greedy", no_argument, 0, 'g'},
+                                             {"no-reference", no_argument, 0, 'R'},
+                                             {"jsonl", required_argument, 0, 'j'},
+                                             {"help", no_argument, 0, 'h'},
+                                             {0, 0, 0, 0}};
+    spade_eval_opts o;
+    spade_eval_opts_default(&o);
+    const char *suite = NULL, *jsonl = NULL;
+    long v;
+    uint64_t seed;
+    int ch;
+    optind = 0;
+    opterr = 0;
+    while ((ch = getopt_long(argc, argv, "s:n:HghS:Rj:", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 's': suite = optarg; break;
+        case 'n':
+            if (cli_parse_long("eval", "--episodes", optarg, 1, 1000000, &v) < 0) return CLI_USAGE;
+            o.episodes = (int)v;
+            break;
+        case 'H': o.hint = 1; break;
+        case 'S':
+            if (cli_parse_u64("eval", "--seed", optarg, &seed) < 0) return CLI_USAGE;
+            o.seed = seed;
+            break;
+        case 'g': o.temperature = 0; break;
+        case 'R': o.references = 0; break;
+        case 'j': jsonl = optarg; break;
+        case 'h': cli_usage_eval(stdout); return CLI_OK;
+        default: return cli_bad_option("eval", argc, argv, optopt);
+        }
+    }
+    if (optind >= argc) return cli_err(CLI_USAGE, "eval", "name a checkpoint (or 'none') first (spade eval --help)");
+    if (suite && strcmp(suite, "heldout")) return cli_err(CLI_USAGE, "eval", "unknown suite '%s' (heldout)", suite);
+    const char *ckpt = argv[optind++];
+    int n_specs = argc - optind;
+    if (!suite && !n_specs) return cli_err(CLI_USAGE, "eval", "name environments or --suite heldout");
+    static char paths[MAX_ENVS][SPADE_PATH_MAX], params[MAX_ENVS][SPADE_SPEC_PARAMS_MAX], names[MAX_ENVS][300];
+    static spade_ep_spec specs[MAX_ENVS];
+    static spade_eval_row rows[MAX_ENVS];
+    char *srcs[MAX_ENVS] = {0};
+    int n = 0, rc = CLI_FAIL;
+    char err[2048];
+    spade_policy *p = NULL;
+    for (int i = 0; i < n_specs && n < MAX_ENVS; i++, n++) {
+        size_t len;
+        if (cli_load_spec("eval", argv[optind + i], paths[n], sizeof paths[n], params[n], sizeof params[n], &srcs[n],
+                          &len))
+            goto done;
+        specs[n] = (spade_ep_spec){paths[n], srcs[n], len, params[n][0] ? params[n] : NULL, o.episodes};
+        snprintf(names[n], sizeof names[n], "%s", argv[optind + i]);
+    }
+    if (suite) {
+        char dir[SPADE_PATH_MAX], **files;
+        int nf;
+        if (spade_heldout_dir(dir, sizeof dir, err, sizeof err) < 0 ||
+            spade_heldout_files(dir, &files, &nf, err, sizeof err) < 0) {
+            cli_err(CLI_FAIL, "eval", "%s", err);
+            goto done;
+        }
+        for (int i = 0; i < nf; i++) {
+            if (n < MAX_ENVS) {
+                size_t len;
+                snprintf(paths[n], sizeof paths[n], "%s", files[i]);
+                if (spade_read_source(files[i], &srcs[n], &len, err, sizeof err) == 0) {
+                    specs[n] = (spade_ep_spec){paths[n], srcs[n], len, NULL, o.episodes};
+                    const char *b = strrchr(files[i], '/');
+                    snprintf(names[n], sizeof names[n], "%.*s", (int)strcspn(b + 1, "."), b + 1);
+                    n++;
+                }
+            }
+            free(files[i]);
+        }
+        free(files);
+    }
+    if (strcmp(ckpt, "none") && spade_policy_load(&p, ckpt, NULL, err, sizeof err)) {
+        cli_err(CLI_FAIL, "eval", "%s", err);
+        goto done;
+    }
+    if (spade_eval(p, sb, specs, n, &o, rows, err, sizeof err) < 0) {
+        cli_err(CLI_FAIL, "eval", "%s", err);
+        goto done;
+    }
+    FILE *j = NULL;
+    if (jsonl) {
+        j = strcmp(jsonl, "-") ? fopen(jsonl, "w") : stdout;
+        if (!j) {
+            cli_err(CLI_FAIL, "eval", "%s: cannot write", jsonl);
+            goto done;
+        }
+    }
+    FILE *t = j == stdout ? stderr : stdout; /* stdout stays clean JSON when it carries JSONL */
+    fprintf(t, "| environment | policy | %s| mean return | mean steps | random | solve |\n", o.hint ? "policy + hint | " : "");
+    fprintf(t, "|---|---|%s---|---|---|---|\n", o.hint ? "---|" : "");
+    double sum[4] = {0};
+    for (int i = 0; i < n; i++) {
+        char a[64], b[64], r[64], s[64];
+        cell(a, sizeof a, &rows[i].policy);
+        cell(b, sizeof b, &rows[i].hint);
+        cell(r, sizeof r, &rows[i].random);
+        cell(s, sizeof s, &rows[i].solve);
+        const spade_eval_arm *m = p ? &rows[i].policy : &rows[i].random;
+        fprintf(t, "| %s | %s | %s%s%.3f | %.1f | %s | %s |\n", names[i], a, o.hint ? b : "", o.hint ? " | " : "",
+                m->mean_return, m->mean_steps, r, s);
+        sum[0] += rows[i].policy.success;
+        sum[1] += rows[i].hint.success;
+        sum[2] += rows[i].random.success;
+        sum[3] += rows[i].solve.success;
+        if (j) {
+            fprintf(j, "{\"env\":\"%s\",\"episodes\":%d,\"seed\":%llu", names[i], o.episodes, (unsigned long long)o.seed);
+            if (p) arm_json(j, "policy", &rows[i].policy);
+            if (o.hint && p) arm_json(j, "hint", &rows[i].hint);
+            if (o.references) arm_json(j, "random", &rows[i].random), arm_json(j, "solve", &rows[i].solve);
+            fprintf(j, "}\n");
+        }
+    }
+    fprintf(t, "\nmean over %d environments: policy %.3f%s%.3f, random %.3f, solve %.3f\n", n, sum[0] / n,
+            o.hint ? ", with hint " : "", o.hint ? sum[1] / n : 0.0, sum[2] / n, sum[3] / n);
+    if (j) {
+        fprintf(j, "{\"summary\":true,\"envs\":%d,\"policy\":%.6f,\"hint\":%.6f,\"random\":%.6f,\"solve\":%.6f}\n", n,
+                sum[0] / n, sum[1] / n, sum[2] / n, sum[3] / n);
+        if (j != stdout) fclose(j);
+    }
+    rc = CLI_OK;
+done:
+    for (int i = 0; i < MAX_ENVS; i++) free(srcs[i]);
+    spade_policy_free(p);
+    return rc;
+}
