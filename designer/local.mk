@@ -1,9 +1,9 @@
 # designer/local.mk — build rules for designer/ (included by the top-level Makefile.am).
 # The designer role: the grounding corpus (corpus), the prompt within a token
-# budget (prompt), and the reward arithmetic (reward). designer/ may include
+# budget (prompt), the reward arithmetic (reward), and the validation gates (gates). designer/ may include
 # core/; core never includes designer/.
-designer_sources = designer/corpus.c designer/prompt.c designer/reward.c
-noinst_HEADERS += designer/corpus.h designer/prompt.h designer/reward.h
+designer_sources = designer/corpus.c designer/prompt.c designer/reward.c designer/gates.c designer/plays.c
+noinst_HEADERS += designer/corpus.h designer/prompt.h designer/reward.h designer/gates.h designer/plays.h
 spade_SOURCES += $(designer_sources)
 
 check_PROGRAMS += tests/test_designer
@@ -11,3 +11,12 @@ TESTS += tests/test_designer
 tests_test_designer_SOURCES = tests/test_designer.c $(designer_sources) tests/testutil.c tests/testutil.h
 tests_test_designer_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_designer_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
+
+check_PROGRAMS += tests/test_gates
+TESTS += tests/test_gates
+tests_test_gates_SOURCES = tests/test_gates.c $(designer_sources) tests/testutil.c tests/testutil.h
+tests_test_gates_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_test_gates_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
+EXTRA_DIST += tests/envs/gate_bigret.c tests/envs/gate_slow.c tests/envs/gate_crashmax.c tests/envs/gate_global.c \
+	tests/envs/gate_stepglobal.c tests/envs/gate_probecrash.c tests/envs/gate_coin.c tests/envs/gate_emptywin.c \
+	tests/envs/gate_hintanswer.c tests/envs/gate_badsolve.c tests/envs/gate_direction.c tests/envs/gate_impossible.c
