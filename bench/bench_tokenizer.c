@@ -7,7 +7,9 @@
  * (what `spade tokenizer train stdenv plugins docs` reads). "held out" is
  * core/ (C the tokenizer never saw). Throughput: "cold" encodes with a fresh
  * tokenizer (empty chunk cache) each pass, "warm" repeats a pass with the
- * cache filled, "no cache" merges every chunk afresh.
+ * cache filled, "no cache" merges every chunk afresh; "64-byte words" (stdenv's
+ * words glued into long identifiers) shows the heap against the reference's
+ * rescans on the longest chunks.
  * What it is not: a test (nothing here fails on a slow machine; the targets
  * are printed as met or not) — run by hand, figures go in BENCHMARKS.md.
  *
@@ -201,6 +203,40 @@ int main(int argc, char **argv) {
                "(cold / reference %.1fx)\n",
                set_names[s], by, cold, warm, noc, ref, cold / ref);
     }
+    /* long chunks: stdenv's words glued by '_' into 64-byte identifiers, where
+     * the reference's rescans (O(n^2) per chunk) cost and the heap's do not */
+    files longc = {0};
+    longc.b = malloc(sizeof *longc.b);
+    longc.len = malloc(sizeof *longc.len);
+    size_t cap = 1 << 20, ln = 0;
+    char *lb = malloc(cap + 128);
+    for (int i = 0; ln < cap; i = (i + 1) % stdenv.n) {
+        const char *b = stdenv.b[i];
+        size_t wl = 0;
+        for (size_t j = 0; j < stdenv.len[i] && ln < cap; j++) {
+            char ch = b[j];
+            int word = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
+            if (word) {
+                lb[ln++] = ch;
+                wl++;
+            } else if (wl && ln && lb[ln - 1] != '_') {
+                lb[ln++] = wl >= 60 ? ' ' : '_';
+                if (wl >= 60) wl = 0;
+            }
+        }
+    }
+    longc.b[0] = lb;
+    longc.len[0] = ln;
+    longc.bytes = ln;
+    longc.n = 1;
+    int *lbuf = malloc(ln * sizeof *lbuf);
+    double lnoc = throughput(t4096, &longc, NOCACHE, lbuf, 3), lref = throughput(t4096, &longc, REF, lbuf, 3);
+    printf("  %-18s no cache %6.1f  reference %6.1f  (heap / reference %.1fx)\n", "64-byte words", lnoc, lref,
+           lnoc / lref);
+    free(lbuf);
+    free(lb);
+    free(longc.b);
+    free(longc.len);
     printf("\ntargets: stdenv bytes/token at vocab 4096 = %.2f (>= 3: %s); cold encode of unseen C = %.1f MB/s "
            "(>= 20: %s)\n",
            ratio4096, ratio4096 >= 3 ? "met" : "NOT met", cold_held, cold_held >= 20 ? "met" : "NOT met");
