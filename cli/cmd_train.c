@@ -15,8 +15,11 @@
  * drops log lines past the checkpoint it resumes from and plays them again,
  * and because an iteration depends only on the run seed, its number and the
  * policy (agent/rl.h), it plays them exactly as before.
- * What it is not: the self-play loop with a designer (not built yet: the
- * config says so), nor library code (it prints and owns the process).
+ * With [designer] enabled = true it runs self-play instead (selfplay/loop.h):
+ * the designer writes environments, the gates judge them, the agent plays the
+ * valid ones with and without their hint, both roles train; RUN/spade.db is
+ * the archive (rolled back on resume to the last completed iteration).
+ * What it is not: library code (it prints and owns the process).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -33,6 +36,10 @@
 
 #include "agent/pool.h"
 #include "agent/rl.h"
+#include "archive.h"
+#include "designer/corpus.h"
+#include "selfplay/loop.h"
+#include "vendi.h"
 #include "cli.h"
 #include "heldout.h"
 #include "policy/policy.h"
@@ -53,6 +60,11 @@ typedef struct tr_config {
     int n_dirs;
     int designer;        /* designer.enabled */
     spade_rl_opts rl;
+    spade_selfplay_opts sp;
+    char corpus_dirs[MAX_LIST][2048];
+    int n_corpus;
+    char source_dir[2048]; /* designer.files: designer.source = files */
+    int source_files;
     char base[2048];     /* the config file's directory: relative paths are resolved against it */
     char msg[600];
 } tr_config;
@@ -65,6 +77,7 @@ static void defaults(tr_config *c) {
     c->checkpoint_every = 1;
     spade_gpt_config_default(&c->gpt);
     spade_rl_opts_default(&c->rl);
+    spade_selfplay_opts_default(&c->sp);
 }
 
 static int parse_num(const char *v, double lo, double hi, int integer, double *out) {
@@ -156,6 +169,74 @@ static int on_key(void *user, const char *section, const char *name, const char 
     NUMK("grpo", "epochs", 1, 100, 1, c->rl.grpo.epochs = (int)x)
     NUMK("grpo", "minibatch", 0, 1e6, 1, c->rl.grpo.minibatch = (int)x)
     NUMK("grpo", "tis_cap", 0, 1e6, 0, c->rl.grpo.tis_cap = (float)x)
+    NUMK("designer", "envs", 1, SPADE_SP_MAX_ENVS, 1, c->sp.envs = (int)x)
+    NUMK("designer", "max_source_tokens", 16, 65536, 1, c->sp.max_source_tokens = (int)x)
+    NUMK("designer", "temperature", 0, 10, 0, c->sp.temperature = (float)x)
+    NUMK("designer", "top_p", 1e-6, 1, 0, c->sp.top_p = (float)x)
+    NUMK("designer", "invalid_reward", -10, 10, 0, c->sp.invalid_reward = x)
+    NUMK("designer", "max_step_ms", 0.001, 1e6, 0, c->sp.gates.max_step_ms = x)
+    NUMK("designer", "novelty_max", 0, 1, 0, c->sp.gates.novelty_max = x)
+    NUMK("designer", "family_window", 1, SPADE_SP_MAX_FAMILIES, 1, c->sp.family_window = (int)x)
+    NUMK("designer", "gate_seeds", 2, 1000, 1, c->sp.gates.seeds = (int)x)
+    NUMK("memory", "size", 1, 1e6, 1, c->sp.memory.window = (int)x)
+    NUMK("selfplay", "plays", 2, 256, 1, c->sp.plays = (int)x)
+    NUMK("selfplay", "pool_envs", 0, SPADE_RL_MAX_ENVS, 1, c->sp.pool_envs = (int)x)
+#define BOOLK(sec, key, dst)                                                              \
+    if (!strcmp(section, sec) && !strcmp(name, key)) {                                    \
+        if (!strcmp(value, "true")) dst = 1;                                              \
+        else if (!strcmp(value, "false")) dst = 0;                                        \
+        else FAIL("[%s] %s = '%s': expected true or false", sec, key, value);             \
+        return 1;                                                                         \
+    }
+    BOOLK("designer", "train", c->sp.train_designer)
+    BOOLK("designer", "require_solve", c->sp.gates.require_solve)
+    BOOLK("corpus", "enabled", c->sp.use_corpus)
+    BOOLK("memory", "enabled", c->sp.use_memory)
+#undef BOOLK
+    if (!strcmp(section, "designer") && !strcmp(name, "reward")) {
+        int k = spade_dreward_parse(value);
+        if (k < 0) FAIL("[designer] reward = '%s': expected blend, regret, solve_rate or learning_potential", value);
+        if (k == SPADE_DREWARD_LEARNING_POTENTIAL)
+            FAIL("[designer] reward = learning_potential: needs environments kept across iterations, which is not built yet");
+        c->sp.reward = (spade_dreward_kind)k;
+        return 1;
+    }
+    if (!strcmp(section, "designer") && !strcmp(name, "invalid")) {
+        if (!strcmp(value, "penalise")) c->sp.invalid_drop = 0;
+        else if (!strcmp(value, "drop")) c->sp.invalid_drop = 1;
+        else FAIL("[designer] invalid = '%s': expected penalise or drop", value);
+        return 1;
+    }
+    if (!strcmp(section, "designer") && !strcmp(name, "hint")) {
+        if (strcmp(value, "embedded"))
+            FAIL("[designer] hint = '%s': only embedded (the source's HINT block) is built; self is not yet", value);
+        return 1;
+    }
+    if (!strcmp(section, "designer") && !strcmp(name, "families")) {
+        c->sp.n_families = 0;
+        char buf[1024];
+        snprintf(buf, sizeof buf, "%s", value);
+        for (char *t = strtok(buf, ", "); t; t = strtok(NULL, ", ")) {
+            if (c->sp.n_families == SPADE_SP_MAX_FAMILIES) FAIL("[designer] families: more than %d", SPADE_SP_MAX_FAMILIES);
+            snprintf(c->sp.families[c->sp.n_families++], 32, "%s", t);
+        }
+        return 1;
+    }
+    if (!strcmp(section, "designer") && !strcmp(name, "source")) {
+        if (!strcmp(value, "policy")) c->source_files = 0;
+        else if (!strcmp(value, "files")) c->source_files = 1;
+        else FAIL("[designer] source = '%s': expected policy or files", value);
+        return 1;
+    }
+    if (!strcmp(section, "designer") && !strcmp(name, "files")) {
+        resolve(c, value, c->source_dir, sizeof c->source_dir);
+        return 1;
+    }
+    if (!strcmp(section, "corpus") && !strcmp(name, "dirs")) {
+        if (c->n_corpus == MAX_LIST) FAIL("[corpus] more than %d dirs", MAX_LIST);
+        resolve(c, value, c->corpus_dirs[c->n_corpus++], sizeof c->corpus_dirs[0]);
+        return 1;
+    }
     if (!strcmp(section, "designer") && !strcmp(name, "enabled")) {
         if (!strcmp(value, "false")) c->designer = 0;
         else if (!strcmp(value, "true")) c->designer = 1;
@@ -183,11 +264,11 @@ static int load_config(const char *path, const char *base, tr_config *c) {
                         : cli_err(CLI_USAGE, "train", "%s: %s", path, c->msg);
     char e[400];
     if (spade_gpt_config_validate(&c->gpt, e, sizeof e)) return cli_err(CLI_USAGE, "train", "%s: %s", path, e);
-    if (c->designer)
-        return cli_err(CLI_USAGE, "train",
-                       "%s: [designer] enabled = true: self-play with the designer is not built yet; "
-                       "set enabled = false to train the agent on the fixed pool",
-                       path);
+    if (c->source_files && !c->source_dir[0]) return cli_err(CLI_USAGE, "train", "%s: [designer] source = files needs files = DIR", path);
+    c->sp.seed = c->seed;
+    c->sp.rl = c->rl;
+    if (c->designer && !c->n_corpus) snprintf(c->corpus_dirs[c->n_corpus++], sizeof c->corpus_dirs[0], "%s/stdenv", SPADE_SRCDIR);
+    if (c->designer && !c->n_specs && !c->n_dirs && !c->sp.pool_envs) return 0; /* self-play alone needs no pool */
     if (!c->n_specs && !c->n_dirs) snprintf(c->dirs[c->n_dirs++], sizeof c->dirs[0], "%s/stdenv", SPADE_SRCDIR);
     if (c->rl.max_live < 1) c->rl.max_live = 1;
     return 0;
@@ -405,18 +486,80 @@ int cli_train(spade_sandbox *sb, int argc, char **argv) {
     for (int i = 0; i < c.n_specs; i++) specs[i] = c.specs[i];
     for (int i = 0; i < c.n_dirs; i++) dirs[i] = c.dirs[i];
     spade_pool *pool = NULL;
+    spade_corpus *corpus = NULL;
+    spade_archive *archive = NULL;
+    double *refs = NULL;
+    const char **ref_names = NULL;
+    int n_refs = 0, n_src = 0;
+    char **src_text = NULL, **src_names = NULL;
+    size_t *src_lens = NULL;
     FILE *log = fopen(log_path, "a");
     rc = CLI_FAIL;
     if (!log) {
         cli_err(CLI_FAIL, "train", "%s: %s", log_path, strerror(errno));
         goto out;
     }
-    if (spade_pool_new(&pool, sb, reg, specs, c.n_specs, dirs, c.n_dirs, guard, pool_report, NULL, err, sizeof err) < 0) {
+    if ((c.n_specs || c.n_dirs) &&
+        spade_pool_new(&pool, sb, reg, specs, c.n_specs, dirs, c.n_dirs, guard, pool_report, NULL, err, sizeof err) < 0) {
         cli_err(CLI_FAIL, "train", "%s", err);
         goto out;
     }
+    if (c.designer) { /* self-play: the corpus (guarded), its embeddings for novelty, the archive */
+        const char *cd[MAX_LIST];
+        for (int i = 0; i < c.n_corpus; i++) cd[i] = c.corpus_dirs[i];
+        int refused = 0;
+        if (c.sp.use_corpus && spade_corpus_new(&corpus, cd, c.n_corpus, guard, 0, &refused, err, sizeof err) < 0) {
+            cli_err(CLI_FAIL, "train", "%s", err);
+            goto out;
+        }
+        int nc = corpus ? spade_corpus_count(corpus) : 0;
+        refs = calloc((size_t)(nc ? nc : 1) * SPADE_VENDI_DIM, sizeof *refs);
+        ref_names = calloc((size_t)(nc ? nc : 1), sizeof *ref_names);
+        for (int i = 0; refs && ref_names && i < nc; i++) {
+            const spade_corpus_item *it = spade_corpus_item_at(corpus, i);
+            spade_vendi_embed(it->text, it->len, refs + (size_t)n_refs * SPADE_VENDI_DIM, SPADE_VENDI_DIM);
+            ref_names[n_refs++] = it->name;
+        }
+        if (!c.sp.n_families && corpus) /* the corpus's families, in order of first appearance */
+            for (int i = 0; i < nc && c.sp.n_families < SPADE_SP_MAX_FAMILIES; i++) {
+                const char *f = spade_corpus_item_at(corpus, i)->family;
+                int seen = !*f;
+                for (int k = 0; k < c.sp.n_families && !seen; k++) seen = !strcmp(c.sp.families[k], f);
+                if (!seen) snprintf(c.sp.families[c.sp.n_families++], 32, "%s", f);
+            }
+        if (c.source_files) { /* the given sources, sorted, as the designer's "writing" */
+            char **fp;
+            int nf;
+            if (spade_heldout_files(c.source_dir, &fp, &nf, err, sizeof err) < 0 || nf == 0) {
+                cli_err(CLI_FAIL, "train", "[designer] files = %s: %s", c.source_dir, nf == 0 ? "no .c files" : err);
+                goto out;
+            }
+            src_text = calloc((size_t)nf, sizeof *src_text);
+            src_lens = calloc((size_t)nf, sizeof *src_lens);
+            for (int i = 0; src_text && src_lens && i < nf; i++) {
+                if (spade_read_source(fp[i], &src_text[i], &src_lens[i], err, sizeof err) < 0) {
+                    cli_err(CLI_FAIL, "train", "%s", err);
+                    goto out;
+                }
+                n_src++;
+            }
+            c.sp.files = (const char *const *)src_text;
+            c.sp.file_lens = src_lens;
+            c.sp.file_names = (const char *const *)fp;
+            src_names = fp;
+            c.sp.n_files = n_src;
+        }
+        snprintf(path, sizeof path, "%s/spade.db", c.dir);
+        if (spade_archive_open(&archive, path, err, sizeof err) < 0 ||
+            spade_archive_rollback_after(archive, done, err, sizeof err) < 0) {
+            cli_err(CLI_FAIL, "train", "%s", err);
+            goto out;
+        }
+        printf("spade train: self-play; corpus %d items (%d held-out files kept out), %d families, archive %s\n", nc,
+               refused, c.sp.n_families, path);
+    }
     printf("spade train: %d environments in the pool, policy %zu parameters on %s, iterations %d..%d\n",
-           spade_pool_count(pool), spade_policy_num_params(p), spade_policy_backend_name(p), done + 1,
+           pool ? spade_pool_count(pool) : 0, spade_policy_num_params(p), spade_policy_backend_name(p), done + 1,
            c.iterations - 1);
     struct sigaction sa = {0};
     sa.sa_handler = on_signal;
@@ -424,12 +567,17 @@ int cli_train(spade_sandbox *sb, int argc, char **argv) {
     sigaction(SIGTERM, &sa, NULL);
     int tty = isatty(STDOUT_FILENO);
     for (int it = done + 1; it < c.iterations; it++) {
-        if (spade_pool_refresh(pool, err, sizeof err) < 0) {
+        if (pool && spade_pool_refresh(pool, err, sizeof err) < 0) {
             cli_err(CLI_FAIL, "train", "%s", err);
             goto out;
         }
         spade_rl_metrics m;
-        int r = spade_rl_iteration(p, NULL, sb, pool, it, &c.rl, &stop_requested, &m, err, sizeof err);
+        spade_selfplay_metrics sm;
+        int r;
+        if (c.designer) {
+            spade_selfplay s = {p, sb, corpus, archive, pool, refs, ref_names, n_refs};
+            r = spade_selfplay_iteration(&s, &c.sp, it, &stop_requested, &sm, err, sizeof err);
+        } else r = spade_rl_iteration(p, NULL, sb, pool, it, &c.rl, &stop_requested, &m, err, sizeof err);
         if (r < 0) {
             cli_err(CLI_FAIL, "train", "iteration %d: %s", it, err);
             goto out;
@@ -438,9 +586,18 @@ int cli_train(spade_sandbox *sb, int argc, char **argv) {
             fprintf(stderr, "spade train: interrupted in iteration %d; resume with: spade train %s\n", it, c.dir);
             goto out;
         }
+        if (c.designer) {
+            char json[4096];
+            spade_selfplay_metrics_json(&sm, json, sizeof json);
+            fprintf(log, "%s\n", json);
+            fflush(log);
+            fsync(fileno(log));
+            goto checkpoint;
+        }
         write_metrics(log, &m, pool);
         fflush(log);
         fsync(fileno(log));
+    checkpoint:
         if ((it + 1) % c.checkpoint_every == 0 || it == c.iterations - 1) {
             char name[64], state[400], old[4400];
             snprintf(name, sizeof name, "policy-%d.ckpt", it);
@@ -458,6 +615,14 @@ int cli_train(spade_sandbox *sb, int argc, char **argv) {
             }
             if (prev >= 0 && prev != it) unlink(old);
         }
+        if (c.designer) {
+            printf("%siter %d/%d  valid %d/%d  pass %.2f  +hint %.2f  regret %.3f  designer %.3f  vendi/n %.2f  "
+                   "design %.1fs gates %.1fs play %.1fs update %.1fs%s",
+                   tty ? "\r" : "", it + 1, c.iterations, sm.valid, sm.written, sm.pass_nohint, sm.pass_hint, sm.regret,
+                   sm.designer_reward, sm.vendi_n, sm.t_design, sm.t_gates, sm.t_play, sm.t_update, tty ? "" : "\n");
+            fflush(stdout);
+            continue;
+        }
         printf("%siter %d/%d  success %.3f  return %.3f  steps %.1f  failed %ld  ctx_full %ld  groups %d (-%d)  "
                "loss %.4f  |g| %.3f  play %.1fs  update %.1fs%s",
                tty ? "\r" : "", it + 1, c.iterations, m.success_rate, m.mean_return, m.mean_steps, m.failed,
@@ -470,6 +635,14 @@ int cli_train(spade_sandbox *sb, int argc, char **argv) {
 out:
     if (log) fclose(log);
     spade_pool_free(pool);
+    spade_corpus_free(corpus);
+    spade_archive_close(archive);
+    free(refs);
+    free(ref_names);
+    for (int i = 0; i < n_src; i++) free(src_text[i]), free(src_names[i]);
+    free(src_text);
+    free(src_names);
+    free(src_lens);
     spade_registry_free(reg);
     spade_heldout_guard_free(guard);
     spade_policy_free(p);

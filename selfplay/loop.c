@@ -1,0 +1,530 @@
+/* loop.c — one self-play iteration (loop.h).
+ *
+ * What it is not: a scheduler across iterations (regeneration windows and
+ * replay of past environments are not built yet: every iteration writes its
+ * environments afresh), nor the designer's self-written hint (the embedded
+ * HINT block is the hint).
+ */
+#include "selfplay/loop.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "agent/policy_agent.h"
+#include "agent/transcript.h"
+#include "designer/plays.h"
+#include "designer/prompt.h"
+#include "episodes.h"
+#include "errbuf.h"
+#include "source.h"
+#include "vendi.h"
+
+void spade_selfplay_opts_default(spade_selfplay_opts *o) {
+    memset(o, 0, sizeof *o);
+    o->seed = 1;
+    o->envs = 8;
+    o->max_source_tokens = 512;
+    o->temperature = 1.0f;
+    o->top_p = 1.0f;
+    o->reward = SPADE_DREWARD_BLEND;
+    o->invalid_reward = -0.5;
+    o->train_designer = 1;
+    o->use_corpus = 1;
+    o->use_memory = 1;
+    spade_memory_opts_default(&o->memory);
+    o->family_window = 3;
+    spade_gate_opts_default(&o->gates);
+    o->gates.stop_at_first = 1;
+    o->plays = 8;
+    spade_rl_opts_default(&o->rl);
+}
+
+static uint64_t mix(uint64_t x) {
+    x += 0x9E3779B97F4A7C15ULL;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+    return x ^ (x >> 31);
+}
+static uint64_t stream(uint64_t seed, int it, int slot, uint64_t what) {
+    return mix(seed ^ mix(((uint64_t)it << 32) ^ ((uint64_t)slot << 8) ^ what));
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+char *spade_extract_source(const char *text, size_t len, size_t *out_len) {
+    const char *start = text, *end = text + len;
+    const char *fence = NULL;
+    for (const char *p = text; p + 3 <= end; p++)
+        if (!memcmp(p, "```", 3) && (p == text || p[-1] == '\n')) {
+            fence = p;
+            break;
+        }
+    if (fence) {
+        const char *body = memchr(fence, '\n', (size_t)(end - fence));
+        if (body) {
+            body++;
+            const char *close = NULL;
+            for (const char *p = body; p + 3 <= end; p++)
+                if (!memcmp(p, "```", 3) && p[-1] == '\n') {
+                    close = p;
+                    break;
+                }
+            start = body;
+            end = close ? close : end;
+        }
+    }
+    size_t n = (size_t)(end - start);
+    char *out = malloc(n + 1);
+    if (!out) return NULL;
+    memcpy(out, start, n);
+    out[n] = 0;
+    if (out_len) *out_len = n;
+    return out;
+}
+
+static size_t count_tokens(void *ctx, const char *text, size_t len) {
+    static int *buf;
+    static size_t cap;
+    if (len > cap) {
+        int *nb = realloc(buf, len * sizeof *nb);
+        if (!nb) return len;
+        buf = nb;
+        cap = len;
+    }
+    return spade_tokenizer_encode(ctx, text, len, buf);
+}
+
+/* What the agent's no-hint plays of each environment left for training. */
+typedef struct agent_eps {
+    spade_transcript *tr; /* [2 * plays] by episode index within one paired run */
+    int n;
+} agent_eps;
+
+static void keep_episode(void *ctx, const spade_ep_outcome *o, const spade_transcript *t) {
+    agent_eps *a = ctx;
+    if (o->episode < 0 || o->episode >= a->n) return;
+    spade_transcript *d = &a->tr[o->episode];
+    spade_transcript_clear(d);
+    for (int i = 0; i < t->len; i++)
+        if (t->mask[i]) spade_transcript_sampled(d, &t->tok[i], &t->logp[i], 1);
+        else spade_transcript_special(d, t->tok[i]);
+}
+
+typedef struct written {
+    spade_transcript tr;  /* <|designer|> prompt <|source|> sampled */
+    char *source;
+    size_t source_len;
+    char corpus_item[256];
+    const char *family;
+    spade_gate_report gates;
+    spade_paired paired;
+    uint64_t seeds[256];
+    spade_ep_outcome *plays; /* [2 * plays] */
+    double reward;
+    int keep;                /* in the designer's update */
+    float embedding[SPADE_VENDI_DIM];
+} written;
+
+int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, int it,
+                             const volatile sig_atomic_t *stop, spade_selfplay_metrics *m, char *err, size_t errlen) {
+    memset(m, 0, sizeof *m);
+    m->iteration = it;
+    m->vendi_n = NAN;
+    int n = o->envs < SPADE_SP_MAX_ENVS ? o->envs : SPADE_SP_MAX_ENVS, plays = o->plays > 256 ? 256 : o->plays;
+    int ctx = spade_policy_config(s->p)->context;
+    spade_tokenizer *tok = spade_policy_tokenizer(s->p);
+    written *w = calloc((size_t)n, sizeof *w);
+    agent_eps ae = {calloc((size_t)2 * plays, sizeof(spade_transcript)), 2 * plays};
+    spade_grpo_sample *samples = calloc((size_t)n * (plays + 1), sizeof *samples);
+    spade_transcript *agent_tr = calloc((size_t)n * plays, sizeof *agent_tr);
+    double *refs = NULL;
+    const char **ref_names = NULL;
+    spade_decoder *dec = NULL;
+    int rc = -1, n_agent = 0;
+    if (!w || !ae.tr || !samples || !agent_tr) {
+        spade_errf(err, errlen, "self-play: out of memory");
+        goto done;
+    }
+    double t0 = now_s();
+
+    /* the fixed-pool part, if any, first: it trains on its own (agent/rl.h) */
+    if (o->pool_envs > 0 && s->pool) {
+        spade_rl_opts ro = o->rl;
+        ro.envs_per_iter = o->pool_envs;
+        ro.seed = mix(o->seed ^ 0x706f6f6cULL);
+        int r = spade_rl_iteration(s->p, NULL, s->sb, s->pool, it, &ro, stop, &m->pool, err, errlen);
+        if (r != 0) {
+            rc = r;
+            goto done;
+        }
+    }
+
+    /* 1. prompts: family, grounding excerpt, memory */
+    spade_prompt_opts po;
+    spade_prompt_opts_default(&po);
+    po.budget = ctx - o->max_source_tokens - 2;
+    po.count = count_tokens;
+    po.count_ctx = tok;
+    for (int i = 0; i < n; i++) {
+        uint64_t rng = stream(o->seed, it, i, 0x70726f6dULL);
+        int f = spade_family_for_slot(o->n_families, o->family_window, it, i);
+        w[i].family = f >= 0 ? o->families[f] : "any";
+        const char *excerpt = NULL, *name = NULL;
+        size_t elen = 0;
+        if (s->corpus && o->use_corpus) {
+            const spade_corpus_item *item = spade_corpus_item_at(s->corpus, spade_corpus_draw(s->corpus, &rng));
+            excerpt = item->text, elen = item->len, name = item->name;
+            snprintf(w[i].corpus_item, sizeof w[i].corpus_item, "%s", item->name);
+        }
+        spade_prompt_memory mem[4];
+        spade_archive_env got[4];
+        int n_mem = 0;
+        if (o->use_memory && s->archive) {
+            long pos[4], neg;
+            int np = 0;
+            if (spade_memory_select(s->archive, w[i].family, &o->memory, &rng, pos, &np, &neg, err, errlen) < 0) goto done;
+            for (int k = 0; k < np + (neg >= 0) && n_mem < 4; k++) {
+                long id = k < np ? pos[k] : neg;
+                if (spade_archive_get_env(s->archive, id, &got[n_mem], err, errlen) != 0) continue;
+                spade_archive_env *e = &got[n_mem];
+                mem[n_mem] = (spade_prompt_memory){e->source, e->source_len, e->family, e->pass_nohint, e->regret,
+                                                   k < np ? 0 : (e->pass_nohint < 0.5 ? -1 : +1)};
+                n_mem++;
+            }
+        }
+        char *prompt = NULL;
+        size_t plen = 0;
+        int pr = spade_prompt_build(&po, w[i].family, name, excerpt, elen, mem, n_mem, &prompt, &plen, err, errlen);
+        for (int k = 0; k < n_mem; k++) spade_archive_env_clear(&got[k]);
+        if (pr < 0) goto done;
+        spade_transcript_init(&w[i].tr);
+        spade_transcript_designer_open(&w[i].tr, tok, prompt, plen);
+        free(prompt);
+        if (w[i].tr.oom) {
+            spade_errf(err, errlen, "self-play: out of memory for a prompt");
+            goto done;
+        }
+    }
+    if (stop && *stop) { rc = 1; goto done; }
+
+    /* 2. the designer writes: every slot sampled together (or, designer.source = files, given sources) */
+    if (o->n_files > 0) {
+        for (int i = 0; i < n; i++) {
+            int f = (int)(((long)it * n + i) % o->n_files);
+            w[i].source = malloc(o->file_lens[f] + 1);
+            if (!w[i].source) {
+                spade_errf(err, errlen, "self-play: out of memory");
+                goto done;
+            }
+            memcpy(w[i].source, o->files[f], o->file_lens[f] + 1);
+            w[i].source_len = o->file_lens[f];
+            snprintf(w[i].corpus_item, sizeof w[i].corpus_item, "%s", o->file_names[f]);
+        }
+    } else if (spade_decoder_new(&dec, s->p, n, err, errlen) < 0) goto done;
+    else {
+        int slots[SPADE_SP_MAX_ENVS], counts[SPADE_SP_MAX_ENVS], status[SPADE_SP_MAX_ENVS], maxt[SPADE_SP_MAX_ENVS],
+            lens[SPADE_SP_MAX_ENVS], st2[SPADE_SP_MAX_ENVS];
+        const int *toks[SPADE_SP_MAX_ENVS];
+        uint64_t seeds[SPADE_SP_MAX_ENVS];
+        for (int i = 0; i < n; i++) slots[i] = i, toks[i] = w[i].tr.tok, counts[i] = w[i].tr.len;
+        if (spade_decoder_append_batch(dec, slots, toks, counts, n, status, err, errlen) < 0) goto done;
+        int T = o->max_source_tokens;
+        int *out = malloc((size_t)n * T * sizeof *out);
+        float *lp = malloc((size_t)n * T * sizeof *lp);
+        if (!out || !lp) {
+            free(out);
+            free(lp);
+            spade_errf(err, errlen, "self-play: out of memory");
+            goto done;
+        }
+        for (int i = 0; i < n; i++) {
+            int room = ctx - spade_decoder_len(dec, i);
+            maxt[i] = room < 1 ? 1 : room < T ? room : T;
+            seeds[i] = stream(o->seed, it, i, 0x736f7572ULL);
+        }
+        spade_sample_opts so;
+        spade_sample_opts_default(&so);
+        so.temperature = o->temperature;
+        so.top_p = o->top_p;
+        so.max_tokens = T;
+        if (spade_decoder_sample(dec, slots, n, &so, seeds, maxt, out, lp, lens, st2, err, errlen) < 0) {
+            free(out);
+            free(lp);
+            goto done;
+        }
+        char *text = malloc((size_t)T * 64 + 1);
+        for (int i = 0; text && i < n; i++) {
+            const int *t = out + (size_t)i * T;
+            int len = lens[i], ended = len > 0 && t[len - 1] == SPADE_TOK_END;
+            spade_transcript_sampled(&w[i].tr, t, lp + (size_t)i * T, len);
+            m->source_tokens += len;
+            size_t got = 0;
+            spade_tokenizer_decode(tok, t, (size_t)(ended ? len - 1 : len), 0, text, (size_t)T * 64 + 1, &got);
+            w[i].source = spade_extract_source(text, got < (size_t)T * 64 ? got : (size_t)T * 64, &w[i].source_len);
+        }
+        free(text);
+        free(out);
+        free(lp);
+        spade_decoder_free(dec);
+        dec = NULL;
+    }
+    m->written = n;
+    m->t_design = now_s() - t0;
+    if (stop && *stop) { rc = 1; goto done; }
+
+    /* 3. gates; novelty against the corpus and this iteration's earlier valid ones */
+    double t1 = now_s();
+    refs = malloc((size_t)(s->n_refs + n) * SPADE_VENDI_DIM * sizeof *refs);
+    ref_names = malloc((size_t)(s->n_refs + n) * sizeof *ref_names);
+    if (!refs || !ref_names) {
+        spade_errf(err, errlen, "self-play: out of memory");
+        goto done;
+    }
+    if (s->n_refs) memcpy(refs, s->refs, (size_t)s->n_refs * SPADE_VENDI_DIM * sizeof *refs);
+    for (int k = 0; k < s->n_refs; k++) ref_names[k] = s->ref_names[k];
+    int n_refs = s->n_refs;
+    static char names[SPADE_SP_MAX_ENVS][48];
+    for (int i = 0; i < n; i++) {
+        char file[64];
+        snprintf(file, sizeof file, "iteration-%d-env-%d.c", it, i);
+        spade_gate_opts go = o->gates;
+        go.refs = refs;
+        go.ref_names = ref_names;
+        go.n_refs = n_refs;
+        go.dim = SPADE_VENDI_DIM;
+        const char *src = w[i].source ? w[i].source : "";
+        if (spade_gates_run(s->sb, file, src, w[i].source ? w[i].source_len : 0, &go, &w[i].gates, err, errlen) < 0)
+            goto done;
+        double *x = refs + (size_t)n_refs * SPADE_VENDI_DIM;
+        spade_vendi_embed(src, w[i].source ? w[i].source_len : 0, x, SPADE_VENDI_DIM);
+        for (int k = 0; k < SPADE_VENDI_DIM; k++) w[i].embedding[k] = (float)x[k];
+        if (w[i].gates.first_failed < 0) {
+            m->valid++;
+            snprintf(names[i], sizeof names[i], "this iteration's environment %d", i);
+            ref_names[n_refs++] = names[i];
+        } else m->failed_gate[w[i].gates.first_failed]++;
+        if (stop && *stop) { rc = 1; goto done; }
+    }
+    m->t_gates = now_s() - t1;
+
+    /* 4. paired plays of every valid environment by one policy snapshot */
+    double t2 = now_s();
+    spade_policy_agent_opts ao;
+    spade_policy_agent_opts_default(&ao);
+    ao.max_live = o->rl.max_live > 2 * plays ? o->rl.max_live : 2 * plays;
+    ao.max_action_tokens = o->rl.max_action_tokens;
+    ao.temperature = o->rl.temperature;
+    ao.top_p = o->rl.top_p;
+    ao.on_episode = keep_episode;
+    ao.ctx = &ae;
+    spade_episodes_opts eo;
+    spade_episodes_opts_default(&eo);
+    eo.max_live = ao.max_live;
+    eo.stop = stop;
+    double sum_reward = 0;
+    for (int i = 0; i < n; i++) {
+        if (w[i].gates.first_failed >= 0) continue;
+        ao.seed = stream(o->seed, it, i, 0x61676e74ULL);
+        for (int k = 0; k < plays; k++) w[i].seeds[k] = stream(o->seed, it, i, 0x73656564ULL + (uint64_t)k);
+        w[i].plays = calloc((size_t)2 * plays, sizeof *w[i].plays);
+        spade_agent *a = spade_agent_policy(s->p, &ao, err, errlen);
+        if (!a || !w[i].plays) {
+            if (a) spade_agent_free(a);
+            if (!w[i].plays) spade_errf(err, errlen, "self-play: out of memory");
+            goto done;
+        }
+        spade_ep_spec spec = {"generated.c", w[i].source, w[i].source_len, NULL, 2 * plays};
+        for (int k = 0; k < 2 * plays; k++) spade_transcript_clear(&ae.tr[k]);
+        int pr = spade_paired_play(s->sb, &spec, a, w[i].seeds, plays, &eo, w[i].plays, &w[i].paired, err, errlen);
+        spade_agent_free(a);
+        if (pr < 0) goto done;
+        if (stop && *stop) { rc = 1; goto done; }
+        m->pass_nohint += w[i].paired.pass_nohint;
+        m->pass_hint += w[i].paired.pass_hint;
+        m->regret += w[i].paired.regret;
+        /* the agent learns from its no-hint plays: returns z-scored within the environment */
+        double mean = 0, var = 0;
+        for (int k = 0; k < plays; k++) mean += w[i].plays[k].ret / plays;
+        for (int k = 0; k < plays; k++) var += (w[i].plays[k].ret - mean) * (w[i].plays[k].ret - mean) / plays;
+        if (var > 1e-12)
+            for (int k = 0; k < plays; k++) {
+                spade_transcript *t = &ae.tr[k];
+                int trained = 0;
+                for (int j = 0; j < t->len; j++) trained += t->mask[j];
+                if (!trained || w[i].plays[k].end == SPADE_EP_FAILED) continue;
+                spade_transcript *keep = &agent_tr[n_agent];
+                *keep = *t; /* take the buffers over */
+                spade_transcript_init(t);
+                spade_grpo_sample *g = &samples[n_agent++];
+                g->tokens = keep->tok;
+                g->len = keep->len;
+                g->mask = keep->mask;
+                g->old_logprobs = keep->logp;
+                g->reward = (float)w[i].plays[k].ret;
+                g->advantage = (float)((w[i].plays[k].ret - mean) / sqrt(var));
+                g->group = 1000 + i;
+                g->role = 1;
+            }
+    }
+    m->t_play = now_s() - t2;
+
+    /* 5. designer rewards, centred per family */
+    const char *fam[SPADE_SP_MAX_ENVS];
+    double r[SPADE_SP_MAX_ENVS];
+    int keep[SPADE_SP_MAX_ENVS];
+    for (int i = 0; i < n; i++) {
+        int valid = w[i].gates.first_failed < 0;
+        fam[i] = w[i].family;
+        w[i].reward = valid ? spade_dreward(o->reward, &w[i].paired, NULL) : o->invalid_reward;
+        if (valid) sum_reward += w[i].reward;
+        r[i] = w[i].reward;
+        keep[i] = valid || !o->invalid_drop;
+    }
+    if (m->valid) {
+        m->pass_nohint /= m->valid;
+        m->pass_hint /= m->valid;
+        m->regret /= m->valid;
+        m->designer_reward = sum_reward / m->valid;
+    } else m->pass_nohint = m->pass_hint = m->regret = m->designer_reward = NAN;
+    spade_center_per_family(r, fam, keep, n);
+
+    /* 6. one update on both roles' samples */
+    double t3 = now_s();
+    int ns = n_agent;
+    for (int i = 0; o->train_designer && !o->n_files && i < n; i++) {
+        if (!keep[i] || fabs(r[i]) < 1e-12) continue; /* a centred reward of 0 carries no signal */
+        spade_grpo_sample *g = &samples[ns++];
+        g->tokens = w[i].tr.tok;
+        g->len = w[i].tr.len;
+        g->mask = w[i].tr.mask;
+        g->old_logprobs = w[i].tr.logp;
+        g->reward = (float)w[i].reward;
+        g->advantage = (float)r[i];
+        g->group = i;
+        g->role = 0;
+        m->designer_samples++;
+    }
+    m->agent_samples = n_agent;
+    if (ns > 0) {
+        spade_grpo_opts go = o->rl.grpo;
+        go.adv_mode = SPADE_GRPO_ADV_GIVEN;
+        go.token_norm = SPADE_GRPO_NORM_ROLE;
+        spade_grpo_stats st;
+        if (spade_grpo_update(s->p, NULL, samples, ns, &go, &o->rl.adamw, &st, err, errlen) < 0) goto done;
+        m->loss = st.loss;
+        m->grad_norm = st.grad_norm;
+        m->role_grad_norm[0] = st.role_grad_norm[0];
+        m->role_grad_norm[1] = st.role_grad_norm[1];
+    }
+    m->t_update = now_s() - t3;
+
+    /* 7. the archive, one transaction */
+    double t4 = now_s();
+    if (s->archive) {
+        if (spade_archive_begin(s->archive, err, errlen) < 0) goto done;
+        for (int i = 0; i < n; i++) {
+            spade_archive_env e = {0};
+            e.iteration = it;
+            snprintf(e.family, sizeof e.family, "%s", w[i].family);
+            snprintf(e.corpus_item, sizeof e.corpus_item, "%s", w[i].corpus_item);
+            e.source = w[i].source ? w[i].source : "";
+            e.source_len = w[i].source ? w[i].source_len : 0;
+            e.hash = spade_source_fingerprint(e.source, e.source_len);
+            int ff = w[i].gates.first_failed;
+            if (ff >= 0) {
+                snprintf(e.gate, sizeof e.gate, "%s", spade_gate_name((spade_gate)ff));
+                snprintf(e.reason, sizeof e.reason, "%s", w[i].gates.detail[ff]);
+                e.pass_nohint = e.pass_hint = e.regret = NAN;
+            } else {
+                e.pass_nohint = w[i].paired.pass_nohint;
+                e.pass_hint = w[i].paired.pass_hint;
+                e.regret = w[i].paired.regret;
+                e.plays = plays;
+            }
+            e.reward = w[i].reward;
+            e.embedding = w[i].embedding;
+            e.embed_dim = SPADE_VENDI_DIM;
+            long id;
+            if (spade_archive_add_env(s->archive, &e, &id, err, errlen) < 0) goto done;
+            if (ff < 0) {
+                double s0[256], s1[256], r0[256], r1[256];
+                for (int k = 0; k < plays; k++) {
+                    s0[k] = w[i].plays[k].success, s1[k] = w[i].plays[plays + k].success;
+                    r0[k] = w[i].plays[k].ret, r1[k] = w[i].plays[plays + k].ret;
+                }
+                if (spade_archive_add_plays(s->archive, id, plays, w[i].seeds, s0, s1, r0, r1, err, errlen) < 0) goto done;
+            }
+        }
+    }
+    /* diversity of this iteration's valid environments */
+    if (m->valid > 0) {
+        double *X = malloc((size_t)m->valid * SPADE_VENDI_DIM * sizeof *X), v;
+        int k = 0;
+        for (int i = 0; X && i < n; i++)
+            if (w[i].gates.first_failed < 0) {
+                for (int d = 0; d < SPADE_VENDI_DIM; d++) X[(size_t)k * SPADE_VENDI_DIM + d] = w[i].embedding[d];
+                k++;
+            }
+        if (X && spade_vendi(X, k, SPADE_VENDI_DIM, &v, err, errlen) == 0) m->vendi_n = v / k;
+        free(X);
+    }
+    if (s->archive) {
+        char json[4096];
+        spade_selfplay_metrics_json(m, json, sizeof json);
+        if (spade_archive_add_iteration(s->archive, it, json, err, errlen) < 0 ||
+            spade_archive_commit(s->archive, err, errlen) < 0)
+            goto done;
+    }
+    m->t_archive = now_s() - t4;
+    rc = 0;
+done:
+    if (rc != 0 && s->archive) spade_archive_rollback_after(s->archive, it - 1, NULL, 0);
+    spade_decoder_free(dec);
+    for (int i = 0; w && i < n; i++) {
+        spade_transcript_free(&w[i].tr);
+        free(w[i].source);
+        free(w[i].plays);
+    }
+    for (int k = 0; ae.tr && k < ae.n; k++) spade_transcript_free(&ae.tr[k]);
+    for (int k = 0; agent_tr && k < n_agent; k++) spade_transcript_free(&agent_tr[k]);
+    free(ae.tr);
+    free(agent_tr);
+    free(samples);
+    free(w);
+    free(refs);
+    free(ref_names);
+    return rc;
+}
+
+static void num(char *b, size_t cap, double v) {
+    if (isfinite(v)) snprintf(b, cap, "%.6g", v);
+    else snprintf(b, cap, "null");
+}
+
+void spade_selfplay_metrics_json(const spade_selfplay_metrics *m, char *out, size_t cap) {
+    char p0[32], p1[32], rg[32], dr[32], vn[32], gates[600] = "";
+    num(p0, sizeof p0, m->pass_nohint);
+    num(p1, sizeof p1, m->pass_hint);
+    num(rg, sizeof rg, m->regret);
+    num(dr, sizeof dr, m->designer_reward);
+    num(vn, sizeof vn, m->vendi_n);
+    size_t at = 0;
+    for (int g = 0; g < SPADE_GATE_COUNT; g++)
+        at += (size_t)snprintf(gates + at, sizeof gates - at, "%s\"%s\":%d", g ? "," : "", spade_gate_name((spade_gate)g),
+                               m->failed_gate[g]);
+    snprintf(out, cap,
+             "{\"iteration\":%d,\"written\":%d,\"valid\":%d,\"failed_at\":{%s},\"pass\":%s,\"pass_hint\":%s,\"regret\":%s,"
+             "\"designer_reward\":%s,\"vendi_n\":%s,\"designer_samples\":%d,\"agent_samples\":%d,\"source_tokens\":%ld,"
+             "\"loss\":%.6g,\"grad_norm\":%.6g,\"grad_norm_designer\":%.6g,\"grad_norm_agent\":%.6g,"
+             "\"pool_success\":%.6g,\"t_design\":%.3f,\"t_gates\":%.3f,\"t_play\":%.3f,\"t_update\":%.3f,\"t_archive\":%.3f}",
+             m->iteration, m->written, m->valid, gates, p0, p1, rg, dr, vn, m->designer_samples, m->agent_samples,
+             m->source_tokens, m->loss, m->grad_norm, m->role_grad_norm[0], m->role_grad_norm[1], m->pool.success_rate,
+             m->t_design, m->t_gates, m->t_play, m->t_update, m->t_archive);
+}

@@ -1,0 +1,105 @@
+/* loop.h — one iteration of self-play: the designer writes environments, the
+ * gates judge them, the agent plays each valid one with and without its hint
+ * on the same seeds, both roles are rewarded, and one GRPO update trains the
+ * shared policy on both roles' masked samples; everything lands in the
+ * archive.
+ *
+ * What it is: the composition of the roles (designer/, agent/) over core.
+ * It lives above both (selfplay/), so neither role includes the other and
+ * core includes neither (docs/architecture.md). An iteration draws everything
+ * (corpus items, families, seeds, samples) from the run seed and its number,
+ * and reads the archive only as it was after the previous iteration, so a
+ * run resumed from iteration k's checkpoint and archive replays iteration k+1
+ * exactly.
+ * What it is not: the run directory, config, checkpoints and progress
+ * display (cli/cmd_train.c).
+ */
+#ifndef SPADE_SELFPLAY_LOOP_H
+#define SPADE_SELFPLAY_LOOP_H
+
+#include <signal.h>
+#include <stdint.h>
+
+#include "agent/pool.h"
+#include "agent/rl.h"
+#include "archive.h"
+#include "designer/corpus.h"
+#include "designer/gates.h"
+#include "designer/reward.h"
+#include "policy/policy.h"
+
+#define SPADE_SP_MAX_ENVS 64
+#define SPADE_SP_MAX_FAMILIES 16
+
+typedef struct spade_selfplay_opts {
+    uint64_t seed;
+    /* designer */
+    int envs;                 /* designer.envs: environments written per iteration (8) */
+    int max_source_tokens;    /* designer.max_source_tokens (512) */
+    float temperature, top_p; /* designer.temperature (1.0), designer.top_p (1.0) */
+    spade_dreward_kind reward; /* designer.reward (blend) */
+    int invalid_drop;         /* designer.invalid = drop (0: penalise) */
+    double invalid_reward;    /* designer.invalid_reward (-0.5) */
+    int train_designer;       /* designer.train (1): 0 = frozen designer, no designer samples in the update */
+    int use_corpus;           /* corpus.enabled (1) */
+    int use_memory;           /* memory.enabled (1) */
+    spade_memory_opts memory;
+    char families[SPADE_SP_MAX_FAMILIES][32];
+    int n_families, family_window; /* designer.families, designer.family_window (3) */
+    spade_gate_opts gates;
+    /* designer.source = files: slot i of iteration it "writes" file (it * envs + i) mod n_files instead of
+     * sampling the policy (measuring the gates and regret of a given set; the designer is not trained) */
+    const char *const *files;
+    const char *const *file_names;
+    const size_t *file_lens;
+    int n_files;
+    /* agent */
+    int plays;                /* selfplay.plays: seeds per valid environment, each played with and without the hint (8) */
+    int pool_envs;            /* selfplay.pool_envs: fixed-pool environments the agent also trains on per iteration (0) */
+    spade_rl_opts rl;         /* the agent's options (and the pool plays when pool_envs > 0) */
+} spade_selfplay_opts;
+void spade_selfplay_opts_default(spade_selfplay_opts *o);
+
+typedef struct spade_selfplay_metrics {
+    int iteration;
+    int written, valid;
+    int failed_gate[SPADE_GATE_COUNT]; /* by the first gate failed */
+    double pass_nohint, pass_hint, regret, designer_reward; /* means over valid environments */
+    double vendi_n;           /* Vendi/n of this iteration's valid environments (NAN when none) */
+    int designer_samples, agent_samples;
+    float loss, grad_norm, role_grad_norm[2];
+    long source_tokens;
+    spade_rl_metrics pool;    /* the fixed-pool part (pool_envs > 0) */
+    double t_design, t_gates, t_play, t_update, t_archive;
+} spade_selfplay_metrics;
+
+/* The loop's fixed context: the policy (trained in place), the sandbox, the
+ * corpus (may be NULL when corpus.enabled = false), the archive, the fixed
+ * pool (may be NULL), the reference embeddings for novelty. */
+typedef struct spade_selfplay {
+    spade_policy *p;
+    spade_sandbox *sb;
+    spade_corpus *corpus;
+    spade_archive *archive;
+    spade_pool *pool;
+    const double *refs; /* corpus embeddings (n_refs x SPADE_VENDI_DIM) for the novelty gate */
+    const char *const *ref_names;
+    int n_refs;
+} spade_selfplay;
+
+/* One iteration (it >= 0). The archive's rows of iteration it are written in
+ * one transaction, committed at the end. stop (may be NULL) abandons the
+ * iteration (nothing is written or trained) and returns 1. 0 done, -1 error. */
+int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, int it,
+                             const volatile sig_atomic_t *stop, spade_selfplay_metrics *m, char *err, size_t errlen);
+
+/* The iteration's metrics as one JSON object (the archive's iterations row
+ * and the run's JSONL line; timings are the t_* keys, last). */
+void spade_selfplay_metrics_json(const spade_selfplay_metrics *m, char *out, size_t cap);
+
+/* The source in a designer's completion: the first ``` fenced block when
+ * there is one (its language tag dropped), else the whole text. Into out
+ * (malloc'd). */
+char *spade_extract_source(const char *text, size_t len, size_t *out_len);
+
+#endif /* SPADE_SELFPLAY_LOOP_H */
