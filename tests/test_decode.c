@@ -239,7 +239,6 @@ START_TEST(test_continued_equals_recompute) {
         uint64_t s1 = 31, s2 = 32, s3 = 33;
         out1 a, b;
         /* other slots busy beside it, so its passes are shared */
-        int other[2] = {0, 2};
         ck_assert(spade_decoder_append(d, 0, obs, 4, err, sizeof err) == 0);
         ck_assert(spade_decoder_append(d, 2, prompt, 3, err, sizeof err) == 0);
         ck_assert(spade_decoder_append(d, slot, prompt, 6, err, sizeof err) == 0);
@@ -253,7 +252,6 @@ START_TEST(test_continued_equals_recompute) {
         const int *tb[2] = {obs, longobs};
         int nb[2] = {2, 560}, two[2] = {0, slot};
         ck_assert(spade_decoder_append_batch(d, two, tb, nb, 2, NULL, err, sizeof err) == 0);
-        (void)other;
         int L = spade_decoder_len(d, slot);
         ck_assert_int_eq(L, 6 + a.len + 4 + b.len + 560);
         const int *h = spade_decoder_tokens(d, slot);

@@ -281,8 +281,9 @@ static int catch_up(spade_decoder *d, const int *slots, int n, char *err, size_t
     int maxT = p->maxT, Vp = p->Vp;
     for (int i = 0; i < n; i++) {
         int s = slots[i];
-        /* in the cache but its logits are gone (a pass failed after its rows
-         * ran): run the last token again; its cache row is rewritten as it was */
+        /* in the cache without its logits (no call leaves a slot so; kept so
+         * that one never samples stale logits): run the last token again, its
+         * cache row is rewritten with the same values */
         if (d->len[s] > 0 && d->cached[s] == d->len[s] && !d->fresh[s]) d->cached[s] = d->len[s] - 1;
     }
     int *finbuf = d->fin, rc = 0;
