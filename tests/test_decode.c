@@ -118,6 +118,128 @@ static void opts(spade_sample_opts *o, int M) {
     o->n_stop = 0;
 }
 
+/* ------------------------------------------------------------ the ops */
+
+static float frand(uint64_t *s) {
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((double)(*s >> 11) / 9007199254740992.0) * 2.0f - 1.0f;
+}
+
+/* attention_forward_kv_at, the decoding batch's attention, at sizes that
+ * engage OpenMP: three slots are prefilled slot by slot (150 positions each,
+ * one call), then 50 more positions each in a second call with the rows
+ * interleaved across slots. Its output equals, bit for bit, what
+ * attention_forward_kv gives each slot alone (cpu_ref), the cpu backend's is
+ * within 1e-5 of cpu_ref's (sgemv products with cblas; the same bits
+ * without), and cpu_ref's within 1e-5 of the formula computed here in double.
+ * encoder_forward_at equals wte[tok] + wpe[pos] exactly. */
+START_TEST(test_ops_at) {
+    enum { S = 3, T1 = 150, T2 = 50, T = T1 + T2, C = 64, NH = 4, maxT = 256, hs = C / NH };
+    uint64_t seed = 9;
+    size_t NQ = (size_t)S * T * 3 * C, KC = (size_t)S * maxT * C;
+    float *qkv = malloc(NQ * sizeof(float)); /* (S, T, 3C): slot-major */
+    for (size_t i = 0; i < NQ; i++) qkv[i] = 1.5f * frand(&seed);
+    /* the rows of the two calls, in call order */
+    float *rows = malloc((size_t)S * T * 3 * C * sizeof(float));
+    int slot[S * T], pos[S * T], n = 0;
+    for (int s = 0; s < S; s++)
+        for (int t = 0; t < T1; t++, n++) {
+            slot[n] = s;
+            pos[n] = t;
+        }
+    for (int t = T1; t < T; t++)
+        for (int s = 0; s < S; s++, n++) {
+            slot[n] = s;
+            pos[n] = t;
+        }
+    for (int i = 0; i < n; i++)
+        memcpy(rows + (size_t)i * 3 * C, qkv + ((size_t)slot[i] * T + pos[i]) * 3 * C, 3 * C * sizeof(float));
+    const char *names[2] = {"cpu_ref", "cpu"};
+    float *out[2];
+    for (int b = 0; b < 2; b++) {
+        spade_backend be;
+        char note[256];
+        ck_assert_msg(spade_backend_open(names[b], &be, note, sizeof note, err, sizeof err) == 0, "%s", err);
+        float *kc = calloc(KC, sizeof(float)), *vc = calloc(KC, sizeof(float));
+        out[b] = malloc((size_t)n * C * sizeof(float));
+        ck_assert(be.vt->attention_forward_kv_at(be.ctx, out[b], rows, kc, vc, slot, pos, S * T1, C, NH, S,
+                                                 maxT, T1) == 0);
+        ck_assert(be.vt->attention_forward_kv_at(be.ctx, out[b] + (size_t)S * T1 * C, rows + (size_t)S * T1 * 3 * C,
+                                                 kc, vc, slot + S * T1, pos + S * T1, S * T2, C, NH, S, maxT, T) == 0);
+        /* out of range: refused with a message, not read */
+        int badslot[1] = {S}, badpos[1] = {0};
+        ck_assert(be.vt->attention_forward_kv_at(be.ctx, out[b], rows, kc, vc, badslot, badpos, 1, C, NH, S, maxT,
+                                                 T) != 0);
+        ck_assert_msg(strstr(be.vt->last_error(be.ctx), "slot 3"), "%s", be.vt->last_error(be.ctx));
+        if (b == 0) {
+            /* each slot alone through attention_forward_kv, whole sequence at once */
+            float *o1 = malloc((size_t)T * C * sizeof(float)), *k1 = calloc((size_t)maxT * C, sizeof(float)),
+                  *v1 = calloc((size_t)maxT * C, sizeof(float));
+            for (int s = 0; s < S; s++) {
+                ck_assert(be.vt->attention_forward_kv(be.ctx, o1, qkv + (size_t)s * T * 3 * C, k1, v1, 1, T, C, NH, 0,
+                                                      maxT) == 0);
+                for (int i = 0; i < n; i++)
+                    if (slot[i] == s)
+                        ck_assert_msg(memcmp(out[0] + (size_t)i * C, o1 + (size_t)pos[i] * C, C * sizeof(float)) == 0,
+                                      "row %d (slot %d position %d) differs from attention_forward_kv", i, s, pos[i]);
+                ck_assert(memcmp(kc + (size_t)s * maxT * C, k1, (size_t)T * C * sizeof(float)) == 0);
+                ck_assert(memcmp(vc + (size_t)s * maxT * C, v1, (size_t)T * C * sizeof(float)) == 0);
+            }
+            free(o1);
+            free(k1);
+            free(v1);
+            /* the formula, in double, for a few rows */
+            double worst = 0;
+            for (int i = 0; i < n; i += 37)
+                for (int h = 0; h < NH; h++) {
+                    const float *q = rows + (size_t)i * 3 * C + h * hs;
+                    double sc[T], mx = -1e300, z = 0;
+                    for (int j = 0; j <= pos[i]; j++) {
+                        const float *k = qkv + ((size_t)slot[i] * T + j) * 3 * C + C + h * hs;
+                        double d = 0;
+                        for (int c = 0; c < hs; c++) d += (double)q[c] * k[c];
+                        sc[j] = d / sqrt((double)hs);
+                        if (sc[j] > mx) mx = sc[j];
+                    }
+                    for (int j = 0; j <= pos[i]; j++) z += exp(sc[j] - mx);
+                    for (int c = 0; c < hs; c++) {
+                        double o = 0;
+                        for (int j = 0; j <= pos[i]; j++)
+                            o += exp(sc[j] - mx) / z * qkv[((size_t)slot[i] * T + j) * 3 * C + 2 * C + h * hs + c];
+                        double e = fabs(o - out[0][(size_t)i * C + h * hs + c]);
+                        if (e > worst) worst = e;
+                    }
+                }
+            ck_assert_msg(worst < 1e-5, "attention_forward_kv_at is %g from the formula", worst);
+        }
+        /* encoder_forward_at */
+        int tok[4] = {0, 262, 7, 7}, ep[4] = {0, 5, maxT - 1, 3};
+        float *wte = malloc((size_t)SPADE_VOCAB_PADDED * C * sizeof(float)), *wpe = malloc((size_t)maxT * C * sizeof(float));
+        for (size_t i = 0; i < (size_t)SPADE_VOCAB_PADDED * C; i++) wte[i] = frand(&seed);
+        for (size_t i = 0; i < (size_t)maxT * C; i++) wpe[i] = frand(&seed);
+        float eo[4 * C];
+        ck_assert(be.vt->encoder_forward_at(be.ctx, eo, tok, ep, wte, wpe, 4, C) == 0);
+        for (int i = 0; i < 4; i++)
+            for (int c = 0; c < C; c++) ck_assert(eo[i * C + c] == wte[(size_t)tok[i] * C + c] + wpe[(size_t)ep[i] * C + c]);
+        free(wte);
+        free(wpe);
+        free(kc);
+        free(vc);
+        spade_backend_close(&be);
+    }
+    /* cpu does the score and value products with sgemv when it has cblas
+     * (another summation order), else the reference loops (the same bits) */
+    double worst = 0;
+    for (size_t i = 0; i < (size_t)n * C; i++) worst = fmax(worst, fabs((double)out[0][i] - out[1][i]));
+    if (spade_backend_cpu_has_cblas()) ck_assert_msg(worst < 1e-5, "cpu is %g from cpu_ref", worst);
+    else ck_assert_msg(worst == 0, "cpu differs from cpu_ref without cblas: %g", worst);
+    free(out[0]);
+    free(out[1]);
+    free(qkv);
+    free(rows);
+}
+END_TEST
+
 /* ------------------------------------------------------------ batched == alone */
 
 /* Four prompts of different lengths sampled together, for two turns (an
@@ -239,7 +361,6 @@ START_TEST(test_continued_equals_recompute) {
         uint64_t s1 = 31, s2 = 32, s3 = 33;
         out1 a, b;
         /* other slots busy beside it, so its passes are shared */
-        int other[2] = {0, 2};
         ck_assert(spade_decoder_append(d, 0, obs, 4, err, sizeof err) == 0);
         ck_assert(spade_decoder_append(d, 2, prompt, 3, err, sizeof err) == 0);
         ck_assert(spade_decoder_append(d, slot, prompt, 6, err, sizeof err) == 0);
@@ -253,7 +374,6 @@ START_TEST(test_continued_equals_recompute) {
         const int *tb[2] = {obs, longobs};
         int nb[2] = {2, 560}, two[2] = {0, slot};
         ck_assert(spade_decoder_append_batch(d, two, tb, nb, 2, NULL, err, sizeof err) == 0);
-        (void)other;
         int L = spade_decoder_len(d, slot);
         ck_assert_int_eq(L, 6 + a.len + 4 + b.len + 560);
         const int *h = spade_decoder_tokens(d, slot);
@@ -581,6 +701,7 @@ static Suite *decode_suite(void) {
     Suite *s = suite_create("decode");
     TCase *t = tcase_create("decode");
     tcase_set_timeout(t, 120);
+    tcase_add_test(t, test_ops_at);
     tcase_add_test(t, test_batched_equals_alone);
     tcase_add_test(t, test_continued_equals_recompute);
     tcase_add_test(t, test_reuse_leaks_nothing);

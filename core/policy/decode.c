@@ -105,8 +105,9 @@ int spade_decoder_new(spade_decoder **out, spade_policy *p, int max_slots, char 
     d->S = max_slots;
     d->R = max_slots > DEC_ROWS ? max_slots : DEC_ROWS;
     size_t S = d->S, R = d->R, L = p->L, C = p->C, maxT = p->maxT, Vp = p->Vp;
-    /* Within the config limits (L, C, maxT, S <= 2^16, 2^14, 2^16, 2^16) the
-     * cache is < 2^63 floats; whether it fits is the allocator's answer. */
+    /* Within the limits (L <= 2^8, S and maxT <= 2^16, C <= 2^14) the cache
+     * is at most 2^55 floats, so no product here wraps; whether it fits is
+     * the allocator's answer. */
     size_t cache = L * S * maxT * C;
     size_t rs[8] = {R * C, R * C, R * C, R * 3 * C, R * C, R * C, R * 4 * C, R * 4 * C};
     size_t nrow = S * Vp;
@@ -281,8 +282,9 @@ static int catch_up(spade_decoder *d, const int *slots, int n, char *err, size_t
     int maxT = p->maxT, Vp = p->Vp;
     for (int i = 0; i < n; i++) {
         int s = slots[i];
-        /* in the cache but its logits are gone (a pass failed after its rows
-         * ran): run the last token again; its cache row is rewritten as it was */
+        /* in the cache without its logits (no call leaves a slot so; kept so
+         * that one never samples stale logits): run the last token again, its
+         * cache row is rewritten with the same values */
         if (d->len[s] > 0 && d->cached[s] == d->len[s] && !d->fresh[s]) d->cached[s] = d->len[s] - 1;
     }
     int *finbuf = d->fin, rc = 0;

@@ -197,7 +197,8 @@ int spade_policy_sample(spade_policy *p, const int *prompt, int plen, int G,
  *
  * Memory: 2 x layers x max_slots x context x width floats of cache on the
  * backend, allocated by spade_decoder_new, plus a fixed row workspace; no
- * call after that allocates backend memory, and resetting a slot is free. */
+ * call after that allocates backend memory (except o->no_kv_cache, which
+ * runs the policy's training forward), and resetting a slot is free. */
 typedef struct spade_decoder spade_decoder;
 
 /* Per-slot outcome of spade_decoder_sample (and of an append that did not fit). */
