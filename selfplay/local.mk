@@ -4,3 +4,6 @@
 selfplay_sources = selfplay/loop.c
 noinst_HEADERS += selfplay/loop.h
 spade_SOURCES += $(selfplay_sources)
+
+TESTS += tests/test_selfplay.sh
+EXTRA_DIST += tests/test_selfplay.sh
