@@ -1,0 +1,194 @@
+"""vector.py — N instances of one spade environment as a ``gymnasium.vector.VectorEnv``.
+
+What it is: Gymnasium's vector API over spade's batched stepping. A step is one request (one
+round trip) whatever N is: the actions of the running instances and, under the NEXT_STEP
+autoreset mode (Gymnasium's default), the resets of the instances that ended on the previous
+step travel together, and the server steps them in one batch per worker (several workers step in
+parallel). Seeds follow Gymnasium's SyncVectorEnv exactly: ``reset(seed=s)`` gives instance i the
+seed ``s + i``; an instance reset without a seed (an autoreset) draws its episode seed from its own
+``np_random`` as :class:`spade.SpadeEnv` does, so ``make_vec(spec, n)`` plays the same episodes as
+``SyncVectorEnv([lambda: make(spec)] * n)`` (tests/python/test_vector.py checks it).
+What it is not: an async vector env (the batch is already parallel on the server's side).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+from gymnasium.utils import seeding
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from ._client import Client, SpadeError, default_client, failure_error
+from .env import OBS_MAX, TextSpace, _load_fields, episode_seed
+
+
+class SpadeVectorEnv(VectorEnv):  # type: ignore[type-arg]
+    """``num_envs`` instances of one environment (see :func:`spade.make_vec`). ``workers``
+    sandboxed worker processes share the instances (instance i on worker i % workers).
+    Observations are a tuple of str, actions a sequence of str; rewards float64, terminations
+    and truncations bool arrays; infos follow Gymnasium's vector convention (``key`` and
+    ``_key`` arrays)."""
+
+    def __init__(self, spec: Optional[str] = None, num_envs: int = 1, *, source: Optional[str] = None,
+                 filename: Optional[str] = None, params: Union[None, str, Dict[str, float]] = None,
+                 workers: int = 1, client: Optional[Client] = None,
+                 autoreset_mode: Union[str, AutoresetMode] = AutoresetMode.NEXT_STEP,
+                 max_action_length: int = 4096):
+        if num_envs < 1:
+            raise ValueError("num_envs must be at least 1")
+        self._client = client or default_client()
+        self._handle: Optional[int] = None
+        resp = self._client.request("make", instances=num_envs, workers=workers,
+                                    **_load_fields(spec, source, filename, params))
+        self._handle = int(resp["env"])
+        info = resp["info"]
+        self.spade_info: Dict[str, Any] = info
+        self.name: str = info["name"]
+        self.params: Dict[str, float] = dict(resp["param_values"])
+        self.tools: List[Dict[str, Any]] = list(info["tools"])
+        self.has_solve: bool = bool(info["has_solve"])
+        self.path: str = resp["path"]
+        self.workers: int = int(resp["workers"])
+        self.num_envs = num_envs
+        self.autoreset_mode = AutoresetMode(autoreset_mode)
+        self.metadata = {"autoreset_mode": self.autoreset_mode, "render_modes": []}
+        self.single_observation_space = TextSpace(OBS_MAX)
+        self.single_action_space = TextSpace(max_action_length)
+        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self.action_space = batch_space(self.single_action_space, num_envs)
+        self._rngs: List[Optional[np.random.Generator]] = [None] * num_envs
+        self._autoreset = np.zeros(num_envs, dtype=np.bool_)
+        self._obs: List[str] = [""] * num_envs
+
+    @property
+    def handle(self) -> int:
+        if self._handle is None:
+            raise SpadeError("unknown_handle", "the vector environment is closed")
+        return self._handle
+
+    def _seed_for(self, i: int, seed: Optional[int]) -> int:
+        if seed is not None:
+            self._rngs[i], _ = seeding.np_random(int(seed))
+            return int(seed)
+        if self._rngs[i] is None:
+            self._rngs[i], _ = seeding.np_random()
+        return episode_seed(self._rngs[i])
+
+    def _reset_info(self, i: int, seed: int) -> Dict[str, Any]:
+        return {"seed": seed, "params": dict(self.params), "tools": [t["name"] for t in self.tools]}
+
+    @staticmethod
+    def _check(resp: Dict[str, Any]) -> None:
+        fails = resp.get("failures")
+        if fails:
+            for f in fails:
+                if f is not None:
+                    raise failure_error(f)
+
+    def reset(self, *, seed: Union[None, int, Sequence[Optional[int]]] = None,
+              options: Optional[Dict[str, Any]] = None) -> Tuple[Tuple[str, ...], Dict[str, Any]]:
+        n = self.num_envs
+        if seed is None:
+            seeds: List[Optional[int]] = [None] * n
+        elif isinstance(seed, (int, np.integer)):
+            seeds = [int(seed) + i for i in range(n)]
+        else:
+            seeds = list(seed)
+            if len(seeds) != n:
+                raise ValueError(f"seed list of length {len(seeds)}; num_envs is {n}")
+        mask = np.ones(n, dtype=np.bool_)
+        if options is not None and "reset_mask" in options:
+            mask = np.asarray(options["reset_mask"])
+            if mask.shape != (n,) or mask.dtype != np.bool_ or not mask.any():
+                raise ValueError(f"options['reset_mask'] must be a bool array of shape ({n},) with a True")
+        ids = [i for i in range(n) if mask[i]]
+        ep_seeds = [self._seed_for(i, seeds[i]) for i in ids]
+        resp = self._client.request("reset", env=self.handle, ids=ids, seeds=ep_seeds)
+        self._check(resp)
+        infos: Dict[str, Any] = {}
+        for j, i in enumerate(ids):
+            self._obs[i] = resp["obs"][j]
+            self._autoreset[i] = False
+            infos = self._add_info(infos, self._reset_info(i, ep_seeds[j]), i)
+        return tuple(self._obs), infos
+
+    def step(self, actions: Sequence[str]) -> Tuple[Tuple[str, ...], np.ndarray, np.ndarray, np.ndarray,
+                                                    Dict[str, Any]]:
+        n = self.num_envs
+        if len(actions) != n:
+            raise ValueError(f"{len(actions)} actions for {n} environments")
+        rewards = np.zeros(n, dtype=np.float64)
+        terms = np.zeros(n, dtype=np.bool_)
+        truncs = np.zeros(n, dtype=np.bool_)
+        next_step = self.autoreset_mode == AutoresetMode.NEXT_STEP
+        if self.autoreset_mode == AutoresetMode.DISABLED and self._autoreset.any():
+            raise SpadeError("bad_value", "autoreset is disabled: reset the ended environments first "
+                                          "(reset(options={'reset_mask': ...}))")
+        resetting = [i for i in range(n) if next_step and self._autoreset[i]]
+        stepping = [i for i in range(n) if not (next_step and self._autoreset[i])]
+        acts = []
+        for i in stepping:
+            a = actions[i]
+            if not isinstance(a, str):
+                raise TypeError(f"action {i} is {type(a).__name__}; spade actions are text (str)")
+            acts.append(a)
+        fields: Dict[str, Any] = {"env": self.handle, "ids": stepping, "actions": acts}
+        r_seeds = [self._seed_for(i, None) for i in resetting]
+        if resetting:
+            fields["reset"] = {"ids": resetting, "seeds": r_seeds}
+        resp = self._client.request("step", **fields)
+        self._check(resp)
+        infos: Dict[str, Any] = {}
+        # infos are gathered in instance order, as SyncVectorEnv does
+        per: Dict[int, Dict[str, Any]] = {}
+        if resetting:
+            rr = resp["reset"]
+            self._check(rr)
+            for j, i in enumerate(resetting):
+                self._obs[i] = rr["obs"][j]
+                per[i] = self._reset_info(i, r_seeds[j])
+        for j, i in enumerate(stepping):
+            self._obs[i] = resp["obs"][j]
+            rewards[i] = resp["reward"][j]
+            terms[i] = resp["terminated"][j]
+            truncs[i] = resp["truncated"][j]
+            per[i] = {"success": bool(resp["success"][j]), "episode_return": float(resp["return"][j])}
+        same_step = self.autoreset_mode == AutoresetMode.SAME_STEP
+        ended = [i for i in stepping if terms[i] or truncs[i]]
+        if same_step and ended:
+            for i in ended:
+                infos = self._add_info(infos, {"final_obs": self._obs[i], "final_info": per[i]}, i)
+            e_seeds = [self._seed_for(i, None) for i in ended]
+            rr = self._client.request("reset", env=self.handle, ids=ended, seeds=e_seeds)
+            self._check(rr)
+            for j, i in enumerate(ended):
+                self._obs[i] = rr["obs"][j]
+                per[i] = self._reset_info(i, e_seeds[j])
+        for i in range(n):
+            infos = self._add_info(infos, per[i], i)
+        self._autoreset = np.logical_or(terms, truncs) if not same_step else np.zeros(n, dtype=np.bool_)
+        return tuple(self._obs), rewards, terms, truncs, infos
+
+    def hint(self, i: int = 0) -> str:
+        """Instance i's privileged hint."""
+        return str(self._client.request("hint", env=self.handle, instance=i)["text"])
+
+    def solve_actions(self) -> List[str]:
+        """The reference solver's next action for every instance (one request each)."""
+        return [str(self._client.request("solve", env=self.handle, instance=i)["action"])
+                for i in range(self.num_envs)]
+
+    def close_extras(self, **kwargs: Any) -> None:
+        h, self._handle = self._handle, None
+        if h is not None:
+            try:
+                self._client.request("close", env=h)
+            except SpadeError:
+                pass
+
+    def __del__(self) -> None:
+        h, self._handle = getattr(self, "_handle", None), None
+        if h is not None:
+            self._client.defer_close(h)
