@@ -8,3 +8,8 @@ tests_test_hostile_SOURCES = tests/test_hostile.c tests/testutil.c
 tests_test_hostile_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_hostile_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
 EXTRA_DIST += tests/hostile
+
+# The Python package (python/) and `spade serve` (docs/protocol.md, docs/python.md): pytest in
+# the .venv ./bootstrap makes; skipped with the reason when there is none.
+TESTS += tests/test_python.sh
+EXTRA_DIST += tests/test_python.sh tests/python python
