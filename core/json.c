@@ -572,6 +572,16 @@ void spade_jw_num(spade_jbuf *b, double v) {
     }
     char t[40];
     int n = 0;
+    /* whole numbers (most rewards and returns) as integers: exact, and far cheaper than %g */
+    if (v > -1e15 && v < 1e15 && v == (double)(long long)v && !(v == 0 && signbit(v))) {
+        long long x = (long long)v;
+        char *e = t + sizeof t, *q = e;
+        unsigned long long u = x < 0 ? 0ULL - (unsigned long long)x : (unsigned long long)x;
+        do *--q = (char)('0' + u % 10); while (u /= 10);
+        if (x < 0) *--q = '-';
+        spade_jw_raw(b, q, (size_t)(e - q));
+        return;
+    }
     /* the shortest of %.15g..%.17g that reads back as the same double */
     for (int prec = 15; prec <= 17; prec++) {
         n = snprintf(t, sizeof t, "%.*g", prec, v);

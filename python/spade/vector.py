@@ -61,6 +61,7 @@ class SpadeVectorEnv(VectorEnv):  # type: ignore[type-arg]
         self._rngs: List[Optional[np.random.Generator]] = [None] * num_envs
         self._autoreset = np.zeros(num_envs, dtype=np.bool_)
         self._obs: List[str] = [""] * num_envs
+        self._all_ids = list(range(num_envs))
 
     @property
     def handle(self) -> int:
@@ -119,6 +120,8 @@ class SpadeVectorEnv(VectorEnv):  # type: ignore[type-arg]
         n = self.num_envs
         if len(actions) != n:
             raise ValueError(f"{len(actions)} actions for {n} environments")
+        if self.autoreset_mode != AutoresetMode.SAME_STEP and not self._autoreset.any():
+            return self._step_all(actions)
         rewards = np.zeros(n, dtype=np.float64)
         terms = np.zeros(n, dtype=np.bool_)
         truncs = np.zeros(n, dtype=np.bool_)
@@ -139,36 +142,80 @@ class SpadeVectorEnv(VectorEnv):  # type: ignore[type-arg]
         if resetting:
             fields["reset"] = {"ids": resetting, "seeds": r_seeds}
         resp = self._client.request("step", **fields)
-        self._check(resp)
+        if "failures" in resp:
+            self._check(resp)
+        same_step = self.autoreset_mode == AutoresetMode.SAME_STEP
+        # Infos as SyncVectorEnv's _add_info builds them (bool and float64 arrays with "_key" masks),
+        # but for all stepped instances at once: per instance it would cost more than the step.
         infos: Dict[str, Any] = {}
-        # infos are gathered in instance order, as SyncVectorEnv does
-        per: Dict[int, Dict[str, Any]] = {}
+        if stepping:
+            if len(stepping) == n:
+                self._obs = list(resp["obs"])
+                rewards[:] = resp["reward"]
+                terms[:] = resp["terminated"]
+                truncs[:] = resp["truncated"]
+            else:
+                idx = np.asarray(stepping)
+                for j, i in enumerate(stepping):
+                    self._obs[i] = resp["obs"][j]
+                rewards[idx] = resp["reward"]
+                terms[idx] = resp["terminated"]
+                truncs[idx] = resp["truncated"]
+            ended = [i for i in stepping if terms[i] or truncs[i]] if same_step else []
+            shown = np.zeros(n, dtype=np.bool_)
+            shown[stepping] = True
+            shown[ended] = False  # SAME_STEP: their step info goes into final_info
+            succ = np.zeros(n, dtype=np.bool_)
+            rets = np.zeros(n, dtype=np.float64)
+            succ[stepping] = resp["success"]
+            rets[stepping] = resp["return"]
+            succ[~shown] = False
+            rets[~shown] = 0.0
+            if shown.any():
+                infos = {"success": succ, "_success": shown, "episode_return": rets, "_episode_return": shown.copy()}
+        else:
+            ended = []
         if resetting:
             rr = resp["reset"]
-            self._check(rr)
+            if "failures" in rr:
+                self._check(rr)
             for j, i in enumerate(resetting):
                 self._obs[i] = rr["obs"][j]
-                per[i] = self._reset_info(i, r_seeds[j])
-        for j, i in enumerate(stepping):
-            self._obs[i] = resp["obs"][j]
-            rewards[i] = resp["reward"][j]
-            terms[i] = resp["terminated"][j]
-            truncs[i] = resp["truncated"][j]
-            per[i] = {"success": bool(resp["success"][j]), "episode_return": float(resp["return"][j])}
-        same_step = self.autoreset_mode == AutoresetMode.SAME_STEP
-        ended = [i for i in stepping if terms[i] or truncs[i]]
-        if same_step and ended:
+                infos = self._add_info(infos, self._reset_info(i, r_seeds[j]), i)
+        if ended:
+            pos = {i: j for j, i in enumerate(stepping)}
             for i in ended:
-                infos = self._add_info(infos, {"final_obs": self._obs[i], "final_info": per[i]}, i)
+                j = pos[i]
+                final = {"success": bool(resp["success"][j]), "episode_return": float(resp["return"][j])}
+                infos = self._add_info(infos, {"final_obs": self._obs[i], "final_info": final}, i)
             e_seeds = [self._seed_for(i, None) for i in ended]
             rr = self._client.request("reset", env=self.handle, ids=ended, seeds=e_seeds)
             self._check(rr)
             for j, i in enumerate(ended):
                 self._obs[i] = rr["obs"][j]
-                per[i] = self._reset_info(i, e_seeds[j])
-        for i in range(n):
-            infos = self._add_info(infos, per[i], i)
+                infos = self._add_info(infos, self._reset_info(i, e_seeds[j]), i)
         self._autoreset = np.logical_or(terms, truncs) if not same_step else np.zeros(n, dtype=np.bool_)
+        return tuple(self._obs), rewards, terms, truncs, infos
+
+    def _step_all(self, actions: Sequence[str]) -> Tuple[Tuple[str, ...], np.ndarray, np.ndarray, np.ndarray,
+                                                        Dict[str, Any]]:
+        # Every instance steps (no autoreset due): the common case, built column by column.
+        acts = list(actions)
+        for i, a in enumerate(acts):
+            if type(a) is not str and not isinstance(a, str):
+                raise TypeError(f"action {i} is {type(a).__name__}; spade actions are text (str)")
+        resp = self._client.request("step", env=self.handle, ids=self._all_ids, actions=acts)
+        if "failures" in resp:
+            self._check(resp)
+        n = self.num_envs
+        self._obs = resp["obs"]
+        rewards = np.array(resp["reward"], dtype=np.float64)
+        terms = np.array(resp["terminated"], dtype=np.bool_)
+        truncs = np.array(resp["truncated"], dtype=np.bool_)
+        infos = {"success": np.array(resp["success"], dtype=np.bool_), "_success": np.ones(n, dtype=np.bool_),
+                 "episode_return": np.array(resp["return"], dtype=np.float64),
+                 "_episode_return": np.ones(n, dtype=np.bool_)}
+        self._autoreset = terms | truncs
         return tuple(self._obs), rewards, terms, truncs, infos
 
     def hint(self, i: int = 0) -> str:
