@@ -70,3 +70,15 @@ def test_pip_install_python_package(tmp_path):
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "site" / "spade" / "__init__.py").exists()
     assert (tmp_path / "site" / "spade" / "py.typed").exists()
+
+
+def test_readme_python_block_runs(monkeypatch):
+    monkeypatch.setenv("SPADE_BIN", spade_bin())
+    (code,) = blocks("README.md", "python")
+    source = blocks("docs/python.md", "python")[3].split("r'''")[1].split("'''")[0]
+    ns = {"__name__": "__docs__", "source": source}
+    exec(compile(code, "README.md", "exec"), ns)
+    assert ns["report"].ok and ns["envs"].num_envs == 256
+    assert ns["env"].params == {"hi": 9}
+    ns["envs"].close()
+    ns["env"].close()
