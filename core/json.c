@@ -349,7 +349,7 @@ static int read_object(reader *r, spade_json *v, int depth) {
 
 static int read_value(reader *r, spade_json *v, int depth) {
     memset(v, 0, sizeof *v);
-    if (depth > SPADE_JSON_MAX_DEPTH) return fail(r, "nested deeper than %d", SPADE_JSON_MAX_DEPTH);
+    if (depth >= SPADE_JSON_MAX_DEPTH) return fail(r, "nested deeper than %d", SPADE_JSON_MAX_DEPTH);
     skip_ws(r);
     if (r->pos >= r->len) return fail(r, "unexpected end of input");
     switch (r->s[r->pos]) {
