@@ -214,7 +214,15 @@ static int read_number(reader *r, spade_json *v) {
     memcpy(t, s + start, n);
     t[n] = 0;
     v->type = SPADE_JSON_NUMBER;
-    v->number = strtod(t, NULL); /* the grammar above is a subset of strtod's; overflow gives +-inf */
+    size_t digits = n - (t[0] == '-');
+    if (digits <= 15 && !strpbrk(t, ".eE")) {
+        /* an integer of at most 15 digits is exact in a double: no strtod (ids, seeds, counts) */
+        long long x = 0;
+        for (const char *q = t + (t[0] == '-'); *q; q++) x = x * 10 + (*q - '0');
+        v->number = t[0] == '-' ? (x ? -(double)x : -0.0) : (double)x;
+    } else {
+        v->number = strtod(t, NULL); /* the grammar above is a subset of strtod's; overflow gives +-inf */
+    }
     v->str = t;
     v->len = n;
     r->pos = p;
@@ -410,6 +418,10 @@ int spade_json_int(const spade_json *v, long long min, long long max, long long 
     double d = v->number;
     if (!isfinite(d) || d != floor(d) || d < (double)min || d > (double)max) return -1;
     /* exactly, when it is written as an integer (doubles lose digits past 2^53) */
+    if (v->len - (v->str[0] == '-') <= 15 && !strpbrk(v->str, ".eE")) { /* 15 digits: the double is exact */
+        *out = (long long)d;
+        return 0;
+    }
     if (!strpbrk(v->str, ".eE")) {
         errno = 0;
         long long x = strtoll(v->str, NULL, 10);

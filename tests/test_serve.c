@@ -52,6 +52,19 @@ START_TEST(reader_reads_json) {
     ck_assert(v == -2500);
     ck_assert_int_eq(spade_json_u64(&a->items[1], &u), -1); /* negative */
     spade_json_doc_free(d);
+    /* integers past 2^53 are read from their digits, not through a double */
+    static const char *const exact[] = {"9007199254740993", "-9007199254740993", "1234567890123457", "-999999999999999"};
+    static const long long want[] = {9007199254740993LL, -9007199254740993LL, 1234567890123457LL, -999999999999999LL};
+    for (int i = 0; i < 4; i++) {
+        d = parse_ok(exact[i]);
+        ck_assert_int_eq(spade_json_int(spade_json_root(d), INT64_MIN, INT64_MAX, &v), 0);
+        ck_assert_msg(v == want[i], "%s read as %lld", exact[i], v);
+        if (want[i] > 0) {
+            ck_assert_int_eq(spade_json_u64(spade_json_root(d), &u), 0);
+            ck_assert(u == (uint64_t)want[i]);
+        }
+        spade_json_doc_free(d);
+    }
 }
 END_TEST
 
