@@ -130,10 +130,19 @@ class Client:
         may run inside a request of this very thread)."""
         self._deferred.append(handle)
 
+    def request_line(self, line: bytes) -> Dict[str, Any]:
+        """request() for a request already encoded (one JSON object and its newline)."""
+        if self._deferred:
+            self.request("hello")
+        return self._checked(self.raw(line))
+
     def _request(self, op: str, **fields: Any) -> Dict[str, Any]:
         fields["op"] = op
         line = json.dumps(fields, separators=(",", ":")).encode() + b"\n"
-        resp = self.raw(line)
+        return self._checked(self.raw(line))
+
+    @staticmethod
+    def _checked(resp: Dict[str, Any]) -> Dict[str, Any]:
         if not resp.get("ok"):
             err = resp.get("error") or {}
             if err.get("code") == "env_failure" and "failure" in err:

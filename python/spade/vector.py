@@ -13,6 +13,7 @@ What it is not: an async vector env (the batch is already parallel on the server
 
 from __future__ import annotations
 
+import json
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -62,6 +63,7 @@ class SpadeVectorEnv(VectorEnv):  # type: ignore[type-arg]
         self._autoreset = np.zeros(num_envs, dtype=np.bool_)
         self._obs: List[str] = [""] * num_envs
         self._all_ids = list(range(num_envs))
+        self._step_prefix: Optional[bytes] = None
 
     @property
     def handle(self) -> int:
@@ -79,6 +81,30 @@ class SpadeVectorEnv(VectorEnv):  # type: ignore[type-arg]
 
     def _reset_info(self, i: int, seed: int) -> Dict[str, Any]:
         return {"seed": seed, "params": dict(self.params), "tools": [t["name"] for t in self.tools]}
+
+    def _add_reset_infos(self, infos: Dict[str, Any], ids: Sequence[int], seeds: Sequence[int]) -> Dict[str, Any]:
+        """What _add_info(infos, self._reset_info(i, seed), i) for each i gives, built at once (the
+        same arrays and dtypes: int64 seeds, a params dict of arrays, an object array of tool lists)."""
+        n = self.num_envs
+        if not ids:
+            return infos
+        mask = np.zeros(n, dtype=np.bool_)
+        mask[list(ids)] = True
+        seed_arr = np.zeros(n, dtype=int)
+        seed_arr[list(ids)] = seeds
+        infos["seed"], infos["_seed"] = seed_arr, mask
+        params: Dict[str, Any] = {}
+        for k, v in self.params.items():
+            arr = np.zeros(n, dtype=type(v))
+            arr[list(ids)] = v
+            params[k], params["_" + k] = arr, mask.copy()
+        infos["params"], infos["_params"] = params, mask.copy()
+        tools = np.full(n, fill_value=None, dtype=object)
+        names = [t["name"] for t in self.tools]
+        for i in ids:
+            tools[i] = list(names)
+        infos["tools"], infos["_tools"] = tools, mask.copy()
+        return infos
 
     @staticmethod
     def _check(resp: Dict[str, Any]) -> None:
@@ -108,12 +134,10 @@ class SpadeVectorEnv(VectorEnv):  # type: ignore[type-arg]
         ep_seeds = [self._seed_for(i, seeds[i]) for i in ids]
         resp = self._client.request("reset", env=self.handle, ids=ids, seeds=ep_seeds)
         self._check(resp)
-        infos: Dict[str, Any] = {}
         for j, i in enumerate(ids):
             self._obs[i] = resp["obs"][j]
             self._autoreset[i] = False
-            infos = self._add_info(infos, self._reset_info(i, ep_seeds[j]), i)
-        return tuple(self._obs), infos
+        return tuple(self._obs), self._add_reset_infos({}, ids, ep_seeds)
 
     def step(self, actions: Sequence[str]) -> Tuple[Tuple[str, ...], np.ndarray, np.ndarray, np.ndarray,
                                                     Dict[str, Any]]:
@@ -181,7 +205,7 @@ class SpadeVectorEnv(VectorEnv):  # type: ignore[type-arg]
                 self._check(rr)
             for j, i in enumerate(resetting):
                 self._obs[i] = rr["obs"][j]
-                infos = self._add_info(infos, self._reset_info(i, r_seeds[j]), i)
+            infos = self._add_reset_infos(infos, resetting, r_seeds)
         if ended:
             pos = {i: j for j, i in enumerate(stepping)}
             for i in ended:
@@ -193,7 +217,7 @@ class SpadeVectorEnv(VectorEnv):  # type: ignore[type-arg]
             self._check(rr)
             for j, i in enumerate(ended):
                 self._obs[i] = rr["obs"][j]
-                infos = self._add_info(infos, self._reset_info(i, e_seeds[j]), i)
+            infos = self._add_reset_infos(infos, ended, e_seeds)
         self._autoreset = np.logical_or(terms, truncs) if not same_step else np.zeros(n, dtype=np.bool_)
         return tuple(self._obs), rewards, terms, truncs, infos
 
@@ -204,7 +228,10 @@ class SpadeVectorEnv(VectorEnv):  # type: ignore[type-arg]
         for i, a in enumerate(acts):
             if type(a) is not str and not isinstance(a, str):
                 raise TypeError(f"action {i} is {type(a).__name__}; spade actions are text (str)")
-        resp = self._client.request("step", env=self.handle, ids=self._all_ids, actions=acts)
+        if self._step_prefix is None:
+            self._step_prefix = ('{"op":"step","env":%d,"ids":%s,"actions":'
+                                 % (self.handle, json.dumps(self._all_ids, separators=(",", ":")))).encode()
+        resp = self._client.request_line(self._step_prefix + json.dumps(acts).encode() + b"}\n")
         if "failures" in resp:
             self._check(resp)
         n = self.num_envs
