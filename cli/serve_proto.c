@@ -48,6 +48,7 @@ struct serve_conn {
     serve_env **envs;
     int n_envs, cap_envs, next_handle;
     int total_instances, total_workers;
+    spade_jbuf store; /* a batch's observations until they are written; kept between requests */
 };
 
 serve_conn *serve_conn_new(spade_sandbox *sb, const serve_limits *lim) {
@@ -70,6 +71,7 @@ void serve_conn_free(serve_conn *c) {
     if (!c) return;
     for (int i = 0; i < c->n_envs; i++) env_free(c->envs[i]);
     free(c->envs);
+    spade_jbuf_free(&c->store);
     free(c);
 }
 
@@ -878,7 +880,8 @@ static void op_batch(rq *r, int is_reset) {
     if (handle_field(r, &e, NULL) < 0) return;
     batch rb = {0}, sb_ = {0};
     uint64_t *rseeds = NULL, *unused = NULL;
-    spade_jbuf store = {0};
+    spade_jbuf *store = &r->c->store;
+    spade_jbuf_clear(store);
     scratch s;
     int have_scratch = 0;
     unsigned char *seen = calloc((size_t)e->n_instances, 1);
@@ -897,19 +900,19 @@ static void op_batch(rq *r, int is_reset) {
         goto out;
     }
     have_scratch = 1;
-    if ((rb.n && run_resets(e, &rb, &store, &s) < 0) || (sb_.n && run_steps(e, &sb_, &store, &s) < 0) || store.oom) {
+    if ((rb.n && run_resets(e, &rb, store, &s) < 0) || (sb_.n && run_steps(e, &sb_, store, &s) < 0) || store->oom) {
         rq_err(r, "internal", NULL, "out of memory");
         goto out;
     }
     begin_ok(r);
     if (is_reset) {
-        write_results(r->out, &rb, &store);
+        write_results(r->out, &rb, store);
     } else {
-        write_results(r->out, &sb_, &store);
+        write_results(r->out, &sb_, store);
         if (robj) {
             spade_jw_key(r->out, "reset");
             spade_jw_obj(r->out);
-            write_results(r->out, &rb, &store);
+            write_results(r->out, &rb, store);
             spade_jw_end_obj(r->out);
         }
     }
@@ -918,7 +921,7 @@ out:
     if (have_scratch) scratch_free(&s);
     batch_free(&rb), batch_free(&sb_);
     free(rseeds), free(unused), free(seen);
-    spade_jbuf_free(&store);
+    if (store->cap > (8u << 20)) spade_jbuf_free(store); /* a huge batch does not pin its memory */
 }
 
 static void op_text(rq *r, int solve) {

@@ -536,8 +536,12 @@ void spade_jw_str(spade_jbuf *b, const char *s, size_t len) {
     for (size_t i = 0; i < len;) {
         unsigned char c = u[i];
         if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
-            *d++ = (char)c;
-            i++;
+            /* a run of bytes that need nothing: copied at once (most of an observation) */
+            size_t j = i + 1;
+            while (j < len && u[j] >= 0x20 && u[j] < 0x80 && u[j] != '"' && u[j] != '\\') j++;
+            memcpy(d, u + i, j - i);
+            d += j - i;
+            i = j;
             continue;
         }
         if (c >= 0x80) {
