@@ -9,6 +9,7 @@ What it is not: the Gymnasium layer (env.py, vector.py).
 from __future__ import annotations
 
 import atexit
+import fcntl
 import json
 import os
 import shutil
@@ -84,8 +85,15 @@ class Client:
         self.address = address
         if address is None:
             cmd = [spade_bin or find_spade_binary(), "serve", "--stdio"] + list(args or [])
-            self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=cwd)
+            # big buffers: a batch's response is tens of KiB, read in one go rather than 8 KiB at a time
+            self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=cwd,
+                                          bufsize=1 << 20)
             assert self._proc.stdin is not None and self._proc.stdout is not None
+            for pipe in (self._proc.stdin, self._proc.stdout):
+                try:  # Linux: a pipe that holds a whole response lets the server write it at once
+                    fcntl.fcntl(pipe.fileno(), getattr(fcntl, "F_SETPIPE_SZ", 1031), 1 << 20)
+                except OSError:
+                    pass
             self._w = self._proc.stdin
             self._r = self._proc.stdout
         elif address.startswith("unix:"):
