@@ -25,7 +25,7 @@ from ._client import Client, SpadeError, default_client, failure_error
 from .env import OBS_MAX, TextSpace, _load_fields, episode_seed
 
 
-class SpadeVectorEnv(VectorEnv):  # type: ignore[type-arg]
+class SpadeVectorEnv(VectorEnv):
     """``num_envs`` instances of one environment (see :func:`spade.make_vec`). ``workers``
     sandboxed worker processes share the instances (instance i on worker i % workers).
     Observations are a tuple of str, actions a sequence of str; rewards float64, terminations
