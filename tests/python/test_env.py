@@ -148,3 +148,14 @@ def test_info_and_list(client):
     assert i["name"] == "maze" and i["param_values"]["size"] == 7 and i["has_solve"]
     names = {e["name"] for e in spade.list_envs(client=client)}
     assert set(stdenv_names()) <= names
+
+
+def test_package_is_typed():
+    """The package claims types (py.typed): mypy --strict agrees, when mypy is installed."""
+    pytest.importorskip("mypy")
+    import os
+    import sys
+    from conftest import SRCDIR
+    r = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--cache-dir", os.devnull, "spade"],
+                       cwd=os.path.join(SRCDIR, "python"), capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
