@@ -153,14 +153,15 @@ class SpadeVectorEnv(VectorEnv):
         if self.autoreset_mode == AutoresetMode.DISABLED and self._autoreset.any():
             raise SpadeError("bad_value", "autoreset is disabled: reset the ended environments first "
                                           "(reset(options={'reset_mask': ...}))")
-        resetting = [i for i in range(n) if next_step and self._autoreset[i]]
-        stepping = [i for i in range(n) if not (next_step and self._autoreset[i])]
-        acts = []
-        for i in stepping:
-            a = actions[i]
+        if next_step:
+            resetting: List[int] = np.flatnonzero(self._autoreset).tolist()
+            stepping: List[int] = np.flatnonzero(~self._autoreset).tolist()
+        else:
+            resetting, stepping = [], self._all_ids
+        acts = [actions[i] for i in stepping]
+        for i, a in zip(stepping, acts):
             if not isinstance(a, str):
                 raise TypeError(f"action {i} is {type(a).__name__}; spade actions are text (str)")
-            acts.append(a)
         fields: Dict[str, Any] = {"env": self.handle, "ids": stepping, "actions": acts}
         r_seeds = [self._seed_for(i, None) for i in resetting]
         if resetting:
