@@ -32,7 +32,8 @@ def _register() -> None:
     import gymnasium
 
     if GYM_ID not in gymnasium.registry:
-        gymnasium.register(id=GYM_ID, entry_point="spade.env:SpadeEnv")
+        gymnasium.register(id=GYM_ID, entry_point="spade.env:SpadeEnv",
+                           vector_entry_point="spade.vector:SpadeVectorEnv")
 
 
 _register()

@@ -75,7 +75,7 @@ def test_pip_install_python_package(tmp_path):
 def test_readme_python_block_runs(monkeypatch):
     monkeypatch.setenv("SPADE_BIN", spade_bin())
     (code,) = blocks("README.md", "python")
-    source = blocks("docs/python.md", "python")[3].split("r'''")[1].split("'''")[0]
+    source = [b for b in blocks("docs/python.md", "python") if "r'''" in b][0].split("r'''")[1].split("'''")[0]
     ns = {"__name__": "__docs__", "source": source}
     exec(compile(code, "README.md", "exec"), ns)
     assert ns["report"].ok and ns["envs"].num_envs == 256

@@ -111,3 +111,16 @@ def test_vector_spaces_and_api(client):
     assert isinstance(v.hint(1), str) and len(v.solve_actions()) == 3
     v.close()
     v.close()
+
+
+def test_gymnasium_make_vec_modes_agree(client):
+    import gymnasium
+    a = gymnasium.make_vec(spade.GYM_ID, num_envs=3, vectorization_mode="vector_entry_point", spec="maze:size=3",
+                           client=client)
+    b = gymnasium.make_vec(spade.GYM_ID, num_envs=3, vectorization_mode="sync", spec="maze:size=3", client=client)
+    assert isinstance(a, spade.SpadeVectorEnv) and isinstance(b, SyncVectorEnv)
+    assert a.reset(seed=1)[0] == b.reset(seed=1)[0]
+    for t in range(5):
+        x, y = a.step(["south"] * 3), b.step(("south",) * 3)
+        assert x[0] == y[0] and (x[1] == y[1]).all()
+    a.close(), b.close()
