@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -293,6 +294,9 @@ static int serve_socket(spade_sandbox *sb, const serve_limits *lim, const char *
             close(fd);
             continue;
         }
+        /* a response is one write; without this, its last segment can wait for a delayed ACK */
+        int one = 1;
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         client *cl = malloc(sizeof *cl);
         pthread_t t;
         if (!cl || (cl->s = &s, cl->fd = fd, pthread_create(&t, &attr, client_thread, cl) != 0)) {

@@ -642,7 +642,7 @@ typedef struct scratch {
     size_t *lens;
     uint64_t *seeds;
     spade_step_result *sr;
-    spade_failure *fails; /* [W] */
+    spade_failure *fails; /* [2W]: the resets' failure of worker w at w, its steps' at W + w */
     char *sent;           /* [W] */
 } scratch;
 
@@ -661,7 +661,7 @@ static int scratch_new(scratch *s, int W, int n) {
     s->lens = malloc(sizeof *s->lens * un);
     s->seeds = malloc(sizeof *s->seeds * un);
     s->sr = malloc(sizeof *s->sr * un);
-    s->fails = calloc((size_t)W, sizeof *s->fails);
+    s->fails = calloc(2 * (size_t)W, sizeof *s->fails);
     s->sent = calloc((size_t)W, 1);
     if (!s->start || !s->order || !s->ids || !s->acts || !s->lens || !s->seeds || !s->sr || !s->fails || !s->sent) {
         scratch_free(s);
@@ -714,10 +714,10 @@ static int run_steps(serve_env *e, batch *b, spade_jbuf *store, scratch *s) {
             s->acts[q] = b->acts[ord[q]];
             s->lens[q] = b->lens[ord[q]];
         }
-        if (spade_worker_step_send(e->workers[w], k, s->ids, s->acts, s->lens, &s->fails[w]) != 0) {
+        if (spade_worker_step_send(e->workers[w], k, s->ids, s->acts, s->lens, &s->fails[W + w]) != 0) {
             for (int q = 0; q < k; q++) {
                 b->res[ord[q]].kind = IR_WORKER;
-                b->res[ord[q]].f = &s->fails[w];
+                b->res[ord[q]].f = &s->fails[W + w];
                 e->state[b->inst[ord[q]]] = ST_NEW;
             }
             continue;
@@ -729,10 +729,10 @@ static int run_steps(serve_env *e, batch *b, spade_jbuf *store, scratch *s) {
         s->sent[w] = 0;
         int k = s->start[w + 1] - s->start[w];
         const int *ord = s->order + s->start[w];
-        if (spade_worker_step_recv(e->workers[w], s->sr, &s->fails[w]) != 0) {
+        if (spade_worker_step_recv(e->workers[w], s->sr, &s->fails[W + w]) != 0) {
             for (int q = 0; q < k; q++) {
                 b->res[ord[q]].kind = IR_WORKER;
-                b->res[ord[q]].f = &s->fails[w];
+                b->res[ord[q]].f = &s->fails[W + w];
                 /* a bad_call here means our view of an episode was wrong: make them reset */
                 e->state[b->inst[ord[q]]] = ST_NEW;
             }

@@ -301,3 +301,35 @@ def test_fuzz_socket_server_many_connections(tcp_server):
     assert send(c, {"op": "hello"})["ok"]
     c.close()
     assert tcp_server.proc.poll() is None
+
+
+CRASHY = r'''#include <spade/dsl.h>
+ENV("crashy", "Crashes on 'boom'.", .max_steps = 5)
+STATE { int n; };
+RESET { S->n = 0; say("go"); }
+STEP  { if (str_ieq(action, "boom")) { volatile int *p = 0; *p = 1; } S->n++; say("%d", S->n); }
+HINT  { say("do not say boom"); }
+'''
+
+
+def test_a_crashing_worker_fails_its_instances_only(client):
+    r = send(client, {"op": "make", "source": CRASHY, "filename": "crashy.c", "instances": 4, "workers": 2})
+    assert r["ok"], r
+    h = r["env"]
+    send(client, {"op": "reset", "env": h, "ids": [0, 1, 2, 3]})
+    r = send(client, {"op": "step", "env": h, "ids": [0, 1, 2, 3], "actions": ["a", "boom", "c", "d"]})
+    assert r["ok"]
+    f = r["failures"]
+    assert f[0] is None and f[2] is None and r["obs"][0] == "1" and r["obs"][2] == "1"  # worker 0
+    assert f[1]["outcome"] == "crash" and f[1]["signal"] == 11 and f[3]["outcome"] == "crash"  # worker 1
+    # the crash is sticky for that worker's instances; the other worker goes on
+    r = send(client, {"op": "reset", "env": h, "ids": [0, 1]})
+    assert r["failures"][0] is None and r["failures"][1]["outcome"] == "crash"
+    # through the package: an EnvFailure carrying the class
+    v = spade.compile(CRASHY, num_envs=2, client=client)
+    v.reset(seed=0)
+    with pytest.raises(spade.EnvFailure) as e:
+        v.step(["x", "boom"])
+    assert e.value.outcome == "crash" and e.value.signal == 11
+    v.close()
+    assert send(client, {"op": "close", "env": h})["ok"]
