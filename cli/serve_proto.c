@@ -20,6 +20,10 @@
 #include "check.h"
 #include "env.h"
 #include "registry.h"
+/* For spade_worker_batch_send/recv, the mixed reset-and-step batch the vector env
+ * (core/sandbox/vecenv.c) uses: a step request with autoresets is then one round
+ * trip per worker. Not in sandbox.h (yet): the only internal names used here. */
+#include "sandbox/internal.h"
 #include "version.h"
 
 void serve_limits_default(serve_limits *l) {
@@ -637,89 +641,92 @@ static int group(const serve_env *e, const batch *b, int *start, int *order) {
 }
 
 typedef struct scratch {
-    int *start, *order, *ids;
+    int *start, *order;   /* the resets grouped by worker (group()) */
+    int *start2, *order2; /* the steps */
+    int *ids;
+    uint32_t *ops;
     const char **acts;
     size_t *lens;
     uint64_t *seeds;
     spade_step_result *sr;
-    spade_failure *fails; /* [2W]: the resets' failure of worker w at w, its steps' at W + w */
+    spade_failure *fails; /* [W] */
     char *sent;           /* [W] */
 } scratch;
 
 static void scratch_free(scratch *s) {
-    free(s->start), free(s->order), free(s->ids), free(s->acts), free(s->lens), free(s->seeds), free(s->sr);
-    free(s->fails), free(s->sent);
+    free(s->start), free(s->order), free(s->start2), free(s->order2), free(s->ids), free(s->ops), free(s->acts);
+    free(s->lens), free(s->seeds), free(s->sr), free(s->fails), free(s->sent);
 }
 
 static int scratch_new(scratch *s, int W, int n) {
     memset(s, 0, sizeof *s);
-    size_t un = n ? (size_t)n : 1;
-    s->start = malloc(sizeof *s->start * (size_t)(W + 1));
+    size_t un = n ? (size_t)n : 1, uw = (size_t)W + 1;
+    s->start = malloc(sizeof *s->start * uw);
+    s->start2 = malloc(sizeof *s->start2 * uw);
     s->order = malloc(sizeof *s->order * un);
+    s->order2 = malloc(sizeof *s->order2 * un);
     s->ids = malloc(sizeof *s->ids * un);
+    s->ops = malloc(sizeof *s->ops * un);
     s->acts = malloc(sizeof *s->acts * un);
     s->lens = malloc(sizeof *s->lens * un);
     s->seeds = malloc(sizeof *s->seeds * un);
     s->sr = malloc(sizeof *s->sr * un);
-    s->fails = calloc(2 * (size_t)W, sizeof *s->fails);
+    s->fails = calloc((size_t)W, sizeof *s->fails);
     s->sent = calloc((size_t)W, 1);
-    if (!s->start || !s->order || !s->ids || !s->acts || !s->lens || !s->seeds || !s->sr || !s->fails || !s->sent) {
+    if (!s->start || !s->start2 || !s->order || !s->order2 || !s->ids || !s->ops || !s->acts || !s->lens ||
+        !s->seeds || !s->sr || !s->fails || !s->sent) {
         scratch_free(s);
         return -1;
     }
     return 0;
 }
 
-static int run_resets(serve_env *e, batch *b, spade_jbuf *store, scratch *s) {
-    int W = e->n_workers;
-    if (group(e, b, s->start, s->order) < 0) return -1;
-    for (int w = 0; w < W; w++) {
-        int k = s->start[w + 1] - s->start[w];
-        if (!k) continue;
-        const int *ord = s->order + s->start[w];
-        for (int q = 0; q < k; q++) {
-            s->ids[q] = e->first_id[w] + b->inst[ord[q]] / W;
-            s->seeds[q] = b->seeds[ord[q]];
-        }
-        spade_failure *f = &s->fails[w];
-        if (spade_worker_reset(e->workers[w], k, s->ids, s->seeds, s->sr, f) != 0) {
-            for (int q = 0; q < k; q++) {
-                b->res[ord[q]].kind = IR_WORKER;
-                b->res[ord[q]].f = f;
-                e->state[b->inst[ord[q]]] = ST_NEW;
-            }
-            continue;
-        }
-        for (int q = 0; q < k; q++) store_result(e, store, b->inst[ord[q]], &b->res[ord[q]], &s->sr[q]);
+/* Marks the items ord[0..k) of b failed with f; they must be reset before stepping again. */
+static void fail_items(serve_env *e, batch *b, const int *ord, int k, const spade_failure *f) {
+    for (int q = 0; q < k; q++) {
+        b->res[ord[q]].kind = IR_WORKER;
+        b->res[ord[q]].f = f;
+        /* after a bad_call our view of an episode may be wrong; after any other failure the
+         * worker is gone: either way the instance is not stepped again before a reset */
+        e->state[b->inst[ord[q]]] = ST_NEW;
     }
-    return 0;
 }
 
-static int run_steps(serve_env *e, batch *b, spade_jbuf *store, scratch *s) {
+/* A request's resets (rb) and steps (sb): each worker gets one batch with its share of both
+ * (resets first; an instance is in at most one of them), and every worker is sent its batch
+ * before any is waited on, so the workers step at the same time and an autoreset costs no
+ * extra round trip. */
+static int run_batches(serve_env *e, batch *rb, batch *sb, spade_jbuf *store, scratch *s) {
     int W = e->n_workers;
-    for (int j = 0; j < b->n; j++) {
-        unsigned char st = e->state[b->inst[j]];
-        if (b->lens[j] > SPADE_ACTION_MAX) b->res[j].kind = IR_TOO_LONG;
-        else if (st == ST_NEW) b->res[j].kind = IR_NOT_RESET;
-        else if (st == ST_ENDED) b->res[j].kind = IR_ENDED;
+    for (int j = 0; j < sb->n; j++) {
+        unsigned char st = e->state[sb->inst[j]];
+        if (sb->lens[j] > SPADE_ACTION_MAX) sb->res[j].kind = IR_TOO_LONG;
+        else if (st == ST_NEW) sb->res[j].kind = IR_NOT_RESET;
+        else if (st == ST_ENDED) sb->res[j].kind = IR_ENDED;
     }
-    if (group(e, b, s->start, s->order) < 0) return -1;
-    /* send to every worker first, then receive: the workers step at the same time */
+    if (group(e, rb, s->start, s->order) < 0 || group(e, sb, s->start2, s->order2) < 0) return -1;
     for (int w = 0; w < W; w++) {
-        int k = s->start[w + 1] - s->start[w];
-        if (!k) continue;
-        const int *ord = s->order + s->start[w];
-        for (int q = 0; q < k; q++) {
-            s->ids[q] = e->first_id[w] + b->inst[ord[q]] / W;
-            s->acts[q] = b->acts[ord[q]];
-            s->lens[q] = b->lens[ord[q]];
+        int kr = s->start[w + 1] - s->start[w], ks = s->start2[w + 1] - s->start2[w];
+        if (!kr && !ks) continue;
+        const int *ordr = s->order + s->start[w], *ords = s->order2 + s->start2[w];
+        for (int q = 0; q < kr; q++) {
+            s->ids[q] = e->first_id[w] + rb->inst[ordr[q]] / W;
+            s->ops[q] = SPADE_OP_RESET;
+            s->seeds[q] = rb->seeds[ordr[q]];
+            s->acts[q] = NULL;
+            s->lens[q] = 0;
         }
-        if (spade_worker_step_send(e->workers[w], k, s->ids, s->acts, s->lens, &s->fails[W + w]) != 0) {
-            for (int q = 0; q < k; q++) {
-                b->res[ord[q]].kind = IR_WORKER;
-                b->res[ord[q]].f = &s->fails[W + w];
-                e->state[b->inst[ord[q]]] = ST_NEW;
-            }
+        for (int q = 0; q < ks; q++) {
+            s->ids[kr + q] = e->first_id[w] + sb->inst[ords[q]] / W;
+            s->ops[kr + q] = SPADE_OP_STEP;
+            s->seeds[kr + q] = 0;
+            s->acts[kr + q] = sb->acts[ords[q]];
+            s->lens[kr + q] = sb->lens[ords[q]];
+        }
+        if (spade_worker_batch_send(e->workers[w], kr + ks, s->ids, s->ops, s->seeds, s->acts, s->lens,
+                                    &s->fails[w]) != 0) {
+            fail_items(e, rb, ordr, kr, &s->fails[w]);
+            fail_items(e, sb, ords, ks, &s->fails[w]);
             continue;
         }
         s->sent[w] = 1;
@@ -727,18 +734,16 @@ static int run_steps(serve_env *e, batch *b, spade_jbuf *store, scratch *s) {
     for (int w = 0; w < W; w++) {
         if (!s->sent[w]) continue;
         s->sent[w] = 0;
-        int k = s->start[w + 1] - s->start[w];
-        const int *ord = s->order + s->start[w];
-        if (spade_worker_step_recv(e->workers[w], s->sr, &s->fails[W + w]) != 0) {
-            for (int q = 0; q < k; q++) {
-                b->res[ord[q]].kind = IR_WORKER;
-                b->res[ord[q]].f = &s->fails[W + w];
-                /* a bad_call here means our view of an episode was wrong: make them reset */
-                e->state[b->inst[ord[q]]] = ST_NEW;
-            }
+        int kr = s->start[w + 1] - s->start[w], ks = s->start2[w + 1] - s->start2[w];
+        const int *ordr = s->order + s->start[w], *ords = s->order2 + s->start2[w];
+        if (spade_worker_batch_recv(e->workers[w], s->sr, &s->fails[w]) != 0) {
+            fail_items(e, rb, ordr, kr, &s->fails[w]);
+            fail_items(e, sb, ords, ks, &s->fails[w]);
             continue;
         }
-        for (int q = 0; q < k; q++) store_result(e, store, b->inst[ord[q]], &b->res[ord[q]], &s->sr[q]);
+        for (int q = 0; q < kr; q++) store_result(e, store, rb->inst[ordr[q]], &rb->res[ordr[q]], &s->sr[q]);
+        for (int q = 0; q < ks; q++)
+            store_result(e, store, sb->inst[ords[q]], &sb->res[ords[q]], &s->sr[kr + q]);
     }
     return 0;
 }
@@ -894,13 +899,12 @@ static void op_batch(rq *r, int is_reset) {
     if (robj && !is_reset && !(robj = field(r, r->body, "reset", "reset", SPADE_JSON_OBJECT, 1))) goto out;
     if (robj && read_batch(r, e, robj, is_reset ? "" : "reset.", 1, &rb, &rseeds, seen) < 0) goto out;
     if (!is_reset && read_batch(r, e, r->body, "", 0, &sb_, &unused, seen) < 0) goto out;
-    int most = rb.n > sb_.n ? rb.n : sb_.n;
-    if (scratch_new(&s, e->n_workers, most) < 0) {
+    if (scratch_new(&s, e->n_workers, rb.n + sb_.n) < 0) {
         rq_err(r, "internal", NULL, "out of memory");
         goto out;
     }
     have_scratch = 1;
-    if ((rb.n && run_resets(e, &rb, store, &s) < 0) || (sb_.n && run_steps(e, &sb_, store, &s) < 0) || store->oom) {
+    if (run_batches(e, &rb, &sb_, store, &s) < 0 || store->oom) {
         rq_err(r, "internal", NULL, "out of memory");
         goto out;
     }
