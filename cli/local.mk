@@ -17,3 +17,16 @@ tests_test_registry_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
 EXTRA_DIST += tests/test_cli.sh tests/envs/cli_good.c tests/envs/cli_nohint.c tests/envs/cli_badsolve.c \
 	tests/envs/cli_growobs.c tests/envs/cli_crashempty.c tests/envs/cli_loop.c tests/envs/cli_global.c \
 	tests/envs/cli_broken.c
+
+# `spade serve`: the JSON-lines protocol server (docs/protocol.md). Its JSON
+# reader/writer lives in the library (core/json.h) so tests and other front
+# ends can use it; the protocol itself is the CLI's (cli/serve.h).
+libspade_a_SOURCES += core/json.c
+noinst_HEADERS += core/json.h cli/serve.h
+spade_SOURCES += cli/cmd_serve.c cli/serve_proto.c
+check_PROGRAMS += tests/test_serve
+TESTS += tests/test_serve
+tests_test_serve_SOURCES = tests/test_serve.c cli/serve_proto.c tests/testutil.c tests/testutil.h
+tests_test_serve_CPPFLAGS = $(AM_CPPFLAGS) -iquote $(top_srcdir)/cli
+tests_test_serve_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_test_serve_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)

@@ -42,6 +42,7 @@ static const command commands[] = {
     {"vendi", cli_vendi, cli_usage_vendi, 0, "diversity (Vendi score) of a set of environment sources"},
     {"pretrain", cli_pretrain, NULL, 0, "pretrain the policy on text files (spade pretrain CONFIG)"},
     {"tokenizer", cli_tokenizer, cli_usage_tokenizer, 0, "train or inspect a BPE tokenizer (train, stats, encode, decode)"},
+    {"serve", cli_serve, cli_usage_serve, 1, "serve environments over JSON lines (stdio, unix or tcp socket)"},
 };
 #define N_COMMANDS (sizeof commands / sizeof *commands)
 

@@ -31,3 +31,10 @@ tests_test_grpo_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_grpo_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
 
 EXTRA_DIST += tests/envs/digit_first.c tests/envs/two_turns.c
+# The Python package (python/) and `spade serve` (docs/protocol.md, docs/python.md): pytest in
+# the .venv ./bootstrap makes; skipped with the reason when there is none.
+TESTS += tests/test_python.sh
+EXTRA_DIST += tests/test_python.sh tests/python/conftest.py tests/python/test_env.py tests/python/test_vector.py \
+	tests/python/test_protocol.py tests/python/test_docs.py python/pyproject.toml python/README.md \
+	python/spade/__init__.py python/spade/_client.py python/spade/env.py python/spade/vector.py python/spade/py.typed \
+	bench/bench_py_vec.py
