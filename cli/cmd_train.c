@@ -41,6 +41,7 @@
 #include "selfplay/loop.h"
 #include "vendi.h"
 #include "cli.h"
+#include "cmd_pretrain.h"
 #include "heldout.h"
 #include "policy/policy.h"
 
@@ -362,6 +363,18 @@ static int trim_log(const char *log, int last) {
     return rc;
 }
 
+static int mkdir_p_simple(const char *dir) {
+    char p[2048];
+    snprintf(p, sizeof p, "%s", dir);
+    for (char *q = p + 1; *q; q++)
+        if (*q == '/') {
+            *q = 0;
+            if (mkdir(p, 0755) < 0 && errno != EEXIST) return -1;
+            *q = '/';
+        }
+    return mkdir(p, 0755) < 0 && errno != EEXIST ? -1 : 0;
+}
+
 /* ---- the run ---- */
 
 static volatile sig_atomic_t stop_requested;
@@ -395,8 +408,12 @@ static void write_metrics(FILE *f, const spade_rl_metrics *m, const spade_pool *
 
 void cli_usage_train(FILE *out) {
     fprintf(out,
-            "usage: spade train CONFIG\n"
+            "usage: spade train\n"
+            "       spade train CONFIG\n"
             "       spade train RUN_DIR\n"
+            "\n"
+            "With no argument: the embedded default (runs/default, or $SPADE_TRAIN_DIR): a short\n"
+            "base pretraining on stdenv, then a few self-play iterations; minutes on a laptop CPU.\n"
             "\n"
             "Trains the policy as an agent on a fixed pool of environments (GRPO over masked\n"
             "multi-turn episodes: each iteration plays [agent] plays episodes of [agent] envs\n"
@@ -413,11 +430,80 @@ void cli_usage_train(FILE *out) {
             "Exit status: 0 done, 1 failure or interrupted, 2 bad config.\n");
 }
 
+/* ---- `spade train` with no argument: the embedded default ---- */
+
+/* A short base pretraining on stdenv (a BPE trained on it first), then a few
+ * self-play iterations whose agent also trains on two stdenv environments per
+ * iteration; on 2 CPU cores it ends in a few minutes. SPADE_TRAIN_QUICK=1
+ * shrinks both (the test suite runs the whole path with it). */
+static const char DEFAULT_PRETRAIN[] =
+    "; written by `spade train` (the embedded default): the base policy's pretraining\n"
+    "[policy]\nlayers = 2\nheads = 4\nwidth = 96\ncontext = 640\nbackend = auto\nseed = 1\ntokenizer = bpe\n"
+    "[pretrain]\ndata = %s\nout = %s/base\nsteps = %d\nbatch = 8\nseq = 128\nlr = 2e-3\nwarmup = 20\n"
+    "checkpoint_every = 100\nsample_every = 100000\ntokenizer_vocab = 2048\nseed = 1\n";
+static const char DEFAULT_SELFPLAY[] =
+    "; written by `spade train` (the embedded default): self-play from the base policy\n"
+    "[run]\ndir = .\niterations = %d\nseed = 1\n"
+    "[policy]\ninit = base/policy.ckpt\n"
+    "[designer]\nenabled = true\nenvs = 4\nmax_source_tokens = 320\ntemperature = 0.8\nmax_step_ms = 50\n"
+    "[selfplay]\nplays = 6\npool_envs = 2\n"
+    "[pool]\ndirs = %s\n"
+    "[agent]\nplays = 6\nmax_action_tokens = 16\n"
+    "[grpo]\nlr = 3e-4\n";
+
+static int train_default(spade_sandbox *sb) {
+    const char *quick = getenv("SPADE_TRAIN_QUICK");
+    int q = quick && *quick && strcmp(quick, "0");
+    const char *dir = getenv("SPADE_TRAIN_DIR");
+    char run[2048], stdenv[2048], path[4200], text[4096];
+    snprintf(run, sizeof run, "%s", dir && *dir ? dir : "runs/default");
+    snprintf(stdenv, sizeof stdenv, "%s/stdenv", SPADE_SRCDIR);
+    if (access(stdenv, F_OK) != 0) snprintf(stdenv, sizeof stdenv, "%s/stdenv", SPADE_DATADIR);
+    snprintf(path, sizeof path, "%s/state", run);
+    if (access(path, F_OK) == 0) { /* a default run that was stopped: go on with it */
+        printf("spade train: resuming the default run in %s\n", run);
+        char *args[] = {"train", run, NULL};
+        return cli_train(sb, 2, args);
+    }
+    if (mkdir_p_simple(run) < 0) return cli_err(CLI_FAIL, "train", "%s: %s", run, strerror(errno));
+    printf("spade train: the embedded default in %s: a short base pretraining on %s, then self-play\n", run, stdenv);
+    snprintf(path, sizeof path, "%s/base/policy.ckpt", run);
+    if (access(path, F_OK) != 0 || access(run, F_OK) != 0) {
+        char abs[4096];
+        if (!realpath(run, abs)) snprintf(abs, sizeof abs, "%s", run);
+        int n = snprintf(text, sizeof text, DEFAULT_PRETRAIN, stdenv, abs, q ? 8 : 400);
+        snprintf(path, sizeof path, "%s/pretrain.ini", run);
+        if (write_atomic(path, text, (size_t)n) < 0) return cli_err(CLI_FAIL, "train", "%s: cannot write", path);
+        char *args[] = {"pretrain", path, NULL};
+        int rc = spade_cmd_pretrain(2, args);
+        if (rc) return rc;
+    }
+    int n = snprintf(text, sizeof text, DEFAULT_SELFPLAY, q ? 2 : 6, stdenv);
+    snprintf(path, sizeof path, "%s/selfplay.ini", run);
+    if (write_atomic(path, text, (size_t)n) < 0) return cli_err(CLI_FAIL, "train", "%s: cannot write", path);
+    char *args[] = {"train", path, NULL};
+    int rc = cli_train(sb, 2, args);
+    char ckpt[4400] = "";
+    read_state(run, ckpt, sizeof ckpt);
+    if (rc == CLI_OK)
+        printf("\nWhat happened: a %s base policy was pretrained on stdenv, then it wrote environments as the\n"
+               "designer (a policy this small rarely writes one that compiles: see the gates in the JSONL),\n"
+               "and trained as the agent on the valid ones and on stdenv. Look at the run:\n"
+               "  ./spade archive list %s        every environment it wrote, by first failed gate\n"
+               "  ./spade eval %s --suite heldout    the agent on the held-out suite\n"
+               "Run longer: raise [run] iterations in %s/config.ini and resume with\n"
+               "  ./spade train %s\n"
+               "Train your own: docs/selfplay.md (self-play) and docs/train.md (a fixed pool).\n",
+               q ? "tiny" : "small", run, ckpt, run, run);
+    return rc;
+}
+
 int cli_train(spade_sandbox *sb, int argc, char **argv) {
     if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
         cli_usage_train(stdout);
         return CLI_OK;
     }
+    if (argc == 1) return train_default(sb);
     if (argc != 2) return cli_err(CLI_USAGE, "train", "give a CONFIG file or a RUN_DIR (spade train --help)");
     static tr_config c;
     char cfg_path[4200], err[2048], path0[4400];
@@ -440,6 +526,8 @@ int cli_train(spade_sandbox *sb, int argc, char **argv) {
     int rc = load_config(cfg_path, base_arg, &c);
     if (rc) return rc;
     if (resume_dir) snprintf(c.dir, sizeof c.dir, "%s", argv[1]); /* the run is where it is now */
+    size_t dl = strlen(c.dir);
+    while (dl > 2 && !strcmp(c.dir + dl - 2, "/.")) c.dir[dl -= 2] = 0; /* "RUN/." (dir = . in RUN's own config) is RUN */
     if (mkdir(c.dir, 0755) < 0 && errno != EEXIST) return cli_err(CLI_FAIL, "train", "%s: %s", c.dir, strerror(errno));
     char path[4400], ckpt[4400], log_path[4400];
     snprintf(path, sizeof path, "%s/config.ini", c.dir);
@@ -558,6 +646,12 @@ int cli_train(spade_sandbox *sb, int argc, char **argv) {
         printf("spade train: self-play; corpus %d items (%d held-out files kept out), %d families, archive %s\n", nc,
                refused, c.sp.n_families, path);
     }
+    if (done + 1 >= c.iterations) {
+        printf("spade train: %s is complete (%d iterations); raise [run] iterations in %s/config.ini to go on\n", c.dir,
+               c.iterations, c.dir);
+        rc = CLI_OK;
+        goto out;
+    }
     printf("spade train: %d environments in the pool, policy %zu parameters on %s, iterations %d..%d\n",
            pool ? spade_pool_count(pool) : 0, spade_policy_num_params(p), spade_policy_backend_name(p), done + 1,
            c.iterations - 1);
@@ -616,10 +710,13 @@ int cli_train(spade_sandbox *sb, int argc, char **argv) {
             if (prev >= 0 && prev != it) unlink(old);
         }
         if (c.designer) {
-            printf("%siter %d/%d  valid %d/%d  pass %.2f  +hint %.2f  regret %.3f  designer %.3f  vendi/n %.2f  "
+            char pool_part[64] = "";
+            if (c.sp.pool_envs > 0) snprintf(pool_part, sizeof pool_part, "  pool %.2f", sm.pool.success_rate);
+            printf("%siter %d/%d  valid %d/%d  pass %.2f  +hint %.2f  regret %.3f  designer %.3f  vendi/n %.2f%s  "
                    "design %.1fs gates %.1fs play %.1fs update %.1fs%s",
                    tty ? "\r" : "", it + 1, c.iterations, sm.valid, sm.written, sm.pass_nohint, sm.pass_hint, sm.regret,
-                   sm.designer_reward, sm.vendi_n, sm.t_design, sm.t_gates, sm.t_play, sm.t_update, tty ? "" : "\n");
+                   sm.designer_reward, sm.vendi_n, pool_part, sm.t_design, sm.t_gates, sm.t_play,
+                   sm.t_update + sm.pool.t_update, tty ? "" : "\n");
             fflush(stdout);
             continue;
         }

@@ -118,5 +118,15 @@ else diff "$TMP/a" "$TMP/b" >"$TMP/out"; bad "killed ($kills times) and resumed 
 if cmp -s "$TMP/a" "$TMP/b"; then ok "the resumed archive equals the uninterrupted one"
 else diff "$TMP/a" "$TMP/b" >"$TMP/out"; bad "the resumed archive equals the uninterrupted one"; fi
 
+# spade train with no argument: the embedded default, shrunk by SPADE_TRAIN_QUICK
+(cd "$TMP" && SPADE_TRAIN_QUICK=1 SPADE_TRAIN_DIR=default "$SPADE" train) >"$TMP/out" 2>&1
+if [ $? -eq 0 ] && [ -s "$TMP/default/base/policy.ckpt" ] && [ "$(wc -l <"$TMP/default/train.jsonl")" -eq 2 ] &&
+    grep -q "What happened" "$TMP/out" && grep -q "spade train default" "$TMP/out"; then
+    ok "spade train (no argument) pretrains a base, runs self-play and says what happened and how to go on"
+else bad "spade train (no argument): the embedded default"; fi
+(cd "$TMP" && SPADE_TRAIN_QUICK=1 SPADE_TRAIN_DIR=default "$SPADE" train) >"$TMP/out" 2>&1
+if [ $? -eq 0 ] && grep -q "is complete (2 iterations)" "$TMP/out"; then ok "running the default again says it is complete"
+else bad "running the default again says it is complete"; fi
+
 echo "1..$n"
 [ "$fails" -eq 0 ]
