@@ -1,8 +1,7 @@
 /* corpus.c — reading the grounding corpus (corpus.h): a recursive sorted
  * walk, the held-out guard on every file, one item per document or JSONL line.
  *
- * What it is not: a JSON library. The one JSONL reader here decodes the
- * string field it is asked for and skips every other value by its syntax.
+ * What it is not: a JSON reader (core/json.h is the one in the tree).
  */
 #include "corpus.h"
 
@@ -15,6 +14,7 @@
 
 #include "check.h" /* spade_splitmix64 */
 #include "errbuf.h"
+#include "json.h"
 #include "registry.h"
 
 struct spade_corpus {
@@ -23,182 +23,37 @@ struct spade_corpus {
     int n, cap, n_owned, cap_owned;
 };
 
-/* ---- JSON: one object per line ---- */
-
-typedef struct js {
-    const char *p, *end;
-} js;
-
-static void ws(js *j) {
-    while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\r' || *j->p == '\n')) j->p++;
-}
-
-static int hexval(char c) {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-}
-
-static size_t put_utf8(char *o, unsigned cp) {
-    if (cp < 0x80) return o[0] = (char)cp, 1;
-    if (cp < 0x800) return o[0] = (char)(0xC0 | cp >> 6), o[1] = (char)(0x80 | (cp & 63)), 2;
-    if (cp < 0x10000)
-        return o[0] = (char)(0xE0 | cp >> 12), o[1] = (char)(0x80 | ((cp >> 6) & 63)), o[2] = (char)(0x80 | (cp & 63)), 3;
-    o[0] = (char)(0xF0 | cp >> 18), o[1] = (char)(0x80 | ((cp >> 12) & 63));
-    o[2] = (char)(0x80 | ((cp >> 6) & 63)), o[3] = (char)(0x80 | (cp & 63));
-    return 4;
-}
-
-static int read4(js *j, unsigned *v) {
-    if (j->end - j->p < 4) return -1;
-    *v = 0;
-    for (int k = 0; k < 4; k++) {
-        int h = hexval(j->p[k]);
-        if (h < 0) return -1;
-        *v = *v << 4 | (unsigned)h;
-    }
-    j->p += 4;
-    return 0;
-}
-
-/* A string at j->p ('"'); decoded into out (may be NULL: skipped). */
-static int string(js *j, char *out, size_t *n) {
-    size_t o = 0;
-    if (j->p >= j->end || *j->p != '"') return -1;
-    for (j->p++; j->p < j->end && *j->p != '"'; j->p++) {
-        char c = *j->p;
-        if ((unsigned char)c < 0x20) return -1;
-        if (c != '\\') {
-            if (out) out[o] = c;
-            o++;
-            continue;
-        }
-        if (++j->p >= j->end) return -1;
-        static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
-        const char *k = strchr(from, *j->p);
-        if (k && *j->p) {
-            if (out) out[o] = to[k - from];
-            o++;
-            continue;
-        }
-        if (*j->p != 'u') return -1;
-        unsigned cp, lo;
-        j->p++;
-        if (read4(j, &cp) < 0) return -1;
-        if (cp >= 0xD800 && cp < 0xDC00 && j->end - j->p >= 6 && j->p[0] == '\\' && j->p[1] == 'u') {
-            js save = *j;
-            j->p += 2;
-            if (read4(j, &lo) == 0 && lo >= 0xDC00 && lo < 0xE000) cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-            else *j = save;
-        }
-        j->p--; /* the loop's increment steps past the last hex digit */
-        char tmp[4];
-        size_t w = put_utf8(out ? out + o : tmp, cp);
-        o += w;
-    }
-    if (j->p >= j->end) return -1;
-    j->p++;
-    if (n) *n = o;
-    return 0;
-}
-
-static int value(js *j, int depth);
-
-static int container(js *j, char close, int depth) {
-    j->p++;
-    ws(j);
-    if (j->p < j->end && *j->p == close) return j->p++, 0;
-    for (;;) {
-        if (close == '}') {
-            ws(j);
-            if (string(j, NULL, NULL) < 0) return -1;
-            ws(j);
-            if (j->p >= j->end || *j->p++ != ':') return -1;
-        }
-        if (value(j, depth + 1) < 0) return -1;
-        ws(j);
-        if (j->p < j->end && *j->p == ',') {
-            j->p++;
-            continue;
-        }
-        if (j->p < j->end && *j->p == close) return j->p++, 0;
-        return -1;
-    }
-}
-
-static int value(js *j, int depth) {
-    ws(j);
-    if (j->p >= j->end || depth > 64) return -1;
-    char c = *j->p;
-    if (c == '"') return string(j, NULL, NULL);
-    if (c == '{') return container(j, '}', depth);
-    if (c == '[') return container(j, ']', depth);
-    static const char *const words[] = {"true", "false", "null"};
-    for (int k = 0; k < 3; k++)
-        if ((size_t)(j->end - j->p) >= strlen(words[k]) && !strncmp(j->p, words[k], strlen(words[k])))
-            return j->p += strlen(words[k]), 0;
-    const char *start = j->p;
-    while (j->p < j->end && strchr("+-0123456789.eE", *j->p)) j->p++;
-    return j->p > start ? 0 : -1;
-}
+/* ---- JSON: one object per line, read with core/json.h ---- */
 
 int spade_json_string_field(const char *line, size_t len, const char *field, char **out, size_t *out_len, char *err,
                             size_t errlen) {
-    js j = {line, line + len};
-    int found = 0;
+    spade_json_doc *d;
+    char msg[256];
     *out = NULL;
-    ws(&j);
-    if (j.p >= j.end || *j.p != '{') goto bad;
-    j.p++;
-    ws(&j);
-    if (j.p < j.end && *j.p == '}') j.p++;
-    else
-        for (;;) {
-            ws(&j);
-            js key = j;
-            size_t klen;
-            char kbuf[64];
-            if (string(&j, NULL, &klen) < 0) goto bad;
-            int is_field = 0;
-            if (klen < sizeof kbuf) {
-                string(&key, kbuf, NULL);
-                kbuf[klen] = 0;
-                is_field = !strcmp(kbuf, field);
+    if (spade_json_parse(line, len, &d, msg, sizeof msg) < 0) {
+        spade_errf(err, errlen, "not a JSON object (%s)", msg);
+        return -1;
+    }
+    const spade_json *root = spade_json_root(d);
+    int rc = 1;
+    if (root->type != SPADE_JSON_OBJECT) {
+        spade_errf(err, errlen, "not a JSON object (a %s)", spade_json_type_name(root->type));
+        rc = -1;
+    } else {
+        const spade_json *v = spade_json_get(root, field);
+        if (v && v->type == SPADE_JSON_STRING) {
+            if (!(*out = malloc(v->len + 1))) {
+                spade_errf(err, errlen, "out of memory");
+                rc = -1;
+            } else {
+                memcpy(*out, v->str, v->len + 1);
+                if (out_len) *out_len = v->len;
+                rc = 0;
             }
-            ws(&j);
-            if (j.p >= j.end || *j.p++ != ':') goto bad;
-            ws(&j);
-            if (is_field && !found && j.p < j.end && *j.p == '"') {
-                js v = j;
-                size_t n;
-                if (string(&j, NULL, &n) < 0) goto bad;
-                free(*out);
-                if (!(*out = malloc(n + 1))) {
-                    spade_errf(err, errlen, "out of memory");
-                    return -1;
-                }
-                string(&v, *out, NULL);
-                (*out)[n] = 0;
-                if (out_len) *out_len = n;
-                found = 1;
-            } else if (value(&j, 1) < 0) goto bad;
-            ws(&j);
-            if (j.p < j.end && *j.p == ',') {
-                j.p++;
-                continue;
-            }
-            if (j.p < j.end && *j.p == '}') {
-                j.p++;
-                break;
-            }
-            goto bad;
         }
-    ws(&j);
-    if (j.p != j.end) goto bad;
-    return found ? 0 : 1;
-bad:
-    free(*out);
-    *out = NULL;
-    spade_errf(err, errlen, "not a JSON object (at byte %ld)", (long)(j.p - line) + 1);
-    return -1;
+    }
+    spade_json_doc_free(d);
+    return rc;
 }
 
 /* ---- items ---- */
