@@ -528,7 +528,7 @@ int cli_train(spade_sandbox *sb, int argc, char **argv) {
     if (resume_dir) snprintf(c.dir, sizeof c.dir, "%s", argv[1]); /* the run is where it is now */
     size_t dl = strlen(c.dir);
     while (dl > 2 && !strcmp(c.dir + dl - 2, "/.")) c.dir[dl -= 2] = 0; /* "RUN/." (dir = . in RUN's own config) is RUN */
-    if (mkdir(c.dir, 0755) < 0 && errno != EEXIST) return cli_err(CLI_FAIL, "train", "%s: %s", c.dir, strerror(errno));
+    if (mkdir_p_simple(c.dir) < 0) return cli_err(CLI_FAIL, "train", "%s: %s", c.dir, strerror(errno));
     char path[4400], ckpt[4400], log_path[4400];
     snprintf(path, sizeof path, "%s/config.ini", c.dir);
     snprintf(log_path, sizeof log_path, "%s/train.jsonl", c.dir);
