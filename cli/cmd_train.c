@@ -182,6 +182,8 @@ static int on_key(void *user, const char *section, const char *name, const char 
     NUMK("memory", "size", 1, 1e6, 1, c->sp.memory.window = (int)x)
     NUMK("selfplay", "plays", 2, 256, 1, c->sp.plays = (int)x)
     NUMK("selfplay", "pool_envs", 0, SPADE_RL_MAX_ENVS, 1, c->sp.pool_envs = (int)x)
+    NUMK("selfplay", "regen_every", 1, 1e6, 1, c->sp.regen_every = (int)x)
+    NUMK("selfplay", "replay", 0, SPADE_SP_MAX_ENVS, 1, c->sp.replay = (int)x)
 #define BOOLK(sec, key, dst)                                                              \
     if (!strcmp(section, sec) && !strcmp(name, key)) {                                    \
         if (!strcmp(value, "true")) dst = 1;                                              \
