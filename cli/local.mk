@@ -1,7 +1,7 @@
 # cli/local.mk — the spade command-line program (cli → designer, agent → core),
 # and the core parts the CLI owns (the checker and the registry) with their tests.
 spade_SOURCES += cli/main.c cli/util.c cli/cmd_check.c cli/cmd_run.c cli/cmd_play.c cli/cmd_new.c cli/cmd_list.c \
-	cli/cmd_pretrain.c cli/cmd_vendi.c cli/cmd_archive.c cli/cmd_train.c cli/cmd_eval.c
+	cli/cmd_pretrain.c cli/cmd_vendi.c cli/cmd_archive.c cli/cmd_train.c cli/cmd_eval.c cli/cmd_gates.c
 noinst_HEADERS += cli/cli.h
 spade_SOURCES += cli/cmd_tokenizer.c
 
