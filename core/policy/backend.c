@@ -36,6 +36,10 @@ int spade_backend_open(const char *which, spade_backend *be, char *note, size_t 
         cpu_note(note, notelen, "");
         return spade_backend_cpu_new(be, err, errlen);
     }
+    if (!strcmp(which, "cpu_tt")) {
+        cpu_note(note, notelen, "cpu_tt, T x T attention for benchmarks: ");
+        return spade_backend_cpu_tt_new(be, err, errlen);
+    }
     if (!strcmp(which, "cuda") || !strcmp(which, "auto")) {
         int want_cuda = !strcmp(which, "cuda");
 #ifdef SPADE_POLICY_CUDA

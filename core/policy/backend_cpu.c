@@ -29,7 +29,7 @@
 #endif
 
 typedef struct cpu_ctx {
-    int fast;        /* 0: cpu_ref, 1: cpu */
+    int fast;        /* 0: cpu_ref, 1: cpu, 2: cpu_tt (cpu with the T x T attention) */
     char err[256];
     float *scratch;  /* per-call scratch (attention backward), grown on demand */
     size_t scratch_n;
@@ -50,6 +50,33 @@ static int fail(cpu_ctx *c, const char *fmt, ...) {
     vsnprintf(c->err, sizeof c->err, fmt, ap);
     va_end(ap);
     return SPADE_POLICY_EBACKEND;
+}
+
+/* exp(x) in a form the compiler vectorises (libm's expf is a call per
+ * element): x = n ln2 + r with |r| <= ln2/2, exp(r) by Cephes' degree-6
+ * polynomial, 2^n put into the exponent bits. Relative error <= 2 ulp on
+ * [-87, 88]; below -87 it returns 0 (a probability under 1e-38 is 0 to a
+ * float32 sum), above 88 it saturates at exp(88). */
+static inline float spade_expf(float x) {
+    x = x > 88.0f ? 88.0f : x;
+    float z = x < -87.0f ? -87.0f : x;
+    /* round to nearest by the 1.5 * 2^23 trick: no call, no SSE4.1 needed */
+    float n = (z * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    float r = z - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    union {
+        int32_t i;
+        float f;
+    } u;
+    u.i = ((int32_t)n + 127) << 23;
+    return x < -87.0f ? 0.0f : p * u.f;
 }
 
 static float *scratch(cpu_ctx *c, size_t n) {
@@ -324,10 +351,55 @@ static void attn_row(float *out, float *att, const float *q, const float *k, con
     }
 }
 
+/* The log-sum-exp of one causal row of scores, recomputed from q and k
+ * (attn_row keeps no max or sum, and it is shared with the KV-cache path,
+ * so it stays as it is). Only cpu_ref's training forward calls it. */
+static float ref_row_lse(const float *q, const float *k, size_t kstride, int nk, int hs,
+                         float scale) {
+    float mx = -INFINITY;
+    for (int j = 0; j < nk; j++) {
+        const float *kj = k + (size_t)j * kstride;
+        float s = 0.0f;
+        for (int i = 0; i < hs; i++) s += q[i] * kj[i];
+        s *= scale;
+        if (s > mx) mx = s;
+    }
+    double sum = 0.0;
+    for (int j = 0; j < nk; j++) {
+        const float *kj = k + (size_t)j * kstride;
+        float s = 0.0f;
+        for (int i = 0; i < hs; i++) s += q[i] * kj[i];
+        sum += exp((double)(s * scale) - mx);
+    }
+    return mx + (float)log(sum);
+}
+
+/* Row-major C(M,N) = alpha op(A) op(B) + beta C on one thread: cblas when the
+ * build has it, plain loops otherwise (then the tiled attention is slow but
+ * still linear in memory). */
+static void gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                 const float *B, int ldb, float beta, float *Cm, int ldc) {
+#ifdef SPADE_HAVE_CBLAS
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M,
+                N, K, alpha, A, lda, B, ldb, beta, Cm, ldc);
+#else
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float s = 0.0f;
+            for (int k = 0; k < K; k++)
+                s += (ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k]) *
+                     (tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j]);
+            float *c = Cm + (size_t)i * ldc + j;
+            *c = alpha * s + (beta == 0.0f ? 0.0f : beta * *c);
+        }
+#endif
+}
+
 #ifdef SPADE_HAVE_CBLAS
 /* Causal softmax of one score row in place: entries 0..t kept, rest zeroed
- * (only the cblas attention path scores whole rows). */
-static void causal_softmax_row(float *row, int t, int T) {
+ * (only the cblas T x T attention path, cpu_tt, scores whole rows). Returns
+ * the row's log-sum-exp. */
+static float causal_softmax_row(float *row, int t, int T) {
     float mx = -INFINITY;
     for (int j = 0; j <= t; j++)
         if (row[j] > mx) mx = row[j];
@@ -339,34 +411,191 @@ static void causal_softmax_row(float *row, int t, int T) {
     float inv = 1.0f / sum;
     for (int j = 0; j <= t; j++) row[j] *= inv;
     for (int j = t + 1; j < T; j++) row[j] = 0.0f;
+    return mx + logf(sum);
 }
 #endif
 
-static int cpu_attention_forward(void *ctx, float *out, float *att, const float *qkv, int B,
-                                 int T, int C, int NH) {
+/* The tiled attention of the cpu backend (FlashAttention-style): queries in
+ * blocks of FA_BQ rows, keys in tiles of FA_BK; scores of one tile at a time
+ * with an online softmax (running max and sum per row), so memory is a few
+ * tiles per thread whatever T is, and tiles wholly above the diagonal are
+ * never touched. 64 x 64: the two tiles and a block of q, k, v stay in L2. */
+#define FA_BQ 64
+#define FA_BK 64
+
+/* Floats of per-thread scratch the tiled attention needs at head size hs. */
+static size_t fa_scratch_floats(int T, int hs) {
+    size_t fwd = (size_t)FA_BQ * FA_BK + (size_t)FA_BQ * hs + 2 * FA_BQ;
+    size_t bwd = 2 * (size_t)FA_BQ * FA_BK + (size_t)T;
+    return (fwd > bwd ? fwd : bwd) + 16; /* + 16: keep each thread's slice 64-byte aligned */
+}
+
+static int fa_threads(void) {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+static int fa_thread(void) {
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
+static int flash_forward(cpu_ctx *ctx, float *out, float *lse, const float *qkv, int B, int T,
+                         int C, int NH) {
+    int hs = C / NH, C3 = 3 * C, nqb = (T + FA_BQ - 1) / FA_BQ;
+    float scale = 1.0f / sqrtf((float)hs);
+    size_t per = fa_scratch_floats(T, hs) / 16 * 16;
+    float *ws = scratch(ctx, per * fa_threads());
+    if (!ws) return fail(ctx, "out of memory for attention scratch (%d threads x %zu floats)", fa_threads(), per);
+    long ntask = (long)B * NH * nqb;
+    /* Later query blocks see more keys: dynamic scheduling, largest first. */
+#pragma omp parallel for schedule(dynamic, 1) if (PAR((size_t)B * NH * T * T * hs / 2))
+    for (long task = 0; task < ntask; task++) {
+        int qb = nqb - 1 - (int)(task % nqb), h = (int)(task / nqb % NH), b = (int)(task / nqb / NH);
+        float *S = ws + per * fa_thread(), *acc = S + FA_BQ * FA_BK, *m = acc + FA_BQ * hs, *l = m + FA_BQ;
+        int i0 = qb * FA_BQ, i1 = i0 + FA_BQ < T ? i0 + FA_BQ : T, nq = i1 - i0;
+        const float *base = qkv + (size_t)b * T * C3 + h * hs;
+        const float *q = base + (size_t)i0 * C3;
+        for (int r = 0; r < nq; r++) {
+            m[r] = -INFINITY;
+            l[r] = 0.0f;
+        }
+        memset(acc, 0, (size_t)nq * hs * sizeof(float));
+        for (int j0 = 0; j0 < i1; j0 += FA_BK) {
+            int j1 = j0 + FA_BK < i1 ? j0 + FA_BK : i1, nk = j1 - j0;
+            gemm(0, 1, nq, nk, hs, scale, q, C3, base + (size_t)j0 * C3 + C, C3, 0.0f, S, FA_BK);
+            for (int r = 0; r < nq; r++) {
+                float *s = S + (size_t)r * FA_BK;
+                int nv = i0 + r + 1 - j0; /* keys of this tile the query sees */
+                if (nv > nk) nv = nk;
+                if (nv <= 0) {
+                    memset(s, 0, (size_t)nk * sizeof(float));
+                    continue;
+                }
+                float mt = m[r];
+                for (int j = 0; j < nv; j++) mt = s[j] > mt ? s[j] : mt;
+                float corr = expf(m[r] - mt), sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+                for (int j = 0; j < nv; j++) {
+                    float e = spade_expf(s[j] - mt);
+                    s[j] = e;
+                    sum += e;
+                }
+                for (int j = nv; j < nk; j++) s[j] = 0.0f;
+                m[r] = mt;
+                l[r] = l[r] * corr + sum;
+                if (corr != 1.0f) {
+                    float *a = acc + (size_t)r * hs;
+                    for (int i = 0; i < hs; i++) a[i] *= corr;
+                }
+            }
+            gemm(0, 0, nq, hs, nk, 1.0f, S, FA_BK, base + (size_t)j0 * C3 + 2 * C, C3, 1.0f, acc, hs);
+        }
+        float *lo = lse + ((size_t)b * NH + h) * T + i0;
+        for (int r = 0; r < nq; r++) {
+            float inv = 1.0f / l[r], *o = out + ((size_t)b * T + i0 + r) * C + h * hs;
+            const float *a = acc + (size_t)r * hs;
+            for (int i = 0; i < hs; i++) o[i] = a[i] * inv;
+            lo[r] = m[r] + logf(l[r]);
+        }
+    }
+    return 0;
+}
+
+static int flash_backward(cpu_ctx *ctx, float *dqkv, const float *dout, const float *qkv,
+                          const float *out, const float *lse, int B, int T, int C, int NH) {
+    int hs = C / NH, C3 = 3 * C;
+    float scale = 1.0f / sqrtf((float)hs);
+    size_t per = fa_scratch_floats(T, hs) / 16 * 16;
+    float *ws = scratch(ctx, per * fa_threads());
+    if (!ws) return fail(ctx, "out of memory for attention scratch (%d threads x %zu floats)", fa_threads(), per);
+    /* One task per (b, h): it owns that head's columns of dqkv, so every sum
+     * is formed by one thread in one order. */
+#pragma omp parallel for collapse(2) schedule(dynamic, 1) if (PAR((size_t)B * NH * T * T * hs))
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) {
+            float *P = ws + per * fa_thread(), *dP = P + FA_BQ * FA_BK, *D = dP + FA_BQ * FA_BK;
+            const float *base = qkv + (size_t)b * T * C3 + h * hs;
+            float *dbase = dqkv + (size_t)b * T * C3 + h * hs;
+            const float *dy = dout + (size_t)b * T * C + h * hs, *o = out + (size_t)b * T * C + h * hs;
+            const float *ls = lse + ((size_t)b * NH + h) * T;
+            for (int t = 0; t < T; t++) {
+                const float *dyt = dy + (size_t)t * C, *ot = o + (size_t)t * C;
+                float s = 0.0f;
+                for (int i = 0; i < hs; i++) s += dyt[i] * ot[i];
+                D[t] = s;
+                float *d = dbase + (size_t)t * C3;
+                memset(d, 0, hs * sizeof(float));
+                memset(d + C, 0, hs * sizeof(float));
+                memset(d + 2 * C, 0, hs * sizeof(float));
+            }
+            for (int j0 = 0; j0 < T; j0 += FA_BK) {
+                int j1 = j0 + FA_BK < T ? j0 + FA_BK : T, nk = j1 - j0;
+                const float *k = base + (size_t)j0 * C3 + C, *v = base + (size_t)j0 * C3 + 2 * C;
+                float *dk = dbase + (size_t)j0 * C3 + C, *dv = dbase + (size_t)j0 * C3 + 2 * C;
+                /* queries before j0 see none of these keys */
+                for (int i0 = j0 / FA_BQ * FA_BQ; i0 < T; i0 += FA_BQ) {
+                    int i1 = i0 + FA_BQ < T ? i0 + FA_BQ : T, nq = i1 - i0;
+                    const float *q = base + (size_t)i0 * C3, *dyi = dy + (size_t)i0 * C;
+                    gemm(0, 1, nq, nk, hs, scale, q, C3, k, C3, 0.0f, P, FA_BK);
+                    gemm(0, 1, nq, nk, hs, 1.0f, dyi, C, v, C3, 0.0f, dP, FA_BK);
+                    for (int r = 0; r < nq; r++) {
+                        float *pr = P + (size_t)r * FA_BK, *dr = dP + (size_t)r * FA_BK;
+                        int nv = i0 + r + 1 - j0;
+                        if (nv > nk) nv = nk;
+                        if (nv < 0) nv = 0;
+                        float lr = ls[i0 + r], Dr = D[i0 + r];
+#pragma omp simd
+                        for (int j = 0; j < nv; j++) {
+                            float p = spade_expf(pr[j] - lr);
+                            pr[j] = p;
+                            dr[j] = p * (dr[j] - Dr);
+                        }
+                        for (int j = nv; j < nk; j++) pr[j] = dr[j] = 0.0f;
+                    }
+                    /* dv += P^T dy;  dk += scale dS^T q;  dq += scale dS k */
+                    gemm(1, 0, nk, hs, nq, 1.0f, P, FA_BK, dyi, C, 1.0f, dv, C3);
+                    gemm(1, 0, nk, hs, nq, scale, dP, FA_BK, q, C3, 1.0f, dk, C3);
+                    gemm(0, 0, nq, hs, nk, scale, dP, FA_BK, k, C3, 1.0f, dbase + (size_t)i0 * C3, C3);
+                }
+            }
+        }
+    return 0;
+}
+
+static int cpu_attention_forward(void *ctx, float *out, float *lse, float *att, const float *qkv,
+                                 int B, int T, int C, int NH) {
+    cpu_ctx *cx = ctx;
+    if (cx->fast == 1) return flash_forward(cx, out, lse, qkv, B, T, C, NH);
+    if (!att) return fail(cx, "attention_forward: the %s backend needs the T x T att buffer", cx->fast ? "cpu_tt" : "cpu_ref");
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
     size_t C3 = 3 * (size_t)C;
 #ifdef SPADE_HAVE_CBLAS
     if (FAST(ctx)) {
-        /* Scores for the full T x T square (the masked half is wasted work, but
-         * one GEMM beats T small dot loops), a causal softmax per row, then the
-         * values; heads in parallel, each with single-threaded GEMMs. */
+        /* cpu_tt, the attention cpu had before the tiled one (kept for the
+         * benchmark): scores for the full T x T square, a causal softmax per
+         * row, then the values; heads in parallel, single-threaded GEMMs. */
 #pragma omp parallel for collapse(2) if (PAR((size_t)B * NH * T * T * hs))
         for (int b = 0; b < B; b++)
             for (int h = 0; h < NH; h++) {
                 const float *q = qkv + b * T * C3 + h * hs;
                 float *a = att + ((size_t)b * NH + h) * T * T;
+                float *lo = lse + ((size_t)b * NH + h) * T;
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, scale, q, C3,
                             q + C, C3, 0.0f, a, T);
-                for (int t = 0; t < T; t++) causal_softmax_row(a + (size_t)t * T, t, T);
+                for (int t = 0; t < T; t++) lo[t] = causal_softmax_row(a + (size_t)t * T, t, T);
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, 1.0f, a, T, q + 2 * C,
                             C3, 0.0f, out + (size_t)b * T * C + h * hs, C);
             }
         return 0;
     }
 #endif
-#pragma omp parallel for collapse(3) if (PAR((size_t)B * NH * T * T * hs))
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++)
             for (int t = 0; t < T; t++) {
@@ -375,13 +604,17 @@ static int cpu_attention_forward(void *ctx, float *out, float *att, const float 
                 attn_row(out + ((size_t)b * T + t) * C + h * hs, a, base + t * C3, base + C,
                          base + 2 * C, C3, t + 1, hs, scale);
                 for (int j = t + 1; j < T; j++) a[j] = 0.0f;
+                lse[((size_t)b * NH + h) * T + t] = ref_row_lse(base + t * C3, base + C, C3, t + 1, hs, scale);
             }
     return 0;
 }
 
 static int cpu_attention_backward(void *ctx, float *dqkv, const float *dout, const float *qkv,
-                                  const float *att, int B, int T, int C, int NH) {
+                                  const float *out, const float *lse, const float *att, int B,
+                                  int T, int C, int NH) {
     cpu_ctx *c = ctx;
+    if (c->fast == 1) return flash_backward(c, dqkv, dout, qkv, out, lse, B, T, C, NH);
+    if (!att) return fail(c, "attention_backward: the %s backend needs the T x T att buffer", c->fast ? "cpu_tt" : "cpu_ref");
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
     size_t C3 = 3 * (size_t)C;
@@ -418,14 +651,13 @@ static int cpu_attention_backward(void *ctx, float *dqkv, const float *dout, con
         return 0;
     }
 #endif
-    /* Reference: parallel over (b, h) pairs; they write disjoint columns of dqkv. */
+    /* Reference: the classic softmax backward from the stored probabilities,
+     * one thread, rows in order. */
     for (size_t i = 0; i < (size_t)B * T * C3; i++) dqkv[i] = 0.0f;
-    float *scr = scratch(c, (size_t)B * NH * T);
-    if (!scr) return fail(c, "out of memory for attention scratch");
-#pragma omp parallel for collapse(2) if (PAR((size_t)B * NH * T * T * hs))
+    float *da = scratch(c, (size_t)T);
+    if (!da) return fail(c, "out of memory for attention scratch");
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
-            float *da = scr + ((size_t)b * NH + h) * T;
             const float *base = qkv + (size_t)b * T * C3 + h * hs;
             float *dbase = dqkv + (size_t)b * T * C3 + h * hs;
             for (int t = 0; t < T; t++) {
@@ -611,7 +843,7 @@ static int cpu_sumsq(void *ctx, const float *x, size_t n, double *out) {
     return 0;
 }
 
-#define CPU_VTABLE(NAME)                                                                    \
+#define CPU_VTABLE(NAME, PROBS)                                                                  \
     {                                                                                       \
         NAME, cpu_free, cpu_last_error, cpu_alloc, cpu_dealloc, cpu_memcpy, cpu_memcpy,     \
             cpu_memcpy, cpu_zero, cpu_sync, cpu_encoder_forward, cpu_encoder_backward,       \
@@ -619,11 +851,12 @@ static int cpu_sumsq(void *ctx, const float *x, size_t n, double *out) {
             cpu_matmul_backward, cpu_attention_forward, cpu_attention_backward,              \
             cpu_attention_forward_kv, cpu_gelu_forward, cpu_gelu_backward,                   \
             cpu_residual_forward, cpu_crossentropy_forward, cpu_crossentropy_backward,       \
-            cpu_adamw, cpu_sumsq                                                             \
+            cpu_adamw, cpu_sumsq, PROBS                                                      \
     }
 
-static const spade_backend_vtable cpu_ref_vt = CPU_VTABLE("cpu_ref");
-static const spade_backend_vtable cpu_vt = CPU_VTABLE("cpu");
+static const spade_backend_vtable cpu_ref_vt = CPU_VTABLE("cpu_ref", 1);
+static const spade_backend_vtable cpu_vt = CPU_VTABLE("cpu", 0);
+static const spade_backend_vtable cpu_tt_vt = CPU_VTABLE("cpu_tt", 1);
 
 static int cpu_new(spade_backend *be, int fast, char *err, size_t errlen) {
     cpu_ctx *c = calloc(1, sizeof *c);
@@ -639,7 +872,7 @@ static int cpu_new(spade_backend *be, int fast, char *err, size_t errlen) {
      * deliberate: it is what every later BLAS call in this process wants too. */
     if (fast) openblas_set_num_threads(1);
 #endif
-    be->vt = fast ? &cpu_vt : &cpu_ref_vt;
+    be->vt = fast == 2 ? &cpu_tt_vt : fast ? &cpu_vt : &cpu_ref_vt;
     be->ctx = c;
     return 0;
 }
@@ -649,6 +882,9 @@ int spade_backend_cpu_ref_new(spade_backend *be, char *err, size_t errlen) {
 }
 int spade_backend_cpu_new(spade_backend *be, char *err, size_t errlen) {
     return cpu_new(be, 1, err, errlen);
+}
+int spade_backend_cpu_tt_new(spade_backend *be, char *err, size_t errlen) {
+    return cpu_new(be, 2, err, errlen);
 }
 
 int spade_backend_cpu_has_cblas(void) {

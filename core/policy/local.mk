@@ -30,3 +30,10 @@ tests_test_policy_pretrain_SOURCES = tests/test_policy_pretrain.c tests/testutil
 tests_test_policy_pretrain_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_policy_pretrain_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
 EXTRA_DIST += cli/cmd_pretrain.h
+
+# The training attention: the tiled (linear-memory) ops against the T x T reference.
+check_PROGRAMS += tests/test_attention
+TESTS += tests/test_attention
+tests_test_attention_SOURCES = tests/test_attention.c tests/testutil.c tests/testutil.h
+tests_test_attention_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_test_attention_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
