@@ -287,6 +287,14 @@ void spade_backend_close(spade_backend *be);
 
 /* Whether the CPU backend uses cblas GEMMs in this build (1) or reference loops (0). */
 int spade_backend_cpu_has_cblas(void);
+/* Which GEMMs the cpu backend runs, for the backend note: "cblas GEMMs" or,
+ * with OpenBLAS, "OpenBLAS <core> kernels"; when OpenBLAS picked kernels far
+ * below what the CPU can run (it names cores by CPU model, and a virtual CPU
+ * it does not know falls back to Prescott, SSE3), the note says which
+ * OPENBLAS_CORETYPE would be right (measured ~4x faster GEMMs: BENCHMARKS.md).
+ * OpenBLAS reads that variable when it is loaded, before main, so only the
+ * one who starts the program can set it. Returns 1 if such a hint was written. */
+int spade_backend_cpu_blas_note(char *buf, size_t len);
 
 #ifdef __cplusplus
 }

@@ -79,6 +79,20 @@ static inline float spade_expf(float x) {
     return x < -87.0f ? 0.0f : p * u.f;
 }
 
+/* The loops that are not GEMMs are built for baseline x86-64 (SSE2, 4 floats
+ * a vector: binaries must run on any x86-64), plus AVX2 and AVX-512 clones of
+ * each hot kernel that the loader picks by CPU (GCC function multiversioning,
+ * an ifunc per function). Elementwise kernels give the same bits in every
+ * clone (C11 mode: no FMA contraction); a kernel with a vector reduction sums
+ * in an order that depends on the vector width, so on one machine, which is
+ * what the cpu-vs-cpu_ref tests compare, both backends still agree bit for bit. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && \
+    __GNUC__ >= 12
+#define SPADE_CLONES __attribute__((target_clones("default", "arch=x86-64-v3", "arch=x86-64-v4")))
+#else
+#define SPADE_CLONES
+#endif
+
 static float *scratch(cpu_ctx *c, size_t n) {
     if (n > c->scratch_n) {
         free(c->scratch);
@@ -98,6 +112,21 @@ static inline void split(int n, int *r0, int *r1) {
 #endif
     *r0 = (int)((long)n * id / nt);
     *r1 = (int)((long)n * (id + 1) / nt);
+}
+
+/* The same for n elements of a flat vector, cut at multiples of 16 floats
+ * (64 bytes) so that two threads never share a cache line. */
+static inline void split_n(size_t n, size_t *i0, size_t *i1) {
+#ifdef _OPENMP
+    size_t nt = (size_t)omp_get_num_threads(), id = (size_t)omp_get_thread_num();
+#else
+    size_t nt = 1, id = 0;
+#endif
+    size_t blocks = (n + 15) / 16;
+    *i0 = blocks * id / nt * 16;
+    *i1 = blocks * (id + 1) / nt * 16;
+    if (*i0 > n) *i0 = n;
+    if (*i1 > n) *i1 = n;
 }
 
 static void cpu_free(void *ctx) {
@@ -166,16 +195,16 @@ static int cpu_encoder_backward(void *ctx, float *dwte, float *dwpe, const float
 
 /* ---- layernorm ---- */
 
-static int cpu_layernorm_forward(void *ctx, float *out, float *mean, float *rstd,
-                                 const float *inp, const float *w, const float *b, int N,
-                                 int C) {
-#pragma omp parallel for if (PAR((size_t)N * C))
-    for (int i = 0; i < N; i++) {
+SPADE_CLONES static void layernorm_rows(float *out, float *mean, float *rstd, const float *inp,
+                                        const float *w, const float *b, int r0, int r1, int C) {
+    for (int i = r0; i < r1; i++) {
         const float *x = inp + (size_t)i * C;
         float m = 0.0f;
+#pragma omp simd reduction(+ : m)
         for (int c = 0; c < C; c++) m += x[c];
         m /= C;
         float v = 0.0f;
+#pragma omp simd reduction(+ : v)
         for (int c = 0; c < C; c++) {
             float d = x[c] - m;
             v += d * d;
@@ -183,21 +212,36 @@ static int cpu_layernorm_forward(void *ctx, float *out, float *mean, float *rstd
         v /= C;
         float s = 1.0f / sqrtf(v + 1e-5f);
         float *o = out + (size_t)i * C;
+#pragma omp simd
         for (int c = 0; c < C; c++) o[c] = (x[c] - m) * s * w[c] + b[c];
         if (mean) mean[i] = m;
         if (rstd) rstd[i] = s;
     }
+}
+
+static int cpu_layernorm_forward(void *ctx, float *out, float *mean, float *rstd,
+                                 const float *inp, const float *w, const float *b, int N,
+                                 int C) {
+#pragma omp parallel if (PAR((size_t)N * C))
+    {
+        int r0, r1;
+        split(N, &r0, &r1);
+        layernorm_rows(out, mean, rstd, inp, w, b, r0, r1, C);
+    }
     return 0;
 }
 
-static int cpu_layernorm_backward(void *ctx, float *dinp, float *dweight, float *dbias,
-                                  const float *dout, const float *inp, const float *w,
-                                  const float *mean, const float *rstd, int N, int C) {
-#pragma omp parallel for if (PAR((size_t)N * C))
-    for (int i = 0; i < N; i++) {
+/* Rows r0..r1 of dinp; and, for channels c0..c1, dweight and dbias summed over
+ * every row in row order (row-major sweeps: the strided column walk was the
+ * slow part). Each output's sum has one fixed order whatever the split. */
+SPADE_CLONES static void layernorm_back_rows(float *dinp, const float *dout, const float *inp,
+                                             const float *w, const float *mean, const float *rstd,
+                                             int r0, int r1, int C) {
+    for (int i = r0; i < r1; i++) {
         const float *x = inp + (size_t)i * C, *dy = dout + (size_t)i * C;
         float m = mean[i], s = rstd[i];
         float dn_mean = 0.0f, dnx_mean = 0.0f;
+#pragma omp simd reduction(+ : dn_mean, dnx_mean)
         for (int c = 0; c < C; c++) {
             float xh = (x[c] - m) * s, dn = w[c] * dy[c];
             dn_mean += dn;
@@ -206,22 +250,39 @@ static int cpu_layernorm_backward(void *ctx, float *dinp, float *dweight, float 
         dn_mean /= C;
         dnx_mean /= C;
         float *dx = dinp + (size_t)i * C;
+#pragma omp simd
         for (int c = 0; c < C; c++) {
             float xh = (x[c] - m) * s, dn = w[c] * dy[c];
             dx[c] += s * (dn - dn_mean - xh * dnx_mean);
         }
     }
-    /* Column reductions: each thread owns channels, rows are summed in order. */
-#pragma omp parallel for if (PAR((size_t)N * C))
-    for (int c = 0; c < C; c++) {
-        float dw = 0.0f, db = 0.0f;
-        for (int i = 0; i < N; i++) {
-            float dy = dout[(size_t)i * C + c];
-            db += dy;
-            dw += (inp[(size_t)i * C + c] - mean[i]) * rstd[i] * dy;
+}
+SPADE_CLONES static void layernorm_back_cols(float *dweight, float *dbias, const float *dout,
+                                             const float *inp, const float *mean, const float *rstd,
+                                             int N, int C, int c0, int c1) {
+    for (int i = 0; i < N; i++) {
+        const float *x = inp + (size_t)i * C, *dy = dout + (size_t)i * C;
+        float m = mean[i], s = rstd[i];
+#pragma omp simd
+        for (int c = c0; c < c1; c++) {
+            dbias[c] += dy[c];
+            dweight[c] += (x[c] - m) * s * dy[c];
         }
-        dweight[c] += dw;
-        dbias[c] += db;
+    }
+}
+
+static int cpu_layernorm_backward(void *ctx, float *dinp, float *dweight, float *dbias,
+                                  const float *dout, const float *inp, const float *w,
+                                  const float *mean, const float *rstd, int N, int C) {
+    /* dweight/dbias are summed straight into the gradient, row after row:
+     * one fixed order per channel, the same on both backends. */
+#pragma omp parallel if (PAR((size_t)N * C))
+    {
+        int r0, r1, c0, c1;
+        split(N, &r0, &r1);
+        split(C, &c0, &c1);
+        layernorm_back_rows(dinp, dout, inp, w, mean, rstd, r0, r1, C);
+        layernorm_back_cols(dweight, dbias, dout, inp, mean, rstd, N, C, c0, c1);
     }
     return 0;
 }
@@ -724,25 +785,48 @@ static int cpu_attention_forward_kv(void *ctx, float *out, const float *qkv, flo
 
 #define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
 
-static int cpu_gelu_forward(void *ctx, float *out, const float *inp, size_t n) {
-#pragma omp parallel for simd if (PAR(n))
-    for (size_t i = 0; i < n; i++) {
+/* tanh(u) = 1 - 2 / (exp(2u) + 1) with the vectorisable exp: absolute error
+ * ~1e-7, which is all GELU's 0.5 x (1 + tanh) can see. */
+static inline float spade_tanhf(float u) { return 1.0f - 2.0f / (spade_expf(2.0f * u) + 1.0f); }
+
+SPADE_CLONES static void gelu_fwd_range(float *out, const float *inp, size_t i0, size_t i1) {
+#pragma omp simd
+    for (size_t i = i0; i < i1; i++) {
         float x = inp[i];
-        out[i] = 0.5f * x * (1.0f + tanhf(GELU_K * (x + 0.044715f * x * x * x)));
+        out[i] = 0.5f * x * (1.0f + spade_tanhf(GELU_K * (x + 0.044715f * x * x * x)));
+    }
+}
+
+SPADE_CLONES static void gelu_bwd_range(float *dinp, const float *inp, const float *dout, size_t i0,
+                                        size_t i1) {
+#pragma omp simd
+    for (size_t i = i0; i < i1; i++) {
+        float x = inp[i];
+        float u = GELU_K * (x + 0.044715f * x * x * x);
+        float th = spade_tanhf(u);
+        float sech2 = 1.0f - th * th;
+        float g = 0.5f * (1.0f + th) + 0.5f * x * sech2 * GELU_K * (1.0f + 3.0f * 0.044715f * x * x);
+        dinp[i] = g * dout[i];
+    }
+}
+
+static int cpu_gelu_forward(void *ctx, float *out, const float *inp, size_t n) {
+#pragma omp parallel if (PAR(n))
+    {
+        size_t i0, i1;
+        split_n(n, &i0, &i1);
+        gelu_fwd_range(out, inp, i0, i1);
     }
     return 0;
 }
 
 static int cpu_gelu_backward(void *ctx, float *dinp, const float *inp, const float *dout,
                              size_t n) {
-#pragma omp parallel for simd if (PAR(n))
-    for (size_t i = 0; i < n; i++) {
-        float x = inp[i];
-        float u = GELU_K * (x + 0.044715f * x * x * x);
-        float th = tanhf(u);
-        float sech2 = 1.0f - th * th;
-        float g = 0.5f * (1.0f + th) + 0.5f * x * sech2 * GELU_K * (1.0f + 3.0f * 0.044715f * x * x);
-        dinp[i] = g * dout[i];
+#pragma omp parallel if (PAR(n))
+    {
+        size_t i0, i1;
+        split_n(n, &i0, &i1);
+        gelu_bwd_range(dinp, inp, dout, i0, i1);
     }
     return 0;
 }
@@ -756,25 +840,36 @@ static int cpu_residual_forward(void *ctx, float *out, const float *a, const flo
 
 /* ---- softmax / cross-entropy ---- */
 
-static int cpu_crossentropy_forward(void *ctx, float *probs, float *logp, const float *logits,
-                                    const int *targets, int N, int V, int Vp) {
-#pragma omp parallel for if (PAR((size_t)N * Vp))
-    for (int i = 0; i < N; i++) {
+SPADE_CLONES static void crossentropy_rows(float *probs, float *logp, const float *logits,
+                                           const int *targets, int r0, int r1, int V, int Vp) {
+    for (int i = r0; i < r1; i++) {
         const float *l = logits + (size_t)i * Vp;
         float *p = probs + (size_t)i * Vp;
         float mx = -INFINITY;
-        for (int v = 0; v < V; v++)
-            if (l[v] > mx) mx = l[v];
+#pragma omp simd reduction(max : mx)
+        for (int v = 0; v < V; v++) mx = l[v] > mx ? l[v] : mx;
         float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
         for (int v = 0; v < V; v++) {
-            p[v] = expf(l[v] - mx);
+            p[v] = spade_expf(l[v] - mx);
             sum += p[v];
         }
         float inv = 1.0f / sum;
+#pragma omp simd
         for (int v = 0; v < V; v++) p[v] *= inv;
         for (int v = V; v < Vp; v++) p[v] = 0.0f;
         int t = targets[i];
         logp[i] = t >= 0 ? l[t] - mx - logf(sum) : 0.0f;
+    }
+}
+
+static int cpu_crossentropy_forward(void *ctx, float *probs, float *logp, const float *logits,
+                                    const int *targets, int N, int V, int Vp) {
+#pragma omp parallel if (PAR((size_t)N * Vp))
+    {
+        int r0, r1;
+        split(N, &r0, &r1);
+        crossentropy_rows(probs, logp, logits, targets, r0, r1, V, Vp);
     }
     return 0;
 }
@@ -792,6 +887,7 @@ static int cpu_crossentropy_backward(void *ctx, float *dlogits, const float *pro
             memset(d, 0, (size_t)Vp * sizeof(float));
             continue;
         }
+#pragma omp simd
         for (int v = 0; v < V; v++) d[v] = -w * p[v];
         d[t] += w;
         for (int v = V; v < Vp; v++) d[v] = 0.0f;
@@ -801,12 +897,11 @@ static int cpu_crossentropy_backward(void *ctx, float *dlogits, const float *pro
 
 /* ---- optimizer ---- */
 
-static int cpu_adamw(void *ctx, float *params, const float *grads, float *m, float *v,
-                     size_t n, float lr, float beta1, float beta2, float eps, float wd,
-                     float grad_scale, int t) {
-    float c1 = 1.0f - powf(beta1, (float)t), c2 = 1.0f - powf(beta2, (float)t);
-#pragma omp parallel for simd if (PAR(n))
-    for (size_t i = 0; i < n; i++) {
+SPADE_CLONES static void adamw_range(float *params, const float *grads, float *m, float *v,
+                                     size_t i0, size_t i1, float lr, float beta1, float beta2,
+                                     float eps, float wd, float grad_scale, float c1, float c2) {
+#pragma omp simd
+    for (size_t i = i0; i < i1; i++) {
         float g = grads[i] * grad_scale;
         float mi = beta1 * m[i] + (1.0f - beta1) * g;
         float vi = beta2 * v[i] + (1.0f - beta2) * g * g;
@@ -814,6 +909,18 @@ static int cpu_adamw(void *ctx, float *params, const float *grads, float *m, flo
         v[i] = vi;
         float mh = mi / c1, vh = vi / c2;
         params[i] -= lr * (mh / (sqrtf(vh) + eps) + wd * params[i]);
+    }
+}
+
+static int cpu_adamw(void *ctx, float *params, const float *grads, float *m, float *v,
+                     size_t n, float lr, float beta1, float beta2, float eps, float wd,
+                     float grad_scale, int t) {
+    float c1 = 1.0f - powf(beta1, (float)t), c2 = 1.0f - powf(beta2, (float)t);
+#pragma omp parallel if (PAR(n))
+    {
+        size_t i0, i1;
+        split_n(n, &i0, &i1);
+        adamw_range(params, grads, m, v, i0, i1, lr, beta1, beta2, eps, wd, grad_scale, c1, c2);
     }
     return 0;
 }
@@ -885,6 +992,31 @@ int spade_backend_cpu_new(spade_backend *be, char *err, size_t errlen) {
 }
 int spade_backend_cpu_tt_new(spade_backend *be, char *err, size_t errlen) {
     return cpu_new(be, 2, err, errlen);
+}
+
+int spade_backend_cpu_blas_note(char *buf, size_t len) {
+#if defined(SPADE_HAVE_CBLAS) && defined(OPENBLAS_VERSION)
+    const char *core = openblas_get_corename();
+    const char *want = NULL;
+#if defined(__GNUC__) && defined(__x86_64__)
+    int weak = core && (!strcmp(core, "Prescott") || !strcmp(core, "Core2") || !strcmp(core, "Nehalem") ||
+                        !strcmp(core, "Penryn") || !strcmp(core, "Dunnington"));
+    if (weak && !getenv("OPENBLAS_CORETYPE")) {
+        __builtin_cpu_init();
+        if (__builtin_cpu_supports("avx512f")) want = "SkylakeX";
+        else if (__builtin_cpu_supports("avx2")) want = "Haswell";
+    }
+#endif
+    if (want)
+        snprintf(buf, len, "OpenBLAS %s kernels on a CPU that runs %s's: OPENBLAS_CORETYPE=%s makes GEMMs ~4x faster",
+                 core, want, want);
+    else
+        snprintf(buf, len, "OpenBLAS %s kernels", core ? core : "?");
+    return want != NULL;
+#else
+    snprintf(buf, len, "%s", spade_backend_cpu_has_cblas() ? "cblas GEMMs" : "plain-C GEMMs, no cblas in this build");
+    return 0;
+#endif
 }
 
 int spade_backend_cpu_has_cblas(void) {
