@@ -14,12 +14,15 @@
  * Usage: bench_policy [--quick]     (--quick: fewer steps, for smoke runs)
  *        bench_policy --long [ROUNDS]  (tiled vs T x T attention at T = 2048)
  *        bench_policy --train BACKEND L C NH T B STEPS  (one training figure)
+ *        bench_policy --note | --blas-hint  (the cpu backend's note; the
+ *                      OPENBLAS_CORETYPE this CPU wants, if OpenBLAS misjudged it)
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "policy/backend.h"
 #include "policy/policy.h"
 #ifdef SPADE_HAVE_CBLAS
 #include <cblas.h>
@@ -169,6 +172,22 @@ int main(int argc, char **argv) {
     if (argc == 9 && !strcmp(argv[1], "--train")) {
         bench_train(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6]), atoi(argv[7]),
                     atoi(argv[8]));
+        return 0;
+    }
+    if (argc > 1 && !strcmp(argv[1], "--note")) { /* the cpu backend's note, one line */
+        spade_backend be;
+        char note[512];
+        if (spade_backend_open("cpu", &be, note, sizeof note, err, sizeof err)) DIE("%s", err);
+        printf("%s\n", note);
+        spade_backend_close(&be);
+        return 0;
+    }
+    if (argc > 1 && !strcmp(argv[1], "--blas-hint")) { /* the OPENBLAS_CORETYPE to use, or nothing */
+        char note[256];
+        if (spade_backend_cpu_blas_note(note, sizeof note)) {
+            const char *eq = strstr(note, "OPENBLAS_CORETYPE=");
+            if (eq) printf("%.*s\n", (int)strcspn(eq + 18, " "), eq + 18);
+        }
         return 0;
     }
     if (argc > 1 && !strcmp(argv[1], "--long")) return bench_long(argc > 2 ? atoi(argv[2]) : 2, 2);
