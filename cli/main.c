@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "cmd_pretrain.h"
 #include "env.h"
+#include "policy/backend.h"
 #include "version.h"
 
 typedef struct command {
@@ -82,6 +83,9 @@ static void open_standard_fds(void) {
 }
 
 int main(int argc, char **argv) {
+    /* OpenBLAS names its kernels by CPU model and falls back to SSE3 on a
+     * CPU it does not know: re-exec once with OPENBLAS_CORETYPE (backend.h). */
+    spade_backend_cpu_blas_reexec(argv);
     open_standard_fds();
     if (argc < 2) {
         usage(stderr);

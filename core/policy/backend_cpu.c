@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -1003,8 +1004,11 @@ int spade_backend_cpu_blas_note(char *buf, size_t len) {
                         !strcmp(core, "Penryn") || !strcmp(core, "Dunnington"));
     if (weak && !getenv("OPENBLAS_CORETYPE")) {
         __builtin_cpu_init();
-        if (__builtin_cpu_supports("avx512f")) want = "SkylakeX";
-        else if (__builtin_cpu_supports("avx2")) want = "Haswell";
+        if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+            __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
+            want = "SkylakeX";
+        else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+            want = "Haswell";
     }
 #endif
     if (want)
@@ -1015,6 +1019,25 @@ int spade_backend_cpu_blas_note(char *buf, size_t len) {
     return want != NULL;
 #else
     snprintf(buf, len, "%s", spade_backend_cpu_has_cblas() ? "cblas GEMMs" : "plain-C GEMMs, no cblas in this build");
+    return 0;
+#endif
+}
+
+int spade_backend_cpu_blas_reexec(char **argv) {
+#if defined(__linux__)
+    char note[256];
+    if (!argv || !argv[0] || !spade_backend_cpu_blas_note(note, sizeof note)) return 0;
+    const char *eq = strstr(note, "OPENBLAS_CORETYPE=");
+    if (!eq) return 0;
+    char want[32];
+    snprintf(want, sizeof want, "%.*s", (int)strcspn(eq + 18, " "), eq + 18);
+    /* the variable is also the guard: the new image sees it set and goes on */
+    if (setenv("OPENBLAS_CORETYPE", want, 1)) return -1;
+    execv("/proc/self/exe", argv);
+    unsetenv("OPENBLAS_CORETYPE"); /* exec failed: carry on with the kernels we have */
+    return -1;
+#else
+    (void)argv;
     return 0;
 #endif
 }
