@@ -182,13 +182,20 @@ static int cpu_encoder_forward(void *ctx, float *out, const int *inp, const floa
 static int cpu_encoder_backward(void *ctx, float *dwte, float *dwpe, const float *dout,
                                 const int *inp, int B, int T, int C) {
     /* Parallel over channels: several positions may carry the same token, so
-     * each thread owns whole columns and adds rows in order (deterministic). */
-#pragma omp parallel for if (PAR((size_t)B * T * C))
-    for (int c = 0; c < C; c++) {
+     * each thread owns a strip of columns and adds rows in order
+     * (deterministic), sweeping row-major within its strip. */
+#pragma omp parallel if (PAR((size_t)B * T * C))
+    {
+        int c0, c1;
+        split(C, &c0, &c1);
         for (int i = 0; i < B * T; i++) {
-            float d = dout[(size_t)i * C + c];
-            dwte[(size_t)inp[i] * C + c] += d;
-            dwpe[(size_t)(i % T) * C + c] += d;
+            const float *d = dout + (size_t)i * C;
+            float *we = dwte + (size_t)inp[i] * C, *pe = dwpe + (size_t)(i % T) * C;
+#pragma omp simd
+            for (int c = c0; c < c1; c++) {
+                we[c] += d[c];
+                pe[c] += d[c];
+            }
         }
     }
     return 0;
@@ -326,6 +333,25 @@ static int cpu_matmul_forward(void *ctx, float *out, const float *inp, const flo
     return 0;
 }
 
+/* dbias[o] += sum over rows of dout[:, o] for o in [o0, o1): rows swept in
+ * order across a strip of BIAS_STRIP columns held in a local sum (a column
+ * walk strides OC floats per element), each column's sum formed in row order
+ * from 0 and then added, as a plain per-column loop would. */
+#define BIAS_STRIP 256
+SPADE_CLONES static void bias_colsum(float *dbias, const float *dout, int N, int OC, int o0, int o1) {
+    float acc[BIAS_STRIP];
+    for (int ob = o0; ob < o1; ob += BIAS_STRIP) {
+        int n = o1 - ob < BIAS_STRIP ? o1 - ob : BIAS_STRIP;
+        for (int j = 0; j < n; j++) acc[j] = 0.0f;
+        for (int i = 0; i < N; i++) {
+            const float *d = dout + (size_t)i * OC + ob;
+#pragma omp simd
+            for (int j = 0; j < n; j++) acc[j] += d[j];
+        }
+        for (int j = 0; j < n; j++) dbias[ob + j] += acc[j];
+    }
+}
+
 static int cpu_matmul_backward(void *ctx, float *dinp, float *dweight, float *dbias,
                                const float *dout, const float *inp, const float *w, int N,
                                int IC, int OC) {
@@ -371,11 +397,11 @@ static int cpu_matmul_backward(void *ctx, float *dinp, float *dweight, float *db
 bias:
 #endif
     if (dbias) {
-#pragma omp parallel for if (fast && (size_t)N * OC >= PAR_MIN_WORK)
-        for (int o = 0; o < OC; o++) {
-            float s = 0.0f;
-            for (int i = 0; i < N; i++) s += dout[(size_t)i * OC + o];
-            dbias[o] += s;
+#pragma omp parallel if (fast && (size_t)N * OC >= PAR_MIN_WORK)
+        {
+            int o0, o1;
+            split(OC, &o0, &o1);
+            bias_colsum(dbias, dout, N, OC, o0, o1);
         }
     }
     return 0;
