@@ -503,20 +503,17 @@ static float causal_softmax_row(float *row, int t, int T) {
 }
 #endif
 
-/* The tiled attention of the cpu backend (FlashAttention-style): queries in
- * blocks of FA_BQ rows, keys in tiles of FA_BK; scores of one tile at a time
- * with an online softmax (running max and sum per row), so memory is a few
- * tiles per thread whatever T is, and tiles wholly above the diagonal are
- * never touched. 64 x 64: the two tiles and a block of q, k, v stay in L2. */
+/* The tiled attention of the cpu backend: queries in blocks of FA_BQ rows,
+ * each block against all the keys it may see at once — a strip of FA_BQ x t
+ * scores, t <= T: memory per thread linear in T (4 MiB at T = 8192), and the
+ * keys after the block's last query never scored. The strip's softmax is
+ * exact (two passes over it), its log-sum-exp per row is kept, and backward
+ * recomputes the strip from it. A strip rather than FlashAttention's
+ * 64 x 64 tiles with an online softmax: on a CPU it is 2-3.5x faster
+ * (measured at the four bench configurations and T = 2048), because a few
+ * bigger sgemm calls per block beat many tile-sized ones, and the strip still
+ * fits in L2 at the contexts used here. */
 #define FA_BQ 64
-#define FA_BK 64
-
-/* Floats of per-thread scratch the tiled attention needs at head size hs. */
-static size_t fa_scratch_floats(int T, int hs) {
-    size_t fwd = (size_t)FA_BQ * FA_BK + (size_t)FA_BQ * hs + 2 * FA_BQ;
-    size_t bwd = 2 * (size_t)FA_BQ * FA_BK + (size_t)T;
-    return (fwd > bwd ? fwd : bwd) + 16; /* + 16: keep each thread's slice 64-byte aligned */
-}
 
 static int fa_threads(void) {
 #ifdef _OPENMP
@@ -533,73 +530,67 @@ static int fa_thread(void) {
 #endif
 }
 
-static int flash_forward(cpu_ctx *ctx, float *out, float *lse, const float *qkv, int B, int T,
+/* Softmax of one strip row in place: s[0..nv) scores -> probabilities
+ * exp(s - max) / sum, s[nv..n) zeroed; returns the log-sum-exp. */
+SPADE_CLONES static float strip_softmax_row(float *s, int nv, int n) {
+    float mx = -INFINITY;
+#pragma omp simd reduction(max : mx)
+    for (int j = 0; j < nv; j++) mx = s[j] > mx ? s[j] : mx;
+    float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+    for (int j = 0; j < nv; j++) {
+        float e = spade_expf(s[j] - mx);
+        s[j] = e;
+        sum += e;
+    }
+    float inv = 1.0f / sum;
+#pragma omp simd
+    for (int j = 0; j < nv; j++) s[j] *= inv;
+    for (int j = nv; j < n; j++) s[j] = 0.0f;
+    return mx + logf(sum);
+}
+
+/* One strip row of backward: p = exp(s - lse) (masked past nv), dp := p (dp - D). */
+SPADE_CLONES static void strip_backward_row(float *s, float *dp, int nv, int n, float lse, float D) {
+#pragma omp simd
+    for (int j = 0; j < nv; j++) {
+        float p = spade_expf(s[j] - lse);
+        s[j] = p;
+        dp[j] = p * (dp[j] - D);
+    }
+    for (int j = nv; j < n; j++) s[j] = dp[j] = 0.0f;
+}
+
+static int strip_forward(cpu_ctx *ctx, float *out, float *lse, const float *qkv, int B, int T,
                          int C, int NH) {
     int hs = C / NH, C3 = 3 * C, nqb = (T + FA_BQ - 1) / FA_BQ;
     float scale = 1.0f / sqrtf((float)hs);
-    size_t per = fa_scratch_floats(T, hs) / 16 * 16;
+    size_t per = ((size_t)FA_BQ * T + 15) / 16 * 16;
     float *ws = scratch(ctx, per * fa_threads());
     if (!ws) return fail(ctx, "out of memory for attention scratch (%d threads x %zu floats)", fa_threads(), per);
     long ntask = (long)B * NH * nqb;
-    /* Later query blocks see more keys: dynamic scheduling, largest first. */
+    /* One task per (b, h, query block), each writing its own rows: later
+     * blocks see more keys, so dynamic scheduling, largest first. */
 #pragma omp parallel for schedule(dynamic, 1) if (PAR((size_t)B * NH * T * T * hs / 2))
     for (long task = 0; task < ntask; task++) {
         int qb = nqb - 1 - (int)(task % nqb), h = (int)(task / nqb % NH), b = (int)(task / nqb / NH);
-        float *S = ws + per * fa_thread(), *acc = S + FA_BQ * FA_BK, *m = acc + FA_BQ * hs, *l = m + FA_BQ;
+        float *S = ws + per * fa_thread();
         int i0 = qb * FA_BQ, i1 = i0 + FA_BQ < T ? i0 + FA_BQ : T, nq = i1 - i0;
         const float *base = qkv + (size_t)b * T * C3 + h * hs;
-        const float *q = base + (size_t)i0 * C3;
-        for (int r = 0; r < nq; r++) {
-            m[r] = -INFINITY;
-            l[r] = 0.0f;
-        }
-        memset(acc, 0, (size_t)nq * hs * sizeof(float));
-        for (int j0 = 0; j0 < i1; j0 += FA_BK) {
-            int j1 = j0 + FA_BK < i1 ? j0 + FA_BK : i1, nk = j1 - j0;
-            gemm(0, 1, nq, nk, hs, scale, q, C3, base + (size_t)j0 * C3 + C, C3, 0.0f, S, FA_BK);
-            for (int r = 0; r < nq; r++) {
-                float *s = S + (size_t)r * FA_BK;
-                int nv = i0 + r + 1 - j0; /* keys of this tile the query sees */
-                if (nv > nk) nv = nk;
-                if (nv <= 0) {
-                    memset(s, 0, (size_t)nk * sizeof(float));
-                    continue;
-                }
-                float mt = m[r];
-                for (int j = 0; j < nv; j++) mt = s[j] > mt ? s[j] : mt;
-                float corr = expf(m[r] - mt), sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-                for (int j = 0; j < nv; j++) {
-                    float e = spade_expf(s[j] - mt);
-                    s[j] = e;
-                    sum += e;
-                }
-                for (int j = nv; j < nk; j++) s[j] = 0.0f;
-                m[r] = mt;
-                l[r] = l[r] * corr + sum;
-                if (corr != 1.0f) {
-                    float *a = acc + (size_t)r * hs;
-                    for (int i = 0; i < hs; i++) a[i] *= corr;
-                }
-            }
-            gemm(0, 0, nq, hs, nk, 1.0f, S, FA_BK, base + (size_t)j0 * C3 + 2 * C, C3, 1.0f, acc, hs);
-        }
+        /* the strip: these nq queries against keys 0 .. i1-1 (the rest are masked) */
+        gemm(0, 1, nq, i1, hs, scale, base + (size_t)i0 * C3, C3, base + C, C3, 0.0f, S, i1);
         float *lo = lse + ((size_t)b * NH + h) * T + i0;
-        for (int r = 0; r < nq; r++) {
-            float inv = 1.0f / l[r], *o = out + ((size_t)b * T + i0 + r) * C + h * hs;
-            const float *a = acc + (size_t)r * hs;
-            for (int i = 0; i < hs; i++) o[i] = a[i] * inv;
-            lo[r] = m[r] + logf(l[r]);
-        }
+        for (int r = 0; r < nq; r++) lo[r] = strip_softmax_row(S + (size_t)r * i1, i0 + r + 1, i1);
+        gemm(0, 0, nq, hs, i1, 1.0f, S, i1, base + 2 * C, C3, 0.0f, out + ((size_t)b * T + i0) * C + h * hs, C);
     }
     return 0;
 }
 
-static int flash_backward(cpu_ctx *ctx, float *dqkv, const float *dout, const float *qkv,
+static int strip_backward(cpu_ctx *ctx, float *dqkv, const float *dout, const float *qkv,
                           const float *out, const float *lse, int B, int T, int C, int NH) {
     int hs = C / NH, C3 = 3 * C;
     float scale = 1.0f / sqrtf((float)hs);
-    size_t per = fa_scratch_floats(T, hs) / 16 * 16;
+    size_t per = (2 * (size_t)FA_BQ * T + (size_t)T + 15) / 16 * 16;
     float *ws = scratch(ctx, per * fa_threads());
     if (!ws) return fail(ctx, "out of memory for attention scratch (%d threads x %zu floats)", fa_threads(), per);
     /* One task per (b, h): it owns that head's columns of dqkv, so every sum
@@ -607,7 +598,7 @@ static int flash_backward(cpu_ctx *ctx, float *dqkv, const float *dout, const fl
 #pragma omp parallel for collapse(2) schedule(dynamic, 1) if (PAR((size_t)B * NH * T * T * hs))
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
-            float *P = ws + per * fa_thread(), *dP = P + FA_BQ * FA_BK, *D = dP + FA_BQ * FA_BK;
+            float *P = ws + per * fa_thread(), *dP = P + (size_t)FA_BQ * T, *D = dP + (size_t)FA_BQ * T;
             const float *base = qkv + (size_t)b * T * C3 + h * hs;
             float *dbase = dqkv + (size_t)b * T * C3 + h * hs;
             const float *dy = dout + (size_t)b * T * C + h * hs, *o = out + (size_t)b * T * C + h * hs;
@@ -618,39 +609,20 @@ static int flash_backward(cpu_ctx *ctx, float *dqkv, const float *dout, const fl
                 for (int i = 0; i < hs; i++) s += dyt[i] * ot[i];
                 D[t] = s;
                 float *d = dbase + (size_t)t * C3;
-                memset(d, 0, hs * sizeof(float));
                 memset(d + C, 0, hs * sizeof(float));
                 memset(d + 2 * C, 0, hs * sizeof(float));
             }
-            for (int j0 = 0; j0 < T; j0 += FA_BK) {
-                int j1 = j0 + FA_BK < T ? j0 + FA_BK : T, nk = j1 - j0;
-                const float *k = base + (size_t)j0 * C3 + C, *v = base + (size_t)j0 * C3 + 2 * C;
-                float *dk = dbase + (size_t)j0 * C3 + C, *dv = dbase + (size_t)j0 * C3 + 2 * C;
-                /* queries before j0 see none of these keys */
-                for (int i0 = j0 / FA_BQ * FA_BQ; i0 < T; i0 += FA_BQ) {
-                    int i1 = i0 + FA_BQ < T ? i0 + FA_BQ : T, nq = i1 - i0;
-                    const float *q = base + (size_t)i0 * C3, *dyi = dy + (size_t)i0 * C;
-                    gemm(0, 1, nq, nk, hs, scale, q, C3, k, C3, 0.0f, P, FA_BK);
-                    gemm(0, 1, nq, nk, hs, 1.0f, dyi, C, v, C3, 0.0f, dP, FA_BK);
-                    for (int r = 0; r < nq; r++) {
-                        float *pr = P + (size_t)r * FA_BK, *dr = dP + (size_t)r * FA_BK;
-                        int nv = i0 + r + 1 - j0;
-                        if (nv > nk) nv = nk;
-                        if (nv < 0) nv = 0;
-                        float lr = ls[i0 + r], Dr = D[i0 + r];
-#pragma omp simd
-                        for (int j = 0; j < nv; j++) {
-                            float p = spade_expf(pr[j] - lr);
-                            pr[j] = p;
-                            dr[j] = p * (dr[j] - Dr);
-                        }
-                        for (int j = nv; j < nk; j++) pr[j] = dr[j] = 0.0f;
-                    }
-                    /* dv += P^T dy;  dk += scale dS^T q;  dq += scale dS k */
-                    gemm(1, 0, nk, hs, nq, 1.0f, P, FA_BK, dyi, C, 1.0f, dv, C3);
-                    gemm(1, 0, nk, hs, nq, scale, dP, FA_BK, q, C3, 1.0f, dk, C3);
-                    gemm(0, 0, nq, hs, nk, scale, dP, FA_BK, k, C3, 1.0f, dbase + (size_t)i0 * C3, C3);
-                }
+            for (int i0 = 0; i0 < T; i0 += FA_BQ) {
+                int i1 = i0 + FA_BQ < T ? i0 + FA_BQ : T, nq = i1 - i0;
+                const float *q = base + (size_t)i0 * C3, *dyi = dy + (size_t)i0 * C;
+                gemm(0, 1, nq, i1, hs, scale, q, C3, base + C, C3, 0.0f, P, i1);
+                gemm(0, 1, nq, i1, hs, 1.0f, dyi, C, base + 2 * C, C3, 0.0f, dP, i1);
+                for (int r = 0; r < nq; r++)
+                    strip_backward_row(P + (size_t)r * i1, dP + (size_t)r * i1, i0 + r + 1, i1, ls[i0 + r], D[i0 + r]);
+                /* dq = scale dS k (overwrites); dk += scale dS^T q; dv += P^T dy */
+                gemm(0, 0, nq, hs, i1, scale, dP, i1, base + C, C3, 0.0f, dbase + (size_t)i0 * C3, C3);
+                gemm(1, 0, i1, hs, nq, scale, dP, i1, q, C3, 1.0f, dbase + C, C3);
+                gemm(1, 0, i1, hs, nq, 1.0f, P, i1, dyi, C, 1.0f, dbase + 2 * C, C3);
             }
         }
     return 0;
@@ -659,7 +631,7 @@ static int flash_backward(cpu_ctx *ctx, float *dqkv, const float *dout, const fl
 static int cpu_attention_forward(void *ctx, float *out, float *lse, float *att, const float *qkv,
                                  int B, int T, int C, int NH) {
     cpu_ctx *cx = ctx;
-    if (cx->fast == 1) return flash_forward(cx, out, lse, qkv, B, T, C, NH);
+    if (cx->fast == 1) return strip_forward(cx, out, lse, qkv, B, T, C, NH);
     if (!att) return fail(cx, "attention_forward: the %s backend needs the T x T att buffer", cx->fast ? "cpu_tt" : "cpu_ref");
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
@@ -701,7 +673,7 @@ static int cpu_attention_backward(void *ctx, float *dqkv, const float *dout, con
                                   const float *out, const float *lse, const float *att, int B,
                                   int T, int C, int NH) {
     cpu_ctx *c = ctx;
-    if (c->fast == 1) return flash_backward(c, dqkv, dout, qkv, out, lse, B, T, C, NH);
+    if (c->fast == 1) return strip_backward(c, dqkv, dout, qkv, out, lse, B, T, C, NH);
     if (!att) return fail(c, "attention_backward: the %s backend needs the T x T att buffer", c->fast ? "cpu_tt" : "cpu_ref");
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
