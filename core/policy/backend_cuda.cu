@@ -688,6 +688,7 @@ static int cuda_attention_forward(void *ctx, float *out, float *lse, float *att,
     if (check_heads(c, "attention_forward", C, NH)) return SPADE_POLICY_EBACKEND;
     if (B <= 0 || T <= 0) return 0;
     int hs = C / NH;
+    if (B > 65535 || NH > 65535) return FAIL(c, "attention_forward: batch %d x heads %d: at most 65535 each (grid)", B, NH);
     size_t smem = fa_fwd_smem(hs);
     if (fa_smem(c, (const void *)fa_forward_kernel, smem, "attention_forward", hs)) return SPADE_POLICY_EBACKEND;
     dim3 grid((unsigned)((T + FA_ROWS - 1) / FA_ROWS), (unsigned)NH, (unsigned)B);
@@ -705,6 +706,7 @@ static int cuda_attention_backward(void *ctx, float *dqkv, const float *dout, co
     if (B <= 0 || T <= 0) return 0;
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
+    if (B > 65535 || NH > 65535) return FAIL(c, "attention_backward: batch %d x heads %d: at most 65535 each (grid)", B, NH);
     size_t s1 = fa_dkdv_smem(hs), s2 = fa_dq_smem(hs);
     if (fa_smem(c, (const void *)fa_dkdv_kernel, s1, "attention_backward", hs) ||
         fa_smem(c, (const void *)fa_dq_kernel, s2, "attention_backward", hs))
