@@ -37,3 +37,5 @@ TESTS += tests/test_attention
 tests_test_attention_SOURCES = tests/test_attention.c tests/testutil.c tests/testutil.h
 tests_test_attention_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_attention_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
+# spade against eager PyTorch (run by hand: bench/bench_vs_torch.sh, BENCHMARKS.md)
+EXTRA_DIST += bench/bench_vs_torch.sh bench/torch_gpt.py
