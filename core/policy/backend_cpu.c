@@ -1,17 +1,20 @@
-/* backend_cpu.c — the two CPU backends of the policy: cpu_ref and cpu.
+/* backend_cpu.c — the CPU backends of the policy: cpu_ref, cpu (and cpu_tt).
  *
  * What it is: one implementation of every op in backend.h, written as plain C
  * loops with a fixed summation order. The same code serves both backends:
- *   cpu_ref  runs it on one thread, GEMMs and attention as loops. It is the
- *            reference that tests compare every other backend against, and the
- *            path whose arithmetic does not depend on batch size (so KV-cache
- *            sampling and full recompute agree bit for bit on it).
+ *   cpu_ref  runs it on one thread, GEMMs and attention as loops, attention
+ *            with the exact T x T probabilities. It is the reference that
+ *            tests compare every other backend against, and the path whose
+ *            arithmetic does not depend on batch size (so KV-cache sampling
+ *            and full recompute agree bit for bit on it).
  *   cpu      turns on OpenMP for the loops (parallel only over independent
- *            outputs, so each output's sum is still formed in the same order)
- *            and, when configure found cblas (SPADE_HAVE_CBLAS), does the GEMMs
- *            and the attention score/value products with cblas_sgemm.
- * What it is not: tuned kernels. Only the GEMMs are fast; everything else is
- * memory-bound loops that OpenMP spreads over cores.
+ *            outputs, so each output's sum is still formed in the same order),
+ *            does the GEMMs with cblas_sgemm when configure found cblas
+ *            (SPADE_HAVE_CBLAS), and runs the tiled attention (memory linear
+ *            in T). The non-GEMM loops are vectorised (SPADE_CLONES).
+ *   cpu_tt   cpu with the T x T cblas attention of before, for the benchmark.
+ * What it is not: hand-written GEMM kernels (OpenBLAS's are used), or
+ * bit-identical across machines (vector widths differ between clones).
  */
 #include "policy/backend.h"
 
