@@ -222,7 +222,10 @@ int spade_sandbox_new(spade_sandbox **out, const spade_sandbox_opts *opts, char 
     }
     char zerr[256];
     if (spade_zygote_ping(sb, spade_ipc_now() + 10.0, zerr, sizeof zerr) < 0) {
-        snprintf(err, errlen, "sandbox zygote failed to start: %s", zerr);
+        snprintf(err, errlen,
+                 "sandbox zygote failed to start: %s (the zygote is this program re-executed from /proc/self/exe: "
+                 "it must be mounted, and the program must link libspade, not dlopen it)",
+                 zerr);
         sandbox_destroy(sb);
         return -1;
     }
@@ -554,6 +557,19 @@ static int transmit_at(spade_worker *w, double now, double deadline, spade_failu
     cpu_refresh(w);
     w->sent_at = now;
     spade_ipc_io io = spade_ipc_send(w->sock, w->out.p, w->out.len, deadline, err, sizeof err);
+    if (io == SPADE_IO_CLOSED) {
+        /* A worker that cannot take the request (no memory for a 1 MiB
+         * action) reports out_of_memory and exits while we are still writing:
+         * its report is waiting on our side of the socket; read it before
+         * calling this a death without a reply. */
+        const unsigned char *payload;
+        size_t len;
+        double until = spade_ipc_now() + 0.2;
+        /* Always -1: a FAIL frame ends the worker inside receive, and any
+         * other reply or none ends it too. */
+        (void)receive(w, until < deadline ? until : deadline, SPADE_MSG_FAIL, 0, &payload, &len, f);
+        return -1;
+    }
     return io == SPADE_IO_OK ? 0 : io_failure(w, io, err, f);
 }
 
