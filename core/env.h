@@ -51,6 +51,10 @@ typedef unsigned long size_t;
 #define SPADE_MAX_DECLS 64            /* spade_param_<k> / spade_tool_<k> indices probed */
 #define SPADE_OBS_MAX (64 * 1024)     /* bytes of one observation, hint or solve action */
 #define SPADE_ACTION_MAX (1024 * 1024) /* bytes of one action handed to step */
+/* The most one step may reward, in magnitude (reward() of NaN, inf or more
+ * fails the step: core/host.h), and the most a success threshold may be. */
+#define SPADE_REWARD_MAX 1e9
+#define SPADE_SUCCESS_MAX 1e15
 #define SPADE_STATE_MAX (16 * 1024 * 1024) /* bytes of one instance's state */
 #define SPADE_DEFAULT_MAX_STEPS 100
 #define SPADE_DEFAULT_SUCCESS 1.0

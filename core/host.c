@@ -23,10 +23,12 @@
  *    ends the episode (done; the next step is BAD_CALL until a reset).
  *  - Tool calls: ERROR observations are the dispatcher's message; both CALLED
  *    and ERROR count as a step and can truncate.
- *  - A step's reward and the episode's return are always finite: reward()
- *    ignores NaN and inf, and a sum of finite rewards that passes +-DBL_MAX
- *    (reward(DBL_MAX) twice) saturates there. The sandbox's parent treats a
- *    non-finite value from a worker as a protocol violation (core/sandbox/ipc.c).
+ *  - A step's reward is finite and within +-SPADE_REWARD_MAX (host.h): a
+ *    reward() of NaN, an infinity or a larger value, or rewards summing past
+ *    it, fail the step with BAD_REWARD and end the episode (done), so the
+ *    episode's return stays within +-1e15. The sandbox's parent treats a
+ *    value out of those bounds from a worker as a protocol violation
+ *    (core/sandbox/ipc.c).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -158,8 +160,11 @@ static int validate_meta(spade_host *h, const spade_env_meta *m, char *err, size
         return -1;
     }
     info->max_steps = m->max_steps ? m->max_steps : SPADE_DEFAULT_MAX_STEPS;
-    if (!isfinite(m->success)) {
-        spade_errf(err, errlen, "meta: success threshold is not a finite number");
+    if (!isfinite(m->success) || fabs(m->success) > SPADE_SUCCESS_MAX) {
+        spade_errf(err, errlen,
+                   "meta: .success = %g: the success threshold must be a finite number within +-%g (rewards are "
+                   "at most %g a step, so no episode returns more)",
+                   m->success, SPADE_SUCCESS_MAX, SPADE_REWARD_MAX);
         return -1;
     }
     info->success = m->success != 0.0 ? m->success : SPADE_DEFAULT_SUCCESS;
@@ -570,13 +575,6 @@ static void leave(spade_host *h)
         *h->state_ptr = NULL;
 }
 
-/* v within [-DBL_MAX, DBL_MAX]; v is never NaN here (only finite values and
- * 1.0 are ever added, so a sum can reach +-inf but not inf - inf). */
-static double saturate(double v)
-{
-    return v > DBL_MAX ? DBL_MAX : v < -DBL_MAX ? -DBL_MAX : v;
-}
-
 static void fill_result(spade_host *h, instance *in, spade_step_result *out, double reward, int terminated,
                         int truncated)
 {
@@ -643,8 +641,15 @@ spade_host_status spade_host_step(spade_host *h, int inst, const char *action, s
         h->step(h->action, len);
     leave(h);
     in->steps++;
-    double r = saturate(h->rt.reward);
-    in->episode_return = saturate(in->episode_return + r);
+    double r = h->rt.reward;
+    if (h->rt.bad_reward || !(fabs(r) <= SPADE_REWARD_MAX)) {
+        in->done = 1;
+        fill_result(h, in, out, 0.0, 1, 0);
+        if (out)
+            out->obs_len = 0;
+        return SPADE_HOST_BAD_REWARD;
+    }
+    in->episode_return += r;
     int terminated = h->rt.terminated;
     int truncated = !terminated && in->steps >= h->info.max_steps;
     in->done = terminated || truncated;

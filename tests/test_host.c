@@ -480,18 +480,21 @@ START_TEST(test_validation_meta)
 }
 END_TEST
 
-/* reward() ignores NaN and inf, but finite rewards can still add up past
- * DBL_MAX, within one step or over an episode; what the host returns saturates
- * there (core/host.c) and stays finite, which the sandbox's parent requires. */
+/* A reward of NaN, an infinity or beyond +-SPADE_REWARD_MAX, or rewards that
+ * sum past it, fail the step (BAD_REWARD, episode over); one just within
+ * passes. Before, NaN was silently dropped and DBL_MAX saturated, so the run
+ * summary printed `mean return inf`. */
 static double huge_sign = 1.0;
+static double huge_value = DBL_MAX;
+static int huge_calls = 2;
 static void huge_reward_step(const char *a, unsigned long n)
 {
-    spade_reward(huge_sign * DBL_MAX);
-    spade_reward(huge_sign * DBL_MAX);
+    for (int i = 0; i < huge_calls; i++)
+        spade_reward(huge_sign * huge_value);
     spade_say("r");
 }
 
-START_TEST(test_reward_saturates)
+START_TEST(test_reward_refused)
 {
     spade_env_meta meta = {.abi = SPADE_ENV_ABI, .name = "huge", .description = "d", .max_steps = 10};
     fake_sym syms[] = {{"spade_meta", &meta},
@@ -506,17 +509,33 @@ START_TEST(test_reward_saturates)
     ck_assert_msg(spade_host_new(&h, fake_resolve, syms, err, sizeof err) == 0, "%s", err);
     int inst = spade_host_add_instance(h, NULL);
     spade_step_result r;
-    for (int sign = 1; sign >= -1; sign -= 2) {
-        huge_sign = sign;
-        ck_assert_int_eq(spade_host_reset(h, inst, 0, &r), SPADE_HOST_OK);
-        for (int s = 0; s < 3; s++) {
-            ck_assert_int_eq(spade_host_step(h, inst, "a", 1, &r), SPADE_HOST_OK);
-            ck_assert_msg(r.reward == sign * DBL_MAX, "step %d: reward %g", s, r.reward);
-            ck_assert_msg(r.episode_return == sign * DBL_MAX, "step %d: return %g", s, r.episode_return);
-            ck_assert_int_eq(r.success, sign > 0);
+    const struct {
+        double v;
+        int calls;
+        spade_host_status want;
+    } cases[] = {{DBL_MAX, 1, SPADE_HOST_BAD_REWARD},          {NAN, 1, SPADE_HOST_BAD_REWARD},
+                 {INFINITY, 1, SPADE_HOST_BAD_REWARD},         {SPADE_REWARD_MAX * 1.5, 1, SPADE_HOST_BAD_REWARD},
+                 {SPADE_REWARD_MAX * 0.75, 2, SPADE_HOST_BAD_REWARD}, {SPADE_REWARD_MAX, 1, SPADE_HOST_OK}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+        for (int sign = 1; sign >= -1; sign -= 2) {
+            huge_sign = sign;
+            huge_value = cases[c].v;
+            huge_calls = cases[c].calls;
+            ck_assert_int_eq(spade_host_reset(h, inst, 0, &r), SPADE_HOST_OK);
+            ck_assert_msg(spade_host_step(h, inst, "a", 1, &r) == cases[c].want, "case %zu sign %d", c, sign);
+            if (cases[c].want == SPADE_HOST_OK) {
+                ck_assert(r.reward == sign * SPADE_REWARD_MAX && r.episode_return == sign * SPADE_REWARD_MAX);
+                ck_assert_int_eq(spade_host_step(h, inst, "a", 1, &r), SPADE_HOST_OK);
+            } else {
+                /* the episode is over: the next step is the caller's mistake */
+                ck_assert_int_eq(spade_host_step(h, inst, "a", 1, &r), SPADE_HOST_BAD_CALL);
+            }
         }
-    }
     spade_host_free(h);
+    /* A success threshold no episode can reach is refused at load. */
+    meta.success = 1e300;
+    ck_assert_int_eq(spade_host_new(&h, fake_resolve, syms, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, ".success = 1e+300") != NULL, "%s", err);
 }
 END_TEST
 
@@ -982,9 +1001,11 @@ START_TEST(test_output_helpers)
     ck_assert_int_eq(spade_steps(), 3);
 
     spade_reward(0.5);
+    ck_assert_int_eq(test_rt.bad_reward, 0);
     spade_reward(NAN);
     spade_reward(INFINITY);
     ck_assert(test_rt.reward == 0.5);
+    ck_assert_int_eq(test_rt.bad_reward, 1); /* flagged for the host to fail the step */
     spade_finish(1);
     spade_finish(1); /* counted once */
     spade_finish(0);
@@ -1648,7 +1669,7 @@ static Suite *host_suite(void)
     tcase_add_test(t, test_params_parse);
     tcase_add_test(t, test_validation_failures);
     tcase_add_test(t, test_validation_meta);
-    tcase_add_test(t, test_reward_saturates);
+    tcase_add_test(t, test_reward_refused);
     tcase_add_test(t, test_bad_calls);
     tcase_add_test(t, test_output_cap);
     tcase_add_test(t, test_hostile_actions);

@@ -871,6 +871,13 @@ int spade_worker_batch_recv(spade_worker *w, spade_step_result *results, spade_f
         snprintf(err, sizeof err, "item %d said more than SPADE_OBS_MAX (%d) bytes", first_bad, SPADE_OBS_MAX);
         return worker_kill_with(w, SPADE_OUT_OUTPUT, err, f);
     }
+    if (first_bad >= 0 && bad_status == SPADE_HOST_BAD_REWARD) {
+        snprintf(err, sizeof err,
+                 "item %d: the step called reward() with NaN, an infinity or a value beyond +-%g, or its rewards "
+                 "summed past that (a step's reward must be a finite number within +-SPADE_REWARD_MAX)",
+                 first_bad, SPADE_REWARD_MAX);
+        return worker_kill_with(w, SPADE_OUT_INVALID, err, f);
+    }
     if (first_bad >= 0)
         return spade_bad_call(f, "item %d: unknown instance, step before reset, or step after the episode ended",
                               first_bad);
