@@ -18,8 +18,15 @@
 
 #include "host.h"
 
-#define RANDOM_WIN_MAX 0.15 /* DESIGN.md §6: a random guesser wins at most 15% */
+#define RANDOM_WIN_MAX 0.15 /* docs/architecture.md: a random guesser wins at most 15% */
 #define DETERMINISM_STEPS 64
+#define EXTREME_RANDOM_COMBOS 4   /* random parameter combinations, besides each one's min and max */
+#define EXTREME_SEEDS 2           /* seeds played at each parameter setting */
+#define LONG_EPISODE_CAP 2000     /* steps of a long random episode, at most (max_steps may be 1e6) */
+/* Worker memory is poisoned for uninitialised reads (spade_host_set_poison);
+ * the pattern also depends on the instance, so the two side-by-side
+ * instances see different garbage. Any nonzero seed does. */
+#define CHECK_POISON 0x5ade5ade0badf00dULL
 
 void spade_check_opts_default(spade_check_opts *o) {
     memset(o, 0, sizeof *o);
@@ -82,6 +89,8 @@ typedef struct ctx {
     int internal; /* a worker could not be spawned again */
 
     const char *check; /* the check running now, for obs_size's report */
+    int timed_out;     /* a call timed out: the remaining checks are skipped */
+    char timeout_what[600];
     size_t max_obs;
     int over;            /* an output exceeded the cap */
     char over_where[256];
@@ -134,11 +143,16 @@ static const char *shown(const char *s, size_t len, char *buf, size_t cap) {
     return buf;
 }
 
+static _Thread_local const char *timeout_option; /* of the spade_check call in progress (opts.timeout_option) */
+
 static const char *why(const spade_failure *f, char *buf, size_t cap) {
     if (f->signal)
         snprintf(buf, cap, "%s (signal %d): %s", spade_outcome_name(f->outcome), f->signal, f->message);
     else
         snprintf(buf, cap, "%s: %s", spade_outcome_name(f->outcome), f->message);
+    size_t n = strlen(buf);
+    if (f->outcome == SPADE_OUT_TIMEOUT && timeout_option && n < cap)
+        snprintf(buf + n, cap - n, " (%s sets the deadline)", timeout_option);
     /* One line per check; what follows a newline (the source excerpt of a
      * compile error) is indented, so a reader of the report can still take
      * the lines that start with PASS/FAIL/WARN/SKIP as the checks. */
@@ -146,6 +160,12 @@ static const char *why(const spade_failure *f, char *buf, size_t cap) {
 }
 
 static void note_failure(ctx *c, const spade_failure *f, const char *where) {
+    /* One timeout stops the check: an environment that loops would cost a
+     * deadline per call of every later check (28 s of silence, before). */
+    if (f->outcome == SPADE_OUT_TIMEOUT && !c->timed_out) {
+        c->timed_out = 1;
+        snprintf(c->timeout_what, sizeof c->timeout_what, "%s during the %s check", where, c->check);
+    }
     if (f->outcome == SPADE_OUT_OUTPUT && !c->over) {
         c->over = 1;
         snprintf(c->over_where, sizeof c->over_where, "%s during the %s check", where, c->check);
@@ -162,7 +182,7 @@ static spade_worker *worker(ctx *c, spade_failure *f) {
     spade_worker_free(c->w);
     c->w = NULL;
     memset(f, 0, sizeof *f);
-    if (spade_worker_load(c->sb, c->filename, c->source, c->len, &c->w, f) != 0 || !c->w) {
+    if (spade_worker_load_poisoned(c->sb, c->filename, c->source, c->len, CHECK_POISON, &c->w, f) != 0 || !c->w) {
         c->w = NULL;
         c->internal = 1;
         return NULL;
@@ -299,7 +319,8 @@ static int check_reset(ctx *c) {
             size_t d = first_diff(r[0].obs, r[0].obs_len, r[1].obs, r[1].obs_len);
             snprintf(det_why, sizeof det_why,
                      ": seed %llu: two instances reset with the same seed differ at byte %zu (\"%s\"): state "
-                     "outside S, such as a static variable written in RESET or STEP?",
+                     "outside S, such as a static variable written in RESET or STEP, or an uninitialised local "
+                     "(the checker fills fresh memory differently for each instance)?",
                      (unsigned long long)s[0], d, shown(r[1].obs + d, r[1].obs_len - d, sh, sizeof sh));
             det_ok = 0;
         }
@@ -443,7 +464,7 @@ static void check_step_deterministic(ctx *c) {
                 size_t d = first_diff(r[0].obs, r[0].obs_len, r[1].obs, r[1].obs_len);
                 put(c, "FAIL", "step_deterministic",
                     ": seed %llu step %d action \"%s\": two instances with the same seed and actions differ (%s at "
-                    "byte %zu; rewards %g vs %g): state outside S?",
+                    "byte %zu; rewards %g vs %g): state outside S, or an uninitialised local?",
                     (unsigned long long)s[0], t + 1, shown(a, len, sh, sizeof sh),
                     r[0].terminated != r[1].terminated ? "termination" : "observation", d, r[0].reward, r[1].reward);
                 free(sol);
@@ -498,7 +519,7 @@ static void check_arbitrary_actions(ctx *c) {
     spade_failure f;
     int failed = 0;
     char first_fail[1400] = "";
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n && !c->timed_out; i++) {
         uint64_t s = seed_of(c, i % (c->o.seeds > 0 ? c->o.seeds : 1));
         spade_step_result r;
         if (reset_n(c, 1, &s, &r, &f) != 0) {
@@ -514,7 +535,8 @@ static void check_arbitrary_actions(ctx *c) {
         }
     }
     if (failed)
-        put(c, "FAIL", "arbitrary_actions", ": %s (%d of %d odd actions failed)", first_fail, failed, n);
+        put(c, "FAIL", "arbitrary_actions", ": %s (%d of %d odd actions failed%s)", first_fail, failed, n,
+            c->timed_out ? "; the rest were not tried" : "");
     else
         put(c, "PASS", "arbitrary_actions", " (%d odd actions)", n);
     free(mb_a), free(mb_9), free(bin);
@@ -553,6 +575,13 @@ static void check_max_steps(ctx *c) {
             if (rr[j].truncated && !rr[j].terminated && t < ms) {
                 put(c, "FAIL", "max_steps", ": seed %llu: truncated at step %d, before max_steps = %d",
                     (unsigned long long)s[which[j]], t, ms);
+                return;
+            }
+            if (rr[j].success) {
+                put(c, "FAIL", "max_steps",
+                    ": seed %llu: the empty action wins (return %g at step %d, success >= %g): the episode is won "
+                    "without doing anything",
+                    (unsigned long long)s[which[j]], rr[j].episode_return, t, c->info.success);
                 return;
             }
             if (rr[j].terminated || rr[j].truncated) ended[which[j]] = t;
@@ -606,7 +635,13 @@ static void check_hint(ctx *c) {
 
 /* Plays one episode on instance 0 with the SOLVE agent (solve != 0) or the
  * random agent. Returns 1 success, 0 not, -1 failure (why in buf). */
+static int play_capped(ctx *c, uint64_t seed, int solve, int max_t, double *ret, char *buf, size_t cap);
 static int play(ctx *c, uint64_t seed, int solve, double *ret, char *buf, size_t cap) {
+    return play_capped(c, seed, solve, c->info.max_steps, ret, buf, cap);
+}
+
+/* The same, for at most max_t + 1 steps. */
+static int play_capped(ctx *c, uint64_t seed, int solve, int max_t, double *ret, char *buf, size_t cap) {
     char w[1400];
     spade_failure f;
     spade_step_result r;
@@ -617,7 +652,7 @@ static int play(ctx *c, uint64_t seed, int solve, double *ret, char *buf, size_t
         return -1;
     }
     uint64_t rng = seed ^ 0x5eed5eedULL;
-    for (int t = 0; t <= c->info.max_steps && !r.terminated && !r.truncated; t++) {
+    for (int t = 0; t <= max_t && !r.terminated && !r.truncated; t++) {
         char *sol = NULL;
         size_t len;
         const char *a = act;
@@ -689,10 +724,112 @@ static void check_random_agent(ctx *c) {
     int wins = play_seeds(c, 0, NULL, 0);
     if (wins < 0) return;
     if (n > 0 && (double)wins / n > RANDOM_WIN_MAX)
-        put(c, "WARN", "random_agent", ": a random agent won %d of %d episodes (more than %.0f%%: too easy to guess?)",
+        put(c, "FAIL", "random_agent",
+            ": a random agent won %d of %d episodes, more than %.0f%%: the task can be won by guessing (fewer "
+            "choices per step than it looks, or a reward for any answer?)",
             wins, n, RANDOM_WIN_MAX * 100);
     else
         put(c, "PASS", "random_agent", " (won %d of %d)", wins, n);
+}
+
+/* Plays at each parameter's min and at its max (the others at their values),
+ * and at a few random combinations: a SOLVE episode (which must win) and a
+ * long random one on each of EXTREME_SEEDS seeds. A parameter range the code
+ * does not hold (STATE sized for 10 tries, `tries` allowed up to 100) crashes
+ * here, where the defaults alone never reach it. */
+static void describe_params(const ctx *c, char *out, size_t cap) {
+    size_t o = 0;
+    out[0] = 0;
+    for (int i = 0; i < c->info.n_params && o + 1 < cap; i++) {
+        int n = snprintf(out + o, cap - o, "%s%s=%.17g", i ? "," : "", c->info.params[i].name, c->pvals[i]);
+        if (n < 0) break;
+        o += (size_t)n;
+    }
+}
+
+static int play_setting(ctx *c, char *why_buf, size_t cap, int *episodes) {
+    spade_failure f;
+    /* A fresh worker for each setting: instances take their params when added. */
+    spade_worker_free(c->w);
+    c->w = NULL;
+    if (!worker(c, &f)) {
+        snprintf(why_buf, cap, "load: %s", f.message);
+        return -1;
+    }
+    for (int k = 0; k < EXTREME_SEEDS; k++) {
+        uint64_t seed = seed_of(c, k);
+        double ret;
+        char buf[1400];
+        if (c->info.has_solve) {
+            int rc = play(c, seed, 1, &ret, buf, sizeof buf);
+            ++*episodes;
+            if (rc < 0) {
+                snprintf(why_buf, cap, "seed %llu, SOLVE agent: %.1200s", (unsigned long long)seed, buf);
+                return -1;
+            }
+            if (rc == 0) {
+                snprintf(why_buf, cap, "seed %llu: SOLVE did not win (return %g, success needs >= %g)",
+                         (unsigned long long)seed, ret, c->info.success);
+                return -1;
+            }
+        }
+        int cap_t = c->info.max_steps < LONG_EPISODE_CAP ? c->info.max_steps : LONG_EPISODE_CAP;
+        ++*episodes;
+        if (play_capped(c, seed, 0, cap_t, &ret, buf, sizeof buf) < 0) {
+            snprintf(why_buf, cap, "seed %llu, random agent: %.1200s", (unsigned long long)seed, buf);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void check_param_extremes(ctx *c) {
+    c->check = "param_extremes";
+    int np = c->info.n_params;
+    if (np == 0) {
+        put(c, "SKIP", "param_extremes", ": no params");
+        return;
+    }
+    double given[SPADE_INFO_MAX_PARAMS];
+    memcpy(given, c->pvals, sizeof given);
+    uint64_t rng = c->o.first_seed ^ 0xe1e1e1e1ULL;
+    int settings = 0, episodes = 0;
+    char failed[1600] = "";
+    char desc[600];
+    for (int s = 0; s < 2 * np + EXTREME_RANDOM_COMBOS && !*failed && !c->timed_out; s++) {
+        memcpy(c->pvals, given, sizeof given);
+        if (s < 2 * np) {
+            const spade_param_info *p = &c->info.params[s / 2];
+            double v = s % 2 ? p->max : p->min;
+            if (v == given[s / 2]) continue; /* the other checks played this one */
+            c->pvals[s / 2] = v;
+        } else {
+            for (int i = 0; i < np; i++) {
+                const spade_param_info *p = &c->info.params[i];
+                double u = (double)(spade_splitmix64(&rng) >> 11) / 9007199254740992.0;
+                double v = p->min + u * (p->max - p->min);
+                if (p->type == SPADE_PARAM_INT) {
+                    v = floor(p->min + u * (p->max - p->min + 1));
+                    if (v > p->max) v = p->max;
+                }
+                c->pvals[i] = v;
+            }
+        }
+        settings++;
+        char w[1400];
+        if (play_setting(c, w, sizeof w, &episodes) < 0) {
+            describe_params(c, desc, sizeof desc);
+            snprintf(failed, sizeof failed, "at %s: %s", desc, w);
+        }
+    }
+    memcpy(c->pvals, given, sizeof given);
+    spade_worker_free(c->w); /* back to the given params for whatever comes next */
+    c->w = NULL;
+    if (*failed) put(c, "FAIL", "param_extremes", ": %s", failed);
+    else if (settings == 0) put(c, "SKIP", "param_extremes", ": every param has a single value");
+    else if (!c->timed_out)
+        put(c, "PASS", "param_extremes", " (%d settings: each param's min and max, %d random; %d episodes)", settings,
+            EXTREME_RANDOM_COMBOS, episodes);
 }
 
 static void check_obs_size(ctx *c) {
@@ -705,7 +842,19 @@ static void check_obs_size(ctx *c) {
 
 static const char *const later_checks[] = {"reset_deterministic", "step_deterministic", "seeds_vary",
                                            "arbitrary_actions",   "max_steps",  "hint",
-                                           "solve",               "random_agent", "obs_size"};
+                                           "solve",               "random_agent", "param_extremes", "obs_size"};
+
+typedef struct check_step {
+    const char *name;
+    void (*run)(ctx *c);
+} check_step;
+
+static const check_step steps[] = {
+    {"step_deterministic", check_step_deterministic}, {"seeds_vary", check_seeds_vary},
+    {"arbitrary_actions", check_arbitrary_actions},   {"max_steps", check_max_steps},
+    {"hint", check_hint},                             {"solve", check_solve},
+    {"random_agent", check_random_agent},             {"param_extremes", check_param_extremes},
+};
 
 int spade_check(spade_sandbox *sb, const char *filename, const char *source, size_t len, const char *params,
                 const spade_check_opts *opts, spade_check_report *rep) {
@@ -724,13 +873,14 @@ int spade_check(spade_sandbox *sb, const char *filename, const char *source, siz
     if (opts) c->o = *opts;
     else spade_check_opts_default(&c->o);
     if (c->o.seeds < 1) c->o.seeds = 1;
+    timeout_option = c->o.timeout_option;
     if (c->o.solve_seeds < 0) c->o.solve_seeds = 0;
 
     char buf[1400];
     int rc = 0;
     spade_failure f;
     memset(&f, 0, sizeof f);
-    if (spade_worker_load(sb, c->filename, source, len, &c->w, &f) != 0 || !c->w) {
+    if (spade_worker_load_poisoned(sb, c->filename, source, len, CHECK_POISON, &c->w, &f) != 0 || !c->w) {
         c->w = NULL;
         if (f.outcome == SPADE_OUT_INTERNAL || f.outcome == SPADE_OUT_OK) {
             put(c, "FAIL", "compile", ": the sandbox failed: %s", why(&f, buf, sizeof buf));
@@ -762,18 +912,23 @@ int spade_check(spade_sandbox *sb, const char *filename, const char *source, siz
     c->id[0] = first;
     c->id[1] = first + 1;
 
+    if (c->o.progress) c->o.progress("reset", c->o.progress_arg);
     if (check_reset(c) != 0) {
         for (size_t i = 0; i < sizeof later_checks / sizeof *later_checks; i++)
             put(c, "SKIP", later_checks[i], ": reset does not work");
         goto done;
     }
-    check_step_deterministic(c);
-    check_seeds_vary(c);
-    check_arbitrary_actions(c);
-    check_max_steps(c);
-    check_hint(c);
-    check_solve(c);
-    check_random_agent(c);
+    for (size_t i = 0; i < sizeof steps / sizeof *steps; i++) {
+        if (c->timed_out) {
+            /* A timeout already failed its check; every later one would wait
+             * out a deadline per call. */
+            for (size_t j = i; j < sizeof steps / sizeof *steps; j++)
+                put(c, "SKIP", steps[j].name, ": an earlier call timed out (%s)", c->timeout_what);
+            break;
+        }
+        if (c->o.progress) c->o.progress(steps[i].name, c->o.progress_arg);
+        steps[i].run(c);
+    }
     check_obs_size(c);
 done:
     if (c->internal && rep->failed == 0) rc = -1;

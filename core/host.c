@@ -77,6 +77,7 @@ struct spade_host {
     char *action;    /* SPADE_ACTION_MAX + 1: a NUL-terminated copy of the action */
     char *tool_out;  /* SPADE_OBS_MAX + 2: one byte more than fits, to see a result too large */
     void *scratch;   /* state_size: hint and solve run on a copy */
+    uint64_t poison; /* spade_host_set_poison; 0 = off */
 };
 
 /* Copies src into a fixed field; -1 when it does not fit (with the NUL). */
@@ -568,6 +569,52 @@ static void enter(spade_host *h, instance *in, void *state, uint64_t *rng, int s
     spade_rt_current = &h->rt;
 }
 
+void spade_host_set_poison(spade_host *h, uint64_t seed)
+{
+    if (h)
+        h->poison = seed;
+}
+
+#define POISON_STACK 32768
+#define POISON_TAIL 256
+
+/* Adjacent instances get complementary patterns, so every bit of an
+ * uninitialised read differs between the checker's two side-by-side copies
+ * (ids n and n + 1). */
+static uint64_t poison_word(const spade_host *h, int inst)
+{
+    uint64_t z = h->poison * 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return inst & 1 ? ~z : z;
+}
+
+/* Fills the stack below the caller's frame, where the environment's frame
+ * goes next (called right before it, from the same frame). noinline so that
+ * the buffer is a frame of its own; the empty asm keeps the stores. */
+__attribute__((noinline)) static void poison_stack(uint64_t word)
+{
+    uint64_t buf[POISON_STACK / 8];
+    for (size_t i = 0; i < POISON_STACK / 8; i++)
+        buf[i] = word;
+    __asm__ __volatile__("" : : "r"(buf) : "memory");
+}
+
+static void poison(spade_host *h, int inst, size_t action_len)
+{
+    if (!h->poison)
+        return;
+    uint64_t word = poison_word(h, inst);
+    /* The action buffer's tail: a read past the NUL would meet the previous
+     * action's bytes, the same in both instances of a batch. */
+    size_t room = SPADE_ACTION_MAX - action_len;
+    size_t n = room < POISON_TAIL ? room : POISON_TAIL;
+    for (size_t i = 0; i < n; i++)
+        h->action[action_len + 1 + i] = (char)(word >> (8 * (i % 8)));
+    poison_stack(word);
+}
+
 static void leave(spade_host *h)
 {
     spade_rt_current = NULL;
@@ -601,6 +648,7 @@ spade_host_status spade_host_reset(spade_host *h, int inst, uint64_t seed, spade
     in->started = 1;
     in->done = 0;
     enter(h, in, in->state, in->rng, SPADE_RT_SAY);
+    poison(h, inst, 0);
     h->reset();
     if (h->info.n_tools)
         spade_rt_append(&h->rt, h->tool_list, h->tool_list_len);
@@ -637,8 +685,10 @@ spade_host_status spade_host_step(spade_host *h, int inst, const char *action, s
             spade_rt_append(&h->rt, h->tool_out, n);
         }
     }
-    if (d == SPADE_DISPATCH_NOT_A_CALL)
+    if (d == SPADE_DISPATCH_NOT_A_CALL) {
+        poison(h, inst, len);
         h->step(h->action, len);
+    }
     leave(h);
     in->steps++;
     double r = h->rt.reward;
@@ -674,6 +724,7 @@ static spade_host_status side_call(spade_host *h, int inst, int sink, const char
     if (h->state_size)
         memcpy(h->scratch, in->state, h->state_size);
     enter(h, in, h->scratch, rng, sink);
+    poison(h, inst, 0);
     if (sink == SPADE_RT_ACT)
         h->solve();
     else

@@ -99,6 +99,14 @@ typedef struct spade_host spade_host;
  * message naming what is wrong on failure. Returns 0 or -1. */
 int spade_host_new(spade_host **out, spade_symbol_fn sym, void *sym_ctx, char *err, size_t errlen);
 void spade_host_free(spade_host *h);
+/* Poisons fresh memory before every call into the environment (seed 0, the
+ * default, = off): the 32 KiB of stack the call is about to use and the 256
+ * bytes after the action's NUL are filled with a pattern of seed and the
+ * instance id, so an environment that reads uninitialised locals (or past its
+ * action) sees different bytes in two instances and fails the checker's
+ * determinism checks (core/check.c), where without poison both would read
+ * the same leftovers. */
+void spade_host_set_poison(spade_host *h, uint64_t seed);
 const spade_env_info *spade_host_info(const spade_host *h);
 
 /* "key=value,key=value" (may be NULL or "") -> values[n_params] in declaration

@@ -407,7 +407,9 @@ static int worker_end(spade_worker *w, enum end_reason why, const spade_failure 
         if (known && !we_killed && WIFSIGNALED(status))
             classify_status(w, status, 0, &res); /* it died on its own just as time ran out */
         else
-            failf(&res, SPADE_OUT_TIMEOUT, SIGKILL, 0, "no reply within the deadline; worker killed");
+            failf(&res, SPADE_OUT_TIMEOUT, SIGKILL, 0, "no reply within the %g s %s deadline; worker killed",
+                  w->loaded ? w->opts.call_timeout_s : w->opts.compile_timeout_s,
+                  w->loaded ? "call (call_timeout_s)" : "compile (compile_timeout_s)");
     } else if (known) {
         classify_status(w, status, we_killed, &res);
     } else {
@@ -600,8 +602,8 @@ static void worker_release(spade_worker *w)
 }
 
 /* ---- the worker handle --------------------------------------------------------------- */
-int spade_worker_load_begin(spade_sandbox *sb, const char *filename, const char *source, size_t len,
-                            spade_worker **out, spade_failure *f)
+static int load_begin(spade_sandbox *sb, const char *filename, const char *source, size_t len, uint64_t poison,
+                      spade_worker **out, spade_failure *f)
 {
     spade_failure_clear(f);
     if (out)
@@ -610,7 +612,7 @@ int spade_worker_load_begin(spade_sandbox *sb, const char *filename, const char 
         return spade_bad_call(f, "spade_worker_load: NULL sandbox, source or out");
     const char *name = filename && *filename ? filename : "env.c";
     size_t nlen = strnlen(name, sizeof ((spade_worker *)0)->name - 1);
-    if (len > sb->opts.max_frame - 8 - nlen)
+    if (len > sb->opts.max_frame - 16 - nlen)
         return spade_bad_call(f, "%s: source of %zu bytes exceeds the frame cap (%zu)", name, len, sb->opts.max_frame);
     if (sb->owner != getpid())
         return spade_bad_call(
@@ -644,7 +646,7 @@ int spade_worker_load_begin(spade_sandbox *sb, const char *filename, const char 
     fcntl(w->sock, F_SETFL, fcntl(w->sock, F_GETFL) | O_NONBLOCK);
     w->cpu_granted_s = w->opts.cpu_limit_s; /* what the worker set itself */
 
-    uint32_t head[2] = {(uint32_t)nlen, (uint32_t)len};
+    uint32_t head[4] = {(uint32_t)nlen, (uint32_t)len, (uint32_t)poison, (uint32_t)(poison >> 32)};
     if (spade_ipc_begin(&w->out, SPADE_MSG_LOAD) < 0 || spade_ipc_put(&w->out, head, sizeof head) < 0 ||
         spade_ipc_put(&w->out, name, nlen) < 0 || spade_ipc_put(&w->out, source, len) < 0) {
         worker_kill_with(w, SPADE_OUT_INTERNAL, "out of memory building the load request", f);
@@ -684,6 +686,20 @@ int spade_worker_load_finish(spade_worker *w, spade_failure *f)
         spade_failure_prefix(f, w->name);
     spade_worker_free(w);
     return -1;
+}
+
+int spade_worker_load_begin(spade_sandbox *sb, const char *filename, const char *source, size_t len,
+                            spade_worker **out, spade_failure *f)
+{
+    return load_begin(sb, filename, source, len, 0, out, f);
+}
+
+int spade_worker_load_poisoned(spade_sandbox *sb, const char *filename, const char *source, size_t len,
+                               uint64_t poison, spade_worker **out, spade_failure *f)
+{
+    if (load_begin(sb, filename, source, len, poison, out, f) < 0)
+        return -1;
+    return spade_worker_load_finish(*out, f);
 }
 
 int spade_worker_load(spade_sandbox *sb, const char *filename, const char *source, size_t len, spade_worker **out,
