@@ -332,7 +332,7 @@ int spade_host_new(spade_host **out, spade_symbol_fn sym, void *sym_ctx, char *e
         if (!pd)
             continue;
         if (h->info.n_params == SPADE_INFO_MAX_PARAMS) {
-            spade_errf(err, errlen, "params: more than %d", SPADE_INFO_MAX_PARAMS);
+            spade_errf(err, errlen, "more than %d params", SPADE_INFO_MAX_PARAMS);
             goto fail;
         }
         if (validate_param(pd, k, err, errlen))
@@ -457,7 +457,7 @@ int spade_params_parse(const spade_env_info *info, const char *spec, double *val
             continue; /* "a=1,,b=2" or a trailing comma */
         const char *eq = memchr(a, '=', (size_t)(b - a));
         if (!eq) {
-            spade_errf(err, errlen, "params: '%.*s' is not key=value", (int)((b - a) > 64 ? 64 : (b - a)), a);
+            spade_errf(err, errlen, "'%.*s' is not key=value", (int)((b - a) > 64 ? 64 : (b - a)), a);
             return -1;
         }
         const char *ke = eq;
@@ -469,8 +469,13 @@ int spade_params_parse(const spade_env_info *info, const char *spec, double *val
             if (strlen(info->params[i].name) == klen && memcmp(info->params[i].name, a, klen) == 0)
                 idx = i;
         if (idx < 0) {
-            spade_errf(err, errlen, "params: unknown key '%.*s' for '%.64s'", (int)(klen > 64 ? 64 : klen), a,
-                       info->name);
+            /* Name the keys there are: the mistake is usually a key from another environment or a template. */
+            char keys[SPADE_INFO_MAX_PARAMS * 34 + 1] = "";
+            size_t ko = 0;
+            for (int i = 0; i < n && ko + 34 < sizeof keys; i++)
+                ko += (size_t)snprintf(keys + ko, sizeof keys - ko, "%s%s", i ? ", " : "", info->params[i].name);
+            spade_errf(err, errlen, "unknown key '%.*s' for '%.64s' (%s%s)", (int)(klen > 64 ? 64 : klen), a, info->name,
+                       n ? "its params: " : "it has no params", keys);
             return -1;
         }
         const spade_param_info *pi = &info->params[idx];
@@ -490,6 +495,21 @@ int spade_params_parse(const spade_env_info *info, const char *spec, double *val
         }
         memcpy(num, v, vlen);
         num[vlen] = '\0';
+        /* An int param is a decimal integer: strtod would also take 0x10,
+         * 1e1 and 7.0, which read as typing mistakes. */
+        if (pi->type == SPADE_PARAM_INT) {
+            size_t k = (num[0] == '-' || num[0] == '+') ? 1 : 0;
+            int digits = num[k] != '\0';
+            for (; num[k]; k++)
+                digits &= num[k] >= '0' && num[k] <= '9';
+            if (!digits) {
+                spade_errf(err, errlen, "param '%s': '%s' is not a decimal integer (an int param)", pi->name, num);
+                return -1;
+            }
+        } else if (strchr(num, 'x') || strchr(num, 'X')) {
+            spade_errf(err, errlen, "param '%s': bad number '%s' (hexadecimal is not taken)", pi->name, num);
+            return -1;
+        }
         char *stop;
         errno = 0;
         double x = strtod(num, &stop);
