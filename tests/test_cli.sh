@@ -203,6 +203,13 @@ has "does not load: compile_error:" "list says why a file does not load"
 has "(spade check shows the source)" "list points at check for the source excerpt"
 hasnt "| int x = ;" "list keeps one line per environment (no source excerpt)"
 has "other" "list still lists the other files"
+# spade list SPEC: one environment in full (issue 10: `spade list maze` was refused)
+expect 0 "list NAME" "$SPADE" list maze
+has "param size: int, default 5, [2..20]" "list NAME shows each param's type and range"
+expect 0 "list FILE with tools" "$SPADE" list "$SRC/stdenv/bank.c"
+has "tool long deposit(const char *account, int amount)" "list FILE shows each tool's declaration"
+expect 1 "list of an unknown name" "$SPADE" list no_such_env_here
+has "no environment named 'no_such_env_here'" "list names what it did not find"
 
 echo "1..$n"
 [ "$fails" -eq 0 ]
