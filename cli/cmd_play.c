@@ -43,8 +43,9 @@ typedef struct session {
     int inst;                /* instance id in v->worker */
     uint64_t seed;
     int steps, in_episode;
-    int failures; /* calls the environment failed (crash, timeout, ...): exit 1 */
+    int failures; /* calls the environment failed (crash, timeout, ...): reported, the session goes on */
     long episodes, wins;
+    long started; /* episodes begun, the one running included: its number (a :reset begins a new one) */
     char shown_error[1200]; /* last reload error printed, to print each once */
 } session;
 
@@ -103,6 +104,7 @@ static int new_episode(session *s, uint64_t seed) {
         /* Not the end of the session: the person may be fixing the file. */
         char what[64];
         snprintf(what, sizeof what, "reset (seed %llu)", (unsigned long long)seed);
+        fflush(stdout); /* the failure goes to stderr: keep the transcript in order */
         cli_print_failure("play", what, &f);
         printf("[no episode: fix the file and :reset, or :quit]\n");
         s->failures++;
@@ -110,7 +112,8 @@ static int new_episode(session *s, uint64_t seed) {
     }
     s->steps = 0;
     s->in_episode = 1;
-    printf("--- episode %ld, seed %llu ---\n", s->episodes + 1, (unsigned long long)seed);
+    s->started++;
+    printf("--- episode %ld, seed %llu ---\n", s->started, (unsigned long long)seed);
     print_text("", r.obs, r.obs_len);
     return 0;
 }
@@ -128,12 +131,31 @@ static int show_text(session *s, const char *what, const char *label,
     size_t tl;
     spade_failure f;
     if (get(s->v->worker, s->inst, &t, &tl, &f) != 0) {
+        fflush(stdout);
         cli_print_failure("play", what, &f);
         s->failures++;
+        printf("[the environment failed; starting a new episode]\n");
         return new_episode(s, s->seed + 1);
     }
     print_text(label, t, tl);
     return 0;
+}
+
+/* A line that starts like a call, name(, of an environment with tools, where
+ * name is not one of them, goes to STEP as text (docs/tools.md: prose is not a
+ * call); the person is told, since it looks like a call that did nothing. */
+static void note_unknown_tool(const spade_env_info *in, const char *a) {
+    if (!in->n_tools) return;
+    while (*a == ' ' || *a == '\t') a++;
+    size_t n = 0;
+    while ((a[n] >= 'a' && a[n] <= 'z') || (a[n] >= 'A' && a[n] <= 'Z') || a[n] == '_' || (n && a[n] >= '0' && a[n] <= '9'))
+        n++;
+    if (!n || a[n] != '(') return;
+    for (int i = 0; i < in->n_tools; i++)
+        if (strlen(in->tools[i].name) == n && !strncmp(in->tools[i].name, a, n)) return;
+    printf("[%.*s(...) is not a tool of this environment, so it is played as text (tools:", (int)(n > 40 ? 40 : n), a);
+    for (int i = 0; i < in->n_tools; i++) printf("%s %s", i ? "," : "", in->tools[i].name);
+    printf(")]\n");
 }
 
 static void help(void) {
@@ -245,8 +267,10 @@ int cli_play(spade_sandbox *sb, int argc, char **argv) {
             fflush(stdout);
             continue;
         }
+        note_unknown_tool(s.v->info, action);
         spade_step_result r;
         if (spade_worker_step(s.v->worker, 1, &s.inst, &action, &alen, &r, &f) != 0) {
+            fflush(stdout);
             cli_print_failure("play", "step", &f);
             s.failures++;
             printf("[the environment failed; starting a new episode]\n");
@@ -266,8 +290,13 @@ int cli_play(spade_sandbox *sb, int argc, char **argv) {
         }
         fflush(stdout);
     }
-    printf("played %ld episode%s, won %ld\n", s.episodes, s.episodes == 1 ? "" : "s", s.wins);
-    if (s.failures) rc = CLI_FAIL;
+    printf("played %ld episode%s, won %ld", s.episodes, s.episodes == 1 ? "" : "s", s.wins);
+    if (s.failures) printf("; the environment failed %d time%s", s.failures, s.failures == 1 ? "" : "s");
+    printf("\n");
+    /* Status 0: the person ended the session. An environment failure was
+     * reported where it happened and the session went on, so it is not this
+     * session's failure (spade check is the command whose status judges the
+     * environment). */
     goto out;
 fail:
     rc = CLI_FAIL;

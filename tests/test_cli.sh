@@ -144,6 +144,14 @@ hasnt "never read" ":quit stops reading"
 printf '4\n' | "$SPADE" play "$ENVS/add.c:lo=2,hi=2" >"$TMP/out" 2>&1
 if [ $? -eq 0 ]; then ok "play ends cleanly at EOF"; else bad "play at EOF"; fi
 has "played 1 episode, won 1" "play at EOF prints the summary"
+# issue 10: :reset begins a new episode number; an environment failure is reported and the session goes on (status 0)
+printf '\n:reset 3\n:quit\n' | "$SPADE" play "$ENVS/cli_crashempty.c" >"$TMP/out" 2>&1
+if [ $? -eq 0 ]; then ok "play survives an environment failure with status 0"; else bad "play after an environment failure"; fi
+has "[the environment failed; starting a new episode]" "play says the environment failed"
+has "--- episode 3, seed 3 ---" ":reset begins the next episode number"
+has "the environment failed 1 time" "the summary counts the failures"
+printf 'deposti(5)\n:quit\n' | "$SPADE" play "$SRC/stdenv/bank.c" >"$TMP/out" 2>&1
+has "[deposti(...) is not a tool of this environment" "play notes a call of an unknown tool"
 expect 1 "play a broken file" "$SPADE" play "$ENVS/cli_broken.c" <"$TMP/empty"
 has "cli_broken.c:7" "play names the line of a compile error"
 
