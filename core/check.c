@@ -352,7 +352,7 @@ static int check_reset(ctx *c) {
             }
         }
     }
-    if (reset_ok) put(c, "PASS", "reset", " (%d seeds)", ns);
+    if (reset_ok) put(c, "PASS", "reset", " (%d seed%s)", ns, ns == 1 ? "" : "s");
     if (det_ok) put(c, "PASS", "reset_deterministic", NULL);
     else put(c, "FAIL", "reset_deterministic", "%s", det_why);
 
@@ -415,7 +415,7 @@ static void check_seeds_vary(ctx *c) {
     else if (distinct <= 1)
         put(c, "WARN", "seeds_vary",
             ": %d seeds all give the same episode for the same actions (use rand_range in RESET?)", done);
-    else put(c, "PASS", "seeds_vary", " (%d distinct episodes of %d seeds)", distinct, done);
+    else put(c, "PASS", "seeds_vary", " (%d distinct episodes of %d seeds)", distinct, done); /* both >= 2 here */
     free(fp);
 }
 
@@ -473,7 +473,8 @@ static void check_step_deterministic(ctx *c) {
             free(sol);
         }
     }
-    put(c, "PASS", "step_deterministic", " (%d steps over %d seeds)", steps_total, c->o.seeds);
+    put(c, "PASS", "step_deterministic", " (%d step%s over %d seed%s)", steps_total, steps_total == 1 ? "" : "s",
+        c->o.seeds, c->o.seeds == 1 ? "" : "s");
 }
 
 typedef struct odd_action {
@@ -715,7 +716,7 @@ static void check_solve(ctx *c) {
     int wins = play_seeds(c, 1, lost, sizeof lost);
     if (wins < 0) return;
     if (wins < n) put(c, "FAIL", "solve", ": SOLVE won %d of %d seeds; %s", wins, n, lost);
-    else put(c, "PASS", "solve", " (won %d of %d seeds)", wins, n);
+    else put(c, "PASS", "solve", " (won %d of %d seed%s)", wins, n, n == 1 ? "" : "s");
 }
 
 static void check_random_agent(ctx *c) {
@@ -725,9 +726,9 @@ static void check_random_agent(ctx *c) {
     if (wins < 0) return;
     if (n > 0 && (double)wins / n > RANDOM_WIN_MAX)
         put(c, "FAIL", "random_agent",
-            ": a random agent won %d of %d episodes, more than %.0f%%: the task can be won by guessing (fewer "
+            ": a random agent won %d of %d episode%s, more than %.0f%%: the task can be won by guessing (fewer "
             "choices per step than it looks, or a reward for any answer?)",
-            wins, n, RANDOM_WIN_MAX * 100);
+            wins, n, n == 1 ? "" : "s", RANDOM_WIN_MAX * 100);
     else
         put(c, "PASS", "random_agent", " (won %d of %d)", wins, n);
 }

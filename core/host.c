@@ -233,7 +233,8 @@ static int validate_tool(spade_host *h, const spade_tool_def *t, int k, char *er
     }
     char why[256] = "";
     if (spade_tool_sig_parse(t->signature, &h->sigs[i], why, sizeof why) != 0) {
-        spade_errf(err, errlen, "tool '%s': signature '%s': %s", t->name, t->signature, why);
+        /* why already quotes the signature (spade_tool_sig_parse) */
+        spade_errf(err, errlen, "tool '%s': %s", t->name, why);
         return -1;
     }
     for (int j = 0; j < i; j++)

@@ -392,13 +392,16 @@ START_TEST(test_validation_failures)
         {"bad_name", "meta: name 'Bad Name'"},
         {"bad_dupparam", "param 'n': declared twice"},
         {"bad_bigstate", "state_size:"},
-        {"bad_tool", "tool 'zap': signature 'int (struct foo x)'"},
+        {"bad_tool", "tool 'zap': tool signature \"int (struct foo x)\""},
         {"no_such_env", "no_such_env.so"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *err = open_bad(cases[i].env);
         ck_assert_msg(strstr(err, cases[i].needle) != NULL, "%s: '%s' lacks '%s'", cases[i].env, err,
                       cases[i].needle);
+        /* the signature is quoted once, not twice (issue 10) */
+        const char *sig = strstr(err, "(struct foo x)");
+        ck_assert_msg(!sig || !strstr(sig + 1, "(struct foo x)"), "%s: signature twice in '%s'", cases[i].env, err);
     }
 }
 END_TEST
