@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "errbuf.h"
+#include "paths.h" /* generated: SPADE_PATHS_DATADIR, _SRCDIR, _BUILDDIR */
 
 uint64_t spade_hash64(const void *data, size_t len) {
     const unsigned char *p = data;
@@ -227,18 +228,13 @@ int spade_registry_new(spade_registry **out, const char *spade_path, int flags, 
     }
     if (!(flags & SPADE_REGISTRY_NO_DEFAULTS)) {
         static const char *const defaults[] = {
-            "plugins",
-            "stdenv",
-#ifdef SPADE_DATADIR
-            SPADE_DATADIR "/plugins",
-            SPADE_DATADIR "/stdenv",
-#endif
-#ifdef SPADE_SRCDIR
-            SPADE_SRCDIR "/plugins",
-            SPADE_SRCDIR "/stdenv",
-#endif
+            "plugins", "stdenv", SPADE_PATHS_DATADIR "/plugins", SPADE_PATHS_DATADIR "/stdenv",
+            SPADE_PATHS_SRCDIR "/plugins", SPADE_PATHS_SRCDIR "/stdenv",
         };
-        for (size_t i = 0; i < sizeof defaults / sizeof *defaults; i++)
+        /* The source tree's directories are for the uninstalled build only:
+         * an installed program finds the installed data (and the user's). */
+        size_t n = spade_registry_uninstalled() ? 6 : 4;
+        for (size_t i = 0; i < n; i++)
             if (add_dir(r, defaults[i]) < 0) goto oom;
     }
     *out = r;
@@ -247,6 +243,18 @@ oom:
     spade_registry_free(r);
     spade_errf(err, errlen, "registry: out of memory");
     return -1;
+}
+
+int spade_registry_uninstalled(void) {
+    /* The running program lives under the build directory: it was built
+     * there and not installed (tests, ./spade). /proc/self/exe is the real
+     * file, whatever symlink or relative path started it. */
+    char exe[SPADE_PATH_MAX], build[SPADE_PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0 || !realpath(SPADE_PATHS_BUILDDIR, build)) return 0;
+    exe[n] = 0;
+    size_t bl = strlen(build);
+    return strncmp(exe, build, bl) == 0 && exe[bl] == '/';
 }
 
 void spade_registry_free(spade_registry *r) {
