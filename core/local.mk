@@ -56,3 +56,5 @@ EXTRA_tests_test_host_DEPENDENCIES = $(spade_test_envs)
 # and the designer call spade_check; the trainer hot-loads through the registry.
 libspade_a_SOURCES += core/check.c core/registry.c
 noinst_HEADERS += core/check.h core/registry.h
+# <spade/spade.h> (include/spade/spade.h): the public API of libspade.so.
+libspade_a_SOURCES += core/spade.c

@@ -46,6 +46,20 @@
 
 #include "sandbox/internal.h"
 
+/* libspade.so is built without the JIT (Debian's libtcc is a static archive
+ * that cannot go into a shared object), so a program that embeds spade through
+ * it starts the installed `spade` program as its zygote: that binary has the
+ * JIT, and its constructor below serves as the zygote. The static library (the
+ * spade program, the tests) executes itself. */
+#ifdef SPADE_SHARED_LIB
+#include "paths.h"
+#define ZYGOTE_EXE SPADE_PATHS_BINDIR "/spade"
+/* The zygote's own side is then the spade program's copy, not this one. */
+#pragma GCC diagnostic ignored "-Wunused-function"
+#else
+#define ZYGOTE_EXE "/proc/self/exe"
+#endif
+
 enum { Z_SPAWN = 1, Z_REAP = 2, Z_PING = 3 };
 
 /* The zygote's argv[1]: versioned, so that an old binary on disk never takes a
@@ -372,6 +386,7 @@ static void zygote_main(int ctl, const spade_sandbox_opts *opts, pid_t parent)
  * process is a zygote that spade_zygote_start exec'd (argv exactly
  * {"spade-zygote", ZYGOTE_ARG, parent pid}). glibc passes argc, argv and envp
  * to ELF constructors. */
+#ifndef SPADE_SHARED_LIB
 __attribute__((constructor)) static void spade_zygote_entry(int argc, char **argv, char **envp)
 {
     (void)envp;
@@ -389,6 +404,7 @@ __attribute__((constructor)) static void spade_zygote_entry(int argc, char **arg
         _exit(1);
     zygote_main(ZYGOTE_FD, &opts, (pid_t)parent);
 }
+#endif
 
 /* ---- the parent's side ----------------------------------------------------------- */
 /* The only variables the zygote (and so every worker) gets: what the dynamic
@@ -428,8 +444,8 @@ static void exec_zygote(int sock, pid_t parent, char *const envp[])
         v /= 10;
     } while (v && i > 0);
     char *const argv[] = {"spade-zygote", ZYGOTE_ARG, pid + i, NULL};
-    execve("/proc/self/exe", argv, envp);
-    static const char msg[] = "spade: cannot start the sandbox zygote: exec of /proc/self/exe failed\n";
+    execve(ZYGOTE_EXE, argv, envp);
+    static const char msg[] = "spade: cannot start the sandbox zygote: exec of " ZYGOTE_EXE " failed\n";
     if (write(2, msg, sizeof msg - 1) < 0) {
     }
     _exit(127);
