@@ -506,6 +506,13 @@ START_TEST(bad_calls)
           "error: argument 'amount' of deposit must be int (from -2147483648 to 2147483647), got 3000000000");
     FAILS("deposit(-2147483649)",
           "error: argument 'amount' of deposit must be int (from -2147483648 to 2147483647), got -2147483649");
+    /* exactly one past each end (an off-by-one here wrapped 2147483648 to INT_MIN and passed, issue 10) */
+    FAILS("deposit(2147483648)",
+          "error: argument 'amount' of deposit must be int (from -2147483648 to 2147483647), got 2147483648");
+    FAILS("deposit(amount=2147483648)",
+          "error: argument 'amount' of deposit must be int (from -2147483648 to 2147483647), got 2147483648");
+    FAILS("{\"name\": \"deposit\", \"arguments\": {\"amount\": 2147483648}}",
+          "error: argument 'amount' of deposit must be int (from -2147483648 to 2147483647), got 2147483648");
     CALLED("deposit(-2147483648)", "-2147483648");
     CALLED("reset_all()", "");
     CALLED("deposit(2147483647)", "2147483647");

@@ -32,6 +32,7 @@ struct spade_sandbox {
     pid_t owner;   /* the process that forked the zygote; only it may use the sandbox */
     uint32_t seq;  /* request numbering, to drop late replies */
     int broken;    /* the zygote stopped answering */
+    int zygote_up; /* it has answered once (spade_sandbox_new does not wait for it) */
     int refs;      /* live workers (they talk to the zygote to be reaped) */
     int freed;     /* spade_sandbox_free was called; destroy when refs drops to 0 */
     pthread_mutex_t mu;

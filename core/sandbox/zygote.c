@@ -605,10 +605,23 @@ int spade_zygote_spawn(spade_sandbox *sb, double deadline, pid_t *pid, int *sock
     zrep r;
     int fds[2] = {-1, -1}, nfds = 0;
     pthread_mutex_lock(&sb->mu);
-    int rc = zcall(sb, &q, deadline, &r, fds, &nfds, err, errlen);
+    /* The first spawn is also the first word from the zygote (spade_sandbox_new
+     * does not wait for it), which may still be loading: give it the time a
+     * start-up takes, whatever the call's own deadline. */
+    double d = sb->zygote_up ? deadline : spade_ipc_now() + 10.0;
+    int rc = zcall(sb, &q, d > deadline ? d : deadline, &r, fds, &nfds, err, errlen);
+    if (rc == 0)
+        sb->zygote_up = 1;
     pthread_mutex_unlock(&sb->mu);
-    if (rc < 0)
+    if (rc < 0) {
+        if (!sb->zygote_up) {
+            size_t n = strlen(err);
+            snprintf(err + n, errlen > n ? errlen - n : 0,
+                     " (the sandbox zygote did not start: it is " ZYGOTE_EXE
+                     " executed again, which must exist; a program must link libspade, not dlopen it)");
+        }
         return -1;
+    }
     if (r.err || r.pid <= 0 || nfds != r.nfds || nfds < 1) {
         for (int i = 0; i < nfds; i++)
             close(fds[i]);
