@@ -274,8 +274,20 @@ static int send_kill(spade_worker *w)
     if (w->pidfd >= 0 && syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0) == 0)
         return 0;
 #endif
-    /* The pid cannot have been reused: the worker stays a zombie until it is
-     * reaped, which only we ask for. */
+    /* No pidfd: kill by pid. While the zygote lives, the pid cannot have been
+     * reused: the worker is the zygote's child and stays a zombie until it is
+     * reaped, which only we ask for. Once the zygote has died that no longer
+     * holds (init reaps orphans, and the pid can go to a new process), so no
+     * signal is sent then: the worker got SIGKILL from its PR_SET_PDEATHSIG
+     * when the zygote died. An adopted (test) worker is our own child. */
+    if (w->sb && w->sb->zygote > 0) {
+        siginfo_t si;
+        memset(&si, 0, sizeof si);
+        if (waitid(P_PID, (id_t)w->sb->zygote, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid != 0) {
+            errno = ESRCH;
+            return -1;
+        }
+    }
     return kill(w->pid, SIGKILL);
 }
 
