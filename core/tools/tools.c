@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "tools/tools.h"
+#include "errbuf.h"
 
 #define TOOLS_MAX_DEPTH 64                     /* nesting of JSON values */
 #define TOOLS_MAX_STORED (SPADE_TOOL_MAX_ARGS + 1) /* enough to say "got 9" */
@@ -124,16 +125,15 @@ static void sb_long(sbuf *b, long v)
     sb_put(b, p, (size_t)(tmp + sizeof tmp - p));
 }
 
+static void sb_put_fn(void *b, const char *s, size_t n) { sb_put(b, s, n); }
+
 static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void sb_printf(sbuf *b, const char *fmt, ...)
 {
-    char tmp[512];
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    spade_vputf(sb_put_fn, b, fmt, ap);
     va_end(ap);
-    if (n < 0) return;
-    sb_put(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
 }
 
 /* Agent text quoted back in a message: at most `max` bytes, escaped so the
