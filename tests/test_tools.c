@@ -720,6 +720,37 @@ START_TEST(big_inputs)
 }
 END_TEST
 
+/* spade_vputf (core/errbuf.h), the formatter behind tools' messages and the
+ * JIT's text: the result arrives whole, past the 512-byte stack buffer too
+ * (both old copies cut there). */
+static char vput_buf[4096];
+static size_t vput_len;
+static void vput_collect(void *ctx, const char *s, size_t n) {
+    (void)ctx;
+    if (vput_len + n < sizeof vput_buf) memcpy(vput_buf + vput_len, s, n);
+    vput_len += n;
+    vput_buf[vput_len < sizeof vput_buf ? vput_len : sizeof vput_buf - 1] = 0;
+}
+static void vput(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    spade_vputf(vput_collect, NULL, fmt, ap);
+    va_end(ap);
+}
+START_TEST(vputf_whole) {
+    char big[2001];
+    memset(big, 'x', 2000);
+    big[2000] = 0;
+    vput_len = 0;
+    vput("[%s] %d", big, 42);
+    ck_assert_uint_eq(vput_len, 2000 + 2 + 3);
+    ck_assert_str_eq(vput_buf + 2002, " 42");
+    vput_len = 0;
+    vput("short %s", "one");
+    ck_assert_str_eq(vput_buf, "short one");
+}
+END_TEST
+
 static Suite *tools_suite(void)
 {
     Suite *s = suite_create("tools");
@@ -751,37 +782,6 @@ static Suite *tools_suite(void)
     suite_add_tcase(s, tc);
     return s;
 }
-
-/* spade_vputf (core/errbuf.h), the formatter behind tools' messages and the
- * JIT's text: the result arrives whole, past the 512-byte stack buffer too
- * (both old copies cut there). */
-static char vput_buf[4096];
-static size_t vput_len;
-static void vput_collect(void *ctx, const char *s, size_t n) {
-    (void)ctx;
-    if (vput_len + n < sizeof vput_buf) memcpy(vput_buf + vput_len, s, n);
-    vput_len += n;
-    vput_buf[vput_len < sizeof vput_buf ? vput_len : sizeof vput_buf - 1] = 0;
-}
-static void vput(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    spade_vputf(vput_collect, NULL, fmt, ap);
-    va_end(ap);
-}
-START_TEST(vputf_whole) {
-    char big[2001];
-    memset(big, 'x', 2000);
-    big[2000] = 0;
-    vput_len = 0;
-    vput("[%s] %d", big, 42);
-    ck_assert_uint_eq(vput_len, 2000 + 2 + 3);
-    ck_assert_str_eq(vput_buf + 2002, " 42");
-    vput_len = 0;
-    vput("short %s", "one");
-    ck_assert_str_eq(vput_buf, "short one");
-}
-END_TEST
 
 int main(void)
 {
