@@ -60,6 +60,10 @@ struct spade_worker {
 };
 
 /* ---- zygote (zygote.c) ---------------------------------------------------- */
+/* The exec'd zygote's entry: when argv is the zygote's own (spade_zygote_start
+ * passes it), serves as the zygote and never returns; else returns -1. Called
+ * by the spade-zygote helper's main and by a constructor before main. */
+int spade_zygote_exec_entry(int argc, char **argv);
 /* Forks the zygote; in the parent returns its pid and the control socket. */
 int spade_zygote_start(const spade_sandbox_opts *opts, int *ctl, pid_t *pid, char *err, size_t errlen);
 /* A locked-down worker, waiting for its LOAD frame. */

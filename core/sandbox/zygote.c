@@ -46,19 +46,27 @@
 
 #include "sandbox/internal.h"
 
-/* libspade.so is built without the JIT (Debian's libtcc is a static archive
- * that cannot go into a shared object), so a program that embeds spade through
- * it starts the installed `spade` program as its zygote: that binary has the
- * JIT, and its constructor below serves as the zygote. The static library (the
- * spade program, the tests) executes itself. */
+#include "paths.h" /* generated: where the build and the installed helper are */
+
+/* What the zygote is: the small `spade-zygote` program (core/sandbox/
+ * zygote_helper.c: the sandbox, the JIT and the host, without the policy, BLAS
+ * or CUDA, whose libraries' start-up costs ~50 ms), from the build directory
+ * when the running program is the uninstalled build, else from
+ * $(pkglibexecdir). If it is missing, the static library (the spade program,
+ * the tests) executes itself instead, /proc/self/exe, whose constructor below
+ * serves as the zygote. libspade.so has no JIT (Debian's libtcc is a static
+ * archive that cannot go into a shared object), so its fallback is the
+ * installed spade program. */
+#define ZYGOTE_HELPER_BUILD SPADE_PATHS_BUILDDIR "/spade-zygote"
+#define ZYGOTE_HELPER_INSTALLED SPADE_PATHS_LIBEXECDIR "/spade-zygote"
 #ifdef SPADE_SHARED_LIB
-#include "paths.h"
-#define ZYGOTE_EXE SPADE_PATHS_BINDIR "/spade"
-/* The zygote's own side is then the spade program's copy, not this one. */
+#define ZYGOTE_FALLBACK SPADE_PATHS_BINDIR "/spade"
+/* The zygote's own side is then the helper's copy, not this one. */
 #pragma GCC diagnostic ignored "-Wunused-function"
 #else
-#define ZYGOTE_EXE "/proc/self/exe"
+#define ZYGOTE_FALLBACK "/proc/self/exe"
 #endif
+#define ZYGOTE_EXE ZYGOTE_HELPER_INSTALLED ", or " ZYGOTE_FALLBACK
 
 enum { Z_SPAWN = 1, Z_REAP = 2, Z_PING = 3 };
 
@@ -386,12 +394,10 @@ static void zygote_main(int ctl, const spade_sandbox_opts *opts, pid_t parent)
  * process is a zygote that spade_zygote_start exec'd (argv exactly
  * {"spade-zygote", ZYGOTE_ARG, parent pid}). glibc passes argc, argv and envp
  * to ELF constructors. */
-#ifndef SPADE_SHARED_LIB
-__attribute__((constructor)) static void spade_zygote_entry(int argc, char **argv, char **envp)
+int spade_zygote_exec_entry(int argc, char **argv)
 {
-    (void)envp;
     if (argc != 3 || !argv || !argv[1] || strcmp(argv[1], ZYGOTE_ARG) != 0)
-        return;
+        return -1;
     char *end = NULL;
     long parent = strtol(argv[2], &end, 10);
     if (!end || *end || parent <= 1)
@@ -403,6 +409,13 @@ __attribute__((constructor)) static void spade_zygote_entry(int argc, char **arg
     if (n != (ssize_t)sizeof opts)
         _exit(1);
     zygote_main(ZYGOTE_FD, &opts, (pid_t)parent);
+}
+
+#ifndef SPADE_SHARED_LIB
+__attribute__((constructor)) static void spade_zygote_entry(int argc, char **argv, char **envp)
+{
+    (void)envp;
+    (void)spade_zygote_exec_entry(argc, argv);
 }
 #endif
 
@@ -420,8 +433,8 @@ static const char *const zygote_env_allow[] = {
 
 /* In the forked child, before exec: async-signal-safe calls only (the parent
  * may have threads). Never returns. */
-static void exec_zygote(int sock, pid_t parent, char *const envp[]) __attribute__((noreturn));
-static void exec_zygote(int sock, pid_t parent, char *const envp[])
+static void exec_zygote(int sock, pid_t parent, const char *helper, char *const envp[]) __attribute__((noreturn));
+static void exec_zygote(int sock, pid_t parent, const char *helper, char *const envp[])
 {
     if (sock != ZYGOTE_FD) {
         if (dup2(sock, ZYGOTE_FD) < 0)
@@ -444,7 +457,8 @@ static void exec_zygote(int sock, pid_t parent, char *const envp[])
         v /= 10;
     } while (v && i > 0);
     char *const argv[] = {"spade-zygote", ZYGOTE_ARG, pid + i, NULL};
-    execve(ZYGOTE_EXE, argv, envp);
+    execve(helper, argv, envp);
+    execve(ZYGOTE_FALLBACK, argv, envp);
     static const char msg[] = "spade: cannot start the sandbox zygote: exec of " ZYGOTE_EXE " failed\n";
     if (write(2, msg, sizeof msg - 1) < 0) {
     }
@@ -476,6 +490,18 @@ int spade_zygote_start(const spade_sandbox_opts *opts, int *ctl, pid_t *pid, cha
         envp[ne++] = kv;
     }
     envp[ne] = NULL;
+    /* The build's helper for the uninstalled build, the installed one else:
+     * the running program lives under the build directory when it was built
+     * there and not installed (tests, ./spade). */
+    const char *helper = ZYGOTE_HELPER_INSTALLED;
+    char exe[4096], build[4096];
+    ssize_t xl = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (xl > 0 && realpath(SPADE_PATHS_BUILDDIR, build)) {
+        exe[xl] = '\0';
+        size_t bl = strlen(build);
+        if (strncmp(exe, build, bl) == 0 && exe[bl] == '/')
+            helper = ZYGOTE_HELPER_BUILD;
+    }
     pid_t parent = getpid();
     pid_t p = fork();
     if (p < 0) {
@@ -487,7 +513,7 @@ int spade_zygote_start(const spade_sandbox_opts *opts, int *ctl, pid_t *pid, cha
         return -1;
     }
     if (p == 0)
-        exec_zygote(sv[1], parent, envp);
+        exec_zygote(sv[1], parent, helper, envp);
     for (size_t i = 0; i < ne; i++)
         free(envp[i]);
     close(sv[1]);

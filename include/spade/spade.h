@@ -12,8 +12,8 @@
  *
  * Threads: one thread per spade_env; the sandbox must be created on a thread
  * that outlives its use (the main thread): its zygote dies with that thread.
- * The program must link libspade (not dlopen it): the sandbox starts by
- * executing /proc/self/exe again (docs/sandbox.md).
+ * The sandbox's zygote is the installed spade-zygote program, started with an
+ * empty environment (docs/embedding.md, docs/sandbox.md).
  */
 #ifndef SPADE_SPADE_H
 #define SPADE_SPADE_H
