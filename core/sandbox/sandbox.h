@@ -63,7 +63,9 @@ typedef struct spade_sandbox_opts {
 typedef struct spade_sandbox spade_sandbox; /* the zygote */
 typedef struct spade_worker spade_worker;   /* one worker process, one environment */
 
-/* Forks the zygote. Call it at start-up, before anything heavy. opts may be NULL.
+/* Starts the zygote (a fresh exec of spade-zygote with an empty environment:
+ * core/sandbox/zygote.c) and returns without waiting for it; the first spawn
+ * does. Call it at start-up, before anything heavy. opts may be NULL.
  * The sandbox belongs to the calling process (a forked copy gets bad_call) and
  * lives as long as the calling thread: the zygote has PR_SET_PDEATHSIG, which
  * fires when the thread that forked it exits, so create it on the main thread
