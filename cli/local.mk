@@ -16,7 +16,8 @@ tests_test_registry_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_registry_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
 EXTRA_DIST += tests/test_cli.sh tests/envs/cli_good.c tests/envs/cli_nohint.c tests/envs/cli_badsolve.c \
 	tests/envs/cli_growobs.c tests/envs/cli_crashempty.c tests/envs/cli_loop.c tests/envs/cli_global.c \
-	tests/envs/cli_broken.c
+	tests/envs/cli_broken.c tests/envs/check_extreme.c tests/envs/check_uninit.c tests/envs/check_emptywin.c \
+	tests/envs/check_coinflip.c
 
 # `spade serve`: the JSON-lines protocol server (docs/protocol.md). Its JSON
 # reader/writer lives in the library (core/json.h) so tests and other front

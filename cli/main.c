@@ -3,7 +3,7 @@
  *
  * The sandbox's zygote is forked here, FIRST, before any subcommand allocates
  * or loads anything: workers fork from the zygote, so they stay small whatever
- * the parent grows into (DESIGN.md §4).
+ * the parent grows into (docs/architecture.md, "The sandbox").
  */
 #include <errno.h>
 #include <fcntl.h>
