@@ -27,8 +27,8 @@ int cli_check_gates(spade_sandbox *sb, const char *file, int require_solve) {
     spade_heldout_guard_new(&guard, NULL, NULL, 0); /* the corpus's guard; without a suite it is unguarded */
     const char *dirs[2];
     char d0[4096], d1[4096];
-    snprintf(d0, sizeof d0, "%s/stdenv", SPADE_SRCDIR);
-    snprintf(d1, sizeof d1, "%s/plugins", SPADE_SRCDIR);
+    spade_data_path("stdenv", d0, sizeof d0);
+    spade_data_path("plugins", d1, sizeof d1);
     dirs[0] = d0;
     dirs[1] = d1;
     spade_corpus *c = NULL;

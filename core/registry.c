@@ -284,6 +284,11 @@ oom:
     return -1;
 }
 
+const char *spade_data_path(const char *sub, char *out, size_t cap) {
+    snprintf(out, cap, "%s/%s", spade_registry_uninstalled() ? SPADE_PATHS_SRCDIR : SPADE_PATHS_DATADIR, sub);
+    return out;
+}
+
 int spade_registry_uninstalled(void)
 {
     /* The running program lives under the build directory: it was built

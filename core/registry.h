@@ -77,6 +77,10 @@ int spade_registry_new(spade_registry **out, const char *spade_path, int flags, 
 void spade_registry_free(spade_registry *r);
 /* 1 when the running program is under the build directory (not installed). */
 int spade_registry_uninstalled(void);
+/* Where spade's own data directory `sub` ("stdenv", "plugins", "eval/heldout")
+ * is for this program: the source tree's when uninstalled, else the installed
+ * one. Into out; returns out. */
+const char *spade_data_path(const char *sub, char *out, size_t cap);
 int spade_registry_num_dirs(const spade_registry *r);
 const char *spade_registry_dir(const spade_registry *r, int i);
 
