@@ -70,6 +70,16 @@ if grep -q 'random agent won' "$TMP/out" && grep -q 'ENV("gate_coin"' "$TMP/out"
 else bad "archive show gives the gate's reason and the source"; fi
 if grep -q '"vendi_n":0\.[0-9]' "$TMP/given/train.jsonl" && [ -s "$TMP/given/spade.db" ]; then ok "Vendi/n per iteration"; else bad "Vendi/n per iteration"; fi
 
+# spade check --gates: the loop's gates on one file
+"$SPADE" check --gates "$SRC/stdenv/nim.c" >"$TMP/out" 2>&1
+if [ $? -eq 0 ] && [ "$(grep -c '^PASS ' "$TMP/out")" -eq 10 ] && grep -q 'passes every gate' "$TMP/out"; then
+    ok "check --gates passes a stdenv environment on all ten gates"
+else bad "check --gates passes a stdenv environment on all ten gates"; fi
+"$SPADE" check --gates "$SRC/tests/envs/gate_hintanswer.c" >"$TMP/out" 2>&1
+if [ $? -eq 1 ] && grep -q '^FAIL hint_echo: echoing the hint won' "$TMP/out" && grep -q 'refused by the gates' "$TMP/out"; then
+    ok "check --gates names the gate that refuses a hint with the answer, exit 1"
+else bad "check --gates names the gate that refuses a hint with the answer, exit 1"; fi
+
 # regen_every = 2 keeps the valid environments for the next iteration; replay = 1 adds a past one
 config regen 4 files >"$TMP/regen.ini"
 printf '[selfplay]\nregen_every = 2\nreplay = 1\n' >>"$TMP/regen.ini"
