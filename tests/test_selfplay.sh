@@ -109,26 +109,28 @@ if [ $? -eq 2 ] && grep -q "bad.ini:3: \[designer\] reward = 'sometimes'" "$TMP/
 else bad "a bad designer key names file, line and value"; fi
 
 # killed at random moments and resumed: the same metrics and the same archive
-config straight 4 files >"$TMP/straight.ini"
+config straight 10 files >"$TMP/straight.ini"
 "$SPADE" train "$TMP/straight.ini" >"$TMP/out" 2>&1
-config killed 4 files >"$TMP/killed.ini"
+config killed 10 files >"$TMP/killed.ini"
 "$SPADE" train "$TMP/killed.ini" >"$TMP/out" 2>&1 &
 pid=$!
-sleep 0.4
+sleep 0.3
 kill -KILL $pid 2>/dev/null
 wait $pid 2>/dev/null
+st=$?
 kills=0
+[ $st -eq 137 ] && kills=1
 tries=0
-while ! grep -q 'iteration 3' "$TMP/killed/state" 2>/dev/null && [ $tries -lt 60 ]; do
+while ! grep -q 'iteration 9' "$TMP/killed/state" 2>/dev/null && [ $tries -lt 60 ]; do
     tries=$((tries + 1))
     "$SPADE" train "$TMP/killed" >"$TMP/out" 2>&1 &
     pid=$!
-    sleep "0.$(( (tries * 53) % 8 + 2 ))"
+    sleep "0.$(( (tries * 53) % 6 + 2 ))"
     kill -KILL $pid 2>/dev/null
     wait $pid 2>/dev/null
     [ $? -eq 137 ] && kills=$((kills + 1))
 done
-grep -q 'iteration 3' "$TMP/killed/state" 2>/dev/null || "$SPADE" train "$TMP/killed" >"$TMP/out" 2>&1
+grep -q 'iteration 9' "$TMP/killed/state" 2>/dev/null || "$SPADE" train "$TMP/killed" >"$TMP/out" 2>&1
 strip "$TMP/straight/train.jsonl" >"$TMP/a"
 strip "$TMP/killed/train.jsonl" >"$TMP/b"
 if [ $kills -ge 1 ] && cmp -s "$TMP/a" "$TMP/b"; then ok "killed ($kills times) and resumed = uninterrupted, iteration by iteration"
