@@ -100,7 +100,7 @@ START_TEST(test_pretrain_runs_and_resumes) {
     int rc = run(out, sizeof out);
     ck_assert_msg(rc == 0, "pretrain failed: %s", out);
     ck_assert_ptr_nonnull(strstr(out, "sample at step 3"));
-    ck_assert_msg(strstr(out, " from 2 files in "), "only a.txt and b.c are corpus files: %s", out);
+    ck_assert_msg(strstr(out, " in 2 files in "), "only a.txt and b.c are corpus files: %s", out);
     char log[512], ckpt[512], err[256];
     snprintf(log, sizeof log, "%s/out/pretrain.jsonl", dir);
     snprintf(ckpt, sizeof ckpt, "%s/out/policy.ckpt", dir);
@@ -372,7 +372,7 @@ START_TEST(test_pretrain_relative_data) {
     int rc = run(out, sizeof out);
     ck_assert_int_eq(chdir(cwd), 0);
     char want[600];
-    snprintf(want, sizeof want, "from 2 files in %s/data", dir);
+    snprintf(want, sizeof want, " in 2 files in %s/data", dir);
     ck_assert_msg(rc == 0 && strstr(out, want), "rc %d: %s", rc, out);
 }
 END_TEST
