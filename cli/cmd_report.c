@@ -158,6 +158,8 @@ static int read_row(run_log *L, const spade_json *o, row *r) {
     r->success = get_num(o, "success");
     r->mean_return = get_num(o, "mean_return");
     r->loss = get_num(o, "loss");
+    const spade_json *up = spade_json_get(o, "updated");
+    if (up && up->type == SPADE_JSON_BOOL && !up->boolean) r->loss = NAN; /* no update made: no loss, not a zero */
     for (int e = 0; e < MAX_POOL_ENVS; e++) r->env_success[e] = NAN;
     const spade_json *pe = spade_json_get(o, "per_env");
     if (pe && pe->type == SPADE_JSON_OBJECT)
@@ -369,7 +371,7 @@ static void summary_row(FILE *md, const char *name, const run_log *L, double (*g
         last = v;
     }
     char a[32], b[32], c[32], d[32];
-    fnum(a, sizeof a, L->n && isfinite(get(&L->rows[L->n - 1])) ? last : NAN, dec);
+    fnum(a, sizeof a, last, dec);
     fnum(b, sizeof b, k ? sum / k : NAN, dec);
     fnum(c, sizeof c, k ? mn : NAN, dec);
     fnum(d, sizeof d, k ? mx : NAN, dec);
@@ -528,7 +530,7 @@ static void selfplay_plots(out_dir *o, const run_log *L, const double *x, int po
     ok = p && a && b;
     if (ok) {
         cli_plot_yrange(p, 0, 1);
-        ok = cli_plot_line(p, "without the hint", a, 2, 0) == 0 && cli_plot_color(p, "#0072B2") == 0 &&
+        ok = cli_plot_line(p, "without the hint", a, 3.5, 0) == 0 && cli_plot_color(p, "#0072B2") == 0 &&
              cli_plot_line(p, "with the hint", b, 2, 0) == 0 && cli_plot_color(p, "#E69F00") == 0;
         if (ok && pool) {
             c = malloc(sizeof *c * (size_t)(n ? n : 1));
@@ -570,10 +572,16 @@ static void regret_histogram(out_dir *o, const envs *valid) {
         if (r > hi) hi = r;
     }
     if (!isfinite(lo)) return;
+    /* bins centred on multiples of 0.1 (a regret of exactly 0, the common case,
+     * gets a bar of its own around 0), over at least [-0.2, 1] so one run's
+     * histogram reads like another's; regret lies in [-1, 1] */
     const double w = 0.1;
-    double first = floor(lo / w + 1e-9) * w;
-    int bins = (int)floor((hi - first) / w + 1e-9) + 1;
-    if (bins > 40) bins = 40;
+    long k0 = lround(lo / w), k1 = lround(hi / w);
+    if (k0 > -2) k0 = -2;
+    if (k1 < 10) k1 = 10;
+    int bins = (int)(k1 - k0 + 1);
+    if (bins > 41) bins = 41;
+    double first = (k0 - 0.5) * w;
     double *xs = malloc(sizeof *xs * (size_t)bins), *ys = calloc((size_t)bins, sizeof *ys);
     cli_plot *p = NULL;
     if (xs && ys) {
@@ -581,7 +589,7 @@ static void regret_histogram(out_dir *o, const envs *valid) {
         for (int i = 0; i < valid->n; i++) {
             double r = valid->e[i].regret;
             if (!isfinite(r)) continue;
-            int b = (int)floor((r - first) / w + 1e-9);
+            int b = (int)(lround(r / w) - k0);
             ys[b < 0 ? 0 : b >= bins ? bins - 1 : b]++;
         }
         char title[96];
@@ -602,11 +610,13 @@ static void fixed_plots(out_dir *o, const run_log *L, const double *x) {
     int ok = p && y;
     if (ok) {
         cli_plot_yrange(p, 0, 1);
-        ok = cli_plot_line(p, "all environments", y, 3, 0) == 0 && cli_plot_color(p, "#000000") == 0;
         for (int e = 0; ok && e < L->n_envs; e++) {
             for (int i = 0; i < n; i++) y[i] = L->rows[i].env_success[e];
             ok = cli_plot_line(p, L->envs[e], y, 1.5, 0) == 0;
         }
+        for (int i = 0; ok && i < n; i++) y[i] = L->rows[i].success;
+        /* added last, so drawn over the per-environment lines */
+        ok = ok && cli_plot_line(p, "all environments", y, 3, 0) == 0 && cli_plot_color(p, "#000000") == 0;
     }
     free(y);
     if (!ok) cli_plot_free(p), p = NULL;
@@ -700,9 +710,20 @@ int cli_report(spade_sandbox *sb, int argc, char **argv) {
         selfplay_plots(&o, &L, x, pool);
         if (valid.n) regret_histogram(&o, &valid);
     } else fixed_plots(&o, &L, x);
-    if (has_eval)
-        line_plot(&o, &L, x, "heldout.svg", "Held-out success (eval/heldout)", "success rate", "held-out success",
-                  g_eval, 1, 0, NULL);
+    if (has_eval) { /* measured every few iterations: the measurements are joined, not gaps between them */
+        double *ex = malloc(sizeof *ex * (size_t)L.n), *ey = malloc(sizeof *ey * (size_t)L.n);
+        int m = 0;
+        for (int i = 0; ex && ey && i < L.n; i++)
+            if (isfinite(L.rows[i].eval)) ex[m] = x[i], ey[m++] = L.rows[i].eval;
+        cli_plot *p = ex && ey ? cli_plot_new("Held-out success (eval/heldout)", "iteration", "success rate", ex, m) : NULL;
+        if (p) {
+            cli_plot_yrange(p, 0, 1);
+            if (cli_plot_line(p, "held-out success", ey, 2, 0) < 0) cli_plot_free(p), p = NULL;
+        }
+        free(ex);
+        free(ey);
+        plot_done(&o, p, "heldout.svg");
+    }
 
     char md_path[SPADE_PATH_MAX + 16];
     snprintf(md_path, sizeof md_path, "%s/report.md", o.dir);
@@ -718,7 +739,7 @@ int cli_report(spade_sandbox *sb, int argc, char **argv) {
             L.rows[L.n - 1].iteration, have_db ? ", with its archive `spade.db`" : "");
     for (int w = 0; w < L.n_warnings; w++) fprintf(md, "> **Warning:** %s\n\n", L.warnings[w]);
 
-    fprintf(md, "## Over the run\n\n| metric | last | mean | min | max | iterations with a value |\n"
+    fprintf(md, "## Over the run\n\n| metric | latest | mean | min | max | iterations with a value |\n"
                 "|---|---:|---:|---:|---:|---:|\n");
     if (selfplay) {
         summary_row(md, "valid share of written", &L, g_valid_share, 3);

@@ -1,7 +1,7 @@
 /* report_svg.c — the chart writer of report_svg.h: lines, stacked areas and
  * bars over a linear x axis, as one standalone SVG document.
  *
- * What it is not: a layout engine. The geometry is fixed (760 x 380, the
+ * What it is not: a layout engine. The geometry is fixed (800 x 380, the
  * legend in a column right of the plot, so it never hides data); long legend
  * labels are cut, too many entries are summarised as "+ N more".
  */
@@ -43,7 +43,7 @@ static const char *const palette[] = {"#0072B2", "#E69F00", "#009E73", "#D55E00"
                                       "#882255", "#44AA99", "#999933", "#AA4499", "#DDCC77", "#332288", "#888888"};
 #define N_PALETTE (sizeof palette / sizeof *palette)
 
-enum { W = 760, H = 380, PX0 = 72, PX1 = 560, PY0 = 42, PY1 = 320 };
+enum { W = 800, H = 380, PX0 = 72, PX1 = 560, PY0 = 42, PY1 = 320 };
 
 cli_plot *cli_plot_new(const char *title, const char *xlabel, const char *ylabel, const double *x, int n) {
     cli_plot *p = calloc(1, sizeof *p);
@@ -235,7 +235,8 @@ static int y_extent(const cli_plot *p, double *lo, double *hi) {
             if (v > mx) mx = v;
         }
     }
-    for (int h = 0; h < p->nh; h++) {
+    int data = isfinite(mn);
+    for (int h = 0; data && h < p->nh; h++) { /* a reference line alone does not make a range */
         if (p->href[h] < mn) mn = p->href[h];
         if (p->href[h] > mx) mx = p->href[h];
     }
@@ -243,7 +244,7 @@ static int y_extent(const cli_plot *p, double *lo, double *hi) {
     free(bars);
     *lo = mn;
     *hi = mx;
-    return isfinite(mn) ? 1 : 0;
+    return data;
 }
 
 static void polyline(buf *b, const frame *f, const double *x, const double *y, int from, int to, const series *s) {
@@ -288,7 +289,9 @@ char *cli_plot_svg(const cli_plot *p) {
     f.yhi = hi;
     int nyt = cli_plot_ticks(lo, hi, 5, yt, 32, &ystep);
     int nxt = cli_plot_ticks(f.xmin, f.xmax, 8, xt, 32, &xstep);
-    if (xstep < 1) { /* iterations are whole: no tick at 2.5 */
+    int whole = 1;
+    for (int i = 0; i < n; i++) whole &= p->x[i] == floor(p->x[i]);
+    if (xstep < 1 && whole) { /* iterations are whole: no tick at 2.5 */
         xstep = 1;
         nxt = 0;
         for (double t = ceil(f.xmin - 1e-9); t <= f.xmax + 1e-9 && nxt < 32; t++) xt[nxt++] = t;
@@ -300,8 +303,8 @@ char *cli_plot_svg(const cli_plot *p) {
     bf(&b, "<title>");
     esc(&b, p->title);
     bf(&b, "</title>\n<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", W, H);
-    bf(&b, "<defs><clipPath id=\"plot\"><rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/></clipPath></defs>\n", PX0,
-       PY0 - 1, PX1 - PX0, PY1 - PY0 + 2);
+    bf(&b, "<defs><clipPath id=\"plot\"><rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/></clipPath></defs>\n",
+       PX0 - 5, PY0 - 5, PX1 - PX0 + 10, PY1 - PY0 + 10); /* a line on the frame's edge is drawn whole */
     bf(&b, "<text x=\"%d\" y=\"24\" font-size=\"15\" font-weight=\"bold\" fill=\"#222\">", PX0);
     esc(&b, p->title);
     bf(&b, "</text>\n");
@@ -406,7 +409,7 @@ char *cli_plot_svg(const cli_plot *p) {
     free(bbase);
     free(top);
     bf(&b, "</g>\n");
-    if (!has && !p->nh) {
+    if (!has) {
         bf(&b, "<text x=\"%d\" y=\"%d\" fill=\"#888\" text-anchor=\"middle\" font-size=\"14\">no values in this run</text>\n",
            (PX0 + PX1) / 2, (PY0 + PY1) / 2);
     }
@@ -435,10 +438,13 @@ char *cli_plot_svg(const cli_plot *p) {
             bf(&b, "<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"%.1f\"%s/>\n", lx, lx + 22, y,
                y, s->color, s->width < 3 ? s->width + 0.5 : s->width, s->dashed ? " stroke-dasharray=\"6 4\"" : "");
         else bf(&b, "<rect x=\"%d\" y=\"%d\" width=\"22\" height=\"12\" fill=\"%s\" fill-opacity=\"0.85\"/>\n", lx, y - 6, s->color);
-        char lab[40];
+        char lab[56];
+        int any = 0;
+        for (int i = 0; i < n && !any; i++) any = isfinite(s->y[i]);
         size_t L = strlen(s->label);
         if (L > 30) snprintf(lab, sizeof lab, "%.28s..", s->label);
         else snprintf(lab, sizeof lab, "%s", s->label);
+        if (!any) snprintf(lab + strlen(lab), sizeof lab - strlen(lab), " (no values)");
         bf(&b, "<text x=\"%d\" y=\"%d\" fill=\"#222\">", lx + 28, y + 4);
         esc(&b, lab);
         bf(&b, "</text>\n");
