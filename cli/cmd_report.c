@@ -26,10 +26,12 @@
 #include "cli.h"
 #include "json.h"
 #include "report_svg.h"
+#include "vendi.h"
 
 #define MAX_GATES 24
 #define MAX_POOL_ENVS 12
 #define N_TIMES 5
+#define MAX_VENDI 5000 /* newest valid environments in the cumulative Vendi score (memory: n x 1024 doubles) */
 
 static const char *const time_keys[N_TIMES] = {"t_design", "t_gates", "t_play", "t_update", "t_archive"};
 static const char *const time_names[N_TIMES] = {"design", "gates", "play", "update", "archive"};
@@ -494,7 +496,7 @@ static void link_plot(FILE *md, const out_dir *o, const char *file, const char *
         }
 }
 
-static void selfplay_plots(out_dir *o, const run_log *L, const double *x, int pool) {
+static void selfplay_plots(out_dir *o, const run_log *L, const double *x, int pool, double cum_vendi_n) {
     int n = L->n;
     /* validity: shares of the environments written, stacked to 1 */
     cli_plot *p = cli_plot_new("Validity by gate: what became of each environment written", "iteration",
@@ -548,8 +550,8 @@ static void selfplay_plots(out_dir *o, const run_log *L, const double *x, int po
               g_regret, 0, 0, "0");
     line_plot(o, L, x, "designer_reward.svg", "Designer reward", "mean reward", "designer reward", g_reward, 0, 0,
               "0");
-    line_plot(o, L, x, "vendi.svg", "Diversity of the valid environments (Vendi score / n)", "Vendi / n", "Vendi/n",
-              g_vendi, 1, 0, NULL);
+    line_plot(o, L, x, "vendi.svg", "Diversity of each iteration's valid environments (Vendi score / n)", "Vendi / n",
+              "Vendi/n", g_vendi, 1, cum_vendi_n, isfinite(cum_vendi_n) ? "whole run" : NULL);
 
     p = cli_plot_new("Time per iteration, by phase", "iteration", "seconds", x, n);
     y = malloc(sizeof *y * (size_t)(n ? n : 1));
@@ -699,6 +701,23 @@ int cli_report(spade_sandbox *sb, int argc, char **argv) {
             if (r) *r = all.e[i];
         }
 
+    /* cumulative Vendi/n: every valid environment's source embedded as the loop embeds it */
+    double cum_vendi = NAN;
+    int cum_n = 0;
+    if (a && valid.n) {
+        int m = valid.n < MAX_VENDI ? valid.n : MAX_VENDI; /* all walks are newest first */
+        double *X = malloc(sizeof *X * (size_t)m * SPADE_VENDI_DIM);
+        for (int i = 0; X && i < m; i++) {
+            spade_archive_env e;
+            if (spade_archive_get_env(a, valid.e[i].id, &e, err, sizeof err)) continue;
+            if (e.source && e.source_len) spade_vendi_embed(e.source, e.source_len, X + (size_t)cum_n++ * SPADE_VENDI_DIM, SPADE_VENDI_DIM);
+            spade_archive_env_clear(&e);
+        }
+        double v;
+        if (X && cum_n && spade_vendi(X, cum_n, SPADE_VENDI_DIM, &v, err, sizeof err) == 0) cum_vendi = v;
+        free(X);
+    }
+
     double *x = malloc(sizeof *x * (size_t)L.n);
     if (!x) {
         free(L.rows);
@@ -707,7 +726,7 @@ int cli_report(spade_sandbox *sb, int argc, char **argv) {
     for (int i = 0; i < L.n; i++) x[i] = L.rows[i].iteration;
     int has_eval = any_finite(&L, g_eval);
     if (selfplay) {
-        selfplay_plots(&o, &L, x, pool);
+        selfplay_plots(&o, &L, x, pool, cum_n ? cum_vendi / cum_n : NAN);
         if (valid.n) regret_histogram(&o, &valid);
     } else fixed_plots(&o, &L, x);
     if (has_eval) { /* measured every few iterations: the measurements are joined, not gaps between them */
@@ -786,7 +805,10 @@ int cli_report(spade_sandbox *sb, int argc, char **argv) {
         link_plot(md, &o, "designer_reward.svg", "designer reward");
         fprintf(md, "## Diversity\n\n");
         link_plot(md, &o, "vendi.svg", "Vendi / n");
-        fprintf(md, "`spade vendi %s` prints it for the whole run.\n\n", run);
+        if (isfinite(cum_vendi))
+            fprintf(md, "Over the whole run: the %d %svalid environments of the archive have a Vendi score of %.2f, "
+                        "Vendi/n %.3f (the same measure as each iteration's, over all of them).\n\n",
+                    cum_n, cum_n < valid.n ? "newest " : "", cum_vendi, cum_vendi / cum_n);
     } else {
         fprintf(md, "## Success\n\n");
         link_plot(md, &o, "success.svg", "success on the fixed pool");

@@ -88,6 +88,12 @@ check $? "the best-environments table lists real ids of valid archived environme
 id=$(head -1 "$TMP/table_ids")
 "$SPADE" archive show "$RUN" "$id" >"$TMP/out" 2>&1 && grep -q "^id $id " "$TMP/out" && grep -q "spade archive show" "$R/report.md"
 check $? "an id from the table opens with spade archive show"
+# the whole run's Vendi score: the 4 valid environments are the 4 given stdenv files
+mkdir -p "$TMP/four"
+for f in carry_add modpow linear sequence; do cp "$SRC/stdenv/$f.c" "$TMP/four/"; done
+v=$("$SPADE" vendi "$TMP/four" | awk '/^n 4 vendi/ {printf "%.2f", $4}')
+[ -n "$v" ] && grep -q "the 4 valid environments of the archive have a Vendi score of $v," "$R/report.md"
+check $? "the whole run's Vendi score is spade vendi's over its valid sources ($v)"
 grep -q 'No plot: no line of `train.jsonl` has an `"eval"` key' "$R/report.md" && [ ! -e "$R/heldout.svg" ]
 check $? "no \"eval\" key: no held-out plot, and the report says so"
 
