@@ -377,11 +377,6 @@ char *cli_plot_svg(const cli_plot *p) {
         double y = sy(&f, p->href[h]);
         bf(&b, "<line x1=\"%d\" x2=\"%d\" y1=\"%.2f\" y2=\"%.2f\" stroke=\"#777\" stroke-width=\"1\" "
                "stroke-dasharray=\"3 3\"/>\n", PX0, PX1, y, y);
-        if (p->hlabel[h][0]) {
-            bf(&b, "<text x=\"%d\" y=\"%.2f\" fill=\"#555\" font-size=\"11\" text-anchor=\"end\">", PX1 - 4, y - 4);
-            esc(&b, p->hlabel[h]);
-            bf(&b, "</text>\n");
-        }
     }
     for (int k = 0; !b.oom && k < p->ns; k++) {
         const series *s = &p->s[k];
@@ -404,6 +399,13 @@ char *cli_plot_svg(const cli_plot *p) {
                 bf(&b, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"%.1f\" fill=\"%s\"/>\n", sx(&f, p->x[i]), sy(&f, s->y[i]),
                    alone ? 3.5 : 2.5, s->color);
         }
+    }
+    for (int h = 0; h < p->nh; h++) { /* reference labels over the data, on a white halo */
+        if (!p->hlabel[h][0]) continue;
+        bf(&b, "<text x=\"%d\" y=\"%.2f\" fill=\"#555\" font-size=\"11\" text-anchor=\"end\" stroke=\"#ffffff\" "
+               "stroke-width=\"3\" paint-order=\"stroke\">", PX1 - 4, sy(&f, p->href[h]) - 4);
+        esc(&b, p->hlabel[h]);
+        bf(&b, "</text>\n");
     }
     free(base);
     free(bbase);
