@@ -182,6 +182,8 @@ static int on_key(void *user, const char *section, const char *name, const char 
     NUMK("memory", "size", 1, 1e6, 1, c->sp.memory.window = (int)x)
     NUMK("selfplay", "plays", 2, 256, 1, c->sp.plays = (int)x)
     NUMK("selfplay", "pool_envs", 0, SPADE_RL_MAX_ENVS, 1, c->sp.pool_envs = (int)x)
+    NUMK("selfplay", "regen_every", 1, 1e6, 1, c->sp.regen_every = (int)x)
+    NUMK("selfplay", "replay", 0, SPADE_SP_MAX_ENVS, 1, c->sp.replay = (int)x)
 #define BOOLK(sec, key, dst)                                                              \
     if (!strcmp(section, sec) && !strcmp(name, key)) {                                    \
         if (!strcmp(value, "true")) dst = 1;                                              \
@@ -268,9 +270,9 @@ static int load_config(const char *path, const char *base, tr_config *c) {
     if (c->source_files && !c->source_dir[0]) return cli_err(CLI_USAGE, "train", "%s: [designer] source = files needs files = DIR", path);
     c->sp.seed = c->seed;
     c->sp.rl = c->rl;
-    if (c->designer && !c->n_corpus) snprintf(c->corpus_dirs[c->n_corpus++], sizeof c->corpus_dirs[0], "%s/stdenv", SPADE_SRCDIR);
+    if (c->designer && !c->n_corpus) spade_data_path("stdenv", c->corpus_dirs[c->n_corpus++], sizeof c->corpus_dirs[0]);
     if (c->designer && !c->n_specs && !c->n_dirs && !c->sp.pool_envs) return 0; /* self-play alone needs no pool */
-    if (!c->n_specs && !c->n_dirs) snprintf(c->dirs[c->n_dirs++], sizeof c->dirs[0], "%s/stdenv", SPADE_SRCDIR);
+    if (!c->n_specs && !c->n_dirs) spade_data_path("stdenv", c->dirs[c->n_dirs++], sizeof c->dirs[0]);
     if (c->rl.max_live < 1) c->rl.max_live = 1;
     return 0;
 }
@@ -457,8 +459,7 @@ static int train_default(spade_sandbox *sb) {
     const char *dir = getenv("SPADE_TRAIN_DIR");
     char run[2048], stdenv[2048], path[4200], text[4096];
     snprintf(run, sizeof run, "%s", dir && *dir ? dir : "runs/default");
-    snprintf(stdenv, sizeof stdenv, "%s/stdenv", SPADE_SRCDIR);
-    if (access(stdenv, F_OK) != 0) snprintf(stdenv, sizeof stdenv, "%s/stdenv", SPADE_DATADIR);
+    spade_data_path("stdenv", stdenv, sizeof stdenv);
     snprintf(path, sizeof path, "%s/state", run);
     if (access(path, F_OK) == 0) { /* a default run that was stopped: go on with it */
         printf("spade train: resuming the default run in %s\n", run);

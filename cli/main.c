@@ -3,7 +3,7 @@
  *
  * The sandbox's zygote is forked here, FIRST, before any subcommand allocates
  * or loads anything: workers fork from the zygote, so they stay small whatever
- * the parent grows into (DESIGN.md §4).
+ * the parent grows into (docs/architecture.md, "The sandbox").
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -89,6 +89,11 @@ static void open_standard_fds(void) {
 }
 
 int main(int argc, char **argv) {
+    /* OpenBLAS falls back to its SSE3 kernels on a CPU model it does not know;
+     * the cpu backend's note says so and names the OPENBLAS_CORETYPE that would
+     * be faster, but spade does not set it behind the user's back: on some
+     * processors the faster kernels of older OpenBLAS builds are wrong, and
+     * the machine's owner is the one to know (docs/policy.md, "Speed on the CPU"). */
     open_standard_fds();
     if (argc < 2) {
         usage(stderr);

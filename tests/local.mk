@@ -38,6 +38,10 @@ EXTRA_DIST += tests/test_python.sh tests/python/conftest.py tests/python/test_en
 	tests/python/test_protocol.py tests/python/test_docs.py python/pyproject.toml python/README.md \
 	python/spade/__init__.py python/spade/_client.py python/spade/env.py python/spade/vector.py python/spade/py.typed \
 	bench/bench_py_vec.py
+# Every spade command shown in README.md and docs/*.md, run as a reader types it
+# (found automatically; the few that cannot run here are skipped with a reason).
+TESTS += tests/test_docs.sh
+EXTRA_DIST += tests/test_docs.sh
 # `spade report` (cli/cmd_report.c): report.md and SVG plots of micro runs, error cases.
 TESTS += tests/test_report.sh
 EXTRA_DIST += tests/test_report.sh

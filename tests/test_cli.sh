@@ -184,6 +184,14 @@ hasnt "never read" ":quit stops reading"
 printf '4\n' | "$SPADE" play "$ENVS/add.c:lo=2,hi=2" >"$TMP/out" 2>&1
 if [ $? -eq 0 ]; then ok "play ends cleanly at EOF"; else bad "play at EOF"; fi
 has "played 1 episode, won 1" "play at EOF prints the summary"
+# issue 10: :reset begins a new episode number; an environment failure is reported and the session goes on (status 0)
+printf '\n:reset 3\n:quit\n' | "$SPADE" play "$ENVS/cli_crashempty.c" >"$TMP/out" 2>&1
+if [ $? -eq 0 ]; then ok "play survives an environment failure with status 0"; else bad "play after an environment failure"; fi
+has "[the environment failed; starting a new episode]" "play says the environment failed"
+has "--- episode 3, seed 3 ---" ":reset begins the next episode number"
+has "the environment failed 1 time" "the summary counts the failures"
+printf 'deposti(5)\n:quit\n' | "$SPADE" play "$SRC/stdenv/bank.c" >"$TMP/out" 2>&1
+has "[deposti(...) is not a tool of this environment" "play notes a call of an unknown tool"
 expect 1 "play a broken file" "$SPADE" play "$ENVS/cli_broken.c" <"$TMP/empty"
 has "cli_broken.c:7" "play names the line of a compile error"
 
@@ -243,6 +251,13 @@ has "does not load: compile_error:" "list says why a file does not load"
 has "(spade check shows the source)" "list points at check for the source excerpt"
 hasnt "| int x = ;" "list keeps one line per environment (no source excerpt)"
 has "other" "list still lists the other files"
+# spade list SPEC: one environment in full (issue 10: `spade list maze` was refused)
+expect 0 "list NAME" "$SPADE" list maze
+has "param size: int, default 5, [2..20]" "list NAME shows each param's type and range"
+expect 0 "list FILE with tools" "$SPADE" list "$SRC/stdenv/bank.c"
+has "tool long deposit(const char *account, int amount)" "list FILE shows each tool's declaration"
+expect 1 "list of an unknown name" "$SPADE" list no_such_env_here
+has "no environment named 'no_such_env_here'" "list names what it did not find"
 
 # ---- archive (the archive itself and its CLI output: tests/test_archive.c) ---
 expect 0 "archive --help" "$SPADE" archive --help

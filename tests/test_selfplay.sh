@@ -70,6 +70,16 @@ if grep -q 'random agent won' "$TMP/out" && grep -q 'ENV("gate_coin"' "$TMP/out"
 else bad "archive show gives the gate's reason and the source"; fi
 if grep -q '"vendi_n":0\.[0-9]' "$TMP/given/train.jsonl" && [ -s "$TMP/given/spade.db" ]; then ok "Vendi/n per iteration"; else bad "Vendi/n per iteration"; fi
 
+# regen_every = 2 keeps the valid environments for the next iteration; replay = 1 adds a past one
+config regen 4 files >"$TMP/regen.ini"
+printf '[selfplay]\nregen_every = 2\nreplay = 1\n' >>"$TMP/regen.ini"
+"$SPADE" train "$TMP/regen.ini" >"$TMP/out" 2>&1
+if [ $? -eq 0 ] && grep -q '"iteration":1,"written":0,"valid":0,"kept":2,"replayed":0' "$TMP/regen/train.jsonl" &&
+    grep -q '"iteration":2,"written":3,"valid":2,"kept":0,"replayed":1' "$TMP/regen/train.jsonl" &&
+    grep -q '"iteration":3,"written":0,"valid":0,"kept":2,"replayed":1' "$TMP/regen/train.jsonl"; then
+    ok "selfplay.regen_every keeps environments between writings; selfplay.replay plays a past one again"
+else bad "selfplay.regen_every and selfplay.replay"; cp "$TMP/regen/train.jsonl" "$TMP/out" 2>/dev/null; fi
+
 # the policy as the designer: it writes, the gates judge, it trains (or not, frozen)
 config policy 1 policy >"$TMP/policy.ini"
 "$SPADE" train "$TMP/policy.ini" >"$TMP/out" 2>&1
