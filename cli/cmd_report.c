@@ -793,6 +793,12 @@ int cli_report(spade_sandbox *sb, int argc, char **argv) {
         for (int g = 0; g < L.n_gates; g++)
             if (gsum[g] > 0) fprintf(md, "| failed %s | %.0f | %.3f |\n", L.gates[g], gsum[g], written > 0 ? gsum[g] / written : 0.0);
         fprintf(md, "| all written | %.0f | |\n\n", written);
+        int idle = 0;
+        for (int i = 0; i < L.n; i++) idle += L.rows[i].written == 0;
+        if (idle)
+            fprintf(md, "%d iteration%s wrote no environment (with `selfplay.regen_every` > 1 the agent plays the last "
+                        "writing's again): %s in the validity plot.\n\n", idle, idle == 1 ? "" : "s",
+                    idle == 1 ? "it is a gap" : "they are gaps");
         fprintf(md, "## Pass rates\n\n");
         link_plot(md, &o, "pass.svg", "pass rates with and without the hint");
         fprintf(md, "The agent's success on the valid environments, on the same seeds without and with the hint%s.\n\n",

@@ -358,7 +358,7 @@ char *cli_plot_svg(const cli_plot *p) {
             int j = i;
             while (j < n && isfinite(top[j])) j++;
             if (j - i == 1) { /* a lone point: a block as wide as most of an iteration */
-                double xa = sx(&f, p->x[i] - 0.4 * dx), xb = sx(&f, p->x[i] + 0.4 * dx);
+                double xa = sx(&f, fmax(p->x[i] - 0.4 * dx, f.xmin)), xb = sx(&f, fmin(p->x[i] + 0.4 * dx, f.xmax));
                 bf(&b, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\" fill-opacity=\"0.85\"/>\n",
                    xa, sy(&f, fmax(top[i], base[i])), xb - xa, fabs(sy(&f, base[i]) - sy(&f, top[i])), s->color);
             } else {
