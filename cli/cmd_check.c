@@ -12,6 +12,7 @@
 void cli_usage_check(FILE *out)
 {
     fprintf(out, "usage: spade check SPEC... [--seeds N] [--solve-seeds N] [--first-seed S] [--timeout S] [--verbose]\n"
+                 "       spade check --gates FILE... [--require-solve]\n"
                  "\n"
                  "Runs every check on each environment (SPEC = NAME or FILE.c, optionally :key=value,...):\n"
                  "compile, params, reset, reset_deterministic, step_deterministic, seeds_vary,\n"
@@ -25,6 +26,11 @@ void cli_usage_check(FILE *out)
                  "  --first-seed S   first seed used (default 0)\n"
                  "  --timeout S      deadline of one call into the environment, in seconds (default 1)\n"
                  "  -v, --verbose    also print the first observation, the hint and a solve action\n"
+                 "  -g, --gates      instead, run exactly the gates self-play puts a generated environment\n"
+                 "                   through (compile, limits, reset_deterministic, replay_deterministic,\n"
+                 "                   probe_actions, random_agent, noop_agent, hint_echo, solve, novelty),\n"
+                 "                   one line each; exit 0 only when every gate passes (docs/selfplay.md)\n"
+                 "      --require-solve  with --gates: a missing SOLVE fails the solve gate\n"
                  "  -h, --help       this help\n"
                  "\n"
                  "Exit status: 0 every check passed (warnings allowed), 1 a check failed, 2 usage.\n");
@@ -48,17 +54,26 @@ int cli_check(spade_sandbox *sb, int argc, char **argv)
         {"verbose", no_argument, 0, 'v'},
         {"help", no_argument, 0, 'h'},
         {"timeout", required_argument, 0, 't'},
+        {"gates", no_argument, 0, 'g'},
+        {"require-solve", no_argument, 0, 'R'},
         {0, 0, 0, 0},
     };
     double timeout = 0;
+    int gates = 0, require_solve = 0;
     spade_check_opts o;
     spade_check_opts_default(&o);
     long v;
     int ch;
     optind = 0;
     opterr = 0;
-    while ((ch = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "vhg", longopts, NULL)) != -1) {
         switch (ch) {
+        case 'g':
+            gates = 1;
+            break;
+        case 'R':
+            require_solve = 1;
+            break;
         case 's':
             if (cli_parse_long("check", "--seeds", optarg, 1, 10000, &v) < 0)
                 return CLI_USAGE;
@@ -95,6 +110,14 @@ int cli_check(spade_sandbox *sb, int argc, char **argv)
     if (optind >= argc) {
         cli_err(CLI_USAGE, "check", "which environment? (spade check NAME_OR_FILE[:params])");
         return CLI_USAGE;
+    }
+    if (gates) {
+        int worst = CLI_OK;
+        for (int i = optind; i < argc; i++) {
+            int rc = cli_check_gates(sb, argv[i], require_solve);
+            if (rc > worst) worst = rc;
+        }
+        return worst;
     }
     o.timeout_option = "--timeout S";
     spade_sandbox *own = NULL;

@@ -14,7 +14,7 @@
 #   - a trailing `  # comment` is dropped.
 # Commands of one file run in order in one scratch directory (so `spade new X`
 # then `spade check plugins/X.c` works), with `./spade` and `spade` both the
-# built program, stdenv/ and configs/ of the source tree, a copy of plugins/,
+# built program, stdenv/, configs/, docs/ and eval/ of the source tree, a copy of plugins/,
 # and stdin at EOF (a `spade play` session ends at once, status 0).
 # A tutorial written in pieces is assembled: when a file's ```c blocks together
 # begin with `/* NAME.c — `, they are written to plugins/NAME.c right after that
@@ -26,7 +26,11 @@
 #   `spade pretrain configs/` trains for minutes (tests/test_policy_pretrain.c
 #     runs pretrain end to end on a small config);
 #   a command naming a checkpoint (`.ckpt`) needs a trained policy that a test
-#     run does not have.
+#     run does not have;
+#   `spade serve --listen`/`--stdio` is a server that runs until stopped
+#     (tests/test_serve.c and tests/python drive it).
+# `spade train` (the README's main job) runs with SPADE_TRAIN_QUICK=1: the same
+# path, shrunk to seconds (tests/test_selfplay.sh checks what it writes).
 # Also checked: no page cites DESIGN.md (not in the repository; the map is
 # docs/architecture.md).
 # Not a check of the commands' output: the tests of each command do that.
@@ -41,8 +45,11 @@ case $SPADE in /*) ;; *) SPADE=$(pwd)/$SPADE ;; esac
 
 SKIPS='# with |shows the output of an edit the text describes
 spade pretrain configs/|trains for minutes; tests/test_policy_pretrain.c runs pretrain
-.ckpt|needs a trained checkpoint'
+.ckpt|needs a trained checkpoint
+spade serve --listen|a server that runs until it is stopped; tests/test_serve and tests/python drive it
+spade serve --stdio|a server that answers requests on stdin; tests/test_serve and tests/python drive it'
 
+export SPADE_TRAIN_QUICK=1
 n=0
 fails=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
@@ -94,6 +101,8 @@ for doc in "$SRC/README.md" "$SRC"/docs/*.md; do
     cp "$SRC"/plugins/*.c "$work/plugins/" 2>/dev/null
     ln -s "$SRC/stdenv" "$work/stdenv"
     ln -s "$SRC/configs" "$work/configs"
+    ln -s "$SRC/docs" "$work/docs"
+    ln -s "$SRC/eval" "$work/eval"
     ln -sf "$SPADE" "$work/spade"
     ln -sf "$SPADE" "$TMP/bin/spade"
     : >"$TMP/empty"
