@@ -39,6 +39,7 @@ static const command commands[] = {
     {"train", cli_train, cli_usage_train, 1, "train the policy as an agent on a fixed pool (spade train CONFIG|RUN)"},
     {"eval", cli_eval, cli_usage_eval, 1, "success of a policy per environment, with intervals and references"},
     {"archive", cli_archive, cli_usage_archive, 0, "list, show or export the environments a run built"},
+    {"report", cli_report, cli_usage_report, 0, "plots and a markdown summary of a run (spade report RUN_DIR)"},
     {"vendi", cli_vendi, cli_usage_vendi, 0, "diversity (Vendi score) of a set of environment sources"},
     {"pretrain", cli_pretrain, NULL, 0, "pretrain the policy on text files (spade pretrain CONFIG)"},
     {"tokenizer", cli_tokenizer, cli_usage_tokenizer, 0, "train or inspect a BPE tokenizer (train, stats, encode, decode)"},
