@@ -63,6 +63,7 @@ typedef struct row {
     int iteration;
     double written, valid, gate[MAX_GATES];
     double pass, pass_hint, regret, reward, vendi_n, pool_success, eval;
+    int eval_only; /* the line held only an "eval" */
     double t[N_TIMES];
     double success, mean_return, loss, env_success[MAX_POOL_ENVS];
     int selfplay;
@@ -156,6 +157,7 @@ static int read_row(run_log *L, const spade_json *o, row *r) {
     const spade_json *ev = spade_json_get(o, "eval");
     if (!ev) ev = spade_json_get(o, "heldout");
     r->eval = eval_value(ev, 0);
+    r->eval_only = ev && o->len == 2; /* {"iteration":k,"eval":{...}}: an evaluation, not an iteration's metrics */
     for (int k = 0; k < N_TIMES; k++) r->t[k] = get_num(o, time_keys[k]);
     r->success = get_num(o, "success");
     r->mean_return = get_num(o, "mean_return");
@@ -233,8 +235,14 @@ static int read_log(const char *path, run_log *L, char *err, size_t errlen) {
                 L->cap = nc;
             }
             L->n++;
+            L->rows[j] = r;
+        } else if (r.eval_only) {
+            L->rows[j].eval = r.eval; /* spade train's eval line follows its iteration's metrics line */
+        } else {
+            double ev = L->rows[j].eval;
+            L->rows[j] = r; /* a resumed run wrote the iteration again: the later line wins */
+            if (isnan(r.eval)) L->rows[j].eval = ev;
         }
-        L->rows[j] = r;
     }
     free(line);
     fclose(f);

@@ -123,6 +123,16 @@ printf '{"env":"x","episodes":4}\n{"summary":true,"envs":3,"policy":0.25,"hint":
 grep -q '| heldout.jsonl | 3 | 0.250 | 0.500 | 0.125 | 1.000 |' "$TMP/edited_report/report.md"
 check $? "an eval JSONL file in the run directory is summarised"
 
+# spade train's [eval] lines ({"iteration":k,"eval":{...}} after iteration k's metrics) add to that iteration
+mkdir -p "$TMP/evalrun"
+printf '%s\n' '{"iteration":0,"success":0.25,"mean_return":0.25,"loss":0.1,"updated":true}' \
+    '{"iteration":0,"eval":{"suite":"heldout","episodes":2,"per_env":{"a":0.5},"success":0.5}}' \
+    '{"iteration":1,"success":0.5,"mean_return":0.5,"loss":0.2,"updated":true}' \
+    '{"iteration":1,"eval":{"suite":"heldout","episodes":2,"per_env":{"a":0.75},"success":0.75}}' >"$TMP/evalrun/train.jsonl"
+"$SPADE" report "$TMP/evalrun" >"$TMP/out" 2>&1 && grep -q '^| success | 0.500 | 0.375 | 0.250 | 0.500 | 2 of 2 |' "$TMP/evalrun/report/report.md" &&
+    grep -q '^| held-out success | 0.750 | 0.625 | 0.500 | 0.750 | 2 of 2 |' "$TMP/evalrun/report/report.md"
+check $? "an eval line joins its iteration's metrics instead of replacing them"
+
 # one iteration
 mkdir -p "$TMP/one"
 head -1 "$RUN/train.jsonl" >"$TMP/one/train.jsonl"
