@@ -541,12 +541,13 @@ static int train_default(spade_sandbox *sb) {
         printf("\nWhat happened: a %s base policy was pretrained on stdenv, then it wrote environments as the\n"
                "designer (a policy this small rarely writes one that compiles: see the gates in the JSONL),\n"
                "and trained as the agent on the valid ones and on stdenv. Look at the run:\n"
+               "  ./spade report %s              plots and a summary of the run (report/report.md)\n"
                "  ./spade archive list %s        every environment it wrote, by first failed gate\n"
                "  ./spade eval %s --suite heldout    the agent on the held-out suite\n"
                "Run longer: raise [run] iterations in %s/config.ini and resume with\n"
                "  ./spade train %s\n"
                "Train your own: docs/selfplay.md (self-play) and docs/train.md (a fixed pool).\n",
-               q ? "tiny" : "small", run, ckpt, run, run);
+               q ? "tiny" : "small", run, run, ckpt, run, run);
     return rc;
 }
 
