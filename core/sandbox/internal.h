@@ -101,6 +101,10 @@ int spade_worker_adopt(int sock, pid_t pid, const spade_sandbox_opts *opts, cons
 int spade_worker_load_begin(spade_sandbox *sb, const char *filename, const char *source, size_t len,
                             spade_worker **out, spade_failure *f);
 int spade_worker_load_finish(spade_worker *w, spade_failure *f);
+/* begin with the worker's fresh memory poisoned by seed poison (0: off), as
+ * spade_worker_load_poisoned. */
+int spade_worker_load_begin_poisoned(spade_sandbox *sb, const char *filename, const char *source, size_t len,
+                                     uint64_t poison, spade_worker **out, spade_failure *f);
 
 /* One batch of mixed resets and steps: ops[i] is SPADE_OP_RESET (seeds[i]) or
  * SPADE_OP_STEP (actions[i], lens[i]). */

@@ -700,6 +700,12 @@ int spade_worker_load_begin(spade_sandbox *sb, const char *filename, const char 
     return load_begin(sb, filename, source, len, 0, out, f);
 }
 
+int spade_worker_load_begin_poisoned(spade_sandbox *sb, const char *filename, const char *source, size_t len,
+                                     uint64_t poison, spade_worker **out, spade_failure *f)
+{
+    return load_begin(sb, filename, source, len, poison, out, f);
+}
+
 int spade_worker_load_poisoned(spade_sandbox *sb, const char *filename, const char *source, size_t len,
                                uint64_t poison, spade_worker **out, spade_failure *f)
 {

@@ -130,6 +130,13 @@ typedef struct spade_vecenv spade_vecenv;
 int spade_vecenv_new(spade_sandbox *sb, const char *filename, const char *source, size_t len,
                      const char *params, int num_envs, int num_workers, spade_autoreset mode,
                      spade_vecenv **out, spade_failure *f);
+/* The same, each worker's fresh stack and heap poisoned by its own seed
+ * (poison + worker index; 0: off): two vector envs with different poisons see
+ * different garbage, so an environment that reads uninitialised memory plays
+ * differently in them (the designer's determinism gates). */
+int spade_vecenv_new_poisoned(spade_sandbox *sb, const char *filename, const char *source, size_t len,
+                              const char *params, int num_envs, int num_workers, spade_autoreset mode, uint64_t poison,
+                              spade_vecenv **out, spade_failure *f);
 void spade_vecenv_free(spade_vecenv *v);
 int spade_vecenv_num_envs(const spade_vecenv *v);
 const spade_env_info *spade_vecenv_info(const spade_vecenv *v);
