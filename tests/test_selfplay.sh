@@ -114,6 +114,8 @@ config straight 10 files >"$TMP/straight.ini"
 config killed 10 files >"$TMP/killed.ini"
 "$SPADE" train "$TMP/killed.ini" >"$TMP/out" 2>&1 &
 pid=$!
+i=0 # let it write its config.ini first: a run killed before that is no run to resume (start it again from its CONFIG)
+while [ ! -f "$TMP/killed/config.base" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
 sleep 0.3
 kill -KILL $pid 2>/dev/null
 wait $pid 2>/dev/null
