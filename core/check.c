@@ -43,6 +43,8 @@ uint64_t spade_splitmix64(uint64_t *state)
     return z ^ (z >> 31);
 }
 
+uint64_t spade_mix64(uint64_t x) { return spade_splitmix64(&x); }
+
 size_t spade_random_action(uint64_t *rng, char *buf, size_t cap)
 {
     static const char *const dirs[] = {"up",   "down", "left", "right", "north", "south", "east",

@@ -18,6 +18,7 @@
 #include "designer/plays.h"
 #include "designer/prompt.h"
 #include "episodes.h"
+#include "check.h" /* spade_mix64 */
 #include "errbuf.h"
 #include "source.h"
 #include "vendi.h"
@@ -43,12 +44,7 @@ void spade_selfplay_opts_default(spade_selfplay_opts *o) {
     spade_rl_opts_default(&o->rl);
 }
 
-static uint64_t mix(uint64_t x) {
-    x += 0x9E3779B97F4A7C15ULL;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-    return x ^ (x >> 31);
-}
+static uint64_t mix(uint64_t x) { return spade_mix64(x); }
 static uint64_t stream(uint64_t seed, int it, int slot, uint64_t what) {
     return mix(seed ^ mix(((uint64_t)it << 32) ^ ((uint64_t)slot << 8) ^ what));
 }
