@@ -42,6 +42,8 @@ void cli_usage_train(FILE *out);
 int cli_eval(spade_sandbox *sb, int argc, char **argv);
 void cli_usage_eval(FILE *out);
 void cli_usage_tokenizer(FILE *out);
+int cli_demos(spade_sandbox *sb, int argc, char **argv);
+void cli_usage_demos(FILE *out);
 
 /* "spade CMD: message" on stderr; returns code, so `return cli_err(...)` reads well. */
 int cli_err(int code, const char *cmd, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -4,6 +4,8 @@ spade_SOURCES += cli/main.c cli/util.c cli/cmd_check.c cli/cmd_run.c cli/cmd_pla
 	cli/cmd_pretrain.c cli/cmd_vendi.c cli/cmd_archive.c cli/cmd_train.c cli/cmd_eval.c
 noinst_HEADERS += cli/cli.h
 spade_SOURCES += cli/cmd_tokenizer.c
+spade_SOURCES += cli/cmd_demos.c cli/transcript_text.c
+noinst_HEADERS += cli/transcript_text.h
 
 
 check_PROGRAMS += tests/test_check tests/test_registry

@@ -40,6 +40,7 @@ static const command commands[] = {
     {"eval", cli_eval, cli_usage_eval, 1, "success of a policy per environment, with intervals and references"},
     {"archive", cli_archive, cli_usage_archive, 0, "list, show or export the environments a run built"},
     {"vendi", cli_vendi, cli_usage_vendi, 0, "diversity (Vendi score) of a set of environment sources"},
+    {"demos", cli_demos, cli_usage_demos, 1, "write SOLVE's episodes (and varied sources) as transcripts for pretraining"},
     {"pretrain", cli_pretrain, NULL, 0, "pretrain the policy on text files (spade pretrain CONFIG)"},
     {"tokenizer", cli_tokenizer, cli_usage_tokenizer, 0, "train or inspect a BPE tokenizer (train, stats, encode, decode)"},
 };

@@ -3,6 +3,8 @@
 # budget (prompt), and the reward arithmetic (reward). designer/ may include
 # core/; core never includes designer/.
 designer_sources = designer/corpus.c designer/prompt.c designer/reward.c
+designer_sources += designer/variants.c
+noinst_HEADERS += designer/variants.h
 noinst_HEADERS += designer/corpus.h designer/prompt.h designer/reward.h
 spade_SOURCES += $(designer_sources)
 
