@@ -44,7 +44,7 @@ void cli_usage_demos(FILE *out) {
             "designer transcripts (prompt: designer/prompt.h with the source as grounding\n"
             "excerpt, B bytes at most) to DIR/NAME.designer.transcript.\n"
             "\n"
-            "  -n, --episodes N      per environment (default 16)\n"
+            "  -n, --episodes N      per environment (default 16; 0: only the --designer variants)\n"
             "  -o, --out DIR         output directory (created)\n"
             "  -p, --params-sweep    vary the params across episodes\n"
             "  -H, --hint            the hint arm on every second episode\n"
@@ -202,6 +202,11 @@ static int play_env(spade_sandbox *sb, spade_tokenizer *tok, const char *path, c
         won += r.text[e] != NULL;
         failed += outs[e].end == SPADE_EP_FAILED;
     }
+    for (long e = 0; e < episodes && failed == episodes; e++)
+        if (outs[e].end == SPADE_EP_FAILED) {
+            cli_print_failure("demos", path, &outs[e].failure); /* e.g. a param out of range: nothing to write */
+            goto done;
+        }
     size_t bytes;
     if (write_file(out_path, r.text, r.text_len, episodes, &bytes)) goto done;
     printf("%s: %ld episodes over %d setting%s, %ld won by SOLVE and written (%zu bytes), %ld failed\n", out_path,
@@ -296,7 +301,7 @@ int cli_demos(spade_sandbox *sb, int argc, char **argv) {
     while ((ch = getopt_long(argc, argv, "n:o:pHd:h", longopts, NULL)) != -1) {
         switch (ch) {
         case 'n':
-            if (cli_parse_long("demos", "--episodes", optarg, 1, 1000000, &episodes) < 0) return CLI_USAGE;
+            if (cli_parse_long("demos", "--episodes", optarg, 0, 1000000, &episodes) < 0) return CLI_USAGE;
             break;
         case 'o': out = optarg; break;
         case 'p': sweep = 1; break;
@@ -317,6 +322,7 @@ int cli_demos(spade_sandbox *sb, int argc, char **argv) {
     }
     if (optind >= argc) return cli_err(CLI_USAGE, "demos", "name at least one environment (spade demos --help)");
     if (!out) return cli_err(CLI_USAGE, "demos", "--out DIR is required");
+    if (!episodes && !designer) return cli_err(CLI_USAGE, "demos", "--episodes 0 writes nothing without --designer K");
     if (argc - optind > DEMO_MAX_SPECS) return cli_err(CLI_USAGE, "demos", "at most %d environments", DEMO_MAX_SPECS);
     if (mkdir(out, 0755) && errno != EEXIST) return cli_err(CLI_FAIL, "demos", "cannot create %s: %s", out, strerror(errno));
     char err[2048];
@@ -344,13 +350,29 @@ int cli_demos(spade_sandbox *sb, int argc, char **argv) {
             rc = cli_err(CLI_FAIL, "demos", "%s: the environment has no SOLVE to demonstrate", path);
             break;
         }
+        for (const char *p = params; *p;) { /* every param the spec names is one of the environment's */
+            size_t k = strcspn(p, "=,");
+            int found = 0;
+            for (int j = 0; j < info.n_params; j++)
+                found |= strlen(info.params[j].name) == k && !strncmp(info.params[j].name, p, k);
+            if (!found) {
+                rc = cli_err(CLI_FAIL, "demos", "%s: unknown param '%.*s'", argv[i], (int)k, p);
+                break;
+            }
+            p += strcspn(p, ",");
+            if (*p) p++;
+        }
+        if (rc) {
+            free(src);
+            break;
+        }
         char name[80], file[SPADE_PATH_MAX + 100];
         snprintf(name, sizeof name, "%s", info.name);
         for (int dup = 2, j = 0; j < i - optind; j++)
             if (!strcmp(used[j], name)) snprintf(name, sizeof name, "%s-%d", info.name, dup++), j = -1;
         snprintf(used[i - optind], sizeof used[0], "%s", name);
         snprintf(file, sizeof file, "%s/%s.transcript", out, name);
-        rc = play_env(sb, tok, path, src, len, params, &info, episodes, sweep, hint, seed, file);
+        if (episodes > 0) rc = play_env(sb, tok, path, src, len, params, &info, episodes, sweep, hint, seed, file);
         if (rc == CLI_OK && designer > 0) {
             snprintf(file, sizeof file, "%s/%s.designer.transcript", out, name);
             rc = write_variants(sb, tok, path, src, len, &info, (int)designer, (int)budget, seed, file);

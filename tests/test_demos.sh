@@ -1,0 +1,60 @@
+#!/bin/sh
+# test_demos.sh — `spade demos` as a person runs it: the same command gives the
+# same files; --params-sweep plays several settings; a bad spec and a missing
+# --out are refused with a message; spade pretrain reads the .transcript files
+# as special tokens (a micro run on them starts and says how many tokens).
+# Not the byte-for-byte comparison with the transcript API (tests/test_demos.c).
+srcdir=${srcdir:-.}
+SRC=$(cd "$srcdir" && pwd)
+SPADE=${SPADE_BIN:-$(pwd)/spade}
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/spade-test-demos-XXXXXX") || exit 99
+trap 'rm -rf "$TMP"' EXIT INT TERM
+fails=0
+n=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+bad() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; [ -f "$TMP/out" ] && sed 's/^/#   /' "$TMP/out" | head -30; }
+[ -x "$SPADE" ] || { echo "spade not built at $SPADE"; exit 99; }
+export SPADE_PATH="$SRC/stdenv"
+cd "$TMP" || exit 99
+
+"$SPADE" demos carry_add:digits=1 nim --episodes 12 --params-sweep --hint --designer 1 --out a >"$TMP/out" 2>&1
+rc1=$?
+"$SPADE" demos carry_add:digits=1 nim --episodes 12 --params-sweep --hint --designer 1 --out b >"$TMP/out2" 2>&1
+if [ $rc1 -eq 0 ] && [ $? -eq 0 ] && diff -r a b >/dev/null && [ -s a/nim.transcript ] && [ -s a/nim.designer.transcript ]; then
+    ok "the same command writes the same files"
+else bad "the same command writes the same files"; fi
+if grep -q "12 episodes over 8 settings, 12 won by SOLVE" "$TMP/out" && [ "$(grep -c '^<|agent|>' a/nim.transcript)" -eq 12 ]; then
+    ok "a sweep plays 8 settings and writes every won episode"
+else bad "a sweep plays 8 settings and writes every won episode"; fi
+if grep -q 'ENV("nim_' a/nim.designer.transcript && grep -q "passing spade check written" "$TMP/out"; then
+    ok "a designer variant is written with a new name"
+else bad "a designer variant is written with a new name"; fi
+
+"$SPADE" demos no_such_env --out c >"$TMP/out" 2>&1
+if [ $? -eq 1 ] && grep -q "no_such_env" "$TMP/out"; then ok "an unknown environment is an error naming it"; else bad "an unknown environment is an error naming it"; fi
+"$SPADE" demos carry_add:nope=3 --out c >"$TMP/out" 2>&1
+if [ $? -ne 0 ] && grep -q "nope" "$TMP/out"; then ok "an unknown param is an error naming it"; else bad "an unknown param is an error naming it"; fi
+"$SPADE" demos carry_add >"$TMP/out" 2>&1
+if [ $? -eq 2 ] && grep -q -- "--out" "$TMP/out"; then ok "a missing --out is a usage error"; else bad "a missing --out is a usage error"; fi
+
+cat >pt.ini <<EOF2
+[policy]
+layers = 1
+heads = 2
+width = 32
+context = 64
+[pretrain]
+data = a
+out = pt
+steps = 2
+batch = 2
+EOF2
+"$SPADE" pretrain pt.ini >"$TMP/out" 2>&1
+# bytes: every character one token, except each 7-15 byte marker which is one
+bytes=$(cat a/*.transcript | wc -c)
+tokens=$(sed -n 's/.*"tokens":\([0-9]*\).*/\1/p' pt/pretrain.jsonl | head -1)
+if [ -n "$tokens" ] && [ "$tokens" -lt "$bytes" ] && [ "$tokens" -gt $((bytes / 3)) ]; then
+    ok "pretrain reads the markers as special tokens ($tokens tokens from $bytes bytes)"
+else bad "pretrain reads the markers as special tokens (tokens '$tokens', bytes $bytes)"; fi
+
+[ $fails -eq 0 ]
