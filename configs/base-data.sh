@@ -29,4 +29,5 @@ sweep=$(for e in $all; do case " $big " in *" $e "*) ;; *) echo "$e" ;; esac; do
 # shellcheck disable=SC2086
 "$SPADE" demos $big --episodes 8 --hint --seed 1000 --out "$DIR/big"
 # shellcheck disable=SC2086
-"$SPADE" demos $all --episodes 0 --designer "$DESIGNER" --seed 7 --out "$DIR/designer"
+[ "$DESIGNER" -gt 0 ] && "$SPADE" demos $all --episodes 0 --designer "$DESIGNER" --seed 7 --out "$DIR/designer"
+true

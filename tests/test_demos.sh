@@ -57,4 +57,20 @@ if [ -n "$tokens" ] && [ "$tokens" -lt "$bytes" ] && [ "$tokens" -gt $((bytes / 
     ok "pretrain reads the markers as special tokens ($tokens tokens from $bytes bytes)"
 else bad "pretrain reads the markers as special tokens (tokens '$tokens', bytes $bytes)"; fi
 
+# The base recipe (docs/train.md) at toy size: its data script, one step of
+# configs/base.ini on that data, one small iteration of configs/base-train.ini.
+(cd "$SRC" && POOL_EPISODES=2 SWEEP_EPISODES=1 DESIGNER=0 configs/base-data.sh "$TMP/bd" "$SPADE") >"$TMP/out" 2>&1
+if [ $? -eq 0 ] && [ -s bd/pool/carry_add.transcript ] && [ -s bd/sweep/nim.transcript ] && [ -s bd/stdenv/nim.c ]; then
+    ok "configs/base-data.sh builds the data directory"
+else bad "configs/base-data.sh builds the data directory"; fi
+sed "s|^data = .*|data = $TMP/bd|; s|^out = .*|out = $TMP/base|; s|^steps = .*|steps = 1|" "$SRC/configs/base.ini" >base.ini
+"$SPADE" pretrain base.ini >"$TMP/out" 2>&1
+if [ $? -eq 0 ] && [ -f base/policy.ckpt ]; then ok "configs/base.ini pretrains (one step)"; else bad "configs/base.ini pretrains (one step)"; fi
+sed "s|^dir = .*|dir = $TMP/bt|; s|^init = .*|init = $TMP/base/policy.ckpt|; s|^iterations = .*|iterations = 1|; s|^envs = 10|envs = 2|; s|^plays = .*|plays = 2|" \
+    "$SRC/configs/base-train.ini" >base-train.ini
+"$SPADE" train base-train.ini >"$TMP/out" 2>&1
+if [ $? -eq 0 ] && [ "$(wc -l <bt/train.jsonl)" -eq 1 ] && grep -q '"carry_add:digits=1"\|"per_env"' bt/train.jsonl; then
+    ok "configs/base-train.ini trains from the base checkpoint (one iteration)"
+else bad "configs/base-train.ini trains from the base checkpoint (one iteration)"; fi
+
 [ $fails -eq 0 ]
