@@ -113,8 +113,8 @@ int main(int argc, char **argv) {
     po.count_ctx = tok;
     int *out = malloc(sizeof(int) * (size_t)samples * (size_t)context), *lens = malloc(sizeof(int) * (size_t)samples);
     char *text = malloc((size_t)context * SPADE_BPE_MAX_CHUNK + 64);
-    long total = 0, loaded = 0, passed = 0, ref_loaded = 0, ref_passed = 0, out_tokens = 0;
-    printf("| environment | prompt tokens | samples | compile | pass check | excerpt copy compiles |\n|---|---|---|---|---|---|\n");
+    long total = 0, has_env = 0, loaded = 0, passed = 0, ref_loaded = 0, ref_passed = 0, out_tokens = 0;
+    printf("| environment | prompt tokens | samples | has ENV( | compile | pass check | excerpt copy compiles |\n|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < n; i++) {
         char path[4096], *src, *prompt;
         size_t len, plen;
@@ -149,7 +149,7 @@ int main(int argc, char **argv) {
         so.temperature = temperature;
         so.max_tokens = context - t.len;
         so.seed = seed + (unsigned long long)i * 1000;
-        int ok_load = 0, ok_pass = 0;
+        int ok_load = 0, ok_pass = 0, ok_env = 0;
         if (so.max_tokens < 16) {
             fprintf(stderr, "%s: the prompt (%d tokens) leaves no room in the context (%d)\n", names[i], t.len, context);
         } else if (spade_policy_sample(p, t.tok, t.len, samples, &so, out, NULL, lens, err, sizeof err)) {
@@ -161,6 +161,7 @@ int main(int argc, char **argv) {
                 if (cl && c[cl - 1] == SPADE_TOK_END) cl--;
                 size_t tl = 0;
                 spade_tokenizer_decode(tok, c, (size_t)cl, 0, text, (size_t)context * SPADE_BPE_MAX_CHUNK + 64, &tl);
+                ok_env += strstr(text, "ENV(\"") != NULL;
                 int j = judge(sb, names[i], text, tl);
                 ok_load += j >= 0;
                 ok_pass += j == 1;
@@ -169,8 +170,9 @@ int main(int argc, char **argv) {
         }
         total += samples;
         loaded += ok_load;
+        has_env += ok_env;
         passed += ok_pass;
-        printf("| %s | %d | %d | %d | %d | %s |\n", names[i], t.len, samples, ok_load, ok_pass,
+        printf("| %s | %d | %d | %d | %d | %d | %s |\n", names[i], t.len, samples, ok_env, ok_load, ok_pass,
                ref < 0 ? "no" : ref ? "yes (passes)" : "yes");
         fflush(stdout);
         spade_transcript_free(&t);
@@ -178,8 +180,8 @@ int main(int argc, char **argv) {
         free(src);
     }
     printf("\n%ld samples from %d prompts (budget %d tokens, context %d, temperature %.2f, %.0f tokens a sample): "
-           "%ld compile (%.3f), %ld pass spade check (%.3f); the excerpt copied: %ld of %d compile, %ld pass\n",
-           total, n, budget, context, temperature, total ? (double)out_tokens / total : 0.0, loaded,
+           "%ld hold ENV(\", %ld compile (%.3f), %ld pass spade check (%.3f); the excerpt copied: %ld of %d compile, %ld pass\n",
+           total, n, budget, context, temperature, total ? (double)out_tokens / total : 0.0, has_env, loaded,
            total ? (double)loaded / total : 0.0, passed, total ? (double)passed / total : 0.0, ref_loaded, n,
            ref_passed);
     for (int i = 0; i < n_all; i++) free(names[i]);
