@@ -19,3 +19,5 @@ tests_test_registry_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
 EXTRA_DIST += tests/test_cli.sh tests/envs/cli_good.c tests/envs/cli_nohint.c tests/envs/cli_badsolve.c \
 	tests/envs/cli_growobs.c tests/envs/cli_crashempty.c tests/envs/cli_loop.c tests/envs/cli_global.c \
 	tests/envs/cli_broken.c
+# cmd_pretrain.c reads .transcript files through transcript_text.c
+tests_test_policy_pretrain_SOURCES += cli/transcript_text.c
