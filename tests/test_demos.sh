@@ -72,5 +72,18 @@ sed "s|^dir = .*|dir = $TMP/bt|; s|^init = .*|init = $TMP/base/policy.ckpt|; s|^
 if [ $? -eq 0 ] && [ "$(wc -l <bt/train.jsonl)" -eq 1 ] && grep -q '"carry_add:digits=1"\|"per_env"' bt/train.jsonl; then
     ok "configs/base-train.ini trains from the base checkpoint (one iteration)"
 else bad "configs/base-train.ini trains from the base checkpoint (one iteration)"; fi
+# docs/train.md's measurements, on the toy checkpoint: the pool eval with the
+# hint, the held-out eval, and the designer bench
+pool=$(grep -v '^#' "$SRC/configs/base-pool.txt" | head -2)
+# shellcheck disable=SC2086
+"$SPADE" eval bt/policy-0.ckpt $pool --episodes 2 --hint --seed 100000 >"$TMP/out" 2>&1
+if [ $? -eq 0 ] && grep -q "with hint" "$TMP/out"; then ok "the pool eval with the hint runs"; else bad "the pool eval with the hint runs"; fi
+"$SPADE" eval bt/policy-0.ckpt --suite heldout --episodes 1 --seed 100000 >"$TMP/out" 2>&1
+if [ $? -eq 0 ] && grep -q "mean over 1[0-9] environments" "$TMP/out"; then ok "the held-out eval runs"; else bad "the held-out eval runs"; fi
+BENCH=$(dirname "$SPADE")/bench/bench_designer_base
+if [ -x "$BENCH" ]; then
+    "$BENCH" base/policy.ckpt --samples 1 --envs 1 >"$TMP/out" 2>&1
+    if [ $? -eq 0 ] && grep -q "1 samples from 1 prompts" "$TMP/out"; then ok "bench_designer_base runs"; else bad "bench_designer_base runs"; fi
+else echo "ok - # SKIP bench_designer_base not built"; fi
 
 [ $fails -eq 0 ]
