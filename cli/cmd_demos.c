@@ -34,7 +34,7 @@ void cli_usage_demos(FILE *out) {
             "                   [--designer K] [--prompt-budget B]\n"
             "\n"
             "Plays SOLVE on N seeds (S, S+1, ...) of each environment and writes every episode it\n"
-            "wins as an agent transcript (docs/transcripts.md), special tokens spelled out, to\n"
+            "wins as an agent transcript (agent/transcript.h), special tokens spelled out, to\n"
             "DIR/NAME.transcript; spade pretrain reads .transcript files as tokens. With\n"
             "--params-sweep the episodes cycle through parameter settings: the spec's (or the\n"
             "defaults), every param at its min, at its max, and %d random mixes in range (params\n"

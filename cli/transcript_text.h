@@ -1,5 +1,5 @@
 /* transcript_text.h — reading a rendered transcript file (what spade demos
- * writes, docs/transcripts.md) back into the policy's tokens, for spade
+ * writes; the format is agent/transcript.h's) back into the policy's tokens, for spade
  * pretrain: every "<|name|>" marker of a special token (spade_tok_lookup)
  * becomes that token, and the text between markers is encoded piece by piece
  * by the policy's tokenizer, exactly as agent/transcript.c encodes each
