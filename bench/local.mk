@@ -54,3 +54,9 @@ noinst_PROGRAMS += bench/bench_tokenizer
 bench_programs += bench/bench_tokenizer
 bench_bench_tokenizer_SOURCES = bench/bench_tokenizer.c
 bench_bench_tokenizer_LDADD = $(SPADE_LIBS)
+# bench_designer_base: how often a policy checkpoint, given designer prompts with
+# a stdenv grounding excerpt, writes a source that compiles and passes spade
+# check (docs/train.md). Needs a checkpoint, so `make bench` does not run it.
+noinst_PROGRAMS += bench/bench_designer_base
+bench_bench_designer_base_SOURCES = bench/bench_designer_base.c agent/transcript.c designer/prompt.c
+bench_bench_designer_base_LDADD = $(SPADE_LIBS)

@@ -50,6 +50,8 @@ void cli_usage_report(FILE *out);
 /* `spade serve` (cli/cmd_serve.c, protocol in cli/serve_proto.c). */
 int cli_serve(spade_sandbox *sb, int argc, char **argv);
 void cli_usage_serve(FILE *out);
+int cli_demos(spade_sandbox *sb, int argc, char **argv);
+void cli_usage_demos(FILE *out);
 
 /* "spade CMD: message" on stderr; returns code, so `return cli_err(...)` reads well. */
 int cli_err(int code, const char *cmd, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

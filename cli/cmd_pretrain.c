@@ -3,10 +3,11 @@
  * from a model that can write C at all.
  *
  * What it is: the command. It reads an .ini with [policy] (spade_gpt_config
- * keys) and [pretrain] sections, loads every corpus file (.c, .h, .md, .txt)
- * under the data directory (sorted, so runs are reproducible; a relative data
- * path is taken from the config file's directory), encodes it with the policy's
- * tokenizer (bytes; or BPE from policy.tokenizer_file, or trained here on the
+ * keys) and [pretrain] sections, loads every corpus file (.c, .h, .md, .txt,
+ * and .transcript: spade demos' files, whose "<|name|>" markers are read as
+ * special tokens, cli/transcript_text.h) under the data directory (sorted, so
+ * runs are reproducible; a relative data path is taken from the config file's
+ * directory), encodes it with the policy's tokenizer (bytes; or BPE from policy.tokenizer_file, or trained here on the
  * data and kept in OUT/tokenizer.txt and in the checkpoint), samples random windows,
  * trains with AdamW (linear warm-up, cosine decay to 10%), shows a progress bar
  * on a TTY, appends one JSON object per step to a JSONL log, prints samples,
@@ -32,6 +33,7 @@
 #include <unistd.h>
 
 #include "policy/policy.h"
+#include "transcript_text.h"
 
 typedef struct pt_config {
     spade_gpt_config gpt;
@@ -245,6 +247,7 @@ typedef struct {
 typedef struct {
     char **b;
     size_t *len;
+    unsigned char *transcript; /* 1: a rendered transcript file (NAME.transcript, cli/transcript_text.h) */
     int n, cap;
     size_t bytes;
 } docs;
@@ -253,6 +256,7 @@ static void free_docs(docs *d) {
     for (int i = 0; i < d->n; i++) free(d->b[i]);
     free(d->b);
     free(d->len);
+    free(d->transcript);
 }
 
 /* Read a whole file into d; -1 on failure (printed). */
@@ -283,9 +287,11 @@ static int add_doc(docs *d, const char *path) {
         int nc = d->cap ? d->cap * 2 : 64;
         char **nb = realloc(d->b, (size_t)nc * sizeof *nb);
         size_t *nl = nb ? realloc(d->len, (size_t)nc * sizeof *nl) : NULL;
+        unsigned char *nt = nl ? realloc(d->transcript, (size_t)nc) : NULL;
         if (nb) d->b = nb;
         if (nl) d->len = nl;
-        if (!nb || !nl) {
+        if (nt) d->transcript = nt;
+        if (!nb || !nl || !nt) {
             free(b);
             b = NULL;
         } else {
@@ -297,6 +303,8 @@ static int add_doc(docs *d, const char *path) {
         fprintf(stderr, "spade pretrain: %s: %s\n", path, bad ? "read error" : "out of memory");
         return -1;
     }
+    size_t pl = strlen(path);
+    d->transcript[d->n] = pl > 11 && !strcmp(path + pl - 11, ".transcript");
     d->b[d->n] = b;
     d->len[d->n++] = n;
     d->bytes += n;
@@ -321,7 +329,7 @@ static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *
  * (local.mk), configs and binaries under the same tree are not text the policy
  * should learn to write. */
 static int corpus_file(const char *name) {
-    static const char *const kinds[] = {".c", ".h", ".md", ".txt"};
+    static const char *const kinds[] = {".c", ".h", ".md", ".txt", ".transcript"};
     size_t n = strlen(name);
     for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) {
         size_t k = strlen(kinds[i]);
@@ -367,7 +375,9 @@ static int load_dir(const char *dir, docs *cp, int depth) {
     return rc;
 }
 
-/* The token stream: each file encoded by t, followed by <|end|>. */
+/* The token stream: each file encoded by t, followed by <|end|>; a
+ * .transcript file with its <|name|> markers as special tokens and no <|end|>
+ * added (each of its transcripts ends with one). */
 static int encode_docs(const docs *d, spade_tokenizer *t, corpus *cp) {
     size_t maxlen = 1;
     for (int i = 0; i < d->n; i++)
@@ -376,13 +386,30 @@ static int encode_docs(const docs *d, spade_tokenizer *t, corpus *cp) {
     if (!buf) return -1;
     int rc = 0;
     for (int i = 0; i < d->n && !rc; i++) {
-        size_t k = spade_tokenizer_encode(t, d->b[i], d->len[i], buf);
+        size_t k = d->transcript[i] ? spade_transcript_text_encode(t, d->b[i], d->len[i], buf)
+                                    : spade_tokenizer_encode(t, d->b[i], d->len[i], buf);
         for (size_t j = 0; j < k && !rc; j++) rc = push(cp, buf[j]);
-        if (!rc) rc = push(cp, SPADE_TOK_END);
+        if (!rc && (!d->transcript[i] || !k || buf[k - 1] != SPADE_TOK_END)) rc = push(cp, SPADE_TOK_END);
         cp->files++;
     }
     free(buf);
     return rc;
+}
+
+/* Feeds the text runs of a transcript to the BPE trainer (markers are special tokens, never merged). */
+typedef struct {
+    spade_bpe_trainer *tr;
+    char *err;
+    size_t errlen;
+    int rc;
+} bpe_add;
+static void bpe_add_text(void *ctx, const char *p, size_t n) {
+    bpe_add *a = ctx;
+    if (!a->rc) a->rc = spade_bpe_trainer_add(a->tr, p, n, a->err, a->errlen);
+}
+static void bpe_skip_special(void *ctx, int tok) {
+    (void)ctx;
+    (void)tok;
 }
 
 /* ---------------------------------------------------------------- helpers */
@@ -452,7 +479,7 @@ static int mkdir_p(const char *path) {
 static void usage(FILE *f) {
     fprintf(f,
             "usage: spade pretrain CONFIG\n\n"
-            "Trains the policy to predict the next token of every .c, .h, .md and .txt file under\n"
+            "Trains the policy to predict the next token of every .c, .h, .md, .txt and .transcript file under\n"
             "[pretrain] data (a relative path is from the config file's directory).\n"
             "CONFIG is an .ini file:\n"
             "  [policy]   layers, heads, width, context, backend (auto|cpu|cuda|cpu_ref), seed,\n"
@@ -462,7 +489,8 @@ static void usage(FILE *f) {
             "             sample_tokens, sample_temperature, tokenizer_vocab, seed\n"
             "With tokenizer = bpe and no tokenizer_file, a BPE of tokenizer_vocab tokens (4096)\n"
             "is trained on the data first and written to OUT/tokenizer.txt; the checkpoint\n"
-            "stores the tokenizer either way.\n"
+            "stores the tokenizer either way. Files named *.transcript (spade demos) are read\n"
+            "with their <|name|> markers as the special tokens they spell.\n"
             "Writes OUT/policy.ckpt (atomically) every checkpoint_every steps and at the end,\n"
             "and one JSON object per step to the log (default OUT/pretrain.jsonl).\n"
             "Run it again with the same OUT to resume from the checkpoint.\n"
@@ -539,7 +567,15 @@ int spade_cmd_pretrain(int argc, char **argv) {
         snprintf(tokpath, sizeof tokpath, "%s/tokenizer.txt", c.out);
         double t0 = now_s();
         rc = spade_bpe_trainer_new(&tr, err, sizeof err);
-        for (int i = 0; i < dd.n && !rc; i++) rc = spade_bpe_trainer_add(tr, dd.b[i], dd.len[i], err, sizeof err);
+        for (int i = 0; i < dd.n && !rc; i++) {
+            if (dd.transcript[i]) {
+                bpe_add a = {tr, err, sizeof err, 0};
+                spade_transcript_text_walk(dd.b[i], dd.len[i], bpe_add_text, bpe_skip_special, &a);
+                rc = a.rc;
+            } else {
+                rc = spade_bpe_trainer_add(tr, dd.b[i], dd.len[i], err, sizeof err);
+            }
+        }
         if (!rc) rc = spade_bpe_trainer_finish(tr, c.tokenizer_vocab, &t, err, sizeof err);
         if (!rc) rc = spade_tokenizer_save(t, tokpath, err, sizeof err);
         if (!rc) {

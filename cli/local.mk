@@ -7,6 +7,8 @@ spade_SOURCES += cli/cmd_tokenizer.c
 # `spade report`: plots (our own SVG writer, no dependency) and a markdown summary of a run.
 spade_SOURCES += cli/cmd_report.c cli/report_svg.c
 noinst_HEADERS += cli/report_svg.h
+spade_SOURCES += cli/cmd_demos.c cli/transcript_text.c
+noinst_HEADERS += cli/transcript_text.h
 
 
 check_PROGRAMS += tests/test_check tests/test_registry
@@ -34,3 +36,5 @@ tests_test_serve_SOURCES = tests/test_serve.c cli/serve_proto.c tests/testutil.c
 tests_test_serve_CPPFLAGS = $(AM_CPPFLAGS) -iquote $(top_srcdir)/cli
 tests_test_serve_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_serve_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
+# cmd_pretrain.c reads .transcript files through transcript_text.c
+tests_test_policy_pretrain_SOURCES += cli/transcript_text.c

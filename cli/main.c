@@ -41,6 +41,7 @@ static const command commands[] = {
     {"archive", cli_archive, cli_usage_archive, 0, "list, show or export the environments a run built"},
     {"report", cli_report, cli_usage_report, 0, "plots and a markdown summary of a run (spade report RUN_DIR)"},
     {"vendi", cli_vendi, cli_usage_vendi, 0, "diversity (Vendi score) of a set of environment sources"},
+    {"demos", cli_demos, cli_usage_demos, 1, "write SOLVE's episodes (and varied sources) as transcripts for pretraining"},
     {"pretrain", cli_pretrain, NULL, 0, "pretrain the policy on text files (spade pretrain CONFIG)"},
     {"tokenizer", cli_tokenizer, cli_usage_tokenizer, 0, "train or inspect a BPE tokenizer (train, stats, encode, decode)"},
     {"serve", cli_serve, cli_usage_serve, 1, "serve environments over JSON lines (stdio, unix or tcp socket)"},

@@ -4,6 +4,8 @@
 # core/; core never includes designer/.
 designer_sources = designer/corpus.c designer/prompt.c designer/reward.c designer/gates.c designer/plays.c
 noinst_HEADERS += designer/corpus.h designer/prompt.h designer/reward.h designer/gates.h designer/plays.h
+designer_sources += designer/variants.c
+noinst_HEADERS += designer/variants.h
 spade_SOURCES += $(designer_sources)
 
 check_PROGRAMS += tests/test_designer

@@ -51,3 +51,13 @@ tests_test_report_svg_SOURCES = tests/test_report_svg.c cli/report_svg.c tests/t
 tests_test_report_svg_CPPFLAGS = $(AM_CPPFLAGS) -iquote $(top_srcdir)/cli
 tests_test_report_svg_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_report_svg_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
+
+# spade demos, transcripts read back for pretraining, and source variants
+# (cli/cmd_demos.c, cli/transcript_text.c, designer/variants.c).
+check_PROGRAMS += tests/test_demos
+TESTS += tests/test_demos tests/test_demos.sh
+tests_test_demos_SOURCES = tests/test_demos.c cli/transcript_text.c designer/variants.c agent/transcript.c \
+	tests/testutil.c tests/testutil.h
+tests_test_demos_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_test_demos_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
+EXTRA_DIST += tests/test_demos.sh configs/base.ini configs/base-train.ini configs/base-data.sh configs/base-pool.txt

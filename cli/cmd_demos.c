@@ -1,0 +1,384 @@
+/* cmd_demos.c — `spade demos SPEC... --episodes N --out DIR`: demonstrations
+ * for pretraining. SOLVE plays each environment on seeds S, S+1, ... through
+ * the episode layer, and every episode it wins is written as the agent
+ * transcript the policy would have read and written in its place (the same
+ * agent/transcript.h calls as the policy agent), rendered with the special
+ * tokens spelled out, to DIR/NAME.transcript; with --designer K, K
+ * mechanically varied copies of each source that pass spade check
+ * (designer/variants.h) as designer transcripts to DIR/NAME.designer.transcript.
+ * spade pretrain reads *.transcript files back into the same tokens
+ * (cli/transcript_text.h).
+ * What it is not: a trainer, nor an evaluation: episodes SOLVE does not win
+ * are counted and left out.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "agent/transcript.h"
+#include "agents.h"
+#include "check.h"
+#include "cli.h"
+#include "designer/prompt.h"
+#include "designer/variants.h"
+#include "episodes.h"
+
+#define DEMO_MAX_SPECS 256
+#define DEMO_RANDOM_SETTINGS 5 /* random mixes of the params, after defaults, min and max */
+
+void cli_usage_demos(FILE *out) {
+    fprintf(out,
+            "usage: spade demos SPEC... --episodes N --out DIR [--params-sweep] [--hint] [--seed S]\n"
+            "                   [--designer K] [--prompt-budget B]\n"
+            "\n"
+            "Plays SOLVE on N seeds (S, S+1, ...) of each environment and writes every episode it\n"
+            "wins as an agent transcript (agent/transcript.h), special tokens spelled out, to\n"
+            "DIR/NAME.transcript; spade pretrain reads .transcript files as tokens. With\n"
+            "--params-sweep the episodes cycle through parameter settings: the spec's (or the\n"
+            "defaults), every param at its min, at its max, and %d random mixes in range (params\n"
+            "the spec names stay fixed). --hint appends the hint to the first observation of every\n"
+            "second episode (the hint arm). --designer K also writes K varied copies of each\n"
+            "source (other param defaults, name, renamed helpers), each passing spade check, as\n"
+            "designer transcripts (prompt: designer/prompt.h with the source as grounding\n"
+            "excerpt, B bytes at most) to DIR/NAME.designer.transcript.\n"
+            "\n"
+            "  -n, --episodes N      per environment (default 16; 0: only the --designer variants)\n"
+            "  -o, --out DIR         output directory (created)\n"
+            "  -p, --params-sweep    vary the params across episodes\n"
+            "  -H, --hint            the hint arm on every second episode\n"
+            "      --seed S          first seed (default 0)\n"
+            "  -d, --designer K      varied copies per source (default 0)\n"
+            "      --prompt-budget B designer prompt bytes (default 1024)\n"
+            "  -h, --help            this help\n",
+            DEMO_RANDOM_SETTINGS);
+}
+
+/* ---------------------------------------------------------------- params */
+
+static uint64_t mix64(uint64_t x) {
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+/* 1 when "k=v,..." names param. */
+static int names_param(const char *params, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = params; p && *p;) {
+        if (!strncmp(p, name, n) && p[n] == '=') return 1;
+        p = strchr(p, ',');
+        if (p) p++;
+    }
+    return 0;
+}
+
+/* Setting k of an environment: 0 the spec's params, 1 min, 2 max, then random. */
+static void setting(const spade_env_info *in, const char *fixed, int k, uint64_t seed, char *buf, size_t cap) {
+    size_t n = (size_t)snprintf(buf, cap, "%s", fixed);
+    uint64_t r = mix64(seed ^ (uint64_t)k * 0x51ED27u);
+    for (int i = 0; k > 0 && i < in->n_params && n < cap; i++) {
+        const spade_param_info *p = &in->params[i];
+        if (names_param(fixed, p->name)) continue;
+        double v;
+        r = mix64(r);
+        if (k == 1) v = p->min;
+        else if (k == 2) v = p->max;
+        else if (p->type == SPADE_PARAM_INT) v = p->min + (double)(r % (uint64_t)(p->max - p->min + 1));
+        else v = p->min + (p->max - p->min) * (double)(r >> 11) / 9007199254740992.0;
+        char num[64];
+        n += (size_t)snprintf(buf + n, cap - n, "%s%s=%s", n ? "," : "", p->name,
+                              p->type == SPADE_PARAM_INT ? cli_num(v, num, sizeof num) : (snprintf(num, sizeof num, "%.17g", v), num));
+    }
+}
+
+/* ---------------------------------------------------------------- the recording agent */
+
+/* SOLVE, with every episode's transcript laid out as the policy agent lays
+ * out its own (agent/policy_agent.c): the first observation without the
+ * "Hint: " the episode layer appended, the hint after its token. */
+typedef struct rec {
+    spade_agent *inner;
+    spade_tokenizer *tok;
+    const spade_ep_request *reqs;
+    spade_transcript *tr; /* [episodes] */
+    char **text;          /* [episodes] the render of a won episode, else NULL */
+    size_t *text_len;
+} rec;
+
+static size_t strip_hint(const spade_ep_view *v) {
+    static const char tag[] = "Hint: ";
+    size_t n = v->obs_len, h = v->hint_len + sizeof tag - 1;
+    if (v->step == 0 && v->hint && n >= h && !memcmp(v->obs + n - v->hint_len, v->hint, v->hint_len) &&
+        !memcmp(v->obs + n - h, tag, sizeof tag - 1))
+        return n - h;
+    return n;
+}
+
+static int rec_begin(void *ctx, const spade_ep_view *v, void **state, char *err, size_t errlen) {
+    rec *r = ctx;
+    return r->inner->begin ? r->inner->begin(r->inner->ctx, v, state, err, errlen) : 0;
+}
+
+static int rec_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *acts, char *err, size_t errlen) {
+    rec *r = ctx;
+    int rc = r->inner->act(r->inner->ctx, n, views, acts, err, errlen);
+    if (rc) return rc;
+    for (int i = 0; i < n; i++) {
+        const spade_ep_view *v = &views[i];
+        spade_transcript *t = &r->tr[v->episode];
+        if (v->step == 0) {
+            int hint = r->reqs[v->episode].hint;
+            spade_transcript_agent_open(t, r->tok, v->obs, hint ? strip_hint(v) : v->obs_len, hint ? v->hint : NULL,
+                                        hint ? v->hint_len : 0);
+        } else {
+            spade_transcript_agent_turn(t, r->tok, v->obs, v->obs_len);
+        }
+        if (!acts[i].stop) spade_transcript_agent_action(t, r->tok, acts[i].text, acts[i].len);
+        if (t->oom) {
+            snprintf(err, errlen, "out of memory for a transcript");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void rec_end(void *ctx, const spade_ep_view *v, void *state, const spade_ep_outcome *o) {
+    rec *r = ctx;
+    if (r->inner->end) r->inner->end(r->inner->ctx, v, state, o);
+    spade_transcript *t = &r->tr[o->episode];
+    if (o->success && o->end == SPADE_EP_TERMINATED && t->len &&
+        spade_transcript_render(t, r->tok, &r->text[o->episode], &r->text_len[o->episode]) < 0)
+        r->text[o->episode] = NULL;
+    spade_transcript_free(t);
+}
+
+/* ---------------------------------------------------------------- output */
+
+static int write_file(const char *path, char **texts, const size_t *lens, long n, size_t *bytes) {
+    FILE *f = fopen(path, "w");
+    if (!f) return cli_err(CLI_FAIL, "demos", "%s: %s", path, strerror(errno));
+    *bytes = 0;
+    for (long i = 0; i < n; i++) {
+        if (!texts[i]) continue;
+        fwrite(texts[i], 1, lens[i], f);
+        fputc('\n', f); /* a separator: spade pretrain skips it (transcript_text.h) */
+        *bytes += lens[i] + 1;
+    }
+    if (fclose(f)) return cli_err(CLI_FAIL, "demos", "%s: write error", path);
+    return CLI_OK;
+}
+
+static int play_env(spade_sandbox *sb, spade_tokenizer *tok, const char *path, const char *src, size_t len,
+                    const char *fixed, const spade_env_info *info, long episodes, int sweep, int hint, uint64_t seed,
+                    const char *out_path) {
+    int n_set = sweep ? 3 + DEMO_RANDOM_SETTINGS : 1;
+    static char params[3 + DEMO_RANDOM_SETTINGS][SPADE_SPEC_PARAMS_MAX];
+    spade_ep_spec specs[3 + DEMO_RANDOM_SETTINGS];
+    for (int k = 0; k < n_set; k++) {
+        setting(info, fixed, k, seed, params[k], sizeof params[k]);
+        specs[k] = (spade_ep_spec){path, src, len, params[k][0] ? params[k] : NULL, (episodes + n_set - 1) / n_set};
+    }
+    spade_ep_request *reqs = calloc((size_t)episodes, sizeof *reqs);
+    spade_ep_outcome *outs = calloc((size_t)episodes, sizeof *outs);
+    rec r = {spade_agent_solve(), tok, reqs, calloc((size_t)episodes, sizeof(spade_transcript)),
+             calloc((size_t)episodes, sizeof(char *)), calloc((size_t)episodes, sizeof(size_t))};
+    int rc = CLI_FAIL;
+    if (!reqs || !outs || !r.inner || !r.tr || !r.text || !r.text_len) {
+        cli_err(CLI_FAIL, "demos", "out of memory");
+        goto done;
+    }
+    for (long e = 0; e < episodes; e++) reqs[e] = (spade_ep_request){(int)(e % n_set), seed + (uint64_t)e, hint && (e & 1)};
+    spade_agent a = {"demos", r.inner->wants | SPADE_AGENT_WANTS_HINT, &r, rec_begin, rec_act, rec_end, NULL};
+    char err[2048];
+    if (spade_episodes_play(sb, specs, n_set, reqs, episodes, &a, NULL, outs, err, sizeof err) < 0) {
+        cli_err(CLI_FAIL, "demos", "%s: %s", path, err);
+        goto done;
+    }
+    long won = 0, failed = 0;
+    for (long e = 0; e < episodes; e++) {
+        won += r.text[e] != NULL;
+        failed += outs[e].end == SPADE_EP_FAILED;
+    }
+    for (long e = 0; e < episodes && failed == episodes; e++)
+        if (outs[e].end == SPADE_EP_FAILED) {
+            cli_print_failure("demos", path, &outs[e].failure); /* e.g. a param out of range: nothing to write */
+            goto done;
+        }
+    size_t bytes;
+    if (write_file(out_path, r.text, r.text_len, episodes, &bytes)) goto done;
+    printf("%s: %ld episodes over %d setting%s, %ld won by SOLVE and written (%zu bytes), %ld failed\n", out_path,
+           episodes, n_set, n_set > 1 ? "s" : "", won, bytes, failed);
+    rc = CLI_OK;
+done:
+    for (long e = 0; r.text && e < episodes; e++) free(r.text[e]);
+    for (long e = 0; r.tr && e < episodes; e++) spade_transcript_free(&r.tr[e]);
+    free(r.tr);
+    free(r.text);
+    free(r.text_len);
+    spade_agent_free(r.inner);
+    free(reqs);
+    free(outs);
+    return rc;
+}
+
+/* K varied copies of src that pass spade check, as designer transcripts. */
+static int write_variants(spade_sandbox *sb, spade_tokenizer *tok, const char *path, const char *src, size_t len,
+                          const spade_env_info *info, int k, int budget, uint64_t seed, const char *out_path) {
+    char err[2048], *prompt = NULL;
+    size_t plen;
+    spade_prompt_opts po;
+    spade_prompt_opts_default(&po);
+    po.budget = budget;
+    const char *base = strrchr(path, '/');
+    if (spade_prompt_build(&po, info->family, base ? base + 1 : path, src, len, NULL, 0, &prompt, &plen, err,
+                           sizeof err) < 0)
+        return cli_err(CLI_FAIL, "demos", "%s: %s", path, err);
+    char **texts = calloc((size_t)k, sizeof *texts);
+    size_t *lens = calloc((size_t)k, sizeof *lens);
+    int rc = CLI_FAIL, made = 0, tried = 0, rejected = 0;
+    if (!texts || !lens) {
+        cli_err(CLI_FAIL, "demos", "out of memory");
+        goto done;
+    }
+    spade_check_opts co;
+    spade_check_opts_default(&co);
+    static spade_check_report rep;
+    for (uint64_t v = 0; made < k && tried < 4 * k; v++, tried++) {
+        char *var = NULL;
+        size_t vlen;
+        if (spade_variant_make(src, len, info, mix64(seed ^ (v + 1) * 0x2545F4914F6CDD1Dull), &var, &vlen, err,
+                               sizeof err) < 0) {
+            rejected++;
+            continue;
+        }
+        if (spade_check(sb, path, var, vlen, NULL, &co, &rep) != 0) {
+            rejected++;
+            free(var);
+            continue;
+        }
+        spade_transcript t;
+        spade_transcript_init(&t);
+        spade_transcript_designer_open(&t, tok, prompt, plen);
+        spade_transcript_designer_source(&t, tok, var, vlen);
+        if (spade_transcript_render(&t, tok, &texts[made], &lens[made]) == 0) made++;
+        spade_transcript_free(&t);
+        free(var);
+    }
+    size_t bytes;
+    if (write_file(out_path, texts, lens, made, &bytes)) goto done;
+    printf("%s: %d varied sources passing spade check written (%zu bytes), %d rejected\n", out_path, made, bytes,
+           rejected);
+    rc = CLI_OK;
+done:
+    for (int i = 0; texts && i < made; i++) free(texts[i]);
+    free(texts);
+    free(lens);
+    free(prompt);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- command */
+
+int cli_demos(spade_sandbox *sb, int argc, char **argv) {
+    static const struct option longopts[] = {{"episodes", required_argument, 0, 'n'},
+                                             {"out", required_argument, 0, 'o'},
+                                             {"params-sweep", no_argument, 0, 'p'},
+                                             {"hint", no_argument, 0, 'H'},
+                                             {"seed", required_argument, 0, 'S'},
+                                             {"designer", required_argument, 0, 'd'},
+                                             {"prompt-budget", required_argument, 0, 'B'},
+                                             {"help", no_argument, 0, 'h'},
+                                             {0, 0, 0, 0}};
+    long episodes = 16, designer = 0, budget = 1024, v;
+    int sweep = 0, hint = 0, ch;
+    uint64_t seed = 0;
+    const char *out = NULL;
+    optind = 0;
+    opterr = 0;
+    while ((ch = getopt_long(argc, argv, "n:o:pHd:h", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 'n':
+            if (cli_parse_long("demos", "--episodes", optarg, 0, 1000000, &episodes) < 0) return CLI_USAGE;
+            break;
+        case 'o': out = optarg; break;
+        case 'p': sweep = 1; break;
+        case 'H': hint = 1; break;
+        case 'S':
+            if (cli_parse_u64("demos", "--seed", optarg, &seed) < 0) return CLI_USAGE;
+            break;
+        case 'd':
+            if (cli_parse_long("demos", "--designer", optarg, 0, 1000, &designer) < 0) return CLI_USAGE;
+            break;
+        case 'B':
+            if (cli_parse_long("demos", "--prompt-budget", optarg, 256, 1 << 20, &v) < 0) return CLI_USAGE;
+            budget = v;
+            break;
+        case 'h': cli_usage_demos(stdout); return CLI_OK;
+        default: return cli_bad_option("demos", argc, argv, optopt);
+        }
+    }
+    if (optind >= argc) return cli_err(CLI_USAGE, "demos", "name at least one environment (spade demos --help)");
+    if (!out) return cli_err(CLI_USAGE, "demos", "--out DIR is required");
+    if (!episodes && !designer) return cli_err(CLI_USAGE, "demos", "--episodes 0 writes nothing without --designer K");
+    if (argc - optind > DEMO_MAX_SPECS) return cli_err(CLI_USAGE, "demos", "at most %d environments", DEMO_MAX_SPECS);
+    if (mkdir(out, 0755) && errno != EEXIST) return cli_err(CLI_FAIL, "demos", "cannot create %s: %s", out, strerror(errno));
+    char err[2048];
+    spade_tokenizer *tok = NULL; /* the render spells every token out, so bytes lose nothing */
+    if (spade_tokenizer_new_bytes(&tok, err, sizeof err)) return cli_err(CLI_FAIL, "demos", "%s", err);
+    /* names already written, so two specs of one environment do not overwrite each other */
+    static char used[DEMO_MAX_SPECS][80];
+    int rc = CLI_OK;
+    for (int i = optind; i < argc && rc == CLI_OK; i++) {
+        char path[SPADE_PATH_MAX], params[SPADE_SPEC_PARAMS_MAX], *src = NULL;
+        size_t len;
+        if ((rc = cli_load_spec("demos", argv[i], path, sizeof path, params, sizeof params, &src, &len))) break;
+        spade_worker *w = NULL;
+        spade_failure f;
+        if (spade_worker_load(sb, path, src, len, &w, &f)) {
+            cli_print_failure("demos", path, &f);
+            free(src);
+            rc = CLI_FAIL;
+            break;
+        }
+        spade_env_info info = *spade_worker_info(w);
+        spade_worker_free(w);
+        if (!info.has_solve) {
+            free(src);
+            rc = cli_err(CLI_FAIL, "demos", "%s: the environment has no SOLVE to demonstrate", path);
+            break;
+        }
+        for (const char *p = params; *p;) { /* every param the spec names is one of the environment's */
+            size_t k = strcspn(p, "=,");
+            int found = 0;
+            for (int j = 0; j < info.n_params; j++)
+                found |= strlen(info.params[j].name) == k && !strncmp(info.params[j].name, p, k);
+            if (!found) {
+                rc = cli_err(CLI_FAIL, "demos", "%s: unknown param '%.*s'", argv[i], (int)k, p);
+                break;
+            }
+            p += strcspn(p, ",");
+            if (*p) p++;
+        }
+        if (rc) {
+            free(src);
+            break;
+        }
+        char name[80], file[SPADE_PATH_MAX + 100];
+        snprintf(name, sizeof name, "%s", info.name);
+        for (int dup = 2, j = 0; j < i - optind; j++)
+            if (!strcmp(used[j], name)) snprintf(name, sizeof name, "%s-%d", info.name, dup++), j = -1;
+        snprintf(used[i - optind], sizeof used[0], "%s", name);
+        snprintf(file, sizeof file, "%s/%s.transcript", out, name);
+        if (episodes > 0) rc = play_env(sb, tok, path, src, len, params, &info, episodes, sweep, hint, seed, file);
+        if (rc == CLI_OK && designer > 0) {
+            snprintf(file, sizeof file, "%s/%s.designer.transcript", out, name);
+            rc = write_variants(sb, tok, path, src, len, &info, (int)designer, (int)budget, seed, file);
+        }
+        free(src);
+    }
+    spade_tokenizer_free(tok);
+    return rc;
+}

@@ -1,0 +1,78 @@
+/* transcript_text.c — rendered transcripts back into tokens (transcript_text.h).
+ *
+ * What it is not: the renderer (agent/transcript.c); the two meet in
+ * tests/test_demos.c, which checks that encoding a render gives back the
+ * transcript's tokens.
+ */
+#include "transcript_text.h"
+
+#include <string.h>
+
+/* The special token whose marker starts at s (n bytes left), its marker length in *mlen; -1 if none. */
+static int marker(const char *s, size_t n, size_t *mlen) {
+    if (n < 5 || s[0] != '<' || s[1] != '|') return -1;
+    size_t lim = n < 24 ? n : 24;
+    for (size_t i = 2; i + 1 < lim; i++) {
+        if (s[i] == '|' && s[i + 1] == '>') {
+            char name[24];
+            memcpy(name, s + 2, i - 2);
+            name[i - 2] = 0;
+            int tok = spade_tok_lookup(name);
+            if (tok >= 0) *mlen = i + 2;
+            return tok;
+        }
+        if (!(s[i] >= 'a' && s[i] <= 'z')) return -1;
+    }
+    return -1;
+}
+
+static int blank(const char *p, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != ' ' && p[i] != '\n' && p[i] != '\t' && p[i] != '\r') return 0;
+    return 1;
+}
+
+void spade_transcript_text_walk(const char *s, size_t len, void (*text)(void *ctx, const char *p, size_t n),
+                                void (*special)(void *ctx, int tok), void *ctx) {
+    size_t start = 0, i = 0;
+    int prev = -1; /* the last marker seen (-1: none yet) */
+    while (i < len) {
+        size_t ml = 0;
+        int tok = s[i] == '<' ? marker(s + i, len - i, &ml) : -1;
+        if (tok < 0) {
+            i++;
+            continue;
+        }
+        size_t n = i - start;
+        int sep = (prev == -1 || prev == SPADE_TOK_END) && (tok == SPADE_TOK_AGENT || tok == SPADE_TOK_DESIGNER) &&
+                  blank(s + start, n);
+        if (n && !sep) text(ctx, s + start, n);
+        special(ctx, tok);
+        prev = tok;
+        i += ml;
+        start = i;
+    }
+    if (len > start && !(prev == SPADE_TOK_END && blank(s + start, len - start))) text(ctx, s + start, len - start);
+}
+
+typedef struct {
+    spade_tokenizer *t;
+    int *out;
+    size_t n;
+} enc;
+
+static void enc_text(void *ctx, const char *p, size_t n) {
+    enc *e = ctx;
+    e->n += spade_tokenizer_encode(e->t, p, n, e->out + e->n);
+}
+
+static void enc_special(void *ctx, int tok) {
+    enc *e = ctx;
+    e->out[e->n++] = tok;
+}
+
+size_t spade_transcript_text_encode(spade_tokenizer *t, const char *s, size_t len, int *out) {
+    enc e = {t, out, 0};
+    spade_transcript_text_walk(s, len, enc_text, enc_special, &e);
+    return e.n;
+}
