@@ -168,8 +168,10 @@ int cli_eval(spade_sandbox *sb, int argc, char **argv) {
             fprintf(j, "}\n");
         }
     }
-    fprintf(t, "\nmean over %d environments: policy %.3f%s%.3f, random %.3f, solve %.3f\n", n, sum[0] / n,
-            o.hint ? ", with hint " : "", o.hint ? sum[1] / n : 0.0, sum[2] / n, sum[3] / n);
+    char hint_part[64] = "";
+    if (o.hint) snprintf(hint_part, sizeof hint_part, ", with hint %.3f", sum[1] / n);
+    fprintf(t, "\nmean over %d environments: policy %.3f%s, random %.3f, solve %.3f\n", n, sum[0] / n, hint_part,
+            sum[2] / n, sum[3] / n);
     if (j) {
         fprintf(j, "{\"summary\":true,\"envs\":%d,\"policy\":%.6f,\"hint\":%.6f,\"random\":%.6f,\"solve\":%.6f}\n", n,
                 sum[0] / n, sum[1] / n, sum[2] / n, sum[3] / n);
