@@ -38,3 +38,6 @@ EXTRA_DIST += tests/test_python.sh tests/python/conftest.py tests/python/test_en
 	tests/python/test_protocol.py tests/python/test_docs.py python/pyproject.toml python/README.md \
 	python/spade/__init__.py python/spade/_client.py python/spade/env.py python/spade/vector.py python/spade/py.typed \
 	bench/bench_py_vec.py
+# spade's OpenMP wait-policy default is honoured, overridable, and changes no result.
+TESTS += tests/test_threads.sh
+EXTRA_DIST += tests/test_threads.sh
