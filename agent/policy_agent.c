@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h" /* spade_mix64 */
 #include "errbuf.h"
 
 typedef struct ep_state {
@@ -43,12 +44,7 @@ void spade_policy_agent_opts_default(spade_policy_agent_opts *o) {
     o->top_p = 1.0f;
 }
 
-static uint64_t mix(uint64_t x) {
-    x += 0x9E3779B97F4A7C15ULL;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-    return x ^ (x >> 31);
-}
+static uint64_t mix(uint64_t x) { return spade_mix64(x); }
 
 static int pa_begin(void *ctx, const spade_ep_view *v, void **state, char *err, size_t errlen) {
     pa *a = ctx;

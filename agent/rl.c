@@ -14,6 +14,7 @@
 #include "agent/policy_agent.h"
 #include "agent/transcript.h"
 #include "episodes.h"
+#include "check.h" /* spade_mix64 */
 #include "errbuf.h"
 
 void spade_rl_opts_default(spade_rl_opts *o) {
@@ -32,12 +33,7 @@ void spade_rl_opts_default(spade_rl_opts *o) {
     o->adamw.lr = 1e-4f;
 }
 
-static uint64_t mix(uint64_t x) {
-    x += 0x9E3779B97F4A7C15ULL;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-    return x ^ (x >> 31);
-}
+static uint64_t mix(uint64_t x) { return spade_mix64(x); }
 
 int spade_rl_pick(int pool_size, int envs_per_iter, uint64_t seed, int it, int *out) {
     int n = envs_per_iter < pool_size ? envs_per_iter : pool_size;

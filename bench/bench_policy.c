@@ -12,12 +12,17 @@
  * What it is not: a correctness test (tests/test_policy.c).
  *
  * Usage: bench_policy [--quick]     (--quick: fewer steps, for smoke runs)
+ *        bench_policy --long [ROUNDS]  (tiled vs T x T attention at T = 2048)
+ *        bench_policy --train BACKEND L C NH T B STEPS  (one training figure)
+ *        bench_policy --note | --blas-hint  (the cpu backend's note; the
+ *                      OPENBLAS_CORETYPE this CPU wants, if OpenBLAS misjudged it)
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "policy/backend.h"
 #include "policy/policy.h"
 #ifdef SPADE_HAVE_CBLAS
 #include <cblas.h>
@@ -147,7 +152,45 @@ static double bench_sample(spade_policy *p, int no_kv, int G, int plen, int ntok
     return total / dt;
 }
 
+/* --long: the tiled attention (cpu) against the T x T attention it replaced
+ * (cpu_tt), side by side at T = 2048, L4 C128 NH4, one sequence per step:
+ * rounds alternate the two so that load on a shared machine hits both alike. */
+static int bench_long(int rounds, int steps) {
+    double a = 0, b = 0;
+    for (int r = 0; r < rounds; r++) {
+        a += bench_train("cpu", 4, 128, 4, 2048, 1, steps).tok_s;
+        b += bench_train("cpu_tt", 4, 128, 4, 2048, 1, steps).tok_s;
+    }
+    printf("RATIO long context T=2048: tiled attention (cpu) %.0f tokens/s, T x T attention (cpu_tt) %.0f "
+           "tokens/s: %.2fx (target >= 0.70)\n", a / rounds, b / rounds, a / b);
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    /* --train BACKEND L C NH T B STEPS: one training measurement, one line
+     * (bench/bench_vs_torch.sh and the long-context memory figure use it). */
+    if (argc == 9 && !strcmp(argv[1], "--train")) {
+        bench_train(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6]), atoi(argv[7]),
+                    atoi(argv[8]));
+        return 0;
+    }
+    if (argc > 1 && !strcmp(argv[1], "--note")) { /* the cpu backend's note, one line */
+        spade_backend be;
+        char note[512];
+        if (spade_backend_open("cpu", &be, note, sizeof note, err, sizeof err)) DIE("%s", err);
+        printf("%s\n", note);
+        spade_backend_close(&be);
+        return 0;
+    }
+    if (argc > 1 && !strcmp(argv[1], "--blas-hint")) { /* the OPENBLAS_CORETYPE to use, or nothing */
+        char note[256];
+        if (spade_backend_cpu_blas_note(note, sizeof note)) {
+            const char *eq = strstr(note, "OPENBLAS_CORETYPE=");
+            if (eq) printf("%.*s\n", (int)strcspn(eq + 18, " "), eq + 18);
+        }
+        return 0;
+    }
+    if (argc > 1 && !strcmp(argv[1], "--long")) return bench_long(argc > 2 ? atoi(argv[2]) : 2, 2);
     int quick = argc > 1 && !strcmp(argv[1], "--quick");
     /* 1. reference first, before any backend pins OpenBLAS's threads:
      * sgemm at the 10M model's MLP shape (B*T x 4C x C), all cores */

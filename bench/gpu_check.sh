@@ -10,6 +10,8 @@
 #      tests/test_grpo likewise (masked GRPO, per-role norms, spade_grpo_update);
 #      tests/test_decode (the decoding batch on cuda vs cpu_ref) and bench/bench_decode
 #      --backend cuda (32 episodes decoded together vs one at a time);
+#   3. tests/test_policy and tests/test_attention, whose CUDA parity tests run only
+#      where a GPU is usable;
 #   4. bench/bench_policy --quick (the policy benchmark) and gpubench: training and
 #      KV-cache sampling tokens/s on cuda as ratios against cpu measured in the same run,
 #      and TF32 against full FP32 GEMMs;
@@ -68,7 +70,7 @@ if ! "$SRC/configure" -q --with-cuda=yes > "$LOGS/configure.log" 2>&1; then
     result build FAIL "configure --with-cuda=yes failed (see configure.log)"
     finish 2
 fi
-if ! make -j"$JOBS" libspade.a tests/test_policy bench/bench_policy > "$LOGS/build.log" 2>&1; then
+if ! make -j"$JOBS" libspade.a tests/test_policy tests/test_attention bench/bench_policy > "$LOGS/build.log" 2>&1; then
     show "$LOGS/build.log" 40
     result build FAIL "make failed (see build.log)"
     finish 2
@@ -226,15 +228,16 @@ static void run(int B, int T, int C, int NH, int maxT, int V, int Vp) {
     float *qkv = hrand((size_t)N * C3, 1.5f);
     if (R.vt->upload(R.ctx, qkvr, qkv, (size_t)N * C3 * 4)) die(&R, "upload");
     if (G.vt->upload(G.ctx, qkvg, qkv, (size_t)N * C3 * 4)) die(&G, "upload");
-    size_t A = (size_t)B * NH * T * T;
-    float *attr = dev(&R, NULL, A * 4), *attg = devnan(&G, A * 4);
-    BOTH(R.vt->attention_forward(R.ctx, outr, attr, qkvr, B, T, C, NH),
-         G.vt->attention_forward(G.ctx, outg, attg, qkvg, B, T, C, NH));
+    size_t A = (size_t)B * NH * T * T, NL = (size_t)B * NH * T;
+    float *attr = dev(&R, NULL, A * 4); /* cpu_ref keeps T x T probabilities; cuda is tiled */
+    float *lser = dev(&R, NULL, NL * 4), *lseg = devnan(&G, NL * 4);
+    BOTH(R.vt->attention_forward(R.ctx, outr, lser, attr, qkvr, B, T, C, NH),
+         G.vt->attention_forward(G.ctx, outg, lseg, NULL, qkvg, B, T, C, NH));
     compare("attention_forward out", outr, outg, (size_t)N * C, tol);
-    compare("attention_forward att (zeros above diagonal)", attr, attg, A, tol);
+    compare("attention_forward lse", lser, lseg, NL, tol);
     float *dqkvr = dev(&R, NULL, (size_t)N * C3 * 4), *dqkvg = devnan(&G, (size_t)N * C3 * 4);
-    BOTH(R.vt->attention_backward(R.ctx, dqkvr, dor, qkvr, attr, B, T, C, NH),
-         G.vt->attention_backward(G.ctx, dqkvg, dog, qkvg, attg, B, T, C, NH));
+    BOTH(R.vt->attention_backward(R.ctx, dqkvr, dor, qkvr, outr, lser, attr, B, T, C, NH),
+         G.vt->attention_backward(G.ctx, dqkvg, dog, qkvg, outg, lseg, NULL, B, T, C, NH));
     compare("attention_backward dqkv (=)", dqkvr, dqkvg, (size_t)N * C3, 1e-4);
     /* KV cache: positions before pos0 already hold keys/values */
     size_t KC = (size_t)B * maxT * C;
@@ -451,6 +454,11 @@ int main(void) {
     unsetenv("SPADE_CUDA_TF32");
     printf("RATIO train ~124M params: TF32 GEMMs are %.2fx full FP32 (%.0f vs %.0f tokens/s)\n", t124 / g124,
            t124, g124);
+    /* long context: the tiled attention keeps no T x T buffer (T = 8192 needs ~0.4 GB) */
+    double cl = train("cpu", 4, 128, 4, 2048, 1, 1), gl = train("cuda", 4, 128, 4, 2048, 1, 5);
+    printf("RATIO train T=2048 L4 C128: cuda is %.1fx cpu\n", gl / cl);
+    double g8k = train("cuda", 4, 128, 4, 8192, 1, 3);
+    printf("RATIO train T=8192 L4 C128: cuda %.0f tokens/s\n", g8k);
     double cs = sample("cpu", 6, 384, 6, 8, 32, 96), gs = sample("cuda", 6, 384, 6, 8, 32, 96);
     printf("RATIO sampling ~10M params, KV cache: cuda is %.1fx cpu\n", gs / cs);
     return 0;
@@ -568,6 +576,22 @@ else
     show "$LOGS/build-test_decode.log" 20
     result "test_decode (CUDA parity)" FAIL "make tests/test_decode bench/bench_decode failed (see build-test_decode.log)"
     STATUS=1
+fi
+
+echo "== tests/test_attention"
+t=$(date +%s)
+./tests/test_attention > "$LOGS/test_attention.log" 2>&1
+rc=$?
+grep -E "cuda attention|Checks:" "$LOGS/test_attention.log"
+if [ $rc -ne 0 ]; then
+    result "test_attention (tiled, cuda)" FAIL "exit $rc after $(elapsed "$t") (see test_attention.log)"
+    show "$LOGS/test_attention.log"
+    STATUS=1
+elif grep -q "SKIP cuda attention" "$LOGS/test_attention.log"; then
+    result "test_attention (tiled, cuda)" SKIP "$(grep -m1 'SKIP cuda attention' "$LOGS/test_attention.log")"
+    NOGPU=1
+else
+    result "test_attention (tiled, cuda)" PASS "$(elapsed "$t")"
 fi
 
 if run "bench_policy --quick" "$LOGS/bench_policy.log" ./bench/bench_policy --quick; then

@@ -41,7 +41,12 @@ int cli_train(spade_sandbox *sb, int argc, char **argv);
 void cli_usage_train(FILE *out);
 int cli_eval(spade_sandbox *sb, int argc, char **argv);
 void cli_usage_eval(FILE *out);
+/* `spade check --gates FILE` (cmd_gates.c): the self-play loop's gates, one line each. */
+int cli_check_gates(spade_sandbox *sb, const char *file, int require_solve);
 void cli_usage_tokenizer(FILE *out);
+/* `spade report` (cli/cmd_report.c, its SVG plots in cli/report_svg.c). */
+int cli_report(spade_sandbox *sb, int argc, char **argv);
+void cli_usage_report(FILE *out);
 /* `spade serve` (cli/cmd_serve.c, protocol in cli/serve_proto.c). */
 int cli_serve(spade_sandbox *sb, int argc, char **argv);
 void cli_usage_serve(FILE *out);

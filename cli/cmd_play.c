@@ -16,45 +16,49 @@
 
 #include "cli.h"
 
-void cli_usage_play(FILE *out) {
-    fprintf(out,
-            "usage: spade play SPEC [--seed S]\n"
-            "\n"
-            "Plays the environment SPEC (NAME or FILE.c, optionally :key=value,...) in the terminal.\n"
-            "Each line you type is one action; lines starting with ':' are commands:\n"
-            "  :hint          print the privileged hint for the current state\n"
-            "  :solve         print the environment's reference action (not played)\n"
-            "  :reset [SEED]  start a new episode (default: the next seed)\n"
-            "  :info          the environment's name, params, limits and tools\n"
-            "  :help          this list\n"
-            "  :quit          leave (end of input does the same)\n"
-            "  ::text         play the action ':text'\n"
-            "The return is printed at the end of each episode, and the next episode starts\n"
-            "with the next seed. Edit the file while playing: the next episode uses the new\n"
-            "version (a version that does not compile is reported and the old one kept).\n"
-            "\n"
-            "  -s, --seed S   seed of the first episode (default 0)\n"
-            "  -h, --help     this help\n");
+void cli_usage_play(FILE *out)
+{
+    fprintf(out, "usage: spade play SPEC [--seed S]\n"
+                 "\n"
+                 "Plays the environment SPEC (NAME or FILE.c, optionally :key=value,...) in the terminal.\n"
+                 "Each line you type is one action; lines starting with ':' are commands:\n"
+                 "  :hint          print the privileged hint for the current state\n"
+                 "  :solve         print the environment's reference action (not played)\n"
+                 "  :reset [SEED]  start a new episode (default: the next seed)\n"
+                 "  :info          the environment's name, params, limits and tools\n"
+                 "  :help          this list\n"
+                 "  :quit          leave (end of input does the same)\n"
+                 "  ::text         play the action ':text'\n"
+                 "The return is printed at the end of each episode, and the next episode starts\n"
+                 "with the next seed. Edit the file while playing: the next episode uses the new\n"
+                 "version (a version that does not compile is reported and the old one kept).\n"
+                 "\n"
+                 "  -s, --seed S   seed of the first episode (default 0)\n"
+                 "  -h, --help     this help\n");
 }
 
 typedef struct session {
     spade_hotenv *h;
     spade_hotenv_version *v; /* the version the current episode runs on */
-    int inst;                /* instance id in v->worker */
+    int inst; /* instance id in v->worker */
     uint64_t seed;
     int steps, in_episode;
-    int failures; /* calls the environment failed (crash, timeout, ...): exit 1 */
+    int failures; /* calls the environment failed (crash, timeout, ...): reported, the session goes on */
     long episodes, wins;
+    long started; /* episodes begun, the one running included: its number (a :reset begins a new one) */
     char shown_error[1200]; /* last reload error printed, to print each once */
 } session;
 
-static void print_text(const char *prefix, const char *text, size_t len) {
+static void print_text(const char *prefix, const char *text, size_t len)
+{
     fputs(prefix, stdout);
     fwrite(text, 1, len, stdout);
-    if (!len || text[len - 1] != '\n') putchar('\n');
+    if (!len || text[len - 1] != '\n')
+        putchar('\n');
 }
 
-static void print_info(const spade_env_info *in, const double *values) {
+static void print_info(const spade_env_info *in, const double *values)
+{
     printf("%s (%s): %s\n", in->name, *in->family ? in->family : "no family", in->description);
     printf("max_steps %d, success when return >= %g, %s\n", in->max_steps, in->success,
            in->has_solve ? "has a reference solution (:solve)" : "no reference solution");
@@ -70,7 +74,8 @@ static void print_info(const spade_env_info *in, const double *values) {
 
 /* Starts an episode on the current version of the file. -1 when nothing can
  * serve (the session ends). */
-static int new_episode(session *s, uint64_t seed) {
+static int new_episode(session *s, uint64_t seed)
+{
     spade_hotenv_version *nv;
     int reloaded = 0;
     if (spade_hotenv_acquire(s->h, &nv, &reloaded) != 0) {
@@ -91,7 +96,8 @@ static int new_episode(session *s, uint64_t seed) {
             cli_print_failure("play", spade_hotenv_path(s->h), &f);
             return -1;
         }
-        if (reloaded) printf("[reloaded %s: version %d]\n", spade_hotenv_path(s->h), nv->generation);
+        if (reloaded)
+            printf("[reloaded %s: version %d]\n", spade_hotenv_path(s->h), nv->generation);
     } else {
         spade_hotenv_release(s->h, nv); /* we already hold this version */
     }
@@ -103,6 +109,7 @@ static int new_episode(session *s, uint64_t seed) {
         /* Not the end of the session: the person may be fixing the file. */
         char what[64];
         snprintf(what, sizeof what, "reset (seed %llu)", (unsigned long long)seed);
+        fflush(stdout); /* the failure goes to stderr: keep the transcript in order */
         cli_print_failure("play", what, &f);
         printf("[no episode: fix the file and :reset, or :quit]\n");
         s->failures++;
@@ -110,7 +117,8 @@ static int new_episode(session *s, uint64_t seed) {
     }
     s->steps = 0;
     s->in_episode = 1;
-    printf("--- episode %ld, seed %llu ---\n", s->episodes + 1, (unsigned long long)seed);
+    s->started++;
+    printf("--- episode %ld, seed %llu ---\n", s->started, (unsigned long long)seed);
     print_text("", r.obs, r.obs_len);
     return 0;
 }
@@ -119,7 +127,8 @@ static int new_episode(session *s, uint64_t seed) {
  * label. A failure is reported and starts a new episode; -1 when that new
  * episode cannot start (the session ends). */
 static int show_text(session *s, const char *what, const char *label,
-                     int (*get)(spade_worker *, int, const char **, size_t *, spade_failure *)) {
+                     int (*get)(spade_worker *, int, const char **, size_t *, spade_failure *))
+{
     if (!s->in_episode) {
         printf("no episode running (:reset starts one)\n");
         return 0;
@@ -128,20 +137,48 @@ static int show_text(session *s, const char *what, const char *label,
     size_t tl;
     spade_failure f;
     if (get(s->v->worker, s->inst, &t, &tl, &f) != 0) {
+        fflush(stdout);
         cli_print_failure("play", what, &f);
         s->failures++;
+        printf("[the environment failed; starting a new episode]\n");
         return new_episode(s, s->seed + 1);
     }
     print_text(label, t, tl);
     return 0;
 }
 
-static void help(void) {
+/* A line that starts like a call, name(, of an environment with tools, where
+ * name is not one of them, goes to STEP as text (docs/tools.md: prose is not a
+ * call); the person is told, since it looks like a call that did nothing. */
+static void note_unknown_tool(const spade_env_info *in, const char *a)
+{
+    if (!in->n_tools)
+        return;
+    while (*a == ' ' || *a == '\t')
+        a++;
+    size_t n = 0;
+    while ((a[n] >= 'a' && a[n] <= 'z') || (a[n] >= 'A' && a[n] <= 'Z') || a[n] == '_' ||
+           (n && a[n] >= '0' && a[n] <= '9'))
+        n++;
+    if (!n || a[n] != '(')
+        return;
+    for (int i = 0; i < in->n_tools; i++)
+        if (strlen(in->tools[i].name) == n && !strncmp(in->tools[i].name, a, n))
+            return;
+    printf("[%.*s(...) is not a tool of this environment, so it is played as text (tools:", (int)(n > 40 ? 40 : n), a);
+    for (int i = 0; i < in->n_tools; i++)
+        printf("%s %s", i ? "," : "", in->tools[i].name);
+    printf(")]\n");
+}
+
+static void help(void)
+{
     printf("commands: :hint  :solve  :reset [SEED]  :info  :help  :quit  (::text plays ':text');\n"
            "any other line is your action.\n");
 }
 
-int cli_play(spade_sandbox *sb, int argc, char **argv) {
+int cli_play(spade_sandbox *sb, int argc, char **argv)
+{
     static const struct option longopts[] = {
         {"seed", required_argument, 0, 's'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     uint64_t seed = 0;
@@ -151,10 +188,14 @@ int cli_play(spade_sandbox *sb, int argc, char **argv) {
     while ((ch = getopt_long(argc, argv, "s:h", longopts, NULL)) != -1) {
         switch (ch) {
         case 's':
-            if (cli_parse_u64("play", "--seed", optarg, &seed) < 0) return CLI_USAGE;
+            if (cli_parse_u64("play", "--seed", optarg, &seed) < 0)
+                return CLI_USAGE;
             break;
-        case 'h': cli_usage_play(stdout); return CLI_OK;
-        default: return cli_bad_option("play", argc, argv, optopt);
+        case 'h':
+            cli_usage_play(stdout);
+            return CLI_OK;
+        default:
+            return cli_bad_option("play", argc, argv, optopt);
         }
     }
     if (optind != argc - 1)
@@ -198,21 +239,26 @@ int cli_play(spade_sandbox *sb, int argc, char **argv) {
         }
         ssize_t n = getline(&line, &cap, stdin);
         if (n < 0) {
-            if (tty) putchar('\n');
+            if (tty)
+                putchar('\n');
             break;
         }
-        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = 0;
-        if (!tty) printf("> %s\n", line);
+        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+            line[--n] = 0;
+        if (!tty)
+            printf("> %s\n", line);
         if (line[0] == ':' && line[1] != ':') {
             char cmd[32] = "", arg[64] = "", extra[2] = "";
             sscanf(line + 1, "%31s %63s %1s", cmd, arg, extra);
-            if (!strcmp(cmd, "quit") || !strcmp(cmd, "q") || !strcmp(cmd, "exit")) break;
+            if (!strcmp(cmd, "quit") || !strcmp(cmd, "q") || !strcmp(cmd, "exit"))
+                break;
             if (!strcmp(cmd, "help") || !strcmp(cmd, "h") || !strcmp(cmd, "?")) {
                 help();
             } else if (!strcmp(cmd, "info")) {
                 print_info(s.v->info, s.v->param_values);
             } else if (!strcmp(cmd, "hint")) {
-                if (show_text(&s, "hint", "hint: ", spade_worker_hint) != 0) goto fail;
+                if (show_text(&s, "hint", "hint: ", spade_worker_hint) != 0)
+                    goto fail;
             } else if (!strcmp(cmd, "solve")) {
                 if (!s.v->info->has_solve)
                     printf("this environment has no reference solution (no SOLVE block)\n");
@@ -224,8 +270,10 @@ int cli_play(spade_sandbox *sb, int argc, char **argv) {
                     cli_err(CLI_USAGE, "play", ":reset takes at most one SEED");
                     continue;
                 }
-                if (*arg && cli_parse_u64("play", ":reset", arg, &ns) < 0) continue;
-                if (new_episode(&s, ns) != 0) goto fail;
+                if (*arg && cli_parse_u64("play", ":reset", arg, &ns) < 0)
+                    continue;
+                if (new_episode(&s, ns) != 0)
+                    goto fail;
             } else {
                 printf("unknown command ':%s' (:help lists the commands)\n", cmd);
             }
@@ -245,29 +293,41 @@ int cli_play(spade_sandbox *sb, int argc, char **argv) {
             fflush(stdout);
             continue;
         }
+        note_unknown_tool(s.v->info, action);
         spade_step_result r;
         if (spade_worker_step(s.v->worker, 1, &s.inst, &action, &alen, &r, &f) != 0) {
+            fflush(stdout);
             cli_print_failure("play", "step", &f);
             s.failures++;
             printf("[the environment failed; starting a new episode]\n");
-            if (new_episode(&s, s.seed + 1) != 0) goto fail;
+            if (new_episode(&s, s.seed + 1) != 0)
+                goto fail;
             continue;
         }
         s.steps++;
-        if (r.obs_len) print_text("", r.obs, r.obs_len);
-        if (r.reward != 0) printf("(reward %g)\n", r.reward);
+        if (r.obs_len)
+            print_text("", r.obs, r.obs_len);
+        if (r.reward != 0)
+            printf("(reward %g)\n", r.reward);
         if (r.terminated || r.truncated) {
             s.episodes++;
             s.wins += r.success != 0;
             printf("=== episode over (%s): return %g after %d step%s, %s ===\n",
                    r.terminated ? "terminated" : "truncated at max_steps", r.episode_return, s.steps,
                    s.steps == 1 ? "" : "s", r.success ? "success" : "failure");
-            if (new_episode(&s, s.seed + 1) != 0) goto fail;
+            if (new_episode(&s, s.seed + 1) != 0)
+                goto fail;
         }
         fflush(stdout);
     }
-    printf("played %ld episode%s, won %ld\n", s.episodes, s.episodes == 1 ? "" : "s", s.wins);
-    if (s.failures) rc = CLI_FAIL;
+    printf("played %ld episode%s, won %ld", s.episodes, s.episodes == 1 ? "" : "s", s.wins);
+    if (s.failures)
+        printf("; the environment failed %d time%s", s.failures, s.failures == 1 ? "" : "s");
+    printf("\n");
+    /* Status 0: the person ended the session. An environment failure was
+     * reported where it happened and the session went on, so it is not this
+     * session's failure (spade check is the command whose status judges the
+     * environment). */
     goto out;
 fail:
     rc = CLI_FAIL;

@@ -3,8 +3,9 @@
  * from a model that can write C at all.
  *
  * What it is: the command. It reads an .ini with [policy] (spade_gpt_config
- * keys) and [pretrain] sections, loads every regular file under the data
- * directory (sorted, so runs are reproducible), encodes it with the policy's
+ * keys) and [pretrain] sections, loads every corpus file (.c, .h, .md, .txt)
+ * under the data directory (sorted, so runs are reproducible; a relative data
+ * path is taken from the config file's directory), encodes it with the policy's
  * tokenizer (bytes; or BPE from policy.tokenizer_file, or trained here on the
  * data and kept in OUT/tokenizer.txt and in the checkpoint), samples random windows,
  * trains with AdamW (linear warm-up, cosine decay to 10%), shows a progress bar
@@ -206,6 +207,22 @@ static int load_config(const char *path, pt_config *c) {
         fprintf(stderr, "spade pretrain: %s: [pretrain] data = DIR is required\n", path);
         return 2;
     }
+    /* data is part of the config, so a relative path means the config's
+     * directory, whatever directory spade runs in (an installed config names
+     * the installed stdenv as ../stdenv). out and log are where the run
+     * writes, and stay relative to the working directory. */
+    if (c->data[0] != '/') {
+        const char *slash = strrchr(path, '/');
+        if (slash) {
+            char joined[sizeof c->data];
+            int n = snprintf(joined, sizeof joined, "%.*s/%s", (int)(slash - path), path, c->data);
+            if (n < 0 || (size_t)n >= sizeof joined) {
+                fprintf(stderr, "spade pretrain: %s: [pretrain] data: path too long\n", path);
+                return 2;
+            }
+            memcpy(c->data, joined, (size_t)n + 1);
+        }
+    }
     if (!c->seq) c->seq = c->gpt.context;
     if (c->seq > c->gpt.context) {
         fprintf(stderr, "spade pretrain: %s: [pretrain] seq = %d exceeds policy.context = %d\n", path,
@@ -300,7 +317,20 @@ static int push(corpus *cp, int t) {
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-/* Reads every regular file under dir (sorted, recursive, skipping dot files). */
+/* The kinds of file a corpus is made of: source and prose. Build files
+ * (local.mk), configs and binaries under the same tree are not text the policy
+ * should learn to write. */
+static int corpus_file(const char *name) {
+    static const char *const kinds[] = {".c", ".h", ".md", ".txt"};
+    size_t n = strlen(name);
+    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++) {
+        size_t k = strlen(kinds[i]);
+        if (n > k && !strcmp(name + n - k, kinds[i])) return 1;
+    }
+    return 0;
+}
+
+/* Reads every corpus file under dir (sorted, recursive, skipping dot files). */
 static int load_dir(const char *dir, docs *cp, int depth) {
     if (depth > 16) return 0;
     DIR *d = opendir(dir);
@@ -328,7 +358,7 @@ static int load_dir(const char *dir, docs *cp, int depth) {
         if (stat(path, &st)) continue;
         if (S_ISDIR(st.st_mode)) {
             rc = load_dir(path, cp, depth + 1);
-        } else if (S_ISREG(st.st_mode)) {
+        } else if (S_ISREG(st.st_mode) && corpus_file(names[i])) {
             rc = add_doc(cp, path);
         }
     }
@@ -422,7 +452,8 @@ static int mkdir_p(const char *path) {
 static void usage(FILE *f) {
     fprintf(f,
             "usage: spade pretrain CONFIG\n\n"
-            "Trains the policy to predict the next token of every file under [pretrain] data.\n"
+            "Trains the policy to predict the next token of every .c, .h, .md and .txt file under\n"
+            "[pretrain] data (a relative path is from the config file's directory).\n"
             "CONFIG is an .ini file:\n"
             "  [policy]   layers, heads, width, context, backend (auto|cpu|cuda|cpu_ref), seed,\n"
             "             tokenizer (bytes|bpe), tokenizer_file\n"

@@ -17,12 +17,13 @@
 #include <unistd.h>
 
 #include "agents.h"
+#include "agent/policy_agent.h"
 #include "cli.h"
 #include "episodes.h"
 
 void cli_usage_run(FILE *out) {
     fprintf(out,
-            "usage: spade run SPEC [--episodes N] [--agent random|solve|stdin] [--seed S]\n"
+            "usage: spade run SPEC [--episodes N] [--agent random|solve|stdin|policy:CKPT] [--seed S]\n"
             "                 [--batch B] [--workers W] [--quiet] [--show] [--jsonl FILE]\n"
             "\n"
             "Plays N episodes of the environment SPEC (NAME or FILE.c, optionally :key=value,...)\n"
@@ -32,6 +33,7 @@ void cli_usage_run(FILE *out) {
             "\n"
             "  -n, --episodes N   episodes to play (default 10)\n"
             "  -a, --agent A      random: short random numbers, words and directions (seeded from S);\n"
+            "                     policy:CKPT: the policy of checkpoint CKPT (seeded from S; --show to watch);\n"
             "                     solve: the environment's SOLVE reference actions;\n"
             "                     stdin: one action per line read from standard input\n"
             "                     (default random)\n"
@@ -49,7 +51,7 @@ void cli_usage_run(FILE *out) {
             "interrupted, 2 usage.\n");
 }
 
-enum { AGENT_RANDOM, AGENT_SOLVE, AGENT_STDIN };
+enum { AGENT_RANDOM, AGENT_SOLVE, AGENT_STDIN, AGENT_POLICY };
 
 /* Ctrl-C or SIGTERM stops the run between two round trips instead of killing
  * it: the episodes already finished stay in the JSONL (a killed process would
@@ -277,6 +279,8 @@ int cli_run(spade_sandbox *sb, int argc, char **argv) {
     };
     long n_episodes = 10, batch = 32, workers = 1, v;
     int agent_kind = AGENT_RANDOM, quiet = 0, show = 0;
+    const char *policy_ckpt = NULL;
+    spade_policy *policy = NULL;
     uint64_t seed = 0;
     const char *jsonl_path = NULL;
     int ch;
@@ -291,7 +295,8 @@ int cli_run(spade_sandbox *sb, int argc, char **argv) {
             if (!strcmp(optarg, "random")) agent_kind = AGENT_RANDOM;
             else if (!strcmp(optarg, "solve")) agent_kind = AGENT_SOLVE;
             else if (!strcmp(optarg, "stdin")) agent_kind = AGENT_STDIN;
-            else return cli_err(CLI_USAGE, "run", "--agent: '%s' is not one of random, solve, stdin", optarg);
+            else if (!strncmp(optarg, "policy:", 7) && optarg[7]) agent_kind = AGENT_POLICY, policy_ckpt = optarg + 7;
+            else return cli_err(CLI_USAGE, "run", "--agent: '%s' is not one of random, solve, stdin, policy:CKPT", optarg);
             break;
         case 's':
             if (cli_parse_u64("run", "--seed", optarg, &seed) < 0) return CLI_USAGE;
@@ -362,14 +367,29 @@ int cli_run(spade_sandbox *sb, int argc, char **argv) {
             goto out;
         }
     }
-    agent = agent_kind == AGENT_RANDOM ? spade_agent_random(seed)
-            : agent_kind == AGENT_SOLVE ? spade_agent_solve()
-                                        : spade_agent_stdin(stdin);
+    if (agent_kind == AGENT_POLICY) { /* the policy plays: each live episode a slot of its decoding batch */
+        if (spade_policy_load(&policy, policy_ckpt, NULL, err, sizeof err)) {
+            cli_err(CLI_FAIL, "run", "--agent policy:%s: %s", policy_ckpt, err);
+            goto out;
+        }
+        spade_policy_agent_opts po;
+        spade_policy_agent_opts_default(&po);
+        po.max_live = (int)(batch > 0 ? batch : 32);
+        po.max_action_tokens = 64;
+        po.seed = seed;
+        if (!(agent = spade_agent_policy(policy, &po, err, sizeof err))) {
+            cli_err(CLI_FAIL, "run", "%s", err);
+            goto out;
+        }
+    } else
+        agent = agent_kind == AGENT_RANDOM ? spade_agent_random(seed)
+                : agent_kind == AGENT_SOLVE ? spade_agent_solve()
+                                            : spade_agent_stdin(stdin);
     if (!agent) {
         cli_err(CLI_FAIL, "run", "out of memory");
         goto out;
     }
-    static const char *agent_names[] = {"random", "solve", "stdin"};
+    static const char *agent_names[] = {"random", "solve", "stdin", "policy"};
     c.out = jsonl == stdout ? stderr : stdout;
     c.jsonl = jsonl;
     c.quiet = quiet;
@@ -485,6 +505,7 @@ out:
     for (long i = 0; i < c.pend_cap; i++) free(c.pend[i].p);
     free(c.pend);
     spade_agent_free(agent);
+    spade_policy_free(policy);
     spade_worker_free(w);
     free(src);
     if (handlers_set) {

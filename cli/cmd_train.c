@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "agent/pool.h"
+#include "agent/eval.h"
 #include "agent/rl.h"
 #include "archive.h"
 #include "designer/corpus.h"
@@ -64,6 +65,7 @@ typedef struct tr_config {
     spade_selfplay_opts sp;
     char corpus_dirs[MAX_LIST][2048];
     int n_corpus;
+    int eval_every, eval_episodes; /* eval.every (0 = never), eval.episodes (8): the held-out suite */
     char source_dir[2048]; /* designer.files: designer.source = files */
     int source_files;
     char base[2048];     /* the config file's directory: relative paths are resolved against it */
@@ -79,6 +81,7 @@ static void defaults(tr_config *c) {
     spade_gpt_config_default(&c->gpt);
     spade_rl_opts_default(&c->rl);
     spade_selfplay_opts_default(&c->sp);
+    c->eval_episodes = 8;
 }
 
 static int parse_num(const char *v, double lo, double hi, int integer, double *out) {
@@ -182,6 +185,14 @@ static int on_key(void *user, const char *section, const char *name, const char 
     NUMK("memory", "size", 1, 1e6, 1, c->sp.memory.window = (int)x)
     NUMK("selfplay", "plays", 2, 256, 1, c->sp.plays = (int)x)
     NUMK("selfplay", "pool_envs", 0, SPADE_RL_MAX_ENVS, 1, c->sp.pool_envs = (int)x)
+    NUMK("eval", "every", 0, 1e7, 1, c->eval_every = (int)x)
+    NUMK("eval", "episodes", 1, 100000, 1, c->eval_episodes = (int)x)
+    if (!strcmp(section, "eval") && !strcmp(name, "suite")) {
+        if (strcmp(value, "heldout")) FAIL("[eval] suite = '%s': the suite is heldout", value);
+        return 1;
+    }
+    NUMK("selfplay", "regen_every", 1, 1e6, 1, c->sp.regen_every = (int)x)
+    NUMK("selfplay", "replay", 0, SPADE_SP_MAX_ENVS, 1, c->sp.replay = (int)x)
 #define BOOLK(sec, key, dst)                                                              \
     if (!strcmp(section, sec) && !strcmp(name, key)) {                                    \
         if (!strcmp(value, "true")) dst = 1;                                              \
@@ -268,9 +279,9 @@ static int load_config(const char *path, const char *base, tr_config *c) {
     if (c->source_files && !c->source_dir[0]) return cli_err(CLI_USAGE, "train", "%s: [designer] source = files needs files = DIR", path);
     c->sp.seed = c->seed;
     c->sp.rl = c->rl;
-    if (c->designer && !c->n_corpus) snprintf(c->corpus_dirs[c->n_corpus++], sizeof c->corpus_dirs[0], "%s/stdenv", SPADE_SRCDIR);
+    if (c->designer && !c->n_corpus) spade_data_path("stdenv", c->corpus_dirs[c->n_corpus++], sizeof c->corpus_dirs[0]);
     if (c->designer && !c->n_specs && !c->n_dirs && !c->sp.pool_envs) return 0; /* self-play alone needs no pool */
-    if (!c->n_specs && !c->n_dirs) snprintf(c->dirs[c->n_dirs++], sizeof c->dirs[0], "%s/stdenv", SPADE_SRCDIR);
+    if (!c->n_specs && !c->n_dirs) spade_data_path("stdenv", c->dirs[c->n_dirs++], sizeof c->dirs[0]);
     if (c->rl.max_live < 1) c->rl.max_live = 1;
     return 0;
 }
@@ -389,6 +400,48 @@ static void pool_report(void *ctx, const char *line) {
     if (log) fprintf(log, "%s\n", line);
 }
 
+/* The held-out suite, played by the policy as it is after iteration it: one
+ * JSONL line {"iteration":it,"eval":{...}} (the same seeds every time). */
+static int eval_heldout(FILE *log, spade_policy *p, spade_sandbox *sb, int it, int episodes, char *err, size_t errlen) {
+    char dir[SPADE_PATH_MAX], **files = NULL;
+    int nf = 0, rc = -1;
+    if (spade_heldout_dir(dir, sizeof dir, err, errlen) < 0 || spade_heldout_files(dir, &files, &nf, err, errlen) < 0)
+        return -1;
+    spade_ep_spec *specs = calloc((size_t)nf, sizeof *specs);
+    char **srcs = calloc((size_t)nf, sizeof *srcs);
+    spade_eval_row *rows = calloc((size_t)nf, sizeof *rows);
+    int n = 0;
+    for (int i = 0; specs && srcs && rows && i < nf; i++) {
+        size_t len;
+        if (spade_read_source(files[i], &srcs[n], &len, err, errlen) < 0) goto done;
+        specs[n] = (spade_ep_spec){files[i], srcs[n], len, NULL, episodes};
+        n++;
+    }
+    spade_eval_opts o;
+    spade_eval_opts_default(&o);
+    o.episodes = episodes;
+    o.references = 0;
+    o.seed = 777;
+    if (spade_eval(p, sb, specs, n, &o, rows, err, errlen) < 0) goto done;
+    double sum = 0;
+    fprintf(log, "{\"iteration\":%d,\"eval\":{\"suite\":\"heldout\",\"episodes\":%d,\"per_env\":{", it, episodes);
+    for (int i = 0; i < n; i++) {
+        const char *b = strrchr(files[i], '/');
+        fprintf(log, "%s\"%.*s\":%.4f", i ? "," : "", (int)strcspn(b + 1, "."), b + 1, rows[i].policy.success);
+        sum += rows[i].policy.success;
+    }
+    fprintf(log, "},\"success\":%.6f}}\n", n ? sum / n : 0);
+    rc = 0;
+done:
+    for (int i = 0; i < nf; i++) free(files[i]);
+    for (int i = 0; srcs && i < n; i++) free(srcs[i]);
+    free(files);
+    free(srcs);
+    free(specs);
+    free(rows);
+    return rc;
+}
+
 static void write_metrics(FILE *f, const spade_rl_metrics *m, const spade_pool *pool) {
     fprintf(f,
             "{\"iteration\":%d,\"envs\":%d,\"episodes\":%ld,\"success\":%.6f,\"mean_return\":%.6f,\"mean_steps\":%.4f,"
@@ -457,8 +510,7 @@ static int train_default(spade_sandbox *sb) {
     const char *dir = getenv("SPADE_TRAIN_DIR");
     char run[2048], stdenv[2048], path[4200], text[4096];
     snprintf(run, sizeof run, "%s", dir && *dir ? dir : "runs/default");
-    snprintf(stdenv, sizeof stdenv, "%s/stdenv", SPADE_SRCDIR);
-    if (access(stdenv, F_OK) != 0) snprintf(stdenv, sizeof stdenv, "%s/stdenv", SPADE_DATADIR);
+    spade_data_path("stdenv", stdenv, sizeof stdenv);
     snprintf(path, sizeof path, "%s/state", run);
     if (access(path, F_OK) == 0) { /* a default run that was stopped: go on with it */
         printf("spade train: resuming the default run in %s\n", run);
@@ -489,12 +541,13 @@ static int train_default(spade_sandbox *sb) {
         printf("\nWhat happened: a %s base policy was pretrained on stdenv, then it wrote environments as the\n"
                "designer (a policy this small rarely writes one that compiles: see the gates in the JSONL),\n"
                "and trained as the agent on the valid ones and on stdenv. Look at the run:\n"
+               "  ./spade report %s              plots and a summary of the run (report/report.md)\n"
                "  ./spade archive list %s        every environment it wrote, by first failed gate\n"
                "  ./spade eval %s --suite heldout    the agent on the held-out suite\n"
                "Run longer: raise [run] iterations in %s/config.ini and resume with\n"
                "  ./spade train %s\n"
                "Train your own: docs/selfplay.md (self-play) and docs/train.md (a fixed pool).\n",
-               q ? "tiny" : "small", run, ckpt, run, run);
+               q ? "tiny" : "small", run, run, ckpt, run, run);
     return rc;
 }
 
@@ -692,6 +745,14 @@ int cli_train(spade_sandbox *sb, int argc, char **argv) {
         fflush(log);
         fsync(fileno(log));
     checkpoint:
+        if (c.eval_every > 0 && ((it + 1) % c.eval_every == 0 || it == c.iterations - 1)) {
+            if (eval_heldout(log, p, sb, it, c.eval_episodes, err, sizeof err) < 0) {
+                cli_err(CLI_FAIL, "train", "iteration %d: held-out evaluation: %s", it, err);
+                goto out;
+            }
+            fflush(log);
+            fsync(fileno(log));
+        }
         if ((it + 1) % c.checkpoint_every == 0 || it == c.iterations - 1) {
             char name[64], state[400], old[4400];
             snprintf(name, sizeof name, "policy-%d.ckpt", it);

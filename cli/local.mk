@@ -1,9 +1,12 @@
 # cli/local.mk — the spade command-line program (cli → designer, agent → core),
 # and the core parts the CLI owns (the checker and the registry) with their tests.
 spade_SOURCES += cli/main.c cli/util.c cli/cmd_check.c cli/cmd_run.c cli/cmd_play.c cli/cmd_new.c cli/cmd_list.c \
-	cli/cmd_pretrain.c cli/cmd_vendi.c cli/cmd_archive.c cli/cmd_train.c cli/cmd_eval.c
+	cli/cmd_pretrain.c cli/cmd_vendi.c cli/cmd_archive.c cli/cmd_train.c cli/cmd_eval.c cli/cmd_gates.c
 noinst_HEADERS += cli/cli.h
 spade_SOURCES += cli/cmd_tokenizer.c
+# `spade report`: plots (our own SVG writer, no dependency) and a markdown summary of a run.
+spade_SOURCES += cli/cmd_report.c cli/report_svg.c
+noinst_HEADERS += cli/report_svg.h
 
 
 check_PROGRAMS += tests/test_check tests/test_registry
@@ -16,7 +19,8 @@ tests_test_registry_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_registry_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
 EXTRA_DIST += tests/test_cli.sh tests/envs/cli_good.c tests/envs/cli_nohint.c tests/envs/cli_badsolve.c \
 	tests/envs/cli_growobs.c tests/envs/cli_crashempty.c tests/envs/cli_loop.c tests/envs/cli_global.c \
-	tests/envs/cli_broken.c
+	tests/envs/cli_broken.c tests/envs/check_extreme.c tests/envs/check_uninit.c tests/envs/check_emptywin.c \
+	tests/envs/check_coinflip.c
 
 # `spade serve`: the JSON-lines protocol server (docs/protocol.md). Its JSON
 # reader/writer lives in the library (core/json.h) so tests and other front

@@ -3,7 +3,7 @@
  *
  * The sandbox's zygote is forked here, FIRST, before any subcommand allocates
  * or loads anything: workers fork from the zygote, so they stay small whatever
- * the parent grows into (DESIGN.md §4).
+ * the parent grows into (docs/architecture.md, "The sandbox").
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,11 +26,14 @@
  * these variables once, when it loads, before main; and a variable set
  * before main (.preinit_array) is lost when libc's start-up resets environ.
  * Hence one re-execution of spade with the variable set, before the sandbox
- * starts: a few milliseconds, for commands that run for seconds or more. */
+ * starts (the libraries load again: ~0.1 s on a busy 2-core machine), only
+ * for the commands that run the policy: train, eval, pretrain, and run with
+ * a policy:CKPT agent. */
 static void omp_defaults(const char *cmd, char **argv) {
     static const char *const policy_cmds[] = {"train", "eval", "pretrain"};
     int runs_policy = 0;
     for (size_t i = 0; i < sizeof policy_cmds / sizeof *policy_cmds; i++) runs_policy |= !strcmp(cmd, policy_cmds[i]);
+    for (int i = 2; !strcmp(cmd, "run") && argv[i]; i++) runs_policy |= !strncmp(argv[i], "policy:", 7);
     if (!runs_policy || getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return;
     if (setenv("OMP_WAIT_POLICY", "passive", 1)) return;
     execv("/proc/self/exe", argv);
@@ -60,6 +63,7 @@ static const command commands[] = {
     {"train", cli_train, cli_usage_train, 1, "train the policy as an agent on a fixed pool (spade train CONFIG|RUN)"},
     {"eval", cli_eval, cli_usage_eval, 1, "success of a policy per environment, with intervals and references"},
     {"archive", cli_archive, cli_usage_archive, 0, "list, show or export the environments a run built"},
+    {"report", cli_report, cli_usage_report, 0, "plots and a markdown summary of a run (spade report RUN_DIR)"},
     {"vendi", cli_vendi, cli_usage_vendi, 0, "diversity (Vendi score) of a set of environment sources"},
     {"pretrain", cli_pretrain, NULL, 0, "pretrain the policy on text files (spade pretrain CONFIG)"},
     {"tokenizer", cli_tokenizer, cli_usage_tokenizer, 0, "train or inspect a BPE tokenizer (train, stats, encode, decode)"},
@@ -109,6 +113,11 @@ static void open_standard_fds(void) {
 }
 
 int main(int argc, char **argv) {
+    /* OpenBLAS falls back to its SSE3 kernels on a CPU model it does not know;
+     * the cpu backend's note says so and names the OPENBLAS_CORETYPE that would
+     * be faster, but spade does not set it behind the user's back: on some
+     * processors the faster kernels of older OpenBLAS builds are wrong, and
+     * the machine's owner is the one to know (docs/policy.md, "Speed on the CPU"). */
     open_standard_fds();
     if (argc < 2) {
         usage(stderr);

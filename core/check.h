@@ -13,11 +13,18 @@
  *   seeds_vary          different seeds do not all give the same episode for the same
  *                       actions (WARN only)
  *   arbitrary_actions   empty, 1 MB, binary, invalid UTF-8 and odd actions never crash or hang it
- *   max_steps           playing a do-nothing action ends the episode by max_steps
+ *   max_steps           playing a do-nothing action ends the episode by max_steps,
+ *                       and does not win it
  *   hint                the hint exists and is non-empty, at reset and mid-episode
  *   solve               SOLVE wins on `solve_seeds` seeds (WARN when there is no SOLVE)
- *   random_agent        a random agent wins at most 15% (WARN only: a coin flip is not a task)
+ *   random_agent        a random agent wins at most 15% (FAIL above: a coin flip is not a task)
+ *   param_extremes      at each param's min and max and at 4 random combinations, SOLVE
+ *                       wins and a long random episode (up to 2000 steps) runs clean
  *   obs_size            no observation, hint or action exceeded SPADE_OBS_MAX
+ * Every worker runs with its memory poisoned (spade_worker_load_poisoned: a
+ * pattern per instance on the fresh stack and past the action), so reading an
+ * uninitialised local fails reset_deterministic or step_deterministic. The
+ * first call that times out stops the check: the later checks are SKIPped.
  * A check that cannot run because an earlier one failed (no reset, no compile)
  * is reported as `WARN name: skipped (...)`.
  *
@@ -37,6 +44,12 @@ typedef struct spade_check_opts {
     int solve_seeds;     /* episodes the SOLVE (and random) agent plays; default 20 */
     uint64_t first_seed; /* seeds used are first_seed, first_seed + 1, ...; default 0 */
     int verbose;         /* add INFO lines: first observation, hint, solve action */
+    /* Called as each check starts (the CLI shows it on a terminal); may be NULL. */
+    void (*progress)(const char *check, void *arg);
+    void *progress_arg;
+    /* How the caller sets the call deadline (e.g. "--timeout S"), named in a
+     * timeout's FAIL line; NULL names nothing. */
+    const char *timeout_option;
 } spade_check_opts;
 
 typedef struct spade_check_report {
@@ -60,5 +73,8 @@ int spade_check(spade_sandbox *sb, const char *filename, const char *source, siz
  * splitmix64 state the caller seeds. */
 size_t spade_random_action(uint64_t *rng, char *buf, size_t cap);
 uint64_t spade_splitmix64(uint64_t *state);
+/* The output of spade_splitmix64 for state x (a pure hash of x: seeds derived
+ * from a run seed and indices, so that every draw is a function of them). */
+uint64_t spade_mix64(uint64_t x);
 
 #endif /* SPADE_CHECK_H */

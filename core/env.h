@@ -14,9 +14,10 @@
  *   hint    -> privileged text that helps without handing over the answer
  *   solve   -> a reference action (optional)
  *
- * Exported symbols (C linkage, global):
+ * Exported symbols (C linkage, global; declared at the end of this file, so a
+ * definition of the wrong type is a compile error rather than a crash at load):
  *   const spade_env_meta spade_meta;         name, description, limits
- *   void *spade_S;                           the runtime points this at the
+ *   struct spade_state *spade_S;             the runtime points this at the
  *                                            instance's state before every call
  *   unsigned long spade_state_size(void);    bytes of state; zeroed by the runtime
  *   void spade_reset(void);                  say() the first observation
@@ -51,6 +52,10 @@ typedef unsigned long size_t;
 #define SPADE_MAX_DECLS 64            /* spade_param_<k> / spade_tool_<k> indices probed */
 #define SPADE_OBS_MAX (64 * 1024)     /* bytes of one observation, hint or solve action */
 #define SPADE_ACTION_MAX (1024 * 1024) /* bytes of one action handed to step */
+/* The most one step may reward, in magnitude (reward() of NaN, inf or more
+ * fails the step: core/host.h), and the most a success threshold may be. */
+#define SPADE_REWARD_MAX 1e9
+#define SPADE_SUCCESS_MAX 1e15
 #define SPADE_STATE_MAX (16 * 1024 * 1024) /* bytes of one instance's state */
 #define SPADE_DEFAULT_MAX_STEPS 100
 #define SPADE_DEFAULT_SUCCESS 1.0
@@ -92,5 +97,18 @@ typedef struct spade_tool_def {
     const char *description; /* one line */
     void *fn;
 } spade_tool_def;
+
+/* The symbols an environment exports (the DSL's macros define them; the
+ * runtime finds them by name). struct spade_state is the environment's STATE,
+ * complete only in its own file. spade_solve is optional; spade_param_<k> and
+ * spade_tool_<k> are named by a counter and so cannot be declared here. */
+struct spade_state;
+extern const spade_env_meta spade_meta;
+extern struct spade_state *spade_S;
+size_t spade_state_size(void);
+void spade_reset(void);
+void spade_step(const char *action, size_t action_len);
+void spade_hint(void);
+void spade_solve(void);
 
 #endif /* SPADE_ENV_H */

@@ -476,8 +476,8 @@ static int load_spec(run *R, int s)
     for (int i = 0; i < E->nslots; i++)
         E->slot_of[i] = -1;
     E->nfree = E->nslots;
-    if (spade_vecenv_new(R->sb, sp->filename, sp->source, sp->len, sp->params, E->nslots, R->o.workers,
-                         SPADE_AUTORESET_DISABLED, &E->v, &E->fail) < 0) {
+    if (spade_vecenv_new_poisoned(R->sb, sp->filename, sp->source, sp->len, sp->params, E->nslots, R->o.workers,
+                                  SPADE_AUTORESET_DISABLED, R->o.poison, &E->v, &E->fail) < 0) {
         E->broken = 1;
         E->v = NULL;
         return 0;

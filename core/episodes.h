@@ -159,6 +159,10 @@ typedef struct spade_ep_event {
 typedef struct spade_episodes_opts {
     int max_live; /* episodes live at once: the agent's batch (default 32) */
     int workers;  /* worker processes per spec (default 1) */
+    /* non-zero: the workers' fresh memory is poisoned by this seed
+     * (spade_vecenv_new_poisoned); two runs with different poisons see
+     * different garbage in uninitialised memory (default 0: off) */
+    uint64_t poison;
     /* checked between round trips: non-zero stops the run (live episodes end
      * as stopped); may be NULL */
     const volatile sig_atomic_t *stop;

@@ -16,4 +16,11 @@
 void spade_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void spade_verrf(char *err, size_t errlen, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
 
+/* printf into a growing text: formats fmt and hands the result, whole, to
+ * put(ctx, text, len). The one formatter behind the JIT's translation-unit
+ * text (core/jit/jit.c, text_addf) and the tools' messages (core/tools,
+ * sb_printf), which had each written their own with a 512-byte cut. */
+typedef void (*spade_put_fn)(void *ctx, const char *s, size_t n);
+void spade_vputf(spade_put_fn put, void *ctx, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
+
 #endif /* SPADE_ERRBUF_H */

@@ -42,25 +42,14 @@ int spade_heldout_dir(char *out, size_t cap, char *err, size_t errlen) {
         if (snprintf(out, cap, "%s", env) >= (int)cap) goto too_long;
         return 0;
     }
-    static const char *const places[] = {
-#ifdef SPADE_DATADIR
-        SPADE_DATADIR "/eval/heldout",
-#endif
-#ifdef SPADE_SRCDIR
-        SPADE_SRCDIR "/eval/heldout",
-#endif
-    };
-    for (size_t i = 0; i < sizeof places / sizeof *places; i++)
-        if (has_marker(places[i])) {
-            if (snprintf(out, cap, "%s", places[i]) >= (int)cap) goto too_long;
-            return 0;
-        }
-    char looked[2 * SPADE_PATH_MAX] = "";
-    size_t at = 0;
-    for (size_t i = 0; i < sizeof places / sizeof *places && at < sizeof looked; i++)
-        at += (size_t)snprintf(looked + at, sizeof looked - at, "%s%s", i ? ", " : " in ", places[i]);
-    spade_errf(err, errlen, "the held-out suite was not found (looked for eval/heldout/%s%s); set SPADE_HELDOUT",
-               SPADE_HELDOUT_MARKER, looked);
+    char place[SPADE_PATH_MAX];
+    spade_data_path("eval/heldout", place, sizeof place);
+    if (has_marker(place)) {
+        if (snprintf(out, cap, "%s", place) >= (int)cap) goto too_long;
+        return 0;
+    }
+    spade_errf(err, errlen, "the held-out suite was not found (no %s in %s); set SPADE_HELDOUT", SPADE_HELDOUT_MARKER,
+               place);
     return -1;
 too_long:
     spade_errf(err, errlen, "the held-out suite's path is longer than %zu bytes", cap - 1);

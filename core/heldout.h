@@ -2,7 +2,7 @@
  * keeps it out of everything the designer and the training pool see.
  *
  * What it is: where the suite lives (SPADE_HELDOUT, else the installed
- * SPADE_DATADIR/eval/heldout, else the source tree's), the list of its files,
+ * eval/heldout, or the source tree's for an uninstalled build), its files,
  * and a guard that a loader of the grounding corpus, the designer's memory or
  * the agent's pool asks about every file before taking it. A file is refused
  * when its directory holds the marker file HELDOUT, or when its source,
@@ -26,8 +26,8 @@
 #define SPADE_HELDOUT_MAX_FILES 256
 
 /* The suite's directory: $SPADE_HELDOUT when set (it must exist and hold the
- * marker), else the first of SPADE_DATADIR/eval/heldout and
- * SPADE_SRCDIR/eval/heldout that holds the marker. 0, or -1 with a message
+ * marker), else spade_data_path("eval/heldout") (the source tree's for an
+ * uninstalled build, the installed one otherwise). 0, or -1 with a message
  * saying where it looked. */
 int spade_heldout_dir(char *out, size_t cap, char *err, size_t errlen);
 

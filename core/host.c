@@ -23,10 +23,12 @@
  *    ends the episode (done; the next step is BAD_CALL until a reset).
  *  - Tool calls: ERROR observations are the dispatcher's message; both CALLED
  *    and ERROR count as a step and can truncate.
- *  - A step's reward and the episode's return are always finite: reward()
- *    ignores NaN and inf, and a sum of finite rewards that passes +-DBL_MAX
- *    (reward(DBL_MAX) twice) saturates there. The sandbox's parent treats a
- *    non-finite value from a worker as a protocol violation (core/sandbox/ipc.c).
+ *  - A step's reward is finite and within +-SPADE_REWARD_MAX (host.h): a
+ *    reward() of NaN, an infinity or a larger value, or rewards summing past
+ *    it, fail the step with BAD_REWARD and end the episode (done), so the
+ *    episode's return stays within +-1e15. The sandbox's parent treats a
+ *    value out of those bounds from a worker as a protocol violation
+ *    (core/sandbox/ipc.c).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -75,6 +77,7 @@ struct spade_host {
     char *action;    /* SPADE_ACTION_MAX + 1: a NUL-terminated copy of the action */
     char *tool_out;  /* SPADE_OBS_MAX + 2: one byte more than fits, to see a result too large */
     void *scratch;   /* state_size: hint and solve run on a copy */
+    uint64_t poison; /* spade_host_set_poison; 0 = off */
 };
 
 /* Copies src into a fixed field; -1 when it does not fit (with the NUL). */
@@ -158,8 +161,11 @@ static int validate_meta(spade_host *h, const spade_env_meta *m, char *err, size
         return -1;
     }
     info->max_steps = m->max_steps ? m->max_steps : SPADE_DEFAULT_MAX_STEPS;
-    if (!isfinite(m->success)) {
-        spade_errf(err, errlen, "meta: success threshold is not a finite number");
+    if (!isfinite(m->success) || fabs(m->success) > SPADE_SUCCESS_MAX) {
+        spade_errf(err, errlen,
+                   "meta: .success = %g: the success threshold must be a finite number within +-%g (rewards are "
+                   "at most %g a step, so no episode returns more)",
+                   m->success, SPADE_SUCCESS_MAX, SPADE_REWARD_MAX);
         return -1;
     }
     info->success = m->success != 0.0 ? m->success : SPADE_DEFAULT_SUCCESS;
@@ -227,7 +233,8 @@ static int validate_tool(spade_host *h, const spade_tool_def *t, int k, char *er
     }
     char why[256] = "";
     if (spade_tool_sig_parse(t->signature, &h->sigs[i], why, sizeof why) != 0) {
-        spade_errf(err, errlen, "tool '%s': signature '%s': %s", t->name, t->signature, why);
+        /* why already quotes the signature (spade_tool_sig_parse) */
+        spade_errf(err, errlen, "tool '%s': %s", t->name, why);
         return -1;
     }
     for (int j = 0; j < i; j++)
@@ -326,7 +333,7 @@ int spade_host_new(spade_host **out, spade_symbol_fn sym, void *sym_ctx, char *e
         if (!pd)
             continue;
         if (h->info.n_params == SPADE_INFO_MAX_PARAMS) {
-            spade_errf(err, errlen, "params: more than %d", SPADE_INFO_MAX_PARAMS);
+            spade_errf(err, errlen, "more than %d params", SPADE_INFO_MAX_PARAMS);
             goto fail;
         }
         if (validate_param(pd, k, err, errlen))
@@ -451,7 +458,7 @@ int spade_params_parse(const spade_env_info *info, const char *spec, double *val
             continue; /* "a=1,,b=2" or a trailing comma */
         const char *eq = memchr(a, '=', (size_t)(b - a));
         if (!eq) {
-            spade_errf(err, errlen, "params: '%.*s' is not key=value", (int)((b - a) > 64 ? 64 : (b - a)), a);
+            spade_errf(err, errlen, "'%.*s' is not key=value", (int)((b - a) > 64 ? 64 : (b - a)), a);
             return -1;
         }
         const char *ke = eq;
@@ -463,8 +470,13 @@ int spade_params_parse(const spade_env_info *info, const char *spec, double *val
             if (strlen(info->params[i].name) == klen && memcmp(info->params[i].name, a, klen) == 0)
                 idx = i;
         if (idx < 0) {
-            spade_errf(err, errlen, "params: unknown key '%.*s' for '%.64s'", (int)(klen > 64 ? 64 : klen), a,
-                       info->name);
+            /* Name the keys there are: the mistake is usually a key from another environment or a template. */
+            char keys[SPADE_INFO_MAX_PARAMS * 34 + 1] = "";
+            size_t ko = 0;
+            for (int i = 0; i < n && ko + 34 < sizeof keys; i++)
+                ko += (size_t)snprintf(keys + ko, sizeof keys - ko, "%s%s", i ? ", " : "", info->params[i].name);
+            spade_errf(err, errlen, "unknown key '%.*s' for '%.64s' (%s%s)", (int)(klen > 64 ? 64 : klen), a, info->name,
+                       n ? "its params: " : "it has no params", keys);
             return -1;
         }
         const spade_param_info *pi = &info->params[idx];
@@ -484,6 +496,21 @@ int spade_params_parse(const spade_env_info *info, const char *spec, double *val
         }
         memcpy(num, v, vlen);
         num[vlen] = '\0';
+        /* An int param is a decimal integer: strtod would also take 0x10,
+         * 1e1 and 7.0, which read as typing mistakes. */
+        if (pi->type == SPADE_PARAM_INT) {
+            size_t k = (num[0] == '-' || num[0] == '+') ? 1 : 0;
+            int digits = num[k] != '\0';
+            for (; num[k]; k++)
+                digits &= num[k] >= '0' && num[k] <= '9';
+            if (!digits) {
+                spade_errf(err, errlen, "param '%s': '%s' is not a decimal integer (an int param)", pi->name, num);
+                return -1;
+            }
+        } else if (strchr(num, 'x') || strchr(num, 'X')) {
+            spade_errf(err, errlen, "param '%s': bad number '%s' (hexadecimal is not taken)", pi->name, num);
+            return -1;
+        }
         char *stop;
         errno = 0;
         double x = strtod(num, &stop);
@@ -563,18 +590,57 @@ static void enter(spade_host *h, instance *in, void *state, uint64_t *rng, int s
     spade_rt_current = &h->rt;
 }
 
+void spade_host_set_poison(spade_host *h, uint64_t seed)
+{
+    if (h)
+        h->poison = seed;
+}
+
+#define POISON_STACK 32768
+#define POISON_TAIL 256
+
+/* Adjacent instances get complementary patterns, so every bit of an
+ * uninitialised read differs between the checker's two side-by-side copies
+ * (ids n and n + 1). */
+static uint64_t poison_word(const spade_host *h, int inst)
+{
+    uint64_t z = h->poison * 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return inst & 1 ? ~z : z;
+}
+
+/* Fills the stack below the caller's frame, where the environment's frame
+ * goes next (called right before it, from the same frame). noinline so that
+ * the buffer is a frame of its own; the empty asm keeps the stores. */
+__attribute__((noinline)) static void poison_stack(uint64_t word)
+{
+    uint64_t buf[POISON_STACK / 8];
+    for (size_t i = 0; i < POISON_STACK / 8; i++)
+        buf[i] = word;
+    __asm__ __volatile__("" : : "r"(buf) : "memory");
+}
+
+static void poison(spade_host *h, int inst, size_t action_len)
+{
+    if (!h->poison)
+        return;
+    uint64_t word = poison_word(h, inst);
+    /* The action buffer's tail: a read past the NUL would meet the previous
+     * action's bytes, the same in both instances of a batch. */
+    size_t room = SPADE_ACTION_MAX - action_len;
+    size_t n = room < POISON_TAIL ? room : POISON_TAIL;
+    for (size_t i = 0; i < n; i++)
+        h->action[action_len + 1 + i] = (char)(word >> (8 * (i % 8)));
+    poison_stack(word);
+}
+
 static void leave(spade_host *h)
 {
     spade_rt_current = NULL;
     if (h->state_ptr)
         *h->state_ptr = NULL;
-}
-
-/* v within [-DBL_MAX, DBL_MAX]; v is never NaN here (only finite values and
- * 1.0 are ever added, so a sum can reach +-inf but not inf - inf). */
-static double saturate(double v)
-{
-    return v > DBL_MAX ? DBL_MAX : v < -DBL_MAX ? -DBL_MAX : v;
 }
 
 static void fill_result(spade_host *h, instance *in, spade_step_result *out, double reward, int terminated,
@@ -603,6 +669,7 @@ spade_host_status spade_host_reset(spade_host *h, int inst, uint64_t seed, spade
     in->started = 1;
     in->done = 0;
     enter(h, in, in->state, in->rng, SPADE_RT_SAY);
+    poison(h, inst, 0);
     h->reset();
     if (h->info.n_tools)
         spade_rt_append(&h->rt, h->tool_list, h->tool_list_len);
@@ -639,12 +706,21 @@ spade_host_status spade_host_step(spade_host *h, int inst, const char *action, s
             spade_rt_append(&h->rt, h->tool_out, n);
         }
     }
-    if (d == SPADE_DISPATCH_NOT_A_CALL)
+    if (d == SPADE_DISPATCH_NOT_A_CALL) {
+        poison(h, inst, len);
         h->step(h->action, len);
+    }
     leave(h);
     in->steps++;
-    double r = saturate(h->rt.reward);
-    in->episode_return = saturate(in->episode_return + r);
+    double r = h->rt.reward;
+    if (h->rt.bad_reward || !(fabs(r) <= SPADE_REWARD_MAX)) {
+        in->done = 1;
+        fill_result(h, in, out, 0.0, 1, 0);
+        if (out)
+            out->obs_len = 0;
+        return SPADE_HOST_BAD_REWARD;
+    }
+    in->episode_return += r;
     int terminated = h->rt.terminated;
     int truncated = !terminated && in->steps >= h->info.max_steps;
     in->done = terminated || truncated;
@@ -669,6 +745,7 @@ static spade_host_status side_call(spade_host *h, int inst, int sink, const char
     if (h->state_size)
         memcpy(h->scratch, in->state, h->state_size);
     enter(h, in, h->scratch, rng, sink);
+    poison(h, inst, 0);
     if (sink == SPADE_RT_ACT)
         h->solve();
     else

@@ -65,13 +65,25 @@ typedef enum spade_host_status {
     SPADE_HOST_OK = 0,
     SPADE_HOST_OUTPUT_TOO_LARGE, /* said more than SPADE_OBS_MAX bytes */
     SPADE_HOST_BAD_CALL,         /* caller error: unknown instance, step before reset, action too long */
+    SPADE_HOST_BAD_REWARD,       /* the step called reward() with NaN, an infinity or a value beyond
+                                    +-SPADE_REWARD_MAX, or its rewards summed past it; ends the episode */
 } spade_host_status;
+
+/* The one place where reward magnitudes are bounded (docs/dsl.md): a step's
+ * reward must be finite and within +-SPADE_REWARD_MAX, or the step fails with
+ * SPADE_HOST_BAD_REWARD (an `invalid_env` through the sandbox). So an episode
+ * returns at most SPADE_REWARD_MAX * SPADE_MAX_STEPS_LIMIT = 1e15 in magnitude:
+ * finite in a double, in a float (a GRPO sample's reward), in a mean over any
+ * number of episodes and in JSON. A success threshold beyond that could never
+ * be met; the host refuses it at load. */
+/* (SPADE_REWARD_MAX and SPADE_SUCCESS_MAX are in env.h, which the DSL runtime
+ * shares.) */
 
 /* One transition. obs points into host-owned memory, valid until the next call. */
 typedef struct spade_step_result {
     const char *obs; /* observation text (NUL-terminated) */
     size_t obs_len;
-    double reward;  /* finite: a sum past +-DBL_MAX saturates there, as does the return */
+    double reward;  /* finite, within +-SPADE_REWARD_MAX (else the step is SPADE_HOST_BAD_REWARD) */
     int terminated; /* the task ended (the environment called finish) */
     int truncated;  /* max_steps reached without termination */
     int success;    /* episode return so far >= info.success (meaningful when done) */
@@ -87,6 +99,14 @@ typedef struct spade_host spade_host;
  * message naming what is wrong on failure. Returns 0 or -1. */
 int spade_host_new(spade_host **out, spade_symbol_fn sym, void *sym_ctx, char *err, size_t errlen);
 void spade_host_free(spade_host *h);
+/* Poisons fresh memory before every call into the environment (seed 0, the
+ * default, = off): the 32 KiB of stack the call is about to use and the 256
+ * bytes after the action's NUL are filled with a pattern of seed and the
+ * instance id, so an environment that reads uninitialised locals (or past its
+ * action) sees different bytes in two instances and fails the checker's
+ * determinism checks (core/check.c), where without poison both would read
+ * the same leftovers. */
+void spade_host_set_poison(spade_host *h, uint64_t seed);
 const spade_env_info *spade_host_info(const spade_host *h);
 
 /* "key=value,key=value" (may be NULL or "") -> values[n_params] in declaration

@@ -78,3 +78,5 @@ EXTRA_tests_test_archive_DEPENDENCIES = spade$(EXEEXT)
 # it; agents.c holds the agents core ships (random, solve, stdin, scripted).
 libspade_a_SOURCES += core/episodes.c core/agents.c
 noinst_HEADERS += core/episodes.h core/agents.h
+# <spade/spade.h> (include/spade/spade.h): the public API of libspade.so.
+libspade_a_SOURCES += core/spade.c

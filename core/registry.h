@@ -7,8 +7,11 @@
  *   1. each directory of the colon-separated SPADE_PATH,
  *   2. ./plugins, then ./stdenv (relative to the current directory),
  *   3. the installed SPADE_DATADIR/plugins, then SPADE_DATADIR/stdenv,
- *   4. the source tree's SPADE_SRCDIR/plugins, then SPADE_SRCDIR/stdenv
- *      (so an uninstalled build finds the standard environments).
+ *   4. the source tree's plugins, then its stdenv, only when the running
+ *      program is the uninstalled build (spade_registry_uninstalled): an
+ *      installed spade finds only the installed data and the user's paths.
+ * The installed and source directories come from the generated core/paths.h,
+ * which changes (and so rebuilds this file) when the prefix does.
  * Directories that do not exist are skipped; one reached twice (e.g. the current
  * directory is the source tree) is searched once. An environment's registry
  * name is its file name without ".c" ("stdenv/maze.c" is "maze"); its ENV()
@@ -72,6 +75,12 @@ enum {
  * getenv("SPADE_PATH"). Returns 0 or -1 (out of memory). */
 int spade_registry_new(spade_registry **out, const char *spade_path, int flags, char *err, size_t errlen);
 void spade_registry_free(spade_registry *r);
+/* 1 when the running program is under the build directory (not installed). */
+int spade_registry_uninstalled(void);
+/* Where spade's own data directory `sub` ("stdenv", "plugins", "eval/heldout")
+ * is for this program: the source tree's when uninstalled, else the installed
+ * one. Into out; returns out. */
+const char *spade_data_path(const char *sub, char *out, size_t cap);
 int spade_registry_num_dirs(const spade_registry *r);
 const char *spade_registry_dir(const spade_registry *r, int i);
 

@@ -7,9 +7,9 @@
  *                         sandbox failure, returns within [-1, 1], a mean
  *                         step under max_step_ms (random and SOLVE play)
  *   reset_deterministic   the first observation of each seed is the same in
- *                         two workers that play the seeds in opposite orders
- *                         (state kept outside S, or read from uninitialised
- *                         memory, which the host poisons per instance, differs)
+ *                         two workers that play the seeds in opposite orders and
+ *                         whose fresh stack and heap hold different garbage
+ *                         (state kept outside S, or an uninitialised read, differs)
  *   replay_deterministic  a fixed action script replays identically the same way
  *   probe_actions         the empty action, "1", "test", "42", \boxed{1}, a
  *                         4 KiB line and binary bytes never make a failure

@@ -13,7 +13,8 @@
  * Choices worth knowing (also in docs, for environment authors):
  *  - say() output past SPADE_OBS_MAX is dropped and flagged; the host fails the
  *    call (output_too_large). A format containing %n prints nothing.
- *  - reward() ignores non-finite values, so NaN never reaches a return.
+ *  - reward() flags NaN, infinities and values beyond +-SPADE_REWARD_MAX
+ *    (bad_reward) instead of adding them; the host fails such a step.
  *  - finish() counts once per call: later finish() calls are ignored.
  *  - Numbers: an optional sign (-, +, or U+2212) counts when it is not glued to
  *    a preceding letter or digit ("x=-5" is -5, "3-5" is 3 and 5). Digits may
@@ -74,6 +75,7 @@ void spade_rt_begin(spade_rt *rt, char *out, size_t out_cap, uint64_t *rng, long
     rt->overflow = 0;
     rt->sink = sink;
     rt->reward = 0.0;
+    rt->bad_reward = 0;
     rt->terminated = 0;
     rt->success = 0;
     rt->steps = steps;
@@ -314,8 +316,14 @@ void spade_act(const char *fmt, ...)
 void spade_reward(double r)
 {
     spade_rt *rt = spade_rt_current;
-    if (rt && isfinite(r))
+    if (!rt)
+        return;
+    /* Refused, not ignored: a NaN reward is a bug the designer must see
+     * (the host fails the step, core/host.h SPADE_REWARD_MAX). */
+    if (isfinite(r) && fabs(r) <= SPADE_REWARD_MAX)
         rt->reward += r;
+    else
+        rt->bad_reward = 1;
 }
 
 void spade_finish(int success)

@@ -30,6 +30,7 @@ typedef struct spade_rt {
     int overflow;   /* something was said past out_cap and dropped */
     int sink;       /* spade_rt_sink */
     double reward;  /* this call's reward (reward() and finish(1)) */
+    int bad_reward; /* reward() got NaN, an infinity or a value beyond +-SPADE_REWARD_MAX */
     int terminated; /* finish() was called */
     int success;    /* finish(nonzero) was called first */
     long steps;     /* what steps() answers */

@@ -18,6 +18,7 @@
 #include "designer/plays.h"
 #include "designer/prompt.h"
 #include "episodes.h"
+#include "check.h" /* spade_mix64 */
 #include "errbuf.h"
 #include "source.h"
 #include "vendi.h"
@@ -39,15 +40,11 @@ void spade_selfplay_opts_default(spade_selfplay_opts *o) {
     spade_gate_opts_default(&o->gates);
     o->gates.stop_at_first = 1;
     o->plays = 8;
+    o->regen_every = 1;
     spade_rl_opts_default(&o->rl);
 }
 
-static uint64_t mix(uint64_t x) {
-    x += 0x9E3779B97F4A7C15ULL;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-    return x ^ (x >> 31);
-}
+static uint64_t mix(uint64_t x) { return spade_mix64(x); }
 static uint64_t stream(uint64_t seed, int it, int slot, uint64_t what) {
     return mix(seed ^ mix(((uint64_t)it << 32) ^ ((uint64_t)slot << 8) ^ what));
 }
@@ -129,21 +126,77 @@ typedef struct written {
     spade_ep_outcome *plays; /* [2 * plays] */
     double reward;
     int keep;                /* in the designer's update */
+    int kind;                /* 0 written now, 1 kept from the last writing, 2 replayed from the archive */
+    long archive_id;         /* kind 1 and 2: its row */
     float embedding[SPADE_VENDI_DIM];
 } written;
+
+/* The archive's valid environments: ids of iteration `only` (>= 0), or the
+ * `limit` with the highest regret among iterations before `before`. */
+typedef struct pick {
+    int only, before, limit, n;
+    long id[SPADE_SP_MAX_ENVS];
+    double regret[SPADE_SP_MAX_ENVS];
+} pick;
+
+static int pick_env(void *ctx, const spade_archive_env *e) {
+    pick *p = ctx;
+    if (p->only >= 0) {
+        if (e->iteration == p->only && p->n < p->limit) p->id[p->n++] = e->id;
+        return 0;
+    }
+    if (e->iteration >= p->before || !isfinite(e->regret)) return 0;
+    int full = p->n == p->limit, at = full ? p->limit - 1 : p->n++; /* insertion into the top list; ties: the newer kept */
+    if (full && e->regret <= p->regret[at]) return 0;
+    while (at > 0 && p->regret[at - 1] < e->regret) {
+        p->id[at] = p->id[at - 1];
+        p->regret[at] = p->regret[at - 1];
+        at--;
+    }
+    p->id[at] = e->id;
+    p->regret[at] = e->regret;
+    return 0;
+}
+
+/* Fills w[0..) with the environments p names, read from the archive; returns how many. */
+static int load_envs(spade_archive *a, const pick *p, int kind, written *w, int room, char *err, size_t errlen) {
+    int k = 0;
+    for (int i = p->n - 1; i >= 0 && k < room; i--) { /* each_env walks newest first: oldest first here */
+        spade_archive_env e;
+        if (spade_archive_get_env(a, p->id[i], &e, err, errlen) != 0) return -1;
+        w[k].source = (char *)e.source;
+        w[k].source_len = e.source_len;
+        e.source = NULL;
+        snprintf(w[k].corpus_item, sizeof w[k].corpus_item, "%s", e.corpus_item);
+        static char fam[SPADE_SP_MAX_ENVS * 2][32];
+        static int fi;
+        snprintf(fam[fi % (SPADE_SP_MAX_ENVS * 2)], 32, "%s", e.family);
+        w[k].family = fam[fi++ % (SPADE_SP_MAX_ENVS * 2)];
+        w[k].gates.first_failed = -1;
+        w[k].kind = kind;
+        w[k].archive_id = e.id;
+        if (e.embedding && e.embed_dim == SPADE_VENDI_DIM) memcpy(w[k].embedding, e.embedding, sizeof w[k].embedding);
+        spade_archive_env_clear(&e);
+        spade_transcript_init(&w[k].tr);
+        k++;
+    }
+    return k;
+}
 
 int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, int it,
                              const volatile sig_atomic_t *stop, spade_selfplay_metrics *m, char *err, size_t errlen) {
     memset(m, 0, sizeof *m);
     m->iteration = it;
     m->vendi_n = NAN;
-    int n = o->envs < SPADE_SP_MAX_ENVS ? o->envs : SPADE_SP_MAX_ENVS, plays = o->plays > 256 ? 256 : o->plays;
+    int K = o->regen_every > 1 ? o->regen_every : 1, regen = it % K == 0, base_it = it - it % K;
+    int n = !regen ? 0 : o->envs < SPADE_SP_MAX_ENVS ? o->envs : SPADE_SP_MAX_ENVS, plays = o->plays > 256 ? 256 : o->plays;
+    int n_all = n; /* n written now, then the kept and the replayed ones */
     int ctx = spade_policy_config(s->p)->context;
     spade_tokenizer *tok = spade_policy_tokenizer(s->p);
-    written *w = calloc((size_t)n, sizeof *w);
+    written *w = calloc(2 * SPADE_SP_MAX_ENVS, sizeof *w);
     agent_eps ae = {calloc((size_t)2 * plays, sizeof(spade_transcript)), 2 * plays};
-    spade_grpo_sample *samples = calloc((size_t)n * (plays + 1), sizeof *samples);
-    spade_transcript *agent_tr = calloc((size_t)n * plays, sizeof *agent_tr);
+    spade_grpo_sample *samples = calloc((size_t)2 * SPADE_SP_MAX_ENVS * (plays + 1), sizeof *samples);
+    spade_transcript *agent_tr = calloc((size_t)2 * SPADE_SP_MAX_ENVS * plays, sizeof *agent_tr);
     double *refs = NULL;
     const char **ref_names = NULL;
     spade_decoder *dec = NULL;
@@ -215,7 +268,9 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
     if (stop && *stop) { rc = 1; goto done; }
 
     /* 2. the designer writes: every slot sampled together (or, designer.source = files, given sources) */
-    if (o->n_files > 0) {
+    if (n == 0) {
+        /* not a writing iteration (selfplay.regen_every) */
+    } else if (o->n_files > 0) {
         for (int i = 0; i < n; i++) {
             int f = (int)(((long)it * n + i) % o->n_files);
             w[i].source = malloc(o->file_lens[f] + 1);
@@ -314,6 +369,24 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
     }
     m->t_gates = now_s() - t1;
 
+    /* the environments played again: the last writing's valid ones, and past ones by regret */
+    if (s->archive && !regen) {
+        pick pk = {base_it, 0, SPADE_SP_MAX_ENVS, 0, {0}, {0}};
+        if (spade_archive_each_env(s->archive, 1, NULL, 0, pick_env, &pk, err, errlen) < 0) goto done;
+        int k = load_envs(s->archive, &pk, 1, w + n_all, 2 * SPADE_SP_MAX_ENVS - n_all, err, errlen);
+        if (k < 0) goto done;
+        n_all += k;
+        m->kept = k;
+    }
+    if (s->archive && o->replay > 0) {
+        pick pk = {-1, base_it, o->replay < SPADE_SP_MAX_ENVS ? o->replay : SPADE_SP_MAX_ENVS, 0, {0}, {0}};
+        if (spade_archive_each_env(s->archive, 1, NULL, o->memory.window, pick_env, &pk, err, errlen) < 0) goto done;
+        int k = load_envs(s->archive, &pk, 2, w + n_all, 2 * SPADE_SP_MAX_ENVS - n_all, err, errlen);
+        if (k < 0) goto done;
+        n_all += k;
+        m->replayed = k;
+    }
+
     /* 4. paired plays of every valid environment by one policy snapshot */
     double t2 = now_s();
     spade_policy_agent_opts ao;
@@ -329,8 +402,10 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
     eo.max_live = ao.max_live;
     eo.stop = stop;
     double sum_reward = 0;
-    for (int i = 0; i < n; i++) {
+    int played = 0;
+    for (int i = 0; i < n_all; i++) {
         if (w[i].gates.first_failed >= 0) continue;
+        played++;
         ao.seed = stream(o->seed, it, i, 0x61676e74ULL);
         for (int k = 0; k < plays; k++) w[i].seeds[k] = stream(o->seed, it, i, 0x73656564ULL + (uint64_t)k);
         w[i].plays = calloc((size_t)2 * plays, sizeof *w[i].plays);
@@ -387,12 +462,12 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
         r[i] = w[i].reward;
         keep[i] = valid || !o->invalid_drop;
     }
-    if (m->valid) {
-        m->pass_nohint /= m->valid;
-        m->pass_hint /= m->valid;
-        m->regret /= m->valid;
-        m->designer_reward = sum_reward / m->valid;
-    } else m->pass_nohint = m->pass_hint = m->regret = m->designer_reward = NAN;
+    if (played) {
+        m->pass_nohint /= played;
+        m->pass_hint /= played;
+        m->regret /= played;
+    } else m->pass_nohint = m->pass_hint = m->regret = NAN;
+    m->designer_reward = m->valid ? sum_reward / m->valid : NAN;
     spade_center_per_family(r, fam, keep, n);
 
     /* 6. one update on both roles' samples */
@@ -429,6 +504,15 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
     double t4 = now_s();
     if (s->archive) {
         if (spade_archive_begin(s->archive, err, errlen) < 0) goto done;
+        for (int i = n; i < n_all; i++) { /* played again: new plays of their archived rows */
+            double s0[256], s1[256], r0[256], r1[256];
+            for (int k = 0; k < plays; k++) {
+                s0[k] = w[i].plays[k].success, s1[k] = w[i].plays[plays + k].success;
+                r0[k] = w[i].plays[k].ret, r1[k] = w[i].plays[plays + k].ret;
+            }
+            if (spade_archive_add_plays(s->archive, w[i].archive_id, plays, w[i].seeds, s0, s1, r0, r1, err, errlen) < 0)
+                goto done;
+        }
         for (int i = 0; i < n; i++) {
             spade_archive_env e = {0};
             e.iteration = it;
@@ -487,7 +571,7 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
 done:
     if (rc != 0 && s->archive) spade_archive_rollback_after(s->archive, it - 1, NULL, 0);
     spade_decoder_free(dec);
-    for (int i = 0; w && i < n; i++) {
+    for (int i = 0; w && i < n_all; i++) {
         spade_transcript_free(&w[i].tr);
         free(w[i].source);
         free(w[i].plays);
@@ -520,11 +604,11 @@ void spade_selfplay_metrics_json(const spade_selfplay_metrics *m, char *out, siz
         at += (size_t)snprintf(gates + at, sizeof gates - at, "%s\"%s\":%d", g ? "," : "", spade_gate_name((spade_gate)g),
                                m->failed_gate[g]);
     snprintf(out, cap,
-             "{\"iteration\":%d,\"written\":%d,\"valid\":%d,\"failed_at\":{%s},\"pass\":%s,\"pass_hint\":%s,\"regret\":%s,"
+             "{\"iteration\":%d,\"written\":%d,\"valid\":%d,\"kept\":%d,\"replayed\":%d,\"failed_at\":{%s},\"pass\":%s,\"pass_hint\":%s,\"regret\":%s,"
              "\"designer_reward\":%s,\"vendi_n\":%s,\"designer_samples\":%d,\"agent_samples\":%d,\"source_tokens\":%ld,"
              "\"loss\":%.6g,\"grad_norm\":%.6g,\"grad_norm_designer\":%.6g,\"grad_norm_agent\":%.6g,"
              "\"pool_success\":%.6g,\"t_design\":%.3f,\"t_gates\":%.3f,\"t_play\":%.3f,\"t_update\":%.3f,\"t_archive\":%.3f}",
-             m->iteration, m->written, m->valid, gates, p0, p1, rg, dr, vn, m->designer_samples, m->agent_samples,
+             m->iteration, m->written, m->valid, m->kept, m->replayed, gates, p0, p1, rg, dr, vn, m->designer_samples, m->agent_samples,
              m->source_tokens, m->loss, m->grad_norm, m->role_grad_norm[0], m->role_grad_norm[1], m->pool.success_rate,
              m->t_design, m->t_gates, m->t_play, m->t_update, m->t_archive);
 }

@@ -55,6 +55,9 @@ typedef struct spade_selfplay_opts {
     int n_files;
     /* agent */
     int plays;                /* selfplay.plays: seeds per valid environment, each played with and without the hint (8) */
+    int regen_every;          /* selfplay.regen_every: write new environments every K iterations (1); in between the
+                               * valid ones of the last writing are played again (both arms) and the agent trains on them */
+    int replay;               /* selfplay.replay: past valid environments with the highest regret played too (0; PLR) */
     int pool_envs;            /* selfplay.pool_envs: fixed-pool environments the agent also trains on per iteration (0) */
     spade_rl_opts rl;         /* the agent's options (and the pool plays when pool_envs > 0) */
 } spade_selfplay_opts;
@@ -63,6 +66,7 @@ void spade_selfplay_opts_default(spade_selfplay_opts *o);
 typedef struct spade_selfplay_metrics {
     int iteration;
     int written, valid;
+    int kept, replayed;       /* environments played again: from the last writing, from the archive by regret */
     int failed_gate[SPADE_GATE_COUNT]; /* by the first gate failed */
     double pass_nohint, pass_hint, regret, designer_reward; /* means over valid environments */
     double vendi_n;           /* Vendi/n of this iteration's valid environments (NAN when none) */

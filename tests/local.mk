@@ -38,6 +38,19 @@ EXTRA_DIST += tests/test_python.sh tests/python/conftest.py tests/python/test_en
 	tests/python/test_protocol.py tests/python/test_docs.py python/pyproject.toml python/README.md \
 	python/spade/__init__.py python/spade/_client.py python/spade/env.py python/spade/vector.py python/spade/py.typed \
 	bench/bench_py_vec.py
+# Every spade command shown in README.md and docs/*.md, run as a reader types it
+# (found automatically; the few that cannot run here are skipped with a reason).
+TESTS += tests/test_docs.sh
+EXTRA_DIST += tests/test_docs.sh
+# `spade report` (cli/cmd_report.c): report.md and SVG plots of micro runs, error cases.
+TESTS += tests/test_report.sh
+EXTRA_DIST += tests/test_report.sh
+check_PROGRAMS += tests/test_report_svg
+TESTS += tests/test_report_svg
+tests_test_report_svg_SOURCES = tests/test_report_svg.c cli/report_svg.c tests/testutil.c tests/testutil.h
+tests_test_report_svg_CPPFLAGS = $(AM_CPPFLAGS) -iquote $(top_srcdir)/cli
+tests_test_report_svg_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_test_report_svg_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
 # spade's OpenMP wait-policy default is honoured, overridable, and changes no result.
 TESTS += tests/test_threads.sh
 EXTRA_DIST += tests/test_threads.sh

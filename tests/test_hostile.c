@@ -9,8 +9,10 @@
  * Then: no fd leaked, no zombie to reap, the sandbox's process tree back to its
  * idle size, no file created (the run happens in an empty mkdtemp cwd, and no
  * /tmp/spade_hostile_pwned* appears), no /etc/passwd line and no SPADE_PWNED (what a
- * program says when a refused call succeeded) in any returned text, and a
- * well-behaved environment still loads and steps. One line per program is printed
+ * program says when a refused call succeeded) in any returned text, nor the
+ * secret this test puts in its own environment, argv and heap before the
+ * sandbox starts (scan_secrets.c scans the worker's memory for them; see
+ * test_secret_scan), and a well-behaved environment still loads and steps. One line per program is printed
  * (name, expected, got, ms). SPADE_HOSTILE_ONLY=substring runs a subset.
  *
  * What it is not: a test of the environments' semantics (tests of the host and
@@ -43,7 +45,15 @@
 #define PWNED_GLOB "/tmp/spade_hostile_pwned*"
 /* Text no worker may ever return: a line of /etc/passwd, and the word the
  * programs say when an attack that should have been refused succeeded. */
-static const char *const leak_marks[] = {"root:x:0:0", "SPADE_PWNED"};
+static const char *leak_marks[] = {"root:x:0:0", "SPADE_PWNED", NULL, NULL};
+/* The secrets this test plants in its own process before the sandbox starts
+ * (main): a random value in the environment variable SPADE_HOSTILE_SECRET, a
+ * random argv token after --spade-planted-argv-, and a copy of the secret on
+ * its heap. No worker may ever say either value (leak_marks[2] and [3]). */
+#define SECRET_VAR "SPADE_HOSTILE_SECRET"
+#define ARGV_PREFIX "--spade-planted-argv-"
+static char secret[40], argv_token[40];
+static char *heap_secret;
 #define BIG_ACTION_LEN 1000000 /* under SPADE_ACTION_MAX (1 MiB) */
 #define IDLE_WAIT_MS 3000
 
@@ -317,7 +327,7 @@ static int fail_with(run *r, const spade_failure *f)
 
 static void look(run *r, const char *text, size_t len)
 {
-    for (size_t k = 0; text && k < sizeof leak_marks / sizeof leak_marks[0]; k++)
+    for (size_t k = 0; text && k < sizeof leak_marks / sizeof leak_marks[0] && leak_marks[k]; k++)
         if (memmem(text, len, leak_marks[k], strlen(leak_marks[k])))
             r->leaked = 1;
 }
@@ -476,8 +486,8 @@ START_TEST(test_program)
 
     ck_assert_msg(r.outcome == p->expect, "%s: expected %s, got %s (signal %d, after %d steps): %s", p->name,
                   p->word, spade_outcome_name(r.outcome), r.signal, r.steps_done, r.message);
-    ck_assert_msg(!r.leaked, "%s: some text the worker returned contains '%s' or '%s'", p->name, leak_marks[0],
-                  leak_marks[1]);
+    ck_assert_msg(!r.leaked, "%s: some text the worker returned contains '%s', '%s', or this test's planted secret (%s=...) or argv token",
+                  p->name, leak_marks[0], leak_marks[1], SECRET_VAR);
     ck_assert_msg(fds_after == fds_before, "%s: %d fds open before, %d after", p->name, fds_before, fds_after);
     ck_assert_msg(reaped <= 0, "%s: waitpid reaped pid %d, a child of the test itself", p->name, (int)reaped);
     ck_assert_msg(zygote_now == zygote_pid, "%s: the zygote (pid %d) is gone; our child is now %d", p->name,
@@ -527,8 +537,148 @@ static int resolve_dir(char *out, size_t cap)
     return -1;
 }
 
-int main(void)
+/* ---- the parent's secrets ------------------------------------------------------ */
+
+static void random_hex(char *out, size_t n)
 {
+    unsigned char b[16];
+    FILE *f = fopen("/dev/urandom", "rb");
+    size_t got = f ? fread(b, 1, sizeof b, f) : 0;
+    if (f)
+        fclose(f);
+    for (size_t i = got; i < sizeof b; i++) /* no urandom: still unlike anything else in memory */
+        b[i] = (unsigned char)(rand() ^ (int)getpid() ^ (int)i);
+    for (size_t i = 0; i < sizeof b && 2 * i + 2 < n; i++)
+        snprintf(out + 2 * i, 3, "%02x", b[i]);
+}
+
+/* Puts a random secret in our environment and a random token in our argv by
+ * re-executing ourselves once; returns only in the re-executed test. */
+static void plant_secrets(int argc, char **argv)
+{
+    const char *have = getenv(SECRET_VAR);
+    if (argc == 2 && have && strncmp(argv[1], ARGV_PREFIX, strlen(ARGV_PREFIX)) == 0) {
+        snprintf(secret, sizeof secret, "%s", have);
+        snprintf(argv_token, sizeof argv_token, "%s", argv[1] + strlen(ARGV_PREFIX));
+        heap_secret = strdup(have); /* what a trainer holding an API key in a config struct has */
+        leak_marks[2] = secret;
+        leak_marks[3] = argv_token;
+        return;
+    }
+    char s[40], t[40], arg[80];
+    random_hex(s, sizeof s);
+    random_hex(t, sizeof t);
+    snprintf(arg, sizeof arg, "%s%s", ARGV_PREFIX, t);
+    setenv(SECRET_VAR, s, 1);
+    char *nargv[] = {argv[0], arg, NULL};
+    execv("/proc/self/exe", nargv);
+    perror("test_hostile: re-exec with planted secrets");
+    exit(1);
+}
+
+/* One step of the scanner; its text is checked by look() and appended to all. */
+static int scan_step(spade_worker *w, int id, const char *act, run *r, char **all, size_t *alllen)
+{
+    spade_failure f;
+    memset(&f, 0, sizeof f);
+    spade_step_result res;
+    size_t len = strlen(act);
+    if (spade_worker_step(w, 1, &id, &act, &len, &res, &f) != 0)
+        return fail_with(r, &f);
+    look(r, res.obs, res.obs_len);
+    char *na = realloc(*all, *alllen + res.obs_len + 1);
+    if (!na)
+        return -1;
+    memcpy(na + *alllen, res.obs, res.obs_len);
+    *alllen += res.obs_len;
+    na[*alllen] = '\0';
+    *all = na;
+    return 0;
+}
+
+/* scan_secrets.c over every readable mapping of the zygote (the worker is a
+ * fork of it), in steps of at most 8 MiB each so that each meets the call
+ * deadline; a planted control value must be found, the secrets must not. */
+START_TEST(test_secret_scan)
+{
+    const program *p = NULL;
+    for (int i = 0; i < nprogs; i++)
+        if (strcmp(progs[i].name, "scan_secrets.c") == 0)
+            p = &progs[i];
+    if (!p) {
+        printf("hostile: secret scan skipped (scan_secrets.c not selected)\n");
+        return;
+    }
+    ck_assert_msg(secret[0] && argv_token[0], "the secrets were not planted");
+    spade_worker *w = NULL;
+    spade_failure f;
+    memset(&f, 0, sizeof f);
+    ck_assert_msg(spade_worker_load(sb, p->name, p->src, p->len, &w, &f) == 0, "load: %s", f.message);
+    int id;
+    uint64_t seed = 1;
+    spade_step_result res;
+    ck_assert_msg(spade_worker_add_instances(w, 1, NULL, &id, &f) == 0 &&
+                      spade_worker_reset(w, 1, &id, &seed, &res, &f) == 0,
+                  "reset: %s", f.message);
+    run r;
+    memset(&r, 0, sizeof r);
+    char *all = NULL;
+    size_t alllen = 0;
+    char control[40], act[4096];
+    random_hex(control, sizeof control);
+    snprintf(act, sizeof act, "plant %s=%s", SECRET_VAR, control);
+    ck_assert_msg(scan_step(w, id, act, &r, &all, &alllen) == 0, "plant: %s", r.message);
+
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/maps", spade_sandbox_zygote_pid(sb));
+    FILE *m = fopen(path, "r");
+    ck_assert_msg(m != NULL, "cannot read %s", path);
+    char line[4096];
+    int nregions = 0, nsteps = 0;
+    size_t len = (size_t)snprintf(act, sizeof act, "scan");
+    unsigned long batch = 0, total = 0;
+    while (fgets(line, sizeof line, m)) {
+        unsigned long lo, hi;
+        char perms[8] = "";
+        if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3 || perms[0] != 'r')
+            continue;
+        /* [vvar] pages can fault when read; [vsyscall] is not the worker's memory;
+         * a region over 256 MiB is a reservation (ASan's shadow), not data. */
+        if (strstr(line, "[vvar") || strstr(line, "[vsyscall]") || hi - lo > (256ul << 20))
+            continue;
+        nregions++;
+        for (unsigned long at = lo; at < hi;) {
+            unsigned long end = hi - at > (8ul << 20) - batch ? at + (8ul << 20) - batch : hi;
+            len += (size_t)snprintf(act + len, sizeof act - len, " %lx-%lx", at, end);
+            batch += end - at;
+            total += end - at;
+            at = end;
+            if (batch >= (8ul << 20) || len > sizeof act - 64) {
+                ck_assert_msg(scan_step(w, id, act, &r, &all, &alllen) == 0, "scan: %s", r.message);
+                nsteps++;
+                batch = 0;
+                len = (size_t)snprintf(act, sizeof act, "scan");
+            }
+        }
+    }
+    fclose(m);
+    ck_assert_msg(scan_step(w, id, act, &r, &all, &alllen) == 0, "scan: %s", r.message);
+    nsteps++;
+    spade_worker_free(w);
+    printf("hostile: secret scan: %d regions, %.1f MiB in %d steps\n", nregions, total / 1048576.0, nsteps);
+    ck_assert_msg(!strstr(all, secret), "the parent's secret environment variable reached the worker:\n%.2000s", all);
+    ck_assert_msg(!strstr(all, argv_token), "the parent's argv reached the worker:\n%.2000s", all);
+    ck_assert_msg(!r.leaked, "a leak mark in the scanner's text:\n%.2000s", all);
+    ck_assert_msg(strstr(all, control) != NULL, "the scan did not find the control value planted in its own heap:\n%.2000s",
+                  all);
+    ck_assert_msg(nregions > 3, "only %d readable regions in %s", nregions, path);
+    free(all);
+}
+END_TEST
+
+int main(int argc, char **argv)
+{
+    plant_secrets(argc, argv);
     char dir[PATH_MAX + 32];
     if (resolve_dir(dir, sizeof dir) != 0) {
         fprintf(stderr, "test_hostile: cannot find tests/hostile (set srcdir)\n");
@@ -588,6 +738,7 @@ int main(void)
     tcase_set_timeout(tc, 0);
     tcase_add_test(tc, test_coverage);
     tcase_add_loop_test(tc, test_program, 0, nprogs);
+    tcase_add_test(tc, test_secret_scan);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     /* No fork: the sandbox (its zygote is our child) must outlive every test. */

@@ -181,12 +181,14 @@ START_TEST(results_bad_fields)
         {NAN, 0.0, SPADE_HOST_OK},       {-NAN, 0.0, SPADE_HOST_OK},       {INFINITY, 1.0, SPADE_HOST_OK},
         {-INFINITY, 1.0, SPADE_HOST_OK}, {1.0, INFINITY, SPADE_HOST_OK},   {0.0, NAN, SPADE_HOST_OK},
         {0.0, -INFINITY, SPADE_HOST_OK}, {NAN, 0.0, SPADE_HOST_BAD_CALL}, {0.0, INFINITY, SPADE_HOST_OUTPUT_TOO_LARGE},
+        /* finite but beyond what the host can return (core/env.h SPADE_REWARD_MAX) */
+        {DBL_MAX, 0.0, SPADE_HOST_OK},   {-SPADE_REWARD_MAX * 2, 0.0, SPADE_HOST_OK}, {0.0, 1e16, SPADE_HOST_OK},
     };
     for (size_t k = 0; k < sizeof nonfinite / sizeof *nonfinite; k++) {
         spade_step_result two[2];
         b.n = 0;
         put_u32(&b, 2);
-        put_result(&b, DBL_MAX, 2, 0, 0, 0, SPADE_HOST_OK); /* the largest finite values pass */
+        put_result(&b, SPADE_REWARD_MAX, 2, 0, 0, 0, SPADE_HOST_OK); /* the largest values pass */
         spade_wire_result w;
         memset(&w, 0, sizeof w);
         w.reward = nonfinite[k].reward;
@@ -198,14 +200,14 @@ START_TEST(results_bad_fields)
         err[0] = '\0';
         ck_assert_msg(spade_ipc_decode_results(b.p, b.n, 2, two, &bad, &st, err, sizeof err) == -1,
                       "case %zu: accepted", k);
-        ck_assert_msg(strstr(err, "result 1:") && strstr(err, "not finite"), "case %zu: '%s'", k, err);
+        ck_assert_msg(strstr(err, "result 1:") && strstr(err, "not finite or out of bounds"), "case %zu: '%s'", k, err);
     }
     b.n = 0;
     put_u32(&b, 1);
-    put_result(&b, -DBL_MAX, 0, 0, 0, 0, SPADE_HOST_OK);
+    put_result(&b, -SPADE_REWARD_MAX, 0, 0, 0, 0, SPADE_HOST_OK);
     put(&b, "", 1);
     ck_assert_int_eq(spade_ipc_decode_results(b.p, b.n, 1, r, &bad, &st, err, sizeof err), 0);
-    ck_assert(r[0].reward == -DBL_MAX && r[0].episode_return == -DBL_MAX);
+    ck_assert(r[0].reward == -SPADE_REWARD_MAX && r[0].episode_return == -SPADE_REWARD_MAX);
     /* a failed item is reported, not rejected */
     b.n = 0;
     put_u32(&b, 1);

@@ -278,11 +278,13 @@ static void op_checks(const char *backend) {
     /* attention */
     {
         float *qkv = rnd(N * 3 * C, 1.0f), *out = rnd(N * C, 0), *att = rnd(B * NH * T * T, 0);
+        float *lse = rnd(B * NH * T, 0);
         float *dout = rnd(N * C, 1.0f), *dqkv = rnd(N * 3 * C, 5.0f); /* garbage: must be overwritten */
-        v->attention_forward(cx, out, att, qkv, B, T, C, NH);
-        v->attention_backward(cx, dqkv, dout, qkv, att, B, T, C, NH);
+        float *A = v->attention_probs ? att : NULL;
+        v->attention_forward(cx, out, lse, A, qkv, B, T, C, NH);
+        v->attention_backward(cx, dqkv, dout, qkv, out, lse, A, B, T, C, NH);
         /* causal: no weight on the future, rows sum to 1 */
-        for (int bh = 0; bh < B * NH; bh++)
+        for (int bh = 0; bh < B * NH && A; bh++)
             for (int t = 0; t < T; t++) {
                 double s = 0;
                 for (int j = 0; j < T; j++) {
@@ -292,9 +294,9 @@ static void op_checks(const char *backend) {
                 }
                 ck_assert(fabs(s - 1.0) < 1e-5);
             }
-#define ATF v->attention_forward(cx, out, att, qkv, B, T, C, NH)
+#define ATF v->attention_forward(cx, out, lse, A, qkv, B, T, C, NH)
         FD_LOOP("attention dqkv", qkv, (size_t)N * 3 * C, dqkv, ATF, out, (size_t)N * C, dout);
-        free(qkv); free(out); free(att); free(dout); free(dqkv);
+        free(qkv); free(out); free(att); free(lse); free(dout); free(dqkv);
     }
     /* gelu */
     {
@@ -450,13 +452,17 @@ START_TEST(test_cpu_ops_match_reference_parallel) {
     expect_same("matmul_backward dweight", dW1, dW2, (size_t)OC * C, 1e-5);
     expect_same("matmul_backward dbias", db1, db2, OC, 0);
     /* attention (cblas on cpu), then the KV-cache attention (same loops) */
-    float *qkv = rnd(NC * 3, 1.0f), *att1 = calloc((size_t)B * NH * T * T, 4), *att2 = calloc((size_t)B * NH * T * T, 4);
-    BOTH(R->attention_forward(r.ctx, o1, att1, qkv, B, T, C, NH), F->attention_forward(f.ctx, o2, att2, qkv, B, T, C, NH));
-    expect_same("attention_forward", o1, o2, NC, 1e-5);
-    expect_same("attention_forward att", att1, att2, (size_t)B * NH * T * T, 1e-5);
-    BOTH(R->attention_backward(r.ctx, o1, dy, qkv, att1, B, T, C, NH),
-         F->attention_backward(f.ctx, o2, dy, qkv, att1, B, T, C, NH));
+    /* (the tiled cpu attention against the T x T reference; more shapes in test_attention) */
+    float *qkv = rnd(NC * 3, 1.0f), *att1 = calloc((size_t)B * NH * T * T, 4);
+    float *ls1 = calloc((size_t)B * NH * T, 4), *ls2 = calloc((size_t)B * NH * T, 4);
+    float *ay1 = calloc(NC, 4), *ay2 = calloc(NC, 4);
+    BOTH(R->attention_forward(r.ctx, ay1, ls1, att1, qkv, B, T, C, NH), F->attention_forward(f.ctx, ay2, ls2, NULL, qkv, B, T, C, NH));
+    expect_same("attention_forward", ay1, ay2, NC, 1e-5);
+    expect_same("attention_forward lse", ls1, ls2, (size_t)B * NH * T, 1e-5);
+    BOTH(R->attention_backward(r.ctx, o1, dy, qkv, ay1, ls1, att1, B, T, C, NH),
+         F->attention_backward(f.ctx, o2, dy, qkv, ay2, ls2, NULL, B, T, C, NH));
     expect_same("attention_backward", o1, o2, NC * 3, 1e-5);
+    free(ls1); free(ls2); free(ay1); free(ay2);
     float *kc1 = calloc((size_t)B * maxT * C, 4), *kc2 = calloc((size_t)B * maxT * C, 4);
     float *vc1 = calloc((size_t)B * maxT * C, 4), *vc2 = calloc((size_t)B * maxT * C, 4);
     BOTH(R->attention_forward_kv(r.ctx, o1, qkv, kc1, vc1, B, T, C, NH, 0, maxT),
@@ -493,7 +499,7 @@ START_TEST(test_cpu_ops_match_reference_parallel) {
 #undef BOTH
     free(inp); free(x); free(dy); free(w); free(bias); free(wte); free(wpe); free(o1); free(o2);
     free(g1); free(g2); free(h1); free(h2); free(m1); free(m2); free(s1); free(s2);
-    free(W); free(Wb); free(dW1); free(dW2); free(db1); free(db2); free(dyo); free(qkv); free(att1); free(att2);
+    free(W); free(Wb); free(dW1); free(dW2); free(db1); free(db2); free(dyo); free(qkv); free(att1);
     free(kc1); free(kc2); free(vc1); free(vc2); free(tg); free(lg); free(pr1); free(pr2); free(lp1); free(lp2);
     free(dl); free(pa); free(pb); free(ma); free(mb); free(va); free(vb);
     spade_backend_close(&r);
@@ -514,7 +520,8 @@ START_TEST(test_kv_attention_matches_full) {
         ck_assert(spade_backend_open(bes[k], &be, NULL, 0, err, sizeof err) == 0);
         int B = 2, T = 5, C = 8, NH = 2, maxT = 6;
         float *qkv = rnd(B * T * 3 * C, 1.0f), *out = rnd(B * T * C, 0), *att = rnd(B * NH * T * T, 0);
-        be.vt->attention_forward(be.ctx, out, att, qkv, B, T, C, NH);
+        float lse[2 * 2 * 5];
+        be.vt->attention_forward(be.ctx, out, lse, be.vt->attention_probs ? att : NULL, qkv, B, T, C, NH);
         float *kc = calloc(B * maxT * C, 4), *vc = calloc(B * maxT * C, 4);
         float *o2 = calloc(B * T * C, 4), *q1 = malloc(B * 3 * C * 4), *o1 = malloc(B * C * 4);
         /* prefill 4 positions per sequence, one at a time for b, then decode t = 4 */

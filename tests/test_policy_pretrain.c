@@ -87,6 +87,9 @@ static void setup(void) {
     ck_assert_int_eq(mkdir(d, 0755), 0);
     write_file("data/a.txt", "int main(void) { return 0; }\n/* the maze has four exits */\n");
     write_file("data/b.c", "static int step(int x) { return x + 1; }\nvoid reset(void) {}\n");
+    /* not corpus files: a build file and a config are skipped */
+    write_file("data/local.mk", "EXTRA_DIST += stdenv/maze.c\n");
+    write_file("data/run.ini", "[policy]\n");
 }
 
 static void teardown(void) { tu_rm_rf(dir); }
@@ -97,6 +100,7 @@ START_TEST(test_pretrain_runs_and_resumes) {
     int rc = run(out, sizeof out);
     ck_assert_msg(rc == 0, "pretrain failed: %s", out);
     ck_assert_ptr_nonnull(strstr(out, "sample at step 3"));
+    ck_assert_msg(strstr(out, " in 2 files in "), "only a.txt and b.c are corpus files: %s", out);
     char log[512], ckpt[512], err[256];
     snprintf(log, sizeof log, "%s/out/pretrain.jsonl", dir);
     snprintf(ckpt, sizeof ckpt, "%s/out/policy.ckpt", dir);
@@ -352,10 +356,32 @@ START_TEST(test_pretrain_bpe) {
 }
 END_TEST
 
+/* A relative data path is taken from the config file's directory, not the
+ * working directory (an installed config names ../stdenv). */
+START_TEST(test_pretrain_relative_data) {
+    static char out[1 << 16];
+    char text[1024];
+    snprintf(text, sizeof text,
+             "[policy]\nlayers = 1\nheads = 2\nwidth = 16\ncontext = 32\nbackend = cpu\n[pretrain]\ndata = data\n"
+             "out = %s/out\nsteps = 1\nbatch = 1\nsample_every = 0\ncheckpoint_every = 0\n",
+             dir);
+    write_file("run.ini", text);
+    char cwd[4096];
+    ck_assert_ptr_nonnull(getcwd(cwd, sizeof cwd));
+    ck_assert_int_eq(chdir("/"), 0);
+    int rc = run(out, sizeof out);
+    ck_assert_int_eq(chdir(cwd), 0);
+    char want[600];
+    snprintf(want, sizeof want, " in 2 files in %s/data", dir);
+    ck_assert_msg(rc == 0 && strstr(out, want), "rc %d: %s", rc, out);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("policy_pretrain");
     TCase *t = tcase_create("pretrain");
     tcase_add_checked_fixture(t, setup, teardown);
+    tcase_add_test(t, test_pretrain_relative_data);
     tcase_set_timeout(t, 120);
     tcase_add_test(t, test_pretrain_runs_and_resumes);
     tcase_add_test(t, test_pretrain_config_errors);

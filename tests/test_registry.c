@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -384,6 +385,35 @@ START_TEST(hot_new_reports_errors) {
 }
 END_TEST
 
+/* A change within the file system's timestamp tick: same size, same mtime
+ * (restored with utimensat, as a coarse clock would leave it). Only the
+ * registry's "racy" rule (compare content while the mtime is recent) sees it;
+ * with that rule disabled this test fails (issue 10: nothing caught it). */
+START_TEST(hot_reload_same_tick_change) {
+    char *p = path_in("racy.c");
+    write_env(p, "racy", 1);
+    spade_hotenv *h = NULL;
+    spade_failure f;
+    ck_assert_msg(spade_hotenv_new(&h, sb, p, NULL, &f) == 0, "%s", f.message);
+    char obs[256];
+    int reloaded = 0, gen = 0;
+    episode_obs(h, obs, sizeof obs, &reloaded, &gen);
+    ck_assert_msg(strstr(obs, "version 1"), "%s", obs);
+    struct stat st;
+    ck_assert_int_eq(stat(p, &st), 0);
+    write_env(p, "racy", 2); /* same length: one digit changed */
+    struct stat st2;
+    ck_assert_int_eq(stat(p, &st2), 0);
+    ck_assert_int_eq(st2.st_size, st.st_size);
+    struct timespec times[2] = {st.st_atim, st.st_mtim};
+    ck_assert_int_eq(utimensat(AT_FDCWD, p, times, 0), 0);
+    episode_obs(h, obs, sizeof obs, &reloaded, &gen);
+    ck_assert_msg(strstr(obs, "version 2") && reloaded && gen == 2,
+                  "a same-size change with the old mtime was missed: '%s' (generation %d)", obs, gen);
+    spade_hotenv_free(h);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("registry");
     TCase *t = tcase_create("paths");
@@ -397,6 +427,7 @@ int main(void) {
     tcase_add_test(u, list_loads_every_file);
     tcase_add_test(u, hot_reload);
     tcase_add_test(u, hot_reload_survives_a_crash);
+    tcase_add_test(u, hot_reload_same_tick_change);
     tcase_add_test(u, hot_new_reports_errors);
     suite_add_tcase(s, u);
     return tu_run(s);

@@ -70,6 +70,26 @@ if grep -q 'random agent won' "$TMP/out" && grep -q 'ENV("gate_coin"' "$TMP/out"
 else bad "archive show gives the gate's reason and the source"; fi
 if grep -q '"vendi_n":0\.[0-9]' "$TMP/given/train.jsonl" && [ -s "$TMP/given/spade.db" ]; then ok "Vendi/n per iteration"; else bad "Vendi/n per iteration"; fi
 
+# spade check --gates: the loop's gates on one file
+"$SPADE" check --gates "$SRC/stdenv/nim.c" >"$TMP/out" 2>&1
+if [ $? -eq 0 ] && [ "$(grep -c '^PASS ' "$TMP/out")" -eq 10 ] && grep -q 'passes every gate' "$TMP/out"; then
+    ok "check --gates passes a stdenv environment on all ten gates"
+else bad "check --gates passes a stdenv environment on all ten gates"; fi
+"$SPADE" check --gates "$SRC/tests/envs/gate_hintanswer.c" >"$TMP/out" 2>&1
+if [ $? -eq 1 ] && grep -q '^FAIL hint_echo: echoing the hint won' "$TMP/out" && grep -q 'refused by the gates' "$TMP/out"; then
+    ok "check --gates names the gate that refuses a hint with the answer, exit 1"
+else bad "check --gates names the gate that refuses a hint with the answer, exit 1"; fi
+
+# regen_every = 2 keeps the valid environments for the next iteration; replay = 1 adds a past one
+config regen 4 files >"$TMP/regen.ini"
+printf '[selfplay]\nregen_every = 2\nreplay = 1\n' >>"$TMP/regen.ini"
+"$SPADE" train "$TMP/regen.ini" >"$TMP/out" 2>&1
+if [ $? -eq 0 ] && grep -q '"iteration":1,"written":0,"valid":0,"kept":2,"replayed":0' "$TMP/regen/train.jsonl" &&
+    grep -q '"iteration":2,"written":3,"valid":2,"kept":0,"replayed":1' "$TMP/regen/train.jsonl" &&
+    grep -q '"iteration":3,"written":0,"valid":0,"kept":2,"replayed":1' "$TMP/regen/train.jsonl"; then
+    ok "selfplay.regen_every keeps environments between writings; selfplay.replay plays a past one again"
+else bad "selfplay.regen_every and selfplay.replay"; cp "$TMP/regen/train.jsonl" "$TMP/out" 2>/dev/null; fi
+
 # the policy as the designer: it writes, the gates judge, it trains (or not, frozen)
 config policy 1 policy >"$TMP/policy.ini"
 "$SPADE" train "$TMP/policy.ini" >"$TMP/out" 2>&1
@@ -89,26 +109,30 @@ if [ $? -eq 2 ] && grep -q "bad.ini:3: \[designer\] reward = 'sometimes'" "$TMP/
 else bad "a bad designer key names file, line and value"; fi
 
 # killed at random moments and resumed: the same metrics and the same archive
-config straight 4 files >"$TMP/straight.ini"
+config straight 10 files >"$TMP/straight.ini"
 "$SPADE" train "$TMP/straight.ini" >"$TMP/out" 2>&1
-config killed 4 files >"$TMP/killed.ini"
+config killed 10 files >"$TMP/killed.ini"
 "$SPADE" train "$TMP/killed.ini" >"$TMP/out" 2>&1 &
 pid=$!
-sleep 0.4
+i=0 # let it write its config.ini first: a run killed before that is no run to resume (start it again from its CONFIG)
+while [ ! -f "$TMP/killed/config.base" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+sleep 0.3
 kill -KILL $pid 2>/dev/null
 wait $pid 2>/dev/null
+st=$?
 kills=0
+[ $st -eq 137 ] && kills=1
 tries=0
-while ! grep -q 'iteration 3' "$TMP/killed/state" 2>/dev/null && [ $tries -lt 60 ]; do
+while ! grep -q 'iteration 9' "$TMP/killed/state" 2>/dev/null && [ $tries -lt 60 ]; do
     tries=$((tries + 1))
     "$SPADE" train "$TMP/killed" >"$TMP/out" 2>&1 &
     pid=$!
-    sleep "0.$(( (tries * 53) % 8 + 2 ))"
+    sleep "0.$(( (tries * 53) % 6 + 2 ))"
     kill -KILL $pid 2>/dev/null
     wait $pid 2>/dev/null
     [ $? -eq 137 ] && kills=$((kills + 1))
 done
-grep -q 'iteration 3' "$TMP/killed/state" 2>/dev/null || "$SPADE" train "$TMP/killed" >"$TMP/out" 2>&1
+grep -q 'iteration 9' "$TMP/killed/state" 2>/dev/null || "$SPADE" train "$TMP/killed" >"$TMP/out" 2>&1
 strip "$TMP/straight/train.jsonl" >"$TMP/a"
 strip "$TMP/killed/train.jsonl" >"$TMP/b"
 if [ $kills -ge 1 ] && cmp -s "$TMP/a" "$TMP/b"; then ok "killed ($kills times) and resumed = uninterrupted, iteration by iteration"

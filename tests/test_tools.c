@@ -7,6 +7,7 @@
  * with the same shape TOOL produces (static, no state argument).
  */
 #include <check.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 
 #include "testutil.h"
 #include "tools/tools.h"
+#include "errbuf.h"
 
 /* ---- the tools under test (the shape TOOL gives them) -------------------- */
 
@@ -506,6 +508,13 @@ START_TEST(bad_calls)
           "error: argument 'amount' of deposit must be int (from -2147483648 to 2147483647), got 3000000000");
     FAILS("deposit(-2147483649)",
           "error: argument 'amount' of deposit must be int (from -2147483648 to 2147483647), got -2147483649");
+    /* exactly one past each end (an off-by-one here wrapped 2147483648 to INT_MIN and passed, issue 10) */
+    FAILS("deposit(2147483648)",
+          "error: argument 'amount' of deposit must be int (from -2147483648 to 2147483647), got 2147483648");
+    FAILS("deposit(amount=2147483648)",
+          "error: argument 'amount' of deposit must be int (from -2147483648 to 2147483647), got 2147483648");
+    FAILS("{\"name\": \"deposit\", \"arguments\": {\"amount\": 2147483648}}",
+          "error: argument 'amount' of deposit must be int (from -2147483648 to 2147483647), got 2147483648");
     CALLED("deposit(-2147483648)", "-2147483648");
     CALLED("reset_all()", "");
     CALLED("deposit(2147483647)", "2147483647");
@@ -711,11 +720,43 @@ START_TEST(big_inputs)
 }
 END_TEST
 
+/* spade_vputf (core/errbuf.h), the formatter behind tools' messages and the
+ * JIT's text: the result arrives whole, past the 512-byte stack buffer too
+ * (both old copies cut there). */
+static char vput_buf[4096];
+static size_t vput_len;
+static void vput_collect(void *ctx, const char *s, size_t n) {
+    (void)ctx;
+    if (vput_len + n < sizeof vput_buf) memcpy(vput_buf + vput_len, s, n);
+    vput_len += n;
+    vput_buf[vput_len < sizeof vput_buf ? vput_len : sizeof vput_buf - 1] = 0;
+}
+static void vput(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    spade_vputf(vput_collect, NULL, fmt, ap);
+    va_end(ap);
+}
+START_TEST(vputf_whole) {
+    char big[2001];
+    memset(big, 'x', 2000);
+    big[2000] = 0;
+    vput_len = 0;
+    vput("[%s] %d", big, 42);
+    ck_assert_uint_eq(vput_len, 2000 + 2 + 3);
+    ck_assert_str_eq(vput_buf + 2002, " 42");
+    vput_len = 0;
+    vput("short %s", "one");
+    ck_assert_str_eq(vput_buf, "short one");
+}
+END_TEST
+
 static Suite *tools_suite(void)
 {
     Suite *s = suite_create("tools");
     TCase *tc = tcase_create("signatures");
     tcase_add_test(tc, sig_good);
+    tcase_add_test(tc, vputf_whole);
     tcase_add_test(tc, sig_bad_all);
     suite_add_tcase(s, tc);
     tc = tcase_create("dispatch");

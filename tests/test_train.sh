@@ -106,6 +106,22 @@ else bad "spade eval none --suite heldout plays the held-out suite"; fi
 "$SPADE" eval "$TMP/nope.ckpt" carry_add >"$TMP/out" 2>&1
 if [ $? -eq 1 ] && grep -q 'nope.ckpt' "$TMP/out"; then ok "spade eval names a missing checkpoint"; else bad "spade eval names a missing checkpoint"; fi
 
+# spade run --agent policy:CKPT: the policy plays (and --show shows it)
+"$SPADE" run carry_add:digits=1 --agent policy:"$TMP/straight/policy-15.ckpt" -n 3 --jsonl - >"$TMP/run.jsonl" 2>"$TMP/out"
+if [ $? -eq 0 ] && [ "$(grep -c '"episode":' "$TMP/run.jsonl")" -eq 3 ] && grep -q '"agent":"policy"' "$TMP/run.jsonl"; then
+    ok "spade run --agent policy:CKPT plays the episodes with the policy"
+else bad "spade run --agent policy:CKPT plays the episodes with the policy"; fi
+"$SPADE" run carry_add --agent policy:"$TMP/none.ckpt" -n 1 >"$TMP/out" 2>&1
+if [ $? -eq 1 ] && grep -q 'none.ckpt' "$TMP/out"; then ok "spade run --agent policy: names a missing checkpoint"; else bad "spade run --agent policy: names a missing checkpoint"; fi
+# [eval] every = 2: the held-out suite after every second iteration, as its own JSONL line
+config evald 4 >"$TMP/evald.ini"
+printf '[eval]\nevery = 2\nepisodes = 2\n' >>"$TMP/evald.ini"
+"$SPADE" train "$TMP/evald.ini" >"$TMP/out" 2>&1
+if [ $? -eq 0 ] && [ "$(grep -c '"eval":{"suite":"heldout"' "$TMP/evald/train.jsonl")" -eq 2 ] &&
+    grep -q '"iteration":3,"eval":' "$TMP/evald/train.jsonl" && grep -q '"pancake":' "$TMP/evald/train.jsonl"; then
+    ok "eval.every evaluates on the held-out suite and logs it"
+else bad "eval.every evaluates on the held-out suite and logs it"; fi
+
 # A file added to a pool directory during the run joins the pool.
 config hot 40 >"$TMP/hot.ini"
 "$SPADE" train "$TMP/hot.ini" >"$TMP/out" 2>&1 &

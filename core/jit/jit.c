@@ -57,17 +57,18 @@ static void text_add(text *t, const char *s, size_t n)
     t->p[t->len] = '\0';
 }
 
+static void text_put(void *t, const char *s, size_t n)
+{
+    text_add(t, s, n);
+}
+
 static void text_addf(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void text_addf(text *t, const char *fmt, ...)
 {
-    char buf[512];
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    spade_vputf(text_put, t, fmt, ap);
     va_end(ap);
-    if (n < 0)
-        return;
-    text_add(t, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 }
 
 /* ---- the translation unit -------------------------------------------------- */

@@ -17,10 +17,11 @@ static void cpu_note(char *note, size_t notelen, const char *prefix) {
 #ifdef _OPENMP
     threads = omp_get_max_threads();
 #endif
+    char blas[160];
+    spade_backend_cpu_blas_note(blas, sizeof blas);
     if (note && notelen)
-        snprintf(note, notelen, "%scpu (%s, %d OpenMP thread%s)", prefix,
-                 spade_backend_cpu_has_cblas() ? "cblas GEMMs" : "plain-C GEMMs, no cblas in this build",
-                 threads, threads == 1 ? "" : "s");
+        snprintf(note, notelen, "%scpu (%s, %d OpenMP thread%s)", prefix, blas, threads,
+                 threads == 1 ? "" : "s");
 }
 
 int spade_backend_open(const char *which, spade_backend *be, char *note, size_t notelen,
@@ -35,6 +36,10 @@ int spade_backend_open(const char *which, spade_backend *be, char *note, size_t 
     if (!strcmp(which, "cpu")) {
         cpu_note(note, notelen, "");
         return spade_backend_cpu_new(be, err, errlen);
+    }
+    if (!strcmp(which, "cpu_tt")) {
+        cpu_note(note, notelen, "cpu_tt, T x T attention for benchmarks: ");
+        return spade_backend_cpu_tt_new(be, err, errlen);
     }
     if (!strcmp(which, "cuda") || !strcmp(which, "auto")) {
         int want_cuda = !strcmp(which, "cuda");

@@ -11,6 +11,9 @@
  *            reference loops (backend_cpu.c);
  *   cuda     cuBLAS GEMMs + CUDA kernels (backend_cuda.cu, compiled when
  *            configure found nvcc; SPADE_HAVE_CUDA).
+ * (A fourth name, cpu_tt, is cpu with the attention of before the tiled one:
+ * T x T probabilities kept for backward. bench/bench_policy.c opens it to
+ * measure the tiled attention against it in one run; nothing else should.)
  * What it is not: a tensor library. There is no graph, no shapes stored with
  * the data, no broadcasting. Every op is a fixed GPT building block with its
  * shapes given as arguments, and the policy calls them in order.
@@ -91,21 +94,30 @@
  *     dinp = dout @ weight  (OVERWRITTEN);  dweight += dout^T @ inp;
  *     dbias += sum over rows of dout (skipped when dbias is NULL).
  *
- * attention_forward(out (B,T,C) (=), att (B,NH,T,T) (=), qkv (B,T,3C), B, T, C, NH)
+ * attention_forward(out (B,T,C) (=), lse (B,NH,T) (=), att (B,NH,T,T) (=) or NULL,
+ *                   qkv (B,T,3C), B, T, C, NH)
  *     Causal multi-head self-attention. In each row of qkv, q = [0,C),
  *     k = [C,2C), v = [2C,3C); head h uses columns [h*hs, (h+1)*hs) of each.
  *       s[t2] = (q[b,t,h] . k[b,t2,h]) / sqrt(hs)        for t2 <= t
- *       att[b,h,t,t2] = exp(s[t2]-max) / sum_{t2'<=t} exp(s[t2']-max)  for t2 <= t,
- *                     = 0                                              for t2 > t
- *       out[b,t,h*hs + i] = sum_{t2<=t} att[b,h,t,t2] * v[b,t2,h*hs + i]
- *     att is kept for the backward pass (it is part of the activations).
- * attention_backward(dqkv (B,T,3C) (=), dout (B,T,C), qkv (B,T,3C), att (B,NH,T,T),
- *                    B, T, C, NH)
- *     The exact gradient of attention_forward w.r.t. qkv given dout, using att:
- *       datt[t2] = dout[b,t,h] . v[b,t2,h];
- *       dpre[t2] = att[t2] * (datt[t2] - sum_{t2'} att[t2'] datt[t2']);
+ *       p[t2] = exp(s[t2]-max) / sum_{t2'<=t} exp(s[t2']-max)  for t2 <= t, 0 above
+ *       out[b,t,h*hs + i] = sum_{t2<=t} p[t2] * v[b,t2,h*hs + i]
+ *       lse[b,h,t] = max + log(sum_{t2<=t} exp(s[t2]-max))   (natural log)
+ *     lse is what backward needs to recompute p = exp(s - lse) tile by tile,
+ *     so training memory grows linearly in T. att is the T x T probability
+ *     matrix att[b,h,t,t2] = p[t2] (0 for t2 > t): only a backend whose
+ *     vtable says attention_probs = 1 gets it (cpu_ref, the exact reference,
+ *     and the bench-only cpu_tt); every other backend gets att = NULL and must
+ *     not need it.
+ * attention_backward(dqkv (B,T,3C) (=), dout (B,T,C), qkv (B,T,3C), out (B,T,C),
+ *                    lse (B,NH,T), att (B,NH,T,T) or NULL, B, T, C, NH)
+ *     The exact gradient of attention_forward w.r.t. qkv given dout, from the
+ *     forward's out and lse (and att when attention_probs = 1):
+ *       p[t2] = exp(s[t2] - lse[t])  (or att), datt[t2] = dout[b,t,h] . v[b,t2,h];
+ *       D[t] = dout[b,t,h] . out[b,t,h]  (= sum_{t2} p[t2] datt[t2]);
+ *       dpre[t2] = p[t2] * (datt[t2] - D[t]);
  *       dq[t]  = sum_{t2} dpre[t2] k[t2] / sqrt(hs);  dk[t2] += dpre[t2] q[t] / sqrt(hs);
- *       dv[t2] += att[t2] * dout[t].
+ *       dv[t2] += p[t2] * dout[t].
+ *     Keys after the query (t2 > t) contribute nothing and are skipped.
  *     dqkv is OVERWRITTEN (the op zeroes it first if it accumulates internally).
  * attention_forward_kv(out (B,T,C) (=), qkv (B,T,3C), kcache (B,maxT,C),
  *                      vcache (B,maxT,C), B, T, C, NH, pos0, maxT)
@@ -229,10 +241,11 @@ typedef struct spade_backend_vtable {
     int (*matmul_backward)(void *ctx, float *dinp, float *dweight, float *dbias,
                            const float *dout, const float *inp, const float *weight,
                            int N, int IC, int OC);
-    int (*attention_forward)(void *ctx, float *out, float *att, const float *qkv,
+    int (*attention_forward)(void *ctx, float *out, float *lse, float *att, const float *qkv,
                              int B, int T, int C, int NH);
-    int (*attention_backward)(void *ctx, float *dqkv, const float *dout,
-                              const float *qkv, const float *att, int B, int T, int C, int NH);
+    int (*attention_backward)(void *ctx, float *dqkv, const float *dout, const float *qkv,
+                              const float *out, const float *lse, const float *att, int B,
+                              int T, int C, int NH);
     int (*attention_forward_kv)(void *ctx, float *out, const float *qkv, float *kcache,
                                 float *vcache, int B, int T, int C, int NH, int pos0,
                                 int maxT);
@@ -256,6 +269,10 @@ typedef struct spade_backend_vtable {
     int (*attention_forward_kv_at)(void *ctx, float *out, const float *qkv, float *kcache,
                                    float *vcache, const int *slot, const int *pos, int N,
                                    int C, int NH, int S, int maxT, int maxlen);
+
+    /* 1: attention_forward/backward use the (B,NH,T,T) att buffer, which the
+     * policy then allocates (T x T memory); 0: att is NULL. */
+    int attention_probs;
 } spade_backend_vtable;
 
 /* A backend instance: the table and its context. Plain struct, owned by the
@@ -269,6 +286,7 @@ typedef struct spade_backend {
  * in err. */
 int spade_backend_cpu_ref_new(spade_backend *be, char *err, size_t errlen);
 int spade_backend_cpu_new(spade_backend *be, char *err, size_t errlen);
+int spade_backend_cpu_tt_new(spade_backend *be, char *err, size_t errlen);
 /* SPADE_POLICY_CUDA: the CUDA backend is linked into this build. configure's
  * SPADE_HAVE_CUDA says nvcc and cuBLAS were found; core/policy/local.mk defines
  * SPADE_POLICY_NO_CUDA while backend_cuda.cu is not part of the build. */
@@ -284,7 +302,8 @@ int spade_backend_cpu_new(spade_backend *be, char *err, size_t errlen);
 int spade_backend_cuda_new(spade_backend *be, char *err, size_t errlen);
 #endif
 
-/* Run-time selection: which = "auto" | "cpu" | "cuda" | "cpu_ref".
+/* Run-time selection: which = "auto" | "cpu" | "cuda" | "cpu_ref" (| "cpu_tt",
+ * for benchmarks only: see the top of this file).
  * auto -> cuda when compiled in and a device is present, otherwise cpu; the
  * choice and the reason are written to note (e.g. "auto: no CUDA device
  * (...); using cpu (OpenBLAS, 2 threads)"), which callers print. note may be NULL. */
@@ -294,6 +313,21 @@ void spade_backend_close(spade_backend *be);
 
 /* Whether the CPU backend uses cblas GEMMs in this build (1) or reference loops (0). */
 int spade_backend_cpu_has_cblas(void);
+/* Which GEMMs the cpu backend runs, for the backend note: "cblas GEMMs" or,
+ * with OpenBLAS, "OpenBLAS <core> kernels"; when OpenBLAS picked kernels far
+ * below what the CPU can run (it names cores by CPU model, and a virtual CPU
+ * it does not know falls back to Prescott, SSE3), the note says which
+ * OPENBLAS_CORETYPE would be right (measured ~4x faster GEMMs: BENCHMARKS.md).
+ * OpenBLAS reads that variable when it is loaded, before main, so only the
+ * one who starts the program can set it. Returns 1 if such a hint was written. */
+int spade_backend_cpu_blas_note(char *buf, size_t len);
+/* For a program's main, first thing (before threads, files or children): when
+ * spade_backend_cpu_blas_note would give a hint, sets OPENBLAS_CORETYPE to it
+ * and re-executes the program (/proc/self/exe, same argv, same pid), so that
+ * OpenBLAS loads with the right kernels. Returns 0 when nothing was needed, -1
+ * when the exec failed (the program goes on with the kernels it has); on
+ * success it does not return. Never called by the library itself. */
+int spade_backend_cpu_blas_reexec(char **argv);
 
 #ifdef __cplusplus
 }

@@ -1,17 +1,20 @@
-/* backend_cpu.c — the two CPU backends of the policy: cpu_ref and cpu.
+/* backend_cpu.c — the CPU backends of the policy: cpu_ref, cpu (and cpu_tt).
  *
  * What it is: one implementation of every op in backend.h, written as plain C
  * loops with a fixed summation order. The same code serves both backends:
- *   cpu_ref  runs it on one thread, GEMMs and attention as loops. It is the
- *            reference that tests compare every other backend against, and the
- *            path whose arithmetic does not depend on batch size (so KV-cache
- *            sampling and full recompute agree bit for bit on it).
+ *   cpu_ref  runs it on one thread, GEMMs and attention as loops, attention
+ *            with the exact T x T probabilities. It is the reference that
+ *            tests compare every other backend against, and the path whose
+ *            arithmetic does not depend on batch size (so KV-cache sampling
+ *            and full recompute agree bit for bit on it).
  *   cpu      turns on OpenMP for the loops (parallel only over independent
- *            outputs, so each output's sum is still formed in the same order)
- *            and, when configure found cblas (SPADE_HAVE_CBLAS), does the GEMMs
- *            and the attention score/value products with cblas_sgemm.
- * What it is not: tuned kernels. Only the GEMMs are fast; everything else is
- * memory-bound loops that OpenMP spreads over cores.
+ *            outputs, so each output's sum is still formed in the same order),
+ *            does the GEMMs with cblas_sgemm when configure found cblas
+ *            (SPADE_HAVE_CBLAS), and runs the tiled attention (memory linear
+ *            in T). The non-GEMM loops are vectorised (SPADE_CLONES).
+ *   cpu_tt   cpu with the T x T cblas attention of before, for the benchmark.
+ * What it is not: hand-written GEMM kernels (OpenBLAS's are used), or
+ * bit-identical across machines (vector widths differ between clones).
  */
 #include "policy/backend.h"
 
@@ -21,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -29,7 +33,7 @@
 #endif
 
 typedef struct cpu_ctx {
-    int fast;        /* 0: cpu_ref, 1: cpu */
+    int fast;        /* 0: cpu_ref, 1: cpu, 2: cpu_tt (cpu with the T x T attention) */
     char err[256];
     float *scratch;  /* per-call scratch (attention backward), grown on demand */
     size_t scratch_n;
@@ -52,6 +56,47 @@ static int fail(cpu_ctx *c, const char *fmt, ...) {
     return SPADE_POLICY_EBACKEND;
 }
 
+/* exp(x) in a form the compiler vectorises (libm's expf is a call per
+ * element): x = n ln2 + r with |r| <= ln2/2, exp(r) by Cephes' degree-6
+ * polynomial, 2^n put into the exponent bits. Relative error <= 2 ulp on
+ * [-87, 88]; below -87 it returns 0 (a probability under 1e-38 is 0 to a
+ * float32 sum), above 88 it saturates at exp(88). */
+static inline float spade_expf(float x) {
+    x = x > 88.0f ? 88.0f : x;
+    float z = x < -87.0f ? -87.0f : x;
+    /* round to nearest by the 1.5 * 2^23 trick: no call, no SSE4.1 needed */
+    float n = (z * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    float r = z - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    union {
+        int32_t i;
+        float f;
+    } u;
+    u.i = ((int32_t)n + 127) << 23;
+    return x < -87.0f ? 0.0f : p * u.f;
+}
+
+/* The loops that are not GEMMs are built for baseline x86-64 (SSE2, 4 floats
+ * a vector: binaries must run on any x86-64), plus AVX2 and AVX-512 clones of
+ * each hot kernel that the loader picks by CPU (GCC function multiversioning,
+ * an ifunc per function). Elementwise kernels give the same bits in every
+ * clone (C11 mode: no FMA contraction); a kernel with a vector reduction sums
+ * in an order that depends on the vector width, so on one machine, which is
+ * what the cpu-vs-cpu_ref tests compare, both backends still agree bit for bit. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && \
+    __GNUC__ >= 12
+#define SPADE_CLONES __attribute__((target_clones("default", "arch=x86-64-v3", "arch=x86-64-v4")))
+#else
+#define SPADE_CLONES
+#endif
+
 static float *scratch(cpu_ctx *c, size_t n) {
     if (n > c->scratch_n) {
         free(c->scratch);
@@ -71,6 +116,21 @@ static inline void split(int n, int *r0, int *r1) {
 #endif
     *r0 = (int)((long)n * id / nt);
     *r1 = (int)((long)n * (id + 1) / nt);
+}
+
+/* The same for n elements of a flat vector, cut at multiples of 16 floats
+ * (64 bytes) so that two threads never share a cache line. */
+static inline void split_n(size_t n, size_t *i0, size_t *i1) {
+#ifdef _OPENMP
+    size_t nt = (size_t)omp_get_num_threads(), id = (size_t)omp_get_thread_num();
+#else
+    size_t nt = 1, id = 0;
+#endif
+    size_t blocks = (n + 15) / 16;
+    *i0 = blocks * id / nt * 16;
+    *i1 = blocks * (id + 1) / nt * 16;
+    if (*i0 > n) *i0 = n;
+    if (*i1 > n) *i1 = n;
 }
 
 static void cpu_free(void *ctx) {
@@ -125,13 +185,20 @@ static int cpu_encoder_forward(void *ctx, float *out, const int *inp, const floa
 static int cpu_encoder_backward(void *ctx, float *dwte, float *dwpe, const float *dout,
                                 const int *inp, int B, int T, int C) {
     /* Parallel over channels: several positions may carry the same token, so
-     * each thread owns whole columns and adds rows in order (deterministic). */
-#pragma omp parallel for if (PAR((size_t)B * T * C))
-    for (int c = 0; c < C; c++) {
+     * each thread owns a strip of columns and adds rows in order
+     * (deterministic), sweeping row-major within its strip. */
+#pragma omp parallel if (PAR((size_t)B * T * C))
+    {
+        int c0, c1;
+        split(C, &c0, &c1);
         for (int i = 0; i < B * T; i++) {
-            float d = dout[(size_t)i * C + c];
-            dwte[(size_t)inp[i] * C + c] += d;
-            dwpe[(size_t)(i % T) * C + c] += d;
+            const float *d = dout + (size_t)i * C;
+            float *we = dwte + (size_t)inp[i] * C, *pe = dwpe + (size_t)(i % T) * C;
+#pragma omp simd
+            for (int c = c0; c < c1; c++) {
+                we[c] += d[c];
+                pe[c] += d[c];
+            }
         }
     }
     return 0;
@@ -139,16 +206,16 @@ static int cpu_encoder_backward(void *ctx, float *dwte, float *dwpe, const float
 
 /* ---- layernorm ---- */
 
-static int cpu_layernorm_forward(void *ctx, float *out, float *mean, float *rstd,
-                                 const float *inp, const float *w, const float *b, int N,
-                                 int C) {
-#pragma omp parallel for if (PAR((size_t)N * C))
-    for (int i = 0; i < N; i++) {
+SPADE_CLONES static void layernorm_rows(float *out, float *mean, float *rstd, const float *inp,
+                                        const float *w, const float *b, int r0, int r1, int C) {
+    for (int i = r0; i < r1; i++) {
         const float *x = inp + (size_t)i * C;
         float m = 0.0f;
+#pragma omp simd reduction(+ : m)
         for (int c = 0; c < C; c++) m += x[c];
         m /= C;
         float v = 0.0f;
+#pragma omp simd reduction(+ : v)
         for (int c = 0; c < C; c++) {
             float d = x[c] - m;
             v += d * d;
@@ -156,21 +223,36 @@ static int cpu_layernorm_forward(void *ctx, float *out, float *mean, float *rstd
         v /= C;
         float s = 1.0f / sqrtf(v + 1e-5f);
         float *o = out + (size_t)i * C;
+#pragma omp simd
         for (int c = 0; c < C; c++) o[c] = (x[c] - m) * s * w[c] + b[c];
         if (mean) mean[i] = m;
         if (rstd) rstd[i] = s;
     }
+}
+
+static int cpu_layernorm_forward(void *ctx, float *out, float *mean, float *rstd,
+                                 const float *inp, const float *w, const float *b, int N,
+                                 int C) {
+#pragma omp parallel if (PAR((size_t)N * C))
+    {
+        int r0, r1;
+        split(N, &r0, &r1);
+        layernorm_rows(out, mean, rstd, inp, w, b, r0, r1, C);
+    }
     return 0;
 }
 
-static int cpu_layernorm_backward(void *ctx, float *dinp, float *dweight, float *dbias,
-                                  const float *dout, const float *inp, const float *w,
-                                  const float *mean, const float *rstd, int N, int C) {
-#pragma omp parallel for if (PAR((size_t)N * C))
-    for (int i = 0; i < N; i++) {
+/* Rows r0..r1 of dinp; and, for channels c0..c1, dweight and dbias summed over
+ * every row in row order (row-major sweeps: the strided column walk was the
+ * slow part). Each output's sum has one fixed order whatever the split. */
+SPADE_CLONES static void layernorm_back_rows(float *dinp, const float *dout, const float *inp,
+                                             const float *w, const float *mean, const float *rstd,
+                                             int r0, int r1, int C) {
+    for (int i = r0; i < r1; i++) {
         const float *x = inp + (size_t)i * C, *dy = dout + (size_t)i * C;
         float m = mean[i], s = rstd[i];
         float dn_mean = 0.0f, dnx_mean = 0.0f;
+#pragma omp simd reduction(+ : dn_mean, dnx_mean)
         for (int c = 0; c < C; c++) {
             float xh = (x[c] - m) * s, dn = w[c] * dy[c];
             dn_mean += dn;
@@ -179,22 +261,39 @@ static int cpu_layernorm_backward(void *ctx, float *dinp, float *dweight, float 
         dn_mean /= C;
         dnx_mean /= C;
         float *dx = dinp + (size_t)i * C;
+#pragma omp simd
         for (int c = 0; c < C; c++) {
             float xh = (x[c] - m) * s, dn = w[c] * dy[c];
             dx[c] += s * (dn - dn_mean - xh * dnx_mean);
         }
     }
-    /* Column reductions: each thread owns channels, rows are summed in order. */
-#pragma omp parallel for if (PAR((size_t)N * C))
-    for (int c = 0; c < C; c++) {
-        float dw = 0.0f, db = 0.0f;
-        for (int i = 0; i < N; i++) {
-            float dy = dout[(size_t)i * C + c];
-            db += dy;
-            dw += (inp[(size_t)i * C + c] - mean[i]) * rstd[i] * dy;
+}
+SPADE_CLONES static void layernorm_back_cols(float *dweight, float *dbias, const float *dout,
+                                             const float *inp, const float *mean, const float *rstd,
+                                             int N, int C, int c0, int c1) {
+    for (int i = 0; i < N; i++) {
+        const float *x = inp + (size_t)i * C, *dy = dout + (size_t)i * C;
+        float m = mean[i], s = rstd[i];
+#pragma omp simd
+        for (int c = c0; c < c1; c++) {
+            dbias[c] += dy[c];
+            dweight[c] += (x[c] - m) * s * dy[c];
         }
-        dweight[c] += dw;
-        dbias[c] += db;
+    }
+}
+
+static int cpu_layernorm_backward(void *ctx, float *dinp, float *dweight, float *dbias,
+                                  const float *dout, const float *inp, const float *w,
+                                  const float *mean, const float *rstd, int N, int C) {
+    /* dweight/dbias are summed straight into the gradient, row after row:
+     * one fixed order per channel, the same on both backends. */
+#pragma omp parallel if (PAR((size_t)N * C))
+    {
+        int r0, r1, c0, c1;
+        split(N, &r0, &r1);
+        split(C, &c0, &c1);
+        layernorm_back_rows(dinp, dout, inp, w, mean, rstd, r0, r1, C);
+        layernorm_back_cols(dweight, dbias, dout, inp, mean, rstd, N, C, c0, c1);
     }
     return 0;
 }
@@ -235,6 +334,25 @@ static int cpu_matmul_forward(void *ctx, float *out, const float *inp, const flo
 #endif
     ref_matmul_forward(FAST(ctx), out, inp, w, bias, N, IC, OC);
     return 0;
+}
+
+/* dbias[o] += sum over rows of dout[:, o] for o in [o0, o1): rows swept in
+ * order across a strip of BIAS_STRIP columns held in a local sum (a column
+ * walk strides OC floats per element), each column's sum formed in row order
+ * from 0 and then added, as a plain per-column loop would. */
+#define BIAS_STRIP 256
+SPADE_CLONES static void bias_colsum(float *dbias, const float *dout, int N, int OC, int o0, int o1) {
+    float acc[BIAS_STRIP];
+    for (int ob = o0; ob < o1; ob += BIAS_STRIP) {
+        int n = o1 - ob < BIAS_STRIP ? o1 - ob : BIAS_STRIP;
+        for (int j = 0; j < n; j++) acc[j] = 0.0f;
+        for (int i = 0; i < N; i++) {
+            const float *d = dout + (size_t)i * OC + ob;
+#pragma omp simd
+            for (int j = 0; j < n; j++) acc[j] += d[j];
+        }
+        for (int j = 0; j < n; j++) dbias[ob + j] += acc[j];
+    }
 }
 
 static int cpu_matmul_backward(void *ctx, float *dinp, float *dweight, float *dbias,
@@ -282,11 +400,11 @@ static int cpu_matmul_backward(void *ctx, float *dinp, float *dweight, float *db
 bias:
 #endif
     if (dbias) {
-#pragma omp parallel for if (fast && (size_t)N * OC >= PAR_MIN_WORK)
-        for (int o = 0; o < OC; o++) {
-            float s = 0.0f;
-            for (int i = 0; i < N; i++) s += dout[(size_t)i * OC + o];
-            dbias[o] += s;
+#pragma omp parallel if (fast && (size_t)N * OC >= PAR_MIN_WORK)
+        {
+            int o0, o1;
+            split(OC, &o0, &o1);
+            bias_colsum(dbias, dout, N, OC, o0, o1);
         }
     }
     return 0;
@@ -324,10 +442,55 @@ static void attn_row(float *out, float *att, const float *q, const float *k, con
     }
 }
 
+/* The log-sum-exp of one causal row of scores, recomputed from q and k
+ * (attn_row keeps no max or sum, and it is shared with the KV-cache path,
+ * so it stays as it is). Only cpu_ref's training forward calls it. */
+static float ref_row_lse(const float *q, const float *k, size_t kstride, int nk, int hs,
+                         float scale) {
+    float mx = -INFINITY;
+    for (int j = 0; j < nk; j++) {
+        const float *kj = k + (size_t)j * kstride;
+        float s = 0.0f;
+        for (int i = 0; i < hs; i++) s += q[i] * kj[i];
+        s *= scale;
+        if (s > mx) mx = s;
+    }
+    double sum = 0.0;
+    for (int j = 0; j < nk; j++) {
+        const float *kj = k + (size_t)j * kstride;
+        float s = 0.0f;
+        for (int i = 0; i < hs; i++) s += q[i] * kj[i];
+        sum += exp((double)(s * scale) - mx);
+    }
+    return mx + (float)log(sum);
+}
+
+/* Row-major C(M,N) = alpha op(A) op(B) + beta C on one thread: cblas when the
+ * build has it, plain loops otherwise (then the tiled attention is slow but
+ * still linear in memory). */
+static void gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                 const float *B, int ldb, float beta, float *Cm, int ldc) {
+#ifdef SPADE_HAVE_CBLAS
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M,
+                N, K, alpha, A, lda, B, ldb, beta, Cm, ldc);
+#else
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            float s = 0.0f;
+            for (int k = 0; k < K; k++)
+                s += (ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k]) *
+                     (tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j]);
+            float *c = Cm + (size_t)i * ldc + j;
+            *c = alpha * s + (beta == 0.0f ? 0.0f : beta * *c);
+        }
+#endif
+}
+
 #ifdef SPADE_HAVE_CBLAS
 /* Causal softmax of one score row in place: entries 0..t kept, rest zeroed
- * (only the cblas attention path scores whole rows). */
-static void causal_softmax_row(float *row, int t, int T) {
+ * (only the cblas T x T attention path, cpu_tt, scores whole rows). Returns
+ * the row's log-sum-exp. */
+static float causal_softmax_row(float *row, int t, int T) {
     float mx = -INFINITY;
     for (int j = 0; j <= t; j++)
         if (row[j] > mx) mx = row[j];
@@ -339,34 +502,163 @@ static void causal_softmax_row(float *row, int t, int T) {
     float inv = 1.0f / sum;
     for (int j = 0; j <= t; j++) row[j] *= inv;
     for (int j = t + 1; j < T; j++) row[j] = 0.0f;
+    return mx + logf(sum);
 }
 #endif
 
-static int cpu_attention_forward(void *ctx, float *out, float *att, const float *qkv, int B,
-                                 int T, int C, int NH) {
+/* The tiled attention of the cpu backend: queries in blocks of FA_BQ rows,
+ * each block against all the keys it may see at once — a strip of FA_BQ x t
+ * scores, t <= T: memory per thread linear in T (4 MiB at T = 8192), and the
+ * keys after the block's last query never scored. The strip's softmax is
+ * exact (two passes over it), its log-sum-exp per row is kept, and backward
+ * recomputes the strip from it. A strip rather than FlashAttention's
+ * 64 x 64 tiles with an online softmax: on a CPU it is 2-3.5x faster
+ * (measured at the four bench configurations and T = 2048), because a few
+ * bigger sgemm calls per block beat many tile-sized ones (a strip is 64 x T
+ * floats: in this machine's 2 MiB of L2 per core up to T = 8192). */
+#define FA_BQ 64
+
+static int fa_threads(void) {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+static int fa_thread(void) {
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
+/* Softmax of one strip row in place: s[0..nv) scores -> probabilities
+ * exp(s - max) / sum, s[nv..n) zeroed; returns the log-sum-exp. */
+SPADE_CLONES static float strip_softmax_row(float *s, int nv, int n) {
+    float mx = -INFINITY;
+#pragma omp simd reduction(max : mx)
+    for (int j = 0; j < nv; j++) mx = s[j] > mx ? s[j] : mx;
+    float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+    for (int j = 0; j < nv; j++) {
+        float e = spade_expf(s[j] - mx);
+        s[j] = e;
+        sum += e;
+    }
+    float inv = 1.0f / sum;
+#pragma omp simd
+    for (int j = 0; j < nv; j++) s[j] *= inv;
+    for (int j = nv; j < n; j++) s[j] = 0.0f;
+    return mx + logf(sum);
+}
+
+/* One strip row of backward: p = exp(s - lse) (masked past nv), dp := p (dp - D). */
+SPADE_CLONES static void strip_backward_row(float *s, float *dp, int nv, int n, float lse, float D) {
+#pragma omp simd
+    for (int j = 0; j < nv; j++) {
+        float p = spade_expf(s[j] - lse);
+        s[j] = p;
+        dp[j] = p * (dp[j] - D);
+    }
+    for (int j = nv; j < n; j++) s[j] = dp[j] = 0.0f;
+}
+
+static int strip_forward(cpu_ctx *ctx, float *out, float *lse, const float *qkv, int B, int T,
+                         int C, int NH) {
+    int hs = C / NH, C3 = 3 * C, nqb = (T + FA_BQ - 1) / FA_BQ;
+    float scale = 1.0f / sqrtf((float)hs);
+    size_t per = ((size_t)FA_BQ * T + 15) / 16 * 16;
+    float *ws = scratch(ctx, per * fa_threads());
+    if (!ws) return fail(ctx, "out of memory for attention scratch (%d threads x %zu floats)", fa_threads(), per);
+    long ntask = (long)B * NH * nqb;
+    /* One task per (b, h, query block), each writing its own rows: later
+     * blocks see more keys, so dynamic scheduling, largest first. */
+#pragma omp parallel for schedule(dynamic, 1) if (PAR((size_t)B * NH * T * T * hs / 2))
+    for (long task = 0; task < ntask; task++) {
+        int qb = nqb - 1 - (int)(task % nqb), h = (int)(task / nqb % NH), b = (int)(task / nqb / NH);
+        float *S = ws + per * fa_thread();
+        int i0 = qb * FA_BQ, i1 = i0 + FA_BQ < T ? i0 + FA_BQ : T, nq = i1 - i0;
+        const float *base = qkv + (size_t)b * T * C3 + h * hs;
+        /* the strip: these nq queries against keys 0 .. i1-1 (the rest are masked) */
+        gemm(0, 1, nq, i1, hs, scale, base + (size_t)i0 * C3, C3, base + C, C3, 0.0f, S, i1);
+        float *lo = lse + ((size_t)b * NH + h) * T + i0;
+        for (int r = 0; r < nq; r++) lo[r] = strip_softmax_row(S + (size_t)r * i1, i0 + r + 1, i1);
+        gemm(0, 0, nq, hs, i1, 1.0f, S, i1, base + 2 * C, C3, 0.0f, out + ((size_t)b * T + i0) * C + h * hs, C);
+    }
+    return 0;
+}
+
+static int strip_backward(cpu_ctx *ctx, float *dqkv, const float *dout, const float *qkv,
+                          const float *out, const float *lse, int B, int T, int C, int NH) {
+    int hs = C / NH, C3 = 3 * C;
+    float scale = 1.0f / sqrtf((float)hs);
+    size_t per = (2 * (size_t)FA_BQ * T + (size_t)T + 15) / 16 * 16;
+    float *ws = scratch(ctx, per * fa_threads());
+    if (!ws) return fail(ctx, "out of memory for attention scratch (%d threads x %zu floats)", fa_threads(), per);
+    /* One task per (b, h): it owns that head's columns of dqkv, so every sum
+     * is formed by one thread in one order. */
+#pragma omp parallel for collapse(2) schedule(dynamic, 1) if (PAR((size_t)B * NH * T * T * hs))
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) {
+            float *P = ws + per * fa_thread(), *dP = P + (size_t)FA_BQ * T, *D = dP + (size_t)FA_BQ * T;
+            const float *base = qkv + (size_t)b * T * C3 + h * hs;
+            float *dbase = dqkv + (size_t)b * T * C3 + h * hs;
+            const float *dy = dout + (size_t)b * T * C + h * hs, *o = out + (size_t)b * T * C + h * hs;
+            const float *ls = lse + ((size_t)b * NH + h) * T;
+            for (int t = 0; t < T; t++) {
+                const float *dyt = dy + (size_t)t * C, *ot = o + (size_t)t * C;
+                float s = 0.0f;
+                for (int i = 0; i < hs; i++) s += dyt[i] * ot[i];
+                D[t] = s;
+                float *d = dbase + (size_t)t * C3;
+                memset(d + C, 0, hs * sizeof(float));
+                memset(d + 2 * C, 0, hs * sizeof(float));
+            }
+            for (int i0 = 0; i0 < T; i0 += FA_BQ) {
+                int i1 = i0 + FA_BQ < T ? i0 + FA_BQ : T, nq = i1 - i0;
+                const float *q = base + (size_t)i0 * C3, *dyi = dy + (size_t)i0 * C;
+                gemm(0, 1, nq, i1, hs, scale, q, C3, base + C, C3, 0.0f, P, i1);
+                gemm(0, 1, nq, i1, hs, 1.0f, dyi, C, base + 2 * C, C3, 0.0f, dP, i1);
+                for (int r = 0; r < nq; r++)
+                    strip_backward_row(P + (size_t)r * i1, dP + (size_t)r * i1, i0 + r + 1, i1, ls[i0 + r], D[i0 + r]);
+                /* dq = scale dS k (overwrites); dk += scale dS^T q; dv += P^T dy */
+                gemm(0, 0, nq, hs, i1, scale, dP, i1, base + C, C3, 0.0f, dbase + (size_t)i0 * C3, C3);
+                gemm(1, 0, i1, hs, nq, scale, dP, i1, q, C3, 1.0f, dbase + C, C3);
+                gemm(1, 0, i1, hs, nq, 1.0f, P, i1, dyi, C, 1.0f, dbase + 2 * C, C3);
+            }
+        }
+    return 0;
+}
+
+static int cpu_attention_forward(void *ctx, float *out, float *lse, float *att, const float *qkv,
+                                 int B, int T, int C, int NH) {
+    cpu_ctx *cx = ctx;
+    if (cx->fast == 1) return strip_forward(cx, out, lse, qkv, B, T, C, NH);
+    if (!att) return fail(cx, "attention_forward: the %s backend needs the T x T att buffer", cx->fast ? "cpu_tt" : "cpu_ref");
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
     size_t C3 = 3 * (size_t)C;
 #ifdef SPADE_HAVE_CBLAS
     if (FAST(ctx)) {
-        /* Scores for the full T x T square (the masked half is wasted work, but
-         * one GEMM beats T small dot loops), a causal softmax per row, then the
-         * values; heads in parallel, each with single-threaded GEMMs. */
+        /* cpu_tt, the attention cpu had before the tiled one (kept for the
+         * benchmark): scores for the full T x T square, a causal softmax per
+         * row, then the values; heads in parallel, single-threaded GEMMs. */
 #pragma omp parallel for collapse(2) if (PAR((size_t)B * NH * T * T * hs))
         for (int b = 0; b < B; b++)
             for (int h = 0; h < NH; h++) {
                 const float *q = qkv + b * T * C3 + h * hs;
                 float *a = att + ((size_t)b * NH + h) * T * T;
+                float *lo = lse + ((size_t)b * NH + h) * T;
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, scale, q, C3,
                             q + C, C3, 0.0f, a, T);
-                for (int t = 0; t < T; t++) causal_softmax_row(a + (size_t)t * T, t, T);
+                for (int t = 0; t < T; t++) lo[t] = causal_softmax_row(a + (size_t)t * T, t, T);
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, 1.0f, a, T, q + 2 * C,
                             C3, 0.0f, out + (size_t)b * T * C + h * hs, C);
             }
         return 0;
     }
 #endif
-#pragma omp parallel for collapse(3) if (PAR((size_t)B * NH * T * T * hs))
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++)
             for (int t = 0; t < T; t++) {
@@ -375,13 +667,17 @@ static int cpu_attention_forward(void *ctx, float *out, float *att, const float 
                 attn_row(out + ((size_t)b * T + t) * C + h * hs, a, base + t * C3, base + C,
                          base + 2 * C, C3, t + 1, hs, scale);
                 for (int j = t + 1; j < T; j++) a[j] = 0.0f;
+                lse[((size_t)b * NH + h) * T + t] = ref_row_lse(base + t * C3, base + C, C3, t + 1, hs, scale);
             }
     return 0;
 }
 
 static int cpu_attention_backward(void *ctx, float *dqkv, const float *dout, const float *qkv,
-                                  const float *att, int B, int T, int C, int NH) {
+                                  const float *out, const float *lse, const float *att, int B,
+                                  int T, int C, int NH) {
     cpu_ctx *c = ctx;
+    if (c->fast == 1) return strip_backward(c, dqkv, dout, qkv, out, lse, B, T, C, NH);
+    if (!att) return fail(c, "attention_backward: the %s backend needs the T x T att buffer", c->fast ? "cpu_tt" : "cpu_ref");
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
     size_t C3 = 3 * (size_t)C;
@@ -418,14 +714,13 @@ static int cpu_attention_backward(void *ctx, float *dqkv, const float *dout, con
         return 0;
     }
 #endif
-    /* Reference: parallel over (b, h) pairs; they write disjoint columns of dqkv. */
+    /* Reference: the classic softmax backward from the stored probabilities,
+     * one thread, rows in order. */
     for (size_t i = 0; i < (size_t)B * T * C3; i++) dqkv[i] = 0.0f;
-    float *scr = scratch(c, (size_t)B * NH * T);
-    if (!scr) return fail(c, "out of memory for attention scratch");
-#pragma omp parallel for collapse(2) if (PAR((size_t)B * NH * T * T * hs))
+    float *da = scratch(c, (size_t)T);
+    if (!da) return fail(c, "out of memory for attention scratch");
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
-            float *da = scr + ((size_t)b * NH + h) * T;
             const float *base = qkv + (size_t)b * T * C3 + h * hs;
             float *dbase = dqkv + (size_t)b * T * C3 + h * hs;
             for (int t = 0; t < T; t++) {
@@ -576,25 +871,48 @@ static int cpu_attention_forward_kv_at(void *ctx, float *out, const float *qkv, 
 
 #define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
 
-static int cpu_gelu_forward(void *ctx, float *out, const float *inp, size_t n) {
-#pragma omp parallel for simd if (PAR(n))
-    for (size_t i = 0; i < n; i++) {
+/* tanh(u) = 1 - 2 / (exp(2u) + 1) with the vectorisable exp: absolute error
+ * ~1e-7, which is all GELU's 0.5 x (1 + tanh) can see. */
+static inline float spade_tanhf(float u) { return 1.0f - 2.0f / (spade_expf(2.0f * u) + 1.0f); }
+
+SPADE_CLONES static void gelu_fwd_range(float *out, const float *inp, size_t i0, size_t i1) {
+#pragma omp simd
+    for (size_t i = i0; i < i1; i++) {
         float x = inp[i];
-        out[i] = 0.5f * x * (1.0f + tanhf(GELU_K * (x + 0.044715f * x * x * x)));
+        out[i] = 0.5f * x * (1.0f + spade_tanhf(GELU_K * (x + 0.044715f * x * x * x)));
+    }
+}
+
+SPADE_CLONES static void gelu_bwd_range(float *dinp, const float *inp, const float *dout, size_t i0,
+                                        size_t i1) {
+#pragma omp simd
+    for (size_t i = i0; i < i1; i++) {
+        float x = inp[i];
+        float u = GELU_K * (x + 0.044715f * x * x * x);
+        float th = spade_tanhf(u);
+        float sech2 = 1.0f - th * th;
+        float g = 0.5f * (1.0f + th) + 0.5f * x * sech2 * GELU_K * (1.0f + 3.0f * 0.044715f * x * x);
+        dinp[i] = g * dout[i];
+    }
+}
+
+static int cpu_gelu_forward(void *ctx, float *out, const float *inp, size_t n) {
+#pragma omp parallel if (PAR(n))
+    {
+        size_t i0, i1;
+        split_n(n, &i0, &i1);
+        gelu_fwd_range(out, inp, i0, i1);
     }
     return 0;
 }
 
 static int cpu_gelu_backward(void *ctx, float *dinp, const float *inp, const float *dout,
                              size_t n) {
-#pragma omp parallel for simd if (PAR(n))
-    for (size_t i = 0; i < n; i++) {
-        float x = inp[i];
-        float u = GELU_K * (x + 0.044715f * x * x * x);
-        float th = tanhf(u);
-        float sech2 = 1.0f - th * th;
-        float g = 0.5f * (1.0f + th) + 0.5f * x * sech2 * GELU_K * (1.0f + 3.0f * 0.044715f * x * x);
-        dinp[i] = g * dout[i];
+#pragma omp parallel if (PAR(n))
+    {
+        size_t i0, i1;
+        split_n(n, &i0, &i1);
+        gelu_bwd_range(dinp, inp, dout, i0, i1);
     }
     return 0;
 }
@@ -608,25 +926,36 @@ static int cpu_residual_forward(void *ctx, float *out, const float *a, const flo
 
 /* ---- softmax / cross-entropy ---- */
 
-static int cpu_crossentropy_forward(void *ctx, float *probs, float *logp, const float *logits,
-                                    const int *targets, int N, int V, int Vp) {
-#pragma omp parallel for if (PAR((size_t)N * Vp))
-    for (int i = 0; i < N; i++) {
+SPADE_CLONES static void crossentropy_rows(float *probs, float *logp, const float *logits,
+                                           const int *targets, int r0, int r1, int V, int Vp) {
+    for (int i = r0; i < r1; i++) {
         const float *l = logits + (size_t)i * Vp;
         float *p = probs + (size_t)i * Vp;
         float mx = -INFINITY;
-        for (int v = 0; v < V; v++)
-            if (l[v] > mx) mx = l[v];
+#pragma omp simd reduction(max : mx)
+        for (int v = 0; v < V; v++) mx = l[v] > mx ? l[v] : mx;
         float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
         for (int v = 0; v < V; v++) {
-            p[v] = expf(l[v] - mx);
+            p[v] = spade_expf(l[v] - mx);
             sum += p[v];
         }
         float inv = 1.0f / sum;
+#pragma omp simd
         for (int v = 0; v < V; v++) p[v] *= inv;
         for (int v = V; v < Vp; v++) p[v] = 0.0f;
         int t = targets[i];
         logp[i] = t >= 0 ? l[t] - mx - logf(sum) : 0.0f;
+    }
+}
+
+static int cpu_crossentropy_forward(void *ctx, float *probs, float *logp, const float *logits,
+                                    const int *targets, int N, int V, int Vp) {
+#pragma omp parallel if (PAR((size_t)N * Vp))
+    {
+        int r0, r1;
+        split(N, &r0, &r1);
+        crossentropy_rows(probs, logp, logits, targets, r0, r1, V, Vp);
     }
     return 0;
 }
@@ -644,6 +973,7 @@ static int cpu_crossentropy_backward(void *ctx, float *dlogits, const float *pro
             memset(d, 0, (size_t)Vp * sizeof(float));
             continue;
         }
+#pragma omp simd
         for (int v = 0; v < V; v++) d[v] = -w * p[v];
         d[t] += w;
         for (int v = V; v < Vp; v++) d[v] = 0.0f;
@@ -653,12 +983,11 @@ static int cpu_crossentropy_backward(void *ctx, float *dlogits, const float *pro
 
 /* ---- optimizer ---- */
 
-static int cpu_adamw(void *ctx, float *params, const float *grads, float *m, float *v,
-                     size_t n, float lr, float beta1, float beta2, float eps, float wd,
-                     float grad_scale, int t) {
-    float c1 = 1.0f - powf(beta1, (float)t), c2 = 1.0f - powf(beta2, (float)t);
-#pragma omp parallel for simd if (PAR(n))
-    for (size_t i = 0; i < n; i++) {
+SPADE_CLONES static void adamw_range(float *params, const float *grads, float *m, float *v,
+                                     size_t i0, size_t i1, float lr, float beta1, float beta2,
+                                     float eps, float wd, float grad_scale, float c1, float c2) {
+#pragma omp simd
+    for (size_t i = i0; i < i1; i++) {
         float g = grads[i] * grad_scale;
         float mi = beta1 * m[i] + (1.0f - beta1) * g;
         float vi = beta2 * v[i] + (1.0f - beta2) * g * g;
@@ -666,6 +995,18 @@ static int cpu_adamw(void *ctx, float *params, const float *grads, float *m, flo
         v[i] = vi;
         float mh = mi / c1, vh = vi / c2;
         params[i] -= lr * (mh / (sqrtf(vh) + eps) + wd * params[i]);
+    }
+}
+
+static int cpu_adamw(void *ctx, float *params, const float *grads, float *m, float *v,
+                     size_t n, float lr, float beta1, float beta2, float eps, float wd,
+                     float grad_scale, int t) {
+    float c1 = 1.0f - powf(beta1, (float)t), c2 = 1.0f - powf(beta2, (float)t);
+#pragma omp parallel if (PAR(n))
+    {
+        size_t i0, i1;
+        split_n(n, &i0, &i1);
+        adamw_range(params, grads, m, v, i0, i1, lr, beta1, beta2, eps, wd, grad_scale, c1, c2);
     }
     return 0;
 }
@@ -695,7 +1036,7 @@ static int cpu_sumsq(void *ctx, const float *x, size_t n, double *out) {
     return 0;
 }
 
-#define CPU_VTABLE(NAME)                                                                    \
+#define CPU_VTABLE(NAME, PROBS)                                                                  \
     {                                                                                       \
         NAME, cpu_free, cpu_last_error, cpu_alloc, cpu_dealloc, cpu_memcpy, cpu_memcpy,     \
             cpu_memcpy, cpu_zero, cpu_sync, cpu_encoder_forward, cpu_encoder_backward,       \
@@ -703,11 +1044,12 @@ static int cpu_sumsq(void *ctx, const float *x, size_t n, double *out) {
             cpu_matmul_backward, cpu_attention_forward, cpu_attention_backward,              \
             cpu_attention_forward_kv, cpu_gelu_forward, cpu_gelu_backward,                   \
             cpu_residual_forward, cpu_crossentropy_forward, cpu_crossentropy_backward,       \
-            cpu_adamw, cpu_sumsq, cpu_encoder_forward_at, cpu_attention_forward_kv_at        \
+            cpu_adamw, cpu_sumsq, cpu_encoder_forward_at, cpu_attention_forward_kv_at, PROBS \
     }
 
-static const spade_backend_vtable cpu_ref_vt = CPU_VTABLE("cpu_ref");
-static const spade_backend_vtable cpu_vt = CPU_VTABLE("cpu");
+static const spade_backend_vtable cpu_ref_vt = CPU_VTABLE("cpu_ref", 1);
+static const spade_backend_vtable cpu_vt = CPU_VTABLE("cpu", 0);
+static const spade_backend_vtable cpu_tt_vt = CPU_VTABLE("cpu_tt", 1);
 
 static int cpu_new(spade_backend *be, int fast, char *err, size_t errlen) {
     cpu_ctx *c = calloc(1, sizeof *c);
@@ -723,7 +1065,7 @@ static int cpu_new(spade_backend *be, int fast, char *err, size_t errlen) {
      * deliberate: it is what every later BLAS call in this process wants too. */
     if (fast) openblas_set_num_threads(1);
 #endif
-    be->vt = fast ? &cpu_vt : &cpu_ref_vt;
+    be->vt = fast == 2 ? &cpu_tt_vt : fast ? &cpu_vt : &cpu_ref_vt;
     be->ctx = c;
     return 0;
 }
@@ -733,6 +1075,56 @@ int spade_backend_cpu_ref_new(spade_backend *be, char *err, size_t errlen) {
 }
 int spade_backend_cpu_new(spade_backend *be, char *err, size_t errlen) {
     return cpu_new(be, 1, err, errlen);
+}
+int spade_backend_cpu_tt_new(spade_backend *be, char *err, size_t errlen) {
+    return cpu_new(be, 2, err, errlen);
+}
+
+int spade_backend_cpu_blas_note(char *buf, size_t len) {
+#if defined(SPADE_HAVE_CBLAS) && defined(OPENBLAS_VERSION)
+    const char *core = openblas_get_corename();
+    const char *want = NULL;
+#if defined(__GNUC__) && defined(__x86_64__)
+    int weak = core && (!strcmp(core, "Prescott") || !strcmp(core, "Core2") || !strcmp(core, "Nehalem") ||
+                        !strcmp(core, "Penryn") || !strcmp(core, "Dunnington"));
+    if (weak && !getenv("OPENBLAS_CORETYPE")) {
+        __builtin_cpu_init();
+        if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+            __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
+            want = "SkylakeX";
+        else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+            want = "Haswell";
+    }
+#endif
+    if (want)
+        snprintf(buf, len, "OpenBLAS %s kernels on a CPU that runs %s's: OPENBLAS_CORETYPE=%s makes GEMMs ~4x faster",
+                 core, want, want);
+    else
+        snprintf(buf, len, "OpenBLAS %s kernels", core ? core : "?");
+    return want != NULL;
+#else
+    snprintf(buf, len, "%s", spade_backend_cpu_has_cblas() ? "cblas GEMMs" : "plain-C GEMMs, no cblas in this build");
+    return 0;
+#endif
+}
+
+int spade_backend_cpu_blas_reexec(char **argv) {
+#if defined(__linux__)
+    char note[256];
+    if (!argv || !argv[0] || !spade_backend_cpu_blas_note(note, sizeof note)) return 0;
+    const char *eq = strstr(note, "OPENBLAS_CORETYPE=");
+    if (!eq) return 0;
+    char want[32];
+    snprintf(want, sizeof want, "%.*s", (int)strcspn(eq + 18, " "), eq + 18);
+    /* the variable is also the guard: the new image sees it set and goes on */
+    if (setenv("OPENBLAS_CORETYPE", want, 1)) return -1;
+    execv("/proc/self/exe", argv);
+    unsetenv("OPENBLAS_CORETYPE"); /* exec failed: carry on with the kernels we have */
+    return -1;
+#else
+    (void)argv;
+    return 0;
+#endif
 }
 
 int spade_backend_cpu_has_cblas(void) {

@@ -3,7 +3,7 @@
  *
  * What it is: one implementation of every op in backend.h for one NVIDIA GPU
  * (device 0 of what CUDA_VISIBLE_DEVICES shows), all issued on one stream of
- * this backend. Linear layers and the attention products are cuBLAS SGEMMs in
+ * this backend. Linear layers are cuBLAS SGEMMs in
  * full FP32 (the default math mode; SPADE_CUDA_TF32=1 in the environment allows
  * TF32 tensor cores, faster and less exact). Everything else is a plain kernel
  * that mirrors the reference loops of backend_cpu.c: the same formulas, the same
@@ -12,7 +12,9 @@
  * Deterministic except encoder_backward's token-embedding gradient, which
  * uses atomicAdd (several positions may carry the same token); every other
  * reduction has a fixed order, so two runs give the same bits.
- * What it is not: tuned. No fused or flash attention, no mixed precision, no
+ * Attention is tiled (FlashAttention-style, one thread per row, no T x T
+ * buffer): memory linear in T.
+ * What it is not: tuned. No tensor-core attention, no mixed precision, no
  * multi-GPU (that is NCCL's job, later). Correctness first; the GEMMs carry
  * the speed.
  *
@@ -47,7 +49,7 @@ struct cuda_ctx {
     cudaStream_t stream;
     cublasHandle_t blas;
     char err[512];
-    float *scratch;      /* device scratch (attention backward's score gradients) */
+    float *scratch;      /* device scratch (attention backward's row dots) */
     size_t scratch_n;    /* floats */
     double *partials;    /* (SUMSQ_MAX_BLOCKS) device partial sums of sumsq */
     size_t kv_smem_ok;   /* dynamic shared memory kv_attend_kernel may use (bytes) */
@@ -472,42 +474,194 @@ static int cuda_matmul_backward(void *ctx, float *dinp, float *dweight, float *d
 
 /* --------------------------------------------------------------- attention */
 
-/* Causal softmax of score rows in place, one warp per row of T: row r is query
- * t = r % T; entries 0..t become probabilities, the rest 0. */
-__global__ void causal_softmax_kernel(float *att, size_t rows, int T) {
-    size_t r = blockIdx.x * (size_t)ROWS_PER_BLOCK + (threadIdx.x >> 5);
-    int lane = threadIdx.x & 31;
-    if (r >= rows) return;
-    int t = (int)(r % T);
-    float *a = att + r * T;
-    float mx = -INFINITY;
-    for (int j = lane; j <= t; j += 32) mx = fmaxf(mx, a[j]);
-    mx = warp_max(mx);
-    float sum = 0.0f;
-    for (int j = lane; j <= t; j += 32) {
-        float e = expf(a[j] - mx);
-        a[j] = e;
-        sum += e;
+/* Tiled (FlashAttention-style) causal attention: no T x T matrix anywhere.
+ * One thread per query row (forward, dq) or key row (dk, dv), blocks of
+ * FA_ROWS rows; the other side is streamed through shared memory FA_ROWS rows
+ * at a time, and tiles wholly above the diagonal are skipped. The forward keeps
+ * a running max and sum per row (online softmax) and stores the row's
+ * log-sum-exp; backward recomputes p = exp(s - lse) from it. Every sum is one
+ * thread's loop in key (or query) order, so results are deterministic. Rows
+ * that each thread owns live in shared memory with a stride of hs + 1 floats,
+ * so the 32 threads of a warp reading element i of their rows hit 32 banks. */
+#define FA_ROWS 32
+
+static size_t fa_fwd_smem(int hs) { return sizeof(float) * (2 * (size_t)FA_ROWS * hs + 2 * (size_t)FA_ROWS * (hs + 1)); }
+static size_t fa_dkdv_smem(int hs) { return sizeof(float) * (2 * (size_t)FA_ROWS * hs + 2 * FA_ROWS + 4 * (size_t)FA_ROWS * (hs + 1)); }
+static size_t fa_dq_smem(int hs) { return sizeof(float) * (2 * (size_t)FA_ROWS * hs + FA_ROWS + 3 * (size_t)FA_ROWS * (hs + 1)); }
+
+__global__ void fa_forward_kernel(float *out, float *lse, const float *qkv, int T, int C, int NH,
+                                  float scale) {
+    extern __shared__ float sm[];
+    int hs = C / NH, hp = hs + 1, C3 = 3 * C;
+    int h = blockIdx.y, b = blockIdx.z, i0 = blockIdx.x * FA_ROWS, r = threadIdx.x, t = i0 + r;
+    float *ks = sm, *vs = ks + FA_ROWS * hs, *qs = vs + FA_ROWS * hs, *acc = qs + FA_ROWS * hp;
+    const float *base = qkv + (size_t)b * T * C3 + h * hs;
+    float *q = qs + r * hp, *a = acc + r * hp;
+    for (int i = 0; i < hs; i++) {
+        q[i] = t < T ? base[(size_t)t * C3 + i] : 0.0f;
+        a[i] = 0.0f;
     }
-    float inv = 1.0f / warp_sum(sum);
-    for (int j = lane; j <= t; j += 32) a[j] *= inv;
-    for (int j = t + 1 + lane; j < T; j += 32) a[j] = 0.0f;
+    float m = -INFINITY, l = 0.0f;
+    int last = i0 + FA_ROWS < T ? i0 + FA_ROWS : T; /* keys past the block's last query: none */
+    for (int j0 = 0; j0 < last; j0 += FA_ROWS) {
+        int nk = last - j0 < FA_ROWS ? last - j0 : FA_ROWS;
+        __syncthreads();
+        for (int e = threadIdx.x; e < nk * hs; e += blockDim.x) {
+            int j = e / hs, i = e % hs;
+            ks[e] = base[(size_t)(j0 + j) * C3 + C + i];
+            vs[e] = base[(size_t)(j0 + j) * C3 + 2 * C + i];
+        }
+        __syncthreads();
+        if (t >= T) continue;
+        int nv = t - j0 + 1 < nk ? t - j0 + 1 : nk;
+        float s[FA_ROWS], mt = m;
+#pragma unroll
+        for (int j = 0; j < FA_ROWS; j++) {
+            s[j] = -INFINITY;
+            if (j < nv) {
+                const float *kj = ks + j * hs;
+                float d = 0.0f;
+                for (int i = 0; i < hs; i++) d += q[i] * kj[i];
+                s[j] = d * scale;
+                mt = fmaxf(mt, s[j]);
+            }
+        }
+        if (nv <= 0) continue;
+        float corr = expf(m - mt), sum = 0.0f;
+#pragma unroll
+        for (int j = 0; j < FA_ROWS; j++) {
+            s[j] = j < nv ? expf(s[j] - mt) : 0.0f;
+            sum += s[j];
+        }
+        l = l * corr + sum;
+        m = mt;
+        for (int i = 0; i < hs; i++) {
+            float x = a[i] * corr;
+#pragma unroll
+            for (int j = 0; j < FA_ROWS; j++)
+                if (j < nv) x += s[j] * vs[j * hs + i];
+            a[i] = x;
+        }
+    }
+    if (t < T) {
+        float inv = 1.0f / l, *o = out + ((size_t)b * T + t) * C + h * hs;
+        for (int i = 0; i < hs; i++) o[i] = a[i] * inv;
+        lse[((size_t)b * NH + h) * T + t] = m + logf(l);
+    }
 }
 
-/* Softmax backward of causal rows in place: da = att * (da - sum(att * da)),
- * 0 above the diagonal. */
-__global__ void causal_softmax_backward_kernel(float *da, const float *att, size_t rows, int T) {
-    size_t r = blockIdx.x * (size_t)ROWS_PER_BLOCK + (threadIdx.x >> 5);
-    int lane = threadIdx.x & 31;
-    if (r >= rows) return;
-    int t = (int)(r % T);
-    float *d = da + r * T;
-    const float *a = att + r * T;
-    float s = 0.0f;
-    for (int j = lane; j <= t; j += 32) s += a[j] * d[j];
-    s = warp_sum(s);
-    for (int j = lane; j <= t; j += 32) d[j] = a[j] * (d[j] - s);
-    for (int j = t + 1 + lane; j < T; j += 32) d[j] = 0.0f;
+/* D[b,h,t] = dout[b,t,h] . out[b,t,h], one thread per (b, h, t). */
+__global__ void fa_rowdot_kernel(float *D, const float *dout, const float *out, int B, int T,
+                                 int C, int NH) {
+    size_t n = (size_t)B * NH * T;
+    int hs = C / NH;
+    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n;
+         idx += (size_t)gridDim.x * blockDim.x) {
+        int t = (int)(idx % T), h = (int)(idx / T % NH), b = (int)(idx / T / NH);
+        const float *dy = dout + ((size_t)b * T + t) * C + h * hs, *o = out + ((size_t)b * T + t) * C + h * hs;
+        float s = 0.0f;
+        for (int i = 0; i < hs; i++) s += dy[i] * o[i];
+        D[idx] = s;
+    }
+}
+
+/* dk and dv of key row j = j0 + threadIdx.x: queries t >= j streamed in tiles. */
+__global__ void fa_dkdv_kernel(float *dqkv, const float *dout, const float *qkv, const float *lse,
+                               const float *D, int T, int C, int NH, float scale) {
+    extern __shared__ float sm[];
+    int hs = C / NH, hp = hs + 1, C3 = 3 * C;
+    int h = blockIdx.y, b = blockIdx.z, j0 = blockIdx.x * FA_ROWS, r = threadIdx.x, j = j0 + r;
+    float *qs = sm, *ds = qs + FA_ROWS * hs, *ls = ds + FA_ROWS * hs, *Ds = ls + FA_ROWS;
+    float *kr = Ds + FA_ROWS + r * hp, *vr = kr + FA_ROWS * hp, *dk = vr + FA_ROWS * hp, *dv = dk + FA_ROWS * hp;
+    const float *base = qkv + (size_t)b * T * C3 + h * hs;
+    const float *dy = dout + (size_t)b * T * C + h * hs;
+    const float *lrow = lse + ((size_t)b * NH + h) * T, *Drow = D + ((size_t)b * NH + h) * T;
+    for (int i = 0; i < hs; i++) {
+        kr[i] = j < T ? base[(size_t)j * C3 + C + i] : 0.0f;
+        vr[i] = j < T ? base[(size_t)j * C3 + 2 * C + i] : 0.0f;
+        dk[i] = dv[i] = 0.0f;
+    }
+    for (int i0 = j0; i0 < T; i0 += FA_ROWS) {
+        int nq = T - i0 < FA_ROWS ? T - i0 : FA_ROWS;
+        __syncthreads();
+        for (int e = threadIdx.x; e < nq * hs; e += blockDim.x) {
+            int t = e / hs, i = e % hs;
+            qs[e] = base[(size_t)(i0 + t) * C3 + i];
+            ds[e] = dy[(size_t)(i0 + t) * C + i];
+        }
+        for (int e = threadIdx.x; e < nq; e += blockDim.x) {
+            ls[e] = lrow[i0 + e];
+            Ds[e] = Drow[i0 + e];
+        }
+        __syncthreads();
+        if (j >= T) continue;
+        for (int tq = 0; tq < nq; tq++) {
+            if (i0 + tq < j) continue;
+            const float *qt = qs + tq * hs, *dt = ds + tq * hs;
+            float s = 0.0f, dp = 0.0f;
+            for (int i = 0; i < hs; i++) {
+                s += qt[i] * kr[i];
+                dp += dt[i] * vr[i];
+            }
+            float p = expf(s * scale - ls[tq]), dsc = p * (dp - Ds[tq]) * scale;
+            for (int i = 0; i < hs; i++) {
+                dv[i] += p * dt[i];
+                dk[i] += dsc * qt[i];
+            }
+        }
+    }
+    if (j < T) {
+        float *d = dqkv + ((size_t)b * T + j) * C3 + h * hs;
+        for (int i = 0; i < hs; i++) {
+            d[C + i] = dk[i];
+            d[2 * C + i] = dv[i];
+        }
+    }
+}
+
+/* dq of query row t = i0 + threadIdx.x: keys j <= t streamed in tiles. */
+__global__ void fa_dq_kernel(float *dqkv, const float *dout, const float *qkv, const float *lse,
+                             const float *D, int T, int C, int NH, float scale) {
+    extern __shared__ float sm[];
+    int hs = C / NH, hp = hs + 1, C3 = 3 * C;
+    int h = blockIdx.y, b = blockIdx.z, i0 = blockIdx.x * FA_ROWS, r = threadIdx.x, t = i0 + r;
+    float *ks = sm, *vs = ks + FA_ROWS * hs, *pad = vs + FA_ROWS * hs;
+    float *qr = pad + FA_ROWS + r * hp, *dr = qr + FA_ROWS * hp, *dq = dr + FA_ROWS * hp;
+    const float *base = qkv + (size_t)b * T * C3 + h * hs;
+    for (int i = 0; i < hs; i++) {
+        qr[i] = t < T ? base[(size_t)t * C3 + i] : 0.0f;
+        dr[i] = t < T ? dout[((size_t)b * T + t) * C + h * hs + i] : 0.0f;
+        dq[i] = 0.0f;
+    }
+    float lt = t < T ? lse[((size_t)b * NH + h) * T + t] : 0.0f;
+    float Dt = t < T ? D[((size_t)b * NH + h) * T + t] : 0.0f;
+    int last = i0 + FA_ROWS < T ? i0 + FA_ROWS : T;
+    for (int j0 = 0; j0 < last; j0 += FA_ROWS) {
+        int nk = last - j0 < FA_ROWS ? last - j0 : FA_ROWS;
+        __syncthreads();
+        for (int e = threadIdx.x; e < nk * hs; e += blockDim.x) {
+            int j = e / hs, i = e % hs;
+            ks[e] = base[(size_t)(j0 + j) * C3 + C + i];
+            vs[e] = base[(size_t)(j0 + j) * C3 + 2 * C + i];
+        }
+        __syncthreads();
+        if (t >= T) continue;
+        int nv = t - j0 + 1 < nk ? t - j0 + 1 : nk;
+        for (int j = 0; j < nv; j++) {
+            const float *kj = ks + j * hs, *vj = vs + j * hs;
+            float s = 0.0f, dp = 0.0f;
+            for (int i = 0; i < hs; i++) {
+                s += qr[i] * kj[i];
+                dp += dr[i] * vj[i];
+            }
+            float p = expf(s * scale - lt), dsc = p * (dp - Dt) * scale;
+            for (int i = 0; i < hs; i++) dq[i] += dsc * kj[i];
+        }
+    }
+    if (t < T) {
+        float *d = dqkv + ((size_t)b * T + t) * C3 + h * hs;
+        for (int i = 0; i < hs; i++) d[i] = dq[i];
+    }
 }
 
 static int check_heads(cuda_ctx *c, const char *op, int C, int NH) {
@@ -516,77 +670,57 @@ static int check_heads(cuda_ctx *c, const char *op, int C, int NH) {
     return 0;
 }
 
-/* Per batch row b, the NH heads are one strided batch of GEMMs: head h of q, k
- * and v starts hs floats after head h-1 (row stride 3C), head h of att starts
- * T*T floats after head h-1. Column-major views as in matmul_forward. */
-static int cuda_attention_forward(void *ctx, float *out, float *att, const float *qkv, int B,
-                                  int T, int C, int NH) {
+/* Lets kernel use smem bytes of dynamic shared memory (over 48 KiB needs an
+ * opt-in per kernel), or says why it cannot. */
+static int fa_smem(cuda_ctx *c, const void *kernel, size_t smem, const char *op, int hs) {
+    int optin = 0;
+    CU(c, cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, c->device));
+    if (smem > (size_t)optin)
+        return FAIL(c, "%s: head size %d needs %zu bytes of shared memory per block, the device has %d",
+                    op, hs, smem, optin);
+    if (smem > 48 * 1024)
+        CU(c, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+    return 0;
+}
+
+static int cuda_attention_forward(void *ctx, float *out, float *lse, float *att, const float *qkv,
+                                  int B, int T, int C, int NH) {
     cuda_ctx *c = CTX(ctx);
     if (check_heads(c, "attention_forward", C, NH)) return SPADE_POLICY_EBACKEND;
     if (B <= 0 || T <= 0) return 0;
-    int hs = C / NH, C3 = 3 * C;
-    long long TT = (long long)T * T;
-    const float scale = 1.0f / sqrtf((float)hs), one = 1.0f, zero = 0.0f;
-    for (int b = 0; b < B; b++) {
-        const float *q = qkv + (size_t)b * T * C3, *k = q + C;
-        float *a = att + (size_t)b * NH * TT;
-        /* scores: a[t][t2] = scale * q[t] . k[t2]  (col-major element (t2, t)) */
-        BLAS(c, "attention_forward scores sgemm",
-             cublasSgemmStridedBatched(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, T, T, hs, &scale, k, C3,
-                                       hs, q, C3, hs, &zero, a, T, TT, NH));
-    }
-    size_t rows = (size_t)B * NH * T;
-    causal_softmax_kernel<<<(unsigned)((rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK),
-                            32 * ROWS_PER_BLOCK, 0, c->stream>>>(att, rows, T);
-    LAUNCHED(c, "attention_forward (softmax)");
-    for (int b = 0; b < B; b++) {
-        const float *v = qkv + (size_t)b * T * C3 + 2 * C;
-        const float *a = att + (size_t)b * NH * TT;
-        /* out[t][h*hs+i] = sum_t2 a[t][t2] v[t2][i]; the zeros above the diagonal add nothing */
-        BLAS(c, "attention_forward values sgemm",
-             cublasSgemmStridedBatched(c->blas, CUBLAS_OP_N, CUBLAS_OP_N, hs, T, T, &one, v, C3,
-                                       hs, a, T, TT, &zero, out + (size_t)b * T * C, C, hs, NH));
-    }
+    int hs = C / NH;
+    if (B > 65535 || NH > 65535) return FAIL(c, "attention_forward: batch %d x heads %d: at most 65535 each (grid)", B, NH);
+    size_t smem = fa_fwd_smem(hs);
+    if (fa_smem(c, (const void *)fa_forward_kernel, smem, "attention_forward", hs)) return SPADE_POLICY_EBACKEND;
+    dim3 grid((unsigned)((T + FA_ROWS - 1) / FA_ROWS), (unsigned)NH, (unsigned)B);
+    fa_forward_kernel<<<grid, FA_ROWS, smem, c->stream>>>(out, lse, qkv, T, C, NH,
+                                                         1.0f / sqrtf((float)hs));
+    LAUNCHED(c, "attention_forward");
     return 0;
 }
 
 static int cuda_attention_backward(void *ctx, float *dqkv, const float *dout, const float *qkv,
-                                   const float *att, int B, int T, int C, int NH) {
+                                   const float *out, const float *lse, const float *att, int B,
+                                   int T, int C, int NH) {
     cuda_ctx *c = CTX(ctx);
     if (check_heads(c, "attention_backward", C, NH)) return SPADE_POLICY_EBACKEND;
     if (B <= 0 || T <= 0) return 0;
-    int hs = C / NH, C3 = 3 * C;
-    long long TT = (long long)T * T;
-    const float scale = 1.0f / sqrtf((float)hs), one = 1.0f, zero = 0.0f;
-    /* One batch row at a time keeps the scratch at NH*T*T floats. */
-    float *da = scratch(c, (size_t)NH * TT);
-    if (!da) return SPADE_POLICY_EBACKEND;
-    size_t rows = (size_t)NH * T;
-    for (int b = 0; b < B; b++) {
-        const float *q = qkv + (size_t)b * T * C3, *k = q + C, *v = q + 2 * C;
-        float *dq = dqkv + (size_t)b * T * C3, *dk = dq + C, *dv = dq + 2 * C;
-        const float *dy = dout + (size_t)b * T * C;
-        const float *a = att + (size_t)b * NH * TT;
-        /* datt[t][t2] = dy[t] . v[t2] */
-        BLAS(c, "attention_backward datt sgemm",
-             cublasSgemmStridedBatched(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, T, T, hs, &one, v, C3,
-                                       hs, dy, C, hs, &zero, da, T, TT, NH));
-        causal_softmax_backward_kernel<<<(unsigned)((rows + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK),
-                                         32 * ROWS_PER_BLOCK, 0, c->stream>>>(da, a, rows, T);
-        LAUNCHED(c, "attention_backward (softmax)");
-        /* dq[t] = scale * sum_t2 dpre[t][t2] k[t2] */
-        BLAS(c, "attention_backward dq sgemm",
-             cublasSgemmStridedBatched(c->blas, CUBLAS_OP_N, CUBLAS_OP_N, hs, T, T, &scale, k, C3,
-                                       hs, da, T, TT, &zero, dq, C3, hs, NH));
-        /* dk[t2] = scale * sum_t dpre[t][t2] q[t] */
-        BLAS(c, "attention_backward dk sgemm",
-             cublasSgemmStridedBatched(c->blas, CUBLAS_OP_N, CUBLAS_OP_T, hs, T, T, &scale, q, C3,
-                                       hs, da, T, TT, &zero, dk, C3, hs, NH));
-        /* dv[t2] = sum_t att[t][t2] dy[t] */
-        BLAS(c, "attention_backward dv sgemm",
-             cublasSgemmStridedBatched(c->blas, CUBLAS_OP_N, CUBLAS_OP_T, hs, T, T, &one, dy, C,
-                                       hs, a, T, TT, &zero, dv, C3, hs, NH));
-    }
+    int hs = C / NH;
+    float scale = 1.0f / sqrtf((float)hs);
+    if (B > 65535 || NH > 65535) return FAIL(c, "attention_backward: batch %d x heads %d: at most 65535 each (grid)", B, NH);
+    size_t s1 = fa_dkdv_smem(hs), s2 = fa_dq_smem(hs);
+    if (fa_smem(c, (const void *)fa_dkdv_kernel, s1, "attention_backward", hs) ||
+        fa_smem(c, (const void *)fa_dq_kernel, s2, "attention_backward", hs))
+        return SPADE_POLICY_EBACKEND;
+    float *D = scratch(c, (size_t)B * NH * T);
+    if (!D) return SPADE_POLICY_EBACKEND;
+    fa_rowdot_kernel<<<grid_for((size_t)B * NH * T, 256), 256, 0, c->stream>>>(D, dout, out, B, T, C, NH);
+    LAUNCHED(c, "attention_backward (row dots)");
+    dim3 grid((unsigned)((T + FA_ROWS - 1) / FA_ROWS), (unsigned)NH, (unsigned)B);
+    fa_dkdv_kernel<<<grid, FA_ROWS, s1, c->stream>>>(dqkv, dout, qkv, lse, D, T, C, NH, scale);
+    LAUNCHED(c, "attention_backward (dk, dv)");
+    fa_dq_kernel<<<grid, FA_ROWS, s2, c->stream>>>(dqkv, dout, qkv, lse, D, T, C, NH, scale);
+    LAUNCHED(c, "attention_backward (dq)");
     return 0;
 }
 
@@ -1022,6 +1156,7 @@ static const spade_backend_vtable cuda_vt = {
     cuda_sumsq,
     cuda_encoder_forward_at,
     cuda_attention_forward_kv_at,
+    0, /* attention_probs: the tiled attention needs no T x T buffer */
 };
 
 } /* namespace */

@@ -247,10 +247,12 @@ int gpt_ensure_acts(spade_policy *p, int B, int T, char *err, size_t errlen) {
     if (B <= p->actB && T <= p->actT) return 0;
     int nB = B > p->actB ? B : p->actB, nT = T > p->actT ? T : p->actT;
     size_t L = p->L, C = p->C, NH = p->NH, Vp = p->Vp, BT = (size_t)nB * nT;
-    /* Floats per (b, t) row over every buffer below (att's row is L*NH*nT).
+    /* Floats per (b, t) row over every buffer below (att's row is L*NH*nT,
+     * and only backends with attention_probs have att; lse's is L*NH).
      * Config limits keep this under 2^33; the product with BT is checked so
      * that no size below can wrap into a small allocation. */
-    size_t per_row = C + L * (18 * C + 4 + NH * nT) + C + 2 * Vp + 3 + Vp + 14 * C + 1 + 2;
+    size_t att_T = BE->attention_probs ? nT : 0;
+    size_t per_row = C + L * (18 * C + 4 + NH * att_T + NH) + C + 2 * Vp + 3 + Vp + 14 * C + 1 + 2;
     if (BT > INT_MAX || BT > SIZE_MAX / sizeof(float) / per_row) {
         snprintf(err, errlen, "activations for batch %d x %d: %.3g bytes, more than this machine can address",
                  nB, nT, (double)BT * per_row * sizeof(float));
@@ -262,7 +264,8 @@ int gpt_ensure_acts(spade_policy *p, int B, int T, char *err, size_t errlen) {
         L * BT * C, L * BT, L * BT,   /* ln1, mean, rstd */
         L * BT * 3 * C,         /* qkv */
         L * BT * C,             /* atty */
-        L * nB * NH * nT * nT,  /* att */
+        L * nB * NH * nT * att_T, /* att: T x T backends only */
+        L * nB * NH * nT,       /* lse */
         L * BT * C, L * BT * C, /* attproj, residual2 */
         L * BT * C, L * BT, L * BT,   /* ln2, mean, rstd */
         L * BT * 4 * C, L * BT * 4 * C, /* fch, fch_gelu */
@@ -287,7 +290,7 @@ int gpt_ensure_acts(spade_policy *p, int B, int T, char *err, size_t errlen) {
     }
     float **ap[NUM_ACT_TENSORS] = {
         &p->acts.encoded, &p->acts.ln1, &p->acts.ln1_mean, &p->acts.ln1_rstd, &p->acts.qkv,
-        &p->acts.atty, &p->acts.att, &p->acts.attproj, &p->acts.residual2, &p->acts.ln2,
+        &p->acts.atty, &p->acts.att, &p->acts.lse, &p->acts.attproj, &p->acts.residual2, &p->acts.ln2,
         &p->acts.ln2_mean, &p->acts.ln2_rstd, &p->acts.fch, &p->acts.fch_gelu, &p->acts.fcproj,
         &p->acts.residual3, &p->acts.lnf, &p->acts.lnf_mean, &p->acts.lnf_rstd, &p->acts.logits,
         &p->acts.probs, &p->acts.logp,
@@ -549,7 +552,8 @@ int spade_policy_forward(spade_policy *p, const int *tokens, const int *targets,
         float *residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * LBT * C;
         float *ln1 = a.ln1 + l * LBT * C, *ln1m = a.ln1_mean + l * LBT, *ln1r = a.ln1_rstd + l * LBT;
         float *qkv = a.qkv + l * LBT * 3 * C, *atty = a.atty + l * LBT * C;
-        float *att = a.att + (size_t)l * p->actB * NH * p->actT * p->actT;
+        float *att = BE->attention_probs ? a.att + (size_t)l * p->actB * NH * p->actT * p->actT : NULL;
+        float *lse = a.lse + (size_t)l * p->actB * NH * p->actT;
         float *attproj = a.attproj + l * LBT * C, *res2 = a.residual2 + l * LBT * C;
         float *ln2 = a.ln2 + l * LBT * C, *ln2m = a.ln2_mean + l * LBT, *ln2r = a.ln2_rstd + l * LBT;
         float *fch = a.fch + l * LBT * 4 * C, *fchg = a.fch_gelu + l * LBT * 4 * C;
@@ -557,7 +561,7 @@ int spade_policy_forward(spade_policy *p, const int *tokens, const int *targets,
         size_t C3 = 3 * (size_t)C, C4 = 4 * (size_t)C, CC = (size_t)C * C;
         CK(BE->layernorm_forward(BX, ln1, ln1m, ln1r, residual, w.ln1w + l * C, w.ln1b + l * C, BT, C));
         CK(BE->matmul_forward(BX, qkv, ln1, w.qkvw + l * C3 * C, w.qkvb + l * C3, BT, C, 3 * C));
-        CK(BE->attention_forward(BX, atty, att, qkv, B, T, C, NH));
+        CK(BE->attention_forward(BX, atty, lse, att, qkv, B, T, C, NH));
         CK(BE->matmul_forward(BX, attproj, atty, w.attprojw + l * CC, w.attprojb + l * C, BT, C, C));
         CK(BE->residual_forward(BX, res2, residual, attproj, BT * C));
         CK(BE->layernorm_forward(BX, ln2, ln2m, ln2r, res2, w.ln2w + l * C, w.ln2b + l * C, BT, C));
@@ -619,7 +623,8 @@ int spade_policy_backward_logp(spade_policy *p, const float *dlogp, char *err, s
         float *residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * LBT * C;
         float *ln1 = a.ln1 + l * LBT * C, *ln1m = a.ln1_mean + l * LBT, *ln1r = a.ln1_rstd + l * LBT;
         float *qkv = a.qkv + l * LBT * C3, *atty = a.atty + l * LBT * C;
-        float *att = a.att + (size_t)l * p->actB * NH * p->actT * p->actT;
+        float *att = BE->attention_probs ? a.att + (size_t)l * p->actB * NH * p->actT * p->actT : NULL;
+        float *lse = a.lse + (size_t)l * p->actB * NH * p->actT;
         float *res2 = a.residual2 + l * LBT * C;
         float *ln2 = a.ln2 + l * LBT * C, *ln2m = a.ln2_mean + l * LBT, *ln2r = a.ln2_rstd + l * LBT;
         float *fch = a.fch + l * LBT * C4, *fchg = a.fch_gelu + l * LBT * C4;
@@ -634,7 +639,7 @@ int spade_policy_backward_logp(spade_policy *p, const float *dlogp, char *err, s
         /* attention: residual2 = residual + attproj(attention(qkv(ln1(residual)))) */
         CK(BE->matmul_backward(BX, d.datty, g.attprojw + l * CC, g.attprojb + l * C, d.dresidual,
                                atty, w.attprojw + l * CC, BT, C, C));
-        CK(BE->attention_backward(BX, d.dqkv, d.datty, qkv, att, B, T, C, NH));
+        CK(BE->attention_backward(BX, d.dqkv, d.datty, qkv, atty, lse, att, B, T, C, NH));
         CK(BE->matmul_backward(BX, d.dln, g.qkvw + l * C3 * C, g.qkvb + l * C3, d.dqkv, ln1,
                                w.qkvw + l * C3 * C, BT, C, 3 * C));
         CK(BE->layernorm_backward(BX, d.dresidual, g.ln1w + l * C, g.ln1b + l * C, d.dln,

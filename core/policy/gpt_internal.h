@@ -36,7 +36,7 @@ typedef struct {
     float *lnfb;     /* (C) */
 } ParameterTensors;
 
-#define NUM_ACT_TENSORS 22
+#define NUM_ACT_TENSORS 23
 typedef struct {
     float *encoded;   /* (B, T, C)       wte[tok] + wpe[t] */
     float *ln1;       /* (L, B, T, C) */
@@ -44,7 +44,10 @@ typedef struct {
     float *ln1_rstd;  /* (L, B, T) */
     float *qkv;       /* (L, B, T, 3C) */
     float *atty;      /* (L, B, T, C)    attention output before the projection */
-    float *att;       /* (L, B, NH, T, T) softmax probabilities (kept for backward) */
+    float *att;       /* (L, B, NH, T, T) softmax probabilities, only for backends
+                       * with attention_probs (cpu_ref, cpu_tt); 0 floats otherwise */
+    float *lse;       /* (L, B, NH, T)   log-sum-exp of each score row: backward
+                       * recomputes the probabilities from it, tile by tile */
     float *attproj;   /* (L, B, T, C) */
     float *residual2; /* (L, B, T, C)    residual + attention */
     float *ln2;       /* (L, B, T, C) */

@@ -40,3 +40,11 @@ tests_test_tokenizer_SOURCES = tests/test_tokenizer.c tests/testutil.c tests/tes
 tests_test_tokenizer_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_tokenizer_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
 EXTRA_DIST += tests/data
+# The training attention: the tiled (linear-memory) ops against the T x T reference.
+check_PROGRAMS += tests/test_attention
+TESTS += tests/test_attention
+tests_test_attention_SOURCES = tests/test_attention.c tests/testutil.c tests/testutil.h
+tests_test_attention_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_test_attention_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
+# spade against eager PyTorch (run by hand: bench/bench_vs_torch.sh, BENCHMARKS.md)
+EXTRA_DIST += bench/bench_vs_torch.sh bench/torch_gpt.py

@@ -32,6 +32,7 @@ struct spade_sandbox {
     pid_t owner;   /* the process that forked the zygote; only it may use the sandbox */
     uint32_t seq;  /* request numbering, to drop late replies */
     int broken;    /* the zygote stopped answering */
+    int zygote_up; /* it has answered once (spade_sandbox_new does not wait for it) */
     int refs;      /* live workers (they talk to the zygote to be reaped) */
     int freed;     /* spade_sandbox_free was called; destroy when refs drops to 0 */
     pthread_mutex_t mu;
@@ -59,6 +60,10 @@ struct spade_worker {
 };
 
 /* ---- zygote (zygote.c) ---------------------------------------------------- */
+/* The exec'd zygote's entry: when argv is the zygote's own (spade_zygote_start
+ * passes it), serves as the zygote and never returns; else returns -1. Called
+ * by the spade-zygote helper's main and by a constructor before main. */
+int spade_zygote_exec_entry(int argc, char **argv);
 /* Forks the zygote; in the parent returns its pid and the control socket. */
 int spade_zygote_start(const spade_sandbox_opts *opts, int *ctl, pid_t *pid, char *err, size_t errlen);
 /* A locked-down worker, waiting for its LOAD frame. */
@@ -96,6 +101,10 @@ int spade_worker_adopt(int sock, pid_t pid, const spade_sandbox_opts *opts, cons
 int spade_worker_load_begin(spade_sandbox *sb, const char *filename, const char *source, size_t len,
                             spade_worker **out, spade_failure *f);
 int spade_worker_load_finish(spade_worker *w, spade_failure *f);
+/* begin with the worker's fresh memory poisoned by seed poison (0: off), as
+ * spade_worker_load_poisoned. */
+int spade_worker_load_begin_poisoned(spade_sandbox *sb, const char *filename, const char *source, size_t len,
+                                     uint64_t poison, spade_worker **out, spade_failure *f);
 
 /* One batch of mixed resets and steps: ops[i] is SPADE_OP_RESET (seeds[i]) or
  * SPADE_OP_STEP (actions[i], lens[i]). */

@@ -253,15 +253,19 @@ int spade_ipc_decode_results(const unsigned char *payload, size_t len, uint32_t 
                        w.terminated, w.truncated, w.success);
             return -1;
         }
-        /* The host never returns NaN or inf (core/host.c saturates sums), and
-         * one would poison every mean, advantage and gradient downstream. */
-        if (!isfinite(w.reward) || !isfinite(w.episode_return)) {
-            spade_errf(err, errlen, "result %u: reward %g or episode_return %g not finite", i, w.reward,
-                       w.episode_return);
+        /* The host never returns NaN, inf or a reward beyond SPADE_REWARD_MAX
+         * (core/host.h), so no return beyond SPADE_REWARD_MAX *
+         * SPADE_MAX_STEPS_LIMIT; one would poison every mean, advantage and
+         * gradient downstream. (The comparisons are false for NaN.) */
+        if (!(fabs(w.reward) <= SPADE_REWARD_MAX) ||
+            !(fabs(w.episode_return) <= SPADE_REWARD_MAX * SPADE_MAX_STEPS_LIMIT)) {
+            spade_errf(err, errlen, "result %u: reward %g or episode_return %g not finite or out of bounds", i,
+                       w.reward, w.episode_return);
             return -1;
         }
         if (w.status != SPADE_HOST_OK) {
-            if (w.status != SPADE_HOST_OUTPUT_TOO_LARGE && w.status != SPADE_HOST_BAD_CALL) {
+            if (w.status != SPADE_HOST_OUTPUT_TOO_LARGE && w.status != SPADE_HOST_BAD_CALL &&
+                w.status != SPADE_HOST_BAD_REWARD) {
                 spade_errf(err, errlen, "result %u: unknown status %u", i, w.status);
                 return -1;
             }
@@ -428,8 +432,8 @@ static int decode_info(const unsigned char *payload, size_t len, spade_env_info 
         spade_errf(err, errlen, "info: max_steps %d outside [1, %d]", info->max_steps, SPADE_MAX_STEPS_LIMIT);
         return -1;
     }
-    if (!isfinite(info->success)) {
-        spade_errf(err, errlen, "info: success threshold is not finite");
+    if (!(fabs(info->success) <= SPADE_SUCCESS_MAX)) {
+        spade_errf(err, errlen, "info: success threshold not finite or beyond +-%g", SPADE_SUCCESS_MAX);
         return -1;
     }
     if (info->state_size > SPADE_STATE_MAX) {

@@ -220,12 +220,9 @@ int spade_sandbox_new(spade_sandbox **out, const spade_sandbox_opts *opts, char 
         free(sb);
         return -1;
     }
-    char zerr[256];
-    if (spade_zygote_ping(sb, spade_ipc_now() + 10.0, zerr, sizeof zerr) < 0) {
-        snprintf(err, errlen, "sandbox zygote failed to start: %s", zerr);
-        sandbox_destroy(sb);
-        return -1;
-    }
+    /* No round trip here: the exec'd zygote loads its libraries (~0.1 s with
+     * CUDA and BLAS linked) while the caller goes on starting up; the first
+     * spawn waits for it, and says so if it never came up. */
     *out = sb;
     return 0;
 }
@@ -277,8 +274,20 @@ static int send_kill(spade_worker *w)
     if (w->pidfd >= 0 && syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0) == 0)
         return 0;
 #endif
-    /* The pid cannot have been reused: the worker stays a zombie until it is
-     * reaped, which only we ask for. */
+    /* No pidfd: kill by pid. While the zygote lives, the pid cannot have been
+     * reused: the worker is the zygote's child and stays a zombie until it is
+     * reaped, which only we ask for. Once the zygote has died that no longer
+     * holds (init reaps orphans, and the pid can go to a new process), so no
+     * signal is sent then: the worker got SIGKILL from its PR_SET_PDEATHSIG
+     * when the zygote died. An adopted (test) worker is our own child. */
+    if (w->sb && w->sb->zygote > 0) {
+        siginfo_t si;
+        memset(&si, 0, sizeof si);
+        if (waitid(P_PID, (id_t)w->sb->zygote, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid != 0) {
+            errno = ESRCH;
+            return -1;
+        }
+    }
     return kill(w->pid, SIGKILL);
 }
 
@@ -404,7 +413,9 @@ static int worker_end(spade_worker *w, enum end_reason why, const spade_failure 
         if (known && !we_killed && WIFSIGNALED(status))
             classify_status(w, status, 0, &res); /* it died on its own just as time ran out */
         else
-            failf(&res, SPADE_OUT_TIMEOUT, SIGKILL, 0, "no reply within the deadline; worker killed");
+            failf(&res, SPADE_OUT_TIMEOUT, SIGKILL, 0, "no reply within the %g s %s deadline; worker killed",
+                  w->loaded ? w->opts.call_timeout_s : w->opts.compile_timeout_s,
+                  w->loaded ? "call (call_timeout_s)" : "compile (compile_timeout_s)");
     } else if (known) {
         classify_status(w, status, we_killed, &res);
     } else {
@@ -554,6 +565,19 @@ static int transmit_at(spade_worker *w, double now, double deadline, spade_failu
     cpu_refresh(w);
     w->sent_at = now;
     spade_ipc_io io = spade_ipc_send(w->sock, w->out.p, w->out.len, deadline, err, sizeof err);
+    if (io == SPADE_IO_CLOSED) {
+        /* A worker that cannot take the request (no memory for a 1 MiB
+         * action) reports out_of_memory and exits while we are still writing:
+         * its report is waiting on our side of the socket; read it before
+         * calling this a death without a reply. */
+        const unsigned char *payload;
+        size_t len;
+        double until = spade_ipc_now() + 0.2;
+        /* Always -1: a FAIL frame ends the worker inside receive, and any
+         * other reply or none ends it too. */
+        (void)receive(w, until < deadline ? until : deadline, SPADE_MSG_FAIL, 0, &payload, &len, f);
+        return -1;
+    }
     return io == SPADE_IO_OK ? 0 : io_failure(w, io, err, f);
 }
 
@@ -584,8 +608,8 @@ static void worker_release(spade_worker *w)
 }
 
 /* ---- the worker handle --------------------------------------------------------------- */
-int spade_worker_load_begin(spade_sandbox *sb, const char *filename, const char *source, size_t len,
-                            spade_worker **out, spade_failure *f)
+static int load_begin(spade_sandbox *sb, const char *filename, const char *source, size_t len, uint64_t poison,
+                      spade_worker **out, spade_failure *f)
 {
     spade_failure_clear(f);
     if (out)
@@ -594,7 +618,7 @@ int spade_worker_load_begin(spade_sandbox *sb, const char *filename, const char 
         return spade_bad_call(f, "spade_worker_load: NULL sandbox, source or out");
     const char *name = filename && *filename ? filename : "env.c";
     size_t nlen = strnlen(name, sizeof ((spade_worker *)0)->name - 1);
-    if (len > sb->opts.max_frame - 8 - nlen)
+    if (len > sb->opts.max_frame - 16 - nlen)
         return spade_bad_call(f, "%s: source of %zu bytes exceeds the frame cap (%zu)", name, len, sb->opts.max_frame);
     if (sb->owner != getpid())
         return spade_bad_call(
@@ -628,7 +652,7 @@ int spade_worker_load_begin(spade_sandbox *sb, const char *filename, const char 
     fcntl(w->sock, F_SETFL, fcntl(w->sock, F_GETFL) | O_NONBLOCK);
     w->cpu_granted_s = w->opts.cpu_limit_s; /* what the worker set itself */
 
-    uint32_t head[2] = {(uint32_t)nlen, (uint32_t)len};
+    uint32_t head[4] = {(uint32_t)nlen, (uint32_t)len, (uint32_t)poison, (uint32_t)(poison >> 32)};
     if (spade_ipc_begin(&w->out, SPADE_MSG_LOAD) < 0 || spade_ipc_put(&w->out, head, sizeof head) < 0 ||
         spade_ipc_put(&w->out, name, nlen) < 0 || spade_ipc_put(&w->out, source, len) < 0) {
         worker_kill_with(w, SPADE_OUT_INTERNAL, "out of memory building the load request", f);
@@ -668,6 +692,26 @@ int spade_worker_load_finish(spade_worker *w, spade_failure *f)
         spade_failure_prefix(f, w->name);
     spade_worker_free(w);
     return -1;
+}
+
+int spade_worker_load_begin(spade_sandbox *sb, const char *filename, const char *source, size_t len,
+                            spade_worker **out, spade_failure *f)
+{
+    return load_begin(sb, filename, source, len, 0, out, f);
+}
+
+int spade_worker_load_begin_poisoned(spade_sandbox *sb, const char *filename, const char *source, size_t len,
+                                     uint64_t poison, spade_worker **out, spade_failure *f)
+{
+    return load_begin(sb, filename, source, len, poison, out, f);
+}
+
+int spade_worker_load_poisoned(spade_sandbox *sb, const char *filename, const char *source, size_t len,
+                               uint64_t poison, spade_worker **out, spade_failure *f)
+{
+    if (load_begin(sb, filename, source, len, poison, out, f) < 0)
+        return -1;
+    return spade_worker_load_finish(*out, f);
 }
 
 int spade_worker_load(spade_sandbox *sb, const char *filename, const char *source, size_t len, spade_worker **out,
@@ -854,6 +898,13 @@ int spade_worker_batch_recv(spade_worker *w, spade_step_result *results, spade_f
     if (first_bad >= 0 && bad_status == SPADE_HOST_OUTPUT_TOO_LARGE) {
         snprintf(err, sizeof err, "item %d said more than SPADE_OBS_MAX (%d) bytes", first_bad, SPADE_OBS_MAX);
         return worker_kill_with(w, SPADE_OUT_OUTPUT, err, f);
+    }
+    if (first_bad >= 0 && bad_status == SPADE_HOST_BAD_REWARD) {
+        snprintf(err, sizeof err,
+                 "item %d: the step called reward() with NaN, an infinity or a value beyond +-%g, or its rewards "
+                 "summed past that (a step's reward must be a finite number within +-SPADE_REWARD_MAX)",
+                 first_bad, SPADE_REWARD_MAX);
+        return worker_kill_with(w, SPADE_OUT_INVALID, err, f);
     }
     if (first_bad >= 0)
         return spade_bad_call(f, "item %d: unknown instance, step before reset, or step after the episode ended",

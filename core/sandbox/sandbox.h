@@ -63,7 +63,9 @@ typedef struct spade_sandbox_opts {
 typedef struct spade_sandbox spade_sandbox; /* the zygote */
 typedef struct spade_worker spade_worker;   /* one worker process, one environment */
 
-/* Forks the zygote. Call it at start-up, before anything heavy. opts may be NULL.
+/* Starts the zygote (a fresh exec of spade-zygote with an empty environment:
+ * core/sandbox/zygote.c) and returns without waiting for it; the first spawn
+ * does. Call it at start-up, before anything heavy. opts may be NULL.
  * The sandbox belongs to the calling process (a forked copy gets bad_call) and
  * lives as long as the calling thread: the zygote has PR_SET_PDEATHSIG, which
  * fires when the thread that forked it exits, so create it on the main thread
@@ -78,6 +80,15 @@ void spade_sandbox_free(spade_sandbox *sb);
  * in messages only. */
 int spade_worker_load(spade_sandbox *sb, const char *filename, const char *source, size_t len,
                       spade_worker **out, spade_failure *f);
+/* The same, with the worker's memory poisoned for uninitialised reads: before
+ * every call into the environment the host fills the stack the call will use
+ * (32 KiB below its frame) and the 256 bytes after the action's NUL with a
+ * pattern derived from poison and the instance id (spade_host_set_poison), so
+ * two instances that read uninitialised memory see different bytes and an
+ * environment that depends on them fails a determinism check. poison 0 = off
+ * (spade_worker_load). Used by the checker (core/check.c); costs ~2 us a call. */
+int spade_worker_load_poisoned(spade_sandbox *sb, const char *filename, const char *source, size_t len,
+                               uint64_t poison, spade_worker **out, spade_failure *f);
 const spade_env_info *spade_worker_info(const spade_worker *w);
 /* Kills (if alive) and reaps the worker, closes its socket. */
 void spade_worker_free(spade_worker *w);
@@ -119,6 +130,13 @@ typedef struct spade_vecenv spade_vecenv;
 int spade_vecenv_new(spade_sandbox *sb, const char *filename, const char *source, size_t len,
                      const char *params, int num_envs, int num_workers, spade_autoreset mode,
                      spade_vecenv **out, spade_failure *f);
+/* The same, each worker's fresh stack and heap poisoned by its own seed
+ * (poison + worker index; 0: off): two vector envs with different poisons see
+ * different garbage, so an environment that reads uninitialised memory plays
+ * differently in them (the designer's determinism gates). */
+int spade_vecenv_new_poisoned(spade_sandbox *sb, const char *filename, const char *source, size_t len,
+                              const char *params, int num_envs, int num_workers, spade_autoreset mode, uint64_t poison,
+                              spade_vecenv **out, spade_failure *f);
 void spade_vecenv_free(spade_vecenv *v);
 int spade_vecenv_num_envs(const spade_vecenv *v);
 const spade_env_info *spade_vecenv_info(const spade_vecenv *v);

@@ -32,6 +32,7 @@
 
 struct spade_vecenv {
     int num_envs, num_workers;
+    uint64_t poison; /* worker w's fresh memory is poisoned by poison + w (0: off) */
     spade_autoreset mode;
     spade_worker **workers;
     int *local_id;       /* [num_envs] instance id inside its worker */
@@ -175,6 +176,13 @@ static int add_instances(spade_vecenv *v, int w, spade_failure *f)
 int spade_vecenv_new(spade_sandbox *sb, const char *filename, const char *source, size_t len, const char *params,
                      int num_envs, int num_workers, spade_autoreset mode, spade_vecenv **out, spade_failure *f)
 {
+    return spade_vecenv_new_poisoned(sb, filename, source, len, params, num_envs, num_workers, mode, 0, out, f);
+}
+
+int spade_vecenv_new_poisoned(spade_sandbox *sb, const char *filename, const char *source, size_t len,
+                              const char *params, int num_envs, int num_workers, spade_autoreset mode, uint64_t poison,
+                              spade_vecenv **out, spade_failure *f)
+{
     spade_failure_clear(f);
     if (out)
         *out = NULL;
@@ -195,6 +203,7 @@ int spade_vecenv_new(spade_sandbox *sb, const char *filename, const char *source
     v->num_envs = num_envs;
     v->num_workers = num_workers;
     v->mode = mode;
+    v->poison = poison;
     v->sb = sb;
     const char *fname = filename ? filename : "env.c";
     v->filename = malloc(strlen(fname) + 1);
@@ -250,7 +259,8 @@ int spade_vecenv_new(spade_sandbox *sb, const char *filename, const char *source
 
     /* Every worker compiles at once: send all the sources, then wait. */
     for (int w = 0; w < num_workers; w++)
-        if (spade_worker_load_begin(sb, filename, source, len, &v->workers[w], f) < 0) {
+        if (spade_worker_load_begin_poisoned(sb, filename, source, len, poison ? poison + (uint64_t)w : 0,
+                                             &v->workers[w], f) < 0) {
             spade_vecenv_free(v);
             return -1;
         }
@@ -618,7 +628,8 @@ int spade_vecenv_revive(spade_vecenv *v, spade_failure *f)
     for (int w = 0; w < v->num_workers; w++) {
         if (v->workers[w])
             continue;
-        if (spade_worker_load_begin(v->sb, v->filename, v->source, v->source_len, &v->workers[w], &g) < 0) {
+        if (spade_worker_load_begin_poisoned(v->sb, v->filename, v->source, v->source_len,
+                                             v->poison ? v->poison + (uint64_t)w : 0, &v->workers[w], &g) < 0) {
             v->workers[w] = NULL;
             if (!rc)
                 first = g;

@@ -386,11 +386,13 @@ static uint32_t get_u32(const unsigned char *p)
 static void serve_load(const unsigned char *p, size_t len, spade_host **host, spade_jit **jit)
 {
     char err[1024];
-    if (*host || len < 8 || (size_t)get_u32(p) + get_u32(p + 4) != len - 8 || get_u32(p) > 255) {
+    if (*host || len < 16 || (size_t)get_u32(p) + get_u32(p + 4) != len - 16 || get_u32(p) > 255) {
         send_fail(SPADE_OUT_INTERNAL, 0, *host ? "environment already loaded" : "malformed load request");
         return;
     }
     uint32_t nlen = get_u32(p), slen = get_u32(p + 4);
+    uint64_t poison = (uint64_t)get_u32(p + 8) | (uint64_t)get_u32(p + 12) << 32;
+    p += 8; /* the rest as before: name, then source, after the 16-byte head */
     char name[256];
     memcpy(name, p + 8, nlen);
     name[nlen] = '\0';
@@ -411,6 +413,7 @@ static void serve_load(const unsigned char *p, size_t len, spade_host **host, sp
         send_fail(SPADE_OUT_INVALID, 0, err);
         return;
     }
+    spade_host_set_poison(*host, poison);
     const spade_env_info *info = spade_host_info(*host);
     send_frame(SPADE_MSG_LOADED, info, sizeof *info, NULL, 0);
 }

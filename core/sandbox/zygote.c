@@ -1,6 +1,6 @@
 /* zygote.c — the process every sandbox worker is forked from.
  *
- * What it is: spade_zygote_start forks the zygote early, while the trainer is
+ * What it is: spade_zygote_start starts the zygote early, while the trainer is
  * still small; from then on workers fork from the zygote, so a spawn costs the
  * same whatever the trainer has allocated since (and no worker inherits a CUDA
  * context). The zygote keeps one worker pre-forked and already locked down, so
@@ -10,6 +10,21 @@
  * when the parent asks (REAP, which also reports the wait status that
  * classifies a death) and kills them all when the parent's socket closes or the
  * parent dies (PR_SET_PDEATHSIG).
+ *
+ * The zygote is not a fork of the parent but a fresh exec of the same binary
+ * (/proc/self/exe) with an argv of our own and an environment of a few named
+ * loader and sanitizer variables (zygote_env_allow): a fork would carry the
+ * parent's whole memory into every worker, where environment code can read
+ * it: the environment strings and argv on the stack (API keys, tokens), and
+ * whatever the trainer holds on its heap. Wiping argv/envp/auxv before the
+ * environment runs would still leave the heap and every copy glibc or the
+ * trainer made (setenv, getenv'd configs, a parsed key file), so the zygote
+ * starts from an empty image instead. The new image runs spade_zygote_entry, a
+ * constructor that recognises the zygote's argv before main, reads the
+ * options from the control socket (fd 3) and never returns. So any program
+ * that links the sandbox works unchanged; one that loads libspade with dlopen
+ * (its /proc/self/exe is the interpreter) cannot start a zygote, and
+ * spade_sandbox_new says so.
  * What it is not: a place where untrusted code or source ever goes. The
  * zygote reads nothing but fixed-size requests from the parent. Also the
  * parent's side of those requests is here (spade_zygote_spawn / _reap).
@@ -31,7 +46,34 @@
 
 #include "sandbox/internal.h"
 
+#include "paths.h" /* generated: where the build and the installed helper are */
+
+/* What the zygote is: the small `spade-zygote` program (core/sandbox/
+ * zygote_helper.c: the sandbox, the JIT and the host, without the policy, BLAS
+ * or CUDA, whose libraries' start-up costs ~50 ms), from the build directory
+ * when the running program is the uninstalled build, else from
+ * $(pkglibexecdir). If it is missing, the static library (the spade program,
+ * the tests) executes itself instead, /proc/self/exe, whose constructor below
+ * serves as the zygote. libspade.so has no JIT (Debian's libtcc is a static
+ * archive that cannot go into a shared object), so its fallback is the
+ * installed spade program. */
+#define ZYGOTE_HELPER_BUILD SPADE_PATHS_BUILDDIR "/spade-zygote"
+#define ZYGOTE_HELPER_INSTALLED SPADE_PATHS_LIBEXECDIR "/spade-zygote"
+#ifdef SPADE_SHARED_LIB
+#define ZYGOTE_FALLBACK SPADE_PATHS_BINDIR "/spade"
+/* The zygote's own side is then the helper's copy, not this one. */
+#pragma GCC diagnostic ignored "-Wunused-function"
+#else
+#define ZYGOTE_FALLBACK "/proc/self/exe"
+#endif
+#define ZYGOTE_EXE ZYGOTE_HELPER_INSTALLED ", or " ZYGOTE_FALLBACK
+
 enum { Z_SPAWN = 1, Z_REAP = 2, Z_PING = 3 };
+
+/* The zygote's argv[1]: versioned, so that an old binary on disk never takes a
+ * newer parent's options for its own. */
+#define ZYGOTE_ARG "--spade-zygote-v1"
+#define ZYGOTE_FD 3
 
 typedef struct zreq {
     uint32_t op;
@@ -347,7 +389,82 @@ static void zygote_main(int ctl, const spade_sandbox_opts *opts, pid_t parent)
     }
 }
 
+/* ---- the exec'd zygote's entry ------------------------------------------------- */
+/* Runs before main in every program that links the sandbox; a no-op unless the
+ * process is a zygote that spade_zygote_start exec'd (argv exactly
+ * {"spade-zygote", ZYGOTE_ARG, parent pid}). glibc passes argc, argv and envp
+ * to ELF constructors. */
+int spade_zygote_exec_entry(int argc, char **argv)
+{
+    if (argc != 3 || !argv || !argv[1] || strcmp(argv[1], ZYGOTE_ARG) != 0)
+        return -1;
+    char *end = NULL;
+    long parent = strtol(argv[2], &end, 10);
+    if (!end || *end || parent <= 1)
+        _exit(1);
+    spade_sandbox_opts opts;
+    ssize_t n;
+    while ((n = recv(ZYGOTE_FD, &opts, sizeof opts, 0)) < 0 && errno == EINTR)
+        ;
+    if (n != (ssize_t)sizeof opts)
+        _exit(1);
+    zygote_main(ZYGOTE_FD, &opts, (pid_t)parent);
+}
+
+#ifndef SPADE_SHARED_LIB
+__attribute__((constructor)) static void spade_zygote_entry(int argc, char **argv, char **envp)
+{
+    (void)envp;
+    (void)spade_zygote_exec_entry(argc, argv);
+}
+#endif
+
 /* ---- the parent's side ----------------------------------------------------------- */
+/* The only variables the zygote (and so every worker) gets: what the dynamic
+ * loader needs to start the same binary the parent is (a trainer started with
+ * LD_LIBRARY_PATH for its CUDA libraries), what a sanitizer build reads at
+ * start-up, and the sandbox's own switches (worker.c). Paths and options, not
+ * credentials; everything else the parent was started with stays with it. */
+static const char *const zygote_env_allow[] = {
+    "LD_LIBRARY_PATH", "LD_PRELOAD",           "ASAN_OPTIONS",         "UBSAN_OPTIONS",
+    "LSAN_OPTIONS",    "SPADE_SANDBOX_USERNS", "SPADE_SANDBOX_NETNS",
+};
+#define ZYGOTE_ENV_N (sizeof zygote_env_allow / sizeof zygote_env_allow[0])
+
+/* In the forked child, before exec: async-signal-safe calls only (the parent
+ * may have threads). Never returns. */
+static void exec_zygote(int sock, pid_t parent, const char *helper, char *const envp[]) __attribute__((noreturn));
+static void exec_zygote(int sock, pid_t parent, const char *helper, char *const envp[])
+{
+    if (sock != ZYGOTE_FD) {
+        if (dup2(sock, ZYGOTE_FD) < 0)
+            _exit(127);
+        close(sock);
+    }
+    fcntl(ZYGOTE_FD, F_SETFD, 0); /* kept across exec, unlike every other fd */
+#ifdef SYS_close_range
+    syscall(SYS_close_range, (unsigned)ZYGOTE_FD + 1, ~0u, 2u /* CLOSE_RANGE_CLOEXEC */);
+#endif
+    /* Set again by the zygote; here so that the parent's death between fork
+     * and the constructor is covered too (kept across a non-setuid exec). */
+    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    char pid[24];
+    int i = (int)sizeof pid - 1;
+    pid[i] = '\0';
+    unsigned long v = (unsigned long)parent;
+    do {
+        pid[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v && i > 0);
+    char *const argv[] = {"spade-zygote", ZYGOTE_ARG, pid + i, NULL};
+    execve(helper, argv, envp);
+    execve(ZYGOTE_FALLBACK, argv, envp);
+    static const char msg[] = "spade: cannot start the sandbox zygote: exec of " ZYGOTE_EXE " failed\n";
+    if (write(2, msg, sizeof msg - 1) < 0) {
+    }
+    _exit(127);
+}
+
 int spade_zygote_start(const spade_sandbox_opts *opts, int *ctl, pid_t *pid, char *err, size_t errlen)
 {
     int sv[2];
@@ -355,19 +472,61 @@ int spade_zygote_start(const spade_sandbox_opts *opts, int *ctl, pid_t *pid, cha
         snprintf(err, errlen, "socketpair: %s", strerror(errno));
         return -1;
     }
+    /* The child's environment, built here: after fork only async-signal-safe
+     * calls are allowed, and malloc is not one. */
+    size_t ne = 0;
+    char *envp[ZYGOTE_ENV_N + 1];
+    for (size_t i = 0; i < ZYGOTE_ENV_N; i++) {
+        const char *v = getenv(zygote_env_allow[i]);
+        if (!v)
+            continue;
+        size_t nl = strlen(zygote_env_allow[i]), vl = strlen(v);
+        char *kv = malloc(nl + vl + 2);
+        if (!kv)
+            continue;
+        memcpy(kv, zygote_env_allow[i], nl);
+        kv[nl] = '=';
+        memcpy(kv + nl + 1, v, vl + 1);
+        envp[ne++] = kv;
+    }
+    envp[ne] = NULL;
+    /* The build's helper for the uninstalled build, the installed one else:
+     * the running program lives under the build directory when it was built
+     * there and not installed (tests, ./spade). */
+    const char *helper = ZYGOTE_HELPER_INSTALLED;
+    char exe[4096], build[4096];
+    ssize_t xl = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (xl > 0 && realpath(SPADE_PATHS_BUILDDIR, build)) {
+        exe[xl] = '\0';
+        size_t bl = strlen(build);
+        if (strncmp(exe, build, bl) == 0 && exe[bl] == '/')
+            helper = ZYGOTE_HELPER_BUILD;
+    }
     pid_t parent = getpid();
     pid_t p = fork();
     if (p < 0) {
         snprintf(err, errlen, "fork: %s", strerror(errno));
+        for (size_t i = 0; i < ne; i++)
+            free(envp[i]);
         close(sv[0]);
         close(sv[1]);
         return -1;
     }
-    if (p == 0) {
-        close(sv[0]);
-        zygote_main(sv[1], opts, parent);
-    }
+    if (p == 0)
+        exec_zygote(sv[1], parent, helper, envp);
+    for (size_t i = 0; i < ne; i++)
+        free(envp[i]);
     close(sv[1]);
+    /* The options are the zygote's first message (SEQPACKET: one record); it
+     * reads them once its constructor runs. */
+    if (send(sv[0], opts, sizeof *opts, MSG_NOSIGNAL) != (ssize_t)sizeof *opts) {
+        snprintf(err, errlen, "sandbox zygote: send options: %s", strerror(errno));
+        close(sv[0]);
+        kill(p, SIGKILL);
+        while (waitpid(p, NULL, 0) < 0 && errno == EINTR)
+            ;
+        return -1;
+    }
     *ctl = sv[0];
     *pid = p;
     return 0;
@@ -472,10 +631,23 @@ int spade_zygote_spawn(spade_sandbox *sb, double deadline, pid_t *pid, int *sock
     zrep r;
     int fds[2] = {-1, -1}, nfds = 0;
     pthread_mutex_lock(&sb->mu);
-    int rc = zcall(sb, &q, deadline, &r, fds, &nfds, err, errlen);
+    /* The first spawn is also the first word from the zygote (spade_sandbox_new
+     * does not wait for it), which may still be loading: give it the time a
+     * start-up takes, whatever the call's own deadline. */
+    double d = sb->zygote_up ? deadline : spade_ipc_now() + 10.0;
+    int rc = zcall(sb, &q, d > deadline ? d : deadline, &r, fds, &nfds, err, errlen);
+    if (rc == 0)
+        sb->zygote_up = 1;
     pthread_mutex_unlock(&sb->mu);
-    if (rc < 0)
+    if (rc < 0) {
+        if (!sb->zygote_up) {
+            size_t n = strlen(err);
+            snprintf(err + n, errlen > n ? errlen - n : 0,
+                     " (the sandbox zygote did not start: it is " ZYGOTE_EXE
+                     " executed again, which must exist; a program must link libspade, not dlopen it)");
+        }
         return -1;
+    }
     if (r.err || r.pid <= 0 || nfds != r.nfds || nfds < 1) {
         for (int i = 0; i < nfds; i++)
             close(fds[i]);

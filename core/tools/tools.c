@@ -18,6 +18,7 @@
  * The text is scanned left to right, each candidate is parsed to its end and
  * scanning resumes after it, so a call quoted inside another call's string is
  * not a call; the last candidate wins (agents think aloud, then act).
+ * The signature parser is in signature.c; what the parts share, internal.h.
  */
 #include <ffi.h>
 #include <limits.h>
@@ -28,33 +29,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/tools.h"
-
-#define TOOLS_MAX_DEPTH 64                     /* nesting of JSON values */
-#define TOOLS_MAX_STORED (SPADE_TOOL_MAX_ARGS + 1) /* enough to say "got 9" */
-#define TOOLS_NAME_MAX 64                      /* bytes of a tool name, NUL included */
-#define TOOLS_ERR_MAX 256
+#include "tools/internal.h"
+#include "errbuf.h"
 
 /* ------------------------------------------------------------------------ */
 /* small helpers                                                              */
 
-const char *spade_type_name(spade_type t)
-{
-    switch (t) {
-    case SPADE_T_VOID: return "void";
-    case SPADE_T_INT: return "int";
-    case SPADE_T_LONG: return "long";
-    case SPADE_T_DOUBLE: return "double";
-    case SPADE_T_BOOL: return "bool";
-    case SPADE_T_STRING: return "string";
-    }
-    return "?";
-}
-
 /* Byte classes for the scan over agent text, which is mostly prose: one load
  * decides whether a byte can start anything. */
-enum { CL_IDENT = 1, CL_START = 2, CL_OPEN = 4 /* '<' or '{' */ };
-static const unsigned char CLASS[256] = {
+const unsigned char spade_tools_class[256] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 4, 0, 0, 0,
     0, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 3,
@@ -65,9 +48,6 @@ static const unsigned char CLASS[256] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 };
 
-static int is_ident_start(unsigned char c) { return (CLASS[c] & CL_START) != 0; }
-static int is_ident_char(unsigned char c) { return (CLASS[c] & CL_IDENT) != 0; }
-static int is_space(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
 static int is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
 static int hex_val(unsigned char c)
 {
@@ -77,38 +57,10 @@ static int hex_val(unsigned char c)
     return -1;
 }
 
-static int span_is(const char *s, size_t n, const char *lit)
-{
-    size_t m = strlen(lit);
-    return n == m && memcmp(s, lit, m) == 0;
-}
 
-/* Bounded output: len counts what would have been written (like snprintf),
- * the buffer always ends in NUL when cap > 0. */
-typedef struct sbuf {
-    char *buf;
-    size_t cap, len;
-} sbuf;
 
-static void sb_init(sbuf *b, char *buf, size_t cap)
-{
-    b->buf = buf;
-    b->cap = buf ? cap : 0;
-    b->len = 0;
-    if (b->cap) b->buf[0] = '\0';
-}
 
-static void sb_put(sbuf *b, const char *s, size_t n)
-{
-    if (b->cap && b->len + 1 < b->cap) {
-        size_t room = b->cap - 1 - b->len;
-        memcpy(b->buf + b->len, s, n < room ? n : room);
-        b->buf[b->len + (n < room ? n : room)] = '\0';
-    }
-    b->len += n;
-}
 
-static void sb_str(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
 
 /* %ld without printf's machinery: results are printed on every call. */
 static void sb_long(sbuf *b, long v)
@@ -124,16 +76,14 @@ static void sb_long(sbuf *b, long v)
     sb_put(b, p, (size_t)(tmp + sizeof tmp - p));
 }
 
-static void sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sbuf *b, const char *fmt, ...)
+static void sb_put_fn(void *b, const char *s, size_t n) { sb_put(b, s, n); }
+
+void spade_tools_sb_printf(sbuf *b, const char *fmt, ...)
 {
-    char tmp[512];
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    spade_vputf(sb_put_fn, b, fmt, ap);
     va_end(ap);
-    if (n < 0) return;
-    sb_put(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
 }
 
 /* Agent text quoted back in a message: at most `max` bytes, escaped so the
@@ -157,261 +107,6 @@ static void sb_quoted(sbuf *b, const char *s, size_t n, size_t max)
         }
     }
     if (i < n) sb_str(b, "...");
-}
-
-/* ------------------------------------------------------------------------ */
-/* signatures                                                                 */
-
-typedef struct tok {
-    const char *s;
-    size_t n;
-} tok;
-
-#define SIG_MAX_TOKENS 12
-
-static int is_type_word(const tok *t)
-{
-    static const char *const words[] = {"int",   "long",  "short", "signed", "unsigned", "double",
-                                        "float", "bool",  "_Bool", "char",   "void",     "const",
-                                        "volatile", "struct", "union", "enum", "restrict", NULL};
-    for (int i = 0; words[i]; i++)
-        if (span_is(t->s, t->n, words[i])) return 1;
-    return 0;
-}
-
-/* Splits one declaration ("const char *to") into identifier and '*' tokens.
- * Anything else (brackets, digits, parentheses) makes it unsupported. */
-static int decl_tokens(const char *p, const char *end, tok *toks, int *ntok, char *badc)
-{
-    int n = 0;
-    while (p < end) {
-        unsigned char c = (unsigned char)*p;
-        if (is_space(c)) {
-            p++;
-            continue;
-        }
-        if (n == SIG_MAX_TOKENS) {
-            *badc = 0;
-            return -1;
-        }
-        if (c == '*') {
-            toks[n].s = p;
-            toks[n++].n = 1;
-            p++;
-        } else if (is_ident_start(c)) {
-            const char *s = p;
-            while (p < end && is_ident_char((unsigned char)*p)) p++;
-            toks[n].s = s;
-            toks[n++].n = (size_t)(p - s);
-        } else {
-            *badc = (char)c;
-            return -1;
-        }
-    }
-    *ntok = n;
-    return 0;
-}
-
-static void type_text(const tok *toks, int n, char *buf, size_t cap)
-{
-    sbuf b;
-    sb_init(&b, buf, cap);
-    for (int i = 0; i < n; i++) {
-        if (i && !(toks[i].n == 1 && toks[i].s[0] == '*' && toks[i - 1].n == 1 && toks[i - 1].s[0] == '*'))
-            sb_put(&b, " ", 1);
-        sb_put(&b, toks[i].s, toks[i].n);
-    }
-}
-
-/* The type named by toks[0..n) (qualifiers in any order, `const` ignored), or -1. */
-static int classify(const tok *toks, int n)
-{
-    int stars = 0, n_int = 0, n_long = 0, n_signed = 0, n_double = 0, n_bool = 0, n_char = 0, n_void = 0, other = 0,
-        words = 0;
-    for (int i = 0; i < n; i++) {
-        const tok *t = &toks[i];
-        if (t->n == 1 && t->s[0] == '*') {
-            stars++;
-            continue;
-        }
-        if (span_is(t->s, t->n, "const")) continue;
-        words++;
-        if (span_is(t->s, t->n, "int")) n_int++;
-        else if (span_is(t->s, t->n, "long")) n_long++;
-        else if (span_is(t->s, t->n, "signed")) n_signed++;
-        else if (span_is(t->s, t->n, "double")) n_double++;
-        else if (span_is(t->s, t->n, "bool") || span_is(t->s, t->n, "_Bool")) n_bool++;
-        else if (span_is(t->s, t->n, "char")) n_char++;
-        else if (span_is(t->s, t->n, "void")) n_void++;
-        else other++;
-    }
-    if (other || words == 0) return -1;
-    if (stars == 1 && n_char == 1 && words == 1) return SPADE_T_STRING;
-    if (stars) return -1;
-    if (n_double == 1 && words == 1) return SPADE_T_DOUBLE;
-    if (n_bool == 1 && words == 1) return SPADE_T_BOOL;
-    if (n_void == 1 && words == 1) return SPADE_T_VOID;
-    if (n_double || n_bool || n_void || n_char) return -1;
-    if (n_long == 1 && n_int <= 1 && n_signed <= 1) return SPADE_T_LONG;
-    if (n_long == 0 && n_int <= 1 && n_signed <= 1) return SPADE_T_INT;
-    return -1;
-}
-
-#define SUPPORTED_TYPES "int, long, double, bool, const char *"
-
-int spade_tool_sig_parse(const char *signature, spade_tool_sig *out, char *err, size_t errlen)
-{
-    sbuf e;
-    sb_init(&e, err, errlen);
-    if (!signature || !out) {
-        sb_str(&e, "tool signature: missing");
-        return -1;
-    }
-    memset(out, 0, sizeof *out);
-    const char *open = strchr(signature, '(');
-    if (!open) {
-        sb_printf(&e, "tool signature \"%.80s\": no '(' before the arguments", signature);
-        return -1;
-    }
-    const char *close = strrchr(signature, ')');
-    if (!close || close < open) {
-        sb_printf(&e, "tool signature \"%.80s\": no ')' after the arguments", signature);
-        return -1;
-    }
-    for (const char *p = close + 1; *p; p++)
-        if (!is_space((unsigned char)*p)) {
-            sb_printf(&e, "tool signature \"%.80s\": unexpected text after ')'", signature);
-            return -1;
-        }
-    for (const char *p = open + 1; p < close; p++)
-        if (*p == '(' || *p == ')') {
-            sb_printf(&e, "tool signature \"%.80s\": function pointer arguments are not supported", signature);
-            return -1;
-        }
-
-    tok toks[SIG_MAX_TOKENS];
-    int nt = 0;
-    char badc = 0, tt[96];
-    if (decl_tokens(signature, open, toks, &nt, &badc) < 0 || nt == 0) {
-        sb_printf(&e, "tool signature \"%.80s\": cannot read the return type", signature);
-        return -1;
-    }
-    int rt = classify(toks, nt);
-    if (rt < 0) {
-        type_text(toks, nt, tt, sizeof tt);
-        sb_printf(&e, "tool signature \"%.80s\": unsupported return type '%s' (tools return void, " SUPPORTED_TYPES ")",
-                  signature, tt);
-        return -1;
-    }
-    out->ret = (spade_type)rt;
-
-    /* arguments: split on ',' */
-    const char *p = open + 1;
-    int idx = 0;
-    int all_blank = 1;
-    for (const char *q = p; q < close; q++)
-        if (!is_space((unsigned char)*q)) all_blank = 0;
-    if (all_blank) return 0; /* "()" */
-    for (;;) {
-        const char *comma = p;
-        while (comma < close && *comma != ',') comma++;
-        idx++;
-        if (idx > SPADE_TOOL_MAX_ARGS) {
-            sb_printf(&e, "tool signature \"%.80s\": more than %d arguments", signature, SPADE_TOOL_MAX_ARGS);
-            return -1;
-        }
-        const char *a = p, *b = comma;
-        while (a < b && is_space((unsigned char)*a)) a++;
-        while (b > a && is_space((unsigned char)b[-1])) b--;
-        if (a == b) {
-            sb_printf(&e, "tool signature \"%.80s\": argument %d is empty", signature, idx);
-            return -1;
-        }
-        if (b - a == 3 && memcmp(a, "...", 3) == 0) {
-            sb_printf(&e, "tool signature \"%.80s\": argument %d: variadic tools (...) are not supported", signature,
-                      idx);
-            return -1;
-        }
-        if (decl_tokens(a, b, toks, &nt, &badc) < 0) {
-            sb_printf(&e, "tool signature \"%.80s\": argument %d ('%.*s'): unsupported declaration (tools take " SUPPORTED_TYPES ")",
-                      signature, idx, (int)(b - a > 60 ? 60 : b - a), a);
-            return -1;
-        }
-        /* a trailing identifier that is not a type word is the name */
-        char name[32];
-        int ntype = nt;
-        if (nt >= 1 && toks[nt - 1].s[0] != '*' && !is_type_word(&toks[nt - 1])) {
-            const tok *nm = &toks[nt - 1];
-            if (nm->n >= sizeof name) {
-                sb_printf(&e, "tool signature \"%.80s\": argument %d: name '%.*s...' is longer than %zu bytes",
-                          signature, idx, 20, nm->s, sizeof name - 1);
-                return -1;
-            }
-            memcpy(name, nm->s, nm->n);
-            name[nm->n] = '\0';
-            ntype = nt - 1;
-        } else {
-            snprintf(name, sizeof name, "arg%d", idx);
-        }
-        int at = ntype ? classify(toks, ntype) : -1;
-        if (at == SPADE_T_VOID && ntype == nt && idx == 1 && comma == close && out->nargs == 0) return 0; /* (void) */
-        if (at < 0 || at == SPADE_T_VOID) {
-            if (ntype == 0)
-                sb_printf(&e, "tool signature \"%.80s\": argument %d ('%s') has no type", signature, idx, name);
-            else {
-                type_text(toks, ntype, tt, sizeof tt);
-                sb_printf(&e, "tool signature \"%.80s\": argument %d ('%s'): unsupported type '%s' (tools take " SUPPORTED_TYPES ")",
-                          signature, idx, name, tt);
-            }
-            return -1;
-        }
-        for (int j = 0; j < out->nargs; j++)
-            if (strcmp(out->argnames[j], name) == 0) {
-                sb_printf(&e, "tool signature \"%.80s\": argument %d: duplicate name '%s'", signature, idx, name);
-                return -1;
-            }
-        out->args[out->nargs] = (spade_type)at;
-        memcpy(out->argnames[out->nargs], name, sizeof name);
-        out->nargs++;
-        if (comma == close) break;
-        p = comma + 1;
-    }
-    return 0;
-}
-
-static int sig_is_sane(const spade_tool_sig *sig)
-{
-    if (sig->nargs < 0 || sig->nargs > SPADE_TOOL_MAX_ARGS) return 0;
-    if ((int)sig->ret < SPADE_T_VOID || sig->ret > SPADE_T_STRING) return 0;
-    for (int i = 0; i < sig->nargs; i++)
-        if (sig->args[i] <= SPADE_T_VOID || sig->args[i] > SPADE_T_STRING) return 0;
-    return 1;
-}
-
-static void sb_arglist(sbuf *b, const spade_tool_sig *sig)
-{
-    for (int i = 0; i < sig->nargs; i++) {
-        char nm[sizeof sig->argnames[0]];
-        memcpy(nm, sig->argnames[i], sizeof nm);
-        nm[sizeof nm - 1] = '\0';
-        sb_printf(b, "%s%s: %s", i ? ", " : "", nm, spade_type_name(sig->args[i]));
-    }
-}
-
-int spade_tool_describe(const spade_tool_def *def, const spade_tool_sig *sig, char *out, size_t cap)
-{
-    if (!def || !sig || !def->name || !sig_is_sane(sig)) return -1;
-    sbuf b;
-    sb_init(&b, out, cap);
-    sb_str(&b, def->name);
-    sb_put(&b, "(", 1);
-    sb_arglist(&b, sig);
-    sb_printf(&b, ") -> %s", spade_type_name(sig->ret));
-    if (def->description && def->description[0]) {
-        sb_str(&b, " \xe2\x80\x94 "); /* em dash */
-        sb_str(&b, def->description);
-    }
-    return b.len > INT_MAX ? INT_MAX : (int)b.len;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1314,7 +1009,7 @@ static void sb_arity(sbuf *e, const char *tool, const spade_tool_sig *sig, int g
         return;
     }
     sb_printf(e, "error: %s expects %d argument%s (", tool, sig->nargs, sig->nargs == 1 ? "" : "s");
-    sb_arglist(e, sig);
+    spade_tools_sb_arglist(e, sig);
     sb_printf(e, "), got %d", got);
 }
 
@@ -1339,7 +1034,7 @@ static int bind_args(const char *tool, const spade_tool_sig *sig, const call *c,
             sb_printf(e, "error: %s has no argument '", tool);
             sb_quoted(e, key->s, key->slen, 40);
             sb_str(e, "'; it takes (");
-            sb_arglist(e, sig);
+            spade_tools_sb_arglist(e, sig);
             sb_str(e, ")");
             return -1;
         }
@@ -1403,7 +1098,7 @@ static spade_dispatch invoke(const toolset *T, int k, const call *c, sbuf *o)
     const spade_tool_def *def = &T->defs[k];
     const spade_tool_sig *sig = &T->sigs[k];
     const char *tool = def->name;
-    if (!def->fn || !sig_is_sane(sig)) {
+    if (!def->fn || !spade_tools_sig_is_sane(sig)) {
         sb_printf(o, "error: tool '%s' cannot be called (bad declaration)", tool);
         return SPADE_DISPATCH_ERROR;
     }
@@ -1561,7 +1256,7 @@ int spade_tool_table_new(spade_tool_table **out, const spade_tool_def *defs, con
         }
         if (sigs) {
             t->sigs[i] = sigs[i];
-            if (!sig_is_sane(&t->sigs[i])) {
+            if (!spade_tools_sig_is_sane(&t->sigs[i])) {
                 sb_printf(&e, "tool '%s': invalid signature", nm);
                 spade_tool_table_free(t);
                 return -1;

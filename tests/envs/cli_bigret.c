@@ -1,6 +1,6 @@
-/* cli_bigret.c — test environment for spade run: every episode's return
- * saturates at DBL_MAX (two rewards of 1e308), which the run's mean must not
- * turn into inf. Not part of stdenv. */
+/* cli_bigret.c — test environment for spade run: rewards of 1e308, beyond
+ * SPADE_REWARD_MAX, which fail the step (invalid_env) so that no return or
+ * run mean can become inf. Not part of stdenv. */
 #include <spade/dsl.h>
 ENV("cli_bigret", "Returns the largest double.", .max_steps = 2, .family = "test")
 STATE { long n; };

@@ -3,7 +3,7 @@
  * it, reports "memory full (ifdef)": a limit of the compiler that the source broke,
  * not the worker's memory. The word "memory full" made it out_of_memory (which means
  * the address-space limit was hit) until core/jit told tcc's fixed tables apart from
- * a failed allocation. DESIGN.md section 4: the source's fault is a compile error.
+ * a failed allocation. docs/sandbox.md: the source's fault is a compile error.
  * fill: @IF@ 100 #if 1\n
  * fill: @ENDIF@ 100 #endif\n
  */

@@ -16,7 +16,7 @@
  */
 #include <spade/dsl.h>
 ENV("ipc-forged-info", "Hostile: forges its own metadata.", .max_steps = 10)
-void *spade_S;
+struct spade_state *spade_S;
 static long sys3(long nr, long a, long b, long c)
 {
     long ret;

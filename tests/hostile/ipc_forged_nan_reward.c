@@ -2,8 +2,8 @@
  * tries: on its first step writes a well-formed RESULTS frame for the two instances the
  * parent stepped (right count, flags, statuses and observations) whose first reward is
  * NaN and whose second episode return is +inf, then spins so that the host's honest
- * frame never follows. The host never returns a non-finite value (reward() ignores NaN
- * and inf; core/host.c saturates sums at +-DBL_MAX), so the parent must refuse one
+ * frame never follows. The host never returns a non-finite value (a reward() of NaN or
+ * inf fails the step: SPADE_REWARD_MAX, core/env.h), so the parent must refuse one
  * (core/sandbox/ipc.c, spade_ipc_decode_results): a NaN return would reach every mean,
  * advantage and gradient of the trainer. Without that check the parent takes the
  * forgery, and the next call times out on the spinning worker.

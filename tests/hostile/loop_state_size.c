@@ -4,7 +4,7 @@
  */
 #include <spade/dsl.h>
 ENV("loop-state-size", "Hostile: state_size never returns.", .max_steps = 10)
-void *spade_S;
+struct spade_state *spade_S;
 unsigned long spade_state_size(void) { volatile int x = 0; for (;;) x++; return 8; }
 void spade_reset(void) { say("ready"); }
 void spade_step(const char *action, unsigned long len) { say("ok"); }

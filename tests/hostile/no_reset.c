@@ -3,7 +3,7 @@
  */
 #include <spade/dsl.h>
 ENV("no-reset", "Hostile: has no reset.", .max_steps = 10)
-void *spade_S;
+struct spade_state *spade_S;
 unsigned long spade_state_size(void) { return 8; }
 void spade_step(const char *action, unsigned long len) { say("ok"); }
 void spade_hint(void) { say("none"); }

@@ -1,5 +1,5 @@
 /* expect: ok
- * tries: nothing: a well-behaved environment (the DESIGN example), so the runner
+ * tries: nothing: a well-behaved environment (the example of README.md), so the runner
  * proves it does not fail everything.
  */
 #include <spade/dsl.h>

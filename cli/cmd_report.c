@@ -1,0 +1,889 @@
+/* cmd_report.c — `spade report RUN_DIR [--out DIR]`: what a run did, for a
+ * person: SVG plots over iterations (validity by gate, pass rates with and
+ * without the hint, regret, designer reward, Vendi/n, held-out success when
+ * the log has it, time per phase; success and loss for a fixed-pool run), the
+ * regret histogram, best and worst environments of the archive, and a
+ * markdown summary (report.md) that links them.
+ *
+ * What it is: a reader of the run directory (train.jsonl through core/json,
+ * spade.db through core/archive, eval JSONL files `spade eval --jsonl` left
+ * there) and a writer of DIR (default RUN/report). A null in the log is a gap
+ * in the plot, never a zero; a half-written last line (a killed run) is
+ * skipped and said so. What it is not: a way to change a run, nor a live
+ * monitor (it reads what is there when it runs).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <ini.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "archive.h"
+#include "cli.h"
+#include "json.h"
+#include "report_svg.h"
+#include "vendi.h"
+
+#define MAX_GATES 24
+#define MAX_POOL_ENVS 12
+#define N_TIMES 5
+#define MAX_VENDI 5000 /* newest valid environments in the cumulative Vendi score (memory: n x 1024 doubles) */
+
+static const char *const time_keys[N_TIMES] = {"t_design", "t_gates", "t_play", "t_update", "t_archive"};
+static const char *const time_names[N_TIMES] = {"design", "gates", "play", "update", "archive"};
+
+void cli_usage_report(FILE *out) {
+    fprintf(out,
+            "usage: spade report RUN_DIR [--out DIR] [--top N]\n"
+            "\n"
+            "Writes a report of a run that spade train made: SVG plots over iterations and a\n"
+            "markdown summary, DIR/report.md, that links them (default DIR: RUN_DIR/report).\n"
+            "  self-play   validity by gate (each environment written: valid, or the first\n"
+            "              gate it failed), pass rates without and with the hint, regret,\n"
+            "              designer reward, Vendi/n, held-out success (when train.jsonl has an\n"
+            "              \"eval\" key), time per phase, the regret histogram, and the best and\n"
+            "              worst environments of the archive by regret and by designer reward\n"
+            "  fixed pool  success (overall and per environment) and loss\n"
+            "Eval files that spade eval --jsonl wrote into RUN_DIR are summarised too.\n"
+            "A null in train.jsonl is a gap in a plot, not a zero; a half-written last line\n"
+            "(a killed run) is skipped with a warning.\n"
+            "\n"
+            "  -o, --out DIR   where to write (created; files there are replaced)\n"
+            "  -n, --top N     environments in each best/worst table (default 5)\n"
+            "  -h, --help      this help\n");
+}
+
+/* ---- train.jsonl ---- */
+
+typedef struct row {
+    int iteration;
+    double written, valid, gate[MAX_GATES];
+    double pass, pass_hint, regret, reward, vendi_n, pool_success, eval;
+    int eval_only; /* the line held only an "eval" */
+    double t[N_TIMES];
+    double success, mean_return, loss, env_success[MAX_POOL_ENVS];
+    int selfplay;
+} row;
+
+typedef struct run_log {
+    row *rows;
+    int n, cap;
+    char gates[MAX_GATES][32];
+    int n_gates;
+    char envs[MAX_POOL_ENVS][96];
+    int n_envs, more_envs;
+    int skipped, torn_tail; /* lines not read; the last line was half written */
+    char warnings[8][320];
+    int n_warnings;
+} run_log;
+
+static void warn(run_log *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn(run_log *L, const char *fmt, ...) {
+    char m[320];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m, sizeof m, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "spade report: warning: %s\n", m);
+    if (L->n_warnings < 8) snprintf(L->warnings[L->n_warnings++], sizeof L->warnings[0], "%s", m);
+}
+
+static double get_num(const spade_json *o, const char *key) {
+    const spade_json *v = spade_json_get(o, key);
+    return v && v->type == SPADE_JSON_NUMBER ? v->number : NAN;
+}
+
+/* Held-out success from an "eval" value: a number, or an object with a
+ * "success" (or "policy", itself a number or such an object), or else the mean
+ * of its numeric members (one per environment). */
+static double eval_value(const spade_json *v, int depth) {
+    if (!v || depth > 3) return NAN;
+    if (v->type == SPADE_JSON_NUMBER) return v->number;
+    if (v->type != SPADE_JSON_OBJECT) return NAN;
+    const spade_json *s = spade_json_get(v, "success");
+    if (!s) s = spade_json_get(v, "policy");
+    if (s) return eval_value(s, depth + 1);
+    double sum = 0;
+    int k = 0;
+    for (size_t i = 0; i < v->len; i++)
+        if (v->members[i].value.type == SPADE_JSON_NUMBER) sum += v->members[i].value.number, k++;
+    return k ? sum / k : NAN;
+}
+
+static int name_index(char (*names)[32], int *n, int cap, const char *name) {
+    for (int i = 0; i < *n; i++)
+        if (!strcmp(names[i], name)) return i;
+    if (*n >= cap) return -1;
+    snprintf(names[*n], 32, "%s", name);
+    return (*n)++;
+}
+
+static int env_index(run_log *L, const char *name) {
+    for (int i = 0; i < L->n_envs; i++)
+        if (!strcmp(L->envs[i], name)) return i;
+    if (L->n_envs >= MAX_POOL_ENVS) {
+        L->more_envs = 1;
+        return -1;
+    }
+    snprintf(L->envs[L->n_envs], sizeof L->envs[0], "%s", name);
+    return L->n_envs++;
+}
+
+static int read_row(run_log *L, const spade_json *o, row *r) {
+    long long it;
+    if (o->type != SPADE_JSON_OBJECT || spade_json_int(spade_json_get(o, "iteration"), 0, 1 << 30, &it) < 0) return -1;
+    memset(r, 0, sizeof *r);
+    r->iteration = (int)it;
+    r->selfplay = spade_json_get(o, "written") != NULL;
+    r->written = get_num(o, "written");
+    r->valid = get_num(o, "valid");
+    for (int g = 0; g < MAX_GATES; g++) r->gate[g] = NAN;
+    const spade_json *fa = spade_json_get(o, "failed_at");
+    if (fa && fa->type == SPADE_JSON_OBJECT)
+        for (size_t i = 0; i < fa->len; i++) {
+            int g = name_index(L->gates, &L->n_gates, MAX_GATES, fa->members[i].key);
+            if (g >= 0 && fa->members[i].value.type == SPADE_JSON_NUMBER) r->gate[g] = fa->members[i].value.number;
+        }
+    r->pass = get_num(o, "pass");
+    r->pass_hint = get_num(o, "pass_hint");
+    r->regret = get_num(o, "regret");
+    r->reward = get_num(o, "designer_reward");
+    r->vendi_n = get_num(o, "vendi_n");
+    r->pool_success = get_num(o, "pool_success");
+    const spade_json *ev = spade_json_get(o, "eval");
+    if (!ev) ev = spade_json_get(o, "heldout");
+    r->eval = eval_value(ev, 0);
+    r->eval_only = ev && o->len == 2; /* {"iteration":k,"eval":{...}}: an evaluation, not an iteration's metrics */
+    for (int k = 0; k < N_TIMES; k++) r->t[k] = get_num(o, time_keys[k]);
+    r->success = get_num(o, "success");
+    r->mean_return = get_num(o, "mean_return");
+    r->loss = get_num(o, "loss");
+    const spade_json *up = spade_json_get(o, "updated");
+    if (up && up->type == SPADE_JSON_BOOL && !up->boolean) r->loss = NAN; /* no update made: no loss, not a zero */
+    for (int e = 0; e < MAX_POOL_ENVS; e++) r->env_success[e] = NAN;
+    const spade_json *pe = spade_json_get(o, "per_env");
+    if (pe && pe->type == SPADE_JSON_OBJECT)
+        for (size_t i = 0; i < pe->len; i++) {
+            int e = env_index(L, pe->members[i].key);
+            if (e >= 0 && pe->members[i].value.type == SPADE_JSON_NUMBER) r->env_success[e] = pe->members[i].value.number;
+        }
+    return 0;
+}
+
+static int by_iteration(const void *a, const void *b) {
+    const row *x = a, *y = b;
+    return (x->iteration > y->iteration) - (x->iteration < y->iteration);
+}
+
+/* Reads every line; a line that is not a JSON object with an iteration is
+ * skipped with a warning naming it; a later line of the same iteration wins
+ * (a resumed run). 0, or -1 with a message. */
+static int read_log(const char *path, run_log *L, char *err, size_t errlen) {
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    int lineno = 0;
+    while ((len = getline(&line, &cap, f)) >= 0) {
+        lineno++;
+        int ended = len > 0 && line[len - 1] == '\n';
+        size_t k = (size_t)len;
+        while (k && (line[k - 1] == '\n' || line[k - 1] == '\r' || line[k - 1] == ' ')) k--;
+        if (!k) continue;
+        spade_json_doc *d;
+        char jerr[200];
+        row r;
+        int ok = spade_json_parse(line, k, &d, jerr, sizeof jerr) == 0;
+        if (ok) {
+            ok = read_row(L, spade_json_root(d), &r) == 0;
+            if (!ok) snprintf(jerr, sizeof jerr, "not an object with a whole \"iteration\"");
+            spade_json_doc_free(d);
+        }
+        if (!ok) {
+            int c = getc(f);
+            int at_end = c == EOF;
+            if (!at_end) ungetc(c, f);
+            L->skipped++;
+            if (at_end) {
+                L->torn_tail = 1;
+                warn(L, "%s:%d: the last line is %s (a killed run?): skipped", path, lineno,
+                     ended ? "not a whole JSON object" : "half written");
+            } else warn(L, "%s:%d: %s: skipped", path, lineno, jerr);
+            continue;
+        }
+        int j = 0;
+        while (j < L->n && L->rows[j].iteration != r.iteration) j++;
+        if (j == L->n) {
+            if (L->n == L->cap) {
+                int nc = L->cap ? 2 * L->cap : 64;
+                row *nr = realloc(L->rows, sizeof *nr * (size_t)nc);
+                if (!nr) {
+                    free(line);
+                    fclose(f);
+                    snprintf(err, errlen, "%s: out of memory", path);
+                    return -1;
+                }
+                L->rows = nr;
+                L->cap = nc;
+            }
+            L->n++;
+            L->rows[j] = r;
+        } else if (r.eval_only) {
+            L->rows[j].eval = r.eval; /* spade train's eval line follows its iteration's metrics line */
+        } else {
+            double ev = L->rows[j].eval;
+            L->rows[j] = r; /* a resumed run wrote the iteration again: the later line wins */
+            if (isnan(r.eval)) L->rows[j].eval = ev;
+        }
+    }
+    free(line);
+    fclose(f);
+    if (L->n) qsort(L->rows, (size_t)L->n, sizeof *L->rows, by_iteration);
+    return 0;
+}
+
+/* ---- the archive ---- */
+
+typedef struct env_rec {
+    long id;
+    int iteration;
+    char family[32], gate[32];
+    double pass, pass_hint, regret, reward;
+} env_rec;
+
+typedef struct envs {
+    env_rec *e;
+    int n, cap;
+} envs;
+
+static env_rec *push(envs *v) {
+    if (v->n == v->cap) {
+        int nc = v->cap ? 2 * v->cap : 256;
+        env_rec *ne = realloc(v->e, sizeof *ne * (size_t)nc);
+        if (!ne) return NULL;
+        v->e = ne;
+        v->cap = nc;
+    }
+    return &v->e[v->n++];
+}
+
+static int collect(void *ctx, const spade_archive_env *e) {
+    env_rec *r = push(ctx);
+    if (!r) return 1; /* out of memory: the walk stops; the tables show what was read */
+    r->id = e->id;
+    r->iteration = e->iteration;
+    snprintf(r->family, sizeof r->family, "%s", e->family);
+    snprintf(r->gate, sizeof r->gate, "%s", e->gate);
+    r->pass = e->pass_nohint;
+    r->pass_hint = e->pass_hint;
+    r->regret = e->regret;
+    r->reward = e->reward;
+    return 0;
+}
+
+/* Orders by one key, highest first, NaN last; ties by the other key, then by id. */
+static int sort_key; /* 0 regret, 1 reward */
+static int cmp_desc(double a, double b) {
+    if (isnan(a) || isnan(b)) return isnan(a) - isnan(b);
+    return (a < b) - (a > b);
+}
+static int by_key(const void *pa, const void *pb) {
+    const env_rec *a = pa, *b = pb;
+    int c = sort_key ? cmp_desc(a->reward, b->reward) : cmp_desc(a->regret, b->regret);
+    if (!c) c = sort_key ? cmp_desc(a->regret, b->regret) : cmp_desc(a->reward, b->reward);
+    return c ? c : (a->id > b->id) - (a->id < b->id);
+}
+
+/* ---- writing ---- */
+
+static void fnum(char *b, size_t cap, double v, int dec) {
+    if (isfinite(v)) snprintf(b, cap, "%.*f", dec, v);
+    else snprintf(b, cap, "–");
+}
+
+/* The ENV("name" of a source (the archive's one field a person recognises). */
+static void env_name(spade_archive *a, long id, char *out, size_t cap) {
+    spade_archive_env e;
+    char err[256];
+    snprintf(out, cap, "–");
+    if (spade_archive_get_env(a, id, &e, err, sizeof err)) return;
+    const char *p = e.source ? strstr(e.source, "ENV(\"") : NULL;
+    if (p) {
+        p += 5;
+        size_t n = strcspn(p, "\"\n");
+        if (n && n < cap) {
+            memcpy(out, p, n);
+            out[n] = 0;
+            for (char *q = out; *q; q++)
+                if (*q == '|' || *q == '`' || *q == '<' || *q == '>') *q = '_'; /* a table cell stays one cell */
+        }
+    }
+    spade_archive_env_clear(&e);
+}
+
+static void env_table(FILE *md, spade_archive *a, const env_rec *list, int n, int from_top, int count) {
+    fprintf(md, "| id | iteration | family | name | pass | pass + hint | regret | designer reward |\n");
+    fprintf(md, "|---:|---:|---|---|---:|---:|---:|---:|\n");
+    for (int k = 0; k < count; k++) {
+        const env_rec *r = &list[from_top ? k : n - 1 - k];
+        char p0[16], p1[16], rg[16], rw[16], name[64];
+        fnum(p0, sizeof p0, r->pass, 2);
+        fnum(p1, sizeof p1, r->pass_hint, 2);
+        fnum(rg, sizeof rg, r->regret, 3);
+        fnum(rw, sizeof rw, r->reward, 3);
+        env_name(a, r->id, name, sizeof name);
+        fprintf(md, "| %ld | %d | %s | %s | %s | %s | %s | %s |\n", r->id, r->iteration, r->family, name, p0, p1, rg, rw);
+    }
+    fprintf(md, "\n");
+}
+
+typedef struct out_dir {
+    char dir[SPADE_PATH_MAX];
+    char written[16][32];
+    int n;
+    int failed;
+} out_dir;
+
+static int plot_done(out_dir *o, cli_plot *p, const char *file) {
+    char path[SPADE_PATH_MAX + 64], err[SPADE_PATH_MAX + 128];
+    snprintf(path, sizeof path, "%s/%s", o->dir, file);
+    int rc = p ? cli_plot_write(p, path, err, sizeof err) : -1;
+    if (!p) snprintf(err, sizeof err, "%s: out of memory", path);
+    cli_plot_free(p);
+    if (rc < 0) {
+        cli_err(CLI_FAIL, "report", "%s", err);
+        o->failed = 1;
+        return -1;
+    }
+    if (o->n < 16) snprintf(o->written[o->n++], sizeof o->written[0], "%s", file);
+    return 0;
+}
+
+/* One metric's row of the summary table: last, mean, min, max over the iterations with a value. */
+static void summary_row(FILE *md, const char *name, const run_log *L, double (*get)(const row *), int dec) {
+    double sum = 0, mn = INFINITY, mx = -INFINITY, last = NAN;
+    int k = 0;
+    for (int i = 0; i < L->n; i++) {
+        double v = get(&L->rows[i]);
+        if (!isfinite(v)) continue;
+        sum += v;
+        k++;
+        if (v < mn) mn = v;
+        if (v > mx) mx = v;
+        last = v;
+    }
+    char a[32], b[32], c[32], d[32];
+    fnum(a, sizeof a, last, dec);
+    fnum(b, sizeof b, k ? sum / k : NAN, dec);
+    fnum(c, sizeof c, k ? mn : NAN, dec);
+    fnum(d, sizeof d, k ? mx : NAN, dec);
+    fprintf(md, "| %s | %s | %s | %s | %s | %d of %d |\n", name, a, b, c, d, k, L->n);
+}
+
+static double g_pass(const row *r) { return r->pass; }
+static double g_hint(const row *r) { return r->pass_hint; }
+static double g_regret(const row *r) { return r->regret; }
+static double g_reward(const row *r) { return r->reward; }
+static double g_vendi(const row *r) { return r->vendi_n; }
+static double g_eval(const row *r) { return r->eval; }
+static double g_success(const row *r) { return r->success; }
+static double g_loss(const row *r) { return r->loss; }
+static double g_return(const row *r) { return r->mean_return; }
+static double g_valid_share(const row *r) { return r->written > 0 ? r->valid / r->written : NAN; }
+
+static double *column(const run_log *L, double (*get)(const row *)) {
+    double *y = malloc(sizeof *y * (size_t)(L->n ? L->n : 1));
+    if (y)
+        for (int i = 0; i < L->n; i++) y[i] = get(&L->rows[i]);
+    return y;
+}
+
+static int any_finite(const run_log *L, double (*get)(const row *)) {
+    for (int i = 0; i < L->n; i++)
+        if (isfinite(get(&L->rows[i]))) return 1;
+    return 0;
+}
+
+/* One line plot of one metric. */
+static void line_plot(out_dir *o, const run_log *L, const double *x, const char *file, const char *title,
+                      const char *ylabel, const char *label, double (*get)(const row *), int unit_range, double ref,
+                      const char *ref_label) {
+    cli_plot *p = cli_plot_new(title, "iteration", ylabel, x, L->n);
+    double *y = column(L, get);
+    if (p && y) {
+        if (unit_range) cli_plot_yrange(p, 0, 1);
+        if (ref_label) cli_plot_hline(p, ref, ref_label);
+        if (cli_plot_line(p, label, y, 2, 0) < 0) cli_plot_free(p), p = NULL;
+    } else cli_plot_free(p), p = NULL;
+    free(y);
+    plot_done(o, p, file);
+}
+
+/* [selfplay] pool_envs from the run's config: pool_success means something only then. */
+static int on_ini(void *ctx, const char *section, const char *name, const char *value) {
+    if (!strcmp(section, "selfplay") && !strcmp(name, "pool_envs")) *(int *)ctx = atoi(value);
+    return 1;
+}
+
+static int by_name(const void *a, const void *b) { return strcmp(a, b); }
+
+/* Eval summaries (`spade eval --jsonl`) left in the run directory. */
+static void eval_files(FILE *md, const char *run) {
+    DIR *d = opendir(run);
+    if (!d) return;
+    struct dirent *de;
+    int shown = 0;
+    char names[32][256];
+    int nn = 0;
+    while ((de = readdir(d)) && nn < 32) {
+        size_t k = strlen(de->d_name);
+        if (k < 7 || strcmp(de->d_name + k - 6, ".jsonl") || !strcmp(de->d_name, "train.jsonl")) continue;
+        snprintf(names[nn++], sizeof names[0], "%s", de->d_name);
+    }
+    closedir(d);
+    qsort(names, (size_t)nn, sizeof names[0], by_name);
+    for (int i = 0; i < nn; i++) {
+        char path[SPADE_PATH_MAX + 300];
+        if (snprintf(path, sizeof path, "%s/%s", run, names[i]) >= (int)sizeof path) continue;
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        char *line = NULL;
+        size_t cap = 0;
+        ssize_t len;
+        while ((len = getline(&line, &cap, f)) >= 0) {
+            spade_json_doc *doc;
+            char jerr[128];
+            if (spade_json_parse(line, (size_t)len, &doc, jerr, sizeof jerr)) continue;
+            const spade_json *r = spade_json_root(doc);
+            const spade_json *s = spade_json_get(r, "summary");
+            if (s && s->type == SPADE_JSON_BOOL && s->boolean) {
+                if (!shown++)
+                    fprintf(md, "Evaluations in the run directory (`spade eval --jsonl`; mean success over "
+                                "environments):\n\n| file | environments | policy | policy + hint | random | solve |\n"
+                                "|---|---:|---:|---:|---:|---:|\n");
+                char a[16], b[16], c[16], e[16];
+                fnum(a, sizeof a, get_num(r, "policy"), 3);
+                fnum(b, sizeof b, get_num(r, "hint"), 3);
+                fnum(c, sizeof c, get_num(r, "random"), 3);
+                fnum(e, sizeof e, get_num(r, "solve"), 3);
+                fprintf(md, "| %s | %.0f | %s | %s | %s | %s |\n", names[i], get_num(r, "envs"), a, b, c, e);
+            }
+            spade_json_doc_free(doc);
+        }
+        free(line);
+        fclose(f);
+    }
+    if (shown) fprintf(md, "\n");
+}
+
+static int mkdir_p(const char *dir) {
+    char p[SPADE_PATH_MAX];
+    snprintf(p, sizeof p, "%s", dir);
+    for (char *q = p + 1; *q; q++)
+        if (*q == '/') {
+            *q = 0;
+            if (mkdir(p, 0755) < 0 && errno != EEXIST) return -1;
+            *q = '/';
+        }
+    return mkdir(p, 0755) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+static void link_plot(FILE *md, const out_dir *o, const char *file, const char *alt) {
+    for (int i = 0; i < o->n; i++)
+        if (!strcmp(o->written[i], file)) {
+            fprintf(md, "![%s](%s)\n\n", alt, file);
+            return;
+        }
+}
+
+static void selfplay_plots(out_dir *o, const run_log *L, const double *x, int pool, double cum_vendi_n) {
+    int n = L->n;
+    /* validity: shares of the environments written, stacked to 1 */
+    cli_plot *p = cli_plot_new("Validity by gate: what became of each environment written", "iteration",
+                               "share of environments written", x, n);
+    double *y = malloc(sizeof *y * (size_t)(n ? n : 1));
+    int ok = p && y;
+    if (ok) {
+        cli_plot_yrange(p, 0, 1);
+        for (int i = 0; i < n; i++) y[i] = g_valid_share(&L->rows[i]);
+        ok = cli_plot_area(p, "valid", y) == 0 && cli_plot_color(p, "#009E73") == 0;
+        static const char *const fail_colors[] = {"#D55E00", "#E69F00", "#CC79A7", "#0072B2", "#56B4E9", "#882255",
+                                                  "#999933", "#AA4499", "#332288", "#DDCC77", "#44AA99", "#888888"};
+        int c = 0;
+        for (int g = 0; ok && g < L->n_gates; g++) {
+            double total = 0;
+            for (int i = 0; i < n; i++) {
+                const row *r = &L->rows[i];
+                y[i] = r->written > 0 && isfinite(r->gate[g]) ? r->gate[g] / r->written : NAN;
+                if (isfinite(y[i])) total += y[i];
+            }
+            if (total <= 0) continue; /* a gate nothing stopped at: no band, no legend line */
+            char label[64];
+            snprintf(label, sizeof label, "failed %s", L->gates[g]);
+            ok = cli_plot_area(p, label, y) == 0 && cli_plot_color(p, fail_colors[c++ % 12]) == 0;
+        }
+    }
+    free(y);
+    if (!ok) cli_plot_free(p), p = NULL;
+    plot_done(o, p, "validity.svg");
+
+    p = cli_plot_new("Pass rates of the valid environments", "iteration", "success rate", x, n);
+    double *a = column(L, g_pass), *b = column(L, g_hint), *c = NULL;
+    ok = p && a && b;
+    if (ok) {
+        cli_plot_yrange(p, 0, 1);
+        ok = cli_plot_line(p, "without the hint", a, 3.5, 0) == 0 && cli_plot_color(p, "#0072B2") == 0 &&
+             cli_plot_line(p, "with the hint", b, 2, 0) == 0 && cli_plot_color(p, "#E69F00") == 0;
+        if (ok && pool) {
+            c = malloc(sizeof *c * (size_t)(n ? n : 1));
+            for (int i = 0; c && i < n; i++) c[i] = L->rows[i].pool_success;
+            ok = c && cli_plot_line(p, "agent on the fixed pool", c, 1.5, 1) == 0 && cli_plot_color(p, "#555555") == 0;
+        }
+    }
+    free(a);
+    free(b);
+    free(c);
+    if (!ok) cli_plot_free(p), p = NULL;
+    plot_done(o, p, "pass.svg");
+
+    line_plot(o, L, x, "regret.svg", "Regret: success with the hint minus without", "regret", "mean regret",
+              g_regret, 0, 0, "0");
+    line_plot(o, L, x, "designer_reward.svg", "Designer reward", "mean reward", "designer reward", g_reward, 0, 0,
+              "0");
+    line_plot(o, L, x, "vendi.svg", "Diversity of each iteration's valid environments (Vendi score / n)", "Vendi / n",
+              "Vendi/n", g_vendi, 1, cum_vendi_n, isfinite(cum_vendi_n) ? "whole run" : NULL);
+
+    p = cli_plot_new("Time per iteration, by phase", "iteration", "seconds", x, n);
+    y = malloc(sizeof *y * (size_t)(n ? n : 1));
+    ok = p && y;
+    for (int k = 0; ok && k < N_TIMES; k++) {
+        for (int i = 0; i < n; i++) y[i] = L->rows[i].t[k];
+        ok = cli_plot_area(p, time_names[k], y) == 0;
+    }
+    free(y);
+    if (!ok) cli_plot_free(p), p = NULL;
+    plot_done(o, p, "time.svg");
+}
+
+static void regret_histogram(out_dir *o, const envs *valid) {
+    double lo = INFINITY, hi = -INFINITY;
+    for (int i = 0; i < valid->n; i++) {
+        double r = valid->e[i].regret;
+        if (!isfinite(r)) continue;
+        if (r < lo) lo = r;
+        if (r > hi) hi = r;
+    }
+    if (!isfinite(lo)) return;
+    /* bins centred on multiples of 0.1 (a regret of exactly 0, the common case,
+     * gets a bar of its own around 0), over at least [-0.2, 1] so one run's
+     * histogram reads like another's; regret lies in [-1, 1] */
+    const double w = 0.1;
+    long k0 = lround(lo / w), k1 = lround(hi / w);
+    if (k0 > -2) k0 = -2;
+    if (k1 < 10) k1 = 10;
+    int bins = (int)(k1 - k0 + 1);
+    if (bins > 41) bins = 41;
+    double first = (k0 - 0.5) * w;
+    double *xs = malloc(sizeof *xs * (size_t)bins), *ys = calloc((size_t)bins, sizeof *ys);
+    cli_plot *p = NULL;
+    if (xs && ys) {
+        for (int b = 0; b < bins; b++) xs[b] = first + (b + 0.5) * w;
+        for (int i = 0; i < valid->n; i++) {
+            double r = valid->e[i].regret;
+            if (!isfinite(r)) continue;
+            int b = (int)(lround(r / w) - k0);
+            ys[b < 0 ? 0 : b >= bins ? bins - 1 : b]++;
+        }
+        char title[96];
+        snprintf(title, sizeof title, "Regret of the %d valid environments (bins of %.1f)", valid->n, w);
+        p = cli_plot_new(title, "regret", "environments", xs, bins);
+        if (p && (cli_plot_bars(p, "valid environments", ys, w) < 0 || cli_plot_color(p, "#0072B2") < 0))
+            cli_plot_free(p), p = NULL;
+    }
+    free(xs);
+    free(ys);
+    plot_done(o, p, "regret_hist.svg");
+}
+
+static void fixed_plots(out_dir *o, const run_log *L, const double *x) {
+    int n = L->n;
+    cli_plot *p = cli_plot_new("Success on the fixed pool", "iteration", "success rate", x, n);
+    double *y = column(L, g_success);
+    int ok = p && y;
+    if (ok) {
+        cli_plot_yrange(p, 0, 1);
+        for (int e = 0; ok && e < L->n_envs; e++) {
+            for (int i = 0; i < n; i++) y[i] = L->rows[i].env_success[e];
+            ok = cli_plot_line(p, L->envs[e], y, 1.5, 0) == 0;
+        }
+        for (int i = 0; ok && i < n; i++) y[i] = L->rows[i].success;
+        /* added last, so drawn over the per-environment lines */
+        ok = ok && cli_plot_line(p, "all environments", y, 3, 0) == 0 && cli_plot_color(p, "#000000") == 0;
+    }
+    free(y);
+    if (!ok) cli_plot_free(p), p = NULL;
+    plot_done(o, p, "success.svg");
+    line_plot(o, L, x, "loss.svg", "GRPO loss", "loss", "loss", g_loss, 0, 0, NULL);
+}
+
+int cli_report(spade_sandbox *sb, int argc, char **argv) {
+    (void)sb;
+    static const struct option longopts[] = {
+        {"out", required_argument, 0, 'o'}, {"top", required_argument, 0, 'n'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    const char *out = NULL;
+    long top = 5;
+    int ch;
+    optind = 0;
+    opterr = 0;
+    while ((ch = getopt_long(argc, argv, "o:n:h", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 'o': out = optarg; break;
+        case 'n':
+            if (cli_parse_long("report", "--top", optarg, 1, 1000, &top) < 0) return CLI_USAGE;
+            break;
+        case 'h': cli_usage_report(stdout); return CLI_OK;
+        default: return cli_bad_option("report", argc, argv, optopt);
+        }
+    }
+    if (argc - optind != 1) return cli_err(CLI_USAGE, "report", "name one run directory (spade report --help)");
+    const char *run = argv[optind];
+    struct stat st;
+    char log_path[SPADE_PATH_MAX], err[SPADE_PATH_MAX + 256];
+    if (stat(run, &st) < 0) return cli_err(CLI_FAIL, "report", "%s: %s", run, strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return cli_err(CLI_FAIL, "report", "%s: not a directory (spade report takes the run directory spade train wrote)",
+                       run);
+    if (snprintf(log_path, sizeof log_path, "%s/train.jsonl", run) >= (int)sizeof log_path)
+        return cli_err(CLI_FAIL, "report", "%s: path too long", run);
+    if (stat(log_path, &st) < 0)
+        return cli_err(CLI_FAIL, "report", "%s: not a run directory (no train.jsonl; spade train writes one)", run);
+
+    run_log L;
+    memset(&L, 0, sizeof L);
+    if (read_log(log_path, &L, err, sizeof err) < 0) return cli_err(CLI_FAIL, "report", "%s", err);
+    if (!L.n) {
+        free(L.rows);
+        return cli_err(CLI_FAIL, "report", "%s: no complete iteration yet, nothing to report", log_path);
+    }
+    int selfplay = 0;
+    for (int i = 0; i < L.n; i++) selfplay |= L.rows[i].selfplay;
+
+    out_dir o;
+    memset(&o, 0, sizeof o);
+    if (out) snprintf(o.dir, sizeof o.dir, "%s", out);
+    else snprintf(o.dir, sizeof o.dir, "%s/report", run);
+    if (mkdir_p(o.dir) < 0) {
+        free(L.rows);
+        return cli_err(CLI_FAIL, "report", "%s: %s", o.dir, strerror(errno));
+    }
+
+    int pool = 0;
+    char cfg[SPADE_PATH_MAX + 16];
+    snprintf(cfg, sizeof cfg, "%s/config.ini", run);
+    if (selfplay) ini_parse(cfg, on_ini, &pool);
+
+    /* the archive: every environment (gate counts), the valid ones (tables, histogram) */
+    spade_archive *a = NULL;
+    envs all = {0}, valid = {0};
+    char db[SPADE_PATH_MAX + 16];
+    snprintf(db, sizeof db, "%s/spade.db", run);
+    int have_db = stat(db, &st) == 0;
+    if (have_db && (spade_archive_open(&a, db, err, sizeof err) < 0 ||
+                    spade_archive_each_env(a, 0, NULL, 0, collect, &all, err, sizeof err) < 0)) {
+        cli_err(CLI_FAIL, "report", "%s (the plots from train.jsonl are still written)", err);
+        if (a) spade_archive_close(a);
+        a = NULL;
+        have_db = 0;
+    }
+    for (int i = 0; i < all.n; i++)
+        if (!all.e[i].gate[0]) {
+            env_rec *r = push(&valid);
+            if (r) *r = all.e[i];
+        }
+
+    /* cumulative Vendi/n: every valid environment's source embedded as the loop embeds it */
+    double cum_vendi = NAN;
+    int cum_n = 0;
+    if (a && valid.n) {
+        int m = valid.n < MAX_VENDI ? valid.n : MAX_VENDI; /* all walks are newest first */
+        double *X = malloc(sizeof *X * (size_t)m * SPADE_VENDI_DIM);
+        for (int i = 0; X && i < m; i++) {
+            spade_archive_env e;
+            if (spade_archive_get_env(a, valid.e[i].id, &e, err, sizeof err)) continue;
+            if (e.source && e.source_len) spade_vendi_embed(e.source, e.source_len, X + (size_t)cum_n++ * SPADE_VENDI_DIM, SPADE_VENDI_DIM);
+            spade_archive_env_clear(&e);
+        }
+        double v;
+        if (X && cum_n && spade_vendi(X, cum_n, SPADE_VENDI_DIM, &v, err, sizeof err) == 0) cum_vendi = v;
+        free(X);
+    }
+
+    double *x = malloc(sizeof *x * (size_t)L.n);
+    if (!x) {
+        free(L.rows);
+        return cli_err(CLI_FAIL, "report", "out of memory");
+    }
+    for (int i = 0; i < L.n; i++) x[i] = L.rows[i].iteration;
+    int has_eval = any_finite(&L, g_eval);
+    if (selfplay) {
+        selfplay_plots(&o, &L, x, pool, cum_n ? cum_vendi / cum_n : NAN);
+        if (valid.n) regret_histogram(&o, &valid);
+    } else fixed_plots(&o, &L, x);
+    if (has_eval) { /* measured every few iterations: the measurements are joined, not gaps between them */
+        double *ex = malloc(sizeof *ex * (size_t)L.n), *ey = malloc(sizeof *ey * (size_t)L.n);
+        int m = 0;
+        for (int i = 0; ex && ey && i < L.n; i++)
+            if (isfinite(L.rows[i].eval)) ex[m] = x[i], ey[m++] = L.rows[i].eval;
+        cli_plot *p = ex && ey ? cli_plot_new("Held-out success (eval/heldout)", "iteration", "success rate", ex, m) : NULL;
+        if (p) {
+            cli_plot_yrange(p, 0, 1);
+            if (cli_plot_line(p, "held-out success", ey, 2, 0) < 0) cli_plot_free(p), p = NULL;
+        }
+        free(ex);
+        free(ey);
+        plot_done(&o, p, "heldout.svg");
+    }
+
+    char md_path[SPADE_PATH_MAX + 16];
+    snprintf(md_path, sizeof md_path, "%s/report.md", o.dir);
+    FILE *md = fopen(md_path, "w");
+    if (!md) {
+        cli_err(CLI_FAIL, "report", "%s: %s", md_path, strerror(errno));
+        o.failed = 1;
+        goto done;
+    }
+    fprintf(md, "# Report on the run `%s`\n\n", run);
+    fprintf(md, "%s run: %d iteration%s in `train.jsonl` (iterations %d to %d)%s. Written by `spade report`.\n\n",
+            selfplay ? "Self-play" : "Fixed-pool", L.n, L.n == 1 ? "" : "s", L.rows[0].iteration,
+            L.rows[L.n - 1].iteration, have_db ? ", with its archive `spade.db`" : "");
+    for (int w = 0; w < L.n_warnings; w++) fprintf(md, "> **Warning:** %s\n\n", L.warnings[w]);
+
+    fprintf(md, "## Over the run\n\n| metric | latest | mean | min | max | iterations with a value |\n"
+                "|---|---:|---:|---:|---:|---:|\n");
+    if (selfplay) {
+        summary_row(md, "valid share of written", &L, g_valid_share, 3);
+        summary_row(md, "pass rate without the hint", &L, g_pass, 3);
+        summary_row(md, "pass rate with the hint", &L, g_hint, 3);
+        summary_row(md, "regret", &L, g_regret, 3);
+        summary_row(md, "designer reward", &L, g_reward, 3);
+        summary_row(md, "Vendi / n", &L, g_vendi, 3);
+    } else {
+        summary_row(md, "success", &L, g_success, 3);
+        summary_row(md, "mean return", &L, g_return, 3);
+        summary_row(md, "loss", &L, g_loss, 4);
+    }
+    if (has_eval) summary_row(md, "held-out success", &L, g_eval, 3);
+    fprintf(md, "\nA dash is a value the run did not have (no valid environment to play, for instance): plots "
+                "leave such iterations as gaps.\n\n");
+
+    if (selfplay) {
+        double written = 0, nvalid = 0, gsum[MAX_GATES] = {0};
+        for (int i = 0; i < L.n; i++) {
+            if (isfinite(L.rows[i].written)) written += L.rows[i].written;
+            if (isfinite(L.rows[i].valid)) nvalid += L.rows[i].valid;
+            for (int g = 0; g < L.n_gates; g++)
+                if (isfinite(L.rows[i].gate[g])) gsum[g] += L.rows[i].gate[g];
+        }
+        fprintf(md, "## Validity by gate\n\n");
+        link_plot(md, &o, "validity.svg", "validity by gate");
+        fprintf(md, "Each environment written is valid or stopped at the first gate it failed, in the gates' order "
+                    "(`spade check --gates FILE` runs them on a file).\n\n| outcome | environments | share |\n"
+                    "|---|---:|---:|\n");
+        fprintf(md, "| valid | %.0f | %.3f |\n", nvalid, written > 0 ? nvalid / written : 0.0);
+        for (int g = 0; g < L.n_gates; g++)
+            if (gsum[g] > 0) fprintf(md, "| failed %s | %.0f | %.3f |\n", L.gates[g], gsum[g], written > 0 ? gsum[g] / written : 0.0);
+        fprintf(md, "| all written | %.0f | |\n\n", written);
+        int idle = 0;
+        for (int i = 0; i < L.n; i++) idle += L.rows[i].written == 0;
+        if (idle)
+            fprintf(md, "%d iteration%s wrote no environment (with `selfplay.regen_every` > 1 the agent plays the last "
+                        "writing's again): %s in the validity plot.\n\n", idle, idle == 1 ? "" : "s",
+                    idle == 1 ? "it is a gap" : "they are gaps");
+        fprintf(md, "## Pass rates\n\n");
+        link_plot(md, &o, "pass.svg", "pass rates with and without the hint");
+        fprintf(md, "The agent's success on the valid environments, on the same seeds without and with the hint%s.\n\n",
+                pool ? "; dashed: its success on the fixed pool it also trains on" : "");
+        fprintf(md, "## Regret\n\n");
+        link_plot(md, &o, "regret.svg", "regret");
+        link_plot(md, &o, "regret_hist.svg", "regret histogram");
+        if (!valid.n) fprintf(md, "No valid environment in the archive: no regret histogram.\n\n");
+        fprintf(md, "## Designer reward\n\n");
+        link_plot(md, &o, "designer_reward.svg", "designer reward");
+        fprintf(md, "## Diversity\n\n");
+        link_plot(md, &o, "vendi.svg", "Vendi / n");
+        if (isfinite(cum_vendi))
+            fprintf(md, "Over the whole run: the %d %svalid environments of the archive have a Vendi score of %.2f, "
+                        "Vendi/n %.3f (the same measure as each iteration's, over all of them).\n\n",
+                    cum_n, cum_n < valid.n ? "newest " : "", cum_vendi, cum_vendi / cum_n);
+    } else {
+        fprintf(md, "## Success\n\n");
+        link_plot(md, &o, "success.svg", "success on the fixed pool");
+        if (L.more_envs) fprintf(md, "Only the first %d environments of the pool have their own line.\n\n", MAX_POOL_ENVS);
+        fprintf(md, "## Loss\n\n");
+        link_plot(md, &o, "loss.svg", "loss");
+    }
+    fprintf(md, "## Held-out success\n\n");
+    if (has_eval) link_plot(md, &o, "heldout.svg", "held-out success");
+    else
+        fprintf(md, "No plot: no line of `train.jsonl` has an `\"eval\"` key (this run did not evaluate on the held-out "
+                    "suite while training). `spade eval CHECKPOINT --suite heldout --jsonl %s/heldout.jsonl` "
+                    "evaluates a checkpoint; a report made after it lists the result here.\n\n", run);
+    eval_files(md, run);
+
+    if (selfplay) {
+        fprintf(md, "## Time\n\n");
+        link_plot(md, &o, "time.svg", "time per phase");
+    }
+
+    fprintf(md, "## Best and worst environments\n\n");
+    if (!have_db) {
+        fprintf(md, "No archive (`spade.db`) in this run%s: no environments to rank.\n\n",
+                selfplay ? "" : " (a fixed-pool run builds no environments)");
+    } else if (!valid.n) {
+        fprintf(md, "The archive holds %d environment%s and none is valid: nothing was played, so nothing has a regret. "
+                    "`spade archive list %s` shows each with the gate that stopped it.\n\n",
+                all.n, all.n == 1 ? "" : "s", run);
+    } else {
+        int k = valid.n < top ? valid.n : (int)top;
+        fprintf(md, "%d valid environment%s of %d in the archive. `spade archive show %s ID` prints one with its "
+                    "source and hint.%s\n\n",
+                valid.n, valid.n == 1 ? "" : "s", all.n, run,
+                valid.n < 2 * top ? " (Fewer than twice the table size: best and worst lists share environments.)" : "");
+        sort_key = 0;
+        qsort(valid.e, (size_t)valid.n, sizeof *valid.e, by_key);
+        fprintf(md, "### Highest regret\n\n");
+        env_table(md, a, valid.e, valid.n, 1, k);
+        fprintf(md, "### Lowest regret\n\n");
+        env_table(md, a, valid.e, valid.n, 0, k);
+        sort_key = 1;
+        qsort(valid.e, (size_t)valid.n, sizeof *valid.e, by_key);
+        fprintf(md, "### Highest designer reward\n\n");
+        env_table(md, a, valid.e, valid.n, 1, k);
+        fprintf(md, "### Lowest designer reward\n\n");
+        env_table(md, a, valid.e, valid.n, 0, k);
+    }
+    if (fclose(md) != 0) {
+        cli_err(CLI_FAIL, "report", "%s: write failed", md_path);
+        o.failed = 1;
+    }
+done:
+    if (a) spade_archive_close(a);
+    free(all.e);
+    free(valid.e);
+    free(x);
+    free(L.rows);
+    if (o.failed) return CLI_FAIL;
+    printf("spade report: wrote %s and %d plot%s:", md_path, o.n, o.n == 1 ? "" : "s");
+    for (int i = 0; i < o.n; i++) printf(" %s", o.written[i]);
+    printf("\n");
+    if (!has_eval) printf("spade report: no \"eval\" key in %s: no held-out plot\n", log_path);
+    return CLI_OK;
+}
