@@ -60,3 +60,10 @@ bench_bench_tokenizer_LDADD = $(SPADE_LIBS)
 noinst_PROGRAMS += bench/bench_designer_base
 bench_bench_designer_base_SOURCES = bench/bench_designer_base.c agent/transcript.c designer/prompt.c
 bench_bench_designer_base_LDADD = $(SPADE_LIBS)
+# bench_rollout: rollout throughput of the policy agent on stdenv (split of the
+# wall time into model and environments, 32 live vs one at a time, OpenMP
+# settings with a busy sandbox worker beside); each figure from a child process.
+bench_programs += bench/bench_rollout
+noinst_PROGRAMS += bench/bench_rollout
+bench_bench_rollout_SOURCES = bench/bench_rollout.c agent/transcript.c agent/policy_agent.c
+bench_bench_rollout_LDADD = $(SPADE_LIBS)

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -15,6 +16,29 @@
 #include "cmd_pretrain.h"
 #include "env.h"
 #include "version.h"
+
+/* The policy's OpenMP threads share the cores with the sandbox workers (and,
+ * on a shared machine, with everything else): a thread that spin-waits at a
+ * barrier holds a core that the workers or a descheduled sibling thread
+ * need, and libgomp's default spins at every barrier. So the commands that
+ * run the policy wait passively unless the user chose (OMP_WAIT_POLICY or
+ * GOMP_SPINCOUNT set); the figures are in docs/performance.md. libgomp reads
+ * these variables once, when it loads, before main; and a variable set
+ * before main (.preinit_array) is lost when libc's start-up resets environ.
+ * Hence one re-execution of spade with the variable set, before the sandbox
+ * starts (the libraries load again: ~0.1 s on a busy 2-core machine), only
+ * for the commands that run the policy: train, eval, pretrain, and run with
+ * a policy:CKPT agent. */
+static void omp_defaults(const char *cmd, char **argv) {
+    static const char *const policy_cmds[] = {"train", "eval", "pretrain"};
+    int runs_policy = 0;
+    for (size_t i = 0; i < sizeof policy_cmds / sizeof *policy_cmds; i++) runs_policy |= !strcmp(cmd, policy_cmds[i]);
+    for (int i = 2; !strcmp(cmd, "run") && argv[i]; i++) runs_policy |= !strncmp(argv[i], "policy:", 7);
+    if (!runs_policy || getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return;
+    if (setenv("OMP_WAIT_POLICY", "passive", 1)) return;
+    execv("/proc/self/exe", argv);
+    unsetenv("OMP_WAIT_POLICY"); /* no /proc: libgomp's own default, as the variable now says */
+}
 
 typedef struct command {
     const char *name;
@@ -101,6 +125,7 @@ int main(int argc, char **argv) {
         return CLI_USAGE;
     }
     const char *name = argv[1];
+    omp_defaults(name, argv);
     if (!strcmp(name, "--version") || !strcmp(name, "-V") || !strcmp(name, "version")) {
         printf("spade %s (environment ABI %d)\n", spade_version(), SPADE_ENV_ABI);
         return CLI_OK;
