@@ -44,11 +44,11 @@ lr = 0.01
 enabled = false
 EOF2
 }
-config straight 16 >"$TMP/straight.ini"
+config straight 40 >"$TMP/straight.ini"
 "$SPADE" train "$TMP/straight.ini" >"$TMP/out" 2>&1
 if [ $? -eq 0 ]; then ok "a micro run finishes"; else bad "a micro run finishes"; fi
-if [ "$(wc -l <"$TMP/straight/train.jsonl")" -eq 16 ]; then ok "one JSONL line per iteration"; else bad "one JSONL line per iteration"; fi
-if grep -q '"per_env":{' "$TMP/straight/train.jsonl" && [ -f "$TMP/straight/config.ini" ] && grep -q 'iteration 15' "$TMP/straight/state"; then
+if [ "$(wc -l <"$TMP/straight/train.jsonl")" -eq 40 ]; then ok "one JSONL line per iteration"; else bad "one JSONL line per iteration"; fi
+if grep -q '"per_env":{' "$TMP/straight/train.jsonl" && [ -f "$TMP/straight/config.ini" ] && grep -q 'iteration 39' "$TMP/straight/state"; then
     ok "the run directory holds config, metrics and state"
 else bad "the run directory holds config, metrics and state"; fi
 "$SPADE" train "$TMP/straight.ini" >"$TMP/out" 2>&1
@@ -64,7 +64,7 @@ else bad "a switch that is not built is refused, not ignored"; fi
 
 # Killed at random moments, resumed each time: the same metrics as the straight run.
 strip() { sed 's/,"t_play":[0-9.]*,"t_update":[0-9.]*}/}/' "$1"; }
-config killed 16 >"$TMP/killed.ini"
+config killed 40 >"$TMP/killed.ini"
 "$SPADE" train "$TMP/killed.ini" >"$TMP/out" 2>&1 &
 pid=$!
 i=0
@@ -76,16 +76,17 @@ if [ $st -eq 1 ] && grep -q "interrupted in iteration" "$TMP/out"; then ok "SIGI
 else bad "SIGINT stops the run and says how to resume (status $st)"; fi
 tries=0
 kills=0
-while ! grep -q 'iteration 15' "$TMP/killed/state" 2>/dev/null && [ $tries -lt 60 ]; do
+while ! grep -q 'iteration 39' "$TMP/killed/state" 2>/dev/null && [ $tries -lt 60 ]; do
     tries=$((tries + 1))
     "$SPADE" train "$TMP/killed" >"$TMP/out" 2>&1 &
     pid=$!
-    sleep "0.$(( (tries * 37) % 7 + 2 ))"
+    # 0.04 .. 0.36 s: short enough to land inside a run on a quiet machine, long enough to let some finish an iteration
+    sleep "$(echo "$tries" | awk '{ printf "%.2f", 0.04 * ($1 * 5 % 9 + 1) }')"
     kill -KILL $pid 2>/dev/null
     wait $pid 2>/dev/null
     [ $? -eq 137 ] && kills=$((kills + 1)) # died of the SIGKILL, not finished before it
 done
-grep -q 'iteration 15' "$TMP/killed/state" 2>/dev/null || "$SPADE" train "$TMP/killed" >"$TMP/out" 2>&1
+grep -q 'iteration 39' "$TMP/killed/state" 2>/dev/null || "$SPADE" train "$TMP/killed" >"$TMP/out" 2>&1
 if [ $kills -ge 2 ]; then ok "the run was killed mid-way $kills times"; else bad "the run was killed mid-way only $kills times"; fi
 strip "$TMP/straight/train.jsonl" >"$TMP/a"
 strip "$TMP/killed/train.jsonl" >"$TMP/b"
@@ -94,7 +95,7 @@ else diff "$TMP/a" "$TMP/b" >"$TMP/out"; bad "killed and resumed = uninterrupted
 if [ "$(ls "$TMP/killed"/*.ckpt | wc -l)" -eq 1 ]; then ok "one checkpoint is kept"; else bad "one checkpoint is kept"; fi
 
 # spade eval on the run's checkpoint: the table, and JSONL on stdout.
-"$SPADE" eval "$TMP/straight/policy-15.ckpt" carry_add:digits=1 "$TMP/pool/digit_first.c" -n 6 --hint --jsonl - >"$TMP/ev.jsonl" 2>"$TMP/out"
+"$SPADE" eval "$TMP/straight/policy-39.ckpt" carry_add:digits=1 "$TMP/pool/digit_first.c" -n 6 --hint --jsonl - >"$TMP/ev.jsonl" 2>"$TMP/out"
 if [ $? -eq 0 ] && [ "$(grep -c '"policy":{"n":6' "$TMP/ev.jsonl")" -eq 2 ] && grep -q '"summary":true' "$TMP/ev.jsonl"; then
     ok "spade eval writes one JSON object per environment and a summary"
 else bad "spade eval writes one JSON object per environment and a summary"; fi
@@ -107,7 +108,7 @@ else bad "spade eval none --suite heldout plays the held-out suite"; fi
 if [ $? -eq 1 ] && grep -q 'nope.ckpt' "$TMP/out"; then ok "spade eval names a missing checkpoint"; else bad "spade eval names a missing checkpoint"; fi
 
 # spade run --agent policy:CKPT: the policy plays (and --show shows it)
-"$SPADE" run carry_add:digits=1 --agent policy:"$TMP/straight/policy-15.ckpt" -n 3 --jsonl - >"$TMP/run.jsonl" 2>"$TMP/out"
+"$SPADE" run carry_add:digits=1 --agent policy:"$TMP/straight/policy-39.ckpt" -n 3 --jsonl - >"$TMP/run.jsonl" 2>"$TMP/out"
 if [ $? -eq 0 ] && [ "$(grep -c '"episode":' "$TMP/run.jsonl")" -eq 3 ] && grep -q '"agent":"policy"' "$TMP/run.jsonl"; then
     ok "spade run --agent policy:CKPT plays the episodes with the policy"
 else bad "spade run --agent policy:CKPT plays the episodes with the policy"; fi
@@ -123,7 +124,7 @@ if [ $? -eq 0 ] && [ "$(grep -c '"eval":{"suite":"heldout"' "$TMP/evald/train.js
 else bad "eval.every evaluates on the held-out suite and logs it"; fi
 
 # A file added to a pool directory during the run joins the pool.
-config hot 40 >"$TMP/hot.ini"
+config hot 2000 >"$TMP/hot.ini"
 "$SPADE" train "$TMP/hot.ini" >"$TMP/out" 2>&1 &
 pid=$!
 i=0
