@@ -12,4 +12,4 @@ tests_test_agent_SOURCES = tests/test_agent.c $(agent_sources) tests/testutil.c 
 tests_test_agent_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_agent_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
 TESTS += tests/test_train.sh
-EXTRA_DIST += tests/test_train.sh
+EXTRA_DIST += tests/test_train.sh tests/envs/cur_step.c

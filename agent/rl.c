@@ -119,7 +119,10 @@ int spade_rl_iteration(spade_policy *p, spade_policy *ref, spade_sandbox *sb, co
     for (int e = 0; e < ne; e++) {
         const spade_pool_entry *pe = spade_pool_entry_at(pool, picked[e]);
         m->env_index[e] = picked[e];
-        specs[e] = (spade_ep_spec){pe->path, pe->source, pe->len, pe->params[0] ? pe->params : NULL, o->plays};
+        const char *params = pe->params[0] ? pe->params : NULL;
+        if (o->params_override && picked[e] < o->n_override && o->params_override[picked[e]])
+            params = o->params_override[picked[e]];
+        specs[e] = (spade_ep_spec){pe->path, pe->source, pe->len, params, o->plays};
         for (int k = 0; k < o->plays; k++) req[(long)e * o->plays + k] = (spade_ep_request){e, spade_rl_seed(o->seed, it, e, k), 0};
     }
     spade_policy_agent_opts ao;

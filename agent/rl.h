@@ -37,6 +37,10 @@ typedef struct spade_rl_opts {
     int workers;           /* sandbox workers per environment (1) */
     uint64_t seed;
     spade_grpo_opts grpo;  /* adv_mode is set from zscore */
+    /* per pool entry (index), params that replace the entry's own for this
+     * iteration (a curriculum's level), or NULL; the array may be NULL */
+    const char *const *params_override;
+    int n_override;
     spade_adamw_opts adamw;
 } spade_rl_opts;
 void spade_rl_opts_default(spade_rl_opts *o);

@@ -61,6 +61,10 @@ typedef struct tr_config {
     char dirs[MAX_LIST][2048];
     int n_dirs;
     int designer;        /* designer.enabled */
+    /* pool.curriculum = adaptive: one param of each environment moves over levels */
+    int curriculum, cur_levels, cur_window;
+    double cur_up, cur_down;
+    char cur_param[64];
     spade_rl_opts rl;
     spade_selfplay_opts sp;
     char corpus_dirs[MAX_LIST][2048];
@@ -82,6 +86,10 @@ static void defaults(tr_config *c) {
     spade_rl_opts_default(&c->rl);
     spade_selfplay_opts_default(&c->sp);
     c->eval_episodes = 8;
+    c->cur_levels = 5;
+    c->cur_window = 2;
+    c->cur_up = 0.8;
+    c->cur_down = 0.2;
 }
 
 static int parse_num(const char *v, double lo, double hi, int integer, double *out) {
@@ -148,10 +156,21 @@ static int on_key(void *user, const char *section, const char *name, const char 
             return 1;
         }
         if (!strcmp(name, "curriculum")) {
-            if (strcmp(value, "fixed")) FAIL("[pool] curriculum = '%s': only 'fixed' is built (adaptive is not yet)", value);
+            if (!strcmp(value, "fixed")) c->curriculum = 0;
+            else if (!strcmp(value, "adaptive")) c->curriculum = 1;
+            else FAIL("[pool] curriculum = '%s': expected fixed or adaptive", value);
+            return 1;
+        }
+        if (!strcmp(name, "curriculum_param")) {
+            if (!*value || strlen(value) >= sizeof c->cur_param) FAIL("[pool] curriculum_param = '%s': a param name", value);
+            snprintf(c->cur_param, sizeof c->cur_param, "%s", value);
             return 1;
         }
     }
+    NUMK("pool", "curriculum_levels", 2, 100, 1, c->cur_levels = (int)x)
+    NUMK("pool", "curriculum_window", 1, 1000, 1, c->cur_window = (int)x)
+    NUMK("pool", "curriculum_up", 0, 1, 0, c->cur_up = x)
+    NUMK("pool", "curriculum_down", 0, 1, 0, c->cur_down = x)
     NUMK("agent", "envs", 1, SPADE_RL_MAX_ENVS, 1, c->rl.envs_per_iter = (int)x)
     NUMK("agent", "plays", 2, 4096, 1, c->rl.plays = (int)x)
     NUMK("agent", "max_live", 1, 4096, 1, c->rl.max_live = (int)x)
@@ -276,6 +295,11 @@ static int load_config(const char *path, const char *base, tr_config *c) {
                         : cli_err(CLI_USAGE, "train", "%s: %s", path, c->msg);
     char e[400];
     if (spade_gpt_config_validate(&c->gpt, e, sizeof e)) return cli_err(CLI_USAGE, "train", "%s: %s", path, e);
+    if (c->curriculum && !c->cur_param[0])
+        return cli_err(CLI_USAGE, "train", "%s: [pool] curriculum = adaptive needs curriculum_param = NAME", path);
+    if (c->curriculum && !(c->cur_down < c->cur_up))
+        return cli_err(CLI_USAGE, "train", "%s: [pool] curriculum_down (%g) must be below curriculum_up (%g)", path,
+                       c->cur_down, c->cur_up);
     if (c->source_files && !c->source_dir[0]) return cli_err(CLI_USAGE, "train", "%s: [designer] source = files needs files = DIR", path);
     c->sp.seed = c->seed;
     c->sp.rl = c->rl;
@@ -374,6 +398,76 @@ static int trim_log(const char *log, int last) {
     return rc;
 }
 
+/* ---- pool.curriculum = adaptive ----
+ * Each pool environment that declares curriculum_param gets a level in
+ * 0..levels-1 (start 0); the param is min + level / (levels - 1) * (max - min)
+ * (whole numbers for an int param), over what the spec says. After every
+ * iteration that played it, its success joins a window; once the window holds
+ * curriculum_window iterations, a mean >= curriculum_up raises the level and
+ * a mean <= curriculum_down lowers it (the window then starts again). The
+ * levels and windows are saved with the state file, so a resumed run goes on
+ * from them. */
+typedef struct curriculum {
+    int known[SPADE_POOL_MAX]; /* 0 not looked at, 1 has the param, -1 has not */
+    double lo[SPADE_POOL_MAX], hi[SPADE_POOL_MAX];
+    int is_int[SPADE_POOL_MAX], level[SPADE_POOL_MAX], n[SPADE_POOL_MAX];
+    double sum[SPADE_POOL_MAX];
+    char params[SPADE_POOL_MAX][SPADE_SPEC_PARAMS_MAX];
+    const char *ptr[SPADE_POOL_MAX];
+} curriculum;
+
+static void cur_prepare(curriculum *cu, const tr_config *c, spade_sandbox *sb, const spade_pool *pool) {
+    for (int i = 0; i < spade_pool_count(pool) && i < SPADE_POOL_MAX; i++) {
+        const spade_pool_entry *pe = spade_pool_entry_at(pool, i);
+        if (!cu->known[i]) {
+            spade_worker *w = NULL;
+            spade_failure f;
+            cu->known[i] = -1;
+            if (spade_worker_load(sb, pe->path, pe->source, pe->len, &w, &f) == 0) {
+                const spade_env_info *info = spade_worker_info(w);
+                for (int k = 0; k < info->n_params; k++)
+                    if (!strcmp(info->params[k].name, c->cur_param)) {
+                        cu->known[i] = 1;
+                        cu->lo[i] = info->params[k].min;
+                        cu->hi[i] = info->params[k].max;
+                        cu->is_int[i] = info->params[k].type == SPADE_PARAM_INT;
+                    }
+                spade_worker_free(w);
+            }
+        }
+        cu->ptr[i] = NULL;
+        if (cu->known[i] != 1) continue;
+        double v = cu->lo[i] + (cu->hi[i] - cu->lo[i]) * cu->level[i] / (c->cur_levels - 1);
+        char item[128], rest[SPADE_SPEC_PARAMS_MAX] = "";
+        if (cu->is_int[i]) snprintf(item, sizeof item, "%s=%.0f", c->cur_param, floor(v + 0.5));
+        else snprintf(item, sizeof item, "%s=%.17g", c->cur_param, v);
+        /* the spec's other params, without its own value of this one */
+        char copy[SPADE_SPEC_PARAMS_MAX];
+        snprintf(copy, sizeof copy, "%s", pe->params);
+        size_t kl = strlen(c->cur_param);
+        for (char *t = strtok(copy, ","); t; t = strtok(NULL, ","))
+            if (!(strncmp(t, c->cur_param, kl) == 0 && t[kl] == '='))
+                snprintf(rest + strlen(rest), sizeof rest - strlen(rest), "%s,", t);
+        snprintf(cu->params[i], sizeof cu->params[i], "%s%s", rest, item);
+        cu->ptr[i] = cu->params[i];
+    }
+}
+
+static void cur_update(curriculum *cu, const tr_config *c, const spade_rl_metrics *m) {
+    for (int e = 0; e < m->envs; e++) {
+        int i = m->env_index[e];
+        if (i < 0 || i >= SPADE_POOL_MAX || cu->known[i] != 1) continue;
+        cu->sum[i] += m->env_success[e];
+        if (++cu->n[i] < c->cur_window) continue;
+        double mean = cu->sum[i] / cu->n[i];
+        if (mean >= c->cur_up && cu->level[i] < c->cur_levels - 1) cu->level[i]++;
+        else if (mean <= c->cur_down && cu->level[i] > 0) cu->level[i]--;
+        else continue;
+        cu->n[i] = 0;
+        cu->sum[i] = 0;
+    }
+}
+
 static int mkdir_p_simple(const char *dir) {
     char p[2048];
     snprintf(p, sizeof p, "%s", dir);
@@ -442,7 +536,7 @@ done:
     return rc;
 }
 
-static void write_metrics(FILE *f, const spade_rl_metrics *m, const spade_pool *pool) {
+static void write_metrics(FILE *f, const spade_rl_metrics *m, const spade_pool *pool, const char *const *ovr) {
     fprintf(f,
             "{\"iteration\":%d,\"envs\":%d,\"episodes\":%ld,\"success\":%.6f,\"mean_return\":%.6f,\"mean_steps\":%.4f,"
             "\"failed\":%ld,\"context_full\":%ld,\"truncated\":%ld,\"samples\":%d,\"groups\":%d,\"dropped_groups\":%d,"
@@ -454,7 +548,8 @@ static void write_metrics(FILE *f, const spade_rl_metrics *m, const spade_pool *
             m->updated ? "true" : "false");
     for (int e = 0; e < m->envs; e++) {
         const spade_pool_entry *pe = spade_pool_entry_at(pool, m->env_index[e]);
-        fprintf(f, "%s\"%s%s%s\":%.4f", e ? "," : "", pe->name, pe->params[0] ? ":" : "", pe->params, m->env_success[e]);
+        const char *pp = ovr && ovr[m->env_index[e]] ? ovr[m->env_index[e]] : pe->params;
+        fprintf(f, "%s\"%s%s%s\":%.4f", e ? "," : "", pe->name, pp[0] ? ":" : "", pp, m->env_success[e]);
     }
     fprintf(f, "},\"t_play\":%.3f,\"t_update\":%.3f}\n", m->t_play, m->t_update);
 }
@@ -627,6 +722,7 @@ int cli_train(spade_sandbox *sb, int argc, char **argv) {
     for (int i = 0; i < c.n_specs; i++) specs[i] = c.specs[i];
     for (int i = 0; i < c.n_dirs; i++) dirs[i] = c.dirs[i];
     spade_pool *pool = NULL;
+    curriculum *cu = NULL;
     spade_corpus *corpus = NULL;
     spade_archive *archive = NULL;
     double *refs = NULL;
@@ -708,6 +804,26 @@ int cli_train(spade_sandbox *sb, int argc, char **argv) {
     printf("spade train: %d environments in the pool, policy %zu parameters on %s, iterations %d..%d\n",
            pool ? spade_pool_count(pool) : 0, spade_policy_num_params(p), spade_policy_backend_name(p), done + 1,
            c.iterations - 1);
+    cu = calloc(1, sizeof *cu);
+    if (!cu) {
+        cli_err(CLI_FAIL, "train", "out of memory");
+        goto out;
+    }
+    if (c.curriculum && done >= 0) { /* the levels and windows the state file kept */
+        char sp[4400], line[256];
+        snprintf(sp, sizeof sp, "%s/state", c.dir);
+        FILE *sf = fopen(sp, "r");
+        while (sf && fgets(line, sizeof line, sf)) {
+            int i, lv, cnt;
+            double sm;
+            if (sscanf(line, "curriculum %d %d %d %lf", &i, &lv, &cnt, &sm) == 4 && i >= 0 && i < SPADE_POOL_MAX) {
+                cu->level[i] = lv;
+                cu->n[i] = cnt;
+                cu->sum[i] = sm;
+            }
+        }
+        if (sf) fclose(sf);
+    }
     struct sigaction sa = {0};
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
@@ -724,7 +840,14 @@ int cli_train(spade_sandbox *sb, int argc, char **argv) {
         if (c.designer) {
             spade_selfplay s = {p, sb, corpus, archive, pool, refs, ref_names, n_refs};
             r = spade_selfplay_iteration(&s, &c.sp, it, &stop_requested, &sm, err, sizeof err);
-        } else r = spade_rl_iteration(p, NULL, sb, pool, it, &c.rl, &stop_requested, &m, err, sizeof err);
+        } else {
+            if (c.curriculum) {
+                cur_prepare(cu, &c, sb, pool);
+                c.rl.params_override = cu->ptr;
+                c.rl.n_override = spade_pool_count(pool);
+            }
+            r = spade_rl_iteration(p, NULL, sb, pool, it, &c.rl, &stop_requested, &m, err, sizeof err);
+        }
         if (r < 0) {
             cli_err(CLI_FAIL, "train", "iteration %d: %s", it, err);
             goto out;
@@ -741,7 +864,8 @@ int cli_train(spade_sandbox *sb, int argc, char **argv) {
             fsync(fileno(log));
             goto checkpoint;
         }
-        write_metrics(log, &m, pool);
+        write_metrics(log, &m, pool, c.curriculum ? cu->ptr : NULL);
+        if (c.curriculum) cur_update(cu, &c, &m);
         fflush(log);
         fsync(fileno(log));
     checkpoint:
@@ -762,9 +886,15 @@ int cli_train(spade_sandbox *sb, int argc, char **argv) {
                 goto out;
             }
             int prev = read_state(c.dir, old, sizeof old);
-            int n = snprintf(state, sizeof state, "iteration %d checkpoint %s\n", it, name);
+            static char state_text[SPADE_POOL_MAX * 64 + 512];
+            int n = snprintf(state_text, sizeof state_text, "iteration %d checkpoint %s\n", it, name);
+            for (int i = 0; c.curriculum && i < SPADE_POOL_MAX && n < (int)sizeof state_text - 64; i++)
+                if (cu->known[i] == 1)
+                    n += snprintf(state_text + n, sizeof state_text - n, "curriculum %d %d %d %.17g\n", i, cu->level[i],
+                                  cu->n[i], cu->sum[i]);
+            (void)state;
             snprintf(path, sizeof path, "%s/state", c.dir);
-            if (write_atomic(path, state, (size_t)n) < 0) {
+            if (write_atomic(path, state_text, (size_t)n) < 0) {
                 cli_err(CLI_FAIL, "train", "%s: cannot write", path);
                 goto out;
             }
@@ -793,6 +923,7 @@ int cli_train(spade_sandbox *sb, int argc, char **argv) {
 out:
     if (log) fclose(log);
     spade_pool_free(pool);
+    free(cu);
     spade_corpus_free(corpus);
     spade_archive_close(archive);
     free(refs);

@@ -123,6 +123,45 @@ if [ $? -eq 0 ] && [ "$(grep -c '"eval":{"suite":"heldout"' "$TMP/evald/train.js
     ok "eval.every evaluates on the held-out suite and logs it"
 else bad "eval.every evaluates on the held-out suite and logs it"; fi
 
+# pool.curriculum = adaptive: cur_step is won only at hard = 0, so the level goes 0 -> 1 after a
+# window of 2 successful iterations and back to 0 after 2 failed ones; the levels survive a resume
+cat >"$TMP/cur.ini" <<EOF2
+[run]
+dir = cur
+iterations = 8
+seed = 3
+[policy]
+layers = 1
+heads = 2
+width = 32
+context = 64
+[pool]
+envs = $SRC/tests/envs/cur_step.c
+curriculum = adaptive
+curriculum_param = hard
+curriculum_levels = 5
+curriculum_window = 2
+[agent]
+plays = 4
+max_action_tokens = 4
+[designer]
+enabled = false
+EOF2
+"$SPADE" train "$TMP/cur.ini" >"$TMP/out" 2>&1
+levels=$(sed 's/.*"cur_step:hard=\([0-9]\)".*/\1/' "$TMP/cur/train.jsonl" | tr -d '\n')
+if [ "$levels" = "00110011" ]; then ok "the adaptive curriculum raises the level after a good window and lowers it after a bad one ($levels)"
+else bad "the adaptive curriculum: levels $levels, wanted 00110011"; fi
+sed 's/^iterations = 8/iterations = 5/; s/^dir = cur/dir = cur5/' "$TMP/cur.ini" >"$TMP/cur5.ini"
+"$SPADE" train "$TMP/cur5.ini" >"$TMP/out" 2>&1
+sed -i 's/^iterations = 5/iterations = 8/' "$TMP/cur5/config.ini"
+"$SPADE" train "$TMP/cur5" >"$TMP/out" 2>&1
+if cmp -s "$(strip "$TMP/cur/train.jsonl" >"$TMP/c1"; echo "$TMP/c1")" "$(strip "$TMP/cur5/train.jsonl" >"$TMP/c2"; echo "$TMP/c2")"; then
+    ok "the curriculum's levels and windows survive a resume"
+else diff "$TMP/c1" "$TMP/c2" >"$TMP/out"; bad "the curriculum's levels and windows survive a resume"; fi
+printf '[pool]\ncurriculum = adaptive\n' >"$TMP/cbad.ini"
+"$SPADE" train "$TMP/cbad.ini" >"$TMP/out" 2>&1
+if [ $? -eq 2 ] && grep -q "curriculum_param" "$TMP/out"; then ok "curriculum = adaptive without a param is refused"; else bad "curriculum = adaptive without a param is refused"; fi
+
 # A file added to a pool directory during the run joins the pool.
 config hot 2000 >"$TMP/hot.ini"
 "$SPADE" train "$TMP/hot.ini" >"$TMP/out" 2>&1 &
