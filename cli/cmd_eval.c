@@ -144,7 +144,7 @@ int cli_eval(spade_sandbox *sb, int argc, char **argv) {
         }
     }
     FILE *t = j == stdout ? stderr : stdout; /* stdout stays clean JSON when it carries JSONL */
-    fprintf(t, "| environment | policy | %s| mean return | mean steps | random | solve |\n", o.hint ? "policy + hint | " : "");
+    fprintf(t, "| environment | policy | %smean return | mean steps | random | solve |\n", o.hint ? "policy + hint | " : "");
     fprintf(t, "|---|---|%s---|---|---|---|\n", o.hint ? "---|" : "");
     double sum[4] = {0};
     for (int i = 0; i < n; i++) {
