@@ -34,12 +34,17 @@ struct spade_pool {
     int n_rej;
 };
 
+static uint64_t bytes_hash(const char *src, size_t len) {
+    uint64_t h = 1469598103934665603ULL;
+    for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)src[i]) * 1099511628211ULL;
+    return h;
+}
+
 static uint64_t content_hash(const char *path) {
     char *src = NULL, e[8];
     size_t len;
-    uint64_t h = 1469598103934665603ULL;
     if (spade_read_source(path, &src, &len, e, sizeof e) < 0) return 0;
-    for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)src[i]) * 1099511628211ULL;
+    uint64_t h = bytes_hash(src, len);
     free(src);
     return h;
 }
@@ -55,10 +60,12 @@ static int still_rejected(spade_pool *p, const char *path) {
     return 0;
 }
 
-static void reject(spade_pool *p, const char *path) {
+/* Remembers the bytes that did not load (not the file as it is now: it may
+ * have been half written when it was read, and be whole by now). */
+static void reject(spade_pool *p, const char *path, const char *src, size_t len) {
     if (p->n_rej == SPADE_POOL_MAX) return;
     snprintf(p->rej[p->n_rej].path, SPADE_PATH_MAX, "%s", path);
-    p->rej[p->n_rej++].content = content_hash(path);
+    p->rej[p->n_rej++].content = bytes_hash(src, len);
 }
 
 static void say(spade_pool *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -108,8 +115,8 @@ static int add_entry(spade_pool *p, const char *name, const char *path, const ch
     }
     if (p->guard && spade_heldout_guard_refuses(p->guard, path, src, len, why, sizeof why)) {
         say(p, "pool: %s refused: %s", path, why);
+        reject(p, path, src, len);
         free(src);
-        reject(p, path);
         if (!from_dir) {
             spade_errf(err, errlen, "pool: %s", why);
             return -1;
@@ -119,13 +126,13 @@ static int add_entry(spade_pool *p, const char *name, const char *path, const ch
     spade_pool_entry *e = &p->e[p->n];
     memset(e, 0, sizeof *e);
     if (try_load(p, path, src, len, params, e->family, why, sizeof why) < 0) {
+        if (from_dir) reject(p, path, src, len);
         free(src);
         if (!from_dir) {
             spade_errf(err, errlen, "pool: %s", why);
             return -1;
         }
         say(p, "pool: %s does not load, left out until it does: %s", path, why);
-        reject(p, path);
         return 0;
     }
     snprintf(e->name, sizeof e->name, "%s", name);

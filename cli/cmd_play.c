@@ -14,11 +14,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent/policy_agent.h"
 #include "cli.h"
 
 void cli_usage_play(FILE *out)
 {
-    fprintf(out, "usage: spade play SPEC [--seed S]\n"
+    fprintf(out, "usage: spade play SPEC [--seed S] [--policy CKPT]\n"
                  "\n"
                  "Plays the environment SPEC (NAME or FILE.c, optionally :key=value,...) in the terminal.\n"
                  "Each line you type is one action; lines starting with ':' are commands:\n"
@@ -29,6 +30,8 @@ void cli_usage_play(FILE *out)
                  "  :help          this list\n"
                  "  :quit          leave (end of input does the same)\n"
                  "  ::text         play the action ':text'\n"
+                 "  :policy, :p    with --policy CKPT: the policy of that checkpoint plays the next step\n"
+                 "                 (its action is shown after 'policy> '); you can go on typing your own\n"
                  "The return is printed at the end of each episode, and the next episode starts\n"
                  "with the next seed. Edit the file while playing: the next episode uses the new\n"
                  "version (a version that does not compile is reported and the old one kept).\n"
@@ -47,7 +50,55 @@ typedef struct session {
     long episodes, wins;
     long started; /* episodes begun, the one running included: its number (a :reset begins a new one) */
     char shown_error[1200]; /* last reload error printed, to print each once */
+    char *obs;              /* the latest observation (for :policy) */
+    size_t obs_len;
+    spade_agent *policy;    /* --policy CKPT: the policy agent, and its state for this episode */
+    void *policy_state;
+    int policy_live;
 } session;
+
+static void keep_obs(session *s, const char *obs, size_t len)
+{
+    char *n = realloc(s->obs, len + 1);
+    if (!n)
+        return;
+    memcpy(n, obs, len);
+    n[len] = 0;
+    s->obs = n;
+    s->obs_len = len;
+}
+
+static spade_ep_view policy_view(const session *s)
+{
+    spade_ep_view v;
+    memset(&v, 0, sizeof v);
+    v.episode = s->started;
+    v.seed = s->seed;
+    v.step = s->steps;
+    v.obs = s->obs ? s->obs : "";
+    v.obs_len = s->obs_len;
+    v.info = s->v ? s->v->info : NULL;
+    v.state = s->policy_state;
+    return v;
+}
+
+/* The policy's slot follows the episodes: ended with the old one, begun with the new one. */
+static void policy_episode(session *s)
+{
+    if (!s->policy)
+        return;
+    spade_ep_view v = policy_view(s);
+    if (s->policy_live && s->policy->end) {
+        spade_ep_outcome o;
+        memset(&o, 0, sizeof o);
+        s->policy->end(s->policy->ctx, &v, s->policy_state, &o);
+    }
+    s->policy_live = 0;
+    s->policy_state = NULL;
+    char err[512];
+    if (s->in_episode && s->policy->begin(s->policy->ctx, &v, &s->policy_state, err, sizeof err) == 0)
+        s->policy_live = 1;
+}
 
 static void print_text(const char *prefix, const char *text, size_t len)
 {
@@ -120,6 +171,8 @@ static int new_episode(session *s, uint64_t seed)
     s->started++;
     printf("--- episode %ld, seed %llu ---\n", s->started, (unsigned long long)seed);
     print_text("", r.obs, r.obs_len);
+    keep_obs(s, r.obs, r.obs_len);
+    policy_episode(s);
     return 0;
 }
 
@@ -171,22 +224,28 @@ static void note_unknown_tool(const spade_env_info *in, const char *a)
     printf(")]\n");
 }
 
-static void help(void)
+static void help(int policy)
 {
     printf("commands: :hint  :solve  :reset [SEED]  :info  :help  :quit  (::text plays ':text');\n"
-           "any other line is your action.\n");
+           "%sany other line is your action.\n",
+           policy ? ":policy (or :p) lets the policy play the next step;\n" : "");
 }
 
 int cli_play(spade_sandbox *sb, int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"seed", required_argument, 0, 's'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+        {"seed", required_argument, 0, 's'}, {"policy", required_argument, 0, 'p'},
+        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     uint64_t seed = 0;
+    const char *policy_ckpt = NULL;
     int ch;
     optind = 0;
     opterr = 0;
-    while ((ch = getopt_long(argc, argv, "s:h", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "s:p:h", longopts, NULL)) != -1) {
         switch (ch) {
+        case 'p':
+            policy_ckpt = optarg;
+            break;
         case 's':
             if (cli_parse_u64("play", "--seed", optarg, &seed) < 0)
                 return CLI_USAGE;
@@ -210,6 +269,21 @@ int cli_play(spade_sandbox *sb, int argc, char **argv)
     session s;
     memset(&s, 0, sizeof s);
     spade_failure f;
+    spade_policy *pol = NULL;
+    if (policy_ckpt) {
+        char err[2048];
+        if (spade_policy_load(&pol, policy_ckpt, NULL, err, sizeof err))
+            return cli_err(CLI_FAIL, "play", "--policy %s: %s", policy_ckpt, err);
+        spade_policy_agent_opts po;
+        spade_policy_agent_opts_default(&po);
+        po.max_live = 1;
+        po.max_action_tokens = 64;
+        po.seed = seed;
+        if (!(s.policy = spade_agent_policy(pol, &po, err, sizeof err))) {
+            spade_policy_free(pol);
+            return cli_err(CLI_FAIL, "play", "%s", err);
+        }
+    }
     if (spade_hotenv_new(&s.h, sb, path, params, &f) != 0) {
         cli_print_failure("play", NULL, &f);
         return CLI_FAIL;
@@ -225,7 +299,7 @@ int cli_play(spade_sandbox *sb, int argc, char **argv)
             spade_hotenv_release(s.h, v0);
         }
     }
-    help();
+    help(s.policy != NULL);
     char *line = NULL;
     size_t cap = 0;
     if (new_episode(&s, seed) != 0) {
@@ -252,8 +326,37 @@ int cli_play(spade_sandbox *sb, int argc, char **argv)
             sscanf(line + 1, "%31s %63s %1s", cmd, arg, extra);
             if (!strcmp(cmd, "quit") || !strcmp(cmd, "q") || !strcmp(cmd, "exit"))
                 break;
+            if ((!strcmp(cmd, "policy") || !strcmp(cmd, "p")) && s.policy) {
+                if (!s.in_episode || !s.policy_live) {
+                    printf("no episode running (:reset starts one)\n");
+                    fflush(stdout);
+                    continue;
+                }
+                spade_ep_view v = policy_view(&s);
+                spade_ep_act act;
+                char err[512];
+                if (s.policy->act(s.policy->ctx, 1, &v, &act, err, sizeof err) != 0) {
+                    cli_err(CLI_FAIL, "play", "the policy: %s", err);
+                    goto fail;
+                }
+                if (act.stop) {
+                    printf("[the policy stops this episode: %s; :reset starts a new one]\n", act.stop);
+                    fflush(stdout);
+                    continue;
+                }
+                char *nl = realloc(line, act.len + 1);
+                if (!nl)
+                    goto fail;
+                line = nl;
+                cap = act.len + 1;
+                memcpy(line, act.text, act.len);
+                line[act.len] = 0;
+                n = (ssize_t)act.len;
+                printf("policy> %s\n", line);
+                goto play_line;
+            }
             if (!strcmp(cmd, "help") || !strcmp(cmd, "h") || !strcmp(cmd, "?")) {
-                help();
+                help(s.policy != NULL);
             } else if (!strcmp(cmd, "info")) {
                 print_info(s.v->info, s.v->param_values);
             } else if (!strcmp(cmd, "hint")) {
@@ -280,8 +383,15 @@ int cli_play(spade_sandbox *sb, int argc, char **argv)
             fflush(stdout);
             continue;
         }
-        const char *action = line[0] == ':' ? line + 1 : line; /* "::x" plays ":x" */
-        size_t alen = (size_t)n - (size_t)(action - line);
+        const char *action;
+        size_t alen;
+        action = line[0] == ':' ? line + 1 : line; /* "::x" plays ":x" */
+        alen = (size_t)n - (size_t)(action - line);
+        if (0) {
+        play_line: /* the policy's action, played as it is (a leading ':' included) */
+            action = line;
+            alen = (size_t)n;
+        }
         if (!s.in_episode) {
             printf("no episode running (:reset starts one)\n");
             fflush(stdout);
@@ -307,6 +417,7 @@ int cli_play(spade_sandbox *sb, int argc, char **argv)
         s.steps++;
         if (r.obs_len)
             print_text("", r.obs, r.obs_len);
+        keep_obs(&s, r.obs, r.obs_len);
         if (r.reward != 0)
             printf("(reward %g)\n", r.reward);
         if (r.terminated || r.truncated) {
@@ -334,6 +445,13 @@ fail:
 out:
     fflush(stdout);
     free(line);
+    if (s.policy) {
+        s.in_episode = 0;
+        policy_episode(&s); /* ends the slot */
+        spade_agent_free(s.policy);
+    }
+    spade_policy_free(pol);
+    free(s.obs);
     spade_hotenv_release(s.h, s.v);
     spade_hotenv_free(s.h);
     return rc;

@@ -114,6 +114,12 @@ if [ $? -eq 0 ] && [ "$(grep -c '"episode":' "$TMP/run.jsonl")" -eq 3 ] && grep 
 else bad "spade run --agent policy:CKPT plays the episodes with the policy"; fi
 "$SPADE" run carry_add --agent policy:"$TMP/none.ckpt" -n 1 >"$TMP/out" 2>&1
 if [ $? -eq 1 ] && grep -q 'none.ckpt' "$TMP/out"; then ok "spade run --agent policy: names a missing checkpoint"; else bad "spade run --agent policy: names a missing checkpoint"; fi
+# spade play --policy CKPT: :policy lets the policy play a step, a person's line still plays
+printf ':policy\n:p\nhello\n:quit\n' | "$SPADE" play carry_add:digits=1 --policy "$TMP/straight/policy-39.ckpt" >"$TMP/out" 2>&1
+if [ $? -eq 0 ] && [ "$(grep -c '^policy> ' "$TMP/out")" -ge 1 ] && grep -q '> hello' "$TMP/out"; then
+    ok "spade play --policy: :policy plays the policy's action, typed lines still play"
+else bad "spade play --policy: :policy plays the policy's action, typed lines still play"; fi
+
 # [eval] every = 2: the held-out suite after every second iteration, as its own JSONL line
 config evald 4 >"$TMP/evald.ini"
 printf '[eval]\nevery = 2\nepisodes = 2\n' >>"$TMP/evald.ini"
