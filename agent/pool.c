@@ -6,7 +6,6 @@
  */
 #include "agent/pool.h"
 
-#include <dirent.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -148,37 +147,16 @@ static int add_entry(spade_pool *p, const char *name, const char *path, const ch
     return 1;
 }
 
-static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-/* The .c files of dir, sorted; *names malloc'd. */
-static int list_dir(const char *dir, char ***names, int *n) {
-    DIR *d = opendir(dir);
-    *names = NULL;
-    *n = 0;
-    if (!d) return -1;
-    int cap = 0;
-    for (struct dirent *de; (de = readdir(d)) != NULL;) {
-        size_t k = strlen(de->d_name);
-        if (k < 3 || de->d_name[0] == '.' || strcmp(de->d_name + k - 2, ".c") || k - 2 >= 64) continue;
-        if (*n == cap) {
-            cap = cap ? 2 * cap : 32;
-            char **nn = realloc(*names, (size_t)cap * sizeof *nn);
-            if (!nn) break;
-            *names = nn;
-        }
-        (*names)[(*n)++] = strdup(de->d_name);
-    }
-    closedir(d);
-    if (*n) qsort(*names, (size_t)*n, sizeof **names, by_name);
-    return 0;
-}
-
 static int scan(spade_pool *p, int initial, char *err, size_t errlen) {
     int changed = 0;
     for (int k = 0; k < p->n_dirs; k++) {
         char **names;
-        int n;
-        if (list_dir(p->dirs[k], &names, &n) < 0) {
+        int n, missing;
+        if (spade_dir_envs(p->dirs[k], &names, &n, &missing) < 0 || missing) {
+            if (!missing) {
+                spade_errf(err, errlen, "pool: out of memory listing %s", p->dirs[k]);
+                return -1;
+            }
             if (initial) {
                 spade_errf(err, errlen, "pool: cannot read the directory %s", p->dirs[k]);
                 return -1;
@@ -187,8 +165,8 @@ static int scan(spade_pool *p, int initial, char *err, size_t errlen) {
         }
         for (int i = 0; i < n; i++) {
             char path[SPADE_PATH_MAX], name[64];
-            snprintf(path, sizeof path, "%s/%s", p->dirs[k], names[i]);
-            snprintf(name, sizeof name, "%.*s", (int)strlen(names[i]) - 2, names[i]);
+            snprintf(path, sizeof path, "%s/%s.c", p->dirs[k], names[i]);
+            snprintf(name, sizeof name, "%s", names[i]);
             int at = -1;
             for (int j = 0; j < p->n && at < 0; j++)
                 if (p->e[j].from_dir && !strcmp(p->e[j].path, path)) at = j;

@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "agent/policy_agent.h"
+#include "registry.h"
 #include "episodes.h"
 #include "policy/policy.h"
 #include "sandbox/sandbox.h"
@@ -67,17 +68,10 @@ static double load1(void) {
     return l;
 }
 
+/* The whole file, or the run dies naming it (spade_read_source does the reading). */
 static char *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    if (!b || fread(b, 1, (size_t)n, f) != (size_t)n) DIE("cannot read %s", path);
-    b[n] = 0;
-    fclose(f);
-    *len = (size_t)n;
+    char *b = NULL, err[1024];
+    if (spade_read_source(path, &b, len, err, sizeof err) < 0) DIE("%s", err);
     return b;
 }
 

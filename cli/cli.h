@@ -77,6 +77,9 @@ void cli_print_failure(const char *cmd, const char *what, const spade_failure *f
  * "1e+06"), others with %g. Returns buf. */
 const char *cli_num(double v, char *buf, size_t cap);
 
+/* mkdir -p: dir and its missing parents (0755). 0, or -1 with errno set. */
+int cli_mkdir_p(const char *dir);
+
 /* Monotonic seconds. */
 double cli_now(void);
 

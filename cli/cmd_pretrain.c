@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "policy/policy.h"
 #include "transcript_text.h"
 
@@ -463,19 +464,6 @@ static void progress(long step, long total, float loss, double tok_s, double eta
     fflush(stderr);
 }
 
-static int mkdir_p(const char *path) {
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++)
-        if (*p == '/') {
-            *p = 0;
-            if (mkdir(buf, 0755) && errno != EEXIST) return -1;
-            *p = '/';
-        }
-    if (mkdir(buf, 0755) && errno != EEXIST) return -1;
-    return 0;
-}
-
 static void usage(FILE *f) {
     fprintf(f,
             "usage: spade pretrain CONFIG\n\n"
@@ -518,7 +506,7 @@ int spade_cmd_pretrain(int argc, char **argv) {
         free_docs(&dd);
         return 1;
     }
-    if (mkdir_p(c.out)) {
+    if (cli_mkdir_p(c.out)) {
         fprintf(stderr, "spade pretrain: cannot create %s: %s\n", c.out, strerror(errno));
         free_docs(&dd);
         return 1;

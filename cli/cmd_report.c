@@ -484,18 +484,6 @@ static void eval_files(FILE *md, const char *run) {
     if (shown) fprintf(md, "\n");
 }
 
-static int mkdir_p(const char *dir) {
-    char p[SPADE_PATH_MAX];
-    snprintf(p, sizeof p, "%s", dir);
-    for (char *q = p + 1; *q; q++)
-        if (*q == '/') {
-            *q = 0;
-            if (mkdir(p, 0755) < 0 && errno != EEXIST) return -1;
-            *q = '/';
-        }
-    return mkdir(p, 0755) < 0 && errno != EEXIST ? -1 : 0;
-}
-
 static void link_plot(FILE *md, const out_dir *o, const char *file, const char *alt) {
     for (int i = 0; i < o->n; i++)
         if (!strcmp(o->written[i], file)) {
@@ -680,7 +668,7 @@ int cli_report(spade_sandbox *sb, int argc, char **argv) {
     memset(&o, 0, sizeof o);
     if (out) snprintf(o.dir, sizeof o.dir, "%s", out);
     else snprintf(o.dir, sizeof o.dir, "%s/report", run);
-    if (mkdir_p(o.dir) < 0) {
+    if (cli_mkdir_p(o.dir) < 0) {
         free(L.rows);
         return cli_err(CLI_FAIL, "report", "%s: %s", o.dir, strerror(errno));
     }

@@ -468,18 +468,6 @@ static void cur_update(curriculum *cu, const tr_config *c, const spade_rl_metric
     }
 }
 
-static int mkdir_p_simple(const char *dir) {
-    char p[2048];
-    snprintf(p, sizeof p, "%s", dir);
-    for (char *q = p + 1; *q; q++)
-        if (*q == '/') {
-            *q = 0;
-            if (mkdir(p, 0755) < 0 && errno != EEXIST) return -1;
-            *q = '/';
-        }
-    return mkdir(p, 0755) < 0 && errno != EEXIST ? -1 : 0;
-}
-
 /* ---- the run ---- */
 
 static volatile sig_atomic_t stop_requested;
@@ -612,7 +600,7 @@ static int train_default(spade_sandbox *sb) {
         char *args[] = {"train", run, NULL};
         return cli_train(sb, 2, args);
     }
-    if (mkdir_p_simple(run) < 0) return cli_err(CLI_FAIL, "train", "%s: %s", run, strerror(errno));
+    if (cli_mkdir_p(run) < 0) return cli_err(CLI_FAIL, "train", "%s: %s", run, strerror(errno));
     printf("spade train: the embedded default in %s: a short base pretraining on %s, then self-play\n", run, stdenv);
     snprintf(path, sizeof path, "%s/base/policy.ckpt", run);
     if (access(path, F_OK) != 0 || access(run, F_OK) != 0) {
@@ -676,7 +664,7 @@ int cli_train(spade_sandbox *sb, int argc, char **argv) {
     if (resume_dir) snprintf(c.dir, sizeof c.dir, "%s", argv[1]); /* the run is where it is now */
     size_t dl = strlen(c.dir);
     while (dl > 2 && !strcmp(c.dir + dl - 2, "/.")) c.dir[dl -= 2] = 0; /* "RUN/." (dir = . in RUN's own config) is RUN */
-    if (mkdir_p_simple(c.dir) < 0) return cli_err(CLI_FAIL, "train", "%s: %s", c.dir, strerror(errno));
+    if (cli_mkdir_p(c.dir) < 0) return cli_err(CLI_FAIL, "train", "%s: %s", c.dir, strerror(errno));
     char path[4400], ckpt[4400], log_path[4400];
     snprintf(path, sizeof path, "%s/config.ini", c.dir);
     snprintf(log_path, sizeof log_path, "%s/train.jsonl", c.dir);
@@ -878,7 +866,7 @@ int cli_train(spade_sandbox *sb, int argc, char **argv) {
             fsync(fileno(log));
         }
         if ((it + 1) % c.checkpoint_every == 0 || it == c.iterations - 1) {
-            char name[64], state[400], old[4400];
+            char name[64], old[4400];
             snprintf(name, sizeof name, "policy-%d.ckpt", it);
             snprintf(path, sizeof path, "%s/%s", c.dir, name);
             if (spade_policy_save(p, path, err, sizeof err)) {
@@ -892,7 +880,6 @@ int cli_train(spade_sandbox *sb, int argc, char **argv) {
                 if (cu->known[i] == 1)
                     n += snprintf(state_text + n, sizeof state_text - n, "curriculum %d %d %d %.17g\n", i, cu->level[i],
                                   cu->n[i], cu->sum[i]);
-            (void)state;
             snprintf(path, sizeof path, "%s/state", c.dir);
             if (write_atomic(path, state_text, (size_t)n) < 0) {
                 cli_err(CLI_FAIL, "train", "%s: cannot write", path);

@@ -4,7 +4,6 @@
  * What it is not: the measure itself (core/vendi.h). A run directory's
  * archive will be read here once runs keep one.
  */
-#include <dirent.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
@@ -46,27 +45,22 @@ static int add(files *f, const char *p) {
     return (f->path[f->n] = strdup(p)) ? (f->n++, 0) : -1;
 }
 
-static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
 static int collect(files *f, const char *arg) {
     struct stat st;
     if (stat(arg, &st) < 0) return cli_err(CLI_FAIL, "vendi", "%s: no such file or directory", arg);
     if (!S_ISDIR(st.st_mode)) return add(f, arg) < 0 ? cli_err(CLI_FAIL, "vendi", "out of memory") : 0;
-    DIR *d = opendir(arg);
-    if (!d) return cli_err(CLI_FAIL, "vendi", "%s: cannot open the directory", arg);
-    int first = f->n;
-    for (struct dirent *de; (de = readdir(d)) != NULL;) {
-        size_t n = strlen(de->d_name);
-        if (n < 3 || strcmp(de->d_name + n - 2, ".c")) continue;
+    char **stems;
+    int n, missing, rc = 0;
+    if (spade_dir_envs(arg, &stems, &n, &missing) < 0 || missing)
+        return cli_err(CLI_FAIL, "vendi", "%s: %s", arg, missing ? "cannot open the directory" : "out of memory");
+    for (int i = 0; i < n; i++) {
         char p[SPADE_PATH_MAX];
-        if (snprintf(p, sizeof p, "%s/%s", arg, de->d_name) >= (int)sizeof p || add(f, p) < 0) {
-            closedir(d);
-            return cli_err(CLI_FAIL, "vendi", "%s: path too long or out of memory", arg);
-        }
+        if (!rc && (snprintf(p, sizeof p, "%s/%s.c", arg, stems[i]) >= (int)sizeof p || add(f, p) < 0))
+            rc = cli_err(CLI_FAIL, "vendi", "%s: path too long or out of memory", arg);
+        free(stems[i]);
     }
-    closedir(d);
-    qsort(f->path + first, (size_t)(f->n - first), sizeof *f->path, by_name);
-    return 0;
+    free(stems);
+    return rc;
 }
 
 int cli_vendi(spade_sandbox *sb, int argc, char **argv) {

@@ -37,4 +37,4 @@ tests_test_serve_CPPFLAGS = $(AM_CPPFLAGS) -iquote $(top_srcdir)/cli
 tests_test_serve_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_serve_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
 # cmd_pretrain.c reads .transcript files through transcript_text.c
-tests_test_policy_pretrain_SOURCES += cli/transcript_text.c
+tests_test_policy_pretrain_SOURCES += cli/transcript_text.c cli/util.c

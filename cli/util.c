@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 int cli_err(int code, const char *cmd, const char *fmt, ...) {
@@ -104,4 +105,19 @@ void cli_json_string(FILE *out, const char *s, size_t len) {
         }
     }
     fputc('"', out);
+}
+
+int cli_mkdir_p(const char *dir) {
+    char p[SPADE_PATH_MAX];
+    if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    for (char *q = p + 1; *q; q++)
+        if (*q == '/') {
+            *q = 0;
+            if (mkdir(p, 0755) < 0 && errno != EEXIST) return -1;
+            *q = '/';
+        }
+    return mkdir(p, 0755) < 0 && errno != EEXIST ? -1 : 0;
 }

@@ -6,7 +6,6 @@
  */
 #include "heldout.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,42 +55,35 @@ too_long:
     return -1;
 }
 
-static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
 int spade_heldout_files(const char *dir, char ***paths, int *n, char *err, size_t errlen) {
-    DIR *d = opendir(dir);
+    char **stems;
+    int k, missing;
     *paths = NULL;
     *n = 0;
-    if (!d) {
-        spade_errf(err, errlen, "%s: %s", dir, strerror(errno));
+    if (spade_dir_envs(dir, &stems, &k, &missing) < 0) {
+        spade_errf(err, errlen, "%s: out of memory listing the environments", dir);
         return -1;
     }
-    char **list = calloc(SPADE_HELDOUT_MAX_FILES, sizeof *list);
-    int k = 0;
-    if (!list) goto oom;
-    for (struct dirent *de; (de = readdir(d)) != NULL;) {
-        size_t len = strlen(de->d_name);
-        if (len < 3 || strcmp(de->d_name + len - 2, ".c")) continue;
-        if (k == SPADE_HELDOUT_MAX_FILES) {
-            spade_errf(err, errlen, "%s: more than %d held-out files", dir, SPADE_HELDOUT_MAX_FILES);
-            goto fail;
-        }
-        size_t need = strlen(dir) + len + 2;
-        if (!(list[k] = malloc(need))) goto oom;
-        snprintf(list[k++], need, "%s/%s", dir, de->d_name);
+    if (missing) {
+        spade_errf(err, errlen, "%s: %s", dir, strerror(errno ? errno : ENOENT));
+        return -1;
     }
-    closedir(d);
-    qsort(list, (size_t)k, sizeof *list, by_name);
-    *paths = list;
+    for (int i = 0; i < k; i++) { /* the stem becomes the full path, in place */
+        size_t need = strlen(dir) + strlen(stems[i]) + 4;
+        char *full = malloc(need);
+        if (!full) {
+            for (int j = 0; j < k; j++) free(stems[j]);
+            free(stems);
+            spade_errf(err, errlen, "%s: out of memory listing the environments", dir);
+            return -1;
+        }
+        snprintf(full, need, "%s/%s.c", dir, stems[i]);
+        free(stems[i]);
+        stems[i] = full;
+    }
+    *paths = stems;
     *n = k;
     return 0;
-oom:
-    spade_errf(err, errlen, "%s: out of memory listing the held-out suite", dir);
-fail:
-    for (int i = 0; list && i < k; i++) free(list[i]);
-    free(list);
-    closedir(d);
-    return -1;
 }
 
 int spade_path_is_heldout(const char *path) {
@@ -119,6 +111,10 @@ int spade_heldout_guard_new(spade_heldout_guard **out, const char *dir, char *er
     if (spade_heldout_files(g->dir, &paths, &n, err, errlen) < 0) goto done;
     if (n == 0) {
         spade_errf(err, errlen, "%s: the held-out suite has no .c files", g->dir);
+        goto done;
+    }
+    if (n > SPADE_HELDOUT_MAX_FILES) {
+        spade_errf(err, errlen, "%s: more than %d held-out files", g->dir, SPADE_HELDOUT_MAX_FILES);
         goto done;
     }
     for (int i = 0; i < n; i++) {

@@ -407,14 +407,18 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The *.c file stems of one directory, sorted. */
-static int list_dir(const char *dir, char ***names, int *n)
+int spade_dir_envs(const char *dir, char ***names, int *n, int *missing)
 {
     *names = NULL;
     *n = 0;
+    if (missing)
+        *missing = 0;
     DIR *d = opendir(dir);
-    if (!d)
+    if (!d) {
+        if (missing)
+            *missing = 1;
         return 0;
+    }
     struct dirent *e;
     int cap = 0;
     while ((e = readdir(d))) {
@@ -487,7 +491,7 @@ int spade_registry_list(const spade_registry *r, spade_sandbox *sb, spade_env_li
     for (int i = 0; i < r->n; i++) {
         char **names;
         int nn;
-        if (list_dir(r->dirs[i], &names, &nn) < 0)
+        if (spade_dir_envs(r->dirs[i], &names, &nn, NULL) < 0)
             goto oom;
         for (int j = 0; j < nn; j++) {
             if (n == cap) {

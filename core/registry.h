@@ -94,6 +94,12 @@ int spade_registry_find(const spade_registry *r, const char *name_or_path, char 
 int spade_registry_resolve(const spade_registry *r, const char *spec, char *path, size_t pathcap, char *params,
                            size_t paramscap, char *err, size_t errlen);
 
+/* The stems of one directory's environment files (NAME.c, NAME a valid
+ * registry name, regular files), sorted, in a malloc'd array of n strings
+ * (free each, then the array). A directory that cannot be opened is empty
+ * (*missing, when not NULL, says so). 0, or -1 when out of memory. */
+int spade_dir_envs(const char *dir, char ***names, int *n, int *missing);
+
 /* One environment file found on the search path. */
 typedef struct spade_env_listing {
     char name[64];             /* registry name: the file stem */

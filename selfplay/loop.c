@@ -119,7 +119,7 @@ typedef struct written {
     char *source;
     size_t source_len;
     char corpus_item[256];
-    const char *family;
+    char family[32];         /* the target family of its prompt (or its archived row's) */
     spade_gate_report gates;
     spade_paired paired;
     uint64_t seeds[256];
@@ -168,10 +168,7 @@ static int load_envs(spade_archive *a, const pick *p, int kind, written *w, int 
         w[k].source_len = e.source_len;
         e.source = NULL;
         snprintf(w[k].corpus_item, sizeof w[k].corpus_item, "%s", e.corpus_item);
-        static char fam[SPADE_SP_MAX_ENVS * 2][32];
-        static int fi;
-        snprintf(fam[fi % (SPADE_SP_MAX_ENVS * 2)], 32, "%s", e.family);
-        w[k].family = fam[fi++ % (SPADE_SP_MAX_ENVS * 2)];
+        snprintf(w[k].family, sizeof w[k].family, "%s", e.family);
         w[k].gates.first_failed = -1;
         w[k].kind = kind;
         w[k].archive_id = e.id;
@@ -228,7 +225,7 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
     for (int i = 0; i < n; i++) {
         uint64_t rng = stream(o->seed, it, i, 0x70726f6dULL);
         int f = spade_family_for_slot(o->n_families, o->family_window, it, i);
-        w[i].family = f >= 0 ? o->families[f] : "any";
+        snprintf(w[i].family, sizeof w[i].family, "%s", f >= 0 ? o->families[f] : "any");
         const char *excerpt = NULL, *name = NULL;
         size_t elen = 0;
         if (s->corpus && o->use_corpus) {
@@ -345,7 +342,7 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
     if (s->n_refs) memcpy(refs, s->refs, (size_t)s->n_refs * SPADE_VENDI_DIM * sizeof *refs);
     for (int k = 0; k < s->n_refs; k++) ref_names[k] = s->ref_names[k];
     int n_refs = s->n_refs;
-    static char names[SPADE_SP_MAX_ENVS][48];
+    char names[SPADE_SP_MAX_ENVS][48]; /* lives until the plays: the gates of later slots read it */
     for (int i = 0; i < n; i++) {
         char file[64];
         snprintf(file, sizeof file, "iteration-%d-env-%d.c", it, i);

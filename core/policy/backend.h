@@ -321,13 +321,6 @@ int spade_backend_cpu_has_cblas(void);
  * OpenBLAS reads that variable when it is loaded, before main, so only the
  * one who starts the program can set it. Returns 1 if such a hint was written. */
 int spade_backend_cpu_blas_note(char *buf, size_t len);
-/* For a program's main, first thing (before threads, files or children): when
- * spade_backend_cpu_blas_note would give a hint, sets OPENBLAS_CORETYPE to it
- * and re-executes the program (/proc/self/exe, same argv, same pid), so that
- * OpenBLAS loads with the right kernels. Returns 0 when nothing was needed, -1
- * when the exec failed (the program goes on with the kernels it has); on
- * success it does not return. Never called by the library itself. */
-int spade_backend_cpu_blas_reexec(char **argv);
 
 #ifdef __cplusplus
 }

@@ -1108,25 +1108,6 @@ int spade_backend_cpu_blas_note(char *buf, size_t len) {
 #endif
 }
 
-int spade_backend_cpu_blas_reexec(char **argv) {
-#if defined(__linux__)
-    char note[256];
-    if (!argv || !argv[0] || !spade_backend_cpu_blas_note(note, sizeof note)) return 0;
-    const char *eq = strstr(note, "OPENBLAS_CORETYPE=");
-    if (!eq) return 0;
-    char want[32];
-    snprintf(want, sizeof want, "%.*s", (int)strcspn(eq + 18, " "), eq + 18);
-    /* the variable is also the guard: the new image sees it set and goes on */
-    if (setenv("OPENBLAS_CORETYPE", want, 1)) return -1;
-    execv("/proc/self/exe", argv);
-    unsetenv("OPENBLAS_CORETYPE"); /* exec failed: carry on with the kernels we have */
-    return -1;
-#else
-    (void)argv;
-    return 0;
-#endif
-}
-
 int spade_backend_cpu_has_cblas(void) {
 #ifdef SPADE_HAVE_CBLAS
     return 1;
