@@ -95,9 +95,20 @@ printf '4\n' | "$SPADE" run "$ENVS/add.c:lo=2,hi=2" --agent stdin --episodes 3 >
 if [ $? -eq 1 ]; then ok "run --agent stdin: early EOF is a failure"; else bad "early EOF exit status"; fi
 has "ended after 1 of 3" "early EOF is explained"
 # SIGTERM (as Ctrl-C's SIGINT) stops a long run between round trips: every JSONL line is whole, and the summary says so
+# The signal is sent once the run catches it (SigCgt in /proc), not after a fixed sleep: on a loaded
+# machine the run may still be starting its sandbox after a second.
+caught_term() {
+    i=0
+    while [ $i -lt 300 ]; do
+        m=$(awk '/^SigCgt:/ { print substr($2, length($2) - 3) }' "/proc/$1/status" 2>/dev/null)
+        [ -n "$m" ] && [ $((0x$m & 0x4000)) -ne 0 ] && return 0
+        sleep 0.05; i=$((i + 1))
+    done
+}
 "$SPADE" run "$ENVS/add.c" --episodes 100000000 --quiet --jsonl "$TMP/int.jsonl" >"$TMP/out" 2>&1 &
 pid=$!
-sleep 1
+caught_term $pid
+sleep 0.5
 kill -TERM $pid
 wait $pid
 if [ $? -eq 1 ]; then ok "an interrupted run exits 1"; else bad "interrupted run exit status"; fi
@@ -109,7 +120,8 @@ mkfifo "$TMP/fifo"
 exec 7<>"$TMP/fifo"
 "$SPADE" run "$ENVS/add.c" --agent stdin --episodes 3 <"$TMP/fifo" >"$TMP/out" 2>&1 &
 pid=$!
-sleep 1
+caught_term $pid
+sleep 0.5
 kill -TERM $pid
 wait $pid
 got=$?
@@ -211,8 +223,12 @@ HINT { say("any"); }
 EOF
 }
 hot_env 1 ";"
+# Each change is written once play has shown the episode before it (not after a fixed sleep: on a
+# loaded machine play may not have read the first version yet). play flushes as it goes.
+seen() { i=0; while ! grep -q "$1" "$TMP/out" 2>/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done; }
 {
-    echo a; sleep 1; hot_env 2 ";"; echo b; echo c; sleep 1; hot_env 3 ""; echo d; echo e; echo :quit
+    echo a; seen "episode 2,"; sleep 1; hot_env 2 ";"; echo b; echo c; seen "episode 4,"; sleep 1; hot_env 3 ""
+    echo d; echo e; echo :quit
 } | "$SPADE" play "$TMP/hot.c" >"$TMP/out" 2>&1
 if [ $? -eq 0 ]; then ok "play with hot reload exits 0"; else bad "play with hot reload exit status"; fi
 has "version 2" "play picks up a changed file for the next episode"
