@@ -239,10 +239,13 @@ static int on_key(void *user, const char *section, const char *name, const char 
         return 1;
     }
     if (!strcmp(section, "designer") && !strcmp(name, "hint")) {
-        if (strcmp(value, "embedded"))
-            FAIL("[designer] hint = '%s': only embedded (the source's HINT block) is built; self is not yet", value);
+        if (!strcmp(value, "embedded")) c->sp.hint_self = 0;
+        else if (!strcmp(value, "self")) c->sp.hint_self = 1;
+        else FAIL("[designer] hint = '%s': expected embedded (the source's HINT block) or self (the policy writes it)", value);
         return 1;
     }
+    NUMK("designer", "hint_temperature", 0, 10, 0, c->sp.hint_temperature = (float)x)
+    NUMK("designer", "hint_tokens", 1, 4096, 1, c->sp.hint_tokens = (int)x)
     if (!strcmp(section, "designer") && !strcmp(name, "families")) {
         c->sp.n_families = 0;
         char buf[1024];

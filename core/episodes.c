@@ -618,12 +618,19 @@ static int do_begins(run *R)
         if (e->phase != PH_HINT)
             continue;
         if (want_hint || e->hint_req) {
-            int ok;
-            if (text_of(R, li, 0, &e->hint, &ok) < 0)
-                return -1;
-            if (!ok) {
-                k = -1; /* the order changed: start over (begun ones are skipped) */
-                continue;
+            const char *given = R->o.hints ? R->o.hints[e->spec] : NULL;
+            if (given) { /* the run's hint for this spec, not the environment's */
+                size_t n = R->o.hint_lens ? R->o.hint_lens[e->spec] : strlen(given);
+                if (sb_set(&e->hint, given, n) < 0)
+                    return oom(R);
+            } else {
+                int ok;
+                if (text_of(R, li, 0, &e->hint, &ok) < 0)
+                    return -1;
+                if (!ok) {
+                    k = -1; /* the order changed: start over (begun ones are skipped) */
+                    continue;
+                }
             }
             e->has_hint = 1;
             if (e->hint_req) {

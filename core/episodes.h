@@ -170,6 +170,13 @@ typedef struct spade_episodes_opts {
     void (*on_outcome)(void *ctx, const spade_ep_outcome *o);
     void (*on_event)(void *ctx, const spade_ep_event *e); /* may be NULL */
     void *ctx;
+    /* NULL, or one entry per spec: a non-NULL hints[s] (hint_lens[s] bytes)
+     * is the hint of every episode of spec s (appended for the hint arm, and
+     * the view's hint for a SPADE_AGENT_WANTS_HINT agent) in place of the
+     * environment's HINT, which is then not called: the self-play designer's
+     * self-written hint (designer.hint = self, docs/selfplay.md) */
+    const char *const *hints;
+    const size_t *hint_lens;
 } spade_episodes_opts;
 
 void spade_episodes_opts_default(spade_episodes_opts *o);

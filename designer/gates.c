@@ -83,6 +83,14 @@ static int play_poisoned(spade_sandbox *sb, const spade_ep_spec *specs, int n_sp
     spade_episodes_opts_default(&eo);
     eo.max_live = o->max_live;
     eo.poison = poison;
+    /* every spec is the one source (at some params): one given hint for all */
+    const char *hints[2 * SPADE_INFO_MAX_PARAMS + 1];
+    size_t hint_lens[2 * SPADE_INFO_MAX_PARAMS + 1];
+    if (o->hint && n_specs <= (int)(sizeof hints / sizeof hints[0])) {
+        for (int s = 0; s < n_specs; s++) hints[s] = o->hint, hint_lens[s] = o->hint_len;
+        eo.hints = hints;
+        eo.hint_lens = hint_lens;
+    }
     if (tr) {
         for (long i = 0; i < n; i++) tr->h[i] = 1469598103934665603ULL;
         eo.on_event = on_event;

@@ -18,7 +18,8 @@
  *   noop_agent            the empty action every step never wins
  *   hint_echo             playing the hint's numbers, words and lines never
  *                         wins (else "impossible task + answer in the hint"
- *                         earns the maximal regret)
+ *                         earns the maximal regret); the hint is the one the
+ *                         hint arm sees (opts.hint when set)
  *   solve                 SOLVE, when present, wins every seed (require_solve:
  *                         it must be present)
  *   novelty               no reference environment (the archive's valid ones,
@@ -71,6 +72,10 @@ typedef struct spade_gate_opts {
     int n_refs, dim;
     int stop_at_first;     /* the loop: skip the rest after a failure (0: run every gate that can run) */
     int max_live;          /* episodes live at once (32) */
+    /* non-NULL: the hint the agent gates see instead of the environment's HINT
+     * (designer.hint = self: hint_echo echoes the hint the hint arm will see) */
+    const char *hint;
+    size_t hint_len;
 } spade_gate_opts;
 void spade_gate_opts_default(spade_gate_opts *o);
 

@@ -1,4 +1,5 @@
-/* prompt.c — assembling the designer's prompt within a token budget (prompt.h).
+/* prompt.c — assembling the designer's prompt and the hint writer's prompt
+ * within a token budget (prompt.h).
  *
  * What it is not: a template language. The instruction text is one string
  * here, written for a small model: short, concrete, the DSL's words.
@@ -135,6 +136,49 @@ int spade_prompt_build(const spade_prompt_opts *o, const char *family, const cha
             return 0;
         }
         free(b.p); /* line-by-line counts underestimated the whole: try a smaller budget */
+        size_t over = total - (size_t)o->budget;
+        budget = budget > fixed + over + 1 ? budget - over - 1 : fixed + 1;
+    }
+}
+
+/* Read by the same policy that wrote the source, so it uses the words of the
+ * designer's instructions; "without giving the answer" is what the hint_echo
+ * gate then checks (an echoed hint that wins refuses the environment). */
+static const char HINT_HEAD[] = "An environment for spade, in C with <spade/dsl.h>:\n";
+static const char HINT_TAIL[] =
+    "Write the HINT a player reads at the start: one to three sentences of strategy that help win,\n"
+    "without giving the answer (no secret values, no exact actions to type).\n"
+    "Hint:\n";
+
+int spade_hint_prompt_build(const spade_prompt_opts *o, const char *src, size_t len, char **out, size_t *out_len,
+                            char *err, size_t errlen) {
+    *out = NULL;
+    size_t fixed = count(o, HINT_HEAD, sizeof HINT_HEAD - 1) + count(o, HINT_TAIL, sizeof HINT_TAIL - 1);
+    if (o->budget <= 0 || (size_t)o->budget <= fixed) {
+        spade_errf(err, errlen, "hint prompt: a budget of %d tokens cannot hold the %zu tokens of instructions",
+                   o->budget, fixed);
+        return -1;
+    }
+    for (size_t budget = (size_t)o->budget;;) {
+        buf b = {0};
+        puts_(&b, HINT_HEAD);
+        if (src && len) put_lines(&b, o, src, len, budget - fixed);
+        puts_(&b, HINT_TAIL);
+        if (!b.p) {
+            spade_errf(err, errlen, "hint prompt: out of memory");
+            return -1;
+        }
+        size_t total = count(o, b.p, b.n);
+        if (total <= (size_t)o->budget) {
+            *out = b.p;
+            if (out_len) *out_len = b.n;
+            return 0;
+        }
+        free(b.p); /* line-by-line counts underestimated the whole: less source */
+        if (budget <= fixed + 1) {
+            spade_errf(err, errlen, "hint prompt: %zu tokens do not fit a budget of %d", total, o->budget);
+            return -1;
+        }
         size_t over = total - (size_t)o->budget;
         budget = budget > fixed + over + 1 ? budget - over - 1 : fixed + 1;
     }

@@ -1,6 +1,7 @@
 /* prompt.h — the designer's prompt: what the designer is asked to write, the
  * target family, a grounding excerpt, and the memory block, within a budget
- * of the policy's context.
+ * of the policy's context; and the hint writer's prompt (the source, then the
+ * instruction to write its hint).
  *
  * What it is: text assembly with a token budget. The fixed instructions come
  * first, then the memory block (up to memory_share of what is left), then the
@@ -46,6 +47,14 @@ typedef struct spade_prompt_memory {
 int spade_prompt_build(const spade_prompt_opts *o, const char *family, const char *excerpt_name, const char *excerpt,
                        size_t excerpt_len, const spade_prompt_memory *mem, int n_mem, char **out, size_t *out_len,
                        char *err, size_t errlen);
+
+/* The hint writer's prompt (designer.hint = self): a short header, the
+ * environment's source (cut at a line boundary, "...", to fit o->budget),
+ * then the instruction to write a hint that helps without giving the answer;
+ * it ends with "Hint:\n". o->memory_share is not used. *out is malloc'd. 0,
+ * or -1 when the budget cannot hold the fixed text (err names both numbers). */
+int spade_hint_prompt_build(const spade_prompt_opts *o, const char *src, size_t len, char **out, size_t *out_len,
+                            char *err, size_t errlen);
 
 /* The family of slot `slot` at iteration `it`: families rotate in windows of
  * `window` (the reference's 3 of 6 skills), window k = families[k*window ..]

@@ -1,9 +1,8 @@
-/* loop.c — one self-play iteration (loop.h).
+/* loop.c — one self-play iteration (loop.h), and the designer's
+ * self-written hint (designer.hint = self: write_hints below).
  *
- * What it is not: a scheduler across iterations (regeneration windows and
- * replay of past environments are not built yet: every iteration writes its
- * environments afresh), nor the designer's self-written hint (the embedded
- * HINT block is the hint).
+ * What it is not: a scheduler across iterations (the run's iterations and
+ * checkpoints are cli/cmd_train.c's).
  */
 #include "selfplay/loop.h"
 
@@ -37,6 +36,8 @@ void spade_selfplay_opts_default(spade_selfplay_opts *o) {
     o->use_memory = 1;
     spade_memory_opts_default(&o->memory);
     o->family_window = 3;
+    o->hint_temperature = 0.3f;
+    o->hint_tokens = 64;
     spade_gate_opts_default(&o->gates);
     o->gates.stop_at_first = 1;
     o->plays = 8;
@@ -124,6 +125,9 @@ typedef struct written {
     spade_paired paired;
     uint64_t seeds[256];
     spade_ep_outcome *plays; /* [2 * plays] */
+    char *hint;              /* designer.hint = self: the hint every seed's hint arm sees; NULL: the HINT block's */
+    size_t hint_len;
+    char hint_seen[512];     /* the hint the first hint play saw (the archive's hint column) */
     double reward;
     int keep;                /* in the designer's update */
     int kind;                /* 0 written now, 1 kept from the last writing, 2 replayed from the archive */
@@ -159,7 +163,8 @@ static int pick_env(void *ctx, const spade_archive_env *e) {
 }
 
 /* Fills w[0..) with the environments p names, read from the archive; returns how many. */
-static int load_envs(spade_archive *a, const pick *p, int kind, written *w, int room, char *err, size_t errlen) {
+static int load_envs(spade_archive *a, const pick *p, int kind, int hint_self, written *w, int room, char *err,
+                     size_t errlen) {
     int k = 0;
     for (int i = p->n - 1; i >= 0 && k < room; i--) { /* each_env walks newest first: oldest first here */
         spade_archive_env e;
@@ -173,11 +178,158 @@ static int load_envs(spade_archive *a, const pick *p, int kind, written *w, int 
         w[k].kind = kind;
         w[k].archive_id = e.id;
         if (e.embedding && e.embed_dim == SPADE_VENDI_DIM) memcpy(w[k].embedding, e.embedding, sizeof w[k].embedding);
+        if (hint_self) { /* played again with the hint it was archived with, not a new one */
+            w[k].hint_len = strlen(e.hint);
+            w[k].hint = malloc(w[k].hint_len + 1);
+            if (!w[k].hint) {
+                spade_archive_env_clear(&e);
+                spade_errf(err, errlen, "self-play: out of memory");
+                return -1;
+            }
+            memcpy(w[k].hint, e.hint, w[k].hint_len + 1);
+        }
         spade_archive_env_clear(&e);
         spade_transcript_init(&w[k].tr);
         k++;
     }
     return k;
+}
+
+/* designer.hint = self: every written source is read by the same policy,
+ * in one decoding batch, and its completion is the hint
+ * (<|designer|> HINT_PROMPT <|hint|> HINT <|end|>). Each slot draws from its
+ * own stream of (run seed, iteration, slot), so a resumed run writes the same
+ * hints. The tokens live only here: no transcript of them reaches the update. */
+static int write_hints(spade_selfplay *s, const spade_selfplay_opts *o, int it, written *w, int n,
+                       spade_selfplay_metrics *m, char *err, size_t errlen) {
+    int ctx = spade_policy_config(s->p)->context, T = o->hint_tokens > 0 ? o->hint_tokens : 1;
+    spade_tokenizer *tok = spade_policy_tokenizer(s->p);
+    spade_prompt_opts po;
+    spade_prompt_opts_default(&po);
+    po.budget = ctx - T - 2;
+    po.count = count_tokens;
+    po.count_ctx = tok;
+    spade_transcript tr[SPADE_SP_MAX_ENVS];
+    int slots[SPADE_SP_MAX_ENVS], counts[SPADE_SP_MAX_ENVS], status[SPADE_SP_MAX_ENVS], maxt[SPADE_SP_MAX_ENVS],
+        lens[SPADE_SP_MAX_ENVS], st2[SPADE_SP_MAX_ENVS], at[SPADE_SP_MAX_ENVS], k = 0, rc = -1;
+    const int *toks[SPADE_SP_MAX_ENVS];
+    uint64_t seeds[SPADE_SP_MAX_ENVS];
+    spade_decoder *dec = NULL;
+    int *out = NULL;
+    char *text = NULL;
+    for (int i = 0; i < n; i++) spade_transcript_init(&tr[i]);
+    for (int i = 0; i < n; i++) {
+        w[i].hint = calloc(1, 1); /* an empty source gets the empty hint */
+        w[i].hint_len = 0;
+        if (!w[i].hint) {
+            spade_errf(err, errlen, "self-play: out of memory");
+            goto done;
+        }
+        if (!w[i].source || !w[i].source_len) continue;
+        char *prompt = NULL, e2[300];
+        size_t plen = 0;
+        if (spade_hint_prompt_build(&po, w[i].source, w[i].source_len, &prompt, &plen, e2, sizeof e2) < 0) {
+            spade_errf(err, errlen, "designer.hint_tokens = %d leaves %d of the policy's %d context tokens: %s", T,
+                       po.budget, ctx, e2);
+            goto done;
+        }
+        spade_transcript_special(&tr[k], SPADE_TOK_DESIGNER);
+        spade_transcript_text(&tr[k], tok, prompt, plen);
+        spade_transcript_special(&tr[k], SPADE_TOK_HINT);
+        free(prompt);
+        if (tr[k].oom) {
+            spade_errf(err, errlen, "self-play: out of memory for a hint prompt");
+            goto done;
+        }
+        at[k] = i;
+        slots[k] = k, toks[k] = tr[k].tok, counts[k] = tr[k].len;
+        seeds[k] = stream(o->seed, it, i, 0x68696e74ULL);
+        k++;
+    }
+    if (k == 0) {
+        rc = 0;
+        goto done;
+    }
+    if (spade_decoder_new(&dec, s->p, k, err, errlen) < 0 ||
+        spade_decoder_append_batch(dec, slots, toks, counts, k, status, err, errlen) < 0)
+        goto done;
+    for (int j = 0; j < k; j++) {
+        int room = ctx - spade_decoder_len(dec, j);
+        maxt[j] = room < 1 ? 1 : room < T ? room : T;
+    }
+    spade_sample_opts so;
+    spade_sample_opts_default(&so);
+    so.temperature = o->hint_temperature;
+    so.top_p = o->top_p;
+    so.max_tokens = T;
+    size_t cap = (size_t)T * 64 + 1;
+    out = malloc((size_t)k * T * sizeof *out);
+    text = malloc(cap);
+    if (!out || !text) {
+        spade_errf(err, errlen, "self-play: out of memory");
+        goto done;
+    }
+    if (spade_decoder_sample(dec, slots, k, &so, seeds, maxt, out, NULL, lens, st2, err, errlen) < 0) goto done;
+    for (int j = 0; j < k; j++) {
+        written *x = &w[at[j]];
+        const int *t = out + (size_t)j * T;
+        int len = lens[j], ended = len > 0 && t[len - 1] == SPADE_TOK_END;
+        m->hint_tokens += len;
+        size_t got = 0;
+        spade_tokenizer_decode(tok, t, (size_t)(ended ? len - 1 : len), 0, text, cap, &got);
+        if (got >= cap) got = cap - 1;
+        /* surrounding blank space dropped; at most what the archive's hint column holds, so the
+         * archived hint is the one played */
+        size_t a = 0, b = got;
+        for (size_t z = 0; z < b; z++) /* a hint is text: a NUL byte ends it */
+            if (!text[z]) b = z;
+        while (a < b && (text[a] == ' ' || text[a] == '\n' || text[a] == '\t' || text[a] == '\r')) a++;
+        while (b > a && (text[b - 1] == ' ' || text[b - 1] == '\n' || text[b - 1] == '\t' || text[b - 1] == '\r')) b--;
+        if (b - a > sizeof x->hint_seen - 1) b = a + sizeof x->hint_seen - 1;
+        char *h = malloc(b - a + 1);
+        if (!h) {
+            spade_errf(err, errlen, "self-play: out of memory");
+            goto done;
+        }
+        memcpy(h, text + a, b - a);
+        h[b - a] = 0;
+        free(x->hint);
+        x->hint = h;
+        x->hint_len = b - a;
+    }
+    rc = 0;
+done:
+    spade_decoder_free(dec);
+    for (int i = 0; i < n; i++) spade_transcript_free(&tr[i]);
+    free(out);
+    free(text);
+    return rc;
+}
+
+/* Wraps the playing agent to keep the hint its first hint episode saw (the
+ * embedded HINT block's text at that seed) for the archive. */
+typedef struct hint_spy {
+    spade_agent *inner;
+    char *seen;
+    size_t cap;
+    int got;
+} hint_spy;
+
+static int spy_begin(void *ctx, const spade_ep_view *v, void **state, char *err, size_t errlen) {
+    hint_spy *h = ctx;
+    if (!h->got && v->hint) {
+        snprintf(h->seen, h->cap, "%.*s", (int)(v->hint_len < h->cap ? v->hint_len : h->cap - 1), v->hint);
+        h->got = 1;
+    }
+    return h->inner->begin ? h->inner->begin(h->inner->ctx, v, state, err, errlen) : 0;
+}
+static int spy_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *acts, char *err, size_t errlen) {
+    hint_spy *h = ctx;
+    return h->inner->act(h->inner->ctx, n, views, acts, err, errlen);
+}
+static void spy_end(void *ctx, const spade_ep_view *v, void *state, const spade_ep_outcome *o) {
+    hint_spy *h = ctx;
+    if (h->inner->end) h->inner->end(h->inner->ctx, v, state, o);
 }
 
 int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, int it,
@@ -327,6 +479,7 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
         spade_decoder_free(dec);
         dec = NULL;
     }
+    if (o->hint_self && n > 0 && write_hints(s, o, it, w, n, m, err, errlen) < 0) goto done;
     m->written = n;
     m->t_design = now_s() - t0;
     if (stop && *stop) { rc = 1; goto done; }
@@ -351,6 +504,8 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
         go.ref_names = ref_names;
         go.n_refs = n_refs;
         go.dim = SPADE_VENDI_DIM;
+        go.hint = w[i].hint;
+        go.hint_len = w[i].hint_len;
         const char *src = w[i].source ? w[i].source : "";
         if (spade_gates_run(s->sb, file, src, w[i].source ? w[i].source_len : 0, &go, &w[i].gates, err, errlen) < 0)
             goto done;
@@ -370,7 +525,7 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
     if (s->archive && !regen) {
         pick pk = {base_it, 0, SPADE_SP_MAX_ENVS, 0, {0}, {0}};
         if (spade_archive_each_env(s->archive, 1, NULL, 0, pick_env, &pk, err, errlen) < 0) goto done;
-        int k = load_envs(s->archive, &pk, 1, w + n_all, 2 * SPADE_SP_MAX_ENVS - n_all, err, errlen);
+        int k = load_envs(s->archive, &pk, 1, o->hint_self, w + n_all, 2 * SPADE_SP_MAX_ENVS - n_all, err, errlen);
         if (k < 0) goto done;
         n_all += k;
         m->kept = k;
@@ -378,7 +533,7 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
     if (s->archive && o->replay > 0) {
         pick pk = {-1, base_it, o->replay < SPADE_SP_MAX_ENVS ? o->replay : SPADE_SP_MAX_ENVS, 0, {0}, {0}};
         if (spade_archive_each_env(s->archive, 1, NULL, o->memory.window, pick_env, &pk, err, errlen) < 0) goto done;
-        int k = load_envs(s->archive, &pk, 2, w + n_all, 2 * SPADE_SP_MAX_ENVS - n_all, err, errlen);
+        int k = load_envs(s->archive, &pk, 2, o->hint_self, w + n_all, 2 * SPADE_SP_MAX_ENVS - n_all, err, errlen);
         if (k < 0) goto done;
         n_all += k;
         m->replayed = k;
@@ -413,8 +568,14 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
             goto done;
         }
         spade_ep_spec spec = {"generated.c", w[i].source, w[i].source_len, NULL, 2 * plays};
+        const char *hint1[1] = {w[i].hint};
+        size_t hint1_len[1] = {w[i].hint_len};
+        eo.hints = w[i].hint ? hint1 : NULL;
+        eo.hint_lens = hint1_len;
         for (int k = 0; k < 2 * plays; k++) spade_transcript_clear(&ae.tr[k]);
-        int pr = spade_paired_play(s->sb, &spec, a, w[i].seeds, plays, &eo, w[i].plays, &w[i].paired, err, errlen);
+        hint_spy spy = {a, w[i].hint_seen, sizeof w[i].hint_seen, 0};
+        spade_agent spied = {a->name, a->wants, &spy, spy_begin, spy_act, spy_end, NULL};
+        int pr = spade_paired_play(s->sb, &spec, &spied, w[i].seeds, plays, &eo, w[i].plays, &w[i].paired, err, errlen);
         spade_agent_free(a);
         if (pr < 0) goto done;
         if (stop && *stop) { rc = 1; goto done; }
@@ -517,6 +678,8 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
             snprintf(e.corpus_item, sizeof e.corpus_item, "%s", w[i].corpus_item);
             e.source = w[i].source ? w[i].source : "";
             e.source_len = w[i].source ? w[i].source_len : 0;
+            /* the hint used: the self-written one, else what the hint arm saw at its first seed */
+            snprintf(e.hint, sizeof e.hint, "%s", w[i].hint ? w[i].hint : w[i].hint_seen);
             e.hash = spade_source_fingerprint(e.source, e.source_len);
             int ff = w[i].gates.first_failed;
             if (ff >= 0) {
@@ -572,6 +735,7 @@ done:
         spade_transcript_free(&w[i].tr);
         free(w[i].source);
         free(w[i].plays);
+        free(w[i].hint);
     }
     for (int k = 0; ae.tr && k < ae.n; k++) spade_transcript_free(&ae.tr[k]);
     for (int k = 0; agent_tr && k < n_agent; k++) spade_transcript_free(&agent_tr[k]);
@@ -603,9 +767,10 @@ void spade_selfplay_metrics_json(const spade_selfplay_metrics *m, char *out, siz
     snprintf(out, cap,
              "{\"iteration\":%d,\"written\":%d,\"valid\":%d,\"kept\":%d,\"replayed\":%d,\"failed_at\":{%s},\"pass\":%s,\"pass_hint\":%s,\"regret\":%s,"
              "\"designer_reward\":%s,\"vendi_n\":%s,\"designer_samples\":%d,\"agent_samples\":%d,\"source_tokens\":%ld,"
+             "\"hint_tokens\":%ld,"
              "\"loss\":%.6g,\"grad_norm\":%.6g,\"grad_norm_designer\":%.6g,\"grad_norm_agent\":%.6g,"
              "\"pool_success\":%.6g,\"t_design\":%.3f,\"t_gates\":%.3f,\"t_play\":%.3f,\"t_update\":%.3f,\"t_archive\":%.3f}",
              m->iteration, m->written, m->valid, m->kept, m->replayed, gates, p0, p1, rg, dr, vn, m->designer_samples, m->agent_samples,
-             m->source_tokens, m->loss, m->grad_norm, m->role_grad_norm[0], m->role_grad_norm[1], m->pool.success_rate,
+             m->source_tokens, m->hint_tokens, m->loss, m->grad_norm, m->role_grad_norm[0], m->role_grad_norm[1], m->pool.success_rate,
              m->t_design, m->t_gates, m->t_play, m->t_update, m->t_archive);
 }

@@ -47,6 +47,13 @@ typedef struct spade_selfplay_opts {
     char families[SPADE_SP_MAX_FAMILIES][32];
     int n_families, family_window; /* designer.families, designer.family_window (3) */
     spade_gate_opts gates;
+    /* designer.hint = self: after the sources, one decoding batch of the same
+     * policy reads each source and writes its hint (what the hint arm and the
+     * hint_echo gate see, and what the archive keeps); never trained on.
+     * 0 = embedded: the source's HINT block is the hint. */
+    int hint_self;
+    float hint_temperature;   /* designer.hint_temperature (0.3, the reference's) */
+    int hint_tokens;          /* designer.hint_tokens: at most this many tokens per hint (64) */
     /* designer.source = files: slot i of iteration it "writes" file (it * envs + i) mod n_files instead of
      * sampling the policy (measuring the gates and regret of a given set; the designer is not trained) */
     const char *const *files;
@@ -73,6 +80,7 @@ typedef struct spade_selfplay_metrics {
     int designer_samples, agent_samples;
     float loss, grad_norm, role_grad_norm[2];
     long source_tokens;
+    long hint_tokens;         /* tokens sampled for self-written hints (designer.hint = self); not in the update */
     spade_rl_metrics pool;    /* the fixed-pool part (pool_envs > 0) */
     double t_design, t_gates, t_play, t_update, t_archive;
 } spade_selfplay_metrics;

@@ -6,7 +6,8 @@
  * What it is: file kinds and order of the corpus walk, JSONL items and their
  * errors by file:line, the held-out guard keeping the suite and copies of it
  * out, seeded draws; prompts that never exceed the budget under two token
- * counters, cut at line boundaries, with the memory labels; the rotation of
+ * counters, cut at line boundaries, with the memory labels; the hint
+ * writer's prompt (the source, then the instruction); the rotation of
  * families over windows; plateau, blend, paired regret and its standard
  * error, learning potential, per-family centring.
  * What it is not: the gates or the paired plays (they need the episode layer).
@@ -203,6 +204,46 @@ START_TEST(prompt_fits_its_budget_and_cuts_at_lines) {
 }
 END_TEST
 
+/* designer.hint = self: the hint writer reads the source, then is asked for
+ * a hint without the answer; a long source is cut at a line within the budget. */
+START_TEST(hint_prompt_holds_the_source_then_the_instruction) {
+    char err[512], src[4096] = "";
+    for (int i = 0; i < 200; i++) snprintf(src + strlen(src), sizeof src - strlen(src), "code %d;\n", i);
+    spade_prompt_opts o;
+    spade_prompt_opts_default(&o);
+    o.budget = 100000;
+    char *p;
+    size_t n;
+    ck_assert_int_eq(spade_hint_prompt_build(&o, src, strlen(src), &p, &n, err, sizeof err), 0);
+    const char *at = strstr(p, "code 0;\ncode 1;\n"), *ask = strstr(p, "without giving the answer");
+    ck_assert(at && ask && at < ask && strstr(p, "code 199;\n") < ask); /* the whole source, then the instruction */
+    ck_assert(n >= 6 && !strcmp(p + n - 6, "Hint:\n"));
+    ck_assert_ptr_null(strstr(p, "..."));
+    free(p);
+    for (int counter = 0; counter < 2; counter++)
+        for (int budget = counter ? 700 : 300; budget <= (counter ? 3000 : 1500); budget += 350) {
+            o.budget = budget;
+            o.count = counter ? double_count : NULL;
+            ck_assert_msg(spade_hint_prompt_build(&o, src, strlen(src), &p, &n, err, sizeof err) == 0, "budget %d: %s",
+                          budget, err);
+            size_t used = counter ? double_count(NULL, p, n) : n;
+            ck_assert_msg(used <= (size_t)budget, "budget %d, counter %d: hint prompt takes %zu", budget, counter, used);
+            ck_assert_ptr_nonnull(strstr(p, "code 0;\n"));
+            ck_assert_ptr_nonnull(strstr(p, "...\nWrite the HINT")); /* cut, marked, instruction kept */
+            for (const char *q = strstr(p, "code "); q; q = strstr(q + 1, "code ")) {
+                int k;
+                char semi, nl;
+                ck_assert_msg(sscanf(q, "code %d%c%c", &k, &semi, &nl) == 3 && semi == ';' && nl == '\n', "a cut line: %.20s", q);
+            }
+            free(p);
+        }
+    o.budget = 40;
+    o.count = NULL;
+    ck_assert_int_eq(spade_hint_prompt_build(&o, src, strlen(src), &p, &n, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "budget of 40"));
+}
+END_TEST
+
 START_TEST(families_rotate_in_windows) {
     int got[3][6];
     for (int it = 0; it < 3; it++)
@@ -264,6 +305,7 @@ int main(void) {
     tcase_add_test(c, corpus_reads_kinds_in_order_and_names_jsonl_lines);
     tcase_add_test(c, corpus_keeps_the_heldout_suite_out);
     tcase_add_test(c, prompt_fits_its_budget_and_cuts_at_lines);
+    tcase_add_test(c, hint_prompt_holds_the_source_then_the_instruction);
     tcase_add_test(c, families_rotate_in_windows);
     tcase_add_test(c, reward_arithmetic);
     suite_add_tcase(s, c);

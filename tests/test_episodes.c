@@ -9,7 +9,9 @@
  * plays as it would have; an environment that does not compile fails its own
  * requests only; (4) the scripted agents send what they claim (no-op: empty;
  * hint-echo: each number, word and line of the hint; observation-echo;
- * script); (5) the hint arm appends the hint; outcomes come in episode order.
+ * script); (5) the hint arm appends the hint (the run's own hint for a spec,
+ * when it gives one, instead of the environment's); outcomes come in episode
+ * order.
  * What it is not: a test of spade run's printing (tests/test_cli.sh).
  */
 #include <check.h>
@@ -650,6 +652,48 @@ START_TEST(stop_flag)
 }
 END_TEST
 
+/* A run's hint for a spec (spade_episodes_opts.hints, the self-written hint)
+ * is what the hint arm appends and what a hint-wanting agent sees, in place
+ * of the environment's HINT; a spec without one keeps its own. */
+START_TEST(run_hint_replaces_the_environments)
+{
+    char *src;
+    spade_ep_spec specs[2];
+    specs[0] = spec_of("ep_record.c", &src, NULL);
+    specs[1] = specs[0];
+    spade_ep_request reqs[4] = {{0, 1, 1}, {1, 1, 1}, {0, 2, 0}, {1, 2, 0}};
+    spade_ep_outcome o[4];
+    static record rec;
+    static const char given[] = "Say 7 twice.";
+    const char *hints[2] = {given, NULL};
+    size_t lens[2] = {sizeof given - 1, 0};
+    spade_agent *a = spade_agent_hint_echo(SPADE_TAIL_STOP);
+    spade_episodes_opts eo;
+    spade_episodes_opts_default(&eo);
+    eo.on_event = on_event;
+    eo.on_outcome = on_outcome;
+    eo.ctx = &rec;
+    eo.hints = hints;
+    eo.hint_lens = lens;
+    memset(&rec, 0, sizeof rec);
+    char err[512];
+    ck_assert_msg(spade_episodes_play(sb, specs, 2, reqs, 4, a, &eo, o, err, sizeof err) >= 0, "%s", err);
+    spade_agent_free(a);
+    /* the hint arm's first observation: the given hint on spec 0, the environment's on spec 1 */
+    static const char first[] = "Say: alpha 12 beta\nsecond line\nHint: Say 7 twice.|";
+    ck_assert_msg(strncmp(rec.obs[0], first, sizeof first - 1) == 0, "%s", rec.obs[0]);
+    ck_assert_msg(strstr(rec.obs[1], "\nHint: Try 42 or -7, then 2.5.") != NULL, "%s", rec.obs[1]);
+    ck_assert(strstr(rec.obs[0], "Try 42") == NULL);
+    /* what the hint-echo agent echoes, with and without the hint appended */
+    for (int i = 0; i < 4; i += 2) {
+        ck_assert_str_eq(rec.acts[i], "7|Say|twice|Say 7 twice.");
+        ck_assert_str_eq(rec.acts[i + 1], "42|-7|2.5|Try|or|then|Say|left|right|Try 42 or -7, then 2.5.|"
+                                          "Say (left), right!|Try 42");
+    }
+    free(src);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("episodes");
@@ -666,6 +710,7 @@ static Suite *suite(void)
     tcase_add_test(t, text_pieces);
     tcase_add_test(t, scripted_agents_do_what_they_claim);
     tcase_add_test(t, stop_flag);
+    tcase_add_test(t, run_hint_replaces_the_environments);
     suite_add_tcase(s, t);
     return s;
 }

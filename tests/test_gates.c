@@ -8,7 +8,7 @@
  * regret with scripted agents on hand-made environments: a coin flip fails
  * the random-agent gate, an impossible environment gets regret 0, one whose
  * hint tells the way gets a high regret, and a hint that contains the answer
- * fails the hint-echo gate.
+ * fails the hint-echo gate, and so does a given (self-written) one.
  * What it is not: the loop that calls them.
  */
 #include <check.h>
@@ -186,6 +186,27 @@ START_TEST(regret_with_scripted_agents) {
 }
 END_TEST
 
+/* designer.hint = self: the hint_echo gate echoes the hint it is given, not
+ * the environment's HINT, so an answer-leaking self-written hint still fails
+ * it and a harmless one rescues nothing but itself. */
+START_TEST(a_given_hint_is_the_one_echoed) {
+    spade_gate_opts o;
+    spade_gate_opts_default(&o);
+    o.max_step_ms = 1e9;
+    spade_gate_report rep;
+    gates("hint_fixed.c", &o, &rep);
+    ck_assert_int_eq(rep.first_failed, -1);
+    static const char leak[] = "The password is marmalade.", harmless[] = "Think of breakfast.";
+    o.hint = leak;
+    o.hint_len = sizeof leak - 1;
+    fails_at("hint_fixed.c", SPADE_GATE_HINT_ECHO, "echoing the hint won", &o);
+    o.hint = harmless;
+    o.hint_len = sizeof harmless - 1;
+    gates("gate_hintanswer.c", &o, &rep); /* its own HINT says the answer; the given one does not */
+    ck_assert_int_eq(rep.status[SPADE_GATE_HINT_ECHO], SPADE_GATE_PASS);
+}
+END_TEST
+
 /* The hand-written environments are what a valid one looks like: every
  * stdenv file passes every gate (novelty against the others is the loop's
  * business, not tested here). */
@@ -222,6 +243,7 @@ int main(void) {
     tcase_add_test(c, each_gate_rejects_its_environment);
     tcase_add_test(c, a_good_environment_passes_and_a_copy_is_not_novel);
     tcase_add_test(c, regret_with_scripted_agents);
+    tcase_add_test(c, a_given_hint_is_the_one_echoed);
     tcase_add_test(c, every_stdenv_environment_passes);
     suite_add_tcase(s, c);
     return tu_run(s);

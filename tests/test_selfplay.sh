@@ -4,7 +4,9 @@
 # writes a given set of files (designer.source = files: a broken one, a coin
 # flip and four good ones) classifies each by its first failed gate, plays the
 # valid ones and archives everything; a run whose designer is the policy
-# writes, is judged and trains; the ablation switches change what they claim;
+# writes, is judged and trains; designer.hint = self samples each hint from the
+# policy, archives it and does not train on it; the ablation switches change
+# what they claim;
 # a run killed with SIGKILL at random moments and resumed lands on the same
 # iteration metrics and archive as an uninterrupted one.
 # Not a test of learning (the micro model learns nothing in 2 iterations).
@@ -108,10 +110,64 @@ printf '[designer]\nenabled = true\nreward = sometimes\n' >"$TMP/bad.ini"
 if [ $? -eq 2 ] && grep -q "bad.ini:3: \[designer\] reward = 'sometimes'" "$TMP/out"; then ok "a bad designer key names file, line and value"
 else bad "a bad designer key names file, line and value"; fi
 
-# killed at random moments and resumed: the same metrics and the same archive
+# designer.hint = self: the policy reads each source and writes its hint (not the HINT block); the archive
+# keeps the hint used; the hint sample is never trained on
+config selfhint 2 files >"$TMP/selfhint.ini"
+printf '[designer]\nhint = self\nhint_temperature = 0.5\nhint_tokens = 24\n' >>"$TMP/selfhint.ini"
+"$SPADE" train "$TMP/selfhint.ini" >"$TMP/out" 2>&1
+if [ $? -eq 0 ] && [ "$(wc -l <"$TMP/selfhint/train.jsonl")" -eq 2 ] && [ "$(grep -c '"hint_tokens":[1-9]' "$TMP/selfhint/train.jsonl")" -eq 2 ] &&
+    grep -q '"hint_tokens":0,' "$TMP/given/train.jsonl"; then
+    ok "a 2-iteration micro run with designer.hint = self samples hints"
+else bad "a 2-iteration micro run with designer.hint = self samples hints"; fi
+hid=$("$SPADE" archive list "$TMP/given" | grep ' valid ' | tail -1 | awk '{print $1}')
+"$SPADE" archive show "$TMP/given" "$hid" >"$TMP/a" 2>&1
+"$SPADE" archive show "$TMP/selfhint" "$hid" >"$TMP/b" 2>&1
+block=$(grep -a '^hint: ' "$TMP/a" | head -1 | cut -c7-40)
+if [ -n "$block" ] && [ "$block" != "-" ] && grep -aq '^hint: ' "$TMP/b" && ! grep -a '^hint: ' "$TMP/b" | grep -aqF "$block" &&
+    [ "$(grep -a -A1 '^---$' "$TMP/a" | head -2)" = "$(grep -a -A1 '^---$' "$TMP/b" | head -2)" ]; then
+    ok "the archive keeps the hint used: the HINT block's with embedded, another with self (same source)"
+else { echo "block [$block]"; head -5 "$TMP/b"; } >"$TMP/out"; bad "the archive keeps the hint used"; fi
+# the hint comes from the policy: another policy init writes another hint; hint_tokens caps what is sampled
+sed 's/^width = 32$/width = 32\nseed = 9/; s/^hint_tokens = 24$/hint_tokens = 1/; s/^dir = selfhint$/dir = selfhint2/' \
+    "$TMP/selfhint.ini" >"$TMP/selfhint2.ini"
+"$SPADE" train "$TMP/selfhint2.ini" >"$TMP/out" 2>&1
+"$SPADE" archive show "$TMP/selfhint2" "$hid" >"$TMP/c" 2>&1
+if [ "$(grep -c '"hint_tokens":3,' "$TMP/selfhint2/train.jsonl")" -eq 2 ] && ! cmp -s "$TMP/b" "$TMP/c"; then
+    ok "the self-written hint is the policy's sample, at most designer.hint_tokens tokens"
+else bad "the self-written hint is the policy's sample"; fi
+# not trained on: an environment whose no-hint plays train the agent; embedded and self update the same way
+mkdir -p "$TMP/seedret"
+cp "$SRC/tests/envs/hint_seedreturn.c" "$TMP/seedret/"
+config upd_embedded 1 files | sed 's/^files = given$/files = seedret/; s/^envs = 3$/envs = 1/' >"$TMP/upd_embedded.ini"
+sed 's/^dir = upd_embedded$/dir = upd_self/' "$TMP/upd_embedded.ini" >"$TMP/upd_self.ini"
+printf '[designer]\nhint = self\n' >>"$TMP/upd_self.ini"
+"$SPADE" train "$TMP/upd_embedded.ini" >"$TMP/out" 2>&1 && "$SPADE" train "$TMP/upd_self.ini" >>"$TMP/out" 2>&1
+if grep -q '"agent_samples":[1-9]' "$TMP/upd_self/train.jsonl" && grep -q '"hint_tokens":[1-9]' "$TMP/upd_self/train.jsonl" &&
+    [ -s "$TMP/upd_self/policy-0.ckpt" ] && cmp -s "$TMP/upd_embedded/policy-0.ckpt" "$TMP/upd_self/policy-0.ckpt"; then
+    ok "the hint sample is not trained on: the update with hint = self equals the one with embedded"
+else bad "the hint sample is not trained on"; fi
+# the policy designer: the hint batch leaves its sources as they were
+config policyhint 1 policy >"$TMP/policyhint.ini"
+printf '[designer]\nhint = self\n' >>"$TMP/policyhint.ini"
+"$SPADE" train "$TMP/policyhint.ini" >"$TMP/out" 2>&1
+st=$(grep -o '"source_tokens":[0-9]*' "$TMP/policy/train.jsonl")
+if [ -n "$st" ] && grep -q "$st,\"hint_tokens\":[1-9]" "$TMP/policyhint/train.jsonl"; then
+    ok "hint = self with the policy as designer: the same sources, then the hints"
+else bad "hint = self with the policy as designer"; fi
+for kv in 'hint = sometimes' 'hint_tokens = 0' 'hint_temperature = -1'; do
+    printf '[designer]\nenabled = true\n%s\n' "$kv" >"$TMP/bad.ini"
+    "$SPADE" train "$TMP/bad.ini" >"$TMP/out" 2>&1
+    if [ $? -eq 2 ] && grep -qF "bad.ini:3: [designer] ${kv% = *} = '${kv#* = }'" "$TMP/out"; then ok "[designer] $kv is refused, naming the field"
+    else bad "[designer] $kv is refused, naming the field"; fi
+done
+
+# killed at random moments and resumed: the same metrics and the same archive (with self-written hints,
+# drawn from the run seed, iteration and slot, so a resumed run writes the same ones)
 config straight 10 files >"$TMP/straight.ini"
+printf '[designer]\nhint = self\n' >>"$TMP/straight.ini"
 "$SPADE" train "$TMP/straight.ini" >"$TMP/out" 2>&1
 config killed 10 files >"$TMP/killed.ini"
+printf '[designer]\nhint = self\n' >>"$TMP/killed.ini"
 "$SPADE" train "$TMP/killed.ini" >"$TMP/out" 2>&1 &
 pid=$!
 i=0 # let it write its config.ini first: a run killed before that is no run to resume (start it again from its CONFIG)

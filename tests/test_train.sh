@@ -57,10 +57,10 @@ if [ $? -eq 1 ] && grep -q "resume it with spade train" "$TMP/out"; then ok "a f
 printf '[run]\niterations = 3\n[agent]\nplays = one\n' >"$TMP/bad.ini"
 "$SPADE" train "$TMP/bad.ini" >"$TMP/out" 2>&1
 if [ $? -eq 2 ] && grep -q "bad.ini:4: \[agent\] plays = 'one'" "$TMP/out"; then ok "a bad value names file, line and key"; else bad "a bad value names file, line and key"; fi
-printf '[designer]\nenabled = true\nhint = self\n' >"$TMP/des.ini"
+printf '[designer]\nenabled = true\nhint = selfish\n' >"$TMP/des.ini"
 "$SPADE" train "$TMP/des.ini" >"$TMP/out" 2>&1
-if [ $? -eq 2 ] && grep -q "des.ini:3: \[designer\] hint = 'self': only embedded" "$TMP/out"; then ok "a switch that is not built is refused, not ignored"
-else bad "a switch that is not built is refused, not ignored"; fi
+if [ $? -eq 2 ] && grep -q "des.ini:3: \[designer\] hint = 'selfish': expected embedded" "$TMP/out"; then ok "a switch's unknown value is refused, not ignored"
+else bad "a switch's unknown value is refused, not ignored"; fi
 
 # Killed at random moments, resumed each time: the same metrics as the straight run.
 strip() { sed 's/,"t_play":[0-9.]*,"t_update":[0-9.]*}/}/' "$1"; }
