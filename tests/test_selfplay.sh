@@ -146,14 +146,21 @@ else bad "learning_potential with lr = 0 is refused, naming the fields"; fi
 lpconfig lpstraight 5 learning_potential >"$TMP/lps.ini"
 "$SPADE" train "$TMP/lps.ini" >"$TMP/out" 2>&1
 lpconfig lpkilled 5 learning_potential >"$TMP/lpk.ini"
+"$SPADE" train "$TMP/lpk.ini" >"$TMP/out" 2>&1 &
+pid=$!
+i=0 # killed as soon as it is a run (its config written), so at least once inside an iteration
+while [ ! -f "$TMP/lpkilled/config.base" ] && [ $i -lt 400 ]; do sleep 0.02; i=$((i + 1)); done
+kill -KILL $pid 2>/dev/null
+wait $pid 2>/dev/null
+st=$?
 kills=0
+[ $st -eq 137 ] && kills=1
 tries=0
-while ! grep -q 'iteration 4' "$TMP/lpkilled/state" 2>/dev/null && [ $tries -lt 20 ]; do
+while ! grep -q 'iteration 4' "$TMP/lpkilled/state" 2>/dev/null && [ $tries -lt 12 ]; do
     tries=$((tries + 1))
-    if [ -f "$TMP/lpkilled/config.base" ]; then "$SPADE" train "$TMP/lpkilled" >"$TMP/out" 2>&1 &
-    else "$SPADE" train "$TMP/lpk.ini" >"$TMP/out" 2>&1 & fi
+    "$SPADE" train "$TMP/lpkilled" >"$TMP/out" 2>&1 &
     pid=$!
-    sleep "$(echo "$tries" | awk '{ printf "%.2f", 0.05 * ($1 * 5 % 7 + 1) }')"
+    sleep "$(echo "$tries" | awk '{ printf "%.2f", 0.1 * ($1 * 5 % 7 + 1) }')"
     kill -KILL $pid 2>/dev/null
     wait $pid 2>/dev/null
     [ $? -eq 137 ] && kills=$((kills + 1))
