@@ -892,6 +892,9 @@ int cli_train(spade_sandbox *sb, int argc, char **argv) {
         if (c.designer) {
             char pool_part[64] = "";
             if (c.sp.pool_envs > 0) snprintf(pool_part, sizeof pool_part, "  pool %.2f", sm.pool.success_rate);
+            size_t at = strlen(pool_part); /* the look-ahead's time (designer.reward = learning_potential) */
+            if (c.sp.reward == SPADE_DREWARD_LEARNING_POTENTIAL)
+                snprintf(pool_part + at, sizeof pool_part - at, "  lookahead %.1fs", sm.t_lookahead);
             printf("%siter %d/%d  valid %d/%d  pass %.2f  +hint %.2f  regret %.3f  designer %.3f  vendi/n %.2f%s  "
                    "design %.1fs gates %.1fs play %.1fs update %.1fs%s",
                    tty ? "\r" : "", it + 1, c.iterations, sm.valid, sm.written, sm.pass_nohint, sm.pass_hint, sm.regret,
