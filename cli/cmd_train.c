@@ -227,8 +227,6 @@ static int on_key(void *user, const char *section, const char *name, const char 
     if (!strcmp(section, "designer") && !strcmp(name, "reward")) {
         int k = spade_dreward_parse(value);
         if (k < 0) FAIL("[designer] reward = '%s': expected blend, regret, solve_rate or learning_potential", value);
-        if (k == SPADE_DREWARD_LEARNING_POTENTIAL)
-            FAIL("[designer] reward = learning_potential: needs environments kept across iterations, which is not built yet");
         c->sp.reward = (spade_dreward_kind)k;
         return 1;
     }
@@ -304,6 +302,10 @@ static int load_config(const char *path, const char *base, tr_config *c) {
         return cli_err(CLI_USAGE, "train", "%s: [pool] curriculum_down (%g) must be below curriculum_up (%g)", path,
                        c->cur_down, c->cur_up);
     if (c->source_files && !c->source_dir[0]) return cli_err(CLI_USAGE, "train", "%s: [designer] source = files needs files = DIR", path);
+    if (c->designer && c->sp.reward == SPADE_DREWARD_LEARNING_POTENTIAL && !(c->rl.adamw.lr > 0))
+        return cli_err(CLI_USAGE, "train",
+                       "%s: [designer] reward = learning_potential needs [grpo] lr > 0: its trial agent step would "
+                       "change nothing, and every potential would be 0", path);
     c->sp.seed = c->seed;
     c->sp.rl = c->rl;
     if (c->designer && !c->n_corpus) spade_data_path("stdenv", c->corpus_dirs[c->n_corpus++], sizeof c->corpus_dirs[0]);
@@ -893,6 +895,9 @@ int cli_train(spade_sandbox *sb, int argc, char **argv) {
         if (c.designer) {
             char pool_part[64] = "";
             if (c.sp.pool_envs > 0) snprintf(pool_part, sizeof pool_part, "  pool %.2f", sm.pool.success_rate);
+            size_t at = strlen(pool_part); /* the look-ahead's time (designer.reward = learning_potential) */
+            if (c.sp.reward == SPADE_DREWARD_LEARNING_POTENTIAL)
+                snprintf(pool_part + at, sizeof pool_part - at, "  lookahead %.1fs", sm.t_lookahead);
             printf("%siter %d/%d  valid %d/%d  pass %.2f  +hint %.2f  regret %.3f  designer %.3f  vendi/n %.2f%s  "
                    "design %.1fs gates %.1fs play %.1fs update %.1fs%s",
                    tty ? "\r" : "", it + 1, c.iterations, sm.valid, sm.written, sm.pass_nohint, sm.pass_hint, sm.regret,

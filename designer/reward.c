@@ -38,24 +38,20 @@ void spade_paired_measure(const double *s0, const double *s1, int n, spade_paire
     out->regret_se = n > 1 ? sqrt(dd / (n - 1) / n) : 0;
 }
 
-double spade_lp_update(spade_lp_state *s, double pass, double fast_rate, double slow_rate) {
-    if (s->updates++ == 0) s->fast = s->slow = pass;
-    else {
-        s->fast += fast_rate * (pass - s->fast);
-        s->slow += slow_rate * (pass - s->slow);
-    }
-    return fabs(s->fast - s->slow);
+double spade_lp_lookahead(double before, double after) {
+    double d = after - before;
+    return isfinite(d) && d > 0 ? d : 0;
 }
 
 static double clip01(double x) { return x < 0 ? 0 : x > 1 ? 1 : x; }
 
-double spade_dreward(spade_dreward_kind kind, const spade_paired *m, spade_lp_state *lp) {
+double spade_dreward(spade_dreward_kind kind, const spade_paired *m, const double *pass_after) {
     double regret = isfinite(m->regret) ? clip01(m->regret / 0.15) : 0;
     switch (kind) {
     case SPADE_DREWARD_BLEND: return 0.4 * regret + 0.6 * spade_plateau(m->pass_nohint);
     case SPADE_DREWARD_REGRET: return regret;
     case SPADE_DREWARD_SOLVE_RATE: return spade_plateau(m->pass_nohint);
-    case SPADE_DREWARD_LEARNING_POTENTIAL: return lp ? spade_lp_update(lp, m->pass_nohint, 0.5, 0.1) : 0;
+    case SPADE_DREWARD_LEARNING_POTENTIAL: return pass_after ? spade_lp_lookahead(m->pass_nohint, *pass_after) : 0;
     }
     return 0;
 }

@@ -11,7 +11,7 @@
  *   blend (default, the paper's): 0.4 clip(regret / 0.15, 0, 1) + 0.6 plateau(pass)
  *   regret:                       clip(regret / 0.15, 0, 1)
  *   solve_rate:                   plateau(pass)
- *   learning_potential:           |fast EMA - slow EMA| of an environment's pass rate
+ *   learning_potential:           max(0, pass after a trial agent step - pass before)
  * plateau(p) = 1 on [0.4, 0.6], linear to 0 at 0.15 and at 0.85, 0 outside.
  * An environment that failed a gate gets designer.invalid_reward (penalise,
  * the default) or is dropped (the reference's behaviour). Rewards are then
@@ -48,18 +48,23 @@ typedef struct spade_paired {
 } spade_paired;
 void spade_paired_measure(const double *success_nohint, const double *success_hint, int n, spade_paired *out);
 
-/* Exponential moving averages of one environment's pass rate (learning
- * potential). fast_rate and slow_rate in (0, 1]; the first update sets both to
- * the first pass rate, so a new environment's potential is 0 until it changes. */
-typedef struct spade_lp_state {
-    double fast, slow;
-    int updates;
-} spade_lp_state;
-double spade_lp_update(spade_lp_state *s, double pass, double fast_rate, double slow_rate);
+/* Learning potential, measured in the iteration the environment was written
+ * (the reference's |fast EMA - slow EMA| of a win rate over later iterations
+ * would reward the designer iterations after it wrote the source, a stale
+ * sample). The loop takes a trial agent-only GRPO step on a copy of the
+ * policy, replays the no-hint arm on the same seeds with the same sampling
+ * streams (common random numbers: what changes is the policy, not the luck)
+ * and compares: learning potential = max(0, pass_after - pass_before), how
+ * much one step of agent training on this iteration's plays lifts the agent
+ * here. Signed and clipped, not |.|: a step that makes the agent worse on an
+ * environment (interference, or noise) is not potential to reward, and under
+ * pure noise the clip earns half what |.| would. 0 when either is not
+ * finite. */
+double spade_lp_lookahead(double pass_before, double pass_after);
 
-/* The designer reward of one valid environment. lp may be NULL unless kind is
- * learning_potential (then it is updated with m->pass_nohint). */
-double spade_dreward(spade_dreward_kind kind, const spade_paired *m, spade_lp_state *lp);
+/* The designer reward of one valid environment. pass_after: the look-ahead's
+ * no-hint pass rate, read only for learning_potential (NULL there: 0). */
+double spade_dreward(spade_dreward_kind kind, const spade_paired *m, const double *pass_after);
 
 /* Centres r[i] per family: r[i] -= mean of r over the samples of family[i]
  * with keep[i] set (keep may be NULL: all). Samples not kept are left as they

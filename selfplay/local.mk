@@ -7,3 +7,4 @@ spade_SOURCES += $(selfplay_sources)
 
 TESTS += tests/test_selfplay.sh
 EXTRA_DIST += tests/test_selfplay.sh
+EXTRA_DIST += tests/envs/lp_mark.c

@@ -332,11 +332,100 @@ static void spy_end(void *ctx, const spade_ep_view *v, void *state, const spade_
     if (h->inner->end) h->inner->end(h->inner->ctx, v, state, o);
 }
 
+/* designer.reward = learning_potential (designer/reward.h): after[i], for each
+ * valid environment i < n written now, is its no-hint pass rate replayed by a
+ * copy of the policy that has taken the agent's half of this iteration's
+ * update alone (the same samples, options and AdamW moments: the step the
+ * agent would take were there no designer samples). The replays use the
+ * paired plays' seeds and agent stream, so they draw nothing new and a
+ * resumed run measures the same; the policy itself is not touched, and the
+ * shared update then starts from it as with every other reward. With no agent
+ * sample there is no step: after = before, no replay. NAN for the others.
+ * 0, 1 stopped, -1 error. */
+static int lookahead(spade_selfplay *s, const spade_selfplay_opts *o, int it, const written *w, int n, int plays,
+                     const spade_grpo_sample *samples, int n_agent, const spade_policy_agent_opts *ao0,
+                     const spade_episodes_opts *eo, double *after, char *err, size_t errlen) {
+    int any = 0;
+    for (int i = 0; i < n; i++) {
+        after[i] = NAN;
+        any |= w[i].gates.first_failed < 0;
+    }
+    if (!any) return 0;
+    if (n_agent == 0) {
+        for (int i = 0; i < n; i++)
+            if (w[i].gates.first_failed < 0) after[i] = w[i].paired.pass_nohint;
+        return 0;
+    }
+    spade_policy *q = NULL;
+    size_t P = spade_policy_num_params(s->p);
+    float *mv = malloc(2 * P * sizeof *mv);
+    spade_ep_request *req = calloc((size_t)plays, sizeof *req);
+    spade_ep_outcome *out = calloc((size_t)plays, sizeof *out);
+    int rc = -1;
+    if (!mv || !req || !out) {
+        spade_errf(err, errlen, "learning potential: out of memory");
+        goto done;
+    }
+    if (spade_policy_clone(&q, s->p, spade_policy_backend_name(s->p), err, errlen) != 0 ||
+        spade_policy_get_moments(s->p, mv, mv + P, err, errlen) != 0 ||
+        spade_policy_set_moments(q, mv, mv + P, err, errlen) != 0)
+        goto done;
+    spade_grpo_opts go = o->rl.grpo;
+    go.adv_mode = SPADE_GRPO_ADV_GIVEN;
+    go.token_norm = SPADE_GRPO_NORM_ROLE;
+    spade_grpo_stats st;
+    if (spade_grpo_update(q, NULL, samples, n_agent, &go, &o->rl.adamw, &st, err, errlen) < 0) goto done;
+    spade_policy_agent_opts ao = *ao0;
+    ao.on_episode = NULL;
+    ao.ctx = NULL;
+    for (int i = 0; i < n; i++) {
+        if (w[i].gates.first_failed >= 0) continue;
+        ao.seed = stream(o->seed, it, i, 0x61676e74ULL); /* the paired plays' agent stream */
+        for (int k = 0; k < plays; k++) req[k] = (spade_ep_request){0, w[i].seeds[k], 0};
+        spade_agent *a = spade_agent_policy(q, &ao, err, errlen);
+        if (!a) goto done;
+        spade_ep_spec spec = {"generated.c", w[i].source, w[i].source_len, NULL, plays};
+        int pr = spade_episodes_play(s->sb, &spec, 1, req, plays, a, eo, out, err, errlen);
+        spade_agent_free(a);
+        if (pr < 0) goto done;
+        if (eo->stop && *eo->stop) {
+            rc = 1;
+            goto done;
+        }
+        double sum = 0;
+        for (int k = 0; k < plays; k++) sum += out[k].success;
+        after[i] = sum / plays;
+    }
+    rc = 0;
+done:
+    spade_policy_free(q);
+    free(mv);
+    free(req);
+    free(out);
+    return rc;
+}
+
+/* The iteration's learning-potential figures (NAN unless that is the reward). */
+static void lp_means(const spade_selfplay_opts *o, const written *w, int n, const double *after,
+                     spade_selfplay_metrics *m) {
+    double lp = 0, pa = 0;
+    int k = 0;
+    for (int i = 0; o->reward == SPADE_DREWARD_LEARNING_POTENTIAL && i < n; i++)
+        if (w[i].gates.first_failed < 0 && isfinite(after[i])) {
+            lp += spade_lp_lookahead(w[i].paired.pass_nohint, after[i]);
+            pa += after[i];
+            k++;
+        }
+    m->learning_potential = k ? lp / k : NAN;
+    m->pass_after = k ? pa / k : NAN;
+}
+
 int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, int it,
                              const volatile sig_atomic_t *stop, spade_selfplay_metrics *m, char *err, size_t errlen) {
     memset(m, 0, sizeof *m);
     m->iteration = it;
     m->vendi_n = NAN;
+    m->learning_potential = m->pass_after = NAN;
     int K = o->regen_every > 1 ? o->regen_every : 1, regen = it % K == 0, base_it = it - it % K;
     int n = !regen ? 0 : o->envs < SPADE_SP_MAX_ENVS ? o->envs : SPADE_SP_MAX_ENVS, plays = o->plays > 256 ? 256 : o->plays;
     int n_all = n; /* n written now, then the kept and the replayed ones */
@@ -607,6 +696,16 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
             }
     }
     m->t_play = now_s() - t2;
+    double after[SPADE_SP_MAX_ENVS];
+    if (o->reward == SPADE_DREWARD_LEARNING_POTENTIAL) {
+        double t5 = now_s();
+        int lr = lookahead(s, o, it, w, n, plays, samples, n_agent, &ao, &eo, after, err, errlen);
+        if (lr != 0) {
+            rc = lr;
+            goto done;
+        }
+        m->t_lookahead = now_s() - t5;
+    }
 
     /* 5. designer rewards, centred per family */
     const char *fam[SPADE_SP_MAX_ENVS];
@@ -615,7 +714,7 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
     for (int i = 0; i < n; i++) {
         int valid = w[i].gates.first_failed < 0;
         fam[i] = w[i].family;
-        w[i].reward = valid ? spade_dreward(o->reward, &w[i].paired, NULL) : o->invalid_reward;
+        w[i].reward = valid ? spade_dreward(o->reward, &w[i].paired, &after[i]) : o->invalid_reward;
         if (valid) sum_reward += w[i].reward;
         r[i] = w[i].reward;
         keep[i] = valid || !o->invalid_drop;
@@ -626,6 +725,7 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
         m->regret /= played;
     } else m->pass_nohint = m->pass_hint = m->regret = NAN;
     m->designer_reward = m->valid ? sum_reward / m->valid : NAN;
+    lp_means(o, w, n, after, m);
     spade_center_per_family(r, fam, keep, n);
 
     /* 6. one update on both roles' samples */
@@ -760,6 +860,9 @@ void spade_selfplay_metrics_json(const spade_selfplay_metrics *m, char *out, siz
     num(rg, sizeof rg, m->regret);
     num(dr, sizeof dr, m->designer_reward);
     num(vn, sizeof vn, m->vendi_n);
+    char lp[32], pa[32];
+    num(lp, sizeof lp, m->learning_potential);
+    num(pa, sizeof pa, m->pass_after);
     size_t at = 0;
     for (int g = 0; g < SPADE_GATE_COUNT; g++)
         at += (size_t)snprintf(gates + at, sizeof gates - at, "%s\"%s\":%d", g ? "," : "", spade_gate_name((spade_gate)g),
@@ -769,8 +872,11 @@ void spade_selfplay_metrics_json(const spade_selfplay_metrics *m, char *out, siz
              "\"designer_reward\":%s,\"vendi_n\":%s,\"designer_samples\":%d,\"agent_samples\":%d,\"source_tokens\":%ld,"
              "\"hint_tokens\":%ld,"
              "\"loss\":%.6g,\"grad_norm\":%.6g,\"grad_norm_designer\":%.6g,\"grad_norm_agent\":%.6g,"
-             "\"pool_success\":%.6g,\"t_design\":%.3f,\"t_gates\":%.3f,\"t_play\":%.3f,\"t_update\":%.3f,\"t_archive\":%.3f}",
+             "\"pool_success\":%.6g,"
+             "\"learning_potential\":%s,\"pass_after\":%s,"
+             "\"t_design\":%.3f,\"t_gates\":%.3f,\"t_play\":%.3f,\"t_update\":%.3f,\"t_archive\":%.3f,\"t_lookahead\":%.3f}",
              m->iteration, m->written, m->valid, m->kept, m->replayed, gates, p0, p1, rg, dr, vn, m->designer_samples, m->agent_samples,
              m->source_tokens, m->hint_tokens, m->loss, m->grad_norm, m->role_grad_norm[0], m->role_grad_norm[1], m->pool.success_rate,
-             m->t_design, m->t_gates, m->t_play, m->t_update, m->t_archive);
+             lp, pa,
+             m->t_design, m->t_gates, m->t_play, m->t_update, m->t_archive, m->t_lookahead);
 }

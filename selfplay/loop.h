@@ -77,12 +77,15 @@ typedef struct spade_selfplay_metrics {
     int failed_gate[SPADE_GATE_COUNT]; /* by the first gate failed */
     double pass_nohint, pass_hint, regret, designer_reward; /* means over valid environments */
     double vendi_n;           /* Vendi/n of this iteration's valid environments (NAN when none) */
+    double learning_potential, pass_after; /* designer.reward = learning_potential: means over the valid
+                               * environments written, of the potential and of the look-ahead's pass rate (NAN otherwise) */
     int designer_samples, agent_samples;
     float loss, grad_norm, role_grad_norm[2];
     long source_tokens;
     long hint_tokens;         /* tokens sampled for self-written hints (designer.hint = self); not in the update */
     spade_rl_metrics pool;    /* the fixed-pool part (pool_envs > 0) */
     double t_design, t_gates, t_play, t_update, t_archive;
+    double t_lookahead;       /* the learning-potential look-ahead: its trial step and replays */
 } spade_selfplay_metrics;
 
 /* The loop's fixed context: the policy (trained in place), the sandbox, the

@@ -283,9 +283,26 @@ START_TEST(reward_arithmetic) {
     /* a hint that hurts is not negative reward beyond 0 regret */
     spade_paired_measure(s1, s0, 8, &m);
     ck_assert_double_eq_tol(spade_dreward(SPADE_DREWARD_REGRET, &m, NULL), 0, 1e-12);
-    spade_lp_state lp = {0};
-    ck_assert_double_eq(spade_lp_update(&lp, 0.2, 0.5, 0.1), 0);
-    ck_assert_double_eq_tol(spade_lp_update(&lp, 0.6, 0.5, 0.1), fabs(0.4 - 0.24), 1e-12);
+    /* learning potential: the look-ahead's gain in pass rate, clipped at 0 */
+    ck_assert_double_eq_tol(spade_lp_lookahead(0.25, 0.625), 0.375, 1e-12);
+    ck_assert_double_eq(spade_lp_lookahead(0.625, 0.25), 0); /* a step that made it worse: no potential */
+    ck_assert_double_eq(spade_lp_lookahead(0.5, 0.5), 0);
+    ck_assert_double_eq(spade_lp_lookahead(NAN, 0.5), 0);
+    ck_assert_double_eq(spade_lp_lookahead(0.5, NAN), 0);
+    spade_paired_measure(s0, s1, 8, &m); /* pass 0.25 */
+    double after = 0.625;
+    ck_assert_double_eq_tol(spade_dreward(SPADE_DREWARD_LEARNING_POTENTIAL, &m, &after), 0.375, 1e-12);
+    ck_assert_double_eq(spade_dreward(SPADE_DREWARD_LEARNING_POTENTIAL, &m, NULL), 0);
+    ck_assert_double_eq_tol(spade_dreward(SPADE_DREWARD_BLEND, &m, &after), 0.4 * 1 + 0.6 * 0.4, 1e-12); /* read by LP only */
+    after = 0.125;
+    ck_assert_double_eq(spade_dreward(SPADE_DREWARD_LEARNING_POTENTIAL, &m, &after), 0);
+    /* centred per family like the other rewards: potentials 0.375, 0.125 (family a) and 0.5 (b) */
+    double lp[3] = {spade_lp_lookahead(0.25, 0.625), spade_lp_lookahead(0.5, 0.625), spade_lp_lookahead(0, 0.5)};
+    const char *lfam[3] = {"a", "a", "b"};
+    spade_center_per_family(lp, lfam, NULL, 3);
+    ck_assert_double_eq_tol(lp[0], 0.125, 1e-12);
+    ck_assert_double_eq_tol(lp[1], -0.125, 1e-12);
+    ck_assert_double_eq_tol(lp[2], 0, 1e-12);
     ck_assert_int_eq(spade_dreward_parse("learning_potential"), SPADE_DREWARD_LEARNING_POTENTIAL);
     ck_assert_int_eq(spade_dreward_parse("nope"), -1);
     double r[5] = {1, 3, 10, 20, -1};

@@ -425,6 +425,51 @@ START_TEST(test_update_equals_batch_and_step) {
 }
 END_TEST
 
+/* A clone given the source's AdamW moments (spade_policy_set_moments) takes
+ * exactly the source's next step, bit for bit: what self-play's
+ * learning-potential look-ahead rests on. A clone without them takes another
+ * step (fresh moments), so the moments are what make it exact. */
+START_TEST(test_clone_with_moments_steps_alike) {
+    spade_policy *p = make();
+    heat(p, 5.0f);
+    const int seg[2][4] = {{3, 4, 2, 3}, {5, 5, 2, 0}};
+    const int nseg[2] = {4, 3};
+    episode e[2];
+    for (int i = 0; i < 2; i++) make_episode(p, &e[i], seg[i], nseg[i], 1);
+    spade_grpo_sample s[2] = {ep_sample(&e[0], 1.0f, 0, 1, 0.7f), ep_sample(&e[1], 0.0f, 0, 1, -0.7f)};
+    spade_adamw_opts ao;
+    spade_adamw_opts_default(&ao);
+    ao.lr = 1e-2f;
+    spade_grpo_opts o;
+    spade_grpo_opts_default(&o);
+    o.adv_mode = SPADE_GRPO_ADV_GIVEN;
+    spade_grpo_stats st;
+    ck_assert_msg(spade_grpo_update(p, NULL, s, 2, &o, &ao, &st, err, sizeof err) == 0, "%s", err); /* moments != 0 */
+    size_t P = spade_policy_num_params(p);
+    float *m = malloc(P * 4), *v = malloc(P * 4);
+    spade_policy *q = NULL, *r = NULL;
+    ck_assert(spade_policy_clone(&q, p, NULL, err, sizeof err) == 0);
+    ck_assert(spade_policy_clone(&r, p, NULL, err, sizeof err) == 0);
+    ck_assert(spade_policy_get_moments(p, m, v, err, sizeof err) == 0);
+    ck_assert(spade_policy_set_moments(r, m, v, err, sizeof err) == 0);
+    spade_policy *all[3] = {p, q, r};
+    for (int k = 0; k < 3; k++)
+        ck_assert_msg(spade_grpo_update(all[k], NULL, s, 2, &o, &ao, &st, err, sizeof err) == 0, "%s", err);
+    expect_same_weights(p, r, "a clone with the moments");
+    float *wp = malloc(P * 4), *wq = malloc(P * 4);
+    ck_assert(spade_policy_get_params(p, wp, err, sizeof err) == 0);
+    ck_assert(spade_policy_get_params(q, wq, err, sizeof err) == 0);
+    ck_assert_msg(memcmp(wp, wq, P * 4) != 0, "a clone with fresh moments took the same step");
+    free(wp);
+    free(wq);
+    free(m);
+    free(v);
+    spade_policy_free(q);
+    spade_policy_free(r);
+    spade_policy_free(p);
+}
+END_TEST
+
 /* Truncated importance sampling: per trained token dl/dlogp = -min(r, cap) A.
  * With every ratio r = 2: cap 3 gives exactly the unclipped surrogate's
  * gradient (-r A; eps_high = 1e9 turns clipping off) bit for bit; cap 1.5
@@ -804,6 +849,7 @@ static Suite *grpo_suite(void) {
     tcase_add_test(t, test_masked_gradient_check);
     tcase_add_test(t, test_update_equals_batch_and_step);
     tcase_add_test(t, test_tis_cap);
+    tcase_add_test(t, test_clone_with_moments_steps_alike);
     tcase_add_test(t, test_role_grad_norms);
     tcase_add_test(t, test_bad_input_names_the_sample);
     tcase_add_test(t, test_cpu_matches_cpu_ref);

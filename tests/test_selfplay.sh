@@ -163,6 +163,71 @@ done
 
 # killed at random moments and resumed: the same metrics and the same archive (with self-written hints,
 # drawn from the run seed, iteration and slot, so a resumed run writes the same ones)
+# designer.reward = learning_potential: measured in the iteration it rewards (a trial agent step on a copy
+# of the policy, the no-hint arm replayed on the same seeds); lp_mark is won by half of a fresh policy's
+# actions and lr = 0.3 is a step big enough to flip some of the 8 plays of a micro policy
+mkdir -p "$TMP/mark" && cp "$SRC/tests/envs/lp_mark.c" "$TMP/mark/"
+lpconfig() { # lpconfig DIR ITERATIONS REWARD
+    config "$1" "$2" files | sed -e 's/^envs = 3$/envs = 1/' -e 's/^files = given$/files = mark/' -e 's/^plays = 4$/plays = 8/'
+    printf '[designer]\nreward = %s\n[grpo]\nlr = 0.3\n' "$3"
+}
+lpconfig lp 2 learning_potential >"$TMP/lp.ini"
+lpconfig lpblend 2 blend >"$TMP/lpblend.ini"
+"$SPADE" train "$TMP/lp.ini" >"$TMP/out" 2>&1
+st=$?
+if [ $st -eq 0 ] && [ "$(wc -l <"$TMP/lp/train.jsonl")" -eq 2 ] &&
+    [ "$(grep -c '"learning_potential":[0-9.]*,"pass_after":[0-9.]*,' "$TMP/lp/train.jsonl")" -eq 2 ] &&
+    grep -q '"learning_potential":0\.[0-9]*[1-9]' "$TMP/lp/train.jsonl"; then
+    ok "a 2-iteration micro run with designer.reward = learning_potential measures a potential"
+else cp "$TMP/lp/train.jsonl" "$TMP/out" 2>/dev/null; bad "a 2-iteration micro run with designer.reward = learning_potential"; fi
+# the designer reward is the potential (one environment per iteration: the mean is its value)
+if sed 's/.*"designer_reward":\([^,]*\),.*"learning_potential":\([^,]*\),.*/\1 \2/' "$TMP/lp/train.jsonl" |
+    awk '$1 != $2 { bad = 1 } END { exit bad }'; then ok "learning_potential: the designer's reward is the measured potential"
+else bad "learning_potential: the designer's reward is the measured potential"; fi
+"$SPADE" train "$TMP/lpblend.ini" >"$TMP/out" 2>&1
+"$SPADE" archive list "$TMP/lp" | awk 'NR > 1 { print $5, $6, $7 }' >"$TMP/a"
+"$SPADE" archive list "$TMP/lpblend" | awk 'NR > 1 { print $5, $6, $7 }' >"$TMP/b"
+"$SPADE" archive list "$TMP/lp" | awk 'NR > 1 { print $8 }' >"$TMP/ra"
+"$SPADE" archive list "$TMP/lpblend" | awk 'NR > 1 { print $8 }' >"$TMP/rb"
+if [ -s "$TMP/a" ] && cmp -s "$TMP/a" "$TMP/b" && ! cmp -s "$TMP/ra" "$TMP/rb" && grep -q '"learning_potential":null' "$TMP/lpblend/train.jsonl"; then
+    ok "the switch changes the designer's rewards, not the plays (blend on the same run rewards otherwise)"
+else paste "$TMP/a" "$TMP/ra" "$TMP/b" "$TMP/rb" >"$TMP/out"; bad "learning_potential changes the designer's rewards, not the plays"; fi
+lpconfig lpzero 2 learning_potential | sed 's/^lr = 0.3$/lr = 0/' >"$TMP/lpzero.ini"
+"$SPADE" train "$TMP/lpzero.ini" >"$TMP/out" 2>&1
+if [ $? -eq 2 ] && grep -q 'lpzero.ini: \[designer\] reward = learning_potential needs \[grpo\] lr > 0' "$TMP/out" && [ ! -d "$TMP/lpzero" ]; then
+    ok "learning_potential with lr = 0 is refused, naming the fields"
+else bad "learning_potential with lr = 0 is refused, naming the fields"; fi
+# killed and resumed: the look-ahead draws nothing new, so the potentials come back the same
+lpconfig lpstraight 5 learning_potential >"$TMP/lps.ini"
+"$SPADE" train "$TMP/lps.ini" >"$TMP/out" 2>&1
+lpconfig lpkilled 5 learning_potential >"$TMP/lpk.ini"
+"$SPADE" train "$TMP/lpk.ini" >"$TMP/out" 2>&1 &
+pid=$!
+i=0 # killed as soon as it is a run (its config written), so at least once inside an iteration
+while [ ! -f "$TMP/lpkilled/config.base" ] && [ $i -lt 400 ]; do sleep 0.02; i=$((i + 1)); done
+kill -KILL $pid 2>/dev/null
+wait $pid 2>/dev/null
+st=$?
+kills=0
+[ $st -eq 137 ] && kills=1
+tries=0
+while ! grep -q 'iteration 4' "$TMP/lpkilled/state" 2>/dev/null && [ $tries -lt 12 ]; do
+    tries=$((tries + 1))
+    "$SPADE" train "$TMP/lpkilled" >"$TMP/out" 2>&1 &
+    pid=$!
+    sleep "$(echo "$tries" | awk '{ printf "%.2f", 0.1 * ($1 * 5 % 7 + 1) }')"
+    kill -KILL $pid 2>/dev/null
+    wait $pid 2>/dev/null
+    [ $? -eq 137 ] && kills=$((kills + 1))
+done
+grep -q 'iteration 4' "$TMP/lpkilled/state" 2>/dev/null || "$SPADE" train "$TMP/lpkilled" >"$TMP/out" 2>&1
+strip "$TMP/lpstraight/train.jsonl" >"$TMP/a"
+strip "$TMP/lpkilled/train.jsonl" >"$TMP/b"
+if [ $kills -ge 1 ] && grep -q '"learning_potential":[0-9]' "$TMP/a" && cmp -s "$TMP/a" "$TMP/b"; then
+    ok "learning_potential: killed ($kills times) and resumed = uninterrupted"
+else diff "$TMP/a" "$TMP/b" >"$TMP/out"; bad "learning_potential: killed ($kills times) and resumed = uninterrupted"; fi
+
+# killed at random moments and resumed: the same metrics and the same archive
 config straight 10 files >"$TMP/straight.ini"
 printf '[designer]\nhint = self\n' >>"$TMP/straight.ini"
 "$SPADE" train "$TMP/straight.ini" >"$TMP/out" 2>&1

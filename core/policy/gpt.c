@@ -509,6 +509,11 @@ int spade_policy_get_moments(spade_policy *p, float *m, float *v, char *err, siz
     if (v) CK(BE->download(BX, v, p->v_mem, p->num_params * sizeof(float)));
     return 0;
 }
+int spade_policy_set_moments(spade_policy *p, const float *m, const float *v, char *err, size_t errlen) {
+    if (m) CK(BE->upload(BX, p->m_mem, m, p->num_params * sizeof(float)));
+    if (v) CK(BE->upload(BX, p->v_mem, v, p->num_params * sizeof(float)));
+    return 0;
+}
 
 /* ---------------------------------------------------------------- forward */
 

@@ -101,6 +101,9 @@ int spade_policy_set_params(spade_policy *p, const float *host, char *err, size_
 int spade_policy_get_grads(spade_policy *p, float *host, char *err, size_t errlen);
 /* AdamW moments (num_params floats each; either may be NULL). */
 int spade_policy_get_moments(spade_policy *p, float *m, float *v, char *err, size_t errlen);
+/* Sets them (either may be NULL): with spade_policy_clone, a copy that takes
+ * exactly the step the source would (self-play's learning-potential look-ahead). */
+int spade_policy_set_moments(spade_policy *p, const float *m, const float *v, char *err, size_t errlen);
 
 /* ---- training ---- */
 
