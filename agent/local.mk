@@ -13,3 +13,4 @@ tests_test_agent_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_agent_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
 TESTS += tests/test_train.sh
 EXTRA_DIST += tests/test_train.sh tests/envs/cur_step.c
+EXTRA_DIST += tests/envs/cur_coin.c

@@ -409,7 +409,8 @@ static int trim_log(const char *log, int last) {
  * (whole numbers for an int param), over what the spec says. After every
  * iteration that played it, its success joins a window; once the window holds
  * curriculum_window iterations, a mean >= curriculum_up raises the level and
- * a mean <= curriculum_down lowers it (the window then starts again). The
+ * a mean <= curriculum_down lowers it, and the window starts again either way
+ * (consecutive windows of that many iterations, never a longer one). The
  * levels and windows are saved with the state file, so a resumed run goes on
  * from them. */
 typedef struct curriculum {
@@ -467,7 +468,9 @@ static void cur_update(curriculum *cu, const tr_config *c, const spade_rl_metric
         double mean = cu->sum[i] / cu->n[i];
         if (mean >= c->cur_up && cu->level[i] < c->cur_levels - 1) cu->level[i]++;
         else if (mean <= c->cur_down && cu->level[i] > 0) cu->level[i]--;
-        else continue;
+        /* a full window starts again whether or not it moved the level: a window
+         * kept open past its size becomes the mean since the last move, which a
+         * slow start holds below `up` long after the policy has learned */
         cu->n[i] = 0;
         cu->sum[i] = 0;
     }

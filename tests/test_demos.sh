@@ -72,6 +72,14 @@ sed "s|^dir = .*|dir = $TMP/bt|; s|^init = .*|init = $TMP/base/policy.ckpt|; s|^
 if [ $? -eq 0 ] && [ "$(wc -l <bt/train.jsonl)" -eq 1 ] && grep -q '"carry_add:digits=1"\|"per_env"' bt/train.jsonl; then
     ok "configs/base-train.ini trains from the base checkpoint (one iteration)"
 else bad "configs/base-train.ini trains from the base checkpoint (one iteration)"; fi
+# configs/base-curriculum.ini at the same toy size: the curriculum over `level` holds exactly the
+# pool's three environments that have it (sequence, odd_one, analogy: entries 1, 6, 7)
+sed "s|^dir = .*|dir = $TMP/bc|; s|^init = .*|init = $TMP/base/policy.ckpt|; s|^iterations = .*|iterations = 1|; s|^envs = 10|envs = 2|; s|^plays = .*|plays = 2|" \
+    "$SRC/configs/base-curriculum.ini" >base-curriculum.ini
+"$SPADE" train base-curriculum.ini >"$TMP/out" 2>&1
+if [ $? -eq 0 ] && [ "$(wc -l <bc/train.jsonl)" -eq 1 ] && [ "$(grep '^curriculum ' bc/state | cut -d' ' -f2 | tr '\n' ' ')" = "1 6 7 " ]; then
+    ok "configs/base-curriculum.ini trains with the curriculum over sequence, odd_one and analogy (one iteration)"
+else bad "configs/base-curriculum.ini trains with the curriculum over sequence, odd_one and analogy (one iteration)"; fi
 # docs/train.md's measurements, on the toy checkpoint: the pool eval with the
 # hint, the held-out eval, and the designer bench
 pool=$(grep -v '^#' "$SRC/configs/base-pool.txt" | head -2)

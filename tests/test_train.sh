@@ -164,6 +164,23 @@ sed -i 's/^iterations = 5/iterations = 8/' "$TMP/cur5/config.ini"
 if cmp -s "$(strip "$TMP/cur/train.jsonl" >"$TMP/c1"; echo "$TMP/c1")" "$(strip "$TMP/cur5/train.jsonl" >"$TMP/c2"; echo "$TMP/c2")"; then
     ok "the curriculum's levels and windows survive a resume"
 else diff "$TMP/c1" "$TMP/c2" >"$TMP/out"; bad "the curriculum's levels and windows survive a resume"; fi
+# The window is consecutive blocks of curriculum_window iterations: cur_coin is a fair coin at
+# every level, so some windows land between down and up; the logged levels must be those of the
+# rule replayed on the logged successes (a window left open past its size drifts from it)
+sed 's#^envs = .*cur_step.c#envs = '"$SRC"'/tests/envs/cur_coin.c#; s/^dir = cur/dir = coin/; s/^iterations = 8/iterations = 24/' \
+    "$TMP/cur.ini" >"$TMP/coin.ini"
+printf 'curriculum_up = 0.75\ncurriculum_down = 0.25\n' >"$TMP/coin.add"
+sed -i '/^curriculum_window/r '"$TMP/coin.add" "$TMP/coin.ini"
+"$SPADE" train "$TMP/coin.ini" >"$TMP/out" 2>&1
+verdict=$(sed -n 's/.*"cur_coin:hard=\([0-9]\)":\([0-9.]*\).*/\1 \2/p' "$TMP/coin/train.jsonl" | awk '
+    { if ($1 != lv) wrong++; sum += $2; if (++k == 2) { m = sum / k
+          if (m >= 0.75 && lv < 4) { lv++; up++ } else if (m <= 0.25 && lv > 0) { lv--; down++ } else if (m < 0.75 && m > 0.25) mid++
+          k = 0; sum = 0 } lines++ }
+    END { printf "%d %d %d %d %d", lines, wrong, up, down, mid }')
+set -- $verdict
+if [ "$1" = 24 ] && [ "$2" = 0 ] && [ "$3" -gt 0 ] && [ "$4" -gt 0 ] && [ "$5" -gt 0 ]; then
+    ok "the curriculum judges each window of its size on its own ($3 up, $4 down, $5 in between)"
+else bad "the curriculum's window: iterations, wrong levels, up, down, in between = $verdict"; fi
 printf '[pool]\ncurriculum = adaptive\n' >"$TMP/cbad.ini"
 "$SPADE" train "$TMP/cbad.ini" >"$TMP/out" 2>&1
 if [ $? -eq 2 ] && grep -q "curriculum_param" "$TMP/out"; then ok "curriculum = adaptive without a param is refused"; else bad "curriculum = adaptive without a param is refused"; fi
