@@ -64,7 +64,10 @@ typedef struct tr_config {
     /* pool.curriculum = adaptive: one param of each environment moves over levels */
     int curriculum, cur_levels, cur_window;
     double cur_up, cur_down;
-    char cur_param[64];
+    char cur_param[64];  /* curriculum_param = NAME: every environment that has it */
+    /* curriculum_param = ENV:NAME (repeatable): that environment's own, before NAME */
+    char cur_env[SPADE_POOL_MAX][64], cur_env_param[SPADE_POOL_MAX][64];
+    int n_cur_env;
     spade_rl_opts rl;
     spade_selfplay_opts sp;
     char corpus_dirs[MAX_LIST][2048];
@@ -162,8 +165,23 @@ static int on_key(void *user, const char *section, const char *name, const char 
             return 1;
         }
         if (!strcmp(name, "curriculum_param")) {
-            if (!*value || strlen(value) >= sizeof c->cur_param) FAIL("[pool] curriculum_param = '%s': a param name", value);
-            snprintf(c->cur_param, sizeof c->cur_param, "%s", value);
+            const char *colon = strchr(value, ':');
+            if (!colon) {
+                if (!*value || strlen(value) >= sizeof c->cur_param)
+                    FAIL("[pool] curriculum_param = '%s': a param name, or ENV:NAME", value);
+                snprintf(c->cur_param, sizeof c->cur_param, "%s", value);
+                return 1;
+            }
+            size_t el = (size_t)(colon - value);
+            if (!el || el >= sizeof c->cur_env[0] || !colon[1] || strlen(colon + 1) >= sizeof c->cur_env_param[0] ||
+                strchr(colon + 1, ':'))
+                FAIL("[pool] curriculum_param = '%s': expected ENV:NAME (an environment's name, one of its params)", value);
+            for (int k = 0; k < c->n_cur_env; k++)
+                if (strlen(c->cur_env[k]) == el && !strncmp(c->cur_env[k], value, el))
+                    FAIL("[pool] curriculum_param = '%s': %.*s already has one", value, (int)el, value);
+            if (c->n_cur_env >= SPADE_POOL_MAX) FAIL("[pool] curriculum_param: at most %d ENV:NAME entries", SPADE_POOL_MAX);
+            snprintf(c->cur_env[c->n_cur_env], sizeof c->cur_env[0], "%.*s", (int)el, value);
+            snprintf(c->cur_env_param[c->n_cur_env++], sizeof c->cur_env_param[0], "%s", colon + 1);
             return 1;
         }
     }
@@ -296,8 +314,8 @@ static int load_config(const char *path, const char *base, tr_config *c) {
                         : cli_err(CLI_USAGE, "train", "%s: %s", path, c->msg);
     char e[400];
     if (spade_gpt_config_validate(&c->gpt, e, sizeof e)) return cli_err(CLI_USAGE, "train", "%s: %s", path, e);
-    if (c->curriculum && !c->cur_param[0])
-        return cli_err(CLI_USAGE, "train", "%s: [pool] curriculum = adaptive needs curriculum_param = NAME", path);
+    if (c->curriculum && !c->cur_param[0] && !c->n_cur_env)
+        return cli_err(CLI_USAGE, "train", "%s: [pool] curriculum = adaptive needs curriculum_param = NAME (or ENV:NAME)", path);
     if (c->curriculum && !(c->cur_down < c->cur_up))
         return cli_err(CLI_USAGE, "train", "%s: [pool] curriculum_down (%g) must be below curriculum_up (%g)", path,
                        c->cur_down, c->cur_up);
@@ -422,9 +440,18 @@ typedef struct curriculum {
     const char *ptr[SPADE_POOL_MAX];
 } curriculum;
 
+/* The param the curriculum moves in the environment named env: its own
+ * ENV:NAME entry, else the pool-wide NAME ("" when neither). */
+static const char *cur_param_of(const tr_config *c, const char *env) {
+    for (int k = 0; k < c->n_cur_env; k++)
+        if (!strcmp(c->cur_env[k], env)) return c->cur_env_param[k];
+    return c->cur_param;
+}
+
 static void cur_prepare(curriculum *cu, const tr_config *c, spade_sandbox *sb, const spade_pool *pool) {
     for (int i = 0; i < spade_pool_count(pool) && i < SPADE_POOL_MAX; i++) {
         const spade_pool_entry *pe = spade_pool_entry_at(pool, i);
+        const char *param = cur_param_of(c, pe->name);
         if (!cu->known[i]) {
             spade_worker *w = NULL;
             spade_failure f;
@@ -432,7 +459,7 @@ static void cur_prepare(curriculum *cu, const tr_config *c, spade_sandbox *sb, c
             if (spade_worker_load(sb, pe->path, pe->source, pe->len, &w, &f) == 0) {
                 const spade_env_info *info = spade_worker_info(w);
                 for (int k = 0; k < info->n_params; k++)
-                    if (!strcmp(info->params[k].name, c->cur_param)) {
+                    if (*param && !strcmp(info->params[k].name, param)) {
                         cu->known[i] = 1;
                         cu->lo[i] = info->params[k].min;
                         cu->hi[i] = info->params[k].max;
@@ -440,19 +467,22 @@ static void cur_prepare(curriculum *cu, const tr_config *c, spade_sandbox *sb, c
                     }
                 spade_worker_free(w);
             }
+            if (cu->known[i] != 1 && *param && param != c->cur_param) /* a misspelt ENV:NAME would move nothing unseen */
+                fprintf(stderr, "train: [pool] curriculum_param = %s:%s: %s has no param %s; it stays as its spec says\n",
+                        pe->name, param, pe->name, param);
         }
         cu->ptr[i] = NULL;
         if (cu->known[i] != 1) continue;
         double v = cu->lo[i] + (cu->hi[i] - cu->lo[i]) * cu->level[i] / (c->cur_levels - 1);
         char item[128], rest[SPADE_SPEC_PARAMS_MAX] = "";
-        if (cu->is_int[i]) snprintf(item, sizeof item, "%s=%.0f", c->cur_param, floor(v + 0.5));
-        else snprintf(item, sizeof item, "%s=%.17g", c->cur_param, v);
+        if (cu->is_int[i]) snprintf(item, sizeof item, "%s=%.0f", param, floor(v + 0.5));
+        else snprintf(item, sizeof item, "%s=%.17g", param, v);
         /* the spec's other params, without its own value of this one */
         char copy[SPADE_SPEC_PARAMS_MAX];
         snprintf(copy, sizeof copy, "%s", pe->params);
-        size_t kl = strlen(c->cur_param);
+        size_t kl = strlen(param);
         for (char *t = strtok(copy, ","); t; t = strtok(NULL, ","))
-            if (!(strncmp(t, c->cur_param, kl) == 0 && t[kl] == '='))
+            if (!(strncmp(t, param, kl) == 0 && t[kl] == '='))
                 snprintf(rest + strlen(rest), sizeof rest - strlen(rest), "%s,", t);
         snprintf(cu->params[i], sizeof cu->params[i], "%s%s", rest, item);
         cu->ptr[i] = cu->params[i];

@@ -184,6 +184,18 @@ else bad "the curriculum's window: iterations, wrong levels, up, down, in betwee
 printf '[pool]\ncurriculum = adaptive\n' >"$TMP/cbad.ini"
 "$SPADE" train "$TMP/cbad.ini" >"$TMP/out" 2>&1
 if [ $? -eq 2 ] && grep -q "curriculum_param" "$TMP/out"; then ok "curriculum = adaptive without a param is refused"; else bad "curriculum = adaptive without a param is refused"; fi
+# curriculum_param = ENV:NAME moves that environment's param only; a misspelt one is reported
+sed 's#^envs = .*cur_step.c#envs = '"$SRC"'/tests/envs/cur_step.c\nenvs = '"$SRC"'/tests/envs/cur_coin.c#; s/^dir = cur/dir = curenv/; s/^curriculum_param = hard/curriculum_param = cur_step:hard\ncurriculum_param = cur_coin:hardd/' \
+    "$TMP/cur.ini" >"$TMP/curenv.ini"
+"$SPADE" train "$TMP/curenv.ini" >"$TMP/out" 2>&1
+if [ $? -eq 0 ] && [ "$(sed 's/.*"cur_step:hard=\([0-9]\)".*/\1/' "$TMP/curenv/train.jsonl" | tr -d '\n')" = 00110011 ] &&
+    grep -q '"cur_coin":' "$TMP/curenv/train.jsonl" && ! grep -q '"cur_coin:' "$TMP/curenv/train.jsonl"; then
+    ok "curriculum_param = ENV:NAME moves that environment's param and no other's"
+else bad "curriculum_param = ENV:NAME moves that environment's param and no other's"; fi
+if grep -q "cur_coin has no param hardd" "$TMP/out"; then ok "a misspelt ENV:NAME curriculum param is reported"; else bad "a misspelt ENV:NAME curriculum param is reported"; fi
+printf '[pool]\ncurriculum = adaptive\ncurriculum_param = cur_step:\n' >"$TMP/cbad2.ini"
+"$SPADE" train "$TMP/cbad2.ini" >"$TMP/out" 2>&1
+if [ $? -eq 2 ] && grep -q "cbad2.ini:3.*expected ENV:NAME" "$TMP/out"; then ok "curriculum_param = ENV: without a name is refused with its line"; else bad "curriculum_param = ENV: refused: $(cat "$TMP/out")"; fi
 
 # A file added to a pool directory during the run joins the pool.
 config hot 2000 >"$TMP/hot.ini"
