@@ -201,26 +201,34 @@ else bad "learning_potential with lr = 0 is refused, naming the fields"; fi
 lpconfig lpstraight 5 learning_potential >"$TMP/lps.ini"
 "$SPADE" train "$TMP/lps.ini" >"$TMP/out" 2>&1
 lpconfig lpkilled 5 learning_potential >"$TMP/lpk.ini"
-"$SPADE" train "$TMP/lpk.ini" >"$TMP/out" 2>&1 &
-pid=$!
-i=0 # killed as soon as it is a run (its config written), so at least once inside an iteration
-while [ ! -f "$TMP/lpkilled/config.base" ] && [ $i -lt 400 ]; do sleep 0.02; i=$((i + 1)); done
-kill -KILL $pid 2>/dev/null
-wait $pid 2>/dev/null
-st=$?
-kills=0
-[ $st -eq 137 ] && kills=1
-tries=0
-while ! grep -q 'iteration 4' "$TMP/lpkilled/state" 2>/dev/null && [ $tries -lt 12 ]; do
-    tries=$((tries + 1))
-    "$SPADE" train "$TMP/lpkilled" >"$TMP/out" 2>&1 &
+# kill_and_resume CONFIG RUN LAST TRIES FIRST_WAIT STEP MOD: starts CONFIG, kills it with -9 once it
+# is a run (its config written) after FIRST_WAIT s, then resumes RUN and kills it again after
+# STEP * (tries * 5 % MOD + 1) s, up to TRIES times, until iteration LAST is done; finishes it
+# if the tries ran out. Sets kills to how many of those kills landed in a live run.
+kill_and_resume() {
+    "$SPADE" train "$1" >"$TMP/out" 2>&1 &
     pid=$!
-    sleep "$(echo "$tries" | awk '{ printf "%.2f", 0.1 * ($1 * 5 % 7 + 1) }')"
+    i=0
+    while [ ! -f "$2/config.base" ] && [ $i -lt 400 ]; do sleep 0.02; i=$((i + 1)); done
+    sleep "$5"
     kill -KILL $pid 2>/dev/null
     wait $pid 2>/dev/null
-    [ $? -eq 137 ] && kills=$((kills + 1))
-done
-grep -q 'iteration 4' "$TMP/lpkilled/state" 2>/dev/null || "$SPADE" train "$TMP/lpkilled" >"$TMP/out" 2>&1
+    st=$?
+    kills=0
+    [ $st -eq 137 ] && kills=1
+    tries=0
+    while ! grep -q "iteration $3" "$2/state" 2>/dev/null && [ $tries -lt "$4" ]; do
+        tries=$((tries + 1))
+        "$SPADE" train "$2" >"$TMP/out" 2>&1 &
+        pid=$!
+        sleep "$(echo "$tries $6 $7" | awk '{ printf "%.2f", $2 * ($1 * 5 % $3 + 1) }')"
+        kill -KILL $pid 2>/dev/null
+        wait $pid 2>/dev/null
+        [ $? -eq 137 ] && kills=$((kills + 1))
+    done
+    grep -q "iteration $3" "$2/state" 2>/dev/null || "$SPADE" train "$2" >"$TMP/out" 2>&1
+}
+kill_and_resume "$TMP/lpk.ini" "$TMP/lpkilled" 4 12 0 0.1 7
 strip "$TMP/lpstraight/train.jsonl" >"$TMP/a"
 strip "$TMP/lpkilled/train.jsonl" >"$TMP/b"
 if [ $kills -ge 1 ] && grep -q '"learning_potential":[0-9]' "$TMP/a" && cmp -s "$TMP/a" "$TMP/b"; then
@@ -233,28 +241,10 @@ printf '[designer]\nhint = self\n' >>"$TMP/straight.ini"
 "$SPADE" train "$TMP/straight.ini" >"$TMP/out" 2>&1
 config killed 10 files >"$TMP/killed.ini"
 printf '[designer]\nhint = self\n' >>"$TMP/killed.ini"
-"$SPADE" train "$TMP/killed.ini" >"$TMP/out" 2>&1 &
-pid=$!
-i=0 # let it write its config.ini first: a run killed before that is no run to resume (start it again from its CONFIG)
-while [ ! -f "$TMP/killed/config.base" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
-sleep 0.3
-kill -KILL $pid 2>/dev/null
-wait $pid 2>/dev/null
-st=$?
-kills=0
-[ $st -eq 137 ] && kills=1
-tries=0
-while ! grep -q 'iteration 9' "$TMP/killed/state" 2>/dev/null && [ $tries -lt 60 ]; do
-    tries=$((tries + 1))
-    "$SPADE" train "$TMP/killed" >"$TMP/out" 2>&1 &
-    pid=$!
-    # 0.04 .. 0.36 s: short enough to land inside a run on a quiet machine, long enough to let some finish an iteration
-    sleep "$(echo "$tries" | awk '{ printf "%.2f", 0.04 * ($1 * 5 % 9 + 1) }')"
-    kill -KILL $pid 2>/dev/null
-    wait $pid 2>/dev/null
-    [ $? -eq 137 ] && kills=$((kills + 1))
-done
-grep -q 'iteration 9' "$TMP/killed/state" 2>/dev/null || "$SPADE" train "$TMP/killed" >"$TMP/out" 2>&1
+# a run killed before its config.ini is written is no run to resume, so the first kill waits for
+# it; the later ones after 0.04 .. 0.36 s: short enough to land inside a run on a quiet machine,
+# long enough to let some finish an iteration
+kill_and_resume "$TMP/killed.ini" "$TMP/killed" 9 60 0.3 0.04 9
 strip "$TMP/straight/train.jsonl" >"$TMP/a"
 strip "$TMP/killed/train.jsonl" >"$TMP/b"
 if [ $kills -ge 1 ] && cmp -s "$TMP/a" "$TMP/b"; then ok "killed ($kills times) and resumed = uninterrupted, iteration by iteration"
