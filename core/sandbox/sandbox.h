@@ -138,6 +138,14 @@ int spade_vecenv_new_poisoned(spade_sandbox *sb, const char *filename, const cha
                               const char *params, int num_envs, int num_workers, spade_autoreset mode, uint64_t poison,
                               spade_vecenv **out, spade_failure *f);
 void spade_vecenv_free(spade_vecenv *v);
+/* Appends n envs whose instances take params ("key=value,...", NULL =
+ * defaults) instead of the vector's: envs [*first_env, *first_env + n), laid
+ * out as the others (env i in worker i % num_workers), with no episode yet
+ * (reset them). One worker then holds instances of several settings of one
+ * source, compiled once (the designer's limits gate plays every param's min
+ * and max); a revive restores each env's own params. Not while a step is in
+ * flight. A bad params string is a bad_call. */
+int spade_vecenv_add_block(spade_vecenv *v, const char *params, int n, int *first_env, spade_failure *f);
 int spade_vecenv_num_envs(const spade_vecenv *v);
 const spade_env_info *spade_vecenv_info(const spade_vecenv *v);
 int spade_vecenv_reset(spade_vecenv *v, uint64_t seed, spade_step_result *results /* [num_envs] */, spade_failure *f);

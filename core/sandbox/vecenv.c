@@ -50,6 +50,7 @@ struct spade_vecenv {
     spade_env_info info; /* worker 0's at creation (a revive may fail and leave no worker) */
     int n_values;
     double values[SPADE_INFO_MAX_PARAMS];
+    double *env_values; /* [num_envs][n_values]: env i's params (blocks may differ) */
     /* per worker: how many envs, which ones, their instance ids there (fixed
      * at creation); results of its last batch */
     int *count;
@@ -151,24 +152,39 @@ void spade_vecenv_free(spade_vecenv *v)
     free(v->seeds);
     free(v->acts);
     free(v->lens);
+    free(v->env_values);
     free(v->filename);
     free(v->source);
     free(v);
 }
 
-/* Adds worker w's instances (count[w], the vector's param values) and notes
- * their ids; its envs have no episode yet. */
+static const double *values_of(const spade_vecenv *v, int env)
+{
+    return v->env_values + (size_t)env * (size_t)v->n_values;
+}
+
+/* Adds worker w's instances (count[w], each env's param values: one request
+ * per run of envs with the same values) and notes their ids; its envs have no
+ * episode yet. */
 static int add_instances(spade_vecenv *v, int w, spade_failure *f)
 {
-    int first;
-    if (spade_worker_add_instances(v->workers[w], v->count[w], v->n_values ? v->values : NULL, &first, f) < 0)
-        return -1;
-    for (int j = 0; j < v->count[w]; j++) {
-        int i = v->envs[w][j];
-        v->local_id[i] = first + j;
-        v->wids[w][j] = first + j;
-        v->ended[i] = 0;
-        v->begun[i] = 0;
+    size_t vb = (size_t)v->n_values * sizeof(double);
+    for (int j0 = 0; j0 < v->count[w];) {
+        int j1 = j0 + 1;
+        const double *vals = values_of(v, v->envs[w][j0]);
+        while (j1 < v->count[w] && !memcmp(values_of(v, v->envs[w][j1]), vals, vb))
+            j1++;
+        int first;
+        if (spade_worker_add_instances(v->workers[w], j1 - j0, v->n_values ? vals : NULL, &first, f) < 0)
+            return -1;
+        for (int j = j0; j < j1; j++) {
+            int i = v->envs[w][j];
+            v->local_id[i] = first + (j - j0);
+            v->wids[w][j] = first + (j - j0);
+            v->ended[i] = 0;
+            v->begun[i] = 0;
+        }
+        j0 = j1;
     }
     return 0;
 }
@@ -278,6 +294,11 @@ int spade_vecenv_new_poisoned(spade_sandbox *sb, const char *filename, const cha
     }
     v->n_values = info->n_params;
     v->info = *info;
+    v->env_values = malloc((size_t)num_envs * (size_t)(v->n_values ? v->n_values : 1) * sizeof(double));
+    if (!v->env_values)
+        goto oom;
+    for (int i = 0; i < num_envs; i++)
+        memcpy(v->env_values + (size_t)i * (size_t)v->n_values, v->values, (size_t)v->n_values * sizeof(double));
     for (int w = 0; w < num_workers; w++)
         if (add_instances(v, w, f) < 0) {
             spade_vecenv_free(v);
@@ -298,6 +319,92 @@ int spade_vecenv_num_envs(const spade_vecenv *v)
 const spade_env_info *spade_vecenv_info(const spade_vecenv *v)
 {
     return v ? &v->info : NULL;
+}
+
+/* realloc that keeps *p on failure and zeroes the new tail. */
+static int grow(void *pp, size_t old_n, size_t new_n, size_t size)
+{
+    void **p = pp;
+    unsigned char *q = realloc(*p, new_n * size > 0 ? new_n * size : 1);
+    if (!q)
+        return -1;
+    memset(q + old_n * size, 0, (new_n - old_n) * size);
+    *p = q;
+    return 0;
+}
+
+int spade_vecenv_add_block(spade_vecenv *v, const char *params, int n, int *first_env, spade_failure *f)
+{
+    if (venter(v, f) < 0)
+        return -1;
+    if (v->pending)
+        return spade_bad_call(f, "a step is in flight: call spade_vecenv_step_wait first");
+    if (n < 1 || n > (1 << 20) - v->num_envs)
+        return spade_bad_call(f, "add_block: n = %d (1 .. %d)", n, (1 << 20) - v->num_envs);
+    double vals[SPADE_INFO_MAX_PARAMS];
+    char err[512];
+    if (spade_params_parse(&v->info, params, vals, err, sizeof err) < 0)
+        return spade_bad_call(f, "%s: params: %s", v->filename, err);
+    size_t old = (size_t)v->num_envs, nn = old + (size_t)n, nv = (size_t)(v->n_values ? v->n_values : 1);
+    int W = v->num_workers, *add = calloc((size_t)W, sizeof *add);
+    if (!add)
+        return voom(f);
+    for (size_t i = old; i < nn; i++)
+        add[i % (size_t)W]++;
+    /* room first (nothing changes on a failure), then the layout */
+    int bad = grow(&v->local_id, old, nn, sizeof *v->local_id) || grow(&v->episode, old, nn, sizeof *v->episode) ||
+              grow(&v->ended, old, nn, 1) || grow(&v->begun, old, nn, 1) || grow(&v->resetting, old, nn, 1) ||
+              grow(&v->seed_of, old, nn, sizeof *v->seed_of) || grow(&v->sel, old, nn, 1) ||
+              grow(&v->pos_of, old, nn, sizeof *v->pos_of) || grow(&v->act_of, old, nn, sizeof *v->act_of) ||
+              grow(&v->len_of, old, nn, sizeof *v->len_of) ||
+              grow(&v->env_values, old * nv, nn * nv, sizeof *v->env_values);
+    int per = 0;
+    for (int w = 0; !bad && w < W; w++) {
+        size_t c = (size_t)v->count[w], c2 = c + (size_t)add[w];
+        bad = grow(&v->envs[w], c, c2, sizeof **v->envs) || grow(&v->wids[w], c, c2, sizeof **v->wids) ||
+              grow(&v->res[w], c, c2, sizeof **v->res) || grow(&v->bat_envs[w], c, c2, sizeof **v->bat_envs) ||
+              grow(&v->bat_ids[w], c, c2, sizeof **v->bat_ids);
+        if ((int)c2 > per)
+            per = (int)c2;
+    }
+    int per0 = (v->num_envs + W - 1) / W;
+    if (!bad && per > per0)
+        bad = grow(&v->ops, (size_t)per0, (size_t)per, sizeof *v->ops) ||
+              grow(&v->seeds, (size_t)per0, (size_t)per, sizeof *v->seeds) ||
+              grow(&v->acts, (size_t)per0, (size_t)per, sizeof *v->acts) ||
+              grow(&v->lens, (size_t)per0, (size_t)per, sizeof *v->lens);
+    if (bad) {
+        free(add);
+        return voom(f);
+    }
+    for (size_t i = old; i < nn; i++)
+        memcpy(v->env_values + i * (size_t)v->n_values, vals, (size_t)v->n_values * sizeof(double));
+    /* each worker's new envs, one request: they share the block's values */
+    for (int w = 0; w < W; w++) {
+        if (!add[w])
+            continue;
+        int first, c = v->count[w];
+        spade_failure g;
+        if (spade_worker_add_instances(v->workers[w], add[w], v->n_values ? vals : NULL, &first, &g) < 0) {
+            free(add);
+            spade_failure_prefix(&g, "vecenv");
+            return vfail(v, &g, f);
+        }
+        int i0 = (int)old + ((w - (int)(old % (size_t)W)) % W + W) % W; /* worker w's first new env */
+        for (int k = 0; k < add[w]; k++) {
+            int i = i0 + k * W;
+            v->envs[w][c + k] = i;
+            v->wids[w][c + k] = first + k;
+            v->local_id[i] = first + k;
+        }
+    }
+    for (int w = 0; w < W; w++)
+        v->count[w] += add[w];
+    free(add);
+    v->num_envs = (int)nn;
+    if (first_env)
+        *first_env = (int)old;
+    return 0;
 }
 
 /* Receives every worker's batch; the first failure wins, but every worker is
