@@ -635,6 +635,59 @@ static int text_of(run *R, int li, int solve, strbuf *buf, int *ok)
     return recover(R, group_of(R, e), OP_TEXT, &g);
 }
 
+/* The hints of the episodes starting that need one (solve 0), or SOLVE's
+ * actions for the ready episodes whose agent wants them (solve 1): one batch
+ * per worker instead of a round trip each. After a failure the episodes of
+ * the dead worker are rebuilt (recover) and the one-at-a-time calls of
+ * do_begins and do_solves fetch what is missing, so the episode whose text
+ * kills its worker is the one blamed, as before. */
+static int prefetch(run *R, int solve)
+{
+    for (int s = 0; s < R->n_grp; s++) {
+        grprt *G = &R->grp[s];
+        if (!G->v)
+            continue;
+        int n = 0;
+        for (int k = 0; k < R->n_order; k++) {
+            int li = R->order[k];
+            live *e = &R->L[li];
+            if (group_of(R, e) != s)
+                continue;
+            int need = solve ? e->phase == PH_READY && !e->has_solve && (e->wants & SPADE_AGENT_WANTS_SOLVE) &&
+                                   R->env[e->spec].info->has_solve
+                             : e->phase == PH_HINT && !e->has_hint &&
+                                   ((e->wants & SPADE_AGENT_WANTS_HINT) || e->hint_req);
+            if (!need)
+                continue;
+            R->who[n] = li;
+            R->ids[n] = e->slot;
+            n++;
+        }
+        if (n < 2)
+            continue; /* one: the one-at-a-time call costs the same */
+        spade_failure g;
+        if (spade_vecenv_text_some(G->v, n, R->ids, solve, R->res, &g) == 0) {
+            for (int j = 0; j < n; j++) {
+                live *e = &R->L[R->who[j]];
+                if (sb_set(solve ? &e->solve : &e->hint, R->res[j].obs, R->res[j].obs_len) < 0)
+                    return oom(R);
+                if (solve)
+                    e->has_solve = 1;
+                else
+                    e->has_hint = 1;
+            }
+            continue;
+        }
+        clear_flags(R);
+        for (int j = 0; j < n; j++)
+            if (g.outcome == SPADE_OUT_BAD_CALL || spade_vecenv_env_lost(G->v, R->ids[j]))
+                R->L[R->who[j]].flag = 1;
+        if (recover(R, s, OP_TEXT, &g) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* New episodes: the hint when wanted, appended for a hint episode; then the
  * agent's begin. */
 static int do_begins(run *R)
@@ -645,8 +698,8 @@ static int do_begins(run *R)
         if (e->phase != PH_HINT)
             continue;
         if ((e->wants & SPADE_AGENT_WANTS_HINT) || e->hint_req) {
-            int ok;
-            if (text_of(R, li, 0, &e->hint, &ok) < 0)
+            int ok = 1;
+            if (!e->has_hint && text_of(R, li, 0, &e->hint, &ok) < 0)
                 return -1;
             if (!ok) {
                 k = -1; /* the order changed: start over (begun ones are skipped) */
@@ -951,7 +1004,8 @@ int spade_episodes_run(spade_sandbox *sb, const spade_ep_spec *specs, int n_spec
             rc = SPADE_EPISODES_STOPPED;
             break;
         }
-        if (fill(&R, next, next_ctx) < 0 || do_resets(&R) < 0 || do_begins(&R) < 0 || do_solves(&R) < 0)
+        if (fill(&R, next, next_ctx) < 0 || do_resets(&R) < 0 || prefetch(&R, 0) < 0 || do_begins(&R) < 0 ||
+            prefetch(&R, 1) < 0 || do_solves(&R) < 0)
             goto out;
         if (R.n_order == 0 && R.queue_done && !R.have_req) {
             rc = SPADE_EPISODES_DONE;

@@ -185,6 +185,14 @@ int spade_vecenv_hint(spade_vecenv *v, int env, const char **text, size_t *len, 
 int spade_vecenv_solve(spade_vecenv *v, int env, const char **text, size_t *len, spade_failure *f);
 /* 1 when env's worker has died (timeout, crash, ...): its episode is gone. */
 int spade_vecenv_env_lost(const spade_vecenv *v, int env);
+/* The hints (solve 0) or SOLVE's actions (solve 1) of envs[0..n) (distinct,
+ * each reset) for their current states, in one batch per worker:
+ * results[j].obs is env envs[j]'s text (reward 0, not done; valid until the
+ * next call on the vector). The episodes go on untouched. Failures as
+ * spade_vecenv_step_some (a text over SPADE_OBS_MAX is output_too_large;
+ * SOLVE of an environment without one is a bad_call). */
+int spade_vecenv_text_some(spade_vecenv *v, int n, const int *envs, int solve, spade_step_result *results,
+                           spade_failure *f);
 /* After a failure: loads every dead worker again (same source, params and
  * instance layout) and clears the sticky failure. The envs of the revived
  * workers have no episode (reset them); the others keep theirs. Fails (and

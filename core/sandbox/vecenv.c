@@ -69,6 +69,7 @@ struct spade_vecenv {
     unsigned char *sel;
     int *pos_of;
     int pend_pos; /* the batch in flight writes results[pos_of[env]] */
+    int pend_text; /* the batch in flight is hints or SOLVE's actions: episodes go on */
     const char **act_of;
     size_t *len_of;
     /* scratch for one worker's batch (sized for the largest) */
@@ -434,7 +435,8 @@ static int gather(spade_vecenv *v, spade_step_result *results, spade_failure *f)
             const spade_step_result *r = &res[j];
             if (results && !direct)
                 results[v->pend_pos ? v->pos_of[i] : i] = *r;
-            v->ended[i] = (r->terminated || r->truncated) ? 1 : 0;
+            if (!v->pend_text)
+                v->ended[i] = (r->terminated || r->truncated) ? 1 : 0;
         }
     }
     v->pending = 0;
@@ -670,6 +672,48 @@ int spade_vecenv_step_mask(spade_vecenv *v, const unsigned char *mask, const cha
     if (step_send(v, v->sel, actions, lens, f) < 0)
         return -1;
     return gather(v, results, f);
+}
+
+int spade_vecenv_text_some(spade_vecenv *v, int n, const int *envs, int solve, spade_step_result *results,
+                           spade_failure *f)
+{
+    if (venter(v, f) < 0)
+        return -1;
+    if (v->pending)
+        return spade_bad_call(f, "a step is in flight: call spade_vecenv_step_wait first");
+    if (select_envs(v, n, envs, f) < 0)
+        return -1;
+    for (int j = 0; j < n; j++)
+        if (!v->begun[envs[j]])
+            return spade_bad_call(f, "env %d: %s before its reset", envs[j], solve ? "solve" : "hint");
+    spade_failure g;
+    for (int w = 0; w < v->num_workers; w++) {
+        int m = 0;
+        for (int j = 0; j < v->count[w]; j++) {
+            int i = v->envs[w][j];
+            if (!v->sel[i])
+                continue;
+            v->bat_envs[w][m] = i;
+            v->bat_ids[w][m] = v->wids[w][j];
+            v->ops[m] = solve ? SPADE_OP_SOLVE : SPADE_OP_HINT;
+            m++;
+        }
+        v->bat_n[w] = m;
+        if (m && spade_worker_batch_send(v->workers[w], m, v->bat_ids[w], v->ops, NULL, NULL, NULL, &g) < 0) {
+            for (int k = 0; k < w; k++) {
+                spade_failure ignore;
+                if (v->bat_n[k])
+                    spade_worker_batch_recv(v->workers[k], v->res[k], &ignore);
+            }
+            return vfail(v, &g, f);
+        }
+    }
+    v->pending = 1;
+    v->pend_pos = 1;
+    v->pend_text = 1;
+    int rc = gather(v, results, f);
+    v->pend_text = 0;
+    return rc;
 }
 
 /* hint and solve: one round trip to the env's worker. */
