@@ -42,6 +42,7 @@ typedef enum spade_wire_op {
     SPADE_OP_STEP = 2,
     SPADE_OP_HINT = 3,  /* the result's obs is the hint (reward, return and flags 0) */
     SPADE_OP_SOLVE = 4, /* the result's obs is SOLVE's action */
+    SPADE_OP_POISON = 5, /* the worker's poison seed becomes seed (spade_host_set_poison; 0: off); empty result */
 } spade_wire_op;
 
 /* One item of a batch: reset (with seed), step (with an action), or the hint

@@ -716,6 +716,28 @@ int spade_vecenv_text_some(spade_vecenv *v, int n, const int *envs, int solve, s
     return rc;
 }
 
+int spade_vecenv_set_poison(spade_vecenv *v, uint64_t poison, spade_failure *f)
+{
+    if (venter(v, f) < 0)
+        return -1;
+    if (v->pending)
+        return spade_bad_call(f, "a step is in flight: call spade_vecenv_step_wait first");
+    spade_failure g;
+    for (int w = 0; w < v->num_workers; w++) {
+        int id = v->count[w] ? v->wids[w][0] : 0;
+        uint32_t op = SPADE_OP_POISON;
+        uint64_t seed = poison ? poison + (uint64_t)w : 0;
+        spade_step_result r;
+        if (spade_worker_batch_send(v->workers[w], 1, &id, &op, &seed, NULL, NULL, &g) < 0 ||
+            spade_worker_batch_recv(v->workers[w], &r, &g) < 0) {
+            spade_failure_prefix(&g, "vecenv");
+            return vfail(v, &g, f);
+        }
+    }
+    v->poison = poison;
+    return 0;
+}
+
 /* hint and solve: one round trip to the env's worker. */
 static int text_call(spade_vecenv *v, int env, int solve, const char **text, size_t *len, spade_failure *f)
 {
