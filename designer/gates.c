@@ -133,7 +133,7 @@ static spade_agent *stop_agent(void) {
  * or the hint is fetched only for the episodes of an agent that wants it. */
 
 #define MUX_MAX 6
-#define MAX_SPECS (2 * (2 * SPADE_INFO_MAX_PARAMS + 1))
+#define MAX_SPECS (2 * SPADE_INFO_MAX_PARAMS + 1)
 
 typedef struct mux {
     int n;
@@ -317,13 +317,13 @@ int spade_gates_run(spade_sandbox *sb, const char *filename, const char *src, si
     rep->first_failed = -1;
     rep->max_cosine = NAN;
     int S = o->seeds > 0 ? o->seeds : 20;
-    long cap = (long)LIMIT_SEEDS * MAX_SPECS + N_PROBES * 2 + 4L * S + 4 * DET_SEEDS;
+    long cap = 2L * LIMIT_SEEDS * MAX_SPECS + N_PROBES * 2 + 4L * S + 4 * DET_SEEDS;
     gplay *r = calloc(1, sizeof *r);
     spade_ep_outcome *det = calloc(4 * DET_SEEDS, sizeof *det), *lim = calloc((size_t)cap, sizeof *lim),
                      *out = calloc((size_t)cap, sizeof *out);
     trace tr = {calloc(4 * DET_SEEDS, sizeof(uint64_t)), 4 * DET_SEEDS};
-    spade_vecenv *A = NULL, *B = NULL;
-    char det_err[1024] = "", b_err[1024] = "";
+    spade_vecenv *V = NULL;
+    char det_err[1024] = "";
     int rc = -1;
     if (r) {
         r->cap = cap;
@@ -344,86 +344,75 @@ int spade_gates_run(spade_sandbox *sb, const char *filename, const char *src, si
         goto done;                                                              \
     }
 
-    /* Worker A is the compile gate's: it serves the gates after it, with B.
-     * Each holds a block of default instances for the determinism gates and
-     * the gates that play at the defaults (half of those each, so no spec
-     * waits for a free instance). */
-    int per_default = (N_PROBES * 2 + 4 * S + 1) / 2;
-    if (per_default < 2 * DET_SEEDS) per_default = 2 * DET_SEEDS;
+    /* The compile gate's vector serves every gate after it: two workers
+     * (compiling at once), the determinism gates' pair. Env i is instance
+     * i / 2 of worker i % 2. Its first block, at the defaults, is as large as
+     * the gates that play at the defaults together (so none waits for a free
+     * instance). */
+    int n_default = N_PROBES * 2 + 4 * S;
+    if (n_default < 4 * DET_SEEDS) n_default = 4 * DET_SEEDS;
     spade_failure f;
-    if (spade_vecenv_new_poisoned(sb, filename, src, len, NULL, per_default, 1, SPADE_AUTORESET_DISABLED, DET_POISON, &A,
+    if (spade_vecenv_new_poisoned(sb, filename, src, len, NULL, n_default, 2, SPADE_AUTORESET_DISABLED, DET_POISON, &V,
                                   &f) < 0) {
         verdict(rep, SPADE_GATE_COMPILE, SPADE_GATE_FAIL, "%s: %s", spade_outcome_name(f.outcome), f.message);
     } else {
-        rep->info = *spade_vecenv_info(A);
+        rep->info = *spade_vecenv_info(V);
         verdict(rep, SPADE_GATE_COMPILE, SPADE_GATE_PASS, "%s (%s), %d params%s", rep->info.name, rep->info.family,
                 rep->info.n_params, rep->info.has_solve ? ", SOLVE" : "");
     }
     STOP_IF_FAILED(SPADE_GATE_LIMITS);
     const spade_env_info *info = &rep->info;
-    if (spade_vecenv_new_poisoned(sb, filename, src, len, NULL, per_default, 1, SPADE_AUTORESET_DISABLED, DET_POISON, &B,
-                                  &f) < 0) {
-        snprintf(b_err, sizeof b_err, "a second worker: %s: %.900s", spade_outcome_name(f.outcome), f.message);
-        B = NULL;
-    }
 
-    /* reset_deterministic and replay_deterministic first, while A and B are
-     * fresh: the same seeds in opposite orders, one worker each. With one
-     * poison seed, adjacent instances get complementary patterns (core/host.c);
-     * A plays seed i on instance i (then i + 6 for the script), B on
-     * instance 5 - i (11 - i), of the other parity, so every bit of an
-     * uninitialised read differs between the workers. The instances are a
-     * worker's first, so nothing ran before them in either process. */
+    /* reset_deterministic and replay_deterministic first, while both workers
+     * are fresh: the same seeds in opposite orders, one worker each. With one
+     * poison seed in both (worker 1 is given worker 0's), adjacent instances
+     * get complementary patterns (core/host.c); worker 0 plays seed i on
+     * instance i (then 6 + i for the script), worker 1 on instance 5 - i
+     * (11 - i), of the other parity, so every bit of an uninitialised read
+     * differs between the workers. These are each worker's first episodes:
+     * nothing ran before them in either process. Episode 2j + w is instance j
+     * of worker w (the episode layer takes an episode's first free env). */
     int det_ok = 0;
-    if (B) {
+    if (spade_vecenv_set_poison(V, 1, DET_POISON, &f) < 0) {
+        snprintf(det_err, sizeof det_err, "%s: %.900s", spade_outcome_name(f.outcome), f.message);
+    } else {
         static const char *const script[] = {"1", "north", "yes", "a", "42", "b", "2", "east"};
-        int sa = add_spec(r, filename, src, len, NULL, A, 0, 2 * DET_SEEDS);
-        int sb2 = add_spec(r, filename, src, len, NULL, B, 0, 2 * DET_SEEDS);
-        for (int w = 0; w < 2; w++)
-            for (int g = 0; g < 2; g++) {
-                add_agent(r, g ? spade_agent_script(script, 8, SPADE_TAIL_STOP) : stop_agent());
-                for (int i = 0; i < DET_SEEDS; i++) add_req(r, w ? sb2 : sa, 77 + (uint64_t)(w ? DET_SEEDS - 1 - i : i));
-            }
+        int s = add_spec(r, filename, src, len, NULL, V, 0, n_default);
+        for (int g = 0; g < 2; g++) {
+            add_agent(r, g ? spade_agent_script(script, 8, SPADE_TAIL_STOP) : stop_agent());
+            for (int j = 0; j < DET_SEEDS; j++)
+                for (int w = 0; w < 2; w++) add_req(r, s, 77 + (uint64_t)(w ? DET_SEEDS - 1 - j : j));
+        }
         det_ok = play(sb, r, o, det, &tr, det_err, sizeof det_err) == 0;
         /* The other gates need no poison (it costs each call a 32 KiB fill).
          * A failure here is a dead worker: the next play revives it, still
          * poisoned, which costs only time. */
         spade_failure ignore;
-        spade_vecenv_set_poison(A, 0, &ignore);
-        spade_vecenv_set_poison(B, 0, &ignore);
-    } else {
-        snprintf(det_err, sizeof det_err, "%s", b_err);
+        spade_vecenv_set_poison(V, -1, 0, &ignore);
     }
 
-    /* limits: random (on A) and SOLVE (on B) at the defaults and at every param's min and max */
+    /* limits: random and SOLVE at the defaults and at every param's min and
+     * max (a block of instances each, in both workers) */
     {
         long n = 0, half = 0;
-        int ok = 1, ns = 1 + 2 * info->n_params;
+        int ok = 1, ns = 1 + 2 * info->n_params, spec[2 * SPADE_INFO_MAX_PARAMS + 1];
         char lerr[1024] = "";
-        for (int w = 0; w < 1 + (info->has_solve != 0) && ok; w++) {
-            spade_vecenv *v = w ? B : A;
-            if (!v) {
-                snprintf(lerr, sizeof lerr, "%s", b_err);
+        spec[0] = add_spec(r, filename, src, len, NULL, V, 0, n_default);
+        for (int c = 1; c < ns && ok; c++) {
+            char p[256];
+            int first;
+            corner(&info->params[(c - 1) / 2], (c - 1) % 2, p, sizeof p);
+            if (spade_vecenv_add_block(V, p, 2 * LIMIT_SEEDS, &first, &f) < 0) {
+                snprintf(lerr, sizeof lerr, "%s at %.200s: %.700s", spade_outcome_name(f.outcome), p, f.message);
                 ok = 0;
-                break;
+            } else {
+                spec[c] = add_spec(r, filename, src, len, p, V, first, 2 * LIMIT_SEEDS);
             }
+        }
+        for (int w = 0; w < 1 + (info->has_solve != 0); w++) {
             add_agent(r, w ? spade_agent_solve() : spade_agent_random(7));
-            for (int c = 0; c < ns && ok; c++) {
-                char p[256];
-                int s;
-                if (c == 0) s = add_spec(r, filename, src, len, NULL, v, 0, per_default);
-                else {
-                    int first;
-                    corner(&info->params[(c - 1) / 2], (c - 1) % 2, p, sizeof p);
-                    if (spade_vecenv_add_block(v, p, LIMIT_SEEDS, &first, &f) < 0) {
-                        snprintf(lerr, sizeof lerr, "%s at %.200s: %.700s", spade_outcome_name(f.outcome), p, f.message);
-                        ok = 0;
-                        break;
-                    }
-                    s = add_spec(r, filename, src, len, p, v, first, LIMIT_SEEDS);
-                }
-                for (int k = 0; k < LIMIT_SEEDS; k++) add_req(r, s, 1000 + (uint64_t)k);
-            }
+            for (int c = 0; c < ns; c++)
+                for (int k = 0; k < LIMIT_SEEDS; k++) add_req(r, spec[c], 1000 + (uint64_t)k);
             if (!w) half = r->n;
         }
         n = r->n;
@@ -460,15 +449,19 @@ int spade_gates_run(spade_sandbox *sb, const char *filename, const char *src, si
     }
     STOP_IF_FAILED(SPADE_GATE_RESET_DET);
 
-    /* the determinism verdicts (played above) */
+    /* the determinism verdicts (played above): worker 0's episodes in seed
+     * order, then worker 1's in its own order, as the failures are looked for */
     for (int g = SPADE_GATE_RESET_DET; g <= SPADE_GATE_REPLAY_DET; g++) {
-        const spade_ep_outcome *a = det + (g - SPADE_GATE_RESET_DET) * DET_SEEDS, *b = a + 2 * DET_SEEDS;
-        const uint64_t *ha = tr.h + (a - det), *hb = tr.h + (b - det);
+        long base = (long)(g - SPADE_GATE_RESET_DET) * 2 * DET_SEEDS;
+        const spade_ep_outcome *bad = NULL;
         int differ = -1;
-        for (int i = 0; det_ok && i < DET_SEEDS && differ < 0; i++)
-            if (ha[i] != hb[DET_SEEDS - 1 - i] || a[i].ret != b[DET_SEEDS - 1 - i].ret) differ = i;
-        const spade_ep_outcome *bad = det_ok ? first_failure(a, DET_SEEDS) : NULL;
-        if (!bad && det_ok) bad = first_failure(b, DET_SEEDS);
+        for (int w = 0; det_ok && w < 2 && !bad; w++)
+            for (int j = 0; j < DET_SEEDS && !bad; j++)
+                if (det[base + 2 * j + w].end == SPADE_EP_FAILED) bad = &det[base + 2 * j + w];
+        for (int i = 0; det_ok && i < DET_SEEDS && differ < 0; i++) {
+            long a = base + 2 * i, b = base + 2 * (DET_SEEDS - 1 - i) + 1; /* seed 77 + i in each worker */
+            if (tr.h[a] != tr.h[b] || det[a].ret != det[b].ret) differ = i;
+        }
         if (!det_ok) verdict(rep, (spade_gate)g, SPADE_GATE_FAIL, "could not play: %s", det_err);
         else if (bad)
             verdict(rep, (spade_gate)g, SPADE_GATE_FAIL, "seed %llu: %s: %.160s", (unsigned long long)bad->seed,
@@ -476,7 +469,7 @@ int spade_gates_run(spade_sandbox *sb, const char *filename, const char *src, si
         else if (differ >= 0)
             verdict(rep, (spade_gate)g, SPADE_GATE_FAIL,
                     "seed %llu plays differently in a second worker (state outside S, or uninitialised memory)",
-                    (unsigned long long)a[differ].seed);
+                    (unsigned long long)(77 + differ));
         else
             verdict(rep, (spade_gate)g, SPADE_GATE_PASS, "%d seeds, two workers, opposite orders%s", DET_SEEDS,
                     g == SPADE_GATE_REPLAY_DET ? ", an 8-action script" : "");
@@ -484,19 +477,15 @@ int spade_gates_run(spade_sandbox *sb, const char *filename, const char *src, si
     STOP_IF_FAILED(SPADE_GATE_PROBE);
 
     /* probe_actions and the agent gates (random, no-op, hint-echo, solve): one
-     * run at the defaults, each gate's episodes alternating between A and B */
+     * run at the defaults */
     long at[SPADE_GATE_COUNT] = {0};
     int ok = 1;
     char perr[1024] = "";
     {
-        if (!B) {
-            snprintf(perr, sizeof perr, "%s", b_err);
-            ok = 0;
-        }
-        int sa = add_spec(r, filename, src, len, NULL, A, 0, per_default), sb2 = B ? add_spec(r, filename, src, len, NULL, B, 0, per_default) : sa;
+        int s = add_spec(r, filename, src, len, NULL, V, 0, n_default);
         add_agent(r, probe_agent());
         at[SPADE_GATE_PROBE] = r->n;
-        for (long i = 0; i < 2 * N_PROBES; i++) add_req(r, i % 2 ? sb2 : sa, 500 + (uint64_t)(i / N_PROBES));
+        for (long i = 0; i < 2 * N_PROBES; i++) add_req(r, s, 500 + (uint64_t)(i / N_PROBES));
         for (int g = SPADE_GATE_RANDOM; g <= SPADE_GATE_SOLVE; g++) {
             if (g == SPADE_GATE_SOLVE && !info->has_solve) continue;
             add_agent(r, g == SPADE_GATE_RANDOM      ? spade_agent_random(11)
@@ -504,10 +493,9 @@ int spade_gates_run(spade_sandbox *sb, const char *filename, const char *src, si
                          : g == SPADE_GATE_HINT_ECHO ? spade_agent_hint_echo(SPADE_TAIL_CYCLE)
                                                      : spade_agent_solve());
             at[g] = r->n;
-            for (int i = 0; i < S; i++) add_req(r, i % 2 ? sb2 : sa, 9000 + (uint64_t)i);
+            for (int i = 0; i < S; i++) add_req(r, s, 9000 + (uint64_t)i);
         }
-        if (ok) ok = play(sb, r, o, out, NULL, perr, sizeof perr) == 0;
-        else clear(r);
+        ok = play(sb, r, o, out, NULL, perr, sizeof perr) == 0;
     }
     {
         long n = 2 * N_PROBES;
@@ -580,8 +568,7 @@ int spade_gates_run(spade_sandbox *sb, const char *filename, const char *src, si
     } else verdict(rep, SPADE_GATE_NOVELTY, SPADE_GATE_PASS, "no reference environments to compare with");
     rc = 0;
 done:
-    spade_vecenv_free(A);
-    spade_vecenv_free(B);
+    spade_vecenv_free(V);
     if (r) {
         free(r->req);
         free(r->wants);

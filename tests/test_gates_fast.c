@@ -225,14 +225,26 @@ START_TEST(two_poisoned_workers_hold_different_garbage) {
     snprintf(y1, 512, "%s", r.obs);
     ck_assert_str_ne(x0[0], y1);
     /* off, then on again: the same garbage as at the start */
-    ck_assert_int_eq(spade_vecenv_set_poison(x, 0, &f), 0);
+    ck_assert_int_eq(spade_vecenv_set_poison(x, -1, 0, &f), 0);
     ck_assert_int_eq(spade_vecenv_reset_some(x, 1, (int[]){0}, &seed, &r, &f), 0);
-    ck_assert_int_eq(spade_vecenv_set_poison(x, P, &f), 0);
+    ck_assert_int_eq(spade_vecenv_set_poison(x, 0, P, &f), 0);
     ck_assert_int_eq(spade_vecenv_reset_some(x, 1, (int[]){0}, &seed, &r, &f), 0);
     snprintf(x0[1], 512, "%s", r.obs);
     ck_assert_str_eq(x0[1], x0[0]);
     ck_assert_int_eq(spade_vecenv_reset_some(x, 1, (int[]){1}, &seed, &r, &f), 0);
     ck_assert_str_eq(r.obs, y1);
+    /* the gates' pair: one vector of two workers (seeds P and P + 1), worker 1 given worker 0's */
+    spade_vecenv *z;
+    ck_assert_int_eq(spade_vecenv_new_poisoned(sb, "u.c", src, len, NULL, 4, 2, SPADE_AUTORESET_DISABLED, P, &z, &f), 0);
+    ck_assert_int_eq(spade_vecenv_set_poison(z, 1, P, &f), 0);
+    uint64_t seeds[4] = {7, 7, 7, 7};
+    spade_step_result rs[4];
+    ck_assert_int_eq(spade_vecenv_reset_some(z, 4, (int[]){0, 1, 2, 3}, seeds, rs, &f), 0);
+    ck_assert_str_eq(rs[0].obs, x0[0]); /* worker 0, instance 0 */
+    ck_assert_str_eq(rs[1].obs, x0[0]); /* worker 1, instance 0: the same garbage */
+    ck_assert_str_eq(rs[3].obs, y1);    /* worker 1, instance 1: the other parity's */
+    ck_assert_str_ne(rs[0].obs, rs[3].obs);
+    spade_vecenv_free(z);
     spade_vecenv_free(x);
     spade_vecenv_free(y);
     free(src);

@@ -138,11 +138,13 @@ int spade_vecenv_new_poisoned(spade_sandbox *sb, const char *filename, const cha
                               const char *params, int num_envs, int num_workers, spade_autoreset mode, uint64_t poison,
                               spade_vecenv **out, spade_failure *f);
 void spade_vecenv_free(spade_vecenv *v);
-/* From now on worker w's calls are poisoned by poison + w (0: off), as if
- * the vector had been made so (a revive too): the designer's gates poison
- * their two workers for the determinism gates only, then play the others
- * without the ~2 us a call it costs. The instances keep their episodes. */
-int spade_vecenv_set_poison(spade_vecenv *v, uint64_t poison, spade_failure *f);
+/* From now on the calls of worker `worker` are poisoned by exactly poison,
+ * or (worker -1) those of every worker w by poison + w; 0: off. A revive
+ * loads a worker with its poison as set. The designer's gates give their two
+ * workers one seed (so the instances of opposite parity get complementary
+ * garbage) for the determinism gates, then switch it off for the other gates
+ * (it costs each call a 32 KiB fill). The instances keep their episodes. */
+int spade_vecenv_set_poison(spade_vecenv *v, int worker, uint64_t poison, spade_failure *f);
 /* Appends n envs whose instances take params ("key=value,...", NULL =
  * defaults) instead of the vector's: envs [*first_env, *first_env + n), laid
  * out as the others (env i in worker i % num_workers), with no episode yet

@@ -32,7 +32,7 @@
 
 struct spade_vecenv {
     int num_envs, num_workers;
-    uint64_t poison; /* worker w's fresh memory is poisoned by poison + w (0: off) */
+    uint64_t *poison; /* [num_workers] worker w's poison seed (0: off); poison + w at creation */
     spade_autoreset mode;
     spade_worker **workers;
     int *local_id;       /* [num_envs] instance id inside its worker */
@@ -154,6 +154,7 @@ void spade_vecenv_free(spade_vecenv *v)
     free(v->acts);
     free(v->lens);
     free(v->env_values);
+    free(v->poison);
     free(v->filename);
     free(v->source);
     free(v);
@@ -220,7 +221,6 @@ int spade_vecenv_new_poisoned(spade_sandbox *sb, const char *filename, const cha
     v->num_envs = num_envs;
     v->num_workers = num_workers;
     v->mode = mode;
-    v->poison = poison;
     v->sb = sb;
     const char *fname = filename ? filename : "env.c";
     v->filename = malloc(strlen(fname) + 1);
@@ -255,13 +255,16 @@ int spade_vecenv_new_poisoned(spade_sandbox *sb, const char *filename, const cha
     v->seeds = calloc((size_t)per, sizeof *v->seeds);
     v->acts = calloc((size_t)per, sizeof *v->acts);
     v->lens = calloc((size_t)per, sizeof *v->lens);
-    if (!v->filename || !v->source || !v->workers || !v->envs || !v->wids || !v->res || !v->bat_n || !v->bat_envs ||
+    v->poison = calloc((size_t)num_workers, sizeof *v->poison);
+    if (!v->poison || !v->filename || !v->source || !v->workers || !v->envs || !v->wids || !v->res || !v->bat_n || !v->bat_envs ||
         !v->bat_ids || !v->count || !v->local_id || !v->episode || !v->ended || !v->begun || !v->resetting ||
         !v->seed_of || !v->sel || !v->pos_of || !v->act_of || !v->len_of || !v->ops || !v->seeds || !v->acts ||
         !v->lens)
         goto oom;
     for (int i = 0; i < num_envs; i++)
         v->count[i % num_workers]++;
+    for (int w = 0; w < num_workers; w++)
+        v->poison[w] = poison ? poison + (uint64_t)w : 0;
     for (int w = 0; w < num_workers; w++) {
         v->envs[w] = calloc((size_t)v->count[w], sizeof **v->envs);
         v->wids[w] = calloc((size_t)v->count[w], sizeof **v->wids);
@@ -276,8 +279,7 @@ int spade_vecenv_new_poisoned(spade_sandbox *sb, const char *filename, const cha
 
     /* Every worker compiles at once: send all the sources, then wait. */
     for (int w = 0; w < num_workers; w++)
-        if (spade_worker_load_begin_poisoned(sb, filename, source, len, poison ? poison + (uint64_t)w : 0,
-                                             &v->workers[w], f) < 0) {
+        if (spade_worker_load_begin_poisoned(sb, filename, source, len, v->poison[w], &v->workers[w], f) < 0) {
             spade_vecenv_free(v);
             return -1;
         }
@@ -716,25 +718,29 @@ int spade_vecenv_text_some(spade_vecenv *v, int n, const int *envs, int solve, s
     return rc;
 }
 
-int spade_vecenv_set_poison(spade_vecenv *v, uint64_t poison, spade_failure *f)
+int spade_vecenv_set_poison(spade_vecenv *v, int worker, uint64_t poison, spade_failure *f)
 {
     if (venter(v, f) < 0)
         return -1;
     if (v->pending)
         return spade_bad_call(f, "a step is in flight: call spade_vecenv_step_wait first");
+    if (worker < -1 || worker >= v->num_workers)
+        return spade_bad_call(f, "worker %d out of range [-1, %d)", worker, v->num_workers);
     spade_failure g;
     for (int w = 0; w < v->num_workers; w++) {
+        if (worker >= 0 && w != worker)
+            continue;
         int id = v->count[w] ? v->wids[w][0] : 0;
         uint32_t op = SPADE_OP_POISON;
-        uint64_t seed = poison ? poison + (uint64_t)w : 0;
+        uint64_t seed = worker >= 0 ? poison : poison ? poison + (uint64_t)w : 0;
         spade_step_result r;
         if (spade_worker_batch_send(v->workers[w], 1, &id, &op, &seed, NULL, NULL, &g) < 0 ||
             spade_worker_batch_recv(v->workers[w], &r, &g) < 0) {
             spade_failure_prefix(&g, "vecenv");
             return vfail(v, &g, f);
         }
+        v->poison[w] = seed;
     }
-    v->poison = poison;
     return 0;
 }
 
@@ -802,7 +808,7 @@ int spade_vecenv_revive(spade_vecenv *v, spade_failure *f)
         if (v->workers[w])
             continue;
         if (spade_worker_load_begin_poisoned(v->sb, v->filename, v->source, v->source_len,
-                                             v->poison ? v->poison + (uint64_t)w : 0, &v->workers[w], &g) < 0) {
+                                             v->poison[w], &v->workers[w], &g) < 0) {
             v->workers[w] = NULL;
             if (!rc)
                 first = g;
