@@ -74,7 +74,7 @@ typedef struct live {
 } live;
 
 /* A vector env and the specs that play on it: one of its own per spec, or
- * one of the caller's (spec.vec) shared by the specs that name it. */
+ * one of the caller's (opts.places) shared by the specs placed on it. */
 typedef struct grprt {
     int loaded, broken, borrowed;
     spade_failure fail;

@@ -21,6 +21,10 @@
  * spade_vecenv_revive loads the dead workers again (their envs then need a
  * reset; the envs of the workers that lived keep their episodes), or the
  * caller frees the vector.
+ * Blocks: _add_block appends envs of another params setting to the same
+ * workers (each env keeps its own values, for a revive). _text_some fetches
+ * hints or SOLVE's actions as batch items; _set_poison switches a worker's
+ * poison with a batch item too.
  * What it is not: a trainer's rollout buffer; results point into the workers'
  * buffers and are valid until the next call on the vector.
  */
@@ -256,10 +260,10 @@ int spade_vecenv_new_poisoned(spade_sandbox *sb, const char *filename, const cha
     v->acts = calloc((size_t)per, sizeof *v->acts);
     v->lens = calloc((size_t)per, sizeof *v->lens);
     v->poison = calloc((size_t)num_workers, sizeof *v->poison);
-    if (!v->poison || !v->filename || !v->source || !v->workers || !v->envs || !v->wids || !v->res || !v->bat_n || !v->bat_envs ||
+    if (!v->filename || !v->source || !v->workers || !v->envs || !v->wids || !v->res || !v->bat_n || !v->bat_envs ||
         !v->bat_ids || !v->count || !v->local_id || !v->episode || !v->ended || !v->begun || !v->resetting ||
         !v->seed_of || !v->sel || !v->pos_of || !v->act_of || !v->len_of || !v->ops || !v->seeds || !v->acts ||
-        !v->lens)
+        !v->lens || !v->poison)
         goto oom;
     for (int i = 0; i < num_envs; i++)
         v->count[i % num_workers]++;
