@@ -1,8 +1,10 @@
 /* gates.c — the validation gates (gates.h), over the episode layer.
  *
  * What it is not: a second episode loop. Every play goes through
- * spade_episodes_play with an agent of core/agents.h (or the probe agent
- * here, which answers each episode with its own probe).
+ * spade_episodes_play with agents of core/agents.h (or the probe agent here,
+ * which answers each episode with its own probe), several gates' agents in
+ * one run through the mux agent below, on one vector env of two workers that
+ * every gate shares.
  */
 #include "designer/gates.h"
 

@@ -70,7 +70,7 @@ typedef struct spade_gate_opts {
     const char *const *ref_names;
     int n_refs, dim;
     int stop_at_first;     /* the loop: skip the rest after a failure (0: run every gate that can run) */
-    int max_live;          /* episodes live at once (32) */
+    int max_live;          /* episodes live at once per gate (32; gates sharing a run add theirs) */
 } spade_gate_opts;
 void spade_gate_opts_default(spade_gate_opts *o);
 
