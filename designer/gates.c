@@ -285,9 +285,7 @@ static int play(spade_sandbox *sb, gplay *r, const spade_gate_opts *o, spade_ep_
         eo.on_event = on_event;
         eo.ctx = tr;
     }
-    double T0 = now_s();
     rc = spade_episodes_play(sb, r->spec, r->ns, r->req, r->n, &ag, &eo, out, err, errlen) < 0 ? -1 : 0;
-    if (getenv("GT") && out) { long st = 0; for (long i = 0; i < r->n; i++) st += out[i].steps; fprintf(stderr, "  play %d agents %ld eps %ld steps %.2f ms\n", r->m.n, r->n, st, 1e3 * (now_s() - T0)); }
 done:
     clear(r);
     return rc;
