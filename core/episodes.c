@@ -501,6 +501,10 @@ static int load_spec(run *R, int s)
         if (pl) {
             G->v = pl->vec;
             G->borrowed = 1;
+            /* it may come failed from an earlier run or call (sticky: every
+             * call would return that failure without sending anything) */
+            if (spade_vecenv_revive(G->v, &G->fail) < 0)
+                G->broken = 1;
         } else if (spade_vecenv_new_poisoned(R->sb, sp->filename, sp->source, sp->len, sp->params, E->nslots,
                                              R->o.workers, SPADE_AUTORESET_DISABLED, R->o.poison, &G->v,
                                              &G->fail) < 0) {

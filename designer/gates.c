@@ -310,6 +310,7 @@ static void corner(const spade_param_info *p, int max, char *buf, size_t cap) {
 #define DET_POISON 0x5eed0001ULL
 #define DET_SEEDS 6
 #define LIMIT_SEEDS 4
+#define INST_BYTES (320L << 20)
 
 int spade_gates_run(spade_sandbox *sb, const char *filename, const char *src, size_t len, const spade_gate_opts *o,
                     spade_gate_report *rep, char *err, size_t errlen) {
@@ -346,11 +347,11 @@ int spade_gates_run(spade_sandbox *sb, const char *filename, const char *src, si
 
     /* The compile gate's vector serves every gate after it: two workers
      * (compiling at once), the determinism gates' pair. Env i is instance
-     * i / 2 of worker i % 2. Its first block, at the defaults, is as large as
-     * the gates that play at the defaults together (so none waits for a free
-     * instance). */
-    int n_default = N_PROBES * 2 + 4 * S;
-    if (n_default < 4 * DET_SEEDS) n_default = 4 * DET_SEEDS;
+     * i / 2 of worker i % 2. Its first block, at the defaults, holds the
+     * determinism gates' episodes; after them a second block at the defaults
+     * makes room for the gates that play at the defaults together (so none
+     * waits for a free instance), as far as the state's size allows. */
+    int n_default = 4 * DET_SEEDS;
     spade_failure f;
     if (spade_vecenv_new_poisoned(sb, filename, src, len, NULL, n_default, 2, SPADE_AUTORESET_DISABLED, DET_POISON, &V,
                                   &f) < 0) {
@@ -391,6 +392,23 @@ int spade_gates_run(spade_sandbox *sb, const char *filename, const char *src, si
         spade_vecenv_set_poison(V, -1, 0, &ignore);
     }
 
+    /* What a worker may hold: as many instances as the old gates' largest
+     * play held of the largest state (20 of 16 MiB), or more of a smaller
+     * one. The corners share the workers when they fit, else each plays on a
+     * vector of its own (as the old gates did); the second default block
+     * takes the room left, and the gates' episodes queue for what it lacks. */
+    long per_worker = (long)(INST_BYTES / (info->state_size ? info->state_size : 1));
+    int shared_corners = 2 * DET_SEEDS + 2L * info->n_params * LIMIT_SEEDS <= per_worker;
+    long room = per_worker - 2 * DET_SEEDS - (shared_corners ? 2L * info->n_params * LIMIT_SEEDS : 0);
+    long extra = N_PROBES * 2 + 4L * S - n_default;
+    if (extra > 2 * room) extra = 2 * room;
+    if (extra > 0) {
+        int first;
+        spade_failure ignore;
+        if (spade_vecenv_add_block(V, NULL, (int)extra, &first, &ignore) == 0) n_default += (int)extra;
+        /* else the vector is failed: the next play revives it (with the first block only) */
+    }
+
     /* limits: random and SOLVE at the defaults and at every param's min and
      * max (a block of instances each, in both workers) */
     {
@@ -402,7 +420,9 @@ int spade_gates_run(spade_sandbox *sb, const char *filename, const char *src, si
             char p[256];
             int first;
             corner(&info->params[(c - 1) / 2], (c - 1) % 2, p, sizeof p);
-            if (spade_vecenv_add_block(V, p, 2 * LIMIT_SEEDS, &first, &f) < 0) {
+            if (!shared_corners) {
+                spec[c] = add_spec(r, filename, src, len, p, NULL, 0, 2 * LIMIT_SEEDS);
+            } else if (spade_vecenv_add_block(V, p, 2 * LIMIT_SEEDS, &first, &f) < 0) {
                 snprintf(lerr, sizeof lerr, "%s at %.200s: %.700s", spade_outcome_name(f.outcome), p, f.message);
                 ok = 0;
             } else {

@@ -30,3 +30,4 @@ tests_test_gates_fast_SOURCES = tests/test_gates_fast.c tests/gates_ref.c $(desi
 	tests/testutil.h
 tests_test_gates_fast_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_gates_fast_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
+EXTRA_DIST += tests/envs/gate_bigstate.c

@@ -5,7 +5,8 @@
  * for all ten, param corners as instance blocks, the gates sharing runs)
  * give the report the slow reference gives (tests/gates_ref.c: a vector env
  * per play and per corner, one play per gate), on stdenv environments and
- * on every crafted gate_*.c, with and without stop_at_first; (2) a block of
+ * on every crafted gate_*.c (gate_bigstate's 16 MiB state too, whose corners
+ * do not fit the shared workers), with and without stop_at_first; (2) a block of
  * instances added to a vector env plays with its own params, in one worker
  * or several, and a revive gives each env its own params back; (3) hints and
  * SOLVE's actions fetched in one batch equal those fetched one at a time,
@@ -14,7 +15,8 @@
  * determinism gates' premise), the poison can be switched off and on again,
  * and on again it gives the same garbage; (5) the episode layer on a
  * caller's vector env (places) plays exactly what it plays on its own, and
- * per-episode wants fetch SOLVE only where asked.
+ * per-episode wants fetch SOLVE only where asked, and a vector that comes
+ * failed (sticky) from an earlier call is revived before the run plays on it.
  * What it is not: a benchmark (bench/bench_gates measures the speed).
  */
 #include <check.h>
@@ -67,11 +69,11 @@ START_TEST(the_fast_gates_report_what_the_reference_reports) {
     static const char *const envs[] = {
         "stdenv/carry_add", "stdenv/nim", "stdenv/maze", "stdenv/bank", "stdenv/tictactoe", "gate_badsolve",
         "gate_bigret", "gate_coin", "gate_crashmax", "gate_direction", "gate_emptywin", "gate_global",
-        "gate_hintanswer", "gate_impossible", "gate_probecrash", "gate_stepglobal", "check_extreme",
+        "gate_hintanswer", "gate_impossible", "gate_probecrash", "gate_stepglobal", "check_extreme", "gate_bigstate",
     };
     for (size_t e = 0; e < sizeof envs / sizeof *envs; e++)
         for (int stop = 0; stop < 2; stop++) {
-            if (stop && strncmp(envs[e], "gate_", 5)) continue;
+            if (stop && (strncmp(envs[e], "gate_", 5) || !strcmp(envs[e], "gate_bigstate"))) continue;
             size_t len;
             char *src = env_src(envs[e], &len), err[1024], ta[8192], tb[8192];
             spade_gate_opts o;
@@ -310,6 +312,37 @@ START_TEST(places_play_what_own_vectors_play) {
 }
 END_TEST
 
+START_TEST(a_failed_vector_is_revived_before_a_run) {
+    size_t len;
+    char *src = env_src("gate_crashmax", &len), err[1024];
+    spade_vecenv *v;
+    spade_failure f;
+    int first;
+    ck_assert_int_eq(spade_vecenv_new(sb, "gate_crashmax.c", src, len, NULL, 4, 2, SPADE_AUTORESET_DISABLED, &v, &f), 0);
+    ck_assert_int_eq(spade_vecenv_add_block(v, "n=9", 2, &first, &f), 0);
+    /* env first + 1 is worker 1's: it crashes, worker 0 lives, and the vector is failed */
+    uint64_t seed = 1;
+    spade_step_result r;
+    int env = first + 1;
+    ck_assert_int_eq(spade_vecenv_reset_some(v, 1, &env, &seed, &r, &f), -1);
+    ck_assert(spade_vecenv_env_lost(v, 1) && !spade_vecenv_env_lost(v, 0));
+    spade_ep_spec spec = {"gate_crashmax.c", src, len, NULL, 0};
+    spade_ep_place place = {v, 0, 4};
+    spade_ep_request req[6];
+    for (int i = 0; i < 6; i++) req[i] = (spade_ep_request){0, 10 + (uint64_t)i, 0};
+    spade_episodes_opts eo;
+    spade_episodes_opts_default(&eo);
+    eo.places = &place;
+    spade_ep_outcome out[6];
+    spade_agent *a = spade_agent_noop();
+    ck_assert_msg(spade_episodes_play(sb, &spec, 1, req, 6, a, &eo, out, err, sizeof err) == 0, "%s", err);
+    spade_agent_free(a);
+    for (int i = 0; i < 6; i++) ck_assert_msg(out[i].end == SPADE_EP_TERMINATED, "episode %d: %s", i, spade_ep_end_name(out[i].end));
+    spade_vecenv_free(v);
+    free(src);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("gates_fast");
     TCase *t = tcase_create("core");
@@ -320,6 +353,7 @@ int main(void) {
     tcase_add_test(t, hints_and_solves_in_one_batch);
     tcase_add_test(t, two_poisoned_workers_hold_different_garbage);
     tcase_add_test(t, places_play_what_own_vectors_play);
+    tcase_add_test(t, a_failed_vector_is_revived_before_a_run);
     suite_add_tcase(s, t);
     return tu_run(s);
 }
