@@ -410,7 +410,7 @@ int spade_gates_run(spade_sandbox *sb, const char *filename, const char *src, si
     }
 
     /* limits: random and SOLVE at the defaults and at every param's min and
-     * max (a block of instances each, in both workers) */
+     * max (a block of instances each, in both workers, or a vector each) */
     {
         long n = 0, half = 0;
         int ok = 1, ns = 1 + 2 * info->n_params, spec[2 * SPADE_INFO_MAX_PARAMS + 1];
