@@ -6,7 +6,8 @@
  * same run. Issue 9's target: gates + paired plays <= 10 ms an environment.
  * What it is not: a benchmark of the policy's time in the paired plays (that
  * is the model's, bench/bench_rollout).
- * Run: ./bench/bench_gates [REPS]   (from the build directory)
+ * Run: ./bench/bench_gates [REPS [ENV...]]   (from the build directory; the
+ * ENVs, stdenv names, replace the five, e.g. to profile one)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +28,9 @@ static double now_s(void) {
 
 int main(int argc, char **argv) {
     int reps = argc > 1 ? atoi(argv[1]) : 5;
-    static const char *const names[] = {"carry_add", "nim", "maze", "bank", "tictactoe"};
+    static const char *const five[] = {"carry_add", "nim", "maze", "bank", "tictactoe"};
+    const char *const *names = argc > 2 ? (const char *const *)argv + 2 : five;
+    size_t n_names = argc > 2 ? (size_t)(argc - 2) : sizeof five / sizeof *five;
     char err[2048];
     spade_sandbox *sb;
     if (spade_sandbox_new(&sb, NULL, err, sizeof err) < 0) {
@@ -40,7 +43,7 @@ int main(int argc, char **argv) {
     if (la) fclose(la);
     printf("bench_gates: best of %d, load average %s\n", reps, load);
     printf("%-10s %10s %10s %12s %10s %8s\n", "env", "load ms", "gates ms", "paired ms", "total ms", "/ load");
-    for (size_t e = 0; e < sizeof names / sizeof *names; e++) {
+    for (size_t e = 0; e < n_names; e++) {
         char path[4096], *src = NULL;
         size_t len;
         spade_data_path("stdenv", path, sizeof path);

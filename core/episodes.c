@@ -59,6 +59,7 @@ typedef struct live {
     void *state;
     strbuf obs, hint, solve;
     int has_hint, has_solve;
+    unsigned wants; /* SPADE_AGENT_WANTS_* for this episode */
     /* every action played, for replays (the last is the one in flight during
      * a step): hbuf holds them end to end, hoff[k] where action k ends */
     char *hbuf;
@@ -72,10 +73,18 @@ typedef struct live {
     int flag;
 } live;
 
-typedef struct envrt {
-    int loaded, broken;
+/* A vector env and the specs that play on it: one of its own per spec, or
+ * one of the caller's (opts.places) shared by the specs placed on it. */
+typedef struct grprt {
+    int loaded, broken, borrowed;
     spade_failure fail;
     spade_vecenv *v;
+} grprt;
+
+typedef struct envrt {
+    int loaded;
+    int group; /* index into run.grp */
+    int off;   /* slot k of this spec is env off + k of the group's vector */
     const spade_env_info *info;
     int nslots;
     int *slot_of; /* [nslots] live index or -1 */
@@ -87,6 +96,8 @@ typedef struct run {
     const spade_ep_spec *specs;
     int n_specs;
     envrt *env;
+    grprt *grp;
+    int n_grp;
     spade_agent *agent;
     spade_episodes_opts o;
     live *L;
@@ -268,7 +279,7 @@ static int finish(run *R, int li, spade_ep_end end, const spade_failure *g, cons
     e->state = NULL;
     envrt *E = &R->env[e->spec];
     if (e->slot >= 0 && E->slot_of) {
-        E->slot_of[e->slot] = -1;
+        E->slot_of[e->slot - E->off] = -1;
         E->nfree++;
     }
     e->slot = -1;
@@ -350,7 +361,7 @@ enum { OP_RESET, OP_STEP, OP_TEXT };
 static int replay(run *R, int li, spade_step_result *r, spade_failure *g)
 {
     live *e = &R->L[li];
-    spade_vecenv *v = R->env[e->spec].v;
+    spade_vecenv *v = R->grp[R->env[e->spec].group].v;
     if (spade_vecenv_reset_some(v, 1, &e->slot, &e->seed, r, g) < 0)
         return -1;
     for (int k = 0; k < e->hist_n; k++) {
@@ -363,9 +374,9 @@ static int replay(run *R, int li, spade_step_result *r, spade_failure *g)
     return 0;
 }
 
-static int revive(run *R, int spec, spade_failure *g)
+static int revive(run *R, int grp, spade_failure *g)
 {
-    envrt *E = &R->env[spec];
+    grprt *E = &R->grp[grp];
     if (spade_vecenv_revive(E->v, g) == 0)
         return 0;
     E->broken = 1;
@@ -373,11 +384,16 @@ static int revive(run *R, int spec, spade_failure *g)
     return -1;
 }
 
-/* The failure g ended op on spec's vector; flag of the live episodes marks
- * the ones that took part and whose result is unknown. */
-static int recover(run *R, int spec, int op, const spade_failure *g)
+static int group_of(const run *R, const live *e)
 {
-    envrt *E = &R->env[spec];
+    return R->env[e->spec].group;
+}
+
+/* The failure g ended op on group grp's vector; flag of the live episodes
+ * marks the ones that took part and whose result is unknown. */
+static int recover(run *R, int grp, int op, const spade_failure *g)
+{
+    grprt *E = &R->grp[grp];
     if (g->outcome == SPADE_OUT_BAD_CALL) {
         spade_errf(R->err, R->errlen, "episodes: internal error: %s", g->message);
         return -1;
@@ -386,7 +402,7 @@ static int recover(run *R, int spec, int op, const spade_failure *g)
     int n_sus = 0;
     for (int k = 0; k < R->n_order; k++) {
         live *e = &R->L[R->order[k]];
-        if (e->spec != spec || e->phase == PH_FREE || e->slot < 0)
+        if (group_of(R, e) != grp || e->phase == PH_FREE || e->slot < 0)
             continue;
         if (e->flag == 1)
             n_sus++;
@@ -396,7 +412,7 @@ static int recover(run *R, int spec, int op, const spade_failure *g)
     int blame = -1;
     if (n_sus == 1)
         for (int k = 0; k < R->n_order; k++)
-            if (R->L[R->order[k]].flag == 1 && R->L[R->order[k]].spec == spec)
+            if (R->L[R->order[k]].flag == 1 && group_of(R, &R->L[R->order[k]]) == grp)
                 blame = R->order[k];
     if (blame >= 0) {
         R->L[blame].flag = 0;
@@ -404,13 +420,13 @@ static int recover(run *R, int spec, int op, const spade_failure *g)
             return -1;
     }
     spade_failure h;
-    int rv = revive(R, spec, &h);
+    int rv = revive(R, grp, &h);
     /* one at a time, in episode order; a replay that fails kills its worker
      * again, so the episodes restored there are flagged to be restored again */
     for (;;) {
         int li = -1;
         for (int k = 0; k < R->n_order && li < 0; k++)
-            if (R->L[R->order[k]].flag && R->L[R->order[k]].spec == spec)
+            if (R->L[R->order[k]].flag && group_of(R, &R->L[R->order[k]]) == grp)
                 li = R->order[k];
         if (li < 0)
             break;
@@ -438,10 +454,10 @@ static int recover(run *R, int spec, int op, const spade_failure *g)
                 return -1;
             for (int k = 0; k < R->n_order; k++) {
                 live *x = &R->L[R->order[k]];
-                if (x->spec == spec && !x->flag && x->phase != PH_RESET && spade_vecenv_env_lost(E->v, x->slot))
+                if (group_of(R, x) == grp && !x->flag && x->phase != PH_RESET && spade_vecenv_env_lost(E->v, x->slot))
                     x->flag = 2;
             }
-            rv = revive(R, spec, &h);
+            rv = revive(R, grp, &h);
             continue;
         }
         if (!suspect)
@@ -468,7 +484,11 @@ static int load_spec(run *R, int s)
         return 0;
     E->loaded = 1;
     const spade_ep_spec *sp = &R->specs[s];
+    const spade_ep_place *pl = R->o.places && R->o.places[s].vec ? &R->o.places[s] : NULL;
+    grprt *G = &R->grp[E->group];
     long want = sp->expected > 0 && sp->expected < R->max_live ? sp->expected : R->max_live;
+    if (pl)
+        want = pl->count;
     E->nslots = (int)want;
     E->slot_of = malloc((size_t)E->nslots * sizeof *E->slot_of);
     if (!E->slot_of)
@@ -476,13 +496,24 @@ static int load_spec(run *R, int s)
     for (int i = 0; i < E->nslots; i++)
         E->slot_of[i] = -1;
     E->nfree = E->nslots;
-    if (spade_vecenv_new_poisoned(R->sb, sp->filename, sp->source, sp->len, sp->params, E->nslots, R->o.workers,
-                                  SPADE_AUTORESET_DISABLED, R->o.poison, &E->v, &E->fail) < 0) {
-        E->broken = 1;
-        E->v = NULL;
-        return 0;
+    if (!G->loaded) {
+        G->loaded = 1;
+        if (pl) {
+            G->v = pl->vec;
+            G->borrowed = 1;
+            /* it may come failed from an earlier run or call (sticky: every
+             * call would return that failure without sending anything) */
+            if (spade_vecenv_revive(G->v, &G->fail) < 0)
+                G->broken = 1;
+        } else if (spade_vecenv_new_poisoned(R->sb, sp->filename, sp->source, sp->len, sp->params, E->nslots,
+                                             R->o.workers, SPADE_AUTORESET_DISABLED, R->o.poison, &G->v,
+                                             &G->fail) < 0) {
+            G->broken = 1;
+            G->v = NULL;
+        }
     }
-    E->info = spade_vecenv_info(E->v);
+    if (G->v)
+        E->info = spade_vecenv_info(G->v);
     return 0;
 }
 
@@ -507,9 +538,9 @@ static int fill(run *R, spade_ep_next_fn next, void *next_ctx)
         if (load_spec(R, s) < 0)
             return -1;
         envrt *E = &R->env[s];
-        if (E->broken) {
+        if (R->grp[E->group].broken) {
             R->have_req = 0;
-            if (fail_unplaced(R, R->req_ep, &R->req, &E->fail) < 0)
+            if (fail_unplaced(R, R->req_ep, &R->req, &R->grp[E->group].fail) < 0)
                 return -1;
             continue;
         }
@@ -525,12 +556,13 @@ static int fill(run *R, spade_ep_next_fn next, void *next_ctx)
         e->phase = PH_RESET;
         e->episode = R->req_ep;
         e->spec = s;
-        e->slot = slot;
+        e->slot = E->off + slot;
         e->seed = R->req.seed;
         e->hint_req = R->req.hint != 0;
         e->steps = 0;
         e->ret = e->reward = 0;
         e->has_hint = e->has_solve = 0;
+        e->wants = R->o.wants && e->episode < R->o.n_wants ? R->o.wants[e->episode] : R->agent->wants;
         e->hist_n = 0;
     e->hlen = 0;
     e->unreplayable = 0;
@@ -545,14 +577,14 @@ static int fill(run *R, spade_ep_next_fn next, void *next_ctx)
 
 static int do_resets(run *R)
 {
-    for (int s = 0; s < R->n_specs; s++) {
-        envrt *E = &R->env[s];
+    for (int s = 0; s < R->n_grp; s++) {
+        grprt *E = &R->grp[s];
         if (!E->v)
             continue;
         int n = 0;
         for (int k = 0; k < R->n_order; k++) {
             live *e = &R->L[R->order[k]];
-            if (e->spec == s && e->phase == PH_RESET) {
+            if (group_of(R, e) == s && e->phase == PH_RESET) {
                 R->who[n] = R->order[k];
                 R->ids[n] = e->slot;
                 R->seeds[n] = e->seed;
@@ -590,7 +622,7 @@ static int do_resets(run *R)
 static int text_of(run *R, int li, int solve, strbuf *buf, int *ok)
 {
     live *e = &R->L[li];
-    envrt *E = &R->env[e->spec];
+    grprt *E = &R->grp[group_of(R, e)];
     const char *t;
     size_t n;
     spade_failure g;
@@ -604,28 +636,80 @@ static int text_of(run *R, int li, int solve, strbuf *buf, int *ok)
     }
     clear_flags(R);
     e->flag = 1;
-    return recover(R, e->spec, OP_TEXT, &g);
+    return recover(R, group_of(R, e), OP_TEXT, &g);
+}
+
+/* The hints of the episodes starting that need one (solve 0), or SOLVE's
+ * actions for the ready episodes whose agent wants them (solve 1): one batch
+ * per worker instead of a round trip each. After a failure the episodes of
+ * the dead worker are rebuilt (recover) and the one-at-a-time calls of
+ * do_begins and do_solves fetch what is missing, so the episode whose text
+ * kills its worker is the one blamed, as before. */
+static int prefetch(run *R, int solve)
+{
+    for (int s = 0; s < R->n_grp; s++) {
+        grprt *G = &R->grp[s];
+        if (!G->v)
+            continue;
+        int n = 0;
+        for (int k = 0; k < R->n_order; k++) {
+            int li = R->order[k];
+            live *e = &R->L[li];
+            if (group_of(R, e) != s)
+                continue;
+            int need = solve ? e->phase == PH_READY && !e->has_solve && (e->wants & SPADE_AGENT_WANTS_SOLVE) &&
+                                   R->env[e->spec].info->has_solve
+                             : e->phase == PH_HINT && !e->has_hint && !(R->o.hints && R->o.hints[e->spec]) &&
+                                   ((e->wants & SPADE_AGENT_WANTS_HINT) || e->hint_req);
+            if (!need)
+                continue;
+            R->who[n] = li;
+            R->ids[n] = e->slot;
+            n++;
+        }
+        if (n < 2)
+            continue; /* one: the one-at-a-time call costs the same */
+        spade_failure g;
+        if (spade_vecenv_text_some(G->v, n, R->ids, solve, R->res, &g) == 0) {
+            for (int j = 0; j < n; j++) {
+                live *e = &R->L[R->who[j]];
+                if (sb_set(solve ? &e->solve : &e->hint, R->res[j].obs, R->res[j].obs_len) < 0)
+                    return oom(R);
+                if (solve)
+                    e->has_solve = 1;
+                else
+                    e->has_hint = 1;
+            }
+            continue;
+        }
+        clear_flags(R);
+        for (int j = 0; j < n; j++)
+            if (g.outcome == SPADE_OUT_BAD_CALL || spade_vecenv_env_lost(G->v, R->ids[j]))
+                R->L[R->who[j]].flag = 1;
+        if (recover(R, s, OP_TEXT, &g) < 0)
+            return -1;
+    }
+    return 0;
 }
 
 /* New episodes: the hint when wanted, appended for a hint episode; then the
  * agent's begin. */
 static int do_begins(run *R)
 {
-    int want_hint = (R->agent->wants & SPADE_AGENT_WANTS_HINT) != 0;
     for (int k = 0; k < R->n_order; k++) {
         int li = R->order[k];
         live *e = &R->L[li];
         if (e->phase != PH_HINT)
             continue;
-        if (want_hint || e->hint_req) {
+        if ((e->wants & SPADE_AGENT_WANTS_HINT) || e->hint_req) {
             const char *given = R->o.hints ? R->o.hints[e->spec] : NULL;
             if (given) { /* the run's hint for this spec, not the environment's */
                 size_t n = R->o.hint_lens ? R->o.hint_lens[e->spec] : strlen(given);
                 if (sb_set(&e->hint, given, n) < 0)
                     return oom(R);
             } else {
-                int ok;
-                if (text_of(R, li, 0, &e->hint, &ok) < 0)
+                int ok = 1;
+                if (!e->has_hint && text_of(R, li, 0, &e->hint, &ok) < 0)
                     return -1;
                 if (!ok) {
                     k = -1; /* the order changed: start over (begun ones are skipped) */
@@ -660,12 +744,11 @@ static int do_begins(run *R)
 
 static int do_solves(run *R)
 {
-    if (!(R->agent->wants & SPADE_AGENT_WANTS_SOLVE))
-        return 0;
     for (int k = 0; k < R->n_order; k++) {
         int li = R->order[k];
         live *e = &R->L[li];
-        if (e->phase != PH_READY || e->has_solve || !R->env[e->spec].info->has_solve)
+        if (e->phase != PH_READY || e->has_solve || !(e->wants & SPADE_AGENT_WANTS_SOLVE) ||
+            !R->env[e->spec].info->has_solve)
             continue;
         int ok;
         if (text_of(R, li, 1, &e->solve, &ok) < 0)
@@ -763,8 +846,8 @@ static int do_steps(run *R)
     int *sent = R->sent, *start = R->start;
     spade_failure *gs = R->gs;
     int n = 0;
-    for (int s = 0; s < R->n_specs; s++) {
-        envrt *E = &R->env[s];
+    for (int s = 0; s < R->n_grp; s++) {
+        grprt *E = &R->grp[s];
         start[s] = n;
         sent[s] = 0;
         if (!E->v)
@@ -773,7 +856,7 @@ static int do_steps(run *R)
         for (int k = 0; k < R->n_order; k++) {
             int li = R->order[k];
             live *e = &R->L[li];
-            if (e->spec != s || e->flag != 3)
+            if (group_of(R, e) != s || e->flag != 3)
                 continue;
             R->who[n] = li;
             R->ids[n] = e->slot;
@@ -788,11 +871,11 @@ static int do_steps(run *R)
                       ? 1
                       : -1;
     }
-    start[R->n_specs] = n;
-    for (int s = 0; s < R->n_specs; s++) {
+    start[R->n_grp] = n;
+    for (int s = 0; s < R->n_grp; s++) {
         if (!sent[s])
             continue;
-        envrt *E = &R->env[s];
+        grprt *E = &R->grp[s];
         int first = start[s], cnt = start[s + 1] - first;
         int rc = sent[s] > 0 ? spade_vecenv_step_wait(E->v, R->res + first, &gs[s]) : -1;
         /* a failed send leaves no result known; a failed wait, those of the
@@ -825,10 +908,12 @@ static void free_run(run *R)
         free(e->hbuf);
         free(e->hoff);
     }
-    for (int s = 0; R->env && s < R->n_specs; s++) {
-        spade_vecenv_free(R->env[s].v);
+    for (int s = 0; R->env && s < R->n_specs; s++)
         free(R->env[s].slot_of);
-    }
+    for (int g = 0; R->grp && g < R->n_grp; g++)
+        if (!R->grp[g].borrowed)
+            spade_vecenv_free(R->grp[g].v);
+    free(R->grp);
     for (long k = 0; k < R->held_cap; k++)
         free(R->held[k]);
     free(R->held);
@@ -882,6 +967,7 @@ int spade_episodes_run(spade_sandbox *sb, const spade_ep_spec *specs, int n_spec
     R.max_live = R.o.max_live;
     size_t m = (size_t)R.max_live;
     R.env = calloc(n_specs > 0 ? (size_t)n_specs : 1, sizeof *R.env);
+    R.grp = calloc(n_specs > 0 ? (size_t)n_specs : 1, sizeof *R.grp);
     R.L = calloc(m, sizeof *R.L);
     R.order = calloc(m, sizeof *R.order);
     R.views = calloc(m, sizeof *R.views);
@@ -898,19 +984,39 @@ int spade_episodes_run(spade_sandbox *sb, const spade_ep_spec *specs, int n_spec
     R.start = calloc(ns, sizeof *R.start);
     R.gs = calloc(ns, sizeof *R.gs);
     int rc = -1;
-    if (!R.env || !R.L || !R.order || !R.views || !R.acts || !R.ids || !R.seeds || !R.act_p || !R.act_l ||
+    if (!R.env || !R.grp || !R.L || !R.order || !R.views || !R.acts || !R.ids || !R.seeds || !R.act_p || !R.act_l ||
         !R.who || !R.who2 || !R.res || !R.sent || !R.start || !R.gs) {
         oom(&R);
         goto out;
     }
     for (int i = 0; i < R.max_live; i++)
         R.L[i].slot = -1;
+    /* groups: a spec of its own, or the first spec naming the same caller's vector */
+    for (int s = 0; s < n_specs; s++) {
+        const spade_ep_place *sp = R.o.places && R.o.places[s].vec ? &R.o.places[s] : NULL;
+        R.env[s].group = -1;
+        if (sp) {
+            int ne = spade_vecenv_num_envs(sp->vec);
+            if (sp->count < 1 || sp->first < 0 || sp->first > ne - sp->count) {
+                spade_errf(err, errlen, "episodes: spec %d: envs [%d, %d) of a vector of %d", s, sp->first,
+                           sp->first + sp->count, ne);
+                goto out;
+            }
+            R.env[s].off = sp->first;
+            for (int t = 0; t < s && R.env[s].group < 0; t++)
+                if (R.o.places[t].vec == sp->vec)
+                    R.env[s].group = R.env[t].group;
+        }
+        if (R.env[s].group < 0)
+            R.env[s].group = R.n_grp++;
+    }
     for (;;) {
         if (stopped(&R)) {
             rc = SPADE_EPISODES_STOPPED;
             break;
         }
-        if (fill(&R, next, next_ctx) < 0 || do_resets(&R) < 0 || do_begins(&R) < 0 || do_solves(&R) < 0)
+        if (fill(&R, next, next_ctx) < 0 || do_resets(&R) < 0 || prefetch(&R, 0) < 0 || do_begins(&R) < 0 ||
+            prefetch(&R, 1) < 0 || do_solves(&R) < 0)
             goto out;
         if (R.n_order == 0 && R.queue_done && !R.have_req) {
             rc = SPADE_EPISODES_DONE;

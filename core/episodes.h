@@ -53,6 +53,18 @@ typedef struct spade_ep_spec {
     long expected;
 } spade_ep_spec;
 
+/* Where a spec plays when the caller brings the vector env (episodes opts
+ * `places`): envs [first, first + count) of vec, one episode at a time each.
+ * The caller made vec (auto-reset disabled) from the spec's source and params
+ * (spade_vecenv_add_block for several settings of one source); the run only
+ * resets and steps those envs, and revives vec when a worker dies. Specs
+ * placed on the same vector share its batches. vec outlives the run, so
+ * several runs reuse one spawn and compile per worker (the designer's gates). */
+typedef struct spade_ep_place {
+    spade_vecenv *vec;
+    int first, count;
+} spade_ep_place;
+
 typedef struct spade_ep_request {
     int spec;      /* index into the run's specs */
     uint64_t seed; /* the environment's reset seed */
@@ -177,6 +189,15 @@ typedef struct spade_episodes_opts {
      * self-written hint (designer.hint = self, docs/selfplay.md) */
     const char *const *hints;
     const size_t *hint_lens;
+    /* [n_specs] or NULL: where each spec plays (a NULL vec: a vector env of
+     * the run's own, made from the spec and freed at the end) */
+    const spade_ep_place *places;
+    /* [n_wants] or NULL: what episode i wants (SPADE_AGENT_WANTS_*) instead of
+     * the agent's `wants` (an agent that plays episodes differently, SOLVE in
+     * some only, then fetches nothing for the others); later episodes get
+     * the agent's */
+    const unsigned char *wants;
+    long n_wants;
 } spade_episodes_opts;
 
 void spade_episodes_opts_default(spade_episodes_opts *o);

@@ -1,8 +1,10 @@
 /* gates.c — the validation gates (gates.h), over the episode layer.
  *
  * What it is not: a second episode loop. Every play goes through
- * spade_episodes_play with an agent of core/agents.h (or the probe agent
- * here, which answers each episode with its own probe).
+ * spade_episodes_play with agents of core/agents.h (or the probe agent here,
+ * which answers each episode with its own probe), several gates' agents in
+ * one run through the mux agent below, on one vector env of two workers that
+ * every gate shares.
  */
 #include "designer/gates.h"
 
@@ -74,40 +76,6 @@ static void on_event(void *ctx, const spade_ep_event *e) {
     if (e->kind == SPADE_EV_OBS) hash_bytes(h, &e->reward, sizeof e->reward);
 }
 
-/* Plays reqs through agent; out gets the outcomes. tr (may be NULL) the
- * traces; poison: the workers' fresh memory (0: off). */
-static int play_poisoned(spade_sandbox *sb, const spade_ep_spec *specs, int n_specs, const spade_ep_request *reqs,
-                         long n, spade_agent *agent, const spade_gate_opts *o, spade_ep_outcome *out, trace *tr,
-                         uint64_t poison, char *err, size_t errlen) {
-    spade_episodes_opts eo;
-    spade_episodes_opts_default(&eo);
-    eo.max_live = o->max_live;
-    eo.poison = poison;
-    /* every spec is the one source (at some params): one given hint for all */
-    const char *hints[2 * SPADE_INFO_MAX_PARAMS + 1];
-    size_t hint_lens[2 * SPADE_INFO_MAX_PARAMS + 1];
-    if (o->hint && n_specs <= (int)(sizeof hints / sizeof hints[0])) {
-        for (int s = 0; s < n_specs; s++) hints[s] = o->hint, hint_lens[s] = o->hint_len;
-        eo.hints = hints;
-        eo.hint_lens = hint_lens;
-    }
-    if (tr) {
-        for (long i = 0; i < n; i++) tr->h[i] = 1469598103934665603ULL;
-        eo.on_event = on_event;
-        eo.ctx = tr;
-    }
-    int rc = agent ? spade_episodes_play(sb, specs, n_specs, reqs, n, agent, &eo, out, err, errlen) : -1;
-    if (!agent) spade_errf(err, errlen, "out of memory for an agent");
-    if (agent) spade_agent_free(agent);
-    return rc < 0 ? -1 : 0;
-}
-
-static int play(spade_sandbox *sb, const spade_ep_spec *specs, int n_specs, const spade_ep_request *reqs, long n,
-                spade_agent *agent, const spade_gate_opts *o, spade_ep_outcome *out, trace *tr, char *err,
-                size_t errlen) {
-    return play_poisoned(sb, specs, n_specs, reqs, n, agent, o, out, tr, 0, err, errlen);
-}
-
 static const spade_ep_outcome *first_failure(const spade_ep_outcome *out, long n) {
     for (long i = 0; i < n; i++)
         if (out[i].end == SPADE_EP_FAILED) return &out[i];
@@ -156,6 +124,181 @@ static spade_agent *stop_agent(void) {
     return a;
 }
 
+/* ---- one run of several gates' episodes ----
+ * Each gate used to be a run of its own on vector envs of its own: two dozen
+ * worker spawns and compiles an environment, and as many rounds of batches
+ * as the gates' longest episodes added up. Now two workers serve every gate
+ * (the determinism gates' pair), the param corners are blocks of instances
+ * in them (spade_vecenv_add_block), and the gates that can share a run do:
+ * each gate's agent plays its own range of the run's episodes (the mux
+ * agent below), as if alone: it sees its episodes numbered from 0, and SOLVE
+ * or the hint is fetched only for the episodes of an agent that wants it. */
+
+#define MUX_MAX 6
+#define MAX_SPECS (2 * SPADE_INFO_MAX_PARAMS + 1)
+
+typedef struct mux {
+    int n;
+    spade_agent *a[MUX_MAX];
+    long base[MUX_MAX + 1]; /* agent k plays episodes [base[k], base[k + 1]) */
+    spade_ep_view *v;       /* scratch: one agent's share of a round */
+    spade_ep_act *act;
+    int *at, cap;
+} mux;
+
+static int agent_of(const mux *m, long episode) {
+    int k = 0;
+    while (k + 1 < m->n && episode >= m->base[k + 1]) k++;
+    return k;
+}
+
+static int mux_begin(void *ctx, const spade_ep_view *v, void **state, char *err, size_t errlen) {
+    mux *m = ctx;
+    int k = agent_of(m, v->episode);
+    if (!m->a[k]->begin) return 0;
+    spade_ep_view u = *v;
+    u.episode -= m->base[k];
+    return m->a[k]->begin(m->a[k]->ctx, &u, state, err, errlen);
+}
+
+static int mux_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *acts, char *err, size_t errlen) {
+    mux *m = ctx;
+    if (n > m->cap) {
+        spade_ep_view *v = realloc(m->v, (size_t)n * sizeof *v);
+        if (v) m->v = v;
+        spade_ep_act *a = realloc(m->act, (size_t)n * sizeof *a);
+        if (a) m->act = a;
+        int *at = realloc(m->at, (size_t)n * sizeof *at);
+        if (at) m->at = at;
+        if (!v || !a || !at) {
+            spade_errf(err, errlen, "gates: out of memory");
+            return -1;
+        }
+        m->cap = n;
+    }
+    for (int k = 0; k < m->n; k++) {
+        int c = 0;
+        for (int i = 0; i < n; i++)
+            if (agent_of(m, views[i].episode) == k) {
+                m->v[c] = views[i];
+                m->v[c].episode -= m->base[k];
+                m->act[c] = (spade_ep_act){0};
+                m->at[c++] = i;
+            }
+        if (!c) continue;
+        int rc = m->a[k]->act(m->a[k]->ctx, c, m->v, m->act, err, errlen);
+        if (rc) return rc;
+        for (int j = 0; j < c; j++) acts[m->at[j]] = m->act[j];
+    }
+    return 0;
+}
+
+static void mux_end(void *ctx, const spade_ep_view *v, void *state, const spade_ep_outcome *o) {
+    mux *m = ctx;
+    int k = agent_of(m, v->episode);
+    if (!m->a[k]->end) return;
+    spade_ep_view u = *v;
+    spade_ep_outcome p = *o;
+    u.episode -= m->base[k];
+    p.episode -= m->base[k];
+    m->a[k]->end(m->a[k]->ctx, &u, state, &p);
+}
+
+typedef struct gplay {
+    spade_ep_spec spec[MAX_SPECS];
+    spade_ep_place place[MAX_SPECS];
+    char params[MAX_SPECS][256];
+    int ns;
+    spade_ep_request *req; /* [cap] */
+    unsigned char *wants;  /* [cap] */
+    long n, cap;
+    int oom;
+    mux m;
+} gplay;
+
+static int add_spec(gplay *r, const char *file, const char *src, size_t len, const char *params, spade_vecenv *v,
+                    int first, int count) {
+    int s = r->ns++;
+    r->params[s][0] = 0;
+    if (params) snprintf(r->params[s], sizeof r->params[s], "%s", params);
+    r->spec[s] = (spade_ep_spec){file, src, len, params ? r->params[s] : NULL, count};
+    r->place[s] = (spade_ep_place){v, first, count};
+    return s;
+}
+
+/* The next requests are agent a's (taken over: freed by the play). */
+static void add_agent(gplay *r, spade_agent *a) {
+    if (!a || r->m.n == MUX_MAX) {
+        r->oom = 1;
+        spade_agent_free(a);
+        return;
+    }
+    r->m.base[r->m.n] = r->n;
+    r->m.a[r->m.n++] = a;
+}
+
+static void add_req(gplay *r, int spec, uint64_t seed) {
+    if (r->n == r->cap || !r->m.n) {
+        r->oom = 1;
+        return;
+    }
+    r->req[r->n] = (spade_ep_request){spec, seed, 0};
+    r->wants[r->n++] = (unsigned char)r->m.a[r->m.n - 1]->wants;
+}
+
+/* Empties r for the next play (its agents freed). */
+static void clear(gplay *r) {
+    for (int k = 0; k < r->m.n; k++) spade_agent_free(r->m.a[k]);
+    r->m.n = 0;
+    r->n = 0;
+    r->ns = 0;
+    r->oom = 0;
+}
+
+/* Plays r's requests into out (tr: their traces, may be NULL) and empties
+ * r for the next play. Each gate keeps max_live episodes of its own live at
+ * once, as when it ran alone. */
+static int play(spade_sandbox *sb, gplay *r, const spade_gate_opts *o, spade_ep_outcome *out, trace *tr, char *err,
+                size_t errlen) {
+    int rc = -1;
+    if (r->oom) {
+        spade_errf(err, errlen, "gates: out of memory for an agent or a request");
+        goto done;
+    }
+    r->m.base[r->m.n] = r->n;
+    spade_agent ag;
+    memset(&ag, 0, sizeof ag);
+    ag.name = "gates";
+    ag.ctx = &r->m;
+    ag.begin = mux_begin;
+    ag.act = mux_act;
+    ag.end = mux_end;
+    spade_episodes_opts eo;
+    spade_episodes_opts_default(&eo);
+    long live = (long)(o->max_live > 0 ? o->max_live : 32) * r->m.n;
+    eo.max_live = (int)(live < r->n ? live : r->n > 0 ? r->n : 1);
+    eo.places = r->place;
+    eo.wants = r->wants;
+    eo.n_wants = r->n;
+    /* every spec is the one source (at some params): one given hint for all */
+    const char *hints[MAX_SPECS];
+    size_t hint_lens[MAX_SPECS];
+    if (o->hint) {
+        for (int s = 0; s < r->ns; s++) hints[s] = o->hint, hint_lens[s] = o->hint_len;
+        eo.hints = hints;
+        eo.hint_lens = hint_lens;
+    }
+    if (tr) {
+        for (long i = 0; i < r->n && i < tr->n; i++) tr->h[i] = 1469598103934665603ULL;
+        eo.on_event = on_event;
+        eo.ctx = tr;
+    }
+    rc = spade_episodes_play(sb, r->spec, r->ns, r->req, r->n, &ag, &eo, out, err, errlen) < 0 ? -1 : 0;
+done:
+    clear(r);
+    return rc;
+}
+
 /* ---- the gates ---- */
 
 static double rate(const spade_ep_outcome *out, long n) {
@@ -164,22 +307,18 @@ static double rate(const spade_ep_outcome *out, long n) {
     return n ? (double)k / (double)n : 0;
 }
 
-/* A spec per param corner: defaults, then each param alone at its min and at its max. */
-static int corner_specs(const spade_env_info *info, const char *file, const char *src, size_t len, spade_ep_spec *specs,
-                        char (*params)[256]) {
-    int n = 0;
-    specs[n++] = (spade_ep_spec){file, src, len, NULL, 0};
-    for (int k = 0; k < info->n_params && n + 2 <= 2 * SPADE_INFO_MAX_PARAMS + 1; k++)
-        for (int m = 0; m < 2; m++) {
-            const spade_param_info *p = &info->params[k];
-            double v = m ? p->max : p->min;
-            if (p->type == SPADE_PARAM_INT) snprintf(params[n], 256, "%s=%.0f", p->name, v);
-            else snprintf(params[n], 256, "%s=%.17g", p->name, v);
-            specs[n] = (spade_ep_spec){file, src, len, params[n], 0};
-            n++;
-        }
-    return n;
+/* "name=min" / "name=max" of param k. */
+static void corner(const spade_param_info *p, int max, char *buf, size_t cap) {
+    double v = max ? p->max : p->min;
+    if (p->type == SPADE_PARAM_INT) snprintf(buf, cap, "%s=%.0f", p->name, v);
+    else snprintf(buf, cap, "%s=%.17g", p->name, v);
 }
+
+/* the two determinism workers' fresh memory (both the same: see below) */
+#define DET_POISON 0x5eed0001ULL
+#define DET_SEEDS 6
+#define LIMIT_SEEDS 4
+#define INST_BYTES (320L << 20)
 
 int spade_gates_run(spade_sandbox *sb, const char *filename, const char *src, size_t len, const spade_gate_opts *o,
                     spade_gate_report *rep, char *err, size_t errlen) {
@@ -187,15 +326,20 @@ int spade_gates_run(spade_sandbox *sb, const char *filename, const char *src, si
     rep->first_failed = -1;
     rep->max_cosine = NAN;
     int S = o->seeds > 0 ? o->seeds : 20;
-    long cap = (long)S * (2 * SPADE_INFO_MAX_PARAMS + 1) * 2 + N_PROBES * 2;
-    spade_ep_request *req = calloc((size_t)cap, sizeof *req);
-    spade_ep_outcome *out = calloc((size_t)cap, sizeof *out), *out2 = calloc((size_t)cap, sizeof *out2);
-    trace t1 = {calloc((size_t)cap, sizeof(uint64_t)), cap}, t2 = {calloc((size_t)cap, sizeof(uint64_t)), cap};
-    static spade_ep_spec specs[2 * SPADE_INFO_MAX_PARAMS + 1];
-    static char params[2 * SPADE_INFO_MAX_PARAMS + 1][256];
-    spade_ep_spec def = {filename, src, len, NULL, 0};
+    long cap = 2L * LIMIT_SEEDS * MAX_SPECS + N_PROBES * 2 + 4L * S + 4 * DET_SEEDS;
+    gplay *r = calloc(1, sizeof *r);
+    spade_ep_outcome *det = calloc(4 * DET_SEEDS, sizeof *det), *lim = calloc((size_t)cap, sizeof *lim),
+                     *out = calloc((size_t)cap, sizeof *out);
+    trace tr = {calloc(4 * DET_SEEDS, sizeof(uint64_t)), 4 * DET_SEEDS};
+    spade_vecenv *V = NULL;
+    char det_err[1024] = "";
     int rc = -1;
-    if (!req || !out || !out2 || !t1.h || !t2.h) {
+    if (r) {
+        r->cap = cap;
+        r->req = calloc((size_t)cap, sizeof *r->req);
+        r->wants = calloc((size_t)cap, 1);
+    }
+    if (!r || !r->req || !r->wants || !det || !lim || !out || !tr.h) {
         spade_errf(err, errlen, "gates: out of memory");
         goto done;
     }
@@ -209,54 +353,121 @@ int spade_gates_run(spade_sandbox *sb, const char *filename, const char *src, si
         goto done;                                                              \
     }
 
-    /* compile */
-    spade_worker *w = NULL;
+    /* The compile gate's vector serves every gate after it: two workers
+     * (compiling at once), the determinism gates' pair. Env i is instance
+     * i / 2 of worker i % 2. Its first block, at the defaults, holds the
+     * determinism gates' episodes; after them a second block at the defaults
+     * makes room for the gates that play at the defaults together (so none
+     * waits for a free instance), as far as the state's size allows. */
+    int n_default = 4 * DET_SEEDS;
     spade_failure f;
-    if (spade_worker_load(sb, filename, src, len, &w, &f) < 0) {
+    if (spade_vecenv_new_poisoned(sb, filename, src, len, NULL, n_default, 2, SPADE_AUTORESET_DISABLED, DET_POISON, &V,
+                                  &f) < 0) {
         verdict(rep, SPADE_GATE_COMPILE, SPADE_GATE_FAIL, "%s: %s", spade_outcome_name(f.outcome), f.message);
     } else {
-        rep->info = *spade_worker_info(w);
-        spade_worker_free(w);
+        rep->info = *spade_vecenv_info(V);
         verdict(rep, SPADE_GATE_COMPILE, SPADE_GATE_PASS, "%s (%s), %d params%s", rep->info.name, rep->info.family,
                 rep->info.n_params, rep->info.has_solve ? ", SOLVE" : "");
     }
     STOP_IF_FAILED(SPADE_GATE_LIMITS);
     const spade_env_info *info = &rep->info;
 
-    /* limits: random and SOLVE at the defaults and at every param's min and max */
-    {
-        int ns = corner_specs(info, filename, src, len, specs, params), per = 4;
-        long n = 0;
-        for (int s = 0; s < ns; s++)
-            for (int k = 0; k < per; k++) req[n++] = (spade_ep_request){s, 1000 + (uint64_t)k, 0};
-        double t0 = now_s();
-        int ok = play(sb, specs, ns, req, n, spade_agent_random(7), o, out, NULL, err, errlen) == 0;
-        long half = n;
-        if (ok && info->has_solve) {
-            ok = play(sb, specs, ns, req, n, spade_agent_solve(), o, out + n, NULL, err, errlen) == 0;
-            n *= 2;
+    /* reset_deterministic and replay_deterministic first, while both workers
+     * are fresh: the same seeds in opposite orders, one worker each. With one
+     * poison seed in both (worker 1 is given worker 0's), adjacent instances
+     * get complementary patterns (core/host.c); worker 0 plays seed i on
+     * instance i (then 6 + i for the script), worker 1 on instance 5 - i
+     * (11 - i), of the other parity, so every bit of an uninitialised read
+     * differs between the workers. These are each worker's first episodes:
+     * nothing ran before them in either process. Episode 2j + w is instance j
+     * of worker w (the episode layer takes an episode's first free env). */
+    int det_ok = 0;
+    if (spade_vecenv_set_poison(V, 1, DET_POISON, &f) < 0) {
+        snprintf(det_err, sizeof det_err, "%s: %.900s", spade_outcome_name(f.outcome), f.message);
+    } else {
+        static const char *const script[] = {"1", "north", "yes", "a", "42", "b", "2", "east"};
+        int s = add_spec(r, filename, src, len, NULL, V, 0, n_default);
+        for (int g = 0; g < 2; g++) {
+            add_agent(r, g ? spade_agent_script(script, 8, SPADE_TAIL_STOP) : stop_agent());
+            for (int j = 0; j < DET_SEEDS; j++)
+                for (int w = 0; w < 2; w++) add_req(r, s, 77 + (uint64_t)(w ? DET_SEEDS - 1 - j : j));
         }
+        det_ok = play(sb, r, o, det, &tr, det_err, sizeof det_err) == 0;
+        /* The other gates need no poison (it costs each call a 32 KiB fill).
+         * A failure here is a dead worker: the next play revives it, still
+         * poisoned, which costs only time. */
+        spade_failure ignore;
+        spade_vecenv_set_poison(V, -1, 0, &ignore);
+    }
+
+    /* What a worker may hold: as many instances as the old gates' largest
+     * play held of the largest state (20 of 16 MiB), or more of a smaller
+     * one. The corners share the workers when they fit, else each plays on a
+     * vector of its own (as the old gates did); the second default block
+     * takes the room left, and the gates' episodes queue for what it lacks. */
+    long per_worker = (long)(INST_BYTES / (info->state_size ? info->state_size : 1));
+    int shared_corners = 2 * DET_SEEDS + 2L * info->n_params * LIMIT_SEEDS <= per_worker;
+    long room = per_worker - 2 * DET_SEEDS - (shared_corners ? 2L * info->n_params * LIMIT_SEEDS : 0);
+    long extra = N_PROBES * 2 + 4L * S - n_default;
+    if (extra > 2 * room) extra = 2 * room;
+    if (extra > 0) {
+        int first;
+        spade_failure ignore;
+        if (spade_vecenv_add_block(V, NULL, (int)extra, &first, &ignore) == 0) n_default += (int)extra;
+        /* else the vector is failed: the next play revives it (with the first block only) */
+    }
+
+    /* limits: random and SOLVE at the defaults and at every param's min and
+     * max (a block of instances each, in both workers, or a vector each) */
+    {
+        long n = 0, half = 0;
+        int ok = 1, ns = 1 + 2 * info->n_params, spec[2 * SPADE_INFO_MAX_PARAMS + 1];
+        char lerr[1024] = "";
+        spec[0] = add_spec(r, filename, src, len, NULL, V, 0, n_default);
+        for (int c = 1; c < ns && ok; c++) {
+            char p[256];
+            int first;
+            corner(&info->params[(c - 1) / 2], (c - 1) % 2, p, sizeof p);
+            if (!shared_corners) {
+                spec[c] = add_spec(r, filename, src, len, p, NULL, 0, 2 * LIMIT_SEEDS);
+            } else if (spade_vecenv_add_block(V, p, 2 * LIMIT_SEEDS, &first, &f) < 0) {
+                snprintf(lerr, sizeof lerr, "%s at %.200s: %.700s", spade_outcome_name(f.outcome), p, f.message);
+                ok = 0;
+            } else {
+                spec[c] = add_spec(r, filename, src, len, p, V, first, 2 * LIMIT_SEEDS);
+            }
+        }
+        for (int w = 0; w < 1 + (info->has_solve != 0); w++) {
+            add_agent(r, w ? spade_agent_solve() : spade_agent_random(7));
+            for (int c = 0; c < ns; c++)
+                for (int k = 0; k < LIMIT_SEEDS; k++) add_req(r, spec[c], 1000 + (uint64_t)k);
+            if (!w) half = r->n;
+        }
+        n = r->n;
+        double t0 = now_s();
+        if (ok) ok = play(sb, r, o, lim, NULL, lerr, sizeof lerr) == 0;
+        else clear(r);
         double secs = now_s() - t0;
         long steps = 0;
         const spade_ep_outcome *bad = NULL, *big = NULL;
         for (long i = 0; ok && i < n; i++) {
-            steps += out[i].steps;
-            if (!bad && out[i].end == SPADE_EP_FAILED) bad = &out[i];
-            if (!big && fabs(out[i].ret) > 1 + 1e-9) big = &out[i];
+            steps += lim[i].steps;
+            if (!bad && lim[i].end == SPADE_EP_FAILED) bad = &lim[i];
+            if (!big && fabs(lim[i].ret) > 1 + 1e-9) big = &lim[i];
         }
         rep->ms_per_step = steps ? 1000 * secs / (double)steps : 0;
-        if (!ok) verdict(rep, SPADE_GATE_LIMITS, SPADE_GATE_FAIL, "could not play: %s", err);
+        if (!ok) verdict(rep, SPADE_GATE_LIMITS, SPADE_GATE_FAIL, "could not play: %s", lerr);
         else if (!(info->success > -1 && info->success <= 1))
             verdict(rep, SPADE_GATE_LIMITS, SPADE_GATE_FAIL, "success threshold %g cannot be reached by a return in [-1, 1]",
                     info->success);
         else if (bad)
             verdict(rep, SPADE_GATE_LIMITS, SPADE_GATE_FAIL, "%s at %s, seed %llu (%s agent): %s: %.160s",
-                    spade_outcome_name(bad->failure.outcome), specs[bad->spec].params ? specs[bad->spec].params : "defaults",
-                    (unsigned long long)bad->seed, bad - out < half ? "random" : "solve",
+                    spade_outcome_name(bad->failure.outcome), r->params[bad->spec][0] ? r->params[bad->spec] : "defaults",
+                    (unsigned long long)bad->seed, bad - lim < half ? "random" : "solve",
                     spade_outcome_name(bad->failure.outcome), bad->failure.message);
         else if (big)
             verdict(rep, SPADE_GATE_LIMITS, SPADE_GATE_FAIL, "return %g outside [-1, 1] at %s, seed %llu", big->ret,
-                    specs[big->spec].params ? specs[big->spec].params : "defaults", (unsigned long long)big->seed);
+                    r->params[big->spec][0] ? r->params[big->spec] : "defaults", (unsigned long long)big->seed);
         else if (rep->ms_per_step > o->max_step_ms)
             verdict(rep, SPADE_GATE_LIMITS, SPADE_GATE_FAIL, "%.2f ms per step on average (designer.max_step_ms = %g)",
                     rep->ms_per_step, o->max_step_ms);
@@ -266,82 +477,87 @@ int spade_gates_run(spade_sandbox *sb, const char *filename, const char *src, si
     }
     STOP_IF_FAILED(SPADE_GATE_RESET_DET);
 
-    /* reset_deterministic and replay_deterministic: the same seeds in opposite orders, two workers */
+    /* the determinism verdicts (played above): worker 0's episodes in seed
+     * order, then worker 1's in its own order, as the failures are looked for */
     for (int g = SPADE_GATE_RESET_DET; g <= SPADE_GATE_REPLAY_DET; g++) {
-        static const char *const script[] = {"1", "north", "yes", "a", "42", "b", "2", "east"};
-        int nseeds = 6;
-        for (int i = 0; i < nseeds; i++) req[i] = (spade_ep_request){0, 77 + (uint64_t)i, 0};
-        for (int i = 0; i < nseeds; i++) req[nseeds + i] = req[nseeds - 1 - i];
-        int reset = g == SPADE_GATE_RESET_DET;
-        /* two workers whose fresh stack and heap hold different garbage: with one poison seed,
-         * adjacent instances get complementary patterns (core/host.c), and the opposite order puts
-         * each of the 6 seeds on an instance of the other parity, so every bit of an uninitialised
-         * read differs between the runs */
-        int ok = play_poisoned(sb, &def, 1, req, nseeds, reset ? stop_agent() : spade_agent_script(script, 8, SPADE_TAIL_STOP),
-                               o, out, &t1, 0x5eed0001ULL, err, errlen) == 0 &&
-                 play_poisoned(sb, &def, 1, req + nseeds, nseeds,
-                               reset ? stop_agent() : spade_agent_script(script, 8, SPADE_TAIL_STOP), o, out2, &t2,
-                               0x5eed0001ULL, err, errlen) == 0;
+        long base = (long)(g - SPADE_GATE_RESET_DET) * 2 * DET_SEEDS;
+        const spade_ep_outcome *bad = NULL;
         int differ = -1;
-        for (int i = 0; ok && i < nseeds && differ < 0; i++)
-            if (t1.h[i] != t2.h[nseeds - 1 - i] || out[i].ret != out2[nseeds - 1 - i].ret) differ = i;
-        const spade_ep_outcome *bad = ok ? first_failure(out, nseeds) : NULL;
-        if (!bad && ok) bad = first_failure(out2, nseeds);
-        if (!ok) verdict(rep, (spade_gate)g, SPADE_GATE_FAIL, "could not play: %s", err);
+        for (int w = 0; det_ok && w < 2 && !bad; w++)
+            for (int j = 0; j < DET_SEEDS && !bad; j++)
+                if (det[base + 2 * j + w].end == SPADE_EP_FAILED) bad = &det[base + 2 * j + w];
+        for (int i = 0; det_ok && i < DET_SEEDS && differ < 0; i++) {
+            long a = base + 2 * i, b = base + 2 * (DET_SEEDS - 1 - i) + 1; /* seed 77 + i in each worker */
+            if (tr.h[a] != tr.h[b] || det[a].ret != det[b].ret) differ = i;
+        }
+        if (!det_ok) verdict(rep, (spade_gate)g, SPADE_GATE_FAIL, "could not play: %s", det_err);
         else if (bad)
             verdict(rep, (spade_gate)g, SPADE_GATE_FAIL, "seed %llu: %s: %.160s", (unsigned long long)bad->seed,
                     spade_outcome_name(bad->failure.outcome), bad->failure.message);
         else if (differ >= 0)
             verdict(rep, (spade_gate)g, SPADE_GATE_FAIL,
                     "seed %llu plays differently in a second worker (state outside S, or uninitialised memory)",
-                    (unsigned long long)req[differ].seed);
+                    (unsigned long long)(77 + differ));
         else
-            verdict(rep, (spade_gate)g, SPADE_GATE_PASS, "%d seeds, two workers, opposite orders%s", nseeds,
+            verdict(rep, (spade_gate)g, SPADE_GATE_PASS, "%d seeds, two workers, opposite orders%s", DET_SEEDS,
                     g == SPADE_GATE_REPLAY_DET ? ", an 8-action script" : "");
     }
     STOP_IF_FAILED(SPADE_GATE_PROBE);
 
-    /* probe_actions */
+    /* probe_actions and the agent gates (random, no-op, hint-echo, solve): one
+     * run at the defaults */
+    long at[SPADE_GATE_COUNT] = {0};
+    int ok = 1;
+    char perr[1024] = "";
+    {
+        int s = add_spec(r, filename, src, len, NULL, V, 0, n_default);
+        add_agent(r, probe_agent());
+        at[SPADE_GATE_PROBE] = r->n;
+        for (long i = 0; i < 2 * N_PROBES; i++) add_req(r, s, 500 + (uint64_t)(i / N_PROBES));
+        for (int g = SPADE_GATE_RANDOM; g <= SPADE_GATE_SOLVE; g++) {
+            if (g == SPADE_GATE_SOLVE && !info->has_solve) continue;
+            add_agent(r, g == SPADE_GATE_RANDOM      ? spade_agent_random(11)
+                         : g == SPADE_GATE_NOOP      ? spade_agent_noop()
+                         : g == SPADE_GATE_HINT_ECHO ? spade_agent_hint_echo(SPADE_TAIL_CYCLE)
+                                                     : spade_agent_solve());
+            at[g] = r->n;
+            for (int i = 0; i < S; i++) add_req(r, s, 9000 + (uint64_t)i);
+        }
+        ok = play(sb, r, o, out, NULL, perr, sizeof perr) == 0;
+    }
     {
         long n = 2 * N_PROBES;
-        for (long i = 0; i < n; i++) req[i] = (spade_ep_request){0, 500 + (uint64_t)(i / N_PROBES), 0};
-        int ok = play(sb, &def, 1, req, n, probe_agent(), o, out, NULL, err, errlen) == 0;
-        const spade_ep_outcome *bad = ok ? first_failure(out, n) : NULL;
+        const spade_ep_outcome *po = out + at[SPADE_GATE_PROBE];
+        const spade_ep_outcome *bad = ok ? first_failure(po, n) : NULL;
         static const char *const what[N_PROBES] = {"the empty action", "\"1\"", "\"test\"", "\"42\"", "\"\\boxed{1}\"",
                                                    "a 4 KiB line", "binary bytes"};
-        if (!ok) verdict(rep, SPADE_GATE_PROBE, SPADE_GATE_FAIL, "could not play: %s", err);
+        if (!ok) verdict(rep, SPADE_GATE_PROBE, SPADE_GATE_FAIL, "could not play: %s", perr);
         else if (bad)
-            verdict(rep, SPADE_GATE_PROBE, SPADE_GATE_FAIL, "%s made a failure: %s: %.160s", what[bad->episode % N_PROBES],
+            verdict(rep, SPADE_GATE_PROBE, SPADE_GATE_FAIL, "%s made a failure: %s: %.160s", what[(bad - po) % N_PROBES],
                     spade_outcome_name(bad->failure.outcome), bad->failure.message);
         else verdict(rep, SPADE_GATE_PROBE, SPADE_GATE_PASS, "%d probes, 2 seeds each, no failure", N_PROBES);
     }
     STOP_IF_FAILED(SPADE_GATE_RANDOM);
 
-    /* the agent gates: random, no-op, hint-echo, solve */
     for (int g = SPADE_GATE_RANDOM; g <= SPADE_GATE_SOLVE; g++) {
         if (g == SPADE_GATE_SOLVE && !info->has_solve) {
             if (o->require_solve) verdict(rep, SPADE_GATE_SOLVE, SPADE_GATE_FAIL, "no SOLVE (designer.require_solve = true)");
             else verdict(rep, SPADE_GATE_SOLVE, SPADE_GATE_PASS, "no SOLVE (not required)");
             continue;
         }
-        for (int i = 0; i < S; i++) req[i] = (spade_ep_request){0, 9000 + (uint64_t)i, 0};
-        spade_agent *a = g == SPADE_GATE_RANDOM  ? spade_agent_random(11)
-                         : g == SPADE_GATE_NOOP  ? spade_agent_noop()
-                         : g == SPADE_GATE_HINT_ECHO ? spade_agent_hint_echo(SPADE_TAIL_CYCLE)
-                                                 : spade_agent_solve();
-        int ok = play(sb, &def, 1, req, S, a, o, out, NULL, err, errlen) == 0;
-        double r = ok ? rate(out, S) : 0;
-        long wins = (long)floor(r * S + 0.5);
-        const spade_ep_outcome *bad = ok ? first_failure(out, S) : NULL;
-        if (g == SPADE_GATE_RANDOM) rep->random_rate = r;
-        if (g == SPADE_GATE_NOOP) rep->noop_rate = r;
-        if (g == SPADE_GATE_HINT_ECHO) rep->hint_echo_rate = r;
-        if (g == SPADE_GATE_SOLVE) rep->solve_rate = r;
-        if (!ok) verdict(rep, (spade_gate)g, SPADE_GATE_FAIL, "could not play: %s", err);
+        const spade_ep_outcome *go = out + at[g];
+        double rt = ok ? rate(go, S) : 0;
+        long wins = (long)floor(rt * S + 0.5);
+        const spade_ep_outcome *bad = ok ? first_failure(go, S) : NULL;
+        if (g == SPADE_GATE_RANDOM) rep->random_rate = rt;
+        if (g == SPADE_GATE_NOOP) rep->noop_rate = rt;
+        if (g == SPADE_GATE_HINT_ECHO) rep->hint_echo_rate = rt;
+        if (g == SPADE_GATE_SOLVE) rep->solve_rate = rt;
+        if (!ok) verdict(rep, (spade_gate)g, SPADE_GATE_FAIL, "could not play: %s", perr);
         else if (bad)
             verdict(rep, (spade_gate)g, SPADE_GATE_FAIL, "seed %llu: %s: %.160s", (unsigned long long)bad->seed,
                     spade_outcome_name(bad->failure.outcome), bad->failure.message);
-        else if (g == SPADE_GATE_RANDOM && r > o->random_max + 1e-12)
+        else if (g == SPADE_GATE_RANDOM && rt > o->random_max + 1e-12)
             verdict(rep, (spade_gate)g, SPADE_GATE_FAIL, "the random agent won %ld of %d seeds (at most %.0f%%)", wins, S,
                     100 * o->random_max);
         else if ((g == SPADE_GATE_NOOP || g == SPADE_GATE_HINT_ECHO) && wins > 0)
@@ -356,22 +572,22 @@ int spade_gates_run(spade_sandbox *sb, const char *filename, const char *src, si
     /* novelty */
     if (o->n_refs > 0 && o->refs) {
         double *x = malloc((size_t)o->dim * sizeof *x), best = -1, nx = 0;
-        int at = -1;
+        int at_ = -1;
         if (!x) {
             verdict(rep, SPADE_GATE_NOVELTY, SPADE_GATE_FAIL, "out of memory");
         } else {
             spade_vendi_embed(src, len, x, o->dim);
             for (int k = 0; k < o->dim; k++) nx += x[k] * x[k];
-            for (int r = 0; r < o->n_refs; r++) {
-                const double *y = o->refs + (size_t)r * o->dim;
+            for (int q = 0; q < o->n_refs; q++) {
+                const double *y = o->refs + (size_t)q * o->dim;
                 double dot = 0, ny = 0;
                 for (int k = 0; k < o->dim; k++) dot += x[k] * y[k], ny += y[k] * y[k];
                 double c = nx > 0 && ny > 0 ? dot / sqrt(nx * ny) : 0;
-                if (c > best) best = c, at = r;
+                if (c > best) best = c, at_ = q;
             }
             free(x);
             rep->max_cosine = best;
-            const char *name = at >= 0 && o->ref_names ? o->ref_names[at] : "a reference";
+            const char *name = at_ >= 0 && o->ref_names ? o->ref_names[at_] : "a reference";
             if (best > o->novelty_max)
                 verdict(rep, SPADE_GATE_NOVELTY, SPADE_GATE_FAIL, "a near-duplicate of %s (cosine %.3f > %.2f)", name, best,
                         o->novelty_max);
@@ -380,11 +596,19 @@ int spade_gates_run(spade_sandbox *sb, const char *filename, const char *src, si
     } else verdict(rep, SPADE_GATE_NOVELTY, SPADE_GATE_PASS, "no reference environments to compare with");
     rc = 0;
 done:
-    free(req);
+    spade_vecenv_free(V);
+    if (r) {
+        free(r->req);
+        free(r->wants);
+        free(r->m.v);
+        free(r->m.act);
+        free(r->m.at);
+    }
+    free(r);
+    free(det);
+    free(lim);
     free(out);
-    free(out2);
-    free(t1.h);
-    free(t2.h);
+    free(tr.h);
     return rc;
 #undef SKIP_REST
 #undef STOP_IF_FAILED

@@ -71,7 +71,7 @@ typedef struct spade_gate_opts {
     const char *const *ref_names;
     int n_refs, dim;
     int stop_at_first;     /* the loop: skip the rest after a failure (0: run every gate that can run) */
-    int max_live;          /* episodes live at once (32) */
+    int max_live;          /* episodes live at once per gate (32; gates sharing a run add theirs) */
     /* non-NULL: the hint the agent gates see instead of the environment's HINT
      * (designer.hint = self: hint_echo echoes the hint the hint arm will see) */
     const char *hint;

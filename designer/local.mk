@@ -22,3 +22,12 @@ tests_test_gates_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
 EXTRA_DIST += tests/envs/gate_bigret.c tests/envs/gate_slow.c tests/envs/gate_crashmax.c tests/envs/gate_global.c \
 	tests/envs/gate_stepglobal.c tests/envs/gate_probecrash.c tests/envs/gate_coin.c tests/envs/gate_emptywin.c \
 	tests/envs/gate_hintanswer.c tests/envs/gate_badsolve.c tests/envs/gate_direction.c tests/envs/gate_impossible.c
+# The fast gates against their slow reference (tests/gates_ref.c), and the
+# sandbox and episode-layer pieces they stand on.
+check_PROGRAMS += tests/test_gates_fast
+TESTS += tests/test_gates_fast
+tests_test_gates_fast_SOURCES = tests/test_gates_fast.c tests/gates_ref.c $(designer_sources) tests/testutil.c \
+	tests/testutil.h
+tests_test_gates_fast_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_test_gates_fast_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
+EXTRA_DIST += tests/envs/gate_bigstate.c

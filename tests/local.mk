@@ -16,7 +16,7 @@ tests_test_episodes_SOURCES = tests/test_episodes.c tests/testutil.c tests/testu
 tests_test_episodes_CPPFLAGS = $(sandbox_test_cppflags)
 tests_test_episodes_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_episodes_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
-EXTRA_DIST += tests/envs/ep_len.c tests/envs/ep_record.c tests/envs/cli_bigret.c
+EXTRA_DIST += tests/envs/ep_len.c tests/envs/ep_record.c tests/envs/ep_hintcrash.c tests/envs/cli_bigret.c
 # The decoding batch (core/policy/decode.c): slots with persistent KV caches.
 check_PROGRAMS += tests/test_decode
 TESTS += tests/test_decode

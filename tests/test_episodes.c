@@ -694,6 +694,39 @@ START_TEST(run_hint_replaces_the_environments)
 }
 END_TEST
 
+/* With a given hint no episode is failed by the environment's HINT (this one's
+ * crashes its worker), with several hint episodes in one worker, where the
+ * hints are fetched in a batch; without it they are. (The prefetch also skips
+ * such specs, so the HINT is not called at all; a crash there would only cost
+ * a revive, since the episodes are rebuilt and take the given hint.) */
+START_TEST(a_given_hint_never_calls_the_environments)
+{
+    char *src;
+    spade_ep_spec spec = spec_of("ep_hintcrash.c", &src, NULL);
+    spade_ep_request reqs[4] = {{0, 1, 1}, {0, 2, 1}, {0, 3, 1}, {0, 4, 1}};
+    spade_ep_outcome o[4];
+    static const char given[] = "Anything wins.";
+    const char *hints[1] = {given};
+    size_t lens[1] = {sizeof given - 1};
+    spade_agent *a = spade_agent_hint_echo(SPADE_TAIL_STOP);
+    spade_episodes_opts eo;
+    spade_episodes_opts_default(&eo);
+    eo.hints = hints;
+    eo.hint_lens = lens;
+    char err[512];
+    ck_assert_msg(spade_episodes_play(sb, &spec, 1, reqs, 4, a, &eo, o, err, sizeof err) >= 0, "%s", err);
+    for (int i = 0; i < 4; i++)
+        ck_assert_msg(o[i].end != SPADE_EP_FAILED && o[i].success, "episode %d: end %d", i, (int)o[i].end);
+    /* and without it, the hint episodes do fail: the HINT is what crashes */
+    eo.hints = NULL;
+    eo.hint_lens = NULL;
+    ck_assert_msg(spade_episodes_play(sb, &spec, 1, reqs, 4, a, &eo, o, err, sizeof err) >= 0, "%s", err);
+    ck_assert_int_eq(o[0].end, SPADE_EP_FAILED);
+    spade_agent_free(a);
+    free(src);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("episodes");
@@ -711,6 +744,7 @@ static Suite *suite(void)
     tcase_add_test(t, scripted_agents_do_what_they_claim);
     tcase_add_test(t, stop_flag);
     tcase_add_test(t, run_hint_replaces_the_environments);
+    tcase_add_test(t, a_given_hint_never_calls_the_environments);
     suite_add_tcase(s, t);
     return s;
 }

@@ -40,9 +40,13 @@ typedef enum spade_msg_type {
 typedef enum spade_wire_op {
     SPADE_OP_RESET = 1,
     SPADE_OP_STEP = 2,
+    SPADE_OP_HINT = 3,  /* the result's obs is the hint (reward, return and flags 0) */
+    SPADE_OP_SOLVE = 4, /* the result's obs is SOLVE's action */
+    SPADE_OP_POISON = 5, /* the worker's poison seed becomes seed (spade_host_set_poison; 0: off); empty result */
 } spade_wire_op;
 
-/* One item of a batch: reset (with seed) or step (with an action). */
+/* One item of a batch: reset (with seed), step (with an action), or the hint
+ * or SOLVE's action for the instance's current state (neither changes it). */
 typedef struct spade_wire_item {
     int32_t id;
     uint32_t op; /* spade_wire_op */

@@ -824,7 +824,7 @@ static int batch_send(spade_worker *w, int n, const int *ids, const uint32_t *op
     for (int i = 0; i < n; i++) {
         uint32_t op = ops ? ops[i] : op_all;
         spade_wire_item it = {ids[i], op, 0, 0, 0};
-        if (op == SPADE_OP_RESET) {
+        if (op == SPADE_OP_RESET || op == SPADE_OP_POISON) {
             if (!seeds)
                 return spade_bad_call(f, "reset without seeds");
             it.seed = seeds[i];
@@ -853,7 +853,7 @@ static int batch_send(spade_worker *w, int n, const int *ids, const uint32_t *op
             d[l] = '\0';
             len += l + 1;
             it.action_len = (uint32_t)l;
-        } else {
+        } else if (op != SPADE_OP_HINT && op != SPADE_OP_SOLVE) {
             return spade_bad_call(f, "unknown batch operation %u", op);
         }
         memcpy(base + SPADE_IPC_HDR + 4 + (size_t)i * sizeof it, &it, sizeof it);

@@ -138,6 +138,21 @@ int spade_vecenv_new_poisoned(spade_sandbox *sb, const char *filename, const cha
                               const char *params, int num_envs, int num_workers, spade_autoreset mode, uint64_t poison,
                               spade_vecenv **out, spade_failure *f);
 void spade_vecenv_free(spade_vecenv *v);
+/* From now on the calls of worker `worker` are poisoned by exactly poison,
+ * or (worker -1) those of every worker w by poison + w; 0: off. A revive
+ * loads a worker with its poison as set. The designer's gates give their two
+ * workers one seed (so the instances of opposite parity get complementary
+ * garbage) for the determinism gates, then switch it off for the other gates
+ * (it costs each call a 32 KiB fill). The instances keep their episodes. */
+int spade_vecenv_set_poison(spade_vecenv *v, int worker, uint64_t poison, spade_failure *f);
+/* Appends n envs whose instances take params ("key=value,...", NULL =
+ * defaults) instead of the vector's: envs [*first_env, *first_env + n), laid
+ * out as the others (env i in worker i % num_workers), with no episode yet
+ * (reset them). One worker then holds instances of several settings of one
+ * source, compiled once (the designer's limits gate plays every param's min
+ * and max); a revive restores each env's own params. Not while a step is in
+ * flight. A bad params string is a bad_call. */
+int spade_vecenv_add_block(spade_vecenv *v, const char *params, int n, int *first_env, spade_failure *f);
 int spade_vecenv_num_envs(const spade_vecenv *v);
 const spade_env_info *spade_vecenv_info(const spade_vecenv *v);
 int spade_vecenv_reset(spade_vecenv *v, uint64_t seed, spade_step_result *results /* [num_envs] */, spade_failure *f);
@@ -177,6 +192,14 @@ int spade_vecenv_hint(spade_vecenv *v, int env, const char **text, size_t *len, 
 int spade_vecenv_solve(spade_vecenv *v, int env, const char **text, size_t *len, spade_failure *f);
 /* 1 when env's worker has died (timeout, crash, ...): its episode is gone. */
 int spade_vecenv_env_lost(const spade_vecenv *v, int env);
+/* The hints (solve 0) or SOLVE's actions (solve 1) of envs[0..n) (distinct,
+ * each reset) for their current states, in one batch per worker:
+ * results[j].obs is env envs[j]'s text (reward 0, not done; valid until the
+ * next call on the vector). The episodes go on untouched. Failures as
+ * spade_vecenv_step_some (a text over SPADE_OBS_MAX is output_too_large;
+ * SOLVE of an environment without one is a bad_call). */
+int spade_vecenv_text_some(spade_vecenv *v, int n, const int *envs, int solve, spade_step_result *results,
+                           spade_failure *f);
 /* After a failure: loads every dead worker again (same source, params and
  * instance layout) and clears the sticky failure. The envs of the revived
  * workers have no episode (reset them); the others keep theirs. Fails (and

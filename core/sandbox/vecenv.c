@@ -21,6 +21,10 @@
  * spade_vecenv_revive loads the dead workers again (their envs then need a
  * reset; the envs of the workers that lived keep their episodes), or the
  * caller frees the vector.
+ * Blocks: _add_block appends envs of another params setting to the same
+ * workers (each env keeps its own values, for a revive). _text_some fetches
+ * hints or SOLVE's actions as batch items; _set_poison switches a worker's
+ * poison with a batch item too.
  * What it is not: a trainer's rollout buffer; results point into the workers'
  * buffers and are valid until the next call on the vector.
  */
@@ -32,7 +36,7 @@
 
 struct spade_vecenv {
     int num_envs, num_workers;
-    uint64_t poison; /* worker w's fresh memory is poisoned by poison + w (0: off) */
+    uint64_t *poison; /* [num_workers] worker w's poison seed (0: off); poison + w at creation */
     spade_autoreset mode;
     spade_worker **workers;
     int *local_id;       /* [num_envs] instance id inside its worker */
@@ -50,6 +54,7 @@ struct spade_vecenv {
     spade_env_info info; /* worker 0's at creation (a revive may fail and leave no worker) */
     int n_values;
     double values[SPADE_INFO_MAX_PARAMS];
+    double *env_values; /* [num_envs][n_values]: env i's params (blocks may differ) */
     /* per worker: how many envs, which ones, their instance ids there (fixed
      * at creation); results of its last batch */
     int *count;
@@ -68,6 +73,7 @@ struct spade_vecenv {
     unsigned char *sel;
     int *pos_of;
     int pend_pos; /* the batch in flight writes results[pos_of[env]] */
+    int pend_text; /* the batch in flight is hints or SOLVE's actions: episodes go on */
     const char **act_of;
     size_t *len_of;
     /* scratch for one worker's batch (sized for the largest) */
@@ -151,24 +157,40 @@ void spade_vecenv_free(spade_vecenv *v)
     free(v->seeds);
     free(v->acts);
     free(v->lens);
+    free(v->env_values);
+    free(v->poison);
     free(v->filename);
     free(v->source);
     free(v);
 }
 
-/* Adds worker w's instances (count[w], the vector's param values) and notes
- * their ids; its envs have no episode yet. */
+static const double *values_of(const spade_vecenv *v, int env)
+{
+    return v->env_values + (size_t)env * (size_t)v->n_values;
+}
+
+/* Adds worker w's instances (count[w], each env's param values: one request
+ * per run of envs with the same values) and notes their ids; its envs have no
+ * episode yet. */
 static int add_instances(spade_vecenv *v, int w, spade_failure *f)
 {
-    int first;
-    if (spade_worker_add_instances(v->workers[w], v->count[w], v->n_values ? v->values : NULL, &first, f) < 0)
-        return -1;
-    for (int j = 0; j < v->count[w]; j++) {
-        int i = v->envs[w][j];
-        v->local_id[i] = first + j;
-        v->wids[w][j] = first + j;
-        v->ended[i] = 0;
-        v->begun[i] = 0;
+    size_t vb = (size_t)v->n_values * sizeof(double);
+    for (int j0 = 0; j0 < v->count[w];) {
+        int j1 = j0 + 1;
+        const double *vals = values_of(v, v->envs[w][j0]);
+        while (j1 < v->count[w] && !memcmp(values_of(v, v->envs[w][j1]), vals, vb))
+            j1++;
+        int first;
+        if (spade_worker_add_instances(v->workers[w], j1 - j0, v->n_values ? vals : NULL, &first, f) < 0)
+            return -1;
+        for (int j = j0; j < j1; j++) {
+            int i = v->envs[w][j];
+            v->local_id[i] = first + (j - j0);
+            v->wids[w][j] = first + (j - j0);
+            v->ended[i] = 0;
+            v->begun[i] = 0;
+        }
+        j0 = j1;
     }
     return 0;
 }
@@ -203,7 +225,6 @@ int spade_vecenv_new_poisoned(spade_sandbox *sb, const char *filename, const cha
     v->num_envs = num_envs;
     v->num_workers = num_workers;
     v->mode = mode;
-    v->poison = poison;
     v->sb = sb;
     const char *fname = filename ? filename : "env.c";
     v->filename = malloc(strlen(fname) + 1);
@@ -238,13 +259,16 @@ int spade_vecenv_new_poisoned(spade_sandbox *sb, const char *filename, const cha
     v->seeds = calloc((size_t)per, sizeof *v->seeds);
     v->acts = calloc((size_t)per, sizeof *v->acts);
     v->lens = calloc((size_t)per, sizeof *v->lens);
+    v->poison = calloc((size_t)num_workers, sizeof *v->poison);
     if (!v->filename || !v->source || !v->workers || !v->envs || !v->wids || !v->res || !v->bat_n || !v->bat_envs ||
         !v->bat_ids || !v->count || !v->local_id || !v->episode || !v->ended || !v->begun || !v->resetting ||
         !v->seed_of || !v->sel || !v->pos_of || !v->act_of || !v->len_of || !v->ops || !v->seeds || !v->acts ||
-        !v->lens)
+        !v->lens || !v->poison)
         goto oom;
     for (int i = 0; i < num_envs; i++)
         v->count[i % num_workers]++;
+    for (int w = 0; w < num_workers; w++)
+        v->poison[w] = poison ? poison + (uint64_t)w : 0;
     for (int w = 0; w < num_workers; w++) {
         v->envs[w] = calloc((size_t)v->count[w], sizeof **v->envs);
         v->wids[w] = calloc((size_t)v->count[w], sizeof **v->wids);
@@ -259,8 +283,7 @@ int spade_vecenv_new_poisoned(spade_sandbox *sb, const char *filename, const cha
 
     /* Every worker compiles at once: send all the sources, then wait. */
     for (int w = 0; w < num_workers; w++)
-        if (spade_worker_load_begin_poisoned(sb, filename, source, len, poison ? poison + (uint64_t)w : 0,
-                                             &v->workers[w], f) < 0) {
+        if (spade_worker_load_begin_poisoned(sb, filename, source, len, v->poison[w], &v->workers[w], f) < 0) {
             spade_vecenv_free(v);
             return -1;
         }
@@ -278,6 +301,11 @@ int spade_vecenv_new_poisoned(spade_sandbox *sb, const char *filename, const cha
     }
     v->n_values = info->n_params;
     v->info = *info;
+    v->env_values = malloc((size_t)num_envs * (size_t)(v->n_values ? v->n_values : 1) * sizeof(double));
+    if (!v->env_values)
+        goto oom;
+    for (int i = 0; i < num_envs; i++)
+        memcpy(v->env_values + (size_t)i * (size_t)v->n_values, v->values, (size_t)v->n_values * sizeof(double));
     for (int w = 0; w < num_workers; w++)
         if (add_instances(v, w, f) < 0) {
             spade_vecenv_free(v);
@@ -298,6 +326,92 @@ int spade_vecenv_num_envs(const spade_vecenv *v)
 const spade_env_info *spade_vecenv_info(const spade_vecenv *v)
 {
     return v ? &v->info : NULL;
+}
+
+/* realloc that keeps *p on failure and zeroes the new tail. */
+static int grow(void *pp, size_t old_n, size_t new_n, size_t size)
+{
+    void **p = pp;
+    unsigned char *q = realloc(*p, new_n * size > 0 ? new_n * size : 1);
+    if (!q)
+        return -1;
+    memset(q + old_n * size, 0, (new_n - old_n) * size);
+    *p = q;
+    return 0;
+}
+
+int spade_vecenv_add_block(spade_vecenv *v, const char *params, int n, int *first_env, spade_failure *f)
+{
+    if (venter(v, f) < 0)
+        return -1;
+    if (v->pending)
+        return spade_bad_call(f, "a step is in flight: call spade_vecenv_step_wait first");
+    if (n < 1 || n > (1 << 20) - v->num_envs)
+        return spade_bad_call(f, "add_block: n = %d (1 .. %d)", n, (1 << 20) - v->num_envs);
+    double vals[SPADE_INFO_MAX_PARAMS];
+    char err[512];
+    if (spade_params_parse(&v->info, params, vals, err, sizeof err) < 0)
+        return spade_bad_call(f, "%s: params: %s", v->filename, err);
+    size_t old = (size_t)v->num_envs, nn = old + (size_t)n, nv = (size_t)(v->n_values ? v->n_values : 1);
+    int W = v->num_workers, *add = calloc((size_t)W, sizeof *add);
+    if (!add)
+        return voom(f);
+    for (size_t i = old; i < nn; i++)
+        add[i % (size_t)W]++;
+    /* room first (nothing changes on a failure), then the layout */
+    int bad = grow(&v->local_id, old, nn, sizeof *v->local_id) || grow(&v->episode, old, nn, sizeof *v->episode) ||
+              grow(&v->ended, old, nn, 1) || grow(&v->begun, old, nn, 1) || grow(&v->resetting, old, nn, 1) ||
+              grow(&v->seed_of, old, nn, sizeof *v->seed_of) || grow(&v->sel, old, nn, 1) ||
+              grow(&v->pos_of, old, nn, sizeof *v->pos_of) || grow(&v->act_of, old, nn, sizeof *v->act_of) ||
+              grow(&v->len_of, old, nn, sizeof *v->len_of) ||
+              grow(&v->env_values, old * nv, nn * nv, sizeof *v->env_values);
+    int per = 0;
+    for (int w = 0; !bad && w < W; w++) {
+        size_t c = (size_t)v->count[w], c2 = c + (size_t)add[w];
+        bad = grow(&v->envs[w], c, c2, sizeof **v->envs) || grow(&v->wids[w], c, c2, sizeof **v->wids) ||
+              grow(&v->res[w], c, c2, sizeof **v->res) || grow(&v->bat_envs[w], c, c2, sizeof **v->bat_envs) ||
+              grow(&v->bat_ids[w], c, c2, sizeof **v->bat_ids);
+        if ((int)c2 > per)
+            per = (int)c2;
+    }
+    int per0 = (v->num_envs + W - 1) / W;
+    if (!bad && per > per0)
+        bad = grow(&v->ops, (size_t)per0, (size_t)per, sizeof *v->ops) ||
+              grow(&v->seeds, (size_t)per0, (size_t)per, sizeof *v->seeds) ||
+              grow(&v->acts, (size_t)per0, (size_t)per, sizeof *v->acts) ||
+              grow(&v->lens, (size_t)per0, (size_t)per, sizeof *v->lens);
+    if (bad) {
+        free(add);
+        return voom(f);
+    }
+    for (size_t i = old; i < nn; i++)
+        memcpy(v->env_values + i * (size_t)v->n_values, vals, (size_t)v->n_values * sizeof(double));
+    /* each worker's new envs, one request: they share the block's values */
+    for (int w = 0; w < W; w++) {
+        if (!add[w])
+            continue;
+        int first, c = v->count[w];
+        spade_failure g;
+        if (spade_worker_add_instances(v->workers[w], add[w], v->n_values ? vals : NULL, &first, &g) < 0) {
+            free(add);
+            spade_failure_prefix(&g, "vecenv");
+            return vfail(v, &g, f);
+        }
+        int i0 = (int)old + ((w - (int)(old % (size_t)W)) % W + W) % W; /* worker w's first new env */
+        for (int k = 0; k < add[w]; k++) {
+            int i = i0 + k * W;
+            v->envs[w][c + k] = i;
+            v->wids[w][c + k] = first + k;
+            v->local_id[i] = first + k;
+        }
+    }
+    for (int w = 0; w < W; w++)
+        v->count[w] += add[w];
+    free(add);
+    v->num_envs = (int)nn;
+    if (first_env)
+        *first_env = (int)old;
+    return 0;
 }
 
 /* Receives every worker's batch; the first failure wins, but every worker is
@@ -327,7 +441,8 @@ static int gather(spade_vecenv *v, spade_step_result *results, spade_failure *f)
             const spade_step_result *r = &res[j];
             if (results && !direct)
                 results[v->pend_pos ? v->pos_of[i] : i] = *r;
-            v->ended[i] = (r->terminated || r->truncated) ? 1 : 0;
+            if (!v->pend_text)
+                v->ended[i] = (r->terminated || r->truncated) ? 1 : 0;
         }
     }
     v->pending = 0;
@@ -565,6 +680,74 @@ int spade_vecenv_step_mask(spade_vecenv *v, const unsigned char *mask, const cha
     return gather(v, results, f);
 }
 
+int spade_vecenv_text_some(spade_vecenv *v, int n, const int *envs, int solve, spade_step_result *results,
+                           spade_failure *f)
+{
+    if (venter(v, f) < 0)
+        return -1;
+    if (v->pending)
+        return spade_bad_call(f, "a step is in flight: call spade_vecenv_step_wait first");
+    if (select_envs(v, n, envs, f) < 0)
+        return -1;
+    for (int j = 0; j < n; j++)
+        if (!v->begun[envs[j]])
+            return spade_bad_call(f, "env %d: %s before its reset", envs[j], solve ? "solve" : "hint");
+    spade_failure g;
+    for (int w = 0; w < v->num_workers; w++) {
+        int m = 0;
+        for (int j = 0; j < v->count[w]; j++) {
+            int i = v->envs[w][j];
+            if (!v->sel[i])
+                continue;
+            v->bat_envs[w][m] = i;
+            v->bat_ids[w][m] = v->wids[w][j];
+            v->ops[m] = solve ? SPADE_OP_SOLVE : SPADE_OP_HINT;
+            m++;
+        }
+        v->bat_n[w] = m;
+        if (m && spade_worker_batch_send(v->workers[w], m, v->bat_ids[w], v->ops, NULL, NULL, NULL, &g) < 0) {
+            for (int k = 0; k < w; k++) {
+                spade_failure ignore;
+                if (v->bat_n[k])
+                    spade_worker_batch_recv(v->workers[k], v->res[k], &ignore);
+            }
+            return vfail(v, &g, f);
+        }
+    }
+    v->pending = 1;
+    v->pend_pos = 1;
+    v->pend_text = 1;
+    int rc = gather(v, results, f);
+    v->pend_text = 0;
+    return rc;
+}
+
+int spade_vecenv_set_poison(spade_vecenv *v, int worker, uint64_t poison, spade_failure *f)
+{
+    if (venter(v, f) < 0)
+        return -1;
+    if (v->pending)
+        return spade_bad_call(f, "a step is in flight: call spade_vecenv_step_wait first");
+    if (worker < -1 || worker >= v->num_workers)
+        return spade_bad_call(f, "worker %d out of range [-1, %d)", worker, v->num_workers);
+    spade_failure g;
+    for (int w = 0; w < v->num_workers; w++) {
+        if (worker >= 0 && w != worker)
+            continue;
+        int id = v->count[w] ? v->wids[w][0] : 0;
+        uint32_t op = SPADE_OP_POISON;
+        uint64_t seed = worker >= 0 ? poison : poison ? poison + (uint64_t)w : 0;
+        spade_step_result r;
+        if (spade_worker_batch_send(v->workers[w], 1, &id, &op, &seed, NULL, NULL, &g) < 0 ||
+            spade_worker_batch_recv(v->workers[w], &r, &g) < 0) {
+            spade_failure_prefix(&g, "vecenv");
+            return vfail(v, &g, f);
+        }
+        v->poison[w] = seed;
+    }
+    return 0;
+}
+
 /* hint and solve: one round trip to the env's worker. */
 static int text_call(spade_vecenv *v, int env, int solve, const char **text, size_t *len, spade_failure *f)
 {
@@ -629,7 +812,7 @@ int spade_vecenv_revive(spade_vecenv *v, spade_failure *f)
         if (v->workers[w])
             continue;
         if (spade_worker_load_begin_poisoned(v->sb, v->filename, v->source, v->source_len,
-                                             v->poison ? v->poison + (uint64_t)w : 0, &v->workers[w], &g) < 0) {
+                                             v->poison[w], &v->workers[w], &g) < 0) {
             v->workers[w] = NULL;
             if (!rc)
                 first = g;

@@ -483,6 +483,17 @@ static void serve_batch(const unsigned char *p, size_t len, spade_host *h)
             st = spade_host_step(h, it.id, act, it.action_len, &r);
             act += (size_t)it.action_len + 1;
             act_left -= (size_t)it.action_len + 1;
+        } else if (it.op == SPADE_OP_POISON) {
+            spade_host_set_poison(h, it.seed);
+            st = SPADE_HOST_OK;
+        } else if (it.op == SPADE_OP_HINT || it.op == SPADE_OP_SOLVE) {
+            const char *text = NULL;
+            size_t tl = 0;
+            st = it.op == SPADE_OP_SOLVE ? spade_host_solve(h, it.id, &text, &tl) : spade_host_hint(h, it.id, &text, &tl);
+            if (st == SPADE_HOST_OK && (!text || tl > SPADE_OBS_MAX))
+                st = SPADE_HOST_OUTPUT_TOO_LARGE;
+            r.obs = text;
+            r.obs_len = tl;
         } else {
             st = SPADE_HOST_BAD_CALL;
         }
