@@ -661,7 +661,7 @@ static int train_default(spade_sandbox *sb) {
     read_state(run, ckpt, sizeof ckpt);
     if (rc == CLI_OK)
         printf("\nWhat happened: a %s base policy was pretrained on stdenv, then it wrote environments as the\n"
-               "designer (a policy this small rarely writes one that compiles: see the gates in the JSONL),\n"
+               "designer (at this size none has been seen to compile: see failed_at in train.jsonl),\n"
                "and trained as the agent on the valid ones and on stdenv. Look at the run:\n"
                "  ./spade report %s              plots and a summary of the run (report/report.md)\n"
                "  ./spade archive list %s        every environment it wrote, by first failed gate\n"
