@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "agents.h"
 #include "episodes.h"
@@ -371,6 +372,7 @@ START_TEST(crash_is_an_outcome)
             ck_assert_msg(o[i].end == SPADE_EP_FAILED, "episode %d (token %ld): %s", i, tok[i],
                           spade_ep_end_name(o[i].end));
             ck_assert_int_eq(o[i].failure.outcome, SPADE_OUT_CRASH);
+            ck_assert_str_eq(spade_ep_op_name(o[i].failed_in), "step");
             ck_assert_int_eq(o[i].steps, 1); /* the crashing step is not counted */
             ck_assert_int_eq(o[i].success, 0);
             ck_assert(strstr(o[i].failure.message, "SIGSEGV") || strstr(o[i].failure.message, "signal"));
@@ -423,6 +425,7 @@ START_TEST(hang_is_an_outcome)
         if (t % 5 == 0) {
             ck_assert_int_eq(o[i].end, SPADE_EP_FAILED);
             ck_assert_int_eq(o[i].failure.outcome, SPADE_OUT_TIMEOUT);
+            ck_assert_int_eq(o[i].failed_in, SPADE_EP_OP_STEP);
             timeouts++;
         } else {
             ck_assert_msg(o[i].end == SPADE_EP_TERMINATED || o[i].end == SPADE_EP_TRUNCATED, "%s: %s",
@@ -430,6 +433,68 @@ START_TEST(hang_is_an_outcome)
         }
     }
     ck_assert_int_eq(timeouts, 1);
+    spade_agent_free(a);
+    free(s1);
+}
+END_TEST
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* stop_on_timeout: of two hanging episodes in one batch, the first (in
+ * episode order) is blamed and the run stops there: two deadlines, not one
+ * per hanging episode, and the second is never played alone. */
+START_TEST(timeout_stops_the_run)
+{
+    spade_sandbox_free(sb);
+    sb = tu_sandbox(&(spade_sandbox_opts){.call_timeout_s = 0.3});
+    char *s1;
+    spade_ep_spec spec = spec_of("ep_len.c", &s1, "fail=2");
+    spade_ep_request all[60];
+    for (int i = 0; i < 60; i++)
+        all[i] = (spade_ep_request){0, (uint64_t)i, 0};
+    long tok[60];
+    spade_ep_spec plain = spec;
+    plain.params = NULL;
+    tokens(&plain, all, 60, tok);
+    /* other, hang, other, hang, other */
+    spade_ep_request reqs[5];
+    int n = 0;
+    for (int i = 0; i < 60 && n < 5; i++)
+        if ((tok[i] % 5 == 0) == (n == 1 || n == 3))
+            reqs[n++] = all[i];
+    ck_assert_int_eq(n, 5);
+    spade_episodes_opts eo;
+    spade_episodes_opts_default(&eo);
+    eo.max_live = 5;
+    eo.stop_on_timeout = 1;
+    spade_ep_outcome o[5];
+    char err[512];
+    spade_agent *a = spade_agent_solve();
+    double t0 = now_s();
+    int rc = spade_episodes_play(sb, &spec, 1, reqs, 5, a, &eo, o, err, sizeof err);
+    double took = now_s() - t0;
+    ck_assert_msg(rc == SPADE_EPISODES_STOPPED, "rc %d: %s", rc, err);
+    ck_assert_int_eq(o[1].end, SPADE_EP_FAILED);
+    ck_assert_int_eq(o[1].failure.outcome, SPADE_OUT_TIMEOUT);
+    ck_assert_int_eq(o[1].failed_in, SPADE_EP_OP_STEP);
+    /* every episode lasts 2 steps or more, and the hang is at the second: all
+     * were live when the run stopped */
+    for (int i = 0; i < 5; i++)
+        if (i != 1)
+            ck_assert_msg(o[i].end == SPADE_EP_STOPPED, "episode %d: %s", i, spade_ep_end_name(o[i].end));
+    ck_assert_msg(took < 2.0, "two deadlines of 0.3 s, not one per hanging episode: %.2f s", took);
+    /* without the option both hanging episodes are found */
+    eo.stop_on_timeout = 0;
+    rc = spade_episodes_play(sb, &spec, 1, reqs, 5, a, &eo, o, err, sizeof err);
+    ck_assert_msg(rc == SPADE_EPISODES_DONE, "rc %d: %s", rc, err);
+    ck_assert_int_eq(o[1].end, SPADE_EP_FAILED);
+    ck_assert_int_eq(o[3].end, SPADE_EP_FAILED);
+    ck_assert_int_ne(o[4].end, SPADE_EP_FAILED);
     spade_agent_free(a);
     free(s1);
 }
@@ -451,6 +516,7 @@ START_TEST(broken_spec_fails_its_own_requests)
             ck_assert_int_eq(o[i].end, SPADE_EP_FAILED);
             ck_assert_int_eq(o[i].failure.outcome, SPADE_OUT_COMPILE);
             ck_assert(strstr(o[i].failure.message, "cli_broken.c:7") != NULL);
+            ck_assert_int_eq(o[i].failed_in, SPADE_EP_OP_LOAD);
         } else {
             ck_assert(o[i].end == SPADE_EP_TERMINATED || o[i].end == SPADE_EP_TRUNCATED);
         }
@@ -662,6 +728,7 @@ static Suite *suite(void)
     tcase_add_test(t, paired_seeds_same_whatever_the_batch);
     tcase_add_test(t, crash_is_an_outcome);
     tcase_add_test(t, hang_is_an_outcome);
+    tcase_add_test(t, timeout_stops_the_run);
     tcase_add_test(t, broken_spec_fails_its_own_requests);
     tcase_add_test(t, text_pieces);
     tcase_add_test(t, scripted_agents_do_what_they_claim);
