@@ -74,6 +74,7 @@ typedef struct live {
 
 typedef struct envrt {
     int loaded, broken;
+    int borrowed; /* v is the spec's vec: not freed here */
     spade_failure fail;
     spade_vecenv *v;
     const spade_env_info *info;
@@ -495,6 +496,20 @@ static int load_spec(run *R, int s)
     for (int i = 0; i < E->nslots; i++)
         E->slot_of[i] = -1;
     E->nfree = E->nslots;
+    spade_vecenv *given = R->o.vecs ? R->o.vecs[s] : NULL;
+    if (given) {
+        /* an earlier run may have left a worker dead (a timeout stopped it) */
+        if (spade_vecenv_revive(given, &E->fail) < 0) {
+            E->broken = 1;
+            return 0;
+        }
+        E->v = given;
+        E->borrowed = 1;
+        if (E->nslots > spade_vecenv_num_envs(E->v))
+            E->nfree = E->nslots = spade_vecenv_num_envs(E->v);
+        E->info = spade_vecenv_info(E->v);
+        return 0;
+    }
     if (spade_vecenv_new_poisoned(R->sb, sp->filename, sp->source, sp->len, sp->params, E->nslots, R->o.workers,
                                   SPADE_AUTORESET_DISABLED, R->o.poison, &E->v, &E->fail) < 0) {
         E->broken = 1;
@@ -838,7 +853,8 @@ static void free_run(run *R)
         free(e->hoff);
     }
     for (int s = 0; R->env && s < R->n_specs; s++) {
-        spade_vecenv_free(R->env[s].v);
+        if (!R->env[s].borrowed)
+            spade_vecenv_free(R->env[s].v);
         free(R->env[s].slot_of);
     }
     for (long k = 0; k < R->held_cap; k++)

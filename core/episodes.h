@@ -188,6 +188,13 @@ typedef struct spade_episodes_opts {
      * deadlines (the batch's, then the replay that finds it), not one per
      * episode; the checker's "one timeout stops the check" (default 0) */
     int stop_on_timeout;
+    /* [n_specs] or NULL: where vecs[s] is non-NULL, spec s plays on that
+     * vector env (made by the caller from the spec's source and params,
+     * SPADE_AUTORESET_DISABLED, poisoned as the caller chose) instead of a
+     * new one, on at most its num_envs instances; the caller keeps and frees
+     * it. Runs that follow each other on one vector env save a worker start
+     * each (the checker's checks). */
+    spade_vecenv *const *vecs;
     /* each outcome, in episode order (held until the episodes before it ended) */
     void (*on_outcome)(void *ctx, const spade_ep_outcome *o);
     void (*on_event)(void *ctx, const spade_ep_event *e); /* may be NULL */
