@@ -95,13 +95,11 @@ typedef struct ctx {
     spade_check_report *rep;
     size_t off; /* end of rep->text */
 
-    spade_worker *w;
-    int id[2];
-    /* the vector env the episode-playing checks share at the params given
-     * (one worker start for all of them); NULL until first used, or when it
-     * could not be made (each run then makes its own) */
+    /* the vector env every check plays on at the params given (one worker
+     * start for all of them): instances id[0] and id[1] side by side for the
+     * direct calls of reset and hint, all of them for the episode layer */
     spade_vecenv *vec;
-    int vec_tried;
+    int id[2];
     spade_env_info info;
     double pvals[SPADE_INFO_MAX_PARAMS];
     int internal; /* a worker could not be spawned again */
@@ -206,37 +204,24 @@ static void note_obs(ctx *c, size_t len)
         c->max_obs = len;
 }
 
-/* The live worker with its two instances; respawned after a failure killed it. */
-static spade_worker *worker(ctx *c, spade_failure *f)
+/* The shared vector env, its worker loaded again after a failure killed it
+ * (the sandbox trusts nothing after one). */
+static spade_vecenv *vec_live(ctx *c, spade_failure *f)
 {
-    if (c->w && spade_worker_alive(c->w))
-        return c->w;
-    spade_worker_free(c->w);
-    c->w = NULL;
     memset(f, 0, sizeof *f);
-    if (spade_worker_load_poisoned(c->sb, c->filename, c->source, c->len, CHECK_POISON, &c->w, f) != 0 || !c->w) {
-        c->w = NULL;
+    if (!c->vec || spade_vecenv_revive(c->vec, f) != 0) {
         c->internal = 1;
         return NULL;
     }
-    int first = -1;
-    if (spade_worker_add_instances(c->w, 2, c->info.n_params ? c->pvals : NULL, &first, f) != 0) {
-        spade_worker_free(c->w);
-        c->w = NULL;
-        c->internal = 1;
-        return NULL;
-    }
-    c->id[0] = first;
-    c->id[1] = first + 1;
-    return c->w;
+    return c->vec;
 }
 
 static int reset_n(ctx *c, int n, const uint64_t *seeds, spade_step_result *res, spade_failure *f)
 {
-    spade_worker *w = worker(c, f);
-    if (!w)
+    spade_vecenv *v = vec_live(c, f);
+    if (!v)
         return -1;
-    if (spade_worker_reset(w, n, c->id, seeds, res, f) != 0) {
+    if (spade_vecenv_reset_some(v, n, c->id, seeds, res, f) != 0) {
         note_failure(c, f, "reset");
         return -1;
     }
@@ -249,10 +234,10 @@ static int reset_n(ctx *c, int n, const uint64_t *seeds, spade_step_result *res,
 static int step_ids(ctx *c, int n, const int *ids, const char *const *acts, const size_t *lens, spade_step_result *res,
                     spade_failure *f)
 {
-    spade_worker *w = worker(c, f);
-    if (!w)
+    spade_vecenv *v = vec_live(c, f);
+    if (!v)
         return -1;
-    if (spade_worker_step(w, n, ids, acts, lens, res, f) != 0) {
+    if (spade_vecenv_step_some(v, n, ids, acts, lens, res, f) != 0) {
         note_failure(c, f, "step");
         return -1;
     }
@@ -270,12 +255,12 @@ static int step_one(ctx *c, int inst, const char *act, size_t len, spade_step_re
  * reused by the next call). */
 static char *text_call(ctx *c, int solve, size_t *len, spade_failure *f)
 {
-    spade_worker *w = worker(c, f);
-    if (!w)
+    spade_vecenv *v = vec_live(c, f);
+    if (!v)
         return NULL;
     const char *t = NULL;
     size_t n = 0;
-    int rc = solve ? spade_worker_solve(w, c->id[0], &t, &n, f) : spade_worker_hint(w, c->id[0], &t, &n, f);
+    int rc = solve ? spade_vecenv_solve(v, c->id[0], &t, &n, f) : spade_vecenv_hint(v, c->id[0], &t, &n, f);
     if (rc != 0) {
         note_failure(c, f, solve ? "solve" : "hint");
         return NULL;
@@ -592,31 +577,14 @@ static spade_ep_spec spec_given(const ctx *c)
     return s;
 }
 
-static spade_vecenv *shared_vec(ctx *c)
-{
-    if (c->vec || c->vec_tried)
-        return c->vec;
-    c->vec_tried = 1;
-    int n = 2 * c->o.seeds;
-    if (n < 16)
-        n = 16; /* the odd actions */
-    if (n < c->o.solve_seeds)
-        n = c->o.solve_seeds;
-    if (n > 256)
-        n = 256;
-    spade_failure f;
-    if (spade_vecenv_new_poisoned(c->sb, c->filename, c->source, c->len, c->params, n, 1, SPADE_AUTORESET_DISABLED,
-                                  CHECK_POISON, &c->vec, &f) < 0)
-        c->vec = NULL;
-    return c->vec;
-}
-
 /* Plays reqs[0..n) through inner (freed here; NULL: out of memory) wrapped
- * in a watch, every worker poisoned, the first timeout stopping the run.
+ * in a watch, every worker poisoned, the first timeout stopping the run;
+ * vecs (may be NULL): the specs' vector envs (opts.vecs of episodes.h).
  * Failed episodes are noted (timeouts, oversized outputs). log (may be NULL)
  * gets what each episode showed. Returns 0, or -1 after a FAIL line for the
  * check c->check when the run itself could not go on. */
-static int play_eps(ctx *c, const spade_ep_spec *specs, int n_specs, const spade_ep_request *reqs, long n,
+static int play_eps(ctx *c, const spade_ep_spec *specs, int n_specs, spade_vecenv *const *vecs,
+                    const spade_ep_request *reqs, long n,
                     spade_agent *inner, int cap, int stop_on_win, int show_solve, ep_log *log, int keep,
                     spade_ep_outcome *out)
 {
@@ -637,9 +605,7 @@ static int play_eps(ctx *c, const spade_ep_spec *specs, int n_specs, const spade
         eo.stop_on_timeout = 1;
         eo.on_event = on_event;
         eo.ctx = &pc;
-        spade_vecenv *vecs[1] = {n_specs == 1 && specs[0].params == c->params ? shared_vec(c) : NULL};
-        if (vecs[0])
-            eo.vecs = vecs;
+        eo.vecs = vecs;
         rc = spade_episodes_play(c->sb, specs, n_specs, reqs, n, &a, &eo, out, err, sizeof err) < 0 ? -1 : 0;
         free(w.v);
         free(w.a);
@@ -767,7 +733,7 @@ static void check_seeds_vary(ctx *c)
         req[k] = (spade_ep_request){0, seed_of(c, k), 0};
     spade_ep_spec spec = spec_given(c);
     int limit = c->info.max_steps < 8 ? c->info.max_steps : 8;
-    if (play_eps(c, &spec, 1, req, ns, mixed_agent(c->info.has_solve, 0, 12345), limit, 0, 0, log, 0, out) == 0) {
+    if (play_eps(c, &spec, 1, &c->vec, req, ns, mixed_agent(c->info.has_solve, 0, 12345), limit, 0, 0, log, 0, out) == 0) {
         int done = 0;
         while (done < ns && !(out[done].end == SPADE_EP_FAILED && out[done].steps == 0 &&
                               out[done].failed_in != SPADE_EP_OP_SOLVE) && out[done].end != SPADE_EP_STOPPED)
@@ -812,7 +778,7 @@ static void check_step_deterministic(ctx *c)
     spade_ep_spec spec = spec_given(c);
     int limit = c->info.max_steps < DETERMINISM_STEPS ? c->info.max_steps : DETERMINISM_STEPS;
     int steps_total = 0;
-    if (play_eps(c, &spec, 1, req, n, mixed_agent(c->info.has_solve, 0x2545F4914F6CDD1DULL, 7), limit, 0, 0, log, 1,
+    if (play_eps(c, &spec, 1, &c->vec, req, n, mixed_agent(c->info.has_solve, 0x2545F4914F6CDD1DULL, 7), limit, 0, 0, log, 1,
                  out) != 0)
         goto done;
     char buf[1400], sh[256];
@@ -944,7 +910,7 @@ static void check_arbitrary_actions(ctx *c)
     spade_ep_spec spec = spec_given(c);
     spade_agent *probes = spade_agent_probes(texts, lens, n, 2);
     free(mb_a), free(mb_9), free(bin); /* the agent has its copies */
-    if (play_eps(c, &spec, 1, req, n, probes, 0, 0, 0, NULL, 0, out) != 0)
+    if (play_eps(c, &spec, 1, &c->vec, req, n, probes, 0, 0, 0, NULL, 0, out) != 0)
         return;
     char buf[1400];
     int failed = 0;
@@ -977,7 +943,7 @@ static void check_max_steps(ctx *c)
     spade_ep_request req[2] = {{0, seed_of(c, 0), 0}, {0, seed_of(c, 1), 0}};
     spade_ep_outcome out[2];
     spade_ep_spec spec = spec_given(c);
-    if (play_eps(c, &spec, 1, req, 2, spade_agent_noop(), ms, 1, 0, NULL, 0, out) != 0)
+    if (play_eps(c, &spec, 1, &c->vec, req, 2, spade_agent_noop(), ms, 1, 0, NULL, 0, out) != 0)
         return;
     /* the earliest thing that went wrong, by step, then by seed */
     int best = -1, best_t = 1 << 30;
@@ -1088,7 +1054,7 @@ static int play_seeds(ctx *c, int use_solve, char *lost, size_t lostcap)
     spade_ep_spec spec = spec_given(c);
     spade_agent *a = use_solve ? spade_agent_solve() : spade_agent_random(RANDOM_AGENT_SEED);
     int wins = -1;
-    if (play_eps(c, &spec, 1, req, n, a, 0, 0, use_solve, NULL, 0, out) == 0) {
+    if (play_eps(c, &spec, 1, &c->vec, req, n, a, 0, 0, use_solve, NULL, 0, out) == 0) {
         char buf[1400];
         wins = 0;
         for (int k = 0; k < n && wins >= 0; k++) {
@@ -1205,6 +1171,16 @@ static void check_param_extremes(ctx *c)
         put(c, "SKIP", "param_extremes", ": every param has a single value");
         return;
     }
+    /* one vector env per setting, for both agents' runs: a worker start per
+     * setting, as when the settings were played one by one (one that cannot
+     * be made is left to the episode layer, which reports its failure) */
+    spade_vecenv *vecs[MAX_SETTINGS];
+    for (int s = 0; s < settings; s++) {
+        spade_failure f;
+        if (spade_vecenv_new_poisoned(c->sb, c->filename, c->source, c->len, desc[s], EXTREME_SEEDS, 1,
+                                      SPADE_AUTORESET_DISABLED, CHECK_POISON, &vecs[s], &f) != 0)
+            vecs[s] = NULL;
+    }
     long n = (long)settings * EXTREME_SEEDS;
     spade_ep_request req[MAX_SETTINGS * EXTREME_SEEDS];
     spade_ep_outcome sol[MAX_SETTINGS * EXTREME_SEEDS], rnd[MAX_SETTINGS * EXTREME_SEEDS];
@@ -1212,11 +1188,14 @@ static void check_param_extremes(ctx *c)
         rnd[i].end = sol[i].end = SPADE_EP_STOPPED; /* a run a timeout skipped */
     for (long i = 0; i < n; i++)
         req[i] = (spade_ep_request){(int)(i / EXTREME_SEEDS), seed_of(c, (int)(i % EXTREME_SEEDS)), 0};
-    if (c->info.has_solve && play_eps(c, specs, settings, req, n, spade_agent_solve(), 0, 0, 1, NULL, 0, sol) != 0)
-        return;
     int cap_t = c->info.max_steps < LONG_EPISODE_CAP ? c->info.max_steps : LONG_EPISODE_CAP;
-    if (!c->timed_out && play_eps(c, specs, settings, req, n, spade_agent_random(RANDOM_AGENT_SEED), cap_t, 0, 0, NULL,
-                                  0, rnd) != 0)
+    int played = (!c->info.has_solve || play_eps(c, specs, settings, vecs, req, n, spade_agent_solve(), 0, 0, 1, NULL,
+                                                 0, sol) == 0) &&
+                 (c->timed_out || play_eps(c, specs, settings, vecs, req, n, spade_agent_random(RANDOM_AGENT_SEED), cap_t,
+                                           0, 0, NULL, 0, rnd) == 0);
+    for (int s = 0; s < settings; s++)
+        spade_vecenv_free(vecs[s]);
+    if (!played)
         return;
     /* the first setting, seed and agent that went wrong, in the order they were once played one by one */
     char failed[1600] = "", buf[1400];
@@ -1309,8 +1288,21 @@ int spade_check(spade_sandbox *sb, const char *filename, const char *source, siz
     int rc = 0;
     spade_failure f;
     memset(&f, 0, sizeof f);
-    if (spade_worker_load_poisoned(sb, c->filename, source, len, CHECK_POISON, &c->w, &f) != 0 || !c->w) {
-        c->w = NULL;
+    /* Instances take their params when created, so the vector env is made at
+     * the params given; when that fails, a worker alone says why: the
+     * compiler, the params, or the instances. */
+    int n_envs = 2 * c->o.seeds > 16 ? 2 * c->o.seeds : 16; /* step_deterministic's pairs, the odd actions */
+    if (n_envs < c->o.solve_seeds)
+        n_envs = c->o.solve_seeds;
+    if (n_envs > 256)
+        n_envs = 256;
+    spade_failure vf;
+    memset(&vf, 0, sizeof vf);
+    if (spade_vecenv_new_poisoned(sb, c->filename, source, len, params, n_envs, 1, SPADE_AUTORESET_DISABLED,
+                                  CHECK_POISON, &c->vec, &vf) != 0)
+        c->vec = NULL;
+    spade_worker *w = NULL;
+    if (!c->vec && (spade_worker_load_poisoned(sb, c->filename, source, len, CHECK_POISON, &w, &f) != 0 || !w)) {
         if (f.outcome == SPADE_OUT_INTERNAL || f.outcome == SPADE_OUT_OK) {
             put(c, "FAIL", "compile", ": the sandbox failed: %s", why(&f, buf, sizeof buf));
             rc = -1;
@@ -1322,7 +1314,8 @@ int spade_check(spade_sandbox *sb, const char *filename, const char *source, siz
         free(c);
         return rc;
     }
-    c->info = *spade_worker_info(c->w);
+    c->info = c->vec ? *spade_vecenv_info(c->vec) : *spade_worker_info(w);
+    spade_worker_free(w);
     put(c, "PASS", "compile", " (%s: %d params, %d tools, max_steps %d, success >= %g%s)", c->info.name,
         c->info.n_params, c->info.n_tools, c->info.max_steps, c->info.success, c->info.has_solve ? ", has SOLVE" : "");
     char perr[512];
@@ -1333,14 +1326,13 @@ int spade_check(spade_sandbox *sb, const char *filename, const char *source, siz
     }
     if (params && *params)
         put(c, "PASS", "params", " (%s)", params);
-    int first = -1;
-    if (spade_worker_add_instances(c->w, 2, c->info.n_params ? c->pvals : NULL, &first, &f) != 0) {
-        put(c, "FAIL", "reset", ": cannot create instances: %s", why(&f, buf, sizeof buf));
+    if (!c->vec) {
+        put(c, "FAIL", "reset", ": cannot create instances: %s", why(&vf, buf, sizeof buf));
         put(c, "SKIP", "other checks", ": no instance");
         goto done;
     }
-    c->id[0] = first;
-    c->id[1] = first + 1;
+    c->id[0] = 0;
+    c->id[1] = 1;
 
     if (c->o.progress)
         c->o.progress("reset", c->o.progress_arg);
@@ -1367,7 +1359,6 @@ done:
         rc = -1;
     else
         rc = rep->failed ? 1 : 0;
-    spade_worker_free(c->w);
     spade_vecenv_free(c->vec);
     free(c);
     return rc;
