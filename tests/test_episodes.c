@@ -500,6 +500,56 @@ START_TEST(timeout_stops_the_run)
 }
 END_TEST
 
+/* opts.vecs: runs on a caller's vector env play as on their own, leave it
+ * to the caller, and use no more of it than it has; a worker a crash killed
+ * is loaded again for the next run. */
+START_TEST(given_vector_env)
+{
+    char *s1, *s2;
+    spade_ep_spec spec = spec_of("ep_len.c", &s1, NULL), crash = spec_of("ep_len.c", &s2, "fail=1");
+    spade_ep_request reqs[NREQ];
+    requests(reqs, NREQ, 0, 700);
+    spade_ep_outcome own[NREQ], given[NREQ];
+    static record rec;
+    spade_agent *a = spade_agent_random(5);
+    play(&spec, 1, reqs, NREQ, a, 8, 1, own, &rec);
+    spade_vecenv *v[1];
+    spade_failure f;
+    ck_assert_int_eq(spade_vecenv_new(sb, spec.filename, spec.source, spec.len, NULL, 3, 1, SPADE_AUTORESET_DISABLED,
+                                      &v[0], &f),
+                     0);
+    spade_episodes_opts eo;
+    spade_episodes_opts_default(&eo);
+    eo.max_live = 8; /* more than the vector env has: it plays on its 3 */
+    eo.vecs = v;
+    char err[512];
+    for (int run = 0; run < 2; run++) {
+        ck_assert_int_eq(spade_episodes_play(sb, &spec, 1, reqs, NREQ, a, &eo, given, err, sizeof err), SPADE_EPISODES_DONE);
+        for (int i = 0; i < NREQ; i++)
+            assert_same_outcome(&own[i], &given[i]);
+    }
+    spade_vecenv_free(v[0]);
+    ck_assert_int_eq(spade_vecenv_new(sb, crash.filename, crash.source, crash.len, crash.params, 4, 1,
+                                      SPADE_AUTORESET_DISABLED, &v[0], &f),
+                     0);
+    /* the plain spec on a crashing vector env: the crashes show that the run
+     * played on the vector env it was given */
+    int failed[2] = {0, 0};
+    for (int run = 0; run < 2; run++) {
+        ck_assert_int_eq(spade_episodes_play(sb, &spec, 1, reqs, NREQ, a, &eo, given, err, sizeof err),
+                         SPADE_EPISODES_DONE);
+        for (int i = 0; i < NREQ; i++)
+            failed[run] += given[i].end == SPADE_EP_FAILED;
+    }
+    ck_assert_int_gt(failed[0], 0);
+    ck_assert_int_eq(failed[0], failed[1]); /* the second run found the worker the first one's crash killed alive */
+    spade_vecenv_free(v[0]);
+    spade_agent_free(a);
+    free(s1);
+    free(s2);
+}
+END_TEST
+
 START_TEST(broken_spec_fails_its_own_requests)
 {
     char *s1, *s2;
@@ -623,6 +673,22 @@ START_TEST(scripted_agents_do_what_they_claim)
     ck_assert_str_eq(rec.acts[0], want);
     spade_agent_free(a);
 
+    /* probes: episode e plays probe e % 2 at each of its first 2 steps, then stops */
+    const char *probes[] = {"x", "yy"};
+    const size_t plens[] = {1, 2};
+    a = spade_agent_probes(probes, plens, 2, 2);
+    play(&spec, 1, reqs, 3, a, 3, 1, o, &rec);
+    ck_assert_str_eq(rec.acts[0], "x|x");
+    ck_assert_str_eq(rec.acts[1], "yy|yy");
+    ck_assert_str_eq(rec.acts[2], "x|x");
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(o[i].end, SPADE_EP_AGENT_STOP);
+        ck_assert_str_eq(o[i].stop_reason, "script_end");
+        ck_assert_int_eq(o[i].steps, 2);
+    }
+    spade_agent_free(a);
+    ck_assert_ptr_null(spade_agent_probes(probes, plens, 0, 1));
+
     /* observation-echo: at step t, piece t mod P of the observation it saw */
     a = spade_agent_obs_echo();
     play(&spec, 1, reqs, 1, a, 1, 1, o, &rec);
@@ -729,6 +795,7 @@ static Suite *suite(void)
     tcase_add_test(t, crash_is_an_outcome);
     tcase_add_test(t, hang_is_an_outcome);
     tcase_add_test(t, timeout_stops_the_run);
+    tcase_add_test(t, given_vector_env);
     tcase_add_test(t, broken_spec_fails_its_own_requests);
     tcase_add_test(t, text_pieces);
     tcase_add_test(t, scripted_agents_do_what_they_claim);
