@@ -1,12 +1,18 @@
 /* check.c — the environment checker (see check.h for the list of checks).
  *
- * Every call goes through one sandbox worker holding two instances of the
- * environment: two instances side by side is what exposes hidden global state
- * (a static counter makes the second reset differ from the first). A failure
- * kills the worker (the sandbox trusts nothing after one), so the next check
- * spawns a fresh worker from the same source.
+ * Every check runs on one poisoned vector env at the params given (one
+ * worker): reset and hint call its instances 0 and 1 directly (two instances
+ * side by side is what exposes hidden global state: a static counter makes the
+ * second reset differ from the first); the checks that play episodes are runs
+ * of the episode layer (core/episodes.h) on it, with core's agents (solve,
+ * random, noop, probes) or the mixed probing agent here, so a crash mid-episode
+ * is that episode's outcome, found by the layer's replays. A failure kills the
+ * worker (the sandbox trusts nothing after one); the next call loads it again.
+ * param_extremes has a vector env per setting (instances take their params
+ * when created).
  *
- * What it is not: a sandbox (core/sandbox contains the code) or a trainer gate.
+ * What it is not: a sandbox (core/sandbox contains the code), a second episode
+ * loop, or a trainer gate (designer/gates.c).
  */
 #include "check.h"
 
