@@ -741,8 +741,11 @@ static void check_seeds_vary(ctx *c)
     int limit = c->info.max_steps < 8 ? c->info.max_steps : 8;
     if (play_eps(c, &spec, 1, &c->vec, req, ns, mixed_agent(c->info.has_solve, 0, 12345), limit, 0, 0, log, 0, out) == 0) {
         int done = 0;
-        while (done < ns && !(out[done].end == SPADE_EP_FAILED && out[done].steps == 0 &&
-                              out[done].failed_in != SPADE_EP_OP_SOLVE) && out[done].end != SPADE_EP_STOPPED)
+        /* the seeds before the first that could not reset (a crash later in
+         * an episode still leaves the fingerprint of what it showed) */
+        while (done < ns && out[done].end != SPADE_EP_STOPPED &&
+               !(out[done].end == SPADE_EP_FAILED &&
+                 (out[done].failed_in == SPADE_EP_OP_RESET || out[done].failed_in == SPADE_EP_OP_LOAD)))
             done++;
         int distinct = 0;
         for (int k = 0; k < done; k++) {
@@ -1063,13 +1066,21 @@ static int play_seeds(ctx *c, int use_solve, char *lost, size_t lostcap)
     if (play_eps(c, &spec, 1, &c->vec, req, n, a, 0, 0, use_solve, NULL, 0, out) == 0) {
         char buf[1400];
         wins = 0;
+        /* the first failed seed; a timeout stops the run, and the episodes
+         * still live then (before it too) end as stopped, blamed for nothing */
+        const spade_ep_outcome *bad = NULL;
+        for (int k = 0; k < n && !bad; k++)
+            if (out[k].end == SPADE_EP_FAILED)
+                bad = &out[k];
+        for (int k = 0; k < n && !bad; k++)
+            if (out[k].end == SPADE_EP_STOPPED)
+                bad = &out[k];
+        if (bad) {
+            put(c, "FAIL", c->check, ": seed %llu: %s", (unsigned long long)bad->seed,
+                bad->end == SPADE_EP_STOPPED ? "stopped" : ep_why(bad, buf, sizeof buf));
+            wins = -1;
+        }
         for (int k = 0; k < n && wins >= 0; k++) {
-            if (out[k].end == SPADE_EP_FAILED || out[k].end == SPADE_EP_STOPPED) {
-                put(c, "FAIL", c->check, ": seed %llu: %s", (unsigned long long)out[k].seed,
-                    out[k].end == SPADE_EP_STOPPED ? "stopped" : ep_why(&out[k], buf, sizeof buf));
-                wins = -1;
-                break;
-            }
             wins += out[k].success;
             if (!out[k].success && lost && !*lost)
                 snprintf(lost, lostcap, "seed %llu returned %g (success needs >= %g)",
