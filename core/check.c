@@ -585,11 +585,12 @@ static spade_ep_spec spec_given(const ctx *c)
 
 /* Plays reqs[0..n) through inner (freed here; NULL: out of memory) wrapped
  * in a watch, every worker poisoned, the first timeout stopping the run;
- * vecs (may be NULL): the specs' vector envs (opts.vecs of episodes.h).
+ * vecs (may be NULL): the specs' vector envs (opts.vecs of episodes.h);
+ * max_live: episodes at once (0: all of them, up to 256).
  * Failed episodes are noted (timeouts, oversized outputs). log (may be NULL)
  * gets what each episode showed. Returns 0, or -1 after a FAIL line for the
  * check c->check when the run itself could not go on. */
-static int play_eps(ctx *c, const spade_ep_spec *specs, int n_specs, spade_vecenv *const *vecs,
+static int play_eps(ctx *c, const spade_ep_spec *specs, int n_specs, spade_vecenv *const *vecs, int max_live,
                     const spade_ep_request *reqs, long n,
                     spade_agent *inner, int cap, int stop_on_win, int show_solve, ep_log *log, int keep,
                     spade_ep_outcome *out)
@@ -606,7 +607,7 @@ static int play_eps(ctx *c, const spade_ep_spec *specs, int n_specs, spade_vecen
             log[i].hash = 1469598103934665603ULL;
         spade_episodes_opts eo;
         spade_episodes_opts_default(&eo);
-        eo.max_live = n < 1 ? 1 : n > 256 ? 256 : (int)n;
+        eo.max_live = max_live > 0 ? max_live : n < 1 ? 1 : n > 256 ? 256 : (int)n;
         eo.poison = CHECK_POISON;
         eo.stop_on_timeout = 1;
         eo.on_event = on_event;
@@ -660,6 +661,10 @@ static const char *ep_why(const spade_ep_outcome *o, char *buf, size_t cap)
 typedef struct mixed {
     int use_solve;
     uint64_t mul, add; /* the stream of an episode starts at seed * mul + add */
+    /* episodes 2k and 2k + 1 are a pair (step_deterministic): the second
+     * plays the first's action while both are at the same step, so the two
+     * get the same actions even where SOLVE would see them differ */
+    int pairs;
 } mixed;
 
 typedef struct mixed_ep {
@@ -690,6 +695,13 @@ static int mixed_act(void *arg, int n, const spade_ep_view *views, spade_ep_act 
     const mixed *m = arg;
     for (int i = 0; i < n; i++) {
         mixed_ep *e = views[i].state;
+        if (m->pairs && i > 0 && views[i].episode % 2 == 1 && views[i - 1].episode == views[i].episode - 1 &&
+            views[i - 1].step == views[i].step) {
+            acts[i] = acts[i - 1];
+            if (!(m->use_solve && views[i].step % 2 == 0 && views[i].solve))
+                (void)spade_random_action(&e->rng, e->buf, sizeof e->buf); /* its stream stays the first's */
+            continue;
+        }
         if (m->use_solve && views[i].step % 2 == 0 && views[i].solve) {
             acts[i].text = views[i].solve;
             acts[i].len = views[i].solve_len;
@@ -701,7 +713,7 @@ static int mixed_act(void *arg, int n, const spade_ep_view *views, spade_ep_act 
     return 0;
 }
 
-static spade_agent *mixed_agent(int use_solve, uint64_t mul, uint64_t add)
+static spade_agent *mixed_agent(int use_solve, uint64_t mul, uint64_t add, int pairs)
 {
     spade_agent *a = calloc(1, sizeof *a);
     mixed *m = malloc(sizeof *m);
@@ -709,7 +721,7 @@ static spade_agent *mixed_agent(int use_solve, uint64_t mul, uint64_t add)
         free(a), free(m);
         return NULL;
     }
-    *m = (mixed){use_solve, mul, add};
+    *m = (mixed){use_solve, mul, add, pairs};
     *a = (spade_agent){"mixed", use_solve ? SPADE_AGENT_WANTS_SOLVE : 0u, m, mixed_begin, mixed_act, mixed_end, free};
     return a;
 }
@@ -719,7 +731,9 @@ static spade_agent *mixed_agent(int use_solve, uint64_t mul, uint64_t add)
  * so each seed's fingerprint is its first observation plus a few steps of
  * reference and fixed random moves with what they get back. The random moves
  * are the same for every seed; the reference moves enter the fingerprint too,
- * since moves that depend on the seed mean the seed matters. */
+ * since moves that depend on the seed mean the seed matters. One episode at a
+ * time, all on instance 0: its poisoned memory is the same for every seed, so
+ * an uninitialised read cannot pass for a seed that matters. */
 static void check_seeds_vary(ctx *c)
 {
     c->check = "seeds_vary";
@@ -739,7 +753,8 @@ static void check_seeds_vary(ctx *c)
         req[k] = (spade_ep_request){0, seed_of(c, k), 0};
     spade_ep_spec spec = spec_given(c);
     int limit = c->info.max_steps < 8 ? c->info.max_steps : 8;
-    if (play_eps(c, &spec, 1, &c->vec, req, ns, mixed_agent(c->info.has_solve, 0, 12345), limit, 0, 0, log, 0, out) == 0) {
+    spade_agent *a = mixed_agent(c->info.has_solve, 0, 12345, 0);
+    if (play_eps(c, &spec, 1, &c->vec, 1, req, ns, a, limit, 0, 0, log, 0, out) == 0) {
         int done = 0;
         /* the seeds before the first that could not reset (a crash later in
          * an episode still leaves the fingerprint of what it showed) */
@@ -787,8 +802,8 @@ static void check_step_deterministic(ctx *c)
     spade_ep_spec spec = spec_given(c);
     int limit = c->info.max_steps < DETERMINISM_STEPS ? c->info.max_steps : DETERMINISM_STEPS;
     int steps_total = 0;
-    if (play_eps(c, &spec, 1, &c->vec, req, n, mixed_agent(c->info.has_solve, 0x2545F4914F6CDD1DULL, 7), limit, 0, 0, log, 1,
-                 out) != 0)
+    spade_agent *a = mixed_agent(c->info.has_solve, 0x2545F4914F6CDD1DULL, 7, 1);
+    if (play_eps(c, &spec, 1, &c->vec, 0, req, n, a, limit, 0, 0, log, 1, out) != 0)
         goto done;
     char buf[1400], sh[256];
     for (int k = 0; k < ns; k++) {
@@ -919,7 +934,7 @@ static void check_arbitrary_actions(ctx *c)
     spade_ep_spec spec = spec_given(c);
     spade_agent *probes = spade_agent_probes(texts, lens, n, 2);
     free(mb_a), free(mb_9), free(bin); /* the agent has its copies */
-    if (play_eps(c, &spec, 1, &c->vec, req, n, probes, 0, 0, 0, NULL, 0, out) != 0)
+    if (play_eps(c, &spec, 1, &c->vec, 0, req, n, probes, 0, 0, 0, NULL, 0, out) != 0)
         return;
     char buf[1400];
     int failed = 0;
@@ -952,7 +967,7 @@ static void check_max_steps(ctx *c)
     spade_ep_request req[2] = {{0, seed_of(c, 0), 0}, {0, seed_of(c, 1), 0}};
     spade_ep_outcome out[2];
     spade_ep_spec spec = spec_given(c);
-    if (play_eps(c, &spec, 1, &c->vec, req, 2, spade_agent_noop(), ms, 1, 0, NULL, 0, out) != 0)
+    if (play_eps(c, &spec, 1, &c->vec, 0, req, 2, spade_agent_noop(), ms, 1, 0, NULL, 0, out) != 0)
         return;
     /* the earliest thing that went wrong, by step, then by seed */
     int best = -1, best_t = 1 << 30;
@@ -967,7 +982,8 @@ static void check_max_steps(ctx *c)
             snprintf(m, sizeof m, ": reset: %s", why(&o->failure, buf, sizeof buf));
         } else if (o->end == SPADE_EP_FAILED) {
             t = o->steps + 1;
-            snprintf(m, sizeof m, ": seed %llu step %d of the empty action: %s", s, t, why(&o->failure, buf, sizeof buf));
+            snprintf(m, sizeof m, ": seed %llu step %d of the empty action: %s", s, t,
+                     why(&o->failure, buf, sizeof buf));
         } else if (o->success) {
             t = o->steps;
             snprintf(m, sizeof m,
@@ -1063,7 +1079,7 @@ static int play_seeds(ctx *c, int use_solve, char *lost, size_t lostcap)
     spade_ep_spec spec = spec_given(c);
     spade_agent *a = use_solve ? spade_agent_solve() : spade_agent_random(RANDOM_AGENT_SEED);
     int wins = -1;
-    if (play_eps(c, &spec, 1, &c->vec, req, n, a, 0, 0, use_solve, NULL, 0, out) == 0) {
+    if (play_eps(c, &spec, 1, &c->vec, 0, req, n, a, 0, 0, use_solve, NULL, 0, out) == 0) {
         char buf[1400];
         wins = 0;
         /* the first failed seed; a timeout stops the run, and the episodes
@@ -1206,10 +1222,11 @@ static void check_param_extremes(ctx *c)
     for (long i = 0; i < n; i++)
         req[i] = (spade_ep_request){(int)(i / EXTREME_SEEDS), seed_of(c, (int)(i % EXTREME_SEEDS)), 0};
     int cap_t = c->info.max_steps < LONG_EPISODE_CAP ? c->info.max_steps : LONG_EPISODE_CAP;
-    int played = (!c->info.has_solve || play_eps(c, specs, settings, vecs, req, n, spade_agent_solve(), 0, 0, 1, NULL,
-                                                 0, sol) == 0) &&
-                 (c->timed_out || play_eps(c, specs, settings, vecs, req, n, spade_agent_random(RANDOM_AGENT_SEED), cap_t,
-                                           0, 0, NULL, 0, rnd) == 0);
+    int played = !c->info.has_solve ||
+                 play_eps(c, specs, settings, vecs, 0, req, n, spade_agent_solve(), 0, 0, 1, NULL, 0, sol) == 0;
+    if (played && !c->timed_out)
+        played = play_eps(c, specs, settings, vecs, 0, req, n, spade_agent_random(RANDOM_AGENT_SEED), cap_t, 0, 0,
+                          NULL, 0, rnd) == 0;
     for (int s = 0; s < settings; s++)
         spade_vecenv_free(vecs[s]);
     if (!played)

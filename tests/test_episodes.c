@@ -524,7 +524,8 @@ START_TEST(given_vector_env)
     eo.vecs = v;
     char err[512];
     for (int run = 0; run < 2; run++) {
-        ck_assert_int_eq(spade_episodes_play(sb, &spec, 1, reqs, NREQ, a, &eo, given, err, sizeof err), SPADE_EPISODES_DONE);
+        ck_assert_int_eq(spade_episodes_play(sb, &spec, 1, reqs, NREQ, a, &eo, given, err, sizeof err),
+                         SPADE_EPISODES_DONE);
         for (int i = 0; i < NREQ; i++)
             assert_same_outcome(&own[i], &given[i]);
     }
