@@ -353,7 +353,6 @@ static int after_step(run *R, int li, const spade_step_result *r)
 
 /* ---- recovery ------------------------------------------------------------------ */
 
-
 /* Plays episode li again alone: reset, then every recorded action. *r gets
  * the last result; *op the call that failed. */
 static int replay(run *R, int li, spade_step_result *r, spade_failure *g, int *op)
