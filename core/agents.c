@@ -476,3 +476,75 @@ spade_agent *spade_agent_obs_echo(void)
     a->end = obs_end;
     return a;
 }
+
+/* ---- probes ------------------------------------------------------------------------ */
+
+typedef struct probes_ctx {
+    int n, steps;
+    char **p;
+    size_t *len;
+} probes_ctx;
+
+static void probes_free(void *ctx)
+{
+    probes_ctx *c = ctx;
+    if (!c)
+        return;
+    for (int i = 0; c->p && i < c->n; i++)
+        free(c->p[i]);
+    free(c->p);
+    free(c->len);
+    free(c);
+}
+
+static int probes_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *acts, char *err, size_t errlen)
+{
+    (void)err, (void)errlen;
+    probes_ctx *c = ctx;
+    for (int i = 0; i < n; i++) {
+        if (c->steps > 0 && views[i].step >= c->steps) {
+            acts[i].stop = "script_end";
+            continue;
+        }
+        long k = views[i].episode % c->n;
+        acts[i].text = c->p[k];
+        acts[i].len = c->len[k];
+    }
+    return 0;
+}
+
+spade_agent *spade_agent_probes(const char *const *probes, const size_t *lens, int n, int steps)
+{
+    if (n < 1 || !probes || !lens)
+        return NULL;
+    probes_ctx *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->n = n;
+    c->steps = steps;
+    c->p = calloc((size_t)n, sizeof *c->p);
+    c->len = malloc((size_t)n * sizeof *c->len);
+    if (!c->p || !c->len) {
+        probes_free(c);
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) {
+        c->p[i] = malloc(lens[i] + 1);
+        if (!c->p[i]) {
+            probes_free(c);
+            return NULL;
+        }
+        if (lens[i])
+            memcpy(c->p[i], probes[i], lens[i]);
+        c->p[i][lens[i]] = 0;
+        c->len[i] = lens[i];
+    }
+    spade_agent *a = agent_new("probes", 0, c);
+    if (!a) {
+        probes_free(c);
+        return NULL;
+    }
+    a->act = probes_act;
+    a->free = probes_free;
+    return a;
+}

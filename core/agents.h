@@ -75,4 +75,11 @@ spade_agent *spade_agent_obs_echo(void);
  * are copied); then tail. */
 spade_agent *spade_agent_script(const char *const *actions, int n, spade_script_tail tail);
 
+/* probes: episode e plays probes[e % n] (lens[e % n] bytes: binary and NUL
+ * bytes allowed; the bytes are copied) at each of its first `steps` steps
+ * (0: every step), then ends as agent_stop "script_end". One odd input per
+ * episode, so a batch of them finds which input breaks an environment (the
+ * checker's arbitrary_actions, the designer's probe_actions gate). */
+spade_agent *spade_agent_probes(const char *const *probes, const size_t *lens, int n, int steps);
+
 #endif /* SPADE_AGENTS_H */

@@ -1,12 +1,18 @@
 /* check.c — the environment checker (see check.h for the list of checks).
  *
- * Every call goes through one sandbox worker holding two instances of the
- * environment: two instances side by side is what exposes hidden global state
- * (a static counter makes the second reset differ from the first). A failure
- * kills the worker (the sandbox trusts nothing after one), so the next check
- * spawns a fresh worker from the same source.
+ * Every check runs on one poisoned vector env at the params given (one
+ * worker): reset and hint call its instances 0 and 1 directly (two instances
+ * side by side is what exposes hidden global state: a static counter makes the
+ * second reset differ from the first); the checks that play episodes are runs
+ * of the episode layer (core/episodes.h) on it, with core's agents (solve,
+ * random, noop, probes) or the mixed probing agent here, so a crash mid-episode
+ * is that episode's outcome, found by the layer's replays. A failure kills the
+ * worker (the sandbox trusts nothing after one); the next call loads it again.
+ * param_extremes has a vector env per setting (instances take their params
+ * when created).
  *
- * What it is not: a sandbox (core/sandbox contains the code) or a trainer gate.
+ * What it is not: a sandbox (core/sandbox contains the code), a second episode
+ * loop, or a trainer gate (designer/gates.c).
  */
 #include "check.h"
 
@@ -16,6 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agents.h"
+#include "episodes.h"
+#include "errbuf.h"
 #include "host.h"
 
 #define RANDOM_WIN_MAX 0.15 /* docs/architecture.md: a random guesser wins at most 15% */
@@ -27,6 +36,7 @@
  * the pattern also depends on the instance, so the two side-by-side
  * instances see different garbage. Any nonzero seed does. */
 #define CHECK_POISON 0x5ade5ade0badf00dULL
+#define RANDOM_AGENT_SEED 0x5eed5eedULL /* spade_agent_random's, for random_agent and param_extremes */
 
 void spade_check_opts_default(spade_check_opts *o)
 {
@@ -91,7 +101,10 @@ typedef struct ctx {
     spade_check_report *rep;
     size_t off; /* end of rep->text */
 
-    spade_worker *w;
+    /* the vector env every check plays on at the params given (one worker
+     * start for all of them): instances id[0] and id[1] side by side for the
+     * direct calls of reset and hint, all of them for the episode layer */
+    spade_vecenv *vec;
     int id[2];
     spade_env_info info;
     double pvals[SPADE_INFO_MAX_PARAMS];
@@ -197,37 +210,24 @@ static void note_obs(ctx *c, size_t len)
         c->max_obs = len;
 }
 
-/* The live worker with its two instances; respawned after a failure killed it. */
-static spade_worker *worker(ctx *c, spade_failure *f)
+/* The shared vector env, its worker loaded again after a failure killed it
+ * (the sandbox trusts nothing after one). */
+static spade_vecenv *vec_live(ctx *c, spade_failure *f)
 {
-    if (c->w && spade_worker_alive(c->w))
-        return c->w;
-    spade_worker_free(c->w);
-    c->w = NULL;
     memset(f, 0, sizeof *f);
-    if (spade_worker_load_poisoned(c->sb, c->filename, c->source, c->len, CHECK_POISON, &c->w, f) != 0 || !c->w) {
-        c->w = NULL;
+    if (!c->vec || spade_vecenv_revive(c->vec, f) != 0) {
         c->internal = 1;
         return NULL;
     }
-    int first = -1;
-    if (spade_worker_add_instances(c->w, 2, c->info.n_params ? c->pvals : NULL, &first, f) != 0) {
-        spade_worker_free(c->w);
-        c->w = NULL;
-        c->internal = 1;
-        return NULL;
-    }
-    c->id[0] = first;
-    c->id[1] = first + 1;
-    return c->w;
+    return c->vec;
 }
 
 static int reset_n(ctx *c, int n, const uint64_t *seeds, spade_step_result *res, spade_failure *f)
 {
-    spade_worker *w = worker(c, f);
-    if (!w)
+    spade_vecenv *v = vec_live(c, f);
+    if (!v)
         return -1;
-    if (spade_worker_reset(w, n, c->id, seeds, res, f) != 0) {
+    if (spade_vecenv_reset_some(v, n, c->id, seeds, res, f) != 0) {
         note_failure(c, f, "reset");
         return -1;
     }
@@ -240,10 +240,10 @@ static int reset_n(ctx *c, int n, const uint64_t *seeds, spade_step_result *res,
 static int step_ids(ctx *c, int n, const int *ids, const char *const *acts, const size_t *lens, spade_step_result *res,
                     spade_failure *f)
 {
-    spade_worker *w = worker(c, f);
-    if (!w)
+    spade_vecenv *v = vec_live(c, f);
+    if (!v)
         return -1;
-    if (spade_worker_step(w, n, ids, acts, lens, res, f) != 0) {
+    if (spade_vecenv_step_some(v, n, ids, acts, lens, res, f) != 0) {
         note_failure(c, f, "step");
         return -1;
     }
@@ -261,12 +261,12 @@ static int step_one(ctx *c, int inst, const char *act, size_t len, spade_step_re
  * reused by the next call). */
 static char *text_call(ctx *c, int solve, size_t *len, spade_failure *f)
 {
-    spade_worker *w = worker(c, f);
-    if (!w)
+    spade_vecenv *v = vec_live(c, f);
+    if (!v)
         return NULL;
     const char *t = NULL;
     size_t n = 0;
-    int rc = solve ? spade_worker_solve(w, c->id[0], &t, &n, f) : spade_worker_hint(w, c->id[0], &t, &n, f);
+    int rc = solve ? spade_vecenv_solve(v, c->id[0], &t, &n, f) : spade_vecenv_hint(v, c->id[0], &t, &n, f);
     if (rc != 0) {
         note_failure(c, f, solve ? "solve" : "hint");
         return NULL;
@@ -412,10 +412,333 @@ static int check_reset(ctx *c)
     return 0;
 }
 
+/* ---- playing through the episode layer ------------------------------------- */
+
+/* What one episode showed, step by step, for the determinism checks: a hash
+ * of everything (seeds_vary) and, when kept, every observation and action
+ * (step_deterministic names the byte where two episodes part). */
+typedef struct ep_log {
+    uint64_t hash; /* FNV-1a: first observation, then each action, observation and reward */
+    int n, cap;    /* steps kept */
+    saved *obs;    /* [n]: the result of step t + 1 */
+    char **act;    /* [n]: the action of step t + 1 */
+    size_t *act_len;
+    int n_act;
+} ep_log;
+
+typedef struct play_ctx {
+    ctx *c;
+    ep_log *log; /* [episodes] or NULL */
+    long n_log;
+    int keep;
+} play_ctx;
+
+static void mix(uint64_t *h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        *h = (*h ^ b[i]) * 1099511628211ULL;
+}
+
+static void on_event(void *arg, const spade_ep_event *e)
+{
+    play_ctx *pc = arg;
+    if (e->kind == SPADE_EV_OBS)
+        note_obs(pc->c, e->len);
+    if (!pc->log || e->episode < 0 || e->episode >= pc->n_log)
+        return;
+    ep_log *l = &pc->log[e->episode];
+    mix(&l->hash, e->text, e->len);
+    if (e->kind == SPADE_EV_OBS && e->step > 0)
+        mix(&l->hash, &e->reward, sizeof e->reward);
+    if (!pc->keep || (e->kind == SPADE_EV_OBS && e->step == 0))
+        return;
+    if ((e->kind == SPADE_EV_OBS ? l->n : l->n_act) >= l->cap) {
+        int cap = l->cap ? 2 * l->cap : 16;
+        saved *o = realloc(l->obs, (size_t)cap * sizeof *o);
+        if (o)
+            l->obs = o;
+        char **a = realloc(l->act, (size_t)cap * sizeof *a);
+        if (a)
+            l->act = a;
+        size_t *al = realloc(l->act_len, (size_t)cap * sizeof *al);
+        if (al)
+            l->act_len = al;
+        if (!o || !a || !al)
+            return; /* out of memory: the log ends here, and looks like an episode that ended */
+        l->cap = cap;
+    }
+    if (e->kind == SPADE_EV_OBS) {
+        spade_step_result r;
+        memset(&r, 0, sizeof r);
+        r.obs = e->text;
+        r.obs_len = e->len;
+        r.reward = e->reward;
+        save(&l->obs[l->n++], &r);
+    } else {
+        char *a = malloc(e->len + 1);
+        if (!a)
+            return;
+        memcpy(a, e->text, e->len);
+        a[e->len] = 0;
+        l->act[l->n_act] = a;
+        l->act_len[l->n_act++] = e->len;
+    }
+}
+
+static void free_logs(ep_log *log, long n)
+{
+    for (long i = 0; log && i < n; i++) {
+        for (int t = 0; t < log[i].n; t++)
+            free(log[i].obs[t].obs);
+        for (int t = 0; t < log[i].n_act; t++)
+            free(log[i].act[t]);
+        free(log[i].obs);
+        free(log[i].act);
+        free(log[i].act_len);
+    }
+    free(log);
+}
+
+/* The checker's wrapper around an agent of core/agents.h: ends an episode
+ * after cap steps (0: no cap) as agent_stop "cap", or, with stop_on_win, as
+ * soon as its return reaches the success threshold ("won"); notes SOLVE's
+ * actions for obs_size, and shows the first one in verbose mode. */
+typedef struct watch {
+    ctx *c;
+    spade_agent *inner;
+    int cap, stop_on_win, show_solve;
+    spade_ep_view *v; /* scratch: the views passed on */
+    spade_ep_act *a;
+    int *at;
+    int n_cap;
+} watch;
+
+static int watch_begin(void *arg, const spade_ep_view *v, void **state, char *err, size_t errlen)
+{
+    watch *w = arg;
+    return w->inner->begin ? w->inner->begin(w->inner->ctx, v, state, err, errlen) : 0;
+}
+
+static void watch_end(void *arg, const spade_ep_view *v, void *state, const spade_ep_outcome *o)
+{
+    watch *w = arg;
+    if (w->inner->end)
+        w->inner->end(w->inner->ctx, v, state, o);
+}
+
+static int watch_act(void *arg, int n, const spade_ep_view *views, spade_ep_act *acts, char *err, size_t errlen)
+{
+    watch *w = arg;
+    ctx *c = w->c;
+    if (n > w->n_cap) {
+        spade_ep_view *v = realloc(w->v, (size_t)n * sizeof *v);
+        if (v)
+            w->v = v;
+        spade_ep_act *a = realloc(w->a, (size_t)n * sizeof *a);
+        if (a)
+            w->a = a;
+        int *at = realloc(w->at, (size_t)n * sizeof *at);
+        if (at)
+            w->at = at;
+        if (!v || !a || !at)
+            return spade_errf(err, errlen, "checker: out of memory"), -1;
+        w->n_cap = n;
+    }
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        const spade_ep_view *v = &views[i];
+        if (v->solve) {
+            note_obs(c, v->solve_len);
+            if (w->show_solve && c->o.verbose && v->step == 0 && v->seed == seed_of(c, 0)) {
+                char sh[256];
+                put(c, "INFO", "solve_action", " (seed %llu): %s", (unsigned long long)v->seed,
+                    shown(v->solve, v->solve_len, sh, sizeof sh));
+            }
+        }
+        if (w->stop_on_win && v->step > 0 && v->ret >= v->info->success) {
+            acts[i] = (spade_ep_act){NULL, 0, "won"};
+            continue;
+        }
+        if (w->cap > 0 && v->step >= w->cap) {
+            acts[i] = (spade_ep_act){NULL, 0, "cap"};
+            continue;
+        }
+        w->v[m] = *v;
+        memset(&w->a[m], 0, sizeof w->a[m]);
+        w->at[m++] = i;
+    }
+    if (!m)
+        return 0;
+    int rc = w->inner->act(w->inner->ctx, m, w->v, w->a, err, errlen);
+    for (int j = 0; rc == 0 && j < m; j++)
+        acts[w->at[j]] = w->a[j];
+    return rc;
+}
+
+/* The default spec: the source at the params given. */
+static spade_ep_spec spec_given(const ctx *c)
+{
+    spade_ep_spec s = {c->filename, c->source, c->len, c->params, 0};
+    return s;
+}
+
+/* Plays reqs[0..n) through inner (freed here; NULL: out of memory) wrapped
+ * in a watch, every worker poisoned, the first timeout stopping the run;
+ * vecs (may be NULL): the specs' vector envs (a NULL one: the spec's own),
+ * each played on all its envs (opts.places of episodes.h);
+ * max_live: episodes at once (0: all of them, up to 256).
+ * Failed episodes are noted (timeouts, oversized outputs). log (may be NULL)
+ * gets what each episode showed. Returns 0, or -1 after a FAIL line for the
+ * check c->check when the run itself could not go on. */
+static int play_eps(ctx *c, const spade_ep_spec *specs, int n_specs, spade_vecenv *const *vecs, int max_live,
+                    const spade_ep_request *reqs, long n,
+                    spade_agent *inner, int cap, int stop_on_win, int show_solve, ep_log *log, int keep,
+                    spade_ep_outcome *out)
+{
+    char err[1024] = "";
+    int rc = -1;
+    if (!inner) {
+        spade_errf(err, sizeof err, "out of memory for an agent");
+    } else {
+        watch w = {c, inner, cap, stop_on_win, show_solve, NULL, NULL, NULL, 0};
+        spade_agent a = {inner->name, inner->wants, &w, watch_begin, watch_act, watch_end, NULL};
+        play_ctx pc = {c, log, log ? n : 0, keep};
+        for (long i = 0; log && i < n; i++)
+            log[i].hash = 1469598103934665603ULL;
+        spade_episodes_opts eo;
+        spade_episodes_opts_default(&eo);
+        eo.max_live = max_live > 0 ? max_live : n < 1 ? 1 : n > 256 ? 256 : (int)n;
+        eo.poison = CHECK_POISON;
+        eo.stop_on_timeout = 1;
+        eo.on_event = on_event;
+        eo.ctx = &pc;
+        spade_ep_place *places = vecs ? calloc((size_t)n_specs, sizeof *places) : NULL;
+        for (int s = 0; places && s < n_specs; s++)
+            places[s] = (spade_ep_place){vecs[s], 0, vecs[s] ? spade_vecenv_num_envs(vecs[s]) : 0};
+        eo.places = places; /* out of memory: the specs' own vector envs, slower but the same */
+        rc = spade_episodes_play(c->sb, specs, n_specs, reqs, n, &a, &eo, out, err, sizeof err) < 0 ? -1 : 0;
+        free(places);
+        free(w.v);
+        free(w.a);
+        free(w.at);
+        spade_agent_free(inner);
+    }
+    if (rc < 0) {
+        c->internal = 1;
+        put(c, "FAIL", c->check, ": the episode layer failed: %s", err);
+        return -1;
+    }
+    for (long i = 0; i < n; i++)
+        if (out[i].end == SPADE_EP_FAILED) {
+            note_failure(c, &out[i].failure, spade_ep_op_name(out[i].failed_in));
+            if (out[i].failure.outcome == SPADE_OUT_INTERNAL)
+                c->internal = 1;
+        }
+    return 0;
+}
+
+/* Why a failed episode failed, as the report says it: "reset: ...",
+ * "step 3: ...", "step 3: solve: ...". */
+static const char *ep_why(const spade_ep_outcome *o, char *buf, size_t cap)
+{
+    char w[1400];
+    why(&o->failure, w, sizeof w);
+    switch (o->failed_in) {
+    case SPADE_EP_OP_RESET:
+    case SPADE_EP_OP_LOAD:
+    case SPADE_EP_OP_NONE:
+        snprintf(buf, cap, "%s: %.1300s", o->failed_in == SPADE_EP_OP_RESET ? "reset" : "load", w);
+        break;
+    case SPADE_EP_OP_SOLVE:
+    case SPADE_EP_OP_HINT:
+        snprintf(buf, cap, "step %d: %s: %.1300s", o->steps + 1, spade_ep_op_name(o->failed_in), w);
+        break;
+    default:
+        snprintf(buf, cap, "step %d: %.1300s", o->steps + 1, w);
+    }
+    return buf;
+}
+
+/* The probing agent of seeds_vary and step_deterministic: SOLVE's action on
+ * even steps (random moves alone rarely get past the first branch of an
+ * environment), else a random action from a stream that starts at rng0(seed). */
+typedef struct mixed {
+    int use_solve;
+    uint64_t mul, add; /* the stream of an episode starts at seed * mul + add */
+    /* episodes 2k and 2k + 1 are a pair (step_deterministic): the second
+     * plays the first's action while both are at the same step, so the two
+     * get the same actions even where SOLVE would see them differ */
+    int pairs;
+} mixed;
+
+typedef struct mixed_ep {
+    uint64_t rng;
+    char buf[64];
+} mixed_ep;
+
+static int mixed_begin(void *arg, const spade_ep_view *v, void **state, char *err, size_t errlen)
+{
+    const mixed *m = arg;
+    mixed_ep *e = malloc(sizeof *e);
+    if (!e)
+        return spade_errf(err, errlen, "checker: out of memory"), -1;
+    e->rng = v->seed * m->mul + m->add;
+    *state = e;
+    return 0;
+}
+
+static void mixed_end(void *arg, const spade_ep_view *v, void *state, const spade_ep_outcome *o)
+{
+    (void)arg, (void)v, (void)o;
+    free(state);
+}
+
+static int mixed_act(void *arg, int n, const spade_ep_view *views, spade_ep_act *acts, char *err, size_t errlen)
+{
+    (void)err, (void)errlen;
+    const mixed *m = arg;
+    for (int i = 0; i < n; i++) {
+        mixed_ep *e = views[i].state;
+        if (m->pairs && i > 0 && views[i].episode % 2 == 1 && views[i - 1].episode == views[i].episode - 1 &&
+            views[i - 1].step == views[i].step) {
+            acts[i] = acts[i - 1];
+            if (!(m->use_solve && views[i].step % 2 == 0 && views[i].solve))
+                (void)spade_random_action(&e->rng, e->buf, sizeof e->buf); /* its stream stays the first's */
+            continue;
+        }
+        if (m->use_solve && views[i].step % 2 == 0 && views[i].solve) {
+            acts[i].text = views[i].solve;
+            acts[i].len = views[i].solve_len;
+        } else {
+            acts[i].len = spade_random_action(&e->rng, e->buf, sizeof e->buf);
+            acts[i].text = e->buf;
+        }
+    }
+    return 0;
+}
+
+static spade_agent *mixed_agent(int use_solve, uint64_t mul, uint64_t add, int pairs)
+{
+    spade_agent *a = calloc(1, sizeof *a);
+    mixed *m = malloc(sizeof *m);
+    if (!a || !m) {
+        free(a), free(m);
+        return NULL;
+    }
+    *m = (mixed){use_solve, mul, add, pairs};
+    *a = (spade_agent){"mixed", use_solve ? SPADE_AGENT_WANTS_SOLVE : 0u, m, mixed_begin, mixed_act, mixed_end, free};
+    return a;
+}
+
 /* Different seeds should give different episodes. The first observation alone
  * is not enough to tell (a hidden-number game says the same thing every time),
  * so each seed's fingerprint is its first observation plus a few steps of
- * reference and fixed random moves with what they get back. */
+ * reference and fixed random moves with what they get back. The random moves
+ * are the same for every seed; the reference moves enter the fingerprint too,
+ * since moves that depend on the seed mean the seed matters. One episode at a
+ * time, all on instance 0: its poisoned memory is the same for every seed, so
+ * an uninitialised read cannot pass for a seed that matters. */
 static void check_seeds_vary(ctx *c)
 {
     c->check = "seeds_vary";
@@ -424,119 +747,140 @@ static void check_seeds_vary(ctx *c)
         put(c, "SKIP", "seeds_vary", ": only one seed");
         return;
     }
-    uint64_t *fp = calloc((size_t)ns, sizeof *fp);
-    if (!fp)
+    spade_ep_request *req = calloc((size_t)ns, sizeof *req);
+    spade_ep_outcome *out = calloc((size_t)ns, sizeof *out);
+    ep_log *log = calloc((size_t)ns, sizeof *log);
+    if (!req || !out || !log) {
+        free(req), free(out), free(log);
         return;
-    char act[64];
-    spade_failure f;
-    int done = 0;
-    for (int k = 0; k < ns; k++) {
-        uint64_t s = seed_of(c, k), rng = 12345;
-        spade_step_result r;
-        if (reset_n(c, 1, &s, &r, &f) != 0)
-            break;
-        uint64_t h = 1469598103934665603ULL;
-#define MIX(p, n)                                                                                                      \
-    for (size_t i_ = 0; i_ < (n); i_++)                                                                                \
-    h = (h ^ (unsigned char)(p)[i_]) * 1099511628211ULL
-        MIX(r.obs, r.obs_len);
-        int limit = c->info.max_steps < 8 ? c->info.max_steps : 8;
-        for (int t = 0; t < limit && !r.terminated && !r.truncated; t++) {
-            /* The reference moves reach what random ones do not (a hidden
-             * number shows only when guessed at); they enter the fingerprint
-             * too, since moves that depend on the seed mean the seed matters. */
-            char *sol = NULL;
-            size_t al;
-            const char *a = act;
-            if (c->info.has_solve && t % 2 == 0 && (sol = text_call(c, 1, &al, &f)) != NULL)
-                a = sol;
-            else
-                al = spade_random_action(&rng, act, sizeof act);
-            MIX(a, al);
-            int rc = step_one(c, 0, a, al, &r, &f);
-            free(sol);
-            if (rc != 0)
-                break;
-            MIX(r.obs, r.obs_len);
-            MIX((const char *)&r.reward, sizeof r.reward);
+    }
+    for (int k = 0; k < ns; k++)
+        req[k] = (spade_ep_request){0, seed_of(c, k), 0};
+    spade_ep_spec spec = spec_given(c);
+    int limit = c->info.max_steps < 8 ? c->info.max_steps : 8;
+    spade_agent *a = mixed_agent(c->info.has_solve, 0, 12345, 0);
+    if (play_eps(c, &spec, 1, &c->vec, 1, req, ns, a, limit, 0, 0, log, 0, out) == 0) {
+        int done = 0;
+        /* the seeds before the first that could not reset (a crash later in
+         * an episode still leaves the fingerprint of what it showed) */
+        while (done < ns && out[done].end != SPADE_EP_STOPPED &&
+               !(out[done].end == SPADE_EP_FAILED &&
+                 (out[done].failed_in == SPADE_EP_OP_RESET || out[done].failed_in == SPADE_EP_OP_LOAD)))
+            done++;
+        int distinct = 0;
+        for (int k = 0; k < done; k++) {
+            int dup = 0;
+            for (int j = 0; j < k && !dup; j++)
+                dup = log[j].hash == log[k].hash;
+            distinct += !dup;
         }
-#undef MIX
-        fp[done++] = h;
+        if (done < 2)
+            put(c, "SKIP", "seeds_vary", ": the episodes did not run");
+        else if (distinct <= 1)
+            put(c, "WARN", "seeds_vary",
+                ": %d seeds all give the same episode for the same actions (use rand_range in RESET?)", done);
+        else
+            put(c, "PASS", "seeds_vary", " (%d distinct episodes of %d seeds)", distinct, done); /* both >= 2 here */
     }
-    int distinct = 0;
-    for (int k = 0; k < done; k++) {
-        int dup = 0;
-        for (int j = 0; j < k && !dup; j++)
-            dup = fp[j] == fp[k];
-        distinct += !dup;
-    }
-    if (done < 2)
-        put(c, "SKIP", "seeds_vary", ": the episodes did not run");
-    else if (distinct <= 1)
-        put(c, "WARN", "seeds_vary",
-            ": %d seeds all give the same episode for the same actions (use rand_range in RESET?)", done);
-    else
-        put(c, "PASS", "seeds_vary", " (%d distinct episodes of %d seeds)", distinct, done); /* both >= 2 here */
-    free(fp);
+    free(req), free(out);
+    free_logs(log, ns);
 }
 
+/* Each seed played twice, side by side in one worker (whose poisoned memory
+ * differs per instance), with the same actions; the two must agree at every
+ * step. */
 static void check_step_deterministic(ctx *c)
 {
     c->check = "step_deterministic";
-    char buf[1400], sh[256], act[64];
-    spade_failure f;
-    int steps_total = 0;
-    for (int k = 0; k < c->o.seeds; k++) {
-        uint64_t s[2] = {seed_of(c, k), seed_of(c, k)};
-        spade_step_result r[2];
-        if (reset_n(c, 2, s, r, &f) != 0) {
-            put(c, "FAIL", "step_deterministic", ": reset seed %llu: %s", (unsigned long long)s[0],
-                why(&f, buf, sizeof buf));
-            return;
-        }
-        uint64_t rng = s[0] * 0x2545F4914F6CDD1DULL + 7;
-        int limit = c->info.max_steps < DETERMINISM_STEPS ? c->info.max_steps : DETERMINISM_STEPS;
-        for (int t = 0; t < limit && !r[0].terminated && !r[0].truncated; t++) {
-            char *sol = NULL;
-            size_t len;
-            const char *a = act;
-            /* Mix the reference moves in: random moves alone rarely get past
-             * the first branch of an environment. */
-            if (c->info.has_solve && t % 2 == 0) {
-                sol = text_call(c, 1, &len, &f);
-                if (!sol) {
-                    put(c, "FAIL", "step_deterministic", ": seed %llu step %d: solve: %s", (unsigned long long)s[0],
-                        t + 1, why(&f, buf, sizeof buf));
-                    return;
-                }
-                a = sol;
-            } else {
-                len = spade_random_action(&rng, act, sizeof act);
-            }
-            const char *acts[2] = {a, a};
-            size_t lens[2] = {len, len};
-            if (step_ids(c, 2, c->id, acts, lens, r, &f) != 0) {
-                put(c, "FAIL", "step_deterministic", ": seed %llu step %d action \"%s\": %s", (unsigned long long)s[0],
-                    t + 1, shown(a, len, sh, sizeof sh), why(&f, buf, sizeof buf));
-                free(sol);
-                return;
-            }
-            steps_total++;
-            if (!same_result(&r[0], &r[1])) {
-                size_t d = first_diff(r[0].obs, r[0].obs_len, r[1].obs, r[1].obs_len);
-                put(c, "FAIL", "step_deterministic",
-                    ": seed %llu step %d action \"%s\": two instances with the same seed and actions differ (%s at "
-                    "byte %zu; rewards %g vs %g): state outside S, or an uninitialised local?",
-                    (unsigned long long)s[0], t + 1, shown(a, len, sh, sizeof sh),
-                    r[0].terminated != r[1].terminated ? "termination" : "observation", d, r[0].reward, r[1].reward);
-                free(sol);
-                return;
-            }
-            free(sol);
-        }
+    int ns = c->o.seeds;
+    long n = 2L * ns;
+    spade_ep_request *req = calloc((size_t)n, sizeof *req);
+    spade_ep_outcome *out = calloc((size_t)n, sizeof *out);
+    ep_log *log = calloc((size_t)n, sizeof *log);
+    if (!req || !out || !log) {
+        free(req), free(out), free(log);
+        put(c, "FAIL", "step_deterministic", ": out of memory in the checker");
+        return;
     }
-    put(c, "PASS", "step_deterministic", " (%d step%s over %d seed%s)", steps_total, steps_total == 1 ? "" : "s",
-        c->o.seeds, c->o.seeds == 1 ? "" : "s");
+    for (long i = 0; i < n; i++)
+        req[i] = (spade_ep_request){0, seed_of(c, (int)(i / 2)), 0};
+    spade_ep_spec spec = spec_given(c);
+    int limit = c->info.max_steps < DETERMINISM_STEPS ? c->info.max_steps : DETERMINISM_STEPS;
+    int steps_total = 0;
+    spade_agent *a = mixed_agent(c->info.has_solve, 0x2545F4914F6CDD1DULL, 7, 1);
+    if (play_eps(c, &spec, 1, &c->vec, 0, req, n, a, limit, 0, 0, log, 1, out) != 0)
+        goto done;
+    char buf[1400], sh[256];
+    for (int k = 0; k < ns; k++) {
+        const spade_ep_outcome *o[2] = {&out[2 * k], &out[2 * k + 1]};
+        const ep_log *l[2] = {&log[2 * k], &log[2 * k + 1]};
+        unsigned long long s = (unsigned long long)o[0]->seed;
+        /* the step each one failed at (0: its reset), INT_MAX when it did not */
+        int fail_at[2];
+        for (int j = 0; j < 2; j++)
+            fail_at[j] = o[j]->end != SPADE_EP_FAILED                                                 ? 1 << 30
+                         : o[j]->failed_in == SPADE_EP_OP_RESET || o[j]->failed_in == SPADE_EP_OP_LOAD ? 0
+                                                                                                      : o[j]->steps + 1;
+        int f = fail_at[1] < fail_at[0];
+        int tf = fail_at[f];
+        /* the first step where both have a result and they differ */
+        int tm = 1 << 30;
+        const char *what = "observation";
+        size_t d = 0;
+        int common = l[0]->n < l[1]->n ? l[0]->n : l[1]->n;
+        for (int t = 0; t < common && tm == 1 << 30; t++) {
+            const saved *a = &l[0]->obs[t], *b = &l[1]->obs[t];
+            int end0 = o[0]->steps == t + 1 && (o[0]->end == SPADE_EP_TERMINATED || o[0]->end == SPADE_EP_TRUNCATED);
+            int end1 = o[1]->steps == t + 1 && (o[1]->end == SPADE_EP_TERMINATED || o[1]->end == SPADE_EP_TRUNCATED);
+            int act_same = t < l[0]->n_act && t < l[1]->n_act && l[0]->act_len[t] == l[1]->act_len[t] &&
+                           !memcmp(l[0]->act[t], l[1]->act[t], l[0]->act_len[t]);
+            if (!act_same) {
+                tm = t + 1, what = "SOLVE's action";
+                d = t < l[0]->n_act && t < l[1]->n_act
+                        ? first_diff(l[0]->act[t], l[0]->act_len[t], l[1]->act[t], l[1]->act_len[t])
+                        : 0;
+            } else if (a->len != b->len || memcmp(a->obs, b->obs, a->len) || !same_reward(a->reward, b->reward) ||
+                       end0 != end1 || (end0 && o[0]->end != o[1]->end)) {
+                tm = t + 1;
+                what = end0 != end1 || (end0 && o[0]->end != o[1]->end) ? "termination" : "observation";
+                d = first_diff(a->obs, a->len, b->obs, b->len);
+            }
+        }
+        if (tf <= tm && tf != 1 << 30) {
+            const spade_ep_outcome *x = o[f];
+            if (tf == 0)
+                put(c, "FAIL", "step_deterministic", ": reset seed %llu: %s", s, why(&x->failure, buf, sizeof buf));
+            else if (x->failed_in == SPADE_EP_OP_SOLVE)
+                put(c, "FAIL", "step_deterministic", ": seed %llu step %d: solve: %s", s, tf,
+                    why(&x->failure, buf, sizeof buf));
+            else {
+                const ep_log *xl = l[f];
+                const char *a = tf - 1 < xl->n_act ? xl->act[tf - 1] : "";
+                size_t al = tf - 1 < xl->n_act ? xl->act_len[tf - 1] : 0;
+                put(c, "FAIL", "step_deterministic", ": seed %llu step %d action \"%s\": %s", s, tf,
+                    shown(a, al, sh, sizeof sh), why(&x->failure, buf, sizeof buf));
+            }
+            goto done;
+        }
+        if (tm != 1 << 30) {
+            int t = tm - 1;
+            const char *a = t < l[0]->n_act ? l[0]->act[t] : "";
+            size_t al = t < l[0]->n_act ? l[0]->act_len[t] : 0;
+            double r0 = t < l[0]->n ? l[0]->obs[t].reward : 0, r1 = t < l[1]->n ? l[1]->obs[t].reward : 0;
+            put(c, "FAIL", "step_deterministic",
+                ": seed %llu step %d action \"%s\": two instances with the same seed and actions differ (%s at "
+                "byte %zu; rewards %g vs %g): state outside S, or an uninitialised local?",
+                s, tm, shown(a, al, sh, sizeof sh), what, d, r0, r1);
+            goto done;
+        }
+        steps_total += o[0]->steps;
+    }
+    if (!c->timed_out)
+        put(c, "PASS", "step_deterministic", " (%d step%s over %d seed%s)", steps_total, steps_total == 1 ? "" : "s",
+            c->o.seeds, c->o.seeds == 1 ? "" : "s");
+done:
+    free(req), free(out);
+    free_logs(log, n);
 }
 
 typedef struct odd_action {
@@ -545,6 +889,9 @@ typedef struct odd_action {
     size_t len;
 } odd_action;
 
+/* Each odd action is an episode of its own (two steps of it: the second step
+ * meets whatever state the first one left), all of them in one batch; the
+ * episode layer finds the one that broke a worker. */
 static void check_arbitrary_actions(ctx *c)
 {
     c->check = "arbitrary_actions";
@@ -580,25 +927,32 @@ static void check_arbitrary_actions(ctx *c)
     ODD("a malformed tool call", "f(\"unterminated, 1e999, ", 24);
     ODD("NaN and infinities", "nan -inf 1e999 0x", 17);
 #undef ODD
+    const char *texts[N];
+    size_t lens[N];
+    spade_ep_request req[N];
+    spade_ep_outcome out[N];
+    for (int i = 0; i < n; i++) {
+        texts[i] = a[i].text;
+        lens[i] = a[i].len;
+        req[i] = (spade_ep_request){0, seed_of(c, i % (c->o.seeds > 0 ? c->o.seeds : 1)), 0};
+    }
+    spade_ep_spec spec = spec_given(c);
+    spade_agent *probes = spade_agent_probes(texts, lens, n, 2);
+    free(mb_a), free(mb_9), free(bin); /* the agent has its copies */
+    if (play_eps(c, &spec, 1, &c->vec, 0, req, n, probes, 0, 0, 0, NULL, 0, out) != 0)
+        return;
     char buf[1400];
-    spade_failure f;
     int failed = 0;
     char first_fail[1400] = "";
-    for (int i = 0; i < n && !c->timed_out; i++) {
-        uint64_t s = seed_of(c, i % (c->o.seeds > 0 ? c->o.seeds : 1));
-        spade_step_result r;
-        if (reset_n(c, 1, &s, &r, &f) != 0) {
-            if (!failed++)
-                snprintf(first_fail, sizeof first_fail, "reset before %s: %s", a[i].label, why(&f, buf, sizeof buf));
+    for (int i = 0; i < n; i++) {
+        if (out[i].end != SPADE_EP_FAILED)
             continue;
-        }
-        /* Twice: the second step meets whatever state the first one left. */
-        for (int rep = 0; rep < 2 && !r.terminated && !r.truncated; rep++) {
-            if (step_one(c, 0, a[i].text, a[i].len, &r, &f) != 0) {
-                if (!failed++)
-                    snprintf(first_fail, sizeof first_fail, "%s on %s", why(&f, buf, sizeof buf), a[i].label);
-                break;
-            }
+        if (!failed++) {
+            if (out[i].failed_in == SPADE_EP_OP_RESET)
+                snprintf(first_fail, sizeof first_fail, "reset before %s: %s", a[i].label,
+                         why(&out[i].failure, buf, sizeof buf));
+            else
+                snprintf(first_fail, sizeof first_fail, "%s on %s", why(&out[i].failure, buf, sizeof buf), a[i].label);
         }
     }
     if (failed)
@@ -606,58 +960,60 @@ static void check_arbitrary_actions(ctx *c)
             c->timed_out ? "; the rest were not tried" : "");
     else
         put(c, "PASS", "arbitrary_actions", " (%d odd actions)", n);
-    free(mb_a), free(mb_9), free(bin);
 }
 
+/* The empty action, on two seeds, must neither win nor keep the episode
+ * running past max_steps, nor end it early by truncation. */
 static void check_max_steps(ctx *c)
 {
     c->check = "max_steps";
     char buf[1400];
-    spade_failure f;
     int ms = c->info.max_steps;
-    uint64_t s[2] = {seed_of(c, 0), seed_of(c, 1)};
-    spade_step_result r[2];
-    if (reset_n(c, 2, s, r, &f) != 0) {
-        put(c, "FAIL", "max_steps", ": reset: %s", why(&f, buf, sizeof buf));
+    spade_ep_request req[2] = {{0, seed_of(c, 0), 0}, {0, seed_of(c, 1), 0}};
+    spade_ep_outcome out[2];
+    spade_ep_spec spec = spec_given(c);
+    if (play_eps(c, &spec, 1, &c->vec, 0, req, 2, spade_agent_noop(), ms, 1, 0, NULL, 0, out) != 0)
         return;
-    }
-    int ended[2] = {r[0].terminated || r[0].truncated ? 0 : -1, r[1].terminated || r[1].truncated ? 0 : -1};
-    for (int t = 1; t <= ms + 1 && (ended[0] < 0 || ended[1] < 0); t++) {
-        int ids[2], n = 0, which[2];
-        for (int i = 0; i < 2; i++)
-            if (ended[i] < 0)
-                which[n] = i, ids[n++] = c->id[i];
-        const char *acts[2] = {"", ""};
-        size_t lens[2] = {0, 0};
-        spade_step_result rr[2];
-        if (t == ms + 1) {
-            put(c, "FAIL", "max_steps", ": seed %llu: still running after max_steps = %d steps of the empty action",
-                (unsigned long long)s[which[0]], ms);
-            return;
+    /* the earliest thing that went wrong, by step, then by seed */
+    int best = -1, best_t = 1 << 30;
+    char msg[1600] = "";
+    for (int j = 0; j < 2; j++) {
+        const spade_ep_outcome *o = &out[j];
+        unsigned long long s = (unsigned long long)o->seed;
+        int t = 1 << 30;
+        char m[1600] = "";
+        if (o->end == SPADE_EP_FAILED && (o->failed_in == SPADE_EP_OP_RESET || o->failed_in == SPADE_EP_OP_LOAD)) {
+            t = 0;
+            snprintf(m, sizeof m, ": reset: %s", why(&o->failure, buf, sizeof buf));
+        } else if (o->end == SPADE_EP_FAILED) {
+            t = o->steps + 1;
+            snprintf(m, sizeof m, ": seed %llu step %d of the empty action: %s", s, t,
+                     why(&o->failure, buf, sizeof buf));
+        } else if (o->success) {
+            t = o->steps;
+            snprintf(m, sizeof m,
+                     ": seed %llu: the empty action wins (return %g at step %d, success >= %g): the episode is won "
+                     "without doing anything",
+                     s, o->ret, t, c->info.success);
+        } else if (o->end == SPADE_EP_TRUNCATED && o->steps < ms) {
+            t = o->steps;
+            snprintf(m, sizeof m, ": seed %llu: truncated at step %d, before max_steps = %d", s, t, ms);
+        } else if (o->end == SPADE_EP_AGENT_STOP) {
+            t = ms + 1;
+            snprintf(m, sizeof m, ": seed %llu: still running after max_steps = %d steps of the empty action", s, ms);
         }
-        if (step_ids(c, n, ids, acts, lens, rr, &f) != 0) {
-            put(c, "FAIL", "max_steps", ": seed %llu step %d of the empty action: %s", (unsigned long long)s[which[0]],
-                t, why(&f, buf, sizeof buf));
-            return;
-        }
-        for (int j = 0; j < n; j++) {
-            if (rr[j].truncated && !rr[j].terminated && t < ms) {
-                put(c, "FAIL", "max_steps", ": seed %llu: truncated at step %d, before max_steps = %d",
-                    (unsigned long long)s[which[j]], t, ms);
-                return;
-            }
-            if (rr[j].success) {
-                put(c, "FAIL", "max_steps",
-                    ": seed %llu: the empty action wins (return %g at step %d, success >= %g): the episode is won "
-                    "without doing anything",
-                    (unsigned long long)s[which[j]], rr[j].episode_return, t, c->info.success);
-                return;
-            }
-            if (rr[j].terminated || rr[j].truncated)
-                ended[which[j]] = t;
+        if (t < best_t) {
+            best = j, best_t = t;
+            memcpy(msg, m, sizeof msg);
         }
     }
-    put(c, "PASS", "max_steps", " (episodes ended after %d and %d steps; max_steps %d)", ended[0], ended[1], ms);
+    if (best >= 0)
+        put(c, "FAIL", "max_steps", "%s", msg);
+    else if (out[0].end == SPADE_EP_STOPPED || out[1].end == SPADE_EP_STOPPED)
+        put(c, "FAIL", "max_steps", ": the episodes were stopped");
+    else
+        put(c, "PASS", "max_steps", " (episodes ended after %d and %d steps; max_steps %d)", out[0].steps,
+            out[1].steps, ms);
 }
 
 static void check_hint(ctx *c)
@@ -707,77 +1063,52 @@ static void check_hint(ctx *c)
     put(c, "PASS", "hint", NULL);
 }
 
-/* Plays one episode on instance 0 with the SOLVE agent (solve != 0) or the
- * random agent. Returns 1 success, 0 not, -1 failure (why in buf). */
-static int play_capped(ctx *c, uint64_t seed, int solve, int max_t, double *ret, char *buf, size_t cap);
-static int play(ctx *c, uint64_t seed, int solve, double *ret, char *buf, size_t cap)
-{
-    return play_capped(c, seed, solve, c->info.max_steps, ret, buf, cap);
-}
-
-/* The same, for at most max_t + 1 steps. */
-static int play_capped(ctx *c, uint64_t seed, int solve, int max_t, double *ret, char *buf, size_t cap)
-{
-    char w[1400];
-    spade_failure f;
-    spade_step_result r;
-    char act[64];
-    *ret = 0;
-    if (reset_n(c, 1, &seed, &r, &f) != 0) {
-        snprintf(buf, cap, "reset: %s", why(&f, w, sizeof w));
-        return -1;
-    }
-    uint64_t rng = seed ^ 0x5eed5eedULL;
-    for (int t = 0; t <= max_t && !r.terminated && !r.truncated; t++) {
-        char *sol = NULL;
-        size_t len;
-        const char *a = act;
-        if (solve) {
-            sol = text_call(c, 1, &len, &f);
-            if (!sol) {
-                snprintf(buf, cap, "step %d: solve: %s", t + 1, why(&f, w, sizeof w));
-                return -1;
-            }
-            if (c->o.verbose && t == 0 && seed == seed_of(c, 0)) {
-                char sh[256];
-                put(c, "INFO", "solve_action", " (seed %llu): %s", (unsigned long long)seed,
-                    shown(sol, len, sh, sizeof sh));
-            }
-            a = sol;
-        } else {
-            len = spade_random_action(&rng, act, sizeof act);
-        }
-        int rc = step_one(c, 0, a, len, &r, &f);
-        free(sol);
-        if (rc != 0) {
-            snprintf(buf, cap, "step %d: %s", t + 1, why(&f, w, sizeof w));
-            return -1;
-        }
-    }
-    *ret = r.episode_return;
-    return r.success ? 1 : 0;
-}
-
 /* One episode on each of the solve_seeds seeds, by SOLVE or by the random
  * agent; returns the wins, or -1 after a FAIL line for the check c->check when
  * an episode could not be played. lost (lostcap bytes, may be NULL) gets the
  * first seed that did not win. */
 static int play_seeds(ctx *c, int use_solve, char *lost, size_t lostcap)
 {
-    char buf[1400];
-    int wins = 0;
-    for (int k = 0; k < c->o.solve_seeds; k++) {
-        double ret;
-        int rc = play(c, seed_of(c, k), use_solve, &ret, buf, sizeof buf);
-        if (rc < 0) {
-            put(c, "FAIL", c->check, ": seed %llu: %s", (unsigned long long)seed_of(c, k), buf);
-            return -1;
-        }
-        wins += rc;
-        if (!rc && lost && !*lost)
-            snprintf(lost, lostcap, "seed %llu returned %g (success needs >= %g)", (unsigned long long)seed_of(c, k),
-                     ret, c->info.success);
+    int n = c->o.solve_seeds;
+    if (n <= 0)
+        return 0;
+    spade_ep_request *req = calloc((size_t)n, sizeof *req);
+    spade_ep_outcome *out = calloc((size_t)n, sizeof *out);
+    if (!req || !out) {
+        free(req), free(out);
+        put(c, "FAIL", c->check, ": out of memory in the checker");
+        return -1;
     }
+    for (int k = 0; k < n; k++)
+        req[k] = (spade_ep_request){0, seed_of(c, k), 0};
+    spade_ep_spec spec = spec_given(c);
+    spade_agent *a = use_solve ? spade_agent_solve() : spade_agent_random(RANDOM_AGENT_SEED);
+    int wins = -1;
+    if (play_eps(c, &spec, 1, &c->vec, 0, req, n, a, 0, 0, use_solve, NULL, 0, out) == 0) {
+        char buf[1400];
+        wins = 0;
+        /* the first failed seed; a timeout stops the run, and the episodes
+         * still live then (before it too) end as stopped, blamed for nothing */
+        const spade_ep_outcome *bad = NULL;
+        for (int k = 0; k < n && !bad; k++)
+            if (out[k].end == SPADE_EP_FAILED)
+                bad = &out[k];
+        for (int k = 0; k < n && !bad; k++)
+            if (out[k].end == SPADE_EP_STOPPED)
+                bad = &out[k];
+        if (bad) {
+            put(c, "FAIL", c->check, ": seed %llu: %s", (unsigned long long)bad->seed,
+                bad->end == SPADE_EP_STOPPED ? "stopped" : ep_why(bad, buf, sizeof buf));
+            wins = -1;
+        }
+        for (int k = 0; k < n && wins >= 0; k++) {
+            wins += out[k].success;
+            if (!out[k].success && lost && !*lost)
+                snprintf(lost, lostcap, "seed %llu returned %g (success needs >= %g)",
+                         (unsigned long long)out[k].seed, out[k].ret, c->info.success);
+        }
+    }
+    free(req), free(out);
     return wins;
 }
 
@@ -819,55 +1150,22 @@ static void check_random_agent(ctx *c)
  * and at a few random combinations: a SOLVE episode (which must win) and a
  * long random one on each of EXTREME_SEEDS seeds. A parameter range the code
  * does not hold (STATE sized for 10 tries, `tries` allowed up to 100) crashes
- * here, where the defaults alone never reach it. */
-static void describe_params(const ctx *c, char *out, size_t cap)
+ * here, where the defaults alone never reach it. Every setting is a spec of
+ * its own (instances take their params when created), all of them played in
+ * one run of the episode layer per agent. */
+static void describe_params(const ctx *c, const double *pvals, char *out, size_t cap)
 {
     size_t o = 0;
     out[0] = 0;
     for (int i = 0; i < c->info.n_params && o + 1 < cap; i++) {
-        int n = snprintf(out + o, cap - o, "%s%s=%.17g", i ? "," : "", c->info.params[i].name, c->pvals[i]);
+        int n = snprintf(out + o, cap - o, "%s%s=%.17g", i ? "," : "", c->info.params[i].name, pvals[i]);
         if (n < 0)
             break;
         o += (size_t)n;
     }
 }
 
-static int play_setting(ctx *c, char *why_buf, size_t cap, int *episodes)
-{
-    spade_failure f;
-    /* A fresh worker for each setting: instances take their params when added. */
-    spade_worker_free(c->w);
-    c->w = NULL;
-    if (!worker(c, &f)) {
-        snprintf(why_buf, cap, "load: %s", f.message);
-        return -1;
-    }
-    for (int k = 0; k < EXTREME_SEEDS; k++) {
-        uint64_t seed = seed_of(c, k);
-        double ret;
-        char buf[1400];
-        if (c->info.has_solve) {
-            int rc = play(c, seed, 1, &ret, buf, sizeof buf);
-            ++*episodes;
-            if (rc < 0) {
-                snprintf(why_buf, cap, "seed %llu, SOLVE agent: %.1200s", (unsigned long long)seed, buf);
-                return -1;
-            }
-            if (rc == 0) {
-                snprintf(why_buf, cap, "seed %llu: SOLVE did not win (return %g, success needs >= %g)",
-                         (unsigned long long)seed, ret, c->info.success);
-                return -1;
-            }
-        }
-        int cap_t = c->info.max_steps < LONG_EPISODE_CAP ? c->info.max_steps : LONG_EPISODE_CAP;
-        ++*episodes;
-        if (play_capped(c, seed, 0, cap_t, &ret, buf, sizeof buf) < 0) {
-            snprintf(why_buf, cap, "seed %llu, random agent: %.1200s", (unsigned long long)seed, buf);
-            return -1;
-        }
-    }
-    return 0;
-}
+enum { MAX_SETTINGS = 2 * SPADE_INFO_MAX_PARAMS + EXTREME_RANDOM_COMBOS };
 
 static void check_param_extremes(ctx *c)
 {
@@ -877,20 +1175,19 @@ static void check_param_extremes(ctx *c)
         put(c, "SKIP", "param_extremes", ": no params");
         return;
     }
-    double given[SPADE_INFO_MAX_PARAMS];
-    memcpy(given, c->pvals, sizeof given);
     uint64_t rng = c->o.first_seed ^ 0xe1e1e1e1ULL;
-    int settings = 0, episodes = 0;
-    char failed[1600] = "";
-    char desc[600];
-    for (int s = 0; s < 2 * np + EXTREME_RANDOM_COMBOS && !*failed && !c->timed_out; s++) {
-        memcpy(c->pvals, given, sizeof given);
+    static _Thread_local char desc[MAX_SETTINGS][600];
+    spade_ep_spec specs[MAX_SETTINGS];
+    int settings = 0;
+    for (int s = 0; s < 2 * np + EXTREME_RANDOM_COMBOS; s++) {
+        double pv[SPADE_INFO_MAX_PARAMS];
+        memcpy(pv, c->pvals, sizeof pv);
         if (s < 2 * np) {
             const spade_param_info *p = &c->info.params[s / 2];
             double v = s % 2 ? p->max : p->min;
-            if (v == given[s / 2])
+            if (v == c->pvals[s / 2])
                 continue; /* the other checks played this one */
-            c->pvals[s / 2] = v;
+            pv[s / 2] = v;
         } else {
             for (int i = 0; i < np; i++) {
                 const spade_param_info *p = &c->info.params[i];
@@ -901,23 +1198,72 @@ static void check_param_extremes(ctx *c)
                     if (v > p->max)
                         v = p->max;
                 }
-                c->pvals[i] = v;
+                pv[i] = v;
             }
         }
+        describe_params(c, pv, desc[settings], sizeof desc[settings]);
+        specs[settings] = (spade_ep_spec){c->filename, c->source, c->len, desc[settings], 0};
         settings++;
-        char w[1400];
-        if (play_setting(c, w, sizeof w, &episodes) < 0) {
-            describe_params(c, desc, sizeof desc);
-            snprintf(failed, sizeof failed, "at %s: %s", desc, w);
+    }
+    if (settings == 0) {
+        put(c, "SKIP", "param_extremes", ": every param has a single value");
+        return;
+    }
+    /* one vector env per setting, for both agents' runs: a worker start per
+     * setting, as when the settings were played one by one (one that cannot
+     * be made is left to the episode layer, which reports its failure) */
+    spade_vecenv *vecs[MAX_SETTINGS];
+    for (int s = 0; s < settings; s++) {
+        spade_failure f;
+        if (spade_vecenv_new_poisoned(c->sb, c->filename, c->source, c->len, desc[s], EXTREME_SEEDS, 1,
+                                      SPADE_AUTORESET_DISABLED, CHECK_POISON, &vecs[s], &f) != 0)
+            vecs[s] = NULL;
+    }
+    long n = (long)settings * EXTREME_SEEDS;
+    spade_ep_request req[MAX_SETTINGS * EXTREME_SEEDS];
+    spade_ep_outcome sol[MAX_SETTINGS * EXTREME_SEEDS], rnd[MAX_SETTINGS * EXTREME_SEEDS];
+    for (long i = 0; i < n; i++)
+        rnd[i].end = sol[i].end = SPADE_EP_STOPPED; /* a run a timeout skipped */
+    for (long i = 0; i < n; i++)
+        req[i] = (spade_ep_request){(int)(i / EXTREME_SEEDS), seed_of(c, (int)(i % EXTREME_SEEDS)), 0};
+    int cap_t = c->info.max_steps < LONG_EPISODE_CAP ? c->info.max_steps : LONG_EPISODE_CAP;
+    int played = !c->info.has_solve ||
+                 play_eps(c, specs, settings, vecs, 0, req, n, spade_agent_solve(), 0, 0, 1, NULL, 0, sol) == 0;
+    if (played && !c->timed_out)
+        played = play_eps(c, specs, settings, vecs, 0, req, n, spade_agent_random(RANDOM_AGENT_SEED), cap_t, 0, 0,
+                          NULL, 0, rnd) == 0;
+    for (int s = 0; s < settings; s++)
+        spade_vecenv_free(vecs[s]);
+    if (!played)
+        return;
+    /* the first setting, seed and agent that went wrong, in the order they were once played one by one */
+    char failed[1600] = "", buf[1400];
+    int episodes = 0;
+    for (long i = 0; i < n && !*failed; i++) {
+        unsigned long long seed = (unsigned long long)req[i].seed;
+        const char *at = desc[req[i].spec];
+        if (c->info.has_solve) {
+            episodes++;
+            if (sol[i].end == SPADE_EP_FAILED) {
+                snprintf(failed, sizeof failed, "at %s: seed %llu, SOLVE agent: %.1200s", at, seed,
+                         ep_why(&sol[i], buf, sizeof buf));
+                break;
+            }
+            if (sol[i].end != SPADE_EP_STOPPED && !sol[i].success) {
+                snprintf(failed, sizeof failed, "at %s: seed %llu: SOLVE did not win (return %g, success needs >= %g)",
+                         at, seed, sol[i].ret, c->info.success);
+                break;
+            }
+        }
+        episodes++;
+        if (!c->timed_out || rnd[i].end == SPADE_EP_FAILED) {
+            if (rnd[i].end == SPADE_EP_FAILED)
+                snprintf(failed, sizeof failed, "at %s: seed %llu, random agent: %.1200s", at, seed,
+                         ep_why(&rnd[i], buf, sizeof buf));
         }
     }
-    memcpy(c->pvals, given, sizeof given);
-    spade_worker_free(c->w); /* back to the given params for whatever comes next */
-    c->w = NULL;
     if (*failed)
         put(c, "FAIL", "param_extremes", ": %s", failed);
-    else if (settings == 0)
-        put(c, "SKIP", "param_extremes", ": every param has a single value");
     else if (!c->timed_out)
         put(c, "PASS", "param_extremes", " (%d settings: each param's min and max, %d random; %d episodes)", settings,
             EXTREME_RANDOM_COMBOS, episodes);
@@ -981,8 +1327,21 @@ int spade_check(spade_sandbox *sb, const char *filename, const char *source, siz
     int rc = 0;
     spade_failure f;
     memset(&f, 0, sizeof f);
-    if (spade_worker_load_poisoned(sb, c->filename, source, len, CHECK_POISON, &c->w, &f) != 0 || !c->w) {
-        c->w = NULL;
+    /* Instances take their params when created, so the vector env is made at
+     * the params given; when that fails, a worker alone says why: the
+     * compiler, the params, or the instances. */
+    int n_envs = 2 * c->o.seeds > 16 ? 2 * c->o.seeds : 16; /* step_deterministic's pairs, the odd actions */
+    if (n_envs < c->o.solve_seeds)
+        n_envs = c->o.solve_seeds;
+    if (n_envs > 256)
+        n_envs = 256;
+    spade_failure vf;
+    memset(&vf, 0, sizeof vf);
+    if (spade_vecenv_new_poisoned(sb, c->filename, source, len, params, n_envs, 1, SPADE_AUTORESET_DISABLED,
+                                  CHECK_POISON, &c->vec, &vf) != 0)
+        c->vec = NULL;
+    spade_worker *w = NULL;
+    if (!c->vec && (spade_worker_load_poisoned(sb, c->filename, source, len, CHECK_POISON, &w, &f) != 0 || !w)) {
         if (f.outcome == SPADE_OUT_INTERNAL || f.outcome == SPADE_OUT_OK) {
             put(c, "FAIL", "compile", ": the sandbox failed: %s", why(&f, buf, sizeof buf));
             rc = -1;
@@ -994,7 +1353,8 @@ int spade_check(spade_sandbox *sb, const char *filename, const char *source, siz
         free(c);
         return rc;
     }
-    c->info = *spade_worker_info(c->w);
+    c->info = c->vec ? *spade_vecenv_info(c->vec) : *spade_worker_info(w);
+    spade_worker_free(w);
     put(c, "PASS", "compile", " (%s: %d params, %d tools, max_steps %d, success >= %g%s)", c->info.name,
         c->info.n_params, c->info.n_tools, c->info.max_steps, c->info.success, c->info.has_solve ? ", has SOLVE" : "");
     char perr[512];
@@ -1005,14 +1365,13 @@ int spade_check(spade_sandbox *sb, const char *filename, const char *source, siz
     }
     if (params && *params)
         put(c, "PASS", "params", " (%s)", params);
-    int first = -1;
-    if (spade_worker_add_instances(c->w, 2, c->info.n_params ? c->pvals : NULL, &first, &f) != 0) {
-        put(c, "FAIL", "reset", ": cannot create instances: %s", why(&f, buf, sizeof buf));
+    if (!c->vec) {
+        put(c, "FAIL", "reset", ": cannot create instances: %s", why(&vf, buf, sizeof buf));
         put(c, "SKIP", "other checks", ": no instance");
         goto done;
     }
-    c->id[0] = first;
-    c->id[1] = first + 1;
+    c->id[0] = 0;
+    c->id[1] = 1;
 
     if (c->o.progress)
         c->o.progress("reset", c->o.progress_arg);
@@ -1039,7 +1398,7 @@ done:
         rc = -1;
     else
         rc = rep->failed ? 1 : 0;
-    spade_worker_free(c->w);
+    spade_vecenv_free(c->vec);
     free(c);
     return rc;
 }

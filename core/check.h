@@ -2,7 +2,8 @@
  * check an environment must pass before an agent or a trainer uses it.
  *
  * What it is: Gymnasium's check_env in spirit, stricter, and run entirely in the
- * sandbox (core/sandbox), so checking hostile code is safe. The checks, in order
+ * sandbox (core/sandbox), so checking hostile code is safe. Its episodes are
+ * played by the episode layer (core/episodes.h) with core's agents. The checks, in order
  * (report lines are `PASS name (detail)`, `FAIL name: reason`, `WARN name: ...`):
  *   compile             compiles and validates (tcc's message with the line on failure)
  *   params              the params given parse against the declared ones (only when given)
@@ -21,7 +22,7 @@
  *   param_extremes      at each param's min and max and at 4 random combinations, SOLVE
  *                       wins and a long random episode (up to 2000 steps) runs clean
  *   obs_size            no observation, hint or action exceeded SPADE_OBS_MAX
- * Every worker runs with its memory poisoned (spade_worker_load_poisoned: a
+ * Every worker runs with its memory poisoned (spade_vecenv_new_poisoned: a
  * pattern per instance on the fresh stack and past the action), so reading an
  * uninitialised local fails reset_deterministic or step_deterministic. The
  * first call that times out stops the check: the later checks are SKIPped.

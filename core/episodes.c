@@ -109,6 +109,7 @@ typedef struct run {
     spade_ep_request req;
     long req_ep;
     int queue_done;
+    int halt; /* a timeout stopped the run (opts.stop_on_timeout) */
     /* outcomes held until the ones before them are delivered */
     spade_ep_outcome **held;
     long held_cap, delivered;
@@ -126,6 +127,12 @@ typedef struct run {
     char *err;
     size_t errlen;
 } run;
+
+const char *spade_ep_op_name(spade_ep_op op)
+{
+    static const char *const names[] = {"none", "load", "reset", "step", "hint", "solve"};
+    return (unsigned)op < sizeof names / sizeof names[0] ? names[op] : "?";
+}
 
 const char *spade_ep_end_name(spade_ep_end e)
 {
@@ -245,7 +252,7 @@ static void view_of(run *R, live *e, spade_ep_view *v)
 
 /* Ends live episode li: its outcome is held for delivery, the agent told, the
  * slot freed. */
-static int finish(run *R, int li, spade_ep_end end, const spade_failure *g, const char *stop)
+static int finish(run *R, int li, spade_ep_end end, const spade_failure *g, int op, const char *stop)
 {
     live *e = &R->L[li];
     spade_ep_outcome o;
@@ -264,6 +271,7 @@ static int finish(run *R, int li, spade_ep_end end, const spade_failure *g, cons
         snprintf(o.stop_reason, sizeof o.stop_reason, "%s", stop);
     if (g) {
         o.failure = *g;
+        o.failed_in = (spade_ep_op)op;
         /* the vector env's own prefix says nothing to the reader of an outcome */
         static const char pre[] = "vecenv: ";
         if (!strncmp(o.failure.message, pre, sizeof pre - 1))
@@ -307,6 +315,7 @@ static int fail_unplaced(run *R, long ep, const spade_ep_request *q, const spade
     o.hint = q->hint;
     o.end = SPADE_EP_FAILED;
     o.failure = *g;
+    o.failed_in = SPADE_EP_OP_LOAD;
     return hold(R, &o);
 }
 
@@ -346,24 +355,24 @@ static int after_step(run *R, int li, const spade_step_result *r)
     e->ret = r->episode_return;
     emit(R, SPADE_EV_OBS, e, e->steps, e->obs.p, e->obs.len, r->reward);
     if (r->terminated)
-        return finish(R, li, SPADE_EP_TERMINATED, NULL, NULL);
+        return finish(R, li, SPADE_EP_TERMINATED, NULL, SPADE_EP_OP_NONE, NULL);
     if (r->truncated)
-        return finish(R, li, SPADE_EP_TRUNCATED, NULL, NULL);
+        return finish(R, li, SPADE_EP_TRUNCATED, NULL, SPADE_EP_OP_NONE, NULL);
     return 0;
 }
 
 /* ---- recovery ------------------------------------------------------------------ */
 
-enum { OP_RESET, OP_STEP, OP_TEXT };
-
 /* Plays episode li again alone: reset, then every recorded action. *r gets
- * the last result. */
-static int replay(run *R, int li, spade_step_result *r, spade_failure *g)
+ * the last result; *op the call that failed. */
+static int replay(run *R, int li, spade_step_result *r, spade_failure *g, int *op)
 {
     live *e = &R->L[li];
     spade_vecenv *v = R->grp[R->env[e->spec].group].v;
+    *op = SPADE_EP_OP_RESET;
     if (spade_vecenv_reset_some(v, 1, &e->slot, &e->seed, r, g) < 0)
         return -1;
+    *op = SPADE_EP_OP_STEP;
     for (int k = 0; k < e->hist_n; k++) {
         size_t at = k ? e->hoff[k - 1] : 0;
         const char *a = e->hbuf ? e->hbuf + at : "";
@@ -416,9 +425,13 @@ static int recover(run *R, int grp, int op, const spade_failure *g)
                 blame = R->order[k];
     if (blame >= 0) {
         R->L[blame].flag = 0;
-        if (finish(R, blame, SPADE_EP_FAILED, g, NULL) < 0)
+        if (finish(R, blame, SPADE_EP_FAILED, g, op, NULL) < 0)
             return -1;
+        if (g->outcome == SPADE_OUT_TIMEOUT && R->o.stop_on_timeout)
+            R->halt = 1;
     }
+    if (R->halt)
+        return 0; /* the rest end as stopped: no replay, no revive */
     spade_failure h;
     int rv = revive(R, grp, &h);
     /* one at a time, in episode order; a replay that fails kills its worker
@@ -434,7 +447,7 @@ static int recover(run *R, int grp, int op, const spade_failure *g)
         int suspect = e->flag == 1;
         e->flag = 0;
         if (rv < 0) {
-            if (finish(R, li, SPADE_EP_FAILED, &h, NULL) < 0)
+            if (finish(R, li, SPADE_EP_FAILED, &h, SPADE_EP_OP_LOAD, NULL) < 0)
                 return -1;
             continue;
         }
@@ -444,14 +457,19 @@ static int recover(run *R, int grp, int op, const spade_failure *g)
             spade_failure x = *g;
             size_t k = strlen(x.message);
             snprintf(x.message + k, sizeof x.message - k, " (this episode's worker; too long to replay)");
-            if (finish(R, li, SPADE_EP_FAILED, &x, NULL) < 0)
+            if (finish(R, li, SPADE_EP_FAILED, &x, op, NULL) < 0)
                 return -1;
             continue;
         }
         spade_step_result r;
-        if (replay(R, li, &r, &h) < 0) {
-            if (finish(R, li, SPADE_EP_FAILED, &h, NULL) < 0)
+        int rop;
+        if (replay(R, li, &r, &h, &rop) < 0) {
+            if (finish(R, li, SPADE_EP_FAILED, &h, rop, NULL) < 0)
                 return -1;
+            if (h.outcome == SPADE_OUT_TIMEOUT && R->o.stop_on_timeout) {
+                R->halt = 1;
+                return 0;
+            }
             for (int k = 0; k < R->n_order; k++) {
                 live *x = &R->L[R->order[k]];
                 if (group_of(R, x) == grp && !x->flag && x->phase != PH_RESET && spade_vecenv_env_lost(E->v, x->slot))
@@ -462,7 +480,7 @@ static int recover(run *R, int grp, int op, const spade_failure *g)
         }
         if (!suspect)
             continue;
-        int rc = op == OP_RESET ? after_reset(R, li, &r) : op == OP_STEP ? after_step(R, li, &r) : 0;
+        int rc = op == SPADE_EP_OP_RESET ? after_reset(R, li, &r) : op == SPADE_EP_OP_STEP ? after_step(R, li, &r) : 0;
         if (rc < 0)
             return -1;
     }
@@ -520,7 +538,7 @@ static int load_spec(run *R, int s)
 /* Takes requests while there is room; a request whose spec is full waits. */
 static int fill(run *R, spade_ep_next_fn next, void *next_ctx)
 {
-    while (R->n_order < R->max_live) {
+    while (R->n_order < R->max_live && !R->halt) {
         if (!R->have_req) {
             if (R->queue_done || !next(next_ctx, &R->req)) {
                 R->queue_done = 1;
@@ -577,7 +595,7 @@ static int fill(run *R, spade_ep_next_fn next, void *next_ctx)
 
 static int do_resets(run *R)
 {
-    for (int s = 0; s < R->n_grp; s++) {
+    for (int s = 0; s < R->n_grp && !R->halt; s++) {
         grprt *E = &R->grp[s];
         if (!E->v)
             continue;
@@ -612,7 +630,7 @@ static int do_resets(run *R)
                 R->L[who[j]].flag = 1;
             }
         }
-        if (recover(R, s, OP_RESET, &g) < 0)
+        if (recover(R, s, SPADE_EP_OP_RESET, &g) < 0)
             return -1;
     }
     return 0;
@@ -636,7 +654,7 @@ static int text_of(run *R, int li, int solve, strbuf *buf, int *ok)
     }
     clear_flags(R);
     e->flag = 1;
-    return recover(R, group_of(R, e), OP_TEXT, &g);
+    return recover(R, group_of(R, e), solve ? SPADE_EP_OP_SOLVE : SPADE_EP_OP_HINT, &g);
 }
 
 /* The hints of the episodes starting that need one (solve 0), or SOLVE's
@@ -647,7 +665,7 @@ static int text_of(run *R, int li, int solve, strbuf *buf, int *ok)
  * kills its worker is the one blamed, as before. */
 static int prefetch(run *R, int solve)
 {
-    for (int s = 0; s < R->n_grp; s++) {
+    for (int s = 0; s < R->n_grp && !R->halt; s++) {
         grprt *G = &R->grp[s];
         if (!G->v)
             continue;
@@ -686,7 +704,7 @@ static int prefetch(run *R, int solve)
         for (int j = 0; j < n; j++)
             if (g.outcome == SPADE_OUT_BAD_CALL || spade_vecenv_env_lost(G->v, R->ids[j]))
                 R->L[R->who[j]].flag = 1;
-        if (recover(R, s, OP_TEXT, &g) < 0)
+        if (recover(R, s, solve ? SPADE_EP_OP_SOLVE : SPADE_EP_OP_HINT, &g) < 0)
             return -1;
     }
     return 0;
@@ -696,7 +714,7 @@ static int prefetch(run *R, int solve)
  * agent's begin. */
 static int do_begins(run *R)
 {
-    for (int k = 0; k < R->n_order; k++) {
+    for (int k = 0; k < R->n_order && !R->halt; k++) {
         int li = R->order[k];
         live *e = &R->L[li];
         if (e->phase != PH_HINT)
@@ -744,7 +762,7 @@ static int do_begins(run *R)
 
 static int do_solves(run *R)
 {
-    for (int k = 0; k < R->n_order; k++) {
+    for (int k = 0; k < R->n_order && !R->halt; k++) {
         int li = R->order[k];
         live *e = &R->L[li];
         if (e->phase != PH_READY || e->has_solve || !(e->wants & SPADE_AGENT_WANTS_SOLVE) ||
@@ -822,12 +840,12 @@ static int do_act(run *R)
         const spade_ep_act *a = &R->acts[j];
         e->has_solve = 0;
         if (a->stop) {
-            if (finish(R, who[j], SPADE_EP_AGENT_STOP, NULL, a->stop) < 0)
+            if (finish(R, who[j], SPADE_EP_AGENT_STOP, NULL, SPADE_EP_OP_NONE, a->stop) < 0)
                 return -1;
             continue;
         }
         if (a->len > SPADE_ACTION_MAX) {
-            if (finish(R, who[j], SPADE_EP_AGENT_STOP, NULL, "action_too_long") < 0)
+            if (finish(R, who[j], SPADE_EP_AGENT_STOP, NULL, SPADE_EP_OP_NONE, "action_too_long") < 0)
                 return -1;
             continue;
         }
@@ -892,7 +910,7 @@ static int do_steps(run *R)
                 e->flag = 1;
             }
         }
-        if (rc != 0 && recover(R, s, OP_STEP, &gs[s]) < 0)
+        if (rc != 0 && recover(R, s, SPADE_EP_OP_STEP, &gs[s]) < 0)
             return -1;
     }
     return 0;
@@ -936,7 +954,7 @@ static void free_run(run *R)
 
 static int stopped(const run *R)
 {
-    return R->o.stop && *R->o.stop;
+    return R->halt || (R->o.stop && *R->o.stop);
 }
 
 int spade_episodes_run(spade_sandbox *sb, const spade_ep_spec *specs, int n_specs, spade_ep_next_fn next,
@@ -1038,7 +1056,7 @@ int spade_episodes_run(spade_sandbox *sb, const spade_ep_spec *specs, int n_spec
     }
     /* the run stopped: what is live ends as stopped, in episode order */
     while (R.n_order > 0)
-        if (finish(&R, R.order[0], SPADE_EP_STOPPED, NULL, NULL) < 0) {
+        if (finish(&R, R.order[0], SPADE_EP_STOPPED, NULL, SPADE_EP_OP_NONE, NULL) < 0) {
             rc = -1;
             goto out;
         }

@@ -82,6 +82,20 @@ typedef enum spade_ep_end {
 /* "terminated", "truncated", "agent_stop", "failed", "stopped" */
 const char *spade_ep_end_name(spade_ep_end e);
 
+/* The call of a failed episode that failed (a checker says "step 3: crash",
+ * not just "crash"). */
+typedef enum spade_ep_op {
+    SPADE_EP_OP_NONE = 0, /* not failed */
+    SPADE_EP_OP_LOAD,     /* the worker could not be (re)started: compile, spawn */
+    SPADE_EP_OP_RESET,
+    SPADE_EP_OP_STEP,
+    SPADE_EP_OP_HINT,
+    SPADE_EP_OP_SOLVE,
+} spade_ep_op;
+
+/* "none", "load", "reset", "step", "hint", "solve" */
+const char *spade_ep_op_name(spade_ep_op op);
+
 typedef struct spade_ep_outcome {
     long episode; /* index of the request in the run (0, 1, ...) */
     int spec;
@@ -93,6 +107,9 @@ typedef struct spade_ep_outcome {
     int steps;   /* steps taken (a failed step is not counted) */
     char stop_reason[32]; /* agent_stop: the agent's reason ("context_full", "script_end", ...) */
     spade_failure failure; /* failed: class (failure.outcome) and message */
+    /* failed: the call that failed; a step's is step steps + 1 (a replay
+     * that fails names the call of the replay that failed) */
+    spade_ep_op failed_in;
 } spade_ep_outcome;
 
 /* What the agent sees of one live episode. Pointers are valid until the
@@ -178,6 +195,11 @@ typedef struct spade_episodes_opts {
     /* checked between round trips: non-zero stops the run (live episodes end
      * as stopped); may be NULL */
     const volatile sig_atomic_t *stop;
+    /* non-zero: the first episode blamed for a timeout stops the run (the
+     * live episodes end as stopped), so a hanging environment costs two
+     * deadlines (the batch's, then the replay that finds it), not one per
+     * episode; the checker's "one timeout stops the check" (default 0) */
+    int stop_on_timeout;
     /* each outcome, in episode order (held until the episodes before it ended) */
     void (*on_outcome)(void *ctx, const spade_ep_outcome *o);
     void (*on_event)(void *ctx, const spade_ep_event *e); /* may be NULL */

@@ -1,10 +1,10 @@
 /* gates.c — the validation gates (gates.h), over the episode layer.
  *
  * What it is not: a second episode loop. Every play goes through
- * spade_episodes_play with agents of core/agents.h (or the probe agent here,
- * which answers each episode with its own probe), several gates' agents in
- * one run through the mux agent below, on one vector env of two workers that
- * every gate shares.
+ * spade_episodes_play with agents of core/agents.h (the probes agent
+ * answers each episode with its own probe, as in spade check's
+ * arbitrary_actions), several gates' agents in one run through the mux agent
+ * below, on one vector env of two workers that every gate shares.
  */
 #include "designer/gates.h"
 
@@ -82,32 +82,17 @@ static const spade_ep_outcome *first_failure(const spade_ep_outcome *out, long n
     return NULL;
 }
 
-/* ---- the probe agent: episode e sends probe e % n every step ---- */
+/* ---- the probes: episode e sends probe e % n every step (spade_agent_probes) ---- */
 
 #define N_PROBES 7
-static char long_line[4097];
-static const char binary_probe[] = {'\x01', '\x00', '\xff', 'A', '\x7f', '\n', '\x1b', '[', '2', 'J'};
-
-static int probe_act(void *ctx, int n, const spade_ep_view *v, spade_ep_act *acts, char *err, size_t errlen) {
-    (void)ctx, (void)err, (void)errlen;
-    static const char *const text[] = {"", "1", "test", "42", "\\boxed{1}"};
-    for (int i = 0; i < n; i++) {
-        int k = (int)(v[i].episode % N_PROBES);
-        acts[i] = (spade_ep_act){0};
-        if (k < 5) acts[i].text = text[k], acts[i].len = strlen(text[k]);
-        else if (k == 5) acts[i].text = long_line, acts[i].len = sizeof long_line - 1;
-        else acts[i].text = binary_probe, acts[i].len = sizeof binary_probe;
-    }
-    return 0;
-}
 
 static spade_agent *probe_agent(void) {
-    spade_agent *a = calloc(1, sizeof *a);
-    if (!a) return NULL;
-    memset(long_line, 'x', sizeof long_line - 1);
-    a->name = "probe";
-    a->act = probe_act;
-    return a;
+    char long_line[4096]; /* copied by the agent */
+    static const char binary_probe[] = {'\x01', '\x00', '\xff', 'A', '\x7f', '\n', '\x1b', '[', '2', 'J'};
+    memset(long_line, 'x', sizeof long_line);
+    const char *const p[N_PROBES] = {"", "1", "test", "42", "\\boxed{1}", long_line, binary_probe};
+    const size_t l[N_PROBES] = {0, 1, 4, 2, 9, sizeof long_line, sizeof binary_probe};
+    return spade_agent_probes(p, l, N_PROBES, 0);
 }
 
 /* ---- the first-observation agent: ends every episode before its first step ---- */

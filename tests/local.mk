@@ -65,3 +65,6 @@ EXTRA_DIST += tests/test_demos.sh configs/base.ini configs/base-train.ini config
 # spade's OpenMP wait-policy default is honoured, overridable, and changes no result.
 TESTS += tests/test_threads.sh
 EXTRA_DIST += tests/test_threads.sh
+
+# spade check: a timeout in the middle of a batch of episodes (tests/test_check.c)
+EXTRA_DIST += tests/envs/check_latehang.c

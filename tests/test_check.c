@@ -174,6 +174,27 @@ START_TEST(infinite_loop_fails_and_checker_stops) {
 }
 END_TEST
 
+/* A timeout in the middle of a batch of episodes (SOLVE hangs on seeds 6 and
+ * 9 of the solve check's 20): the episode that hung is blamed, not one the
+ * stop left unfinished, and the checker stops there. */
+START_TEST(timeout_mid_batch_blames_its_episode) {
+    spade_check_opts o;
+    spade_check_opts_default(&o);
+    o.timeout_option = "--timeout S";
+    double t0 = tu_now();
+    ck_assert_int_eq(check_env("check_latehang", NULL, &o, &rep), 1);
+    double took = tu_now() - t0;
+    const char *l = line_of(&rep, "FAIL solve");
+    ck_assert_msg(strstr(l, "seed 6: step 1: solve: timeout") && strstr(l, "--timeout S sets the deadline"), "%s",
+                  rep.text);
+    ck_assert_msg(has_line(&rep, "SKIP random_agent: an earlier call timed out (solve during the solve check)"), "%s",
+                  rep.text);
+    ck_assert_msg(has_line(&rep, "PASS hint"), "the checks before it ran: %s", rep.text);
+    ck_assert_int_eq(rep.failed, 1);
+    ck_assert_msg(took < 5.0, "one or two deadlines, not one per episode: %.1f s", took);
+}
+END_TEST
+
 /* The blind spots of issue 10: each passed `spade check` before. */
 START_TEST(param_extreme_crash_fails) {
     ck_assert_int_eq(check_env("check_extreme", NULL, NULL, &rep), 1);
@@ -262,6 +283,7 @@ int main(void) {
     tcase_add_test(t, growing_observation_fails);
     tcase_add_test(t, crash_on_empty_action_fails);
     tcase_add_test(t, infinite_loop_fails_and_checker_stops);
+    tcase_add_test(t, timeout_mid_batch_blames_its_episode);
     tcase_add_test(t, param_extreme_crash_fails);
     tcase_add_test(t, uninitialised_local_fails);
     tcase_add_test(t, empty_action_win_fails);

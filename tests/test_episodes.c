@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "agents.h"
 #include "episodes.h"
@@ -373,6 +374,7 @@ START_TEST(crash_is_an_outcome)
             ck_assert_msg(o[i].end == SPADE_EP_FAILED, "episode %d (token %ld): %s", i, tok[i],
                           spade_ep_end_name(o[i].end));
             ck_assert_int_eq(o[i].failure.outcome, SPADE_OUT_CRASH);
+            ck_assert_str_eq(spade_ep_op_name(o[i].failed_in), "step");
             ck_assert_int_eq(o[i].steps, 1); /* the crashing step is not counted */
             ck_assert_int_eq(o[i].success, 0);
             ck_assert(strstr(o[i].failure.message, "SIGSEGV") || strstr(o[i].failure.message, "signal"));
@@ -425,6 +427,7 @@ START_TEST(hang_is_an_outcome)
         if (t % 5 == 0) {
             ck_assert_int_eq(o[i].end, SPADE_EP_FAILED);
             ck_assert_int_eq(o[i].failure.outcome, SPADE_OUT_TIMEOUT);
+            ck_assert_int_eq(o[i].failed_in, SPADE_EP_OP_STEP);
             timeouts++;
         } else {
             ck_assert_msg(o[i].end == SPADE_EP_TERMINATED || o[i].end == SPADE_EP_TRUNCATED, "%s: %s",
@@ -434,6 +437,121 @@ START_TEST(hang_is_an_outcome)
     ck_assert_int_eq(timeouts, 1);
     spade_agent_free(a);
     free(s1);
+}
+END_TEST
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* stop_on_timeout: of two hanging episodes in one batch, the first (in
+ * episode order) is blamed and the run stops there: two deadlines, not one
+ * per hanging episode, and the second is never played alone. */
+START_TEST(timeout_stops_the_run)
+{
+    spade_sandbox_free(sb);
+    sb = tu_sandbox(&(spade_sandbox_opts){.call_timeout_s = 0.3});
+    char *s1;
+    spade_ep_spec spec = spec_of("ep_len.c", &s1, "fail=2");
+    spade_ep_request all[60];
+    for (int i = 0; i < 60; i++)
+        all[i] = (spade_ep_request){0, (uint64_t)i, 0};
+    long tok[60];
+    spade_ep_spec plain = spec;
+    plain.params = NULL;
+    tokens(&plain, all, 60, tok);
+    /* other, hang, other, hang, other */
+    spade_ep_request reqs[5];
+    int n = 0;
+    for (int i = 0; i < 60 && n < 5; i++)
+        if ((tok[i] % 5 == 0) == (n == 1 || n == 3))
+            reqs[n++] = all[i];
+    ck_assert_int_eq(n, 5);
+    spade_episodes_opts eo;
+    spade_episodes_opts_default(&eo);
+    eo.max_live = 5;
+    eo.stop_on_timeout = 1;
+    spade_ep_outcome o[5];
+    char err[512];
+    spade_agent *a = spade_agent_solve();
+    double t0 = now_s();
+    int rc = spade_episodes_play(sb, &spec, 1, reqs, 5, a, &eo, o, err, sizeof err);
+    double took = now_s() - t0;
+    ck_assert_msg(rc == SPADE_EPISODES_STOPPED, "rc %d: %s", rc, err);
+    ck_assert_int_eq(o[1].end, SPADE_EP_FAILED);
+    ck_assert_int_eq(o[1].failure.outcome, SPADE_OUT_TIMEOUT);
+    ck_assert_int_eq(o[1].failed_in, SPADE_EP_OP_STEP);
+    /* every episode lasts 2 steps or more, and the hang is at the second: all
+     * were live when the run stopped */
+    for (int i = 0; i < 5; i++)
+        if (i != 1)
+            ck_assert_msg(o[i].end == SPADE_EP_STOPPED, "episode %d: %s", i, spade_ep_end_name(o[i].end));
+    ck_assert_msg(took < 2.0, "two deadlines of 0.3 s, not one per hanging episode: %.2f s", took);
+    /* without the option both hanging episodes are found */
+    eo.stop_on_timeout = 0;
+    rc = spade_episodes_play(sb, &spec, 1, reqs, 5, a, &eo, o, err, sizeof err);
+    ck_assert_msg(rc == SPADE_EPISODES_DONE, "rc %d: %s", rc, err);
+    ck_assert_int_eq(o[1].end, SPADE_EP_FAILED);
+    ck_assert_int_eq(o[3].end, SPADE_EP_FAILED);
+    ck_assert_int_ne(o[4].end, SPADE_EP_FAILED);
+    spade_agent_free(a);
+    free(s1);
+}
+END_TEST
+
+/* opts.places: runs on a caller's vector env play as on their own, leave it
+ * to the caller, and use the envs they were placed on, however many episodes
+ * may be live; a worker a crash killed is loaded again for the next run. */
+START_TEST(given_vector_env)
+{
+    char *s1, *s2;
+    spade_ep_spec spec = spec_of("ep_len.c", &s1, NULL), crash = spec_of("ep_len.c", &s2, "fail=1");
+    spade_ep_request reqs[NREQ];
+    requests(reqs, NREQ, 0, 700);
+    spade_ep_outcome own[NREQ], given[NREQ];
+    static record rec;
+    spade_agent *a = spade_agent_random(5);
+    play(&spec, 1, reqs, NREQ, a, 8, 1, own, &rec);
+    spade_vecenv *v[1];
+    spade_failure f;
+    ck_assert_int_eq(spade_vecenv_new(sb, spec.filename, spec.source, spec.len, NULL, 3, 1, SPADE_AUTORESET_DISABLED,
+                                      &v[0], &f),
+                     0);
+    spade_episodes_opts eo;
+    spade_episodes_opts_default(&eo);
+    eo.max_live = 8; /* more than the vector env has: it plays on its 3 */
+    spade_ep_place pl[1] = {{v[0], 0, 3}};
+    eo.places = pl;
+    char err[512];
+    for (int run = 0; run < 2; run++) {
+        ck_assert_int_eq(spade_episodes_play(sb, &spec, 1, reqs, NREQ, a, &eo, given, err, sizeof err),
+                         SPADE_EPISODES_DONE);
+        for (int i = 0; i < NREQ; i++)
+            assert_same_outcome(&own[i], &given[i]);
+    }
+    spade_vecenv_free(v[0]);
+    ck_assert_int_eq(spade_vecenv_new(sb, crash.filename, crash.source, crash.len, crash.params, 4, 1,
+                                      SPADE_AUTORESET_DISABLED, &v[0], &f),
+                     0);
+    pl[0] = (spade_ep_place){v[0], 0, 4};
+    /* the plain spec on a crashing vector env: the crashes show that the run
+     * played on the vector env it was given */
+    int failed[2] = {0, 0};
+    for (int run = 0; run < 2; run++) {
+        ck_assert_int_eq(spade_episodes_play(sb, &spec, 1, reqs, NREQ, a, &eo, given, err, sizeof err),
+                         SPADE_EPISODES_DONE);
+        for (int i = 0; i < NREQ; i++)
+            failed[run] += given[i].end == SPADE_EP_FAILED;
+    }
+    ck_assert_int_gt(failed[0], 0);
+    ck_assert_int_eq(failed[0], failed[1]); /* the second run found the worker the first one's crash killed alive */
+    spade_vecenv_free(v[0]);
+    spade_agent_free(a);
+    free(s1);
+    free(s2);
 }
 END_TEST
 
@@ -453,6 +571,7 @@ START_TEST(broken_spec_fails_its_own_requests)
             ck_assert_int_eq(o[i].end, SPADE_EP_FAILED);
             ck_assert_int_eq(o[i].failure.outcome, SPADE_OUT_COMPILE);
             ck_assert(strstr(o[i].failure.message, "cli_broken.c:7") != NULL);
+            ck_assert_int_eq(o[i].failed_in, SPADE_EP_OP_LOAD);
         } else {
             ck_assert(o[i].end == SPADE_EP_TERMINATED || o[i].end == SPADE_EP_TRUNCATED);
         }
@@ -558,6 +677,22 @@ START_TEST(scripted_agents_do_what_they_claim)
     snprintf(want, sizeof want, "a|bb|ccc%s", pipes(17)); /* then 17 empty actions */
     ck_assert_str_eq(rec.acts[0], want);
     spade_agent_free(a);
+
+    /* probes: episode e plays probe e % 2 at each of its first 2 steps, then stops */
+    const char *probes[] = {"x", "yy"};
+    const size_t plens[] = {1, 2};
+    a = spade_agent_probes(probes, plens, 2, 2);
+    play(&spec, 1, reqs, 3, a, 3, 1, o, &rec);
+    ck_assert_str_eq(rec.acts[0], "x|x");
+    ck_assert_str_eq(rec.acts[1], "yy|yy");
+    ck_assert_str_eq(rec.acts[2], "x|x");
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(o[i].end, SPADE_EP_AGENT_STOP);
+        ck_assert_str_eq(o[i].stop_reason, "script_end");
+        ck_assert_int_eq(o[i].steps, 2);
+    }
+    spade_agent_free(a);
+    ck_assert_ptr_null(spade_agent_probes(probes, plens, 0, 1));
 
     /* observation-echo: at step t, piece t mod P of the observation it saw */
     a = spade_agent_obs_echo();
@@ -739,6 +874,8 @@ static Suite *suite(void)
     tcase_add_test(t, paired_seeds_same_whatever_the_batch);
     tcase_add_test(t, crash_is_an_outcome);
     tcase_add_test(t, hang_is_an_outcome);
+    tcase_add_test(t, timeout_stops_the_run);
+    tcase_add_test(t, given_vector_env);
     tcase_add_test(t, broken_spec_fails_its_own_requests);
     tcase_add_test(t, text_pieces);
     tcase_add_test(t, scripted_agents_do_what_they_claim);
