@@ -263,6 +263,17 @@ else bad "spade train (no argument): the embedded default"; fi
 (cd "$TMP" && SPADE_TRAIN_QUICK=1 SPADE_TRAIN_DIR=default "$SPADE" train) >"$TMP/out" 2>&1
 if [ $? -eq 0 ] && grep -q "is complete (2 iterations)" "$TMP/out"; then ok "running the default again says it is complete"
 else bad "running the default again says it is complete"; fi
+# configs/default-fixed.ini, the fixed-pool baseline at the default's compute, trains from the
+# default's base (its paths are relative to configs/: the tree's layout rebuilt in TMP, 2 iterations)
+mkdir -p "$TMP/tree/configs" "$TMP/tree/runs"
+ln -s "$SRC/stdenv" "$TMP/tree/stdenv"
+ln -s "$TMP/default" "$TMP/tree/runs/default"
+sed 's/^iterations = 30/iterations = 2/' "$SRC/configs/default-fixed.ini" >"$TMP/tree/configs/default-fixed.ini"
+"$SPADE" train "$TMP/tree/configs/default-fixed.ini" >"$TMP/out" 2>&1
+if [ $? -eq 0 ] && [ "$(wc -l <"$TMP/tree/runs/default-fixed/train.jsonl")" -eq 2 ] &&
+    grep -q '"success"' "$TMP/tree/runs/default-fixed/train.jsonl"; then
+    ok "configs/default-fixed.ini trains the fixed pool from the default's base"
+else bad "configs/default-fixed.ini trains the fixed pool from the default's base"; fi
 
 echo "1..$n"
 [ "$fails" -eq 0 ]
