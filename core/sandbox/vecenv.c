@@ -94,6 +94,18 @@ static int vfail(spade_vecenv *v, const spade_failure *g, spade_failure *f)
     return -1;
 }
 
+/* A batch send to worker w failed: the workers before it, already sent to,
+ * are drained, so that they stay usable when the failure is only a bad_call. */
+static int send_failed(spade_vecenv *v, int w, const spade_failure *g, spade_failure *f)
+{
+    for (int k = 0; k < w; k++) {
+        spade_failure ignore;
+        if (v->bat_n[k])
+            spade_worker_batch_recv(v->workers[k], v->res[k], &ignore);
+    }
+    return vfail(v, g, f);
+}
+
 static int venter(spade_vecenv *v, spade_failure *f)
 {
     spade_failure_clear(f);
@@ -496,16 +508,8 @@ static int scatter(spade_vecenv *v, const unsigned char *sel, const unsigned cha
         else
             rc = spade_worker_batch_send(v->workers[w], n, v->bat_ids[w], v->ops, v->seeds, actions ? v->acts : NULL,
                                          actions ? v->lens : NULL, &g);
-        if (rc < 0) {
-            /* Workers already sent to are drained, so that they stay usable
-             * when the failure is only a bad_call. */
-            for (int k = 0; k < w; k++) {
-                spade_failure ignore;
-                if (v->bat_n[k])
-                    spade_worker_batch_recv(v->workers[k], v->res[k], &ignore);
-            }
-            return vfail(v, &g, f);
-        }
+        if (rc < 0)
+            return send_failed(v, w, &g, f);
     }
     v->pending = 1;
     return 0;
@@ -705,14 +709,8 @@ int spade_vecenv_text_some(spade_vecenv *v, int n, const int *envs, int solve, s
             m++;
         }
         v->bat_n[w] = m;
-        if (m && spade_worker_batch_send(v->workers[w], m, v->bat_ids[w], v->ops, NULL, NULL, NULL, &g) < 0) {
-            for (int k = 0; k < w; k++) {
-                spade_failure ignore;
-                if (v->bat_n[k])
-                    spade_worker_batch_recv(v->workers[k], v->res[k], &ignore);
-            }
-            return vfail(v, &g, f);
-        }
+        if (m && spade_worker_batch_send(v->workers[w], m, v->bat_ids[w], v->ops, NULL, NULL, NULL, &g) < 0)
+            return send_failed(v, w, &g, f);
     }
     v->pending = 1;
     v->pend_pos = 1;
