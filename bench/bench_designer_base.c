@@ -12,6 +12,8 @@
  * that; a cut excerpt ends with "..." and does not compile).
  *   bench/bench_designer_base CKPT [--samples K] [--budget T] [--envs N]
  *                             [--temperature X] [--seed S]
+ * BENCH_SHOW=1 prints each prompt's first sample; BENCH_SAVE=DIR writes every
+ * sample that compiles to DIR/NAME-K.c.
  * What it is not: a test (nothing is asserted), nor the designer's reward.
  */
 #include <dirent.h>
@@ -166,6 +168,16 @@ int main(int argc, char **argv) {
                 ok_load += j >= 0;
                 ok_pass += j == 1;
                 if (getenv("BENCH_SHOW") && g == 0) printf("--- %s sample 0 ---\n%s\n---\n", names[i], text);
+                /* BENCH_SAVE=DIR keeps each sample that compiles, for spade check --gates by hand */
+                if (getenv("BENCH_SAVE") && j >= 0) {
+                    char sp[4096];
+                    snprintf(sp, sizeof sp, "%s/%.*s-%d.c", getenv("BENCH_SAVE"), (int)strlen(names[i]) - 2, names[i], g);
+                    FILE *sf = fopen(sp, "w");
+                    if (sf) {
+                        fwrite(text, 1, tl, sf);
+                        fclose(sf);
+                    } else fprintf(stderr, "%s: cannot write\n", sp);
+                }
             }
         }
         total += samples;

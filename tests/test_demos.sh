@@ -66,6 +66,19 @@ else bad "configs/base-data.sh builds the data directory"; fi
 sed "s|^data = .*|data = $TMP/bd|; s|^out = .*|out = $TMP/base|; s|^steps = .*|steps = 1|" "$SRC/configs/base.ini" >base.ini
 "$SPADE" pretrain base.ini >"$TMP/out" 2>&1
 if [ $? -eq 0 ] && [ -f base/policy.ckpt ]; then ok "configs/base.ini pretrains (one step)"; else bad "configs/base.ini pretrains (one step)"; fi
+# configs/base-designer.ini (docs/train.md) at toy size: its data (the script
+# with whole-source designer prompts, copied twice), one step of batch 1
+(cd "$SRC" && POOL_EPISODES=2 SWEEP_EPISODES=1 DESIGNER=1 PROMPT_BUDGET=4096 DESIGNER_COPIES=2 configs/base-data.sh "$TMP/bdd" "$SPADE") >"$TMP/out" 2>&1
+if [ $? -eq 0 ] && cmp -s bdd/designer/nim.designer.transcript bdd/designer-copy2/nim.designer.transcript && [ ! -d bdd/designer-copy3 ] &&
+    grep -q '^PARAM' bdd/designer/nim.designer.transcript && [ "$(grep -c '^ENV(' bdd/designer/nim.designer.transcript)" -eq 2 ] &&
+    ! grep -q '^\.\.\.$' bdd/designer/nim.designer.transcript; then
+    ok "configs/base-data.sh with PROMPT_BUDGET and DESIGNER_COPIES: whole-source designer prompts, copied"
+else bad "configs/base-data.sh with PROMPT_BUDGET and DESIGNER_COPIES: whole-source designer prompts, copied"; fi
+sed "s|^data = .*|data = $TMP/bdd|; s|^out = .*|out = $TMP/based|; s|^steps = .*|steps = 1|; s|^batch = .*|batch = 1|" "$SRC/configs/base-designer.ini" >base-designer.ini
+"$SPADE" pretrain base-designer.ini >"$TMP/out" 2>&1
+if [ $? -eq 0 ] && [ -f based/policy.ckpt ] && grep -q '"vocab":4096' based/pretrain.jsonl; then
+    ok "configs/base-designer.ini pretrains (one step)"
+else bad "configs/base-designer.ini pretrains (one step)"; fi
 sed "s|^dir = .*|dir = $TMP/bt|; s|^init = .*|init = $TMP/base/policy.ckpt|; s|^iterations = .*|iterations = 1|; s|^envs = 10|envs = 2|; s|^plays = .*|plays = 2|" \
     "$SRC/configs/base-train.ini" >base-train.ini
 "$SPADE" train base-train.ini >"$TMP/out" 2>&1
