@@ -63,9 +63,14 @@ else bad "pretrain reads the markers as special tokens (tokens '$tokens', bytes 
 if [ $? -eq 0 ] && [ -s bd/pool/carry_add.transcript ] && [ -s bd/sweep/nim.transcript ] && [ -s bd/stdenv/nim.c ]; then
     ok "configs/base-data.sh builds the data directory"
 else bad "configs/base-data.sh builds the data directory"; fi
-sed "s|^data = .*|data = $TMP/bd|; s|^out = .*|out = $TMP/base|; s|^steps = .*|steps = 1|" "$SRC/configs/base.ini" >base.ini
-"$SPADE" pretrain base.ini >"$TMP/out" 2>&1
-if [ $? -eq 0 ] && [ -f base/policy.ckpt ]; then ok "configs/base.ini pretrains (one step)"; else bad "configs/base.ini pretrains (one step)"; fi
+# its data and out paths as shipped, in the tree's layout: configs/ beside runs/, run from the top
+mkdir -p "$TMP/tree/configs" "$TMP/tree/runs"
+ln -s "$TMP/bd" "$TMP/tree/runs/base-data"
+sed "s|^steps = .*|steps = 1|" "$SRC/configs/base.ini" >"$TMP/tree/configs/base.ini"
+(cd "$TMP/tree" && "$SPADE" pretrain configs/base.ini) >"$TMP/out" 2>&1
+if [ $? -eq 0 ] && [ -f "$TMP/tree/runs/base/policy.ckpt" ]; then ok "configs/base.ini pretrains (one step) on the data script's runs/base-data"
+else bad "configs/base.ini pretrains (one step) on the data script's runs/base-data"; fi
+mkdir -p base && cp "$TMP/tree/runs/base/policy.ckpt" base/policy.ckpt
 # configs/base-designer.ini (docs/train.md) at toy size: its data (the script
 # with whole-source designer prompts, copied twice), one step of batch 1
 (cd "$SRC" && POOL_EPISODES=2 SWEEP_EPISODES=1 DESIGNER=1 PROMPT_BUDGET=4096 DESIGNER_COPIES=2 configs/base-data.sh "$TMP/bdd" "$SPADE") >"$TMP/out" 2>&1
