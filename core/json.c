@@ -266,6 +266,21 @@ static void *vec_finish(reader *r, vec *x) {
     return d;
 }
 
+/* After an item of an array or object: 1 when a ',' says another follows,
+ * 0 when `close` ends the list (both consumed), -1 with the error otherwise. */
+static int list_next(reader *r, char close, const char *what) {
+    skip_ws(r);
+    if (r->pos < r->len && r->s[r->pos] == ',') {
+        r->pos++;
+        return 1;
+    }
+    if (r->pos < r->len && r->s[r->pos] == close) {
+        r->pos++;
+        return 0;
+    }
+    return fail(r, "expected ',' or '%c' in %s", close, what);
+}
+
 static int read_array(reader *r, spade_json *v, int depth) {
     r->pos++;
     vec x = {NULL, 0, 0, sizeof(spade_json)};
@@ -279,21 +294,12 @@ static int read_array(reader *r, spade_json *v, int depth) {
                 free(x.p);
                 return fail(r, "out of memory");
             }
-            if (read_value(r, it, depth + 1) < 0) {
+            int more = read_value(r, it, depth + 1) < 0 ? -1 : list_next(r, ']', "an array");
+            if (more < 0) {
                 free(x.p);
                 return -1;
             }
-            skip_ws(r);
-            if (r->pos < r->len && r->s[r->pos] == ',') {
-                r->pos++;
-                continue;
-            }
-            if (r->pos < r->len && r->s[r->pos] == ']') {
-                r->pos++;
-                break;
-            }
-            free(x.p);
-            return fail(r, "expected ',' or ']' in an array");
+            if (!more) break;
         }
     }
     v->type = SPADE_JSON_ARRAY;
@@ -331,21 +337,12 @@ static int read_object(reader *r, spade_json *v, int depth) {
                 return fail(r, "expected ':' after a key");
             }
             r->pos++;
-            if (read_value(r, &m->value, depth + 1) < 0) {
+            int more = read_value(r, &m->value, depth + 1) < 0 ? -1 : list_next(r, '}', "an object");
+            if (more < 0) {
                 free(x.p);
                 return -1;
             }
-            skip_ws(r);
-            if (r->pos < r->len && r->s[r->pos] == ',') {
-                r->pos++;
-                continue;
-            }
-            if (r->pos < r->len && r->s[r->pos] == '}') {
-                r->pos++;
-                break;
-            }
-            free(x.p);
-            return fail(r, "expected ',' or '}' in an object");
+            if (!more) break;
         }
     }
     v->type = SPADE_JSON_OBJECT;
