@@ -80,6 +80,12 @@ const char *cli_num(double v, char *buf, size_t cap);
 /* mkdir -p: dir and its missing parents (0755). 0, or -1 with errno set. */
 int cli_mkdir_p(const char *dir);
 
+/* All of f to EOF, in a malloc'd NUL-terminated buffer (*len bytes before
+ * the NUL), with no size limit (pretraining data, tokenizer input); the
+ * caller closes f. NULL on failure, *read_error 1 for a read error, 0 for out
+ * of memory. */
+char *cli_read_stream(FILE *f, size_t *len, int *read_error);
+
 /* Monotonic seconds. */
 double cli_now(void);
 

@@ -267,22 +267,9 @@ static int add_doc(docs *d, const char *path) {
         fprintf(stderr, "spade pretrain: %s: %s\n", path, strerror(errno));
         return -1;
     }
-    size_t cap = 4096, n = 0, k;
-    char *b = malloc(cap);
-    while (b && (k = fread(b + n, 1, cap - n, f)) > 0) {
-        n += k;
-        if (n == cap) {
-            char *nb = realloc(b, cap * 2);
-            if (!nb) {
-                free(b);
-                b = NULL;
-                break;
-            }
-            b = nb;
-            cap *= 2;
-        }
-    }
-    int bad = ferror(f);
+    size_t n = 0;
+    int bad;
+    char *b = cli_read_stream(f, &n, &bad);
     fclose(f);
     if (d->n == d->cap) {
         int nc = d->cap ? d->cap * 2 : 64;

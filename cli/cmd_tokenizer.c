@@ -108,31 +108,12 @@ static char *read_input(const char *path, size_t *len) {
         cli_err(CLI_FAIL, CMD, "%s: %s", path, strerror(errno));
         return NULL;
     }
-    size_t cap = 1 << 16, n = 0, k;
-    char *b = malloc(cap + 1);
-    while (b && (k = fread(b + n, 1, cap - n, f)) > 0) {
-        n += k;
-        if (n == cap) {
-            char *nb = realloc(b, cap * 2 + 1);
-            if (!nb) {
-                free(b);
-                b = NULL;
-                break;
-            }
-            b = nb;
-            cap *= 2;
-        }
-    }
-    int bad = ferror(f);
+    int bad;
+    char *b = cli_read_stream(f, len, &bad);
     if (f != stdin) fclose(f);
-    if (!b || bad) {
-        free(b);
+    if (!b)
         cli_err(CLI_FAIL, CMD, "%s: %s", path && strcmp(path, "-") ? path : "standard input",
-                b ? "read error" : "out of memory");
-        return NULL;
-    }
-    b[n] = 0;
-    *len = n;
+                bad ? "read error" : "out of memory");
     return b;
 }
 

@@ -107,6 +107,32 @@ void cli_json_string(FILE *out, const char *s, size_t len) {
     fputc('"', out);
 }
 
+char *cli_read_stream(FILE *f, size_t *len, int *read_error) {
+    size_t cap = 1 << 16, n = 0, k;
+    char *b = malloc(cap + 1);
+    while (b && (k = fread(b + n, 1, cap - n, f)) > 0) {
+        n += k;
+        if (n == cap) {
+            char *nb = realloc(b, cap * 2 + 1);
+            if (!nb) {
+                free(b);
+                b = NULL;
+                break;
+            }
+            b = nb;
+            cap *= 2;
+        }
+    }
+    *read_error = ferror(f) != 0;
+    if (!b || *read_error) {
+        free(b);
+        return NULL;
+    }
+    b[n] = 0;
+    *len = n;
+    return b;
+}
+
 int cli_mkdir_p(const char *dir) {
     char p[SPADE_PATH_MAX];
     if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p) {
