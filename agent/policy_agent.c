@@ -70,17 +70,6 @@ static int pa_begin(void *ctx, const spade_ep_view *v, void **state, char *err, 
     return 0;
 }
 
-/* The observation as the environment returned it: the episode layer appends
- * "Hint: HINT" to a hint episode's first one; the transcript gives the hint
- * its own token instead. */
-static size_t strip_hint(const spade_ep_view *v) {
-    static const char tag[] = "Hint: ";
-    size_t n = v->obs_len, h = v->hint_len + sizeof tag - 1;
-    if (v->step == 0 && v->hint && n >= h && !memcmp(v->obs + n - v->hint_len, v->hint, v->hint_len) &&
-        !memcmp(v->obs + n - h, tag, sizeof tag - 1))
-        return n - h;
-    return n;
-}
 
 static int pa_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *acts, char *err, size_t errlen) {
     pa *a = ctx;
@@ -89,7 +78,7 @@ static int pa_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *ac
         const spade_ep_view *v = &views[i];
         ep_state *s = v->state;
         acts[i] = (spade_ep_act){0};
-        if (v->step == 0) spade_transcript_agent_open(&s->tr, a->tok, v->obs, strip_hint(v), v->hint, v->hint_len);
+        if (v->step == 0) spade_transcript_agent_open(&s->tr, a->tok, v->obs, spade_ep_obs_len_without_hint(v), v->hint, v->hint_len);
         else {
             if (s->open_action) spade_transcript_special(&s->tr, SPADE_TOK_END);
             spade_transcript_agent_turn(&s->tr, a->tok, v->obs, v->obs_len);

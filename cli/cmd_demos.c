@@ -108,14 +108,6 @@ typedef struct rec {
     size_t *text_len;
 } rec;
 
-static size_t strip_hint(const spade_ep_view *v) {
-    static const char tag[] = "Hint: ";
-    size_t n = v->obs_len, h = v->hint_len + sizeof tag - 1;
-    if (v->step == 0 && v->hint && n >= h && !memcmp(v->obs + n - v->hint_len, v->hint, v->hint_len) &&
-        !memcmp(v->obs + n - h, tag, sizeof tag - 1))
-        return n - h;
-    return n;
-}
 
 static int rec_begin(void *ctx, const spade_ep_view *v, void **state, char *err, size_t errlen) {
     rec *r = ctx;
@@ -131,7 +123,7 @@ static int rec_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *a
         spade_transcript *t = &r->tr[v->episode];
         if (v->step == 0) {
             int hint = r->reqs[v->episode].hint;
-            spade_transcript_agent_open(t, r->tok, v->obs, hint ? strip_hint(v) : v->obs_len, hint ? v->hint : NULL,
+            spade_transcript_agent_open(t, r->tok, v->obs, hint ? spade_ep_obs_len_without_hint(v) : v->obs_len, hint ? v->hint : NULL,
                                         hint ? v->hint_len : 0);
         } else {
             spade_transcript_agent_turn(t, r->tok, v->obs, v->obs_len);

@@ -180,6 +180,16 @@ size_t spade_ep_with_hint(const char *obs, size_t obs_len, const char *hint, siz
     return need;
 }
 
+size_t spade_ep_obs_len_without_hint(const spade_ep_view *v)
+{
+    static const char tag[] = "Hint: ";
+    size_t n = v->obs_len, h = v->hint_len + sizeof tag - 1;
+    if (v->step == 0 && v->hint && n >= h && !memcmp(v->obs + n - v->hint_len, v->hint, v->hint_len) &&
+        !memcmp(v->obs + n - h, tag, sizeof tag - 1))
+        return n - h;
+    return n;
+}
+
 static int oom(run *R)
 {
     spade_errf(R->err, R->errlen, "episodes: out of memory");

@@ -255,4 +255,9 @@ int spade_episodes_play(spade_sandbox *sb, const spade_ep_spec *specs, int n_spe
 size_t spade_ep_with_hint(const char *obs, size_t obs_len, const char *hint, size_t hint_len, char *buf,
                           size_t cap);
 
+/* How much of v's observation the environment wrote: at step 0 of a hint
+ * episode, the length before the "Hint: HINT" that spade_ep_with_hint
+ * appended (a transcript gives the hint its own token instead); else all. */
+size_t spade_ep_obs_len_without_hint(const spade_ep_view *v);
+
 #endif /* SPADE_EPISODES_H */
