@@ -4,16 +4,8 @@
 # --out are refused with a message; spade pretrain reads the .transcript files
 # as special tokens (a micro run on them starts and says how many tokens).
 # Not the byte-for-byte comparison with the transcript API (tests/test_demos.c).
-srcdir=${srcdir:-.}
-SRC=$(cd "$srcdir" && pwd)
-SPADE=${SPADE_BIN:-$(pwd)/spade}
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/spade-test-demos-XXXXXX") || exit 99
-trap 'rm -rf "$TMP"' EXIT INT TERM
-fails=0
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-bad() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; [ -f "$TMP/out" ] && sed 's/^/#   /' "$TMP/out" | head -30; }
-[ -x "$SPADE" ] || { echo "spade not built at $SPADE"; exit 99; }
+NAME=demos
+. "${srcdir:-.}/tests/tap.sh"
 export SPADE_PATH="$SRC/stdenv"
 cd "$TMP" || exit 99
 

@@ -7,17 +7,9 @@
 # "eval" key are each handled; a directory that is not a run is refused by
 # name. Not a test of how the plots look (a person looks at them).
 
-srcdir=${srcdir:-.}
-SRC=$(cd "$srcdir" && pwd)
-SPADE=${SPADE_BIN:-$(pwd)/spade}
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/spade-test-report-XXXXXX") || exit 99
-trap '[ -n "$KEEP" ] || rm -rf "$TMP"' EXIT INT TERM
-fails=0
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-bad() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; [ -f "$TMP/out" ] && sed 's/^/#   /' "$TMP/out" | head -30; }
+NAME=report
+. "${srcdir:-.}/tests/tap.sh"
 check() { if [ "$1" = 0 ]; then ok "$2"; else bad "$2"; fi; }
-[ -x "$SPADE" ] || { echo "spade not built at $SPADE"; exit 99; }
 
 # Well-formed XML: xmllint when there is one, else the shape our writer makes.
 wellformed() {

@@ -11,16 +11,8 @@
 # iteration metrics and archive as an uninterrupted one.
 # Not a test of learning (the micro model learns nothing in 2 iterations).
 
-srcdir=${srcdir:-.}
-SRC=$(cd "$srcdir" && pwd)
-SPADE=${SPADE_BIN:-$(pwd)/spade}
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/spade-test-selfplay-XXXXXX") || exit 99
-trap 'rm -rf "$TMP"' EXIT INT TERM
-fails=0
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-bad() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; [ -f "$TMP/out" ] && sed 's/^/#   /' "$TMP/out" | head -30; }
-[ -x "$SPADE" ] || { echo "spade not built at $SPADE"; exit 99; }
+NAME=selfplay
+. "${srcdir:-.}/tests/tap.sh"
 
 mkdir -p "$TMP/given"
 for f in carry_add modpow linear sequence; do cp "$SRC/stdenv/$f.c" "$TMP/given/"; done

@@ -6,15 +6,8 @@
 # under libgomp's own active spinning and under an explicit spin count.
 # Not a speed test: the figures are bench/bench_rollout's (BENCHMARKS.md).
 
-srcdir=${srcdir:-.}
-SPADE=${SPADE_BIN:-$(pwd)/spade}
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/spade-test-threads-XXXXXX") || exit 99
-trap 'rm -rf "$TMP"' EXIT INT TERM
-fails=0
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-bad() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; [ -f "$TMP/out" ] && sed 's/^/#   /' "$TMP/out" | head -30; }
-[ -x "$SPADE" ] || { echo "spade not built at $SPADE"; exit 99; }
+NAME=threads
+. "${srcdir:-.}/tests/tap.sh"
 
 # libgomp prints what it read at start-up with OMP_DISPLAY_ENV=verbose; the
 # spin count is what the wait policy comes down to (0: passive). A command

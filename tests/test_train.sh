@@ -7,16 +7,8 @@
 # environment added to a pool directory while a run goes on joins the pool.
 # Not a test of learning (tests/test_agent.c shows GRPO learning).
 
-srcdir=${srcdir:-.}
-SRC=$(cd "$srcdir" && pwd)
-SPADE=${SPADE_BIN:-$(pwd)/spade}
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/spade-test-train-XXXXXX") || exit 99
-trap 'rm -rf "$TMP"' EXIT INT TERM
-fails=0
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-bad() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $1"; [ -f "$TMP/out" ] && sed 's/^/#   /' "$TMP/out" | head -30; }
-[ -x "$SPADE" ] || { echo "spade not built at $SPADE"; exit 99; }
+NAME=train
+. "${srcdir:-.}/tests/tap.sh"
 
 mkdir -p "$TMP/pool"
 cp "$SRC/tests/envs/digit_first.c" "$TMP/pool/"
