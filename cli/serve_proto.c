@@ -20,10 +20,7 @@
 #include "check.h"
 #include "env.h"
 #include "registry.h"
-/* For spade_worker_batch_send/recv, the mixed reset-and-step batch the vector env
- * (core/sandbox/vecenv.c) uses: a step request with autoresets is then one round
- * trip per worker. Not in sandbox.h (yet): the only internal names used here. */
-#include "sandbox/internal.h"
+#include "sandbox/sandbox.h"
 #include "version.h"
 
 void serve_limits_default(serve_limits *l) {
@@ -711,14 +708,14 @@ static int run_batches(serve_env *e, batch *rb, batch *sb, spade_jbuf *store, sc
         const int *ordr = s->order + s->start[w], *ords = s->order2 + s->start2[w];
         for (int q = 0; q < kr; q++) {
             s->ids[q] = e->first_id[w] + rb->inst[ordr[q]] / W;
-            s->ops[q] = SPADE_OP_RESET;
+            s->ops[q] = SPADE_BATCH_RESET;
             s->seeds[q] = rb->seeds[ordr[q]];
             s->acts[q] = NULL;
             s->lens[q] = 0;
         }
         for (int q = 0; q < ks; q++) {
             s->ids[kr + q] = e->first_id[w] + sb->inst[ords[q]] / W;
-            s->ops[kr + q] = SPADE_OP_STEP;
+            s->ops[kr + q] = SPADE_BATCH_STEP;
             s->seeds[kr + q] = 0;
             s->acts[kr + q] = sb->acts[ords[q]];
             s->lens[kr + q] = sb->lens[ords[q]];

@@ -106,12 +106,6 @@ int spade_worker_load_finish(spade_worker *w, spade_failure *f);
 int spade_worker_load_begin_poisoned(spade_sandbox *sb, const char *filename, const char *source, size_t len,
                                      uint64_t poison, spade_worker **out, spade_failure *f);
 
-/* One batch of mixed resets and steps: ops[i] is SPADE_OP_RESET (seeds[i]) or
- * SPADE_OP_STEP (actions[i], lens[i]), or SPADE_OP_HINT / SPADE_OP_SOLVE (the text as the obs). */
-int spade_worker_batch_send(spade_worker *w, int n, const int *ids, const uint32_t *ops, const uint64_t *seeds,
-                            const char *const *actions, const size_t *lens, spade_failure *f);
-int spade_worker_batch_recv(spade_worker *w, spade_step_result *results, spade_failure *f);
-
 /* ---- failures (sandbox.c; vecenv.c answers with the same words) ---------------- */
 /* Puts "prefix: " before f->message, truncating its end if needed. */
 void spade_failure_prefix(spade_failure *f, const char *prefix);

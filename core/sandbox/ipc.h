@@ -38,10 +38,10 @@ typedef enum spade_msg_type {
 } spade_msg_type;
 
 typedef enum spade_wire_op {
-    SPADE_OP_RESET = 1,
-    SPADE_OP_STEP = 2,
-    SPADE_OP_HINT = 3,  /* the result's obs is the hint (reward, return and flags 0) */
-    SPADE_OP_SOLVE = 4, /* the result's obs is SOLVE's action */
+    SPADE_OP_RESET = SPADE_BATCH_RESET, /* the public ops of sandbox.h's mixed batch, on the wire as they are */
+    SPADE_OP_STEP = SPADE_BATCH_STEP,
+    SPADE_OP_HINT = SPADE_BATCH_HINT,   /* the result's obs is the hint (reward, return and flags 0) */
+    SPADE_OP_SOLVE = SPADE_BATCH_SOLVE, /* the result's obs is SOLVE's action */
     SPADE_OP_POISON = 5, /* the worker's poison seed becomes seed (spade_host_set_poison; 0: off); empty result */
 } spade_wire_op;
 

@@ -113,6 +113,20 @@ int spade_worker_step(spade_worker *w, int n, const int *ids, const char *const 
 int spade_worker_step_send(spade_worker *w, int n, const int *ids, const char *const *actions, const size_t *lens,
                            spade_failure *f);
 int spade_worker_step_recv(spade_worker *w, spade_step_result *results, spade_failure *f);
+/* A mixed batch, each item with its own op: ops[i] is SPADE_BATCH_RESET
+ * (seeds[i]) or SPADE_BATCH_STEP (actions[i], lens[i]), or SPADE_BATCH_HINT /
+ * SPADE_BATCH_SOLVE (the result's obs is the text; the state is unchanged).
+ * A step request with autoresets is then one round trip per worker (the vector
+ * env and spade serve use it). Failures as the batched calls above. */
+typedef enum spade_batch_op {
+    SPADE_BATCH_RESET = 1,
+    SPADE_BATCH_STEP = 2,
+    SPADE_BATCH_HINT = 3,
+    SPADE_BATCH_SOLVE = 4,
+} spade_batch_op;
+int spade_worker_batch_send(spade_worker *w, int n, const int *ids, const uint32_t *ops, const uint64_t *seeds,
+                            const char *const *actions, const size_t *lens, spade_failure *f);
+int spade_worker_batch_recv(spade_worker *w, spade_step_result *results, spade_failure *f);
 int spade_worker_hint(spade_worker *w, int id, const char **text, size_t *len, spade_failure *f);
 int spade_worker_solve(spade_worker *w, int id, const char **text, size_t *len, spade_failure *f);
 
