@@ -46,7 +46,7 @@ static int arm(spade_sandbox *sb, const spade_ep_spec *specs, int n, spade_agent
         spade_errf(err, errlen, "eval: out of memory");
         goto done;
     }
-    for (long i = 0; i < total; i++) req[i] = (spade_ep_request){(int)(i / o->episodes), o->seed + (uint64_t)(i % o->episodes), hint};
+    for (long i = 0; i < total; i++) req[i] = (spade_ep_request){(int)(i / o->episodes), o->seed + (uint64_t)(i % o->episodes), hint, 0};
     spade_episodes_opts eo;
     spade_episodes_opts_default(&eo);
     eo.max_live = o->max_live;

@@ -112,7 +112,9 @@ static int pa_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *ac
         }
         a->slots[m] = s->slot;
         a->max_tokens[m] = room < a->o.max_action_tokens ? room : a->o.max_action_tokens;
-        a->seeds[m] = mix(a->o.seed ^ mix(views[i].seed ^ mix((uint64_t)views[i].step * 2 + (views[i].hint != NULL))));
+        /* a repeat of a seed draws its own stream (repeat 0 is the stream without repeats) */
+        uint64_t es = views[i].repeat ? mix(views[i].seed ^ mix(0x72657074ULL + (uint64_t)views[i].repeat)) : views[i].seed;
+        a->seeds[m] = mix(a->o.seed ^ mix(es ^ mix((uint64_t)views[i].step * 2 + (views[i].hint != NULL))));
         a->which[m++] = i;
     }
     if (!m) return 0;

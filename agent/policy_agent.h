@@ -10,7 +10,7 @@
  * decode, and records the sampled tokens with their log-probs in the
  * episode's transcript; when the episode ends, on_episode gets the
  * transcript and the outcome (the trainer turns them into masked GRPO
- * samples). Sampling is seeded per (agent seed, request seed, hint arm,
+ * samples). Sampling is seeded per (agent seed, request seed and repeat, hint arm,
  * step), so an episode plays the same whatever the batch it shared.
  * What it is not: a trainer, nor a policy owner: the policy is borrowed and
  * must outlive the agent; after an optimiser step, make a new agent (its

@@ -123,7 +123,7 @@ int spade_rl_iteration(spade_policy *p, spade_policy *ref, spade_sandbox *sb, co
         if (o->params_override && picked[e] < o->n_override && o->params_override[picked[e]])
             params = o->params_override[picked[e]];
         specs[e] = (spade_ep_spec){pe->path, pe->source, pe->len, params, o->plays};
-        for (int k = 0; k < o->plays; k++) req[(long)e * o->plays + k] = (spade_ep_request){e, spade_rl_seed(o->seed, it, e, k), 0};
+        for (int k = 0; k < o->plays; k++) req[(long)e * o->plays + k] = (spade_ep_request){e, spade_rl_seed(o->seed, it, e, k), 0, 0};
     }
     spade_policy_agent_opts ao;
     spade_policy_agent_opts_default(&ao);

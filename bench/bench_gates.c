@@ -72,7 +72,7 @@ int main(int argc, char **argv) {
             spade_paired m;
             for (int k = 0; k < 8; k++) seeds[k] = 100 + (uint64_t)k;
             spade_agent *a = spade_agent_random(1);
-            if (spade_paired_play(sb, &spec, a, seeds, 8, NULL, out, &m, err, sizeof err) < 0) printf("  (%s)\n", err);
+            if (spade_paired_play(sb, &spec, a, seeds, 8, 1, NULL, out, &m, err, sizeof err) < 0) printf("  (%s)\n", err);
             spade_agent_free(a);
             double t3 = now_s();
             if (t1 - t0 < best_load) best_load = t1 - t0;

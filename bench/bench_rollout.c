@@ -211,7 +211,7 @@ static roll_res rollout(spade_sandbox *sb, spade_policy *p, int max_live, int do
     long n = (long)n_envs_used * plays;
     spade_ep_request *req = calloc((size_t)n, sizeof *req);
     spade_ep_outcome *out = calloc((size_t)n, sizeof *out), *out2 = calloc((size_t)n, sizeof *out2);
-    for (long i = 0; i < n; i++) req[i] = (spade_ep_request){(int)(i / plays), 1000 + (uint64_t)i, (int)(i & 1)};
+    for (long i = 0; i < n; i++) req[i] = (spade_ep_request){(int)(i / plays), 1000 + (uint64_t)i, (int)(i & 1), 0};
     spade_policy_agent_opts ao;
     spade_policy_agent_opts_default(&ao);
     ao.max_live = max_live;

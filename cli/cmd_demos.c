@@ -182,7 +182,7 @@ static int play_env(spade_sandbox *sb, spade_tokenizer *tok, const char *path, c
         cli_err(CLI_FAIL, "demos", "out of memory");
         goto done;
     }
-    for (long e = 0; e < episodes; e++) reqs[e] = (spade_ep_request){(int)(e % n_set), seed + (uint64_t)e, hint && (e & 1)};
+    for (long e = 0; e < episodes; e++) reqs[e] = (spade_ep_request){(int)(e % n_set), seed + (uint64_t)e, hint && (e & 1), 0};
     spade_agent a = {"demos", r.inner->wants | SPADE_AGENT_WANTS_HINT, &r, rec_begin, rec_act, rec_end, NULL};
     char err[2048];
     if (spade_episodes_play(sb, specs, n_set, reqs, episodes, &a, NULL, outs, err, sizeof err) < 0) {

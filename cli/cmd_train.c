@@ -221,6 +221,7 @@ static int on_key(void *user, const char *section, const char *name, const char 
     NUMK("designer", "gate_seeds", 2, 1000, 1, c->sp.gates.seeds = (int)x)
     NUMK("memory", "size", 1, 1e6, 1, c->sp.memory.window = (int)x)
     NUMK("selfplay", "plays", 2, 256, 1, c->sp.plays = (int)x)
+    NUMK("selfplay", "repeats", 1, 128, 1, c->sp.repeats = (int)x)
     NUMK("selfplay", "pool_envs", 0, SPADE_RL_MAX_ENVS, 1, c->sp.pool_envs = (int)x)
     NUMK("eval", "every", 0, 1e7, 1, c->eval_every = (int)x)
     NUMK("eval", "episodes", 1, 100000, 1, c->eval_episodes = (int)x)
@@ -319,6 +320,9 @@ static int load_config(const char *path, const char *base, tr_config *c) {
     if (c->curriculum && !(c->cur_down < c->cur_up))
         return cli_err(CLI_USAGE, "train", "%s: [pool] curriculum_down (%g) must be below curriculum_up (%g)", path,
                        c->cur_down, c->cur_up);
+    if (c->sp.plays % c->sp.repeats)
+        return cli_err(CLI_USAGE, "train", "%s: [selfplay] plays = %d is not a multiple of repeats = %d (plays / repeats seeds, each played repeats times)",
+                       path, c->sp.plays, c->sp.repeats);
     if (c->source_files && !c->source_dir[0]) return cli_err(CLI_USAGE, "train", "%s: [designer] source = files needs files = DIR", path);
     if (c->designer && c->sp.reward == SPADE_DREWARD_LEARNING_POTENTIAL && !(c->rl.adamw.lr > 0))
         return cli_err(CLI_USAGE, "train",

@@ -755,7 +755,7 @@ static void check_seeds_vary(ctx *c)
         return;
     }
     for (int k = 0; k < ns; k++)
-        req[k] = (spade_ep_request){0, seed_of(c, k), 0};
+        req[k] = (spade_ep_request){0, seed_of(c, k), 0, 0};
     spade_ep_spec spec = spec_given(c);
     int limit = c->info.max_steps < 8 ? c->info.max_steps : 8;
     spade_agent *a = mixed_agent(c->info.has_solve, 0, 12345, 0);
@@ -803,7 +803,7 @@ static void check_step_deterministic(ctx *c)
         return;
     }
     for (long i = 0; i < n; i++)
-        req[i] = (spade_ep_request){0, seed_of(c, (int)(i / 2)), 0};
+        req[i] = (spade_ep_request){0, seed_of(c, (int)(i / 2)), 0, 0};
     spade_ep_spec spec = spec_given(c);
     int limit = c->info.max_steps < DETERMINISM_STEPS ? c->info.max_steps : DETERMINISM_STEPS;
     int steps_total = 0;
@@ -934,7 +934,7 @@ static void check_arbitrary_actions(ctx *c)
     for (int i = 0; i < n; i++) {
         texts[i] = a[i].text;
         lens[i] = a[i].len;
-        req[i] = (spade_ep_request){0, seed_of(c, i % (c->o.seeds > 0 ? c->o.seeds : 1)), 0};
+        req[i] = (spade_ep_request){0, seed_of(c, i % (c->o.seeds > 0 ? c->o.seeds : 1)), 0, 0};
     }
     spade_ep_spec spec = spec_given(c);
     spade_agent *probes = spade_agent_probes(texts, lens, n, 2);
@@ -969,7 +969,7 @@ static void check_max_steps(ctx *c)
     c->check = "max_steps";
     char buf[1400];
     int ms = c->info.max_steps;
-    spade_ep_request req[2] = {{0, seed_of(c, 0), 0}, {0, seed_of(c, 1), 0}};
+    spade_ep_request req[2] = {{0, seed_of(c, 0), 0, 0}, {0, seed_of(c, 1), 0, 0}};
     spade_ep_outcome out[2];
     spade_ep_spec spec = spec_given(c);
     if (play_eps(c, &spec, 1, &c->vec, 0, req, 2, spade_agent_noop(), ms, 1, 0, NULL, 0, out) != 0)
@@ -1080,7 +1080,7 @@ static int play_seeds(ctx *c, int use_solve, char *lost, size_t lostcap)
         return -1;
     }
     for (int k = 0; k < n; k++)
-        req[k] = (spade_ep_request){0, seed_of(c, k), 0};
+        req[k] = (spade_ep_request){0, seed_of(c, k), 0, 0};
     spade_ep_spec spec = spec_given(c);
     spade_agent *a = use_solve ? spade_agent_solve() : spade_agent_random(RANDOM_AGENT_SEED);
     int wins = -1;
@@ -1225,7 +1225,7 @@ static void check_param_extremes(ctx *c)
     for (long i = 0; i < n; i++)
         rnd[i].end = sol[i].end = SPADE_EP_STOPPED; /* a run a timeout skipped */
     for (long i = 0; i < n; i++)
-        req[i] = (spade_ep_request){(int)(i / EXTREME_SEEDS), seed_of(c, (int)(i % EXTREME_SEEDS)), 0};
+        req[i] = (spade_ep_request){(int)(i / EXTREME_SEEDS), seed_of(c, (int)(i % EXTREME_SEEDS)), 0, 0};
     int cap_t = c->info.max_steps < LONG_EPISODE_CAP ? c->info.max_steps : LONG_EPISODE_CAP;
     int played = !c->info.has_solve ||
                  play_eps(c, specs, settings, vecs, 0, req, n, spade_agent_solve(), 0, 0, 1, NULL, 0, sol) == 0;

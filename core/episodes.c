@@ -52,6 +52,7 @@ typedef struct live {
     long episode;
     int spec, slot;
     uint64_t seed;
+    int repeat;
     int hint_req;
     int steps;
     double ret, reward;
@@ -243,6 +244,7 @@ static void view_of(run *R, live *e, spade_ep_view *v)
     v->episode = e->episode;
     v->spec = e->spec;
     v->seed = e->seed;
+    v->repeat = e->repeat;
     v->step = e->steps;
     v->obs = e->obs.p ? e->obs.p : "";
     v->obs_len = e->obs.len;
@@ -586,6 +588,7 @@ static int fill(run *R, spade_ep_next_fn next, void *next_ctx)
         e->spec = s;
         e->slot = E->off + slot;
         e->seed = R->req.seed;
+        e->repeat = R->req.repeat;
         e->hint_req = R->req.hint != 0;
         e->steps = 0;
         e->ret = e->reward = 0;

@@ -69,6 +69,9 @@ typedef struct spade_ep_request {
     int spec;      /* index into the run's specs */
     uint64_t seed; /* the environment's reset seed */
     int hint;      /* append the hint to the first observation (the hint arm) */
+    /* which play of this seed (0, 1, ...): the same seed played again, e.g.
+     * selfplay.repeats; a sampling agent draws another stream for it */
+    int repeat;
 } spade_ep_request;
 
 typedef enum spade_ep_end {
@@ -118,6 +121,7 @@ typedef struct spade_ep_view {
     long episode;
     int spec;
     uint64_t seed;
+    int repeat; /* the request's repeat */
     int step; /* steps taken so far: 0 at the first observation */
     const char *obs; /* the latest observation (hint appended at step 0 of a hint episode) */
     size_t obs_len;

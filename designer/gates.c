@@ -227,7 +227,7 @@ static void add_req(gplay *r, int spec, uint64_t seed) {
         r->oom = 1;
         return;
     }
-    r->req[r->n] = (spade_ep_request){spec, seed, 0};
+    r->req[r->n] = (spade_ep_request){spec, seed, 0, 0};
     r->wants[r->n++] = (unsigned char)r->m.a[r->m.n - 1]->wants;
 }
 

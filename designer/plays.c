@@ -10,7 +10,10 @@
 #include "errbuf.h"
 
 int spade_paired_play(spade_sandbox *sb, const spade_ep_spec *spec, spade_agent *agent, const uint64_t *seeds, int n,
-                      const spade_episodes_opts *eo, spade_ep_outcome *out, spade_paired *m, char *err, size_t errlen) {
+                      int repeats, const spade_episodes_opts *eo, spade_ep_outcome *out, spade_paired *m, char *err,
+                      size_t errlen) {
+    int R = repeats > 1 ? repeats : 1;
+    n *= R; /* plays an arm */
     spade_ep_request *req = n > 0 ? calloc((size_t)2 * n, sizeof *req) : NULL;
     double *s = n > 0 ? calloc((size_t)2 * n, sizeof *s) : NULL;
     int rc = -1;
@@ -19,12 +22,13 @@ int spade_paired_play(spade_sandbox *sb, const spade_ep_spec *spec, spade_agent 
         goto done;
     }
     for (int i = 0; i < n; i++) {
-        req[i].seed = req[n + i].seed = seeds[i];
+        req[i].seed = req[n + i].seed = seeds[i / R];
+        req[i].repeat = req[n + i].repeat = i % R;
         req[n + i].hint = 1;
     }
     if (spade_episodes_play(sb, spec, 1, req, 2L * n, agent, eo, out, err, errlen) < 0) goto done;
     for (int i = 0; i < 2 * n; i++) s[i] = out[i].success;
-    spade_paired_measure(s, s + n, n, m);
+    spade_paired_measure(s, s + n, n, R, m);
     rc = 0;
 done:
     free(req);

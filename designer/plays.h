@@ -18,10 +18,14 @@
 #include "designer/reward.h"
 #include "episodes.h"
 
-/* out has room for 2n outcomes: out[i] is seed i without the hint, out[n + i]
- * with it. A failed episode counts as not solved in both arms' rates (and
- * is in out for the caller to see). eo may be NULL. 0, or -1 with err. */
+/* Each of the n seeds is played `repeats` times an arm (1: once; a repeat is
+ * the request's repeat, so a sampling agent draws another stream for it).
+ * With P = n * repeats plays an arm, out has room for 2P outcomes: out[i] is
+ * seed i / repeats (its repeat i % repeats) without the hint, out[P + i] the
+ * same with it. A failed episode counts as not solved in both arms' rates
+ * (and is in out for the caller to see). eo may be NULL. 0, or -1 with err. */
 int spade_paired_play(spade_sandbox *sb, const spade_ep_spec *spec, spade_agent *agent, const uint64_t *seeds, int n,
-                      const spade_episodes_opts *eo, spade_ep_outcome *out, spade_paired *m, char *err, size_t errlen);
+                      int repeats, const spade_episodes_opts *eo, spade_ep_outcome *out, spade_paired *m, char *err,
+                      size_t errlen);
 
 #endif /* SPADE_DESIGNER_PLAYS_H */

@@ -38,15 +38,28 @@ const char *spade_dreward_name(spade_dreward_kind k);
 
 double spade_plateau(double pass);
 
-/* Paired plays of one environment: success (0/1, or a fraction) of seed i
- * without and with the hint. */
+/* Paired plays of one environment: success (0/1, or a fraction) of play i
+ * without and with the hint, n plays an arm: n / repeats seeds, each played
+ * `repeats` times in a row (selfplay.repeats; 1: every play its own seed).
+ *
+ * Bimodal environments (the reference's pitfall: trivial on some seeds,
+ * impossible on others, they score the full plateau at a mean pass rate of
+ * 0.5) are what repeats are for: with repeats >= 2 the plateau is the mean
+ * over seeds of plateau(that seed's own pass rate), so the designer is paid
+ * for seeds at the agent's frontier, not for a mean of 0s and 1s. A bimodal
+ * environment then earns 0, one at 0.5 on every seed earns 2p(1 - p) in
+ * expectation at 2 repeats (0.5 at p = 0.5). With repeats = 1 a seed's pass
+ * rate is its one 0 or 1, so the plateau is that of the mean, as the
+ * reference's. */
 typedef struct spade_paired {
-    double pass_nohint, pass_hint; /* means over the n seeds */
+    double pass_nohint, pass_hint; /* means over the n plays */
     double regret;                 /* mean of success_hint[i] - success_nohint[i] */
-    double regret_se;              /* standard error of that mean (0 when n < 2) */
-    int n;
+    double regret_se;              /* standard error of that mean, over seeds (0 with fewer than 2) */
+    double plateau;                /* the pass-rate term of blend and solve_rate, as above */
+    int n, repeats;
 } spade_paired;
-void spade_paired_measure(const double *success_nohint, const double *success_hint, int n, spade_paired *out);
+void spade_paired_measure(const double *success_nohint, const double *success_hint, int n, int repeats,
+                          spade_paired *out);
 
 /* Learning potential, measured in the iteration the environment was written
  * (the reference's |fast EMA - slow EMA| of a win rate over later iterations

@@ -41,6 +41,7 @@ void spade_selfplay_opts_default(spade_selfplay_opts *o) {
     spade_gate_opts_default(&o->gates);
     o->gates.stop_at_first = 1;
     o->plays = 8;
+    o->repeats = 1;
     o->regen_every = 1;
     spade_rl_opts_default(&o->rl);
 }
@@ -345,7 +346,7 @@ static void spy_end(void *ctx, const spade_ep_view *v, void *state, const spade_
 static int lookahead(spade_selfplay *s, const spade_selfplay_opts *o, int it, const written *w, int n, int plays,
                      const spade_grpo_sample *samples, int n_agent, const spade_policy_agent_opts *ao0,
                      const spade_episodes_opts *eo, double *after, char *err, size_t errlen) {
-    int any = 0;
+    int any = 0, R = o->repeats > 1 ? o->repeats : 1;
     for (int i = 0; i < n; i++) {
         after[i] = NAN;
         any |= w[i].gates.first_failed < 0;
@@ -381,7 +382,7 @@ static int lookahead(spade_selfplay *s, const spade_selfplay_opts *o, int it, co
     for (int i = 0; i < n; i++) {
         if (w[i].gates.first_failed >= 0) continue;
         ao.seed = stream(o->seed, it, i, 0x61676e74ULL); /* the paired plays' agent stream */
-        for (int k = 0; k < plays; k++) req[k] = (spade_ep_request){0, w[i].seeds[k], 0};
+        for (int k = 0; k < plays; k++) req[k] = (spade_ep_request){0, w[i].seeds[k], 0, k % R};
         spade_agent *a = spade_agent_policy(q, &ao, err, errlen);
         if (!a) goto done;
         spade_ep_spec spec = {"generated.c", w[i].source, w[i].source_len, NULL, plays};
@@ -429,6 +430,11 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
     int K = o->regen_every > 1 ? o->regen_every : 1, regen = it % K == 0, base_it = it - it % K;
     int n = !regen ? 0 : o->envs < SPADE_SP_MAX_ENVS ? o->envs : SPADE_SP_MAX_ENVS, plays = o->plays > 256 ? 256 : o->plays;
     int n_all = n; /* n written now, then the kept and the replayed ones */
+    int R = o->repeats > 1 ? o->repeats : 1; /* plays of a seed an arm */
+    if (plays % R) {
+        spade_errf(err, errlen, "self-play: plays (%d) is not a multiple of repeats (%d)", plays, R);
+        return -1;
+    }
     int ctx = spade_policy_config(s->p)->context;
     spade_tokenizer *tok = spade_policy_tokenizer(s->p);
     written *w = calloc(2 * SPADE_SP_MAX_ENVS, sizeof *w);
@@ -648,7 +654,8 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
         if (w[i].gates.first_failed >= 0) continue;
         played++;
         ao.seed = stream(o->seed, it, i, 0x61676e74ULL);
-        for (int k = 0; k < plays; k++) w[i].seeds[k] = stream(o->seed, it, i, 0x73656564ULL + (uint64_t)k);
+        /* plays / R seeds, each R times in a row (w[i].seeds holds every play's, for the archive) */
+        for (int k = 0; k < plays; k++) w[i].seeds[k] = stream(o->seed, it, i, 0x73656564ULL + (uint64_t)(k / R));
         w[i].plays = calloc((size_t)2 * plays, sizeof *w[i].plays);
         spade_agent *a = spade_agent_policy(s->p, &ao, err, errlen);
         if (!a || !w[i].plays) {
@@ -664,7 +671,10 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
         for (int k = 0; k < 2 * plays; k++) spade_transcript_clear(&ae.tr[k]);
         hint_spy spy = {a, w[i].hint_seen, sizeof w[i].hint_seen, 0};
         spade_agent spied = {a->name, a->wants, &spy, spy_begin, spy_act, spy_end, NULL};
-        int pr = spade_paired_play(s->sb, &spec, &spied, w[i].seeds, plays, &eo, w[i].plays, &w[i].paired, err, errlen);
+        uint64_t distinct[256];
+        for (int k = 0; k < plays / R; k++) distinct[k] = w[i].seeds[k * R];
+        int pr = spade_paired_play(s->sb, &spec, &spied, distinct, plays / R, R, &eo, w[i].plays, &w[i].paired, err,
+                                   errlen);
         spade_agent_free(a);
         if (pr < 0) goto done;
         if (stop && *stop) { rc = 1; goto done; }

@@ -61,7 +61,9 @@ typedef struct spade_selfplay_opts {
     const size_t *file_lens;
     int n_files;
     /* agent */
-    int plays;                /* selfplay.plays: seeds per valid environment, each played with and without the hint (8) */
+    int plays;                /* selfplay.plays: plays per valid environment an arm, with and without the hint (8) */
+    int repeats;              /* selfplay.repeats: plays of each seed an arm (1; plays / repeats seeds): >= 2
+                               * makes the plateau per seed (designer/reward.h: bimodal environments) */
     int regen_every;          /* selfplay.regen_every: write new environments every K iterations (1); in between the
                                * valid ones of the last writing are played again (both arms) and the agent trains on them */
     int replay;               /* selfplay.replay: past valid environments with the highest regret played too (0; PLR) */

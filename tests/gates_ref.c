@@ -215,7 +215,7 @@ int gates_run_reference(spade_sandbox *sb, const char *filename, const char *src
         int ns = corner_specs(info, filename, src, len, specs, params), per = 4;
         long n = 0;
         for (int s = 0; s < ns; s++)
-            for (int k = 0; k < per; k++) req[n++] = (spade_ep_request){s, 1000 + (uint64_t)k, 0};
+            for (int k = 0; k < per; k++) req[n++] = (spade_ep_request){s, 1000 + (uint64_t)k, 0, 0};
         double t0 = now_s();
         int ok = play(sb, specs, ns, req, n, spade_agent_random(7), o, out, NULL, err, errlen) == 0;
         long half = n;
@@ -257,7 +257,7 @@ int gates_run_reference(spade_sandbox *sb, const char *filename, const char *src
     for (int g = SPADE_GATE_RESET_DET; g <= SPADE_GATE_REPLAY_DET; g++) {
         static const char *const script[] = {"1", "north", "yes", "a", "42", "b", "2", "east"};
         int nseeds = 6;
-        for (int i = 0; i < nseeds; i++) req[i] = (spade_ep_request){0, 77 + (uint64_t)i, 0};
+        for (int i = 0; i < nseeds; i++) req[i] = (spade_ep_request){0, 77 + (uint64_t)i, 0, 0};
         for (int i = 0; i < nseeds; i++) req[nseeds + i] = req[nseeds - 1 - i];
         int reset = g == SPADE_GATE_RESET_DET;
         /* two workers whose fresh stack and heap hold different garbage: with one poison seed,
@@ -291,7 +291,7 @@ int gates_run_reference(spade_sandbox *sb, const char *filename, const char *src
     /* probe_actions */
     {
         long n = 2 * N_PROBES;
-        for (long i = 0; i < n; i++) req[i] = (spade_ep_request){0, 500 + (uint64_t)(i / N_PROBES), 0};
+        for (long i = 0; i < n; i++) req[i] = (spade_ep_request){0, 500 + (uint64_t)(i / N_PROBES), 0, 0};
         int ok = play(sb, &def, 1, req, n, probe_agent(), o, out, NULL, err, errlen) == 0;
         const spade_ep_outcome *bad = ok ? first_failure(out, n) : NULL;
         static const char *const what[N_PROBES] = {"the empty action", "\"1\"", "\"test\"", "\"42\"", "\"\\boxed{1}\"",
@@ -311,7 +311,7 @@ int gates_run_reference(spade_sandbox *sb, const char *filename, const char *src
             else verdict(rep, SPADE_GATE_SOLVE, SPADE_GATE_PASS, "no SOLVE (not required)");
             continue;
         }
-        for (int i = 0; i < S; i++) req[i] = (spade_ep_request){0, 9000 + (uint64_t)i, 0};
+        for (int i = 0; i < S; i++) req[i] = (spade_ep_request){0, 9000 + (uint64_t)i, 0, 0};
         spade_agent *a = g == SPADE_GATE_RANDOM  ? spade_agent_random(11)
                          : g == SPADE_GATE_NOOP  ? spade_agent_noop()
                          : g == SPADE_GATE_HINT_ECHO ? spade_agent_hint_echo(SPADE_TAIL_CYCLE)

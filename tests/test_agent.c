@@ -115,7 +115,8 @@ static void play(spade_policy *p, const char *env, int max_live, int hint, seen 
     spade_sandbox *sb = tu_sandbox(NULL);
     spade_ep_spec spec = {env, src, len, NULL, n};
     spade_ep_request req[MAXE];
-    for (int i = 0; i < n; i++) req[i] = (spade_ep_request){0, 100 + (uint64_t)i / 2, hint && (i % 2)};
+    /* pairs of one seed: hint 1 plays the second of each with the hint, hint 2 as its repeat 1 */
+    for (int i = 0; i < n; i++) req[i] = (spade_ep_request){0, 100 + (uint64_t)i / 2, hint == 1 && (i % 2), hint == 2 && (i % 2)};
     memset(s, 0, sizeof *s);
     spade_policy_agent_opts ao;
     spade_policy_agent_opts_default(&ao);
@@ -148,6 +149,26 @@ static void text_of(const spade_transcript *t, spade_tokenizer *tok, int m, char
         at += got;
     }
 }
+
+/* selfplay.repeats rests on this: the same seed played again as another
+ * repeat is another play (its own sampling stream), while the same seed and
+ * repeat is the same play. */
+START_TEST(a_repeat_of_a_seed_is_another_play) {
+    spade_policy *p = tiny_policy(256, 3);
+    static seen same, rep;
+    spade_ep_outcome os[MAXE], orp[MAXE];
+    int n = 8, differ = 0;
+    play(p, "two_turns.c", 8, 0, &same, os, n); /* pairs: seed s, repeat 0 twice */
+    play(p, "two_turns.c", 8, 2, &rep, orp, n); /* pairs: seed s, repeats 0 and 1 */
+    for (int i = 0; i < n; i += 2) {
+        ck_assert_str_eq(same.actions[i], same.actions[i + 1]);
+        ck_assert_str_eq(same.actions[i], rep.actions[i]); /* repeat 0 is the play without repeats */
+        differ += strcmp(rep.actions[i], rep.actions[i + 1]) != 0;
+    }
+    ck_assert_msg(differ >= 3, "only %d of 4 seeds' repeats played differently", differ);
+    spade_policy_free(p);
+}
+END_TEST
 
 START_TEST(policy_agent_transcripts_hold_what_was_played) {
     spade_policy *p = tiny_policy(256, 3);
@@ -368,6 +389,7 @@ int main(void) {
     tcase_set_timeout(c, 120);
     tcase_add_test(c, transcript_layout_and_mask);
     tcase_add_test(c, policy_agent_transcripts_hold_what_was_played);
+    tcase_add_test(c, a_repeat_of_a_seed_is_another_play);
     tcase_add_test(c, policy_agent_ends_episodes_that_fill_the_context);
     tcase_add_test(c, pool_takes_new_and_changed_files_and_keeps_a_broken_change_out);
     tcase_add_test(c, grpo_learns_a_trivial_environment);

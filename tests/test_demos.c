@@ -92,7 +92,7 @@ START_TEST(demos_file_is_the_api_render) {
     spade_sandbox *sb = tu_sandbox(NULL);
     spade_ep_spec spec = {"n_back.c", src, len, params, EPS};
     spade_ep_request reqs[EPS];
-    for (int k = 0; k < EPS; k++) reqs[k] = (spade_ep_request){0, (uint64_t)k, k & 1};
+    for (int k = 0; k < EPS; k++) reqs[k] = (spade_ep_request){0, (uint64_t)k, k & 1, 0};
     static events r;
     memset(&r, 0, sizeof r);
     spade_episodes_opts o;

@@ -268,7 +268,7 @@ START_TEST(reward_arithmetic) {
     ck_assert_double_eq(spade_plateau(NAN), 0);
     double s0[8] = {0, 0, 1, 0, 0, 1, 0, 0}, s1[8] = {1, 1, 1, 0, 1, 1, 0, 1};
     spade_paired m;
-    spade_paired_measure(s0, s1, 8, &m);
+    spade_paired_measure(s0, s1, 8, 1, &m);
     ck_assert_double_eq_tol(m.pass_nohint, 0.25, 1e-12);
     ck_assert_double_eq_tol(m.pass_hint, 0.75, 1e-12);
     ck_assert_double_eq_tol(m.regret, 0.5, 1e-12);
@@ -278,10 +278,10 @@ START_TEST(reward_arithmetic) {
     ck_assert_double_eq_tol(spade_dreward(SPADE_DREWARD_SOLVE_RATE, &m, NULL), 0.4, 1e-12);
     /* an impossible environment: no lift, no plateau */
     double z[8] = {0};
-    spade_paired_measure(z, z, 8, &m);
+    spade_paired_measure(z, z, 8, 1, &m);
     ck_assert_double_eq(spade_dreward(SPADE_DREWARD_BLEND, &m, NULL), 0);
     /* a hint that hurts is not negative reward beyond 0 regret */
-    spade_paired_measure(s1, s0, 8, &m);
+    spade_paired_measure(s1, s0, 8, 1, &m);
     ck_assert_double_eq_tol(spade_dreward(SPADE_DREWARD_REGRET, &m, NULL), 0, 1e-12);
     /* learning potential: the look-ahead's gain in pass rate, clipped at 0 */
     ck_assert_double_eq_tol(spade_lp_lookahead(0.25, 0.625), 0.375, 1e-12);
@@ -289,7 +289,7 @@ START_TEST(reward_arithmetic) {
     ck_assert_double_eq(spade_lp_lookahead(0.5, 0.5), 0);
     ck_assert_double_eq(spade_lp_lookahead(NAN, 0.5), 0);
     ck_assert_double_eq(spade_lp_lookahead(0.5, NAN), 0);
-    spade_paired_measure(s0, s1, 8, &m); /* pass 0.25 */
+    spade_paired_measure(s0, s1, 8, 1, &m); /* pass 0.25 */
     double after = 0.625;
     ck_assert_double_eq_tol(spade_dreward(SPADE_DREWARD_LEARNING_POTENTIAL, &m, &after), 0.375, 1e-12);
     ck_assert_double_eq(spade_dreward(SPADE_DREWARD_LEARNING_POTENTIAL, &m, NULL), 0);
@@ -314,6 +314,34 @@ START_TEST(reward_arithmetic) {
 }
 END_TEST
 
+/* The reference's pitfall 6: a game trivial on some seeds and impossible on
+ * the others has a mean pass rate of 0.5. Two repeats a seed see it. */
+START_TEST(bimodal_environments_lose_the_plateau_with_repeats) {
+    /* 4 seeds x 2 repeats, consecutive: seeds 0 and 2 always won, 1 and 3 never */
+    double bimodal[8] = {1, 1, 0, 0, 1, 1, 0, 0}, even[8] = {1, 0, 0, 1, 1, 0, 0, 1};
+    double hint[8] = {1, 1, 1, 1, 1, 1, 0, 0};
+    spade_paired m;
+    spade_paired_measure(bimodal, hint, 8, 1, &m); /* one play a seed: only the mean is seen */
+    ck_assert_double_eq(m.plateau, 1);
+    spade_paired_measure(bimodal, hint, 8, 2, &m);
+    ck_assert_double_eq_tol(m.pass_nohint, 0.5, 1e-12);
+    ck_assert_double_eq(m.plateau, 0);
+    ck_assert_double_eq_tol(spade_dreward(SPADE_DREWARD_SOLVE_RATE, &m, NULL), 0, 1e-12);
+    /* regret is the same mean; its standard error is over the 4 seeds' mean differences 0, 1, 0, 0 */
+    ck_assert_double_eq_tol(m.regret, 0.25, 1e-12);
+    ck_assert_double_eq_tol(m.regret_se, sqrt(0.75 / 3 / 4), 1e-12);
+    ck_assert_double_eq_tol(spade_dreward(SPADE_DREWARD_BLEND, &m, NULL), 0.4 * 1 + 0.6 * 0, 1e-12);
+    /* the same mean, at 0.5 on every seed: the whole plateau */
+    spade_paired_measure(even, hint, 8, 2, &m);
+    ck_assert_double_eq(m.plateau, 1);
+    ck_assert_double_eq_tol(spade_dreward(SPADE_DREWARD_SOLVE_RATE, &m, NULL), 1, 1e-12);
+    /* per seed 0.5, 0.5, 1, 0 (mean 0.5): plateau (1 + 1 + 0 + 0) / 4 */
+    double mixed[8] = {1, 0, 0, 1, 1, 1, 0, 0};
+    spade_paired_measure(mixed, hint, 8, 2, &m);
+    ck_assert_double_eq_tol(m.plateau, 0.5, 1e-12);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("designer");
     TCase *c = tcase_create("designer");
@@ -325,6 +353,7 @@ int main(void) {
     tcase_add_test(c, hint_prompt_holds_the_source_then_the_instruction);
     tcase_add_test(c, families_rotate_in_windows);
     tcase_add_test(c, reward_arithmetic);
+    tcase_add_test(c, bimodal_environments_lose_the_plateau_with_repeats);
     suite_add_tcase(s, c);
     return tu_run(s);
 }

@@ -458,7 +458,7 @@ START_TEST(timeout_stops_the_run)
     spade_ep_spec spec = spec_of("ep_len.c", &s1, "fail=2");
     spade_ep_request all[60];
     for (int i = 0; i < 60; i++)
-        all[i] = (spade_ep_request){0, (uint64_t)i, 0};
+        all[i] = (spade_ep_request){0, (uint64_t)i, 0, 0};
     long tok[60];
     spade_ep_spec plain = spec;
     plain.params = NULL;
@@ -561,7 +561,7 @@ START_TEST(broken_spec_fails_its_own_requests)
     spade_ep_spec specs[2] = {spec_of("ep_len.c", &s1, NULL), spec_of("cli_broken.c", &s2, NULL)};
     spade_ep_request reqs[6];
     for (int i = 0; i < 6; i++)
-        reqs[i] = (spade_ep_request){i % 2, (uint64_t)i, 0};
+        reqs[i] = (spade_ep_request){i % 2, (uint64_t)i, 0, 0};
     spade_ep_outcome o[6];
     static record rec;
     spade_agent *a = spade_agent_solve();
@@ -623,7 +623,7 @@ START_TEST(scripted_agents_do_what_they_claim)
 {
     char *src;
     spade_ep_spec spec = spec_of("ep_record.c", &src, NULL);
-    spade_ep_request reqs[3] = {{0, 1, 0}, {0, 2, 1}, {0, 3, 0}};
+    spade_ep_request reqs[3] = {{0, 1, 0, 0}, {0, 2, 1, 0}, {0, 3, 0, 0}};
     spade_ep_outcome o[3];
     static record rec;
 
@@ -763,7 +763,7 @@ START_TEST(stop_flag)
     spade_ep_spec spec = spec_of("ep_record.c", &src, NULL);
     spade_ep_request reqs[10];
     for (int i = 0; i < 10; i++)
-        reqs[i] = (spade_ep_request){0, (uint64_t)i, 0};
+        reqs[i] = (spade_ep_request){0, (uint64_t)i, 0, 0};
     spade_agent *inner = spade_agent_random(1);
     volatile sig_atomic_t stop = 0;
     counting c = {*inner, 0, 0, &stop, 0};
@@ -796,7 +796,7 @@ START_TEST(run_hint_replaces_the_environments)
     spade_ep_spec specs[2];
     specs[0] = spec_of("ep_record.c", &src, NULL);
     specs[1] = specs[0];
-    spade_ep_request reqs[4] = {{0, 1, 1}, {1, 1, 1}, {0, 2, 0}, {1, 2, 0}};
+    spade_ep_request reqs[4] = {{0, 1, 1, 0}, {1, 1, 1, 0}, {0, 2, 0, 0}, {1, 2, 0, 0}};
     spade_ep_outcome o[4];
     static record rec;
     static const char given[] = "Say 7 twice.";
@@ -838,7 +838,7 @@ START_TEST(a_given_hint_never_calls_the_environments)
 {
     char *src;
     spade_ep_spec spec = spec_of("ep_hintcrash.c", &src, NULL);
-    spade_ep_request reqs[4] = {{0, 1, 1}, {0, 2, 1}, {0, 3, 1}, {0, 4, 1}};
+    spade_ep_request reqs[4] = {{0, 1, 1, 0}, {0, 2, 1, 0}, {0, 3, 1, 0}, {0, 4, 1, 0}};
     spade_ep_outcome o[4];
     static const char given[] = "Anything wins.";
     const char *hints[1] = {given};

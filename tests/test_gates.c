@@ -157,7 +157,7 @@ static void regret_of(const char *env, spade_agent *a, spade_paired *m) {
     uint64_t seeds[40];
     static spade_ep_outcome out[80];
     for (int i = 0; i < 40; i++) seeds[i] = 300 + (uint64_t)i;
-    ck_assert_msg(spade_paired_play(sb, &spec, a, seeds, 40, NULL, out, m, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(spade_paired_play(sb, &spec, a, seeds, 40, 1, NULL, out, m, err, sizeof err) == 0, "%s", err);
     for (int i = 0; i < 40; i++) {
         ck_assert(out[i].seed == seeds[i] && !out[i].hint);
         ck_assert(out[40 + i].seed == seeds[i] && out[40 + i].hint);

@@ -259,7 +259,7 @@ START_TEST(places_play_what_own_vectors_play) {
     spade_ep_spec specs[2] = {{"maze.c", src, len, NULL, 0}, {"maze.c", src, len, "size=9,slack=0", 0}};
     enum { N = 24 };
     spade_ep_request req[N];
-    for (int i = 0; i < N; i++) req[i] = (spade_ep_request){i % 3 == 0, 300 + (uint64_t)i, 0};
+    for (int i = 0; i < N; i++) req[i] = (spade_ep_request){i % 3 == 0, 300 + (uint64_t)i, 0, 0};
     spade_ep_outcome own[N], placed[N];
     spade_agent *a = spade_agent_random(5);
     ck_assert_msg(spade_episodes_play(sb, specs, 2, req, N, a, NULL, own, err, sizeof err) == 0, "%s", err);
@@ -329,7 +329,7 @@ START_TEST(a_failed_vector_is_revived_before_a_run) {
     spade_ep_spec spec = {"gate_crashmax.c", src, len, NULL, 0};
     spade_ep_place place = {v, 0, 4};
     spade_ep_request req[6];
-    for (int i = 0; i < 6; i++) req[i] = (spade_ep_request){0, 10 + (uint64_t)i, 0};
+    for (int i = 0; i < 6; i++) req[i] = (spade_ep_request){0, 10 + (uint64_t)i, 0, 0};
     spade_episodes_opts eo;
     spade_episodes_opts_default(&eo);
     eo.places = &place;

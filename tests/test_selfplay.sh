@@ -74,6 +74,18 @@ if [ $? -eq 1 ] && grep -q '^FAIL hint_echo: echoing the hint won' "$TMP/out" &&
     ok "check --gates names the gate that refuses a hint with the answer, exit 1"
 else bad "check --gates names the gate that refuses a hint with the answer, exit 1"; fi
 
+# selfplay.repeats: plays / repeats seeds, each played repeats times an arm
+config repeats 1 files >"$TMP/repeats.ini"
+printf '[selfplay]\nrepeats = 2\n' >>"$TMP/repeats.ini"
+"$SPADE" train "$TMP/repeats.ini" >"$TMP/out" 2>&1
+if [ $? -eq 0 ] && grep -q '"written":3,"valid":2' "$TMP/repeats/train.jsonl"; then ok "selfplay.repeats = 2 plays the valid environments"
+else bad "selfplay.repeats = 2 plays the valid environments"; fi
+config repeats3 1 files >"$TMP/repeats3.ini"
+printf '[selfplay]\nrepeats = 3\n' >>"$TMP/repeats3.ini"
+"$SPADE" train "$TMP/repeats3.ini" >"$TMP/out" 2>&1
+if [ $? -eq 2 ] && grep -q 'plays = 4 is not a multiple of repeats = 3' "$TMP/out"; then ok "plays not a multiple of selfplay.repeats is refused"
+else bad "plays not a multiple of selfplay.repeats is refused"; fi
+
 # regen_every = 2 keeps the valid environments for the next iteration; replay = 1 adds a past one
 config regen 4 files >"$TMP/regen.ini"
 printf '[selfplay]\nregen_every = 2\nreplay = 1\n' >>"$TMP/regen.ini"
