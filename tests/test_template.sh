@@ -76,6 +76,16 @@ else cp "$TMP/micro/train.jsonl" "$TMP/out"; bad "only hole tokens are sampled";
 "$SPADE" train "$TMP/micro" >"$TMP/out" 2>&1
 if [ $? -eq 0 ] && grep -q "is complete (2 iterations)" "$TMP/out"; then ok "the template run resumes (complete)"; else bad "the template run resumes"; fi
 
+# a run stopped after iteration 0 and resumed lands on the uninterrupted run's metrics and fillings
+strip() { sed 's/,"t_design".*}$/}/' "$1"; }
+config split | sed 's/^iterations = 2/iterations = 1/' >"$TMP/split.ini"
+"$SPADE" train "$TMP/split.ini" >"$TMP/out" 2>&1 && sed -i 's/^iterations = 1/iterations = 2/' "$TMP/split/config.ini" &&
+    "$SPADE" train "$TMP/split" >"$TMP/out" 2>&1
+if [ $? -eq 0 ] && [ "$(strip "$TMP/split/train.jsonl")" = "$(strip "$TMP/micro/train.jsonl")" ] &&
+    [ "$("$SPADE" archive show "$TMP/split" 5 | tail -n +2)" = "$("$SPADE" archive show "$TMP/micro" 5 | tail -n +2)" ]; then
+    ok "a resumed template run fills and measures what the uninterrupted one did"
+else bad "a resumed template run fills and measures what the uninterrupted one did"; fi
+
 # config errors, by name
 printf '[designer]\nenabled = true\nsource = template\n' >"$TMP/e1.ini"
 "$SPADE" train "$TMP/e1.ini" >"$TMP/out" 2>&1
@@ -136,7 +146,7 @@ ln -s "$SRC/stdenv" "$TMP/tree/stdenv"
 sed 's/^iterations = 30/iterations = 2/' "$SRC/configs/default-template.ini" >"$TMP/tree/configs/default-template.ini"
 "$SPADE" train "$TMP/tree/configs/default-template.ini" >"$TMP/out" 2>&1
 if [ $? -eq 0 ] && [ "$(wc -l <"$TMP/tree/runs/default-template/train.jsonl")" -eq 2 ] &&
-    [ "$(grep -c '"written":4,' "$TMP/tree/runs/default-template/train.jsonl")" -eq 2 ]; then
+    [ "$(grep -c '"written":8,' "$TMP/tree/runs/default-template/train.jsonl")" -eq 2 ]; then
     ok "configs/default-template.ini fills templates/cups.c from the default's base (it fits its context)"
 else bad "configs/default-template.ini fills templates/cups.c from the default's base"; fi
 
