@@ -20,4 +20,4 @@ tests_test_template_SOURCES = tests/test_template.c selfplay/template.c $(design
 	tests/testutil.c tests/testutil.h
 tests_test_template_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_template_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
-EXTRA_DIST += tests/test_template.sh configs/default-template.ini
+EXTRA_DIST += tests/test_template.sh tests/envs/tmpl_mark.c configs/default-template.ini
