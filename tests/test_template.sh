@@ -15,6 +15,7 @@ NAME=template
 . "${srcdir:-.}/tests/tap.sh"
 
 cp "$SRC/tests/envs/tmpl_mark.c" "$TMP/mark.c"
+printf '#include <spade/dsl.h>\nint broken = ; // @@\n' >"$TMP/broken.c"
 config() { # config DIR [extra lines on stdin appended]
     cat <<EOF2
 [run]
@@ -62,7 +63,6 @@ else bad "an archived source is the template with its holes filled"; fi
 if grep -q '"designer_samples":[1-9]' "$TMP/micro/train.jsonl" && grep -q '"grad_norm_designer":[1-9]' "$TMP/micro/train.jsonl"; then
     ok "the designer gets samples in the update (designer_samples > 0)"
 else cp "$TMP/micro/train.jsonl" "$TMP/out"; bad "the designer gets samples in the update"; fi
-printf '#include <spade/dsl.h>\nint broken = ; // @@\n' >"$TMP/broken.c"
 config broken | sed 's/^template = mark.c/template = broken.c/' >"$TMP/broken.ini"
 "$SPADE" train "$TMP/broken.ini" >"$TMP/out" 2>&1
 if [ $? -eq 0 ] && [ "$(grep -c '"written":3,"valid":0,.*"designer_samples":0,' "$TMP/broken/train.jsonl")" -eq 2 ]; then
@@ -75,6 +75,14 @@ else cp "$TMP/micro/train.jsonl" "$TMP/out"; bad "only hole tokens are sampled";
 # resume: the run is complete and says so
 "$SPADE" train "$TMP/micro" >"$TMP/out" 2>&1
 if [ $? -eq 0 ] && grep -q "is complete (2 iterations)" "$TMP/out"; then ok "the template run resumes (complete)"; else bad "the template run resumes"; fi
+
+# two templates rotate over the slots (a comma-separated list, like designer.source = files rotates files)
+config rot | sed 's/^template = mark.c/template = mark.c, broken.c/; s/^iterations = 2/iterations = 1/' >"$TMP/rot.ini"
+"$SPADE" train "$TMP/rot.ini" >"$TMP/out" 2>&1
+st=$?
+items=$(for i in 1 2 3; do "$SPADE" archive show "$TMP/rot" $i | sed -n 's/.*corpus item \([^ ]*\).*/\1/p'; done | tr '\n' ' ')
+if [ $st -eq 0 ] && [ "$items" = "mark.c broken.c mark.c " ]; then ok "templates rotate over slots"
+else echo "# items: $items" >>"$TMP/out"; bad "templates rotate over slots"; fi
 
 # a run stopped after iteration 0 and resumed lands on the uninterrupted run's metrics and fillings
 strip() { sed 's/,"t_design".*}$/}/' "$1"; }
