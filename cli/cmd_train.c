@@ -703,7 +703,9 @@ static int train_default(spade_sandbox *sb) {
                "  ./spade eval %s --suite heldout    the agent on the held-out suite\n"
                "Run longer: raise [run] iterations in %s/config.ini and resume with\n"
                "  ./spade train %s\n"
-               "Train your own: docs/selfplay.md (self-play) and docs/train.md (a fixed pool).\n",
+               "Train your own: docs/selfplay.md (self-play) and docs/train.md (a fixed pool).\n"
+               "A designer that does learn at this size fills only a template's holes: [designer]\n"
+               "source = template (configs/default-template.ini, from this base; docs/selfplay.md).\n",
                q ? "tiny" : "small", run, run, ckpt, run, run);
     return rc;
 }
