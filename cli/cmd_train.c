@@ -39,7 +39,9 @@
 #include "agent/rl.h"
 #include "archive.h"
 #include "designer/corpus.h"
+#include "designer/template.h"
 #include "selfplay/loop.h"
+#include "selfplay/template.h"
 #include "vendi.h"
 #include "cli.h"
 #include "cmd_pretrain.h"
@@ -75,6 +77,11 @@ typedef struct tr_config {
     int eval_every, eval_episodes; /* eval.every (0 = never), eval.episodes (8): the held-out suite */
     char source_dir[2048]; /* designer.files: designer.source = files */
     int source_files;
+    int source_template;   /* designer.source = template */
+    char tpl_paths[MAX_LIST][2048]; /* designer.template (repeatable, or a comma-separated list) */
+    int tpl_lines[MAX_LIST];        /* the config line that named each */
+    int n_tpl;
+    spade_template *tpl[MAX_LIST];  /* loaded by load_config */
     char base[2048];     /* the config file's directory: relative paths are resolved against it */
     char msg[600];
 } tr_config;
@@ -274,11 +281,30 @@ static int on_key(void *user, const char *section, const char *name, const char 
         return 1;
     }
     if (!strcmp(section, "designer") && !strcmp(name, "source")) {
-        if (!strcmp(value, "policy")) c->source_files = 0;
-        else if (!strcmp(value, "files")) c->source_files = 1;
-        else FAIL("[designer] source = '%s': expected policy or files", value);
+        c->source_files = c->source_template = 0;
+        if (!strcmp(value, "policy")) {
+        } else if (!strcmp(value, "files")) c->source_files = 1;
+        else if (!strcmp(value, "template")) c->source_template = 1;
+        else FAIL("[designer] source = '%s': expected policy, files or template", value);
         return 1;
     }
+    if (!strcmp(section, "designer") && !strcmp(name, "template")) {
+        char buf[4096];
+        snprintf(buf, sizeof buf, "%s", value);
+        int any = 0;
+        for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
+            while (*t == ' ' || *t == '\t') t++;
+            size_t tl = strlen(t);
+            while (tl && (t[tl - 1] == ' ' || t[tl - 1] == '\t')) t[--tl] = 0;
+            if (!tl) continue;
+            if (c->n_tpl == MAX_LIST) FAIL("[designer] template: more than %d templates", MAX_LIST);
+            resolve(c, t, c->tpl_paths[c->n_tpl++], sizeof c->tpl_paths[0]);
+            any = 1;
+        }
+        if (!any) FAIL("[designer] template is empty: name a template file");
+        return 1;
+    }
+    NUMK("designer", "hole_tokens", 1, 4096, 1, c->sp.hole_tokens = (int)x)
     if (!strcmp(section, "designer") && !strcmp(name, "files")) {
         resolve(c, value, c->source_dir, sizeof c->source_dir);
         return 1;
@@ -324,6 +350,13 @@ static int load_config(const char *path, const char *base, tr_config *c) {
         return cli_err(CLI_USAGE, "train", "%s: [selfplay] plays = %d is not a multiple of repeats = %d (plays / repeats seeds, each played repeats times)",
                        path, c->sp.plays, c->sp.repeats);
     if (c->source_files && !c->source_dir[0]) return cli_err(CLI_USAGE, "train", "%s: [designer] source = files needs files = DIR", path);
+    if (c->source_template && !c->n_tpl)
+        return cli_err(CLI_USAGE, "train", "%s: [designer] source = template needs template = FILE", path);
+    for (int i = 0; c->source_template && i < c->n_tpl; i++) { /* each template read and checked now, by name */
+        char te[600];
+        if (spade_template_load(&c->tpl[i], c->tpl_paths[i], te, sizeof te) < 0)
+            return cli_err(CLI_USAGE, "train", "%s: [designer] template: %s", path, te);
+    }
     if (c->designer && c->sp.reward == SPADE_DREWARD_LEARNING_POTENTIAL && !(c->rl.adamw.lr > 0))
         return cli_err(CLI_USAGE, "train",
                        "%s: [designer] reward = learning_potential needs [grpo] lr > 0: its trial agent step would "
@@ -602,6 +635,8 @@ void cli_usage_train(FILE *out) {
             "max_live, temperature, top_p, advantage = zscore|mean; [grpo] lr, epochs,\n"
             "minibatch, eps_low, eps_high, tis_cap (docs/train.md). [designer] enabled = true\n"
             "runs self-play instead: the designer's, corpus and memory keys are in docs/selfplay.md.\n"
+            "[designer] source = template, template = FILE, hole_tokens = N: the policy fills only\n"
+            "the @@ holes of an environment template (a loop a small policy can move; docs/selfplay.md).\n"
             "The run directory gets config.ini, train.jsonl (one object per iteration), the\n"
             "latest checkpoint and a state file. spade train RUN_DIR resumes a run from its\n"
             "last completed iteration (after Ctrl-C or kill -9) and lands where the\n"
@@ -672,7 +707,9 @@ static int train_default(spade_sandbox *sb) {
                "  ./spade eval %s --suite heldout    the agent on the held-out suite\n"
                "Run longer: raise [run] iterations in %s/config.ini and resume with\n"
                "  ./spade train %s\n"
-               "Train your own: docs/selfplay.md (self-play) and docs/train.md (a fixed pool).\n",
+               "Train your own: docs/selfplay.md (self-play) and docs/train.md (a fixed pool).\n"
+               "A designer that does learn at this size fills only a template's holes: [designer]\n"
+               "source = template (configs/default-template.ini, from this base; docs/selfplay.md).\n",
                q ? "tiny" : "small", run, run, ckpt, run, run);
     return rc;
 }
@@ -816,6 +853,15 @@ int cli_train(spade_sandbox *sb, int argc, char **argv) {
             c.sp.file_names = (const char *const *)fp;
             src_names = fp;
             c.sp.n_files = n_src;
+        }
+        if (c.source_template) { /* each template, filled at its longest, must fit the policy's context */
+            for (int i = 0; i < c.n_tpl; i++)
+                if (spade_template_fits(p, c.tpl[i], c.sp.hole_tokens, err, sizeof err) < 0) {
+                    rc = cli_err(CLI_USAGE, "train", "%s", err);
+                    goto out;
+                }
+            c.sp.templates = (const spade_template *const *)c.tpl;
+            c.sp.n_templates = c.n_tpl;
         }
         snprintf(path, sizeof path, "%s/spade.db", c.dir);
         if (spade_archive_open(&archive, path, err, sizeof err) < 0 ||
@@ -968,5 +1014,6 @@ out:
     spade_registry_free(reg);
     spade_heldout_guard_free(guard);
     spade_policy_free(p);
+    for (int i = 0; i < c.n_tpl; i++) spade_template_free(c.tpl[i]), c.tpl[i] = NULL;
     return rc;
 }

@@ -561,7 +561,8 @@ int spade_gates_run(spade_sandbox *sb, const char *filename, const char *src, si
         if (!x) {
             verdict(rep, SPADE_GATE_NOVELTY, SPADE_GATE_FAIL, "out of memory");
         } else {
-            spade_vendi_embed(src, len, x, o->dim);
+            if (o->embedding) memcpy(x, o->embedding, (size_t)o->dim * sizeof *x);
+            else spade_vendi_embed(src, len, x, o->dim);
             for (int k = 0; k < o->dim; k++) nx += x[k] * x[k];
             for (int q = 0; q < o->n_refs; q++) {
                 const double *y = o->refs + (size_t)q * o->dim;

@@ -76,6 +76,9 @@ typedef struct spade_gate_opts {
      * (designer.hint = self: hint_echo echoes the hint the hint arm will see) */
     const char *hint;
     size_t hint_len;
+    /* non-NULL: the candidate's embedding (dim) that novelty compares instead of
+     * embedding the source (designer.source = template: the filling's) */
+    const double *embedding;
 } spade_gate_opts;
 void spade_gate_opts_default(spade_gate_opts *o);
 

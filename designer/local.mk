@@ -31,3 +31,13 @@ tests_test_gates_fast_SOURCES = tests/test_gates_fast.c tests/gates_ref.c $(desi
 tests_test_gates_fast_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_gates_fast_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
 EXTRA_DIST += tests/envs/gate_bigstate.c
+
+# Designer templates ([designer] source = template): the parser and splicer
+# (designer/template.c), and the shipped templates, data like stdenv: sources
+# with @@ holes, installed to $(pkgdatadir)/templates. tests/test_template
+# (selfplay/local.mk) fills them and runs the gates.
+designer_sources += designer/template.c
+noinst_HEADERS += designer/template.h
+templatesdir = $(pkgdatadir)/templates
+templates_DATA = templates/cups.c
+EXTRA_DIST += $(templates_DATA)

@@ -8,3 +8,16 @@ spade_SOURCES += $(selfplay_sources)
 TESTS += tests/test_selfplay.sh
 EXTRA_DIST += tests/test_selfplay.sh
 EXTRA_DIST += tests/envs/lp_mark.c
+
+# The template designer's decoding (selfplay/template.c) and its tests: the
+# splice, the transcript's mask, the shipped template's gates (tests/test_template.c),
+# and a micro run of [designer] source = template (tests/test_template.sh).
+selfplay_sources += selfplay/template.c
+noinst_HEADERS += selfplay/template.h
+check_PROGRAMS += tests/test_template
+TESTS += tests/test_template tests/test_template.sh
+tests_test_template_SOURCES = tests/test_template.c selfplay/template.c $(designer_sources) $(agent_sources) \
+	tests/testutil.c tests/testutil.h
+tests_test_template_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_test_template_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
+EXTRA_DIST += tests/test_template.sh tests/envs/tmpl_mark.c configs/default-template.ini

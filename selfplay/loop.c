@@ -16,6 +16,7 @@
 #include "agent/transcript.h"
 #include "designer/plays.h"
 #include "designer/prompt.h"
+#include "selfplay/template.h"
 #include "episodes.h"
 #include "check.h" /* spade_mix64 */
 #include "errbuf.h"
@@ -38,6 +39,7 @@ void spade_selfplay_opts_default(spade_selfplay_opts *o) {
     o->family_window = 3;
     o->hint_temperature = 0.3f;
     o->hint_tokens = 64;
+    o->hole_tokens = 8;
     spade_gate_opts_default(&o->gates);
     o->gates.stop_at_first = 1;
     o->plays = 8;
@@ -469,7 +471,22 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
     po.budget = ctx - o->max_source_tokens - 2;
     po.count = count_tokens;
     po.count_ctx = tok;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n && o->n_templates > 0; i++) { /* template mode: one line, the template's family */
+        const spade_template *t = o->templates[((long)it * n + i) % o->n_templates];
+        const char *nm = spade_template_name(t), *b = strrchr(nm, '/');
+        snprintf(w[i].family, sizeof w[i].family, "%s", spade_template_family(t));
+        snprintf(w[i].corpus_item, sizeof w[i].corpus_item, "%s", b ? b + 1 : nm);
+        char *prompt = NULL;
+        size_t plen = 0;
+        spade_transcript_init(&w[i].tr);
+        if (spade_template_prompt(t, &prompt, &plen) < 0) {
+            spade_errf(err, errlen, "self-play: out of memory for a prompt");
+            goto done;
+        }
+        spade_transcript_designer_open(&w[i].tr, tok, prompt, plen);
+        free(prompt);
+    }
+    for (int i = 0; i < n && o->n_templates == 0; i++) {
         uint64_t rng = stream(o->seed, it, i, 0x70726f6dULL);
         int f = spade_family_for_slot(o->n_families, o->family_window, it, i);
         snprintf(w[i].family, sizeof w[i].family, "%s", f >= 0 ? o->families[f] : "any");
@@ -526,6 +543,31 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
             w[i].source_len = o->file_lens[f];
             snprintf(w[i].corpus_item, sizeof w[i].corpus_item, "%s", o->file_names[f]);
         }
+    } else if (o->n_templates > 0) {
+        spade_template_slot *ts = calloc((size_t)n, sizeof *ts);
+        if (!ts) {
+            spade_errf(err, errlen, "self-play: out of memory");
+            goto done;
+        }
+        for (int i = 0; i < n; i++) {
+            ts[i].tpl = o->templates[((long)it * n + i) % o->n_templates];
+            ts[i].seed = stream(o->seed, it, i, 0x746d706cULL);
+            ts[i].tr = &w[i].tr;
+        }
+        spade_template_opts to = {o->temperature, o->top_p, o->hole_tokens};
+        int dr = spade_template_decode(s->p, ts, n, &to, err, errlen);
+        for (int i = 0; dr == 0 && i < n; i++) {
+            w[i].source = ts[i].source, w[i].source_len = ts[i].source_len;
+            ts[i].source = NULL;
+            m->source_tokens += ts[i].sampled;
+            double x[SPADE_VENDI_DIM];
+            spade_template_embed((const char *const *)ts[i].fill, ts[i].fill_len, spade_template_holes(ts[i].tpl), x,
+                                 SPADE_VENDI_DIM);
+            for (int k = 0; k < SPADE_VENDI_DIM; k++) w[i].embedding[k] = (float)x[k];
+        }
+        for (int i = 0; i < n; i++) spade_template_slot_clear(&ts[i]);
+        free(ts);
+        if (dr < 0) goto done;
     } else if (spade_decoder_new(&dec, s->p, n, err, errlen) < 0) goto done;
     else {
         int slots[SPADE_SP_MAX_ENVS], counts[SPADE_SP_MAX_ENVS], status[SPADE_SP_MAX_ENVS], maxt[SPADE_SP_MAX_ENVS],
@@ -587,9 +629,11 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
         spade_errf(err, errlen, "self-play: out of memory");
         goto done;
     }
-    if (s->n_refs) memcpy(refs, s->refs, (size_t)s->n_refs * SPADE_VENDI_DIM * sizeof *refs);
-    for (int k = 0; k < s->n_refs; k++) ref_names[k] = s->ref_names[k];
-    int n_refs = s->n_refs;
+    /* template mode: the fillings are compared, with this iteration's earlier valid ones only (every filled
+     * source is a near-duplicate of the corpus's and of the others' by construction) */
+    int n_refs = o->n_templates > 0 ? 0 : s->n_refs;
+    if (n_refs) memcpy(refs, s->refs, (size_t)n_refs * SPADE_VENDI_DIM * sizeof *refs);
+    for (int k = 0; k < n_refs; k++) ref_names[k] = s->ref_names[k];
     char names[SPADE_SP_MAX_ENVS][48]; /* lives until the plays: the gates of later slots read it */
     for (int i = 0; i < n; i++) {
         char file[64];
@@ -602,11 +646,17 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
         go.hint = w[i].hint;
         go.hint_len = w[i].hint_len;
         const char *src = w[i].source ? w[i].source : "";
+        double *x = refs + (size_t)n_refs * SPADE_VENDI_DIM;
+        if (o->n_templates > 0) { /* the filling's embedding, made when it was decoded */
+            for (int k = 0; k < SPADE_VENDI_DIM; k++) x[k] = w[i].embedding[k];
+            go.embedding = x;
+        }
         if (spade_gates_run(s->sb, file, src, w[i].source ? w[i].source_len : 0, &go, &w[i].gates, err, errlen) < 0)
             goto done;
-        double *x = refs + (size_t)n_refs * SPADE_VENDI_DIM;
-        spade_vendi_embed(src, w[i].source ? w[i].source_len : 0, x, SPADE_VENDI_DIM);
-        for (int k = 0; k < SPADE_VENDI_DIM; k++) w[i].embedding[k] = (float)x[k];
+        if (o->n_templates == 0) {
+            spade_vendi_embed(src, w[i].source ? w[i].source_len : 0, x, SPADE_VENDI_DIM);
+            for (int k = 0; k < SPADE_VENDI_DIM; k++) w[i].embedding[k] = (float)x[k];
+        }
         if (w[i].gates.first_failed < 0) {
             m->valid++;
             snprintf(names[i], sizeof names[i], "this iteration's environment %d", i);

@@ -26,6 +26,7 @@
 #include "designer/corpus.h"
 #include "designer/gates.h"
 #include "designer/reward.h"
+#include "designer/template.h"
 #include "policy/policy.h"
 
 #define SPADE_SP_MAX_ENVS 64
@@ -60,6 +61,12 @@ typedef struct spade_selfplay_opts {
     const char *const *file_names;
     const size_t *file_lens;
     int n_files;
+    /* designer.source = template: slot i of iteration it fills template (it * envs + i) mod n_templates, its holes
+     * sampled from the policy (selfplay/template.h); the prompt is one line (no corpus excerpt, no memory), the
+     * family is the template's, and novelty and Vendi compare the fillings (spade_template_embed), not the sources */
+    const spade_template *const *templates;
+    int n_templates;
+    int hole_tokens;          /* designer.hole_tokens: at most this many tokens per hole (8) */
     /* agent */
     int plays;                /* selfplay.plays: plays per valid environment an arm, with and without the hint (8) */
     int repeats;              /* selfplay.repeats: plays of each seed an arm (1; plays / repeats seeds): >= 2
