@@ -1,5 +1,6 @@
 /* template.c — designer templates (template.h): parsing, the kept text of a
- * hole, splicing, the fill embedding and the prompt.
+ * hole, splicing, the fill embeddings (of the texts and of the games) and the
+ * prompt.
  *
  * What it is not: the decoding of the holes (selfplay/template.c).
  */
@@ -13,6 +14,7 @@
 
 #include "errbuf.h"
 #include "registry.h" /* spade_read_source */
+#include "spade/dsl.h" /* spade_parse_int: what a template's RESET reads a hole with */
 
 struct spade_template {
     char *name;
@@ -146,21 +148,48 @@ int spade_template_fill(const spade_template *t, const char *const *fills, const
     return 0;
 }
 
-void spade_template_embed(const char *const *fills, const size_t *lens, int n, double *x, int d) {
-    memset(x, 0, (size_t)d * sizeof *x);
-    for (int k = 0; k < n; k++) {
-        uint64_t h = 1469598103934665603ULL ^ (uint64_t)(k + 1) * 0x9e3779b97f4a7c15ULL; /* FNV-1a, seeded by the hole */
-        for (size_t i = 0; i < lens[k]; i++) {
-            unsigned char c = (unsigned char)fills[k][i];
-            if (c == ' ' || c == '\t' || c == '\r' || c == '\n') continue; /* "6,2" and "6, 2" are one filling */
-            h = (h ^ c) * 1099511628211ULL;
-        }
-        x[h % (uint64_t)d] += 1;
+/* FNV-1a of text without blank space, seeded by the hole (and by tag, so a
+ * number's feature never meets a text's). */
+static uint64_t hole_hash(int k, uint64_t tag, const char *text, size_t len) {
+    uint64_t h = (1469598103934665603ULL ^ (uint64_t)(k + 1) * 0x9e3779b97f4a7c15ULL) + tag;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)text[i];
+        if (c == ' ' || c == '\t' || c == '\r' || c == '\n') continue; /* "6,2" and "6, 2" are one filling */
+        h = (h ^ c) * 1099511628211ULL;
     }
+    return h;
+}
+
+static void unit(double *x, int d) {
     double norm = 0;
     for (int i = 0; i < d; i++) norm += x[i] * x[i];
     if (norm > 0)
         for (int i = 0; i < d; i++) x[i] /= sqrt(norm);
+}
+
+void spade_template_embed(const char *const *fills, const size_t *lens, int n, double *x, int d) {
+    memset(x, 0, (size_t)d * sizeof *x);
+    for (int k = 0; k < n; k++) x[hole_hash(k, 0, fills[k], lens[k]) % (uint64_t)d] += 1;
+    unit(x, d);
+}
+
+void spade_template_embed_games(const char *const *fills, const size_t *lens, int n, double *x, int d) {
+    memset(x, 0, (size_t)d * sizeof *x);
+    for (int k = 0; k < n; k++) {
+        char *z = malloc(lens[k] + 1); /* parse_int reads a NUL-terminated text */
+        long v = SPADE_NO_INT;
+        if (z) {
+            memcpy(z, fills[k], lens[k]);
+            z[lens[k]] = 0;
+            v = spade_parse_int(z);
+            free(z);
+        }
+        char num[32];
+        int nl = snprintf(num, sizeof num, "%ld", v);
+        uint64_t h = v == SPADE_NO_INT ? hole_hash(k, 0, fills[k], lens[k]) : hole_hash(k, 1, num, (size_t)nl);
+        x[h % (uint64_t)d] += 1;
+    }
+    unit(x, d);
 }
 
 int spade_template_prompt(const spade_template *t, char **out, size_t *out_len) {

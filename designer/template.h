@@ -2,8 +2,8 @@
  * environment source in the DSL with holes marked "@@" that the designer (the
  * policy) fills in order, and the pieces the loop needs around it: reading and
  * checking a template, the text kept for a hole, splicing the fills into a
- * source, the embedding that novelty and Vendi compare in this mode, and the
- * short prompt.
+ * source, the embedding that novelty and Vendi compare in this mode (and the
+ * one of the games the fillings set), and the short prompt.
  *
  * A template of H holes is H + 1 pieces of fixed text: piece 0, hole 1,
  * piece 1, ..., hole H, piece H. The filled source is the pieces with each
@@ -61,6 +61,15 @@ int spade_template_fill(const spade_template *t, const char *const *fills, const
  * collision among d buckets), so no two different fillings are near-duplicates
  * at a threshold above (H - 1)/H. */
 void spade_template_embed(const char *const *fills, const size_t *lens, int n, double *x, int d);
+/* The embedding of the game a filling sets, for the loop's vendi_n_games: one
+ * hashed feature per hole, of (hole index, the hole's last integer as
+ * parse_int reads it), or of the fill's text as above when it has none. Two
+ * fillings that differ only in words around their numbers ("ine, 4, 1" and
+ * "4, 2, 1") embed alike: a template that reads its holes with parse_int, as
+ * templates/cups.c does, sets the same game with both. It knows nothing of
+ * what the template does with the number after (cups.c clamps to 1-60, so 60
+ * and 61 are one game and embed apart). */
+void spade_template_embed_games(const char *const *fills, const size_t *lens, int n, double *x, int d);
 
 /* The designer's prompt in template mode: one line naming the task and the
  * family (the template's text follows it in the transcript, after

@@ -136,6 +136,7 @@ typedef struct written {
     int kind;                /* 0 written now, 1 kept from the last writing, 2 replayed from the archive */
     long archive_id;         /* kind 1 and 2: its row */
     float embedding[SPADE_VENDI_DIM];
+    float games[SPADE_VENDI_DIM]; /* template mode: the embedding of the game its filling sets (vendi_n_games) */
 } written;
 
 /* The archive's valid environments: ids of iteration `only` (>= 0), or the
@@ -428,6 +429,7 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
     memset(m, 0, sizeof *m);
     m->iteration = it;
     m->vendi_n = NAN;
+    m->vendi_n_games = NAN;
     m->learning_potential = m->pass_after = NAN;
     int K = o->regen_every > 1 ? o->regen_every : 1, regen = it % K == 0, base_it = it - it % K;
     int n = !regen ? 0 : o->envs < SPADE_SP_MAX_ENVS ? o->envs : SPADE_SP_MAX_ENVS, plays = o->plays > 256 ? 256 : o->plays;
@@ -564,6 +566,9 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
             spade_template_embed((const char *const *)ts[i].fill, ts[i].fill_len, spade_template_holes(ts[i].tpl), x,
                                  SPADE_VENDI_DIM);
             for (int k = 0; k < SPADE_VENDI_DIM; k++) w[i].embedding[k] = (float)x[k];
+            spade_template_embed_games((const char *const *)ts[i].fill, ts[i].fill_len, spade_template_holes(ts[i].tpl),
+                                       x, SPADE_VENDI_DIM);
+            for (int k = 0; k < SPADE_VENDI_DIM; k++) w[i].games[k] = (float)x[k];
         }
         for (int i = 0; i < n; i++) spade_template_slot_clear(&ts[i]);
         free(ts);
@@ -877,6 +882,15 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
                 k++;
             }
         if (X && spade_vendi(X, k, SPADE_VENDI_DIM, &v, err, errlen) == 0) m->vendi_n = v / k;
+        /* template mode: the same over the games the fillings set, which Vendi/n of the fillings
+         * (every one a different text) cannot see */
+        k = 0;
+        for (int i = 0; X && o->n_templates > 0 && i < n; i++)
+            if (w[i].gates.first_failed < 0) {
+                for (int d = 0; d < SPADE_VENDI_DIM; d++) X[(size_t)k * SPADE_VENDI_DIM + d] = w[i].games[d];
+                k++;
+            }
+        if (k > 0 && spade_vendi(X, k, SPADE_VENDI_DIM, &v, err, errlen) == 0) m->vendi_n_games = v / k;
         free(X);
     }
     if (s->archive) {
@@ -920,7 +934,8 @@ void spade_selfplay_metrics_json(const spade_selfplay_metrics *m, char *out, siz
     num(rg, sizeof rg, m->regret);
     num(dr, sizeof dr, m->designer_reward);
     num(vn, sizeof vn, m->vendi_n);
-    char lp[32], pa[32];
+    char lp[32], pa[32], vg[32];
+    num(vg, sizeof vg, m->vendi_n_games);
     num(lp, sizeof lp, m->learning_potential);
     num(pa, sizeof pa, m->pass_after);
     size_t at = 0;
@@ -933,10 +948,10 @@ void spade_selfplay_metrics_json(const spade_selfplay_metrics *m, char *out, siz
              "\"hint_tokens\":%ld,"
              "\"loss\":%.6g,\"grad_norm\":%.6g,\"grad_norm_designer\":%.6g,\"grad_norm_agent\":%.6g,"
              "\"pool_success\":%.6g,"
-             "\"learning_potential\":%s,\"pass_after\":%s,"
+             "\"learning_potential\":%s,\"pass_after\":%s,\"vendi_n_games\":%s,"
              "\"t_design\":%.3f,\"t_gates\":%.3f,\"t_play\":%.3f,\"t_update\":%.3f,\"t_archive\":%.3f,\"t_lookahead\":%.3f}",
              m->iteration, m->written, m->valid, m->kept, m->replayed, gates, p0, p1, rg, dr, vn, m->designer_samples, m->agent_samples,
              m->source_tokens, m->hint_tokens, m->loss, m->grad_norm, m->role_grad_norm[0], m->role_grad_norm[1], m->pool.success_rate,
-             lp, pa,
+             lp, pa, vg,
              m->t_design, m->t_gates, m->t_play, m->t_update, m->t_archive, m->t_lookahead);
 }

@@ -86,6 +86,8 @@ typedef struct spade_selfplay_metrics {
     int failed_gate[SPADE_GATE_COUNT]; /* by the first gate failed */
     double pass_nohint, pass_hint, regret, designer_reward; /* means over valid environments */
     double vendi_n;           /* Vendi/n of this iteration's valid environments (NAN when none) */
+    double vendi_n_games;     /* template mode: the same over the games their fillings set
+                               * (spade_template_embed_games; NAN otherwise or when none) */
     double learning_potential, pass_after; /* designer.reward = learning_potential: means over the valid
                                * environments written, of the potential and of the look-ahead's pass rate (NAN otherwise) */
     int designer_samples, agent_samples;

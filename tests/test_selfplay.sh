@@ -63,6 +63,9 @@ id=$(grep ' random_agent ' "$TMP/out" | awk '{print $1}' | head -1)
 if grep -q 'random agent won' "$TMP/out" && grep -q 'ENV("gate_coin"' "$TMP/out"; then ok "archive show gives the gate's reason and the source"
 else bad "archive show gives the gate's reason and the source"; fi
 if grep -q '"vendi_n":0\.[0-9]' "$TMP/given/train.jsonl" && [ -s "$TMP/given/spade.db" ]; then ok "Vendi/n per iteration"; else bad "Vendi/n per iteration"; fi
+if grep -q '"vendi_n":0\.[0-9]' "$TMP/given/train.jsonl" && ! grep -q '"vendi_n_games":[0-9]' "$TMP/given/train.jsonl"; then
+    ok "vendi_n_games is null outside the template mode"
+else bad "vendi_n_games is null outside the template mode"; fi
 
 # spade check --gates: the loop's gates on one file
 "$SPADE" check --gates "$SRC/stdenv/nim.c" >"$TMP/out" 2>&1

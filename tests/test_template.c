@@ -153,6 +153,42 @@ START_TEST(filling_embedding_tells_fillings_apart) {
 }
 END_TEST
 
+START_TEST(game_embedding_counts_games_not_texts) {
+    enum { D = SPADE_VENDI_DIM };
+    static double a[D], b[D], c[D], t[D], u[D], z[D], z2[D];
+    /* cups.c reads each hole with parse_int: these two set 1 cup and 2 tries, as different texts */
+    const char *f1[] = {"ine, 4, 1", "s, 2"}, *f2[] = {"1", " 7 then 2 "}, *f3[] = {"ine, 4, 3", "s, 2"},
+               *f4[] = {"cups", "two"}, *f5[] = {"cup s", "two"};
+    size_t l1[] = {9, 4}, l2[] = {1, 11}, l3[] = {9, 4}, l4[] = {4, 3}, l5[] = {5, 3};
+    spade_template_embed_games(f1, l1, 2, a, D);
+    spade_template_embed_games(f2, l2, 2, b, D);
+    spade_template_embed_games(f3, l3, 2, c, D);
+    ck_assert_double_eq_tol(cosine(a, b, D), 1.0, 1e-12); /* one game */
+    ck_assert_double_eq_tol(cosine(a, c, D), 0.5, 1e-12); /* 1 cup against 3: one hole of two */
+    spade_template_embed(f1, l1, 2, t, D);
+    spade_template_embed(f2, l2, 2, u, D);
+    ck_assert_double_eq_tol(cosine(t, u, D), 0.0, 1e-12); /* what the text embedding sees: two fillings */
+    /* no number in a hole: its text decides, blank space aside, as in spade_template_embed */
+    spade_template_embed_games(f4, l4, 2, z, D);
+    spade_template_embed_games(f5, l5, 2, z2, D);
+    ck_assert_double_eq_tol(cosine(z, z2, D), 1.0, 1e-12);
+    ck_assert_double_eq_tol(cosine(z, a, D), 0.0, 1e-12);
+    /* Vendi of four fillings setting two games, two each: 2; the texts are three (f4 and f5 are
+     * one text without blank space), in shares 1/4, 1/4, 1/2: exp(1.5 ln 2) */
+    static double X[4 * D];
+    double vg, vt;
+    char err[200];
+    memcpy(X, a, sizeof a), memcpy(X + D, b, sizeof b), memcpy(X + 2 * D, z, sizeof z), memcpy(X + 3 * D, z2, sizeof z2);
+    ck_assert_int_eq(spade_vendi(X, 4, D, &vg, err, sizeof err), 0);
+    spade_template_embed(f4, l4, 2, z, D);
+    spade_template_embed(f5, l5, 2, z2, D);
+    memcpy(X, t, sizeof t), memcpy(X + D, u, sizeof u), memcpy(X + 2 * D, z, sizeof z), memcpy(X + 3 * D, z2, sizeof z2);
+    ck_assert_int_eq(spade_vendi(X, 4, D, &vt, err, sizeof err), 0);
+    ck_assert_double_eq_tol(vg, 2.0, 1e-9);
+    ck_assert_double_eq_tol(vt, pow(2, 1.5), 1e-9);
+}
+END_TEST
+
 static spade_policy *tiny_policy(int context, uint64_t seed) {
     spade_gpt_config cfg;
     char err[512];
@@ -360,6 +396,7 @@ int main(void) {
     tcase_add_test(c, hole_text_is_cut_at_the_first_newline);
     tcase_add_test(c, splice_gives_the_expected_source);
     tcase_add_test(c, filling_embedding_tells_fillings_apart);
+    tcase_add_test(c, game_embedding_counts_games_not_texts);
     suite_add_tcase(s, c);
     TCase *d = tcase_create("decode");
     tcase_set_timeout(d, 120);

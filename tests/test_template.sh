@@ -63,6 +63,12 @@ else bad "an archived source is the template with its holes filled"; fi
 if grep -q '"designer_samples":[1-9]' "$TMP/micro/train.jsonl" && grep -q '"grad_norm_designer":[1-9]' "$TMP/micro/train.jsonl"; then
     ok "the designer gets samples in the update (designer_samples > 0)"
 else cp "$TMP/micro/train.jsonl" "$TMP/out"; bad "the designer gets samples in the update"; fi
+# Vendi/n of the games the fillings set, beside the fillings' own: a number exactly when vendi_n is one
+if sed 's/.*"vendi_n":\([^,]*\),.*"vendi_n_games":\([^,]*\),.*/\1 \2/' "$TMP/micro/train.jsonl" |
+    awk '($1 == "null") != ($2 == "null") || ($2 != "null" && ($2 <= 0 || $2 > 1)) { bad = 1 } END { exit bad }' &&
+    grep -q '"vendi_n_games":[0-9]' "$TMP/micro/train.jsonl"; then
+    ok "vendi_n_games: Vendi/n of the games, in (0, 1] where there is something valid"
+else cp "$TMP/micro/train.jsonl" "$TMP/out"; bad "vendi_n_games: Vendi/n of the games"; fi
 config broken | sed 's/^template = mark.c/template = broken.c/' >"$TMP/broken.ini"
 "$SPADE" train "$TMP/broken.ini" >"$TMP/out" 2>&1
 if [ $? -eq 0 ] && [ "$(grep -c '"written":3,"valid":0,.*"designer_samples":0,' "$TMP/broken/train.jsonl")" -eq 2 ]; then
