@@ -10,15 +10,26 @@
 # walk the ball's parity without being told it: the policy can only learn to
 # pick a parity at random there. Deterministic: the same tree gives the same
 # files. Not the pretraining itself: spade pretrain configs/base-hint.ini.
+# STDENV_COPIES (default 2) copies of the stdenv sources make them about half
+# of the tokens: with one copy the cups games are ~80% and the base, though it
+# reads the hint, fills the template's holes with text that rarely compiles
+# (docs/selfplay.md has both).
 # Usage: configs/base-hint-data.sh [DIR] [SPADE]   (run from the source tree)
 set -e
 DIR=${1:-runs/base-hint-data}
 SPADE=${2:-./spade}
 EPISODES=${EPISODES:-16}
 MAX_CUPS=${MAX_CUPS:-30}
+STDENV_COPIES=${STDENV_COPIES:-2}
 rm -rf "$DIR"
 mkdir -p "$DIR/stdenv" "$DIR/filled" "$DIR/cups"
 cp stdenv/*.c "$DIR/stdenv/"
+i=2
+while [ "$i" -le "$STDENV_COPIES" ]; do
+    mkdir -p "$DIR/stdenv-copy$i"
+    cp stdenv/*.c "$DIR/stdenv-copy$i/"
+    i=$((i + 1))
+done
 n=2
 while [ "$n" -le "$MAX_CUPS" ]; do
     half=$(((n + 1) / 2))

@@ -37,7 +37,7 @@ if [ $st -eq 0 ] && [ "$nt" -eq 6 ] && [ -f "$D/stdenv/nim.c" ] && [ ! -e "$D/fi
     ok "base-hint-data.sh writes stdenv and SOLVE's cups games (cups 2..4, tries half and half + 2), one of two with the hint"
 else echo "# $nt transcripts" >>"$TMP/out"; bad "base-hint-data.sh writes the data"; fi
 
-sed "s/^steps = 1200/steps = 8/" "$SRC/configs/base-hint.ini" >"$T/configs/base-hint.ini"
+sed "s/^steps = 1600/steps = 8/" "$SRC/configs/base-hint.ini" >"$T/configs/base-hint.ini"
 (cd "$T" && "$SPADE" pretrain configs/base-hint.ini) >"$TMP/out" 2>&1
 if [ $? -eq 0 ] && [ -f "$T/runs/base-hint/policy.ckpt" ]; then ok "base-hint.ini pretrains from that data (8 steps)"
 else bad "base-hint.ini pretrains from that data"; fi
