@@ -29,7 +29,7 @@ else bad "cups-fill.sh fills the two holes into a game that passes spade check";
 st=$?
 D="$T/runs/base-hint-data"
 nt=$(find "$D/cups" -name cups.transcript 2>/dev/null | wc -l)
-if [ $st -eq 0 ] && [ "$nt" -eq 6 ] && [ -f "$D/stdenv/nim.c" ] && [ ! -e "$D/filled" ] &&
+if [ $st -eq 0 ] && [ "$nt" -eq 6 ] && [ -f "$D/stdenv/nim.c" ] && [ -f "$D/stdenv-copy2/nim.c" ] && [ ! -e "$D/stdenv-copy3" ] && [ ! -e "$D/filled" ] &&
     grep -q '<|hint|>The ball is under an' "$D/cups/3-2/cups.transcript" &&
     [ "$(grep -c '^<|agent|>' "$D/cups/3-2/cups.transcript")" -eq 2 ] &&
     [ "$(grep -c '<|hint|>' "$D/cups/3-2/cups.transcript")" -eq 1 ] &&
