@@ -68,3 +68,8 @@ EXTRA_DIST += tests/test_threads.sh
 
 # spade check: a timeout in the middle of a batch of episodes (tests/test_check.c)
 EXTRA_DIST += tests/envs/check_latehang.c
+
+# The hint-literate base recipe (configs/base-hint*.{sh,ini}, hint-template.ini,
+# template-table.py) at toy size: data, pretraining, 2 template iterations.
+TESTS += tests/test_hintbase.sh
+EXTRA_DIST += tests/test_hintbase.sh configs/base-hint.ini configs/base-hint-data.sh configs/cups-fill.sh configs/hint-template.ini configs/template-table.py

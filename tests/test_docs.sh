@@ -51,7 +51,8 @@ spade serve --stdio|a server that answers requests on stdin; tests/test_serve an
 spade train configs/base-train.ini|trains from the base checkpoint of the recipe for many minutes; tests/test_demos.sh runs the recipe at toy size
 spade train configs/base-curriculum.ini|trains from the base checkpoint of the recipe for minutes; tests/test_demos.sh runs it at toy size
 spade train configs/default-template.ini|trains from the base of the embedded default in the source tree runs/; tests/test_template.sh runs it at toy size
-spade train configs/default-fixed.ini|trains from the base of the embedded default in the source tree runs/; tests/test_selfplay.sh runs it at toy size'
+spade train configs/default-fixed.ini|trains from the base of the embedded default in the source tree runs/; tests/test_selfplay.sh runs it at toy size
+spade train configs/hint-template.ini|trains from the hint-literate base of configs/base-hint.ini in runs/ (minutes to build); tests/test_hintbase.sh runs it at toy size'
 
 export SPADE_TRAIN_QUICK=1
 n=0
