@@ -30,7 +30,7 @@ tests_test_grpo_SOURCES = tests/test_grpo.c tests/testutil.c tests/testutil.h
 tests_test_grpo_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_grpo_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
 
-EXTRA_DIST += tests/envs/digit_first.c tests/envs/two_turns.c
+EXTRA_DIST += tests/envs/digit_first.c tests/envs/two_turns.c tests/envs/vec_resethang.c
 EXTRA_DIST += tests/envs/hint_fixed.c tests/envs/hint_seedreturn.c
 # The Python package (python/) and `spade serve` (docs/protocol.md, docs/python.md): pytest in
 # the .venv ./bootstrap makes; skipped with the reason when there is none.

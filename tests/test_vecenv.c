@@ -334,6 +334,49 @@ START_TEST(vecenv_bad_params_and_failures)
 }
 END_TEST
 
+/* A subset reset that times out in one worker: the other worker's envs did
+ * reset (their results are filled), so after a revive they step. They used
+ * to be left "never reset" by the vector though their results came back,
+ * and the episode layer's next step of them was a bad_call (seen as the
+ * gates' "internal error: env N: step before its reset" under load). */
+START_TEST(a_partly_failed_reset_keeps_the_live_workers_envs)
+{
+    size_t len;
+    char *src = tu_read_env("vec_resethang.c", &len);
+    spade_sandbox *quick = tu_sandbox(&(spade_sandbox_opts){.call_timeout_s = 0.5});
+    spade_vecenv *v;
+    spade_failure f;
+    /* envs 0, 1 (workers 0, 1) at the defaults; envs 2, 3 (workers 0, 1) hang in RESET */
+    ck_assert_int_eq(spade_vecenv_new(quick, "vec_resethang.c", src, len, NULL, 2, 2, SPADE_AUTORESET_DISABLED, &v, &f), 0);
+    int first;
+    ck_assert_msg(spade_vecenv_add_block(v, "hang=1", 2, &first, &f) == 0, "%s", f.message);
+    ck_assert_int_eq(first, 2);
+    int envs[2] = {2, 1};
+    uint64_t seeds[2] = {5, 6};
+    spade_step_result r[2];
+    memset(r, 0, sizeof r);
+    ck_assert_int_eq(spade_vecenv_reset_some(v, 2, envs, seeds, r, &f), -1);
+    ck_assert_int_eq(f.outcome, SPADE_OUT_TIMEOUT);
+    ck_assert_int_eq(spade_vecenv_env_lost(v, 2), 1);
+    ck_assert_int_eq(spade_vecenv_env_lost(v, 1), 0);
+    ck_assert_ptr_nonnull(r[1].obs);
+    ck_assert_msg(!strncmp(r[1].obs, "ready ", 6), "env 1's reset result: %s", r[1].obs);
+    ck_assert_int_eq(spade_vecenv_revive(v, &f), 0);
+    int one = 1;
+    const char *act = "x";
+    spade_step_result s1;
+    ck_assert_msg(spade_vecenv_step_some(v, 1, &one, &act, NULL, &s1, &f) == 0, "%s", f.message);
+    ck_assert_msg(!strncmp(s1.obs, "got ", 4), "env 1 stepped: %s", s1.obs);
+    /* the revived worker's envs were not reset: stepping one is the caller's mistake */
+    int zero = 0;
+    ck_assert_int_eq(spade_vecenv_step_some(v, 1, &zero, &act, NULL, &s1, &f), -1);
+    ck_assert_int_eq(f.outcome, SPADE_OUT_BAD_CALL);
+    spade_vecenv_free(v);
+    spade_sandbox_free(quick);
+    free(src);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("vecenv");
@@ -345,6 +388,7 @@ static Suite *suite(void)
     tcase_add_test(t, autoreset_next_step);
     tcase_add_test(t, autoreset_disabled);
     tcase_add_test(t, vecenv_bad_params_and_failures);
+    tcase_add_test(t, a_partly_failed_reset_keeps_the_live_workers_envs);
     suite_add_tcase(s, t);
     return s;
 }

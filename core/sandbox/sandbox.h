@@ -186,8 +186,10 @@ int spade_vecenv_step_wait(spade_vecenv *v, spade_step_result *results, spade_fa
  * Only the workers holding a chosen env get a batch; the other envs are left
  * alone. Stepping an env that was never reset (since its worker was loaded)
  * is a bad_call; an ended env resets under NEXT_STEP as in spade_vecenv_step.
- * On a failure the results of the envs whose worker is alive
- * (spade_vecenv_env_lost == 0) are still filled. _step_some_async pairs with
+ * On a failure (one worker's send or reply) the results of the envs whose
+ * worker is alive (spade_vecenv_env_lost == 0) are still filled, and those a
+ * reset reached may step after spade_vecenv_revive; a bad_call (the caller's
+ * mistake) fills nothing. _step_some_async pairs with
  * spade_vecenv_step_wait (results then indexed as envs[]). */
 int spade_vecenv_reset_some(spade_vecenv *v, int n, const int *envs, const uint64_t *seeds,
                             spade_step_result *results, spade_failure *f);

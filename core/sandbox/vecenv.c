@@ -74,6 +74,10 @@ struct spade_vecenv {
     int *pos_of;
     int pend_pos; /* the batch in flight writes results[pos_of[env]] */
     int pend_text; /* the batch in flight is hints or SOLVE's actions: episodes go on */
+    /* a send of the batch in flight failed (its worker is dead; the others
+     * were sent to): the wait reports it, with the other workers' results */
+    int pend_bad;
+    spade_failure pend_fail;
     const char **act_of;
     size_t *len_of;
     /* scratch for one worker's batch (sized for the largest) */
@@ -98,6 +102,7 @@ static int vfail(spade_vecenv *v, const spade_failure *g, spade_failure *f)
  * are drained, so that they stay usable when the failure is only a bad_call. */
 static int send_failed(spade_vecenv *v, int w, const spade_failure *g, spade_failure *f)
 {
+    v->pend_bad = 0; /* an earlier worker's failed send: that worker is dead, and says so to every call */
     for (int k = 0; k < w; k++) {
         spade_failure ignore;
         if (v->bat_n[k])
@@ -433,8 +438,9 @@ int spade_vecenv_add_block(spade_vecenv *v, const char *params, int n, int *firs
  * decoded straight into the caller's. */
 static int gather(spade_vecenv *v, spade_step_result *results, spade_failure *f)
 {
-    spade_failure first, g;
-    int bad = 0;
+    spade_failure first = v->pend_fail, g;
+    int bad = v->pend_bad;
+    v->pend_bad = 0;
     for (int w = 0; w < v->num_workers; w++) {
         int n = v->bat_n[w];
         if (n == 0)
@@ -445,6 +451,7 @@ static int gather(spade_vecenv *v, spade_step_result *results, spade_failure *f)
             if (!bad)
                 first = g;
             bad = 1;
+            v->bat_n[w] = 0; /* nothing of it came back (what did: bat_n of the others) */
             continue;
         }
         const int *envs = v->bat_envs[w];
@@ -468,7 +475,11 @@ static int gather(spade_vecenv *v, spade_step_result *results, spade_failure *f)
 /* Sends one batch per worker holding a selected env (sel[i], or every env
  * when sel is NULL): env i resets when reset[i] (with seed_of[i]), else steps
  * with actions[i]. A worker none of whose envs resets gets a plain step
- * batch. A failed send ends the vector. */
+ * batch. A send that fails kills its worker; the others are still sent to,
+ * and the wait (gather) reports the failure with their results, so on any
+ * failure the results of the envs whose worker is alive are the real ones
+ * (spade_vecenv_env_lost tells them apart). A bad_call (the caller's
+ * mistake, the worker alive and not sent to) ends the call at once. */
 static int scatter(spade_vecenv *v, const unsigned char *sel, const unsigned char *reset, const uint64_t *seed_of,
                    const char *const *actions, const size_t *lens, spade_failure *f)
 {
@@ -508,11 +519,26 @@ static int scatter(spade_vecenv *v, const unsigned char *sel, const unsigned cha
         else
             rc = spade_worker_batch_send(v->workers[w], n, v->bat_ids[w], v->ops, v->seeds, actions ? v->acts : NULL,
                                          actions ? v->lens : NULL, &g);
-        if (rc < 0)
+        if (rc < 0 && g.outcome == SPADE_OUT_BAD_CALL)
             return send_failed(v, w, &g, f);
+        if (rc < 0) {
+            if (!v->pend_bad)
+                v->pend_fail = g;
+            v->pend_bad = 1;
+            v->bat_n[w] = 0;
+        }
     }
     v->pending = 1;
     return 0;
+}
+
+/* After the gather of a batch that reset envs: those of the workers whose
+ * results came back did reset, whatever failed beside them. */
+static void mark_begun(spade_vecenv *v)
+{
+    for (int w = 0; w < v->num_workers; w++)
+        for (int j = 0; j < v->bat_n[w]; j++)
+            v->begun[v->bat_envs[w][j]] = 1;
 }
 
 int spade_vecenv_reset(spade_vecenv *v, uint64_t seed, spade_step_result *results, spade_failure *f)
@@ -527,8 +553,10 @@ int spade_vecenv_reset(spade_vecenv *v, uint64_t seed, spade_step_result *result
     v->pend_pos = 0;
     if (scatter(v, NULL, v->resetting, v->seed_of, NULL, NULL, f) < 0)
         return -1;
-    if (gather(v, results, f) < 0)
+    if (gather(v, results, f) < 0) {
+        mark_begun(v); /* the live workers' envs did reset */
         return -1;
+    }
     v->base_seed = seed;
     memset(v->episode, 0, (size_t)v->num_envs * sizeof *v->episode);
     memset(v->begun, 1, (size_t)v->num_envs);
@@ -577,11 +605,9 @@ int spade_vecenv_reset_some(spade_vecenv *v, int n, const int *envs, const uint6
     v->pend_pos = 1;
     if (scatter(v, v->sel, v->sel, v->seed_of, NULL, NULL, f) < 0)
         return -1;
-    if (gather(v, results, f) < 0)
-        return -1;
-    for (int j = 0; j < n; j++)
-        v->begun[envs[j]] = 1;
-    return 0;
+    int rc = gather(v, results, f);
+    mark_begun(v);
+    return rc;
 }
 
 /* Checks that every selected env (sel, or all) may step, then sends: the
