@@ -405,8 +405,8 @@ static int trim_log(const char *log, int last) {
     char *out = malloc(cap), line[65536];
     while (out && fgets(line, sizeof line, f)) {
         const char *p = strstr(line, "\"iteration\":");
-        if (!p || atoi(p + 12) > last) continue;
         size_t k = strlen(line);
+        if (!p || atoi(p + 12) > last || line[k - 1] != '\n') continue; /* a kill mid-write leaves a line cut short */
         if (n + k + 1 > cap) {
             char *no = realloc(out, cap = 2 * (n + k + 1));
             if (!no) break;

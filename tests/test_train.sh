@@ -94,11 +94,16 @@ if [ "$(ls "$TMP/killed"/*.ckpt | wc -l)" -eq 1 ]; then ok "one checkpoint is ke
 # That window, made on purpose: a stale checkpoint beside the state's goes at the next resume.
 cp -r "$TMP/straight" "$TMP/stale"
 cp "$TMP/stale/policy-39.ckpt" "$TMP/stale/policy-19.ckpt"
+# and the other window a kill has there: in the middle of writing a log line (a short write),
+# which leaves a line cut short, here one whose cut iteration number reads as an old iteration
+printf '{"iteration":1' >>"$TMP/stale/train.jsonl"
 "$SPADE" train "$TMP/stale" >"$TMP/out" 2>&1
 st=$?
 if [ $st -eq 0 ] && [ "$(ls "$TMP/stale"/*.ckpt)" = "$TMP/stale/policy-39.ckpt" ] && grep -q "is complete" "$TMP/out"; then
     ok "a resume removes a checkpoint a kill left beside the state's"
 else bad "a resume removes a checkpoint a kill left beside the state's (status $st)"; fi
+if cmp -s "$TMP/straight/train.jsonl" "$TMP/stale/train.jsonl"; then ok "a resume drops a log line a kill cut short"
+else tail -c 300 "$TMP/stale/train.jsonl" >"$TMP/out"; bad "a resume drops a log line a kill cut short"; fi
 
 # A run that ends between writing config.base and config.ini, as a kill there would (here
 # config.base cannot be written: a directory is in its place), leaves no run that a resume
