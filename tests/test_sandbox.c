@@ -336,8 +336,9 @@ START_TEST(no_fd_leak_no_zombie)
     ck_assert_int_eq(tu_children_of(zyg, &idle), 1);
     char path[64], buf[256] = "";
     snprintf(path, sizeof path, "/proc/%d/stat", idle);
-    /* It may be a moment old: named and asleep on its socket soon. */
-    for (int tries = 0; tries < 400 && !strstr(buf, "(spade-worker) S"); tries++) {
+    /* It may be a moment old: named and asleep on its socket soon (up to 30 s on a loaded
+     * machine). */
+    for (int tries = 0; tries < 6000 && !strstr(buf, "(spade-worker) S"); tries++) {
         if (tries)
             usleep(5000);
         FILE *fp = fopen(path, "r");
@@ -406,14 +407,16 @@ START_TEST(worker_is_locked_down)
 {
     spade_sandbox *sb = new_sandbox(1.0);
     pid_t idle = 0;
-    for (int i = 0; i < 200 && tu_children_of(spade_sandbox_zygote_pid(sb), &idle) < 1; i++)
+    /* spade_sandbox_new does not wait for the zygote: its exec and its first fork can take
+     * seconds on a loaded machine (this waited 1 s); 30 s, left as soon as the worker is there. */
+    for (int i = 0; i < 6000 && tu_children_of(spade_sandbox_zygote_pid(sb), &idle) < 1; i++)
         usleep(5000);
     ck_assert_int_gt(idle, 0);
     char path[64], line[256];
     snprintf(path, sizeof path, "/proc/%d/status", idle);
     int seccomp = -1, nnp = -1;
-    /* Just forked, it may still be locking itself down: give it a moment. */
-    for (int tries = 0; tries < 400 && seccomp != 2; tries++) {
+    /* Just forked, it may still be locking itself down: give it up to 30 s. */
+    for (int tries = 0; tries < 6000 && seccomp != 2; tries++) {
         if (tries)
             usleep(5000);
         FILE *fp = fopen(path, "r");
