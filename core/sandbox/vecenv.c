@@ -577,11 +577,15 @@ int spade_vecenv_reset_some(spade_vecenv *v, int n, const int *envs, const uint6
     v->pend_pos = 1;
     if (scatter(v, v->sel, v->sel, v->seed_of, NULL, NULL, f) < 0)
         return -1;
-    if (gather(v, results, f) < 0)
-        return -1;
+    int rc = gather(v, results, f);
+    /* After a failed gather (a worker timed out or died), the workers still alive
+     * answered: their envs were reset, and a caller takes those results (the
+     * episode layer does), so they may step. Marking only on success left them
+     * "before reset" and the caller's next step or SOLVE on them a bad_call. */
     for (int j = 0; j < n; j++)
-        v->begun[envs[j]] = 1;
-    return 0;
+        if (rc == 0 || spade_worker_alive(v->workers[envs[j] % v->num_workers]))
+            v->begun[envs[j]] = 1;
+    return rc;
 }
 
 /* Checks that every selected env (sel, or all) may step, then sends: the
