@@ -68,3 +68,5 @@ EXTRA_DIST += tests/test_threads.sh
 
 # spade check: a timeout in the middle of a batch of episodes (tests/test_check.c)
 EXTRA_DIST += tests/envs/check_latehang.c
+# a reset that hangs on one worker of two (tests/test_vecenv.c)
+EXTRA_DIST += tests/envs/vec_resethang.c

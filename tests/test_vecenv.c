@@ -7,7 +7,8 @@
  * as Gymnasium's (next-step: the step after the end resets, ignoring its
  * action, with the documented seeds; disabled: stepping a finished env is a
  * bad_call until reset_one); (3) async send/wait equals a sync step; (4) a
- * failure in one worker is reported and sticky.
+ * failure in one worker is reported and sticky, and a reset batch that times
+ * out on one worker leaves the other worker's envs reset.
  * What it is not: a benchmark (bench/ measures speed).
  */
 #include <check.h>
@@ -334,6 +335,54 @@ START_TEST(vecenv_bad_params_and_failures)
 }
 END_TEST
 
+/* A reset batch over two workers that times out on one: the other worker's
+ * envs were reset (they answered), so after a revive they step; before, they
+ * were left "before reset" and the step was a bad_call. */
+START_TEST(reset_timeout_on_one_worker_keeps_the_others_reset)
+{
+    size_t len;
+    char *src = tu_read_env("vec_resethang.c", &len);
+    spade_failure f;
+    spade_vecenv *v;
+    /* seeds whose first number is 0 (hangs with hang=1) and not 0 */
+    ck_assert_int_eq(spade_vecenv_new(sb, "vec_resethang.c", src, len, NULL, 1, 1, SPADE_AUTORESET_DISABLED, &v, &f), 0);
+    uint64_t hang_seed = 0, ok_seed = 0;
+    int have_hang = 0, have_ok = 0;
+    for (uint64_t s = 1; s < 200 && !(have_hang && have_ok); s++) {
+        spade_step_result r;
+        int e = 0;
+        ck_assert_int_eq(spade_vecenv_reset_some(v, 1, &e, &s, &r, &f), 0);
+        if (!strncmp(r.obs, "Say 0.", 6) && !have_hang)
+            hang_seed = s, have_hang = 1;
+        else if (strncmp(r.obs, "Say 0.", 6) && !have_ok)
+            ok_seed = s, have_ok = 1;
+    }
+    ck_assert(have_hang && have_ok);
+    spade_vecenv_free(v);
+    spade_sandbox_free(sb);
+    /* 2 s: the hang always reaches it, and env 0's reset, a loaded machine's share of
+     * the CPU notwithstanding, never does */
+    sb = tu_sandbox(&(spade_sandbox_opts){.call_timeout_s = 2.0});
+    /* env 0 on worker 0 resets fine, env 1 on worker 1 hangs */
+    ck_assert_int_eq(spade_vecenv_new(sb, "vec_resethang.c", src, len, "hang=1", 2, 2, SPADE_AUTORESET_DISABLED, &v, &f),
+                     0);
+    int envs[2] = {0, 1};
+    uint64_t seeds[2] = {ok_seed, hang_seed};
+    spade_step_result res[2];
+    ck_assert_int_eq(spade_vecenv_reset_some(v, 2, envs, seeds, res, &f), -1);
+    ck_assert_int_eq(f.outcome, SPADE_OUT_TIMEOUT);
+    ck_assert(!spade_vecenv_env_lost(v, 0) && spade_vecenv_env_lost(v, 1));
+    ck_assert_int_eq(spade_vecenv_revive(v, &f), 0);
+    const char *act = "7";
+    size_t alen = 1;
+    int e0 = 0;
+    ck_assert_msg(spade_vecenv_step_some(v, 1, &e0, &act, &alen, res, &f) == 0, "env 0 after the other's timeout: %s",
+                  f.message);
+    spade_vecenv_free(v);
+    free(src);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("vecenv");
@@ -344,6 +393,7 @@ static Suite *suite(void)
     tcase_add_test(t, worker_batch_mixed);
     tcase_add_test(t, autoreset_next_step);
     tcase_add_test(t, autoreset_disabled);
+    tcase_add_test(t, reset_timeout_on_one_worker_keeps_the_others_reset);
     tcase_add_test(t, vecenv_bad_params_and_failures);
     suite_add_tcase(s, t);
     return s;
