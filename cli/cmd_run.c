@@ -9,6 +9,8 @@
  * What it is not: a trainer or an evaluator of policies (agent/).
  */
 #include <float.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <signal.h>
 #include <math.h>
@@ -57,7 +59,17 @@ enum { AGENT_RANDOM, AGENT_SOLVE, AGENT_STDIN, AGENT_POLICY };
  * it: the episodes already finished stay in the JSONL (a killed process would
  * lose stdio's buffer and leave a cut line), and the summary is printed. */
 static volatile sig_atomic_t run_stop_signal;
-static void on_stop_signal(int sig) { run_stop_signal = sig; }
+/* /dev/null, open while a stdin agent plays, else -1. The handler puts it on fd 0: a
+ * signal that lands after the last stop check but before the agent's read() began
+ * would otherwise be lost, the read blocking for good; now that read sees EOF, and
+ * the stop flag, not the EOF, is what the run reports. */
+static int stop_stdin_null = -1;
+static void on_stop_signal(int sig) {
+    int e = errno;
+    run_stop_signal = sig;
+    if (stop_stdin_null >= 0) dup2(stop_stdin_null, 0); /* async-signal-safe */
+    errno = e;
+}
 
 typedef struct textbuf {
     char *p;
@@ -406,6 +418,11 @@ int cli_run(spade_sandbox *sb, int argc, char **argv) {
     stop_sa.sa_handler = on_stop_signal;
     sigemptyset(&stop_sa.sa_mask);
     run_stop_signal = 0;
+    if (agent_kind == AGENT_STDIN) { /* above 2: a closed stdin stays closed until a signal */
+        int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        stop_stdin_null = fd >= 0 && fd < 3 ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : fd;
+        if (fd >= 0 && fd < 3) close(fd);
+    }
     sigaction(SIGINT, &stop_sa, &old_int);
     sigaction(SIGTERM, &stop_sa, &old_term);
     /* a signal the caller ignores (a shell's background job ignores SIGINT) stays ignored */
@@ -511,6 +528,10 @@ out:
     if (handlers_set) {
         sigaction(SIGINT, &old_int, NULL);
         sigaction(SIGTERM, &old_term, NULL);
+    }
+    if (stop_stdin_null >= 0) {
+        close(stop_stdin_null);
+        stop_stdin_null = -1;
     }
     return rc;
 }

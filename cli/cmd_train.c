@@ -442,8 +442,8 @@ static int trim_log(const char *log, int last) {
     char *out = malloc(cap), line[65536];
     while (out && fgets(line, sizeof line, f)) {
         const char *p = strstr(line, "\"iteration\":");
-        if (!p || atoi(p + 12) > last) continue;
         size_t k = strlen(line);
+        if (!p || atoi(p + 12) > last || line[k - 1] != '\n') continue; /* a kill mid-write leaves a line cut short */
         if (n + k + 1 > cap) {
             char *no = realloc(out, cap = 2 * (n + k + 1));
             if (!no) break;
@@ -754,12 +754,15 @@ int cli_train(spade_sandbox *sb, int argc, char **argv) {
         if (done >= 0)
             return cli_err(CLI_FAIL, "train", "%s already holds a run (iteration %d done): resume it with spade train %s",
                            c.dir, done, c.dir);
-        if (copy_file(cfg_path, path) < 0) return cli_err(CLI_FAIL, "train", "%s: cannot write", path);
+        /* config.base before config.ini: config.ini makes the directory a run, so a kill
+         * between the two leaves no run that would resume with its relative paths taken
+         * from the run directory instead of the config's */
         char abs[4096], line[4200];
         if (!realpath(c.base[0] ? c.base : ".", abs)) snprintf(abs, sizeof abs, "%s", c.base[0] ? c.base : ".");
         int k = snprintf(line, sizeof line, "%s\n", abs);
         snprintf(path0, sizeof path0, "%s/config.base", c.dir);
         if (write_atomic(path0, line, (size_t)k) < 0) return cli_err(CLI_FAIL, "train", "%s: cannot write", path0);
+        if (copy_file(cfg_path, path) < 0) return cli_err(CLI_FAIL, "train", "%s: cannot write", path);
     }
     if (resume_dir) { /* what a killed run left past its last completed iteration goes */
         trim_log(log_path, done);

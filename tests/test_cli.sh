@@ -96,10 +96,11 @@ if [ $? -eq 1 ]; then ok "run --agent stdin: early EOF is a failure"; else bad "
 has "ended after 1 of 3" "early EOF is explained"
 # SIGTERM (as Ctrl-C's SIGINT) stops a long run between round trips: every JSONL line is whole, and the summary says so
 # The signal is sent once the run catches it (SigCgt in /proc), not after a fixed sleep: on a loaded
-# machine the run may still be starting its sandbox after a second.
+# machine the run may still be starting its sandbox after a second (the bound, 1200 polls, is
+# left as soon as it catches it).
 caught_term() {
     i=0
-    while [ $i -lt 300 ]; do
+    while [ $i -lt 1200 ]; do
         m=$(awk '/^SigCgt:/ { print substr($2, length($2) - 3) }' "/proc/$1/status" 2>/dev/null)
         [ -n "$m" ] && [ $((0x$m & 0x4000)) -ne 0 ] && return 0
         sleep 0.05; i=$((i + 1))

@@ -705,8 +705,13 @@ int main(int argc, char **argv)
     remove_pwned();
 
     spade_sandbox_opts opts = {
-        .compile_timeout_s = 2.0, /* the default: a 10 MB source must fit in it */
-        .call_timeout_s = 0.5,    /* short, for the loop programs */
+        /* Not the default 2 s: a 10 MB source took 1.1 s of it with a loaded machine's share
+         * of the CPU (and the macro bomb, once, all of it), so its outcome depended on the load.
+         * 5 s: what loop_state_size.c, whose load never ends, costs. */
+        .compile_timeout_s = 5.0,
+        /* short, for the loop programs, but 2 s, not 0.5: ok_every_helper.c (expect ok) once
+         * timed out at 0.5 s with the machine loaded (12 runnable on 2 cores) */
+        .call_timeout_s = 2.0,
         .cpu_limit_s = 10,
         .mem_limit = (size_t)256 << 20, /* memory bombs hit it in a fraction of a second */
         .max_frame = (size_t)64 << 20,

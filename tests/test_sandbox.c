@@ -222,7 +222,10 @@ START_TEST(deadline_then_trainer_goes_on)
     double t0 = spade_ipc_now();
     ck_assert_int_eq(act_on(w, id, "loop", &f), SPADE_OUT_TIMEOUT);
     double took = spade_ipc_now() - t0;
-    ck_assert_msg(took >= timeout * 0.95 && took < timeout + 0.5, "timeout after %.3f s", took);
+    /* Not early; and late only by what it takes to kill and reap the worker, which a loaded
+     * machine can stretch to seconds: the bound is there to tell the deadline from the CPU
+     * limit (10 s) or no deadline at all. */
+    ck_assert_msg(took >= timeout * 0.95 && took < timeout + 5.0, "timeout after %.3f s", took);
     ck_assert_int_eq(f.signal, SIGKILL);
     ck_assert(!spade_worker_alive(w));
     ck_assert_int_eq(act_on(w, id, "ok", &f), SPADE_OUT_TIMEOUT); /* sticky */
@@ -284,7 +287,8 @@ END_TEST
 
 START_TEST(no_fd_leak_no_zombie)
 {
-    spade_sandbox *sb = new_sandbox(0.5);
+    /* No call here is meant to time out: a deadline a loaded machine cannot miss. */
+    spade_sandbox *sb = new_sandbox(5.0);
     size_t len;
     char *walk = tu_read_env("sb_walk.c", &len);
     /* Warm up: the sandbox's own fds are open from here on. */
@@ -332,8 +336,9 @@ START_TEST(no_fd_leak_no_zombie)
     ck_assert_int_eq(tu_children_of(zyg, &idle), 1);
     char path[64], buf[256] = "";
     snprintf(path, sizeof path, "/proc/%d/stat", idle);
-    /* It may be a moment old: named and asleep on its socket soon. */
-    for (int tries = 0; tries < 400 && !strstr(buf, "(spade-worker) S"); tries++) {
+    /* It may be a moment old: named and asleep on its socket soon (up to 30 s on a loaded
+     * machine). */
+    for (int tries = 0; tries < 6000 && !strstr(buf, "(spade-worker) S"); tries++) {
         if (tries)
             usleep(5000);
         FILE *fp = fopen(path, "r");
@@ -402,14 +407,16 @@ START_TEST(worker_is_locked_down)
 {
     spade_sandbox *sb = new_sandbox(1.0);
     pid_t idle = 0;
-    for (int i = 0; i < 200 && tu_children_of(spade_sandbox_zygote_pid(sb), &idle) < 1; i++)
+    /* spade_sandbox_new does not wait for the zygote: its exec and its first fork can take
+     * seconds on a loaded machine (this waited 1 s); 30 s, left as soon as the worker is there. */
+    for (int i = 0; i < 6000 && tu_children_of(spade_sandbox_zygote_pid(sb), &idle) < 1; i++)
         usleep(5000);
     ck_assert_int_gt(idle, 0);
     char path[64], line[256];
     snprintf(path, sizeof path, "/proc/%d/status", idle);
     int seccomp = -1, nnp = -1;
-    /* Just forked, it may still be locking itself down: give it a moment. */
-    for (int tries = 0; tries < 400 && seccomp != 2; tries++) {
+    /* Just forked, it may still be locking itself down: give it up to 30 s. */
+    for (int tries = 0; tries < 6000 && seccomp != 2; tries++) {
         if (tries)
             usleep(5000);
         FILE *fp = fopen(path, "r");
@@ -446,7 +453,9 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static double median_load_s(spade_sandbox *sb, const char *src, size_t len, int n)
+/* The fastest of n loads: what a load costs, without what the machine's load added to
+ * some of them (a median of 15 loads on a loaded machine moved by 3x between two runs). */
+static double min_load_s(spade_sandbox *sb, const char *src, size_t len, int n)
 {
     double t[32];
     for (int i = 0; i < n; i++) {
@@ -459,7 +468,7 @@ static double median_load_s(spade_sandbox *sb, const char *src, size_t len, int 
         usleep(2000); /* let the zygote fork its next idle worker, as between real loads */
     }
     qsort(t, (size_t)n, sizeof t[0], cmp_double);
-    return t[n / 2];
+    return t[0];
 }
 
 /* The reason for the zygote: a parent that grew after spade_sandbox_new does
@@ -469,13 +478,13 @@ START_TEST(spawn_cost_independent_of_parent_size)
     spade_sandbox *sb = new_sandbox(2.0);
     size_t len;
     char *src = tu_read_env("sb_walk.c", &len);
-    double small = median_load_s(sb, src, len, 15);
+    double small = min_load_s(sb, src, len, 15);
     size_t big = (size_t)1 << 30;
     char *mem = malloc(big);
     ck_assert_ptr_nonnull(mem);
     memset(mem, 1, big);
-    double large = median_load_s(sb, src, len, 15);
-    fprintf(stderr, "load median: small parent %.3f ms, parent with 1 GiB touched %.3f ms (ratio %.2f)\n",
+    double large = min_load_s(sb, src, len, 15);
+    fprintf(stderr, "fastest load: small parent %.3f ms, parent with 1 GiB touched %.3f ms (ratio %.2f)\n",
             small * 1e3, large * 1e3, large / small);
     ck_assert_msg(large < 3.0 * small + 0.002, "small %.3f ms, large %.3f ms", small * 1e3, large * 1e3);
     free(mem);

@@ -215,8 +215,10 @@ lpconfig lpkilled 5 learning_potential >"$TMP/lpk.ini"
 kill_and_resume() {
     "$SPADE" train "$1" >"$TMP/out" 2>&1 &
     pid=$!
+    # config.ini is written last of the two (cli/cmd_train.c): from then on it is a run. Waited
+    # for as long as a loaded machine takes (a 60 s bound, left early if the run ends).
     i=0
-    while [ ! -f "$2/config.base" ] && [ $i -lt 400 ]; do sleep 0.02; i=$((i + 1)); done
+    while [ ! -f "$2/config.ini" ] && kill -0 $pid 2>/dev/null && [ $i -lt 3000 ]; do sleep 0.02; i=$((i + 1)); done
     sleep "$5"
     kill -KILL $pid 2>/dev/null
     wait $pid 2>/dev/null

@@ -323,6 +323,7 @@ END_TEST
 int main(void) {
     Suite *s = suite_create("serve");
     TCase *j = tcase_create("json");
+    tcase_set_timeout(j, 60); /* not Check's default 4 s: the fuzzing takes 0.3 s here, more on a loaded machine */
     tcase_add_test(j, reader_reads_json);
     tcase_add_test(j, reader_refuses_what_is_not_json);
     tcase_add_test(j, writer_output_reads_back);

@@ -59,8 +59,10 @@ strip() { sed 's/,"t_play":[0-9.]*,"t_update":[0-9.]*}/}/' "$1"; }
 config killed 40 >"$TMP/killed.ini"
 "$SPADE" train "$TMP/killed.ini" >"$TMP/out" 2>&1 &
 pid=$!
+# The signal goes once an iteration is logged (the handler is in place by then), however long a
+# loaded machine takes to get there; the bound is for a run that never logs one.
 i=0
-while [ ! -s "$TMP/killed/train.jsonl" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+while [ ! -s "$TMP/killed/train.jsonl" ] && kill -0 $pid 2>/dev/null && [ $i -lt 1200 ]; do sleep 0.05; i=$((i + 1)); done
 kill -INT $pid 2>/dev/null
 wait $pid
 st=$?
@@ -92,11 +94,29 @@ if [ "$(ls "$TMP/killed"/*.ckpt | wc -l)" -eq 1 ]; then ok "one checkpoint is ke
 # That window, made on purpose: a stale checkpoint beside the state's goes at the next resume.
 cp -r "$TMP/straight" "$TMP/stale"
 cp "$TMP/stale/policy-39.ckpt" "$TMP/stale/policy-19.ckpt"
+# and the other window a kill has there: in the middle of writing a log line (a short write),
+# which leaves a line cut short, here one whose cut iteration number reads as an old iteration
+printf '{"iteration":1' >>"$TMP/stale/train.jsonl"
 "$SPADE" train "$TMP/stale" >"$TMP/out" 2>&1
 st=$?
 if [ $st -eq 0 ] && [ "$(ls "$TMP/stale"/*.ckpt)" = "$TMP/stale/policy-39.ckpt" ] && grep -q "is complete" "$TMP/out"; then
     ok "a resume removes a checkpoint a kill left beside the state's"
 else bad "a resume removes a checkpoint a kill left beside the state's (status $st)"; fi
+if cmp -s "$TMP/straight/train.jsonl" "$TMP/stale/train.jsonl"; then ok "a resume drops a log line a kill cut short"
+else tail -c 300 "$TMP/stale/train.jsonl" >"$TMP/out"; bad "a resume drops a log line a kill cut short"; fi
+
+# A run that ends between writing config.base and config.ini, as a kill there would (here
+# config.base cannot be written: a directory is in its place), leaves no run that a resume
+# would take its relative paths for from the run directory: config.base is written first.
+config win 2 >"$TMP/win.ini"
+mkdir -p "$TMP/win/config.base"
+"$SPADE" train "$TMP/win.ini" >"$TMP/out" 2>&1
+st=$?
+"$SPADE" train "$TMP/win" >>"$TMP/out" 2>&1
+st2=$?
+if [ $st -eq 1 ] && [ $st2 -eq 1 ] && [ ! -e "$TMP/win/config.ini" ] && grep -q "not a run directory" "$TMP/out"; then
+    ok "a run ended between config.base and config.ini leaves no run to resume"
+else bad "a run ended between config.base and config.ini leaves no run to resume (status $st, $st2)"; fi
 
 # spade eval on the run's checkpoint: the table, and JSONL on stdout.
 "$SPADE" eval "$TMP/straight/policy-39.ckpt" carry_add:digits=1 "$TMP/pool/digit_first.c" -n 6 --hint --jsonl - >"$TMP/ev.jsonl" 2>"$TMP/out"
@@ -205,11 +225,14 @@ if [ $? -eq 2 ] && grep -q "cbad2.ini:3.*expected ENV:NAME" "$TMP/out"; then ok 
 config hot 2000 >"$TMP/hot.ini"
 "$SPADE" train "$TMP/hot.ini" >"$TMP/out" 2>&1 &
 pid=$!
+# Both waits are on the event (60 s bounds for a loaded machine, left early when the run ends).
 i=0
-while [ ! -s "$TMP/hot/train.jsonl" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+while [ ! -s "$TMP/hot/train.jsonl" ] && kill -0 $pid 2>/dev/null && [ $i -lt 600 ]; do sleep 0.1; i=$((i + 1)); done
 sed 's/ENV("digit_first"/ENV("digit_too"/' "$SRC/tests/envs/digit_first.c" >"$TMP/pool/digit_too.c"
 i=0
-while ! grep -q '"digit_too"' "$TMP/hot/train.jsonl" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+while ! grep -q '"digit_too"' "$TMP/hot/train.jsonl" 2>/dev/null && kill -0 $pid 2>/dev/null && [ $i -lt 600 ]; do
+    sleep 0.1; i=$((i + 1))
+done
 kill -INT $pid 2>/dev/null
 wait $pid
 if grep -q '"digit_too"' "$TMP/hot/train.jsonl"; then ok "a file added to the pool directory joins the pool"; else bad "a file added to the pool directory joins the pool"; fi

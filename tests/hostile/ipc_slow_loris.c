@@ -2,7 +2,7 @@
  * tries: a slow-loris reply: in step it writes a well-formed RESULTS frame one byte at a
  * time, each 0.2 s after the last (spinning on clock_gettime, raw nr 228), so that
  * bytes keep arriving well within any per-read timeout. The call deadline is absolute
- * (fixed when the request is sent), so the parent gives up at 0.5 s all the same and
+ * (fixed when the request is sent), so the parent gives up at it all the same and
  * kills the worker: timeout, not a parent that waits as long as bytes trickle in.
  */
 #include <spade/dsl.h>

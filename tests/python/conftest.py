@@ -60,7 +60,7 @@ class SocketServer:
     def stop(self):
         self.proc.terminate()
         try:
-            self.proc.wait(timeout=10)
+            self.proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
@@ -92,7 +92,8 @@ def children(pid):
     return out
 
 
-def wait_for(pred, timeout=10.0):
+def wait_for(pred, timeout=60.0):
+    """Polls pred until it holds; the bound is for a loaded machine (it returns as soon as pred does)."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if pred():

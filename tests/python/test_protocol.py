@@ -174,14 +174,14 @@ def test_stdio_server_exits_on_eof_and_frees_its_workers():
     workers = children(z[0])
     assert len(workers) >= 2  # two in use, and the zygote's pre-forked spare
     p.stdin.close()
-    assert p.wait(timeout=10) == 0
+    assert p.wait(timeout=60) == 0
     assert wait_for(lambda: not any(os.path.exists(f"/proc/{q}") for q in workers + z)), "workers outlived the server"
 
 
 def test_serve_usage_errors():
     for args in (["--listen", "tcp:0.0.0.0:0"], ["--listen", "bogus"], ["--stdio", "--listen", "unix:/tmp/x"],
                  ["--max-envs", "0"], ["extra"]):
-        r = subprocess.run([spade_bin(), "serve", *args], capture_output=True, text=True, timeout=10)
+        r = subprocess.run([spade_bin(), "serve", *args], capture_output=True, text=True, timeout=60)
         assert r.returncode == 2 and "spade serve:" in r.stderr, (args, r.stderr)
 
 
@@ -255,12 +255,14 @@ def fuzz_lines(rng, n):
         yield line
 
 
-def run_fuzz(sock_file_r, sock_w, seconds, seed):
+def run_fuzz(sock_file_r, sock_w, seconds, seed, min_lines):
+    """Sends fuzzed lines for `seconds`, and at least `min_lines` of them however long they take:
+    the counts asserted on are of lines sent, not of lines a loaded machine manages in the time."""
     rng = random.Random(seed)
     end = time.monotonic() + seconds
     answered = refused = 0
     for line in fuzz_lines(rng, 100000):
-        if time.monotonic() > end:
+        if time.monotonic() > end and answered + refused >= min_lines:
             break
         sock_w(line + b"\n")
         got = sock_file_r.readline()
@@ -283,20 +285,21 @@ def test_fuzz_stdio_server():
         p.stdin.write(b)
         p.stdin.flush()
 
-    answered, refused = run_fuzz(p.stdout, w, float(os.environ.get("SPADE_FUZZ_SECONDS", "6")), 1)
+    answered, refused = run_fuzz(p.stdout, w, float(os.environ.get("SPADE_FUZZ_SECONDS", "6")), 1, 1000)
     assert answered + refused >= 1000, (answered, refused)
     assert answered > 50 and refused > 500
     w(b'{"op":"hello","id":"still"}\n')
     assert json.loads(p.stdout.readline())["id"] == "still"
     p.stdin.close()
-    assert p.wait(timeout=10) == 0
+    assert p.wait(timeout=60) == 0
 
 
 def test_fuzz_socket_server_many_connections(tcp_server):
     total = 0
     for k in range(8):
         sk = tcp_server.raw_socket()
-        a, r = run_fuzz(sk.makefile("rb"), sk.sendall, float(os.environ.get("SPADE_FUZZ_SECONDS", "6")) / 8, 100 + k)
+        a, r = run_fuzz(sk.makefile("rb"), sk.sendall, float(os.environ.get("SPADE_FUZZ_SECONDS", "6")) / 8, 100 + k,
+                        63)
         total += a + r
         sk.close()  # mid-session, whatever it made
     assert total >= 500
