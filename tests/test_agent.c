@@ -27,23 +27,8 @@
 #include "episodes.h"
 #include "testutil.h"
 
-static spade_policy *tiny_policy(int context, uint64_t seed) {
-    spade_gpt_config cfg;
-    char err[512];
-    spade_gpt_config_default(&cfg);
-    cfg.layers = 1;
-    cfg.heads = 2;
-    cfg.width = 32;
-    cfg.context = context;
-    cfg.seed = seed;
-    snprintf(cfg.backend, sizeof cfg.backend, "cpu");
-    spade_policy *p;
-    ck_assert_msg(spade_policy_new(&p, &cfg, err, sizeof err) == 0, "%s", err);
-    return p;
-}
-
 START_TEST(transcript_layout_and_mask) {
-    spade_policy *p = tiny_policy(64, 1);
+    spade_policy *p = tu_tiny_policy(64, 1);
     spade_tokenizer *tok = spade_policy_tokenizer(p);
     spade_transcript t;
     spade_transcript_init(&t);
@@ -154,7 +139,7 @@ static void text_of(const spade_transcript *t, spade_tokenizer *tok, int m, char
  * repeat is another play (its own sampling stream), while the same seed and
  * repeat is the same play. */
 START_TEST(a_repeat_of_a_seed_is_another_play) {
-    spade_policy *p = tiny_policy(256, 3);
+    spade_policy *p = tu_tiny_policy(256, 3);
     static seen same, rep;
     spade_ep_outcome os[MAXE], orp[MAXE];
     int n = 8, differ = 0;
@@ -171,7 +156,7 @@ START_TEST(a_repeat_of_a_seed_is_another_play) {
 END_TEST
 
 START_TEST(policy_agent_transcripts_hold_what_was_played) {
-    spade_policy *p = tiny_policy(256, 3);
+    spade_policy *p = tu_tiny_policy(256, 3);
     spade_tokenizer *tok = spade_policy_tokenizer(p);
     static seen a, b;
     spade_ep_outcome oa[MAXE], ob[MAXE];
@@ -215,7 +200,7 @@ START_TEST(policy_agent_transcripts_hold_what_was_played) {
 END_TEST
 
 START_TEST(policy_agent_ends_episodes_that_fill_the_context) {
-    spade_policy *p = tiny_policy(24, 5);
+    spade_policy *p = tu_tiny_policy(24, 5);
     static seen s;
     spade_ep_outcome out[MAXE];
     play(p, "two_turns.c", 4, 0, &s, out, 4);
@@ -307,7 +292,7 @@ START_TEST(grpo_learns_a_trivial_environment) {
     const char *specs[] = {path};
     spade_pool *pool;
     ck_assert_msg(spade_pool_new(&pool, sb, reg, specs, 1, NULL, 0, NULL, NULL, NULL, err, sizeof err) == 0, "%s", err);
-    spade_policy *p = tiny_policy(64, 11);
+    spade_policy *p = tu_tiny_policy(64, 11);
     spade_rl_opts o;
     spade_rl_opts_default(&o);
     o.plays = 64;
@@ -365,7 +350,7 @@ START_TEST(eval_pairs_its_arms_on_the_same_seeds) {
     o.episodes = 20;
     o.hint = 1;
     spade_eval_row row;
-    spade_policy *p = tiny_policy(64, 9);
+    spade_policy *p = tu_tiny_policy(64, 9);
     ck_assert_msg(spade_eval(p, sb, &spec, 1, &o, &row, err, sizeof err) == 0, "%s", err);
     ck_assert_int_eq(row.policy.n, 20);
     ck_assert_int_eq(row.hint.n, 20);

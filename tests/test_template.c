@@ -189,21 +189,6 @@ START_TEST(game_embedding_counts_games_not_texts) {
 }
 END_TEST
 
-static spade_policy *tiny_policy(int context, uint64_t seed) {
-    spade_gpt_config cfg;
-    char err[512];
-    spade_gpt_config_default(&cfg);
-    cfg.layers = 1;
-    cfg.heads = 2;
-    cfg.width = 32;
-    cfg.context = context;
-    cfg.seed = seed;
-    snprintf(cfg.backend, sizeof cfg.backend, "cpu");
-    spade_policy *p;
-    ck_assert_msg(spade_policy_new(&p, &cfg, err, sizeof err) == 0, "%s", err);
-    return p;
-}
-
 /* Decodes n slots of t; the transcripts are left in tr[]. */
 static void decode(spade_policy *p, const spade_template *t, int n, uint64_t seed, int hole_tokens, spade_transcript *tr,
                    spade_template_slot *s) {
@@ -226,7 +211,7 @@ static void decode(spade_policy *p, const spade_template *t, int n, uint64_t see
 
 START_TEST(decode_masks_exactly_the_hole_tokens) {
     enum { N = 3, HT = 6 };
-    spade_policy *p = tiny_policy(256, 7);
+    spade_policy *p = tu_tiny_policy(256, 7);
     spade_tokenizer *tok = spade_policy_tokenizer(p);
     spade_template *t = parse("mini.c", "int a = @@;\nint b = @@ + 1;\n");
     spade_transcript tr[N], tr2[N];
@@ -337,14 +322,14 @@ START_TEST(a_template_over_the_context_is_refused_by_name) {
     snprintf(path, sizeof path, "%s/templates/cups.c", tu_srcdir());
     spade_template *t;
     ck_assert_msg(spade_template_load(&t, path, err, sizeof err) == 0, "%s", err);
-    spade_policy *p = tiny_policy(256, 1); /* bytes: a token per byte; cups.c is longer */
+    spade_policy *p = tu_tiny_policy(256, 1); /* bytes: a token per byte; cups.c is longer */
     ck_assert_int_eq(spade_template_fits(p, t, 8, err, sizeof err), -1);
     ck_assert_msg(strstr(err, "cups.c") && strstr(err, "2 holes x designer.hole_tokens 8") && strstr(err, "context of 256"),
                   "%s", err);
     int pieces, need = spade_template_tokens(p, t, 8, &pieces);
     ck_assert_int_eq(need, pieces + 16 + 3 + (int)strlen("Fill in the blanks of this environment (family logic).\n"));
     spade_policy_free(p);
-    p = tiny_policy(4096, 1);
+    p = tu_tiny_policy(4096, 1);
     ck_assert_int_eq(spade_template_fits(p, t, 8, err, sizeof err), 0);
     spade_policy_free(p);
     spade_template_free(t);

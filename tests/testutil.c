@@ -211,3 +211,19 @@ int tu_descendants(pid_t root, pid_t *child)
     free(ppid);
     return count;
 }
+
+spade_policy *tu_tiny_policy(int context, uint64_t seed)
+{
+    spade_gpt_config cfg;
+    char err[512];
+    spade_gpt_config_default(&cfg);
+    cfg.layers = 1;
+    cfg.heads = 2;
+    cfg.width = 32;
+    cfg.context = context;
+    cfg.seed = seed;
+    snprintf(cfg.backend, sizeof cfg.backend, "cpu");
+    spade_policy *p;
+    ck_assert_msg(spade_policy_new(&p, &cfg, err, sizeof err) == 0, "%s", err);
+    return p;
+}

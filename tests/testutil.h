@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "policy/policy.h"
 #include "sandbox/sandbox.h"
 
 /* The source tree: $srcdir when make check sets it, else the configured one. */
@@ -52,6 +53,10 @@ void tu_mkdtemp(char *dir, size_t cap, const char *tag);
 /* Removes dir and everything below it (links are removed, never followed).
  * Returns 0 when all of it is gone. */
 int tu_rm_rf(const char *dir);
+
+/* A fresh 1-layer, 2-head, width-32 policy on the cpu backend with this
+ * context and seed: the untrained player of the agent and designer suites. */
+spade_policy *tu_tiny_policy(int context, uint64_t seed);
 
 /* Runs every test of s; the exit status for main. */
 int tu_run(Suite *s);
