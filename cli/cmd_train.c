@@ -229,6 +229,12 @@ static int on_key(void *user, const char *section, const char *name, const char 
     NUMK("memory", "size", 1, 1e6, 1, c->sp.memory.window = (int)x)
     NUMK("selfplay", "plays", 2, 256, 1, c->sp.plays = (int)x)
     NUMK("selfplay", "repeats", 1, 128, 1, c->sp.repeats = (int)x)
+    if (!strcmp(section, "selfplay") && !strcmp(name, "train_hint_arm")) {
+        if (!strcmp(value, "true")) c->sp.train_hint_arm = 1;
+        else if (!strcmp(value, "false")) c->sp.train_hint_arm = 0;
+        else FAIL("[selfplay] train_hint_arm = '%s': expected true or false", value);
+        return 1;
+    }
     NUMK("selfplay", "pool_envs", 0, SPADE_RL_MAX_ENVS, 1, c->sp.pool_envs = (int)x)
     NUMK("eval", "every", 0, 1e7, 1, c->eval_every = (int)x)
     NUMK("eval", "episodes", 1, 100000, 1, c->eval_episodes = (int)x)

@@ -443,8 +443,9 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
     spade_tokenizer *tok = spade_policy_tokenizer(s->p);
     written *w = calloc(2 * SPADE_SP_MAX_ENVS, sizeof *w);
     agent_eps ae = {calloc((size_t)2 * plays, sizeof(spade_transcript)), 2 * plays};
-    spade_grpo_sample *samples = calloc((size_t)2 * SPADE_SP_MAX_ENVS * (plays + 1), sizeof *samples);
-    spade_transcript *agent_tr = calloc((size_t)2 * SPADE_SP_MAX_ENVS * plays, sizeof *agent_tr);
+    /* agent samples: both arms' plays of every environment played (train_hint_arm), and the designer's */
+    spade_grpo_sample *samples = calloc((size_t)2 * SPADE_SP_MAX_ENVS * (2 * plays + 1), sizeof *samples);
+    spade_transcript *agent_tr = calloc((size_t)4 * SPADE_SP_MAX_ENVS * plays, sizeof *agent_tr);
     double *refs = NULL;
     const char **ref_names = NULL;
     spade_decoder *dec = NULL;
@@ -736,16 +737,19 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
         m->pass_nohint += w[i].paired.pass_nohint;
         m->pass_hint += w[i].paired.pass_hint;
         m->regret += w[i].paired.regret;
-        /* the agent learns from its no-hint plays: returns z-scored within the environment */
-        double mean = 0, var = 0;
-        for (int k = 0; k < plays; k++) mean += w[i].plays[k].ret / plays;
-        for (int k = 0; k < plays; k++) var += (w[i].plays[k].ret - mean) * (w[i].plays[k].ret - mean) / plays;
-        if (var > 1e-12)
+        /* the agent learns from its no-hint plays (and, with selfplay.train_hint_arm, from its
+         * hint plays, a group of their own): returns z-scored within the environment's arm */
+        for (int arm = 0; arm < 1 + (o->train_hint_arm != 0); arm++) {
+            const spade_ep_outcome *po = w[i].plays + (size_t)arm * plays;
+            double mean = 0, var = 0;
+            for (int k = 0; k < plays; k++) mean += po[k].ret / plays;
+            for (int k = 0; k < plays; k++) var += (po[k].ret - mean) * (po[k].ret - mean) / plays;
+            if (var <= 1e-12) continue;
             for (int k = 0; k < plays; k++) {
-                spade_transcript *t = &ae.tr[k];
+                spade_transcript *t = &ae.tr[arm * plays + k];
                 int trained = 0;
                 for (int j = 0; j < t->len; j++) trained += t->mask[j];
-                if (!trained || w[i].plays[k].end == SPADE_EP_FAILED) continue;
+                if (!trained || po[k].end == SPADE_EP_FAILED) continue;
                 spade_transcript *keep = &agent_tr[n_agent];
                 *keep = *t; /* take the buffers over */
                 spade_transcript_init(t);
@@ -754,11 +758,13 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
                 g->len = keep->len;
                 g->mask = keep->mask;
                 g->old_logprobs = keep->logp;
-                g->reward = (float)w[i].plays[k].ret;
-                g->advantage = (float)((w[i].plays[k].ret - mean) / sqrt(var));
-                g->group = 1000 + i;
+                g->reward = (float)po[k].ret;
+                g->advantage = (float)((po[k].ret - mean) / sqrt(var));
+                g->group = (arm ? 3000 : 1000) + i;
                 g->role = 1;
+                m->hint_arm_samples += arm;
             }
+        }
     }
     m->t_play = now_s() - t2;
     double after[SPADE_SP_MAX_ENVS];
@@ -948,10 +954,10 @@ void spade_selfplay_metrics_json(const spade_selfplay_metrics *m, char *out, siz
              "\"hint_tokens\":%ld,"
              "\"loss\":%.6g,\"grad_norm\":%.6g,\"grad_norm_designer\":%.6g,\"grad_norm_agent\":%.6g,"
              "\"pool_success\":%.6g,"
-             "\"learning_potential\":%s,\"pass_after\":%s,\"vendi_n_games\":%s,"
+             "\"learning_potential\":%s,\"pass_after\":%s,\"vendi_n_games\":%s,\"hint_arm_samples\":%d,"
              "\"t_design\":%.3f,\"t_gates\":%.3f,\"t_play\":%.3f,\"t_update\":%.3f,\"t_archive\":%.3f,\"t_lookahead\":%.3f}",
              m->iteration, m->written, m->valid, m->kept, m->replayed, gates, p0, p1, rg, dr, vn, m->designer_samples, m->agent_samples,
              m->source_tokens, m->hint_tokens, m->loss, m->grad_norm, m->role_grad_norm[0], m->role_grad_norm[1], m->pool.success_rate,
-             lp, pa, vg,
+             lp, pa, vg, m->hint_arm_samples,
              m->t_design, m->t_gates, m->t_play, m->t_update, m->t_archive, m->t_lookahead);
 }

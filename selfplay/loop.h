@@ -75,6 +75,8 @@ typedef struct spade_selfplay_opts {
                                * valid ones of the last writing are played again (both arms) and the agent trains on them */
     int replay;               /* selfplay.replay: past valid environments with the highest regret played too (0; PLR) */
     int pool_envs;            /* selfplay.pool_envs: fixed-pool environments the agent also trains on per iteration (0) */
+    int train_hint_arm;       /* selfplay.train_hint_arm (0): the agent also trains on its hint plays, so it keeps
+                               * reading hints (regret is still measured before the update, on the same snapshot) */
     spade_rl_opts rl;         /* the agent's options (and the pool plays when pool_envs > 0) */
 } spade_selfplay_opts;
 void spade_selfplay_opts_default(spade_selfplay_opts *o);
@@ -91,6 +93,7 @@ typedef struct spade_selfplay_metrics {
     double learning_potential, pass_after; /* designer.reward = learning_potential: means over the valid
                                * environments written, of the potential and of the look-ahead's pass rate (NAN otherwise) */
     int designer_samples, agent_samples;
+    int hint_arm_samples;     /* of agent_samples, those of hint plays (selfplay.train_hint_arm) */
     float loss, grad_norm, role_grad_norm[2];
     long source_tokens;
     long hint_tokens;         /* tokens sampled for self-written hints (designer.hint = self); not in the update */

@@ -153,6 +153,21 @@ if grep -q '"agent_samples":[1-9]' "$TMP/upd_self/train.jsonl" && grep -q '"hint
     [ -s "$TMP/upd_self/policy-0.ckpt" ] && cmp -s "$TMP/upd_embedded/policy-0.ckpt" "$TMP/upd_self/policy-0.ckpt"; then
     ok "the hint sample is not trained on: the update with hint = self equals the one with embedded"
 else bad "the hint sample is not trained on"; fi
+# selfplay.train_hint_arm: the hint plays are agent samples too (a group of their own), so the update differs
+sed 's/^dir = upd_embedded$/dir = upd_hintarm/' "$TMP/upd_embedded.ini" >"$TMP/upd_hintarm.ini"
+printf '[selfplay]\ntrain_hint_arm = true\n' >>"$TMP/upd_hintarm.ini"
+"$SPADE" train "$TMP/upd_hintarm.ini" >"$TMP/out" 2>&1
+ne=$(grep -o '"agent_samples":[0-9]*' "$TMP/upd_embedded/train.jsonl" | cut -d: -f2)
+nh=$(grep -o '"agent_samples":[0-9]*' "$TMP/upd_hintarm/train.jsonl" | cut -d: -f2)
+ha=$(grep -o '"hint_arm_samples":[0-9]*' "$TMP/upd_hintarm/train.jsonl" | cut -d: -f2)
+if [ -n "$ha" ] && [ "$ha" -gt 0 ] && [ "$nh" -eq $((ne + ha)) ] && grep -q '"hint_arm_samples":0' "$TMP/upd_embedded/train.jsonl" &&
+    ! cmp -s "$TMP/upd_embedded/policy-0.ckpt" "$TMP/upd_hintarm/policy-0.ckpt"; then
+    ok "selfplay.train_hint_arm adds the hint plays to the agent's samples ($ne + $ha) and changes the update"
+else bad "selfplay.train_hint_arm adds the hint plays to the agent's samples (no-hint $ne, with $nh, hint arm $ha)"; fi
+printf '[selfplay]\ntrain_hint_arm = sometimes\n' >"$TMP/badarm.ini"
+"$SPADE" train "$TMP/badarm.ini" >"$TMP/out" 2>&1
+if [ $? -eq 2 ] && grep -q "badarm.ini:2: \[selfplay\] train_hint_arm = 'sometimes'" "$TMP/out"; then ok "a bad train_hint_arm names file and line"
+else bad "a bad train_hint_arm names file and line"; fi
 # the policy designer: the hint batch leaves its sources as they were
 config policyhint 1 policy >"$TMP/policyhint.ini"
 printf '[designer]\nhint = self\n' >>"$TMP/policyhint.ini"
