@@ -28,17 +28,7 @@
 #include "registry.h"
 #include "sandbox/sandbox.h"
 
-static size_t count_tokens(void *ctx, const char *text, size_t len) {
-    static int *buf;
-    static size_t cap;
-    if (len > cap) {
-        free(buf);
-        cap = len * 2;
-        buf = malloc(cap * sizeof *buf);
-        if (!buf) return len;
-    }
-    return spade_tokenizer_encode(ctx, text, len, buf);
-}
+static size_t count_tokens(void *ctx, const char *text, size_t len) { return spade_tokenizer_count(ctx, text, len); }
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 

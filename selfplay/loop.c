@@ -90,17 +90,7 @@ char *spade_extract_source(const char *text, size_t len, size_t *out_len) {
     return out;
 }
 
-static size_t count_tokens(void *ctx, const char *text, size_t len) {
-    static int *buf;
-    static size_t cap;
-    if (len > cap) {
-        int *nb = realloc(buf, len * sizeof *nb);
-        if (!nb) return len;
-        buf = nb;
-        cap = len;
-    }
-    return spade_tokenizer_encode(ctx, text, len, buf);
-}
+static size_t count_tokens(void *ctx, const char *text, size_t len) { return spade_tokenizer_count(ctx, text, len); }
 
 /* What the agent's no-hint plays of each environment left for training. */
 typedef struct agent_eps {

@@ -39,26 +39,17 @@ static int *stop_tokens(spade_tokenizer *tok, int *n) {
     return s;
 }
 
-static size_t count_text(spade_tokenizer *tok, const char *text, size_t len) {
-    if (!len) return 0;
-    int *buf = malloc(len * sizeof *buf);
-    if (!buf) return len; /* an encoding is never longer than its text */
-    size_t n = spade_tokenizer_encode(tok, text, len, buf);
-    free(buf);
-    return n;
-}
-
 int spade_template_tokens(spade_policy *p, const spade_template *t, int hole_tokens, int *pieces) {
     spade_tokenizer *tok = spade_policy_tokenizer(p);
     char *prompt = NULL;
     size_t plen = 0, pl;
     long n = 3; /* <|designer|>, <|source|>, <|end|> */
-    if (spade_template_prompt(t, &prompt, &plen) == 0) n += (long)count_text(tok, prompt, plen);
+    if (spade_template_prompt(t, &prompt, &plen) == 0) n += (long)spade_tokenizer_count(tok, prompt, plen);
     free(prompt);
     long pc = 0;
     for (int k = 0; k <= spade_template_holes(t); k++) {
         const char *piece = spade_template_piece(t, k, &pl);
-        pc += (long)count_text(tok, piece, pl);
+        pc += (long)spade_tokenizer_count(tok, piece, pl);
     }
     if (pieces) *pieces = (int)pc;
     return (int)(n + pc + (long)spade_template_holes(t) * hole_tokens);

@@ -104,7 +104,8 @@ static spade_tokenizer *train_stdenv(int vocab, int reverse) {
 
 /* Encodes with the fast path (cache on and off) and the reference, checks they
  * agree token for token, that no special token and nothing outside [0, V) came
- * out, and that decoding gives the bytes back. Returns the token count. */
+ * out, that spade_tokenizer_count counts as many, and that decoding gives the
+ * bytes back. Returns the token count. */
 static size_t check_exact(spade_tokenizer *t, const void *bytes, size_t n, const char *what) {
     int *a = malloc((n ? n : 1) * sizeof *a), *b = malloc((n ? n : 1) * sizeof *b);
     char *dec = malloc(n + 1);
@@ -112,6 +113,8 @@ static size_t check_exact(spade_tokenizer *t, const void *bytes, size_t n, const
     size_t ka = spade_tokenizer_encode(t, bytes, n, a);
     size_t kb = spade_tokenizer_encode_ref(t, bytes, n, b);
     ck_assert_msg(ka == kb, "%s: fast path %zu tokens, reference %zu", what, ka, kb);
+    size_t kn = spade_tokenizer_count(t, bytes, n);
+    ck_assert_msg(kn == ka, "%s: count says %zu tokens, encode gave %zu", what, kn, ka);
     /* plain ifs in the loops: every ck_assert is a write(2) to Check's pipe */
     for (size_t i = 0; i < ka; i++) {
         if (a[i] != b[i]) ck_abort_msg("%s: token %zu: fast %d, reference %d", what, i, a[i], b[i]);

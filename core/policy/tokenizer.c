@@ -411,30 +411,50 @@ static size_t encode_cached(spade_tokenizer *t, const unsigned char *s, size_t n
     return k;
 }
 
+/* The tokens of one pre-split chunk s[0..len) (len <= MAXC) into out. */
+static size_t encode_one(spade_tokenizer *t, const unsigned char *s, size_t len, int use_cache, int *out) {
+    if (len == 1) {
+        out[0] = s[0];
+        return 1;
+    }
+    if (len == 2) {
+        int r = merge_rank(t, s[0], s[1]);
+        if (r >= 0) {
+            out[0] = SPADE_TOK_COUNT + r;
+            return 1;
+        }
+        out[0] = s[0];
+        out[1] = s[1];
+        return 2;
+    }
+    return use_cache ? encode_cached(t, s, len, out) : encode_chunk(t, s, len, out);
+}
+
+static int cache_ready(spade_tokenizer *t) {
+    if (t->cache_on && !t->cache) t->cache = calloc(1, sizeof *t->cache);
+    return t->cache_on && t->cache;
+}
+
 size_t spade_tokenizer_encode(spade_tokenizer *t, const void *bytes, size_t n, int *out) {
     const unsigned char *s = bytes;
     if (!t->nmerges) return spade_tok_encode(bytes, n, out);
-    if (t->cache_on && !t->cache) t->cache = calloc(1, sizeof *t->cache);
-    int use_cache = t->cache_on && t->cache;
+    int use_cache = cache_ready(t);
     size_t k = 0;
-    for (size_t i = 0; i < n;) {
-        size_t e = chunk_end(s, n, i), len = e - i;
-        if (len == 1) {
-            out[k++] = s[i];
-        } else if (len == 2) {
-            int r = merge_rank(t, s[i], s[i + 1]);
-            if (r >= 0) {
-                out[k++] = SPADE_TOK_COUNT + r;
-            } else {
-                out[k++] = s[i];
-                out[k++] = s[i + 1];
-            }
-        } else if (use_cache) {
-            k += encode_cached(t, s + i, len, out + k);
-        } else {
-            k += encode_chunk(t, s + i, len, out + k);
-        }
-        i = e;
+    for (size_t i = 0, e; i < n; i = e) {
+        e = chunk_end(s, n, i);
+        k += encode_one(t, s + i, e - i, use_cache, out + k);
+    }
+    return k;
+}
+
+size_t spade_tokenizer_count(spade_tokenizer *t, const void *bytes, size_t n) {
+    const unsigned char *s = bytes;
+    if (!t->nmerges) return n; /* bytes: one token each */
+    int use_cache = cache_ready(t), chunk[MAXC];
+    size_t k = 0;
+    for (size_t i = 0, e; i < n; i = e) {
+        e = chunk_end(s, n, i);
+        k += encode_one(t, s + i, e - i, use_cache, chunk);
     }
     return k;
 }

@@ -92,6 +92,9 @@ const unsigned char *spade_tokenizer_piece(const spade_tokenizer *t, int id, siz
  * never longer than its text); returns the number of tokens. Never fails: the
  * cache is an optimisation that is simply skipped when it cannot be allocated. */
 size_t spade_tokenizer_encode(spade_tokenizer *t, const void *bytes, size_t n, int *out);
+/* How many tokens spade_tokenizer_encode would give, with no buffer to
+ * provide (what a prompt budget counts). Never fails. */
+size_t spade_tokenizer_count(spade_tokenizer *t, const void *bytes, size_t n);
 /* The same tokens by the slow, obviously correct path (for each chunk: find
  * the lowest-ranked adjacent pair, merge all its occurrences left to right,
  * repeat), with no cache. Tests compare the fast path against it. */
