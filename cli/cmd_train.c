@@ -79,7 +79,6 @@ typedef struct tr_config {
     int source_files;
     int source_template;   /* designer.source = template */
     char tpl_paths[MAX_LIST][2048]; /* designer.template (repeatable, or a comma-separated list) */
-    int tpl_lines[MAX_LIST];        /* the config line that named each */
     int n_tpl;
     spade_template *tpl[MAX_LIST];  /* loaded by load_config */
     char base[2048];     /* the config file's directory: relative paths are resolved against it */
@@ -229,12 +228,6 @@ static int on_key(void *user, const char *section, const char *name, const char 
     NUMK("memory", "size", 1, 1e6, 1, c->sp.memory.window = (int)x)
     NUMK("selfplay", "plays", 2, 256, 1, c->sp.plays = (int)x)
     NUMK("selfplay", "repeats", 1, 128, 1, c->sp.repeats = (int)x)
-    if (!strcmp(section, "selfplay") && !strcmp(name, "train_hint_arm")) {
-        if (!strcmp(value, "true")) c->sp.train_hint_arm = 1;
-        else if (!strcmp(value, "false")) c->sp.train_hint_arm = 0;
-        else FAIL("[selfplay] train_hint_arm = '%s': expected true or false", value);
-        return 1;
-    }
     NUMK("selfplay", "pool_envs", 0, SPADE_RL_MAX_ENVS, 1, c->sp.pool_envs = (int)x)
     NUMK("eval", "every", 0, 1e7, 1, c->eval_every = (int)x)
     NUMK("eval", "episodes", 1, 100000, 1, c->eval_episodes = (int)x)
@@ -255,6 +248,7 @@ static int on_key(void *user, const char *section, const char *name, const char 
     BOOLK("designer", "require_solve", c->sp.gates.require_solve)
     BOOLK("corpus", "enabled", c->sp.use_corpus)
     BOOLK("memory", "enabled", c->sp.use_memory)
+    BOOLK("selfplay", "train_hint_arm", c->sp.train_hint_arm)
 #undef BOOLK
     if (!strcmp(section, "designer") && !strcmp(name, "reward")) {
         int k = spade_dreward_parse(value);

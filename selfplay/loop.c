@@ -127,6 +127,7 @@ typedef struct written {
     long archive_id;         /* kind 1 and 2: its row */
     float embedding[SPADE_VENDI_DIM];
     float games[SPADE_VENDI_DIM]; /* template mode: the embedding of the game its filling sets (vendi_n_games) */
+    const spade_template *tpl;    /* template mode: the template it fills */
 } written;
 
 /* The archive's valid environments: ids of iteration `only` (>= 0), or the
@@ -465,7 +466,7 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
     po.count = count_tokens;
     po.count_ctx = tok;
     for (int i = 0; i < n && o->n_templates > 0; i++) { /* template mode: one line, the template's family */
-        const spade_template *t = o->templates[((long)it * n + i) % o->n_templates];
+        const spade_template *t = w[i].tpl = o->templates[((long)it * n + i) % o->n_templates];
         const char *nm = spade_template_name(t), *b = strrchr(nm, '/');
         snprintf(w[i].family, sizeof w[i].family, "%s", spade_template_family(t));
         snprintf(w[i].corpus_item, sizeof w[i].corpus_item, "%s", b ? b + 1 : nm);
@@ -543,7 +544,7 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
             goto done;
         }
         for (int i = 0; i < n; i++) {
-            ts[i].tpl = o->templates[((long)it * n + i) % o->n_templates];
+            ts[i].tpl = w[i].tpl;
             ts[i].seed = stream(o->seed, it, i, 0x746d706cULL);
             ts[i].tr = &w[i].tr;
         }
