@@ -98,10 +98,20 @@ static int vfail(spade_vecenv *v, const spade_failure *g, spade_failure *f)
     return -1;
 }
 
-/* A batch send to worker w failed: the workers before it, already sent to,
- * are drained, so that they stay usable when the failure is only a bad_call. */
-static int send_failed(spade_vecenv *v, int w, const spade_failure *g, spade_failure *f)
+/* A batch send to worker w failed with g. A bad_call (the caller's mistake:
+ * the worker is alive and was not sent to) ends the call: the workers before
+ * it, already sent to, are drained so that they stay usable, and -1.
+ * Otherwise w is dead; its failure waits for the gather, which reports it
+ * with the other workers' results, and the send goes on to them: 0. */
+static int send_failure(spade_vecenv *v, int w, const spade_failure *g, spade_failure *f)
 {
+    if (g->outcome != SPADE_OUT_BAD_CALL) {
+        if (!v->pend_bad)
+            v->pend_fail = *g;
+        v->pend_bad = 1;
+        v->bat_n[w] = 0;
+        return 0;
+    }
     v->pend_bad = 0; /* an earlier worker's failed send: that worker is dead, and says so to every call */
     for (int k = 0; k < w; k++) {
         spade_failure ignore;
@@ -519,14 +529,8 @@ static int scatter(spade_vecenv *v, const unsigned char *sel, const unsigned cha
         else
             rc = spade_worker_batch_send(v->workers[w], n, v->bat_ids[w], v->ops, v->seeds, actions ? v->acts : NULL,
                                          actions ? v->lens : NULL, &g);
-        if (rc < 0 && g.outcome == SPADE_OUT_BAD_CALL)
-            return send_failed(v, w, &g, f);
-        if (rc < 0) {
-            if (!v->pend_bad)
-                v->pend_fail = g;
-            v->pend_bad = 1;
-            v->bat_n[w] = 0;
-        }
+        if (rc < 0 && send_failure(v, w, &g, f) < 0)
+            return -1;
     }
     v->pending = 1;
     return 0;
@@ -735,8 +739,9 @@ int spade_vecenv_text_some(spade_vecenv *v, int n, const int *envs, int solve, s
             m++;
         }
         v->bat_n[w] = m;
-        if (m && spade_worker_batch_send(v->workers[w], m, v->bat_ids[w], v->ops, NULL, NULL, NULL, &g) < 0)
-            return send_failed(v, w, &g, f);
+        if (m && spade_worker_batch_send(v->workers[w], m, v->bat_ids[w], v->ops, NULL, NULL, NULL, &g) < 0 &&
+            send_failure(v, w, &g, f) < 0)
+            return -1;
     }
     v->pending = 1;
     v->pend_pos = 1;
