@@ -16,6 +16,7 @@
 #include "episodes.h"
 #include "check.h" /* spade_mix64 */
 #include "errbuf.h"
+#include "killpoint.h"
 
 void spade_rl_opts_default(spade_rl_opts *o) {
     memset(o, 0, sizeof *o);
@@ -143,6 +144,7 @@ int spade_rl_iteration(spade_policy *p, spade_policy *ref, spade_sandbox *sb, co
     double t0 = now_s();
     int run = spade_episodes_play(sb, specs, ne, req, n, agent, &eo, out, err, errlen);
     m->t_play = now_s() - t0;
+    spade_killpoint("plays", it);
     spade_policy_agent_counts(agent, &m->sampled_tokens, &m->turns);
     if (run < 0) goto done;
     if (run == SPADE_EPISODES_STOPPED) {
@@ -195,6 +197,7 @@ int spade_rl_iteration(spade_policy *p, spade_policy *ref, spade_sandbox *sb, co
         if (up < 0) goto done;
     }
     m->t_update = now_s() - t1;
+    spade_killpoint("update", it);
     m->n_samples = st.n_samples;
     m->n_groups = st.n_groups;
     m->n_dropped = st.n_dropped_groups;

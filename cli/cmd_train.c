@@ -38,6 +38,7 @@
 #include "agent/eval.h"
 #include "agent/rl.h"
 #include "archive.h"
+#include "killpoint.h"
 #include "designer/corpus.h"
 #include "designer/template.h"
 #include "selfplay/loop.h"
@@ -949,6 +950,7 @@ int cli_train(spade_sandbox *sb, int argc, char **argv) {
         fflush(log);
         fsync(fileno(log));
     checkpoint:
+        spade_killpoint("logged", it);
         if (c.eval_every > 0 && ((it + 1) % c.eval_every == 0 || it == c.iterations - 1)) {
             if (eval_heldout(log, p, sb, it, c.eval_episodes, err, sizeof err) < 0) {
                 cli_err(CLI_FAIL, "train", "iteration %d: held-out evaluation: %s", it, err);
@@ -965,6 +967,7 @@ int cli_train(spade_sandbox *sb, int argc, char **argv) {
                 cli_err(CLI_FAIL, "train", "%s", err);
                 goto out;
             }
+            spade_killpoint("checkpoint", it); /* the new checkpoint written, the state not yet */
             int prev = read_state(c.dir, old, sizeof old);
             static char state_text[SPADE_POOL_MAX * 64 + 512];
             int n = snprintf(state_text, sizeof state_text, "iteration %d checkpoint %s\n", it, name);
@@ -977,6 +980,7 @@ int cli_train(spade_sandbox *sb, int argc, char **argv) {
                 cli_err(CLI_FAIL, "train", "%s: cannot write", path);
                 goto out;
             }
+            spade_killpoint("state", it); /* the state written, the previous checkpoint not yet unlinked */
             if (prev >= 0 && prev != it) unlink(old);
         }
         if (c.designer) {

@@ -4,6 +4,9 @@ noinst_HEADERS += core/version.h
 # The error-buffer formatter every part of the library reports failures with.
 libspade_a_SOURCES += core/errbuf.c
 noinst_HEADERS += core/errbuf.h
+# SPADE_KILL_AT: the named points a kill-and-resume test dies at (docs/train.md, "Kill points").
+libspade_a_SOURCES += core/killpoint.c
+noinst_HEADERS += core/killpoint.h
 noinst_HEADERS += core/host.h core/sandbox/sandbox.h core/tools/tools.h dsl/spade/env.h
 
 # The in-process host (host.h) and its dlopen front end for gcc-built environments.

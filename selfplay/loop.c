@@ -20,6 +20,7 @@
 #include "episodes.h"
 #include "check.h" /* spade_mix64 */
 #include "errbuf.h"
+#include "killpoint.h"
 #include "source.h"
 #include "vendi.h"
 
@@ -520,6 +521,7 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
             goto done;
         }
     }
+    spade_killpoint("prompts", it);
     if (stop && *stop) { rc = 1; goto done; }
 
     /* 2. the designer writes: every slot sampled together (or, designer.source = files, given sources) */
@@ -616,6 +618,7 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
     if (o->hint_self && n > 0 && write_hints(s, o, it, w, n, m, err, errlen) < 0) goto done;
     m->written = n;
     m->t_design = now_s() - t0;
+    spade_killpoint("written", it);
     if (stop && *stop) { rc = 1; goto done; }
 
     /* 3. gates; novelty against the corpus and this iteration's earlier valid ones */
@@ -662,6 +665,7 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
         if (stop && *stop) { rc = 1; goto done; }
     }
     m->t_gates = now_s() - t1;
+    spade_killpoint("gates", it);
 
     /* the environments played again: the last writing's valid ones, and past ones by regret */
     if (s->archive && !regen) {
@@ -768,6 +772,7 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
         }
         m->t_lookahead = now_s() - t5;
     }
+    spade_killpoint("plays", it);
 
     /* 5. designer rewards, centred per family */
     const char *fam[SPADE_SP_MAX_ENVS];
@@ -789,6 +794,7 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
     m->designer_reward = m->valid ? sum_reward / m->valid : NAN;
     lp_means(o, w, n, after, m);
     spade_center_per_family(r, fam, keep, n);
+    spade_killpoint("rewards", it);
 
     /* 6. one update on both roles' samples */
     double t3 = now_s();
@@ -819,6 +825,7 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
         m->role_grad_norm[1] = st.role_grad_norm[1];
     }
     m->t_update = now_s() - t3;
+    spade_killpoint("update", it);
 
     /* 7. the archive, one transaction */
     double t4 = now_s();
@@ -892,6 +899,7 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
     }
     if (s->archive) {
         char json[4096];
+        spade_killpoint("archive", it); /* inside the transaction: the environments added, not committed */
         spade_selfplay_metrics_json(m, json, sizeof json);
         if (spade_archive_add_iteration(s->archive, it, json, err, errlen) < 0 ||
             spade_archive_commit(s->archive, err, errlen) < 0)

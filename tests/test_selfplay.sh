@@ -7,12 +7,14 @@
 # writes, is judged and trains; designer.hint = self samples each hint from the
 # policy, archives it and does not train on it; the ablation switches change
 # what they claim;
-# a run killed with SIGKILL at random moments and resumed lands on the same
-# iteration metrics and archive as an uninterrupted one.
+# a run killed with SIGKILL at every phase boundary of an iteration (named kill
+# points, core/killpoint.h), and at random moments, and resumed lands on the
+# same iteration metrics and archive as an uninterrupted one.
 # Not a test of learning (the micro model learns nothing in 2 iterations).
 
 NAME=selfplay
 . "${srcdir:-.}/tests/tap.sh"
+. "$SRC/tests/killpoints.sh"
 
 mkdir -p "$TMP/given"
 for f in carry_add modpow linear sequence; do cp "$SRC/stdenv/$f.c" "$TMP/given/"; done
@@ -223,60 +225,43 @@ else bad "learning_potential with lr = 0 is refused, naming the fields"; fi
 lpconfig lpstraight 5 learning_potential >"$TMP/lps.ini"
 "$SPADE" train "$TMP/lps.ini" >"$TMP/out" 2>&1
 lpconfig lpkilled 5 learning_potential >"$TMP/lpk.ini"
-# kill_and_resume CONFIG RUN LAST TRIES FIRST_WAIT STEP MOD: starts CONFIG, kills it with -9 once it
-# is a run (its config written) after FIRST_WAIT s, then resumes RUN and kills it again after
-# STEP * (tries * 5 % MOD + 1) s, up to TRIES times, until iteration LAST is done; finishes it
-# if the tries ran out. Sets kills to how many of those kills landed in a live run.
-kill_and_resume() {
-    "$SPADE" train "$1" >"$TMP/out" 2>&1 &
-    pid=$!
-    # config.ini is written last of the two (cli/cmd_train.c): from then on it is a run. Waited
-    # for as long as a loaded machine takes (a 60 s bound, left early if the run ends).
-    i=0
-    while [ ! -f "$2/config.ini" ] && kill -0 $pid 2>/dev/null && [ $i -lt 3000 ]; do sleep 0.02; i=$((i + 1)); done
-    sleep "$5"
-    kill -KILL $pid 2>/dev/null
-    wait $pid 2>/dev/null
-    st=$?
-    kills=0
-    [ $st -eq 137 ] && kills=1
-    tries=0
-    while ! grep -q "iteration $3" "$2/state" 2>/dev/null && [ $tries -lt "$4" ]; do
-        tries=$((tries + 1))
-        "$SPADE" train "$2" >"$TMP/out" 2>&1 &
-        pid=$!
-        sleep "$(echo "$tries $6 $7" | awk '{ printf "%.2f", $2 * ($1 * 5 % $3 + 1) }')"
-        kill -KILL $pid 2>/dev/null
-        wait $pid 2>/dev/null
-        [ $? -eq 137 ] && kills=$((kills + 1))
-    done
-    grep -q "iteration $3" "$2/state" 2>/dev/null || "$SPADE" train "$2" >"$TMP/out" 2>&1
-}
-kill_and_resume "$TMP/lpk.ini" "$TMP/lpkilled" 4 12 0 0.1 7
+kill_points "$TMP/lpk.ini" "$TMP/lpkilled" written:0 plays:1 rewards:2 archive:3 state:4
 strip "$TMP/lpstraight/train.jsonl" >"$TMP/a"
 strip "$TMP/lpkilled/train.jsonl" >"$TMP/b"
-if [ $kills -ge 1 ] && grep -q '"learning_potential":[0-9]' "$TMP/a" && cmp -s "$TMP/a" "$TMP/b"; then
-    ok "learning_potential: killed ($kills times) and resumed = uninterrupted"
-else diff "$TMP/a" "$TMP/b" >"$TMP/out"; bad "learning_potential: killed ($kills times) and resumed = uninterrupted"; fi
+if [ $kills -eq 5 ] && grep -q '"learning_potential":[0-9]' "$TMP/a" && cmp -s "$TMP/a" "$TMP/b"; then
+    ok "learning_potential: killed at 5 named points and resumed = uninterrupted"
+else diff "$TMP/a" "$TMP/b" >>"$TMP/out"; bad "learning_potential: killed at 5 named points ($kills landed; missed:$missed) and resumed = uninterrupted"; fi
 
-# killed at random moments and resumed: the same metrics and the same archive
+# killed at every phase boundary of an iteration (core/killpoint.h: after the prompts, the
+# designer's writing, the gates, the plays, the rewards, the update, inside the archive's
+# transaction, after the log line, between checkpoint and state, between state and the unlink of
+# the previous checkpoint), one a resume, and resumed: the same metrics and the same archive
 config straight 10 files >"$TMP/straight.ini"
 printf '[designer]\nhint = self\n' >>"$TMP/straight.ini"
 "$SPADE" train "$TMP/straight.ini" >"$TMP/out" 2>&1
 config killed 10 files >"$TMP/killed.ini"
 printf '[designer]\nhint = self\n' >>"$TMP/killed.ini"
-# a run killed before its config.ini is written is no run to resume, so the first kill waits for
-# it; the later ones after 0.04 .. 0.36 s: short enough to land inside a run on a quiet machine,
-# long enough to let some finish an iteration
-kill_and_resume "$TMP/killed.ini" "$TMP/killed" 9 60 0.3 0.04 9
+kill_points "$TMP/killed.ini" "$TMP/killed" prompts:0 written:1 gates:2 plays:3 rewards:4 update:5 archive:6 \
+    logged:7 checkpoint:8 state:9
 strip "$TMP/straight/train.jsonl" >"$TMP/a"
 strip "$TMP/killed/train.jsonl" >"$TMP/b"
-if [ $kills -ge 1 ] && cmp -s "$TMP/a" "$TMP/b"; then ok "killed ($kills times) and resumed = uninterrupted, iteration by iteration"
-else diff "$TMP/a" "$TMP/b" >"$TMP/out"; bad "killed ($kills times) and resumed = uninterrupted"; fi
+if [ $kills -eq 10 ] && cmp -s "$TMP/a" "$TMP/b"; then ok "killed at all 10 phase boundaries and resumed = uninterrupted, iteration by iteration"
+else diff "$TMP/a" "$TMP/b" >>"$TMP/out"; bad "killed at 10 phase boundaries ($kills landed; missed:$missed) and resumed = uninterrupted"; fi
 "$SPADE" archive list "$TMP/straight" >"$TMP/a" 2>&1
 "$SPADE" archive list "$TMP/killed" >"$TMP/b" 2>&1
 if cmp -s "$TMP/a" "$TMP/b"; then ok "the resumed archive equals the uninterrupted one"
 else diff "$TMP/a" "$TMP/b" >"$TMP/out"; bad "the resumed archive equals the uninterrupted one"; fi
+if [ "$(ls "$TMP/killed"/*.ckpt | wc -l)" -eq 1 ]; then ok "killed between state and unlink, resumed: one checkpoint is kept"
+else ls "$TMP/killed" >"$TMP/out"; bad "killed between state and unlink, resumed: one checkpoint is kept"; fi
+# and, as an extra, at random moments (looping until one kill landed)
+config killedr 10 files >"$TMP/killedr.ini"
+printf '[designer]\nhint = self\n' >>"$TMP/killedr.ini"
+kill_random "$TMP/killedr.ini" "$TMP/killedr" 9
+strip "$TMP/killedr/train.jsonl" >"$TMP/b"
+"$SPADE" archive list "$TMP/killedr" >"$TMP/c" 2>&1
+if [ $kills -ge 1 ] && cmp -s "$TMP/a" "$TMP/c" && strip "$TMP/straight/train.jsonl" | cmp -s - "$TMP/b"; then
+    ok "killed at random moments ($kills landed) and resumed = uninterrupted, metrics and archive"
+else diff "$TMP/a" "$TMP/c" >"$TMP/out"; bad "killed at random moments ($kills landed) and resumed = uninterrupted"; fi
 
 # spade train with no argument: the embedded default, shrunk by SPADE_TRAIN_QUICK
 (cd "$TMP" && SPADE_TRAIN_QUICK=1 SPADE_TRAIN_DIR=default "$SPADE" train) >"$TMP/out" 2>&1

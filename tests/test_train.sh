@@ -2,13 +2,15 @@
 # test_train.sh — `spade train` on a fixed pool, driven as a person would: a
 # micro run writes its run directory and one JSONL line per iteration; a bad
 # config is refused with its file and line; the same run killed with SIGKILL
-# at random moments and resumed each time (and once with SIGINT) ends with the
+# at named points (core/killpoint.h) and at random moments and resumed each
+# time (and once with SIGINT) ends with the
 # same iteration metrics as the uninterrupted run (timings aside); an
 # environment added to a pool directory while a run goes on joins the pool.
 # Not a test of learning (tests/test_agent.c shows GRPO learning).
 
 NAME=train
 . "${srcdir:-.}/tests/tap.sh"
+. "$SRC/tests/killpoints.sh"
 
 mkdir -p "$TMP/pool"
 cp "$SRC/tests/envs/digit_first.c" "$TMP/pool/"
@@ -54,43 +56,44 @@ printf '[designer]\nenabled = true\nhint = selfish\n' >"$TMP/des.ini"
 if [ $? -eq 2 ] && grep -q "des.ini:3: \[designer\] hint = 'selfish': expected embedded" "$TMP/out"; then ok "a switch's unknown value is refused, not ignored"
 else bad "a switch's unknown value is refused, not ignored"; fi
 
-# Killed at random moments, resumed each time: the same metrics as the straight run.
+# Stopped by SIGINT, killed at named points, killed at random moments, resumed each time: the
+# same metrics as the straight run.
 strip() { sed 's/,"t_play":[0-9.]*,"t_update":[0-9.]*}/}/' "$1"; }
-config killed 40 >"$TMP/killed.ini"
-"$SPADE" train "$TMP/killed.ini" >"$TMP/out" 2>&1 &
+config sigint 40 >"$TMP/sigint.ini"
+"$SPADE" train "$TMP/sigint.ini" >"$TMP/out" 2>&1 &
 pid=$!
 # The signal goes once an iteration is logged (the handler is in place by then), however long a
 # loaded machine takes to get there; the bound is for a run that never logs one.
 i=0
-while [ ! -s "$TMP/killed/train.jsonl" ] && kill -0 $pid 2>/dev/null && [ $i -lt 1200 ]; do sleep 0.05; i=$((i + 1)); done
+while [ ! -s "$TMP/sigint/train.jsonl" ] && kill -0 $pid 2>/dev/null && [ $i -lt 1200 ]; do sleep 0.05; i=$((i + 1)); done
 kill -INT $pid 2>/dev/null
 wait $pid
 st=$?
 if [ $st -eq 1 ] && grep -q "interrupted in iteration" "$TMP/out"; then ok "SIGINT stops the run and says how to resume"
 else bad "SIGINT stops the run and says how to resume (status $st)"; fi
-tries=0
-kills=0
-while ! grep -q 'iteration 39' "$TMP/killed/state" 2>/dev/null && [ $tries -lt 60 ]; do
-    tries=$((tries + 1))
-    "$SPADE" train "$TMP/killed" >"$TMP/out" 2>&1 &
-    pid=$!
-    # 0.04 .. 0.36 s: short enough to land inside a run on a quiet machine, long enough to let some finish an iteration
-    sleep "$(echo "$tries" | awk '{ printf "%.2f", 0.04 * ($1 * 5 % 9 + 1) }')"
-    kill -KILL $pid 2>/dev/null
-    wait $pid 2>/dev/null
-    [ $? -eq 137 ] && kills=$((kills + 1)) # died of the SIGKILL, not finished before it
-done
-# One more resume, always: the last run of the loop may itself have been killed
-# after it wrote the state and before it unlinked the previous checkpoint (the
-# one window a kill can leave two in); a resume removes the stale one, and on a
-# complete run it does nothing else.
-"$SPADE" train "$TMP/killed" >"$TMP/out" 2>&1
-if [ $kills -ge 2 ]; then ok "the run was killed mid-way $kills times"; else bad "the run was killed mid-way only $kills times"; fi
+"$SPADE" train "$TMP/sigint" >"$TMP/out" 2>&1
+strip "$TMP/straight/train.jsonl" >"$TMP/a"
+strip "$TMP/sigint/train.jsonl" >"$TMP/b"
+if cmp -s "$TMP/a" "$TMP/b"; then
+    ok "stopped by SIGINT and resumed = uninterrupted"
+else bad "stopped by SIGINT and resumed = uninterrupted"; fi
+# At named points of five iterations (core/killpoint.h): after the plays, after the update,
+# after the log line, between checkpoint and state, between state and the unlink of the previous
+# checkpoint; each run dies exactly there, whatever the machine's load.
+config killed 40 >"$TMP/killed.ini"
+kill_points "$TMP/killed.ini" "$TMP/killed" plays:3 update:9 logged:15 checkpoint:22 state:30
+if [ $kills -eq 5 ]; then ok "the run died at all 5 named points"; else bad "the run died at 5 named points ($kills landed; missed:$missed)"; fi
 strip "$TMP/straight/train.jsonl" >"$TMP/a"
 strip "$TMP/killed/train.jsonl" >"$TMP/b"
 if cmp -s "$TMP/a" "$TMP/b"; then ok "killed and resumed = uninterrupted, iteration by iteration"
 else diff "$TMP/a" "$TMP/b" >"$TMP/out"; bad "killed and resumed = uninterrupted"; fi
 if [ "$(ls "$TMP/killed"/*.ckpt | wc -l)" -eq 1 ]; then ok "one checkpoint is kept"; else bad "one checkpoint is kept"; fi
+# And, as an extra, killed at random moments (looping until one kill landed), resumed each time.
+config killedr 40 >"$TMP/killedr.ini"
+kill_random "$TMP/killedr.ini" "$TMP/killedr" 39
+strip "$TMP/killedr/train.jsonl" >"$TMP/b"
+if [ $kills -ge 1 ] && cmp -s "$TMP/a" "$TMP/b"; then ok "killed at random moments ($kills landed) and resumed = uninterrupted"
+else diff "$TMP/a" "$TMP/b" >"$TMP/out"; bad "killed at random moments ($kills landed) and resumed = uninterrupted"; fi
 # That window, made on purpose: a stale checkpoint beside the state's goes at the next resume.
 cp -r "$TMP/straight" "$TMP/stale"
 cp "$TMP/stale/policy-39.ckpt" "$TMP/stale/policy-19.ckpt"
