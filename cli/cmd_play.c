@@ -231,23 +231,122 @@ static void help(int policy)
            policy ? ":policy (or :p) lets the policy play the next step;\n" : "");
 }
 
-int cli_play(spade_sandbox *sb, int argc, char **argv)
+/* What one typed line came to. */
+enum { LINE_DONE, LINE_QUIT, LINE_FAIL, LINE_PLAY };
+
+/* A ':' command. LINE_PLAY when :policy chose an action: *play and *play_len
+ * then point at the agent's text, valid until its next call. */
+static int play_command(session *s, const char *line, const char **play, size_t *play_len)
+{
+    char cmd[32] = "", arg[64] = "", extra[2] = "";
+    sscanf(line + 1, "%31s %63s %1s", cmd, arg, extra);
+    if (!strcmp(cmd, "quit") || !strcmp(cmd, "q") || !strcmp(cmd, "exit"))
+        return LINE_QUIT;
+    if ((!strcmp(cmd, "policy") || !strcmp(cmd, "p")) && s->policy) {
+        if (!s->in_episode || !s->policy_live) {
+            printf("no episode running (:reset starts one)\n");
+            return LINE_DONE;
+        }
+        spade_ep_view v = policy_view(s);
+        spade_ep_act act;
+        char err[512];
+        if (s->policy->act(s->policy->ctx, 1, &v, &act, err, sizeof err) != 0) {
+            cli_err(CLI_FAIL, "play", "the policy: %s", err);
+            return LINE_FAIL;
+        }
+        if (act.stop) {
+            printf("[the policy stops this episode: %s; :reset starts a new one]\n", act.stop);
+            return LINE_DONE;
+        }
+        printf("policy> %.*s\n", (int)act.len, act.text);
+        *play = act.text;
+        *play_len = act.len;
+        return LINE_PLAY;
+    }
+    if (!strcmp(cmd, "help") || !strcmp(cmd, "h") || !strcmp(cmd, "?")) {
+        help(s->policy != NULL);
+    } else if (!strcmp(cmd, "info")) {
+        print_info(s->v->info, s->v->param_values);
+    } else if (!strcmp(cmd, "hint")) {
+        if (show_text(s, "hint", "hint: ", spade_worker_hint) != 0)
+            return LINE_FAIL;
+    } else if (!strcmp(cmd, "solve")) {
+        if (!s->v->info->has_solve)
+            printf("this environment has no reference solution (no SOLVE block)\n");
+        else if (show_text(s, "solve", "reference action: ", spade_worker_solve) != 0)
+            return LINE_FAIL;
+    } else if (!strcmp(cmd, "reset")) {
+        uint64_t ns = s->seed + 1;
+        if (*extra) {
+            cli_err(CLI_USAGE, "play", ":reset takes at most one SEED");
+            return LINE_DONE;
+        }
+        if (*arg && cli_parse_u64("play", ":reset", arg, &ns) < 0)
+            return LINE_DONE;
+        if (new_episode(s, ns) != 0)
+            return LINE_FAIL;
+    } else {
+        printf("unknown command ':%s' (:help lists the commands)\n", cmd);
+    }
+    return LINE_DONE;
+}
+
+/* Plays one action in the running episode; -1 when a new episode cannot be started. */
+static int play_action(session *s, const char *action, size_t alen)
+{
+    if (!s->in_episode) {
+        printf("no episode running (:reset starts one)\n");
+        return 0;
+    }
+    if (alen > SPADE_ACTION_MAX) {
+        /* the person's line, not the environment, is at fault: nothing is played */
+        printf("[action not played: %zu bytes, at most %d]\n", alen, SPADE_ACTION_MAX);
+        return 0;
+    }
+    note_unknown_tool(s->v->info, action);
+    spade_step_result r;
+    spade_failure f;
+    if (spade_worker_step(s->v->worker, 1, &s->inst, &action, &alen, &r, &f) != 0) {
+        fflush(stdout);
+        cli_print_failure("play", "step", &f);
+        s->failures++;
+        printf("[the environment failed; starting a new episode]\n");
+        return new_episode(s, s->seed + 1) != 0 ? -1 : 0;
+    }
+    s->steps++;
+    if (r.obs_len)
+        print_text("", r.obs, r.obs_len);
+    keep_obs(s, r.obs, r.obs_len);
+    if (r.reward != 0)
+        printf("(reward %g)\n", r.reward);
+    if (r.terminated || r.truncated) {
+        s->episodes++;
+        s->wins += r.success != 0;
+        printf("=== episode over (%s): return %g after %d step%s, %s ===\n",
+               r.terminated ? "terminated" : "truncated at max_steps", r.episode_return, s->steps,
+               s->steps == 1 ? "" : "s", r.success ? "success" : "failure");
+        if (new_episode(s, s->seed + 1) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Parses argv; -1 to go on, or the exit code to return now. */
+static int parse_play_args(int argc, char **argv, uint64_t *seed, const char **policy_ckpt, const char **spec)
 {
     static const struct option longopts[] = {
         {"seed", required_argument, 0, 's'}, {"policy", required_argument, 0, 'p'},
         {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    uint64_t seed = 0;
-    const char *policy_ckpt = NULL;
     int ch;
     optind = 0;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, "s:p:h", longopts, NULL)) != -1) {
         switch (ch) {
         case 'p':
-            policy_ckpt = optarg;
+            *policy_ckpt = optarg;
             break;
         case 's':
-            if (cli_parse_u64("play", "--seed", optarg, &seed) < 0)
+            if (cli_parse_u64("play", "--seed", optarg, seed) < 0)
                 return CLI_USAGE;
             break;
         case 'h':
@@ -259,10 +358,21 @@ int cli_play(spade_sandbox *sb, int argc, char **argv)
     }
     if (optind != argc - 1)
         return cli_err(CLI_USAGE, "play", "expected one environment: spade play NAME_OR_FILE[:params]");
+    *spec = argv[optind];
+    return -1;
+}
+
+int cli_play(spade_sandbox *sb, int argc, char **argv)
+{
+    uint64_t seed = 0;
+    const char *policy_ckpt = NULL, *spec = NULL;
+    int early = parse_play_args(argc, argv, &seed, &policy_ckpt, &spec);
+    if (early >= 0)
+        return early;
     char path[SPADE_PATH_MAX], params[SPADE_SPEC_PARAMS_MAX];
     char *src = NULL;
     size_t len;
-    if (cli_load_spec("play", argv[optind], path, sizeof path, params, sizeof params, &src, &len) != CLI_OK)
+    if (cli_load_spec("play", spec, path, sizeof path, params, sizeof params, &src, &len) != CLI_OK)
         return CLI_FAIL;
     free(src);
 
@@ -290,12 +400,10 @@ int cli_play(spade_sandbox *sb, int argc, char **argv)
     }
     int tty = isatty(0);
     int rc = CLI_OK;
-    const spade_env_info *info0 = NULL;
     {
         spade_hotenv_version *v0;
         if (spade_hotenv_acquire(s.h, &v0, NULL) == 0) {
-            info0 = v0->info;
-            printf("%s — %s\n", info0->name, info0->description);
+            printf("%s — %s\n", v0->info->name, v0->info->description);
             spade_hotenv_release(s.h, v0);
         }
     }
@@ -321,114 +429,29 @@ int cli_play(spade_sandbox *sb, int argc, char **argv)
             line[--n] = 0;
         if (!tty)
             printf("> %s\n", line);
+        const char *action = line[0] == ':' ? line + 1 : line; /* "::x" plays ":x" */
+        size_t alen = (size_t)n - (size_t)(action - line);
         if (line[0] == ':' && line[1] != ':') {
-            char cmd[32] = "", arg[64] = "", extra[2] = "";
-            sscanf(line + 1, "%31s %63s %1s", cmd, arg, extra);
-            if (!strcmp(cmd, "quit") || !strcmp(cmd, "q") || !strcmp(cmd, "exit"))
+            int how = play_command(&s, line, &action, &alen); /* the policy's action is played as it is */
+            if (how == LINE_QUIT)
                 break;
-            if ((!strcmp(cmd, "policy") || !strcmp(cmd, "p")) && s.policy) {
-                if (!s.in_episode || !s.policy_live) {
-                    printf("no episode running (:reset starts one)\n");
-                    fflush(stdout);
-                    continue;
-                }
-                spade_ep_view v = policy_view(&s);
-                spade_ep_act act;
-                char err[512];
-                if (s.policy->act(s.policy->ctx, 1, &v, &act, err, sizeof err) != 0) {
-                    cli_err(CLI_FAIL, "play", "the policy: %s", err);
-                    goto fail;
-                }
-                if (act.stop) {
-                    printf("[the policy stops this episode: %s; :reset starts a new one]\n", act.stop);
-                    fflush(stdout);
-                    continue;
-                }
-                char *nl = realloc(line, act.len + 1);
-                if (!nl)
-                    goto fail;
-                line = nl;
-                cap = act.len + 1;
-                memcpy(line, act.text, act.len);
-                line[act.len] = 0;
-                n = (ssize_t)act.len;
-                printf("policy> %s\n", line);
-                goto play_line;
+            if (how == LINE_FAIL)
+                goto fail;
+            if (how == LINE_DONE) {
+                fflush(stdout);
+                continue;
             }
-            if (!strcmp(cmd, "help") || !strcmp(cmd, "h") || !strcmp(cmd, "?")) {
-                help(s.policy != NULL);
-            } else if (!strcmp(cmd, "info")) {
-                print_info(s.v->info, s.v->param_values);
-            } else if (!strcmp(cmd, "hint")) {
-                if (show_text(&s, "hint", "hint: ", spade_worker_hint) != 0)
-                    goto fail;
-            } else if (!strcmp(cmd, "solve")) {
-                if (!s.v->info->has_solve)
-                    printf("this environment has no reference solution (no SOLVE block)\n");
-                else if (show_text(&s, "solve", "reference action: ", spade_worker_solve) != 0)
-                    goto fail;
-            } else if (!strcmp(cmd, "reset")) {
-                uint64_t ns = s.seed + 1;
-                if (*extra) {
-                    cli_err(CLI_USAGE, "play", ":reset takes at most one SEED");
-                    continue;
-                }
-                if (*arg && cli_parse_u64("play", ":reset", arg, &ns) < 0)
-                    continue;
-                if (new_episode(&s, ns) != 0)
-                    goto fail;
-            } else {
-                printf("unknown command ':%s' (:help lists the commands)\n", cmd);
-            }
-            fflush(stdout);
-            continue;
-        }
-        const char *action;
-        size_t alen;
-        action = line[0] == ':' ? line + 1 : line; /* "::x" plays ":x" */
-        alen = (size_t)n - (size_t)(action - line);
-        if (0) {
-        play_line: /* the policy's action, played as it is (a leading ':' included) */
+            char *nl = realloc(line, alen + 1); /* the agent's text, NUL-terminated like a typed line */
+            if (!nl)
+                goto fail;
+            memcpy(nl, action, alen);
+            nl[alen] = 0;
+            line = nl;
+            cap = alen + 1;
             action = line;
-            alen = (size_t)n;
         }
-        if (!s.in_episode) {
-            printf("no episode running (:reset starts one)\n");
-            fflush(stdout);
-            continue;
-        }
-        if (alen > SPADE_ACTION_MAX) {
-            /* the person's line, not the environment, is at fault: nothing is played */
-            printf("[action not played: %zu bytes, at most %d]\n", alen, SPADE_ACTION_MAX);
-            fflush(stdout);
-            continue;
-        }
-        note_unknown_tool(s.v->info, action);
-        spade_step_result r;
-        if (spade_worker_step(s.v->worker, 1, &s.inst, &action, &alen, &r, &f) != 0) {
-            fflush(stdout);
-            cli_print_failure("play", "step", &f);
-            s.failures++;
-            printf("[the environment failed; starting a new episode]\n");
-            if (new_episode(&s, s.seed + 1) != 0)
-                goto fail;
-            continue;
-        }
-        s.steps++;
-        if (r.obs_len)
-            print_text("", r.obs, r.obs_len);
-        keep_obs(&s, r.obs, r.obs_len);
-        if (r.reward != 0)
-            printf("(reward %g)\n", r.reward);
-        if (r.terminated || r.truncated) {
-            s.episodes++;
-            s.wins += r.success != 0;
-            printf("=== episode over (%s): return %g after %d step%s, %s ===\n",
-                   r.terminated ? "terminated" : "truncated at max_steps", r.episode_return, s.steps,
-                   s.steps == 1 ? "" : "s", r.success ? "success" : "failure");
-            if (new_episode(&s, s.seed + 1) != 0)
-                goto fail;
-        }
+        if (play_action(&s, action, alen) != 0)
+            goto fail;
         fflush(stdout);
     }
     printf("played %ld episode%s, won %ld", s.episodes, s.episodes == 1 ? "" : "s", s.wins);

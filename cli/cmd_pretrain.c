@@ -474,6 +474,122 @@ static void usage(FILE *f) {
 
 /* ---------------------------------------------------------------- command */
 
+/* The policy to train: the checkpoint in [pretrain] out when there is one (it must be of the
+ * config's shape and tokenizer), else a new one, with a tokenizer learnt from the documents when
+ * the config asks for BPE without naming a file. 0, or 1 with the message in err. */
+static int open_policy(const pt_config *c, const char *config_path, const docs *dd, const char *ckpt,
+                       spade_policy **out, char *err, size_t errlen) {
+    spade_policy *p = NULL;
+    int rc;
+    if (access(ckpt, F_OK) == 0) {
+        spade_gpt_config fc;
+        if (spade_policy_read_config(ckpt, &fc, err, errlen)) {
+            char why[1024];
+            snprintf(why, sizeof why, "%.1000s", err);
+            snprintf(err, errlen, "cannot resume: %s", why);
+            return 1;
+        }
+        if (fc.layers != c->gpt.layers || fc.heads != c->gpt.heads || fc.width != c->gpt.width ||
+            fc.context != c->gpt.context || strcmp(fc.tokenizer, c->gpt.tokenizer)) {
+            snprintf(err, errlen,
+                     "cannot resume: %s has layers %d heads %d width %d context %d tokenizer %s, "
+                     "%s asks for %d %d %d %d %s (use another [pretrain] out)",
+                     ckpt, fc.layers, fc.heads, fc.width, fc.context, fc.tokenizer, config_path, c->gpt.layers,
+                     c->gpt.heads, c->gpt.width, c->gpt.context, c->gpt.tokenizer);
+            return 1;
+        }
+        rc = spade_policy_load(&p, ckpt, c->gpt.backend, err, errlen);
+        /* a tokenizer file named in the config must be the one the run started with */
+        spade_tokenizer *ft = NULL;
+        if (!rc && !strcmp(c->gpt.tokenizer, "bpe") && c->gpt.tokenizer_file[0]) {
+            char e[1000];
+            if (spade_tokenizer_load(&ft, c->gpt.tokenizer_file, e, sizeof e)) {
+                snprintf(err, errlen, "policy.tokenizer_file: %s", e);
+                rc = 1;
+            } else if (!spade_tokenizer_equal(ft, spade_policy_tokenizer(p))) {
+                snprintf(err, errlen, "cannot resume: the tokenizer in %s is not the one in %s "
+                         "(policy.tokenizer_file); use another [pretrain] out", ckpt, c->gpt.tokenizer_file);
+                rc = 1;
+            }
+            spade_tokenizer_free(ft);
+        }
+    } else if (!strcmp(c->gpt.tokenizer, "bpe") && !c->gpt.tokenizer_file[0]) {
+        /* no tokenizer given: learn one from the data, and keep it beside the checkpoint */
+        spade_bpe_trainer *tr = NULL;
+        spade_tokenizer *t = NULL;
+        char tokpath[1100];
+        snprintf(tokpath, sizeof tokpath, "%s/tokenizer.txt", c->out);
+        double t0 = now_s();
+        rc = spade_bpe_trainer_new(&tr, err, errlen);
+        for (int i = 0; i < dd->n && !rc; i++) {
+            if (dd->transcript[i]) {
+                bpe_add a = {tr, err, errlen, 0};
+                spade_transcript_text_walk(dd->b[i], dd->len[i], bpe_add_text, bpe_skip_special, &a);
+                rc = a.rc;
+            } else {
+                rc = spade_bpe_trainer_add(tr, dd->b[i], dd->len[i], err, errlen);
+            }
+        }
+        if (!rc) rc = spade_bpe_trainer_finish(tr, c->tokenizer_vocab, &t, err, errlen);
+        if (!rc) rc = spade_tokenizer_save(t, tokpath, err, errlen);
+        if (!rc) {
+            fprintf(stderr, "spade pretrain: trained a tokenizer of %d tokens on %d files in %.2f s; wrote %s\n",
+                    spade_tokenizer_vocab(t), dd->n, now_s() - t0, tokpath);
+            rc = spade_policy_new_with_tokenizer(&p, &c->gpt, t, err, errlen);
+        }
+        spade_tokenizer_free(t);
+        spade_bpe_trainer_free(tr);
+    } else {
+        rc = spade_policy_new(&p, &c->gpt, err, errlen);
+    }
+    if (rc) {
+        spade_policy_free(p);
+        return 1;
+    }
+    *out = p;
+    return 0;
+}
+
+/* A sample of the policy so far, from a document start (so samples show style, not memory), on
+ * stdout and in the log. 0, or 1 with the message in err. */
+static int sample_and_log(spade_policy *p, const pt_config *c, long step, int *stok, char *text, size_t textcap,
+                          FILE *log, char *err, size_t errlen) {
+    int prompt[1] = {SPADE_TOK_END}, len = 0;
+    spade_sample_opts so;
+    spade_sample_opts_default(&so);
+    so.temperature = c->sample_temperature;
+    so.max_tokens = c->sample_tokens < c->gpt.context - 1 ? c->sample_tokens : c->gpt.context - 1;
+    so.seed = (uint64_t)step;
+    if (spade_policy_sample(p, prompt, 1, 1, &so, stok, NULL, &len, err, errlen)) return 1;
+    size_t tl = 0;
+    spade_tokenizer_decode(spade_policy_tokenizer(p), stok, (size_t)len, 1, text, textcap, &tl);
+    printf("--- sample at step %ld ---\n%s\n---\n", step, text);
+    fflush(stdout);
+    fprintf(log, "{\"event\":\"sample\",\"step\":%ld,\"text\":", step);
+    json_str(log, text, strlen(text));
+    fputs("}\n", log);
+    fflush(log);
+    return 0;
+}
+
+/* One AdamW step on the batch of step s, which depends only on (seed, s): resuming replays
+ * nothing and skips nothing. 0, or -1 with the message in err. */
+static int train_step(spade_policy *p, const pt_config *c, const corpus *cp, long step, int *tok, int *tg,
+                      spade_adamw_opts *o, float *loss, float *gnorm, char *err, size_t errlen) {
+    int B = c->batch, T = c->seq;
+    for (int b = 0; b < B; b++) {
+        uint64_t r = mix(c->seed * 0x100000001B3ull ^ mix((uint64_t)step * 1000003u + b));
+        size_t off = r % (cp->n - T);
+        memcpy(tok + (size_t)b * T, cp->tok + off, (size_t)T * sizeof(int));
+        memcpy(tg + (size_t)b * T, cp->tok + off + 1, (size_t)T * sizeof(int));
+    }
+    o->lr = lr_at(c, step);
+    if (spade_policy_forward(p, tok, tg, NULL, B, T, loss, NULL, err, errlen) ||
+        spade_policy_backward(p, 1.0f, err, errlen) || spade_policy_step(p, o, gnorm, err, errlen))
+        return -1;
+    return 0;
+}
+
 int spade_cmd_pretrain(int argc, char **argv) {
     if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         usage(stdout);
@@ -502,70 +618,8 @@ int spade_cmd_pretrain(int argc, char **argv) {
     snprintf(ckpt, sizeof ckpt, "%s/policy.ckpt", c.out);
 
     spade_policy *p = NULL;
-    if (access(ckpt, F_OK) == 0) {
-        spade_gpt_config fc;
-        if (spade_policy_read_config(ckpt, &fc, err, sizeof err)) {
-            fprintf(stderr, "spade pretrain: cannot resume: %s\n", err);
-            free(cp.tok);
-            return 1;
-        }
-        if (fc.layers != c.gpt.layers || fc.heads != c.gpt.heads || fc.width != c.gpt.width ||
-            fc.context != c.gpt.context || strcmp(fc.tokenizer, c.gpt.tokenizer)) {
-            fprintf(stderr,
-                    "spade pretrain: cannot resume: %s has layers %d heads %d width %d context %d tokenizer %s, "
-                    "%s asks for %d %d %d %d %s (use another [pretrain] out)\n",
-                    ckpt, fc.layers, fc.heads, fc.width, fc.context, fc.tokenizer, argv[1], c.gpt.layers,
-                    c.gpt.heads, c.gpt.width, c.gpt.context, c.gpt.tokenizer);
-            free_docs(&dd);
-            return 1;
-        }
-        rc = spade_policy_load(&p, ckpt, c.gpt.backend, err, sizeof err);
-        /* a tokenizer file named in the config must be the one the run started with */
-        spade_tokenizer *ft = NULL;
-        if (!rc && !strcmp(c.gpt.tokenizer, "bpe") && c.gpt.tokenizer_file[0]) {
-            char e[1000];
-            if (spade_tokenizer_load(&ft, c.gpt.tokenizer_file, e, sizeof e)) {
-                snprintf(err, sizeof err, "policy.tokenizer_file: %s", e);
-                rc = 1;
-            } else if (!spade_tokenizer_equal(ft, spade_policy_tokenizer(p))) {
-                snprintf(err, sizeof err, "cannot resume: the tokenizer in %s is not the one in %s "
-                         "(policy.tokenizer_file); use another [pretrain] out", ckpt, c.gpt.tokenizer_file);
-                rc = 1;
-            }
-            spade_tokenizer_free(ft);
-        }
-    } else if (!strcmp(c.gpt.tokenizer, "bpe") && !c.gpt.tokenizer_file[0]) {
-        /* no tokenizer given: learn one from the data, and keep it beside the checkpoint */
-        spade_bpe_trainer *tr = NULL;
-        spade_tokenizer *t = NULL;
-        char tokpath[1100];
-        snprintf(tokpath, sizeof tokpath, "%s/tokenizer.txt", c.out);
-        double t0 = now_s();
-        rc = spade_bpe_trainer_new(&tr, err, sizeof err);
-        for (int i = 0; i < dd.n && !rc; i++) {
-            if (dd.transcript[i]) {
-                bpe_add a = {tr, err, sizeof err, 0};
-                spade_transcript_text_walk(dd.b[i], dd.len[i], bpe_add_text, bpe_skip_special, &a);
-                rc = a.rc;
-            } else {
-                rc = spade_bpe_trainer_add(tr, dd.b[i], dd.len[i], err, sizeof err);
-            }
-        }
-        if (!rc) rc = spade_bpe_trainer_finish(tr, c.tokenizer_vocab, &t, err, sizeof err);
-        if (!rc) rc = spade_tokenizer_save(t, tokpath, err, sizeof err);
-        if (!rc) {
-            fprintf(stderr, "spade pretrain: trained a tokenizer of %d tokens on %d files in %.2f s; wrote %s\n",
-                    spade_tokenizer_vocab(t), dd.n, now_s() - t0, tokpath);
-            rc = spade_policy_new_with_tokenizer(&p, &c.gpt, t, err, sizeof err);
-        }
-        spade_tokenizer_free(t);
-        spade_bpe_trainer_free(tr);
-    } else {
-        rc = spade_policy_new(&p, &c.gpt, err, sizeof err);
-    }
-    if (rc) {
+    if (open_policy(&c, argv[1], &dd, ckpt, &p, err, sizeof err)) {
         fprintf(stderr, "spade pretrain: %s\n", err);
-        spade_policy_free(p);
         free_docs(&dd);
         return 1;
     }
@@ -634,18 +688,8 @@ int spade_cmd_pretrain(int argc, char **argv) {
     long step = start;
     while (!rc && step < c.steps && !stop_requested) {
         step++;
-        /* the batch of step s depends only on (seed, s): resuming replays nothing and skips nothing */
-        for (int b = 0; b < B; b++) {
-            uint64_t r = mix(c.seed * 0x100000001B3ull ^ mix((uint64_t)step * 1000003u + b));
-            size_t off = r % (cp.n - T);
-            memcpy(tok + (size_t)b * T, cp.tok + off, (size_t)T * sizeof(int));
-            memcpy(tg + (size_t)b * T, cp.tok + off + 1, (size_t)T * sizeof(int));
-        }
         float loss, gnorm;
-        o.lr = lr_at(&c, step);
-        if (spade_policy_forward(p, tok, tg, NULL, B, T, &loss, NULL, err, sizeof err) ||
-            spade_policy_backward(p, 1.0f, err, sizeof err) ||
-            spade_policy_step(p, &o, &gnorm, err, sizeof err)) {
+        if (train_step(p, &c, &cp, step, tok, tg, &o, &loss, &gnorm, err, sizeof err)) {
             fprintf(stderr, "%sspade pretrain: step %ld: %s\n", tty ? "\n" : "", step, err);
             rc = 1;
             break;
@@ -664,27 +708,12 @@ int spade_cmd_pretrain(int argc, char **argv) {
             fprintf(stderr, "step %ld/%ld loss %.4f %.0f tok/s\n", step, c.steps, loss, tok_s);
         }
         if (c.sample_every > 0 && (step % c.sample_every == 0 || step == c.steps)) {
-            /* prompt: the first bytes of a document start, so samples show style, not memory */
-            int prompt[1] = {SPADE_TOK_END}, len = 0;
-            spade_sample_opts so;
-            spade_sample_opts_default(&so);
-            so.temperature = c.sample_temperature;
-            so.max_tokens = c.sample_tokens < c.gpt.context - 1 ? c.sample_tokens : c.gpt.context - 1;
-            so.seed = (uint64_t)step;
-            if (spade_policy_sample(p, prompt, 1, 1, &so, stok, NULL, &len, err, sizeof err)) {
-                fprintf(stderr, "%sspade pretrain: sampling at step %ld: %s\n", tty ? "\n" : "", step, err);
+            if (tty) fputc('\n', stderr);
+            if (sample_and_log(p, &c, step, stok, text, textcap, log, err, sizeof err)) {
+                fprintf(stderr, "spade pretrain: sampling at step %ld: %s\n", step, err);
                 rc = 1;
                 break;
             }
-            size_t tl = 0;
-            spade_tokenizer_decode(tkz, stok, (size_t)len, 1, text, textcap, &tl);
-            if (tty) fputc('\n', stderr);
-            printf("--- sample at step %ld ---\n%s\n---\n", step, text);
-            fflush(stdout);
-            fprintf(log, "{\"event\":\"sample\",\"step\":%ld,\"text\":", step);
-            json_str(log, text, strlen(text));
-            fputs("}\n", log);
-            fflush(log);
         }
         if ((c.checkpoint_every > 0 && step % c.checkpoint_every == 0) || step == c.steps) {
             if (spade_policy_save(p, ckpt, err, sizeof err)) {

@@ -281,7 +281,16 @@ static void report(run_ctx *c, const spade_ep_outcome *o) {
     }
 }
 
-int cli_run(spade_sandbox *sb, int argc, char **argv) {
+/* What the command line asked for. */
+typedef struct run_args {
+    long n_episodes, batch, workers;
+    int agent_kind, quiet, show;
+    const char *policy_ckpt, *jsonl_path, *spec;
+    uint64_t seed;
+} run_args;
+
+/* Parses argv into a; returns -1 to go on, or the exit code to return now (--help, a usage error). */
+static int parse_run_args(int argc, char **argv, run_args *a) {
     static const struct option longopts[] = {
         {"episodes", required_argument, 0, 'n'}, {"agent", required_argument, 0, 'a'},
         {"seed", required_argument, 0, 's'},     {"batch", required_argument, 0, 'b'},
@@ -289,41 +298,37 @@ int cli_run(spade_sandbox *sb, int argc, char **argv) {
         {"show", no_argument, 0, 'S'},           {"jsonl", required_argument, 0, 'j'},
         {"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
     };
-    long n_episodes = 10, batch = 32, workers = 1, v;
-    int agent_kind = AGENT_RANDOM, quiet = 0, show = 0;
-    const char *policy_ckpt = NULL;
-    spade_policy *policy = NULL;
-    uint64_t seed = 0;
-    const char *jsonl_path = NULL;
+    *a = (run_args){.n_episodes = 10, .batch = 32, .workers = 1, .agent_kind = AGENT_RANDOM};
+    long v;
     int ch;
     optind = 0;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, "n:a:s:b:w:qh", longopts, NULL)) != -1) {
         switch (ch) {
         case 'n':
-            if (cli_parse_long("run", "--episodes", optarg, 1, 100000000, &n_episodes) < 0) return CLI_USAGE;
+            if (cli_parse_long("run", "--episodes", optarg, 1, 100000000, &a->n_episodes) < 0) return CLI_USAGE;
             break;
         case 'a':
-            if (!strcmp(optarg, "random")) agent_kind = AGENT_RANDOM;
-            else if (!strcmp(optarg, "solve")) agent_kind = AGENT_SOLVE;
-            else if (!strcmp(optarg, "stdin")) agent_kind = AGENT_STDIN;
-            else if (!strncmp(optarg, "policy:", 7) && optarg[7]) agent_kind = AGENT_POLICY, policy_ckpt = optarg + 7;
+            if (!strcmp(optarg, "random")) a->agent_kind = AGENT_RANDOM;
+            else if (!strcmp(optarg, "solve")) a->agent_kind = AGENT_SOLVE;
+            else if (!strcmp(optarg, "stdin")) a->agent_kind = AGENT_STDIN;
+            else if (!strncmp(optarg, "policy:", 7) && optarg[7]) a->agent_kind = AGENT_POLICY, a->policy_ckpt = optarg + 7;
             else return cli_err(CLI_USAGE, "run", "--agent: '%s' is not one of random, solve, stdin, policy:CKPT", optarg);
             break;
         case 's':
-            if (cli_parse_u64("run", "--seed", optarg, &seed) < 0) return CLI_USAGE;
+            if (cli_parse_u64("run", "--seed", optarg, &a->seed) < 0) return CLI_USAGE;
             break;
         case 'b':
             if (cli_parse_long("run", "--batch", optarg, 1, 4096, &v) < 0) return CLI_USAGE;
-            batch = v;
+            a->batch = v;
             break;
         case 'w':
             if (cli_parse_long("run", "--workers", optarg, 1, 64, &v) < 0) return CLI_USAGE;
-            workers = v;
+            a->workers = v;
             break;
-        case 'q': quiet = 1; break;
-        case 'S': show = 1; break;
-        case 'j': jsonl_path = optarg; break;
+        case 'q': a->quiet = 1; break;
+        case 'S': a->show = 1; break;
+        case 'j': a->jsonl_path = optarg; break;
         case 'h': cli_usage_run(stdout); return CLI_OK;
         default: return cli_bad_option("run", argc, argv, optopt);
         }
@@ -332,20 +337,130 @@ int cli_run(spade_sandbox *sb, int argc, char **argv) {
         return cli_err(CLI_USAGE, "run", optind >= argc ? "which environment? (spade run NAME_OR_FILE[:params])"
                                                         : "one environment at a time (got '%s' too)",
                        optind < argc - 1 ? argv[optind + 1] : "");
-    if (agent_kind == AGENT_STDIN) batch = 1;
-    if (batch > n_episodes) batch = n_episodes;
+    a->spec = argv[optind];
+    if (a->agent_kind == AGENT_STDIN) a->batch = 1;
+    if (a->batch > a->n_episodes) a->batch = a->n_episodes;
+    return -1;
+}
+
+/* The agent the arguments name (the policy loaded into *policy when it is the one); NULL with the message in err. */
+static spade_agent *make_agent(const run_args *a, spade_policy **policy, char *err, size_t errlen) {
+    char why[1024];
+    if (a->agent_kind == AGENT_POLICY) { /* the policy plays: each live episode a slot of its decoding batch */
+        if (spade_policy_load(policy, a->policy_ckpt, NULL, why, sizeof why)) {
+            snprintf(err, errlen, "--agent policy:%s: %s", a->policy_ckpt, why);
+            return NULL;
+        }
+        spade_policy_agent_opts po;
+        spade_policy_agent_opts_default(&po);
+        po.max_live = (int)(a->batch > 0 ? a->batch : 32);
+        po.max_action_tokens = 64;
+        po.seed = a->seed;
+        return spade_agent_policy(*policy, &po, err, errlen);
+    }
+    spade_agent *agent = a->agent_kind == AGENT_RANDOM  ? spade_agent_random(a->seed)
+                         : a->agent_kind == AGENT_SOLVE ? spade_agent_solve()
+                                                        : spade_agent_stdin(stdin);
+    if (!agent) snprintf(err, errlen, "out of memory");
+    return agent;
+}
+
+/* SIGINT/SIGTERM stop the run between rounds. No SA_RESTART: a stdin agent blocked in read() must see the
+ * signal too (the sandbox's own waits retry on EINTR). A signal the caller ignores (a shell's background job
+ * ignores SIGINT) stays ignored. */
+static void stop_handlers_install(int stdin_agent, struct sigaction *old_int, struct sigaction *old_term) {
+    struct sigaction stop_sa;
+    memset(&stop_sa, 0, sizeof stop_sa);
+    stop_sa.sa_handler = on_stop_signal;
+    sigemptyset(&stop_sa.sa_mask);
+    run_stop_signal = 0;
+    if (stdin_agent) { /* above 2: a closed stdin stays closed until a signal */
+        int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        stop_stdin_null = fd >= 0 && fd < 3 ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : fd;
+        if (fd >= 0 && fd < 3) close(fd);
+    }
+    sigaction(SIGINT, &stop_sa, old_int);
+    sigaction(SIGTERM, &stop_sa, old_term);
+    if (old_int->sa_handler == SIG_IGN) sigaction(SIGINT, old_int, NULL);
+    if (old_term->sa_handler == SIG_IGN) sigaction(SIGTERM, old_term, NULL);
+}
+
+static void stop_handlers_restore(const struct sigaction *old_int, const struct sigaction *old_term) {
+    sigaction(SIGINT, old_int, NULL);
+    sigaction(SIGTERM, old_term, NULL);
+    if (stop_stdin_null >= 0) {
+        close(stop_stdin_null);
+        stop_stdin_null = -1;
+    }
+}
+
+static const char *const agent_names[] = {"random", "solve", "stdin", "policy"};
+
+/* The closing line (and, with --jsonl, the summary object) from the run's counts. */
+static void write_summary(const run_ctx *c, const run_args *a, const spade_env_info *info, const char *path,
+                          const char *params, FILE *jsonl, double dt) {
+    double mean_ret = c->mean_ret, rate = c->episodes ? (double)c->wins / c->episodes : 0;
+    double mean_steps = c->played ? (double)c->steps_ok / c->played : 0, sps = dt > 0 ? c->total_steps / dt : 0;
+    char fails[512] = "", rb[32];
+    if (c->failed) {
+        size_t k = (size_t)snprintf(fails, sizeof fails, ", failed %ld (", c->failed);
+        const char *sep = "";
+        for (int i = 0; i < SPADE_OUT_COUNT_ && k < sizeof fails; i++)
+            if (c->by_class[i]) {
+                k += (size_t)snprintf(fails + k, sizeof fails - k, "%s%s %ld", sep, spade_outcome_name(i),
+                                      c->by_class[i]);
+                sep = ", ";
+            }
+        if (k < sizeof fails) snprintf(fails + k, sizeof fails - k, ")");
+    }
+    fprintf(c->out,
+            "%s (%s agent): %ld episode%s, mean return %s, success rate %.3f, mean steps %.2f, %.0f steps/s%s\n",
+            info->name, agent_names[a->agent_kind], c->episodes, c->episodes == 1 ? "" : "s",
+            ret_text(mean_ret, rb, sizeof rb), rate, mean_steps, sps, fails);
+    if (!jsonl) return;
+    fprintf(jsonl, "{\"summary\":true,\"env\":");
+    cli_json_string(jsonl, info->name, strlen(info->name));
+    fprintf(jsonl, ",\"file\":");
+    cli_json_string(jsonl, path, strlen(path));
+    fprintf(jsonl, ",\"params\":");
+    cli_json_string(jsonl, params, strlen(params));
+    fprintf(jsonl, ",\"agent\":\"%s\",\"seed\":%llu,\"episodes\":%ld,\"mean_return\":", agent_names[a->agent_kind],
+            (unsigned long long)a->seed, c->episodes);
+    json_num(jsonl, mean_ret);
+    fprintf(jsonl, ",\"success_rate\":");
+    json_num(jsonl, rate);
+    fprintf(jsonl, ",\"mean_steps\":");
+    json_num(jsonl, mean_steps);
+    fprintf(jsonl, ",\"steps_per_s\":");
+    json_num(jsonl, sps);
+    fprintf(jsonl, ",\"seconds\":");
+    json_num(jsonl, dt);
+    fprintf(jsonl, ",\"failed\":%ld,\"failures\":{", c->failed);
+    const char *sep = "";
+    for (int i = 0; i < SPADE_OUT_COUNT_; i++)
+        if (c->by_class[i]) {
+            fprintf(jsonl, "%s\"%s\":%ld", sep, spade_outcome_name(i), c->by_class[i]);
+            sep = ",";
+        }
+    fprintf(jsonl, "}%s}\n", run_stop_signal ? ",\"interrupted\":true" : "");
+}
+
+int cli_run(spade_sandbox *sb, int argc, char **argv) {
+    run_args a;
+    int early = parse_run_args(argc, argv, &a);
+    if (early >= 0) return early;
 
     char path[SPADE_PATH_MAX], params[SPADE_SPEC_PARAMS_MAX];
     char *src = NULL;
     size_t len = 0;
-    if (cli_load_spec("run", argv[optind], path, sizeof path, params, sizeof params, &src, &len) != CLI_OK)
-        return CLI_FAIL;
+    if (cli_load_spec("run", a.spec, path, sizeof path, params, sizeof params, &src, &len) != CLI_OK) return CLI_FAIL;
 
     int rc = CLI_FAIL;
-    struct sigaction stop_sa, old_int, old_term;
+    struct sigaction old_int, old_term;
     int handlers_set = 0;
     FILE *jsonl = NULL;
     spade_agent *agent = NULL;
+    spade_policy *policy = NULL;
     spade_worker *w = NULL;
     spade_failure f;
     memset(&f, 0, sizeof f);
@@ -368,73 +483,38 @@ int cli_run(spade_sandbox *sb, int argc, char **argv) {
         cli_err(CLI_FAIL, "run", "%s: params: %s", path, err);
         goto out;
     }
-    if (agent_kind == AGENT_SOLVE && !info.has_solve) {
+    if (a.agent_kind == AGENT_SOLVE && !info.has_solve) {
         cli_err(CLI_FAIL, "run", "%s: --agent solve, but the environment has no SOLVE block", path);
         goto out;
     }
-    if (jsonl_path) {
-        jsonl = strcmp(jsonl_path, "-") ? fopen(jsonl_path, "w") : stdout;
+    if (a.jsonl_path) {
+        jsonl = strcmp(a.jsonl_path, "-") ? fopen(a.jsonl_path, "w") : stdout;
         if (!jsonl) {
-            cli_err(CLI_FAIL, "run", "--jsonl %s: cannot write: %m", jsonl_path);
+            cli_err(CLI_FAIL, "run", "--jsonl %s: cannot write: %m", a.jsonl_path);
             goto out;
         }
     }
-    if (agent_kind == AGENT_POLICY) { /* the policy plays: each live episode a slot of its decoding batch */
-        if (spade_policy_load(&policy, policy_ckpt, NULL, err, sizeof err)) {
-            cli_err(CLI_FAIL, "run", "--agent policy:%s: %s", policy_ckpt, err);
-            goto out;
-        }
-        spade_policy_agent_opts po;
-        spade_policy_agent_opts_default(&po);
-        po.max_live = (int)(batch > 0 ? batch : 32);
-        po.max_action_tokens = 64;
-        po.seed = seed;
-        if (!(agent = spade_agent_policy(policy, &po, err, sizeof err))) {
-            cli_err(CLI_FAIL, "run", "%s", err);
-            goto out;
-        }
-    } else
-        agent = agent_kind == AGENT_RANDOM ? spade_agent_random(seed)
-                : agent_kind == AGENT_SOLVE ? spade_agent_solve()
-                                            : spade_agent_stdin(stdin);
-    if (!agent) {
-        cli_err(CLI_FAIL, "run", "out of memory");
+    if (!(agent = make_agent(&a, &policy, err, sizeof err))) {
+        cli_err(CLI_FAIL, "run", "%s", err);
         goto out;
     }
-    static const char *agent_names[] = {"random", "solve", "stdin", "policy"};
     c.out = jsonl == stdout ? stderr : stdout;
     c.jsonl = jsonl;
-    c.quiet = quiet;
-    c.show = show;
-    c.n_episodes = n_episodes;
-    c.seed = seed;
+    c.quiet = a.quiet;
+    c.show = a.show;
+    c.n_episodes = a.n_episodes;
+    c.seed = a.seed;
     /* the progress line shares stderr with nothing else */
-    c.tty_progress = isatty(2) && n_episodes > 1 && !show && (quiet || !isatty(1)) && (quiet || c.out != stderr);
+    c.tty_progress = isatty(2) && a.n_episodes > 1 && !a.show && (a.quiet || !isatty(1)) && (a.quiet || c.out != stderr);
     c.t0 = cli_now();
-
-    /* No SA_RESTART: a stdin agent blocked in read() must see the signal too.
-     * The sandbox's own waits retry on EINTR. */
-    memset(&stop_sa, 0, sizeof stop_sa);
-    stop_sa.sa_handler = on_stop_signal;
-    sigemptyset(&stop_sa.sa_mask);
-    run_stop_signal = 0;
-    if (agent_kind == AGENT_STDIN) { /* above 2: a closed stdin stays closed until a signal */
-        int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-        stop_stdin_null = fd >= 0 && fd < 3 ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : fd;
-        if (fd >= 0 && fd < 3) close(fd);
-    }
-    sigaction(SIGINT, &stop_sa, &old_int);
-    sigaction(SIGTERM, &stop_sa, &old_term);
-    /* a signal the caller ignores (a shell's background job ignores SIGINT) stays ignored */
-    if (old_int.sa_handler == SIG_IGN) sigaction(SIGINT, &old_int, NULL);
-    if (old_term.sa_handler == SIG_IGN) sigaction(SIGTERM, &old_term, NULL);
+    stop_handlers_install(a.agent_kind == AGENT_STDIN, &old_int, &old_term);
     handlers_set = 1;
 
-    spade_ep_spec spec = {path, src, len, params, n_episodes};
+    spade_ep_spec spec = {path, src, len, params, a.n_episodes};
     spade_episodes_opts o;
     spade_episodes_opts_default(&o);
-    o.max_live = (int)batch;
-    o.workers = (int)workers;
+    o.max_live = (int)a.batch;
+    o.workers = (int)a.workers;
     o.stop = &run_stop_signal;
     o.on_outcome = on_outcome;
     o.on_event = on_event;
@@ -450,59 +530,14 @@ int cli_run(spade_sandbox *sb, int argc, char **argv) {
     }
     double dt = cli_now() - c.t0;
     if (c.tty_progress) progress(&c, 1);
-    double mean_ret = c.mean_ret, rate = c.episodes ? (double)c.wins / c.episodes : 0;
-    double mean_steps = c.played ? (double)c.steps_ok / c.played : 0, sps = dt > 0 ? c.total_steps / dt : 0;
-    char fails[512] = "", rb[32];
-    if (c.failed) {
-        size_t k = (size_t)snprintf(fails, sizeof fails, ", failed %ld (", c.failed);
-        const char *sep = "";
-        for (int i = 0; i < SPADE_OUT_COUNT_ && k < sizeof fails; i++)
-            if (c.by_class[i]) {
-                k += (size_t)snprintf(fails + k, sizeof fails - k, "%s%s %ld", sep, spade_outcome_name(i),
-                                      c.by_class[i]);
-                sep = ", ";
-            }
-        if (k < sizeof fails) snprintf(fails + k, sizeof fails - k, ")");
-    }
-    fprintf(c.out,
-            "%s (%s agent): %ld episode%s, mean return %s, success rate %.3f, mean steps %.2f, %.0f steps/s%s\n",
-            info.name, agent_names[agent_kind], c.episodes, c.episodes == 1 ? "" : "s",
-            ret_text(mean_ret, rb, sizeof rb), rate, mean_steps,
-            sps, fails);
-    if (jsonl) {
-        fprintf(jsonl, "{\"summary\":true,\"env\":");
-        cli_json_string(jsonl, info.name, strlen(info.name));
-        fprintf(jsonl, ",\"file\":");
-        cli_json_string(jsonl, path, strlen(path));
-        fprintf(jsonl, ",\"params\":");
-        cli_json_string(jsonl, params, strlen(params));
-        fprintf(jsonl, ",\"agent\":\"%s\",\"seed\":%llu,\"episodes\":%ld,\"mean_return\":", agent_names[agent_kind],
-                (unsigned long long)seed, c.episodes);
-        json_num(jsonl, mean_ret);
-        fprintf(jsonl, ",\"success_rate\":");
-        json_num(jsonl, rate);
-        fprintf(jsonl, ",\"mean_steps\":");
-        json_num(jsonl, mean_steps);
-        fprintf(jsonl, ",\"steps_per_s\":");
-        json_num(jsonl, sps);
-        fprintf(jsonl, ",\"seconds\":");
-        json_num(jsonl, dt);
-        fprintf(jsonl, ",\"failed\":%ld,\"failures\":{", c.failed);
-        const char *sep = "";
-        for (int i = 0; i < SPADE_OUT_COUNT_; i++)
-            if (c.by_class[i]) {
-                fprintf(jsonl, "%s\"%s\":%ld", sep, spade_outcome_name(i), c.by_class[i]);
-                sep = ",";
-            }
-        fprintf(jsonl, "}%s}\n", run_stop_signal ? ",\"interrupted\":true" : "");
-    }
+    write_summary(&c, &a, &info, path, params, jsonl, dt);
     if (run_stop_signal) {
         cli_err(CLI_FAIL, "run", "interrupted (%s) after %ld of %ld episodes", strsignal(run_stop_signal),
-                c.episodes, n_episodes);
+                c.episodes, a.n_episodes);
         goto out;
     }
-    if (how == SPADE_EPISODES_AGENT_END && c.episodes < n_episodes) {
-        cli_err(CLI_FAIL, "run", "standard input ended after %ld of %ld episodes", c.episodes, n_episodes);
+    if (how == SPADE_EPISODES_AGENT_END && c.episodes < a.n_episodes) {
+        cli_err(CLI_FAIL, "run", "standard input ended after %ld of %ld episodes", c.episodes, a.n_episodes);
         goto out;
     }
     if (c.failed) {
@@ -516,7 +551,7 @@ out:
         rc = CLI_FAIL;
     }
     if (jsonl && jsonl != stdout && fclose(jsonl) != 0) {
-        cli_err(CLI_FAIL, "run", "--jsonl %s: write failed: %m", jsonl_path);
+        cli_err(CLI_FAIL, "run", "--jsonl %s: write failed: %m", a.jsonl_path);
         rc = CLI_FAIL;
     }
     for (long i = 0; i < c.pend_cap; i++) free(c.pend[i].p);
@@ -525,13 +560,6 @@ out:
     spade_policy_free(policy);
     spade_worker_free(w);
     free(src);
-    if (handlers_set) {
-        sigaction(SIGINT, &old_int, NULL);
-        sigaction(SIGTERM, &old_term, NULL);
-    }
-    if (stop_stdin_null >= 0) {
-        close(stop_stdin_null);
-        stop_stdin_null = -1;
-    }
+    if (handlers_set) stop_handlers_restore(&old_int, &old_term);
     return rc;
 }

@@ -13,6 +13,7 @@
 #include "serve.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -296,24 +297,52 @@ static int load_field(rq *r, loadable *L) {
     return 0;
 }
 
+/* One JSON member per row: the key, how the field is written, where it is.
+ * env_info, params and tools are written from these tables, so a field added
+ * to spade_env_info is one row here, not two more hand-written calls. */
+typedef enum { FIELD_STR, FIELD_INT, FIELD_NUM, FIELD_U64, FIELD_BOOL } field_kind;
+typedef struct {
+    const char *key;
+    field_kind kind;
+    size_t offset;
+} info_field;
+
+#define ROW(T, member, kind) {#member, kind, offsetof(T, member)}
+static const info_field env_fields[] = {
+    ROW(spade_env_info, name, FIELD_STR),           ROW(spade_env_info, description, FIELD_STR),
+    ROW(spade_env_info, family, FIELD_STR),         ROW(spade_env_info, abi, FIELD_INT),
+    ROW(spade_env_info, max_steps, FIELD_INT),      ROW(spade_env_info, success, FIELD_NUM),
+    ROW(spade_env_info, state_size, FIELD_U64),     ROW(spade_env_info, has_solve, FIELD_BOOL),
+};
+static const info_field param_fields[] = {
+    {"default", FIELD_NUM, offsetof(spade_param_info, def)},
+    ROW(spade_param_info, min, FIELD_NUM),
+    ROW(spade_param_info, max, FIELD_NUM),
+};
+static const info_field tool_fields[] = {
+    ROW(spade_tool_info, name, FIELD_STR),
+    ROW(spade_tool_info, signature, FIELD_STR),
+    ROW(spade_tool_info, description, FIELD_STR),
+};
+#undef ROW
+
+static void write_fields(spade_jbuf *b, const void *base, const info_field *f, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        const char *at = (const char *)base + f[i].offset;
+        spade_jw_key(b, f[i].key);
+        switch (f[i].kind) {
+        case FIELD_STR: spade_jw_cstr(b, at); break;
+        case FIELD_INT: spade_jw_int(b, *(const int *)at); break;
+        case FIELD_NUM: spade_jw_num(b, *(const double *)at); break;
+        case FIELD_U64: spade_jw_u64(b, *(const uint64_t *)at); break;
+        case FIELD_BOOL: spade_jw_bool(b, *(const int *)at); break;
+        }
+    }
+}
+
 static void write_info(spade_jbuf *b, const spade_env_info *info) {
     spade_jw_obj(b);
-    spade_jw_key(b, "name");
-    spade_jw_cstr(b, info->name);
-    spade_jw_key(b, "description");
-    spade_jw_cstr(b, info->description);
-    spade_jw_key(b, "family");
-    spade_jw_cstr(b, info->family);
-    spade_jw_key(b, "abi");
-    spade_jw_int(b, info->abi);
-    spade_jw_key(b, "max_steps");
-    spade_jw_int(b, info->max_steps);
-    spade_jw_key(b, "success");
-    spade_jw_num(b, info->success);
-    spade_jw_key(b, "state_size");
-    spade_jw_u64(b, info->state_size);
-    spade_jw_key(b, "has_solve");
-    spade_jw_bool(b, info->has_solve);
+    write_fields(b, info, env_fields, sizeof env_fields / sizeof *env_fields);
     spade_jw_key(b, "params");
     spade_jw_arr(b);
     for (int i = 0; i < info->n_params; i++) {
@@ -323,26 +352,15 @@ static void write_info(spade_jbuf *b, const spade_env_info *info) {
         spade_jw_cstr(b, p->name);
         spade_jw_key(b, "type");
         spade_jw_cstr(b, p->type == SPADE_PARAM_INT ? "int" : "real");
-        spade_jw_key(b, "default");
-        spade_jw_num(b, p->def);
-        spade_jw_key(b, "min");
-        spade_jw_num(b, p->min);
-        spade_jw_key(b, "max");
-        spade_jw_num(b, p->max);
+        write_fields(b, p, param_fields, sizeof param_fields / sizeof *param_fields);
         spade_jw_end_obj(b);
     }
     spade_jw_end_arr(b);
     spade_jw_key(b, "tools");
     spade_jw_arr(b);
     for (int i = 0; i < info->n_tools; i++) {
-        const spade_tool_info *t = &info->tools[i];
         spade_jw_obj(b);
-        spade_jw_key(b, "name");
-        spade_jw_cstr(b, t->name);
-        spade_jw_key(b, "signature");
-        spade_jw_cstr(b, t->signature);
-        spade_jw_key(b, "description");
-        spade_jw_cstr(b, t->description);
+        write_fields(b, &info->tools[i], tool_fields, sizeof tool_fields / sizeof *tool_fields);
         spade_jw_end_obj(b);
     }
     spade_jw_end_arr(b);

@@ -6,6 +6,7 @@
 #ifndef SPADE_TOOLS_INTERNAL_H
 #define SPADE_TOOLS_INTERNAL_H
 
+#include <ffi.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -75,5 +76,84 @@ void spade_tools_sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(
  * "name: type, ..." of its arguments. */
 int spade_tools_sig_is_sane(const spade_tool_sig *sig);
 void spade_tools_sb_arglist(sbuf *b, const spade_tool_sig *sig);
+
+/* tools.c: agent text quoted back in a message, at most max bytes, escaped. */
+void spade_tools_sb_quoted(sbuf *b, const char *s, size_t n, size_t max);
+
+/* ------------------------------------------------------------------------ */
+/* call.c: the parsed call                                                    */
+
+typedef struct chunk {
+    struct chunk *next;
+    char data[];
+} chunk;
+
+#define ARENA_CHUNK (32 * 1024)
+
+/* Bump allocation: first from inline_buf, then from heap chunks of at least
+ * ARENA_CHUNK bytes, so an object with many keys costs few mallocs. */
+typedef struct arena {
+    char *cur;    /* next free byte */
+    size_t left;  /* bytes free at cur */
+    chunk *chunks;
+    char inline_buf[2048];
+} arena;
+void spade_tools_arena_init(arena *a);
+void spade_tools_arena_reset(arena *a); /* frees the chunks, back to the inline buffer */
+
+typedef enum vkind { V_NONE = 0, V_INT, V_DOUBLE, V_BOOL, V_STRING, V_NULL, V_ARRAY, V_OBJECT } vkind;
+
+typedef struct value {
+    vkind kind;
+    int out_of_long; /* V_INT beyond [LONG_MIN, LONG_MAX] */
+    int too_large;   /* V_STRING longer than its limit (s holds the first part) */
+    long i;
+    int b;
+    const char *src; /* number text, for strtod and messages */
+    size_t srclen;
+    const char *s; /* decoded, NUL-terminated (V_STRING) */
+    size_t slen;
+} value;
+
+typedef struct kwarg {
+    value key;
+    value v;
+} kwarg;
+
+typedef struct call {
+    value name;
+    int npos, nkw, nextra; /* stored positional, stored keyword, and any beyond storage */
+    value pos[TOOLS_MAX_STORED];
+    kwarg kw[TOOLS_MAX_STORED];
+    char err[TOOLS_ERR_MAX]; /* why the attempt is malformed */
+} call;
+
+typedef struct toolset {
+    int n;
+    const spade_tool_def *defs;
+    const spade_tool_sig *sigs;
+    ffi_cif *cifs; /* prepared per tool, or NULL: prepare at call time */
+} toolset;
+
+enum { CAND_NONE = 0, CAND_CALL = 1, CAND_MALFORMED = 2 };
+
+/* Finds the last call attempt in text[0..len): CAND_CALL or CAND_MALFORMED (the
+ * message in calls[*best_idx].err), CAND_NONE when there is none. calls[2] and
+ * ars[2] alternate, so the best one so far survives the next attempt. */
+int spade_tools_find_last_call(const toolset *T, const char *text, size_t len, call *calls, arena *ars, int *best_idx);
+
+/* ------------------------------------------------------------------------ */
+/* bind.c: arguments to C values                                              */
+
+typedef union slot {
+    int i;
+    long l;
+    double d;
+    unsigned char b;
+    const char *s;
+} slot;
+
+/* Binds the call's arguments to the signature: 0, or -1 with the message in e. */
+int spade_tools_bind_args(const char *tool, const spade_tool_sig *sig, const call *c, slot *slots, sbuf *e);
 
 #endif /* SPADE_TOOLS_INTERNAL_H */

@@ -1,5 +1,5 @@
 # core/tools/local.mk — build rules for core/tools/ (included by the top-level Makefile.am).
-libspade_a_SOURCES += core/tools/tools.c core/tools/signature.c
+libspade_a_SOURCES += core/tools/tools.c core/tools/call.c core/tools/bind.c core/tools/signature.c
 noinst_HEADERS += core/tools/internal.h
 
 check_PROGRAMS += tests/test_tools
