@@ -213,6 +213,8 @@ START_TEST(metadata_of_every_type)
     ck_assert_str_eq(buf, "[\"a\", \"bc\", ... (4 in all)]");
     ck_assert_uint_eq(spade_gguf_value_format(spade_gguf_get(g, "t.i64"), buf, 4, 2), 14); /* truncated, length told */
     ck_assert_str_eq(buf, "-10");
+    spade_gguf_value_format(spade_gguf_get(g, "t.f64"), buf, sizeof buf, 2);
+    ck_assert_str_eq(buf, "3.25");
     spade_gguf_free(g);
 }
 END_TEST

@@ -36,6 +36,12 @@ struct spade_gguf_value {
     struct spade_gguf_value *sub; /* arrays of arrays */
 };
 
+typedef struct ent {
+    const char *s;
+    uint64_t off;
+    size_t i;
+} ent;
+
 typedef struct kv {
     char *key;
     spade_gguf_value v;
@@ -49,10 +55,10 @@ struct spade_gguf {
     uint64_t alignment, data_off;
     kv *kvs;
     size_t n_kv;
-    size_t *kv_sorted; /* indices of kvs by key, for lookup */
+    ent *kv_sorted; /* the keys, sorted, for lookup */
     spade_gguf_tensor *tensors;
     size_t n_tensors;
-    size_t *t_sorted; /* indices of tensors by name */
+    ent *t_sorted;  /* the tensor names, sorted */
     char *names;      /* the tensor names, NUL-terminated, back to back */
 };
 
@@ -554,18 +560,15 @@ static void excerpt(const uint8_t *s, uint64_t len, char out[96])
     out[k] = 0;
 }
 
-static const spade_gguf *sort_ctx;
-static int cmp_key(const void *a, const void *b)
+/* Sorting entries carry what they are sorted by: qsort has no context argument
+ * in C11, and a static one would race between threads opening files. */
+static int cmp_ent_s(const void *a, const void *b)
 {
-    return strcmp(sort_ctx->kvs[*(const size_t *)a].key, sort_ctx->kvs[*(const size_t *)b].key);
+    return strcmp(((const ent *)a)->s, ((const ent *)b)->s);
 }
-static int cmp_tname(const void *a, const void *b)
+static int cmp_ent_off(const void *a, const void *b)
 {
-    return strcmp(sort_ctx->tensors[*(const size_t *)a].name, sort_ctx->tensors[*(const size_t *)b].name);
-}
-static int cmp_toff(const void *a, const void *b)
-{
-    uint64_t x = sort_ctx->tensors[*(const size_t *)a].offset, y = sort_ctx->tensors[*(const size_t *)b].offset;
+    uint64_t x = ((const ent *)a)->off, y = ((const ent *)b)->off;
     return x < y ? -1 : x > y;
 }
 
@@ -627,11 +630,11 @@ static int parse_kvs(spade_gguf *g, rd *r, uint64_t n_kv)
     if (g->n_kv && !(g->kv_sorted = malloc(g->n_kv * sizeof *g->kv_sorted)))
         return fail(r, "out of memory");
     for (size_t i = 0; i < g->n_kv; i++)
-        g->kv_sorted[i] = i;
-    sort_ctx = g;
-    qsort(g->kv_sorted, g->n_kv, sizeof *g->kv_sorted, cmp_key);
+        g->kv_sorted[i] = (ent){.s = g->kvs[i].key, .i = i};
+    if (g->n_kv) /* qsort's pointer must not be NULL, even for no elements */
+        qsort(g->kv_sorted, g->n_kv, sizeof *g->kv_sorted, cmp_ent_s);
     for (size_t i = 1; i < g->n_kv; i++) {
-        size_t a = g->kv_sorted[i - 1], b = g->kv_sorted[i];
+        size_t a = g->kv_sorted[i - 1].i, b = g->kv_sorted[i].i;
         if (!strcmp(g->kvs[a].key, g->kvs[b].key)) {
             char ex[96];
             excerpt((const uint8_t *)g->kvs[a].key, strlen(g->kvs[a].key), ex);
@@ -713,11 +716,11 @@ static int parse_tensors(spade_gguf *g, rd *r, uint64_t n_t)
             return -1;
     }
     for (size_t i = 0; i < g->n_tensors; i++)
-        g->t_sorted[i] = i;
-    sort_ctx = g;
-    qsort(g->t_sorted, g->n_tensors, sizeof *g->t_sorted, cmp_tname);
+        g->t_sorted[i] = (ent){.s = g->tensors[i].name, .off = g->tensors[i].offset, .i = i};
+    if (g->n_tensors)
+        qsort(g->t_sorted, g->n_tensors, sizeof *g->t_sorted, cmp_ent_s);
     for (size_t i = 1; i < g->n_tensors; i++) {
-        size_t a = g->t_sorted[i - 1], b = g->t_sorted[i];
+        size_t a = g->t_sorted[i - 1].i, b = g->t_sorted[i].i;
         if (!strcmp(g->tensors[a].name, g->tensors[b].name))
             return fail(r, "tensor %zu '%s': a duplicate of tensor %zu's name", a > b ? a : b, g->tensors[a].name,
                         a < b ? a : b);
@@ -750,17 +753,16 @@ static int place_tensors(spade_gguf *g, rd *r)
                         (unsigned long long)r->size, (unsigned long long)data);
     }
     /* t_sorted is reused: by offset now, to find overlaps; by name again after */
-    sort_ctx = g;
-    qsort(g->t_sorted, g->n_tensors, sizeof *g->t_sorted, cmp_toff);
+    qsort(g->t_sorted, g->n_tensors, sizeof *g->t_sorted, cmp_ent_off);
     for (size_t k = 1; k < g->n_tensors; k++) {
-        const spade_gguf_tensor *p = &g->tensors[g->t_sorted[k - 1]], *t = &g->tensors[g->t_sorted[k]];
+        const spade_gguf_tensor *p = &g->tensors[g->t_sorted[k - 1].i], *t = &g->tensors[g->t_sorted[k].i];
         if (p->offset + p->n_bytes > t->offset)
             return fail(r, "tensor %zu '%s': bytes %llu..%llu overlap tensor %zu '%s' (bytes %llu..%llu)",
-                        g->t_sorted[k], t->name, (unsigned long long)t->offset,
-                        (unsigned long long)(t->offset + t->n_bytes), g->t_sorted[k - 1], p->name,
+                        g->t_sorted[k].i, t->name, (unsigned long long)t->offset,
+                        (unsigned long long)(t->offset + t->n_bytes), g->t_sorted[k - 1].i, p->name,
                         (unsigned long long)p->offset, (unsigned long long)(p->offset + p->n_bytes));
     }
-    qsort(g->t_sorted, g->n_tensors, sizeof *g->t_sorted, cmp_tname);
+    qsort(g->t_sorted, g->n_tensors, sizeof *g->t_sorted, cmp_ent_s);
     for (size_t i = 0; i < g->n_tensors; i++) {
         g->tensors[i].offset += data;
         g->tensors[i].data = g->p + g->tensors[i].offset;
@@ -894,9 +896,9 @@ const spade_gguf_value *spade_gguf_get(const spade_gguf *g, const char *key)
     size_t lo = 0, hi = g->n_kv;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(g->kvs[g->kv_sorted[mid]].key, key);
+        int c = strcmp(g->kv_sorted[mid].s, key);
         if (!c)
-            return &g->kvs[g->kv_sorted[mid]].v;
+            return &g->kvs[g->kv_sorted[mid].i].v;
         if (c < 0)
             lo = mid + 1;
         else
@@ -1263,8 +1265,17 @@ static void sb_scalar(sbuf *s, int t, const uint8_t *p)
     load_num(t, p, &n);
     if (t == SPADE_GGUF_BOOL)
         sb_printf(s, "%s", n.u ? "true" : "false");
-    else if (!n.is_int)
-        sb_printf(s, "%.9g", n.f);
+    else if (!n.is_int) {
+        /* the shortest text that reads back as the same number (1e-05, not 9.99999975e-06) */
+        char b[40];
+        int f32 = t == SPADE_GGUF_F32, max = f32 ? 9 : 17;
+        for (int prec = 6; prec <= max; prec++) {
+            snprintf(b, sizeof b, "%.*g", prec, n.f);
+            if (prec == max || (f32 ? strtof(b, NULL) == (float)n.f : strtod(b, NULL) == n.f))
+                break;
+        }
+        sb_printf(s, "%s", b);
+    }
     else if (n.is_neg)
         sb_printf(s, "%lld", (long long)(int64_t)n.u);
     else
@@ -1329,9 +1340,9 @@ const spade_gguf_tensor *spade_gguf_find_tensor(const spade_gguf *g, const char 
     size_t lo = 0, hi = g->n_tensors;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(g->tensors[g->t_sorted[mid]].name, name);
+        int c = strcmp(g->t_sorted[mid].s, name);
         if (!c)
-            return &g->tensors[g->t_sorted[mid]];
+            return &g->tensors[g->t_sorted[mid].i];
         if (c < 0)
             lo = mid + 1;
         else
@@ -1606,7 +1617,8 @@ int spade_gguf_writer_write(spade_gguf_writer *w, FILE *f, char *err, size_t err
         spade_errf(err, errlen, "out of memory");
         return -1;
     }
-    memcpy(sorted, w->keys, w->n_kv * sizeof *sorted);
+    for (size_t i = 0; i < w->n_kv; i++)
+        sorted[i] = w->keys[i];
     qsort(sorted, w->n_kv, sizeof *sorted, cmp_str);
     for (size_t i = 1; i < w->n_kv; i++)
         if (!strcmp(sorted[i - 1], sorted[i])) {
