@@ -680,6 +680,49 @@ START_TEST(sha256_vectors)
 }
 END_TEST
 
+/* ---- the known models ---- */
+
+START_TEST(known_models_and_bootstrap_agree)
+{
+    const spade_known_model *m = spade_model_find("smollm2-135m-instruct");
+    ck_assert_ptr_nonnull(m);
+    ck_assert_ptr_nonnull(spade_model_find("qwen2.5-coder-0.5b-instruct"));
+    ck_assert_ptr_null(spade_model_find("gpt-5"));
+    size_t n;
+    const spade_known_model *k = spade_known_models(&n);
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_uint_eq(strlen(k[i].sha256), 64);
+        ck_assert_uint_eq(strspn(k[i].sha256, "0123456789abcdef"), 64);
+        ck_assert(k[i].n_parts >= 1 && k[i].n_parts <= SPADE_MODEL_MAX_PARTS);
+    }
+    /* ./bootstrap fetches the small model with its own copy of the pin: the same one */
+    char path[4096];
+    snprintf(path, sizeof path, "%s/bootstrap", tu_srcdir());
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    static char text[1 << 16];
+    text[fread(text, 1, sizeof text - 1, f)] = 0;
+    fclose(f);
+    ck_assert_msg(strstr(text, m->sha256), "bootstrap does not pin %s", m->sha256);
+    ck_assert(strstr(text, m->parts[0].pip_spec) && strstr(text, m->parts[0].member));
+    /* the directory: $SPADE_MODELS, else ~/.cache/spade/models */
+    setenv("SPADE_MODELS", "/x/models", 1);
+    ck_assert_int_eq(spade_model_path("smollm2-135m-instruct", path, sizeof path, err, sizeof err), 0);
+    ck_assert_str_eq(path, "/x/models/smollm2-135m-instruct.gguf");
+    ck_assert_int_eq(spade_model_resolve("smollm2-135m-instruct", path, sizeof path, err, sizeof err), -1);
+    ck_assert_str_eq(err, "model 'smollm2-135m-instruct' is not fetched (no /x/models/smollm2-135m-instruct.gguf): "
+                          "run spade model fetch smollm2-135m-instruct");
+    unsetenv("SPADE_MODELS");
+    const char *home = getenv("HOME");
+    char want[4096];
+    snprintf(want, sizeof want, "%s/.cache/spade/models", home ? home : "");
+    if (home && *home) {
+        ck_assert_int_eq(spade_models_dir(path, sizeof path, err, sizeof err), 0);
+        ck_assert_str_eq(path, want);
+    }
+}
+END_TEST
+
 /* ---- the real model, when it has been fetched ---- */
 
 START_TEST(real_smollm2_when_present)
@@ -738,6 +781,7 @@ int main(void)
     tcase_add_test(c, every_truncation_is_refused);
     tcase_add_test(c, fuzz_harness_on_mutations);
     tcase_add_test(c, sha256_vectors);
+    tcase_add_test(c, known_models_and_bootstrap_agree);
     tcase_add_test(c, real_smollm2_when_present);
     suite_add_tcase(s, c);
     return tu_run(s);
