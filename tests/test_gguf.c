@@ -8,8 +8,8 @@
  * each class of hostile file refused with an error naming the field (bytes
  * built by hand below), every truncation of a valid file refused, the fuzz
  * harness (fuzz/fuzz_gguf.c) over its seeds and thousands of mutations of
- * them, SHA-256 against the FIPS 180-2 vectors, and, when it has been fetched,
- * the real SmolLM2 file (skipped with a message otherwise).
+ * them, SHA-256 against the FIPS 180-2 vectors, and, when they have been
+ * fetched, the real SmolLM2 and Qwen2.5-Coder files (skipped with a message otherwise).
  * What it is not: a test of the model code that reads these tensors.
  */
 #include <check.h>
@@ -765,6 +765,46 @@ START_TEST(real_smollm2_when_present)
 }
 END_TEST
 
+/* The Qwen file holds the K-quants and Q5_0: the first and last row of each tensor. */
+START_TEST(real_qwen_when_present)
+{
+    char path[4096];
+    if (spade_model_path("qwen2.5-coder-0.5b-instruct", path, sizeof path, err, sizeof err) < 0 ||
+        access(path, R_OK) != 0) {
+        printf("test_gguf: SKIP real-model test: qwen2.5-coder-0.5b-instruct not fetched (spade model fetch "
+               "qwen2.5-coder-0.5b-instruct)\n");
+        return;
+    }
+    spade_gguf *g;
+    ck_assert_msg(spade_gguf_open(&g, path, err, sizeof err) == 0, "%s", err);
+    char s[64];
+    uint32_t u;
+    ck_assert_int_eq(spade_gguf_get_cstr(g, "general.architecture", s, sizeof s, err, sizeof err), 0);
+    ck_assert_str_eq(s, "qwen2");
+    ck_assert_int_eq(spade_gguf_get_u32(g, "qwen2.block_count", &u, err, sizeof err), 0);
+    ck_assert_uint_eq(u, 24);
+    ck_assert_int_eq(spade_gguf_get_cstr(g, "tokenizer.ggml.pre", s, sizeof s, err, sizeof err), 0);
+    ck_assert_str_eq(s, "qwen2");
+    int seen[64] = {0};
+    float *row = malloc(151936 * sizeof *row);
+    for (size_t i = 0; i < spade_gguf_n_tensors(g); i++) {
+        const spade_gguf_tensor *t = spade_gguf_tensor_at(g, i);
+        uint64_t rows = t->n_elements / (uint64_t)t->dims[0];
+        ck_assert_int_le(t->dims[0], 151936);
+        seen[t->type & 63] = 1;
+        for (uint64_t r = 0; r<rows; r += rows> 1 ? rows - 1 : 1) {
+            ck_assert_msg(spade_gguf_dequantize_rows(t, r, 1, row, err, sizeof err) == 0, "%s", err);
+            for (int64_t j = 0; j < t->dims[0]; j++)
+                ck_assert_msg(isfinite(row[j]), "%s row %llu [%lld] = %g", t->name, (unsigned long long)r, (long long)j,
+                              row[j]);
+        }
+    }
+    ck_assert(seen[SPADE_GGML_Q4_K] && seen[SPADE_GGML_Q5_0] && seen[SPADE_GGML_Q6_K] && seen[SPADE_GGML_Q8_0]);
+    free(row);
+    spade_gguf_free(g);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("gguf");
@@ -783,6 +823,7 @@ int main(void)
     tcase_add_test(c, sha256_vectors);
     tcase_add_test(c, known_models_and_bootstrap_agree);
     tcase_add_test(c, real_smollm2_when_present);
+    tcase_add_test(c, real_qwen_when_present);
     suite_add_tcase(s, c);
     return tu_run(s);
 }
