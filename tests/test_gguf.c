@@ -253,6 +253,9 @@ START_TEST(writer_round_trips)
     uint32_t u;
     ck_assert_int_eq(spade_gguf_get_u32(g, "llama.block_count", &u, err, sizeof err), 0);
     ck_assert_uint_eq(u, 2);
+    char txt[64];
+    spade_gguf_value_format(spade_gguf_get(g, "llama.rope.freq_base"), txt, sizeof txt, 4);
+    ck_assert_str_eq(txt, "10000"); /* an integral float as an integer, not 1e+04 */
     int32_t tt[3];
     ck_assert_int_eq(spade_gguf_get_arr_i32(g, "tokenizer.ggml.token_type", tt, 3, err, sizeof err), 0);
     ck_assert_int_eq(tt[0], 3);

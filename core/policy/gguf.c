@@ -1290,6 +1290,11 @@ static void sb_scalar(sbuf *s, int t, const uint8_t *p)
         /* the shortest text that reads back as the same number (1e-05, not 9.99999975e-06) */
         char b[40];
         int f32 = t == SPADE_GGUF_F32, max = f32 ? 9 : 17;
+        if (fabs(n.f) < 1e15 &&
+            n.f == (double)(int64_t)n.f) { /* RoPE base 1000000, not 1e+06; NaN fails the first test */
+            sb_printf(s, "%lld", (long long)n.f);
+            return;
+        }
         for (int prec = 6; prec <= max; prec++) {
             snprintf(b, sizeof b, "%.*g", prec, n.f);
             if (prec == max || (f32 ? strtof(b, NULL) == (float)n.f : strtod(b, NULL) == n.f))
