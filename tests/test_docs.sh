@@ -28,7 +28,9 @@
 #   a command naming a checkpoint (`.ckpt`) needs a trained policy that a test
 #     run does not have;
 #   `spade serve --listen`/`--stdio` is a server that runs until stopped
-#     (tests/test_serve.c and tests/python drive it).
+#     (tests/test_serve.c and tests/python drive it);
+#   `spade model info smollm2-...` needs the model fetched (tests/test_gguf.c
+#     reads the real file when it is there).
 # `spade train` (the README's main job) runs with SPADE_TRAIN_QUICK=1: the same
 # path, shrunk to seconds (tests/test_selfplay.sh checks what it writes).
 # Also checked: no page cites DESIGN.md (not in the repository; the map is
@@ -52,6 +54,7 @@ spade train configs/base-train.ini|trains from the base checkpoint of the recipe
 spade train configs/base-curriculum.ini|trains from the base checkpoint of the recipe for minutes; tests/test_demos.sh runs it at toy size
 spade train configs/default-template.ini|trains from the base of the embedded default in the source tree runs/; tests/test_template.sh runs it at toy size
 spade train configs/default-fixed.ini|trains from the base of the embedded default in the source tree runs/; tests/test_selfplay.sh runs it at toy size
+spade model info smollm2|needs the fetched model (./bootstrap fetches it; tests/test_gguf checks the real file when it is there)
 spade train configs/hint-template.ini|trains from the hint-literate base of configs/base-hint.ini in runs/ (minutes to build); tests/test_hintbase.sh runs it at toy size'
 
 export SPADE_TRAIN_QUICK=1

@@ -48,3 +48,14 @@ tests_test_attention_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_attention_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
 # spade against eager PyTorch (run by hand: bench/bench_vs_torch.sh, BENCHMARKS.md)
 EXTRA_DIST += bench/bench_vs_torch.sh bench/torch_gpt.py
+# GGUF model files (gguf.h: the hostile-input reader, dequantization, the writer),
+# the SHA-256 that pins downloaded models, and the known models (models.h).
+libspade_a_SOURCES += core/policy/gguf.c core/sha256.c core/policy/models.c
+noinst_HEADERS += core/policy/gguf.h core/sha256.h core/policy/models.h
+check_PROGRAMS += tests/test_gguf
+TESTS += tests/test_gguf
+tests_test_gguf_SOURCES = tests/test_gguf.c fuzz/fuzz_gguf.c tests/testutil.c tests/testutil.h
+tests_test_gguf_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_test_gguf_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
+# tests/data (the fixtures and their script) is already distributed; the fuzzer seeds are not
+EXTRA_DIST += fuzz/corpus/gguf fuzz/fuzz_gguf.c
