@@ -109,9 +109,12 @@ int spade_decoder_new(spade_decoder **out, spade_policy *p, int max_slots, char 
      * is at most 2^55 floats, so no product here wraps; whether it fits is
      * the allocator's answer. */
     size_t cache = L * S * maxT * C;
-    size_t rs[8] = {R * C, R * C, R * C, R * 3 * C, R * C, R * C, R * 4 * C, R * 4 * C};
+    /* the MLP's widths and the compact q|k|v rows differ by architecture (gpt_internal.h) */
+    int llama = p->arch == SPADE_ARCH_LLAMA;
+    size_t FF = llama ? 2 * (size_t)p->F : 4 * C, FH = llama ? (size_t)p->F : 4 * C;
+    size_t rs[9] = {R * C, R * C, R * C, R * 3 * C, R * C, R * C, R * FF, R * FH, llama ? R * p->QKV : 0};
     size_t nrow = S * Vp;
-    for (int i = 0; i < 8; i++) nrow += rs[i];
+    for (int i = 0; i < 9; i++) nrow += rs[i];
     d->cache_mem = BE->alloc(BX, 2 * cache * sizeof(float));
     d->rows_mem = BE->alloc(BX, nrow * sizeof(float));
     d->rows_dev = BE->alloc(BX, 3 * R * sizeof(int));
@@ -149,12 +152,12 @@ int spade_decoder_new(spade_decoder **out, spade_policy *p, int max_slots, char 
     }
     d->s.kcache = d->cache_mem;
     d->s.vcache = d->cache_mem + cache;
-    float **ptr[9] = {&d->s.res, &d->s.res2, &d->s.ln, &d->s.qkv, &d->s.atty,
-                      &d->s.proj, &d->s.fch, &d->s.fchg, &d->s.logits};
+    float **ptr[10] = {&d->s.res, &d->s.res2, &d->s.ln, &d->s.qkv, &d->s.atty,
+                       &d->s.proj, &d->s.fch, &d->s.fchg, &d->s.qkvc, &d->s.logits};
     float *m = d->rows_mem;
-    for (int i = 0; i < 9; i++) {
+    for (int i = 0; i < 10; i++) {
         *ptr[i] = m;
-        m += i < 8 ? rs[i] : 0;
+        m += i < 9 ? rs[i] : 0;
     }
     d->bytes = sizeof *d + (2 * cache + nrow) * sizeof(float) + 3 * R * sizeof(int) /* backend */
                + S * maxT * sizeof(int) + 2 * S * sizeof(int) + 2 * S + 2 * S * Vp * sizeof(float) +
@@ -242,8 +245,14 @@ static int run_pass(spade_decoder *d, int r, int ne, int maxlen, const int *fini
     memmove(d->rows_host + 2 * R, d->rows_host + 2 * (size_t)d->R, R * sizeof(int));
     const int *tok = d->rows_dev, *slot = d->rows_dev + R, *pos = d->rows_dev + 2 * R;
     CK(BE->upload(BX, d->rows_dev, d->rows_host, 3 * R * sizeof(int)));
-    CK(BE->encoder_forward_at(BX, s.res, tok, pos, w.wte, w.wpe, r, C));
     float *x = s.res, *y = s.res2;
+    int rc;
+    if (p->arch == SPADE_ARCH_LLAMA) {
+        if ((rc = llama_pass_layers(p, &s, r, tok, slot, pos, d->S, maxlen, err, errlen))) return rc;
+        L = 0; /* its layers ran; the head below is shared */
+    } else {
+        CK(BE->encoder_forward_at(BX, s.res, tok, pos, w.wte, w.wpe, r, C));
+    }
     for (int l = 0; l < L; l++) {
         CK(BE->layernorm_forward(BX, s.ln, NULL, NULL, x, w.ln1w + l * C, w.ln1b + l * C, r, C));
         CK(BE->matmul_forward(BX, s.qkv, s.ln, w.qkvw + l * C3 * C, w.qkvb + l * C3, r, C, 3 * C));
@@ -261,15 +270,14 @@ static int run_pass(spade_decoder *d, int r, int ne, int maxlen, const int *fini
     /* Only the last row of a finished slot needs logits. In a decode pass
      * (one row per entry, all finishing) those are all the rows, in order. */
     if (nf == ne && r == ne) {
-        CK(BE->layernorm_forward(BX, s.ln, NULL, NULL, x, w.lnfw, w.lnfb, r, C));
+        if ((rc = gpt_final_norm(p, s.ln, x, r, err, errlen))) return rc;
     } else {
         for (int j = 0; j < nf; j++) {
             int e = finishing[j], last = d->ent_row[e] + d->ent_k[e] - 1;
-            CK(BE->layernorm_forward(BX, s.ln + (size_t)j * C, NULL, NULL, x + (size_t)last * C, w.lnfw,
-                                     w.lnfb, 1, C));
+            if ((rc = gpt_final_norm(p, s.ln + (size_t)j * C, x + (size_t)last * C, 1, err, errlen))) return rc;
         }
     }
-    CK(BE->matmul_forward(BX, s.logits, s.ln, w.wte, NULL, nf, C, p->Vp));
+    CK(BE->matmul_forward(BX, s.logits, s.ln, p->head, NULL, nf, C, p->Vp));
     CK(BE->download(BX, d->stage, s.logits, (size_t)nf * p->Vp * sizeof(float)));
     return 0;
 }

@@ -1,7 +1,7 @@
 # core/policy/local.mk — build rules for core/policy/ (included by the top-level Makefile.am).
-# The policy object: a GPT with CPU (cblas/OpenMP, plain-C reference) and CUDA backends.
+# The policy object: a GPT or a Llama (llama.c) with CPU (cblas/OpenMP, plain-C reference) and CUDA backends.
 libspade_a_SOURCES += core/policy/backend.c core/policy/backend_cpu.c core/policy/tokenizer.c \
-	core/policy/gpt.c core/policy/sample.c core/policy/checkpoint.c core/policy/grpo.c
+	core/policy/gpt.c core/policy/llama.c core/policy/sample.c core/policy/checkpoint.c core/policy/grpo.c
 # The decoding batch (slots with persistent KV caches; spade_policy_sample uses it).
 libspade_a_SOURCES += core/policy/decode.c
 noinst_HEADERS += core/policy/backend.h core/policy/policy.h core/policy/tokenizer.h \
