@@ -228,7 +228,8 @@ static int read_header(FILE *f, const char *path, spade_gpt_config *cfg, uint64_
     }
     if (hsize > CKPT_HEADER_V2 && fread(hdr + CKPT_HEADER_V2, 1, hsize - CKPT_HEADER_V2, f) !=
                                       hsize - CKPT_HEADER_V2) {
-        snprintf(err, errlen, "checkpoint '%s': truncated: shorter than the %u-byte header", path, hsize);
+        snprintf(err, errlen, "checkpoint '%s': truncated: %llu bytes, shorter than the %u-byte header", path,
+                 (unsigned long long)st.st_size, hsize);
         return SPADE_POLICY_EFORMAT;
     }
     int32_t dims[6];

@@ -48,3 +48,12 @@ tests_test_attention_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_attention_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
 # spade against eager PyTorch (run by hand: bench/bench_vs_torch.sh, BENCHMARKS.md)
 EXTRA_DIST += bench/bench_vs_torch.sh bench/torch_gpt.py
+
+# The Llama family (llama.c): its ops, gradients, decoding, checkpoints and a
+# pretrain run through cli/cmd_pretrain.c, linked in as test_policy_pretrain does.
+check_PROGRAMS += tests/test_llama
+TESTS += tests/test_llama
+tests_test_llama_SOURCES = tests/test_llama.c tests/testutil.c tests/testutil.h cli/cmd_pretrain.c \
+	cli/transcript_text.c cli/util.c
+tests_test_llama_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_test_llama_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
