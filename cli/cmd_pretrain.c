@@ -510,12 +510,14 @@ int spade_cmd_pretrain(int argc, char **argv) {
             return 1;
         }
         if (fc.layers != c.gpt.layers || fc.heads != c.gpt.heads || fc.width != c.gpt.width ||
-            fc.context != c.gpt.context || strcmp(fc.tokenizer, c.gpt.tokenizer)) {
+            fc.context != c.gpt.context || strcmp(fc.tokenizer, c.gpt.tokenizer) ||
+            !spade_gpt_config_same_arch(&fc, &c.gpt)) {
             fprintf(stderr,
-                    "spade pretrain: cannot resume: %s has layers %d heads %d width %d context %d tokenizer %s, "
-                    "%s asks for %d %d %d %d %s (use another [pretrain] out)\n",
-                    ckpt, fc.layers, fc.heads, fc.width, fc.context, fc.tokenizer, argv[1], c.gpt.layers,
-                    c.gpt.heads, c.gpt.width, c.gpt.context, c.gpt.tokenizer);
+                    "spade pretrain: cannot resume: %s has arch %s layers %d heads %d width %d context %d tokenizer %s, "
+                    "%s asks for %s %d %d %d %d %s (use another [pretrain] out)\n",
+                    ckpt, fc.arch, fc.layers, fc.heads, fc.width, fc.context, fc.tokenizer, argv[1],
+                    c.gpt.arch[0] ? c.gpt.arch : "gpt", c.gpt.layers, c.gpt.heads, c.gpt.width, c.gpt.context,
+                    c.gpt.tokenizer);
             free_docs(&dd);
             return 1;
         }

@@ -705,27 +705,14 @@ END_TEST
 
 /* ------------------------------------------------------------ training */
 
-/* `spade pretrain` on a Llama config, unchanged: it runs its steps, writes a
- * checkpoint that is a Llama, and resumes from it. */
-START_TEST(test_pretrain_runs) {
-    tu_mkdtemp(tmpdir, sizeof tmpdir, "llama-pretrain");
-    char path[512], text[2048];
-    snprintf(path, sizeof path, "%s/data", tmpdir);
-    ck_assert_int_eq(mkdir(path, 0755), 0);
-    snprintf(path, sizeof path, "%s/data/a.c", tmpdir);
-    FILE *f = fopen(path, "w");
-    fputs("int main(void) { return 0; }\nstatic int step(int x) { return x + 1; }\n", f);
-    fclose(f);
-    snprintf(text, sizeof text,
-             "[policy]\narch = llama\nlayers = 1\nheads = 4\nkv_heads = 2\nwidth = 16\nffn = 24\ncontext = 32\n"
-             "rope_base = 10000\nbackend = cpu\nseed = 3\n\n[pretrain]\ndata = %s/data\nout = %s/out\nsteps = 4\n"
-             "batch = 2\nlr = 1e-3\nwarmup = 1\ncheckpoint_every = 2\nsample_every = 2\nsample_tokens = 8\n",
-             tmpdir, tmpdir);
+/* Runs `spade pretrain` on the config text, output captured; returns its
+ * status, the output in *out (malloc()ed). */
+static int run_pretrain(const char *text, char **out) {
+    char path[512], log[512];
     snprintf(path, sizeof path, "%s/run.ini", tmpdir);
-    f = fopen(path, "w");
+    FILE *f = fopen(path, "w");
     fputs(text, f);
     fclose(f);
-    char log[512];
     snprintf(log, sizeof log, "%s/log.txt", tmpdir);
     fflush(stdout);
     fflush(stderr);
@@ -742,9 +729,32 @@ START_TEST(test_pretrain_runs) {
     close(so);
     close(se);
     size_t n;
-    unsigned char *out = slurp(log, &n);
-    out = realloc(out, n + 1);
-    out[n] = 0;
+    unsigned char *b = slurp(log, &n);
+    b = realloc(b, n + 1);
+    b[n] = 0;
+    *out = (char *)b;
+    return rc;
+}
+
+/* `spade pretrain` on a Llama config, unchanged: it runs its steps, writes a
+ * checkpoint that is a Llama, resumes from it, and refuses to resume it as
+ * a GPT of the same shape (or a Llama with other KV heads). */
+START_TEST(test_pretrain_runs) {
+    tu_mkdtemp(tmpdir, sizeof tmpdir, "llama-pretrain");
+    char path[512], text[2048];
+    snprintf(path, sizeof path, "%s/data", tmpdir);
+    ck_assert_int_eq(mkdir(path, 0755), 0);
+    snprintf(path, sizeof path, "%s/data/a.c", tmpdir);
+    FILE *f = fopen(path, "w");
+    fputs("int main(void) { return 0; }\nstatic int step(int x) { return x + 1; }\n", f);
+    fclose(f);
+    const char *fmt = "[policy]\n%slayers = 1\nheads = 4\nwidth = 16\ncontext = 32\n"
+                      "backend = cpu\nseed = 3\n\n[pretrain]\ndata = %s/data\nout = %s/out\nsteps = %d\n"
+                      "batch = 2\nlr = 1e-3\nwarmup = 1\ncheckpoint_every = 2\nsample_every = 2\nsample_tokens = 8\n";
+    const char *llama = "arch = llama\nkv_heads = 2\nffn = 24\nrope_base = 10000\n";
+    char *out;
+    snprintf(text, sizeof text, fmt, llama, tmpdir, tmpdir, 4);
+    int rc = run_pretrain(text, &out);
     ck_assert_msg(rc == 0, "pretrain failed: %s", out);
     free(out);
     char ckpt[512];
@@ -755,6 +765,18 @@ START_TEST(test_pretrain_runs) {
     ck_assert_int_eq(spade_policy_config(p)->kv_heads, 2);
     ck_assert_int_eq(spade_policy_steps(p), 4);
     spade_policy_free(p);
+    snprintf(text, sizeof text, fmt, llama, tmpdir, tmpdir, 6);
+    rc = run_pretrain(text, &out);
+    ck_assert_msg(rc == 0 && strstr(out, "resuming at step 4"), "resume: %s", out);
+    free(out);
+    snprintf(text, sizeof text, fmt, "", tmpdir, tmpdir, 8);
+    rc = run_pretrain(text, &out);
+    ck_assert_msg(rc != 0 && strstr(out, "cannot resume") && strstr(out, "arch llama"), "as a gpt: %s", out);
+    free(out);
+    snprintf(text, sizeof text, fmt, "arch = llama\nkv_heads = 4\nffn = 24\n", tmpdir, tmpdir, 8);
+    rc = run_pretrain(text, &out);
+    ck_assert_msg(rc != 0 && strstr(out, "cannot resume"), "other kv heads: %s", out);
+    free(out);
     tu_rm_rf(tmpdir);
 }
 END_TEST

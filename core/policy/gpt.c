@@ -228,6 +228,20 @@ int spade_gpt_config_validate(const spade_gpt_config *c, char *err, size_t errle
     return 0;
 }
 
+int spade_gpt_config_same_arch(const spade_gpt_config *a, const spade_gpt_config *b) {
+    int la = cfg_is_llama(a);
+    if (la != cfg_is_llama(b)) return 0;
+    if (!la) return 1;
+    /* the defaults a zero stands for (policy.h), resolved so that 0 and the value match */
+    int kva = a->kv_heads ? a->kv_heads : a->heads, kvb = b->kv_heads ? b->kv_heads : b->heads;
+    int fa = a->ffn ? a->ffn : 4 * a->width, fb = b->ffn ? b->ffn : 4 * b->width;
+    int ra = a->rope_dims ? a->rope_dims : a->width / a->heads, rb = b->rope_dims ? b->rope_dims : b->width / b->heads;
+    double ba = a->rope_base > 0 ? a->rope_base : 10000, bb = b->rope_base > 0 ? b->rope_base : 10000;
+    float ea = a->norm_eps > 0 ? a->norm_eps : 1e-5f, eb = b->norm_eps > 0 ? b->norm_eps : 1e-5f;
+    return kva == kvb && fa == fb && ra == rb && ba == bb && ea == eb && a->rope_neox == b->rope_neox &&
+           a->untied == b->untied && a->qkv_bias == b->qkv_bias;
+}
+
 /* V and Vp of a configuration: the tokenizer's, or the byte tokenizer's until one is known. */
 static int cfg_vocab(const spade_gpt_config *c) { return c->vocab ? c->vocab : SPADE_VOCAB; }
 

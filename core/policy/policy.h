@@ -74,6 +74,10 @@ int spade_gpt_config_set(spade_gpt_config *cfg, const char *key, const char *val
                          size_t errlen);
 /* Cross-key checks (heads divides width, ...); err names the keys involved. */
 int spade_gpt_config_validate(const spade_gpt_config *cfg, char *err, size_t errlen);
+/* 1 when a and b are the same architecture (policy.arch and every Llama key,
+ * defaults resolved), 0 otherwise: with layers, heads, width and context,
+ * what decides whether a checkpoint's weights fit a config. */
+int spade_gpt_config_same_arch(const spade_gpt_config *a, const spade_gpt_config *b);
 /* Number of parameters of a configuration (including the padded vocabulary rows). */
 size_t spade_gpt_config_num_params(const spade_gpt_config *cfg);
 
