@@ -8,7 +8,7 @@
  * Llama (GQA, partial rotary, tied head) and a tiny Qwen2-style model
  * (Q/K/V biases, half pairing, separate head), cpu against cpu_ref, the
  * decoding batch against the full forward, checkpoints (the architecture
- * kept, bytes round-tripped, version-2 GPT files still loading), a
+ * kept, bytes round-tripped, GPT files in version 2 and 3 loading), a
  * pretrain run through `spade pretrain` and a GRPO update.
  * What it is not: a test of GGUF weights (no model file is read here) or of
  * the GPT (tests/test_policy.c).
@@ -653,14 +653,15 @@ START_TEST(test_checkpoint_roundtrip) {
 }
 END_TEST
 
-/* A version-2 file (no architecture, 96-byte header: what every checkpoint
- * before this one is) still loads, as a GPT, with its weights. Made from a
- * version-3 GPT file by dropping the 40 architecture bytes. */
-START_TEST(test_checkpoint_v2_loads_as_gpt) {
+/* A GPT is saved as version 2 (no architecture, 96-byte header: what every
+ * checkpoint before this one is) and loads as a GPT; so does a version-3
+ * file that says gpt (made here from it by inserting the 40 architecture
+ * bytes), with the same weights. */
+START_TEST(test_checkpoint_gpt_versions) {
     tu_mkdtemp(tmpdir, sizeof tmpdir, "llama");
     char a[512], b[512];
-    snprintf(a, sizeof a, "%s/gpt3.ckpt", tmpdir);
-    snprintf(b, sizeof b, "%s/gpt2.ckpt", tmpdir);
+    snprintf(a, sizeof a, "%s/gpt2.ckpt", tmpdir);
+    snprintf(b, sizeof b, "%s/gpt3.ckpt", tmpdir);
     spade_gpt_config c;
     spade_gpt_config_default(&c);
     c.layers = 1;
@@ -674,31 +675,45 @@ START_TEST(test_checkpoint_v2_loads_as_gpt) {
     unsigned char *f = slurp(a, &n);
     uint32_t v;
     memcpy(&v, f + 8, 4);
-    ck_assert_uint_eq(v, 3);
-    ck_assert(!memcmp(f + 96, "gpt", 3));
-    size_t m = n - 40;
-    unsigned char *g = malloc(m);
+    ck_assert_uint_eq(v, 2);
+    memcpy(&v, f + 16, 4);
+    ck_assert_uint_eq(v, 96);
+    size_t m = n + 40;
+    unsigned char *g = calloc(1, m);
     memcpy(g, f, 96);
-    memcpy(g + 96, f + 136, n - 136);
-    v = 2;
+    memcpy(g + 96, "gpt", 3);
+    memcpy(g + 136, f + 96, n - 96);
+    v = 3;
     memcpy(g + 8, &v, 4);
-    v = 96;
+    v = 136;
     memcpy(g + 16, &v, 4);
     uint64_t h = fnv(g, m - 8);
     memcpy(g + m - 8, &h, 8);
     spit(b, g, m);
-    spade_policy *q = NULL;
-    ck_assert_msg(spade_policy_load(&q, b, NULL, err, sizeof err) == 0, "%s", err);
-    ck_assert_str_eq(spade_policy_config(q)->arch, "gpt");
     size_t P = spade_policy_num_params(p);
-    ck_assert_uint_eq(spade_policy_num_params(q), P);
     float *w1 = malloc(P * 4), *w2 = malloc(P * 4);
     spade_policy_get_params(p, w1, err, sizeof err);
-    spade_policy_get_params(q, w2, err, sizeof err);
-    ck_assert(memcmp(w1, w2, P * 4) == 0);
+    const char *paths[2] = {a, b};
+    for (int k = 0; k < 2; k++) {
+        spade_policy *q = NULL;
+        ck_assert_msg(spade_policy_load(&q, paths[k], NULL, err, sizeof err) == 0, "%s", err);
+        ck_assert_str_eq(spade_policy_config(q)->arch, "gpt");
+        ck_assert_uint_eq(spade_policy_num_params(q), P);
+        spade_policy_get_params(q, w2, err, sizeof err);
+        ck_assert(memcmp(w1, w2, P * 4) == 0);
+        spade_policy_free(q);
+    }
+    /* a GPT file of version 3 whose llama keys are set is refused */
+    int32_t one = 1; /* kv_heads 1 of 2 heads */
+    memcpy(g + 104, &one, 4);
+    h = fnv(g, m - 8);
+    memcpy(g + m - 8, &h, 8);
+    spit(b, g, m);
+    spade_policy *z = NULL;
+    ck_assert(spade_policy_load(&z, b, NULL, err, sizeof err) == SPADE_POLICY_EFORMAT);
+    ck_assert_msg(strstr(err, "kv_heads"), "%s", err);
     free(w1); free(w2); free(f); free(g);
     spade_policy_free(p);
-    spade_policy_free(q);
     tu_rm_rf(tmpdir);
 }
 END_TEST
@@ -922,7 +937,7 @@ static Suite *llama_suite(void) {
     tcase_add_test(t, test_decode_matches_full_cpu);
     tcase_add_test(t, test_sample_cache_equals_recompute);
     tcase_add_test(t, test_checkpoint_roundtrip);
-    tcase_add_test(t, test_checkpoint_v2_loads_as_gpt);
+    tcase_add_test(t, test_checkpoint_gpt_versions);
     tcase_add_test(t, test_pretrain_runs);
     tcase_add_test(t, test_overfit_steps);
     tcase_add_test(t, test_grpo_step);

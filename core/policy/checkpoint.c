@@ -3,8 +3,9 @@
  * What it is: the on-disk format of a spade policy and its validation.
  *   offset  size  field
  *        0     8  magic "SPADEGPT"
- *        8     4  u32 format version (3; versions 1 (no tokenizer) and 2 (no architecture:
- *                  a GPT, header 96 bytes) still load)
+ *        8     4  u32 format version: 3 for a Llama; a GPT is written as version 2 (no
+ *                  architecture field: a GPT, header 96 bytes), as before; version 1 files
+ *                  (no tokenizer) still load; a version-3 file may also hold a GPT
  *       12     4  u32 0x01020304, to catch a file from a machine of the other byte order
  *       16     4  u32 header size in bytes H (136; 96 in versions 1 and 2)
  *       20    24  i32 layers, heads, width, context, vocab V, padded vocab Vp
@@ -85,11 +86,16 @@ int spade_policy_save(spade_policy *p, const char *path, char *err, size_t errle
         snprintf(err, errlen, "checkpoint '%s': out of host memory", path);
         return SPADE_POLICY_ENOMEM;
     }
+    /* A GPT is written as version 2, byte for byte what it was before there
+     * were two architectures (older builds still read it; no architecture
+     * field means gpt); only a Llama needs version 3's longer header. */
+    int v3 = p->arch != SPADE_ARCH_GPT;
+    uint32_t hsize = v3 ? CKPT_HEADER : CKPT_HEADER_V2;
     unsigned char hdr[CKPT_HEADER] = {0};
     memcpy(hdr, CKPT_MAGIC, 8);
-    put32(hdr + 8, CKPT_VERSION);
+    put32(hdr + 8, v3 ? CKPT_VERSION : 2u);
     put32(hdr + 12, 0x01020304u);
-    put32(hdr + 16, CKPT_HEADER);
+    put32(hdr + 16, hsize);
     int32_t dims[6] = {p->L, p->NH, p->C, p->maxT, p->V, p->Vp};
     memcpy(hdr + 20, dims, sizeof dims);
     put32(hdr + 44, 1u);
@@ -97,7 +103,7 @@ int spade_policy_save(spade_policy *p, const char *path, char *err, size_t errle
     put64(hdr + 56, (uint64_t)p->step);
     put64(hdr + 64, P);
     memcpy(hdr + 80, p->cfg.backend, strnlen(p->cfg.backend, 15));
-    const char *arch = p->arch == SPADE_ARCH_LLAMA ? "llama" : "gpt";
+    const char *arch = v3 ? "llama" : "gpt";
     memcpy(hdr + 96, arch, strlen(arch));
     int32_t ldims[3] = {p->cfg.kv_heads, p->cfg.ffn, p->cfg.rope_dims};
     memcpy(hdr + 104, ldims, sizeof ldims);
@@ -136,7 +142,7 @@ int spade_policy_save(spade_policy *p, const char *path, char *err, size_t errle
     }
     uint64_t h = FNV_INIT;
     const float *srcs[3] = {p->params_mem, p->m_mem, p->v_mem};
-    if (write_all(fd, hdr, sizeof hdr, &h)) rc = SPADE_POLICY_EIO;
+    if (write_all(fd, hdr, hsize, &h)) rc = SPADE_POLICY_EIO;
     if (!rc && toklen && write_all(fd, tokbuf, toklen, &h)) rc = SPADE_POLICY_EIO;
     free(tokbuf);
     for (int i = 0; i < 3 && !rc; i++) {
