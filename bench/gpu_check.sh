@@ -377,6 +377,25 @@ static void run(int B, int T, int C, int NH, int maxT, int V, int Vp) {
         BOTH(R.vt->encoder_backward(R.ctx, wter, NULL, dor, tr, B, T, C),
              G.vt->encoder_backward(G.ctx, wteg, NULL, dog, tg, B, T, C));
         compare("encoder_backward dwte (no wpe)", wter, wteg, (size_t)Vp * C, tol);
+        /* the compact cache: rows interleaved over B slots as above, KVH heads a position */
+        {
+            size_t KC2 = (size_t)B * maxT * KV;
+            int *sl2 = malloc(N * sizeof *sl2), *ps2 = malloc(N * sizeof *ps2);
+            for (int i = 0; i < N; i++) {
+                sl2[i] = i % B;
+                ps2[i] = pos0 + i / B;
+            }
+            int *s2r = dev(&R, sl2, N * 4), *s2g = dev(&G, sl2, N * 4), *p2r = dev(&R, ps2, N * 4), *p2g = dev(&G, ps2, N * 4);
+            float *kc2 = hrand(KC2, 1), *vc2 = hrand(KC2, 1);
+            float *k3r = dev(&R, kc2, KC2 * 4), *k3g = dev(&G, kc2, KC2 * 4), *v3r = dev(&R, vc2, KC2 * 4), *v3g = dev(&G, vc2, KC2 * 4);
+            float *o3r = dev(&R, NULL, (size_t)N * C * 4), *o3g = devnan(&G, (size_t)N * C * 4);
+            BOTH(R.vt->attention_forward_kv_at_gqa(R.ctx, o3r, qcr, k3r, v3r, s2r, p2r, N, C, NH, KVH, B, maxT, maxT),
+                 G.vt->attention_forward_kv_at_gqa(G.ctx, o3g, qcg, k3g, v3g, s2g, p2g, N, C, NH, KVH, B, maxT, maxT));
+            compare("attention_forward_kv_at_gqa out", o3r, o3g, (size_t)N * C, tol);
+            compare("attention_forward_kv_at_gqa kcache", k3r, k3g, KC2, 0);
+            compare("attention_forward_kv_at_gqa vcache", v3r, v3g, KC2, 0);
+            free(sl2); free(ps2); free(kc2); free(vc2);
+        }
         free(qc); free(ps); free(gu); free(dy);
     }
 

@@ -243,6 +243,36 @@ static void small_op_checks(const char *backend) {
     for (int i = 0; i < N * 3 * C; i++) l += (double)ex[i] * y[i];
     for (int i = 0; i < N * W; i++) r += (double)x[i] * ry[i];
     ck_assert_msg(fabs(l - r) < 1e-4 * fabs(l) + 1e-5, "%s kv adjoint: %g vs %g", backend, l, r);
+    /* the compact cache: attention_forward_kv_at_gqa over compact rows equals
+     * attention_forward_kv_at over kv_expand's rows (rows: slot 0 at 0, 1, 2,
+     * slot 1 at 0, 1), and its cache holds the KVH heads only */
+    {
+        int S = 2, maxT = 4, sl[5] = {0, 0, 0, 1, 1}, ps[5] = {0, 1, 2, 0, 1};
+        size_t KW = (size_t)KVH * hs;
+        int *bsl = vt->alloc(cx, sizeof sl), *bps = vt->alloc(cx, sizeof ps);
+        vt->upload(cx, bsl, sl, sizeof sl);
+        vt->upload(cx, bps, ps, sizeof ps);
+        float *kc1 = vt->alloc(cx, S * maxT * KW * 4), *vc1 = vt->alloc(cx, S * maxT * KW * 4);
+        float *kc3 = vt->alloc(cx, S * maxT * (size_t)C * 4), *vc3 = vt->alloc(cx, S * maxT * (size_t)C * 4);
+        float *o1 = vt->alloc(cx, (size_t)N * C * 4), *o3 = vt->alloc(cx, (size_t)N * C * 4);
+        vt->upload(cx, dx, x, (size_t)N * W * 4);
+        ck_assert(vt->kv_expand(cx, dy, dx, N, NH, KVH, hs) == 0);
+        ck_assert(vt->attention_forward_kv_at(cx, o3, dy, kc3, vc3, bsl, bps, N, C, NH, S, maxT, 3) == 0);
+        ck_assert_msg(vt->attention_forward_kv_at_gqa(cx, o1, dx, kc1, vc1, bsl, bps, N, C, NH, KVH, S, maxT, 3) == 0,
+                      "%s", vt->last_error(cx));
+        float *h1 = malloc((size_t)N * C * 4), *h3 = malloc((size_t)N * C * 4), *hk = malloc(S * maxT * KW * 4);
+        vt->download(cx, h1, o1, (size_t)N * C * 4);
+        vt->download(cx, h3, o3, (size_t)N * C * 4);
+        for (int i = 0; i < N * C; i++)
+            ck_assert_msg(fabsf(h1[i] - h3[i]) <= 1e-6f, "%s kv_at_gqa %d: %g vs %g", backend, i, h1[i], h3[i]);
+        vt->download(cx, hk, kc1, S * maxT * KW * 4);
+        for (int i = 0; i < N; i++)
+            ck_assert(!memcmp(hk + ((size_t)sl[i] * maxT + ps[i]) * KW, x + (size_t)i * W + C, KW * 4));
+        ck_assert(vt->attention_forward_kv_at_gqa(cx, o1, dx, kc1, vc1, bsl, bps, N, C, NH, 4, S, maxT, 3) != 0);
+        free(h1); free(h3); free(hk);
+        vt->dealloc(cx, bsl); vt->dealloc(cx, bps); vt->dealloc(cx, kc1); vt->dealloc(cx, vc1);
+        vt->dealloc(cx, kc3); vt->dealloc(cx, vc3); vt->dealloc(cx, o1); vt->dealloc(cx, o3);
+    }
     vt->dealloc(cx, dx);
     vt->dealloc(cx, dy);
     /* SwiGLU */
@@ -515,6 +545,19 @@ static void decode_vs_full(spade_gpt_config c, double tol) {
     ck_assert(spade_decoder_next_logprobs(d, 3, a, err, sizeof err) == 0);
     full_last_logprobs(p, spade_decoder_tokens(d, 3), spade_decoder_len(d, 3), b);
     for (int v = 0; v < SPADE_VOCAB; v++) ck_assert(fabs(a[v] - b[v]) <= tol);
+    /* the cache holds KVH heads a position: fewer key/value heads, less memory by at least that */
+    if (c.kv_heads && c.kv_heads < c.heads) {
+        spade_gpt_config c2 = c;
+        c2.kv_heads = c.heads;
+        spade_policy *p2 = make(&c2);
+        spade_decoder *d2 = NULL;
+        ck_assert(spade_decoder_new(&d2, p2, 4, err, sizeof err) == 0);
+        size_t hs = (size_t)c.width / c.heads, fewer = 2 * (size_t)c.layers * 4 * c.context * (c.heads - c.kv_heads) * hs * 4;
+        ck_assert_msg(spade_decoder_bytes(d2) >= spade_decoder_bytes(d) + fewer, "decoder bytes %zu with %d kv heads, %zu with %d",
+                      spade_decoder_bytes(d), c.kv_heads, spade_decoder_bytes(d2), c.heads);
+        spade_decoder_free(d2);
+        spade_policy_free(p2);
+    }
     spade_decoder_free(d);
     spade_policy_free(p);
 }

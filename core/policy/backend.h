@@ -231,6 +231,14 @@
  * kv_reduce(dinp (N,C+2KV) (=), dout (N,3C), N, NH, KVH, hs)
  *     The backward of kv_expand: dq copied, each key/value head's gradient
  *     the sum, in increasing h, over the NH/KVH query heads that read it.
+ * attention_forward_kv_at_gqa(out (N,C) (=), qkv (N,C+2KV), kcache (S,maxT,KV),
+ *                             vcache (S,maxT,KV), slot (N) int32, pos (N) int32,
+ *                             N, C, NH, KVH, S, maxT, maxlen)
+ *     attention_forward_kv_at with the compact rows and a cache of KVH heads
+ *     (KV floats a position, not C): kcache[slot[i],pos[i],:] = inp[i, C:C+KV],
+ *     vcache[...] = inp[i, C+KV:C+2KV], and query head h attends key/value
+ *     head h/(NH/KVH). On cpu_ref each row's arithmetic is that of
+ *     attention_forward over kv_expand's rows, bit for bit.
  * ---------------------------------------------------------------------------
  */
 #ifndef SPADE_POLICY_BACKEND_H
@@ -326,6 +334,9 @@ typedef struct spade_backend_vtable {
                            int F);
     int (*kv_expand)(void *ctx, float *out, const float *inp, int N, int NH, int KVH, int hs);
     int (*kv_reduce)(void *ctx, float *dinp, const float *dout, int N, int NH, int KVH, int hs);
+    int (*attention_forward_kv_at_gqa)(void *ctx, float *out, const float *qkv, float *kcache,
+                                       float *vcache, const int *slot, const int *pos, int N,
+                                       int C, int NH, int KVH, int S, int maxT, int maxlen);
 
     /* 1: attention_forward/backward use the (B,NH,T,T) att buffer, which the
      * policy then allocates (T x T memory); 0: att is NULL. */

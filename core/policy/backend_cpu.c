@@ -808,13 +808,17 @@ static int cpu_encoder_forward_at(void *ctx, float *out, const int *inp, const i
     return 0;
 }
 
-static int cpu_attention_forward_kv_at(void *ctx, float *out, const float *qkv, float *kcache,
-                                       float *vcache, const int *slot, const int *pos, int N,
-                                       int C, int NH, int S, int maxT, int maxlen) {
+/* KVH = NH with the GPT's (N, 3C) rows is attention_forward_kv_at; KVH < NH
+ * reads compact (N, C + 2KW) rows (KW = KVH hs) into a cache of KW floats a
+ * position, query head h reading key/value head h / (NH / KVH). */
+static int kv_at_impl(void *ctx, float *out, const float *qkv, float *kcache, float *vcache,
+                      const int *slot, const int *pos, int N, int C, int NH, int KVH, int S,
+                      int maxT, int maxlen) {
     cpu_ctx *c = ctx;
-    int hs = C / NH;
+    int hs = C / NH, group = NH / KVH;
+    size_t KW = (size_t)KVH * hs;
     float scale = 1.0f / sqrtf((float)hs);
-    size_t C3 = 3 * (size_t)C, work = 0;
+    size_t C3 = KVH == NH ? 3 * (size_t)C : C + 2 * KW, work = 0;
     if (maxlen > maxT) return fail(c, "attention_forward_kv_at: maxlen %d > context %d", maxlen, maxT);
     for (int i = 0; i < N; i++) {
         if (slot[i] < 0 || slot[i] >= S || pos[i] < 0 || pos[i] >= maxlen)
@@ -826,9 +830,9 @@ static int cpu_attention_forward_kv_at(void *ctx, float *out, const float *qkv, 
      * call attend its earlier ones. */
     for (int i = 0; i < N; i++) {
         const float *row = qkv + (size_t)i * C3;
-        size_t dst = ((size_t)slot[i] * maxT + pos[i]) * C;
-        memcpy(kcache + dst, row + C, C * sizeof(float));
-        memcpy(vcache + dst, row + 2 * C, C * sizeof(float));
+        size_t dst = ((size_t)slot[i] * maxT + pos[i]) * KW;
+        memcpy(kcache + dst, row + C, KW * sizeof(float));
+        memcpy(vcache + dst, row + C + KW, KW * sizeof(float));
     }
 #ifdef _OPENMP
     int nt = omp_get_max_threads();
@@ -849,7 +853,7 @@ static int cpu_attention_forward_kv_at(void *ctx, float *out, const float *qkv, 
 #pragma omp for collapse(2)
         for (int i = 0; i < N; i++)
             for (int h = 0; h < NH; h++) {
-                size_t base = (size_t)slot[i] * maxT * C + h * hs;
+                size_t base = (size_t)slot[i] * maxT * KW + (size_t)(h / group) * hs;
                 float *o = out + (size_t)i * C + h * hs;
                 const float *q = qkv + (size_t)i * C3 + h * hs;
 #ifdef SPADE_HAVE_CBLAS
@@ -859,8 +863,8 @@ static int cpu_attention_forward_kv_at(void *ctx, float *out, const float *qkv, 
                      * (a float sum, -O2) stay scalar, and decoding spends a
                      * third of its time here at the default width. */
                     int nk = pos[i] + 1;
-                    cblas_sgemv(CblasRowMajor, CblasNoTrans, nk, hs, scale, kcache + base, C, q, 1, 0.0f,
-                                a, 1);
+                    cblas_sgemv(CblasRowMajor, CblasNoTrans, nk, hs, scale, kcache + base, (int)KW, q, 1,
+                                0.0f, a, 1);
                     float mx = -INFINITY, sum = 0.0f;
                     for (int j = 0; j < nk; j++)
                         if (a[j] > mx) mx = a[j];
@@ -868,15 +872,29 @@ static int cpu_attention_forward_kv_at(void *ctx, float *out, const float *qkv, 
                         a[j] = expf(a[j] - mx);
                         sum += a[j];
                     }
-                    cblas_sgemv(CblasRowMajor, CblasTrans, nk, hs, 1.0f / sum, vcache + base, C, a, 1, 0.0f,
-                                o, 1);
+                    cblas_sgemv(CblasRowMajor, CblasTrans, nk, hs, 1.0f / sum, vcache + base, (int)KW, a, 1,
+                                0.0f, o, 1);
                     continue;
                 }
 #endif
-                attn_row(o, a, q, kcache + base, vcache + base, C, pos[i] + 1, hs, scale);
+                attn_row(o, a, q, kcache + base, vcache + base, KW, pos[i] + 1, hs, scale);
             }
     }
     return 0;
+}
+
+static int cpu_attention_forward_kv_at(void *ctx, float *out, const float *qkv, float *kcache,
+                                       float *vcache, const int *slot, const int *pos, int N,
+                                       int C, int NH, int S, int maxT, int maxlen) {
+    return kv_at_impl(ctx, out, qkv, kcache, vcache, slot, pos, N, C, NH, NH, S, maxT, maxlen);
+}
+
+static int cpu_attention_forward_kv_at_gqa(void *ctx, float *out, const float *qkv, float *kcache,
+                                           float *vcache, const int *slot, const int *pos, int N,
+                                           int C, int NH, int KVH, int S, int maxT, int maxlen) {
+    if (KVH < 1 || NH % KVH)
+        return fail(ctx, "attention_forward_kv_at_gqa: %d key/value heads do not divide %d heads", KVH, NH);
+    return kv_at_impl(ctx, out, qkv, kcache, vcache, slot, pos, N, C, NH, KVH, S, maxT, maxlen);
 }
 
 /* ---- elementwise ---- */
@@ -1232,7 +1250,8 @@ static int cpu_kv_reduce(void *ctx, float *dinp, const float *dout, int N, int N
             cpu_residual_forward, cpu_crossentropy_forward, cpu_crossentropy_backward,       \
             cpu_adamw, cpu_sumsq, cpu_encoder_forward_at, cpu_attention_forward_kv_at,          \
             cpu_rmsnorm_forward, cpu_rmsnorm_backward, cpu_rope, cpu_swiglu_forward,         \
-            cpu_swiglu_backward, cpu_kv_expand, cpu_kv_reduce, PROBS                         \
+            cpu_swiglu_backward, cpu_kv_expand, cpu_kv_reduce,                               \
+            cpu_attention_forward_kv_at_gqa, PROBS                                           \
     }
 
 static const spade_backend_vtable cpu_ref_vt = CPU_VTABLE("cpu_ref", 1);

@@ -841,17 +841,20 @@ static int cuda_encoder_forward_at(void *ctx, float *out, const int *inp, const 
     return 0;
 }
 
+/* Rows of qkv are qstride apart with k at [C, C+KW) and v at [C+KW, C+2KW);
+ * a cache position holds KW floats (the GPT: qstride 3C, KW = C; grouped
+ * key/value heads: qstride C+2KW, KW = KVH*hs). */
 __global__ void kv_store_at_kernel(float *kcache, float *vcache, const float *qkv, const int *slot,
-                                   const int *pos, int N, int C, int maxT) {
-    size_t n = (size_t)N * C;
+                                   const int *pos, int N, int C, int maxT, int qstride, int KW) {
+    size_t n = (size_t)N * KW;
     for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n;
          idx += (size_t)gridDim.x * blockDim.x) {
-        size_t i = idx / C;
-        int c = (int)(idx % C);
-        const float *row = qkv + i * 3 * C;
-        size_t dst = ((size_t)slot[i] * maxT + pos[i]) * C + c;
+        size_t i = idx / KW;
+        int c = (int)(idx % KW);
+        const float *row = qkv + i * qstride;
+        size_t dst = ((size_t)slot[i] * maxT + pos[i]) * KW + c;
         kcache[dst] = row[C + c];
-        vcache[dst] = row[2 * C + c];
+        vcache[dst] = row[C + KW + c];
     }
 }
 
@@ -860,21 +863,22 @@ __global__ void kv_store_at_kernel(float *kcache, float *vcache, const float *qk
  * memory: hs + maxlen floats. */
 __global__ void kv_attend_at_kernel(float *out, const float *qkv, const float *kcache,
                                     const float *vcache, const int *slot, const int *pos, int C,
-                                    int NH, int maxT, float scale) {
+                                    int NH, int maxT, float scale, int qstride, int KW, int group) {
     extern __shared__ float smem[];
     __shared__ float red[32];
     int hs = C / NH;
     int h = blockIdx.x % NH, i = blockIdx.x / NH;
     int nk = pos[i] + 1;
     float *q = smem, *sc = smem + hs;
-    const float *qg = qkv + (size_t)i * 3 * C + h * hs;
-    const float *kb = kcache + (size_t)slot[i] * maxT * C + h * hs;
-    const float *vb = vcache + (size_t)slot[i] * maxT * C + h * hs;
+    const float *qg = qkv + (size_t)i * qstride + h * hs;
+    /* query head h reads key/value head h / group */
+    const float *kb = kcache + (size_t)slot[i] * maxT * KW + (h / group) * hs;
+    const float *vb = vcache + (size_t)slot[i] * maxT * KW + (h / group) * hs;
     for (int k = threadIdx.x; k < hs; k += blockDim.x) q[k] = qg[k];
     __syncthreads();
     float mx = -INFINITY;
     for (int j = threadIdx.x; j < nk; j += blockDim.x) {
-        const float *kj = kb + (size_t)j * C;
+        const float *kj = kb + (size_t)j * KW;
         float s = 0.0f;
         for (int k = 0; k < hs; k++) s += q[k] * kj[k];
         s *= scale;
@@ -892,22 +896,44 @@ __global__ void kv_attend_at_kernel(float *out, const float *qkv, const float *k
     float *o = out + (size_t)i * C + h * hs;
     for (int k = threadIdx.x; k < hs; k += blockDim.x) {
         float acc = 0.0f;
-        for (int j = 0; j < nk; j++) acc += (sc[j] * inv) * vb[(size_t)j * C + k];
+        for (int j = 0; j < nk; j++) acc += (sc[j] * inv) * vb[(size_t)j * KW + k];
         o[k] = acc;
     }
 }
 
+static int kv_at_launch(cuda_ctx *c, float *out, const float *qkv, float *kcache, float *vcache,
+                        const int *slot, const int *pos, int N, int C, int NH, int KVH, int maxT,
+                        int maxlen);
+
 static int cuda_attention_forward_kv_at(void *ctx, float *out, const float *qkv, float *kcache,
                                         float *vcache, const int *slot, const int *pos, int N,
                                         int C, int NH, int S, int maxT, int maxlen) {
+    (void)S;
+    return kv_at_launch(CTX(ctx), out, qkv, kcache, vcache, slot, pos, N, C, NH, NH, maxT, maxlen);
+}
+
+static int cuda_attention_forward_kv_at_gqa(void *ctx, float *out, const float *qkv, float *kcache,
+                                            float *vcache, const int *slot, const int *pos, int N,
+                                            int C, int NH, int KVH, int S, int maxT, int maxlen) {
     cuda_ctx *c = CTX(ctx);
+    (void)S;
+    if (KVH < 1 || NH % KVH)
+        return FAIL(c, "attention_forward_kv_at_gqa: %d key/value heads do not divide %d heads", KVH, NH);
+    return kv_at_launch(c, out, qkv, kcache, vcache, slot, pos, N, C, NH, KVH, maxT, maxlen);
+}
+
+/* KVH = NH with the GPT's (N, 3C) rows is attention_forward_kv_at; KVH < NH
+ * reads compact (N, C + 2 KVH hs) rows and a cache of KVH heads. */
+static int kv_at_launch(cuda_ctx *c, float *out, const float *qkv, float *kcache, float *vcache,
+                        const int *slot, const int *pos, int N, int C, int NH, int KVH, int maxT,
+                        int maxlen) {
     if (check_heads(c, "attention_forward_kv_at", C, NH)) return SPADE_POLICY_EBACKEND;
     if (maxlen < 1 || maxlen > maxT)
         return FAIL(c, "attention_forward_kv_at: maxlen %d outside 1..%d (the context)", maxlen, maxT);
     if (N <= 0) return 0;
-    int hs = C / NH;
-    kv_store_at_kernel<<<grid_for((size_t)N * C, 256), 256, 0, c->stream>>>(
-        kcache, vcache, qkv, slot, pos, N, C, maxT);
+    int hs = C / NH, KW = KVH * hs, qstride = KVH == NH ? 3 * C : C + 2 * KW;
+    kv_store_at_kernel<<<grid_for((size_t)N * KW, 256), 256, 0, c->stream>>>(
+        kcache, vcache, qkv, slot, pos, N, C, maxT, qstride, KW);
     LAUNCHED(c, "attention_forward_kv_at (cache store)");
     size_t smem = (size_t)(hs + maxlen) * sizeof(float);
     if (smem > 48 * 1024 && smem > c->kv_at_smem_ok) {
@@ -924,9 +950,8 @@ static int cuda_attention_forward_kv_at(void *ctx, float *out, const float *qkv,
     }
     float scale = 1.0f / sqrtf((float)hs);
     kv_attend_at_kernel<<<(unsigned)((size_t)N * NH), KV_THREADS, smem, c->stream>>>(
-        out, qkv, kcache, vcache, slot, pos, C, NH, maxT, scale);
+        out, qkv, kcache, vcache, slot, pos, C, NH, maxT, scale, qstride, KW, NH / KVH);
     LAUNCHED(c, "attention_forward_kv_at (attend)");
-    (void)S;
     return 0;
 }
 
@@ -1367,6 +1392,7 @@ static const spade_backend_vtable cuda_vt = {
     cuda_swiglu_backward,
     cuda_kv_expand,
     cuda_kv_reduce,
+    cuda_attention_forward_kv_at_gqa,
     0, /* attention_probs: the tiled attention needs no T x T buffer */
 };
 

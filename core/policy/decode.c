@@ -108,11 +108,12 @@ int spade_decoder_new(spade_decoder **out, spade_policy *p, int max_slots, char 
     /* Within the limits (L <= 2^8, S and maxT <= 2^16, C <= 2^14) the cache
      * is at most 2^55 floats, so no product here wraps; whether it fits is
      * the allocator's answer. */
-    size_t cache = L * S * maxT * C;
-    /* the MLP's widths and the compact q|k|v rows differ by architecture (gpt_internal.h) */
+    /* a position's keys are kvw floats (C; a Llama's key/value heads only) */
+    size_t KW = p->kvw, cache = L * S * maxT * KW;
+    /* the MLP's widths and the q|k|v rows differ by architecture (gpt_internal.h) */
     int llama = p->arch == SPADE_ARCH_LLAMA;
     size_t FF = llama ? 2 * (size_t)p->F : 4 * C, FH = llama ? (size_t)p->F : 4 * C;
-    size_t rs[9] = {R * C, R * C, R * C, R * 3 * C, R * C, R * C, R * FF, R * FH, llama ? R * p->QKV : 0};
+    size_t rs[9] = {R * C, R * C, R * C, llama ? 0 : R * 3 * C, R * C, R * C, R * FF, R * FH, llama ? R * p->QKV : 0};
     size_t nrow = S * Vp;
     for (int i = 0; i < 9; i++) nrow += rs[i];
     d->cache_mem = BE->alloc(BX, 2 * cache * sizeof(float));
@@ -138,7 +139,7 @@ int spade_decoder_new(spade_decoder **out, spade_policy *p, int max_slots, char 
         snprintf(err, errlen,
                  "decoder_new: cannot allocate the caches of %d slots (%.1f MiB: 2 x %zu layers x %zu "
                  "positions x %zu channels each) and %.1f MiB of workspace on %s: %s",
-                 max_slots, 2.0 * cache * 4 / 1048576.0, L, maxT, C, nrow * 4 / 1048576.0, BE->name,
+                 max_slots, 2.0 * cache * 4 / 1048576.0, L, maxT, KW, nrow * 4 / 1048576.0, BE->name,
                  BE->last_error(BX));
         spade_decoder_free(d);
         return SPADE_POLICY_ENOMEM;
@@ -207,7 +208,7 @@ int spade_decoder_copy(spade_decoder *d, int dst, int src, char *err, size_t err
     if (!rc) rc = bad_slot(d, "decoder_copy", "src", src, err, errlen);
     if (rc || dst == src) return rc;
     spade_policy *p = d->p;
-    size_t maxT = p->maxT, C = p->C, layer = (size_t)d->S * maxT * C;
+    size_t maxT = p->maxT, C = p->kvw, layer = (size_t)d->S * maxT * C; /* C: a position's cache floats */
     size_t bytes = (size_t)d->cached[src] * C * sizeof(float);
     /* dst is emptied first: a failed copy leaves it empty, never half made */
     d->len[dst] = d->cached[dst] = 0;

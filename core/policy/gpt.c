@@ -315,6 +315,7 @@ int gpt_alloc(spade_policy **out, const spade_gpt_config *cfg, char *err, size_t
     p->ntensors = p->arch ? NUM_LLAMA_PARAM_TENSORS : NUM_PARAM_TENSORS;
     p->KVH = cfg->kv_heads ? cfg->kv_heads : p->NH;
     p->QKV = p->C + 2 * p->KVH * (p->C / p->NH);
+    p->kvw = p->arch ? p->KVH * (p->C / p->NH) : p->C;
     p->F = cfg->ffn ? cfg->ffn : 4 * p->C;
     p->rot = cfg->rope_dims ? cfg->rope_dims : p->C / p->NH;
     p->neox = cfg->rope_neox;

@@ -111,15 +111,16 @@ typedef struct {
     float *res;    /* (R, C)  residual stream */
     float *res2;   /* (R, C)  residual stream (the other half of a ping-pong) */
     float *ln;     /* (R, C) */
-    float *qkv;    /* (R, 3C) */
+    float *qkv;    /* (R, 3C); 0 floats for a Llama */
     float *atty;   /* (R, C) */
     float *proj;   /* (R, C) */
     float *fch;    /* (R, 4C); a Llama's (R, 2F) gate|up */
     float *fchg;   /* (R, 4C); a Llama's (R, F) */
     float *qkvc;   /* (R, QKV) a Llama's compact q|k|v rows; 0 floats for a GPT */
     float *logits; /* (S, Vp) last position of each slot the pass finishes */
-    float *kcache; /* (L, S, maxT, C)  a Llama's keys rotated and repeated to NH heads */
-    float *vcache; /* (L, S, maxT, C) */
+    float *kcache; /* (L, S, maxT, KW)  KW = kvw: C for a GPT; KV for a Llama (its KVH
+                    * key/value heads, rotated, not repeated) */
+    float *vcache; /* (L, S, maxT, KW) */
 } SampleTensors;
 
 enum { SPADE_ARCH_GPT = 0, SPADE_ARCH_LLAMA = 1 };
@@ -130,6 +131,7 @@ struct spade_policy {
     int arch;                                   /* SPADE_ARCH_* */
     int KVH, QKV, F;                            /* Llama: kv heads, q|k|v row width, SwiGLU width */
     int rot, neox, tied, qkvbias;               /* Llama: rotary dims, pairing, head, biases */
+    int kvw;                                    /* KV cache floats per position and layer */
     float eps, rope_base;                       /* Llama: RMSNorm epsilon, rotary base */
     int ntensors;                               /* parameter tensors of this arch */
     float *head;                                /* (Vp, C) the output head: wte or lparams.head */

@@ -7,14 +7,14 @@
  * optional biases, rotary positions on q and k (llama.cpp's two pairings:
  * policy.rope_pairing), grouped-query attention as the GPT's multi-head
  * attention over key/value heads repeated to NH (kv_expand; its backward
- * kv_reduce sums them back), a SwiGLU MLP, a final RMSNorm and a tied or
- * separate head; no learned positions. Training forward/backward and the
- * decoding batch's layers, all through the backend vtable (backend.h).
+ * kv_reduce sums them back; the decoding batch's cache keeps only the KVH
+ * heads, attention_forward_kv_at_gqa), a SwiGLU MLP, a final RMSNorm and a
+ * tied or separate head; no learned positions. Training forward/backward and
+ * the decoding batch's layers, all through the backend vtable (backend.h).
  * What it is not: the shared machinery (gpt.c: config, memory, the loss,
  * AdamW; decode.c: slots and the draw; checkpoint.c), which drive both
- * architectures without knowing which; nor a GGUF reader. The KV cache
- * holds the repeated heads (NH, not KVH, per position): simple, but NH/KVH
- * times the memory a compact cache would take.
+ * architectures without knowing which; nor a GGUF reader. Training keeps
+ * the repeated heads in its activations (NH, not KVH, per position).
  */
 #include <math.h>
 #include <stdio.h>
@@ -202,10 +202,9 @@ int llama_pass_layers(spade_policy *p, const SampleTensors *s, int r, const int 
                       size_t errlen) {
     int L = p->L, C = p->C, NH = p->NH, KVH = p->KVH, hs = C / NH, maxT = p->maxT;
     size_t R = (size_t)r, QKV = p->QKV, F = p->F, CC = (size_t)C * C;
-    size_t cstride = (size_t)S * maxT * C; /* one layer's cache */
+    size_t cstride = (size_t)S * maxT * p->kvw; /* one layer's cache: KVH heads a position */
     LlamaParameterTensors w = p->lparams;
-    int gqa = KVH < NH;
-    float *qc = gqa ? s->qkvc : s->qkv;
+    float *qc = s->qkvc;
     CK(BE->encoder_forward_at(BX, s->res, tok, pos, w.wte, NULL, r, C));
     float *x = s->res, *y = s->res2;
     for (int l = 0; l < L; l++) {
@@ -213,9 +212,8 @@ int llama_pass_layers(spade_policy *p, const SampleTensors *s, int r, const int 
         CK(BE->matmul_forward(BX, qc, s->ln, w.qkvw + l * QKV * C, w.qkvb ? w.qkvb + l * QKV : NULL, r, C,
                               QKV));
         CK(BE->rope(BX, qc, pos, r, 1, QKV, NH + KVH, hs, p->rot, p->rope_base, p->neox, 0));
-        if (gqa) CK(BE->kv_expand(BX, s->qkv, qc, r, NH, KVH, hs));
-        CK(BE->attention_forward_kv_at(BX, s->atty, s->qkv, s->kcache + l * cstride, s->vcache + l * cstride,
-                                       slot, pos, r, C, NH, S, maxT, maxlen));
+        CK(BE->attention_forward_kv_at_gqa(BX, s->atty, qc, s->kcache + l * cstride, s->vcache + l * cstride,
+                                           slot, pos, r, C, NH, KVH, S, maxT, maxlen));
         CK(BE->matmul_forward(BX, s->proj, s->atty, w.attprojw + l * CC, NULL, r, C, C));
         CK(BE->residual_forward(BX, y, x, s->proj, R * C));
         CK(BE->rmsnorm_forward(BX, s->ln, NULL, y, w.ln2w + l * C, r, C, p->eps));
