@@ -3,11 +3,12 @@
 #
 # What it is: one short script (a few minutes) that builds spade out of tree with
 # CUDA required, then
-#   1. opcheck: every backend op on "cuda" against "cpu_ref" (odd widths, several
+#   1. opcheck: every backend op (the Llama family's too) on "cuda" against "cpu_ref" (odd widths, several
 #      blocks, offset pointers, NaN-filled outputs that must be overwritten);
 #   2. the same under compute-sanitizer memcheck and racecheck, when the toolkit has it;
 #   3. tests/test_policy, whose CUDA parity test runs only where a GPU is usable;
 #      tests/test_grpo likewise (masked GRPO, per-role norms, spade_grpo_update);
+#      tests/test_llama (the Llama family: training and decoding on cuda vs cpu);
 #      tests/test_decode (the decoding batch on cuda vs cpu_ref) and bench/bench_decode
 #      --backend cuda (32 episodes decoded together vs one at a time);
 #   3. tests/test_policy and tests/test_attention, whose CUDA parity tests run only
@@ -324,6 +325,80 @@ static void run(int B, int T, int C, int NH, int maxT, int V, int Vp) {
     printf("  %-40s %s  ref %.10g cuda %.10g\n", "sumsq", ok ? "ok  " : "FAIL", sr, sg);
     failures += !ok;
 
+    /* the Llama family: RMSNorm, rotary positions (both pairings, partial, per-row
+     * positions and i % T), SwiGLU, kv_expand/kv_reduce, the encoder without wpe */
+    {
+        int hs = C / NH, KVH = NH % 3 == 0 ? NH / 3 : NH % 2 == 0 ? NH / 2 : 1, KV = KVH * hs;
+        int W = C + 2 * KV, F = C + 5;
+        float *rsr = dev(&R, NULL, N * 4), *rsg = devnan(&G, N * 4);
+        BOTH(R.vt->rmsnorm_forward(R.ctx, outr, rsr, xr, wr, N, C, 1e-5f),
+             G.vt->rmsnorm_forward(G.ctx, outg, rsg, xg, wg, N, C, 1e-5f));
+        compare("rmsnorm_forward out", outr, outg, (size_t)N * C, tol);
+        compare("rmsnorm_forward rstd", rsr, rsg, N, tol);
+        float *d3r = dev(&R, acc, (size_t)N * C * 4), *d3g = dev(&G, acc, (size_t)N * C * 4);
+        float *w3r = dev(&R, dw0, C * 4), *w3g = dev(&G, dw0, C * 4);
+        BOTH(R.vt->rmsnorm_backward(R.ctx, d3r, w3r, dor, xr, wr, rsr, N, C),
+             G.vt->rmsnorm_backward(G.ctx, d3g, w3g, dog, xg, wg, rsg, N, C));
+        compare("rmsnorm_backward dinp (+=)", d3r, d3g, (size_t)N * C, 1e-4);
+        compare("rmsnorm_backward dweight (+=)", w3r, w3g, C, 1e-4);
+        float *qc = hrand((size_t)N * W, 1);
+        float *qcr = dev(&R, qc, (size_t)N * W * 4), *qcg = dev(&G, qc, (size_t)N * W * 4);
+        int *ps = malloc(N * sizeof *ps);
+        for (int i = 0; i < N; i++) ps[i] = (i * 7) % maxT;
+        int *psr = dev(&R, ps, N * 4), *psg = dev(&G, ps, N * 4);
+        for (int neox = 0; neox < 2; neox++) {
+            int rot = neox ? hs : hs - 2 > 1 ? hs - 2 : hs;
+            BOTH(R.vt->rope(R.ctx, qcr, psr, N, T, W, NH + KVH, hs, rot, 1e6f, neox, 0),
+                 G.vt->rope(G.ctx, qcg, psg, N, T, W, NH + KVH, hs, rot, 1e6f, neox, 0));
+            compare(neox ? "rope (half pairing, per-row pos)" : "rope (adjacent, partial, per-row pos)", qcr, qcg,
+                    (size_t)N * W, tol);
+            BOTH(R.vt->rope(R.ctx, qcr, NULL, N, T, W, NH + KVH, hs, rot, 1e4f, neox, 1),
+                 G.vt->rope(G.ctx, qcg, NULL, N, T, W, NH + KVH, hs, rot, 1e4f, neox, 1));
+            compare("rope inverse (pos = i % T)", qcr, qcg, (size_t)N * W, tol);
+        }
+        float *exr = dev(&R, NULL, (size_t)N * C3 * 4), *exg = devnan(&G, (size_t)N * C3 * 4);
+        BOTH(R.vt->kv_expand(R.ctx, exr, qcr, N, NH, KVH, hs), G.vt->kv_expand(G.ctx, exg, qcg, N, NH, KVH, hs));
+        compare("kv_expand (=)", exr, exg, (size_t)N * C3, 0);
+        float *rdr = dev(&R, NULL, (size_t)N * W * 4), *rdg = devnan(&G, (size_t)N * W * 4);
+        BOTH(R.vt->kv_reduce(R.ctx, rdr, dqr, N, NH, KVH, hs), G.vt->kv_reduce(G.ctx, rdg, dqg, N, NH, KVH, hs));
+        compare("kv_reduce (=)", rdr, rdg, (size_t)N * W, tol);
+        float *gu = hrand((size_t)N * 2 * F, 3), *dy = hrand((size_t)N * F, 1);
+        float *gur = dev(&R, gu, (size_t)N * 2 * F * 4), *gug = dev(&G, gu, (size_t)N * 2 * F * 4);
+        float *dyr = dev(&R, dy, (size_t)N * F * 4), *dyg = dev(&G, dy, (size_t)N * F * 4);
+        float *swr = dev(&R, NULL, (size_t)N * F * 4), *swg = devnan(&G, (size_t)N * F * 4);
+        float *dsr = dev(&R, NULL, (size_t)N * 2 * F * 4), *dsg = devnan(&G, (size_t)N * 2 * F * 4);
+        BOTH(R.vt->swiglu_forward(R.ctx, swr, gur, N, F), G.vt->swiglu_forward(G.ctx, swg, gug, N, F));
+        compare("swiglu_forward", swr, swg, (size_t)N * F, tol);
+        BOTH(R.vt->swiglu_backward(R.ctx, dsr, gur, dyr, N, F), G.vt->swiglu_backward(G.ctx, dsg, gug, dyg, N, F));
+        compare("swiglu_backward (=)", dsr, dsg, (size_t)N * 2 * F, tol);
+        BOTH(R.vt->encoder_forward(R.ctx, outr, tr, wter, NULL, B, T, C, 0),
+             G.vt->encoder_forward(G.ctx, outg, tg, wteg, NULL, B, T, C, 0));
+        compare("encoder_forward (no wpe)", outr, outg, (size_t)N * C, tol);
+        BOTH(R.vt->encoder_backward(R.ctx, wter, NULL, dor, tr, B, T, C),
+             G.vt->encoder_backward(G.ctx, wteg, NULL, dog, tg, B, T, C));
+        compare("encoder_backward dwte (no wpe)", wter, wteg, (size_t)Vp * C, tol);
+        /* the compact cache: rows interleaved over B slots as above, KVH heads a position */
+        {
+            size_t KC2 = (size_t)B * maxT * KV;
+            int *sl2 = malloc(N * sizeof *sl2), *ps2 = malloc(N * sizeof *ps2);
+            for (int i = 0; i < N; i++) {
+                sl2[i] = i % B;
+                ps2[i] = pos0 + i / B;
+            }
+            int *s2r = dev(&R, sl2, N * 4), *s2g = dev(&G, sl2, N * 4), *p2r = dev(&R, ps2, N * 4), *p2g = dev(&G, ps2, N * 4);
+            float *kc2 = hrand(KC2, 1), *vc2 = hrand(KC2, 1);
+            float *k3r = dev(&R, kc2, KC2 * 4), *k3g = dev(&G, kc2, KC2 * 4), *v3r = dev(&R, vc2, KC2 * 4), *v3g = dev(&G, vc2, KC2 * 4);
+            float *o3r = dev(&R, NULL, (size_t)N * C * 4), *o3g = devnan(&G, (size_t)N * C * 4);
+            BOTH(R.vt->attention_forward_kv_at_gqa(R.ctx, o3r, qcr, k3r, v3r, s2r, p2r, N, C, NH, KVH, B, maxT, maxT),
+                 G.vt->attention_forward_kv_at_gqa(G.ctx, o3g, qcg, k3g, v3g, s2g, p2g, N, C, NH, KVH, B, maxT, maxT));
+            compare("attention_forward_kv_at_gqa out", o3r, o3g, (size_t)N * C, tol);
+            compare("attention_forward_kv_at_gqa kcache", k3r, k3g, KC2, 0);
+            compare("attention_forward_kv_at_gqa vcache", v3r, v3g, KC2, 0);
+            free(sl2); free(ps2); free(kc2); free(vc2);
+        }
+        free(qc); free(ps); free(gu); free(dy);
+    }
+
     /* memory ops */
     BOTH(R.vt->copy(R.ctx, dxr, outr, (size_t)N * C * 4), G.vt->copy(G.ctx, dxg, outg, (size_t)N * C * 4));
     compare("copy", dxr, dxg, (size_t)N * C, tol);
@@ -549,6 +624,27 @@ if make -j"$JOBS" tests/test_grpo > "$LOGS/build-test_grpo.log" 2>&1; then
 else
     show "$LOGS/build-test_grpo.log" 20
     result "test_grpo (CUDA parity)" FAIL "make tests/test_grpo failed (see build-test_grpo.log)"
+    STATUS=1
+fi
+
+echo "== tests/test_llama"
+t=$(date +%s)
+if make -j"$JOBS" tests/test_llama > "$LOGS/build-test_llama.log" 2>&1; then
+    ./tests/test_llama > "$LOGS/test_llama.log" 2>&1
+    rc=$?
+    grep -E "cuda parity|Checks:" "$LOGS/test_llama.log"
+    if [ $rc -ne 0 ]; then
+        result "test_llama (CUDA parity)" FAIL "exit $rc after $(elapsed "$t") (see test_llama.log)"
+        show "$LOGS/test_llama.log"
+        STATUS=1
+    elif grep -q "SKIP cuda parity" "$LOGS/test_llama.log"; then
+        result "test_llama (CUDA parity)" SKIP "$(grep -m1 'SKIP cuda parity' "$LOGS/test_llama.log")"
+    else
+        result "test_llama (CUDA parity)" PASS "$(elapsed "$t")"
+    fi
+else
+    show "$LOGS/build-test_llama.log" 20
+    result "test_llama (CUDA parity)" FAIL "make tests/test_llama failed (see build-test_llama.log)"
     STATUS=1
 fi
 

@@ -490,12 +490,14 @@ static int open_policy(const pt_config *c, const char *config_path, const docs *
             return 1;
         }
         if (fc.layers != c->gpt.layers || fc.heads != c->gpt.heads || fc.width != c->gpt.width ||
-            fc.context != c->gpt.context || strcmp(fc.tokenizer, c->gpt.tokenizer)) {
+            fc.context != c->gpt.context || strcmp(fc.tokenizer, c->gpt.tokenizer) ||
+            !spade_gpt_config_same_arch(&fc, &c->gpt)) {
             snprintf(err, errlen,
-                     "cannot resume: %s has layers %d heads %d width %d context %d tokenizer %s, "
-                     "%s asks for %d %d %d %d %s (use another [pretrain] out)",
-                     ckpt, fc.layers, fc.heads, fc.width, fc.context, fc.tokenizer, config_path, c->gpt.layers,
-                     c->gpt.heads, c->gpt.width, c->gpt.context, c->gpt.tokenizer);
+                     "cannot resume: %s has arch %s layers %d heads %d width %d context %d tokenizer %s, "
+                     "%s asks for %s %d %d %d %d %s (use another [pretrain] out)",
+                     ckpt, fc.arch, fc.layers, fc.heads, fc.width, fc.context, fc.tokenizer, config_path,
+                     c->gpt.arch[0] ? c->gpt.arch : "gpt", c->gpt.layers, c->gpt.heads, c->gpt.width, c->gpt.context,
+                     c->gpt.tokenizer);
             return 1;
         }
         rc = spade_policy_load(&p, ckpt, c->gpt.backend, err, errlen);

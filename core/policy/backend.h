@@ -1,4 +1,4 @@
-/* backend.h — the compute interface under spade's policy (a GPT): one vtable of
+/* backend.h — the compute interface under spade's policy (a GPT or a Llama): one vtable of
  * memory operations and layer operations, plus a context pointer (ggml-style).
  *
  * What it is: the contract between core/policy/gpt.c (which owns the model: the
@@ -187,6 +187,58 @@
  *     On cpu_ref each row's arithmetic is that of attention_forward_kv and of
  *     attention_forward's row, so a slot decoded in a batch equals the same
  *     sequence decoded alone or recomputed in full, bit for bit.
+ *
+ * THE LLAMA FAMILY (core/policy/llama.c) adds a few ops; everything else it
+ * shares with the GPT (matmul, attention, residual, crossentropy, adamw).
+ * wpe may be NULL in encoder_forward, encoder_backward and encoder_forward_at:
+ * then there are no learned positions (out = wte[inp]; dwpe is not touched).
+ * KVH key/value heads (NH % KVH == 0), KV = KVH*hs, F the SwiGLU width.
+ *
+ * rmsnorm_forward(out (N,C) (=), rstd (N) (=) or NULL, inp (N,C), weight (C),
+ *                 N, C, eps)
+ *     s = 1/sqrt(mean_c(inp[i,:]^2) + eps); out[i,:] = inp[i,:]*s*weight;
+ *     rstd[i] = s (not stored when NULL). No mean is subtracted, no bias.
+ * rmsnorm_backward(dinp (N,C) (+=), dweight (C) (+=), dout (N,C), inp (N,C),
+ *                  weight (C), rstd (N), N, C)
+ *     With xhat = inp*rstd, dnorm = dout*weight:
+ *       dweight += sum_i xhat[i,:]*dout[i,:];
+ *       dinp[i,:] += rstd[i] * (dnorm - xhat*mean_c(dnorm*xhat)).
+ * rope(x (N,stride) (in place), pos (N) int32 or NULL, N, T, stride, nheads,
+ *      hs, rot, base, neox, inverse)
+ *     Rotary positions on the first nheads heads (width hs, contiguous from
+ *     column 0) of each row of x: row i is at position p = pos[i], or i % T
+ *     when pos is NULL (training rows (B,T)). For j in [0, rot/2), with
+ *     theta = p * base^(-2j/rot) (computed in double), c = cos theta,
+ *     s = sin theta (s = -sin theta when inverse: the transpose, which is the
+ *     backward of the rotation), the pair (a, b) of a head becomes
+ *     (a c - b s, a s + b c). The pair is (2j, 2j+1) when neox = 0 (llama.cpp's
+ *     LLAMA rope type, "NORM": GGUF Llama files, whose Q/K rows the converter
+ *     permuted) and (j, j + rot/2) when neox = 1 (llama.cpp's NEOX type:
+ *     Qwen2, and Hugging Face's rotate_half). Columns rot..hs-1 are untouched.
+ *     rot is even, 2 <= rot <= hs.
+ * swiglu_forward(out (N,F) (=), inp (N,2F), N, F)
+ *     With g = inp[i, 0:F] (the gate) and u = inp[i, F:2F] (the up projection):
+ *     out[i,j] = g/(1+exp(-g)) * u   (SiLU(g) * u).
+ * swiglu_backward(dinp (N,2F) (=), inp (N,2F), dout (N,F), N, F)
+ *     dg = dout * u * sig(g) * (1 + g (1 - sig(g)));  du = dout * SiLU(g).
+ * kv_expand(out (N,3C) (=), inp (N,C+2KV), N, NH, KVH, hs)
+ *     Grouped-query attention through the multi-head attention ops: q is
+ *     copied, and q head h reads key/value head h / (NH/KVH) (llama.cpp's and
+ *     Hugging Face's repeat_kv mapping):
+ *       out[i, 0:C] = inp[i, 0:C];
+ *       out[i, C + h*hs + d]  = inp[i, C + (h/(NH/KVH))*hs + d];
+ *       out[i, 2C + h*hs + d] = inp[i, C + KV + (h/(NH/KVH))*hs + d].
+ * kv_reduce(dinp (N,C+2KV) (=), dout (N,3C), N, NH, KVH, hs)
+ *     The backward of kv_expand: dq copied, each key/value head's gradient
+ *     the sum, in increasing h, over the NH/KVH query heads that read it.
+ * attention_forward_kv_at_gqa(out (N,C) (=), qkv (N,C+2KV), kcache (S,maxT,KV),
+ *                             vcache (S,maxT,KV), slot (N) int32, pos (N) int32,
+ *                             N, C, NH, KVH, S, maxT, maxlen)
+ *     attention_forward_kv_at with the compact rows and a cache of KVH heads
+ *     (KV floats a position, not C): kcache[slot[i],pos[i],:] = inp[i, C:C+KV],
+ *     vcache[...] = inp[i, C+KV:C+2KV], and query head h attends key/value
+ *     head h/(NH/KVH). On cpu_ref each row's arithmetic is that of
+ *     attention_forward over kv_expand's rows, bit for bit.
  * ---------------------------------------------------------------------------
  */
 #ifndef SPADE_POLICY_BACKEND_H
@@ -269,6 +321,22 @@ typedef struct spade_backend_vtable {
     int (*attention_forward_kv_at)(void *ctx, float *out, const float *qkv, float *kcache,
                                    float *vcache, const int *slot, const int *pos, int N,
                                    int C, int NH, int S, int maxT, int maxlen);
+    /* the Llama family (see above) */
+    int (*rmsnorm_forward)(void *ctx, float *out, float *rstd, const float *inp,
+                           const float *weight, int N, int C, float eps);
+    int (*rmsnorm_backward)(void *ctx, float *dinp, float *dweight, const float *dout,
+                            const float *inp, const float *weight, const float *rstd, int N,
+                            int C);
+    int (*rope)(void *ctx, float *x, const int *pos, int N, int T, int stride, int nheads, int hs,
+                int rot, float base, int neox, int inverse);
+    int (*swiglu_forward)(void *ctx, float *out, const float *inp, int N, int F);
+    int (*swiglu_backward)(void *ctx, float *dinp, const float *inp, const float *dout, int N,
+                           int F);
+    int (*kv_expand)(void *ctx, float *out, const float *inp, int N, int NH, int KVH, int hs);
+    int (*kv_reduce)(void *ctx, float *dinp, const float *dout, int N, int NH, int KVH, int hs);
+    int (*attention_forward_kv_at_gqa)(void *ctx, float *out, const float *qkv, float *kcache,
+                                       float *vcache, const int *slot, const int *pos, int N,
+                                       int C, int NH, int KVH, int S, int maxT, int maxlen);
 
     /* 1: attention_forward/backward use the (B,NH,T,T) att buffer, which the
      * policy then allocates (T x T memory); 0: att is NULL. */

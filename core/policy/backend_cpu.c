@@ -175,8 +175,13 @@ static int cpu_encoder_forward(void *ctx, float *out, const int *inp, const floa
 #pragma omp parallel for if (PAR((size_t)N * C))
     for (int i = 0; i < N; i++) {
         int t = i % T;
-        const float *we = wte + (size_t)inp[i] * C, *pe = wpe + (size_t)(pos0 + t) * C;
+        const float *we = wte + (size_t)inp[i] * C;
         float *o = out + (size_t)i * C;
+        if (!wpe) {
+            memcpy(o, we, (size_t)C * sizeof(float));
+            continue;
+        }
+        const float *pe = wpe + (size_t)(pos0 + t) * C;
         for (int c = 0; c < C; c++) o[c] = we[c] + pe[c];
     }
     return 0;
@@ -193,11 +198,13 @@ static int cpu_encoder_backward(void *ctx, float *dwte, float *dwpe, const float
         split(C, &c0, &c1);
         for (int i = 0; i < B * T; i++) {
             const float *d = dout + (size_t)i * C;
-            float *we = dwte + (size_t)inp[i] * C, *pe = dwpe + (size_t)(i % T) * C;
+            float *we = dwte + (size_t)inp[i] * C;
 #pragma omp simd
-            for (int c = c0; c < c1; c++) {
-                we[c] += d[c];
-                pe[c] += d[c];
+            for (int c = c0; c < c1; c++) we[c] += d[c];
+            if (dwpe) {
+                float *pe = dwpe + (size_t)(i % T) * C;
+#pragma omp simd
+                for (int c = c0; c < c1; c++) pe[c] += d[c];
             }
         }
     }
@@ -789,20 +796,29 @@ static int cpu_encoder_forward_at(void *ctx, float *out, const int *inp, const i
                                   const float *wte, const float *wpe, int N, int C) {
 #pragma omp parallel for if (PAR((size_t)N * C))
     for (int i = 0; i < N; i++) {
-        const float *we = wte + (size_t)inp[i] * C, *pe = wpe + (size_t)pos[i] * C;
+        const float *we = wte + (size_t)inp[i] * C;
         float *o = out + (size_t)i * C;
+        if (!wpe) {
+            memcpy(o, we, (size_t)C * sizeof(float));
+            continue;
+        }
+        const float *pe = wpe + (size_t)pos[i] * C;
         for (int c = 0; c < C; c++) o[c] = we[c] + pe[c];
     }
     return 0;
 }
 
-static int cpu_attention_forward_kv_at(void *ctx, float *out, const float *qkv, float *kcache,
-                                       float *vcache, const int *slot, const int *pos, int N,
-                                       int C, int NH, int S, int maxT, int maxlen) {
+/* KVH = NH with the GPT's (N, 3C) rows is attention_forward_kv_at; KVH < NH
+ * reads compact (N, C + 2KW) rows (KW = KVH hs) into a cache of KW floats a
+ * position, query head h reading key/value head h / (NH / KVH). */
+static int kv_at_impl(void *ctx, float *out, const float *qkv, float *kcache, float *vcache,
+                      const int *slot, const int *pos, int N, int C, int NH, int KVH, int S,
+                      int maxT, int maxlen) {
     cpu_ctx *c = ctx;
-    int hs = C / NH;
+    int hs = C / NH, group = NH / KVH;
+    size_t KW = (size_t)KVH * hs;
     float scale = 1.0f / sqrtf((float)hs);
-    size_t C3 = 3 * (size_t)C, work = 0;
+    size_t C3 = KVH == NH ? 3 * (size_t)C : C + 2 * KW, work = 0;
     if (maxlen > maxT) return fail(c, "attention_forward_kv_at: maxlen %d > context %d", maxlen, maxT);
     for (int i = 0; i < N; i++) {
         if (slot[i] < 0 || slot[i] >= S || pos[i] < 0 || pos[i] >= maxlen)
@@ -814,9 +830,9 @@ static int cpu_attention_forward_kv_at(void *ctx, float *out, const float *qkv, 
      * call attend its earlier ones. */
     for (int i = 0; i < N; i++) {
         const float *row = qkv + (size_t)i * C3;
-        size_t dst = ((size_t)slot[i] * maxT + pos[i]) * C;
-        memcpy(kcache + dst, row + C, C * sizeof(float));
-        memcpy(vcache + dst, row + 2 * C, C * sizeof(float));
+        size_t dst = ((size_t)slot[i] * maxT + pos[i]) * KW;
+        memcpy(kcache + dst, row + C, KW * sizeof(float));
+        memcpy(vcache + dst, row + C + KW, KW * sizeof(float));
     }
 #ifdef _OPENMP
     int nt = omp_get_max_threads();
@@ -837,7 +853,7 @@ static int cpu_attention_forward_kv_at(void *ctx, float *out, const float *qkv, 
 #pragma omp for collapse(2)
         for (int i = 0; i < N; i++)
             for (int h = 0; h < NH; h++) {
-                size_t base = (size_t)slot[i] * maxT * C + h * hs;
+                size_t base = (size_t)slot[i] * maxT * KW + (size_t)(h / group) * hs;
                 float *o = out + (size_t)i * C + h * hs;
                 const float *q = qkv + (size_t)i * C3 + h * hs;
 #ifdef SPADE_HAVE_CBLAS
@@ -847,8 +863,8 @@ static int cpu_attention_forward_kv_at(void *ctx, float *out, const float *qkv, 
                      * (a float sum, -O2) stay scalar, and decoding spends a
                      * third of its time here at the default width. */
                     int nk = pos[i] + 1;
-                    cblas_sgemv(CblasRowMajor, CblasNoTrans, nk, hs, scale, kcache + base, C, q, 1, 0.0f,
-                                a, 1);
+                    cblas_sgemv(CblasRowMajor, CblasNoTrans, nk, hs, scale, kcache + base, (int)KW, q, 1,
+                                0.0f, a, 1);
                     float mx = -INFINITY, sum = 0.0f;
                     for (int j = 0; j < nk; j++)
                         if (a[j] > mx) mx = a[j];
@@ -856,15 +872,29 @@ static int cpu_attention_forward_kv_at(void *ctx, float *out, const float *qkv, 
                         a[j] = expf(a[j] - mx);
                         sum += a[j];
                     }
-                    cblas_sgemv(CblasRowMajor, CblasTrans, nk, hs, 1.0f / sum, vcache + base, C, a, 1, 0.0f,
-                                o, 1);
+                    cblas_sgemv(CblasRowMajor, CblasTrans, nk, hs, 1.0f / sum, vcache + base, (int)KW, a, 1,
+                                0.0f, o, 1);
                     continue;
                 }
 #endif
-                attn_row(o, a, q, kcache + base, vcache + base, C, pos[i] + 1, hs, scale);
+                attn_row(o, a, q, kcache + base, vcache + base, KW, pos[i] + 1, hs, scale);
             }
     }
     return 0;
+}
+
+static int cpu_attention_forward_kv_at(void *ctx, float *out, const float *qkv, float *kcache,
+                                       float *vcache, const int *slot, const int *pos, int N,
+                                       int C, int NH, int S, int maxT, int maxlen) {
+    return kv_at_impl(ctx, out, qkv, kcache, vcache, slot, pos, N, C, NH, NH, S, maxT, maxlen);
+}
+
+static int cpu_attention_forward_kv_at_gqa(void *ctx, float *out, const float *qkv, float *kcache,
+                                           float *vcache, const int *slot, const int *pos, int N,
+                                           int C, int NH, int KVH, int S, int maxT, int maxlen) {
+    if (KVH < 1 || NH % KVH)
+        return fail(ctx, "attention_forward_kv_at_gqa: %d key/value heads do not divide %d heads", KVH, NH);
+    return kv_at_impl(ctx, out, qkv, kcache, vcache, slot, pos, N, C, NH, KVH, S, maxT, maxlen);
 }
 
 /* ---- elementwise ---- */
@@ -1036,6 +1066,180 @@ static int cpu_sumsq(void *ctx, const float *x, size_t n, double *out) {
     return 0;
 }
 
+/* ---- the Llama family: RMSNorm, rotary positions, SwiGLU, grouped KV heads ---- */
+
+SPADE_CLONES static void rmsnorm_rows(float *out, float *rstd, const float *inp, const float *w,
+                                      int r0, int r1, int C, float eps) {
+    for (int i = r0; i < r1; i++) {
+        const float *x = inp + (size_t)i * C;
+        float v = 0.0f;
+#pragma omp simd reduction(+ : v)
+        for (int c = 0; c < C; c++) v += x[c] * x[c];
+        float s = 1.0f / sqrtf(v / C + eps);
+        float *o = out + (size_t)i * C;
+#pragma omp simd
+        for (int c = 0; c < C; c++) o[c] = x[c] * s * w[c];
+        if (rstd) rstd[i] = s;
+    }
+}
+
+static int cpu_rmsnorm_forward(void *ctx, float *out, float *rstd, const float *inp,
+                               const float *w, int N, int C, float eps) {
+#pragma omp parallel if (PAR((size_t)N * C))
+    {
+        int r0, r1;
+        split(N, &r0, &r1);
+        rmsnorm_rows(out, rstd, inp, w, r0, r1, C, eps);
+    }
+    return 0;
+}
+
+SPADE_CLONES static void rmsnorm_back_rows(float *dinp, const float *dout, const float *inp,
+                                           const float *w, const float *rstd, int r0, int r1,
+                                           int C) {
+    for (int i = r0; i < r1; i++) {
+        const float *x = inp + (size_t)i * C, *dy = dout + (size_t)i * C;
+        float s = rstd[i], dnx_mean = 0.0f;
+#pragma omp simd reduction(+ : dnx_mean)
+        for (int c = 0; c < C; c++) dnx_mean += w[c] * dy[c] * x[c] * s;
+        dnx_mean /= C;
+        float *dx = dinp + (size_t)i * C;
+#pragma omp simd
+        for (int c = 0; c < C; c++) dx[c] += s * (w[c] * dy[c] - x[c] * s * dnx_mean);
+    }
+}
+SPADE_CLONES static void rmsnorm_back_cols(float *dweight, const float *dout, const float *inp,
+                                           const float *rstd, int N, int C, int c0, int c1) {
+    for (int i = 0; i < N; i++) {
+        const float *x = inp + (size_t)i * C, *dy = dout + (size_t)i * C;
+        float s = rstd[i];
+#pragma omp simd
+        for (int c = c0; c < c1; c++) dweight[c] += x[c] * s * dy[c];
+    }
+}
+
+static int cpu_rmsnorm_backward(void *ctx, float *dinp, float *dweight, const float *dout,
+                                const float *inp, const float *w, const float *rstd, int N,
+                                int C) {
+#pragma omp parallel if (PAR((size_t)N * C))
+    {
+        int r0, r1, c0, c1;
+        split(N, &r0, &r1);
+        split(C, &c0, &c1);
+        rmsnorm_back_rows(dinp, dout, inp, w, rstd, r0, r1, C);
+        rmsnorm_back_cols(dweight, dout, inp, rstd, N, C, c0, c1);
+    }
+    return 0;
+}
+
+/* The angles are formed in double from the position and the pair index
+ * alone, so a row at position p rotates the same whichever pass (a full
+ * forward, a prefill, one decode step) it is in. */
+static int cpu_rope(void *ctx, float *x, const int *pos, int N, int T, int stride, int nheads,
+                    int hs, int rot, float base, int neox, int inverse) {
+    int half = rot / 2;
+    double lb = log((double)base);
+#pragma omp parallel for if (PAR((size_t)N * nheads * rot))
+    for (int i = 0; i < N; i++) {
+        double p = pos ? pos[i] : i % T;
+        float *row = x + (size_t)i * stride;
+        for (int j = 0; j < half; j++) {
+            double th = p * exp(-2.0 * j / rot * lb);
+            float c = (float)cos(th), sn = (float)(inverse ? -sin(th) : sin(th));
+            int a = neox ? j : 2 * j, b = neox ? j + half : 2 * j + 1;
+            for (int h = 0; h < nheads; h++) {
+                float *v = row + (size_t)h * hs;
+                float x0 = v[a], x1 = v[b];
+                v[a] = x0 * c - x1 * sn;
+                v[b] = x0 * sn + x1 * c;
+            }
+        }
+    }
+    return 0;
+}
+
+static inline float silu_sig(float g) { return 1.0f / (1.0f + spade_expf(-g)); }
+
+SPADE_CLONES static void swiglu_fwd_rows(float *out, const float *inp, int r0, int r1, int F) {
+    for (int i = r0; i < r1; i++) {
+        const float *g = inp + (size_t)i * 2 * F, *u = g + F;
+        float *o = out + (size_t)i * F;
+#pragma omp simd
+        for (int j = 0; j < F; j++) o[j] = g[j] * silu_sig(g[j]) * u[j];
+    }
+}
+SPADE_CLONES static void swiglu_bwd_rows(float *dinp, const float *inp, const float *dout, int r0,
+                                         int r1, int F) {
+    for (int i = r0; i < r1; i++) {
+        const float *g = inp + (size_t)i * 2 * F, *u = g + F, *dy = dout + (size_t)i * F;
+        float *dg = dinp + (size_t)i * 2 * F, *du = dg + F;
+#pragma omp simd
+        for (int j = 0; j < F; j++) {
+            float sg = silu_sig(g[j]);
+            dg[j] = dy[j] * u[j] * sg * (1.0f + g[j] * (1.0f - sg));
+            du[j] = dy[j] * g[j] * sg;
+        }
+    }
+}
+
+static int cpu_swiglu_forward(void *ctx, float *out, const float *inp, int N, int F) {
+#pragma omp parallel if (PAR((size_t)N * F))
+    {
+        int r0, r1;
+        split(N, &r0, &r1);
+        swiglu_fwd_rows(out, inp, r0, r1, F);
+    }
+    return 0;
+}
+static int cpu_swiglu_backward(void *ctx, float *dinp, const float *inp, const float *dout,
+                               int N, int F) {
+#pragma omp parallel if (PAR((size_t)N * F))
+    {
+        int r0, r1;
+        split(N, &r0, &r1);
+        swiglu_bwd_rows(dinp, inp, dout, r0, r1, F);
+    }
+    return 0;
+}
+
+static int cpu_kv_expand(void *ctx, float *out, const float *inp, int N, int NH, int KVH, int hs) {
+    size_t C = (size_t)NH * hs, KV = (size_t)KVH * hs, W = C + 2 * KV;
+    int g = NH / KVH;
+#pragma omp parallel for if (PAR((size_t)N * 3 * C))
+    for (int i = 0; i < N; i++) {
+        const float *in = inp + (size_t)i * W;
+        float *o = out + (size_t)i * 3 * C;
+        memcpy(o, in, C * sizeof(float));
+        for (int h = 0; h < NH; h++) {
+            memcpy(o + C + (size_t)h * hs, in + C + (size_t)(h / g) * hs, (size_t)hs * sizeof(float));
+            memcpy(o + 2 * C + (size_t)h * hs, in + C + KV + (size_t)(h / g) * hs,
+                   (size_t)hs * sizeof(float));
+        }
+    }
+    return 0;
+}
+
+static int cpu_kv_reduce(void *ctx, float *dinp, const float *dout, int N, int NH, int KVH, int hs) {
+    size_t C = (size_t)NH * hs, KV = (size_t)KVH * hs, W = C + 2 * KV;
+    int g = NH / KVH;
+#pragma omp parallel for if (PAR((size_t)N * 3 * C))
+    for (int i = 0; i < N; i++) {
+        const float *d = dout + (size_t)i * 3 * C;
+        float *o = dinp + (size_t)i * W;
+        memcpy(o, d, C * sizeof(float));
+        memset(o + C, 0, 2 * KV * sizeof(float));
+        for (int h = 0; h < NH; h++) {
+            float *dk = o + C + (size_t)(h / g) * hs, *dv = o + C + KV + (size_t)(h / g) * hs;
+            const float *sk = d + C + (size_t)h * hs, *sv = d + 2 * C + (size_t)h * hs;
+            for (int e = 0; e < hs; e++) {
+                dk[e] += sk[e];
+                dv[e] += sv[e];
+            }
+        }
+    }
+    return 0;
+}
+
 #define CPU_VTABLE(NAME, PROBS)                                                                  \
     {                                                                                       \
         NAME, cpu_free, cpu_last_error, cpu_alloc, cpu_dealloc, cpu_memcpy, cpu_memcpy,     \
@@ -1044,7 +1248,10 @@ static int cpu_sumsq(void *ctx, const float *x, size_t n, double *out) {
             cpu_matmul_backward, cpu_attention_forward, cpu_attention_backward,              \
             cpu_attention_forward_kv, cpu_gelu_forward, cpu_gelu_backward,                   \
             cpu_residual_forward, cpu_crossentropy_forward, cpu_crossentropy_backward,       \
-            cpu_adamw, cpu_sumsq, cpu_encoder_forward_at, cpu_attention_forward_kv_at, PROBS \
+            cpu_adamw, cpu_sumsq, cpu_encoder_forward_at, cpu_attention_forward_kv_at,          \
+            cpu_rmsnorm_forward, cpu_rmsnorm_backward, cpu_rope, cpu_swiglu_forward,         \
+            cpu_swiglu_backward, cpu_kv_expand, cpu_kv_reduce,                               \
+            cpu_attention_forward_kv_at_gqa, PROBS                                           \
     }
 
 static const spade_backend_vtable cpu_ref_vt = CPU_VTABLE("cpu_ref", 1);

@@ -244,7 +244,7 @@ __global__ void encoder_forward_kernel(float *out, const int *inp, const float *
          idx += (size_t)gridDim.x * blockDim.x) {
         size_t i = idx / C;
         int c = (int)(idx % C), t = (int)(i % T);
-        out[idx] = wte[(size_t)inp[i] * C + c] + wpe[(size_t)(pos0 + t) * C + c];
+        out[idx] = wte[(size_t)inp[i] * C + c] + (wpe ? wpe[(size_t)(pos0 + t) * C + c] : 0.0f);
     }
 }
 
@@ -290,6 +290,7 @@ static int cuda_encoder_backward(void *ctx, float *dwte, float *dwpe, const floa
     encoder_backward_wte_kernel<<<grid_for(N * C, 256), 256, 0, c->stream>>>(dwte, dout, inp, N,
                                                                                C);
     LAUNCHED(c, "encoder_backward (wte)");
+    if (!dwpe) return 0; /* no learned positions (the Llama family) */
     encoder_backward_wpe_kernel<<<grid_for((size_t)T * C, 256), 256, 0, c->stream>>>(dwpe, dout,
                                                                                        B, T, C);
     LAUNCHED(c, "encoder_backward (wpe)");
@@ -826,7 +827,7 @@ __global__ void encoder_forward_at_kernel(float *out, const int *inp, const int 
          idx += (size_t)gridDim.x * blockDim.x) {
         size_t i = idx / C;
         int c = (int)(idx % C);
-        out[idx] = wte[(size_t)inp[i] * C + c] + wpe[(size_t)pos[i] * C + c];
+        out[idx] = wte[(size_t)inp[i] * C + c] + (wpe ? wpe[(size_t)pos[i] * C + c] : 0.0f);
     }
 }
 
@@ -840,17 +841,20 @@ static int cuda_encoder_forward_at(void *ctx, float *out, const int *inp, const 
     return 0;
 }
 
+/* Rows of qkv are qstride apart with k at [C, C+KW) and v at [C+KW, C+2KW);
+ * a cache position holds KW floats (the GPT: qstride 3C, KW = C; grouped
+ * key/value heads: qstride C+2KW, KW = KVH*hs). */
 __global__ void kv_store_at_kernel(float *kcache, float *vcache, const float *qkv, const int *slot,
-                                   const int *pos, int N, int C, int maxT) {
-    size_t n = (size_t)N * C;
+                                   const int *pos, int N, int C, int maxT, int qstride, int KW) {
+    size_t n = (size_t)N * KW;
     for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n;
          idx += (size_t)gridDim.x * blockDim.x) {
-        size_t i = idx / C;
-        int c = (int)(idx % C);
-        const float *row = qkv + i * 3 * C;
-        size_t dst = ((size_t)slot[i] * maxT + pos[i]) * C + c;
+        size_t i = idx / KW;
+        int c = (int)(idx % KW);
+        const float *row = qkv + i * qstride;
+        size_t dst = ((size_t)slot[i] * maxT + pos[i]) * KW + c;
         kcache[dst] = row[C + c];
-        vcache[dst] = row[2 * C + c];
+        vcache[dst] = row[C + KW + c];
     }
 }
 
@@ -859,21 +863,22 @@ __global__ void kv_store_at_kernel(float *kcache, float *vcache, const float *qk
  * memory: hs + maxlen floats. */
 __global__ void kv_attend_at_kernel(float *out, const float *qkv, const float *kcache,
                                     const float *vcache, const int *slot, const int *pos, int C,
-                                    int NH, int maxT, float scale) {
+                                    int NH, int maxT, float scale, int qstride, int KW, int group) {
     extern __shared__ float smem[];
     __shared__ float red[32];
     int hs = C / NH;
     int h = blockIdx.x % NH, i = blockIdx.x / NH;
     int nk = pos[i] + 1;
     float *q = smem, *sc = smem + hs;
-    const float *qg = qkv + (size_t)i * 3 * C + h * hs;
-    const float *kb = kcache + (size_t)slot[i] * maxT * C + h * hs;
-    const float *vb = vcache + (size_t)slot[i] * maxT * C + h * hs;
+    const float *qg = qkv + (size_t)i * qstride + h * hs;
+    /* query head h reads key/value head h / group */
+    const float *kb = kcache + (size_t)slot[i] * maxT * KW + (h / group) * hs;
+    const float *vb = vcache + (size_t)slot[i] * maxT * KW + (h / group) * hs;
     for (int k = threadIdx.x; k < hs; k += blockDim.x) q[k] = qg[k];
     __syncthreads();
     float mx = -INFINITY;
     for (int j = threadIdx.x; j < nk; j += blockDim.x) {
-        const float *kj = kb + (size_t)j * C;
+        const float *kj = kb + (size_t)j * KW;
         float s = 0.0f;
         for (int k = 0; k < hs; k++) s += q[k] * kj[k];
         s *= scale;
@@ -891,22 +896,44 @@ __global__ void kv_attend_at_kernel(float *out, const float *qkv, const float *k
     float *o = out + (size_t)i * C + h * hs;
     for (int k = threadIdx.x; k < hs; k += blockDim.x) {
         float acc = 0.0f;
-        for (int j = 0; j < nk; j++) acc += (sc[j] * inv) * vb[(size_t)j * C + k];
+        for (int j = 0; j < nk; j++) acc += (sc[j] * inv) * vb[(size_t)j * KW + k];
         o[k] = acc;
     }
 }
 
+static int kv_at_launch(cuda_ctx *c, float *out, const float *qkv, float *kcache, float *vcache,
+                        const int *slot, const int *pos, int N, int C, int NH, int KVH, int maxT,
+                        int maxlen);
+
 static int cuda_attention_forward_kv_at(void *ctx, float *out, const float *qkv, float *kcache,
                                         float *vcache, const int *slot, const int *pos, int N,
                                         int C, int NH, int S, int maxT, int maxlen) {
+    (void)S;
+    return kv_at_launch(CTX(ctx), out, qkv, kcache, vcache, slot, pos, N, C, NH, NH, maxT, maxlen);
+}
+
+static int cuda_attention_forward_kv_at_gqa(void *ctx, float *out, const float *qkv, float *kcache,
+                                            float *vcache, const int *slot, const int *pos, int N,
+                                            int C, int NH, int KVH, int S, int maxT, int maxlen) {
     cuda_ctx *c = CTX(ctx);
+    (void)S;
+    if (KVH < 1 || NH % KVH)
+        return FAIL(c, "attention_forward_kv_at_gqa: %d key/value heads do not divide %d heads", KVH, NH);
+    return kv_at_launch(c, out, qkv, kcache, vcache, slot, pos, N, C, NH, KVH, maxT, maxlen);
+}
+
+/* KVH = NH with the GPT's (N, 3C) rows is attention_forward_kv_at; KVH < NH
+ * reads compact (N, C + 2 KVH hs) rows and a cache of KVH heads. */
+static int kv_at_launch(cuda_ctx *c, float *out, const float *qkv, float *kcache, float *vcache,
+                        const int *slot, const int *pos, int N, int C, int NH, int KVH, int maxT,
+                        int maxlen) {
     if (check_heads(c, "attention_forward_kv_at", C, NH)) return SPADE_POLICY_EBACKEND;
     if (maxlen < 1 || maxlen > maxT)
         return FAIL(c, "attention_forward_kv_at: maxlen %d outside 1..%d (the context)", maxlen, maxT);
     if (N <= 0) return 0;
-    int hs = C / NH;
-    kv_store_at_kernel<<<grid_for((size_t)N * C, 256), 256, 0, c->stream>>>(
-        kcache, vcache, qkv, slot, pos, N, C, maxT);
+    int hs = C / NH, KW = KVH * hs, qstride = KVH == NH ? 3 * C : C + 2 * KW;
+    kv_store_at_kernel<<<grid_for((size_t)N * KW, 256), 256, 0, c->stream>>>(
+        kcache, vcache, qkv, slot, pos, N, C, maxT, qstride, KW);
     LAUNCHED(c, "attention_forward_kv_at (cache store)");
     size_t smem = (size_t)(hs + maxlen) * sizeof(float);
     if (smem > 48 * 1024 && smem > c->kv_at_smem_ok) {
@@ -923,9 +950,8 @@ static int cuda_attention_forward_kv_at(void *ctx, float *out, const float *qkv,
     }
     float scale = 1.0f / sqrtf((float)hs);
     kv_attend_at_kernel<<<(unsigned)((size_t)N * NH), KV_THREADS, smem, c->stream>>>(
-        out, qkv, kcache, vcache, slot, pos, C, NH, maxT, scale);
+        out, qkv, kcache, vcache, slot, pos, C, NH, maxT, scale, qstride, KW, NH / KVH);
     LAUNCHED(c, "attention_forward_kv_at (attend)");
-    (void)S;
     return 0;
 }
 
@@ -983,6 +1009,209 @@ static int cuda_residual_forward(void *ctx, float *out, const float *a, const fl
     if (!n) return 0;
     residual_forward_kernel<<<grid_for(n, 256), 256, 0, c->stream>>>(out, a, b, n);
     LAUNCHED(c, "residual_forward");
+    return 0;
+}
+
+/* ------------------------------- the Llama family: RMSNorm, RoPE, SwiGLU, GQA */
+
+__global__ void rmsnorm_forward_kernel(float *out, float *rstd, const float *inp, const float *w,
+                                       int N, int C, float eps) {
+    int row = blockIdx.x * ROWS_PER_BLOCK + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (row >= N) return;
+    const float *x = inp + (size_t)row * C;
+    float v = 0.0f;
+    for (int i = lane; i < C; i += 32) v += x[i] * x[i];
+    float rs = 1.0f / sqrtf(warp_sum(v) / C + eps);
+    float *o = out + (size_t)row * C;
+    for (int i = lane; i < C; i += 32) o[i] = x[i] * rs * w[i];
+    if (lane == 0 && rstd) rstd[row] = rs;
+}
+
+static int cuda_rmsnorm_forward(void *ctx, float *out, float *rstd, const float *inp,
+                                const float *weight, int N, int C, float eps) {
+    cuda_ctx *c = CTX(ctx);
+    if (N <= 0 || C <= 0) return 0;
+    unsigned grid = (unsigned)((N + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK);
+    rmsnorm_forward_kernel<<<grid, 32 * ROWS_PER_BLOCK, 0, c->stream>>>(out, rstd, inp, weight, N,
+                                                                        C, eps);
+    LAUNCHED(c, "rmsnorm_forward");
+    return 0;
+}
+
+__global__ void rmsnorm_backward_rows_kernel(float *dinp, const float *dout, const float *inp,
+                                             const float *w, const float *rstd, int N, int C) {
+    int row = blockIdx.x * ROWS_PER_BLOCK + (threadIdx.x >> 5), lane = threadIdx.x & 31;
+    if (row >= N) return;
+    const float *x = inp + (size_t)row * C, *dy = dout + (size_t)row * C;
+    float s = rstd[row], dnx = 0.0f;
+    for (int i = lane; i < C; i += 32) dnx += w[i] * dy[i] * x[i] * s;
+    dnx = warp_sum(dnx) / C;
+    float *dx = dinp + (size_t)row * C;
+    for (int i = lane; i < C; i += 32) dx[i] += s * (w[i] * dy[i] - x[i] * s * dnx);
+}
+
+__global__ void rmsnorm_backward_cols_kernel(float *dweight, const float *dout, const float *inp,
+                                             const float *rstd, int N, int C) {
+    __shared__ float sw[COL_ROWS][33];
+    int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
+    int c = blockIdx.x * 32 + tx;
+    float dw = 0.0f;
+    if (c < C)
+        for (int i = ty; i < N; i += COL_ROWS)
+            dw += inp[(size_t)i * C + c] * rstd[i] * dout[(size_t)i * C + c];
+    sw[ty][tx] = dw;
+    __syncthreads();
+    if (ty == 0 && c < C) {
+        float t = 0.0f;
+        for (int k = 0; k < COL_ROWS; k++) t += sw[k][tx];
+        dweight[c] += t;
+    }
+}
+
+static int cuda_rmsnorm_backward(void *ctx, float *dinp, float *dweight, const float *dout,
+                                 const float *inp, const float *weight, const float *rstd, int N,
+                                 int C) {
+    cuda_ctx *c = CTX(ctx);
+    if (N <= 0 || C <= 0) return 0;
+    unsigned grid = (unsigned)((N + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK);
+    rmsnorm_backward_rows_kernel<<<grid, 32 * ROWS_PER_BLOCK, 0, c->stream>>>(dinp, dout, inp,
+                                                                              weight, rstd, N, C);
+    LAUNCHED(c, "rmsnorm_backward (rows)");
+    rmsnorm_backward_cols_kernel<<<(unsigned)((C + 31) / 32), 32 * COL_ROWS, 0, c->stream>>>(
+        dweight, dout, inp, rstd, N, C);
+    LAUNCHED(c, "rmsnorm_backward (columns)");
+    return 0;
+}
+
+/* One thread per (row, pair): the angle in double, as on the CPU. */
+__global__ void rope_kernel(float *x, const int *pos, int N, int T, int stride, int nheads,
+                            int hs, int rot, double lb, int neox, int inverse) {
+    int half = rot / 2;
+    size_t n = (size_t)N * half;
+    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n;
+         idx += (size_t)gridDim.x * blockDim.x) {
+        int i = (int)(idx / half), j = (int)(idx % half);
+        double p = pos ? pos[i] : i % T;
+        double th = p * exp(-2.0 * j / rot * lb);
+        float cs = (float)cos(th), sn = (float)(inverse ? -sin(th) : sin(th));
+        int a = neox ? j : 2 * j, b = neox ? j + half : 2 * j + 1;
+        float *row = x + (size_t)i * stride;
+        for (int h = 0; h < nheads; h++) {
+            float *v = row + (size_t)h * hs;
+            float x0 = v[a], x1 = v[b];
+            v[a] = x0 * cs - x1 * sn;
+            v[b] = x0 * sn + x1 * cs;
+        }
+    }
+}
+
+static int cuda_rope(void *ctx, float *x, const int *pos, int N, int T, int stride, int nheads,
+                     int hs, int rot, float base, int neox, int inverse) {
+    cuda_ctx *c = CTX(ctx);
+    if (N <= 0 || rot < 2) return 0;
+    rope_kernel<<<grid_for((size_t)N * (rot / 2), 256), 256, 0, c->stream>>>(
+        x, pos, N, T, stride, nheads, hs, rot, log((double)base), neox, inverse);
+    LAUNCHED(c, "rope");
+    return 0;
+}
+
+__global__ void swiglu_forward_kernel(float *out, const float *inp, int N, int F) {
+    size_t n = (size_t)N * F;
+    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n;
+         idx += (size_t)gridDim.x * blockDim.x) {
+        size_t i = idx / F, j = idx % F;
+        float g = inp[i * 2 * F + j], u = inp[i * 2 * F + F + j];
+        out[idx] = g / (1.0f + expf(-g)) * u;
+    }
+}
+
+__global__ void swiglu_backward_kernel(float *dinp, const float *inp, const float *dout, int N,
+                                       int F) {
+    size_t n = (size_t)N * F;
+    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n;
+         idx += (size_t)gridDim.x * blockDim.x) {
+        size_t i = idx / F, j = idx % F;
+        float g = inp[i * 2 * F + j], u = inp[i * 2 * F + F + j], dy = dout[idx];
+        float sg = 1.0f / (1.0f + expf(-g));
+        dinp[i * 2 * F + j] = dy * u * sg * (1.0f + g * (1.0f - sg));
+        dinp[i * 2 * F + F + j] = dy * g * sg;
+    }
+}
+
+static int cuda_swiglu_forward(void *ctx, float *out, const float *inp, int N, int F) {
+    cuda_ctx *c = CTX(ctx);
+    if (N <= 0 || F <= 0) return 0;
+    swiglu_forward_kernel<<<grid_for((size_t)N * F, 256), 256, 0, c->stream>>>(out, inp, N, F);
+    LAUNCHED(c, "swiglu_forward");
+    return 0;
+}
+
+static int cuda_swiglu_backward(void *ctx, float *dinp, const float *inp, const float *dout,
+                                int N, int F) {
+    cuda_ctx *c = CTX(ctx);
+    if (N <= 0 || F <= 0) return 0;
+    swiglu_backward_kernel<<<grid_for((size_t)N * F, 256), 256, 0, c->stream>>>(dinp, inp, dout,
+                                                                                N, F);
+    LAUNCHED(c, "swiglu_backward");
+    return 0;
+}
+
+/* One thread per output element of the (N, 3C) expanded rows. */
+__global__ void kv_expand_kernel(float *out, const float *inp, int N, int NH, int KVH, int hs) {
+    size_t C = (size_t)NH * hs, KV = (size_t)KVH * hs, W = C + 2 * KV, n = (size_t)N * 3 * C;
+    int g = NH / KVH;
+    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n;
+         idx += (size_t)gridDim.x * blockDim.x) {
+        size_t i = idx / (3 * C), col = idx % (3 * C);
+        const float *in = inp + i * W;
+        if (col < C) {
+            out[idx] = in[col];
+        } else {
+            size_t part = col < 2 * C ? 0 : 1, cc = col - C - part * C;
+            size_t h = cc / hs, e = cc % hs;
+            out[idx] = in[C + part * KV + (h / g) * hs + e];
+        }
+    }
+}
+
+/* One thread per input element of the (N, C+2KV) compact rows: a key/value
+ * element sums its group's query heads in increasing h (deterministic). */
+__global__ void kv_reduce_kernel(float *dinp, const float *dout, int N, int NH, int KVH, int hs) {
+    size_t C = (size_t)NH * hs, KV = (size_t)KVH * hs, W = C + 2 * KV, n = (size_t)N * W;
+    int g = NH / KVH;
+    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n;
+         idx += (size_t)gridDim.x * blockDim.x) {
+        size_t i = idx / W, col = idx % W;
+        const float *d = dout + i * 3 * C;
+        if (col < C) {
+            dinp[idx] = d[col];
+        } else {
+            size_t part = col < C + KV ? 0 : 1, cc = col - C - part * KV;
+            size_t kh = cc / hs, e = cc % hs;
+            float s = 0.0f;
+            for (int k = 0; k < g; k++) s += d[C + part * C + (kh * g + k) * hs + e];
+            dinp[idx] = s;
+        }
+    }
+}
+
+static int cuda_kv_expand(void *ctx, float *out, const float *inp, int N, int NH, int KVH,
+                          int hs) {
+    cuda_ctx *c = CTX(ctx);
+    if (N <= 0) return 0;
+    kv_expand_kernel<<<grid_for((size_t)N * 3 * NH * hs, 256), 256, 0, c->stream>>>(out, inp, N, NH,
+                                                                                    KVH, hs);
+    LAUNCHED(c, "kv_expand");
+    return 0;
+}
+
+static int cuda_kv_reduce(void *ctx, float *dinp, const float *dout, int N, int NH, int KVH,
+                          int hs) {
+    cuda_ctx *c = CTX(ctx);
+    if (N <= 0) return 0;
+    kv_reduce_kernel<<<grid_for((size_t)N * (NH + 2 * KVH) * hs, 256), 256, 0, c->stream>>>(
+        dinp, dout, N, NH, KVH, hs);
+    LAUNCHED(c, "kv_reduce");
     return 0;
 }
 
@@ -1156,6 +1385,14 @@ static const spade_backend_vtable cuda_vt = {
     cuda_sumsq,
     cuda_encoder_forward_at,
     cuda_attention_forward_kv_at,
+    cuda_rmsnorm_forward,
+    cuda_rmsnorm_backward,
+    cuda_rope,
+    cuda_swiglu_forward,
+    cuda_swiglu_backward,
+    cuda_kv_expand,
+    cuda_kv_reduce,
+    cuda_attention_forward_kv_at_gqa,
     0, /* attention_probs: the tiled attention needs no T x T buffer */
 };
 

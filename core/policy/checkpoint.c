@@ -3,9 +3,11 @@
  * What it is: the on-disk format of a spade policy and its validation.
  *   offset  size  field
  *        0     8  magic "SPADEGPT"
- *        8     4  u32 format version (2; version 1 files, which had no tokenizer, still load)
+ *        8     4  u32 format version: 3 for a Llama; a GPT is written as version 2 (no
+ *                  architecture field: a GPT, header 96 bytes), as before; version 1 files
+ *                  (no tokenizer) still load; a version-3 file may also hold a GPT
  *       12     4  u32 0x01020304, to catch a file from a machine of the other byte order
- *       16     4  u32 header size in bytes (96)
+ *       16     4  u32 header size in bytes H (136; 96 in versions 1 and 2)
  *       20    24  i32 layers, heads, width, context, vocab V, padded vocab Vp
  *       44     4  u32 flags: bit 0 = AdamW moments present
  *       48     8  u64 seed
@@ -13,8 +15,14 @@
  *       64     8  u64 number of parameters P (must match the config)
  *       72     8  u64 K: bytes of tokenizer text (0: the byte tokenizer; version 1: 0)
  *       80    16  policy.backend the file was written with (NUL-padded text)
- *       96    K   the tokenizer file's text (tokenizer.h), when K > 0
- *     96+K   4P   parameters (float32, in the order of gpt_internal.h)
+ *       96     8  policy.arch: "gpt" or "llama" (NUL-padded text)      } version 3
+ *      104    12  i32 kv_heads, ffn, rope_dims (as in the config: 0 = the default)
+ *      116     4  u32 bit 0 rope_pairing = half, bit 1 untied head, bit 2 qkv_bias
+ *      120     8  f64 rope_base (0 = 10000)
+ *      128     4  f32 norm_eps (0 = 1e-5)
+ *      132     4  u32 0 (reserved)                                       }
+ *        H    K   the tokenizer file's text (tokenizer.h), when K > 0
+ *      H+K   4P   parameters (float32, in the order of gpt_internal.h for the arch)
  *           4P    AdamW m   (if flag bit 0)
  *           4P    AdamW v   (if flag bit 0)
  *  end-8     8    u64 FNV-1a hash of every byte before it
@@ -35,8 +43,9 @@
 #include "policy/gpt_internal.h"
 
 #define CKPT_MAGIC "SPADEGPT"
-#define CKPT_VERSION 2u
-#define CKPT_HEADER 96u
+#define CKPT_VERSION 3u
+#define CKPT_HEADER 136u
+#define CKPT_HEADER_V2 96u /* versions 1 and 2 */
 /* More tokenizer text than the largest valid tokenizer file is a corrupt header. */
 #define CKPT_MAX_TOKENIZER (64ull << 20)
 
@@ -77,11 +86,16 @@ int spade_policy_save(spade_policy *p, const char *path, char *err, size_t errle
         snprintf(err, errlen, "checkpoint '%s': out of host memory", path);
         return SPADE_POLICY_ENOMEM;
     }
+    /* A GPT is written as version 2, byte for byte what it was before there
+     * were two architectures (older builds still read it; no architecture
+     * field means gpt); only a Llama needs version 3's longer header. */
+    int v3 = p->arch != SPADE_ARCH_GPT;
+    uint32_t hsize = v3 ? CKPT_HEADER : CKPT_HEADER_V2;
     unsigned char hdr[CKPT_HEADER] = {0};
     memcpy(hdr, CKPT_MAGIC, 8);
-    put32(hdr + 8, CKPT_VERSION);
+    put32(hdr + 8, v3 ? CKPT_VERSION : 2u);
     put32(hdr + 12, 0x01020304u);
-    put32(hdr + 16, CKPT_HEADER);
+    put32(hdr + 16, hsize);
     int32_t dims[6] = {p->L, p->NH, p->C, p->maxT, p->V, p->Vp};
     memcpy(hdr + 20, dims, sizeof dims);
     put32(hdr + 44, 1u);
@@ -89,6 +103,13 @@ int spade_policy_save(spade_policy *p, const char *path, char *err, size_t errle
     put64(hdr + 56, (uint64_t)p->step);
     put64(hdr + 64, P);
     memcpy(hdr + 80, p->cfg.backend, strnlen(p->cfg.backend, 15));
+    const char *arch = v3 ? "llama" : "gpt";
+    memcpy(hdr + 96, arch, strlen(arch));
+    int32_t ldims[3] = {p->cfg.kv_heads, p->cfg.ffn, p->cfg.rope_dims};
+    memcpy(hdr + 104, ldims, sizeof ldims);
+    put32(hdr + 116, (p->cfg.rope_neox ? 1u : 0u) | (p->cfg.untied ? 2u : 0u) | (p->cfg.qkv_bias ? 4u : 0u));
+    memcpy(hdr + 120, &p->cfg.rope_base, 8);
+    memcpy(hdr + 128, &p->cfg.norm_eps, 4);
     char *tokbuf = NULL;
     size_t toklen = 0;
     spade_tokenizer *tok = spade_policy_tokenizer(p);
@@ -121,7 +142,7 @@ int spade_policy_save(spade_policy *p, const char *path, char *err, size_t errle
     }
     uint64_t h = FNV_INIT;
     const float *srcs[3] = {p->params_mem, p->m_mem, p->v_mem};
-    if (write_all(fd, hdr, sizeof hdr, &h)) rc = SPADE_POLICY_EIO;
+    if (write_all(fd, hdr, hsize, &h)) rc = SPADE_POLICY_EIO;
     if (!rc && toklen && write_all(fd, tokbuf, toklen, &h)) rc = SPADE_POLICY_EIO;
     free(tokbuf);
     for (int i = 0; i < 3 && !rc; i++) {
@@ -182,17 +203,17 @@ static int read_header(FILE *f, const char *path, spade_gpt_config *cfg, uint64_
         snprintf(err, errlen, "checkpoint '%s': not a regular file", path);
         return SPADE_POLICY_EFORMAT;
     }
-    unsigned char hdr[CKPT_HEADER];
-    size_t got = fread(hdr, 1, sizeof hdr, f);
+    unsigned char hdr[CKPT_HEADER] = {0};
+    size_t got = fread(hdr, 1, CKPT_HEADER_V2, f);
     if (got >= 8 && memcmp(hdr, CKPT_MAGIC, 8)) {
         snprintf(err, errlen,
                  "checkpoint '%s': not a spade policy checkpoint (it does not start with \"%s\")",
                  path, CKPT_MAGIC);
         return SPADE_POLICY_EFORMAT;
     }
-    if (got < sizeof hdr) {
+    if (got < CKPT_HEADER_V2) {
         snprintf(err, errlen, "checkpoint '%s': truncated: %zu bytes, shorter than the %u-byte header",
-                 path, got, CKPT_HEADER);
+                 path, got, CKPT_HEADER_V2);
         return SPADE_POLICY_EFORMAT;
     }
     uint32_t ver = get32(hdr + 8);
@@ -205,9 +226,16 @@ static int read_header(FILE *f, const char *path, spade_gpt_config *cfg, uint64_
                  path, ver, CKPT_VERSION);
         return SPADE_POLICY_EFORMAT;
     }
-    if (get32(hdr + 16) != CKPT_HEADER) {
-        snprintf(err, errlen, "checkpoint '%s': header size %u, expected %u", path,
-                 get32(hdr + 16), CKPT_HEADER);
+    uint32_t hsize = ver >= 3 ? CKPT_HEADER : CKPT_HEADER_V2;
+    if (get32(hdr + 16) != hsize) {
+        snprintf(err, errlen, "checkpoint '%s': header size %u, expected %u for version %u", path,
+                 get32(hdr + 16), hsize, ver);
+        return SPADE_POLICY_EFORMAT;
+    }
+    if (hsize > CKPT_HEADER_V2 && fread(hdr + CKPT_HEADER_V2, 1, hsize - CKPT_HEADER_V2, f) !=
+                                      hsize - CKPT_HEADER_V2) {
+        snprintf(err, errlen, "checkpoint '%s': truncated: %llu bytes, shorter than the %u-byte header", path,
+                 (unsigned long long)st.st_size, hsize);
         return SPADE_POLICY_EFORMAT;
     }
     int32_t dims[6];
@@ -220,6 +248,32 @@ static int read_header(FILE *f, const char *path, spade_gpt_config *cfg, uint64_
     cfg->seed = get64(hdr + 48);
     memcpy(cfg->backend, hdr + 80, 15);
     cfg->backend[15] = 0;
+    if (ver >= 3) {
+        /* bytes from outside: the text must be one of the two names, the rest
+         * passes spade_gpt_config_validate below or the file is refused */
+        char arch[9] = {0};
+        memcpy(arch, hdr + 96, 8);
+        if (strcmp(arch, "gpt") && strcmp(arch, "llama")) {
+            snprintf(err, errlen, "checkpoint '%s': architecture '%.8s': expected gpt or llama", path, arch);
+            return SPADE_POLICY_EFORMAT;
+        }
+        snprintf(cfg->arch, sizeof cfg->arch, "%s", arch);
+        int32_t ld[3];
+        memcpy(ld, hdr + 104, sizeof ld);
+        cfg->kv_heads = ld[0];
+        cfg->ffn = ld[1];
+        cfg->rope_dims = ld[2];
+        uint32_t bits = get32(hdr + 116);
+        if (bits > 7) {
+            snprintf(err, errlen, "checkpoint '%s': bad header: architecture flags 0x%x", path, bits);
+            return SPADE_POLICY_EFORMAT;
+        }
+        cfg->rope_neox = bits & 1;
+        cfg->untied = (bits >> 1) & 1;
+        cfg->qkv_bias = (bits >> 2) & 1;
+        memcpy(&cfg->rope_base, hdr + 120, 8);
+        memcpy(&cfg->norm_eps, hdr + 128, 4);
+    }
     /* Version 1 had only the byte tokenizer, and 0 in the tokenizer length's place. */
     *toklen = ver >= 2 ? get64(hdr + 72) : 0;
     if (*toklen > CKPT_MAX_TOKENIZER) {
@@ -252,14 +306,14 @@ static int read_header(FILE *f, const char *path, spade_gpt_config *cfg, uint64_
                  (unsigned long long)*P, spade_gpt_config_num_params(cfg));
         return SPADE_POLICY_EFORMAT;
     }
-    uint64_t want = CKPT_HEADER + *toklen + (*P) * 4 * ((*flags & 1) ? 3 : 1) + 8;
+    uint64_t want = hsize + *toklen + (*P) * 4 * ((*flags & 1) ? 3 : 1) + 8;
     if ((uint64_t)st.st_size != want) {
         snprintf(err, errlen, "checkpoint '%s': %s: %llu bytes, the header promises %llu", path,
                  (uint64_t)st.st_size < want ? "truncated" : "trailing garbage",
                  (unsigned long long)st.st_size, (unsigned long long)want);
         return SPADE_POLICY_EFORMAT;
     }
-    *h = fnv1a(FNV_INIT, hdr, sizeof hdr);
+    *h = fnv1a(FNV_INIT, hdr, hsize);
     return 0;
 }
 

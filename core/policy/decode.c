@@ -108,10 +108,14 @@ int spade_decoder_new(spade_decoder **out, spade_policy *p, int max_slots, char 
     /* Within the limits (L <= 2^8, S and maxT <= 2^16, C <= 2^14) the cache
      * is at most 2^55 floats, so no product here wraps; whether it fits is
      * the allocator's answer. */
-    size_t cache = L * S * maxT * C;
-    size_t rs[8] = {R * C, R * C, R * C, R * 3 * C, R * C, R * C, R * 4 * C, R * 4 * C};
+    /* a position's keys are kvw floats (C; a Llama's key/value heads only) */
+    size_t KW = p->kvw, cache = L * S * maxT * KW;
+    /* the MLP's widths and the q|k|v rows differ by architecture (gpt_internal.h) */
+    int llama = p->arch == SPADE_ARCH_LLAMA;
+    size_t FF = llama ? 2 * (size_t)p->F : 4 * C, FH = llama ? (size_t)p->F : 4 * C;
+    size_t rs[9] = {R * C, R * C, R * C, llama ? 0 : R * 3 * C, R * C, R * C, R * FF, R * FH, llama ? R * p->QKV : 0};
     size_t nrow = S * Vp;
-    for (int i = 0; i < 8; i++) nrow += rs[i];
+    for (int i = 0; i < 9; i++) nrow += rs[i];
     d->cache_mem = BE->alloc(BX, 2 * cache * sizeof(float));
     d->rows_mem = BE->alloc(BX, nrow * sizeof(float));
     d->rows_dev = BE->alloc(BX, 3 * R * sizeof(int));
@@ -135,7 +139,7 @@ int spade_decoder_new(spade_decoder **out, spade_policy *p, int max_slots, char 
         snprintf(err, errlen,
                  "decoder_new: cannot allocate the caches of %d slots (%.1f MiB: 2 x %zu layers x %zu "
                  "positions x %zu channels each) and %.1f MiB of workspace on %s: %s",
-                 max_slots, 2.0 * cache * 4 / 1048576.0, L, maxT, C, nrow * 4 / 1048576.0, BE->name,
+                 max_slots, 2.0 * cache * 4 / 1048576.0, L, maxT, KW, nrow * 4 / 1048576.0, BE->name,
                  BE->last_error(BX));
         spade_decoder_free(d);
         return SPADE_POLICY_ENOMEM;
@@ -149,12 +153,12 @@ int spade_decoder_new(spade_decoder **out, spade_policy *p, int max_slots, char 
     }
     d->s.kcache = d->cache_mem;
     d->s.vcache = d->cache_mem + cache;
-    float **ptr[9] = {&d->s.res, &d->s.res2, &d->s.ln, &d->s.qkv, &d->s.atty,
-                      &d->s.proj, &d->s.fch, &d->s.fchg, &d->s.logits};
+    float **ptr[10] = {&d->s.res, &d->s.res2, &d->s.ln, &d->s.qkv, &d->s.atty,
+                       &d->s.proj, &d->s.fch, &d->s.fchg, &d->s.qkvc, &d->s.logits};
     float *m = d->rows_mem;
-    for (int i = 0; i < 9; i++) {
+    for (int i = 0; i < 10; i++) {
         *ptr[i] = m;
-        m += i < 8 ? rs[i] : 0;
+        m += i < 9 ? rs[i] : 0;
     }
     d->bytes = sizeof *d + (2 * cache + nrow) * sizeof(float) + 3 * R * sizeof(int) /* backend */
                + S * maxT * sizeof(int) + 2 * S * sizeof(int) + 2 * S + 2 * S * Vp * sizeof(float) +
@@ -204,7 +208,7 @@ int spade_decoder_copy(spade_decoder *d, int dst, int src, char *err, size_t err
     if (!rc) rc = bad_slot(d, "decoder_copy", "src", src, err, errlen);
     if (rc || dst == src) return rc;
     spade_policy *p = d->p;
-    size_t maxT = p->maxT, C = p->C, layer = (size_t)d->S * maxT * C;
+    size_t maxT = p->maxT, C = p->kvw, layer = (size_t)d->S * maxT * C; /* C: a position's cache floats */
     size_t bytes = (size_t)d->cached[src] * C * sizeof(float);
     /* dst is emptied first: a failed copy leaves it empty, never half made */
     d->len[dst] = d->cached[dst] = 0;
@@ -242,8 +246,14 @@ static int run_pass(spade_decoder *d, int r, int ne, int maxlen, const int *fini
     memmove(d->rows_host + 2 * R, d->rows_host + 2 * (size_t)d->R, R * sizeof(int));
     const int *tok = d->rows_dev, *slot = d->rows_dev + R, *pos = d->rows_dev + 2 * R;
     CK(BE->upload(BX, d->rows_dev, d->rows_host, 3 * R * sizeof(int)));
-    CK(BE->encoder_forward_at(BX, s.res, tok, pos, w.wte, w.wpe, r, C));
     float *x = s.res, *y = s.res2;
+    int rc;
+    if (p->arch == SPADE_ARCH_LLAMA) {
+        if ((rc = llama_pass_layers(p, &s, r, tok, slot, pos, d->S, maxlen, err, errlen))) return rc;
+        L = 0; /* its layers ran; the head below is shared */
+    } else {
+        CK(BE->encoder_forward_at(BX, s.res, tok, pos, w.wte, w.wpe, r, C));
+    }
     for (int l = 0; l < L; l++) {
         CK(BE->layernorm_forward(BX, s.ln, NULL, NULL, x, w.ln1w + l * C, w.ln1b + l * C, r, C));
         CK(BE->matmul_forward(BX, s.qkv, s.ln, w.qkvw + l * C3 * C, w.qkvb + l * C3, r, C, 3 * C));
@@ -261,15 +271,14 @@ static int run_pass(spade_decoder *d, int r, int ne, int maxlen, const int *fini
     /* Only the last row of a finished slot needs logits. In a decode pass
      * (one row per entry, all finishing) those are all the rows, in order. */
     if (nf == ne && r == ne) {
-        CK(BE->layernorm_forward(BX, s.ln, NULL, NULL, x, w.lnfw, w.lnfb, r, C));
+        if ((rc = gpt_final_norm(p, s.ln, x, r, err, errlen))) return rc;
     } else {
         for (int j = 0; j < nf; j++) {
             int e = finishing[j], last = d->ent_row[e] + d->ent_k[e] - 1;
-            CK(BE->layernorm_forward(BX, s.ln + (size_t)j * C, NULL, NULL, x + (size_t)last * C, w.lnfw,
-                                     w.lnfb, 1, C));
+            if ((rc = gpt_final_norm(p, s.ln + (size_t)j * C, x + (size_t)last * C, 1, err, errlen))) return rc;
         }
     }
-    CK(BE->matmul_forward(BX, s.logits, s.ln, w.wte, NULL, nf, C, p->Vp));
+    CK(BE->matmul_forward(BX, s.logits, s.ln, p->head, NULL, nf, C, p->Vp));
     CK(BE->download(BX, d->stage, s.logits, (size_t)nf * p->Vp * sizeof(float)));
     return 0;
 }

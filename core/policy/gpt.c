@@ -37,7 +37,11 @@ void spade_gpt_config_default(spade_gpt_config *cfg) {
     snprintf(cfg->backend, sizeof cfg->backend, "auto");
     cfg->seed = 1337;
     snprintf(cfg->tokenizer, sizeof cfg->tokenizer, "bytes");
+    snprintf(cfg->arch, sizeof cfg->arch, "gpt");
 }
+
+/* 1 for the Llama family, 0 for the GPT ("" is a GPT: configs zeroed by hand). */
+static int cfg_is_llama(const spade_gpt_config *c) { return !strcmp(c->arch, "llama"); }
 
 static int parse_int(const char *key, const char *v, long lo, long hi, int *out, char *err,
                      size_t errlen) {
@@ -100,8 +104,52 @@ int spade_gpt_config_set(spade_gpt_config *cfg, const char *key, const char *val
         snprintf(cfg->tokenizer_file, sizeof cfg->tokenizer_file, "%s", value);
         return 0;
     }
+    if (!strcmp(k, "arch")) {
+        if (strcmp(value, "gpt") && strcmp(value, "llama")) {
+            snprintf(err, errlen, "%s = '%s': expected gpt or llama", key, value);
+            return SPADE_POLICY_EINVAL;
+        }
+        snprintf(cfg->arch, sizeof cfg->arch, "%s", value);
+        return 0;
+    }
+    if (!strcmp(k, "kv_heads")) return parse_int(key, value, 0, 256, &cfg->kv_heads, err, errlen);
+    if (!strcmp(k, "ffn")) return parse_int(key, value, 0, 65536, &cfg->ffn, err, errlen);
+    if (!strcmp(k, "rope_dims")) return parse_int(key, value, 0, 16384, &cfg->rope_dims, err, errlen);
+    if (!strcmp(k, "qkv_bias")) return parse_int(key, value, 0, 1, &cfg->qkv_bias, err, errlen);
+    if (!strcmp(k, "tied")) {
+        int t;
+        int rc = parse_int(key, value, 0, 1, &t, err, errlen);
+        if (!rc) cfg->untied = !t;
+        return rc;
+    }
+    if (!strcmp(k, "rope_pairing")) {
+        if (strcmp(value, "adjacent") && strcmp(value, "half")) {
+            snprintf(err, errlen, "%s = '%s': expected adjacent (llama.cpp's LLAMA rope) or half (NEOX: qwen2)",
+                     key, value);
+            return SPADE_POLICY_EINVAL;
+        }
+        cfg->rope_neox = !strcmp(value, "half");
+        return 0;
+    }
+    if (!strcmp(k, "rope_base") || !strcmp(k, "norm_eps")) {
+        char *end;
+        errno = 0;
+        double x = strtod(value, &end);
+        while (*end == ' ' || *end == '\t') end++;
+        int base = k[0] == 'r';
+        /* the base must make the angles shrink with the pair index; eps keeps 1/sqrt finite */
+        if (errno || end == value || *end || !isfinite(x) || (base ? x <= 1.0 || x > 1e12 : x <= 0 || x > 1.0)) {
+            snprintf(err, errlen, "%s = '%s': expected a number in %s", key, value,
+                     base ? "(1, 1e12]" : "(0, 1]");
+            return SPADE_POLICY_EINVAL;
+        }
+        if (base) cfg->rope_base = x;
+        else cfg->norm_eps = (float)x;
+        return 0;
+    }
     snprintf(err, errlen, "unknown key '%s' (policy keys: layers, heads, width, context, backend, seed, "
-             "tokenizer, tokenizer_file)", key);
+             "tokenizer, tokenizer_file, arch, kv_heads, ffn, rope_base, rope_dims, rope_pairing, norm_eps, "
+             "tied, qkv_bias)", key);
     return SPADE_POLICY_ENOKEY;
 }
 
@@ -130,6 +178,47 @@ int spade_gpt_config_validate(const spade_gpt_config *c, char *err, size_t errle
         snprintf(err, errlen, "policy.tokenizer = '%.8s': expected bytes or bpe", c->tokenizer);
         return SPADE_POLICY_EINVAL;
     }
+    if (strcmp(c->arch, "") && strcmp(c->arch, "gpt") && strcmp(c->arch, "llama")) {
+        snprintf(err, errlen, "policy.arch = '%.8s': expected gpt or llama", c->arch);
+        return SPADE_POLICY_EINVAL;
+    }
+    if (!cfg_is_llama(c)) {
+        /* the GPT has none of these: a value set for it is a mistake worth naming */
+        const char *bad = c->kv_heads && c->kv_heads != c->heads ? "kv_heads"
+                          : c->ffn && c->ffn != 4 * c->width    ? "ffn"
+                          : c->rope_dims || c->rope_neox        ? "rope_dims / rope_pairing"
+                          : c->untied                           ? "tied = 0"
+                          : c->qkv_bias                         ? "qkv_bias"
+                          : c->rope_base != 0 || c->norm_eps != 0 ? "rope_base / norm_eps" : NULL;
+        if (bad) {
+            snprintf(err, errlen, "policy.%s applies to policy.arch = llama, not gpt", bad);
+            return SPADE_POLICY_EINVAL;
+        }
+    } else {
+        int hs = c->width / c->heads, kvh = c->kv_heads ? c->kv_heads : c->heads;
+        int rot = c->rope_dims ? c->rope_dims : hs;
+        if (kvh < 1 || kvh > c->heads || c->heads % kvh) {
+            snprintf(err, errlen, "policy.kv_heads = %d must divide policy.heads = %d", c->kv_heads, c->heads);
+            return SPADE_POLICY_EINVAL;
+        }
+        if (rot < 2 || rot > hs || rot % 2) {
+            snprintf(err, errlen, "policy.rope_dims = %d: expected an even number in 2..%d (the head size)",
+                     rot, hs);
+            return SPADE_POLICY_EINVAL;
+        }
+        if (c->ffn < 0 || c->ffn > 65536) {
+            snprintf(err, errlen, "policy.ffn = %d: expected 1..65536 (0: 4 x width)", c->ffn);
+            return SPADE_POLICY_EINVAL;
+        }
+        if (!(c->rope_base == 0 || (c->rope_base > 1 && c->rope_base <= 1e12)) ||
+            !(c->norm_eps >= 0 && c->norm_eps <= 1) || (c->untied != 0 && c->untied != 1) ||
+            (c->qkv_bias != 0 && c->qkv_bias != 1) || (c->rope_neox != 0 && c->rope_neox != 1)) {
+            snprintf(err, errlen, "policy.rope_base = %g, norm_eps = %g, tied = %d, qkv_bias = %d, rope_pairing = %d: "
+                     "expected base in (1, 1e12], eps in (0, 1], the switches 0 or 1", c->rope_base,
+                     (double)c->norm_eps, !c->untied, c->qkv_bias, c->rope_neox);
+            return SPADE_POLICY_EINVAL;
+        }
+    }
     if (c->vocab && (c->vocab < SPADE_VOCAB || c->vocab > SPADE_TOK_MAX_VOCAB ||
                      (c->vocab != SPADE_VOCAB && !strcmp(c->tokenizer, "bytes")))) {
         snprintf(err, errlen, "vocabulary %d with policy.tokenizer = %s: expected %s", c->vocab, c->tokenizer,
@@ -139,10 +228,28 @@ int spade_gpt_config_validate(const spade_gpt_config *c, char *err, size_t errle
     return 0;
 }
 
+int spade_gpt_config_same_arch(const spade_gpt_config *a, const spade_gpt_config *b) {
+    int la = cfg_is_llama(a);
+    if (la != cfg_is_llama(b)) return 0;
+    if (!la) return 1;
+    /* the defaults a zero stands for (policy.h), resolved so that 0 and the value match */
+    int kva = a->kv_heads ? a->kv_heads : a->heads, kvb = b->kv_heads ? b->kv_heads : b->heads;
+    int fa = a->ffn ? a->ffn : 4 * a->width, fb = b->ffn ? b->ffn : 4 * b->width;
+    int ra = a->rope_dims ? a->rope_dims : a->width / a->heads, rb = b->rope_dims ? b->rope_dims : b->width / b->heads;
+    double ba = a->rope_base > 0 ? a->rope_base : 10000, bb = b->rope_base > 0 ? b->rope_base : 10000;
+    float ea = a->norm_eps > 0 ? a->norm_eps : 1e-5f, eb = b->norm_eps > 0 ? b->norm_eps : 1e-5f;
+    return kva == kvb && fa == fb && ra == rb && ba == bb && ea == eb && a->rope_neox == b->rope_neox &&
+           a->untied == b->untied && a->qkv_bias == b->qkv_bias;
+}
+
 /* V and Vp of a configuration: the tokenizer's, or the byte tokenizer's until one is known. */
 static int cfg_vocab(const spade_gpt_config *c) { return c->vocab ? c->vocab : SPADE_VOCAB; }
 
 static void param_sizes(const spade_gpt_config *c, size_t *s) {
+    if (cfg_is_llama(c)) {
+        llama_param_sizes(c, s);
+        return;
+    }
     size_t L = c->layers, C = c->width, Vp = SPADE_VOCAB_PAD(cfg_vocab(c)), maxT = c->context;
     s[0] = Vp * C;
     s[1] = maxT * C;
@@ -163,7 +270,7 @@ static void param_sizes(const spade_gpt_config *c, size_t *s) {
 }
 
 size_t spade_gpt_config_num_params(const spade_gpt_config *cfg) {
-    size_t s[NUM_PARAM_TENSORS], n = 0;
+    size_t s[NUM_PARAM_TENSORS] = {0}, n = 0;
     param_sizes(cfg, s);
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) n += s[i];
     return n;
@@ -204,6 +311,18 @@ int gpt_alloc(spade_policy **out, const spade_gpt_config *cfg, char *err, size_t
     p->maxT = cfg->context;
     p->V = cfg_vocab(cfg);
     p->Vp = SPADE_VOCAB_PAD(p->V);
+    p->arch = cfg_is_llama(cfg) ? SPADE_ARCH_LLAMA : SPADE_ARCH_GPT;
+    p->ntensors = p->arch ? NUM_LLAMA_PARAM_TENSORS : NUM_PARAM_TENSORS;
+    p->KVH = cfg->kv_heads ? cfg->kv_heads : p->NH;
+    p->QKV = p->C + 2 * p->KVH * (p->C / p->NH);
+    p->kvw = p->arch ? p->KVH * (p->C / p->NH) : p->C;
+    p->F = cfg->ffn ? cfg->ffn : 4 * p->C;
+    p->rot = cfg->rope_dims ? cfg->rope_dims : p->C / p->NH;
+    p->neox = cfg->rope_neox;
+    p->tied = !cfg->untied;
+    p->qkvbias = cfg->qkv_bias;
+    p->eps = cfg->norm_eps > 0 ? cfg->norm_eps : 1e-5f;
+    p->rope_base = cfg->rope_base > 0 ? (float)cfg->rope_base : 10000.0f;
     rc = spade_backend_open(cfg->backend, &p->be, p->be_note, sizeof p->be_note, err, errlen);
     if (rc) {
         free(p);
@@ -222,9 +341,35 @@ int gpt_alloc(spade_policy **out, const spade_gpt_config *cfg, char *err, size_t
         spade_policy_free(p);
         return SPADE_POLICY_ENOMEM;
     }
-    point_params(&p->params, p->params_mem, p->param_sizes);
-    point_params(&p->grads, p->grads_mem, p->param_sizes);
+    if (p->arch == SPADE_ARCH_LLAMA) {
+        llama_point_params(&p->lparams, p->params_mem, p->param_sizes);
+        p->params.wte = p->lparams.wte; /* what the GPT's shared paths read; wpe stays NULL */
+        p->head = p->tied ? p->lparams.wte : p->lparams.head;
+    } else {
+        point_params(&p->params, p->params_mem, p->param_sizes);
+        p->head = p->params.wte;
+    }
+    gpt_point_grads(p, p->grads_mem);
     *out = p;
+    return 0;
+}
+
+void gpt_point_grads(spade_policy *p, float *mem) {
+    if (p->arch == SPADE_ARCH_LLAMA) {
+        llama_point_params(&p->lgrads, mem, p->param_sizes);
+        memset(&p->grads, 0, sizeof p->grads);
+        p->grads.wte = p->lgrads.wte;
+    } else {
+        point_params(&p->grads, mem, p->param_sizes);
+    }
+    p->grads_mem = mem;
+}
+
+int gpt_final_norm(spade_policy *p, float *out, const float *inp, int n, char *err, size_t errlen) {
+    if (p->arch == SPADE_ARCH_LLAMA)
+        CK(BE->rmsnorm_forward(BX, out, NULL, inp, p->lparams.lnfw, n, p->C, p->eps));
+    else
+        CK(BE->layernorm_forward(BX, out, NULL, NULL, inp, p->params.lnfw, p->params.lnfb, n, p->C));
     return 0;
 }
 
@@ -252,7 +397,12 @@ int gpt_ensure_acts(spade_policy *p, int B, int T, char *err, size_t errlen) {
      * Config limits keep this under 2^33; the product with BT is checked so
      * that no size below can wrap into a small allocation. */
     size_t att_T = BE->attention_probs ? nT : 0;
-    size_t per_row = C + L * (18 * C + 4 + NH * att_T + NH) + C + 2 * Vp + 3 + Vp + 14 * C + 1 + 2;
+    /* The MLP's widths: a GPT's 4C and 4C, a Llama's gate|up 2F and SwiGLU F;
+     * RMSNorm keeps no mean; only a Llama has the compact q|k|v rows. */
+    int llama = p->arch == SPADE_ARCH_LLAMA;
+    size_t FF = llama ? 2 * (size_t)p->F : 4 * C, FH = llama ? (size_t)p->F : 4 * C;
+    size_t MN = llama ? 0 : 1, QC = llama ? (size_t)p->QKV : 0;
+    size_t per_row = C + L * (10 * C + FF + FH + 4 + NH * att_T + NH) + C + 3 + 3 * Vp + 6 * C + FF + FH + 1 + QC;
     if (BT > INT_MAX || BT > SIZE_MAX / sizeof(float) / per_row) {
         snprintf(err, errlen, "activations for batch %d x %d: %.3g bytes, more than this machine can address",
                  nB, nT, (double)BT * per_row * sizeof(float));
@@ -261,19 +411,19 @@ int gpt_ensure_acts(spade_policy *p, int B, int T, char *err, size_t errlen) {
     free_acts(p);
     size_t as[NUM_ACT_TENSORS] = {
         BT * C,                 /* encoded */
-        L * BT * C, L * BT, L * BT,   /* ln1, mean, rstd */
+        L * BT * C, L * BT * MN, L * BT,   /* ln1, mean, rstd */
         L * BT * 3 * C,         /* qkv */
         L * BT * C,             /* atty */
         L * nB * NH * nT * att_T, /* att: T x T backends only */
         L * nB * NH * nT,       /* lse */
         L * BT * C, L * BT * C, /* attproj, residual2 */
-        L * BT * C, L * BT, L * BT,   /* ln2, mean, rstd */
-        L * BT * 4 * C, L * BT * 4 * C, /* fch, fch_gelu */
+        L * BT * C, L * BT * MN, L * BT,   /* ln2, mean, rstd */
+        L * BT * FF, L * BT * FH, /* fch, fch_gelu */
         L * BT * C, L * BT * C, /* fcproj, residual3 */
-        BT * C, BT, BT,         /* lnf, mean, rstd */
+        BT * C, BT * MN, BT,    /* lnf, mean, rstd */
         BT * Vp, BT * Vp, BT,   /* logits, probs, logp */
     };
-    size_t gs[NUM_GACT_TENSORS] = {BT * Vp, BT * C, BT * C, BT * 3 * C, BT * C, BT * 4 * C, BT * 4 * C, BT};
+    size_t gs[NUM_GACT_TENSORS] = {BT * Vp, BT * C, BT * C, BT * 3 * C, BT * C, BT * FF, BT * FH, BT, BT * QC};
     size_t na = 0, ng = 0;
     for (int i = 0; i < NUM_ACT_TENSORS; i++) na += as[i];
     for (int i = 0; i < NUM_GACT_TENSORS; i++) ng += gs[i];
@@ -302,7 +452,7 @@ int gpt_ensure_acts(spade_policy *p, int B, int T, char *err, size_t errlen) {
     }
     float **gp[NUM_GACT_TENSORS] = {
         &p->gacts.dlogits, &p->gacts.dresidual, &p->gacts.dln, &p->gacts.dqkv,
-        &p->gacts.datty, &p->gacts.dfch, &p->gacts.dfch_gelu, &p->gacts.dlogp,
+        &p->gacts.datty, &p->gacts.dfch, &p->gacts.dfch_gelu, &p->gacts.dlogp, &p->gacts.dqkvc,
     };
     m = p->gacts_mem;
     for (int i = 0; i < NUM_GACT_TENSORS; i++) {
@@ -340,6 +490,10 @@ static double normal(normal_rng *r) {
 }
 
 static void init_weights(spade_policy *p, float *h) {
+    if (p->arch == SPADE_ARCH_LLAMA) {
+        llama_init_weights(p, h, p->cfg.seed ^ 0x5350414445ull);
+        return;
+    }
     /* GPT-2 initialisation: N(0, 0.02) for matrices, the two projections into
      * the residual stream scaled by 1/sqrt(2L) so its variance does not grow
      * with depth; gains 1, biases 0; padded vocabulary rows stay exactly 0. */
@@ -483,10 +637,10 @@ spade_tokenizer *spade_policy_tokenizer(spade_policy *p) {
 
 int spade_policy_tensor(const spade_policy *p, int i, const char **name, size_t *offset,
                         size_t *count) {
-    if (i < 0 || i >= NUM_PARAM_TENSORS) return -1;
+    if (i < 0 || i >= p->ntensors) return -1;
     size_t o = 0;
     for (int j = 0; j < i; j++) o += p->param_sizes[j];
-    if (name) *name = gpt_param_names[i];
+    if (name) *name = p->arch == SPADE_ARCH_LLAMA ? llama_param_names[i] : gpt_param_names[i];
     if (offset) *offset = o;
     if (count) *count = p->param_sizes[i];
     return 0;
@@ -552,6 +706,10 @@ int spade_policy_forward(spade_policy *p, const int *tokens, const int *targets,
     size_t BT = N, LBT = (size_t)p->actB * p->actT; /* layer stride uses the capacity */
 
     CK(BE->upload(BX, p->tokens_dev, tokens, N * sizeof(int)));
+    if (p->arch == SPADE_ARCH_LLAMA) {
+        if ((rc = llama_forward(p, B, T, err, errlen))) return rc;
+        goto head_done;
+    }
     CK(BE->encoder_forward(BX, a.encoded, p->tokens_dev, w.wte, w.wpe, B, T, C, 0));
     for (int l = 0; l < L; l++) {
         float *residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * LBT * C;
@@ -578,7 +736,7 @@ int spade_policy_forward(spade_policy *p, const int *tokens, const int *targets,
     float *last = a.residual3 + (L - 1) * LBT * C;
     CK(BE->layernorm_forward(BX, a.lnf, a.lnf_mean, a.lnf_rstd, last, w.lnfw, w.lnfb, BT, C));
     CK(BE->matmul_forward(BX, a.logits, a.lnf, w.wte, NULL, BT, C, Vp));
-
+head_done:
     p->fwdB = B;
     p->fwdT = T;
     p->fwd_has_targets = targets != NULL;
@@ -618,6 +776,7 @@ int spade_policy_backward_logp(spade_policy *p, const float *dlogp, char *err, s
 
     CK(BE->upload(BX, d.dlogp, dlogp, BT * sizeof(float)));
     CK(BE->crossentropy_backward(BX, d.dlogits, a.probs, p->targets_dev, d.dlogp, BT, p->V, Vp));
+    if (p->arch == SPADE_ARCH_LLAMA) return llama_backward(p, B, T, err, errlen);
     /* tied head: logits = lnf @ wte^T, so wte collects this gradient and the encoder's */
     CK(BE->matmul_backward(BX, d.dln, g.wte, NULL, d.dlogits, a.lnf, w.wte, BT, C, Vp));
     CK(BE->zero(BX, d.dresidual, BT * C * sizeof(float)));
@@ -717,10 +876,12 @@ int spade_policy_step(spade_policy *p, const spade_adamw_opts *o, float *grad_no
     if (o->grad_clip > 0 && norm > o->grad_clip) scale = (float)(o->grad_clip / norm);
     p->step++;
     size_t off = 0;
-    for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
+    const int *decay = p->arch == SPADE_ARCH_LLAMA ? llama_param_decay : param_decay;
+    for (int i = 0; i < p->ntensors; i++) {
         size_t n = p->param_sizes[i];
+        if (!n) continue; /* a Llama without biases or with a tied head */
         CK(BE->adamw(BX, p->params_mem + off, p->grads_mem + off, p->m_mem + off, p->v_mem + off,
-                     n, o->lr, o->beta1, o->beta2, o->eps, param_decay[i] ? o->weight_decay : 0.0f,
+                     n, o->lr, o->beta1, o->beta2, o->eps, decay[i] ? o->weight_decay : 0.0f,
                      scale, (int)p->step));
         off += n;
     }

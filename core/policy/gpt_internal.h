@@ -36,6 +36,27 @@ typedef struct {
     float *lnfb;     /* (C) */
 } ParameterTensors;
 
+/* The Llama family (policy.arch = llama, llama.c): KVH key/value heads,
+ * hs = C/NH, KV = KVH*hs, QKV = C + 2KV (the fused q|k|v rows), F the SwiGLU
+ * width. Each field names the GGUF tensor it is loaded from (blk.N.* per layer). */
+#define NUM_LLAMA_PARAM_TENSORS 10
+typedef struct {
+    float *wte;      /* (Vp, C)      token_embd; also the output head when tied */
+    float *ln1w;     /* (L, C)       attn_norm */
+    float *qkvw;     /* (L, QKV, C)  attn_q rows [0,C), attn_k rows [C,C+KV), attn_v [C+KV,QKV) */
+    float *qkvb;     /* (L, QKV)     attn_q|k|v bias (Qwen2); 0 floats without policy.qkv_bias */
+    float *attprojw; /* (L, C, C)    attn_output */
+    float *ln2w;     /* (L, C)       ffn_norm */
+    float *fcw;      /* (L, 2F, C)   ffn_gate rows [0,F), then ffn_up rows [F,2F) */
+    float *fcprojw;  /* (L, C, F)    ffn_down */
+    float *lnfw;     /* (C)          output_norm */
+    float *head;     /* (Vp, C)      output; 0 floats when tied */
+} LlamaParameterTensors;
+
+/* The GPT's activations; a Llama uses the same buffers with: ln*_mean 0
+ * floats (RMSNorm has no mean), qkv (L,B,T,3C) the rotated q and the k/v
+ * heads repeated to NH (kv_expand; the compact rows are not kept), fch
+ * (L,B,T,2F) gate|up, fch_gelu (L,B,T,F) the SwiGLU output. */
 #define NUM_ACT_TENSORS 23
 typedef struct {
     float *encoded;   /* (B, T, C)       wte[tok] + wpe[t] */
@@ -68,7 +89,7 @@ typedef struct {
 /* Gradients of activations: only what one layer's backward needs at a time
  * (the residual-stream gradient is walked down the layers in place), so this
  * is a few (B, T, *) buffers rather than a mirror of ActivationTensors. */
-#define NUM_GACT_TENSORS 8
+#define NUM_GACT_TENSORS 9
 typedef struct {
     float *dlogits;   /* (B, T, Vp) */
     float *dresidual; /* (B, T, C)  d loss / d residual stream at the current layer */
@@ -78,36 +99,50 @@ typedef struct {
     float *dfch;      /* (B, T, 4C) */
     float *dfch_gelu; /* (B, T, 4C) */
     float *dlogp;     /* (B, T)     loss weights uploaded by the host */
+    float *dqkvc;     /* (B, T, QKV) Llama only (0 floats for a GPT): the compact q|k|v
+                       * rows, in forward before kv_expand, in backward after kv_reduce */
 } GradActTensors;
 
 /* Inference with a KV cache, owned by a decoding batch (decode.c): R rows of
  * activations for one pass (the rows of every slot in it), the logits of the
  * slots that pass finishes, and the per-layer caches of its S slots. */
-#define NUM_SAMPLE_TENSORS 11
+#define NUM_SAMPLE_TENSORS 12
 typedef struct {
     float *res;    /* (R, C)  residual stream */
     float *res2;   /* (R, C)  residual stream (the other half of a ping-pong) */
     float *ln;     /* (R, C) */
-    float *qkv;    /* (R, 3C) */
+    float *qkv;    /* (R, 3C); 0 floats for a Llama */
     float *atty;   /* (R, C) */
     float *proj;   /* (R, C) */
-    float *fch;    /* (R, 4C) */
-    float *fchg;   /* (R, 4C) */
+    float *fch;    /* (R, 4C); a Llama's (R, 2F) gate|up */
+    float *fchg;   /* (R, 4C); a Llama's (R, F) */
+    float *qkvc;   /* (R, QKV) a Llama's compact q|k|v rows; 0 floats for a GPT */
     float *logits; /* (S, Vp) last position of each slot the pass finishes */
-    float *kcache; /* (L, S, maxT, C) */
-    float *vcache; /* (L, S, maxT, C) */
+    float *kcache; /* (L, S, maxT, KW)  KW = kvw: C for a GPT; KV for a Llama (its KVH
+                    * key/value heads, rotated, not repeated) */
+    float *vcache; /* (L, S, maxT, KW) */
 } SampleTensors;
+
+enum { SPADE_ARCH_GPT = 0, SPADE_ARCH_LLAMA = 1 };
 
 struct spade_policy {
     spade_gpt_config cfg;
     int L, NH, C, maxT, V, Vp;
+    int arch;                                   /* SPADE_ARCH_* */
+    int KVH, QKV, F;                            /* Llama: kv heads, q|k|v row width, SwiGLU width */
+    int rot, neox, tied, qkvbias;               /* Llama: rotary dims, pairing, head, biases */
+    int kvw;                                    /* KV cache floats per position and layer */
+    float eps, rope_base;                       /* Llama: RMSNorm epsilon, rotary base */
+    int ntensors;                               /* parameter tensors of this arch */
+    float *head;                                /* (Vp, C) the output head: wte or lparams.head */
     spade_backend be;
     char be_note[512];
 
     size_t param_sizes[NUM_PARAM_TENSORS];
     size_t num_params;
-    float *params_mem; ParameterTensors params; /* the weights */
+    float *params_mem; ParameterTensors params; /* the weights (a Llama: wte only, wpe NULL) */
     float *grads_mem;  ParameterTensors grads;  /* d loss / d weights, accumulated */
+    LlamaParameterTensors lparams, lgrads;      /* a Llama's weights and gradients */
     float *m_mem;                               /* (num_params) AdamW first moment */
     float *v_mem;                               /* (num_params) AdamW second moment */
     long step;                                  /* AdamW steps taken */
@@ -132,6 +167,27 @@ struct spade_policy {
 int gpt_ensure_acts(spade_policy *p, int B, int T, char *err, size_t errlen);
 /* Names of the parameter tensors and whether AdamW decays them. */
 extern const char *const gpt_param_names[NUM_PARAM_TENSORS];
+/* Points the gradient tensors at mem (the layout of grads_mem), and grads_mem too. */
+void gpt_point_grads(spade_policy *p, float *mem);
+
+/* The Llama family (llama.c). Sizes and names of its parameter tensors; */
+void llama_param_sizes(const spade_gpt_config *c, size_t *s);
+extern const char *const llama_param_names[NUM_LLAMA_PARAM_TENSORS];
+extern const int llama_param_decay[NUM_LLAMA_PARAM_TENSORS];
+void llama_point_params(LlamaParameterTensors *t, float *mem, const size_t *sizes);
+/* Fills h (num_params floats) with the initial weights; */
+void llama_init_weights(spade_policy *p, float *h, uint64_t seed);
+/* The training passes over (B, T) rows whose tokens are in p->tokens_dev:
+ * forward up to the logits, backward from d.dlogits (already computed). */
+int llama_forward(spade_policy *p, int B, int T, char *err, size_t errlen);
+int llama_backward(spade_policy *p, int B, int T, char *err, size_t errlen);
+/* The decoding batch's layers over r rows (decode.c), residual stream in and
+ * out of s->res; tok/slot/pos are the rows' backend arrays. */
+int llama_pass_layers(spade_policy *p, const SampleTensors *s, int r, const int *tok,
+                      const int *slot, const int *pos, int S, int maxlen, char *err,
+                      size_t errlen);
+/* The final norm of either architecture over n rows (inference: no statistics kept). */
+int gpt_final_norm(spade_policy *p, float *out, const float *inp, int n, char *err, size_t errlen);
 /* Formats the backend's last error into err with a prefix; returns SPADE_POLICY_EBACKEND. */
 int gpt_backend_fail(spade_policy *p, const char *what, char *err, size_t errlen);
 /* In a function with spade_policy *p and (err, errlen): the policy's backend,

@@ -304,15 +304,7 @@ typedef struct {
 } pass_out;
 
 /* Points the policy's gradient tensors at mem (same layout as grads_mem). */
-static void grads_point(spade_policy *p, float *mem) {
-    ParameterTensors *t = &p->grads;
-    float **ptrs[NUM_PARAM_TENSORS] = {
-        &t->wte, &t->wpe, &t->ln1w, &t->ln1b, &t->qkvw, &t->qkvb, &t->attprojw, &t->attprojb,
-        &t->ln2w, &t->ln2b, &t->fcw, &t->fcb, &t->fcprojw, &t->fcprojb, &t->lnfw, &t->lnfb,
-    };
-    for (int i = 0; i < NUM_PARAM_TENSORS; i++) *ptrs[i] = mem + (*ptrs[i] - p->grads_mem);
-    p->grads_mem = mem;
-}
+static void grads_point(spade_policy *p, float *mem) { gpt_point_grads(p, mem); }
 
 /* Forward/backward of samples idx[0..m) (one role), each token's loss times
  * scale, into whatever p->grads points at. */

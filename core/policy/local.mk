@@ -1,7 +1,7 @@
 # core/policy/local.mk — build rules for core/policy/ (included by the top-level Makefile.am).
-# The policy object: a GPT with CPU (cblas/OpenMP, plain-C reference) and CUDA backends.
-libspade_a_SOURCES += core/policy/backend.c core/policy/backend_cpu.c core/policy/tokenizer.c core/policy/tokenizer_train.c core/policy/tokenizer_file.c \
-	core/policy/gpt.c core/policy/sample.c core/policy/checkpoint.c core/policy/grpo.c
+# The policy object: a GPT or a Llama (llama.c) with CPU (cblas/OpenMP, plain-C reference) and CUDA backends.
+libspade_a_SOURCES += core/policy/backend.c core/policy/backend_cpu.c core/policy/tokenizer.c core/policy/tokenizer_train.c \
+	core/policy/tokenizer_file.c core/policy/gpt.c core/policy/llama.c core/policy/sample.c core/policy/checkpoint.c core/policy/grpo.c
 # The decoding batch (slots with persistent KV caches; spade_policy_sample uses it).
 libspade_a_SOURCES += core/policy/decode.c
 noinst_HEADERS += core/policy/backend.h core/policy/policy.h core/policy/tokenizer.h \
@@ -59,3 +59,12 @@ tests_test_gguf_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_gguf_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
 # tests/data (the fixtures and their script) is already distributed; the fuzzer seeds are not
 EXTRA_DIST += fuzz/corpus/gguf fuzz/fuzz_gguf.c
+
+# The Llama family (llama.c): its ops, gradients, decoding, checkpoints and a
+# pretrain run through cli/cmd_pretrain.c, linked in as test_policy_pretrain does.
+check_PROGRAMS += tests/test_llama
+TESTS += tests/test_llama
+tests_test_llama_SOURCES = tests/test_llama.c tests/testutil.c tests/testutil.h cli/cmd_pretrain.c \
+	cli/transcript_text.c cli/util.c
+tests_test_llama_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_test_llama_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)

@@ -1,5 +1,7 @@
 /* policy.h — the policy object both roles share: a GPT (pre-LayerNorm, GELU,
- * learned positions, tied embeddings) over a byte or BPE tokenizer, with training,
+ * learned positions, tied embeddings) or a Llama-family model (policy.arch =
+ * llama: RMSNorm, rotary positions, grouped-query attention, SwiGLU; llama.c)
+ * over a byte or BPE tokenizer, with training,
  * sampling with a KV cache, log-probs, AdamW, checkpoints and the GRPO loss.
  *
  * What it is: the public C API of core/policy. One opaque spade_policy owns a
@@ -42,6 +44,22 @@ typedef struct spade_gpt_config {
     int vocab;         /* V of the policy's tokenizer; not a key: 0 until a tokenizer is known
                         * (then the byte tokenizer's 263 is assumed), set by spade_policy_new*
                         * and read from checkpoints. Vp = SPADE_VOCAB_PAD(V). */
+    /* The architecture, and the keys only the Llama family reads. Every one of
+     * them is 0 / empty in its default, so a config zeroed by hand is a GPT, and
+     * a Llama with zeros takes the Llama defaults named here. A GGUF loader
+     * fills them from the file's llama.* / qwen2.* metadata (core/policy/llama.c). */
+    char arch[8];      /* policy.arch       gpt (default; "" reads as gpt) | llama (Llama, SmolLM2,
+                        * Qwen2: RMSNorm, rotary positions, grouped-query attention, SwiGLU) */
+    int kv_heads;      /* policy.kv_heads   KVH, key/value heads, divides heads; 0 = heads */
+    int ffn;           /* policy.ffn        F, the SwiGLU hidden width; 0 = 4 x width */
+    double rope_base;  /* policy.rope_base  the rotary base; 0 = 10000 */
+    int rope_dims;     /* policy.rope_dims  rotated dimensions per head, even; 0 = the head size */
+    int rope_neox;     /* policy.rope_pairing  adjacent (0: pairs (2j, 2j+1), llama.cpp's LLAMA rope,
+                        * GGUF llama files) | half (1: pairs (j, j + rot/2), llama.cpp's NEOX rope,
+                        * GGUF qwen2 files and Hugging Face checkpoints) */
+    float norm_eps;    /* policy.norm_eps   the RMSNorm epsilon; 0 = 1e-5 */
+    int untied;        /* policy.tied       1 (default): the output head is wte; 0: its own (Vp, C) */
+    int qkv_bias;      /* policy.qkv_bias   0 (default) | 1: Q/K/V biases (Qwen2) */
 } spade_gpt_config;
 
 /* Defaults: 4 layers, 4 heads, width 128, context 256, backend auto, seed 1337,
@@ -56,6 +74,10 @@ int spade_gpt_config_set(spade_gpt_config *cfg, const char *key, const char *val
                          size_t errlen);
 /* Cross-key checks (heads divides width, ...); err names the keys involved. */
 int spade_gpt_config_validate(const spade_gpt_config *cfg, char *err, size_t errlen);
+/* 1 when a and b are the same architecture (policy.arch and every Llama key,
+ * defaults resolved), 0 otherwise: with layers, heads, width and context,
+ * what decides whether a checkpoint's weights fit a config. */
+int spade_gpt_config_same_arch(const spade_gpt_config *a, const spade_gpt_config *b);
 /* Number of parameters of a configuration (including the padded vocabulary rows). */
 size_t spade_gpt_config_num_params(const spade_gpt_config *cfg);
 
