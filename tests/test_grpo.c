@@ -785,6 +785,17 @@ START_TEST(test_bad_input_names_the_sample) {
     e1.mask[4] = 2;
     expect_bad(p, s, 2, &o, "sample 1", "mask[4] = 2");
     e1.mask[4] = 1;
+    /* the sampling distribution's temperature and top-p */
+    const float badt[3] = {-0.5f, NAN, INFINITY}, badp[3] = {-0.1f, 1.5f, NAN};
+    for (int k = 0; k < 3; k++) {
+        s[1].temperature = badt[k];
+        expect_bad(p, s, 2, &o, "sample 1", "temperature");
+        s[1].temperature = 0.7f;
+        s[1].top_p = badp[k];
+        expect_bad(p, s, 2, &o, "sample 1", "top_p");
+        s[1].top_p = 0;
+    }
+    s[1].temperature = 0;
     s[1].len = 0;
     expect_bad(p, s, 2, &o, "sample 1", "len");
     s[1].mask = NULL;
