@@ -265,7 +265,9 @@ int spade_decoder_sample(spade_decoder *d, const int *slots, int n, const spade_
                          float *out_logprobs, int *out_len, int *out_status, char *err,
                          size_t errlen);
 /* log p(v | the slot's tokens) for v in [0, V) at temperature 1: the
- * distribution the next sample of this slot draws from. The slot must be non-empty. */
+ * distribution the next sample of this slot draws from at temperature 1
+ * without top-p (other options draw from it tempered and truncated, as
+ * spade_decoder_sample's log-probs say). The slot must be non-empty. */
 int spade_decoder_next_logprobs(spade_decoder *d, int slot, float *out, char *err, size_t errlen);
 /* Bytes the decoder holds (backend + host); constant from spade_decoder_new on. */
 size_t spade_decoder_bytes(const spade_decoder *d);
