@@ -112,9 +112,12 @@ static int pa_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *ac
         }
         a->slots[m] = s->slot;
         a->max_tokens[m] = room < a->o.max_action_tokens ? room : a->o.max_action_tokens;
-        /* a repeat of a seed draws its own stream (repeat 0 is the stream without repeats) */
+        /* a repeat of a seed draws its own stream (repeat 0 is the stream without repeats); both arms of a
+         * (seed, repeat) draw the same one, common random numbers: where the hint changes nothing they play
+         * alike, so the pair's difference (regret) carries the hint's effect and less sampling noise */
         uint64_t es = views[i].repeat ? mix(views[i].seed ^ mix(0x72657074ULL + (uint64_t)views[i].repeat)) : views[i].seed;
-        a->seeds[m] = mix(a->o.seed ^ mix(es ^ mix((uint64_t)views[i].step * 2 + (views[i].hint != NULL))));
+        uint64_t arm = a->o.arm_streams && views[i].hint != NULL;
+        a->seeds[m] = mix(a->o.seed ^ mix(es ^ mix((uint64_t)views[i].step * 2 + arm)));
         a->which[m++] = i;
     }
     if (!m) return 0;

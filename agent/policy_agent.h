@@ -10,8 +10,9 @@
  * decode, and records the sampled tokens with their log-probs in the
  * episode's transcript; when the episode ends, on_episode gets the
  * transcript and the outcome (the trainer turns them into masked GRPO
- * samples). Sampling is seeded per (agent seed, request seed and repeat, hint arm,
- * step), so an episode plays the same whatever the batch it shared.
+ * samples). Sampling is seeded per (agent seed, request seed and repeat,
+ * step), the same in both arms of a paired play (common random numbers), so
+ * an episode plays the same whatever the batch it shared.
  * What it is not: a trainer, nor a policy owner: the policy is borrowed and
  * must outlive the agent; after an optimiser step, make a new agent (its
  * slots' caches hold keys and values of the old weights).
@@ -31,6 +32,11 @@ typedef struct spade_policy_agent_opts {
     float temperature;     /* 1.0 */
     float top_p;           /* 1.0 */
     uint64_t seed;         /* 0 */
+    /* 0 (default): both arms of a paired play draw the same stream for a
+     * (seed, repeat), common random numbers; 1: the hint arm draws its own
+     * (what it did before; kept to measure what the common stream buys,
+     * bench/bench_crn.c). */
+    int arm_streams;
     /* Each finished episode: its outcome and transcript (valid during the call). May be NULL. */
     void (*on_episode)(void *ctx, const spade_ep_outcome *o, const spade_transcript *t);
     void *ctx;

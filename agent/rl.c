@@ -97,6 +97,11 @@ int spade_rl_iteration(spade_policy *p, spade_policy *ref, spade_sandbox *sb, co
         spade_errf(err, errlen, "agent.plays = %d: a group needs at least 2 plays", o->plays);
         return -1;
     }
+    if (!(o->temperature > 0)) { /* a greedy play is drawn from a point mass: no ratio, no gradient */
+        spade_errf(err, errlen, "agent.temperature = %g: training needs sampled plays (temperature > 0)",
+                   o->temperature);
+        return -1;
+    }
     int picked[SPADE_RL_MAX_ENVS];
     int ne = spade_rl_pick(spade_pool_count(pool), o->envs_per_iter, o->seed, it, picked);
     if (ne <= 0) {
@@ -183,6 +188,7 @@ int spade_rl_iteration(spade_policy *p, spade_policy *ref, spade_sandbox *sb, co
         g->reward = (float)(eo_->ret > 1 ? 1 : eo_->ret < -1 ? -1 : eo_->ret);
         g->group = e;
         g->role = 1;
+        g->temperature = o->temperature, g->top_p = o->top_p; /* its old log-probs' distribution */
     }
     m->success_rate = (double)m->successes / (double)m->episodes;
     m->mean_return = ret / (double)m->episodes;

@@ -9,7 +9,11 @@
  * already there (the scratch path for the only role); (4) the same episodes
  * given as their 48 turns, each a single-completion sample whose prompt is
  * the whole history before it — what training an episode costs without the
- * mask. Prints RATIO lines. Run by `make bench`, never by make check.
+ * mask; (5) and (6) the baseline's episodes as drawn at temperature 0.8,
+ * and at 0.8 with top_p 0.95: their log-probs and gradient under that
+ * distribution, computed on the host from the logits of every trained row
+ * (docs/policy.md, "What the loss optimises"). Prints RATIO lines. Run by
+ * `make bench`, never by make check.
  * What it is not: a correctness test (tests/test_grpo.c).
  *
  * Usage: bench_grpo [--quick]     (--quick: one repetition)
@@ -137,6 +141,12 @@ int main(int argc, char **argv) {
     o.adv_mode = SPADE_GRPO_ADV_GIVEN;
     double tg = time_batch(p, one, NEP, &o, reps, 0);
     double t4 = time_batch(p, turns, NEP * NTURN, &o, reps, 0);
+    o.adv_mode = SPADE_GRPO_ADV_GROUP_MEAN;
+    spade_grpo_sample hot[NEP];
+    for (int e = 0; e < NEP; e++) hot[e] = one[e], hot[e].temperature = 0.8f;
+    double t5 = time_batch(p, hot, NEP, &o, reps, 0);
+    for (int e = 0; e < NEP; e++) hot[e].top_p = 0.95f;
+    double t6 = time_batch(p, hot, NEP, &o, reps, 0);
     printf("CPU seconds per spade_grpo_batch (least of %d):\n", reps);
     printf("one role, zero gradient on entry:   %.3f s  (%.0f sequence tokens/s)\n", t1, NEP * LEN / t1);
     printf("two roles (per-role norm scratch):  %.3f s\n", t2);
@@ -146,6 +156,10 @@ int main(int argc, char **argv) {
     printf("RATIO grpo two roles / one role: %.3f (the cost of measuring each role's norm)\n", t2 / t1);
     printf("RATIO grpo accumulate on a nonzero gradient / zero: %.3f\n", t3 / t1);
     printf("RATIO grpo masked episode is %.2fx faster than its turns as separate samples\n", t4 / tg);
+    printf("at temperature 0.8:                 %.3f s\n", t5);
+    printf("at temperature 0.8, top_p 0.95:     %.3f s\n", t6);
+    printf("RATIO grpo at temperature 0.8 / at 1: %.3f (the sampling distribution on the host)\n", t5 / t1);
+    printf("RATIO grpo at temperature 0.8 with top_p 0.95 / at 1: %.3f\n", t6 / t1);
     spade_policy_free(p);
     return 0;
 }

@@ -74,3 +74,11 @@ bench_programs += bench/bench_gates
 noinst_PROGRAMS += bench/bench_gates
 bench_bench_gates_SOURCES = bench/bench_gates.c designer/gates.c designer/plays.c designer/reward.c
 bench_bench_gates_LDADD = $(SPADE_LIBS)
+# bench_crn: the variance of paired-play regret over 100 replications with
+# both arms on one sampling stream (common random numbers) and with the hint
+# arm on its own, one fixed environment (bench/envs/crn_bit.c), same run.
+bench_programs += bench/bench_crn
+noinst_PROGRAMS += bench/bench_crn
+bench_bench_crn_SOURCES = bench/bench_crn.c agent/transcript.c agent/policy_agent.c designer/plays.c designer/reward.c
+bench_bench_crn_LDADD = $(SPADE_LIBS)
+EXTRA_DIST += bench/envs/crn_bit.c

@@ -757,6 +757,7 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
                 g->advantage = (float)((po[k].ret - mean) / sqrt(var));
                 g->group = (arm ? 3000 : 1000) + i;
                 g->role = 1;
+                g->temperature = ao.temperature, g->top_p = ao.top_p; /* its old log-probs' distribution */
                 m->hint_arm_samples += arm;
             }
         }
@@ -810,6 +811,7 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
         g->advantage = (float)r[i];
         g->group = i;
         g->role = 0;
+        g->temperature = o->temperature, g->top_p = o->top_p; /* free text and template holes alike */
         m->designer_samples++;
     }
     m->agent_samples = n_agent;

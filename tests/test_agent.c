@@ -93,6 +93,8 @@ static void on_episode(void *ctx, const spade_ep_outcome *o, const spade_transcr
         else spade_transcript_special(d, t->tok[i]);
 }
 
+static int g_arm_streams; /* spade_policy_agent_opts.arm_streams for play() */
+
 static void play(spade_policy *p, const char *env, int max_live, int hint, seen *s, spade_ep_outcome *out, int n) {
     char err[1024];
     size_t len;
@@ -108,6 +110,7 @@ static void play(spade_policy *p, const char *env, int max_live, int hint, seen 
     ao.max_live = max_live;
     ao.max_action_tokens = 6;
     ao.seed = 7;
+    ao.arm_streams = g_arm_streams;
     ao.on_episode = on_episode;
     ao.ctx = s;
     spade_agent *a = spade_agent_policy(p, &ao, err, sizeof err);
@@ -151,6 +154,40 @@ START_TEST(a_repeat_of_a_seed_is_another_play) {
         differ += strcmp(rep.actions[i], rep.actions[i + 1]) != 0;
     }
     ck_assert_msg(differ >= 3, "only %d of 4 seeds' repeats played differently", differ);
+    spade_policy_free(p);
+}
+END_TEST
+
+/* Common random numbers: the two arms of a seed draw the same stream, so an
+ * untrained policy, whose distribution the hint moves only some, draws the
+ * same first action token in both arms of many seeds (4 of 8 here); with
+ * arm_streams = 1 (the hint arm on its own stream, as before) a match is a
+ * 1-in-263 coincidence (0 of 8). */
+static int first_trained(const spade_transcript *t) {
+    for (int i = 0; i < t->len; i++)
+        if (t->mask[i]) return t->tok[i];
+    return -1;
+}
+
+START_TEST(both_arms_of_a_seed_draw_one_stream) {
+    spade_policy *p = tu_tiny_policy(256, 3);
+    static seen s;
+    spade_ep_outcome o[MAXE];
+    int n = 16, same[2] = {0, 0};
+    for (int k = 0; k < 2; k++) {
+        g_arm_streams = k;
+        play(p, "two_turns.c", 8, 1, &s, o, n); /* pairs: seed s without, then with the hint */
+        for (int i = 0; i < n; i += 2) {
+            int a = first_trained(&s.tr[i]), b = first_trained(&s.tr[i + 1]);
+            ck_assert(a >= 0 && b >= 0);
+            same[k] += a == b;
+            spade_transcript_free(&s.tr[i]);
+            spade_transcript_free(&s.tr[i + 1]);
+        }
+    }
+    g_arm_streams = 0;
+    ck_assert_msg(same[0] >= 3 && same[1] <= 1, "first action token alike in %d of 8 pairs with one stream, %d with two",
+                  same[0], same[1]);
     spade_policy_free(p);
 }
 END_TEST
@@ -375,6 +412,7 @@ int main(void) {
     tcase_add_test(c, transcript_layout_and_mask);
     tcase_add_test(c, policy_agent_transcripts_hold_what_was_played);
     tcase_add_test(c, a_repeat_of_a_seed_is_another_play);
+    tcase_add_test(c, both_arms_of_a_seed_draw_one_stream);
     tcase_add_test(c, policy_agent_ends_episodes_that_fill_the_context);
     tcase_add_test(c, pool_takes_new_and_changed_files_and_keeps_a_broken_change_out);
     tcase_add_test(c, grpo_learns_a_trivial_environment);

@@ -334,13 +334,77 @@ START_TEST(test_batched_equals_alone) {
 }
 END_TEST
 
+/* ------------------------------------------------------------ the recorded log-prob */
+
+/* Each drawn token's recorded log-prob is that of the distribution it was
+ * drawn from, what GRPO's ratio needs as the old log-prob: at T = 0.5,
+ * log softmax(z / 0.5) at the token; with top_p, that renormalised over the
+ * nucleus; greedy, 0 (a point mass) on the argmax. The reference is
+ * tu_sampled_logprob over a fresh decoder's temperature-1 log-probs of the
+ * same prefix; each setting also has a token whose temperature-1 log-prob is
+ * off by more than 1e-3, so recording that (the old behaviour) fails. */
+START_TEST(test_recorded_logprob_is_the_drawn_distribution) {
+    spade_policy *p = make("cpu_ref", 64);
+    const float temps[4] = {0.5f, 0.5f, 1.0f, 1.7f}, tops[4] = {1.0f, 0.8f, 0.6f, 0.9f};
+    int prompt[6];
+    fill(prompt, 6, 21);
+    float l1[SPADE_VOCAB];
+    for (int c = 0; c < 4; c++) {
+        int off = 0;
+        for (uint64_t seed = 0; seed < 3; seed++) {
+            spade_decoder *d = dnew(p, 1);
+            ck_assert(spade_decoder_append(d, 0, prompt, 6, err, sizeof err) == 0);
+            spade_sample_opts o;
+            opts(&o, 12);
+            o.temperature = temps[c];
+            o.top_p = tops[c];
+            out1 r;
+            sample_slots(d, (int[]){0}, 1, &o, &seed, NULL, &r);
+            const int *h = spade_decoder_tokens(d, 0);
+            for (int i = 0; i < r.len; i++) {
+                tu_next_logprobs(p, h, 6 + i, l1);
+                double want = tu_sampled_logprob(l1, SPADE_VOCAB, temps[c], tops[c], r.tok[i]);
+                ck_assert_msg(isfinite(want), "T %g top_p %g: token %d drawn outside the nucleus", temps[c], tops[c], i);
+                ck_assert_msg(fabs(want - r.lp[i]) < 1e-4, "T %g top_p %g seed %d token %d: recorded %g, drawn from %g",
+                              temps[c], tops[c], (int)seed, i, r.lp[i], want);
+                if (fabs(l1[r.tok[i]] - r.lp[i]) > 1e-3) off++;
+            }
+            spade_decoder_free(d);
+        }
+        ck_assert_msg(off > 0, "T %g top_p %g: no token tells the drawn distribution from temperature 1", temps[c],
+                      tops[c]);
+    }
+    /* greedy: the argmax, log-prob 0 */
+    spade_decoder *d = dnew(p, 1);
+    ck_assert(spade_decoder_append(d, 0, prompt, 6, err, sizeof err) == 0);
+    spade_sample_opts o;
+    opts(&o, 8);
+    o.temperature = 0;
+    out1 r;
+    uint64_t seed = 5;
+    sample_slots(d, (int[]){0}, 1, &o, &seed, NULL, &r);
+    const int *h = spade_decoder_tokens(d, 0);
+    for (int i = 0; i < r.len; i++) {
+        tu_next_logprobs(p, h, 6 + i, l1);
+        int arg = 0;
+        for (int v = 1; v < SPADE_VOCAB; v++)
+            if (l1[v] > l1[arg]) arg = v;
+        ck_assert_int_eq(r.tok[i], arg);
+        ck_assert_msg(r.lp[i] == 0.0f, "greedy token %d: log-prob %g", i, r.lp[i]);
+    }
+    spade_decoder_free(d);
+    spade_policy_free(p);
+}
+END_TEST
+
 /* ------------------------------------------------------------ continued == recomputed */
 
 /* A slot built over turns (prompt, sampled tokens, an observation, more
  * sampled tokens, a long observation that takes two passes of the 512-row
  * workspace) equals a full recompute of its whole sequence:
- *  - every recorded log-prob equals spade_policy_completion_logprobs over the
- *    history (1e-4: the draw works in double, the forward in float);
+ *  - every recorded log-prob equals that of the distribution drawn from
+ *    (temperature 0.9, top_p 0.95) over the history's next-token log-probs
+ *    (1e-4: the draw works in double, the forward in float);
  *  - the next-token distribution equals the full forward's, for every token
  *    (1e-5 on cpu_ref, 1e-4 on cpu);
  *  - sampling on from the slot gives what spade_policy_sample gives with the
@@ -378,12 +442,18 @@ START_TEST(test_continued_equals_recompute) {
         ck_assert_int_eq(L, 6 + a.len + 4 + b.len + 560);
         const int *h = spade_decoder_tokens(d, slot);
         /* recorded log-probs of both turns against the full forward */
-        float lp[64];
-        ck_assert(spade_policy_completion_logprobs(p, h, 6, h + 6, a.len, lp, err, sizeof err) == 0);
-        for (int i = 0; i < a.len; i++) ck_assert_msg(fabsf(lp[i] - a.lp[i]) < 1e-4f, "turn 1 token %d", i);
+        float l1[SPADE_VOCAB]; /* at o's temperature 0.9 and top_p 0.95, the distribution drawn from */
+        for (int i = 0; i < a.len; i++) {
+            tu_next_logprobs(p, h, 6 + i, l1);
+            double want = tu_sampled_logprob(l1, SPADE_VOCAB, 0.9, 0.95, h[6 + i]);
+            ck_assert_msg(fabs(want - a.lp[i]) < 1e-4, "turn 1 token %d: %g vs %g", i, a.lp[i], want);
+        }
         int at = 6 + a.len + 4;
-        ck_assert(spade_policy_completion_logprobs(p, h, at, h + at, b.len, lp, err, sizeof err) == 0);
-        for (int i = 0; i < b.len; i++) ck_assert_msg(fabsf(lp[i] - b.lp[i]) < 1e-4f, "turn 2 token %d", i);
+        for (int i = 0; i < b.len; i++) {
+            tu_next_logprobs(p, h, at + i, l1);
+            double want = tu_sampled_logprob(l1, SPADE_VOCAB, 0.9, 0.95, h[at + i]);
+            ck_assert_msg(fabs(want - b.lp[i]) < 1e-4, "turn 2 token %d: %g vs %g", i, b.lp[i], want);
+        }
         /* the next-token distribution, every token */
         float next[SPADE_VOCAB], ref;
         ck_assert_msg(spade_decoder_next_logprobs(d, slot, next, err, sizeof err) == 0, "%s", err);
@@ -703,6 +773,7 @@ static Suite *decode_suite(void) {
     tcase_set_timeout(t, 300); /* continued_equals_recompute took 22 s with the machine loaded (8 runnable on 2 cores) */
     tcase_add_test(t, test_ops_at);
     tcase_add_test(t, test_batched_equals_alone);
+    tcase_add_test(t, test_recorded_logprob_is_the_drawn_distribution);
     tcase_add_test(t, test_continued_equals_recompute);
     tcase_add_test(t, test_reuse_leaks_nothing);
     tcase_add_test(t, test_context_full);

@@ -357,6 +357,163 @@ START_TEST(test_masked_gradient_check) {
 }
 END_TEST
 
+/* ------------------------------------------------------------ the sampling distribution */
+
+/* Samples drawn at temperature 0.5 (and with top_p 0.8, and at 1.6 with
+ * 0.9) by spade_policy_sample, given to GRPO with the same temperature and
+ * top_p: at step 0 (the weights that sampled them) every ratio is 1 (1e-4:
+ * the sampler's logits and the training forward's differ by float rounding)
+ * and nothing is clipped. Given as temperature 1 (the fields left 0, what
+ * every sample was before), the same samples have ratios far from 1: the
+ * bias the fields remove. */
+START_TEST(test_sampled_ratio_is_one_at_step_0) {
+    spade_policy *p = make();
+    heat(p, 4.0f);
+    const float temps[3] = {0.5f, 0.5f, 1.6f}, tops[3] = {1.0f, 0.8f, 0.9f};
+    enum { G = 6, M = 10 };
+    int prompt[4] = {SPADE_TOK_AGENT, 'a', 'b', SPADE_TOK_ACTION}, tok[G * M], len[G];
+    float lp[G * M];
+    for (int c = 0; c < 3; c++) {
+        spade_sample_opts so;
+        spade_sample_opts_default(&so);
+        so.temperature = temps[c];
+        so.top_p = tops[c];
+        so.max_tokens = M;
+        so.n_stop = 0;
+        so.seed = 3 + (uint64_t)c;
+        ck_assert_msg(spade_policy_sample(p, prompt, 4, G, &so, tok, lp, len, err, sizeof err) == 0, "%s", err);
+        spade_grpo_sample s[G];
+        for (int g = 0; g < G; g++)
+            s[g] = (spade_grpo_sample){.prompt = prompt, .prompt_len = 4, .completion = tok + g * M,
+                                       .completion_len = len[g], .old_logprobs = lp + g * M,
+                                       .reward = (float)(g % 3), .group = g % 2, .role = g % 2,
+                                       .temperature = temps[c], .top_p = tops[c]};
+        spade_grpo_opts o;
+        spade_grpo_opts_default(&o);
+        o.micro_batch = 4;
+        spade_grpo_stats st;
+        float *gr = batch_grads(p, NULL, s, G, &o, &st);
+        ck_assert_int_eq(st.n_samples, G);
+        ck_assert_msg(fabsf(st.mean_ratio - 1.0f) < 1e-4f && st.clip_frac == 0.0f,
+                      "T %g top_p %g: mean ratio %.7g, clipped %g at step 0", temps[c], tops[c], st.mean_ratio,
+                      st.clip_frac);
+        ck_assert(norm2(gr, spade_policy_num_params(p)) > 0);
+        free(gr);
+        /* the same tokens read at temperature 1 without top-p */
+        for (int g = 0; g < G; g++) s[g].temperature = s[g].top_p = 0;
+        gr = batch_grads(p, NULL, s, G, &o, &st);
+        ck_assert_msg(fabsf(st.mean_ratio - 1.0f) > 1e-2f, "T %g top_p %g read as T 1: mean ratio %.7g", temps[c],
+                      tops[c], st.mean_ratio);
+        free(gr);
+    }
+    spade_policy_free(p);
+}
+END_TEST
+
+/* The gradient GRPO takes at a sample's temperature and top-p (the saved
+ * probabilities replaced by the sampling distribution, dlogp / T) is the
+ * derivative of the loss it reports: the finite-difference check of
+ * test_masked_gradient_check (h = 3e-4), k3 KL to a reference (read at the
+ * same distribution) included, on
+ *  - episodes whose actions are drawn at T = 0.5 (old log-probs: that
+ *    distribution's own + jitter in +-0.1);
+ *  - single-action episodes at T = 0.7 whose top_p is set halfway between
+ *    the cumulative masses of the 2nd and 3rd most likely tokens, so the
+ *    nucleus is those 3 and stays so under the finite difference's step (the
+ *    loss is piecewise smooth in the weights: a step across a nucleus edge
+ *    would be a jump, not a derivative), the action the 2nd of them. */
+static void fd_check(spade_policy *p, spade_policy *ref, const spade_grpo_sample *s, int n, const spade_grpo_opts *o,
+                     const char *what) {
+    size_t P = spade_policy_num_params(p);
+    float *w = malloc(P * 4), *wd = malloc(P * 4), *d = malloc(P * 4);
+    ck_assert(spade_policy_get_params(p, w, err, sizeof err) == 0);
+    spade_grpo_stats st;
+    float *g = batch_grads(p, ref, s, n, o, &st);
+    ck_assert_msg(st.clip_frac == 0.0f && st.kl > 0.0f && st.n_samples == n, "%s: clip %g kl %g samples %d", what,
+                  st.clip_frac, st.kl, st.n_samples);
+    for (int rep = 0; rep < 3; rep++) {
+        double ana = 0;
+        for (size_t j = 0; j < P; j++) {
+            d[j] = (float)(2 * urand() - 1);
+            ana += (double)g[j] * d[j];
+        }
+        double h = 3e-4; /* at 1e-3 the curvature of 1/T^2 leaves 8% in the central difference */
+        for (size_t j = 0; j < P; j++) wd[j] = w[j] + (float)h * d[j];
+        double lp = masked_loss(p, ref, wd, s, n, o);
+        for (size_t j = 0; j < P; j++) wd[j] = w[j] - (float)h * d[j];
+        double lm = masked_loss(p, ref, wd, s, n, o);
+        double num = (lp - lm) / (2 * h);
+        ck_assert_msg(fabs(num - ana) <= 2e-2 * fabs(ana) + 1e-4, "%s: numeric %.6g vs analytic %.6g", what, num, ana);
+    }
+    ck_assert(spade_policy_set_params(p, w, err, sizeof err) == 0);
+    free(g);
+    free(w);
+    free(wd);
+    free(d);
+}
+
+static int cmp_desc(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+START_TEST(test_sampled_gradient_check) {
+    spade_policy *p = make();
+    heat(p, 6.0f);
+    spade_policy *ref = NULL;
+    ck_assert(spade_policy_clone(&ref, p, NULL, err, sizeof err) == 0);
+    heat(ref, 1.0f);
+    spade_grpo_opts o;
+    spade_grpo_opts_default(&o);
+    o.beta = 0.3f;
+    o.micro_batch = 2;
+    o.role_norm = 0;
+    float l1[SPADE_VOCAB];
+    /* temperature alone */
+    const int seg[3][4] = {{3, 3, 4, 2}, {2, 4, 5, 3}, {4, 2, 2, 2}};
+    episode e[4];
+    for (int i = 0; i < 3; i++) {
+        make_episode(p, &e[i], seg[i], 4, 0);
+        for (int t = 1; t < e[i].len; t++)
+            if (e[i].mask[t]) {
+                tu_next_logprobs(p, e[i].tok, t, l1);
+                e[i].old[t] = (float)tu_sampled_logprob(l1, SPADE_VOCAB, 0.5, 1.0, e[i].tok[t]) +
+                              0.1f * (float)(2 * urand() - 1);
+            }
+    }
+    spade_grpo_sample s[4] = {ep_sample(&e[0], 1.0f, 0, 0, 0), ep_sample(&e[1], 0.2f, 0, 0, 0),
+                              ep_sample(&e[2], 0.5f, 0, 1, 0)};
+    for (int i = 0; i < 3; i++) s[i].temperature = 0.5f;
+    fd_check(p, ref, s, 3, &o, "T 0.5");
+    /* top-p, each nucleus the 3 most likely tokens with room on both sides */
+    const int seg1[4][2] = {{4, 1}, {3, 1}, {6, 1}, {5, 1}};
+    for (int i = 0; i < 4; i++) {
+        make_episode(p, &e[i], seg1[i], 2, 0);
+        int t = e[i].len - 1;
+        tu_next_logprobs(p, e[i].tok, t, l1);
+        double pr[SPADE_VOCAB], mx = -INFINITY, z = 0;
+        for (int v = 0; v < SPADE_VOCAB; v++) mx = fmax(mx, l1[v] / 0.7);
+        for (int v = 0; v < SPADE_VOCAB; v++) z += pr[v] = exp(l1[v] / 0.7 - mx);
+        int second = -1;
+        double sorted[SPADE_VOCAB];
+        for (int v = 0; v < SPADE_VOCAB; v++) sorted[v] = pr[v] / z;
+        qsort(sorted, SPADE_VOCAB, sizeof sorted[0], cmp_desc);
+        for (int v = 0; v < SPADE_VOCAB; v++)
+            if (pr[v] / z == sorted[1]) second = v;
+        ck_assert(second >= 0 && sorted[2] > 1e-3);
+        e[i].tok[t] = second;
+        s[i] = ep_sample(&e[i], (float)i, 0, i % 2, 0);
+        s[i].temperature = 0.7f;
+        s[i].top_p = (float)(sorted[0] + sorted[1] + sorted[2] / 2);
+        e[i].old[t] = (float)tu_sampled_logprob(l1, SPADE_VOCAB, 0.7, s[i].top_p, second) + 0.05f;
+        ck_assert(isfinite(e[i].old[t]));
+    }
+    fd_check(p, ref, s, 4, &o, "T 0.7, top_p");
+    spade_policy_free(ref);
+    spade_policy_free(p);
+}
+END_TEST
+
 static void expect_same_weights(spade_policy *a, spade_policy *b, const char *what) {
     size_t P = spade_policy_num_params(a);
     float *wa = malloc(P * 4), *wb = malloc(P * 4), *ma = malloc(P * 4), *mb = malloc(P * 4);
@@ -628,6 +785,17 @@ START_TEST(test_bad_input_names_the_sample) {
     e1.mask[4] = 2;
     expect_bad(p, s, 2, &o, "sample 1", "mask[4] = 2");
     e1.mask[4] = 1;
+    /* the sampling distribution's temperature and top-p */
+    const float badt[3] = {-0.5f, NAN, INFINITY}, badp[3] = {-0.1f, 1.5f, NAN};
+    for (int k = 0; k < 3; k++) {
+        s[1].temperature = badt[k];
+        expect_bad(p, s, 2, &o, "sample 1", "temperature");
+        s[1].temperature = 0.7f;
+        s[1].top_p = badp[k];
+        expect_bad(p, s, 2, &o, "sample 1", "top_p");
+        s[1].top_p = 0;
+    }
+    s[1].temperature = 0;
     s[1].len = 0;
     expect_bad(p, s, 2, &o, "sample 1", "len");
     s[1].mask = NULL;
@@ -847,6 +1015,8 @@ static Suite *grpo_suite(void) {
     tcase_add_test(t, test_episode_equals_sum_of_turns);
     tcase_add_test(t, test_masked_positions_contribute_nothing);
     tcase_add_test(t, test_masked_gradient_check);
+    tcase_add_test(t, test_sampled_ratio_is_one_at_step_0);
+    tcase_add_test(t, test_sampled_gradient_check);
     tcase_add_test(t, test_update_equals_batch_and_step);
     tcase_add_test(t, test_tis_cap);
     tcase_add_test(t, test_clone_with_moments_steps_alike);

@@ -996,14 +996,18 @@ START_TEST(test_sampling_top_p_nucleus) {
         memcpy(seq, prompt, sizeof prompt);
         memcpy(seq + 3, tok, sizeof tok);
         for (int i = 0; i < len; i++) {
-            float l;
+            float l, l1[SPADE_VOCAB];
             double pt = 0;
             for (cand = 0; cand < SPADE_VOCAB; cand++) {
                 ck_assert(spade_policy_completion_logprobs(p, seq, 3 + i, &cand, 1, &l, err, sizeof err) == 0);
                 probs[cand] = exp(l);
+                l1[cand] = l;
                 if (cand == tok[i]) pt = probs[cand];
             }
-            ck_assert_msg(fabs(log(pt) - lp[i]) < 1e-4, "recorded log-prob %g, model %g", lp[i], log(pt));
+            /* recorded: the log-prob renormalised over the nucleus it was drawn from */
+            double want = tu_sampled_logprob(l1, SPADE_VOCAB, 1.0, 0.5, tok[i]);
+            ck_assert_msg(fabs(want - lp[i]) < 1e-4, "recorded log-prob %g, nucleus-renormalised model %g", lp[i],
+                          want);
             qsort(probs, SPADE_VOCAB, sizeof probs[0], cmp_desc);
             double before = 0; /* mass of the tokens more likely than the drawn one */
             for (int k = 0; k < SPADE_VOCAB && probs[k] > pt; k++) before += probs[k];
@@ -1096,14 +1100,19 @@ START_TEST(test_kv_cache_equals_recompute) {
         ck_assert_int_eq(la[0], M);
         ck_assert_msg(memcmp(a, b, G * M * 4) == 0, "%s: tokens differ", bes[k]);
         if (k == 0) ck_assert_msg(memcmp(pa, pb, G * M * 4) == 0, "cpu_ref: log-probs differ");
-        /* old log-probs recorded at sampling time = what training computes (1e-4) */
-        float *lp = malloc(M * 4);
+        /* old log-probs recorded at sampling time = the model's at the draw's top_p 0.95 (1e-4) */
+        float l1[SPADE_VOCAB];
+        int seq[48];
+        memcpy(seq, prompt, sizeof prompt);
         for (int g = 0; g < G; g++) {
-            ck_assert(spade_policy_completion_logprobs(p, prompt, 6, a + g * M, la[g], lp, err, sizeof err) == 0);
-            for (int i = 0; i < la[g]; i++)
-                ck_assert_msg(fabsf(lp[i] - pa[g * M + i]) < 1e-4f, "logprob %d: %g vs %g", i, lp[i], pa[g * M + i]);
+            memcpy(seq + 6, a + g * M, (size_t)la[g] * sizeof(int));
+            for (int i = 0; i < la[g]; i++) {
+                tu_next_logprobs(p, seq, 6 + i, l1);
+                double want = tu_sampled_logprob(l1, SPADE_VOCAB, 1.0, 0.95, a[g * M + i]);
+                ck_assert_msg(fabs(want - pa[g * M + i]) < 1e-4, "logprob %d: %g vs %g", i, want, pa[g * M + i]);
+            }
         }
-        free(lp); free(a); free(b); free(pa); free(pb);
+        free(a); free(b); free(pa); free(pb);
         spade_policy_free(p);
     }
 }
@@ -1313,7 +1322,7 @@ static void make_samples(spade_policy *p, grpo_buf *bufs, spade_grpo_sample *s, 
                                                    bufs[i].old, err, sizeof err) == 0);
         for (int j = 0; j < clen; j++)
             bufs[i].old[j] += offset[i] + (jitter ? 0.1f * (float)(2 * urand() - 1) : 0.0f);
-        s[i] = (spade_grpo_sample){bufs[i].prompt, 4, bufs[i].comp, clen, bufs[i].old, reward[i], group[i], i % 2, NULL, 0, NULL, 0};
+        s[i] = (spade_grpo_sample){bufs[i].prompt, 4, bufs[i].comp, clen, bufs[i].old, reward[i], group[i], i % 2, NULL, 0, NULL, 0, 0, 0};
     }
 }
 
@@ -1482,8 +1491,8 @@ START_TEST(test_grpo_direction_and_kl_value) {
     float old_good[3], old_bad[5];
     ck_assert(spade_policy_completion_logprobs(p, prompt, 4, good, 3, old_good, err, sizeof err) == 0);
     ck_assert(spade_policy_completion_logprobs(p, prompt, 4, bad, 5, old_bad, err, sizeof err) == 0);
-    spade_grpo_sample s[2] = {{prompt, 4, good, 3, old_good, 1.0f, 0, 0, NULL, 0, NULL, 0},
-                              {prompt, 4, bad, 5, old_bad, 0.0f, 0, 0, NULL, 0, NULL, 0}};
+    spade_grpo_sample s[2] = {{prompt, 4, good, 3, old_good, 1.0f, 0, 0, NULL, 0, NULL, 0, 0, 0},
+                              {prompt, 4, bad, 5, old_bad, 0.0f, 0, 0, NULL, 0, NULL, 0, 0, 0}};
     spade_grpo_opts o;
     spade_grpo_opts_default(&o);
     spade_grpo_stats st;
@@ -1574,7 +1583,7 @@ START_TEST(test_grpo_rejects_bad_input) {
     ck_assert_int_eq(spade_policy_completion_logprobs(p, prompt, 3, comp, 3, out, err, sizeof err),
                      SPADE_POLICY_EINVAL);
     ck_assert_msg(strstr(err, "-1") != NULL, "%s", err);
-    spade_grpo_sample s[2] = {{prompt, 3, comp, 3, old, 1.0f, 0, 0, NULL, 0, NULL, 0}, {prompt, 3, comp, 3, old, 0.0f, 0, 0, NULL, 0, NULL, 0}};
+    spade_grpo_sample s[2] = {{prompt, 3, comp, 3, old, 1.0f, 0, 0, NULL, 0, NULL, 0, 0, 0}, {prompt, 3, comp, 3, old, 0.0f, 0, 0, NULL, 0, NULL, 0, 0, 0}};
     spade_grpo_opts o;
     spade_grpo_opts_default(&o);
     ck_assert_int_eq(spade_grpo_batch(p, NULL, s, 2, &o, NULL, err, sizeof err), SPADE_POLICY_EINVAL);

@@ -190,6 +190,8 @@ START_TEST(game_embedding_counts_games_not_texts) {
 END_TEST
 
 /* Decodes n slots of t; the transcripts are left in tr[]. */
+static float g_temp = 1.0f, g_top_p = 1.0f; /* decode()'s sampling */
+
 static void decode(spade_policy *p, const spade_template *t, int n, uint64_t seed, int hole_tokens, spade_transcript *tr,
                    spade_template_slot *s) {
     spade_tokenizer *tok = spade_policy_tokenizer(p);
@@ -205,7 +207,7 @@ static void decode(spade_policy *p, const spade_template *t, int n, uint64_t see
         s[i].tr = &tr[i];
     }
     free(prompt);
-    spade_template_opts o = {1.0f, 1.0f, hole_tokens};
+    spade_template_opts o = {g_temp, g_top_p, hole_tokens};
     ck_assert_msg(spade_template_decode(p, s, n, &o, err, sizeof err) == 0, "%s", err);
 }
 
@@ -317,6 +319,42 @@ START_TEST(decode_masks_exactly_the_hole_tokens) {
 }
 END_TEST
 
+/* A hole's token drawn at the designer's temperature 0.8 with top_p 0.9
+ * carries the log-prob of that distribution (GRPO's old log-prob): log
+ * softmax(z / 0.8) renormalised over the nucleus, against tu_sampled_logprob
+ * over the policy's temperature-1 log-probs after the same prefix; at least
+ * one token's temperature-1 log-prob differs from it by more than 1e-3. */
+START_TEST(hole_tokens_carry_the_drawn_distribution) {
+    enum { N = 2, HT = 6 };
+    spade_policy *p = tu_tiny_policy(256, 7);
+    spade_template *t = parse("mini.c", "int a = @@;\nint b = @@ + 1;\n");
+    spade_transcript tr[N];
+    spade_template_slot s[N];
+    g_temp = 0.8f, g_top_p = 0.9f;
+    decode(p, t, N, 42, HT, tr, s);
+    g_temp = 1.0f, g_top_p = 1.0f;
+    float l1[SPADE_VOCAB];
+    int checked = 0, off = 0;
+    for (int i = 0; i < N; i++) {
+        for (int j = 1; j < tr[i].len; j++) {
+            if (!tr[i].mask[j]) continue;
+            tu_next_logprobs(p, tr[i].tok, j, l1);
+            double want = tu_sampled_logprob(l1, SPADE_VOCAB, 0.8, 0.9, tr[i].tok[j]);
+            ck_assert_msg(fabs(want - tr[i].logp[j]) < 1e-3, "slot %d token %d: recorded %g, drawn from %g", i, j,
+                          tr[i].logp[j], want);
+            off += fabs(l1[tr[i].tok[j]] - tr[i].logp[j]) > 1e-3;
+            checked++;
+        }
+        spade_template_slot_clear(&s[i]);
+        spade_transcript_free(&tr[i]);
+    }
+    ck_assert_int_ge(checked, 2 * N);
+    ck_assert_int_gt(off, 0);
+    spade_template_free(t);
+    spade_policy_free(p);
+}
+END_TEST
+
 START_TEST(a_template_over_the_context_is_refused_by_name) {
     char path[4096], err[600];
     snprintf(path, sizeof path, "%s/templates/cups.c", tu_srcdir());
@@ -386,6 +424,7 @@ int main(void) {
     TCase *d = tcase_create("decode");
     tcase_set_timeout(d, 120);
     tcase_add_test(d, decode_masks_exactly_the_hole_tokens);
+    tcase_add_test(d, hole_tokens_carry_the_drawn_distribution);
     tcase_add_test(d, a_template_over_the_context_is_refused_by_name);
     suite_add_tcase(s, d);
     TCase *g = tcase_create("gates");

@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -226,4 +227,45 @@ spade_policy *tu_tiny_policy(int context, uint64_t seed)
     spade_policy *p;
     ck_assert_msg(spade_policy_new(&p, &cfg, err, sizeof err) == 0, "%s", err);
     return p;
+}
+
+typedef struct {
+    double w;
+    int tok;
+} tu_cand;
+
+static int tu_cand_desc(const void *a, const void *b) {
+    const tu_cand *x = a, *y = b;
+    return x->w > y->w ? -1 : x->w < y->w ? 1 : x->tok - y->tok;
+}
+
+double tu_sampled_logprob(const float *lp1, int V, double temp, double top_p, int tok) {
+    tu_cand *c = malloc((size_t)V * sizeof *c);
+    ck_assert(c != NULL);
+    double mx = -INFINITY, total = 0;
+    for (int v = 0; v < V; v++)
+        if (lp1[v] / temp > mx) mx = lp1[v] / temp;
+    for (int v = 0; v < V; v++) {
+        c[v].w = exp(lp1[v] / temp - mx);
+        c[v].tok = v;
+        total += c[v].w;
+    }
+    qsort(c, (size_t)V, sizeof *c, tu_cand_desc);
+    double kept = 0, wt = -1;
+    for (int k = 0; k < V; k++) {
+        kept += c[k].w;
+        if (c[k].tok == tok) wt = c[k].w;
+        if (kept >= top_p * total) break;
+    }
+    free(c);
+    return wt < 0 ? -INFINITY : log(wt) - log(kept);
+}
+
+void tu_next_logprobs(spade_policy *p, const int *h, int n, float *out) {
+    char e[256];
+    spade_decoder *d = NULL;
+    ck_assert_msg(spade_decoder_new(&d, p, 1, e, sizeof e) == 0, "decoder_new: %s", e);
+    ck_assert_msg(spade_decoder_append(d, 0, h, n, e, sizeof e) == 0, "decoder_append: %s", e);
+    ck_assert_msg(spade_decoder_next_logprobs(d, 0, out, e, sizeof e) == 0, "next_logprobs: %s", e);
+    spade_decoder_free(d);
 }

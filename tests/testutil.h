@@ -58,6 +58,17 @@ int tu_rm_rf(const char *dir);
  * context and seed: the untrained player of the agent and designer suites. */
 spade_policy *tu_tiny_policy(int context, uint64_t seed);
 
+/* The test's own reference of the distribution a draw samples from: given
+ * the model's log-probs at temperature 1 (V of them, e.g.
+ * spade_decoder_next_logprobs), the log-prob of tok under softmax(l / temp)
+ * restricted to the smallest most-likely-first set of mass >= top_p (ties by
+ * token id) and renormalised there; -INFINITY when tok is outside that set.
+ * Written apart from core/policy/decode.c, so the two can disagree. */
+double tu_sampled_logprob(const float *lp1, int V, double temp, double top_p, int tok);
+/* spade_decoder_next_logprobs of the sequence h[0..n) prefilled in a fresh
+ * one-slot decoder of p: the temperature-1 distribution after it (V floats). */
+void tu_next_logprobs(spade_policy *p, const int *h, int n, float *out);
+
 /* Runs every test of s; the exit status for main. */
 int tu_run(Suite *s);
 

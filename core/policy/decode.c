@@ -448,53 +448,99 @@ static int cand_cmp(const void *a, const void *b) {
     return x->tok - y->tok; /* ties by token id: the order is total, so draws are reproducible */
 }
 
-/* Draws one token from logits (V entries). *lp gets its log-prob at
- * temperature 1 without truncation. Returns -1 when the logits are not
- * finite (NaN or +inf somewhere: every comparison of the draw would be
- * meaningless and the fallback would hand back an arbitrary token). */
+/* The distribution a draw samples from, as candidates: buf[0..k) with
+ * weights exp((z - max) / temp) and *kept their sum. top_p < 1 sorts them
+ * (most likely first, ties by token id) and keeps the shortest prefix whose
+ * mass reaches top_p of the total; otherwise every token in id order.
+ * Returns k, or -1 when the logits are not finite (NaN or +inf somewhere:
+ * every comparison of the draw would be meaningless). temp > 0. */
+static int nucleus(const float *logits, int V, float temp, float top_p, cand *buf, double *kept) {
+    float mx = logits[0];
+    for (int v = 1; v < V; v++)
+        if (logits[v] > mx) mx = logits[v];
+    if (!isfinite(mx)) return -1;
+    double total = 0.0;
+    for (int v = 0; v < V; v++) {
+        buf[v].w = exp(((double)logits[v] - mx) / temp);
+        buf[v].tok = v;
+        total += buf[v].w;
+    }
+    if (!isfinite(total)) return -1;
+    int k = V;
+    if (top_p < 1.0f) {
+        qsort(buf, V, sizeof *buf, cand_cmp);
+        double c = 0.0, keep = top_p * total;
+        for (k = 0; k < V;) {
+            c += buf[k++].w;
+            if (c >= keep) break;
+        }
+        total = c;
+    }
+    *kept = total;
+    return k;
+}
+
+/* Draws one token from logits (V entries). *lp gets its log-prob under the
+ * distribution it was drawn from: log softmax(z / temp) at the token, and
+ * with top_p < 1 that renormalised over the nucleus; greedy (temp 0) draws
+ * from a point mass, log-prob 0. (GRPO's old log-prob: docs/policy.md,
+ * "What the loss optimises".) Returns -1 when the logits are not finite. */
 static int draw(const float *logits, int V, float temp, float top_p, uint64_t *rng, cand *buf,
                 float *lp) {
-    float mx = logits[0];
-    int arg = 0;
-    for (int v = 1; v < V; v++)
-        if (logits[v] > mx) {
-            mx = logits[v];
-            arg = v;
-        }
-    double z = 0.0;
-    for (int v = 0; v < V; v++) z += exp((double)logits[v] - mx);
-    if (!isfinite(mx) || !isfinite(z)) return -1;
-    int tok = arg;
-    if (temp > 0.0f) {
-        double total = 0.0;
-        for (int v = 0; v < V; v++) {
-            buf[v].w = exp(((double)logits[v] - mx) / temp);
-            buf[v].tok = v;
-            total += buf[v].w;
-        }
-        int k = V;
-        if (top_p < 1.0f) {
-            qsort(buf, V, sizeof *buf, cand_cmp);
-            double c = 0.0, keep = top_p * total;
-            for (k = 0; k < V;) {
-                c += buf[k++].w;
-                if (c >= keep) break;
-            }
-            total = c;
-        }
-        double u = gpt_rng_uniform(rng) * total, c = 0.0;
-        tok = buf[k - 1].tok;
-        for (int i = 0; i < k; i++) {
-            c += buf[i].w;
-            if (u < c) {
-                tok = buf[i].tok;
-                break;
-            }
+    if (temp <= 0.0f) {
+        int arg = 0;
+        for (int v = 1; v < V; v++)
+            if (logits[v] > logits[arg]) arg = v;
+        double z = 0.0;
+        for (int v = 0; v < V; v++) z += exp((double)logits[v] - logits[arg]);
+        if (!isfinite(logits[arg]) || !isfinite(z)) return -1;
+        *lp = 0.0f;
+        return arg;
+    }
+    double total;
+    int k = nucleus(logits, V, temp, top_p, buf, &total);
+    if (k < 0) return -1;
+    double u = gpt_rng_uniform(rng) * total, c = 0.0;
+    int at = k - 1;
+    for (int i = 0; i < k; i++) {
+        c += buf[i].w;
+        if (u < c) {
+            at = i;
+            break;
         }
     }
-    *lp = (float)((double)logits[tok] - mx - log(z));
-    return tok;
+    *lp = (float)(log(buf[at].w) - log(total));
+    return buf[at].tok;
 }
+
+double gpt_sampled_dist(const float *logits, int V, float temp, float top_p, int tok, void *scratch,
+                        float *probs) {
+    cand *buf = scratch;
+    double total;
+    int k = nucleus(logits, V, temp, top_p, buf, &total);
+    if (k < 0) return NAN;
+    int in = 0;
+    for (int i = 0; i < k && !in; i++) in = buf[i].tok == tok;
+    if (!in) { /* outside the nucleus now: kept with its own weight, so its log-prob stays finite */
+        for (int i = k; i < V; i++)
+            if (buf[i].tok == tok) {
+                cand t = buf[k];
+                buf[k] = buf[i];
+                buf[i] = t;
+                break;
+            }
+        total += buf[k++].w;
+    }
+    double lp = 0.0;
+    if (probs) memset(probs, 0, (size_t)V * sizeof *probs);
+    for (int i = 0; i < k; i++) {
+        if (probs) probs[buf[i].tok] = (float)(buf[i].w / total);
+        if (buf[i].tok == tok) lp = log(buf[i].w) - log(total);
+    }
+    return lp;
+}
+
+size_t gpt_sampled_dist_scratch(int V) { return (size_t)V * sizeof(cand); }
 
 int gpt_decoder_sample(spade_decoder *d, const int *slots, int n, const spade_sample_opts *o,
                        const uint64_t *seeds, const int *max_tokens, int *out_tokens,

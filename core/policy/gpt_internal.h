@@ -215,6 +215,14 @@ int gpt_decoder_sample(spade_decoder *d, const int *slots, int n, const spade_sa
                        const char *index_name, char *err, size_t errlen);
 /* Checks temperature, top_p and the stop list; messages start with who. */
 int gpt_check_sample_opts(const spade_sample_opts *o, const char *who, char *err, size_t errlen);
+/* The distribution a draw at (temp > 0, top_p) samples from, for GRPO's
+ * ratio (decode.c): probs (V floats, may be NULL) gets it, renormalised over
+ * the nucleus, 0 outside; tok is kept in it even when it has fallen out
+ * (with its own weight), so its log-prob, the return value, is finite. NaN
+ * for logits that are not finite. scratch: gpt_sampled_dist_scratch(V) bytes. */
+double gpt_sampled_dist(const float *logits, int V, float temp, float top_p, int tok, void *scratch,
+                        float *probs);
+size_t gpt_sampled_dist_scratch(int V);
 
 /* A small seeded generator (splitmix64): identical streams on every platform. */
 static inline uint64_t gpt_rng_next(uint64_t *s) {

@@ -10,7 +10,9 @@
  * advantages to unit RMS so designer and agent samples pull with comparable
  * force, then runs forward/backward in micro-batches with dLoss/dlogp on
  * every trained token (mask 1) and exactly 0 elsewhere.
- * Loss per trained token (ratio r = exp(logp - old_logp)):
+ * Loss per trained token (ratio r = exp(logp - old_logp), both under the
+ * distribution the token was drawn from: the sample's temperature and top-p,
+ * see sampled_rows and docs/policy.md):
  *   -min(r A, clip(r, 1 - eps_low, 1 + eps_high) A) + beta * (exp(q - logp) - (q - logp) - 1)
  * with q the reference log-prob, divided by a count of trained tokens
  * (token_norm). The count never depends on how tokens are split into
@@ -21,7 +23,7 @@
  * Per-role gradient norms are measured, not estimated: each role's
  * micro-batches are back-propagated into a zeroed gradient buffer, its sum of
  * squares taken, and the buffer added to the real gradient on the host.
- * What it is not: the sampling (sample.c records old log-probs) or the
+ * What it is not: the sampling (decode.c records old log-probs) or the
  * optimizer (spade_policy_step, which spade_grpo_update calls per minibatch).
  */
 #include <math.h>
@@ -153,6 +155,10 @@ static int seq_trained(const spade_grpo_sample *x, int t) {
 static double seq_old(const spade_grpo_sample *x, int t) {
     return x->tokens ? x->old_logprobs[t] : x->old_logprobs[t - x->prompt_len];
 }
+/* The sampling distribution's temperature and top-p (0 in the sample: 1). */
+static float samp_temp(const spade_grpo_sample *x) { return x->temperature > 0 ? x->temperature : 1.0f; }
+static float samp_top(const spade_grpo_sample *x) { return x->top_p > 0 ? x->top_p : 1.0f; }
+static int samp_plain(const spade_grpo_sample *x) { return samp_temp(x) == 1.0f && samp_top(x) >= 1.0f; }
 
 typedef struct {
     int last;   /* index of the last trained token (0: none); the row is tokens[0..last) */
@@ -200,6 +206,13 @@ static int check_sample(spade_policy *p, const spade_grpo_sample *x, int i, seqi
     }
     info->last = 0;
     info->ntrain = 0;
+    if (!(x->temperature >= 0 && isfinite(x->temperature)) || !(x->top_p >= 0 && x->top_p <= 1)) {
+        snprintf(err, errlen,
+                 "grpo: sample %d: temperature = %g, top_p = %g: expected a finite temperature >= 0 and top_p "
+                 "in [0, 1] (0 = 1 for both: drawn at temperature 1 without top-p)",
+                 i, x->temperature, x->top_p);
+        return SPADE_POLICY_EINVAL;
+    }
     if (x->tokens) {
         if (x->prompt || x->completion || x->prompt_len || x->completion_len) {
             snprintf(err, errlen,
@@ -292,6 +305,8 @@ typedef struct {
     int mb;                      /* sequences per micro-batch */
     int *tok, *tgt;              /* (mb, Tcap) host rows */
     float *lp, *rlp, *dl;        /* (mb, Tcap) */
+    float *rows;                 /* (SAMP_ROWS, Vp) host: logits, then the sampling distribution; lazy */
+    void *scr;                   /* gpt_sampled_dist's scratch; lazy */
     float *scratch;              /* (num_params) backend memory, one role's gradient; lazy */
     float *gh, *gtmp;            /* (num_params) host: the real gradient, a role's; lazy */
 } grpo_work;
@@ -305,6 +320,64 @@ typedef struct {
 
 /* Points the policy's gradient tensors at mem (same layout as grads_mem). */
 static void grads_point(spade_policy *p, float *mem) { gpt_point_grads(p, mem); }
+
+/* Rows of logits a sample drawn at another temperature or top-p brings to
+ * the host at a time. */
+#define SAMP_ROWS 64
+
+/* For the samples of the micro-batch drawn from a distribution other than
+ * temperature 1 without top-p: lp (the forward's log softmax(z) at each
+ * trained token) becomes the log-prob under that distribution, computed by
+ * the function that drew the token (gpt_sampled_dist, decode.c). With
+ * grad_too, p's saved probabilities at those rows become that distribution
+ * too, so that crossentropy_backward's dlogp * ([v == tok] - probs) with
+ * dlogp / temperature (run_rows) is d/dz of its log-prob: (onehot - pi) / T
+ * on the nucleus, 0 off it (the nucleus is piecewise constant in z). */
+static int sampled_rows(grpo_work *w, spade_policy *p, const int *idx, int B, int T, float *lp, int grad_too,
+                        char *err, size_t errlen) {
+    int V = p->V, Vp = p->Vp;
+    for (int b = 0; b < B; b++) {
+        const spade_grpo_sample *x = &w->s[idx[b]];
+        if (samp_plain(x)) continue;
+        if (!w->rows) {
+            w->rows = malloc((size_t)SAMP_ROWS * Vp * sizeof(float));
+            w->scr = malloc(gpt_sampled_dist_scratch(V));
+            if (!w->rows || !w->scr) {
+                snprintf(err, errlen, "grpo: out of memory for the sampling distribution's rows");
+                return SPADE_POLICY_ENOMEM;
+            }
+        }
+        int last = w->info[idx[b]].last;
+        for (int t = 1; t <= last;) {
+            if (!seq_trained(x, t)) {
+                t++;
+                continue;
+            }
+            int t0 = t, n = 0;
+            while (t <= last && seq_trained(x, t) && n < SAMP_ROWS) t++, n++;
+            size_t pos0 = (size_t)b * T + t0 - 1;
+            if (BE->download(BX, w->rows, p->acts.logits + pos0 * Vp, (size_t)n * Vp * sizeof(float)))
+                return gpt_backend_fail(p, "download logits", err, errlen);
+            for (int j = 0; j < n; j++) {
+                float *row = w->rows + (size_t)j * Vp;
+                double l = gpt_sampled_dist(row, V, samp_temp(x), samp_top(x), seq_tok(x, t0 + j), w->scr,
+                                            grad_too ? row : NULL);
+                if (isnan(l)) {
+                    snprintf(err, errlen, "grpo: sample %d: the logits at position %d are not finite", idx[b],
+                             t0 + j);
+                    return SPADE_POLICY_EINVAL;
+                }
+                lp[pos0 + j] = (float)l;
+                if (grad_too)
+                    for (int v = V; v < Vp; v++) row[v] = 0.0f;
+            }
+            if (grad_too &&
+                BE->upload(BX, p->acts.probs + pos0 * Vp, w->rows, (size_t)n * Vp * sizeof(float)))
+                return gpt_backend_fail(p, "upload probabilities", err, errlen);
+        }
+    }
+    return 0;
+}
 
 /* Forward/backward of samples idx[0..m) (one role), each token's loss times
  * scale, into whatever p->grads points at. */
@@ -333,12 +406,14 @@ static int run_rows(grpo_work *w, const int *idx, int m, double scale, pass_out 
         }
         if (use_ref && (rc = spade_policy_forward(ref, w->tok, w->tgt, NULL, B, T, NULL, w->rlp, err, errlen)))
             return rc;
+        if (use_ref && (rc = sampled_rows(w, ref, idx + k0, B, T, w->rlp, 0, err, errlen))) return rc;
         if ((rc = spade_policy_forward(p, w->tok, w->tgt, NULL, B, T, NULL, w->lp, err, errlen))) return rc;
+        if ((rc = sampled_rows(w, p, idx + k0, B, T, w->lp, 1, err, errlen))) return rc;
         for (size_t i = 0; i < (size_t)B * T; i++) w->dl[i] = 0.0f;
         for (int b = 0; b < B; b++) {
             int si = idx[k0 + b];
             const spade_grpo_sample *x = &w->s[si];
-            double A = w->adv[si];
+            double A = w->adv[si], inv_t = 1.0 / samp_temp(x); /* dlogp -> the backend's, see sampled_rows */
             for (int t = 1; t <= w->info[si].last; t++) {
                 if (!seq_trained(x, t)) continue;
                 size_t pos = (size_t)b * T + t - 1;
@@ -369,7 +444,7 @@ static int run_rows(grpo_work *w, const int *idx, int m, double scale, pass_out 
                     g += o->beta * (1.0 - ed); /* d k3 / d logp */
                 }
                 out->loss += val * scale;
-                w->dl[pos] = (float)(g * scale);
+                w->dl[pos] = (float)(g * scale * inv_t);
                 out->ntok++;
             }
         }
@@ -488,6 +563,8 @@ static void prep_free(spade_policy *p, grpo_prep *g) {
     free(g->w.lp);
     free(g->w.rlp);
     free(g->w.dl);
+    free(g->w.rows);
+    free(g->w.scr);
     if (g->w.scratch) BE->dealloc(BX, g->w.scratch);
     free(g->w.gh);
     free(g->w.gtmp);

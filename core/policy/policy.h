@@ -168,7 +168,8 @@ int spade_policy_step(spade_policy *p, const spade_adamw_opts *o, float *grad_no
 /* ---- log-probs ---- */
 
 /* logp[b*T+t] = log p(tokens[b,t+1] | tokens[b,0..t]) for t < T-1, and 0 at t = T-1.
- * Temperature 1, the same function GRPO differentiates. */
+ * Temperature 1, no top-p: the policy itself. GRPO differentiates the same
+ * model at each sample's own temperature and top-p (spade_grpo_sample). */
 int spade_policy_logprobs(spade_policy *p, const int *tokens, int B, int T, float *logp,
                           char *err, size_t errlen);
 /* Per-token log-probs of one completion after one prompt: out[i] = log p(completion[i] |
@@ -193,8 +194,10 @@ void spade_sample_opts_default(spade_sample_opts *o);
 
 /* G completions of one prompt, batched. out_tokens (G, max_tokens) row-major,
  * out_len (G) the length of each completion, out_logprobs (G, max_tokens) or
- * NULL: the log-prob (temperature 1, untruncated: what GRPO's ratio needs as
- * "old log-probs") of each sampled token under the model that sampled it.
+ * NULL: the log-prob of each sampled token under the distribution it was
+ * drawn from (log softmax(z / temperature) at it, renormalised over the
+ * nucleus when top_p < 1; 0 for greedy, a point mass): GRPO's "old
+ * log-probs", given with the same temperature and top_p in the sample.
  * Logits that are not finite (a model with NaN/inf weights) are an error. */
 int spade_policy_sample(spade_policy *p, const int *prompt, int plen, int G,
                         const spade_sample_opts *o, int *out_tokens, float *out_logprobs,
@@ -275,15 +278,18 @@ int spade_decoder_append_batch(spade_decoder *d, const int *slots, const int *co
  * gives its first completion with o->seed = s. o->no_kv_cache recomputes
  * every step from the slot's tokens (slow; the reference for tests).
  * Outputs: out_tokens (n, o->max_tokens); out_logprobs (same shape, may be
- * NULL): the log-prob of each drawn token at temperature 1 without top-p
- * (GRPO's old log-probs); out_len (n); out_status (n, may be NULL):
+ * NULL): the log-prob of each drawn token under the distribution it was
+ * drawn from, as spade_policy_sample's (GRPO's old log-probs); out_len (n);
+ * out_status (n, may be NULL):
  * SPADE_SLOT_*. The drawn tokens are appended to the slots. */
 int spade_decoder_sample(spade_decoder *d, const int *slots, int n, const spade_sample_opts *o,
                          const uint64_t *seeds, const int *max_tokens, int *out_tokens,
                          float *out_logprobs, int *out_len, int *out_status, char *err,
                          size_t errlen);
 /* log p(v | the slot's tokens) for v in [0, V) at temperature 1: the
- * distribution the next sample of this slot draws from. The slot must be non-empty. */
+ * distribution the next sample of this slot draws from at temperature 1
+ * without top-p (other options draw from it tempered and truncated, as
+ * spade_decoder_sample's log-probs say). The slot must be non-empty. */
 int spade_decoder_next_logprobs(spade_decoder *d, int slot, float *out, char *err, size_t errlen);
 /* Bytes the decoder holds (backend + host); constant from spade_decoder_new on. */
 size_t spade_decoder_bytes(const spade_decoder *d);
@@ -342,6 +348,13 @@ typedef struct spade_grpo_sample {
     int len;
     const unsigned char *mask;    /* (len) 1 = trained, 0 = context only */
     float advantage;              /* the caller's advantage (adv_mode = GIVEN) */
+    /* How the trained tokens were drawn (the spade_sample_opts they came
+     * from), so that the ratio compares the distribution they were sampled
+     * from with the same distribution under the current weights:
+     * temperature > 0 (0: 1, for samples that do not say), top_p in (0, 1]
+     * (0: 1). Greedy draws (temperature 0 at sampling) cannot be trained:
+     * their distribution is a point mass whatever the weights. */
+    float temperature, top_p;
 } spade_grpo_sample;
 
 #define SPADE_GRPO_MAX_ROLES 8
@@ -402,7 +415,11 @@ int spade_grpo_advantages(const spade_grpo_sample *s, int n, const spade_grpo_op
                           size_t errlen);
 
 /* The GRPO loss of a batch: per trained token t of sample i with ratio
- * r = exp(logp - old_logp) and advantage A_i,
+ * r = exp(logp - old_logp) and advantage A_i, where logp is the current
+ * weights' log-prob under the sample's own sampling distribution (its
+ * temperature and top_p; the nucleus of the current logits, holding the
+ * token) and old_logp the same at sampling time (docs/policy.md, "What the
+ * loss optimises"), and ref_logp the reference's under that distribution,
  *   l = -min(r A, clip(r, 1-eps_low, 1+eps_high) A) + beta * k3,
  *   k3 = exp(ref_logp - logp) - (ref_logp - logp) - 1,
  * divided by the trained-token count that token_norm names (default: all
