@@ -4,7 +4,8 @@ fixture and records llama.cpp's token ids for a fixed set of texts, so that
 tests/test_bpe.c can check core/policy/bpe.c byte for byte against llama.cpp.
 
 What it is: a developer tool, run by hand in a venv that has `gguf` and
-`llama-cpp-python` (docs/policy.md, "GGUF tokenizers", says how to make one):
+`llama-cpp-python` (docs/policy.md, "GGUF tokenizers", says how to make one;
+LLAMA_CPP_LIB_PATH may point its bindings at a libllama.so built elsewhere):
 
     python tools/bpe_reference.py MODEL.gguf --vocab OUT.vocab --ref OUT.ref [--srcdir .]
 
@@ -146,6 +147,36 @@ CASES = [
 ]
 
 
+def llama_tokenizer(path):
+    """llama.cpp's tokenizer for the GGUF at path, through llama-cpp-python's
+    bindings: what llama_cpp.Llama(vocab_only=True).tokenize(text, add_bos,
+    special) calls, without the high-level class (whose chat-template and
+    cache modules a reference run does not need)."""
+    import ctypes
+
+    import llama_cpp.llama_cpp as ll
+
+    ll.llama_backend_init()
+    params = ll.llama_model_default_params()
+    params.vocab_only = True
+    model = ll.llama_model_load_from_file(path.encode(), params)
+    if not model:
+        sys.exit("%s: llama.cpp could not load it" % path)
+    vocab = ll.llama_model_get_vocab(model)
+
+    def tokenize(text, add_special, parse_special):
+        n = len(text) + 16
+        while True:
+            buf = (ll.llama_token * n)()
+            k = ll.llama_tokenize(vocab, text, len(text), buf, n, add_special, parse_special)
+            if k >= 0:
+                return list(buf[:k])
+            n = -k
+
+    tokenize.keep = (model, ctypes)  # the model lives as long as the function
+    return tokenize
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("model")
@@ -156,9 +187,7 @@ def main():
     if a.vocab:
         dump_vocab(a.model, a.vocab)
     if a.ref:
-        import llama_cpp
-
-        llm = llama_cpp.Llama(model_path=a.model, vocab_only=True, verbose=False)
+        tokenize = llama_tokenizer(a.model)
         cases = list(CASES)
         for name in ("dsl/spade/dsl.h", "core/policy/tokenizer.c"):
             p = os.path.join(a.srcdir, name)
@@ -170,7 +199,7 @@ def main():
             o.write("spade-bpe-ref 1\n")
             o.write("cases %d\n" % len(cases))
             for name, text, flags in cases:
-                ids = llm.tokenize(text, add_bos=bool(flags & 1), special=bool(flags & 2))
+                ids = tokenize(text, bool(flags & 1), bool(flags & 2))
                 o.write("case %s %d\n" % (name, flags))
                 o.write("text %s\n" % esc(text))
                 o.write("ids %s\n" % " ".join(str(i) for i in ids))
