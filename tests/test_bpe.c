@@ -6,6 +6,8 @@
  * llama.cpp: tests/data/bpe-smollm2.ref holds llama.cpp's ids for SmolLM2's
  * tokenizer (tests/data/smollm2-135m.vocab) on prose, C, Unicode, whitespace
  * and digit runs and every stdenv file (tools/bpe_reference.py wrote both);
+ * bpe-smollm2-as-{gpt-2,llama-bpe}.ref the same vocabulary under the other two
+ * pre-tokenizers (built-in texts only);
  * tests/data/bpe-qwen2.ref the same for Qwen2.5-Coder, whose vocabulary is too
  * big to commit: set SPADE_TEST_QWEN_VOCAB to a fixture dumped from the GGUF,
  * else that test says it is skipped.
@@ -41,7 +43,8 @@ static void byte_text(int b, char *o)
 static const char *const extra[] = {"ll", "he", "hell", "hello", "\xc4\xa0hello", "bc", "ab", "aa", "aaaa",
                                     "\xc4\xa0\xc4\xa0", "\xc4\xa0\xc4\xa0\xc4\xa0\xc4\xa0"};
 static const char *const merges[] = {"l l",  "h e",  "he ll", "hell o", "\xc4\xa0 hello", "b c",
-                                     "a b",  "a a",  "aa aa", "x y",    "\xc4\xa0 \xc4\xa0", "\xc4\xa0\xc4\xa0 \xc4\xa0\xc4\xa0"};
+                                     "a b",  "a a",  "aa aa", "x y",    "\xc4\xa0 \xc4\xa0", "\xc4\xa0\xc4\xa0 \xc4\xa0\xc4\xa0",
+                                     "b c" /* a duplicate: the first rank counts */};
 #define N_EXTRA ((int)(sizeof extra / sizeof extra[0]))
 enum { T_LL = 256, T_HE, T_HELL, T_HELLO, T_SPHELLO, T_BC, T_AB, T_AA, T_AAAA, T_SP2, T_SP4 };
 #define T_IM_START (256 + N_EXTRA)
@@ -301,7 +304,10 @@ START_TEST(test_bad_config)
                           .add_bos = SPADE_BPE_UNSET, .add_eos = SPADE_BPE_UNSET};
     ck_assert(spade_bpe_new(&b, &c, "m.gguf", err, sizeof err));
     ck_assert_ptr_nonnull(strstr(err, "tokenizer.ggml.pre"));
-    c.pre = "gpt2";
+    c.pre = NULL;
+    ck_assert(spade_bpe_new(&b, &c, "m.gguf", err, sizeof err));
+    ck_assert_ptr_nonnull(strstr(err, "(missing)"));
+    c.pre = "gpt-2";
     c.bos_id = 2;
     ck_assert(spade_bpe_new(&b, &c, "m.gguf", err, sizeof err));
     ck_assert_ptr_nonnull(strstr(err, "bos_token_id"));
@@ -338,11 +344,11 @@ START_TEST(test_bad_fixture)
     spade_bpe *b;
     const char *bad[] = {
         "nope\n",
-        "spade-bpe-vocab 1\ntokens 3\n1 a\n1 b\n",                      /* truncated */
+        "spade-bpe-vocab 1\npre gpt2\ntokens 3\n1 a\n1 b\n",                      /* truncated */
         "spade-bpe-vocab 1\ntokens 99999999\n",                         /* over the cap */
         "spade-bpe-vocab 1\ntokens 1\n1 \\q\nmerges 0\n",               /* bad escape */
         "spade-bpe-vocab 1\ntokens 1\nx a\nmerges 0\n",                 /* bad type */
-        "spade-bpe-vocab 1\ntokens 1\n1 a\nmerges 0\nbos 5\n",          /* id out of range */
+        "spade-bpe-vocab 1\npre gpt2\ntokens 1\n1 a\nmerges 0\nbos 5\n",          /* id out of range */
         "spade-bpe-vocab 1\ntokens 1\n1 a\nmerges 1\n",                 /* truncated merges */
         "spade-bpe-vocab 1\npre whatever\ntokens 1\n1 a\nmerges 0\n",   /* unknown pre */
         "spade-bpe-vocab 1\ntokens 1\n1 a",                             /* no final newline */
@@ -484,6 +490,46 @@ START_TEST(test_smollm2_llamacpp)
 }
 END_TEST
 
+/* SmolLM2's vocabulary under another pre-tokenizer: the references come from
+ * a metadata-only copy of its GGUF with tokenizer.ggml.pre changed, so the
+ * gpt-2 and llama-bpe matchers are checked against llama.cpp too. */
+static void check_smollm2_as(const char *pre)
+{
+    char path[1024], err[512], dir[256], tmp[320];
+    snprintf(path, sizeof path, "%s/tests/data/smollm2-135m.vocab", tu_srcdir());
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    tu_mkdtemp(dir, sizeof dir, "bpe-as");
+    snprintf(tmp, sizeof tmp, "%s/v", dir);
+    FILE *o = fopen(tmp, "wb");
+    ck_assert_ptr_nonnull(o);
+    char line[70000];
+    int replaced = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (!replaced && !strcmp(line, "pre smollm\n")) {
+            fprintf(o, "pre %s\n", pre);
+            replaced = 1;
+        } else
+            fputs(line, o);
+    }
+    fclose(f);
+    fclose(o);
+    ck_assert(replaced);
+    spade_bpe *b;
+    ck_assert_msg(!spade_bpe_load(&b, tmp, err, sizeof err), "%s", err);
+    ck_assert_str_eq(spade_bpe_pre(b), pre);
+    snprintf(path, sizeof path, "%s/tests/data/bpe-smollm2-as-%s.ref", tu_srcdir(), pre);
+    check_ref(b, path);
+    spade_bpe_free(b);
+    tu_rm_rf(dir);
+}
+
+START_TEST(test_gpt2_llamacpp) { check_smollm2_as("gpt-2"); }
+END_TEST
+
+START_TEST(test_llama3_llamacpp) { check_smollm2_as("llama-bpe"); }
+END_TEST
+
 START_TEST(test_qwen2_llamacpp)
 {
     const char *v = getenv("SPADE_TEST_QWEN_VOCAB");
@@ -556,7 +602,8 @@ START_TEST(test_chat)
     spade_bpe_free(b);
     /* a vocabulary without ChatML's tokens says so */
     const char *tok[] = {"a"};
-    spade_bpe_config c = {.n_tokens = 1, .tokens = tok, .bos_id = -1, .eos_id = -1, .add_bos = 0, .add_eos = 0};
+    spade_bpe_config c = {
+        .n_tokens = 1, .tokens = tok, .pre = "qwen2", .bos_id = -1, .eos_id = -1, .add_bos = 0, .add_eos = 0};
     ck_assert(!spade_bpe_new(&b, &c, NULL, err, sizeof err));
     ck_assert(spade_bpe_chat(b, m, 1, 0, &o, &train, err, sizeof err));
     ck_assert_ptr_nonnull(strstr(err, "<|im_start|>"));
@@ -579,6 +626,8 @@ static Suite *bpe_suite(void)
     tcase_add_test(t, test_bad_config);
     tcase_add_test(t, test_bad_fixture);
     tcase_add_test(t, test_smollm2_llamacpp);
+    tcase_add_test(t, test_gpt2_llamacpp);
+    tcase_add_test(t, test_llama3_llamacpp);
     tcase_add_test(t, test_qwen2_llamacpp);
     tcase_add_test(t, test_chat);
     suite_add_tcase(s, t);

@@ -7,7 +7,7 @@ What it is: a developer tool, run by hand in a venv that has `gguf` and
 `llama-cpp-python` (docs/policy.md, "GGUF tokenizers", says how to make one;
 LLAMA_CPP_LIB_PATH may point its bindings at a libllama.so built elsewhere):
 
-    python tools/bpe_reference.py MODEL.gguf --vocab OUT.vocab --ref OUT.ref [--srcdir .]
+    python tools/bpe_reference.py MODEL.gguf --vocab OUT.vocab --ref OUT.ref [--srcdir .] [--builtin-only]
 
 --vocab writes tokenizer.ggml.{tokens,token_type,merges,pre,bos/eos_token_id,
 add_bos/add_eos_token} in the fixture format spade_bpe_load reads; --ref
@@ -183,17 +183,19 @@ def main():
     ap.add_argument("--vocab")
     ap.add_argument("--ref")
     ap.add_argument("--srcdir", default=".")
+    ap.add_argument("--builtin-only", action="store_true",
+                    help="only the built-in texts, not the tree's files (for a vocabulary tried under another pre-tokenizer)")
     a = ap.parse_args()
     if a.vocab:
         dump_vocab(a.model, a.vocab)
     if a.ref:
         tokenize = llama_tokenizer(a.model)
         cases = list(CASES)
-        for name in ("dsl/spade/dsl.h", "core/policy/tokenizer.c"):
+        for name in [] if a.builtin_only else ("dsl/spade/dsl.h", "core/policy/tokenizer.c"):
             p = os.path.join(a.srcdir, name)
             if os.path.exists(p):
                 cases.append(("file:" + name, open(p, "rb").read(), 0))
-        for p in sorted(glob.glob(os.path.join(a.srcdir, "stdenv", "*.c"))):
+        for p in [] if a.builtin_only else sorted(glob.glob(os.path.join(a.srcdir, "stdenv", "*.c"))):
             cases.append(("stdenv:" + os.path.basename(p), open(p, "rb").read(), 0))
         with open(a.ref, "w", encoding="utf-8", newline="\n") as o:
             o.write("spade-bpe-ref 1\n")

@@ -251,7 +251,7 @@ static int pre_parse(const char *pre, pre_kind *k, int *ignore_merges, int *add_
         pre_kind k;
         int ignore, bos;
     } names[] = {
-        {"gpt2", PRE_GPT2, 0, 0},       {"llama3", PRE_LLAMA3, 1, 1}, {"llama-v3", PRE_LLAMA3, 1, 1},
+        {"gpt2", PRE_GPT2, 0, 0},       {"gpt-2", PRE_GPT2, 0, 0},     {"llama3", PRE_LLAMA3, 1, 1}, {"llama-v3", PRE_LLAMA3, 1, 1},
         {"llama-bpe", PRE_LLAMA3, 1, 1}, {"qwen2", PRE_QWEN2, 0, 0},  {"deepseek-r1-qwen", PRE_QWEN2, 0, 0},
         {"smollm", PRE_SMOLLM, 0, 0},   {"starcoder", PRE_SMOLLM, 0, 0},
     };
@@ -316,13 +316,15 @@ int spade_bpe_new(spade_bpe **out, const spade_bpe_config *cfg, const char *name
                    SPADE_BPE_MAX_MERGES);
         return -1;
     }
-    const char *pre = cfg->pre ? cfg->pre : "gpt2";
+    /* No pre-tokenizer named: llama.cpp then runs its "default" regex set,
+     * which spade does not implement (no model spade targets uses it). */
+    const char *pre = cfg->pre ? cfg->pre : "(missing)";
     spade_bpe *b = calloc(1, sizeof *b);
     if (!b) goto oom;
     int bos_default;
     if (pre_parse(pre, &b->pre, &b->ignore_merges, &bos_default)) {
         spade_errf(err, errlen,
-                   "%s: tokenizer.ggml.pre: '%.40s' is not a pre-tokenizer spade knows (gpt2, llama-bpe, qwen2, smollm)",
+                   "%s: tokenizer.ggml.pre: '%.40s' is not a pre-tokenizer spade knows (gpt-2, llama-bpe, qwen2, smollm)",
                    name, pre);
         free(b);
         return -1;
@@ -1234,7 +1236,7 @@ int spade_bpe_load(spade_bpe **out, const char *path, char *err, size_t errlen)
     long nt = -1, nm = -1, it = 0, im = 0, lineno = 0;
     spade_bpe_config cfg = {.bos_id = SPADE_BPE_UNSET, .eos_id = SPADE_BPE_UNSET, .add_bos = SPADE_BPE_UNSET,
                             .add_eos = SPADE_BPE_UNSET};
-    char pre[64] = "gpt2";
+    char pre[64] = "(missing)";
     if (!line) {
         spade_errf(err, errlen, "%s: out of memory", path);
         goto done;

@@ -5,7 +5,7 @@
  * texts in the GPT-2 byte-to-unicode mapping, their token types, merges as
  * "a b" strings ranked by position, the pre-tokenizer's name, BOS/EOS ids and
  * add_bos/add_eos), meant to give the same ids as llama.cpp for the same file
- * and text: the pre-tokenizers `gpt2`, `llama-bpe` (Llama 3), `qwen2` and
+ * and text: the pre-tokenizers `gpt-2`, `llama-bpe` (Llama 3), `qwen2` and
  * `smollm` split text exactly as llama.cpp's llama-vocab.cpp / unicode.cpp do
  * (their hand-written matchers, quirks included, with the code point classes
  * of core/policy/bpe_unicode.h), special tokens are cut out of the text first
@@ -57,7 +57,8 @@ typedef struct {
     int n_merges;                   /* tokenizer.ggml.merges: 0..SPADE_BPE_MAX_MERGES */
     const char *const *merges;      /* "left right" in the byte-to-unicode form; rank = index */
     const size_t *merge_lens;       /* NULL: NUL-terminated */
-    const char *pre;                /* tokenizer.ggml.pre (NULL: "gpt2") */
+    const char *pre;                /* tokenizer.ggml.pre: gpt-2 (or gpt2), llama-bpe (llama3, llama-v3),
+                                     * qwen2 (deepseek-r1-qwen), smollm (starcoder); NULL is an error */
     int bos_id, eos_id;             /* tokenizer.ggml.bos/eos_token_id; -1 none; SPADE_BPE_UNSET */
     int add_bos, add_eos;           /* tokenizer.ggml.add_bos/eos_token: 0, 1 or SPADE_BPE_UNSET */
 } spade_bpe_config;
