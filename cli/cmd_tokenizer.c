@@ -153,6 +153,14 @@ static spade_bpe *open_model(const char *path)
 {
     char err[1024];
     spade_bpe *b;
+    size_t n = strlen(path);
+    if (n > 5 && !strcmp(path + n - 5, ".gguf")) {
+        cli_err(CLI_FAIL, CMD,
+                "%s: reading a GGUF file is not wired here yet; dump its vocabulary with tools/bpe_reference.py "
+                "MODEL.gguf --vocab FILE and pass FILE",
+                path);
+        return NULL;
+    }
     if (spade_bpe_load(&b, path, err, sizeof err)) {
         cli_err(CLI_FAIL, CMD, "%s", err);
         return NULL;

@@ -7,7 +7,7 @@ What it is: a developer tool, run by hand in a venv that has `gguf` and
 `llama-cpp-python` (docs/policy.md, "GGUF tokenizers", says how to make one;
 LLAMA_CPP_LIB_PATH may point its bindings at a libllama.so built elsewhere):
 
-    python tools/bpe_reference.py MODEL.gguf --vocab OUT.vocab --ref OUT.ref [--srcdir .] [--builtin-only]
+    python tools/bpe_reference.py MODEL.gguf --vocab OUT.vocab --ref OUT.ref [--srcdir .] [--fuzz N] [--builtin-only]
 
 --vocab writes tokenizer.ggml.{tokens,token_type,merges,pre,bos/eos_token_id,
 add_bos/add_eos_token} in the fixture format spade_bpe_load reads; --ref
@@ -177,12 +177,36 @@ def llama_tokenizer(path):
     return tokenize
 
 
+def fuzz_cases(n, seed=7):
+    """n random texts built from pieces that sit on the matchers' edges
+    (apostrophes, digits of every script, combining marks, odd spaces,
+    unassigned and private code points, bytes that are not UTF-8)."""
+    import random
+
+    pieces = [" ", "  ", "\n", "\r\n", "\t", "\r", "a", "Ab", "x", "hello", "'s", "'S", "'re", "'LL", "'", "1", "12",
+              "345", "\u0663", "\u00b2", "\u00bd", "\u00e9", "e\u0301", "\u0301", "\u65e5\u672c", "\u8a9e",
+              "\ud55c\uad6d", "\U0001F600", "\U0001F44D\U0001F3FD", "\u200d", "\u00a0", "\u3000", "\u2003",
+              "\u2028", "\u0085", "!", "?!", "...", "(", ")", "{", "}", ";", "->", "==", "#", "/*", "*/", "\\", "\"",
+              "_", "-", "$", "@", "\x00", "\x0b", "\x0c", "\u0378", "\U000E0001", "\ufeff", "\u00df", "\u03a3",
+              "\u01c5", "\u2177", "\U0001D7D8", "\ue000"]
+    bad = [b"\xff", b"\xc3", b"\xe2\x82", b"\xed\xa0\x80", b"\xc0\x80", b"\x80"]
+    rnd = random.Random(seed)
+    out = []
+    for i in range(n):
+        parts = []
+        for _ in range(rnd.randint(1, 80)):
+            parts.append(rnd.choice(bad) if rnd.random() < 0.03 else rnd.choice(pieces).encode())
+        out.append(("fuzz%d" % i, b"".join(parts), rnd.choice([0, 0, 2])))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("model")
     ap.add_argument("--vocab")
     ap.add_argument("--ref")
     ap.add_argument("--srcdir", default=".")
+    ap.add_argument("--fuzz", type=int, default=0, help="add this many random edge-case texts")
     ap.add_argument("--builtin-only", action="store_true",
                     help="only the built-in texts, not the tree's files (for a vocabulary tried under another pre-tokenizer)")
     a = ap.parse_args()
@@ -190,7 +214,7 @@ def main():
         dump_vocab(a.model, a.vocab)
     if a.ref:
         tokenize = llama_tokenizer(a.model)
-        cases = list(CASES)
+        cases = list(CASES) + fuzz_cases(a.fuzz)
         for name in [] if a.builtin_only else ("dsl/spade/dsl.h", "core/policy/tokenizer.c"):
             p = os.path.join(a.srcdir, name)
             if os.path.exists(p):
