@@ -358,6 +358,30 @@ START_TEST(test_bad_fixture)
         ck_assert_msg(spade_bpe_load(&b, path, err, sizeof err), "case %zu loaded", i);
         ck_assert_msg(strstr(err, path), "case %zu: '%s' does not name the file", i, err);
     }
+    /* a valid file cut short or with bytes changed: loads, or fails naming the file */
+    const char good[] = "spade-bpe-vocab 1\npre qwen2\nbos 0\neos 1\ntokens 8\n3 <|im_start|>\n3 <|im_end|>\n"
+                        "1 h\n1 e\n1 l\n1 o\n1 he\n4 <t>\nmerges 3\nh e\nl l\nhe l\n";
+    uint64_t r = 99;
+    for (int t = 0; t < 300; t++) {
+        char m[sizeof good];
+        memcpy(m, good, sizeof good);
+        r = r * 6364136223846793005ull + 1442695040888963407ull;
+        if (t % 3 == 0) m[(r >> 33) % (sizeof good - 1)] = 0;
+        else
+            for (int k = 0; k < 3; k++) {
+                r = r * 6364136223846793005ull + 1442695040888963407ull;
+                char c = (char)(r >> 20);
+                m[(r >> 33) % (sizeof good - 1)] = c ? c : 'x';
+            }
+        write_file(path, m);
+        if (!spade_bpe_load(&b, path, err, sizeof err)) {
+            spade_bpe_out o;
+            enc(b, "hello <t> world", 15, SPADE_BPE_ADD_SPECIAL | SPADE_BPE_PARSE_SPECIAL, &o);
+            spade_bpe_out_free(&o);
+            spade_bpe_free(b);
+        } else
+            ck_assert_msg(strstr(err, path), "mutant %d: '%s' does not name the file", t, err);
+    }
     write_file(path, "spade-bpe-vocab 1\npre qwen2\ntokens 2\n1 a\n3 <\\x7c>\nmerges 1\na a\n");
     ck_assert_msg(!spade_bpe_load(&b, path, err, sizeof err), "%s", err);
     ck_assert_int_eq(spade_bpe_find(b, "<\x7c>"), 1);
