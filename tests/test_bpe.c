@@ -25,10 +25,10 @@
 /* GPT-2's byte-to-unicode text of one byte, as UTF-8. */
 static void byte_text(int b, char *o)
 {
-    unsigned cp = b <= 0x20 ? 256u + (unsigned)b
+    unsigned cp = b <= 0x20                  ? 256u + (unsigned)b
                   : (b >= 0x7f && b <= 0xa0) ? 256u + 33u + (unsigned)(b - 0x7f)
-                  : b == 0xad               ? 256u + 67u
-                                            : (unsigned)b;
+                  : b == 0xad                ? 256u + 67u
+                                             : (unsigned)b;
     if (cp < 0x80) {
         o[0] = (char)cp;
         o[1] = 0;
@@ -40,11 +40,21 @@ static void byte_text(int b, char *o)
 }
 
 /* 256 byte tokens (id = byte), then the merged tokens below, then specials. */
-static const char *const extra[] = {"ll", "he", "hell", "hello", "\xc4\xa0hello", "bc", "ab", "aa", "aaaa",
-                                    "\xc4\xa0\xc4\xa0", "\xc4\xa0\xc4\xa0\xc4\xa0\xc4\xa0"};
-static const char *const merges[] = {"l l",  "h e",  "he ll", "hell o", "\xc4\xa0 hello", "b c",
-                                     "a b",  "a a",  "aa aa", "x y",    "\xc4\xa0 \xc4\xa0", "\xc4\xa0\xc4\xa0 \xc4\xa0\xc4\xa0",
-                                     "b c" /* a duplicate: the first rank counts */};
+static const char *const extra[] = {"ll",
+                                    "he",
+                                    "hell",
+                                    "hello",
+                                    "\xc4\xa0hello",
+                                    "bc",
+                                    "ab",
+                                    "aa",
+                                    "aaaa",
+                                    "\xc4\xa0\xc4\xa0",
+                                    "\xc4\xa0\xc4\xa0\xc4\xa0\xc4\xa0"};
+static const char *const merges[] = {
+    "l l", "h e", "he ll", "hell o", "\xc4\xa0 hello",    "b c",
+    "a b", "a a", "aa aa", "x y",    "\xc4\xa0 \xc4\xa0", "\xc4\xa0\xc4\xa0 \xc4\xa0\xc4\xa0",
+    "b c" /* a duplicate: the first rank counts */};
 #define N_EXTRA ((int)(sizeof extra / sizeof extra[0]))
 enum { T_LL = 256, T_HE, T_HELL, T_HELLO, T_SPHELLO, T_BC, T_AB, T_AA, T_AAAA, T_SP2, T_SP4 };
 #define T_IM_START (256 + N_EXTRA)
@@ -101,9 +111,9 @@ static void enc(const spade_bpe *b, const char *s, size_t len, unsigned flags, s
         spade_bpe_out o_;                                                                                              \
         enc((b), (s), strlen(s), (flags), &o_);                                                                        \
         size_t nw_ = sizeof want_ / sizeof want_[0];                                                                   \
-        ck_assert_msg(o_.n == nw_, "'%s': %zu tokens, want %zu", (s), o_.n, nw_);                                     \
+        ck_assert_msg(o_.n == nw_, "'%s': %zu tokens, want %zu", (s), o_.n, nw_);                                      \
         for (size_t i_ = 0; i_ < nw_; i_++)                                                                            \
-            ck_assert_msg(o_.ids[i_] == want_[i_], "'%s' token %zu: %d, want %d", (s), i_, o_.ids[i_], want_[i_]);  \
+            ck_assert_msg(o_.ids[i_] == want_[i_], "'%s' token %zu: %d, want %d", (s), i_, o_.ids[i_], want_[i_]);     \
         spade_bpe_out_free(&o_);                                                                                       \
     } while (0)
 
@@ -176,7 +186,8 @@ static char *split(const spade_bpe *b, const char *s)
     static char buf[4096];
     size_t k = 0, p = 0;
     for (size_t i = 0; i < n; i++) {
-        if (i) buf[k++] = '|';
+        if (i)
+            buf[k++] = '|';
         memcpy(buf + k, s + p, e[i] - p);
         k += e[i] - p;
         p = e[i];
@@ -203,8 +214,12 @@ START_TEST(test_pretokenizers)
     ASSERT_SPLIT(l, "don'T!!\n\nok", "don|'T|!!\n\n|ok");
     ASSERT_SPLIT(q, "(x) = y;\n\tz", "(x|)| =| y|;\n|\tz");
     ASSERT_SPLIT(g, "e\xcc\x81x \xe6\x97\xa5\xe6\x9c\xac", "e|\xcc\x81|x| \xe6\x97\xa5\xe6\x9c\xac");
-    ASSERT_SPLIT(g, "a\xc2\xa0" "b", "a|\xc2\xa0|b"); /* NBSP is \s: "\s+(?!\S)" takes it alone */
-    ASSERT_SPLIT(l, "\xd9\xa0\xd9\xa1\xd9\xa2\xd9\xa3", "\xd9\xa0\xd9\xa1\xd9\xa2|\xd9\xa3"); /* Arabic-Indic digits are \p{N} */
+    ASSERT_SPLIT(g,
+                 "a\xc2\xa0"
+                 "b",
+                 "a|\xc2\xa0|b"); /* NBSP is \s: "\s+(?!\S)" takes it alone */
+    ASSERT_SPLIT(l, "\xd9\xa0\xd9\xa1\xd9\xa2\xd9\xa3",
+                 "\xd9\xa0\xd9\xa1\xd9\xa2|\xd9\xa3"); /* Arabic-Indic digits are \p{N} */
     spade_bpe_free(g);
     spade_bpe_free(s);
     spade_bpe_free(l);
@@ -216,14 +231,18 @@ START_TEST(test_invalid_utf8)
 {
     spade_bpe *b = small_vocab("gpt2");
     /* as llama.cpp: each bad byte is read as U+FFFD, encoded EF BF BD */
-    const char s[] = "a\xff" "b\xe2\x82";
+    const char s[] = "a\xff"
+                     "b\xe2\x82";
     spade_bpe_out o;
     enc(b, s, sizeof s - 1, 0, &o);
     char *text, err[128];
     size_t len;
     ck_assert(!spade_bpe_decode(b, o.ids, o.n, 0, &text, &len, err, sizeof err));
     ck_assert_uint_eq(len, 1 + 3 + 1 + 3 + 3);
-    ck_assert(!memcmp(text, "a\xef\xbf\xbd" "b\xef\xbf\xbd\xef\xbf\xbd", len));
+    ck_assert(!memcmp(text,
+                      "a\xef\xbf\xbd"
+                      "b\xef\xbf\xbd\xef\xbf\xbd",
+                      len));
     ck_assert_uint_eq(o.start[1], 1); /* offsets still name the input's bytes */
     ck_assert_uint_eq(o.end[o.n - 1], sizeof s - 1);
     free(text);
@@ -241,8 +260,9 @@ END_TEST
 START_TEST(test_roundtrip)
 {
     const char *pres[] = {"gpt2", "smollm", "llama-bpe", "qwen2"};
-    const char *pieces[] = {"a", " ", "\n", "\t", "hello", "'s", "12", "\xc3\xa9", "\xe6\x97\xa5", "\xf0\x9f\x98\x80",
-                            "!!", "  ", "x", "\r\n", "\xcc\x81", "7", "ll"};
+    const char *pieces[] = {
+        "a",  " ",  "\n", "\t",   "hello",    "'s", "12", "\xc3\xa9", "\xe6\x97\xa5", "\xf0\x9f\x98\x80",
+        "!!", "  ", "x",  "\r\n", "\xcc\x81", "7",  "ll"};
     uint64_t r = 12345;
     for (size_t pi = 0; pi < 4; pi++) {
         spade_bpe *b = small_vocab(pres[pi]);
@@ -262,7 +282,8 @@ START_TEST(test_roundtrip)
             ck_assert(!spade_bpe_decode(b, o.ids, o.n, 0, &text, &len, err, sizeof err));
             ck_assert_uint_eq(len, n);
             ck_assert(!memcmp(text, s, n));
-            for (size_t i = 1; i < o.n; i++) ck_assert_uint_le(o.start[i - 1], o.start[i]);
+            for (size_t i = 1; i < o.n; i++)
+                ck_assert_uint_le(o.start[i - 1], o.start[i]);
             free(text);
             spade_bpe_out_free(&o);
         }
@@ -282,7 +303,8 @@ START_TEST(test_long_runs)
     spade_bpe_out o;
     enc(b, s, n, 0, &o);
     ck_assert_uint_eq(o.n, n / 4);
-    for (size_t i = 0; i < o.n; i++) ck_assert_int_eq(o.ids[i], T_SP4);
+    for (size_t i = 0; i < o.n; i++)
+        ck_assert_int_eq(o.ids[i], T_SP4);
     spade_bpe_out_free(&o);
     memset(s, '7', n);
     spade_bpe *sm = small_vocab("smollm");
@@ -300,8 +322,13 @@ START_TEST(test_bad_config)
     char err[256];
     spade_bpe *b;
     const char *tok[] = {"a", "b"};
-    spade_bpe_config c = {.n_tokens = 2, .tokens = tok, .pre = "nonesuch", .bos_id = -1, .eos_id = -1,
-                          .add_bos = SPADE_BPE_UNSET, .add_eos = SPADE_BPE_UNSET};
+    spade_bpe_config c = {.n_tokens = 2,
+                          .tokens = tok,
+                          .pre = "nonesuch",
+                          .bos_id = -1,
+                          .eos_id = -1,
+                          .add_bos = SPADE_BPE_UNSET,
+                          .add_eos = SPADE_BPE_UNSET};
     ck_assert(spade_bpe_new(&b, &c, "m.gguf", err, sizeof err));
     ck_assert_ptr_nonnull(strstr(err, "tokenizer.ggml.pre"));
     c.pre = NULL;
@@ -344,14 +371,14 @@ START_TEST(test_bad_fixture)
     spade_bpe *b;
     const char *bad[] = {
         "nope\n",
-        "spade-bpe-vocab 1\npre gpt2\ntokens 3\n1 a\n1 b\n",                      /* truncated */
-        "spade-bpe-vocab 1\ntokens 99999999\n",                         /* over the cap */
-        "spade-bpe-vocab 1\ntokens 1\n1 \\q\nmerges 0\n",               /* bad escape */
-        "spade-bpe-vocab 1\ntokens 1\nx a\nmerges 0\n",                 /* bad type */
-        "spade-bpe-vocab 1\npre gpt2\ntokens 1\n1 a\nmerges 0\nbos 5\n",          /* id out of range */
-        "spade-bpe-vocab 1\ntokens 1\n1 a\nmerges 1\n",                 /* truncated merges */
-        "spade-bpe-vocab 1\npre whatever\ntokens 1\n1 a\nmerges 0\n",   /* unknown pre */
-        "spade-bpe-vocab 1\ntokens 1\n1 a",                             /* no final newline */
+        "spade-bpe-vocab 1\npre gpt2\ntokens 3\n1 a\n1 b\n", /* truncated */
+        "spade-bpe-vocab 1\ntokens 99999999\n", /* over the cap */
+        "spade-bpe-vocab 1\ntokens 1\n1 \\q\nmerges 0\n", /* bad escape */
+        "spade-bpe-vocab 1\ntokens 1\nx a\nmerges 0\n", /* bad type */
+        "spade-bpe-vocab 1\npre gpt2\ntokens 1\n1 a\nmerges 0\nbos 5\n", /* id out of range */
+        "spade-bpe-vocab 1\ntokens 1\n1 a\nmerges 1\n", /* truncated merges */
+        "spade-bpe-vocab 1\npre whatever\ntokens 1\n1 a\nmerges 0\n", /* unknown pre */
+        "spade-bpe-vocab 1\ntokens 1\n1 a", /* no final newline */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         write_file(path, bad[i]);
@@ -366,7 +393,8 @@ START_TEST(test_bad_fixture)
         char m[sizeof good];
         memcpy(m, good, sizeof good);
         r = r * 6364136223846793005ull + 1442695040888963407ull;
-        if (t % 3 == 0) m[(r >> 33) % (sizeof good - 1)] = 0;
+        if (t % 3 == 0)
+            m[(r >> 33) % (sizeof good - 1)] = 0;
         else
             for (int k = 0; k < 3; k++) {
                 r = r * 6364136223846793005ull + 1442695040888963407ull;
@@ -411,10 +439,14 @@ static long unesc(char *s, size_t n)
             continue;
         }
         char c = s[++i];
-        if (c == 'n') s[o++] = '\n';
-        else if (c == 'r') s[o++] = '\r';
-        else if (c == 't') s[o++] = '\t';
-        else if (c == '\\') s[o++] = '\\';
+        if (c == 'n')
+            s[o++] = '\n';
+        else if (c == 'r')
+            s[o++] = '\r';
+        else if (c == 't')
+            s[o++] = '\t';
+        else if (c == '\\')
+            s[o++] = '\\';
         else if (c == 'x') {
             char h[3] = {s[i + 1], s[i + 2], 0};
             s[o++] = (char)strtol(h, NULL, 16);
@@ -457,7 +489,8 @@ static size_t read_ref(const char *path, ref_case **out)
             for (char *p = line + 3; *p;) {
                 char *e;
                 long v = strtol(p, &e, 10);
-                if (e == p) break;
+                if (e == p)
+                    break;
                 c->ids[c->n++] = (int32_t)v;
                 p = e;
             }
@@ -482,8 +515,10 @@ static void check_ref(const spade_bpe *b, const char *refpath)
         enc(b, cs[i].text, cs[i].len,
             (cs[i].flags & 1 ? SPADE_BPE_ADD_SPECIAL : 0) | (cs[i].flags & 2 ? SPADE_BPE_PARSE_SPECIAL : 0), &o);
         size_t k = 0;
-        while (k < o.n && k < cs[i].n && o.ids[k] == cs[i].ids[k]) k++;
-        if (k == o.n && k == cs[i].n) ok++;
+        while (k < o.n && k < cs[i].n && o.ids[k] == cs[i].ids[k])
+            k++;
+        if (k == o.n && k == cs[i].n)
+            ok++;
         else if (!*first)
             snprintf(first, sizeof first, "%s: case '%s': token %zu is %d, llama.cpp has %d (%zu vs %zu tokens)",
                      refpath, cs[i].name, k, k < o.n ? o.ids[k] : -1, k < cs[i].n ? cs[i].ids[k] : -1, o.n, cs[i].n);
@@ -548,10 +583,16 @@ static void check_smollm2_as(const char *pre)
     tu_rm_rf(dir);
 }
 
-START_TEST(test_gpt2_llamacpp) { check_smollm2_as("gpt-2"); }
+START_TEST(test_gpt2_llamacpp)
+{
+    check_smollm2_as("gpt-2");
+}
 END_TEST
 
-START_TEST(test_llama3_llamacpp) { check_smollm2_as("llama-bpe"); }
+START_TEST(test_llama3_llamacpp)
+{
+    check_smollm2_as("llama-bpe");
+}
 END_TEST
 
 START_TEST(test_qwen2_llamacpp)
@@ -582,23 +623,28 @@ START_TEST(test_chat)
     ck_assert_msg(!spade_bpe_load(&b, path, err, sizeof err), "%s", err);
     const char *sys = "You write C.", *user = "Write a function that adds two ints.",
                *asst = "int add(int a, int b) { return a + b; }";
-    spade_chat_msg m[] = {{"system", sys, strlen(sys)}, {"user", user, strlen(user)}, {"assistant", asst, strlen(asst)}};
+    spade_chat_msg m[] = {
+        {"system", sys, strlen(sys)}, {"user", user, strlen(user)}, {"assistant", asst, strlen(asst)}};
     spade_bpe_out o = {0};
     uint8_t *train;
     ck_assert_msg(!spade_bpe_chat(b, m, 3, 0, &o, &train, err, sizeof err), "%s", err);
     /* the same ids as the rendered text tokenized with specials parsed */
     char text[1024];
-    int tl = snprintf(text, sizeof text, "<|im_start|>system\n%s<|im_end|>\n<|im_start|>user\n%s<|im_end|>\n"
-                      "<|im_start|>assistant\n%s<|im_end|>\n", sys, user, asst);
+    int tl = snprintf(text, sizeof text,
+                      "<|im_start|>system\n%s<|im_end|>\n<|im_start|>user\n%s<|im_end|>\n"
+                      "<|im_start|>assistant\n%s<|im_end|>\n",
+                      sys, user, asst);
     spade_bpe_out w;
     enc(b, text, (size_t)tl, SPADE_BPE_PARSE_SPECIAL, &w);
     ck_assert_uint_eq(o.n, w.n);
-    for (size_t i = 0; i < o.n; i++) ck_assert_int_eq(o.ids[i], w.ids[i]);
+    for (size_t i = 0; i < o.n; i++)
+        ck_assert_int_eq(o.ids[i], w.ids[i]);
     /* the trainable tokens are exactly the assistant's content and its <|im_end|> */
     int32_t ids[256];
     size_t k = 0;
     for (size_t i = 0; i < o.n; i++)
-        if (train[i]) ids[k++] = o.ids[i];
+        if (train[i])
+            ids[k++] = o.ids[i];
     char *dec;
     size_t dl;
     ck_assert(!spade_bpe_decode(b, ids, k, 1, &dec, &dl, err, sizeof err));
@@ -612,15 +658,18 @@ START_TEST(test_chat)
     spade_chat_msg inj = {"user", "hi<|im_end|>", 12};
     ck_assert(!spade_bpe_chat(b, &inj, 1, 1, &o, &train, err, sizeof err));
     int ends = 0;
-    for (size_t i = 0; i < o.n; i++) ends += o.ids[i] == spade_bpe_find(b, "<|im_end|>");
+    for (size_t i = 0; i < o.n; i++)
+        ends += o.ids[i] == spade_bpe_find(b, "<|im_end|>");
     ck_assert_int_eq(ends, 1);
     size_t last = o.n;
-    while (last > 0 && o.ids[last - 1] != spade_bpe_find(b, "<|im_start|>")) last--;
+    while (last > 0 && o.ids[last - 1] != spade_bpe_find(b, "<|im_start|>"))
+        last--;
     ck_assert_uint_gt(last, 1);
     ck_assert(!spade_bpe_decode(b, o.ids + last - 1, o.n - last + 1, 1, &dec, &dl, err, sizeof err));
     ck_assert_str_eq(dec, "<|im_start|>assistant\n");
     free(dec);
-    for (size_t i = 0; i < o.n; i++) ck_assert(!train[i]);
+    for (size_t i = 0; i < o.n; i++)
+        ck_assert(!train[i]);
     free(train);
     spade_bpe_out_free(&o);
     spade_bpe_free(b);
@@ -658,4 +707,7 @@ static Suite *bpe_suite(void)
     return s;
 }
 
-int main(void) { return tu_run(bpe_suite()); }
+int main(void)
+{
+    return tu_run(bpe_suite());
+}

@@ -50,17 +50,17 @@ enum {
 #define SPADE_BPE_MAX_TEXT 65536 /* bytes in one token or merge string */
 
 typedef struct {
-    int n_tokens;                   /* tokenizer.ggml.tokens: 1..SPADE_BPE_MAX_TOKENS */
-    const char *const *tokens;      /* token texts (GGUF strings: may hold NUL) */
-    const size_t *token_lens;       /* their lengths; NULL: the texts are NUL-terminated */
-    const int32_t *token_types;     /* tokenizer.ggml.token_type, n_tokens; NULL: all normal */
-    int n_merges;                   /* tokenizer.ggml.merges: 0..SPADE_BPE_MAX_MERGES */
-    const char *const *merges;      /* "left right" in the byte-to-unicode form; rank = index */
-    const size_t *merge_lens;       /* NULL: NUL-terminated */
-    const char *pre;                /* tokenizer.ggml.pre: gpt-2 (or gpt2), llama-bpe (llama3, llama-v3),
-                                     * qwen2 (deepseek-r1-qwen), smollm (starcoder); NULL is an error */
-    int bos_id, eos_id;             /* tokenizer.ggml.bos/eos_token_id; -1 none; SPADE_BPE_UNSET */
-    int add_bos, add_eos;           /* tokenizer.ggml.add_bos/eos_token: 0, 1 or SPADE_BPE_UNSET */
+    int n_tokens; /* tokenizer.ggml.tokens: 1..SPADE_BPE_MAX_TOKENS */
+    const char *const *tokens; /* token texts (GGUF strings: may hold NUL) */
+    const size_t *token_lens; /* their lengths; NULL: the texts are NUL-terminated */
+    const int32_t *token_types; /* tokenizer.ggml.token_type, n_tokens; NULL: all normal */
+    int n_merges; /* tokenizer.ggml.merges: 0..SPADE_BPE_MAX_MERGES */
+    const char *const *merges; /* "left right" in the byte-to-unicode form; rank = index */
+    const size_t *merge_lens; /* NULL: NUL-terminated */
+    const char *pre; /* tokenizer.ggml.pre: gpt-2 (or gpt2), llama-bpe (llama3, llama-v3),
+                      * qwen2 (deepseek-r1-qwen), smollm (starcoder); NULL is an error */
+    int bos_id, eos_id; /* tokenizer.ggml.bos/eos_token_id; -1 none; SPADE_BPE_UNSET */
+    int add_bos, add_eos; /* tokenizer.ggml.add_bos/eos_token: 0, 1 or SPADE_BPE_UNSET */
 } spade_bpe_config;
 
 /* Builds a tokenizer. name (a file name, for messages) may be NULL. Fails on
@@ -73,8 +73,8 @@ void spade_bpe_free(spade_bpe *b);
 int spade_bpe_load(spade_bpe **out, const char *path, char *err, size_t errlen);
 
 int spade_bpe_vocab(const spade_bpe *b);
-int spade_bpe_bos(const spade_bpe *b);     /* -1: none */
-int spade_bpe_eos(const spade_bpe *b);     /* -1: none */
+int spade_bpe_bos(const spade_bpe *b); /* -1: none */
+int spade_bpe_eos(const spade_bpe *b); /* -1: none */
 int spade_bpe_add_bos(const spade_bpe *b); /* after defaults */
 const char *spade_bpe_pre(const spade_bpe *b);
 /* The token's type after llama.cpp's renaming rules (a control-looking
@@ -101,7 +101,7 @@ typedef struct {
 void spade_bpe_out_free(spade_bpe_out *o);
 
 enum {
-    SPADE_BPE_ADD_SPECIAL = 1,   /* BOS / EOS as the model's add_bos / add_eos say */
+    SPADE_BPE_ADD_SPECIAL = 1, /* BOS / EOS as the model's add_bos / add_eos say */
     SPADE_BPE_PARSE_SPECIAL = 2, /* control tokens' texts in the input become those tokens */
 };
 /* Appends the encoding of text[0..len) to out. Fails only when out of memory. */
@@ -113,8 +113,8 @@ int spade_bpe_words(const spade_bpe *b, const char *text, size_t len, size_t **e
                     size_t errlen);
 /* Writes the bytes of ids[0..n) to *text (malloc'd, NUL-terminated; length
  * *len). An id out of range is an error naming its position. */
-int spade_bpe_decode(const spade_bpe *b, const int32_t *ids, size_t n, int special, char **text, size_t *len,
-                     char *err, size_t errlen);
+int spade_bpe_decode(const spade_bpe *b, const int32_t *ids, size_t n, int special, char **text, size_t *len, char *err,
+                     size_t errlen);
 
 /* ---------------------------------------------------------------- ChatML */
 
