@@ -127,8 +127,9 @@ typedef struct {
 /* Renders msgs as ChatML, "<|im_start|>ROLE\nCONTENT<|im_end|>\n" per message,
  * then "<|im_start|>assistant\n" when gen_prompt is set, and appends its ids
  * to out. Content is encoded with special-token parsing off (a turn cannot
- * close itself by writing "<|im_end|>"). (*trainable)[i] (malloc'd, out->n
- * bytes, covering the whole of out) is 1 for the tokens the loss should see:
+ * close itself by writing "<|im_end|>"). *trainable (malloc'd) has one byte
+ * per token this call appended ((*trainable)[i] is for out->ids[n0 + i], n0
+ * being out->n before the call): 1 for the tokens the loss should see:
  * those carrying an assistant message's content, and that message's
  * <|im_end|>; 0 for everything else (the prompt). No default system prompt is
  * added (SmolLM2's Jinja template adds one when the first turn is not
