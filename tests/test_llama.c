@@ -876,7 +876,8 @@ START_TEST(test_grpo_step) {
     for (int i = 0; i < 4; i++) {
         fill_tokens(comp[i], 5, SPADE_VOCAB);
         ck_assert(spade_policy_completion_logprobs(p, prompt, 4, comp[i], 5, old[i], err, sizeof err) == 0);
-        s[i] = (spade_grpo_sample){prompt, 4, comp[i], 5, old[i], rw[i], i / 2, 0, NULL, 0, NULL, 0};
+        s[i] = (spade_grpo_sample){.prompt = prompt, .prompt_len = 4, .completion = comp[i], .completion_len = 5,
+                                   .old_logprobs = old[i], .reward = rw[i], .group = i / 2};
     }
     spade_grpo_opts go;
     spade_grpo_opts_default(&go);
