@@ -685,6 +685,14 @@ static int train_default(spade_sandbox *sb) {
     char run[2048], stdenv[2048], path[4200], text[4096];
     snprintf(run, sizeof run, "%s", dir && *dir ? dir : "runs/default");
     spade_data_path("stdenv", stdenv, sizeof stdenv);
+    struct stat sst;
+    if (stat(stdenv, &sst) != 0 || !S_ISDIR(sst.st_mode)) {
+        char tried[3 * 4200];
+        return cli_err(CLI_FAIL, "train",
+                       "no stdenv/ directory to pretrain on: tried %s. Run the spade of a built source tree (its "
+                       "stdenv/ sits beside it), or install spade (make install) so that the installed one is there",
+                       spade_data_tried("stdenv", tried, sizeof tried));
+    }
     snprintf(path, sizeof path, "%s/state", run);
     if (access(path, F_OK) == 0) { /* a default run that was stopped: go on with it */
         printf("spade train: resuming the default run in %s\n", run);
