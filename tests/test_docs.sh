@@ -56,7 +56,9 @@ spade pretrain configs/|trains for minutes; tests/test_policy_pretrain.c runs pr
 .ckpt|needs a trained checkpoint
 spade serve --listen|a server that runs until it is stopped; tests/test_serve and tests/python drive it
 spade serve --stdio|a server that answers requests on stdin; tests/test_serve and tests/python drive it
-pkg-config --cflags --libs spade|builds against an installed spade; tests/test_install.sh (make installcheck) runs this line
+pkg-config --|builds against an installed spade; tests/test_install.sh (make installcheck) runs the blocks of docs/embedding.md
+PKG_CONFIG_PATH=|points at an installed spade; tests/test_install.sh (make installcheck) runs the blocks of docs/embedding.md
+./embed maze|runs the program built against an installed spade; tests/test_install.sh runs the blocks of docs/embedding.md
 sh bench/gpu_check.sh|needs a GPU and minutes (docs/cuda.md says when it is run)
 spade train configs/base-train.ini|trains from the base checkpoint of the recipe for many minutes; tests/test_demos.sh runs the recipe at toy size
 spade train configs/base-curriculum.ini|trains from the base checkpoint of the recipe for minutes; tests/test_demos.sh runs it at toy size
