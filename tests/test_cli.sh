@@ -372,5 +372,13 @@ has "next: $TMP/moved/spade check plugins/tried_it.c && $TMP/moved/spade play tr
 has "PASS compile: gate_coin, 1 params" "check --gates names an environment without a family by its name alone"
 hasnt "()" "an empty family is not printed as ()"
 
+# CUDA is a module loaded on demand: the program itself never maps cuBLAS or cudart (issue 18: 223 MB RSS
+# for --version); ldd lists what the loader maps at every start
+if command -v ldd >/dev/null 2>&1; then
+    ldd "$SPADE" >"$TMP/out" 2>&1
+    hasnt "libcublas" "spade does not link cuBLAS (the CUDA backend is the module spade-cuda.so)"
+    hasnt "libcudart" "spade does not link the CUDA runtime"
+fi
+
 echo "1..$n"
 [ "$fails" -eq 0 ]
