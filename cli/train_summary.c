@@ -127,10 +127,13 @@ void cli_train_summary(FILE *out, const char *run, const char *ckpt, int selfpla
             fprintf(out, ")");
         }
         fprintf(out, ".\n");
-        if (s.valid == 0)
+        if (s.valid == 0 && s.designer_samples == 0)
             fprintf(out, "  With no valid environment the agent had none to play, so it made no update on one\n"
-                         "  (agent_samples 0 in every line), and the designer learnt only from its failures\n"
-                         "  (%ld designer samples).\n",
+                         "  (agent_samples 0 in every line), and the designer none either: every environment\n"
+                         "  it wrote got the same reward, so there was nothing to learn from (designer_samples 0).\n");
+        else if (s.valid == 0)
+            fprintf(out, "  With no valid environment the agent had none to play, so it made no update on one\n"
+                         "  (agent_samples 0 in every line); the designer trained on %ld samples of its writing.\n",
                     s.designer_samples);
         else
             fprintf(out, "  The agent played the valid ones with and without their hint and trained on %ld samples\n"
