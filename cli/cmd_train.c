@@ -987,8 +987,10 @@ int cli_train(spade_sandbox *sb, int argc, char **argv) {
             goto out;
         }
         if (r == 1 || stop_requested) {
-            fprintf(stderr, "spade train: interrupted in iteration %d (iteration %d is the last done); resume with: %s train %s\n",
-                    it, it - 1, cli_self(), c.dir);
+            char last[48] = "none is done yet";
+            if (it > 0) snprintf(last, sizeof last, "iteration %d is the last done", it - 1);
+            fprintf(stderr, "spade train: interrupted in iteration %d (%s); resume with: %s train %s\n", it, last,
+                    cli_self(), c.dir);
             goto out;
         }
         if (c.designer) {
