@@ -95,4 +95,21 @@ double cli_now(void);
 /* Writes s as a JSON string literal (quotes included). */
 void cli_json_string(FILE *out, const char *s, size_t len);
 
+/* The program as the user started it, for the commands a message suggests:
+ * "./spade" when it was run by a path (the README's build leaves ./spade),
+ * "spade" when found on PATH. main() records argv[0]. */
+void cli_set_self(const char *argv0);
+const char *cli_self(void);
+
+/* Cleans a path in place, by its text: "a/./b" -> "a/b", "configs/../runs" ->
+ * "runs", "x//y/" -> "x/y"; a leading ".." that has nothing to cancel stays.
+ * For paths the CLI prints and writes, so that they read as the user would
+ * type them (a symlinked directory followed by ".." is taken as text). */
+void cli_path_clean(char *path);
+
+/* The closing words of `spade train` (cli/train_summary.c): what the run did,
+ * from RUN/train.jsonl's own figures, and the commands that look at it, go on
+ * with it or evaluate it. ckpt: the latest checkpoint ("" when none). */
+void cli_train_summary(FILE *out, const char *run, const char *ckpt, int selfplay, int iterations);
+
 #endif /* SPADE_CLI_H */

@@ -189,6 +189,6 @@ int cli_new(spade_sandbox *sb, int argc, char **argv)
         return cli_err(CLI_FAIL, "new", "cannot write %s: %s", path, strerror(errno));
     }
     printf("wrote %s\n", path);
-    printf("next: spade check %s && spade play %s\n", path, name);
+    printf("next: %s check %s && %s play %s\n", cli_self(), path, cli_self(), name);
     return CLI_OK;
 }

@@ -546,7 +546,7 @@ static void selfplay_plots(out_dir *o, const run_log *L, const double *x, int po
               g_regret, 0, 0, "0");
     line_plot(o, L, x, "designer_reward.svg", "Designer reward", "mean reward", "designer reward", g_reward, 0, 0,
               "0");
-    line_plot(o, L, x, "vendi.svg", "Diversity of each iteration's valid environments (Vendi score / n)", "Vendi / n",
+    line_plot(o, L, x, "vendi.svg", "Vendi / n within each iteration's valid environments (whole run: all of them together)", "Vendi / n",
               "Vendi/n", g_vendi, 1, cum_vendi_n, isfinite(cum_vendi_n) ? "whole run" : NULL);
 
     p = cli_plot_new("Time per iteration, by phase", "iteration", "seconds", x, n);
@@ -749,7 +749,8 @@ int cli_report(spade_sandbox *sb, int argc, char **argv) {
         goto done;
     }
     fprintf(md, "# Report on the run `%s`\n\n", run);
-    fprintf(md, "%s run: %d iteration%s in `train.jsonl` (iterations %d to %d)%s. Written by `spade report`.\n\n",
+    fprintf(md, "%s run: %d iteration%s in `train.jsonl` (iterations %d to %d, numbered from 0 as everywhere in spade)%s. "
+                "Written by `spade report`.\n\n",
             selfplay ? "Self-play" : "Fixed-pool", L.n, L.n == 1 ? "" : "s", L.rows[0].iteration,
             L.rows[L.n - 1].iteration, have_db ? ", with its archive `spade.db`" : "");
     for (int w = 0; w < L.n_warnings; w++) fprintf(md, "> **Warning:** %s\n\n", L.warnings[w]);
@@ -762,7 +763,7 @@ int cli_report(spade_sandbox *sb, int argc, char **argv) {
         summary_row(md, "pass rate with the hint", &L, g_hint, 3);
         summary_row(md, "regret", &L, g_regret, 3);
         summary_row(md, "designer reward", &L, g_reward, 3);
-        summary_row(md, "Vendi / n", &L, g_vendi, 3);
+        summary_row(md, "Vendi / n within one iteration", &L, g_vendi, 3);
     } else {
         summary_row(md, "success", &L, g_success, 3);
         summary_row(md, "mean return", &L, g_return, 3);
@@ -807,9 +808,15 @@ int cli_report(spade_sandbox *sb, int argc, char **argv) {
         link_plot(md, &o, "designer_reward.svg", "designer reward");
         fprintf(md, "## Diversity\n\n");
         link_plot(md, &o, "vendi.svg", "Vendi / n");
+        fprintf(md, "Two figures, two sets: **Vendi/n within one iteration** (the plot, and the table above) measures "
+                    "the valid environments of that iteration among themselves, so an iteration with one valid "
+                    "environment, or a few that differ, scores near 1.00; **Vendi/n over the whole run** (below) "
+                    "measures every valid environment of the run against all the others, so a designer that writes "
+                    "the same few environments iteration after iteration scores low there however high each "
+                    "iteration is. 1.00 is all different, 1/n all the same.\n\n");
         if (isfinite(cum_vendi))
-            fprintf(md, "Over the whole run: the %d %svalid environments of the archive have a Vendi score of %.2f, "
-                        "Vendi/n %.3f (the same measure as each iteration's, over all of them).\n\n",
+            fprintf(md, "Vendi/n over the whole run: the %d %svalid environments of the archive have a Vendi score of "
+                        "%.2f, Vendi/n %.3f (the same measure as each iteration's, over all of them together).\n\n",
                     cum_n, cum_n < valid.n ? "newest " : "", cum_vendi, cum_vendi / cum_n);
     } else {
         fprintf(md, "## Success\n\n");

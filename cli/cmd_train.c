@@ -321,6 +321,7 @@ static int on_key(void *user, const char *section, const char *name, const char 
         else FAIL("[designer] enabled = '%s': expected true or false", value);
         return 1;
     }
+    if (!section[0]) FAIL("%s = %s is outside any [section] (the config starts with [run], [policy], ...)", name, value);
     FAIL("unknown key [%s] %s", section, name);
 #undef NUMK
 #undef FAIL
@@ -337,6 +338,16 @@ static int load_config(const char *path, const char *base, tr_config *c) {
     if (S_ISDIR(st.st_mode)) return cli_err(CLI_FAIL, "train", "%s: a directory without config.ini is not a run", path);
     int line = ini_parse(path, on_key, c);
     if (line == -1) return cli_err(CLI_FAIL, "train", "%s: %s", path, strerror(errno ? errno : ENOENT));
+    if (line > 0) { /* inih goes on past a bad section line, so the key after it would be blamed instead */
+        char text[512] = "";
+        FILE *f = fopen(path, "r");
+        for (int k = 0; f && k < line && fgets(text, sizeof text, f); k++) {}
+        if (f) fclose(f);
+        char *t = text + strspn(text, " \t");
+        t[strcspn(t, "\r\n")] = 0;
+        if (t[0] == '[' && !strchr(t, ']'))
+            return cli_err(CLI_USAGE, "train", "%s:%d: '%s': a section line without its closing ']'", path, line, t);
+    }
     if (line != 0 || c->msg[0])
         return line > 0 ? cli_err(CLI_USAGE, "train", "%s:%d: %s", path, line, c->msg[0] ? c->msg : "syntax error")
                         : cli_err(CLI_USAGE, "train", "%s: %s", path, c->msg);
@@ -627,8 +638,10 @@ void cli_usage_train(FILE *out) {
             "With no argument: the embedded default (runs/default, or $SPADE_TRAIN_DIR): a short\n"
             "base pretraining on stdenv, then a few self-play iterations; minutes on a laptop CPU.\n"
             "\n"
-            "Trains the policy as an agent on a fixed pool of environments (GRPO over masked\n"
-            "multi-turn episodes: each iteration plays [agent] plays episodes of [agent] envs\n"
+            "Self-play ([designer] enabled = true, the default's): the policy writes environments as\n"
+            "the designer, the gates judge them, and it plays the valid ones as the agent with and\n"
+            "without their hint; both roles train. Otherwise agent RL on a fixed pool (GRPO over\n"
+            "masked multi-turn episodes: each iteration plays [agent] plays episodes of [agent] envs\n"
             "environments on distinct seeds and makes one update on the actions' tokens).\n"
             "CONFIG is an .ini with [run] dir, iterations, seed; [policy] init = CKPT or the\n"
             "policy keys; [pool] envs = SPEC (repeatable) and dirs = DIR (every .c; changed and\n"
@@ -639,9 +652,9 @@ void cli_usage_train(FILE *out) {
             "[designer] source = template, template = FILE, hole_tokens = N: the policy fills only\n"
             "the @@ holes of an environment template (a loop a small policy can move; docs/selfplay.md).\n"
             "The run directory gets config.ini, train.jsonl (one object per iteration), the\n"
-            "latest checkpoint and a state file. spade train RUN_DIR resumes a run from its\n"
-            "last completed iteration (after Ctrl-C or kill -9) and lands where the\n"
-            "uninterrupted run would have.\n"
+            "latest checkpoint and a state file. spade train RUN_DIR, or the same CONFIG again,\n"
+            "resumes a run from its last completed iteration (after Ctrl-C or kill -9) and lands\n"
+            "where the uninterrupted run would have. Iterations are numbered from 0 everywhere.\n"
             "Exit status: 0 done, 1 failure or interrupted, 2 bad config.\n");
 }
 
@@ -673,6 +686,14 @@ static int train_default(spade_sandbox *sb) {
     char run[2048], stdenv[2048], path[4200], text[4096];
     snprintf(run, sizeof run, "%s", dir && *dir ? dir : "runs/default");
     spade_data_path("stdenv", stdenv, sizeof stdenv);
+    struct stat sst;
+    if (stat(stdenv, &sst) != 0 || !S_ISDIR(sst.st_mode)) {
+        char tried[3 * 4200];
+        return cli_err(CLI_FAIL, "train",
+                       "no stdenv/ directory to pretrain on: tried %s. Run the spade of a built source tree (its "
+                       "stdenv/ sits beside it), or install spade (make install) so that the installed one is there",
+                       spade_data_tried("stdenv", tried, sizeof tried));
+    }
     snprintf(path, sizeof path, "%s/state", run);
     if (access(path, F_OK) == 0) { /* a default run that was stopped: go on with it */
         printf("spade train: resuming the default run in %s\n", run);
@@ -697,22 +718,39 @@ static int train_default(spade_sandbox *sb) {
     if (write_atomic(path, text, (size_t)n) < 0) return cli_err(CLI_FAIL, "train", "%s: cannot write", path);
     char *args[] = {"train", path, NULL};
     int rc = cli_train(sb, 2, args);
-    char ckpt[4400] = "";
-    read_state(run, ckpt, sizeof ckpt);
     if (rc == CLI_OK)
-        printf("\nWhat happened: a %s base policy was pretrained on stdenv, then it wrote environments as the\n"
-               "designer (at this size none has been seen to compile: see failed_at in train.jsonl),\n"
-               "and trained as the agent on the valid ones and on stdenv. Look at the run:\n"
-               "  ./spade report %s              plots and a summary of the run (report/report.md)\n"
-               "  ./spade archive list %s        every environment it wrote, by first failed gate\n"
-               "  ./spade eval %s --suite heldout    the agent on the held-out suite\n"
-               "Run longer: raise [run] iterations in %s/config.ini and resume with\n"
-               "  ./spade train %s\n"
-               "Train your own: docs/selfplay.md (self-play) and docs/train.md (a fixed pool).\n"
+        printf("Train your own: docs/selfplay.md (self-play) and docs/train.md (a fixed pool).\n"
                "A designer that does learn at this size fills only a template's holes: [designer]\n"
-               "source = template (configs/default-template.ini, from this base; docs/selfplay.md).\n",
-               q ? "tiny" : "small", run, run, ckpt, run, run);
+               "source = template (%s train configs/default-template.ini, from this base; docs/selfplay.md).\n",
+               cli_self());
     return rc;
+}
+
+/* 0 when the two files hold the same bytes, else the first line where they differ (1-based, as an editor shows it). */
+static int config_differs(const char *a, const char *b) {
+    FILE *fa = fopen(a, "r"), *fb = fopen(b, "r");
+    int line = 1, rc = 0;
+    if (!fa || !fb) rc = 1;
+    while (!rc) {
+        int x = getc(fa), y = getc(fb);
+        if (x != y) rc = line;
+        else if (x == EOF) break;
+        else if (x == '\n') line++;
+    }
+    if (fa) fclose(fa);
+    if (fb) fclose(fb);
+    return rc;
+}
+
+/* Takes back what a new run wrote before it failed to start (a missing [policy] init), so the
+ * directory does not look like a run that would resume. */
+static void unmake_run(const char *dir) {
+    char p[4400];
+    snprintf(p, sizeof p, "%s/config.ini", dir);
+    unlink(p);
+    snprintf(p, sizeof p, "%s/config.base", dir);
+    unlink(p);
+    rmdir(dir); /* only if nothing else is there */
 }
 
 int cli_train(spade_sandbox *sb, int argc, char **argv) {
@@ -743,18 +781,28 @@ int cli_train(spade_sandbox *sb, int argc, char **argv) {
     int rc = load_config(cfg_path, base_arg, &c);
     if (rc) return rc;
     if (resume_dir) snprintf(c.dir, sizeof c.dir, "%s", argv[1]); /* the run is where it is now */
-    size_t dl = strlen(c.dir);
-    while (dl > 2 && !strcmp(c.dir + dl - 2, "/.")) c.dir[dl -= 2] = 0; /* "RUN/." (dir = . in RUN's own config) is RUN */
+    cli_path_clean(c.dir); /* configs/../runs/x is printed and written as runs/x */
     if (cli_mkdir_p(c.dir) < 0) return cli_err(CLI_FAIL, "train", "%s: %s", c.dir, strerror(errno));
     char path[4400], ckpt[4400], log_path[4400];
     snprintf(path, sizeof path, "%s/config.ini", c.dir);
     snprintf(log_path, sizeof log_path, "%s/train.jsonl", c.dir);
     int done = read_state(c.dir, ckpt, sizeof ckpt);
     if (done == -2) return cli_err(CLI_FAIL, "train", "%s/state: unreadable; the run cannot resume", c.dir);
+    int fresh = 0; /* this call wrote RUN/config.ini: a failure before the first iteration takes it back */
+    if (!resume_dir && done >= 0) {
+        /* the config a run started from, given again, resumes it (docs/train.md); another config
+         * pointing at the same [run] dir would silently mix two runs, so it is refused */
+        int diff = config_differs(cfg_path, path);
+        if (diff)
+            return cli_err(CLI_FAIL, "train",
+                           "%s already holds a run (iteration %d done) started from another config: %s differs from %s "
+                           "at line %d. Resume that run with %s train %s (edit %s to change it), or give this config "
+                           "another [run] dir",
+                           c.dir, done, cfg_path, path, diff, cli_self(), c.dir, path);
+        resume_dir = 1;
+    }
     if (!resume_dir) {
-        if (done >= 0)
-            return cli_err(CLI_FAIL, "train", "%s already holds a run (iteration %d done): resume it with spade train %s",
-                           c.dir, done, c.dir);
+        fresh = 1;
         /* config.base before config.ini: config.ini makes the directory a run, so a kill
          * between the two leaves no run that would resume with its relative paths taken
          * from the run directory instead of the config's */
@@ -775,9 +823,14 @@ int cli_train(spade_sandbox *sb, int argc, char **argv) {
         if (spade_policy_load(&p, ckpt, NULL, err, sizeof err)) return cli_err(CLI_FAIL, "train", "cannot resume: %s", err);
         printf("resuming %s after iteration %d\n", c.dir, done);
     } else if (c.init[0]) {
-        if (spade_policy_load(&p, c.init, NULL, err, sizeof err)) return cli_err(CLI_FAIL, "train", "%s", err);
-    } else if (spade_policy_new(&p, &c.gpt, err, sizeof err))
+        if (spade_policy_load(&p, c.init, NULL, err, sizeof err)) {
+            if (fresh) unmake_run(c.dir);
+            return cli_err(CLI_FAIL, "train", "%s", err);
+        }
+    } else if (spade_policy_new(&p, &c.gpt, err, sizeof err)) {
+        if (fresh) unmake_run(c.dir);
         return cli_err(CLI_FAIL, "train", "%s", err);
+    }
     /* the pool, guarded against the held-out suite */
     spade_heldout_guard *guard = NULL;
     if (spade_heldout_guard_new(&guard, NULL, err, sizeof err) < 0) {
@@ -877,8 +930,9 @@ int cli_train(spade_sandbox *sb, int argc, char **argv) {
                refused, c.sp.n_families, path);
     }
     if (done + 1 >= c.iterations) {
-        printf("spade train: %s is complete (%d iterations); raise [run] iterations in %s/config.ini to go on\n", c.dir,
-               c.iterations, c.dir);
+        printf("spade train: %s is complete (%d iterations), numbered 0..%d; raise [run] iterations in %s/config.ini to go on\n",
+               c.dir, c.iterations, c.iterations - 1, c.dir);
+        cli_train_summary(stdout, c.dir, done >= 0 ? ckpt : "", c.designer, c.iterations);
         rc = CLI_OK;
         goto out;
     }
@@ -934,12 +988,19 @@ int cli_train(spade_sandbox *sb, int argc, char **argv) {
             goto out;
         }
         if (r == 1 || stop_requested) {
-            fprintf(stderr, "spade train: interrupted in iteration %d; resume with: spade train %s\n", it, c.dir);
+            char last[48] = "none is done yet";
+            if (it > 0) snprintf(last, sizeof last, "iteration %d is the last done", it - 1);
+            fprintf(stderr, "spade train: interrupted in iteration %d (%s); resume with: %s train %s\n", it, last,
+                    cli_self(), c.dir);
             goto out;
         }
         if (c.designer) {
             char json[4096];
             spade_selfplay_metrics_json(&sm, json, sizeof json);
+            size_t jl = strlen(json); /* the pool's update, for the closing words: its samples and whether it stepped */
+            if (jl > 1 && json[jl - 1] == '}' && jl + 64 < sizeof json)
+                snprintf(json + jl - 1, sizeof json - jl + 1, ",\"pool_samples\":%d,\"pool_updated\":%s}",
+                         c.sp.pool_envs > 0 ? sm.pool.n_samples : 0, c.sp.pool_envs > 0 && sm.pool.updated ? "true" : "false");
             fprintf(log, "%s\n", json);
             fflush(log);
             fsync(fileno(log));
@@ -989,22 +1050,27 @@ int cli_train(spade_sandbox *sb, int argc, char **argv) {
             size_t at = strlen(pool_part); /* the look-ahead's time (designer.reward = learning_potential) */
             if (c.sp.reward == SPADE_DREWARD_LEARNING_POTENTIAL)
                 snprintf(pool_part + at, sizeof pool_part - at, "  lookahead %.1fs", sm.t_lookahead);
-            printf("%siter %d/%d  valid %d/%d  pass %.2f  +hint %.2f  regret %.3f  designer %.3f  vendi/n %.2f%s  "
+            printf("%siter %d [0..%d]  valid %d/%d  pass %.2f  +hint %.2f  regret %.3f  designer %.3f  vendi/n %.2f%s  "
                    "design %.1fs gates %.1fs play %.1fs update %.1fs%s",
-                   tty ? "\r" : "", it + 1, c.iterations, sm.valid, sm.written, sm.pass_nohint, sm.pass_hint, sm.regret,
+                   tty ? "\r" : "", it, c.iterations - 1, sm.valid, sm.written, sm.pass_nohint, sm.pass_hint, sm.regret,
                    sm.designer_reward, sm.vendi_n, pool_part, sm.t_design, sm.t_gates, sm.t_play,
                    sm.t_update + sm.pool.t_update, tty ? "" : "\n");
             fflush(stdout);
             continue;
         }
-        printf("%siter %d/%d  success %.3f  return %.3f  steps %.1f  failed %ld  ctx_full %ld  groups %d (-%d)  "
+        printf("%siter %d [0..%d]  success %.3f  return %.3f  steps %.1f  failed %ld  ctx_full %ld  groups %d (-%d)  "
                "loss %.4f  |g| %.3f  play %.1fs  update %.1fs%s",
-               tty ? "\r" : "", it + 1, c.iterations, m.success_rate, m.mean_return, m.mean_steps, m.failed,
+               tty ? "\r" : "", it, c.iterations - 1, m.success_rate, m.mean_return, m.mean_steps, m.failed,
                m.context_full, m.n_groups, m.n_dropped, m.loss, m.grad_norm, m.t_play, m.t_update, tty ? "" : "\n");
         fflush(stdout);
     }
     if (tty) printf("\n");
     printf("spade train: done; metrics in %s, the policy in %s\n", log_path, c.dir);
+    {
+        char last[4400] = "";
+        read_state(c.dir, last, sizeof last);
+        cli_train_summary(stdout, c.dir, last, c.designer, c.iterations);
+    }
     rc = CLI_OK;
 out:
     if (log) fclose(log);

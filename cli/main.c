@@ -60,7 +60,7 @@ static const command commands[] = {
     {"play", cli_play, cli_usage_play, 1, "play an environment yourself in the terminal"},
     {"new", cli_new, cli_usage_new, 0, "write a commented environment template to plugins/"},
     {"list", cli_list, cli_usage_list, 1, "list the environments found on the search path"},
-    {"train", cli_train, cli_usage_train, 1, "train the policy as an agent on a fixed pool (spade train CONFIG|RUN)"},
+    {"train", cli_train, cli_usage_train, 1, "self-play (designer and agent), or agent RL on a fixed pool (spade train [CONFIG|RUN])"},
     {"eval", cli_eval, cli_usage_eval, 1, "success of a policy per environment, with intervals and references"},
     {"archive", cli_archive, cli_usage_archive, 0, "list, show or export the environments a run built"},
     {"report", cli_report, cli_usage_report, 0, "plots and a markdown summary of a run (spade report RUN_DIR)"},
@@ -121,6 +121,7 @@ int main(int argc, char **argv) {
      * processors the faster kernels of older OpenBLAS builds are wrong, and
      * the machine's owner is the one to know (docs/policy.md, "Speed on the CPU"). */
     open_standard_fds();
+    cli_set_self(argv[0]);
     if (argc < 2) {
         usage(stderr);
         return CLI_USAGE;

@@ -147,3 +147,45 @@ int cli_mkdir_p(const char *dir) {
         }
     return mkdir(p, 0755) < 0 && errno != EEXIST ? -1 : 0;
 }
+
+static const char *self_name = "spade";
+
+void cli_set_self(const char *argv0) {
+    /* run by a path: say that path (./spade, build/spade); found on PATH: its name */
+    if (argv0 && strchr(argv0, '/')) self_name = argv0;
+}
+
+const char *cli_self(void) { return self_name; }
+
+void cli_path_clean(char *path) {
+    if (!path || !*path) return;
+    int abs = path[0] == '/';
+    char *seg[512];
+    int n = 0, up = 0; /* up: leading ".." segments kept (nothing to cancel) */
+    char *save = NULL, *copy = strdup(path);
+    if (!copy) return;
+    for (char *t = strtok_r(copy, "/", &save); t; t = strtok_r(NULL, "/", &save)) {
+        if (!strcmp(t, ".")) continue;
+        if (!strcmp(t, "..")) {
+            if (n > up) n--;
+            else if (!abs && n < 512) seg[n++] = t, up++;
+            continue;
+        }
+        if (n < 512) seg[n++] = t;
+        else { /* deeper than anyone types: leave it as it was */
+            free(copy);
+            return;
+        }
+    }
+    size_t at = 0, cap = strlen(path) + 1;
+    if (abs) path[at++] = '/';
+    for (int i = 0; i < n; i++) {
+        size_t l = strlen(seg[i]);
+        if (i) path[at++] = '/';
+        memmove(path + at, seg[i], l);
+        at += l;
+    }
+    if (at == 0) path[at++] = '.';
+    path[at < cap ? at : cap - 1] = 0;
+    free(copy);
+}

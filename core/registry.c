@@ -235,6 +235,8 @@ oom:
     return -1;
 }
 
+static void beside_binary(char *dir, size_t cap);
+
 int spade_registry_new(spade_registry **out, const char *spade_path, int flags, char *err, size_t errlen)
 {
     *out = NULL;
@@ -271,10 +273,20 @@ int spade_registry_new(spade_registry **out, const char *spade_path, int flags, 
         };
         /* The source tree's directories are for the uninstalled build only:
          * an installed program finds the installed data (and the user's). */
-        size_t n = spade_registry_uninstalled() ? 6 : 4;
-        for (size_t i = 0; i < n; i++)
+        int un = spade_registry_uninstalled();
+        size_t n = un ? 6 : 4;
+        char here[SPADE_PATH_MAX], d[SPADE_PATH_MAX + 16];
+        beside_binary(here, sizeof here);
+        for (size_t i = 0; i < n; i++) {
+            if (i == 2 && !un && here[0]) /* a moved build tree: its data beside its binary, before the installed */
+                for (int k = 0; k < 2; k++) {
+                    snprintf(d, sizeof d, "%s/%s", here, k ? "stdenv" : "plugins");
+                    if (add_dir(r, d) < 0)
+                        goto oom;
+                }
             if (add_dir(r, defaults[i]) < 0)
                 goto oom;
+        }
     }
     *out = r;
     return 0;
@@ -284,8 +296,65 @@ oom:
     return -1;
 }
 
+/* The directory of the running program (not the installed bindir's): a built
+ * tree copied or moved elsewhere keeps its data beside its binary. "" when it is
+ * the installed program or cannot be read. */
+static void beside_binary(char *dir, size_t cap)
+{
+    char exe[SPADE_PATH_MAX], bin[SPADE_PATH_MAX];
+    dir[0] = 0;
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0)
+        return;
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return;
+    *slash = 0;
+    if (realpath(SPADE_PATHS_BINDIR, bin) && !strcmp(bin, exe))
+        return;
+    snprintf(dir, cap, "%s", exe);
+}
+
+static int data_candidates(const char *sub, char out[4][SPADE_PATH_MAX + 64])
+{
+    int n = 0;
+    char here[SPADE_PATH_MAX];
+    if (spade_registry_uninstalled())
+        snprintf(out[n++], SPADE_PATH_MAX + 64, "%s/%s", SPADE_PATHS_SRCDIR, sub);
+    beside_binary(here, sizeof here);
+    if (here[0])
+        snprintf(out[n++], SPADE_PATH_MAX + 64, "%s/%s", here, sub);
+    /* a staged install (make install DESTDIR=STAGE): the binary is STAGE + bindir, its data STAGE + datadir */
+    size_t hl = strlen(here), bl = strlen(SPADE_PATHS_BINDIR);
+    if (here[0] && hl > bl && !strcmp(here + hl - bl, SPADE_PATHS_BINDIR))
+        snprintf(out[n++], SPADE_PATH_MAX + 64, "%.*s%s/%s", (int)(hl - bl), here, SPADE_PATHS_DATADIR, sub);
+    snprintf(out[n++], SPADE_PATH_MAX + 64, "%s/%s", SPADE_PATHS_DATADIR, sub);
+    return n;
+}
+
 const char *spade_data_path(const char *sub, char *out, size_t cap) {
-    snprintf(out, cap, "%s/%s", spade_registry_uninstalled() ? SPADE_PATHS_SRCDIR : SPADE_PATHS_DATADIR, sub);
+    char c[4][SPADE_PATH_MAX + 64];
+    int n = data_candidates(sub, c);
+    struct stat st;
+    int pick = n - 1; /* none there: the installed one, which the error names with spade_data_tried */
+    for (int i = 0; i < n; i++)
+        if (stat(c[i], &st) == 0 && S_ISDIR(st.st_mode)) {
+            pick = i;
+            break;
+        }
+    snprintf(out, cap, "%s", c[pick]);
+    return out;
+}
+
+const char *spade_data_tried(const char *sub, char *out, size_t cap)
+{
+    char c[4][SPADE_PATH_MAX + 64];
+    int n = data_candidates(sub, c);
+    size_t at = 0;
+    out[0] = 0;
+    for (int i = 0; i < n && at < cap; i++)
+        at += (size_t)snprintf(out + at, cap - at, "%s%s", i ? ", " : "", c[i]);
     return out;
 }
 

@@ -78,9 +78,14 @@ void spade_registry_free(spade_registry *r);
 /* 1 when the running program is under the build directory (not installed). */
 int spade_registry_uninstalled(void);
 /* Where spade's own data directory `sub` ("stdenv", "plugins", "eval/heldout")
- * is for this program: the source tree's when uninstalled, else the installed
- * one. Into out; returns out. */
+ * is for this program: the first that exists of the source tree's (when
+ * uninstalled), the one beside the running binary (when it is not the installed
+ * one: a built tree copied or moved elsewhere), the installed one; the installed
+ * one when none does. Into out; returns out. */
 const char *spade_data_path(const char *sub, char *out, size_t cap);
+/* The directories spade_data_path tries for `sub`, in order, comma-separated:
+ * for an error that says where the data was looked for. Into out; returns out. */
+const char *spade_data_tried(const char *sub, char *out, size_t cap);
 int spade_registry_num_dirs(const spade_registry *r);
 const char *spade_registry_dir(const spade_registry *r, int i);
 

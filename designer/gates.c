@@ -351,7 +351,8 @@ int spade_gates_run(spade_sandbox *sb, const char *filename, const char *src, si
         verdict(rep, SPADE_GATE_COMPILE, SPADE_GATE_FAIL, "%s: %s", spade_outcome_name(f.outcome), f.message);
     } else {
         rep->info = *spade_vecenv_info(V);
-        verdict(rep, SPADE_GATE_COMPILE, SPADE_GATE_PASS, "%s (%s), %d params%s", rep->info.name, rep->info.family,
+        verdict(rep, SPADE_GATE_COMPILE, SPADE_GATE_PASS, "%s%s%s%s, %d params%s", rep->info.name, rep->info.family[0] ? " (" : "",
+                rep->info.family, rep->info.family[0] ? ")" : "",
                 rep->info.n_params, rep->info.has_solve ? ", SOLVE" : "");
     }
     STOP_IF_FAILED(SPADE_GATE_LIMITS);

@@ -204,7 +204,8 @@ int gates_run_reference(spade_sandbox *sb, const char *filename, const char *src
     } else {
         rep->info = *spade_worker_info(w);
         spade_worker_free(w);
-        verdict(rep, SPADE_GATE_COMPILE, SPADE_GATE_PASS, "%s (%s), %d params%s", rep->info.name, rep->info.family,
+        verdict(rep, SPADE_GATE_COMPILE, SPADE_GATE_PASS, "%s%s%s%s, %d params%s", rep->info.name, rep->info.family[0] ? " (" : "",
+                rep->info.family, rep->info.family[0] ? ")" : "",
                 rep->info.n_params, rep->info.has_solve ? ", SOLVE" : "");
     }
     STOP_IF_FAILED(SPADE_GATE_LIMITS);

@@ -418,5 +418,32 @@ has "cannot run $TMP/no-python" "fetch says pip could not run"
 expect 2 "model fetch --source bogus" "$SPADE" model fetch smollm2-135m-instruct --source ftp
 unset SPADE_MODELS
 
+# ---- a moved build tree, spade new's next step, an empty family -----------------
+# a built tree copied elsewhere finds the data beside its binary, not the installed path
+mkdir -p "$TMP/moved" "$TMP/bare" "$TMP/nowhere"
+cp "$SPADE" "$TMP/moved/spade" && cp -r "$SRC/stdenv" "$TMP/moved/stdenv" && cp "$SPADE" "$TMP/bare/spade"
+(cd "$TMP/nowhere" && "$TMP/moved/spade" list --paths --no-load) >"$TMP/out" 2>&1
+has "$TMP/moved/stdenv" "a moved build tree searches the stdenv beside its binary"
+has "maze" "and finds its environments there"
+(cd "$TMP/nowhere" && SPADE_TRAIN_QUICK=1 SPADE_TRAIN_DIR="$TMP/nowhere/run" "$TMP/bare/spade" train) >"$TMP/out" 2>&1
+st=$?
+if grep -q "no stdenv/ directory to pretrain on" "$TMP/out"; then
+    if [ $st -eq 1 ] && grep -qF "tried $TMP/bare/stdenv" "$TMP/out"; then ok "with no stdenv anywhere, spade train says which directories it tried"
+    else bad "with no stdenv anywhere, spade train says which directories it tried (exit $st)"; fi
+else ok "with no stdenv beside the binary: the installed one is there, nothing to report # SKIP an installed stdenv exists"; fi
+(cd "$TMP/nowhere" && "$TMP/moved/spade" new tried_it) >"$TMP/out" 2>&1
+has "next: $TMP/moved/spade check plugins/tried_it.c && $TMP/moved/spade play tried_it" "spade new's next step names the program as it was run"
+"$SPADE" check --gates "$ENVS/gate_coin.c" >"$TMP/out" 2>&1
+has "PASS compile: gate_coin, 1 params" "check --gates names an environment without a family by its name alone"
+hasnt "()" "an empty family is not printed as ()"
+
+# CUDA is a module loaded on demand: the program itself never maps cuBLAS or cudart (issue 18: 223 MB RSS
+# for --version); ldd lists what the loader maps at every start
+if command -v ldd >/dev/null 2>&1; then
+    ldd "$SPADE" >"$TMP/out" 2>&1
+    hasnt "libcublas" "spade does not link cuBLAS (the CUDA backend is the module spade-cuda.so)"
+    hasnt "libcudart" "spade does not link the CUDA runtime"
+fi
+
 echo "1..$n"
 [ "$fails" -eq 0 ]

@@ -11,7 +11,12 @@
 #   - in an indented (4-space) block: a line starting `spade ` or `./spade `, or
 #     the `./spade ...` parts of an `a && b && ...` chain (`./bootstrap`,
 #     `./configure` and `make` parts are the build this test runs in);
+#   - in a ```sh (or bash, shell) block: every line that is not a comment;
 #   - a trailing `  # comment` is dropped.
+# Every ```python block runs too, with .venv's Python (made by ./bootstrap; the
+# blocks are skipped, saying so, without it), in the same scratch directory, with
+# SPADE_BIN unset and no spade on PATH: the package must find ./spade itself, as a
+# reader's would in the built tree (docs/python.md, "Finding the program").
 # Commands of one file run in order in one scratch directory (so `spade new X`
 # then `spade check plugins/X.c` works), with `./spade` and `spade` both the
 # built program, stdenv/, configs/, docs/ and eval/ of the source tree, a copy of plugins/,
@@ -31,6 +36,9 @@
 #     (tests/test_serve.c and tests/python drive it);
 #   `spade model info smollm2-...` needs the model fetched (tests/test_gguf.c
 #     reads the real file when it is there).
+#   docs/embedding.md's `cc ... $(pkg-config ...)` builds against an installed
+#     spade: tests/test_install.sh (make installcheck) runs that very line;
+#   docs/cuda.md's `sh bench/gpu_check.sh` needs a GPU and minutes.
 # `spade train` (the README's main job) runs with SPADE_TRAIN_QUICK=1: the same
 # path, shrunk to seconds (tests/test_selfplay.sh checks what it writes).
 # Also checked: no page cites DESIGN.md (not in the repository; the map is
@@ -50,6 +58,10 @@ spade pretrain configs/|trains for minutes; tests/test_policy_pretrain.c runs pr
 .ckpt|needs a trained checkpoint
 spade serve --listen|a server that runs until it is stopped; tests/test_serve and tests/python drive it
 spade serve --stdio|a server that answers requests on stdin; tests/test_serve and tests/python drive it
+pkg-config --|builds against an installed spade; tests/test_install.sh (make installcheck) runs the blocks of docs/embedding.md
+PKG_CONFIG_PATH=|points at an installed spade; tests/test_install.sh (make installcheck) runs the blocks of docs/embedding.md
+./embed maze|runs the program built against an installed spade; tests/test_install.sh runs the blocks of docs/embedding.md
+sh bench/gpu_check.sh|needs a GPU and minutes (docs/cuda.md says when it is run)
 spade train configs/base-train.ini|trains from the base checkpoint of the recipe for many minutes; tests/test_demos.sh runs the recipe at toy size
 spade train configs/base-curriculum.ini|trains from the base checkpoint of the recipe for minutes; tests/test_demos.sh runs it at toy size
 spade train configs/default-template.ini|trains from the base of the embedded default in the source tree runs/; tests/test_template.sh runs it at toy size
@@ -76,6 +88,11 @@ extract() {
         if (cmd != "") printf "%d\t%s\t%s\n", NR, (c == "" ? "-" : c), cmd
     }
     /^[ \t]*```/ { infence = !infence; lang = $0; sub(/^[ \t]*```/, "", lang); next }
+    infence && (lang == "sh" || lang == "bash" || lang == "shell") {
+        t = $0; sub(/^[ \t]+/, "", t)
+        if (t != "" && t !~ /^#/) emit(t, t)
+        next
+    }
     infence {
         t = $0; sub(/^[ \t]+/, "", t)
         if (t ~ /^\$ /) { emit(t, substr(t, 3)); next }
@@ -91,6 +108,17 @@ extract() {
         }
     }' "$1"
 }
+
+# The ```python blocks of FILE, each to DIR/py-LINE.py; prints their first lines.
+py_blocks() {
+    awk -v dir="$2" '
+    /^```python[ \t]*$/ { f = dir "/py-" NR ".py"; printf "" >f; print NR; next }
+    /^```/ { if (f) close(f); f = "" }
+    f { print >f }' "$1"
+}
+PY=${SPADE_TEST_PYTHON:-$SRC/.venv/bin/python}
+have_py=0
+[ -x "$PY" ] && "$PY" -c 'import gymnasium' 2>/dev/null && have_py=1
 
 # The ```c blocks of FILE, concatenated.
 c_blocks() { awk '/^```c[ \t]*$/ { f = 1; next } /^```/ { f = 0 } f' "$1"; }
@@ -135,6 +163,21 @@ for doc in "$SRC/README.md" "$SRC"/docs/*.md; do
                 echo "# $name: plugins/$tut.c assembled from the page's C blocks" ;;
         esac
     done <"$TMP/cmds"
+    rm -f "$TMP"/py-*.py
+    for line in $(py_blocks "$doc" "$TMP"); do
+        where="$name:$line: python block"
+        if [ "$have_py" -eq 0 ]; then
+            echo "ok $((n + 1)) - $where # SKIP no $PY with gymnasium (./bootstrap makes .venv)"
+            n=$((n + 1))
+            continue
+        fi
+        # PATH without spade (only the Python's own directory and the system's): ./spade is found from the tree
+        (cd "$work" && env -u SPADE_BIN PATH="$(dirname "$PY"):/usr/bin:/bin" PYTHONPATH="$SRC/python" \
+            PYTHONDONTWRITEBYTECODE=1 timeout 300 "$PY" "$TMP/py-$line.py" <"$TMP/empty") >"$TMP/out" 2>&1
+        rc=$?
+        ran=$((ran + 1))
+        if [ "$rc" -eq 0 ]; then ok "$where"; else bad "$where (exit $rc)"; fi
+    done
 done
 [ "$ran" -ge 10 ] && ok "found and ran $ran commands" || bad "found only $ran commands: is the extraction broken?"
 

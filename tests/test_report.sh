@@ -86,6 +86,9 @@ for f in carry_add modpow linear sequence; do cp "$SRC/stdenv/$f.c" "$TMP/four/"
 v=$("$SPADE" vendi "$TMP/four" | awk '/^n 4 vendi/ {printf "%.2f", $4}')
 [ -n "$v" ] && grep -q "the 4 valid environments of the archive have a Vendi score of $v," "$R/report.md"
 check $? "the whole run's Vendi score is spade vendi's over its valid sources ($v)"
+grep -q '| Vendi / n within one iteration |' "$R/report.md" && grep -q 'Vendi/n over the whole run: the 4' "$R/report.md" &&
+    grep -q 'Two figures, two sets' "$R/report.md"
+check $? "the report labels which Vendi/n is within an iteration and which is over the whole run"
 grep -q 'No plot: no line of `train.jsonl` has an `"eval"` key' "$R/report.md" && [ ! -e "$R/heldout.svg" ]
 check $? "no \"eval\" key: no held-out plot, and the report says so"
 

@@ -266,7 +266,9 @@ else diff "$TMP/a" "$TMP/c" >"$TMP/out"; bad "killed at random moments ($kills l
 # spade train with no argument: the embedded default, shrunk by SPADE_TRAIN_QUICK
 (cd "$TMP" && SPADE_TRAIN_QUICK=1 SPADE_TRAIN_DIR=default "$SPADE" train) >"$TMP/out" 2>&1
 if [ $? -eq 0 ] && [ -s "$TMP/default/base/policy.ckpt" ] && [ "$(wc -l <"$TMP/default/train.jsonl")" -eq 2 ] &&
-    grep -q "What happened" "$TMP/out" && grep -q "spade train default" "$TMP/out"; then
+    grep -q "What happened" "$TMP/out" && grep -q "spade train default" "$TMP/out" &&
+    grep -q "The designer wrote 8 environments; [0-9]* passed every gate" "$TMP/out" &&
+    grep -q "pool_samples" "$TMP/default/train.jsonl"; then
     ok "spade train (no argument) pretrains a base, runs self-play and says what happened and how to go on"
 else bad "spade train (no argument): the embedded default"; fi
 (cd "$TMP" && SPADE_TRAIN_QUICK=1 SPADE_TRAIN_DIR=default "$SPADE" train) >"$TMP/out" 2>&1

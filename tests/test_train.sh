@@ -45,12 +45,51 @@ if [ "$(wc -l <"$TMP/straight/train.jsonl")" -eq 40 ]; then ok "one JSONL line p
 if grep -q '"per_env":{' "$TMP/straight/train.jsonl" && [ -f "$TMP/straight/config.ini" ] && grep -q 'iteration 39' "$TMP/straight/state"; then
     ok "the run directory holds config, metrics and state"
 else bad "the run directory holds config, metrics and state"; fi
+cp "$TMP/straight/train.jsonl" "$TMP/straight.log"
 "$SPADE" train "$TMP/straight.ini" >"$TMP/out" 2>&1
-if [ $? -eq 1 ] && grep -q "resume it with spade train" "$TMP/out"; then ok "a finished run is not overwritten"; else bad "a finished run is not overwritten"; fi
+if [ $? -eq 0 ] && grep -q "is complete (40 iterations), numbered 0..39" "$TMP/out" && cmp -s "$TMP/straight.log" "$TMP/straight/train.jsonl"; then
+    ok "the config a run started from, given again, resumes it (here: complete, nothing overwritten)"
+else bad "the config a run started from, given again, resumes it"; fi
+# the closing words come from the run's own figures: 40 iterations, 2 environments x 8 plays
+if grep -q "What happened in $TMP/straight: iterations 0..39 (numbered from 0) of 40" "$TMP/out" &&
+    grep -q "The agent played 640 episodes on the pool and made [0-9]* updates ([0-9]* samples)" "$TMP/out" &&
+    grep -q "eval $TMP/straight/policy-39.ckpt --suite heldout" "$TMP/out" &&
+    grep -q "raise \[run\] iterations in $TMP/straight/config.ini, then .*spade train $TMP/straight\$" "$TMP/out"; then
+    ok "a finished run says what happened, from train.jsonl, and what to do next"
+else bad "a finished run says what happened and what to do next"; fi
+config straight 41 >"$TMP/other.ini"
+"$SPADE" train "$TMP/other.ini" >"$TMP/out" 2>&1
+if [ $? -eq 1 ] && grep -q "started from another config: $TMP/other.ini differs from $TMP/straight/config.ini at line 3" "$TMP/out" &&
+    cmp -s "$TMP/straight.log" "$TMP/straight/train.jsonl"; then
+    ok "another config naming the same run directory is refused, with the line that differs"
+else bad "another config naming the same run directory is refused"; fi
+# [run] dir is printed as the user would type it: configs/../runs/x is runs/x
+mkdir -p "$TMP/sub"
+config ../norm 1 | sed '/^dirs = pool/d' >"$TMP/sub/norm.ini"
+(cd "$TMP" && "$SPADE" train sub/norm.ini) >"$TMP/out" 2>&1
+if [ $? -eq 0 ] && grep -q "done; metrics in norm/train.jsonl" "$TMP/out" && grep -q "report norm " "$TMP/out" &&
+    ! grep -q "sub/\.\." "$TMP/out"; then
+    ok "the run directory is printed normalised (sub/../norm is norm)"
+else bad "the run directory is printed normalised"; fi
+# a run that cannot start (its [policy] init is missing) leaves no run directory behind
+printf '[run]\ndir = noinit\niterations = 2\n[policy]\ninit = missing.ckpt\n[pool]\nenvs = carry_add:digits=1\n' >"$TMP/noinit.ini"
+"$SPADE" train "$TMP/noinit.ini" >"$TMP/out" 2>&1
+if [ $? -eq 1 ] && grep -q "missing.ckpt" "$TMP/out" && [ ! -e "$TMP/noinit/config.ini" ] && [ ! -e "$TMP/noinit" ]; then
+    ok "a train that fails on a missing checkpoint leaves no config.ini behind"
+else bad "a train that fails on a missing checkpoint leaves no config.ini behind"; fi
 
 printf '[run]\niterations = 3\n[agent]\nplays = one\n' >"$TMP/bad.ini"
 "$SPADE" train "$TMP/bad.ini" >"$TMP/out" 2>&1
 if [ $? -eq 2 ] && grep -q "bad.ini:4: \[agent\] plays = 'one'" "$TMP/out"; then ok "a bad value names file, line and key"; else bad "a bad value names file, line and key"; fi
+printf '[run\ndir = x\n' >"$TMP/nobracket.ini"
+"$SPADE" train "$TMP/nobracket.ini" >"$TMP/out" 2>&1
+if [ $? -eq 2 ] && grep -q "nobracket.ini:1: '\[run': a section line without its closing '\]'" "$TMP/out"; then
+    ok "a section line without its ']' is named, not the key after it"
+else bad "a section line without its ']' is named"; fi
+printf 'dir = x\n' >"$TMP/nosection.ini"
+"$SPADE" train "$TMP/nosection.ini" >"$TMP/out" 2>&1
+if [ $? -eq 2 ] && grep -q "nosection.ini:1: dir = x is outside any \[section\]" "$TMP/out"; then ok "a key before any section is named so"
+else bad "a key before any section is named so"; fi
 printf '[designer]\nenabled = true\nhint = selfish\n' >"$TMP/des.ini"
 "$SPADE" train "$TMP/des.ini" >"$TMP/out" 2>&1
 if [ $? -eq 2 ] && grep -q "des.ini:3: \[designer\] hint = 'selfish': expected embedded" "$TMP/out"; then ok "a switch's unknown value is refused, not ignored"

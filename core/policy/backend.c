@@ -8,6 +8,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -44,8 +45,11 @@ int spade_backend_open(const char *which, spade_backend *be, char *note, size_t 
     if (!strcmp(which, "cuda") || !strcmp(which, "auto")) {
         int want_cuda = !strcmp(which, "cuda");
 #ifdef SPADE_POLICY_CUDA
-        char cerr[256] = "";
-        int rc = spade_backend_cuda_new(be, cerr, sizeof cerr);
+        char cerr[1024] = "";
+        /* auto asks for the GPU only where the NVIDIA driver is: loading the module maps cuBLAS (~200 MB) */
+        int driver = access("/dev/nvidiactl", F_OK) == 0 || access("/proc/driver/nvidia/version", F_OK) == 0;
+        int rc = want_cuda || driver ? spade_backend_cuda_load(be, cerr, sizeof cerr) : SPADE_POLICY_ENODEV;
+        if (!want_cuda && !driver) snprintf(cerr, sizeof cerr, "no NVIDIA driver (/dev/nvidiactl)");
         if (rc == 0) {
             if (note && notelen) snprintf(note, notelen, "cuda (cuBLAS)");
             return 0;
@@ -54,7 +58,7 @@ int spade_backend_open(const char *which, spade_backend *be, char *note, size_t 
             snprintf(err, errlen, "policy.backend = cuda: %s", cerr);
             return rc;
         }
-        char prefix[320];
+        char prefix[1100];
         snprintf(prefix, sizeof prefix, "auto: no usable GPU (%s); using ", cerr);
         cpu_note(note, notelen, prefix);
 #else

@@ -368,6 +368,11 @@ int spade_backend_cpu_tt_new(spade_backend *be, char *err, size_t errlen);
  * was built with CUDA but the machine has no usable GPU; that is not a crash,
  * callers fall back to the CPU. Must not leave a CUDA context half made. */
 int spade_backend_cuda_new(spade_backend *be, char *err, size_t errlen);
+/* The same, through the loadable module spade-cuda.so (cuda_module.c), loaded on
+ * the first call: what spade_backend_open uses, so that a program never maps
+ * cuBLAS until a CUDA backend is asked for. SPADE_POLICY_ENODEV, with every path
+ * tried, when the module cannot be loaded. */
+int spade_backend_cuda_load(spade_backend *be, char *err, size_t errlen);
 #endif
 
 /* Run-time selection: which = "auto" | "cpu" | "cuda" | "cpu_ref" (| "cpu_tt",

@@ -45,6 +45,9 @@
 #include <unistd.h>
 
 #include "sandbox/internal.h"
+#ifdef SPADE_SHARED_LIB
+#include <dlfcn.h>
+#endif
 
 #include "paths.h" /* generated: where the build and the installed helper are */
 
@@ -433,8 +436,9 @@ static const char *const zygote_env_allow[] = {
 
 /* In the forked child, before exec: async-signal-safe calls only (the parent
  * may have threads). Never returns. */
-static void exec_zygote(int sock, pid_t parent, const char *helper, char *const envp[]) __attribute__((noreturn));
-static void exec_zygote(int sock, pid_t parent, const char *helper, char *const envp[])
+static void exec_zygote(int sock, pid_t parent, const char *helper, const char *fallback, char *const envp[])
+    __attribute__((noreturn));
+static void exec_zygote(int sock, pid_t parent, const char *helper, const char *fallback, char *const envp[])
 {
     if (sock != ZYGOTE_FD) {
         if (dup2(sock, ZYGOTE_FD) < 0)
@@ -458,9 +462,15 @@ static void exec_zygote(int sock, pid_t parent, const char *helper, char *const 
     } while (v && i > 0);
     char *const argv[] = {"spade-zygote", ZYGOTE_ARG, pid + i, NULL};
     execve(helper, argv, envp);
+    execve(fallback, argv, envp);
+    /* after a staged tree's two (see spade_zygote_start), the configured ones; else the same two again */
+    execve(ZYGOTE_HELPER_INSTALLED, argv, envp);
     execve(ZYGOTE_FALLBACK, argv, envp);
-    static const char msg[] = "spade: cannot start the sandbox zygote: exec of " ZYGOTE_EXE " failed\n";
-    if (write(2, msg, sizeof msg - 1) < 0) {
+    static const char msg[] = "spade: cannot start the sandbox zygote: exec of ";
+    static const char tail[] = " failed\n";
+    if (write(2, msg, sizeof msg - 1) < 0 || write(2, helper, strlen(helper)) < 0 || write(2, ", ", 2) < 0 ||
+        write(2, fallback, strlen(fallback)) < 0 || write(2, ", " ZYGOTE_EXE, sizeof(", " ZYGOTE_EXE) - 1) < 0 ||
+        write(2, tail, sizeof tail - 1) < 0) {
     }
     _exit(127);
 }
@@ -502,6 +512,29 @@ int spade_zygote_start(const spade_sandbox_opts *opts, int *ctl, pid_t *pid, cha
         if (strncmp(exe, build, bl) == 0 && exe[bl] == '/')
             helper = ZYGOTE_HELPER_BUILD;
     }
+    const char *fallback = ZYGOTE_FALLBACK;
+#ifdef SPADE_SHARED_LIB
+    /* A staged install (make install DESTDIR=STAGE, before it is packaged or moved): this
+     * library is STAGE + libdir, and the zygote is STAGE + pkglibexecdir, not yet at
+     * pkglibexecdir. Found from where the library really is, so a packager's tree works. */
+    static char staged_helper[4200], staged_fallback[4200];
+    Dl_info di;
+    char libreal[4096], libdir_real[4096];
+    if (dladdr((void *)&spade_zygote_start, &di) && di.dli_fname && realpath(di.dli_fname, libreal)) {
+        char *slash = strrchr(libreal, '/');
+        if (slash)
+            *slash = '\0';
+        size_t ll = strlen(libreal), cl = strlen(SPADE_PATHS_LIBDIR);
+        int configured = realpath(SPADE_PATHS_LIBDIR, libdir_real) && !strcmp(libdir_real, libreal);
+        if (!configured && ll > cl && !strcmp(libreal + ll - cl, SPADE_PATHS_LIBDIR)) {
+            int root = (int)(ll - cl);
+            snprintf(staged_helper, sizeof staged_helper, "%.*s%s", root, libreal, ZYGOTE_HELPER_INSTALLED);
+            snprintf(staged_fallback, sizeof staged_fallback, "%.*s%s", root, libreal, ZYGOTE_FALLBACK);
+            helper = staged_helper;
+            fallback = staged_fallback;
+        }
+    }
+#endif
     pid_t parent = getpid();
     pid_t p = fork();
     if (p < 0) {
@@ -513,7 +546,7 @@ int spade_zygote_start(const spade_sandbox_opts *opts, int *ctl, pid_t *pid, cha
         return -1;
     }
     if (p == 0)
-        exec_zygote(sv[1], parent, helper, envp);
+        exec_zygote(sv[1], parent, helper, fallback, envp);
     for (size_t i = 0; i < ne; i++)
         free(envp[i]);
     close(sv[1]);

@@ -60,15 +60,40 @@ def failure_error(failure: Dict[str, Any], message: Optional[str] = None) -> Env
     return EnvFailure(failure, message)
 
 
+def _tree_candidates() -> List[str]:
+    """Where a built source tree keeps `./spade`: the current directory and those above it, then
+    the tree this package sits in (python/spade/ inside it, as `pip install -e ./python` leaves it)."""
+    seen: List[str] = []
+    d = os.getcwd()
+    while True:
+        seen.append(os.path.join(d, "spade"))
+        up = os.path.dirname(d)
+        if up == d:
+            break
+        d = up
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    mine = os.path.join(here, "spade")
+    if mine not in seen:
+        seen.append(mine)
+    return seen
+
+
 def find_spade_binary() -> str:
-    """$SPADE_BIN, else `spade` on PATH."""
+    """$SPADE_BIN, else `spade` on PATH, else the `./spade` of a built tree (see _tree_candidates)."""
     b = os.environ.get("SPADE_BIN")
     if b:
         return b
     found = shutil.which("spade")
     if found:
         return found
-    raise FileNotFoundError("no spade binary: set SPADE_BIN to the path of `spade`, or put it on PATH")
+    tried = _tree_candidates()
+    for c in tried:
+        if os.path.isfile(c) and os.access(c, os.X_OK):  # python/spade, the package, is a directory
+            return c
+    raise FileNotFoundError("no spade binary: $SPADE_BIN is unset, `spade` is not on PATH, and none of "
+                            + ", ".join(tried[:3] + (["..."] if len(tried) > 4 else []) + tried[-1:])
+                            + " is an executable file; set SPADE_BIN to the path of `spade`, put it on PATH, "
+                            "or run from the built source tree")
 
 
 class Client:

@@ -73,12 +73,37 @@ def test_pip_install_python_package(tmp_path):
 
 
 def test_readme_python_block_runs(monkeypatch):
-    monkeypatch.setenv("SPADE_BIN", spade_bin())
+    # as written: nothing given to it, SPADE_BIN unset and no spade on PATH, run in the tree
+    tree = os.path.dirname(spade_bin())
+    monkeypatch.delenv("SPADE_BIN", raising=False)
+    monkeypatch.setenv("PATH", os.path.dirname(sys.executable) + ":/usr/bin:/bin")
+    monkeypatch.chdir(tree)
+    if not os.path.isdir("stdenv"):
+        monkeypatch.chdir(SRCDIR)
     (code,) = blocks("README.md", "python")
-    source = [b for b in blocks("docs/python.md", "python") if "r'''" in b][0].split("r'''")[1].split("'''")[0]
-    ns = {"__name__": "__docs__", "source": source}
+    ns = {"__name__": "__docs__"}
     exec(compile(code, "README.md", "exec"), ns)
     assert ns["report"].ok and ns["envs"].num_envs == 256
-    assert ns["env"].params == {"hi": 9}
+    assert ns["env"].params["size"] == 7
     ns["envs"].close()
     ns["env"].close()
+
+
+def test_binary_found_from_the_tree_or_named(monkeypatch, tmp_path):
+    from spade._client import find_spade_binary
+    monkeypatch.delenv("SPADE_BIN", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    sub = tmp_path / "tree" / "sub"
+    sub.mkdir(parents=True)
+    exe = tmp_path / "tree" / "spade"
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+    monkeypatch.chdir(sub)
+    assert find_spade_binary() == str(exe)  # one directory up, as from python/ in the tree
+    exe.chmod(0o644)  # not executable: not taken
+    try:
+        found = find_spade_binary()
+    except FileNotFoundError as e:
+        assert str(sub / "spade") in str(e) and "SPADE_BIN" in str(e)
+    else:  # the package's own tree has a built ./spade
+        assert found != str(exe) and os.access(found, os.X_OK)
