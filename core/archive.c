@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h" /* spade_splitmix64 */
 #include "errbuf.h"
+#include "rng.h"
 
 struct spade_archive {
     sqlite3 *db;

@@ -1,8 +1,8 @@
 # selfplay/local.mk — the self-play loop (included by the top-level Makefile.am).
 # It composes the roles: selfplay -> designer, agent -> core; neither role
 # includes it, and core includes none of them.
-selfplay_sources = selfplay/loop.c
-noinst_HEADERS += selfplay/loop.h
+selfplay_sources = selfplay/loop.c selfplay/iteration.c
+noinst_HEADERS += selfplay/loop.h selfplay/iteration.h
 spade_SOURCES += $(selfplay_sources)
 
 TESTS += tests/test_selfplay.sh
