@@ -171,19 +171,33 @@ static int play_env(spade_sandbox *sb, spade_tokenizer *tok, const char *path, c
     spade_ep_spec specs[3 + DEMO_RANDOM_SETTINGS];
     for (int k = 0; k < n_set; k++) {
         setting(info, fixed, k, seed, params[k], sizeof params[k]);
-        specs[k] = (spade_ep_spec){path, src, len, params[k][0] ? params[k] : NULL, (episodes + n_set - 1) / n_set};
+        specs[k] = (spade_ep_spec){.filename = path,
+                                   .source = src,
+                                   .len = len,
+                                   .params = params[k][0] ? params[k] : NULL,
+                                   .expected = (episodes + n_set - 1) / n_set};
     }
     spade_ep_request *reqs = calloc((size_t)episodes, sizeof *reqs);
     spade_ep_outcome *outs = calloc((size_t)episodes, sizeof *outs);
-    rec r = {spade_agent_solve(), tok, reqs, calloc((size_t)episodes, sizeof(spade_transcript)),
-             calloc((size_t)episodes, sizeof(char *)), calloc((size_t)episodes, sizeof(size_t))};
+    rec r = {.inner = spade_agent_solve(),
+             .tok = tok,
+             .reqs = reqs,
+             .tr = calloc((size_t)episodes, sizeof(spade_transcript)),
+             .text = calloc((size_t)episodes, sizeof(char *)),
+             .text_len = calloc((size_t)episodes, sizeof(size_t))};
     int rc = CLI_FAIL;
     if (!reqs || !outs || !r.inner || !r.tr || !r.text || !r.text_len) {
         cli_err(CLI_FAIL, "demos", "out of memory");
         goto done;
     }
-    for (long e = 0; e < episodes; e++) reqs[e] = (spade_ep_request){(int)(e % n_set), seed + (uint64_t)e, hint && (e & 1), 0};
-    spade_agent a = {"demos", r.inner->wants | SPADE_AGENT_WANTS_HINT, &r, rec_begin, rec_act, rec_end, NULL};
+    for (long e = 0; e < episodes; e++)
+        reqs[e] = (spade_ep_request){.spec = (int)(e % n_set), .seed = seed + (uint64_t)e, .hint = hint && (e & 1)};
+    spade_agent a = {.name = "demos",
+                     .wants = r.inner->wants | SPADE_AGENT_WANTS_HINT,
+                     .ctx = &r,
+                     .begin = rec_begin,
+                     .act = rec_act,
+                     .end = rec_end};
     char err[2048];
     if (spade_episodes_play(sb, specs, n_set, reqs, episodes, &a, NULL, outs, err, sizeof err) < 0) {
         cli_err(CLI_FAIL, "demos", "%s: %s", path, err);

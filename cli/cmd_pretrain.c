@@ -544,7 +544,7 @@ int spade_cmd_pretrain(int argc, char **argv) {
         rc = spade_bpe_trainer_new(&tr, err, sizeof err);
         for (int i = 0; i < dd.n && !rc; i++) {
             if (dd.transcript[i]) {
-                bpe_add a = {tr, err, sizeof err, 0};
+                bpe_add a = {.tr = tr, .err = err, .errlen = sizeof err};
                 spade_transcript_text_walk(dd.b[i], dd.len[i], bpe_add_text, bpe_skip_special, &a);
                 rc = a.rc;
             } else {

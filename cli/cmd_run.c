@@ -430,7 +430,7 @@ int cli_run(spade_sandbox *sb, int argc, char **argv) {
     if (old_term.sa_handler == SIG_IGN) sigaction(SIGTERM, &old_term, NULL);
     handlers_set = 1;
 
-    spade_ep_spec spec = {path, src, len, params, n_episodes};
+    spade_ep_spec spec = {.filename = path, .source = src, .len = len, .params = params, .expected = n_episodes};
     spade_episodes_opts o;
     spade_episodes_opts_default(&o);
     o.max_live = (int)batch;

@@ -98,10 +98,12 @@ static void play(spade_policy *p, const char *env, int max_live, int hint, seen 
     size_t len;
     char *src = tu_read_env(env, &len);
     spade_sandbox *sb = tu_sandbox(NULL);
-    spade_ep_spec spec = {env, src, len, NULL, n};
+    spade_ep_spec spec = {.filename = env, .source = src, .len = len, .expected = n};
     spade_ep_request req[MAXE];
     /* pairs of one seed: hint 1 plays the second of each with the hint, hint 2 as its repeat 1 */
-    for (int i = 0; i < n; i++) req[i] = (spade_ep_request){0, 100 + (uint64_t)i / 2, hint == 1 && (i % 2), hint == 2 && (i % 2)};
+    for (int i = 0; i < n; i++)
+        req[i] = (spade_ep_request){
+            .spec = 0, .seed = 100 + (uint64_t)i / 2, .hint = hint == 1 && (i % 2), .repeat = hint == 2 && (i % 2)};
     memset(s, 0, sizeof *s);
     spade_policy_agent_opts ao;
     spade_policy_agent_opts_default(&ao);
@@ -344,7 +346,7 @@ START_TEST(eval_pairs_its_arms_on_the_same_seeds) {
     size_t len;
     char *src = tu_read_env("add.c", &len);
     spade_sandbox *sb = tu_sandbox(NULL);
-    spade_ep_spec spec = {"add.c", src, len, "lo=1,hi=3", 0};
+    spade_ep_spec spec = {.filename = "add.c", .source = src, .len = len, .params = "lo=1,hi=3"};
     spade_eval_opts o;
     spade_eval_opts_default(&o);
     o.episodes = 20;

@@ -205,7 +205,7 @@ static void decode(spade_policy *p, const spade_template *t, int n, uint64_t see
         s[i].tr = &tr[i];
     }
     free(prompt);
-    spade_template_opts o = {1.0f, 1.0f, hole_tokens};
+    spade_template_opts o = {.temperature = 1.0f, .top_p = 1.0f, .hole_tokens = hole_tokens};
     ck_assert_msg(spade_template_decode(p, s, n, &o, err, sizeof err) == 0, "%s", err);
 }
 
