@@ -148,16 +148,6 @@ int spade_archive_rollback_after(spade_archive *a, int it, char *err, size_t err
     return 0;
 }
 
-int spade_archive_last_iteration(spade_archive *a, char *err, size_t errlen) {
-    sqlite3_stmt *st;
-    int it = -1;
-    if (sqlite3_prepare_v2(a->db, "SELECT max(iteration) FROM iterations", -1, &st, NULL) != SQLITE_OK)
-        return fail(a, err, errlen, "last iteration") - 1;
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) it = sqlite3_column_int(st, 0);
-    sqlite3_finalize(st);
-    return it;
-}
-
 static void bind_real(sqlite3_stmt *st, int i, double v) {
     if (isfinite(v)) sqlite3_bind_double(st, i, v);
     else sqlite3_bind_null(st, i);
