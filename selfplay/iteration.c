@@ -509,8 +509,9 @@ static int load_envs(spade_sp_iter *x, const pick *p, char *err, size_t errlen)
     return k;
 }
 
-/* Played again, after the gates and before the plays: the last writing's
- * valid ones (selfplay.regen_every), and past ones by regret (selfplay.replay). */
+/* Read with the memory, before anything is written: the environments played
+ * again, the last writing's valid ones (selfplay.regen_every) and past ones
+ * by regret (selfplay.replay), after the ones written now in w. */
 int spade_sp_replays(spade_sp_iter *x, char *err, size_t errlen)
 {
     spade_archive *a = x->s->archive;

@@ -90,10 +90,10 @@ typedef int (*spade_sp_phase)(spade_sp_iter *x, char *err, size_t errlen);
 
 int spade_sp_pool(spade_sp_iter *x, char *err, size_t errlen);     /* m->pool; trains the policy */
 int spade_sp_prompts(spade_sp_iter *x, char *err, size_t errlen);  /* w[i].tr, family, corpus_item, tpl */
+int spade_sp_replays(spade_sp_iter *x, char *err, size_t errlen);  /* w[n..n_all) */
 int spade_sp_write(spade_sp_iter *x, char *err, size_t errlen);    /* w[i].source, embedding, games; tr */
 int spade_sp_hints(spade_sp_iter *x, char *err, size_t errlen);    /* w[i].hint */
 int spade_sp_gates(spade_sp_iter *x, char *err, size_t errlen);    /* w[i].gates, embedding; refs */
-int spade_sp_replays(spade_sp_iter *x, char *err, size_t errlen);  /* w[n..n_all) */
 int spade_sp_plays(spade_sp_iter *x, char *err, size_t errlen);    /* w[i].seeds, plays, paired; samples */
 int spade_sp_lookahead(spade_sp_iter *x, char *err, size_t errlen); /* after */
 int spade_sp_rewards(spade_sp_iter *x, char *err, size_t errlen);  /* w[i].reward, r, keep */

@@ -38,9 +38,11 @@ void spade_selfplay_opts_default(spade_selfplay_opts *o) {
     spade_rl_opts_default(&o->rl);
 }
 
-/* The phases in their order (iteration.h says what each leaves for the next). */
+/* The phases in their order (iteration.h says what each leaves for the next).
+ * The archive is read at the start (the memory, then what is played again) and
+ * written at the end, as it stood after the previous iteration both times. */
 static const spade_sp_phase phases[] = {
-    spade_sp_pool,  spade_sp_prompts,   spade_sp_write,   spade_sp_hints,  spade_sp_gates,   spade_sp_replays,
+    spade_sp_pool,  spade_sp_prompts,   spade_sp_replays, spade_sp_write,  spade_sp_hints,   spade_sp_gates,
     spade_sp_plays, spade_sp_lookahead, spade_sp_rewards, spade_sp_update, spade_sp_archive,
 };
 

@@ -341,8 +341,8 @@ START_TEST(the_lookahead_replays_the_paired_plays_stream)
     spade_selfplay_metrics m;
     spade_sp_iter x;
     ck_assert_msg(spade_sp_begin(&x, &s, &o, 0, NULL, &m, err, sizeof err) == 0, "%s", err);
-    const spade_sp_phase upto[] = {spade_sp_prompts, spade_sp_write, spade_sp_hints, spade_sp_gates,
-                                   spade_sp_replays, spade_sp_plays, spade_sp_lookahead};
+    const spade_sp_phase upto[] = {spade_sp_prompts, spade_sp_replays, spade_sp_write, spade_sp_hints,
+                                   spade_sp_gates,   spade_sp_plays,   spade_sp_lookahead};
     for (size_t k = 0; k < sizeof upto / sizeof *upto; k++) ck_assert_msg(upto[k](&x, err, sizeof err) == 0, "%s", err);
     ck_assert_int_eq(m.valid, 3);
     ck_assert_msg(x.n_agent > 0, "no agent sample: the look-ahead took no step");
