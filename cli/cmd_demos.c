@@ -24,6 +24,7 @@
 #include "designer/prompt.h"
 #include "designer/variants.h"
 #include "episodes.h"
+#include "rng.h"
 
 #define DEMO_MAX_SPECS 256
 #define DEMO_RANDOM_SETTINGS 5 /* random mixes of the params, after defaults, min and max */
@@ -57,13 +58,6 @@ void cli_usage_demos(FILE *out) {
 
 /* ---------------------------------------------------------------- params */
 
-static uint64_t mix64(uint64_t x) {
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-}
-
 /* 1 when "k=v,..." names param. */
 static int names_param(const char *params, const char *name) {
     size_t n = strlen(name);
@@ -78,12 +72,12 @@ static int names_param(const char *params, const char *name) {
 /* Setting k of an environment: 0 the spec's params, 1 min, 2 max, then random. */
 static void setting(const spade_env_info *in, const char *fixed, int k, uint64_t seed, char *buf, size_t cap) {
     size_t n = (size_t)snprintf(buf, cap, "%s", fixed);
-    uint64_t r = mix64(seed ^ (uint64_t)k * 0x51ED27u);
+    uint64_t r = spade_mix64(seed ^ (uint64_t)k * 0x51ED27u);
     for (int i = 0; k > 0 && i < in->n_params && n < cap; i++) {
         const spade_param_info *p = &in->params[i];
         if (names_param(fixed, p->name)) continue;
         double v;
-        r = mix64(r);
+        r = spade_mix64(r);
         if (k == 1) v = p->min;
         else if (k == 2) v = p->max;
         else if (p->type == SPADE_PARAM_INT) v = p->min + (double)(r % (uint64_t)(p->max - p->min + 1));
@@ -255,7 +249,7 @@ static int write_variants(spade_sandbox *sb, spade_tokenizer *tok, const char *p
     for (uint64_t v = 0; made < k && tried < 4 * k; v++, tried++) {
         char *var = NULL;
         size_t vlen;
-        if (spade_variant_make(src, len, info, mix64(seed ^ (v + 1) * 0x2545F4914F6CDD1Dull), &var, &vlen, err,
+        if (spade_variant_make(src, len, info, spade_mix64(seed ^ (v + 1) * 0x2545F4914F6CDD1Dull), &var, &vlen, err,
                                sizeof err) < 0) {
             rejected++;
             continue;

@@ -467,7 +467,8 @@ static int pick_env(void *ctx, const spade_archive_env *e)
         return 0;
     }
     if (e->iteration >= p->before || !isfinite(e->regret)) return 0;
-    int full = p->n == p->limit, at = full ? p->limit - 1 : p->n++; /* insertion into the top list; ties: the newer kept */
+    /* insertion into the top list; ties: the newer kept */
+    int full = p->n == p->limit, at = full ? p->limit - 1 : p->n++;
     if (full && e->regret <= p->regret[at]) return 0;
     while (at > 0 && p->regret[at - 1] < e->regret) {
         p->id[at] = p->id[at - 1];
@@ -524,7 +525,8 @@ int spade_sp_replays(spade_sp_iter *x, char *err, size_t errlen)
         x->m->kept = k;
     }
     if (a && o->replay > 0) {
-        pick pk = {.only = -1, .before = x->base_it, .limit = o->replay < SPADE_SP_MAX_ENVS ? o->replay : SPADE_SP_MAX_ENVS};
+        int limit = o->replay < SPADE_SP_MAX_ENVS ? o->replay : SPADE_SP_MAX_ENVS;
+        pick pk = {.only = -1, .before = x->base_it, .limit = limit};
         if (spade_archive_each_env(a, 1, NULL, o->memory.window, pick_env, &pk, err, errlen) < 0) return -1;
         int k = load_envs(x, &pk, err, errlen);
         if (k < 0) return -1;
@@ -599,7 +601,8 @@ int spade_sp_plays(spade_sp_iter *x, char *err, size_t errlen)
         x->played++;
         x->ao.seed = spade_rng_stream(o->seed, x->it, i, SPADE_RNG_AGENT);
         uint64_t distinct[SPADE_SP_MAX_PLAYS]; /* plays / R seeds, each played R times in a row */
-        for (int k = 0; k < plays / R; k++) distinct[k] = spade_rng_stream(o->seed, x->it, i, SPADE_RNG_SEED + (uint64_t)k);
+        for (int k = 0; k < plays / R; k++)
+            distinct[k] = spade_rng_stream(o->seed, x->it, i, SPADE_RNG_SEED + (uint64_t)k);
         w->plays = calloc((size_t)2 * plays, sizeof *w->plays);
         if (!w->plays) return oom(err, errlen, NULL);
         spade_agent *a = spade_agent_policy(x->s->p, &x->ao, err, errlen);
@@ -678,7 +681,8 @@ static int lookahead(spade_sp_iter *x, char *err, size_t errlen)
     for (int i = 0; i < x->n; i++) {
         if (w[i].gates.first_failed >= 0) continue;
         ao.seed = spade_rng_stream(o->seed, x->it, i, SPADE_RNG_AGENT); /* the paired plays' agent stream */
-        for (int k = 0; k < plays; k++) req[k] = (spade_ep_request){.spec = 0, .seed = w[i].seeds[k], .repeat = k % x->R};
+        for (int k = 0; k < plays; k++)
+            req[k] = (spade_ep_request){.spec = 0, .seed = w[i].seeds[k], .repeat = k % x->R};
         spade_agent *a = spade_agent_policy(q, &ao, err, errlen);
         if (!a) goto done;
         spade_ep_spec spec = {.filename = "generated.c", .source = w[i].source, .len = w[i].source_len,

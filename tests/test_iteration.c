@@ -176,8 +176,8 @@ START_TEST(out_of_memory_in_the_writing_phase_stops_the_iteration)
             break;
         }
         ck_assert_msg(rc == -1 && strstr(err, "out of memory"),
-                      "allocation %d failed: the writing phase returned %d (\"%s\"), not an out-of-memory error", fail_at,
-                      rc, err);
+                      "allocation %d failed: the writing phase returned %d (\"%s\"), not an out-of-memory error",
+                      fail_at, rc, err);
         spade_sp_end(&x, rc);
     }
     ck_assert_msg(total >= 4, "the writing phase made %d allocations through its hook", total);
@@ -296,10 +296,12 @@ START_TEST(the_archive_keeps_the_seed_each_play_was_played_on)
         seeds[n] = (uint64_t)sqlite3_column_int64(st, 0);
         double want = return_of(sb, src, len, seeds[n]);
         /* the return is the seed's alone: a row whose seed is not the one played shows another return */
-        ck_assert_msg(fabs(sqlite3_column_double(st, 1) - want) < 1e-9 && fabs(sqlite3_column_double(st, 2) - want) < 1e-9,
+        double got0 = sqlite3_column_double(st, 1), got1 = sqlite3_column_double(st, 2);
+        ck_assert_msg(fabs(got0 - want) < 1e-9 && fabs(got1 - want) < 1e-9,
                       "play %d: seed %llu returns %g, the archive says %g without the hint and %g with it", n,
-                      (unsigned long long)seeds[n], want, sqlite3_column_double(st, 1), sqlite3_column_double(st, 2));
-        if (n % 2 == 1) ck_assert_msg(seeds[n] == seeds[n - 1], "repeats = 2: play %d is the seed of play %d again", n, n - 1);
+                      (unsigned long long)seeds[n], want, got0, got1);
+        if (n % 2 == 1)
+            ck_assert_msg(seeds[n] == seeds[n - 1], "repeats = 2: play %d is the seed of play %d again", n, n - 1);
         if (n >= 2 && n % 2 == 0) differ += seeds[n] != seeds[n - 2];
     }
     sqlite3_finalize(st);
@@ -348,8 +350,8 @@ START_TEST(the_lookahead_replays_the_paired_plays_stream)
     ck_assert_msg(x.n_agent > 0, "no agent sample: the look-ahead took no step");
     int mixed = 0;
     for (int i = 0; i < 3; i++) {
-        ck_assert_msg(x.after[i] == x.w[i].paired.pass_nohint, "environment %d: the look-ahead passed %g, the plays %g", i,
-                      x.after[i], x.w[i].paired.pass_nohint);
+        ck_assert_msg(x.after[i] == x.w[i].paired.pass_nohint, "environment %d: the look-ahead passed %g, the plays %g",
+                      i, x.after[i], x.w[i].paired.pass_nohint);
         mixed += x.after[i] > 0 && x.after[i] < 1;
     }
     ck_assert_msg(mixed > 0, "every pass rate is 0 or 1: the test cannot tell streams apart");
