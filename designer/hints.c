@@ -21,6 +21,51 @@ static int blank(char c)
     return c == ' ' || c == '\n' || c == '\t' || c == '\r';
 }
 
+/* <|designer|> HINT_PROMPT(src) <|hint|> into *out (malloc'd, *count tokens). */
+static int prompt_tokens(const spade_prompt_opts *po, spade_tokenizer *tok, int T, int ctx, const char *src,
+                         size_t len, int **out, int *count, char *err, size_t errlen)
+{
+    char *prompt = NULL, e2[300];
+    size_t plen = 0;
+    if (spade_hint_prompt_build(po, src, len, &prompt, &plen, e2, sizeof e2) < 0) {
+        spade_errf(err, errlen, "designer.hint_tokens = %d leaves %d of the policy's %d context tokens: %s", T,
+                   po->budget, ctx, e2);
+        return -1;
+    }
+    *out = malloc((plen + 2) * sizeof **out); /* an encoding is never longer than its text */
+    if (!*out) {
+        free(prompt);
+        spade_errf(err, errlen, "self-play: out of memory for a hint prompt");
+        return -1;
+    }
+    size_t n = spade_tokenizer_encode(tok, prompt, plen, *out + 1);
+    free(prompt);
+    (*out)[0] = SPADE_TOK_DESIGNER;
+    (*out)[n + 1] = SPADE_TOK_HINT;
+    *count = (int)n + 2;
+    return 0;
+}
+
+/* What a completion keeps as a hint: up to its first NUL byte (a hint is
+ * text), blank space around it dropped, at most max_len bytes (what the
+ * archive's hint column holds, so the archived hint is the one played).
+ * malloc'd; NULL when out of memory. */
+static char *trimmed(const char *text, size_t got, size_t max_len, size_t *len)
+{
+    size_t a = 0, b = got;
+    for (size_t z = 0; z < b; z++)
+        if (!text[z]) b = z;
+    while (a < b && blank(text[a])) a++;
+    while (b > a && blank(text[b - 1])) b--;
+    if (b - a > max_len) b = a + max_len;
+    char *h = malloc(b - a + 1);
+    if (!h) return NULL;
+    memcpy(h, text + a, b - a);
+    h[b - a] = 0;
+    *len = b - a;
+    return h;
+}
+
 int spade_hints_write(spade_policy *p, const spade_hints_opts *o, const char *const *src, const size_t *src_len,
                       const uint64_t *seeds, int n, char **hint, size_t *hint_len, long *tokens, char *err,
                       size_t errlen)
@@ -54,26 +99,9 @@ int spade_hints_write(spade_policy *p, const spade_hints_opts *o, const char *co
             goto done;
         }
         if (!src[i] || !src_len[i]) continue;
-        char *prompt = NULL, e2[300];
-        size_t plen = 0;
-        if (spade_hint_prompt_build(&po, src[i], src_len[i], &prompt, &plen, e2, sizeof e2) < 0) {
-            spade_errf(err, errlen, "designer.hint_tokens = %d leaves %d of the policy's %d context tokens: %s", T,
-                       po.budget, ctx, e2);
-            goto done;
-        }
-        /* <|designer|> PROMPT <|hint|>: an encoding is never longer than its text */
-        tr[k] = malloc((plen + 2) * sizeof **tr);
-        if (!tr[k]) {
-            free(prompt);
-            spade_errf(err, errlen, "self-play: out of memory for a hint prompt");
-            goto done;
-        }
-        size_t len = spade_tokenizer_encode(tok, prompt, plen, tr[k] + 1);
-        free(prompt);
-        tr[k][0] = SPADE_TOK_DESIGNER;
-        tr[k][len + 1] = SPADE_TOK_HINT;
+        if (prompt_tokens(&po, tok, T, ctx, src[i], src_len[i], &tr[k], &counts[k], err, errlen) < 0) goto done;
         at[k] = i;
-        slots[k] = k, toks[k] = tr[k], counts[k] = (int)len + 2;
+        slots[k] = k, toks[k] = tr[k];
         slot_seeds[k] = seeds[i];
         k++;
     }
@@ -109,23 +137,15 @@ int spade_hints_write(spade_policy *p, const spade_hints_opts *o, const char *co
         size_t got = 0;
         spade_tokenizer_decode(tok, t, (size_t)(ended ? len - 1 : len), 0, text, cap, &got);
         if (got >= cap) got = cap - 1;
-        /* at most what the archive's hint column holds, so the archived hint is the one played */
-        size_t a = 0, b = got;
-        for (size_t z = 0; z < b; z++) /* a hint is text: a NUL byte ends it */
-            if (!text[z]) b = z;
-        while (a < b && blank(text[a])) a++;
-        while (b > a && blank(text[b - 1])) b--;
-        if (b - a > o->max_len) b = a + o->max_len;
-        char *h = malloc(b - a + 1);
+        size_t hl;
+        char *h = trimmed(text, got, o->max_len, &hl);
         if (!h) {
             spade_errf(err, errlen, "self-play: out of memory");
             goto done;
         }
-        memcpy(h, text + a, b - a);
-        h[b - a] = 0;
         free(hint[i]);
         hint[i] = h;
-        hint_len[i] = b - a;
+        hint_len[i] = hl;
     }
     rc = 0;
 done:
