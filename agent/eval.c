@@ -46,7 +46,9 @@ static int arm(spade_sandbox *sb, const spade_ep_spec *specs, int n, spade_agent
         spade_errf(err, errlen, "eval: out of memory");
         goto done;
     }
-    for (long i = 0; i < total; i++) req[i] = (spade_ep_request){(int)(i / o->episodes), o->seed + (uint64_t)(i % o->episodes), hint, 0};
+    for (long i = 0; i < total; i++)
+        req[i] = (spade_ep_request){
+            .spec = (int)(i / o->episodes), .seed = o->seed + (uint64_t)(i % o->episodes), .hint = hint};
     spade_episodes_opts eo;
     spade_episodes_opts_default(&eo);
     eo.max_live = o->max_live;

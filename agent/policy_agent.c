@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h" /* spade_mix64 */
 #include "errbuf.h"
+#include "rng.h"
 
 typedef struct ep_state {
     int slot;
@@ -44,7 +44,6 @@ void spade_policy_agent_opts_default(spade_policy_agent_opts *o) {
     o->top_p = 1.0f;
 }
 
-static uint64_t mix(uint64_t x) { return spade_mix64(x); }
 
 static int pa_begin(void *ctx, const spade_ep_view *v, void **state, char *err, size_t errlen) {
     pa *a = ctx;
@@ -115,9 +114,9 @@ static int pa_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *ac
         /* a repeat of a seed draws its own stream (repeat 0 is the stream without repeats); both arms of a
          * (seed, repeat) draw the same one, common random numbers: where the hint changes nothing they play
          * alike, so the pair's difference (regret) carries the hint's effect and less sampling noise */
-        uint64_t es = views[i].repeat ? mix(views[i].seed ^ mix(0x72657074ULL + (uint64_t)views[i].repeat)) : views[i].seed;
+        uint64_t es = views[i].repeat ? spade_mix64(views[i].seed ^ spade_mix64(0x72657074ULL + (uint64_t)views[i].repeat)) : views[i].seed;
         uint64_t arm = a->o.arm_streams && views[i].hint != NULL;
-        a->seeds[m] = mix(a->o.seed ^ mix(es ^ mix((uint64_t)views[i].step * 2 + arm)));
+        a->seeds[m] = spade_mix64(a->o.seed ^ spade_mix64(es ^ spade_mix64((uint64_t)views[i].step * 2 + arm)));
         a->which[m++] = i;
     }
     if (!m) return 0;

@@ -14,9 +14,9 @@
 #include "agent/policy_agent.h"
 #include "agent/transcript.h"
 #include "episodes.h"
-#include "check.h" /* spade_mix64 */
 #include "errbuf.h"
 #include "killpoint.h"
+#include "rng.h"
 
 void spade_rl_opts_default(spade_rl_opts *o) {
     memset(o, 0, sizeof *o);
@@ -34,17 +34,15 @@ void spade_rl_opts_default(spade_rl_opts *o) {
     o->adamw.lr = 1e-4f;
 }
 
-static uint64_t mix(uint64_t x) { return spade_mix64(x); }
-
 int spade_rl_pick(int pool_size, int envs_per_iter, uint64_t seed, int it, int *out) {
     int n = envs_per_iter < pool_size ? envs_per_iter : pool_size;
     if (n > SPADE_RL_MAX_ENVS) n = SPADE_RL_MAX_ENVS;
     int *all = malloc((size_t)pool_size * sizeof *all);
     if (!all) return 0;
     for (int i = 0; i < pool_size; i++) all[i] = i;
-    uint64_t r = mix(seed ^ mix(0x706f6f6cULL + (uint64_t)it));
+    uint64_t r = spade_mix64(seed ^ spade_mix64(0x706f6f6cULL + (uint64_t)it));
     for (int k = 0; k < n; k++) {
-        r = mix(r);
+        r = spade_mix64(r);
         int j = k + (int)(r % (uint64_t)(pool_size - k));
         int t = all[k];
         all[k] = all[j];
@@ -56,36 +54,13 @@ int spade_rl_pick(int pool_size, int envs_per_iter, uint64_t seed, int it, int *
 }
 
 uint64_t spade_rl_seed(uint64_t seed, int it, int e, int k) {
-    return mix(seed ^ mix(((uint64_t)it << 40) ^ ((uint64_t)e << 20) ^ (uint64_t)k));
+    return spade_mix64(seed ^ spade_mix64(((uint64_t)it << 40) ^ ((uint64_t)e << 20) ^ (uint64_t)k));
 }
 
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* The episodes of one iteration, as the policy agent hands them back. */
-typedef struct collect {
-    spade_transcript *tr; /* [n] copies */
-    spade_ep_outcome *o;  /* [n] by episode index */
-    int *have;
-    long n;
-    int oom;
-} collect;
-
-static void on_episode(void *ctx, const spade_ep_outcome *o, const spade_transcript *t) {
-    collect *c = ctx;
-    if (o->episode < 0 || o->episode >= c->n) return;
-    spade_transcript *d = &c->tr[o->episode];
-    spade_transcript_clear(d);
-    for (int i = 0; i < t->len; i++) {
-        if (t->mask[i]) spade_transcript_sampled(d, &t->tok[i], &t->logp[i], 1);
-        else spade_transcript_special(d, t->tok[i]);
-    }
-    if (d->oom) c->oom = 1;
-    c->o[o->episode] = *o;
-    c->have[o->episode] = 1;
 }
 
 int spade_rl_iteration(spade_policy *p, spade_policy *ref, spade_sandbox *sb, const spade_pool *pool, int it,
@@ -112,8 +87,10 @@ int spade_rl_iteration(spade_policy *p, spade_policy *ref, spade_sandbox *sb, co
     long n = (long)ne * o->plays;
     spade_ep_spec specs[SPADE_RL_MAX_ENVS];
     spade_ep_request *req = calloc((size_t)n, sizeof *req);
-    collect c = {calloc((size_t)n, sizeof(spade_transcript)), calloc((size_t)n, sizeof(spade_ep_outcome)),
-                 calloc((size_t)n, sizeof(int)), n, 0};
+    spade_kept_episodes c = {.tr = calloc((size_t)n, sizeof(spade_transcript)),
+                             .o = calloc((size_t)n, sizeof(spade_ep_outcome)),
+                             .have = calloc((size_t)n, sizeof(int)),
+                             .n = n};
     spade_ep_outcome *out = calloc((size_t)n, sizeof *out);
     spade_grpo_sample *s = calloc((size_t)n, sizeof *s);
     spade_agent *agent = NULL;
@@ -128,8 +105,10 @@ int spade_rl_iteration(spade_policy *p, spade_policy *ref, spade_sandbox *sb, co
         const char *params = pe->params[0] ? pe->params : NULL;
         if (o->params_override && picked[e] < o->n_override && o->params_override[picked[e]])
             params = o->params_override[picked[e]];
-        specs[e] = (spade_ep_spec){pe->path, pe->source, pe->len, params, o->plays};
-        for (int k = 0; k < o->plays; k++) req[(long)e * o->plays + k] = (spade_ep_request){e, spade_rl_seed(o->seed, it, e, k), 0, 0};
+        specs[e] = (spade_ep_spec){.filename = pe->path, .source = pe->source, .len = pe->len, .params = params,
+                                   .expected = o->plays};
+        for (int k = 0; k < o->plays; k++)
+            req[(long)e * o->plays + k] = (spade_ep_request){.spec = e, .seed = spade_rl_seed(o->seed, it, e, k)};
     }
     spade_policy_agent_opts ao;
     spade_policy_agent_opts_default(&ao);
@@ -137,8 +116,8 @@ int spade_rl_iteration(spade_policy *p, spade_policy *ref, spade_sandbox *sb, co
     ao.max_action_tokens = o->max_action_tokens;
     ao.temperature = o->temperature;
     ao.top_p = o->top_p;
-    ao.seed = mix(o->seed ^ 0x6167656e74ULL);
-    ao.on_episode = on_episode;
+    ao.seed = spade_mix64(o->seed ^ 0x6167656e74ULL);
+    ao.on_episode = spade_keep_episode;
     ao.ctx = &c;
     if (!(agent = spade_agent_policy(p, &ao, err, errlen))) goto done;
     spade_episodes_opts eo;

@@ -60,12 +60,24 @@ void spade_transcript_text(spade_transcript *t, spade_tokenizer *tok, const char
     encode(t, tok, text, len, 0);
 }
 
-void spade_transcript_written(spade_transcript *t, spade_tokenizer *tok, const char *text, size_t len) {
-    encode(t, tok, text, len, 1);
-}
-
 void spade_transcript_sampled(spade_transcript *t, const int *toks, const float *logp, int n) {
     for (int i = 0; i < n; i++) push(t, toks[i], 1, logp ? logp[i] : 0);
+}
+
+void spade_keep_episode(void *ctx, const spade_ep_outcome *o, const spade_transcript *t) {
+    spade_kept_episodes *c = ctx;
+    if (o->episode < 0 || o->episode >= c->n) return;
+    spade_transcript *d = &c->tr[o->episode];
+    spade_transcript_clear(d);
+    for (int i = 0; i < t->len; i++) {
+        if (t->mask[i]) spade_transcript_sampled(d, &t->tok[i], &t->logp[i], 1);
+        else spade_transcript_special(d, t->tok[i]);
+    }
+    if (d->oom) c->oom = 1;
+    if (c->o) {
+        c->o[o->episode] = *o;
+        c->have[o->episode] = 1;
+    }
 }
 
 void spade_transcript_agent_open(spade_transcript *t, spade_tokenizer *tok, const char *obs, size_t obs_len,

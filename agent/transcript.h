@@ -21,6 +21,7 @@
 
 #include <stddef.h>
 
+#include "episodes.h"
 #include "policy/policy.h"
 
 typedef struct spade_transcript {
@@ -41,8 +42,6 @@ void spade_transcript_special(spade_transcript *t, int token);
 void spade_transcript_text(spade_transcript *t, spade_tokenizer *tok, const char *text, size_t len);
 /* Appends tokens the policy sampled, trained, with their log-probs (NULL: 0). */
 void spade_transcript_sampled(spade_transcript *t, const int *toks, const float *logp, int n);
-/* Appends text the role wrote without sampling (demonstrations), trained, log-prob 0. */
-void spade_transcript_written(spade_transcript *t, spade_tokenizer *tok, const char *text, size_t len);
 
 /* The pieces of the agent format, so the policy agent appends exactly what a
  * whole transcript holds: the opening (<|agent|>, first observation, hint,
@@ -55,6 +54,21 @@ void spade_transcript_agent_action(spade_transcript *t, spade_tokenizer *tok, co
 /* The designer: <|designer|> PROMPT <|source|>, then (a demonstration) SOURCE <|end|>. */
 void spade_transcript_designer_open(spade_transcript *t, spade_tokenizer *tok, const char *prompt, size_t len);
 void spade_transcript_designer_source(spade_transcript *t, spade_tokenizer *tok, const char *src, size_t len);
+
+/* What a trainer keeps of a run's episodes, by episode index: the policy
+ * agent's on_episode (spade_policy_agent_opts) with ctx a spade_kept_episodes
+ * copies each transcript into tr[episode] (its tokens, mask and log-probs)
+ * and, when o is not NULL, the outcome into o[episode] and 1 into
+ * have[episode]. Episodes outside [0, n) are ignored. A copy that runs out of
+ * memory sets oom: the caller checks it after the run. */
+typedef struct spade_kept_episodes {
+    spade_transcript *tr; /* [n] */
+    spade_ep_outcome *o;  /* [n] or NULL */
+    int *have;            /* [n], or NULL when o is */
+    long n;
+    int oom;
+} spade_kept_episodes;
+void spade_keep_episode(void *ctx, const spade_ep_outcome *o, const spade_transcript *t);
 
 /* The transcript as text with the special tokens written out (<|agent|>, ...),
  * for people and for the demonstrations file; *out is malloc'd. */

@@ -110,7 +110,7 @@ int main(int argc, char **argv) {
     spade_gpt_config c;
     spade_gpt_config_default(&c); /* L4 C128 NH4 context 256: the default policy */
     snprintf(c.backend, sizeof c.backend, "cpu");
-    shape sh = {32, 4, 16, 32};
+    shape sh = {.slots = 32, .turns = 4, .obs = 16, .act = 32};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--quick")) quick = 1;

@@ -66,7 +66,7 @@ int main(int argc, char **argv) {
             if (spade_gates_run(sb, path, src, len, &o, &rep, err, sizeof err) < 0 || rep.first_failed >= 0)
                 printf("  (%s: gates did not pass: %s)\n", names[e], rep.first_failed >= 0 ? rep.detail[rep.first_failed] : err);
             double t2 = now_s();
-            spade_ep_spec spec = {path, src, len, NULL, 16};
+            spade_ep_spec spec = {.filename = path, .source = src, .len = len, .expected = 16};
             uint64_t seeds[8];
             spade_ep_outcome out[16];
             spade_paired m;

@@ -206,12 +206,13 @@ static roll_res rollout(spade_sandbox *sb, spade_policy *p, int max_live, int do
         size_t len;
         snprintf(path, sizeof path, "%s/stdenv/%s.c", SPADE_SRCDIR, env_names[e]);
         if (!(src[e] = read_file(path, &len))) DIE("cannot read %s", path);
-        specs[e] = (spade_ep_spec){env_names[e], src[e], len, NULL, plays};
+        specs[e] = (spade_ep_spec){.filename = env_names[e], .source = src[e], .len = len, .expected = plays};
     }
     long n = (long)n_envs_used * plays;
     spade_ep_request *req = calloc((size_t)n, sizeof *req);
     spade_ep_outcome *out = calloc((size_t)n, sizeof *out), *out2 = calloc((size_t)n, sizeof *out2);
-    for (long i = 0; i < n; i++) req[i] = (spade_ep_request){(int)(i / plays), 1000 + (uint64_t)i, (int)(i & 1), 0};
+    for (long i = 0; i < n; i++)
+        req[i] = (spade_ep_request){.spec = (int)(i / plays), .seed = 1000 + (uint64_t)i, .hint = (int)(i & 1)};
     spade_policy_agent_opts ao;
     spade_policy_agent_opts_default(&ao);
     ao.max_live = max_live;
@@ -223,7 +224,8 @@ static roll_res rollout(spade_sandbox *sb, spade_policy *p, int max_live, int do
     t.eps = calloc((size_t)n, sizeof *t.eps);
     t.n_eps = n;
     if (!(t.in = spade_agent_policy(p, &ao, err, sizeof err))) DIE("%s", err);
-    spade_agent w = {"timed-policy", t.in->wants, &t, tm_begin, tm_act, tm_end, NULL};
+    spade_agent w = {
+        .name = "timed-policy", .wants = t.in->wants, .ctx = &t, .begin = tm_begin, .act = tm_act, .end = tm_end};
     spade_episodes_opts eo;
     spade_episodes_opts_default(&eo);
     eo.max_live = max_live;
@@ -241,7 +243,7 @@ static roll_res rollout(spade_sandbox *sb, spade_policy *p, int max_live, int do
         r.context_full += out[i].end == SPADE_EP_AGENT_STOP && !strcmp(out[i].stop_reason, "context_full");
     }
     if (do_replay) {
-        spade_agent rp = {"replay", 0, &t, NULL, rp_act, NULL, NULL};
+        spade_agent rp = {.name = "replay", .ctx = &t, .act = rp_act};
         t0 = now();
         if (spade_episodes_play(sb, specs, n_envs_used, req, n, &rp, &eo, out2, err, sizeof err) < 0) DIE("%s", err);
         r.replay = now() - t0;

@@ -24,6 +24,7 @@
 #include "designer/prompt.h"
 #include "designer/variants.h"
 #include "episodes.h"
+#include "rng.h"
 
 #define DEMO_MAX_SPECS 256
 #define DEMO_RANDOM_SETTINGS 5 /* random mixes of the params, after defaults, min and max */
@@ -57,13 +58,6 @@ void cli_usage_demos(FILE *out) {
 
 /* ---------------------------------------------------------------- params */
 
-static uint64_t mix64(uint64_t x) {
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-}
-
 /* 1 when "k=v,..." names param. */
 static int names_param(const char *params, const char *name) {
     size_t n = strlen(name);
@@ -78,12 +72,12 @@ static int names_param(const char *params, const char *name) {
 /* Setting k of an environment: 0 the spec's params, 1 min, 2 max, then random. */
 static void setting(const spade_env_info *in, const char *fixed, int k, uint64_t seed, char *buf, size_t cap) {
     size_t n = (size_t)snprintf(buf, cap, "%s", fixed);
-    uint64_t r = mix64(seed ^ (uint64_t)k * 0x51ED27u);
+    uint64_t r = spade_mix64(seed ^ (uint64_t)k * 0x51ED27u);
     for (int i = 0; k > 0 && i < in->n_params && n < cap; i++) {
         const spade_param_info *p = &in->params[i];
         if (names_param(fixed, p->name)) continue;
         double v;
-        r = mix64(r);
+        r = spade_mix64(r);
         if (k == 1) v = p->min;
         else if (k == 2) v = p->max;
         else if (p->type == SPADE_PARAM_INT) v = p->min + (double)(r % (uint64_t)(p->max - p->min + 1));
@@ -171,19 +165,33 @@ static int play_env(spade_sandbox *sb, spade_tokenizer *tok, const char *path, c
     spade_ep_spec specs[3 + DEMO_RANDOM_SETTINGS];
     for (int k = 0; k < n_set; k++) {
         setting(info, fixed, k, seed, params[k], sizeof params[k]);
-        specs[k] = (spade_ep_spec){path, src, len, params[k][0] ? params[k] : NULL, (episodes + n_set - 1) / n_set};
+        specs[k] = (spade_ep_spec){.filename = path,
+                                   .source = src,
+                                   .len = len,
+                                   .params = params[k][0] ? params[k] : NULL,
+                                   .expected = (episodes + n_set - 1) / n_set};
     }
     spade_ep_request *reqs = calloc((size_t)episodes, sizeof *reqs);
     spade_ep_outcome *outs = calloc((size_t)episodes, sizeof *outs);
-    rec r = {spade_agent_solve(), tok, reqs, calloc((size_t)episodes, sizeof(spade_transcript)),
-             calloc((size_t)episodes, sizeof(char *)), calloc((size_t)episodes, sizeof(size_t))};
+    rec r = {.inner = spade_agent_solve(),
+             .tok = tok,
+             .reqs = reqs,
+             .tr = calloc((size_t)episodes, sizeof(spade_transcript)),
+             .text = calloc((size_t)episodes, sizeof(char *)),
+             .text_len = calloc((size_t)episodes, sizeof(size_t))};
     int rc = CLI_FAIL;
     if (!reqs || !outs || !r.inner || !r.tr || !r.text || !r.text_len) {
         cli_err(CLI_FAIL, "demos", "out of memory");
         goto done;
     }
-    for (long e = 0; e < episodes; e++) reqs[e] = (spade_ep_request){(int)(e % n_set), seed + (uint64_t)e, hint && (e & 1), 0};
-    spade_agent a = {"demos", r.inner->wants | SPADE_AGENT_WANTS_HINT, &r, rec_begin, rec_act, rec_end, NULL};
+    for (long e = 0; e < episodes; e++)
+        reqs[e] = (spade_ep_request){.spec = (int)(e % n_set), .seed = seed + (uint64_t)e, .hint = hint && (e & 1)};
+    spade_agent a = {.name = "demos",
+                     .wants = r.inner->wants | SPADE_AGENT_WANTS_HINT,
+                     .ctx = &r,
+                     .begin = rec_begin,
+                     .act = rec_act,
+                     .end = rec_end};
     char err[2048];
     if (spade_episodes_play(sb, specs, n_set, reqs, episodes, &a, NULL, outs, err, sizeof err) < 0) {
         cli_err(CLI_FAIL, "demos", "%s: %s", path, err);
@@ -241,7 +249,7 @@ static int write_variants(spade_sandbox *sb, spade_tokenizer *tok, const char *p
     for (uint64_t v = 0; made < k && tried < 4 * k; v++, tried++) {
         char *var = NULL;
         size_t vlen;
-        if (spade_variant_make(src, len, info, mix64(seed ^ (v + 1) * 0x2545F4914F6CDD1Dull), &var, &vlen, err,
+        if (spade_variant_make(src, len, info, spade_mix64(seed ^ (v + 1) * 0x2545F4914F6CDD1Dull), &var, &vlen, err,
                                sizeof err) < 0) {
             rejected++;
             continue;

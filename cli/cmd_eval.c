@@ -101,7 +101,11 @@ int cli_eval(spade_sandbox *sb, int argc, char **argv) {
         if (cli_load_spec("eval", argv[optind + i], paths[n], sizeof paths[n], params[n], sizeof params[n], &srcs[n],
                           &len))
             goto done;
-        specs[n] = (spade_ep_spec){paths[n], srcs[n], len, params[n][0] ? params[n] : NULL, o.episodes};
+        specs[n] = (spade_ep_spec){.filename = paths[n],
+                                   .source = srcs[n],
+                                   .len = len,
+                                   .params = params[n][0] ? params[n] : NULL,
+                                   .expected = o.episodes};
         snprintf(names[n], sizeof names[n], "%s", argv[optind + i]);
     }
     if (suite) {
@@ -117,7 +121,8 @@ int cli_eval(spade_sandbox *sb, int argc, char **argv) {
                 size_t len;
                 snprintf(paths[n], sizeof paths[n], "%s", files[i]);
                 if (spade_read_source(files[i], &srcs[n], &len, err, sizeof err) == 0) {
-                    specs[n] = (spade_ep_spec){paths[n], srcs[n], len, NULL, o.episodes};
+                    specs[n] =
+                        (spade_ep_spec){.filename = paths[n], .source = srcs[n], .len = len, .expected = o.episodes};
                     const char *b = strrchr(files[i], '/');
                     snprintf(names[n], sizeof names[n], "%.*s", (int)strcspn(b + 1, "."), b + 1);
                     n++;

@@ -34,6 +34,7 @@
 
 #include "cli.h"
 #include "policy/policy.h"
+#include "rng.h"
 #include "transcript_text.h"
 
 typedef struct pt_config {
@@ -414,13 +415,6 @@ static double now_s(void) {
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static uint64_t mix(uint64_t x) {
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-}
-
 static float lr_at(const pt_config *c, long step) {
     if (c->warmup > 0 && step <= c->warmup) return c->lr * (float)step / (float)c->warmup;
     double span = (double)(c->steps - c->warmup), t = span > 0 ? (step - c->warmup) / span : 1.0;
@@ -580,7 +574,7 @@ static int train_step(spade_policy *p, const pt_config *c, const corpus *cp, lon
                       spade_adamw_opts *o, float *loss, float *gnorm, char *err, size_t errlen) {
     int B = c->batch, T = c->seq;
     for (int b = 0; b < B; b++) {
-        uint64_t r = mix(c->seed * 0x100000001B3ull ^ mix((uint64_t)step * 1000003u + b));
+        uint64_t r = spade_mix64(c->seed * 0x100000001B3ull ^ spade_mix64((uint64_t)step * 1000003u + b));
         size_t off = r % (cp->n - T);
         memcpy(tok + (size_t)b * T, cp->tok + off, (size_t)T * sizeof(int));
         memcpy(tg + (size_t)b * T, cp->tok + off + 1, (size_t)T * sizeof(int));

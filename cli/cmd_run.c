@@ -510,7 +510,7 @@ int cli_run(spade_sandbox *sb, int argc, char **argv) {
     stop_handlers_install(a.agent_kind == AGENT_STDIN, &old_int, &old_term);
     handlers_set = 1;
 
-    spade_ep_spec spec = {path, src, len, params, a.n_episodes};
+    spade_ep_spec spec = {.filename = path, .source = src, .len = len, .params = params, .expected = a.n_episodes};
     spade_episodes_opts o;
     spade_episodes_opts_default(&o);
     o.max_live = (int)a.batch;

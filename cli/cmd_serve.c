@@ -268,7 +268,7 @@ static int serve_socket(spade_sandbox *sb, const serve_limits *lim, const char *
     int lfd = open_listener(addr, shown, sizeof shown, upath, sizeof upath);
     if (lfd == -2) return CLI_USAGE;
     if (lfd < 0) return CLI_FAIL;
-    server s = {sb, *lim, PTHREAD_MUTEX_INITIALIZER, 0};
+    server s = {.sb = sb, .lim = *lim, .mu = PTHREAD_MUTEX_INITIALIZER};
     printf("listening on %s\n", shown);
     fflush(stdout);
     pthread_attr_t attr;

@@ -72,7 +72,7 @@ static void enc_special(void *ctx, int tok) {
 }
 
 size_t spade_transcript_text_encode(spade_tokenizer *t, const char *s, size_t len, int *out) {
-    enc e = {t, out, 0};
+    enc e = {.t = t, .out = out};
     spade_transcript_text_walk(s, len, enc_text, enc_special, &e);
     return e.n;
 }

@@ -70,7 +70,7 @@ int spade_text_pieces(const char *text, size_t len, spade_pieces *out)
         len = (size_t)(nul - text);
     /* at most one piece per two bytes of each kind, plus one */
     int cap = (int)(3 * (len / 2 + 1));
-    pbuild b = {out, cap, NULL, NULL, 16};
+    pbuild b = {.pc = out, .cap = cap, .set_cap = 16};
     while (b.set_cap < 2 * (size_t)cap)
         b.set_cap *= 2;
     out->p = malloc((size_t)cap * sizeof *out->p);

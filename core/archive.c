@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h" /* spade_splitmix64 */
 #include "errbuf.h"
+#include "rng.h"
 
 struct spade_archive {
     sqlite3 *db;
@@ -146,16 +146,6 @@ int spade_archive_rollback_after(spade_archive *a, int it, char *err, size_t err
         if (rc != SQLITE_DONE) return fail(a, err, errlen, "rollback");
     }
     return 0;
-}
-
-int spade_archive_last_iteration(spade_archive *a, char *err, size_t errlen) {
-    sqlite3_stmt *st;
-    int it = -1;
-    if (sqlite3_prepare_v2(a->db, "SELECT max(iteration) FROM iterations", -1, &st, NULL) != SQLITE_OK)
-        return fail(a, err, errlen, "last iteration") - 1;
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) it = sqlite3_column_int(st, 0);
-    sqlite3_finalize(st);
-    return it;
 }
 
 static void bind_real(sqlite3_stmt *st, int i, double v) {
@@ -357,9 +347,10 @@ static int collect_window(void *ctx, const spade_archive_env *e) {
     int same = !strcmp(e->family, w->family);
     double p = e->pass_nohint;
     if (same && p >= w->o->pos_lo && p <= w->o->pos_hi && isfinite(e->regret) && w->n_pos < w->cap)
-        w->pos[w->n_pos++] = (cand){e->id, e->regret, spade_splitmix64(w->rng), same};
+        w->pos[w->n_pos++] =
+            (cand){.id = e->id, .regret = e->regret, .tie = spade_splitmix64(w->rng), .same_family = same};
     if ((p < w->o->neg_lo || p > w->o->neg_hi) && w->n_neg < w->cap)
-        w->neg[w->n_neg++] = (cand){e->id, 0, spade_splitmix64(w->rng), same};
+        w->neg[w->n_neg++] = (cand){.id = e->id, .tie = spade_splitmix64(w->rng), .same_family = same};
     return 0;
 }
 
@@ -372,7 +363,12 @@ static int by_regret(const void *pa, const void *pb) {
 int spade_memory_select(spade_archive *a, const char *family, const spade_memory_opts *o, uint64_t *rng, long *pos,
                         int *n_pos, long *neg, char *err, size_t errlen) {
     int cap = o->window > 0 ? o->window : 1;
-    window w = {family, o, rng, calloc((size_t)cap, sizeof(cand)), calloc((size_t)cap, sizeof(cand)), 0, 0, cap};
+    window w = {.family = family,
+                .o = o,
+                .rng = rng,
+                .pos = calloc((size_t)cap, sizeof(cand)),
+                .neg = calloc((size_t)cap, sizeof(cand)),
+                .cap = cap};
     *n_pos = 0;
     *neg = -1;
     if (!w.pos || !w.neg) {

@@ -33,8 +33,6 @@ int spade_archive_begin(spade_archive *a, char *err, size_t errlen);
 int spade_archive_commit(spade_archive *a, char *err, size_t errlen);
 /* Deletes every row of iterations > it (environments, plays, metrics). */
 int spade_archive_rollback_after(spade_archive *a, int it, char *err, size_t errlen);
-/* The highest iteration with metrics, or -1 when there is none. */
-int spade_archive_last_iteration(spade_archive *a, char *err, size_t errlen);
 
 /* One environment. gate is "" for a valid one, else the name of the first
  * gate it failed (reason says why). Pass rates and regret are NAN when it was

@@ -336,7 +336,7 @@ static void emit(run *R, spade_ep_event_kind kind, const live *e, int step, cons
 {
     if (!R->o.on_event)
         return;
-    spade_ep_event ev = {kind, e->episode, step, text, len, reward};
+    spade_ep_event ev = {.kind = kind, .episode = e->episode, .step = step, .text = text, .len = len, .reward = reward};
     R->o.on_event(R->o.ctx, &ev);
 }
 
@@ -1149,7 +1149,7 @@ int spade_episodes_play(spade_sandbox *sb, const spade_ep_spec *specs, int n_spe
         o = *opts;
     else
         spade_episodes_opts_default(&o);
-    list_ctx c = {reqs, n, 0, out, o.on_outcome, o.on_event, o.ctx};
+    list_ctx c = {.reqs = reqs, .n = n, .out = out, .user = o.on_outcome, .user_event = o.on_event, .user_ctx = o.ctx};
     for (long i = 0; out && i < n; i++) {
         memset(&out[i], 0, sizeof out[i]);
         out[i].episode = i;

@@ -283,7 +283,7 @@ static int list_next(reader *r, char close, const char *what) {
 
 static int read_array(reader *r, spade_json *v, int depth) {
     r->pos++;
-    vec x = {NULL, 0, 0, sizeof(spade_json)};
+    vec x = {.p = NULL, .size = sizeof(spade_json)};
     skip_ws(r);
     if (r->pos < r->len && r->s[r->pos] == ']') {
         r->pos++;
@@ -311,7 +311,7 @@ static int read_array(reader *r, spade_json *v, int depth) {
 
 static int read_object(reader *r, spade_json *v, int depth) {
     r->pos++;
-    vec x = {NULL, 0, 0, sizeof(spade_json_member)};
+    vec x = {.p = NULL, .size = sizeof(spade_json_member)};
     skip_ws(r);
     if (r->pos < r->len && r->s[r->pos] == '}') {
         r->pos++;
@@ -377,7 +377,7 @@ int spade_json_parse(const char *text, size_t len, spade_json_doc **out, char *e
         spade_errf(err, errlen, "out of memory");
         return -1;
     }
-    reader r = {(const unsigned char *)text, 0, len, d, err, errlen, 0};
+    reader r = {.s = (const unsigned char *)text, .len = len, .doc = d, .err = err, .errlen = errlen};
     if (!text) {
         spade_json_doc_free(d);
         spade_errf(err, errlen, "offset 0: no input");

@@ -7,6 +7,9 @@ noinst_HEADERS += core/errbuf.h
 # SPADE_KILL_AT: the named points a kill-and-resume test dies at (docs/train.md, "Kill points").
 libspade_a_SOURCES += core/killpoint.c
 noinst_HEADERS += core/killpoint.h
+# The seeded streams a run draws from (splitmix64 and self-play's (seed, iteration, slot, tag) streams).
+libspade_a_SOURCES += core/rng.c
+noinst_HEADERS += core/rng.h
 noinst_HEADERS += core/host.h core/sandbox/sandbox.h core/tools/tools.h dsl/spade/env.h
 
 # The in-process host (host.h) and its dlopen front end for gcc-built environments.

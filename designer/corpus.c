@@ -12,10 +12,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "check.h" /* spade_splitmix64 */
 #include "errbuf.h"
 #include "json.h"
 #include "registry.h"
+#include "rng.h"
 
 struct spade_corpus {
     spade_corpus_item *item;

@@ -2,8 +2,8 @@
 # The designer role: the grounding corpus (corpus), the prompt within a token
 # budget (prompt), the reward arithmetic (reward), and the validation gates (gates). designer/ may include
 # core/; core never includes designer/.
-designer_sources = designer/corpus.c designer/prompt.c designer/reward.c designer/gates.c designer/plays.c
-noinst_HEADERS += designer/corpus.h designer/prompt.h designer/reward.h designer/gates.h designer/plays.h
+designer_sources = designer/corpus.c designer/prompt.c designer/reward.c designer/gates.c designer/plays.c designer/hints.c
+noinst_HEADERS += designer/corpus.h designer/prompt.h designer/reward.h designer/gates.h designer/plays.h designer/hints.h
 designer_sources += designer/variants.c
 noinst_HEADERS += designer/variants.h
 spade_SOURCES += $(designer_sources)

@@ -15,7 +15,6 @@ int spade_dreward_parse(const char *word) {
         if (!strcmp(word, NAMES[k])) return k;
     return -1;
 }
-const char *spade_dreward_name(spade_dreward_kind k) { return (unsigned)k < 4 ? NAMES[k] : "?"; }
 
 double spade_plateau(double p) {
     if (!(p > 0.15 && p < 0.85)) return 0; /* NaN too */

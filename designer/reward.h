@@ -34,7 +34,6 @@ typedef enum {
 
 /* "blend" | "regret" | "solve_rate" | "learning_potential" -> kind; -1 for another word. */
 int spade_dreward_parse(const char *word);
-const char *spade_dreward_name(spade_dreward_kind k);
 
 double spade_plateau(double pass);
 

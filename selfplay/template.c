@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h" /* spade_mix64 */
 #include "errbuf.h"
+#include "rng.h"
 
 void spade_template_slot_clear(spade_template_slot *s) {
     for (int k = 0; k < SPADE_TEMPLATE_MAX_HOLES; k++) {

@@ -133,7 +133,8 @@ static spade_agent *probe_agent(void) {
 
 static int stop_act(void *ctx, int n, const spade_ep_view *v, spade_ep_act *acts, char *err, size_t errlen) {
     (void)ctx, (void)v, (void)err, (void)errlen;
-    for (int i = 0; i < n; i++) acts[i] = (spade_ep_act){NULL, 0, "first_observation"};
+    for (int i = 0; i < n; i++)
+        acts[i] = (spade_ep_act){.text = NULL, .stop = "first_observation"};
     return 0;
 }
 
@@ -155,14 +156,14 @@ static double rate(const spade_ep_outcome *out, long n) {
 static int corner_specs(const spade_env_info *info, const char *file, const char *src, size_t len, spade_ep_spec *specs,
                         char (*params)[256]) {
     int n = 0;
-    specs[n++] = (spade_ep_spec){file, src, len, NULL, 0};
+    specs[n++] = (spade_ep_spec){.filename = file, .source = src, .len = len};
     for (int k = 0; k < info->n_params && n + 2 <= 2 * SPADE_INFO_MAX_PARAMS + 1; k++)
         for (int m = 0; m < 2; m++) {
             const spade_param_info *p = &info->params[k];
             double v = m ? p->max : p->min;
             if (p->type == SPADE_PARAM_INT) snprintf(params[n], 256, "%s=%.0f", p->name, v);
             else snprintf(params[n], 256, "%s=%.17g", p->name, v);
-            specs[n] = (spade_ep_spec){file, src, len, params[n], 0};
+            specs[n] = (spade_ep_spec){.filename = file, .source = src, .len = len, .params = params[n]};
             n++;
         }
     return n;
@@ -177,10 +178,11 @@ int gates_run_reference(spade_sandbox *sb, const char *filename, const char *src
     long cap = (long)S * (2 * SPADE_INFO_MAX_PARAMS + 1) * 2 + N_PROBES * 2;
     spade_ep_request *req = calloc((size_t)cap, sizeof *req);
     spade_ep_outcome *out = calloc((size_t)cap, sizeof *out), *out2 = calloc((size_t)cap, sizeof *out2);
-    trace t1 = {calloc((size_t)cap, sizeof(uint64_t)), cap}, t2 = {calloc((size_t)cap, sizeof(uint64_t)), cap};
+    trace t1 = {.h = calloc((size_t)cap, sizeof(uint64_t)), .n = cap},
+          t2 = {.h = calloc((size_t)cap, sizeof(uint64_t)), .n = cap};
     static spade_ep_spec specs[2 * SPADE_INFO_MAX_PARAMS + 1];
     static char params[2 * SPADE_INFO_MAX_PARAMS + 1][256];
-    spade_ep_spec def = {filename, src, len, NULL, 0};
+    spade_ep_spec def = {.filename = filename, .source = src, .len = len};
     int rc = -1;
     if (!req || !out || !out2 || !t1.h || !t2.h) {
         spade_errf(err, errlen, "gates: out of memory");
@@ -216,7 +218,8 @@ int gates_run_reference(spade_sandbox *sb, const char *filename, const char *src
         int ns = corner_specs(info, filename, src, len, specs, params), per = 4;
         long n = 0;
         for (int s = 0; s < ns; s++)
-            for (int k = 0; k < per; k++) req[n++] = (spade_ep_request){s, 1000 + (uint64_t)k, 0, 0};
+            for (int k = 0; k < per; k++)
+                req[n++] = (spade_ep_request){.spec = s, .seed = 1000 + (uint64_t)k};
         double t0 = now_s();
         int ok = play(sb, specs, ns, req, n, spade_agent_random(7), o, out, NULL, err, errlen) == 0;
         long half = n;
@@ -258,7 +261,8 @@ int gates_run_reference(spade_sandbox *sb, const char *filename, const char *src
     for (int g = SPADE_GATE_RESET_DET; g <= SPADE_GATE_REPLAY_DET; g++) {
         static const char *const script[] = {"1", "north", "yes", "a", "42", "b", "2", "east"};
         int nseeds = 6;
-        for (int i = 0; i < nseeds; i++) req[i] = (spade_ep_request){0, 77 + (uint64_t)i, 0, 0};
+        for (int i = 0; i < nseeds; i++)
+            req[i] = (spade_ep_request){.spec = 0, .seed = 77 + (uint64_t)i};
         for (int i = 0; i < nseeds; i++) req[nseeds + i] = req[nseeds - 1 - i];
         int reset = g == SPADE_GATE_RESET_DET;
         /* two workers whose fresh stack and heap hold different garbage: with one poison seed,
@@ -292,7 +296,8 @@ int gates_run_reference(spade_sandbox *sb, const char *filename, const char *src
     /* probe_actions */
     {
         long n = 2 * N_PROBES;
-        for (long i = 0; i < n; i++) req[i] = (spade_ep_request){0, 500 + (uint64_t)(i / N_PROBES), 0, 0};
+        for (long i = 0; i < n; i++)
+            req[i] = (spade_ep_request){.spec = 0, .seed = 500 + (uint64_t)(i / N_PROBES)};
         int ok = play(sb, &def, 1, req, n, probe_agent(), o, out, NULL, err, errlen) == 0;
         const spade_ep_outcome *bad = ok ? first_failure(out, n) : NULL;
         static const char *const what[N_PROBES] = {"the empty action", "\"1\"", "\"test\"", "\"42\"", "\"\\boxed{1}\"",
@@ -312,7 +317,8 @@ int gates_run_reference(spade_sandbox *sb, const char *filename, const char *src
             else verdict(rep, SPADE_GATE_SOLVE, SPADE_GATE_PASS, "no SOLVE (not required)");
             continue;
         }
-        for (int i = 0; i < S; i++) req[i] = (spade_ep_request){0, 9000 + (uint64_t)i, 0, 0};
+        for (int i = 0; i < S; i++)
+            req[i] = (spade_ep_request){.spec = 0, .seed = 9000 + (uint64_t)i};
         spade_agent *a = g == SPADE_GATE_RANDOM  ? spade_agent_random(11)
                          : g == SPADE_GATE_NOOP  ? spade_agent_noop()
                          : g == SPADE_GATE_HINT_ECHO ? spade_agent_hint_echo(SPADE_TAIL_CYCLE)

@@ -100,10 +100,12 @@ static void play(spade_policy *p, const char *env, int max_live, int hint, seen 
     size_t len;
     char *src = tu_read_env(env, &len);
     spade_sandbox *sb = tu_sandbox(NULL);
-    spade_ep_spec spec = {env, src, len, NULL, n};
+    spade_ep_spec spec = {.filename = env, .source = src, .len = len, .expected = n};
     spade_ep_request req[MAXE];
     /* pairs of one seed: hint 1 plays the second of each with the hint, hint 2 as its repeat 1 */
-    for (int i = 0; i < n; i++) req[i] = (spade_ep_request){0, 100 + (uint64_t)i / 2, hint == 1 && (i % 2), hint == 2 && (i % 2)};
+    for (int i = 0; i < n; i++)
+        req[i] = (spade_ep_request){
+            .spec = 0, .seed = 100 + (uint64_t)i / 2, .hint = hint == 1 && (i % 2), .repeat = hint == 2 && (i % 2)};
     memset(s, 0, sizeof *s);
     spade_policy_agent_opts ao;
     spade_policy_agent_opts_default(&ao);
@@ -357,6 +359,35 @@ START_TEST(grpo_learns_a_trivial_environment) {
 }
 END_TEST
 
+/* Each pool environment is a group of its own: its plays' rewards are
+ * compared with each other, never with another environment's. */
+START_TEST(each_pool_environment_is_its_own_group) {
+    char err[2048], p1[8400], p2[8400];
+    snprintf(p1, sizeof p1, "%s/tests/envs/digit_first.c", tu_srcdir());
+    snprintf(p2, sizeof p2, "%s/tests/envs/lp_mark.c", tu_srcdir());
+    spade_sandbox *sb = tu_sandbox(NULL);
+    spade_registry *reg;
+    ck_assert_int_eq(spade_registry_new(&reg, "", 0, err, sizeof err), 0);
+    const char *specs[] = {p1, p2};
+    spade_pool *pool;
+    ck_assert_msg(spade_pool_new(&pool, sb, reg, specs, 2, NULL, 0, NULL, NULL, NULL, err, sizeof err) == 0, "%s", err);
+    spade_policy *p = tu_tiny_policy(64, 11);
+    spade_rl_opts o;
+    spade_rl_opts_default(&o);
+    o.plays = 8;
+    o.max_action_tokens = 2;
+    spade_rl_metrics m;
+    ck_assert_msg(spade_rl_iteration(p, NULL, sb, pool, 0, &o, NULL, &m, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(m.envs, 2);
+    ck_assert_int_eq(m.n_groups, 2); /* a group whose rewards are all equal is counted, then dropped */
+    ck_assert_int_ge(m.n_samples, 8);
+    spade_policy_free(p);
+    spade_pool_free(pool);
+    spade_registry_free(reg);
+    spade_sandbox_free(sb);
+}
+END_TEST
+
 START_TEST(wilson_interval_known_values) {
     double lo, hi;
     spade_wilson(0, 10, 1.959964, &lo, &hi);
@@ -381,7 +412,7 @@ START_TEST(eval_pairs_its_arms_on_the_same_seeds) {
     size_t len;
     char *src = tu_read_env("add.c", &len);
     spade_sandbox *sb = tu_sandbox(NULL);
-    spade_ep_spec spec = {"add.c", src, len, "lo=1,hi=3", 0};
+    spade_ep_spec spec = {.filename = "add.c", .source = src, .len = len, .params = "lo=1,hi=3"};
     spade_eval_opts o;
     spade_eval_opts_default(&o);
     o.episodes = 20;
@@ -416,6 +447,7 @@ int main(void) {
     tcase_add_test(c, policy_agent_ends_episodes_that_fill_the_context);
     tcase_add_test(c, pool_takes_new_and_changed_files_and_keeps_a_broken_change_out);
     tcase_add_test(c, grpo_learns_a_trivial_environment);
+    tcase_add_test(c, each_pool_environment_is_its_own_group);
     tcase_add_test(c, wilson_interval_known_values);
     tcase_add_test(c, eval_pairs_its_arms_on_the_same_seeds);
     suite_add_tcase(s, c);

@@ -42,6 +42,20 @@ static void setup(void) {
 }
 static void teardown(void) { ck_assert_int_eq(tu_rm_rf(dir), 0); }
 
+/* The highest iteration with metrics (-1: none), read as anyone with the
+ * sqlite3 library would: the iterations table is the record of what finished. */
+static int last_iteration(void) {
+    sqlite3 *raw;
+    sqlite3_stmt *st;
+    int it = -1;
+    ck_assert_int_eq(sqlite3_open(db, &raw), SQLITE_OK);
+    ck_assert_int_eq(sqlite3_prepare_v2(raw, "SELECT max(iteration) FROM iterations", -1, &st, NULL), SQLITE_OK);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) it = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(raw);
+    return it;
+}
+
 static spade_archive *open_db(void) {
     char err[1024];
     spade_archive *a;
@@ -112,7 +126,7 @@ START_TEST(environments_round_trip) {
     ck_assert_mem_eq(got.embedding, emb, sizeof emb);
     spade_archive_env_clear(&got);
     ck_assert_int_eq(spade_archive_get_env(a, id + 1, &got, err, sizeof err), 1);
-    ck_assert_int_eq(spade_archive_last_iteration(a, err, sizeof err), 3);
+    ck_assert_int_eq(last_iteration(), 3);
     spade_archive_close(a);
     /* the plays are readable by anyone with the sqlite3 library */
     sqlite3 *raw;
@@ -182,7 +196,7 @@ START_TEST(killed_writer_leaves_only_committed_iterations) {
     spade_archive_env e;
     for (long id = 1; spade_archive_get_env(a, id, &e, err, sizeof err) == 0; id++, n++) spade_archive_env_clear(&e);
     ck_assert_int_eq(n, 1);
-    ck_assert_int_eq(spade_archive_last_iteration(a, err, sizeof err), 0);
+    ck_assert_int_eq(last_iteration(), 0);
     spade_archive_close(a);
 }
 END_TEST
@@ -198,7 +212,7 @@ START_TEST(rollback_after_drops_later_iterations) {
         ck_assert_int_eq(spade_archive_add_iteration(a, it, "{}", err, sizeof err), 0);
     }
     ck_assert_int_eq(spade_archive_rollback_after(a, 1, err, sizeof err), 0);
-    ck_assert_int_eq(spade_archive_last_iteration(a, err, sizeof err), 1);
+    ck_assert_int_eq(last_iteration(), 1);
     spade_archive_env e;
     ck_assert_int_eq(spade_archive_get_env(a, 2, &e, err, sizeof err), 0);
     spade_archive_env_clear(&e);

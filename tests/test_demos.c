@@ -90,9 +90,10 @@ START_TEST(demos_file_is_the_api_render) {
     size_t len;
     char *src = read_stdenv("n_back", &len);
     spade_sandbox *sb = tu_sandbox(NULL);
-    spade_ep_spec spec = {"n_back.c", src, len, params, EPS};
+    spade_ep_spec spec = {.filename = "n_back.c", .source = src, .len = len, .params = params, .expected = EPS};
     spade_ep_request reqs[EPS];
-    for (int k = 0; k < EPS; k++) reqs[k] = (spade_ep_request){0, (uint64_t)k, k & 1, 0};
+    for (int k = 0; k < EPS; k++)
+        reqs[k] = (spade_ep_request){.spec = 0, .seed = (uint64_t)k, .hint = k & 1};
     static events r;
     memset(&r, 0, sizeof r);
     spade_episodes_opts o;

@@ -157,7 +157,8 @@ START_TEST(prompt_fits_its_budget_and_cuts_at_lines) {
     char err[512], excerpt[8192] = "", src[2048] = "";
     for (int i = 0; i < 200; i++) snprintf(excerpt + strlen(excerpt), sizeof excerpt - strlen(excerpt), "excerpt line %d\n", i);
     for (int i = 0; i < 60; i++) snprintf(src + strlen(src), sizeof src - strlen(src), "code %d;\n", i);
-    spade_prompt_memory mem[2] = {{src, strlen(src), "math", 0.42, 0.31, 0}, {src, strlen(src), "math", 0.97, 0, +1}};
+    spade_prompt_memory mem[2] = {{.source = src, .len = strlen(src), .family = "math", .pass = 0.42, .regret = 0.31},
+                                  {.source = src, .len = strlen(src), .family = "math", .pass = 0.97, .kind = +1}};
     spade_prompt_opts o;
     spade_prompt_opts_default(&o);
     for (int counter = 0; counter < 2; counter++)

@@ -120,7 +120,7 @@ static spade_ep_spec spec_of(const char *file, char **keep, const char *params)
 {
     size_t len;
     *keep = tu_read_env(file, &len);
-    spade_ep_spec s = {file, *keep, len, params, 0};
+    spade_ep_spec s = {.filename = file, .source = *keep, .len = len, .params = params};
     return s;
 }
 
@@ -460,7 +460,7 @@ START_TEST(timeout_stops_the_run)
     spade_ep_spec spec = spec_of("ep_len.c", &s1, "fail=2");
     spade_ep_request all[60];
     for (int i = 0; i < 60; i++)
-        all[i] = (spade_ep_request){0, (uint64_t)i, 0, 0};
+        all[i] = (spade_ep_request){.spec = 0, .seed = (uint64_t)i};
     long tok[60];
     spade_ep_spec plain = spec;
     plain.params = NULL;
@@ -525,7 +525,7 @@ START_TEST(given_vector_env)
     spade_episodes_opts eo;
     spade_episodes_opts_default(&eo);
     eo.max_live = 8; /* more than the vector env has: it plays on its 3 */
-    spade_ep_place pl[1] = {{v[0], 0, 3}};
+    spade_ep_place pl[1] = {{.vec = v[0], .count = 3}};
     eo.places = pl;
     char err[512];
     for (int run = 0; run < 2; run++) {
@@ -538,7 +538,7 @@ START_TEST(given_vector_env)
     ck_assert_int_eq(spade_vecenv_new(sb, crash.filename, crash.source, crash.len, crash.params, 4, 1,
                                       SPADE_AUTORESET_DISABLED, &v[0], &f),
                      0);
-    pl[0] = (spade_ep_place){v[0], 0, 4};
+    pl[0] = (spade_ep_place){.vec = v[0], .count = 4};
     /* the plain spec on a crashing vector env: the crashes show that the run
      * played on the vector env it was given */
     int failed[2] = {0, 0};
@@ -563,7 +563,7 @@ START_TEST(broken_spec_fails_its_own_requests)
     spade_ep_spec specs[2] = {spec_of("ep_len.c", &s1, NULL), spec_of("cli_broken.c", &s2, NULL)};
     spade_ep_request reqs[6];
     for (int i = 0; i < 6; i++)
-        reqs[i] = (spade_ep_request){i % 2, (uint64_t)i, 0, 0};
+        reqs[i] = (spade_ep_request){.spec = i % 2, .seed = (uint64_t)i};
     spade_ep_outcome o[6];
     static record rec;
     spade_agent *a = spade_agent_solve();
@@ -625,7 +625,7 @@ START_TEST(scripted_agents_do_what_they_claim)
 {
     char *src;
     spade_ep_spec spec = spec_of("ep_record.c", &src, NULL);
-    spade_ep_request reqs[3] = {{0, 1, 0, 0}, {0, 2, 1, 0}, {0, 3, 0, 0}};
+    spade_ep_request reqs[3] = {{.spec = 0, .seed = 1}, {.spec = 0, .seed = 2, .hint = 1}, {.spec = 0, .seed = 3}};
     spade_ep_outcome o[3];
     static record rec;
 
@@ -765,11 +765,11 @@ START_TEST(stop_flag)
     spade_ep_spec spec = spec_of("ep_record.c", &src, NULL);
     spade_ep_request reqs[10];
     for (int i = 0; i < 10; i++)
-        reqs[i] = (spade_ep_request){0, (uint64_t)i, 0, 0};
+        reqs[i] = (spade_ep_request){.spec = 0, .seed = (uint64_t)i};
     spade_agent *inner = spade_agent_random(1);
     volatile sig_atomic_t stop = 0;
-    counting c = {*inner, 0, 0, &stop, 0};
-    spade_agent a = {"counting", 0, &c, c_begin, c_act, c_end, NULL};
+    counting c = {.inner = *inner, .stop = &stop};
+    spade_agent a = {.name = "counting", .ctx = &c, .begin = c_begin, .act = c_act, .end = c_end};
     spade_episodes_opts o;
     spade_episodes_opts_default(&o);
     o.max_live = 4;
@@ -798,7 +798,10 @@ START_TEST(run_hint_replaces_the_environments)
     spade_ep_spec specs[2];
     specs[0] = spec_of("ep_record.c", &src, NULL);
     specs[1] = specs[0];
-    spade_ep_request reqs[4] = {{0, 1, 1, 0}, {1, 1, 1, 0}, {0, 2, 0, 0}, {1, 2, 0, 0}};
+    spade_ep_request reqs[4] = {{.spec = 0, .seed = 1, .hint = 1},
+                                {.spec = 1, .seed = 1, .hint = 1},
+                                {.spec = 0, .seed = 2},
+                                {.spec = 1, .seed = 2}};
     spade_ep_outcome o[4];
     static record rec;
     static const char given[] = "Say 7 twice.";
@@ -840,7 +843,10 @@ START_TEST(a_given_hint_never_calls_the_environments)
 {
     char *src;
     spade_ep_spec spec = spec_of("ep_hintcrash.c", &src, NULL);
-    spade_ep_request reqs[4] = {{0, 1, 1, 0}, {0, 2, 1, 0}, {0, 3, 1, 0}, {0, 4, 1, 0}};
+    spade_ep_request reqs[4] = {{.spec = 0, .seed = 1, .hint = 1},
+                                {.spec = 0, .seed = 2, .hint = 1},
+                                {.spec = 0, .seed = 3, .hint = 1},
+                                {.spec = 0, .seed = 4, .hint = 1}};
     spade_ep_outcome o[4];
     static const char given[] = "Anything wins.";
     const char *hints[1] = {given};

@@ -145,7 +145,7 @@ static int follow_act(void *ctx, int n, const spade_ep_view *v, spade_ep_act *ac
             for (int k = 0; k < 4; k++)
                 if (strstr(h, w[k])) snprintf(buf[i % 64], sizeof buf[0], "%s", w[k]);
         }
-        acts[i] = (spade_ep_act){buf[i % 64], strlen(buf[i % 64]), NULL};
+        acts[i] = (spade_ep_act){.text = buf[i % 64], .len = strlen(buf[i % 64])};
     }
     return 0;
 }
@@ -153,7 +153,7 @@ static int follow_act(void *ctx, int n, const spade_ep_view *v, spade_ep_act *ac
 static void regret_of(const char *env, spade_agent *a, spade_paired *m) {
     size_t len;
     char *src = tu_read_env(env, &len), err[1024];
-    spade_ep_spec spec = {env, src, len, NULL, 0};
+    spade_ep_spec spec = {.filename = env, .source = src, .len = len};
     uint64_t seeds[40];
     static spade_ep_outcome out[80];
     for (int i = 0; i < 40; i++) seeds[i] = 300 + (uint64_t)i;
@@ -166,7 +166,7 @@ static void regret_of(const char *env, spade_agent *a, spade_paired *m) {
 }
 
 START_TEST(regret_with_scripted_agents) {
-    spade_agent follow = {"follow", 0, NULL, NULL, follow_act, NULL, NULL};
+    spade_agent follow = {.name = "follow", .act = follow_act};
     spade_paired m;
     regret_of("gate_direction.c", &follow, &m);
     ck_assert_double_eq(m.pass_hint, 1);

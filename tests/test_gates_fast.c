@@ -260,10 +260,12 @@ END_TEST
 START_TEST(places_play_what_own_vectors_play) {
     size_t len;
     char *src = env_src("stdenv/maze", &len), err[1024];
-    spade_ep_spec specs[2] = {{"maze.c", src, len, NULL, 0}, {"maze.c", src, len, "size=9,slack=0", 0}};
+    spade_ep_spec specs[2] = {{.filename = "maze.c", .source = src, .len = len},
+                              {.filename = "maze.c", .source = src, .len = len, .params = "size=9,slack=0"}};
     enum { N = 24 };
     spade_ep_request req[N];
-    for (int i = 0; i < N; i++) req[i] = (spade_ep_request){i % 3 == 0, 300 + (uint64_t)i, 0, 0};
+    for (int i = 0; i < N; i++)
+        req[i] = (spade_ep_request){.spec = i % 3 == 0, .seed = 300 + (uint64_t)i};
     spade_ep_outcome own[N], placed[N];
     spade_agent *a = spade_agent_random(5);
     ck_assert_msg(spade_episodes_play(sb, specs, 2, req, N, a, NULL, own, err, sizeof err) == 0, "%s", err);
@@ -273,7 +275,7 @@ START_TEST(places_play_what_own_vectors_play) {
     int first;
     ck_assert_int_eq(spade_vecenv_new(sb, "maze.c", src, len, NULL, 5, 2, SPADE_AUTORESET_DISABLED, &v, &f), 0);
     ck_assert_int_eq(spade_vecenv_add_block(v, "size=9,slack=0", 3, &first, &f), 0);
-    spade_ep_place places[2] = {{v, 0, 5}, {v, first, 3}};
+    spade_ep_place places[2] = {{.vec = v, .count = 5}, {.vec = v, .first = first, .count = 3}};
     spade_episodes_opts eo;
     spade_episodes_opts_default(&eo);
     eo.places = places;
@@ -330,10 +332,11 @@ START_TEST(a_failed_vector_is_revived_before_a_run) {
     int env = first + 1;
     ck_assert_int_eq(spade_vecenv_reset_some(v, 1, &env, &seed, &r, &f), -1);
     ck_assert(spade_vecenv_env_lost(v, 1) && !spade_vecenv_env_lost(v, 0));
-    spade_ep_spec spec = {"gate_crashmax.c", src, len, NULL, 0};
-    spade_ep_place place = {v, 0, 4};
+    spade_ep_spec spec = {.filename = "gate_crashmax.c", .source = src, .len = len};
+    spade_ep_place place = {.vec = v, .count = 4};
     spade_ep_request req[6];
-    for (int i = 0; i < 6; i++) req[i] = (spade_ep_request){0, 10 + (uint64_t)i, 0, 0};
+    for (int i = 0; i < 6; i++)
+        req[i] = (spade_ep_request){.spec = 0, .seed = 10 + (uint64_t)i};
     spade_episodes_opts eo;
     spade_episodes_opts_default(&eo);
     eo.places = &place;

@@ -1322,7 +1322,14 @@ static void make_samples(spade_policy *p, grpo_buf *bufs, spade_grpo_sample *s, 
                                                    bufs[i].old, err, sizeof err) == 0);
         for (int j = 0; j < clen; j++)
             bufs[i].old[j] += offset[i] + (jitter ? 0.1f * (float)(2 * urand() - 1) : 0.0f);
-        s[i] = (spade_grpo_sample){bufs[i].prompt, 4, bufs[i].comp, clen, bufs[i].old, reward[i], group[i], i % 2, NULL, 0, NULL, 0, 0, 0};
+        s[i] = (spade_grpo_sample){.prompt = bufs[i].prompt,
+                                   .prompt_len = 4,
+                                   .completion = bufs[i].comp,
+                                   .completion_len = clen,
+                                   .old_logprobs = bufs[i].old,
+                                   .reward = reward[i],
+                                   .group = group[i],
+                                   .role = i % 2};
     }
 }
 
@@ -1491,8 +1498,14 @@ START_TEST(test_grpo_direction_and_kl_value) {
     float old_good[3], old_bad[5];
     ck_assert(spade_policy_completion_logprobs(p, prompt, 4, good, 3, old_good, err, sizeof err) == 0);
     ck_assert(spade_policy_completion_logprobs(p, prompt, 4, bad, 5, old_bad, err, sizeof err) == 0);
-    spade_grpo_sample s[2] = {{prompt, 4, good, 3, old_good, 1.0f, 0, 0, NULL, 0, NULL, 0, 0, 0},
-                              {prompt, 4, bad, 5, old_bad, 0.0f, 0, 0, NULL, 0, NULL, 0, 0, 0}};
+    spade_grpo_sample s[2] = {
+        {.prompt = prompt,
+         .prompt_len = 4,
+         .completion = good,
+         .completion_len = 3,
+         .old_logprobs = old_good,
+         .reward = 1.0f},
+        {.prompt = prompt, .prompt_len = 4, .completion = bad, .completion_len = 5, .old_logprobs = old_bad}};
     spade_grpo_opts o;
     spade_grpo_opts_default(&o);
     spade_grpo_stats st;
@@ -1583,7 +1596,14 @@ START_TEST(test_grpo_rejects_bad_input) {
     ck_assert_int_eq(spade_policy_completion_logprobs(p, prompt, 3, comp, 3, out, err, sizeof err),
                      SPADE_POLICY_EINVAL);
     ck_assert_msg(strstr(err, "-1") != NULL, "%s", err);
-    spade_grpo_sample s[2] = {{prompt, 3, comp, 3, old, 1.0f, 0, 0, NULL, 0, NULL, 0, 0, 0}, {prompt, 3, comp, 3, old, 0.0f, 0, 0, NULL, 0, NULL, 0, 0, 0}};
+    spade_grpo_sample s[2] = {
+        {.prompt = prompt,
+         .prompt_len = 3,
+         .completion = comp,
+         .completion_len = 3,
+         .old_logprobs = old,
+         .reward = 1.0f},
+        {.prompt = prompt, .prompt_len = 3, .completion = comp, .completion_len = 3, .old_logprobs = old}};
     spade_grpo_opts o;
     spade_grpo_opts_default(&o);
     ck_assert_int_eq(spade_grpo_batch(p, NULL, s, 2, &o, NULL, err, sizeof err), SPADE_POLICY_EINVAL);

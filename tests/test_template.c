@@ -18,6 +18,7 @@
 #include "designer/gates.h"
 #include "designer/template.h"
 #include "registry.h"
+#include "rng.h"
 #include "selfplay/template.h"
 #include "testutil.h"
 #include "vendi.h"
@@ -207,7 +208,7 @@ static void decode(spade_policy *p, const spade_template *t, int n, uint64_t see
         s[i].tr = &tr[i];
     }
     free(prompt);
-    spade_template_opts o = {g_temp, g_top_p, hole_tokens};
+    spade_template_opts o = {.temperature = g_temp, .top_p = g_top_p, .hole_tokens = hole_tokens};
     ck_assert_msg(spade_template_decode(p, s, n, &o, err, sizeof err) == 0, "%s", err);
 }
 
@@ -355,6 +356,108 @@ START_TEST(hole_tokens_carry_the_drawn_distribution) {
 }
 END_TEST
 
+/* The stop tokens of a hole, as template.h documents them: <|end|> and every
+ * token whose text holds a newline. */
+static int hole_stops(spade_tokenizer *tok, int *stop) {
+    int k = 0;
+    stop[k++] = SPADE_TOK_END;
+    for (int id = 0; id < spade_tokenizer_vocab(tok); id++) {
+        size_t len = 0;
+        const unsigned char *piece = spade_tokenizer_piece(tok, id, &len);
+        if (piece && memchr(piece, '\n', len)) stop[k++] = id;
+    }
+    return k;
+}
+
+/* The runs of trained (hole) tokens of a transcript: [at[h], at[h] + run[h]). */
+static int hole_runs(const spade_transcript *x, int *at, int *run, int cap) {
+    int h = 0;
+    for (int j = 0; j < x->len && h < cap; j++)
+        if (x->mask[j] && (j == 0 || !x->mask[j - 1])) {
+            at[h] = j;
+            run[h] = 0;
+            while (j < x->len && x->mask[j]) run[h]++, j++;
+            h++;
+        }
+    return h;
+}
+
+START_TEST(a_hole_stops_at_its_first_newline) {
+    /* holes long enough that a newline token comes up: each then ends the hole there */
+    enum { N = 8, HT = 32 };
+    spade_policy *p = tu_tiny_policy(1024, 5);
+    spade_tokenizer *tok = spade_policy_tokenizer(p);
+    spade_template *t = parse("mini.c", "int a = @@;\nint b = @@ + 1;\n");
+    int at_newline = 0;
+    for (uint64_t seed = 1; seed <= 20 && !at_newline; seed++) {
+        spade_transcript tr[N];
+        spade_template_slot s[N];
+        decode(p, t, N, seed, HT, tr, s);
+        for (int i = 0; i < N; i++) {
+            int at[4], run[4], nh = hole_runs(&tr[i], at, run, 4);
+            ck_assert_int_eq(nh, 2);
+            for (int h = 0; h < nh; h++) {
+                for (int j = at[h]; j < at[h] + run[h]; j++) {
+                    size_t l = 0;
+                    const unsigned char *pc = spade_tokenizer_piece(tok, tr[i].tok[j], &l);
+                    int nl = pc && memchr(pc, '\n', l);
+                    ck_assert_msg(!nl || j == at[h] + run[h] - 1, "seed %llu slot %d hole %d: a newline at token %d of %d",
+                                  (unsigned long long)seed, i, h, j - at[h], run[h]);
+                    at_newline += nl;
+                }
+                ck_assert(!memchr(s[i].fill[h], '\n', s[i].fill_len[h]));
+            }
+            spade_template_slot_clear(&s[i]);
+            spade_transcript_free(&tr[i]);
+        }
+    }
+    ck_assert_msg(at_newline > 0, "no hole of 20 x %d slots ended at a newline token", N);
+    spade_template_free(t);
+    spade_policy_free(p);
+}
+END_TEST
+
+START_TEST(each_hole_draws_from_its_own_stream) {
+    /* hole 1 of a slot seeded s is what one decoder slot fed the same prefix samples from mix64(s + 1) */
+    enum { HT = 6 };
+    const uint64_t seed = 77;
+    spade_policy *p = tu_tiny_policy(512, 7);
+    spade_tokenizer *tok = spade_policy_tokenizer(p);
+    spade_template *t = parse("mini.c", "int a = @@;\nint b = @@ + 1;\n");
+    spade_transcript tr[1];
+    spade_template_slot s[1];
+    decode(p, t, 1, seed, HT, tr, s);
+    int at[4], run[4];
+    ck_assert_int_eq(hole_runs(&tr[0], at, run, 4), 2);
+    int *stop = malloc((size_t)(spade_tokenizer_vocab(tok) + 1) * sizeof *stop);
+    spade_sample_opts so;
+    spade_sample_opts_default(&so);
+    so.temperature = 1.0f;
+    so.top_p = 1.0f;
+    so.max_tokens = HT;
+    so.stop = stop;
+    so.n_stop = hole_stops(tok, stop);
+    spade_decoder *dec;
+    char err[400];
+    ck_assert_msg(spade_decoder_new(&dec, p, 1, err, sizeof err) == 0, "%s", err);
+    int slot = 0, count = at[1], status, maxt = HT, out[HT], len, st2;
+    const int *toks = tr[0].tok;
+    float lp[HT];
+    ck_assert_msg(spade_decoder_append_batch(dec, &slot, &toks, &count, 1, &status, err, sizeof err) == 0, "%s", err);
+    uint64_t hs = spade_mix64(seed + 1);
+    ck_assert_msg(spade_decoder_sample(dec, &slot, 1, &so, &hs, &maxt, out, lp, &len, &st2, err, sizeof err) == 0, "%s",
+                  err);
+    ck_assert_int_eq(len, run[1]);
+    for (int j = 0; j < len; j++) ck_assert_int_eq(out[j], tr[0].tok[at[1] + j]);
+    spade_decoder_free(dec);
+    free(stop);
+    spade_template_slot_clear(&s[0]);
+    spade_transcript_free(&tr[0]);
+    spade_template_free(t);
+    spade_policy_free(p);
+}
+END_TEST
+
 START_TEST(a_template_over_the_context_is_refused_by_name) {
     char path[4096], err[600];
     snprintf(path, sizeof path, "%s/templates/cups.c", tu_srcdir());
@@ -425,6 +528,8 @@ int main(void) {
     tcase_set_timeout(d, 120);
     tcase_add_test(d, decode_masks_exactly_the_hole_tokens);
     tcase_add_test(d, hole_tokens_carry_the_drawn_distribution);
+    tcase_add_test(d, a_hole_stops_at_its_first_newline);
+    tcase_add_test(d, each_hole_draws_from_its_own_stream);
     tcase_add_test(d, a_template_over_the_context_is_refused_by_name);
     suite_add_tcase(s, d);
     TCase *g = tcase_create("gates");

@@ -53,8 +53,13 @@ static uint64_t fnv(const char *p, size_t n)
 static seen see(const spade_step_result *r)
 {
     ck_assert_uint_eq(strlen(r->obs), r->obs_len);
-    seen s = {fnv(r->obs, r->obs_len), r->obs_len, r->reward, r->episode_return, r->terminated, r->truncated,
-              r->success};
+    seen s = {.obs_hash = fnv(r->obs, r->obs_len),
+              .obs_len = r->obs_len,
+              .reward = r->reward,
+              .ret = r->episode_return,
+              .terminated = r->terminated,
+              .truncated = r->truncated,
+              .success = r->success};
     return s;
 }
 

@@ -122,6 +122,24 @@ START_TEST(embedding_sees_code_not_layout) {
 END_TEST
 
 /* The 16+ hand-written environments are far from n copies of one. */
+/* The embedding counts exactly the 5-grams (SPADE_VENDI_NGRAM, vendi.h) of the
+ * normalised text, each FNV-1a hashed into a bucket: computed here the slow
+ * way with the length written out, so a gram one longer or shorter fails. */
+START_TEST(embedding_counts_the_five_grams) {
+    ck_assert_int_eq(SPADE_VENDI_NGRAM, 5);
+    const char *text = "abcdefghij"; /* an identifier: the normaliser keeps it as it is */
+    enum { D = 64 };
+    double x[D], want[D] = {0};
+    spade_vendi_embed(text, strlen(text), x, D);
+    for (size_t i = 0; i + 5 <= strlen(text); i++) {
+        uint64_t h = 1469598103934665603ULL;
+        for (size_t k = i; k < i + 5; k++) h = (h ^ (unsigned char)text[k]) * 1099511628211ULL;
+        want[(h ^ (h >> 29)) % D] += 1;
+    }
+    for (int k = 0; k < D; k++) ck_assert_msg(x[k] == want[k], "bucket %d: %g, the 5-grams give %g", k, x[k], want[k]);
+}
+END_TEST
+
 START_TEST(stdenv_is_diverse) {
     const char *names[] = {"maze", "nim", "bank", "carry_add", "hanoi", "latin", "push", "modpow"};
     int n = (int)(sizeof names / sizeof *names), d = SPADE_VENDI_DIM;
@@ -154,6 +172,7 @@ int main(void) {
     tcase_add_test(c, bad_input_is_refused);
     tcase_add_test(c, normaliser_strips_comments_and_layout_only);
     tcase_add_test(c, embedding_sees_code_not_layout);
+    tcase_add_test(c, embedding_counts_the_five_grams);
     tcase_add_test(c, stdenv_is_diverse);
     suite_add_tcase(s, c);
     return tu_run(s);

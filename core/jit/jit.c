@@ -317,7 +317,7 @@ int spade_jit_compile(const char *filename, const char *source, size_t len, spad
     }
 
     spade_jit *j = calloc(1, sizeof *j);
-    messages msgs = {{0}, 0, 0, fname};
+    messages msgs = {.first = {0}, .fname = fname};
     TCCState *s = j ? tcc_new() : NULL;
     if (!s) {
         free(unit.p);

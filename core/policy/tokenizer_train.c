@@ -118,7 +118,7 @@ int spade_bpe_trainer_add(spade_bpe_trainer *tr, const void *bytes, size_t n, ch
                 tr->acap = nc;
             }
             memcpy(tr->arena + tr->alen, s + i, len);
-            tr->ch[tr->nch] = (tchunk){h, (uint32_t)tr->alen, (uint32_t)len, 1};
+            tr->ch[tr->nch] = (tchunk){.h = h, .off = (uint32_t)tr->alen, .len = (uint32_t)len, .count = 1};
             tr->alen += len;
             tr->tab[k] = (int32_t)tr->nch++;
             if (tr->nch * 2 > tr->tmask + 1 && trainer_grow(tr)) goto oom;
@@ -172,7 +172,7 @@ static int hpush(tstate *s, int64_t count, int a, int b) {
         s->heap = nh;
         s->hcap = nc;
     }
-    hentry x = {count, a, b};
+    hentry x = {.count = count, .a = a, .b = b};
     size_t c = s->hn++;
     while (c && hbetter(&x, &s->heap[(c - 1) / 2])) {
         s->heap[c] = s->heap[(c - 1) / 2];
@@ -213,7 +213,7 @@ static int64_t pair_find(tstate *s, int a, int b, int create) {
         s->p = np;
         s->pcap = nc;
     }
-    s->p[s->np] = (tpair){a, b, 0, NULL, 0, 0, -1};
+    s->p[s->np] = (tpair){.a = a, .b = b, .touched = -1};
     s->tab[i] = (int32_t)s->np;
     int64_t idx = (int64_t)s->np++;
     if (s->np * 2 > s->tmask + 1) {

@@ -76,7 +76,11 @@ int spade_outcome_from_name(const char *name)
 /* ---- options ------------------------------------------------------------------- */
 void spade_sandbox_opts_fill(spade_sandbox_opts *o, const spade_sandbox_opts *given)
 {
-    spade_sandbox_opts d = {2.0, 1.0, 10, (size_t)1 << 30, (size_t)64 << 20};
+    spade_sandbox_opts d = {.compile_timeout_s = 2.0,
+                            .call_timeout_s = 1.0,
+                            .cpu_limit_s = 10,
+                            .mem_limit = (size_t)1 << 30,
+                            .max_frame = (size_t)64 << 20};
     if (given) {
         if (given->compile_timeout_s > 0 && isfinite(given->compile_timeout_s))
             d.compile_timeout_s = given->compile_timeout_s;
@@ -823,7 +827,7 @@ static int batch_send(spade_worker *w, int n, const int *ids, const uint32_t *op
     size_t len = recs, cap = b->cap;
     for (int i = 0; i < n; i++) {
         uint32_t op = ops ? ops[i] : op_all;
-        spade_wire_item it = {ids[i], op, 0, 0, 0};
+        spade_wire_item it = {.id = ids[i], .op = op};
         if (op == SPADE_OP_RESET || op == SPADE_OP_POISON) {
             if (!seeds)
                 return spade_bad_call(f, "reset without seeds");

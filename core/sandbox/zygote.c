@@ -221,7 +221,7 @@ static void sleep_ms(int ms)
 
 static void do_reap(zygote *z, const zreq *q)
 {
-    zrep r = {Z_REAP, q->seq, q->pid, 0, 0, 0, 0};
+    zrep r = {.op = Z_REAP, .seq = q->seq, .pid = q->pid};
     pid_t pid = q->pid;
     int found = 0;
     for (size_t i = 0; i < z->nkids; i++)
@@ -279,7 +279,7 @@ static int idle_ready(zygote *z)
 
 static void do_spawn(zygote *z, const zreq *q)
 {
-    zrep r = {Z_SPAWN, q->seq, 0, 0, 0, 0, 0};
+    zrep r = {.op = Z_SPAWN, .seq = q->seq};
     for (int attempt = 0; attempt < 2; attempt++) {
         fork_idle(z);
         if (z->idle_pid <= 0 || idle_ready(z) == 0)
@@ -382,7 +382,7 @@ static void zygote_main(int ctl, const spade_sandbox_opts *opts, pid_t parent)
             do_reap(&z, &q);
             break;
         case Z_PING: {
-            zrep r = {Z_PING, q.seq, getpid(), 0, 0, 0, 0};
+            zrep r = {.op = Z_PING, .seq = q.seq, .pid = getpid()};
             reply(&z, &r, NULL, 0);
             break;
         }
@@ -660,7 +660,7 @@ static int zcall(spade_sandbox *sb, zreq *q, double deadline, zrep *r, int *fds,
 int spade_zygote_spawn(spade_sandbox *sb, double deadline, pid_t *pid, int *sock, int *pidfd, char *err,
                        size_t errlen)
 {
-    zreq q = {Z_SPAWN, 0, 0, 0};
+    zreq q = {.op = Z_SPAWN};
     zrep r;
     int fds[2] = {-1, -1}, nfds = 0;
     pthread_mutex_lock(&sb->mu);
@@ -699,7 +699,7 @@ int spade_zygote_spawn(spade_sandbox *sb, double deadline, pid_t *pid, int *sock
 int spade_zygote_reap(spade_sandbox *sb, pid_t pid, int grace_ms, int *status, int *killed, char *err,
                       size_t errlen)
 {
-    zreq q = {Z_REAP, 0, pid, grace_ms};
+    zreq q = {.op = Z_REAP, .pid = pid, .grace_ms = grace_ms};
     zrep r;
     /* A killed process is gone within milliseconds; the grace is the worker's
      * own time to finish exiting. */
@@ -720,7 +720,7 @@ int spade_zygote_reap(spade_sandbox *sb, pid_t pid, int grace_ms, int *status, i
 
 int spade_zygote_ping(spade_sandbox *sb, double deadline, char *err, size_t errlen)
 {
-    zreq q = {Z_PING, 0, 0, 0};
+    zreq q = {.op = Z_PING};
     zrep r;
     pthread_mutex_lock(&sb->mu);
     int rc = zcall(sb, &q, deadline, &r, NULL, NULL, err, errlen);
