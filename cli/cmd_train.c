@@ -358,6 +358,13 @@ static int load_config(const char *path, const char *base, tr_config *c) {
     if (c->curriculum && !(c->cur_down < c->cur_up))
         return cli_err(CLI_USAGE, "train", "%s: [pool] curriculum_down (%g) must be below curriculum_up (%g)", path,
                        c->cur_down, c->cur_up);
+    /* greedy draws come from a point mass: their old log-prob is 0 and no ratio or gradient exists */
+    if (!(c->rl.temperature > 0))
+        return cli_err(CLI_USAGE, "train", "%s: [agent] temperature = 0: the agent trains on its plays, which must be "
+                       "sampled (temperature > 0)", path);
+    if (c->designer && c->sp.train_designer && !(c->sp.temperature > 0))
+        return cli_err(CLI_USAGE, "train", "%s: [designer] temperature = 0 with [designer] train = true: a trained "
+                       "designer's sources must be sampled (temperature > 0)", path);
     if (c->sp.plays % c->sp.repeats)
         return cli_err(CLI_USAGE, "train", "%s: [selfplay] plays = %d is not a multiple of repeats = %d (plays / repeats seeds, each played repeats times)",
                        path, c->sp.plays, c->sp.repeats);

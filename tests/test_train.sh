@@ -90,6 +90,16 @@ printf 'dir = x\n' >"$TMP/nosection.ini"
 "$SPADE" train "$TMP/nosection.ini" >"$TMP/out" 2>&1
 if [ $? -eq 2 ] && grep -q "nosection.ini:1: dir = x is outside any \[section\]" "$TMP/out"; then ok "a key before any section is named so"
 else bad "a key before any section is named so"; fi
+printf '[agent]\ntemperature = 0\n' >"$TMP/greedy.ini"
+"$SPADE" train "$TMP/greedy.ini" >"$TMP/out" 2>&1
+if [ $? -eq 2 ] && grep -q "greedy.ini: \[agent\] temperature = 0: the agent trains on its plays" "$TMP/out"; then
+    ok "a greedy agent is refused: its plays have no gradient"
+else bad "a greedy agent is refused: its plays have no gradient"; fi
+printf '[designer]\nenabled = true\ntemperature = 0\n' >"$TMP/greedyd.ini"
+"$SPADE" train "$TMP/greedyd.ini" >"$TMP/out" 2>&1
+if [ $? -eq 2 ] && grep -q "greedyd.ini: \[designer\] temperature = 0 with \[designer\] train = true" "$TMP/out"; then
+    ok "a greedy trained designer is refused"
+else bad "a greedy trained designer is refused"; fi
 printf '[designer]\nenabled = true\nhint = selfish\n' >"$TMP/des.ini"
 "$SPADE" train "$TMP/des.ini" >"$TMP/out" 2>&1
 if [ $? -eq 2 ] && grep -q "des.ini:3: \[designer\] hint = 'selfish': expected embedded" "$TMP/out"; then ok "a switch's unknown value is refused, not ignored"
