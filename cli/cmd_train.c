@@ -19,12 +19,12 @@
  * the designer writes environments, the gates judge them, the agent plays the
  * valid ones with and without their hint, both roles train; RUN/spade.db is
  * the archive (rolled back on resume to the last completed iteration).
+ * The config is read by train_config.c, the directory's files are written by
+ * run_dir.c, the curriculum is agent/curriculum.c; this file opens the run and
+ * plays its iterations.
  * What it is not: library code (it prints and owns the process).
  */
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <ini.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -44,523 +44,13 @@
 #include "selfplay/loop.h"
 #include "selfplay/template.h"
 #include "vendi.h"
+#include "agent/curriculum.h"
 #include "cli.h"
+#include "run_dir.h"
+#include "train_config.h"
 #include "cmd_pretrain.h"
 #include "heldout.h"
 #include "policy/policy.h"
-
-#define MAX_LIST 64
-
-typedef struct tr_config {
-    char dir[2048];      /* run.dir */
-    int iterations;      /* run.iterations */
-    uint64_t seed;       /* run.seed */
-    int checkpoint_every; /* run.checkpoint_every */
-    spade_gpt_config gpt;
-    int have_gpt_keys;
-    char init[2048];     /* policy.init: a checkpoint to start from */
-    char specs[MAX_LIST][512];
-    int n_specs;
-    char dirs[MAX_LIST][2048];
-    int n_dirs;
-    int designer;        /* designer.enabled */
-    /* pool.curriculum = adaptive: one param of each environment moves over levels */
-    int curriculum, cur_levels, cur_window;
-    double cur_up, cur_down;
-    char cur_param[64];  /* curriculum_param = NAME: every environment that has it */
-    /* curriculum_param = ENV:NAME (repeatable): that environment's own, before NAME */
-    char cur_env[SPADE_POOL_MAX][64], cur_env_param[SPADE_POOL_MAX][64];
-    int n_cur_env;
-    spade_rl_opts rl;
-    spade_selfplay_opts sp;
-    char corpus_dirs[MAX_LIST][2048];
-    int n_corpus;
-    int eval_every, eval_episodes; /* eval.every (0 = never), eval.episodes (8): the held-out suite */
-    char source_dir[2048]; /* designer.files: designer.source = files */
-    int source_files;
-    int source_template;   /* designer.source = template */
-    char tpl_paths[MAX_LIST][2048]; /* designer.template (repeatable, or a comma-separated list) */
-    int n_tpl;
-    spade_template *tpl[MAX_LIST];  /* loaded by load_config */
-    char base[2048];     /* the config file's directory: relative paths are resolved against it */
-    char msg[600];
-} tr_config;
-
-static void defaults(tr_config *c) {
-    memset(c, 0, sizeof *c);
-    snprintf(c->dir, sizeof c->dir, "runs/train");
-    c->iterations = 20;
-    c->seed = 1;
-    c->checkpoint_every = 1;
-    spade_gpt_config_default(&c->gpt);
-    spade_rl_opts_default(&c->rl);
-    spade_selfplay_opts_default(&c->sp);
-    c->eval_episodes = 8;
-    c->cur_levels = 5;
-    c->cur_window = 2;
-    c->cur_up = 0.8;
-    c->cur_down = 0.2;
-}
-
-static int parse_num(const char *v, double lo, double hi, int integer, double *out) {
-    char *end;
-    errno = 0;
-    double x = strtod(v, &end);
-    if (errno || end == v || *end || !(x >= lo && x <= hi) || (integer && x != floor(x))) return -1;
-    *out = x;
-    return 0;
-}
-
-static void resolve(const tr_config *c, const char *v, char *out, size_t cap) {
-    size_t b = strlen(c->base), n = strlen(v);
-    if (v[0] == '/' || !b || b + 1 + n >= cap) {
-        snprintf(out, cap, "%s", v);
-        return;
-    }
-    memcpy(out, c->base, b);
-    out[b] = '/';
-    memcpy(out + b + 1, v, n + 1);
-}
-
-static int on_key(void *user, const char *section, const char *name, const char *value) {
-    tr_config *c = user;
-    double x;
-    if (c->msg[0]) return 1;
-#define FAIL(...) return snprintf(c->msg, sizeof c->msg, __VA_ARGS__), 0
-#define NUMK(sec, key, lo, hi, integer, dst)                                                                      \
-    if (!strcmp(section, sec) && !strcmp(name, key)) {                                                        \
-        if (parse_num(value, lo, hi, integer, &x))                                                            \
-            FAIL("[%s] %s = '%s': expected %s in [%g, %g]", sec, key, value, integer ? "an integer" : "a number", \
-                 (double)(lo), (double)(hi));                                                                 \
-        dst;                                                                                                  \
-        return 1;                                                                                             \
-    }
-    if (!strcmp(section, "run") && !strcmp(name, "dir")) {
-        if (!*value) FAIL("[run] dir is empty");
-        resolve(c, value, c->dir, sizeof c->dir);
-        return 1;
-    }
-    NUMK("run", "iterations", 1, 1e7, 1, c->iterations = (int)x)
-    NUMK("run", "seed", 0, 9007199254740992.0, 1, c->seed = (uint64_t)x; c->rl.seed = c->seed)
-    NUMK("run", "checkpoint_every", 1, 1e7, 1, c->checkpoint_every = (int)x)
-    if (!strcmp(section, "policy")) {
-        if (!strcmp(name, "init")) {
-            resolve(c, value, c->init, sizeof c->init);
-            return 1;
-        }
-        char e[400];
-        if (spade_gpt_config_set(&c->gpt, name, value, e, sizeof e)) FAIL("[policy] %s", e);
-        c->have_gpt_keys = 1;
-        return 1;
-    }
-    if (!strcmp(section, "pool")) {
-        if (!strcmp(name, "envs")) {
-            if (c->n_specs == MAX_LIST) FAIL("[pool] more than %d envs", MAX_LIST);
-            if (!*value || strlen(value) >= sizeof c->specs[0]) FAIL("[pool] envs = '%s': empty or too long", value);
-            snprintf(c->specs[c->n_specs++], sizeof c->specs[0], "%s", value);
-            return 1;
-        }
-        if (!strcmp(name, "dirs")) {
-            if (c->n_dirs == MAX_LIST) FAIL("[pool] more than %d dirs", MAX_LIST);
-            resolve(c, value, c->dirs[c->n_dirs++], sizeof c->dirs[0]);
-            return 1;
-        }
-        if (!strcmp(name, "curriculum")) {
-            if (!strcmp(value, "fixed")) c->curriculum = 0;
-            else if (!strcmp(value, "adaptive")) c->curriculum = 1;
-            else FAIL("[pool] curriculum = '%s': expected fixed or adaptive", value);
-            return 1;
-        }
-        if (!strcmp(name, "curriculum_param")) {
-            const char *colon = strchr(value, ':');
-            if (!colon) {
-                if (!*value || strlen(value) >= sizeof c->cur_param)
-                    FAIL("[pool] curriculum_param = '%s': a param name, or ENV:NAME", value);
-                snprintf(c->cur_param, sizeof c->cur_param, "%s", value);
-                return 1;
-            }
-            size_t el = (size_t)(colon - value);
-            if (!el || el >= sizeof c->cur_env[0] || !colon[1] || strlen(colon + 1) >= sizeof c->cur_env_param[0] ||
-                strchr(colon + 1, ':'))
-                FAIL("[pool] curriculum_param = '%s': expected ENV:NAME (an environment's name, one of its params)", value);
-            for (int k = 0; k < c->n_cur_env; k++)
-                if (strlen(c->cur_env[k]) == el && !strncmp(c->cur_env[k], value, el))
-                    FAIL("[pool] curriculum_param = '%s': %.*s already has one", value, (int)el, value);
-            if (c->n_cur_env >= SPADE_POOL_MAX) FAIL("[pool] curriculum_param: at most %d ENV:NAME entries", SPADE_POOL_MAX);
-            snprintf(c->cur_env[c->n_cur_env], sizeof c->cur_env[0], "%.*s", (int)el, value);
-            snprintf(c->cur_env_param[c->n_cur_env++], sizeof c->cur_env_param[0], "%s", colon + 1);
-            return 1;
-        }
-    }
-    NUMK("pool", "curriculum_levels", 2, 100, 1, c->cur_levels = (int)x)
-    NUMK("pool", "curriculum_window", 1, 1000, 1, c->cur_window = (int)x)
-    NUMK("pool", "curriculum_up", 0, 1, 0, c->cur_up = x)
-    NUMK("pool", "curriculum_down", 0, 1, 0, c->cur_down = x)
-    NUMK("agent", "envs", 1, SPADE_RL_MAX_ENVS, 1, c->rl.envs_per_iter = (int)x)
-    NUMK("agent", "plays", 2, 4096, 1, c->rl.plays = (int)x)
-    NUMK("agent", "max_live", 1, 4096, 1, c->rl.max_live = (int)x)
-    NUMK("agent", "max_action_tokens", 1, 4096, 1, c->rl.max_action_tokens = (int)x)
-    NUMK("agent", "temperature", 0, 10, 0, c->rl.temperature = (float)x)
-    NUMK("agent", "top_p", 1e-6, 1, 0, c->rl.top_p = (float)x)
-    NUMK("agent", "workers", 1, 64, 1, c->rl.workers = (int)x)
-    if (!strcmp(section, "agent") && !strcmp(name, "advantage")) {
-        if (!strcmp(value, "zscore")) c->rl.zscore = 1;
-        else if (!strcmp(value, "mean")) c->rl.zscore = 0;
-        else FAIL("[agent] advantage = '%s': expected zscore or mean", value);
-        return 1;
-    }
-    NUMK("grpo", "lr", 0, 1, 0, c->rl.adamw.lr = (float)x)
-    NUMK("grpo", "weight_decay", 0, 1, 0, c->rl.adamw.weight_decay = (float)x)
-    NUMK("grpo", "grad_clip", 0, 1e6, 0, c->rl.adamw.grad_clip = (float)x)
-    NUMK("grpo", "eps_low", 0, 0.999, 0, c->rl.grpo.eps_low = (float)x)
-    NUMK("grpo", "eps_high", 0, 100, 0, c->rl.grpo.eps_high = (float)x)
-    NUMK("grpo", "epochs", 1, 100, 1, c->rl.grpo.epochs = (int)x)
-    NUMK("grpo", "minibatch", 0, 1e6, 1, c->rl.grpo.minibatch = (int)x)
-    NUMK("grpo", "tis_cap", 0, 1e6, 0, c->rl.grpo.tis_cap = (float)x)
-    NUMK("designer", "envs", 1, SPADE_SP_MAX_ENVS, 1, c->sp.envs = (int)x)
-    NUMK("designer", "max_source_tokens", 16, 65536, 1, c->sp.max_source_tokens = (int)x)
-    NUMK("designer", "temperature", 0, 10, 0, c->sp.temperature = (float)x)
-    NUMK("designer", "top_p", 1e-6, 1, 0, c->sp.top_p = (float)x)
-    NUMK("designer", "invalid_reward", -10, 10, 0, c->sp.invalid_reward = x)
-    NUMK("designer", "max_step_ms", 0.001, 1e6, 0, c->sp.gates.max_step_ms = x)
-    NUMK("designer", "novelty_max", 0, 1, 0, c->sp.gates.novelty_max = x)
-    NUMK("designer", "family_window", 1, SPADE_SP_MAX_FAMILIES, 1, c->sp.family_window = (int)x)
-    NUMK("designer", "gate_seeds", 2, 1000, 1, c->sp.gates.seeds = (int)x)
-    NUMK("memory", "size", 1, 1e6, 1, c->sp.memory.window = (int)x)
-    NUMK("selfplay", "plays", 2, 256, 1, c->sp.plays = (int)x)
-    NUMK("selfplay", "repeats", 1, 128, 1, c->sp.repeats = (int)x)
-    NUMK("selfplay", "pool_envs", 0, SPADE_RL_MAX_ENVS, 1, c->sp.pool_envs = (int)x)
-    NUMK("eval", "every", 0, 1e7, 1, c->eval_every = (int)x)
-    NUMK("eval", "episodes", 1, 100000, 1, c->eval_episodes = (int)x)
-    if (!strcmp(section, "eval") && !strcmp(name, "suite")) {
-        if (strcmp(value, "heldout")) FAIL("[eval] suite = '%s': the suite is heldout", value);
-        return 1;
-    }
-    NUMK("selfplay", "regen_every", 1, 1e6, 1, c->sp.regen_every = (int)x)
-    NUMK("selfplay", "replay", 0, SPADE_SP_MAX_ENVS, 1, c->sp.replay = (int)x)
-#define BOOLK(sec, key, dst)                                                              \
-    if (!strcmp(section, sec) && !strcmp(name, key)) {                                    \
-        if (!strcmp(value, "true")) dst = 1;                                              \
-        else if (!strcmp(value, "false")) dst = 0;                                        \
-        else FAIL("[%s] %s = '%s': expected true or false", sec, key, value);             \
-        return 1;                                                                         \
-    }
-    BOOLK("designer", "train", c->sp.train_designer)
-    BOOLK("designer", "require_solve", c->sp.gates.require_solve)
-    BOOLK("corpus", "enabled", c->sp.use_corpus)
-    BOOLK("memory", "enabled", c->sp.use_memory)
-    BOOLK("selfplay", "train_hint_arm", c->sp.train_hint_arm)
-#undef BOOLK
-    if (!strcmp(section, "designer") && !strcmp(name, "reward")) {
-        int k = spade_dreward_parse(value);
-        if (k < 0) FAIL("[designer] reward = '%s': expected blend, regret, solve_rate or learning_potential", value);
-        c->sp.reward = (spade_dreward_kind)k;
-        return 1;
-    }
-    if (!strcmp(section, "designer") && !strcmp(name, "invalid")) {
-        if (!strcmp(value, "penalise")) c->sp.invalid_drop = 0;
-        else if (!strcmp(value, "drop")) c->sp.invalid_drop = 1;
-        else FAIL("[designer] invalid = '%s': expected penalise or drop", value);
-        return 1;
-    }
-    if (!strcmp(section, "designer") && !strcmp(name, "hint")) {
-        if (!strcmp(value, "embedded")) c->sp.hint_self = 0;
-        else if (!strcmp(value, "self")) c->sp.hint_self = 1;
-        else FAIL("[designer] hint = '%s': expected embedded (the source's HINT block) or self (the policy writes it)", value);
-        return 1;
-    }
-    NUMK("designer", "hint_temperature", 0, 10, 0, c->sp.hint_temperature = (float)x)
-    NUMK("designer", "hint_tokens", 1, 4096, 1, c->sp.hint_tokens = (int)x)
-    if (!strcmp(section, "designer") && !strcmp(name, "families")) {
-        c->sp.n_families = 0;
-        char buf[1024];
-        snprintf(buf, sizeof buf, "%s", value);
-        for (char *t = strtok(buf, ", "); t; t = strtok(NULL, ", ")) {
-            if (c->sp.n_families == SPADE_SP_MAX_FAMILIES) FAIL("[designer] families: more than %d", SPADE_SP_MAX_FAMILIES);
-            snprintf(c->sp.families[c->sp.n_families++], 32, "%s", t);
-        }
-        return 1;
-    }
-    if (!strcmp(section, "designer") && !strcmp(name, "source")) {
-        c->source_files = c->source_template = 0;
-        if (!strcmp(value, "policy")) {
-        } else if (!strcmp(value, "files")) c->source_files = 1;
-        else if (!strcmp(value, "template")) c->source_template = 1;
-        else FAIL("[designer] source = '%s': expected policy, files or template", value);
-        return 1;
-    }
-    if (!strcmp(section, "designer") && !strcmp(name, "template")) {
-        char buf[4096];
-        snprintf(buf, sizeof buf, "%s", value);
-        int any = 0;
-        for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
-            while (*t == ' ' || *t == '\t') t++;
-            size_t tl = strlen(t);
-            while (tl && (t[tl - 1] == ' ' || t[tl - 1] == '\t')) t[--tl] = 0;
-            if (!tl) continue;
-            if (c->n_tpl == MAX_LIST) FAIL("[designer] template: more than %d templates", MAX_LIST);
-            resolve(c, t, c->tpl_paths[c->n_tpl++], sizeof c->tpl_paths[0]);
-            any = 1;
-        }
-        if (!any) FAIL("[designer] template is empty: name a template file");
-        return 1;
-    }
-    NUMK("designer", "hole_tokens", 1, 4096, 1, c->sp.hole_tokens = (int)x)
-    if (!strcmp(section, "designer") && !strcmp(name, "files")) {
-        resolve(c, value, c->source_dir, sizeof c->source_dir);
-        return 1;
-    }
-    if (!strcmp(section, "corpus") && !strcmp(name, "dirs")) {
-        if (c->n_corpus == MAX_LIST) FAIL("[corpus] more than %d dirs", MAX_LIST);
-        resolve(c, value, c->corpus_dirs[c->n_corpus++], sizeof c->corpus_dirs[0]);
-        return 1;
-    }
-    if (!strcmp(section, "designer") && !strcmp(name, "enabled")) {
-        if (!strcmp(value, "false")) c->designer = 0;
-        else if (!strcmp(value, "true")) c->designer = 1;
-        else FAIL("[designer] enabled = '%s': expected true or false", value);
-        return 1;
-    }
-    if (!section[0]) FAIL("%s = %s is outside any [section] (the config starts with [run], [policy], ...)", name, value);
-    FAIL("unknown key [%s] %s", section, name);
-#undef NUMK
-#undef FAIL
-}
-
-/* base: where relative paths in the config point from (NULL: the config's own directory). */
-static int load_config(const char *path, const char *base, tr_config *c) {
-    defaults(c);
-    const char *slash = strrchr(path, '/');
-    if (base) snprintf(c->base, sizeof c->base, "%s", base);
-    else if (slash) snprintf(c->base, sizeof c->base, "%.*s", (int)(slash - path), path);
-    struct stat st;
-    if (stat(path, &st) != 0) return cli_err(CLI_FAIL, "train", "%s: %s", path, strerror(errno));
-    if (S_ISDIR(st.st_mode)) return cli_err(CLI_FAIL, "train", "%s: a directory without config.ini is not a run", path);
-    int line = ini_parse(path, on_key, c);
-    if (line == -1) return cli_err(CLI_FAIL, "train", "%s: %s", path, strerror(errno ? errno : ENOENT));
-    if (line > 0) { /* inih goes on past a bad section line, so the key after it would be blamed instead */
-        char text[512] = "";
-        FILE *f = fopen(path, "r");
-        for (int k = 0; f && k < line && fgets(text, sizeof text, f); k++) {}
-        if (f) fclose(f);
-        char *t = text + strspn(text, " \t");
-        t[strcspn(t, "\r\n")] = 0;
-        if (t[0] == '[' && !strchr(t, ']'))
-            return cli_err(CLI_USAGE, "train", "%s:%d: '%s': a section line without its closing ']'", path, line, t);
-    }
-    if (line != 0 || c->msg[0])
-        return line > 0 ? cli_err(CLI_USAGE, "train", "%s:%d: %s", path, line, c->msg[0] ? c->msg : "syntax error")
-                        : cli_err(CLI_USAGE, "train", "%s: %s", path, c->msg);
-    char e[400];
-    if (spade_gpt_config_validate(&c->gpt, e, sizeof e)) return cli_err(CLI_USAGE, "train", "%s: %s", path, e);
-    if (c->curriculum && !c->cur_param[0] && !c->n_cur_env)
-        return cli_err(CLI_USAGE, "train", "%s: [pool] curriculum = adaptive needs curriculum_param = NAME (or ENV:NAME)", path);
-    if (c->curriculum && !(c->cur_down < c->cur_up))
-        return cli_err(CLI_USAGE, "train", "%s: [pool] curriculum_down (%g) must be below curriculum_up (%g)", path,
-                       c->cur_down, c->cur_up);
-    /* greedy draws come from a point mass: their old log-prob is 0 and no ratio or gradient exists */
-    if (!(c->rl.temperature > 0))
-        return cli_err(CLI_USAGE, "train", "%s: [agent] temperature = 0: the agent trains on its plays, which must be "
-                       "sampled (temperature > 0)", path);
-    if (c->designer && c->sp.train_designer && !(c->sp.temperature > 0))
-        return cli_err(CLI_USAGE, "train", "%s: [designer] temperature = 0 with [designer] train = true: a trained "
-                       "designer's sources must be sampled (temperature > 0)", path);
-    if (c->sp.plays % c->sp.repeats)
-        return cli_err(CLI_USAGE, "train", "%s: [selfplay] plays = %d is not a multiple of repeats = %d (plays / repeats seeds, each played repeats times)",
-                       path, c->sp.plays, c->sp.repeats);
-    if (c->source_files && !c->source_dir[0]) return cli_err(CLI_USAGE, "train", "%s: [designer] source = files needs files = DIR", path);
-    if (c->source_template && !c->n_tpl)
-        return cli_err(CLI_USAGE, "train", "%s: [designer] source = template needs template = FILE", path);
-    for (int i = 0; c->source_template && i < c->n_tpl; i++) { /* each template read and checked now, by name */
-        char te[600];
-        if (spade_template_load(&c->tpl[i], c->tpl_paths[i], te, sizeof te) < 0)
-            return cli_err(CLI_USAGE, "train", "%s: [designer] template: %s", path, te);
-    }
-    if (c->designer && c->sp.reward == SPADE_DREWARD_LEARNING_POTENTIAL && !(c->rl.adamw.lr > 0))
-        return cli_err(CLI_USAGE, "train",
-                       "%s: [designer] reward = learning_potential needs [grpo] lr > 0: its trial agent step would "
-                       "change nothing, and every potential would be 0", path);
-    c->sp.seed = c->seed;
-    c->sp.rl = c->rl;
-    if (c->designer && !c->n_corpus) spade_data_path("stdenv", c->corpus_dirs[c->n_corpus++], sizeof c->corpus_dirs[0]);
-    if (c->designer && !c->n_specs && !c->n_dirs && !c->sp.pool_envs) return 0; /* self-play alone needs no pool */
-    if (!c->n_specs && !c->n_dirs) spade_data_path("stdenv", c->dirs[c->n_dirs++], sizeof c->dirs[0]);
-    if (c->rl.max_live < 1) c->rl.max_live = 1;
-    return 0;
-}
-
-/* ---- files ---- */
-
-static int write_atomic(const char *path, const char *text, size_t n) {
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) return -1;
-    ssize_t w = write(fd, text, n);
-    if (w != (ssize_t)n || fsync(fd) < 0 || close(fd) < 0 || rename(tmp, path) < 0) {
-        unlink(tmp);
-        return -1;
-    }
-    char dir[4200];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *s = strrchr(dir, '/');
-    if (s) *s = 0;
-    int dfd = open(s ? dir : ".", O_RDONLY);
-    if (dfd >= 0) fsync(dfd), close(dfd);
-    return 0;
-}
-
-static int copy_file(const char *from, const char *to) {
-    char *buf = NULL, e[256];
-    size_t n;
-    if (spade_read_source(from, &buf, &n, e, sizeof e) < 0) return -1;
-    int rc = write_atomic(to, buf, n);
-    free(buf);
-    return rc;
-}
-
-/* The iteration the state file says is done (-1 when there is none) and its checkpoint. */
-static int read_state(const char *dir, char *ckpt, size_t cap) {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/state", dir);
-    FILE *f = fopen(path, "r");
-    int it = -1;
-    char name[256] = "";
-    if (!f) return -1;
-    if (fscanf(f, "iteration %d checkpoint %255s", &it, name) != 2) it = -2;
-    fclose(f);
-    snprintf(ckpt, cap, "%s/%s", dir, name);
-    return it;
-}
-
-/* Removes what a killed run can leave behind: checkpoints other than the
- * state's (a kill between writing the state and unlinking the old one) and
- * temporary files of an interrupted atomic write. */
-static void tidy_run(const char *dir, const char *keep) {
-    DIR *d = opendir(dir);
-    const char *base = strrchr(keep, '/');
-    base = base ? base + 1 : keep;
-    if (!d) return;
-    for (struct dirent *de; (de = readdir(d)) != NULL;) {
-        const char *n = de->d_name;
-        int old_ckpt = !strncmp(n, "policy-", 7) && strstr(n, ".ckpt") && strcmp(n, base);
-        if (old_ckpt || strstr(n, ".tmp.")) {
-            char p[4400];
-            snprintf(p, sizeof p, "%s/%s", dir, n);
-            unlink(p);
-        }
-    }
-    closedir(d);
-}
-
-/* Keeps the log lines of iterations <= last (a line past the checkpoint is played again). */
-static int trim_log(const char *log, int last) {
-    FILE *f = fopen(log, "r");
-    if (!f) return 0;
-    size_t cap = 1 << 16, n = 0;
-    char *out = malloc(cap), line[65536];
-    while (out && fgets(line, sizeof line, f)) {
-        const char *p = strstr(line, "\"iteration\":");
-        size_t k = strlen(line);
-        if (!p || atoi(p + 12) > last || line[k - 1] != '\n') continue; /* a kill mid-write leaves a line cut short */
-        if (n + k + 1 > cap) {
-            char *no = realloc(out, cap = 2 * (n + k + 1));
-            if (!no) break;
-            out = no;
-        }
-        memcpy(out + n, line, k);
-        n += k;
-    }
-    fclose(f);
-    int rc = out ? write_atomic(log, out, n) : -1;
-    free(out);
-    return rc;
-}
-
-/* ---- pool.curriculum = adaptive ----
- * Each pool environment that declares curriculum_param gets a level in
- * 0..levels-1 (start 0); the param is min + level / (levels - 1) * (max - min)
- * (whole numbers for an int param), over what the spec says. After every
- * iteration that played it, its success joins a window; once the window holds
- * curriculum_window iterations, a mean >= curriculum_up raises the level and
- * a mean <= curriculum_down lowers it, and the window starts again either way
- * (consecutive windows of that many iterations, never a longer one). The
- * levels and windows are saved with the state file, so a resumed run goes on
- * from them. */
-typedef struct curriculum {
-    int known[SPADE_POOL_MAX]; /* 0 not looked at, 1 has the param, -1 has not */
-    double lo[SPADE_POOL_MAX], hi[SPADE_POOL_MAX];
-    int is_int[SPADE_POOL_MAX], level[SPADE_POOL_MAX], n[SPADE_POOL_MAX];
-    double sum[SPADE_POOL_MAX];
-    char params[SPADE_POOL_MAX][SPADE_SPEC_PARAMS_MAX];
-    const char *ptr[SPADE_POOL_MAX];
-} curriculum;
-
-/* The param the curriculum moves in the environment named env: its own
- * ENV:NAME entry, else the pool-wide NAME ("" when neither). */
-static const char *cur_param_of(const tr_config *c, const char *env) {
-    for (int k = 0; k < c->n_cur_env; k++)
-        if (!strcmp(c->cur_env[k], env)) return c->cur_env_param[k];
-    return c->cur_param;
-}
-
-static void cur_prepare(curriculum *cu, const tr_config *c, spade_sandbox *sb, const spade_pool *pool) {
-    for (int i = 0; i < spade_pool_count(pool) && i < SPADE_POOL_MAX; i++) {
-        const spade_pool_entry *pe = spade_pool_entry_at(pool, i);
-        const char *param = cur_param_of(c, pe->name);
-        if (!cu->known[i]) {
-            spade_worker *w = NULL;
-            spade_failure f;
-            cu->known[i] = -1;
-            if (spade_worker_load(sb, pe->path, pe->source, pe->len, &w, &f) == 0) {
-                const spade_env_info *info = spade_worker_info(w);
-                for (int k = 0; k < info->n_params; k++)
-                    if (*param && !strcmp(info->params[k].name, param)) {
-                        cu->known[i] = 1;
-                        cu->lo[i] = info->params[k].min;
-                        cu->hi[i] = info->params[k].max;
-                        cu->is_int[i] = info->params[k].type == SPADE_PARAM_INT;
-                    }
-                spade_worker_free(w);
-            }
-            if (cu->known[i] != 1 && *param && param != c->cur_param) /* a misspelt ENV:NAME would move nothing unseen */
-                fprintf(stderr, "train: [pool] curriculum_param = %s:%s: %s has no param %s; it stays as its spec says\n",
-                        pe->name, param, pe->name, param);
-        }
-        cu->ptr[i] = NULL;
-        if (cu->known[i] != 1) continue;
-        double v = cu->lo[i] + (cu->hi[i] - cu->lo[i]) * cu->level[i] / (c->cur_levels - 1);
-        char item[128], rest[SPADE_SPEC_PARAMS_MAX] = "";
-        if (cu->is_int[i]) snprintf(item, sizeof item, "%s=%.0f", param, floor(v + 0.5));
-        else snprintf(item, sizeof item, "%s=%.17g", param, v);
-        /* the spec's other params, without its own value of this one */
-        char copy[SPADE_SPEC_PARAMS_MAX];
-        snprintf(copy, sizeof copy, "%s", pe->params);
-        size_t kl = strlen(param);
-        for (char *t = strtok(copy, ","); t; t = strtok(NULL, ","))
-            if (!(strncmp(t, param, kl) == 0 && t[kl] == '='))
-                snprintf(rest + strlen(rest), sizeof rest - strlen(rest), "%s,", t);
-        snprintf(cu->params[i], sizeof cu->params[i], "%s%s", rest, item);
-        cu->ptr[i] = cu->params[i];
-    }
-}
-
-static void cur_update(curriculum *cu, const tr_config *c, const spade_rl_metrics *m) {
-    for (int e = 0; e < m->envs; e++) {
-        int i = m->env_index[e];
-        if (i < 0 || i >= SPADE_POOL_MAX || cu->known[i] != 1) continue;
-        cu->sum[i] += m->env_success[e];
-        if (++cu->n[i] < c->cur_window) continue;
-        double mean = cu->sum[i] / cu->n[i];
-        if (mean >= c->cur_up && cu->level[i] < c->cur_levels - 1) cu->level[i]++;
-        else if (mean <= c->cur_down && cu->level[i] > 0) cu->level[i]--;
-        /* a full window starts again whether or not it moved the level: a window
-         * kept open past its size becomes the mean since the last move, which a
-         * slow start holds below `up` long after the policy has learned */
-        cu->n[i] = 0;
-        cu->sum[i] = 0;
-    }
-}
 
 /* ---- the run ---- */
 
@@ -715,14 +205,14 @@ static int train_default(spade_sandbox *sb) {
         if (!realpath(run, abs)) snprintf(abs, sizeof abs, "%s", run);
         int n = snprintf(text, sizeof text, DEFAULT_PRETRAIN, stdenv, abs, q ? 8 : 400);
         snprintf(path, sizeof path, "%s/pretrain.ini", run);
-        if (write_atomic(path, text, (size_t)n) < 0) return cli_err(CLI_FAIL, "train", "%s: cannot write", path);
+        if (cli_write_atomic(path, text, (size_t)n) < 0) return cli_err(CLI_FAIL, "train", "%s: cannot write", path);
         char *args[] = {"pretrain", path, NULL};
         int rc = spade_cmd_pretrain(2, args);
         if (rc) return rc;
     }
     int n = snprintf(text, sizeof text, DEFAULT_SELFPLAY, q ? 2 : 6, stdenv);
     snprintf(path, sizeof path, "%s/selfplay.ini", run);
-    if (write_atomic(path, text, (size_t)n) < 0) return cli_err(CLI_FAIL, "train", "%s: cannot write", path);
+    if (cli_write_atomic(path, text, (size_t)n) < 0) return cli_err(CLI_FAIL, "train", "%s: cannot write", path);
     char *args[] = {"train", path, NULL};
     int rc = cli_train(sb, 2, args);
     if (rc == CLI_OK)
@@ -733,31 +223,312 @@ static int train_default(spade_sandbox *sb) {
     return rc;
 }
 
-/* 0 when the two files hold the same bytes, else the first line where they differ (1-based, as an editor shows it). */
-static int config_differs(const char *a, const char *b) {
-    FILE *fa = fopen(a, "r"), *fb = fopen(b, "r");
-    int line = 1, rc = 0;
-    if (!fa || !fb) rc = 1;
-    while (!rc) {
-        int x = getc(fa), y = getc(fb);
-        if (x != y) rc = line;
-        else if (x == EOF) break;
-        else if (x == '\n') line++;
-    }
-    if (fa) fclose(fa);
-    if (fb) fclose(fb);
-    return rc;
+/* What a run holds while it goes; train_close frees it. */
+typedef struct train_run {
+    tr_config *c;
+    char dir_ckpt[4400];  /* the state's checkpoint, when done >= 0 */
+    char log_path[4400];
+    int done;             /* the last iteration done, -1 for none */
+    spade_policy *p;
+    spade_heldout_guard *guard;
+    spade_registry *reg;
+    spade_pool *pool;
+    spade_curriculum *cu;
+    spade_corpus *corpus;
+    spade_archive *archive;
+    double *refs; /* (n_refs, SPADE_VENDI_DIM) the corpus's embeddings, for novelty */
+    const char **ref_names;
+    int n_refs, n_src;
+    char **src_text, **src_names; /* designer.source = files */
+    size_t *src_lens;
+    FILE *log;
+} train_run;
+
+static void train_close(train_run *r) {
+    if (r->log) fclose(r->log);
+    spade_pool_free(r->pool);
+    free(r->cu);
+    spade_corpus_free(r->corpus);
+    spade_archive_close(r->archive);
+    free(r->refs);
+    free(r->ref_names);
+    for (int i = 0; i < r->n_src; i++) free(r->src_text[i]), free(r->src_names[i]);
+    free(r->src_text);
+    free(r->src_names);
+    free(r->src_lens);
+    spade_registry_free(r->reg);
+    spade_heldout_guard_free(r->guard);
+    spade_policy_free(r->p);
+    for (int i = 0; r->c && i < r->c->n_tpl; i++) spade_template_free(r->c->tpl[i]), r->c->tpl[i] = NULL;
 }
 
-/* Takes back what a new run wrote before it failed to start (a missing [policy] init), so the
- * directory does not look like a run that would resume. */
-static void unmake_run(const char *dir) {
-    char p[4400];
-    snprintf(p, sizeof p, "%s/config.ini", dir);
-    unlink(p);
-    snprintf(p, sizeof p, "%s/config.base", dir);
-    unlink(p);
-    rmdir(dir); /* only if nothing else is there */
+/* The config (a file, or a run directory's config.ini with its config.base), the run directory
+ * made or resumed (the same config again resumes; another one for the same dir is refused), and
+ * the policy: the state's checkpoint, [policy] init, or a new one. CLI_OK or the exit code. */
+static int train_open(train_run *r, tr_config *c, const char *arg) {
+    char cfg_path[4200], err[2048], path0[4400], path[4400];
+    struct stat st;
+    r->c = c;
+    int resume_dir = stat(arg, &st) == 0 && S_ISDIR(st.st_mode);
+    if (resume_dir) snprintf(cfg_path, sizeof cfg_path, "%s/config.ini", arg);
+    else snprintf(cfg_path, sizeof cfg_path, "%s", arg);
+    if (resume_dir && stat(cfg_path, &st) != 0)
+        return cli_err(CLI_FAIL, "train", "%s: not a run directory (no config.ini)", arg);
+    char base[4200] = "", *base_arg = NULL;
+    if (resume_dir) { /* relative paths keep meaning what they meant when the run started */
+        snprintf(path0, sizeof path0, "%s/config.base", arg);
+        FILE *bf = fopen(path0, "r");
+        if (bf && fgets(base, sizeof base, bf)) {
+            base[strcspn(base, "\n")] = 0;
+            base_arg = base;
+        }
+        if (bf) fclose(bf);
+    }
+    int rc = cli_train_config_load(cfg_path, base_arg, c);
+    if (rc) return rc;
+    if (resume_dir) snprintf(c->dir, sizeof c->dir, "%s", arg); /* the run is where it is now */
+    cli_path_clean(c->dir); /* configs/../runs/x is printed and written as runs/x */
+    if (cli_mkdir_p(c->dir) < 0) return cli_err(CLI_FAIL, "train", "%s: %s", c->dir, strerror(errno));
+    snprintf(path, sizeof path, "%s/config.ini", c->dir);
+    snprintf(r->log_path, sizeof r->log_path, "%s/train.jsonl", c->dir);
+    r->done = cli_run_read_state(c->dir, r->dir_ckpt, sizeof r->dir_ckpt);
+    if (r->done == -2) return cli_err(CLI_FAIL, "train", "%s/state: unreadable; the run cannot resume", c->dir);
+    int fresh = 0; /* this call wrote RUN/config.ini: a failure before the first iteration takes it back */
+    if (!resume_dir && r->done >= 0) {
+        /* the config a run started from, given again, resumes it (docs/train.md); another config
+         * pointing at the same [run] dir would silently mix two runs, so it is refused */
+        int diff = cli_train_config_differs(cfg_path, path);
+        if (diff)
+            return cli_err(CLI_FAIL, "train",
+                           "%s already holds a run (iteration %d done) started from another config: %s differs from %s "
+                           "at line %d. Resume that run with %s train %s (edit %s to change it), or give this config "
+                           "another [run] dir",
+                           c->dir, r->done, cfg_path, path, diff, cli_self(), c->dir, path);
+        resume_dir = 1;
+    }
+    if (!resume_dir) {
+        fresh = 1;
+        /* config.base before config.ini: config.ini makes the directory a run, so a kill
+         * between the two leaves no run that would resume with its relative paths taken
+         * from the run directory instead of the config's */
+        char abs[4096], line[4200];
+        if (!realpath(c->base[0] ? c->base : ".", abs)) snprintf(abs, sizeof abs, "%s", c->base[0] ? c->base : ".");
+        int k = snprintf(line, sizeof line, "%s\n", abs);
+        snprintf(path0, sizeof path0, "%s/config.base", c->dir);
+        if (cli_write_atomic(path0, line, (size_t)k) < 0) return cli_err(CLI_FAIL, "train", "%s: cannot write", path0);
+        if (cli_copy_file(cfg_path, path) < 0) return cli_err(CLI_FAIL, "train", "%s: cannot write", path);
+    }
+    if (resume_dir) { /* what a killed run left past its last completed iteration goes */
+        cli_run_trim_log(r->log_path, r->done);
+        cli_run_tidy(c->dir, r->done >= 0 ? r->dir_ckpt : "");
+    }
+    if (r->done >= 0) {
+        if (spade_policy_load(&r->p, r->dir_ckpt, NULL, err, sizeof err))
+            return cli_err(CLI_FAIL, "train", "cannot resume: %s", err);
+        printf("resuming %s after iteration %d\n", c->dir, r->done);
+    } else if (c->init[0]) {
+        if (spade_policy_load(&r->p, c->init, NULL, err, sizeof err)) {
+            if (fresh) cli_run_unmake(c->dir);
+            return cli_err(CLI_FAIL, "train", "%s", err);
+        }
+    } else if (spade_policy_new(&r->p, &c->gpt, err, sizeof err)) {
+        if (fresh) cli_run_unmake(c->dir);
+        return cli_err(CLI_FAIL, "train", "%s", err);
+    }
+    return CLI_OK;
+}
+
+/* Self-play's inputs: the corpus (guarded against the held-out suite) and its embeddings for
+ * novelty, the families, the given sources (designer.source = files) or templates, and the
+ * archive rolled back to the last completed iteration. CLI_OK or the exit code. */
+static int train_open_designer(train_run *r) {
+    tr_config *c = r->c;
+    char err[2048], path[4400];
+    const char *cd[TR_MAX_LIST];
+    for (int i = 0; i < c->n_corpus; i++) cd[i] = c->corpus_dirs[i];
+    int refused = 0;
+    if (c->sp.use_corpus && spade_corpus_new(&r->corpus, cd, c->n_corpus, r->guard, 0, &refused, err, sizeof err) < 0)
+        return cli_err(CLI_FAIL, "train", "%s", err);
+    int nc = r->corpus ? spade_corpus_count(r->corpus) : 0;
+    r->refs = calloc((size_t)(nc ? nc : 1) * SPADE_VENDI_DIM, sizeof *r->refs);
+    r->ref_names = calloc((size_t)(nc ? nc : 1), sizeof *r->ref_names);
+    for (int i = 0; r->refs && r->ref_names && i < nc; i++) {
+        const spade_corpus_item *it = spade_corpus_item_at(r->corpus, i);
+        spade_vendi_embed(it->text, it->len, r->refs + (size_t)r->n_refs * SPADE_VENDI_DIM, SPADE_VENDI_DIM);
+        r->ref_names[r->n_refs++] = it->name;
+    }
+    if (!c->sp.n_families && r->corpus) /* the corpus's families, in order of first appearance */
+        for (int i = 0; i < nc && c->sp.n_families < SPADE_SP_MAX_FAMILIES; i++) {
+            const char *f = spade_corpus_item_at(r->corpus, i)->family;
+            int seen = !*f;
+            for (int k = 0; k < c->sp.n_families && !seen; k++) seen = !strcmp(c->sp.families[k], f);
+            if (!seen) snprintf(c->sp.families[c->sp.n_families++], 32, "%s", f);
+        }
+    if (c->source_files) { /* the given sources, sorted, as the designer's "writing" */
+        char **fp;
+        int nf;
+        if (spade_heldout_files(c->source_dir, &fp, &nf, err, sizeof err) < 0 || nf == 0)
+            return cli_err(CLI_FAIL, "train", "[designer] files = %s: %s", c->source_dir, nf == 0 ? "no .c files" : err);
+        r->src_names = fp;
+        r->src_text = calloc((size_t)nf, sizeof *r->src_text);
+        r->src_lens = calloc((size_t)nf, sizeof *r->src_lens);
+        for (int i = 0; r->src_text && r->src_lens && i < nf; i++) {
+            if (spade_read_source(fp[i], &r->src_text[i], &r->src_lens[i], err, sizeof err) < 0)
+                return cli_err(CLI_FAIL, "train", "%s", err);
+            r->n_src++;
+        }
+        c->sp.files = (const char *const *)r->src_text;
+        c->sp.file_lens = r->src_lens;
+        c->sp.file_names = (const char *const *)fp;
+        c->sp.n_files = r->n_src;
+    }
+    if (c->source_template) { /* each template, filled at its longest, must fit the policy's context */
+        for (int i = 0; i < c->n_tpl; i++)
+            if (spade_template_fits(r->p, c->tpl[i], c->sp.hole_tokens, err, sizeof err) < 0)
+                return cli_err(CLI_USAGE, "train", "%s", err);
+        c->sp.templates = (const spade_template *const *)c->tpl;
+        c->sp.n_templates = c->n_tpl;
+    }
+    snprintf(path, sizeof path, "%s/spade.db", c->dir);
+    if (spade_archive_open(&r->archive, path, err, sizeof err) < 0 ||
+        spade_archive_rollback_after(r->archive, r->done, err, sizeof err) < 0)
+        return cli_err(CLI_FAIL, "train", "%s", err);
+    printf("spade train: self-play; corpus %d items (%d held-out files kept out), %d families, archive %s\n", nc,
+           refused, c->sp.n_families, path);
+    return CLI_OK;
+}
+
+/* The curriculum's levels and windows, from the state file when the run resumes. */
+static int train_open_curriculum(train_run *r) {
+    tr_config *c = r->c;
+    if (!(r->cu = calloc(1, sizeof *r->cu))) return cli_err(CLI_FAIL, "train", "out of memory");
+    static const char *cur_env[SPADE_POOL_MAX], *cur_env_param[SPADE_POOL_MAX];
+    for (int i = 0; i < c->n_cur_env; i++) cur_env[i] = c->cur_env[i], cur_env_param[i] = c->cur_env_param[i];
+    spade_curriculum_init(r->cu, &(spade_curriculum_opts){.levels = c->cur_levels, .window = c->cur_window,
+                                                          .up = c->cur_up, .down = c->cur_down, .param = c->cur_param,
+                                                          .env = cur_env, .env_param = cur_env_param,
+                                                          .n_env = c->n_cur_env});
+    if (c->curriculum && r->done >= 0) {
+        char sp[4400], line[256];
+        snprintf(sp, sizeof sp, "%s/state", c->dir);
+        FILE *sf = fopen(sp, "r");
+        while (sf && fgets(line, sizeof line, sf)) spade_curriculum_state_read(r->cu, line);
+        if (sf) fclose(sf);
+    }
+    return CLI_OK;
+}
+
+/* The checkpoint of iteration it, then the state file naming it (with the curriculum's lines),
+ * then the previous checkpoint unlinked: a kill between any two leaves a run that resumes. */
+static int train_checkpoint(train_run *r, int it) {
+    char name[64], old[4400], path[4400], err[2048];
+    snprintf(name, sizeof name, "policy-%d.ckpt", it);
+    snprintf(path, sizeof path, "%s/%s", r->c->dir, name);
+    if (spade_policy_save(r->p, path, err, sizeof err)) return cli_err(CLI_FAIL, "train", "%s", err);
+    spade_killpoint("checkpoint", it); /* the new checkpoint written, the state not yet */
+    int prev = cli_run_read_state(r->c->dir, old, sizeof old);
+    static char state_text[SPADE_POOL_MAX * 64 + 512];
+    int n = snprintf(state_text, sizeof state_text, "iteration %d checkpoint %s\n", it, name);
+    if (r->c->curriculum) spade_curriculum_state_lines(r->cu, state_text, sizeof state_text, &n);
+    snprintf(path, sizeof path, "%s/state", r->c->dir);
+    if (cli_write_atomic(path, state_text, (size_t)n) < 0) return cli_err(CLI_FAIL, "train", "%s: cannot write", path);
+    spade_killpoint("state", it); /* the state written, the previous checkpoint not yet unlinked */
+    if (prev >= 0 && prev != it) unlink(old);
+    return CLI_OK;
+}
+
+/* A self-play iteration's log line, with the pool's update (its samples and whether it stepped)
+ * added for the closing words, and its progress line. */
+static void selfplay_log(train_run *r, const spade_selfplay_metrics *sm) {
+    const tr_config *c = r->c;
+    char json[4096];
+    spade_selfplay_metrics_json(sm, json, sizeof json);
+    size_t jl = strlen(json);
+    if (jl > 1 && json[jl - 1] == '}' && jl + 64 < sizeof json)
+        snprintf(json + jl - 1, sizeof json - jl + 1, ",\"pool_samples\":%d,\"pool_updated\":%s}",
+                 c->sp.pool_envs > 0 ? sm->pool.n_samples : 0, c->sp.pool_envs > 0 && sm->pool.updated ? "true" : "false");
+    fprintf(r->log, "%s\n", json);
+}
+
+static void selfplay_progress(const tr_config *c, const spade_selfplay_metrics *sm, int it, int tty) {
+    char pool_part[64] = "";
+    if (c->sp.pool_envs > 0) snprintf(pool_part, sizeof pool_part, "  pool %.2f", sm->pool.success_rate);
+    size_t at = strlen(pool_part); /* the look-ahead's time (designer.reward = learning_potential) */
+    if (c->sp.reward == SPADE_DREWARD_LEARNING_POTENTIAL)
+        snprintf(pool_part + at, sizeof pool_part - at, "  lookahead %.1fs", sm->t_lookahead);
+    printf("%siter %d [0..%d]  valid %d/%d  pass %.2f  +hint %.2f  regret %.3f  designer %.3f  vendi/n %.2f%s  "
+           "design %.1fs gates %.1fs play %.1fs update %.1fs%s",
+           tty ? "\r" : "", it, c->iterations - 1, sm->valid, sm->written, sm->pass_nohint, sm->pass_hint, sm->regret,
+           sm->designer_reward, sm->vendi_n, pool_part, sm->t_design, sm->t_gates, sm->t_play,
+           sm->t_update + sm->pool.t_update, tty ? "" : "\n");
+    fflush(stdout);
+}
+
+static void pool_progress(const tr_config *c, const spade_rl_metrics *m, int it, int tty) {
+    printf("%siter %d [0..%d]  success %.3f  return %.3f  steps %.1f  failed %ld  ctx_full %ld  groups %d (-%d)  "
+           "loss %.4f  |g| %.3f  play %.1fs  update %.1fs%s",
+           tty ? "\r" : "", it, c->iterations - 1, m->success_rate, m->mean_return, m->mean_steps, m->failed,
+           m->context_full, m->n_groups, m->n_dropped, m->loss, m->grad_norm, m->t_play, m->t_update, tty ? "" : "\n");
+    fflush(stdout);
+}
+
+/* Iterations done+1 .. iterations-1, each: play (self-play or the fixed pool), log, held-out
+ * evaluation when due, checkpoint when due, progress. CLI_OK, or the exit code (an interrupt
+ * is CLI_FAIL with how to resume said). */
+static int train_iterations(train_run *r, spade_sandbox *sb) {
+    tr_config *c = r->c;
+    char err[2048];
+    struct sigaction sa = {0};
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    int tty = isatty(STDOUT_FILENO);
+    for (int it = r->done + 1; it < c->iterations; it++) {
+        if (r->pool && spade_pool_refresh(r->pool, err, sizeof err) < 0) return cli_err(CLI_FAIL, "train", "%s", err);
+        spade_rl_metrics m;
+        spade_selfplay_metrics sm;
+        int rr;
+        if (c->designer) {
+            spade_selfplay s = {r->p, sb, r->corpus, r->archive, r->pool, r->refs, r->ref_names, r->n_refs};
+            rr = spade_selfplay_iteration(&s, &c->sp, it, &stop_requested, &sm, err, sizeof err);
+        } else {
+            if (c->curriculum) {
+                spade_curriculum_prepare(r->cu, sb, r->pool);
+                c->rl.params_override = r->cu->ptr;
+                c->rl.n_override = spade_pool_count(r->pool);
+            }
+            rr = spade_rl_iteration(r->p, NULL, sb, r->pool, it, &c->rl, &stop_requested, &m, err, sizeof err);
+        }
+        if (rr < 0) return cli_err(CLI_FAIL, "train", "iteration %d: %s", it, err);
+        if (rr == 1 || stop_requested) {
+            char last[48] = "none is done yet";
+            if (it > 0) snprintf(last, sizeof last, "iteration %d is the last done", it - 1);
+            fprintf(stderr, "spade train: interrupted in iteration %d (%s); resume with: %s train %s\n", it, last,
+                    cli_self(), c->dir);
+            return CLI_FAIL;
+        }
+        /* the log line before the checkpoint: a resume drops lines past its checkpoint and plays them again */
+        if (c->designer) selfplay_log(r, &sm);
+        else {
+            write_metrics(r->log, &m, r->pool, c->curriculum ? r->cu->ptr : NULL);
+            if (c->curriculum) spade_curriculum_update(r->cu, &m);
+        }
+        fflush(r->log);
+        fsync(fileno(r->log));
+        spade_killpoint("logged", it);
+        if (c->eval_every > 0 && ((it + 1) % c->eval_every == 0 || it == c->iterations - 1)) {
+            if (eval_heldout(r->log, r->p, sb, it, c->eval_episodes, err, sizeof err) < 0)
+                return cli_err(CLI_FAIL, "train", "iteration %d: held-out evaluation: %s", it, err);
+            fflush(r->log);
+            fsync(fileno(r->log));
+        }
+        if (((it + 1) % c->checkpoint_every == 0 || it == c->iterations - 1) && train_checkpoint(r, it) != CLI_OK)
+            return CLI_FAIL;
+        if (c->designer) selfplay_progress(c, &sm, it, tty);
+        else pool_progress(c, &m, it, tty);
+    }
+    if (tty) printf("\n");
+    return CLI_OK;
 }
 
 int cli_train(spade_sandbox *sb, int argc, char **argv) {
@@ -768,332 +539,53 @@ int cli_train(spade_sandbox *sb, int argc, char **argv) {
     if (argc == 1) return train_default(sb);
     if (argc != 2) return cli_err(CLI_USAGE, "train", "give a CONFIG file or a RUN_DIR (spade train --help)");
     static tr_config c;
-    char cfg_path[4200], err[2048], path0[4400];
-    struct stat st;
-    int resume_dir = stat(argv[1], &st) == 0 && S_ISDIR(st.st_mode);
-    if (resume_dir) snprintf(cfg_path, sizeof cfg_path, "%s/config.ini", argv[1]);
-    else snprintf(cfg_path, sizeof cfg_path, "%s", argv[1]);
-    if (resume_dir && stat(cfg_path, &st) != 0)
-        return cli_err(CLI_FAIL, "train", "%s: not a run directory (no config.ini)", argv[1]);
-    char base[4200] = "", *base_arg = NULL;
-    if (resume_dir) { /* relative paths keep meaning what they meant when the run started */
-        snprintf(path0, sizeof path0, "%s/config.base", argv[1]);
-        FILE *bf = fopen(path0, "r");
-        if (bf && fgets(base, sizeof base, bf)) {
-            base[strcspn(base, "\n")] = 0;
-            base_arg = base;
-        }
-        if (bf) fclose(bf);
+    train_run r = {0};
+    int rc = train_open(&r, &c, argv[1]);
+    if (rc != CLI_OK) {
+        train_close(&r);
+        return rc;
     }
-    int rc = load_config(cfg_path, base_arg, &c);
-    if (rc) return rc;
-    if (resume_dir) snprintf(c.dir, sizeof c.dir, "%s", argv[1]); /* the run is where it is now */
-    cli_path_clean(c.dir); /* configs/../runs/x is printed and written as runs/x */
-    if (cli_mkdir_p(c.dir) < 0) return cli_err(CLI_FAIL, "train", "%s: %s", c.dir, strerror(errno));
-    char path[4400], ckpt[4400], log_path[4400];
-    snprintf(path, sizeof path, "%s/config.ini", c.dir);
-    snprintf(log_path, sizeof log_path, "%s/train.jsonl", c.dir);
-    int done = read_state(c.dir, ckpt, sizeof ckpt);
-    if (done == -2) return cli_err(CLI_FAIL, "train", "%s/state: unreadable; the run cannot resume", c.dir);
-    int fresh = 0; /* this call wrote RUN/config.ini: a failure before the first iteration takes it back */
-    if (!resume_dir && done >= 0) {
-        /* the config a run started from, given again, resumes it (docs/train.md); another config
-         * pointing at the same [run] dir would silently mix two runs, so it is refused */
-        int diff = config_differs(cfg_path, path);
-        if (diff)
-            return cli_err(CLI_FAIL, "train",
-                           "%s already holds a run (iteration %d done) started from another config: %s differs from %s "
-                           "at line %d. Resume that run with %s train %s (edit %s to change it), or give this config "
-                           "another [run] dir",
-                           c.dir, done, cfg_path, path, diff, cli_self(), c.dir, path);
-        resume_dir = 1;
-    }
-    if (!resume_dir) {
-        fresh = 1;
-        /* config.base before config.ini: config.ini makes the directory a run, so a kill
-         * between the two leaves no run that would resume with its relative paths taken
-         * from the run directory instead of the config's */
-        char abs[4096], line[4200];
-        if (!realpath(c.base[0] ? c.base : ".", abs)) snprintf(abs, sizeof abs, "%s", c.base[0] ? c.base : ".");
-        int k = snprintf(line, sizeof line, "%s\n", abs);
-        snprintf(path0, sizeof path0, "%s/config.base", c.dir);
-        if (write_atomic(path0, line, (size_t)k) < 0) return cli_err(CLI_FAIL, "train", "%s: cannot write", path0);
-        if (copy_file(cfg_path, path) < 0) return cli_err(CLI_FAIL, "train", "%s: cannot write", path);
-    }
-    if (resume_dir) { /* what a killed run left past its last completed iteration goes */
-        trim_log(log_path, done);
-        tidy_run(c.dir, done >= 0 ? ckpt : "");
-    }
-    /* the policy */
-    spade_policy *p = NULL;
-    if (done >= 0) {
-        if (spade_policy_load(&p, ckpt, NULL, err, sizeof err)) return cli_err(CLI_FAIL, "train", "cannot resume: %s", err);
-        printf("resuming %s after iteration %d\n", c.dir, done);
-    } else if (c.init[0]) {
-        if (spade_policy_load(&p, c.init, NULL, err, sizeof err)) {
-            if (fresh) unmake_run(c.dir);
-            return cli_err(CLI_FAIL, "train", "%s", err);
-        }
-    } else if (spade_policy_new(&p, &c.gpt, err, sizeof err)) {
-        if (fresh) unmake_run(c.dir);
-        return cli_err(CLI_FAIL, "train", "%s", err);
-    }
+    char err[2048];
     /* the pool, guarded against the held-out suite */
-    spade_heldout_guard *guard = NULL;
-    if (spade_heldout_guard_new(&guard, NULL, err, sizeof err) < 0) {
-        spade_policy_free(p);
-        return cli_err(CLI_FAIL, "train", "%s", err);
-    }
-    spade_registry *reg;
-    if (spade_registry_new(&reg, NULL, 0, err, sizeof err) < 0) {
-        spade_heldout_guard_free(guard);
-        spade_policy_free(p);
-        return cli_err(CLI_FAIL, "train", "%s", err);
-    }
-    const char *specs[MAX_LIST], *dirs[MAX_LIST];
-    for (int i = 0; i < c.n_specs; i++) specs[i] = c.specs[i];
-    for (int i = 0; i < c.n_dirs; i++) dirs[i] = c.dirs[i];
-    spade_pool *pool = NULL;
-    curriculum *cu = NULL;
-    spade_corpus *corpus = NULL;
-    spade_archive *archive = NULL;
-    double *refs = NULL;
-    const char **ref_names = NULL;
-    int n_refs = 0, n_src = 0;
-    char **src_text = NULL, **src_names = NULL;
-    size_t *src_lens = NULL;
-    FILE *log = fopen(log_path, "a");
-    rc = CLI_FAIL;
-    if (!log) {
-        cli_err(CLI_FAIL, "train", "%s: %s", log_path, strerror(errno));
+    if (spade_heldout_guard_new(&r.guard, NULL, err, sizeof err) < 0 ||
+        spade_registry_new(&r.reg, NULL, 0, err, sizeof err) < 0) {
+        rc = cli_err(CLI_FAIL, "train", "%s", err);
         goto out;
     }
-    if ((c.n_specs || c.n_dirs) &&
-        spade_pool_new(&pool, sb, reg, specs, c.n_specs, dirs, c.n_dirs, guard, pool_report, NULL, err, sizeof err) < 0) {
+    const char *specs[TR_MAX_LIST], *dirs[TR_MAX_LIST];
+    for (int i = 0; i < c.n_specs; i++) specs[i] = c.specs[i];
+    for (int i = 0; i < c.n_dirs; i++) dirs[i] = c.dirs[i];
+    rc = CLI_FAIL;
+    if (!(r.log = fopen(r.log_path, "a"))) {
+        cli_err(CLI_FAIL, "train", "%s: %s", r.log_path, strerror(errno));
+        goto out;
+    }
+    if ((c.n_specs || c.n_dirs) && spade_pool_new(&r.pool, sb, r.reg, specs, c.n_specs, dirs, c.n_dirs, r.guard,
+                                                  pool_report, NULL, err, sizeof err) < 0) {
         cli_err(CLI_FAIL, "train", "%s", err);
         goto out;
     }
-    if (c.designer) { /* self-play: the corpus (guarded), its embeddings for novelty, the archive */
-        const char *cd[MAX_LIST];
-        for (int i = 0; i < c.n_corpus; i++) cd[i] = c.corpus_dirs[i];
-        int refused = 0;
-        if (c.sp.use_corpus && spade_corpus_new(&corpus, cd, c.n_corpus, guard, 0, &refused, err, sizeof err) < 0) {
-            cli_err(CLI_FAIL, "train", "%s", err);
-            goto out;
-        }
-        int nc = corpus ? spade_corpus_count(corpus) : 0;
-        refs = calloc((size_t)(nc ? nc : 1) * SPADE_VENDI_DIM, sizeof *refs);
-        ref_names = calloc((size_t)(nc ? nc : 1), sizeof *ref_names);
-        for (int i = 0; refs && ref_names && i < nc; i++) {
-            const spade_corpus_item *it = spade_corpus_item_at(corpus, i);
-            spade_vendi_embed(it->text, it->len, refs + (size_t)n_refs * SPADE_VENDI_DIM, SPADE_VENDI_DIM);
-            ref_names[n_refs++] = it->name;
-        }
-        if (!c.sp.n_families && corpus) /* the corpus's families, in order of first appearance */
-            for (int i = 0; i < nc && c.sp.n_families < SPADE_SP_MAX_FAMILIES; i++) {
-                const char *f = spade_corpus_item_at(corpus, i)->family;
-                int seen = !*f;
-                for (int k = 0; k < c.sp.n_families && !seen; k++) seen = !strcmp(c.sp.families[k], f);
-                if (!seen) snprintf(c.sp.families[c.sp.n_families++], 32, "%s", f);
-            }
-        if (c.source_files) { /* the given sources, sorted, as the designer's "writing" */
-            char **fp;
-            int nf;
-            if (spade_heldout_files(c.source_dir, &fp, &nf, err, sizeof err) < 0 || nf == 0) {
-                cli_err(CLI_FAIL, "train", "[designer] files = %s: %s", c.source_dir, nf == 0 ? "no .c files" : err);
-                goto out;
-            }
-            src_text = calloc((size_t)nf, sizeof *src_text);
-            src_lens = calloc((size_t)nf, sizeof *src_lens);
-            for (int i = 0; src_text && src_lens && i < nf; i++) {
-                if (spade_read_source(fp[i], &src_text[i], &src_lens[i], err, sizeof err) < 0) {
-                    cli_err(CLI_FAIL, "train", "%s", err);
-                    goto out;
-                }
-                n_src++;
-            }
-            c.sp.files = (const char *const *)src_text;
-            c.sp.file_lens = src_lens;
-            c.sp.file_names = (const char *const *)fp;
-            src_names = fp;
-            c.sp.n_files = n_src;
-        }
-        if (c.source_template) { /* each template, filled at its longest, must fit the policy's context */
-            for (int i = 0; i < c.n_tpl; i++)
-                if (spade_template_fits(p, c.tpl[i], c.sp.hole_tokens, err, sizeof err) < 0) {
-                    rc = cli_err(CLI_USAGE, "train", "%s", err);
-                    goto out;
-                }
-            c.sp.templates = (const spade_template *const *)c.tpl;
-            c.sp.n_templates = c.n_tpl;
-        }
-        snprintf(path, sizeof path, "%s/spade.db", c.dir);
-        if (spade_archive_open(&archive, path, err, sizeof err) < 0 ||
-            spade_archive_rollback_after(archive, done, err, sizeof err) < 0) {
-            cli_err(CLI_FAIL, "train", "%s", err);
-            goto out;
-        }
-        printf("spade train: self-play; corpus %d items (%d held-out files kept out), %d families, archive %s\n", nc,
-               refused, c.sp.n_families, path);
-    }
-    if (done + 1 >= c.iterations) {
+    if (c.designer && (rc = train_open_designer(&r)) != CLI_OK) goto out;
+    rc = CLI_FAIL;
+    if (r.done + 1 >= c.iterations) {
         printf("spade train: %s is complete (%d iterations), numbered 0..%d; raise [run] iterations in %s/config.ini to go on\n",
                c.dir, c.iterations, c.iterations - 1, c.dir);
-        cli_train_summary(stdout, c.dir, done >= 0 ? ckpt : "", c.designer, c.iterations);
+        cli_train_summary(stdout, c.dir, r.done >= 0 ? r.dir_ckpt : "", c.designer, c.iterations);
         rc = CLI_OK;
         goto out;
     }
     printf("spade train: %d environments in the pool, policy %zu parameters on %s, iterations %d..%d\n",
-           pool ? spade_pool_count(pool) : 0, spade_policy_num_params(p), spade_policy_backend_name(p), done + 1,
-           c.iterations - 1);
-    cu = calloc(1, sizeof *cu);
-    if (!cu) {
-        cli_err(CLI_FAIL, "train", "out of memory");
-        goto out;
-    }
-    if (c.curriculum && done >= 0) { /* the levels and windows the state file kept */
-        char sp[4400], line[256];
-        snprintf(sp, sizeof sp, "%s/state", c.dir);
-        FILE *sf = fopen(sp, "r");
-        while (sf && fgets(line, sizeof line, sf)) {
-            int i, lv, cnt;
-            double sm;
-            if (sscanf(line, "curriculum %d %d %d %lf", &i, &lv, &cnt, &sm) == 4 && i >= 0 && i < SPADE_POOL_MAX) {
-                cu->level[i] = lv;
-                cu->n[i] = cnt;
-                cu->sum[i] = sm;
-            }
-        }
-        if (sf) fclose(sf);
-    }
-    struct sigaction sa = {0};
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    int tty = isatty(STDOUT_FILENO);
-    for (int it = done + 1; it < c.iterations; it++) {
-        if (pool && spade_pool_refresh(pool, err, sizeof err) < 0) {
-            cli_err(CLI_FAIL, "train", "%s", err);
-            goto out;
-        }
-        spade_rl_metrics m;
-        spade_selfplay_metrics sm;
-        int r;
-        if (c.designer) {
-            spade_selfplay s = {p, sb, corpus, archive, pool, refs, ref_names, n_refs};
-            r = spade_selfplay_iteration(&s, &c.sp, it, &stop_requested, &sm, err, sizeof err);
-        } else {
-            if (c.curriculum) {
-                cur_prepare(cu, &c, sb, pool);
-                c.rl.params_override = cu->ptr;
-                c.rl.n_override = spade_pool_count(pool);
-            }
-            r = spade_rl_iteration(p, NULL, sb, pool, it, &c.rl, &stop_requested, &m, err, sizeof err);
-        }
-        if (r < 0) {
-            cli_err(CLI_FAIL, "train", "iteration %d: %s", it, err);
-            goto out;
-        }
-        if (r == 1 || stop_requested) {
-            char last[48] = "none is done yet";
-            if (it > 0) snprintf(last, sizeof last, "iteration %d is the last done", it - 1);
-            fprintf(stderr, "spade train: interrupted in iteration %d (%s); resume with: %s train %s\n", it, last,
-                    cli_self(), c.dir);
-            goto out;
-        }
-        if (c.designer) {
-            char json[4096];
-            spade_selfplay_metrics_json(&sm, json, sizeof json);
-            size_t jl = strlen(json); /* the pool's update, for the closing words: its samples and whether it stepped */
-            if (jl > 1 && json[jl - 1] == '}' && jl + 64 < sizeof json)
-                snprintf(json + jl - 1, sizeof json - jl + 1, ",\"pool_samples\":%d,\"pool_updated\":%s}",
-                         c.sp.pool_envs > 0 ? sm.pool.n_samples : 0, c.sp.pool_envs > 0 && sm.pool.updated ? "true" : "false");
-            fprintf(log, "%s\n", json);
-            fflush(log);
-            fsync(fileno(log));
-            goto checkpoint;
-        }
-        write_metrics(log, &m, pool, c.curriculum ? cu->ptr : NULL);
-        if (c.curriculum) cur_update(cu, &c, &m);
-        fflush(log);
-        fsync(fileno(log));
-    checkpoint:
-        spade_killpoint("logged", it);
-        if (c.eval_every > 0 && ((it + 1) % c.eval_every == 0 || it == c.iterations - 1)) {
-            if (eval_heldout(log, p, sb, it, c.eval_episodes, err, sizeof err) < 0) {
-                cli_err(CLI_FAIL, "train", "iteration %d: held-out evaluation: %s", it, err);
-                goto out;
-            }
-            fflush(log);
-            fsync(fileno(log));
-        }
-        if ((it + 1) % c.checkpoint_every == 0 || it == c.iterations - 1) {
-            char name[64], old[4400];
-            snprintf(name, sizeof name, "policy-%d.ckpt", it);
-            snprintf(path, sizeof path, "%s/%s", c.dir, name);
-            if (spade_policy_save(p, path, err, sizeof err)) {
-                cli_err(CLI_FAIL, "train", "%s", err);
-                goto out;
-            }
-            spade_killpoint("checkpoint", it); /* the new checkpoint written, the state not yet */
-            int prev = read_state(c.dir, old, sizeof old);
-            static char state_text[SPADE_POOL_MAX * 64 + 512];
-            int n = snprintf(state_text, sizeof state_text, "iteration %d checkpoint %s\n", it, name);
-            for (int i = 0; c.curriculum && i < SPADE_POOL_MAX && n < (int)sizeof state_text - 64; i++)
-                if (cu->known[i] == 1)
-                    n += snprintf(state_text + n, sizeof state_text - n, "curriculum %d %d %d %.17g\n", i, cu->level[i],
-                                  cu->n[i], cu->sum[i]);
-            snprintf(path, sizeof path, "%s/state", c.dir);
-            if (write_atomic(path, state_text, (size_t)n) < 0) {
-                cli_err(CLI_FAIL, "train", "%s: cannot write", path);
-                goto out;
-            }
-            spade_killpoint("state", it); /* the state written, the previous checkpoint not yet unlinked */
-            if (prev >= 0 && prev != it) unlink(old);
-        }
-        if (c.designer) {
-            char pool_part[64] = "";
-            if (c.sp.pool_envs > 0) snprintf(pool_part, sizeof pool_part, "  pool %.2f", sm.pool.success_rate);
-            size_t at = strlen(pool_part); /* the look-ahead's time (designer.reward = learning_potential) */
-            if (c.sp.reward == SPADE_DREWARD_LEARNING_POTENTIAL)
-                snprintf(pool_part + at, sizeof pool_part - at, "  lookahead %.1fs", sm.t_lookahead);
-            printf("%siter %d [0..%d]  valid %d/%d  pass %.2f  +hint %.2f  regret %.3f  designer %.3f  vendi/n %.2f%s  "
-                   "design %.1fs gates %.1fs play %.1fs update %.1fs%s",
-                   tty ? "\r" : "", it, c.iterations - 1, sm.valid, sm.written, sm.pass_nohint, sm.pass_hint, sm.regret,
-                   sm.designer_reward, sm.vendi_n, pool_part, sm.t_design, sm.t_gates, sm.t_play,
-                   sm.t_update + sm.pool.t_update, tty ? "" : "\n");
-            fflush(stdout);
-            continue;
-        }
-        printf("%siter %d [0..%d]  success %.3f  return %.3f  steps %.1f  failed %ld  ctx_full %ld  groups %d (-%d)  "
-               "loss %.4f  |g| %.3f  play %.1fs  update %.1fs%s",
-               tty ? "\r" : "", it, c.iterations - 1, m.success_rate, m.mean_return, m.mean_steps, m.failed,
-               m.context_full, m.n_groups, m.n_dropped, m.loss, m.grad_norm, m.t_play, m.t_update, tty ? "" : "\n");
-        fflush(stdout);
-    }
-    if (tty) printf("\n");
-    printf("spade train: done; metrics in %s, the policy in %s\n", log_path, c.dir);
+           r.pool ? spade_pool_count(r.pool) : 0, spade_policy_num_params(r.p), spade_policy_backend_name(r.p),
+           r.done + 1, c.iterations - 1);
+    if (train_open_curriculum(&r) != CLI_OK || train_iterations(&r, sb) != CLI_OK) goto out;
+    printf("spade train: done; metrics in %s, the policy in %s\n", r.log_path, c.dir);
     {
         char last[4400] = "";
-        read_state(c.dir, last, sizeof last);
+        cli_run_read_state(c.dir, last, sizeof last);
         cli_train_summary(stdout, c.dir, last, c.designer, c.iterations);
     }
     rc = CLI_OK;
 out:
-    if (log) fclose(log);
-    spade_pool_free(pool);
-    free(cu);
-    spade_corpus_free(corpus);
-    spade_archive_close(archive);
-    free(refs);
-    free(ref_names);
-    for (int i = 0; i < n_src; i++) free(src_text[i]), free(src_names[i]);
-    free(src_text);
-    free(src_names);
-    free(src_lens);
-    spade_registry_free(reg);
-    spade_heldout_guard_free(guard);
-    spade_policy_free(p);
-    for (int i = 0; i < c.n_tpl; i++) spade_template_free(c.tpl[i]), c.tpl[i] = NULL;
+    train_close(&r);
     return rc;
 }

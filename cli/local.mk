@@ -2,8 +2,8 @@
 # and the core parts the CLI owns (the checker and the registry) with their tests.
 spade_SOURCES += cli/main.c cli/util.c cli/cmd_check.c cli/cmd_run.c cli/cmd_play.c cli/cmd_new.c cli/cmd_list.c \
 	cli/cmd_pretrain.c cli/cmd_vendi.c cli/cmd_archive.c cli/cmd_train.c cli/cmd_eval.c cli/cmd_gates.c
-noinst_HEADERS += cli/cli.h
-spade_SOURCES += cli/cmd_tokenizer.c cli/train_summary.c
+noinst_HEADERS += cli/cli.h cli/train_config.h cli/run_dir.h
+spade_SOURCES += cli/cmd_tokenizer.c cli/train_summary.c cli/train_config.c cli/run_dir.c
 # `spade report`: plots (our own SVG writer, no dependency) and a markdown summary of a run.
 spade_SOURCES += cli/cmd_report.c cli/report_svg.c
 noinst_HEADERS += cli/report_svg.h
