@@ -622,27 +622,241 @@ static void fixed_plots(out_dir *o, const run_log *L, const double *x) {
     line_plot(o, L, x, "loss.svg", "GRPO loss", "loss", "loss", g_loss, 0, 0, NULL);
 }
 
-int cli_report(spade_sandbox *sb, int argc, char **argv) {
-    (void)sb;
+/* What one report is made of. */
+typedef struct report {
+    const char *run;
+    long top;
+    run_log L;
+    out_dir o;
+    spade_archive *a;
+    envs all, valid;     /* every archived environment, the valid ones */
+    int have_db, selfplay, pool, has_eval;
+    double cum_vendi;    /* the Vendi score of the run's valid environments together (NaN: none) */
+    int cum_n;
+    double *x;           /* (L.n) the iterations, the plots' x */
+} report;
+
+/* Parses argv; -1 to go on, or the exit code to return now. */
+static int report_args(int argc, char **argv, const char **out, long *top, const char **run) {
     static const struct option longopts[] = {
         {"out", required_argument, 0, 'o'}, {"top", required_argument, 0, 'n'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
-    const char *out = NULL;
-    long top = 5;
     int ch;
     optind = 0;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, "o:n:h", longopts, NULL)) != -1) {
         switch (ch) {
-        case 'o': out = optarg; break;
+        case 'o': *out = optarg; break;
         case 'n':
-            if (cli_parse_long("report", "--top", optarg, 1, 1000, &top) < 0) return CLI_USAGE;
+            if (cli_parse_long("report", "--top", optarg, 1, 1000, top) < 0) return CLI_USAGE;
             break;
         case 'h': cli_usage_report(stdout); return CLI_OK;
         default: return cli_bad_option("report", argc, argv, optopt);
         }
     }
     if (argc - optind != 1) return cli_err(CLI_USAGE, "report", "name one run directory (spade report --help)");
-    const char *run = argv[optind];
+    *run = argv[optind];
+    return -1;
+}
+
+/* The archive's environments (a failure to read it is said, and the plots from train.jsonl are
+ * still made), and the Vendi score of the valid ones together, each source embedded as the loop
+ * embeds it. */
+static void report_archive(report *R) {
+    char db[SPADE_PATH_MAX + 16], err[SPADE_PATH_MAX + 256];
+    struct stat st;
+    snprintf(db, sizeof db, "%s/spade.db", R->run);
+    R->have_db = stat(db, &st) == 0;
+    if (R->have_db && (spade_archive_open(&R->a, db, err, sizeof err) < 0 ||
+                       spade_archive_each_env(R->a, 0, NULL, 0, collect, &R->all, err, sizeof err) < 0)) {
+        cli_err(CLI_FAIL, "report", "%s (the plots from train.jsonl are still written)", err);
+        if (R->a) spade_archive_close(R->a);
+        R->a = NULL;
+        R->have_db = 0;
+    }
+    for (int i = 0; i < R->all.n; i++)
+        if (!R->all.e[i].gate[0]) {
+            env_rec *r = push(&R->valid);
+            if (r) *r = R->all.e[i];
+        }
+    R->cum_vendi = NAN;
+    if (!R->a || !R->valid.n) return;
+    int m = R->valid.n < MAX_VENDI ? R->valid.n : MAX_VENDI; /* all walks are newest first */
+    double *X = malloc(sizeof *X * (size_t)m * SPADE_VENDI_DIM);
+    for (int i = 0; X && i < m; i++) {
+        spade_archive_env e;
+        if (spade_archive_get_env(R->a, R->valid.e[i].id, &e, err, sizeof err)) continue;
+        if (e.source && e.source_len)
+            spade_vendi_embed(e.source, e.source_len, X + (size_t)R->cum_n++ * SPADE_VENDI_DIM, SPADE_VENDI_DIM);
+        spade_archive_env_clear(&e);
+    }
+    double v;
+    if (X && R->cum_n && spade_vendi(X, R->cum_n, SPADE_VENDI_DIM, &v, err, sizeof err) == 0) R->cum_vendi = v;
+    free(X);
+}
+
+/* Held-out success, measured every few iterations: the measurements are joined, not gaps between them. */
+static void heldout_plot(report *R) {
+    const run_log *L = &R->L;
+    double *ex = malloc(sizeof *ex * (size_t)L->n), *ey = malloc(sizeof *ey * (size_t)L->n);
+    int m = 0;
+    for (int i = 0; ex && ey && i < L->n; i++)
+        if (isfinite(L->rows[i].eval)) ex[m] = R->x[i], ey[m++] = L->rows[i].eval;
+    cli_plot *p = ex && ey ? cli_plot_new("Held-out success (eval/heldout)", "iteration", "success rate", ex, m) : NULL;
+    if (p) {
+        cli_plot_yrange(p, 0, 1);
+        if (cli_plot_line(p, "held-out success", ey, 2, 0) < 0) cli_plot_free(p), p = NULL;
+    }
+    free(ex);
+    free(ey);
+    plot_done(&R->o, p, "heldout.svg");
+}
+
+/* The self-play sections: validity by gate, pass rates, regret, designer reward, diversity. */
+static void md_selfplay(FILE *md, report *R) {
+    double written = 0, nvalid = 0, gsum[MAX_GATES] = {0};
+    for (int i = 0; i < R->L.n; i++) {
+        if (isfinite(R->L.rows[i].written)) written += R->L.rows[i].written;
+        if (isfinite(R->L.rows[i].valid)) nvalid += R->L.rows[i].valid;
+        for (int g = 0; g < R->L.n_gates; g++)
+            if (isfinite(R->L.rows[i].gate[g])) gsum[g] += R->L.rows[i].gate[g];
+    }
+    fprintf(md, "## Validity by gate\n\n");
+    link_plot(md, &R->o, "validity.svg", "validity by gate");
+    fprintf(md, "Each environment written is valid or stopped at the first gate it failed, in the gates' order "
+                "(`spade check --gates FILE` runs them on a file).\n\n| outcome | environments | share |\n"
+                "|---|---:|---:|\n");
+    fprintf(md, "| valid | %.0f | %.3f |\n", nvalid, written > 0 ? nvalid / written : 0.0);
+    for (int g = 0; g < R->L.n_gates; g++)
+        if (gsum[g] > 0) fprintf(md, "| failed %s | %.0f | %.3f |\n", R->L.gates[g], gsum[g], written > 0 ? gsum[g] / written : 0.0);
+    fprintf(md, "| all written | %.0f | |\n\n", written);
+    int idle = 0;
+    for (int i = 0; i < R->L.n; i++) idle += R->L.rows[i].written == 0;
+    if (idle)
+        fprintf(md, "%d iteration%s wrote no environment (with `selfplay.regen_every` > 1 the agent plays the last "
+                    "writing's again): %s in the validity plot.\n\n", idle, idle == 1 ? "" : "s",
+                idle == 1 ? "it is a gap" : "they are gaps");
+    fprintf(md, "## Pass rates\n\n");
+    link_plot(md, &R->o, "pass.svg", "pass rates with and without the hint");
+    fprintf(md, "The agent's success on the valid environments, on the same seeds without and with the hint%s.\n\n",
+            R->pool ? "; dashed: its success on the fixed pool it also trains on" : "");
+    fprintf(md, "## Regret\n\n");
+    link_plot(md, &R->o, "regret.svg", "regret");
+    link_plot(md, &R->o, "regret_hist.svg", "regret histogram");
+    if (!R->valid.n) fprintf(md, "No valid environment in the archive: no regret histogram.\n\n");
+    fprintf(md, "## Designer reward\n\n");
+    link_plot(md, &R->o, "designer_reward.svg", "designer reward");
+    fprintf(md, "## Diversity\n\n");
+    link_plot(md, &R->o, "vendi.svg", "Vendi / n");
+    fprintf(md, "Two figures, two sets: **Vendi/n within one iteration** (the plot, and the table above) measures "
+                "the valid environments of that iteration among themselves, so an iteration with one valid "
+                "environment, or a few that differ, scores near 1.00; **Vendi/n over the whole run** (below) "
+                "measures every valid environment of the run against all the others, so a designer that writes "
+                "the same few environments iteration after iteration scores low there however high each "
+                "iteration is. 1.00 is all different, 1/n all the same.\n\n");
+    if (isfinite(R->cum_vendi))
+        fprintf(md, "Vendi/n over the whole run: the %d %svalid environments of the archive have a Vendi score of "
+                    "%.2f, Vendi/n %.3f (the same measure as each iteration's, over all of them together).\n\n",
+                R->cum_n, R->cum_n < R->valid.n ? "newest " : "", R->cum_vendi, R->cum_vendi / R->cum_n);
+}
+
+/* The fixed-pool sections: success and loss. */
+static void md_fixed(FILE *md, report *R) {
+    fprintf(md, "## Success\n\n");
+    link_plot(md, &R->o, "success.svg", "success on the fixed pool");
+    if (R->L.more_envs) fprintf(md, "Only the first %d environments of the pool have their own line.\n\n", MAX_POOL_ENVS);
+    fprintf(md, "## Loss\n\n");
+    link_plot(md, &R->o, "loss.svg", "loss");
+}
+
+/* The best and worst valid environments, by regret and by designer reward. */
+static void md_environments(FILE *md, report *R) {
+    fprintf(md, "## Best and worst environments\n\n");
+    if (!R->have_db) {
+        fprintf(md, "No archive (`spade.db`) in this run%s: no environments to rank.\n\n",
+                R->selfplay ? "" : " (a fixed-pool run builds no environments)");
+    } else if (!R->valid.n) {
+        fprintf(md, "The archive holds %d environment%s and none is valid: nothing was played, so nothing has a regret. "
+                    "`spade archive list %s` shows each with the gate that stopped it.\n\n",
+                R->all.n, R->all.n == 1 ? "" : "s", R->run);
+    } else {
+        int k = R->valid.n < R->top ? R->valid.n : (int)R->top;
+        fprintf(md, "%d valid environment%s of %d in the archive. `spade archive show %s ID` prints one with its "
+                    "source and hint.%s\n\n",
+                R->valid.n, R->valid.n == 1 ? "" : "s", R->all.n, R->run,
+                R->valid.n < 2 * R->top ? " (Fewer than twice the table size: best and worst lists share environments.)" : "");
+        sort_key = 0;
+        qsort(R->valid.e, (size_t)R->valid.n, sizeof *R->valid.e, by_key);
+        fprintf(md, "### Highest regret\n\n");
+        env_table(md, R->a, R->valid.e, R->valid.n, 1, k);
+        fprintf(md, "### Lowest regret\n\n");
+        env_table(md, R->a, R->valid.e, R->valid.n, 0, k);
+        sort_key = 1;
+        qsort(R->valid.e, (size_t)R->valid.n, sizeof *R->valid.e, by_key);
+        fprintf(md, "### Highest designer reward\n\n");
+        env_table(md, R->a, R->valid.e, R->valid.n, 1, k);
+        fprintf(md, "### Lowest designer reward\n\n");
+        env_table(md, R->a, R->valid.e, R->valid.n, 0, k);
+    }
+}
+
+/* report.md: the header, the table over the run, the sections. 0, or -1 (said) when it cannot be written. */
+static int write_md(report *R, const char *md_path) {
+    FILE *md = fopen(md_path, "w");
+    if (!md) {
+        cli_err(CLI_FAIL, "report", "%s: %s", md_path, strerror(errno));
+        return -1;
+    }
+    const run_log *L = &R->L;
+    fprintf(md, "# Report on the run `%s`\n\n", R->run);
+    fprintf(md, "%s run: %d iteration%s in `train.jsonl` (iterations %d to %d, numbered from 0 as everywhere in spade)%s. "
+                "Written by `spade report`.\n\n",
+            R->selfplay ? "Self-play" : "Fixed-pool", L->n, L->n == 1 ? "" : "s", L->rows[0].iteration,
+            L->rows[L->n - 1].iteration, R->have_db ? ", with its archive `spade.db`" : "");
+    for (int w = 0; w < L->n_warnings; w++) fprintf(md, "> **Warning:** %s\n\n", L->warnings[w]);
+    fprintf(md, "## Over the run\n\n| metric | latest | mean | min | max | iterations with a value |\n"
+                "|---|---:|---:|---:|---:|---:|\n");
+    if (R->selfplay) {
+        summary_row(md, "valid share of written", L, g_valid_share, 3);
+        summary_row(md, "pass rate without the hint", L, g_pass, 3);
+        summary_row(md, "pass rate with the hint", L, g_hint, 3);
+        summary_row(md, "regret", L, g_regret, 3);
+        summary_row(md, "designer reward", L, g_reward, 3);
+        summary_row(md, "Vendi / n within one iteration", L, g_vendi, 3);
+    } else {
+        summary_row(md, "success", L, g_success, 3);
+        summary_row(md, "mean return", L, g_return, 3);
+        summary_row(md, "loss", L, g_loss, 4);
+    }
+    if (R->has_eval) summary_row(md, "held-out success", L, g_eval, 3);
+    fprintf(md, "\nA dash is a value the run did not have (no valid environment to play, for instance): plots "
+                "leave such iterations as gaps.\n\n");
+    if (R->selfplay) md_selfplay(md, R);
+    else md_fixed(md, R);
+    fprintf(md, "## Held-out success\n\n");
+    if (R->has_eval) link_plot(md, &R->o, "heldout.svg", "held-out success");
+    else
+        fprintf(md, "No plot: no line of `train.jsonl` has an `\"eval\"` key (this run did not evaluate on the held-out "
+                    "suite while training). `spade eval CHECKPOINT --suite heldout --jsonl %s/heldout.jsonl` "
+                    "evaluates a checkpoint; a report made after it lists the result here.\n\n", R->run);
+    eval_files(md, R->run);
+    if (R->selfplay) {
+        fprintf(md, "## Time\n\n");
+        link_plot(md, &R->o, "time.svg", "time per phase");
+    }
+    md_environments(md, R);
+    if (fclose(md) != 0) {
+        cli_err(CLI_FAIL, "report", "%s: write failed", md_path);
+        return -1;
+    }
+    return 0;
+}
+
+int cli_report(spade_sandbox *sb, int argc, char **argv) {
+    (void)sb;
+    const char *out = NULL, *run = NULL;
+    long top = 5;
+    int early = report_args(argc, argv, &out, &top, &run);
+    if (early >= 0) return early;
     struct stat st;
     char log_path[SPADE_PATH_MAX], err[SPADE_PATH_MAX + 256];
     if (stat(run, &st) < 0) return cli_err(CLI_FAIL, "report", "%s: %s", run, strerror(errno));
@@ -654,231 +868,52 @@ int cli_report(spade_sandbox *sb, int argc, char **argv) {
     if (stat(log_path, &st) < 0)
         return cli_err(CLI_FAIL, "report", "%s: not a run directory (no train.jsonl; spade train writes one)", run);
 
-    run_log L;
-    memset(&L, 0, sizeof L);
-    if (read_log(log_path, &L, err, sizeof err) < 0) return cli_err(CLI_FAIL, "report", "%s", err);
-    if (!L.n) {
-        free(L.rows);
+    static report R;
+    memset(&R, 0, sizeof R);
+    R.run = run;
+    R.top = top;
+    if (read_log(log_path, &R.L, err, sizeof err) < 0) return cli_err(CLI_FAIL, "report", "%s", err);
+    if (!R.L.n) {
+        free(R.L.rows);
         return cli_err(CLI_FAIL, "report", "%s: no complete iteration yet, nothing to report", log_path);
     }
-    int selfplay = 0;
-    for (int i = 0; i < L.n; i++) selfplay |= L.rows[i].selfplay;
-
-    out_dir o;
-    memset(&o, 0, sizeof o);
-    if (out) snprintf(o.dir, sizeof o.dir, "%s", out);
-    else snprintf(o.dir, sizeof o.dir, "%s/report", run);
-    if (cli_mkdir_p(o.dir) < 0) {
-        free(L.rows);
-        return cli_err(CLI_FAIL, "report", "%s: %s", o.dir, strerror(errno));
+    for (int i = 0; i < R.L.n; i++) R.selfplay |= R.L.rows[i].selfplay;
+    if (out) snprintf(R.o.dir, sizeof R.o.dir, "%s", out);
+    else snprintf(R.o.dir, sizeof R.o.dir, "%s/report", run);
+    if (cli_mkdir_p(R.o.dir) < 0) {
+        free(R.L.rows);
+        return cli_err(CLI_FAIL, "report", "%s: %s", R.o.dir, strerror(errno));
     }
-
-    int pool = 0;
     char cfg[SPADE_PATH_MAX + 16];
     snprintf(cfg, sizeof cfg, "%s/config.ini", run);
-    if (selfplay) ini_parse(cfg, on_ini, &pool);
-
-    /* the archive: every environment (gate counts), the valid ones (tables, histogram) */
-    spade_archive *a = NULL;
-    envs all = {0}, valid = {0};
-    char db[SPADE_PATH_MAX + 16];
-    snprintf(db, sizeof db, "%s/spade.db", run);
-    int have_db = stat(db, &st) == 0;
-    if (have_db && (spade_archive_open(&a, db, err, sizeof err) < 0 ||
-                    spade_archive_each_env(a, 0, NULL, 0, collect, &all, err, sizeof err) < 0)) {
-        cli_err(CLI_FAIL, "report", "%s (the plots from train.jsonl are still written)", err);
-        if (a) spade_archive_close(a);
-        a = NULL;
-        have_db = 0;
-    }
-    for (int i = 0; i < all.n; i++)
-        if (!all.e[i].gate[0]) {
-            env_rec *r = push(&valid);
-            if (r) *r = all.e[i];
-        }
-
-    /* cumulative Vendi/n: every valid environment's source embedded as the loop embeds it */
-    double cum_vendi = NAN;
-    int cum_n = 0;
-    if (a && valid.n) {
-        int m = valid.n < MAX_VENDI ? valid.n : MAX_VENDI; /* all walks are newest first */
-        double *X = malloc(sizeof *X * (size_t)m * SPADE_VENDI_DIM);
-        for (int i = 0; X && i < m; i++) {
-            spade_archive_env e;
-            if (spade_archive_get_env(a, valid.e[i].id, &e, err, sizeof err)) continue;
-            if (e.source && e.source_len) spade_vendi_embed(e.source, e.source_len, X + (size_t)cum_n++ * SPADE_VENDI_DIM, SPADE_VENDI_DIM);
-            spade_archive_env_clear(&e);
-        }
-        double v;
-        if (X && cum_n && spade_vendi(X, cum_n, SPADE_VENDI_DIM, &v, err, sizeof err) == 0) cum_vendi = v;
-        free(X);
-    }
-
-    double *x = malloc(sizeof *x * (size_t)L.n);
-    if (!x) {
-        free(L.rows);
-        return cli_err(CLI_FAIL, "report", "out of memory");
-    }
-    for (int i = 0; i < L.n; i++) x[i] = L.rows[i].iteration;
-    int has_eval = any_finite(&L, g_eval);
-    if (selfplay) {
-        selfplay_plots(&o, &L, x, pool, cum_n ? cum_vendi / cum_n : NAN);
-        if (valid.n) regret_histogram(&o, &valid);
-    } else fixed_plots(&o, &L, x);
-    if (has_eval) { /* measured every few iterations: the measurements are joined, not gaps between them */
-        double *ex = malloc(sizeof *ex * (size_t)L.n), *ey = malloc(sizeof *ey * (size_t)L.n);
-        int m = 0;
-        for (int i = 0; ex && ey && i < L.n; i++)
-            if (isfinite(L.rows[i].eval)) ex[m] = x[i], ey[m++] = L.rows[i].eval;
-        cli_plot *p = ex && ey ? cli_plot_new("Held-out success (eval/heldout)", "iteration", "success rate", ex, m) : NULL;
-        if (p) {
-            cli_plot_yrange(p, 0, 1);
-            if (cli_plot_line(p, "held-out success", ey, 2, 0) < 0) cli_plot_free(p), p = NULL;
-        }
-        free(ex);
-        free(ey);
-        plot_done(&o, p, "heldout.svg");
-    }
+    if (R.selfplay) ini_parse(cfg, on_ini, &R.pool);
+    report_archive(&R);
 
     char md_path[SPADE_PATH_MAX + 16];
-    snprintf(md_path, sizeof md_path, "%s/report.md", o.dir);
-    FILE *md = fopen(md_path, "w");
-    if (!md) {
-        cli_err(CLI_FAIL, "report", "%s: %s", md_path, strerror(errno));
-        o.failed = 1;
+    snprintf(md_path, sizeof md_path, "%s/report.md", R.o.dir);
+    if (!(R.x = malloc(sizeof *R.x * (size_t)R.L.n))) {
+        cli_err(CLI_FAIL, "report", "out of memory");
+        R.o.failed = 1;
         goto done;
     }
-    fprintf(md, "# Report on the run `%s`\n\n", run);
-    fprintf(md, "%s run: %d iteration%s in `train.jsonl` (iterations %d to %d, numbered from 0 as everywhere in spade)%s. "
-                "Written by `spade report`.\n\n",
-            selfplay ? "Self-play" : "Fixed-pool", L.n, L.n == 1 ? "" : "s", L.rows[0].iteration,
-            L.rows[L.n - 1].iteration, have_db ? ", with its archive `spade.db`" : "");
-    for (int w = 0; w < L.n_warnings; w++) fprintf(md, "> **Warning:** %s\n\n", L.warnings[w]);
-
-    fprintf(md, "## Over the run\n\n| metric | latest | mean | min | max | iterations with a value |\n"
-                "|---|---:|---:|---:|---:|---:|\n");
-    if (selfplay) {
-        summary_row(md, "valid share of written", &L, g_valid_share, 3);
-        summary_row(md, "pass rate without the hint", &L, g_pass, 3);
-        summary_row(md, "pass rate with the hint", &L, g_hint, 3);
-        summary_row(md, "regret", &L, g_regret, 3);
-        summary_row(md, "designer reward", &L, g_reward, 3);
-        summary_row(md, "Vendi / n within one iteration", &L, g_vendi, 3);
-    } else {
-        summary_row(md, "success", &L, g_success, 3);
-        summary_row(md, "mean return", &L, g_return, 3);
-        summary_row(md, "loss", &L, g_loss, 4);
-    }
-    if (has_eval) summary_row(md, "held-out success", &L, g_eval, 3);
-    fprintf(md, "\nA dash is a value the run did not have (no valid environment to play, for instance): plots "
-                "leave such iterations as gaps.\n\n");
-
-    if (selfplay) {
-        double written = 0, nvalid = 0, gsum[MAX_GATES] = {0};
-        for (int i = 0; i < L.n; i++) {
-            if (isfinite(L.rows[i].written)) written += L.rows[i].written;
-            if (isfinite(L.rows[i].valid)) nvalid += L.rows[i].valid;
-            for (int g = 0; g < L.n_gates; g++)
-                if (isfinite(L.rows[i].gate[g])) gsum[g] += L.rows[i].gate[g];
-        }
-        fprintf(md, "## Validity by gate\n\n");
-        link_plot(md, &o, "validity.svg", "validity by gate");
-        fprintf(md, "Each environment written is valid or stopped at the first gate it failed, in the gates' order "
-                    "(`spade check --gates FILE` runs them on a file).\n\n| outcome | environments | share |\n"
-                    "|---|---:|---:|\n");
-        fprintf(md, "| valid | %.0f | %.3f |\n", nvalid, written > 0 ? nvalid / written : 0.0);
-        for (int g = 0; g < L.n_gates; g++)
-            if (gsum[g] > 0) fprintf(md, "| failed %s | %.0f | %.3f |\n", L.gates[g], gsum[g], written > 0 ? gsum[g] / written : 0.0);
-        fprintf(md, "| all written | %.0f | |\n\n", written);
-        int idle = 0;
-        for (int i = 0; i < L.n; i++) idle += L.rows[i].written == 0;
-        if (idle)
-            fprintf(md, "%d iteration%s wrote no environment (with `selfplay.regen_every` > 1 the agent plays the last "
-                        "writing's again): %s in the validity plot.\n\n", idle, idle == 1 ? "" : "s",
-                    idle == 1 ? "it is a gap" : "they are gaps");
-        fprintf(md, "## Pass rates\n\n");
-        link_plot(md, &o, "pass.svg", "pass rates with and without the hint");
-        fprintf(md, "The agent's success on the valid environments, on the same seeds without and with the hint%s.\n\n",
-                pool ? "; dashed: its success on the fixed pool it also trains on" : "");
-        fprintf(md, "## Regret\n\n");
-        link_plot(md, &o, "regret.svg", "regret");
-        link_plot(md, &o, "regret_hist.svg", "regret histogram");
-        if (!valid.n) fprintf(md, "No valid environment in the archive: no regret histogram.\n\n");
-        fprintf(md, "## Designer reward\n\n");
-        link_plot(md, &o, "designer_reward.svg", "designer reward");
-        fprintf(md, "## Diversity\n\n");
-        link_plot(md, &o, "vendi.svg", "Vendi / n");
-        fprintf(md, "Two figures, two sets: **Vendi/n within one iteration** (the plot, and the table above) measures "
-                    "the valid environments of that iteration among themselves, so an iteration with one valid "
-                    "environment, or a few that differ, scores near 1.00; **Vendi/n over the whole run** (below) "
-                    "measures every valid environment of the run against all the others, so a designer that writes "
-                    "the same few environments iteration after iteration scores low there however high each "
-                    "iteration is. 1.00 is all different, 1/n all the same.\n\n");
-        if (isfinite(cum_vendi))
-            fprintf(md, "Vendi/n over the whole run: the %d %svalid environments of the archive have a Vendi score of "
-                        "%.2f, Vendi/n %.3f (the same measure as each iteration's, over all of them together).\n\n",
-                    cum_n, cum_n < valid.n ? "newest " : "", cum_vendi, cum_vendi / cum_n);
-    } else {
-        fprintf(md, "## Success\n\n");
-        link_plot(md, &o, "success.svg", "success on the fixed pool");
-        if (L.more_envs) fprintf(md, "Only the first %d environments of the pool have their own line.\n\n", MAX_POOL_ENVS);
-        fprintf(md, "## Loss\n\n");
-        link_plot(md, &o, "loss.svg", "loss");
-    }
-    fprintf(md, "## Held-out success\n\n");
-    if (has_eval) link_plot(md, &o, "heldout.svg", "held-out success");
-    else
-        fprintf(md, "No plot: no line of `train.jsonl` has an `\"eval\"` key (this run did not evaluate on the held-out "
-                    "suite while training). `spade eval CHECKPOINT --suite heldout --jsonl %s/heldout.jsonl` "
-                    "evaluates a checkpoint; a report made after it lists the result here.\n\n", run);
-    eval_files(md, run);
-
-    if (selfplay) {
-        fprintf(md, "## Time\n\n");
-        link_plot(md, &o, "time.svg", "time per phase");
-    }
-
-    fprintf(md, "## Best and worst environments\n\n");
-    if (!have_db) {
-        fprintf(md, "No archive (`spade.db`) in this run%s: no environments to rank.\n\n",
-                selfplay ? "" : " (a fixed-pool run builds no environments)");
-    } else if (!valid.n) {
-        fprintf(md, "The archive holds %d environment%s and none is valid: nothing was played, so nothing has a regret. "
-                    "`spade archive list %s` shows each with the gate that stopped it.\n\n",
-                all.n, all.n == 1 ? "" : "s", run);
-    } else {
-        int k = valid.n < top ? valid.n : (int)top;
-        fprintf(md, "%d valid environment%s of %d in the archive. `spade archive show %s ID` prints one with its "
-                    "source and hint.%s\n\n",
-                valid.n, valid.n == 1 ? "" : "s", all.n, run,
-                valid.n < 2 * top ? " (Fewer than twice the table size: best and worst lists share environments.)" : "");
-        sort_key = 0;
-        qsort(valid.e, (size_t)valid.n, sizeof *valid.e, by_key);
-        fprintf(md, "### Highest regret\n\n");
-        env_table(md, a, valid.e, valid.n, 1, k);
-        fprintf(md, "### Lowest regret\n\n");
-        env_table(md, a, valid.e, valid.n, 0, k);
-        sort_key = 1;
-        qsort(valid.e, (size_t)valid.n, sizeof *valid.e, by_key);
-        fprintf(md, "### Highest designer reward\n\n");
-        env_table(md, a, valid.e, valid.n, 1, k);
-        fprintf(md, "### Lowest designer reward\n\n");
-        env_table(md, a, valid.e, valid.n, 0, k);
-    }
-    if (fclose(md) != 0) {
-        cli_err(CLI_FAIL, "report", "%s: write failed", md_path);
-        o.failed = 1;
-    }
+    for (int i = 0; i < R.L.n; i++) R.x[i] = R.L.rows[i].iteration;
+    R.has_eval = any_finite(&R.L, g_eval);
+    if (R.selfplay) {
+        selfplay_plots(&R.o, &R.L, R.x, R.pool, R.cum_n ? R.cum_vendi / R.cum_n : NAN);
+        if (R.valid.n) regret_histogram(&R.o, &R.valid);
+    } else fixed_plots(&R.o, &R.L, R.x);
+    if (R.has_eval) heldout_plot(&R);
+    if (write_md(&R, md_path) < 0) R.o.failed = 1;
 done:
-    if (a) spade_archive_close(a);
-    free(all.e);
-    free(valid.e);
-    free(x);
-    free(L.rows);
-    if (o.failed) return CLI_FAIL;
-    printf("spade report: wrote %s and %d plot%s:", md_path, o.n, o.n == 1 ? "" : "s");
-    for (int i = 0; i < o.n; i++) printf(" %s", o.written[i]);
+    if (R.a) spade_archive_close(R.a);
+    free(R.all.e);
+    free(R.valid.e);
+    free(R.x);
+    free(R.L.rows);
+    if (R.o.failed) return CLI_FAIL;
+    printf("spade report: wrote %s and %d plot%s:", md_path, R.o.n, R.o.n == 1 ? "" : "s");
+    for (int i = 0; i < R.o.n; i++) printf(" %s", R.o.written[i]);
     printf("\n");
-    if (!has_eval) printf("spade report: no \"eval\" key in %s: no held-out plot\n", log_path);
+    if (!R.has_eval) printf("spade report: no \"eval\" key in %s: no held-out plot\n", log_path);
     return CLI_OK;
 }
