@@ -477,6 +477,109 @@ spade_agent *spade_agent_obs_echo(void)
     return a;
 }
 
+/* ---- piece-echo --------------------------------------------------------------------- */
+
+typedef struct piece_ctx {
+    int from_hint, n;
+} piece_ctx;
+
+/* Piece k of text (0: the whole text, trimmed) into *p, *len; 0 when it has none. */
+static int piece_of(const spade_pieces *pc, const char *text, size_t tlen, int k, const char **p, size_t *len)
+{
+    if (k == 0) {
+        size_t a = 0, z = text ? tlen : 0;
+        const char *nul = z ? memchr(text, 0, z) : NULL;
+        if (nul)
+            z = (size_t)(nul - text);
+        while (a < z && isspace((unsigned char)text[a]))
+            a++;
+        while (z > a && isspace((unsigned char)text[z - 1]))
+            z--;
+        if (z == a)
+            return 0;
+        *p = text + a, *len = z - a;
+        return 1;
+    }
+    if (k - 1 >= pc->n)
+        return 0;
+    *p = pc->p[k - 1], *len = pc->len[k - 1];
+    return 1;
+}
+
+typedef struct piece_ep {
+    spade_pieces pc;
+    char *text; /* a copy of the hint at reset, or of the first observation */
+    size_t len;
+} piece_ep;
+
+static int piece_begin(void *ctx, const spade_ep_view *v, void **state, char *err, size_t errlen)
+{
+    piece_ctx *c = ctx;
+    piece_ep *s = calloc(1, sizeof *s);
+    if (!s)
+        return spade_errf(err, errlen, "piece-echo agent: out of memory"), -1;
+    /* the text is taken once: the hint at reset, or the first observation
+     * (what was shown to be typed back; a piece of each later observation
+     * would be a policy that reads the board, not an echo) */
+    const char *t = c->from_hint ? v->hint : v->obs;
+    size_t n = t ? (c->from_hint ? v->hint_len : v->obs_len) : 0;
+    s->text = malloc(n + 1);
+    if (!s->text || spade_text_pieces(t, n, &s->pc) < 0) {
+        free(s->text);
+        free(s);
+        return spade_errf(err, errlen, "piece-echo agent: out of memory"), -1;
+    }
+    if (n)
+        memcpy(s->text, t, n);
+    s->text[n] = 0;
+    s->len = n;
+    *state = s;
+    return 0;
+}
+
+static void piece_end(void *ctx, const spade_ep_view *v, void *state, const spade_ep_outcome *o)
+{
+    (void)ctx, (void)v, (void)o;
+    piece_ep *s = state;
+    if (s) {
+        spade_pieces_free(&s->pc);
+        free(s->text);
+    }
+    free(s);
+}
+
+static int piece_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *acts, char *err, size_t errlen)
+{
+    (void)err, (void)errlen;
+    piece_ctx *c = ctx;
+    for (int i = 0; i < n; i++) {
+        piece_ep *s = views[i].state;
+        if (!piece_of(&s->pc, s->text, s->len, (int)(views[i].episode % c->n), &acts[i].text, &acts[i].len))
+            acts[i].stop = "no_piece";
+    }
+    return 0;
+}
+
+spade_agent *spade_agent_piece_echo(int from_hint, int n)
+{
+    if (n < 1)
+        return NULL;
+    piece_ctx *c = malloc(sizeof *c);
+    if (!c)
+        return NULL;
+    *c = (piece_ctx){.from_hint = from_hint, .n = n};
+    spade_agent *a = agent_new(from_hint ? "hint-piece" : "obs-piece", from_hint ? SPADE_AGENT_WANTS_HINT : 0, c);
+    if (!a) {
+        free(c);
+        return NULL;
+    }
+    a->begin = piece_begin;
+    a->act = piece_act;
+    a->end = piece_end;
+    a->free = free;
+    return a;
+}
+
 /* ---- probes ------------------------------------------------------------------------ */
 
 typedef struct probes_ctx {

@@ -71,6 +71,15 @@ spade_agent *spade_agent_hint_echo(spade_script_tail tail);
  * none. */
 spade_agent *spade_agent_obs_echo(void);
 
+/* piece-echo: one piece per episode, the same every step: episode e plays
+ * piece e % n of its text, where piece 0 is the whole text (spaces trimmed
+ * from both ends) and piece k >= 1 is piece k - 1 of spade_text_pieces. The
+ * text is the hint at reset (from_hint: wants the hint) or else the first
+ * observation (what was shown to be typed back). An episode whose text has no piece of its number ends as
+ * agent_stop "no_piece" (the designer's gates: an answer that is the hint's
+ * k-th number, or the observation's, wins every seed). n >= 1. */
+spade_agent *spade_agent_piece_echo(int from_hint, int n);
+
 /* script: actions[0..n) replayed one per step in every episode (the strings
  * are copied); then tail. */
 spade_agent *spade_agent_script(const char *const *actions, int n, spade_script_tail tail);
