@@ -12,7 +12,7 @@
 void cli_usage_check(FILE *out)
 {
     fprintf(out, "usage: spade check SPEC... [--seeds N] [--solve-seeds N] [--first-seed S] [--timeout S] [--verbose]\n"
-                 "       spade check --gates FILE... [--require-solve]\n"
+                 "       spade check --gates FILE... [--require-solve] [--timeout S]\n"
                  "\n"
                  "Runs every check on each environment (SPEC = NAME or FILE.c, optionally :key=value,...):\n"
                  "compile, params, reset, reset_deterministic, step_deterministic, seeds_vary,\n"
@@ -111,23 +111,24 @@ int cli_check(spade_sandbox *sb, int argc, char **argv)
         cli_err(CLI_USAGE, "check", "which environment? (spade check NAME_OR_FILE[:params])");
         return CLI_USAGE;
     }
+    o.timeout_option = "--timeout S";
+    spade_sandbox *own = NULL;
+    if (timeout > 0) {
+        /* The deadline is the sandbox's: a sandbox of our own carries it (the gates' too). */
+        char err[512];
+        spade_sandbox_opts so = {.call_timeout_s = timeout};
+        if (spade_sandbox_new(&own, &so, err, sizeof err) != 0)
+            return cli_err(CLI_FAIL, "check", "cannot start the sandbox: %s", err);
+        sb = own;
+    }
     if (gates) {
         int worst = CLI_OK;
         for (int i = optind; i < argc; i++) {
             int rc = cli_check_gates(sb, argv[i], require_solve);
             if (rc > worst) worst = rc;
         }
+        spade_sandbox_free(own);
         return worst;
-    }
-    o.timeout_option = "--timeout S";
-    spade_sandbox *own = NULL;
-    if (timeout > 0) {
-        /* The deadline is the sandbox's: a sandbox of our own carries it. */
-        char err[512];
-        spade_sandbox_opts so = {.call_timeout_s = timeout};
-        if (spade_sandbox_new(&own, &so, err, sizeof err) != 0)
-            return cli_err(CLI_FAIL, "check", "cannot start the sandbox: %s", err);
-        sb = own;
     }
     int tty = isatty(2);
     if (tty) {

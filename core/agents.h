@@ -58,6 +58,9 @@ typedef struct spade_pieces {
 } spade_pieces;
 /* 0, or -1 when out of memory (then *out is empty). */
 int spade_text_pieces(const char *text, size_t len, spade_pieces *out);
+/* The words alone (as above), in order, each occurrence kept: "north north
+ * east" is three; what a hint that lists the moves says. */
+int spade_text_words(const char *text, size_t len, spade_pieces *out);
 void spade_pieces_free(spade_pieces *pc);
 
 /* hint-echo: the pieces of the episode's hint at reset (spade_text_pieces),
@@ -65,6 +68,10 @@ void spade_pieces_free(spade_pieces *pc);
  * (SPADE_AGENT_WANTS_HINT), so it works on episodes that do not append it. A
  * hint without pieces: the empty action, then tail. */
 spade_agent *spade_agent_hint_echo(spade_script_tail tail);
+
+/* hint-words: the words of the episode's hint (spade_text_words), one per
+ * step in order, repeats kept; then tail. Wants the hint. */
+spade_agent *spade_agent_hint_words(spade_script_tail tail);
 
 /* observation-echo: at step t (0, 1, ...) piece t mod P of the latest
  * observation's P pieces (spade_text_pieces); the empty action when it has

@@ -303,6 +303,7 @@ static int play(spade_sandbox *sb, gplay *r, const spade_gate_opts *o, spade_ep_
     eo.places = r->place;
     eo.wants = r->wants;
     eo.n_wants = r->n;
+    eo.stop_on_timeout = 1; /* a hang costs the batch's deadline and its replay's, then the gates stop */
     /* every spec is the one source (at some params): one given hint for all */
     const char *hints[MAX_SPECS];
     size_t hint_lens[MAX_SPECS];
@@ -646,7 +647,7 @@ static void play_agents(gctx *g) {
         g->n_at[k] = (long)S * per;
         for (long i = 0; i < (long)S * per; i++) add_req(r, s, seed_of(g, SEED_AGENTS, (int)(i / per)));
         if (k == SPADE_GATE_OBS_ECHO || k == SPADE_GATE_HINT_ECHO) { /* and the pieces in turn, one per step */
-            add_agent(r, k == SPADE_GATE_OBS_ECHO ? spade_agent_obs_echo() : spade_agent_hint_echo(SPADE_TAIL_CYCLE));
+            add_agent(r, k == SPADE_GATE_OBS_ECHO ? spade_agent_obs_echo() : spade_agent_hint_words(SPADE_TAIL_CYCLE));
             *(k == SPADE_GATE_OBS_ECHO ? &g->at_obs_cycle : &g->at_hint_seq) = r->n;
             for (int i = 0; i < S; i++) add_req(r, s, seed_of(g, SEED_AGENTS, i));
         }
@@ -758,8 +759,8 @@ static void gate_echo(gctx *g, spade_gate k) {
         verdict(g->rep, k, SPADE_GATE_FAIL, "echoing %s's %s \"%.40s\" won %ld of %d seeds", what,
                 at % MAX_PIECES ? "piece" : "whole text", g->act[g->at[k] + at], best, S);
     else if (over(g, seq))
-        verdict(g->rep, k, SPADE_GATE_FAIL, "echoing %s won %ld of %d seeds (its pieces in turn, one per step)", what,
-                seq, S);
+        verdict(g->rep, k, SPADE_GATE_FAIL, "echoing %s won %ld of %d seeds (its %s, one per step)", what, seq, S,
+                hint ? "words in order" : "pieces in turn");
     else
         verdict(g->rep, k, SPADE_GATE_PASS, "%s whole, each of its pieces and all in turn: at most %ld of %d seeds won",
                 hint ? "the hint" : "the observation", best > seq ? best : seq, S);
@@ -985,8 +986,16 @@ int spade_gates_run(spade_sandbox *sb, const char *filename, const char *src, si
     gate_compile(&g);
     if (go_on(&g)) {
         play_determinism(&g);
-        make_room(&g);
-        gate_limits(&g);
+        const spade_ep_outcome *t = NULL;
+        for (long i = 0; rep->timed_out && i < 4 * DET_SEEDS && !t; i++)
+            if (g.det[i].end == SPADE_EP_FAILED && g.det[i].failure.outcome == SPADE_OUT_TIMEOUT) t = &g.det[i];
+        if (t) /* the first play hung: limits (a step's time is one) fails with it, and nothing more is played */
+            verdict(rep, SPADE_GATE_LIMITS, SPADE_GATE_FAIL, "seed %llu: %s: %.200s", (unsigned long long)t->seed,
+                    spade_outcome_name(t->failure.outcome), t->failure.message);
+        else {
+            make_room(&g);
+            gate_limits(&g);
+        }
     }
     if (go_on(&g)) gate_determinism(&g);
     if (go_on(&g)) {
