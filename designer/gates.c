@@ -33,7 +33,7 @@ void spade_gate_opts_default(spade_gate_opts *o) {
     memset(o, 0, sizeof *o);
     o->seeds = 20;
     o->random_max = 0.15;
-    o->constant_max = 0.5;
+    o->constant_max = 0.75;
     o->max_step_ms = 20;
     o->novelty_max = 0.95;
     o->dim = SPADE_VENDI_DIM;
@@ -346,8 +346,9 @@ static void corner(const spade_param_info *p, int max, char *buf, size_t cap) {
 #define DET_SEEDS 6
 #define LIMIT_SEEDS 4
 #define INST_BYTES (320L << 20)
-#define MAX_CONST 48   /* constant answers tried (the fixed ones, the defaults, the first observation's) */
-#define MAX_PIECES 25  /* an echo's pieces tried: the whole text and its first 24 numbers, words and lines */
+#define MAX_CONST 40   /* constant answers tried (the fixed ones, the defaults, the first observation's) */
+#define MAX_PIECES 17  /* an echo's pieces tried: the whole text and its first 16 numbers, words and lines */
+#define ANSWER_SEEDS 8 /* seeds per answer of those (an answer that ignores the seed wins them all) */
 #define BEHAVE_SEEDS 4 /* seeds per scripted agent in the behavioural comparison */
 #define BEHAVE_MAX 4   /* sources played beside the candidate there */
 #define BEHAVE_COPY 0.75 /* share of like episodes that makes a copy */
@@ -373,6 +374,7 @@ typedef struct gctx {
     gplay *r;
     spade_vecenv *V;
     int S, n_default, shared_corners;
+    int A; /* seeds per answer of the many-answer plays: min(S, ANSWER_SEEDS) */
     long cap;
     spade_ep_outcome *det, *lim, *out;
     trace tr;                      /* the determinism gates' */
@@ -387,6 +389,7 @@ typedef struct gctx {
     long at_obs_cycle, at_hint_seq, at_probe;
     int agents_ok;
     char agents_err[1024];
+    int too_slow; /* limits found it over max_step_ms: the agent run would cost that a step, 2,000 times */
 } gctx;
 
 static uint64_t seed_of(const gctx *g, int tag, int i) { return spade_gate_seed(g->o, g->src, g->len, tag, i); }
@@ -399,17 +402,22 @@ static void note_timeouts(gctx *g, const spade_ep_outcome *out, long n) {
 
 /* After a group: whether to go on. When not, every gate not judged yet is
  * SKIP with the reason: a timeout (each later play would wait out the
- * deadline again), or a failure where the caller stops at the first one
- * (the compile gate's always: nothing can run without it). */
+ * deadline again), steps over max_step_ms (the agent run would take that
+ * per step for thousands of steps), or a failure where the caller stops at
+ * the first one (the compile gate's always: nothing can run without it). */
 static int go_on(gctx *g) {
     spade_gate_report *rep = g->rep;
-    if (!rep->timed_out && !(rep->first_failed >= 0 && (g->o->stop_at_first || rep->first_failed == 0))) return 1;
+    if (!rep->timed_out && !g->too_slow &&
+        !(rep->first_failed >= 0 && (g->o->stop_at_first || rep->first_failed == 0)))
+        return 1;
     const char *why = rep->first_failed >= 0 ? NAMES[rep->first_failed] : "an earlier gate";
     for (int k = 0; k < SPADE_GATE_COUNT; k++)
         if (!rep->status[k]) {
             if (rep->timed_out)
                 verdict(rep, (spade_gate)k, SPADE_GATE_SKIP, "not run: a call timed out in %s (it would time out again)",
                         why);
+            else if (g->too_slow)
+                verdict(rep, (spade_gate)k, SPADE_GATE_SKIP, "not run: too slow to play (limits failed)");
             else verdict(rep, (spade_gate)k, SPADE_GATE_SKIP, "not run: %s failed", why);
         }
     return 0;
@@ -430,8 +438,8 @@ static void gate_compile(gctx *g) {
     }
     g->rep->info = *spade_vecenv_info(g->V);
     g->info = &g->rep->info;
-    verdict(g->rep, SPADE_GATE_COMPILE, SPADE_GATE_PASS, "%s (%s), %d params%s", g->info->name,
-            g->info->family[0] ? g->info->family : "no family", g->info->n_params, g->info->has_solve ? ", SOLVE" : "");
+    verdict(g->rep, SPADE_GATE_COMPILE, SPADE_GATE_PASS, "%s (%s), %d params%s", g->info->name, g->info->family,
+            g->info->n_params, g->info->has_solve ? ", SOLVE" : "");
 }
 
 /* The determinism gates' episodes, played first, while both workers are
@@ -470,7 +478,7 @@ static void play_determinism(gctx *g) {
 
 /* The agent run's requests at the defaults (the room it wants). */
 static long agent_requests(const gctx *g) {
-    return 2L * N_PROBES + (long)g->S * (3 + g->n_const + 2 * MAX_PIECES + 2 + (g->info->has_solve != 0));
+    return 2L * N_PROBES + (long)g->S * (5 + (g->info->has_solve != 0)) + (long)g->A * (g->n_const + 2 * MAX_PIECES);
 }
 
 /* What a worker may hold: as many instances as the old gates' largest play
@@ -550,9 +558,11 @@ static void gate_limits(gctx *g) {
     else if (big)
         verdict(rep, SPADE_GATE_LIMITS, SPADE_GATE_FAIL, "return %g outside [-1, 1] at %s, seed %llu", big->ret,
                 r->params[big->spec][0] ? r->params[big->spec] : "defaults", (unsigned long long)big->seed);
-    else if (rep->ms_per_step > g->o->max_step_ms)
+    else if (rep->ms_per_step > g->o->max_step_ms) {
         verdict(rep, SPADE_GATE_LIMITS, SPADE_GATE_FAIL, "%.2f ms per step on average (designer.max_step_ms = %g)",
                 rep->ms_per_step, g->o->max_step_ms);
+        g->too_slow = 1;
+    }
     else
         verdict(rep, SPADE_GATE_LIMITS, SPADE_GATE_PASS, "%d settings, %ld episodes, %.3f ms per step", ns, n,
                 rep->ms_per_step);
@@ -643,9 +653,10 @@ static void play_agents(gctx *g) {
             add_agent(r, spade_agent_solve());
             break;
         }
+        int seeds = per > 1 ? g->A : S;
         g->at[k] = r->n;
-        g->n_at[k] = (long)S * per;
-        for (long i = 0; i < (long)S * per; i++) add_req(r, s, seed_of(g, SEED_AGENTS, (int)(i / per)));
+        g->n_at[k] = (long)seeds * per;
+        for (long i = 0; i < (long)seeds * per; i++) add_req(r, s, seed_of(g, SEED_AGENTS, (int)(i / per)));
         if (k == SPADE_GATE_OBS_ECHO || k == SPADE_GATE_HINT_ECHO) { /* and the pieces in turn, one per step */
             add_agent(r, k == SPADE_GATE_OBS_ECHO ? spade_agent_obs_echo() : spade_agent_hint_words(SPADE_TAIL_CYCLE));
             *(k == SPADE_GATE_OBS_ECHO ? &g->at_obs_cycle : &g->at_hint_seq) = r->n;
@@ -712,7 +723,7 @@ static int agent_failed(gctx *g, spade_gate k, const spade_ep_outcome *o, long n
     return 1;
 }
 
-static int over(const gctx *g, long wins) { return (double)wins / g->S > g->o->constant_max + 1e-12; }
+static int over(const gctx *g, long wins, int of) { return (double)wins / of > g->o->constant_max + 1e-12; }
 
 static void gate_random_noop(gctx *g, spade_gate k) {
     const spade_ep_outcome *o = g->out + g->at[k];
@@ -731,39 +742,39 @@ static void gate_random_noop(gctx *g, spade_gate k) {
 
 static void gate_constant(gctx *g) {
     const spade_ep_outcome *o = g->out + g->at[SPADE_GATE_CONSTANT];
-    long at = 0, best = g->agents_ok ? best_answer(o, g->S, g->n_const, &at) : 0;
-    g->rep->constant_rate = (double)best / g->S;
+    long at = 0, best = g->agents_ok ? best_answer(o, g->A, g->n_const, &at) : 0;
+    g->rep->constant_rate = (double)best / g->A;
     if (agent_failed(g, SPADE_GATE_CONSTANT, o, g->n_at[SPADE_GATE_CONSTANT])) return;
-    if (over(g, best))
+    if (over(g, best, g->A))
         verdict(g->rep, SPADE_GATE_CONSTANT, SPADE_GATE_FAIL,
                 "the constant answer \"%.40s\" won %ld of %d seeds (at most %.0f%%): the answer does not depend on the seed",
-                g->consts[at % g->n_const], best, g->S, 100 * g->o->constant_max);
+                g->consts[at % g->n_const], best, g->A, 100 * g->o->constant_max);
     else
         verdict(g->rep, SPADE_GATE_CONSTANT, SPADE_GATE_PASS, "%d constant answers, the best won %ld of %d seeds",
-                g->n_const, best, g->S);
+                g->n_const, best, g->A);
 }
 
 /* obs_echo and hint_echo: each piece alone, then all in turn */
 static void gate_echo(gctx *g, spade_gate k) {
-    int hint = k == SPADE_GATE_HINT_ECHO, S = g->S;
+    int hint = k == SPADE_GATE_HINT_ECHO, S = g->S, A = g->A;
     const spade_ep_outcome *o = g->out + g->at[k];
     long seq_at = hint ? g->at_hint_seq : g->at_obs_cycle;
-    long at = 0, best = g->agents_ok ? best_answer(o, S, MAX_PIECES, &at) : 0;
+    long at = 0, best = g->agents_ok ? best_answer(o, A, MAX_PIECES, &at) : 0;
     long seq = g->agents_ok ? wins_of(g->out + seq_at, S) : 0;
-    double rt = (double)(best > seq ? best : seq) / S;
+    double rt = (double)best / A > (double)seq / S ? (double)best / A : (double)seq / S;
     if (hint) g->rep->hint_echo_rate = rt;
     else g->rep->obs_echo_rate = rt;
     if (agent_failed(g, k, o, g->n_at[k]) || agent_failed(g, k, g->out + seq_at, S)) return;
     const char *what = hint ? "the hint" : "the observation";
-    if (over(g, best))
+    if (over(g, best, A))
         verdict(g->rep, k, SPADE_GATE_FAIL, "echoing %s's %s \"%.40s\" won %ld of %d seeds", what,
-                at % MAX_PIECES ? "piece" : "whole text", g->act[g->at[k] + at], best, S);
-    else if (over(g, seq))
+                at % MAX_PIECES ? "piece" : "whole text", g->act[g->at[k] + at], best, A);
+    else if (over(g, seq, S))
         verdict(g->rep, k, SPADE_GATE_FAIL, "echoing %s won %ld of %d seeds (its %s, one per step)", what, seq, S,
                 hint ? "words in order" : "pieces in turn");
     else
-        verdict(g->rep, k, SPADE_GATE_PASS, "%s whole, each of its pieces and all in turn: at most %ld of %d seeds won",
-                hint ? "the hint" : "the observation", best > seq ? best : seq, S);
+        verdict(g->rep, k, SPADE_GATE_PASS, "%s whole and each of its pieces: at most %ld of %d seeds won; all in turn: %ld of %d",
+                what, best, A, seq, S);
 }
 
 static void gate_solve(gctx *g) {
@@ -961,6 +972,7 @@ int spade_gates_run(spade_sandbox *sb, const char *filename, const char *src, si
     o_now = o;
     gctx g = {.sb = sb, .file = filename, .src = src, .len = len, .o = o, .rep = rep};
     g.S = o->seeds > 0 ? o->seeds : 20;
+    g.A = g.S < ANSWER_SEEDS ? g.S : ANSWER_SEEDS;
     g.cap = 2L * LIMIT_SEEDS * MAX_SPECS + 2 * N_PROBES + (long)g.S * (6 + MAX_CONST + 2 * MAX_PIECES) +
             4 * DET_SEEDS + (long)(BEHAVE_MAX + 1) * BEHAVE_SEEDS * 5;
     int rc = -1;

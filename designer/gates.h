@@ -97,7 +97,7 @@ typedef struct spade_gate_opts {
     int seeds;             /* seeds for the agent gates (20) */
     double random_max;     /* random_agent: largest success rate allowed (0.15) */
     /* constant_agent, obs_echo, and the hint's pieces alone: largest success
-     * rate of one fixed answer (0.5; see docs/selfplay.md for why not random_max) */
+     * rate of one fixed answer (0.75, on 8 seeds; docs/selfplay.md says why not random_max) */
     double constant_max;
     int require_solve;     /* designer.require_solve (0) */
     double max_step_ms;    /* designer.max_step_ms (20) */
