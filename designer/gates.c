@@ -1050,6 +1050,42 @@ done:
     return rc;
 }
 
+int spade_gate_shown_draw(spade_gate_shown *sh, const spade_corpus *corpus, spade_archive *archive, const char *family,
+                          const spade_memory_opts *mo, uint64_t rng, const char *expect_item, char *err, size_t errlen) {
+    memset(sh, 0, sizeof *sh);
+    if (corpus && spade_corpus_count(corpus) > 0) {
+        const spade_corpus_item *it = spade_corpus_item_at(corpus, spade_corpus_draw(corpus, &rng));
+        if (expect_item && *expect_item && strcmp(expect_item, it->name))
+            return spade_errf(err, errlen, "gates: the prompt showed %s, the redraw gives %s (out of step)", expect_item,
+                              it->name),
+                   -1;
+        sh->src[sh->n] = it->text, sh->len[sh->n] = it->len, sh->name[sh->n++] = it->name;
+    }
+    if (archive) {
+        long pos[4], neg;
+        int np = 0;
+        if (spade_memory_select(archive, family, mo, &rng, pos, &np, &neg, err, errlen) < 0) return -1;
+        for (int k = 0; k < np + (neg >= 0) && sh->n_env < 4; k++) {
+            long id = k < np ? pos[k] : neg;
+            int rc = spade_archive_get_env(archive, id, &sh->env[sh->n_env], err, errlen);
+            if (rc < 0) {
+                spade_gate_shown_clear(sh);
+                return -1;
+            }
+            if (rc) continue;
+            spade_archive_env *e = &sh->env[sh->n_env];
+            snprintf(sh->label[sh->n_env], sizeof sh->label[0], "archived environment %ld (in the memory)", e->id);
+            sh->src[sh->n] = e->source, sh->len[sh->n] = e->source_len, sh->name[sh->n++] = sh->label[sh->n_env++];
+        }
+    }
+    return 0;
+}
+
+void spade_gate_shown_clear(spade_gate_shown *sh) {
+    for (int k = 0; k < sh->n_env; k++) spade_archive_env_clear(&sh->env[k]);
+    memset(sh, 0, sizeof *sh);
+}
+
 void spade_gate_report_text(const spade_gate_report *rep, char *out, size_t cap) {
     static const char *const word[] = {"----", "PASS", "FAIL", "SKIP"};
     size_t at = 0;

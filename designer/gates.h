@@ -68,6 +68,8 @@
 
 #include <stddef.h>
 
+#include "archive.h"
+#include "designer/corpus.h"
 #include "host.h"
 #include "sandbox/sandbox.h"
 
@@ -156,6 +158,26 @@ uint64_t spade_gate_seed(const spade_gate_opts *o, const char *src, size_t len, 
  * says the verdict) or -1 when nothing could be judged (out of memory). */
 int spade_gates_run(spade_sandbox *sb, const char *filename, const char *src, size_t len, const spade_gate_opts *o,
                     spade_gate_report *rep, char *err, size_t errlen);
+
+/* What a designer prompt showed, for novelty: the grounding excerpt and the
+ * memory's sources, drawn again from the prompt's stream state `rng` in the
+ * order the loop's prompt phase draws them (a corpus item when corpus is
+ * non-NULL, then the memory block when archive is non-NULL), so nothing
+ * needs to be kept between the phases. expect_item: the corpus item the
+ * prompt named ("" or NULL: do not check); a different one is an error (the
+ * draws are out of step with the prompt's). */
+typedef struct spade_gate_shown {
+    int n;
+    const char *src[5];
+    size_t len[5];
+    const char *name[5];
+    spade_archive_env env[4];
+    int n_env;
+    char label[4][96];
+} spade_gate_shown;
+int spade_gate_shown_draw(spade_gate_shown *sh, const spade_corpus *corpus, spade_archive *archive, const char *family,
+                          const spade_memory_opts *mo, uint64_t rng, const char *expect_item, char *err, size_t errlen);
+void spade_gate_shown_clear(spade_gate_shown *sh);
 
 /* One line per gate, "PASS name: detail" / "FAIL name: reason" / "SKIP name: why", into out. */
 void spade_gate_report_text(const spade_gate_report *rep, char *out, size_t cap);

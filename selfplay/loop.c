@@ -642,14 +642,28 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
         go.dim = SPADE_VENDI_DIM;
         go.hint = w[i].hint;
         go.hint_len = w[i].hint_len;
+        /* novelty against what the prompt showed too (drawn again from the prompt's stream), by text and by
+         * behaviour; the gates' seeds from the run seed */
+        spade_gate_shown sh = {0};
+        if (o->n_templates == 0 && spade_gate_shown_draw(&sh, s->corpus && o->use_corpus ? s->corpus : NULL,
+                                                         o->use_memory ? s->archive : NULL, w[i].family, &o->memory,
+                                                         stream(o->seed, it, i, 0x70726f6dULL), w[i].corpus_item,
+                                                         err, errlen) < 0)
+            goto done;
+        go.shown = sh.src;
+        go.shown_len = sh.len;
+        go.shown_names = sh.name;
+        go.n_shown = sh.n;
+        go.run_seed = o->seed;
         const char *src = w[i].source ? w[i].source : "";
         double *x = refs + (size_t)n_refs * SPADE_VENDI_DIM;
         if (o->n_templates > 0) { /* the filling's embedding, made when it was decoded */
             for (int k = 0; k < SPADE_VENDI_DIM; k++) x[k] = w[i].embedding[k];
             go.embedding = x;
         }
-        if (spade_gates_run(s->sb, file, src, w[i].source ? w[i].source_len : 0, &go, &w[i].gates, err, errlen) < 0)
-            goto done;
+        int grc = spade_gates_run(s->sb, file, src, w[i].source ? w[i].source_len : 0, &go, &w[i].gates, err, errlen);
+        spade_gate_shown_clear(&sh);
+        if (grc < 0) goto done;
         if (o->n_templates == 0) {
             spade_vendi_embed(src, w[i].source ? w[i].source_len : 0, x, SPADE_VENDI_DIM);
             for (int k = 0; k < SPADE_VENDI_DIM; k++) w[i].embedding[k] = (float)x[k];
