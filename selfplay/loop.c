@@ -643,9 +643,10 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
         go.hint = w[i].hint;
         go.hint_len = w[i].hint_len;
         /* novelty against what the prompt showed too (drawn again from the prompt's stream), by text and by
-         * behaviour; the gates' seeds from the run seed */
+         * behaviour, when the designer wrote from that prompt (not given files, not a template); the gates'
+         * seeds from the run seed */
         spade_gate_shown sh = {0};
-        if (o->n_templates == 0 && spade_gate_shown_draw(&sh, s->corpus && o->use_corpus ? s->corpus : NULL,
+        if (o->n_templates == 0 && o->n_files == 0 && spade_gate_shown_draw(&sh, s->corpus && o->use_corpus ? s->corpus : NULL,
                                                          o->use_memory ? s->archive : NULL, w[i].family, &o->memory,
                                                          stream(o->seed, it, i, 0x70726f6dULL), w[i].corpus_item,
                                                          err, errlen) < 0)
