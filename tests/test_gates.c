@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "agents.h"
+#include "designer/corpus.h"
 #include "designer/gates.h"
 #include "designer/plays.h"
 #include "heldout.h"
@@ -342,6 +343,29 @@ START_TEST(a_copy_fails_novelty_by_behaviour_and_by_what_the_prompt_showed) {
 }
 END_TEST
 
+/* What the prompt showed, drawn again from the prompt's stream state: the
+ * corpus item the prompt's draw gives, and an error when the name the prompt
+ * recorded is another (the draws would be out of step). */
+START_TEST(what_the_prompt_showed_is_drawn_again) {
+    char dir[4096], err[1024];
+    snprintf(dir, sizeof dir, "%s/stdenv", tu_srcdir());
+    const char *dirs[1] = {dir};
+    spade_corpus *c = NULL;
+    ck_assert_msg(spade_corpus_new(&c, dirs, 1, NULL, 1, NULL, err, sizeof err) == 0, "%s", err);
+    uint64_t rng = 12345, r2 = rng;
+    const spade_corpus_item *it = spade_corpus_item_at(c, spade_corpus_draw(c, &r2));
+    spade_gate_shown sh;
+    ck_assert_msg(spade_gate_shown_draw(&sh, c, NULL, "math", NULL, rng, it->name, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(sh.n, 1);
+    ck_assert_ptr_eq(sh.src[0], it->text);
+    ck_assert_str_eq(sh.name[0], it->name);
+    spade_gate_shown_clear(&sh);
+    ck_assert_int_eq(spade_gate_shown_draw(&sh, c, NULL, "math", NULL, rng, "stdenv/not-this-one.c", err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "out of step"), "%s", err);
+    spade_corpus_free(c);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("gates");
     TCase *c = tcase_create("gates");
@@ -355,6 +379,7 @@ int main(void) {
     tcase_add_test(c, a_hanging_step_fails_at_the_first_timeout);
     tcase_add_test(c, the_seeds_come_from_the_source_and_the_run_seed);
     tcase_add_test(c, a_copy_fails_novelty_by_behaviour_and_by_what_the_prompt_showed);
+    tcase_add_test(c, what_the_prompt_showed_is_drawn_again);
     suite_add_tcase(s, c);
     return tu_run(s);
 }
