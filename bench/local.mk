@@ -68,11 +68,11 @@ noinst_PROGRAMS += bench/bench_rollout
 bench_bench_rollout_SOURCES = bench/bench_rollout.c agent/transcript.c agent/policy_agent.c
 bench_bench_rollout_LDADD = $(SPADE_LIBS)
 
-# bench_gates: the designer's ten gates and the paired plays of one environment
+# bench_gates: the designer's gates and the paired plays of one environment
 # (model time left out: a scripted agent), against one plain load, same run.
 bench_programs += bench/bench_gates
 noinst_PROGRAMS += bench/bench_gates
-bench_bench_gates_SOURCES = bench/bench_gates.c designer/gates.c designer/plays.c designer/reward.c
+bench_bench_gates_SOURCES = bench/bench_gates.c designer/gates.c designer/corpus.c designer/plays.c designer/reward.c
 bench_bench_gates_LDADD = $(SPADE_LIBS)
 # bench_crn: the variance of paired-play regret over 100 replications with
 # both arms on one sampling stream (common random numbers) and with the hint

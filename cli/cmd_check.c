@@ -12,7 +12,7 @@
 void cli_usage_check(FILE *out)
 {
     fprintf(out, "usage: spade check SPEC... [--seeds N] [--solve-seeds N] [--first-seed S] [--timeout S] [--verbose]\n"
-                 "       spade check --gates FILE... [--require-solve]\n"
+                 "       spade check --gates FILE... [--require-solve] [--timeout S]\n"
                  "\n"
                  "Runs every check on each environment (SPEC = NAME or FILE.c, optionally :key=value,...):\n"
                  "compile, params, reset, reset_deterministic, step_deterministic, seeds_vary,\n"
@@ -28,8 +28,10 @@ void cli_usage_check(FILE *out)
                  "  -v, --verbose    also print the first observation, the hint and a solve action\n"
                  "  -g, --gates      instead, run exactly the gates self-play puts a generated environment\n"
                  "                   through (compile, limits, reset_deterministic, replay_deterministic,\n"
-                 "                   probe_actions, random_agent, noop_agent, hint_echo, solve, novelty),\n"
-                 "                   one line each; exit 0 only when every gate passes (docs/selfplay.md)\n"
+                 "                   probe_actions, random_agent, noop_agent, constant_agent, obs_echo,\n"
+                 "                   hint_echo, solve, winnable, novelty), one line each as it is known;\n"
+                 "                   exit 0 only when every gate passes (docs/selfplay.md); a timeout\n"
+                 "                   stops them (--timeout S sets the deadline)\n"
                  "      --require-solve  with --gates: a missing SOLVE fails the solve gate\n"
                  "  -h, --help       this help\n"
                  "\n"
@@ -111,23 +113,24 @@ int cli_check(spade_sandbox *sb, int argc, char **argv)
         cli_err(CLI_USAGE, "check", "which environment? (spade check NAME_OR_FILE[:params])");
         return CLI_USAGE;
     }
+    o.timeout_option = "--timeout S";
+    spade_sandbox *own = NULL;
+    if (timeout > 0) {
+        /* The deadline is the sandbox's: a sandbox of our own carries it (the gates' too). */
+        char err[512];
+        spade_sandbox_opts so = {.call_timeout_s = timeout};
+        if (spade_sandbox_new(&own, &so, err, sizeof err) != 0)
+            return cli_err(CLI_FAIL, "check", "cannot start the sandbox: %s", err);
+        sb = own;
+    }
     if (gates) {
         int worst = CLI_OK;
         for (int i = optind; i < argc; i++) {
             int rc = cli_check_gates(sb, argv[i], require_solve);
             if (rc > worst) worst = rc;
         }
+        spade_sandbox_free(own);
         return worst;
-    }
-    o.timeout_option = "--timeout S";
-    spade_sandbox *own = NULL;
-    if (timeout > 0) {
-        /* The deadline is the sandbox's: a sandbox of our own carries it. */
-        char err[512];
-        spade_sandbox_opts so = {.call_timeout_s = timeout};
-        if (spade_sandbox_new(&own, &so, err, sizeof err) != 0)
-            return cli_err(CLI_FAIL, "check", "cannot start the sandbox: %s", err);
-        sb = own;
     }
     int tty = isatty(2);
     if (tty) {

@@ -38,6 +38,7 @@ typedef struct pbuild {
     char *w; /* next free byte of store */
     int *set; /* open-addressing set of piece indices (+1), set_cap a power of two */
     size_t set_cap;
+    int repeats; /* spade_text_words: every word, in order, repeats kept */
 } pbuild;
 
 static void add_piece(pbuild *b, const char *s, size_t n)
@@ -46,7 +47,7 @@ static void add_piece(pbuild *b, const char *s, size_t n)
         return;
     uint64_t h = fnv(s, n);
     size_t at = (size_t)h & (b->set_cap - 1);
-    while (b->set[at]) {
+    while (!b->repeats && b->set[at]) {
         int k = b->set[at] - 1;
         if (b->pc->len[k] == n && !memcmp(b->pc->p[k], s, n))
             return; /* kept once */
@@ -56,11 +57,13 @@ static void add_piece(pbuild *b, const char *s, size_t n)
     b->w[n] = 0;
     b->pc->p[b->pc->n] = b->w;
     b->pc->len[b->pc->n] = n;
-    b->set[at] = ++b->pc->n;
+    ++b->pc->n;
+    if (!b->repeats)
+        b->set[at] = b->pc->n;
     b->w += n + 1;
 }
 
-int spade_text_pieces(const char *text, size_t len, spade_pieces *out)
+static int text_pieces(const char *text, size_t len, spade_pieces *out, int words_only)
 {
     memset(out, 0, sizeof *out);
     if (!text)
@@ -70,7 +73,7 @@ int spade_text_pieces(const char *text, size_t len, spade_pieces *out)
         len = (size_t)(nul - text);
     /* at most one piece per two bytes of each kind, plus one */
     int cap = (int)(3 * (len / 2 + 1));
-    pbuild b = {.pc = out, .cap = cap, .set_cap = 16};
+    pbuild b = {.pc = out, .cap = cap, .set_cap = 16, .repeats = words_only};
     while (b.set_cap < 2 * (size_t)cap)
         b.set_cap *= 2;
     out->p = malloc((size_t)cap * sizeof *out->p);
@@ -84,7 +87,7 @@ int spade_text_pieces(const char *text, size_t len, spade_pieces *out)
     }
     b.w = out->store;
     const unsigned char *t = (const unsigned char *)text;
-    for (size_t i = 0; i < len;) {
+    for (size_t i = 0; i < len && !words_only;) {
         int neg = t[i] == '-' && i + 1 < len && isdigit(t[i + 1]) && !(i > 0 && isalnum(t[i - 1]));
         if (!isdigit(t[i]) && !neg) {
             i++;
@@ -118,7 +121,7 @@ int spade_text_pieces(const char *text, size_t len, spade_pieces *out)
         add_piece(&b, text + a, z - a);
         i = j;
     }
-    for (size_t i = 0; i < len;) {
+    for (size_t i = 0; i < len && !words_only;) {
         size_t j = i;
         while (j < len && t[j] != '\n')
             j++;
@@ -132,6 +135,16 @@ int spade_text_pieces(const char *text, size_t len, spade_pieces *out)
     }
     free(b.set);
     return 0;
+}
+
+int spade_text_pieces(const char *text, size_t len, spade_pieces *out)
+{
+    return text_pieces(text, len, out, 0);
+}
+
+int spade_text_words(const char *text, size_t len, spade_pieces *out)
+{
+    return text_pieces(text, len, out, 1);
 }
 
 /* ---- helpers ------------------------------------------------------------------ */
@@ -304,7 +317,7 @@ spade_agent *spade_agent_stdin(FILE *in)
 typedef struct script_ctx {
     spade_script_tail tail;
     spade_pieces given; /* spade_agent_script's list (pieces built by hand) */
-    int from_hint;
+    int from_hint; /* 1: the hint's pieces, 2: the hint's words with repeats */
 } script_ctx;
 
 typedef struct script_ep {
@@ -324,7 +337,8 @@ static int script_begin(void *ctx, const spade_ep_view *v, void **state, char *e
 {
     script_ctx *c = ctx;
     script_ep *s = calloc(1, sizeof *s);
-    if (!s || (c->from_hint && spade_text_pieces(v->hint, v->hint ? v->hint_len : 0, &s->own) < 0)) {
+    int (*split)(const char *, size_t, spade_pieces *) = c->from_hint == 2 ? spade_text_words : spade_text_pieces;
+    if (!s || (c->from_hint && split(v->hint, v->hint ? v->hint_len : 0, &s->own) < 0)) {
         free(s);
         return spade_errf(err, errlen, "scripted agent: out of memory"), -1;
     }
@@ -391,6 +405,16 @@ spade_agent *spade_agent_hint_echo(spade_script_tail tail)
     c->tail = tail;
     c->from_hint = 1;
     return script_agent("hint-echo", SPADE_AGENT_WANTS_HINT, c);
+}
+
+spade_agent *spade_agent_hint_words(spade_script_tail tail)
+{
+    script_ctx *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->tail = tail;
+    c->from_hint = 2;
+    return script_agent("hint-words", SPADE_AGENT_WANTS_HINT, c);
 }
 
 spade_agent *spade_agent_script(const char *const *actions, int n, spade_script_tail tail)
@@ -474,6 +498,109 @@ spade_agent *spade_agent_obs_echo(void)
     a->begin = obs_begin;
     a->act = obs_act;
     a->end = obs_end;
+    return a;
+}
+
+/* ---- piece-echo --------------------------------------------------------------------- */
+
+typedef struct piece_ctx {
+    int from_hint, n;
+} piece_ctx;
+
+/* Piece k of text (0: the whole text, trimmed) into *p, *len; 0 when it has none. */
+static int piece_of(const spade_pieces *pc, const char *text, size_t tlen, int k, const char **p, size_t *len)
+{
+    if (k == 0) {
+        size_t a = 0, z = text ? tlen : 0;
+        const char *nul = z ? memchr(text, 0, z) : NULL;
+        if (nul)
+            z = (size_t)(nul - text);
+        while (a < z && isspace((unsigned char)text[a]))
+            a++;
+        while (z > a && isspace((unsigned char)text[z - 1]))
+            z--;
+        if (z == a)
+            return 0;
+        *p = text + a, *len = z - a;
+        return 1;
+    }
+    if (k - 1 >= pc->n)
+        return 0;
+    *p = pc->p[k - 1], *len = pc->len[k - 1];
+    return 1;
+}
+
+typedef struct piece_ep {
+    spade_pieces pc;
+    char *text; /* a copy of the hint at reset, or of the first observation */
+    size_t len;
+} piece_ep;
+
+static int piece_begin(void *ctx, const spade_ep_view *v, void **state, char *err, size_t errlen)
+{
+    piece_ctx *c = ctx;
+    piece_ep *s = calloc(1, sizeof *s);
+    if (!s)
+        return spade_errf(err, errlen, "piece-echo agent: out of memory"), -1;
+    /* the text is taken once: the hint at reset, or the first observation
+     * (what was shown to be typed back; a piece of each later observation
+     * would be a policy that reads the board, not an echo) */
+    const char *t = c->from_hint ? v->hint : v->obs;
+    size_t n = t ? (c->from_hint ? v->hint_len : v->obs_len) : 0;
+    s->text = malloc(n + 1);
+    if (!s->text || spade_text_pieces(t, n, &s->pc) < 0) {
+        free(s->text);
+        free(s);
+        return spade_errf(err, errlen, "piece-echo agent: out of memory"), -1;
+    }
+    if (n)
+        memcpy(s->text, t, n);
+    s->text[n] = 0;
+    s->len = n;
+    *state = s;
+    return 0;
+}
+
+static void piece_end(void *ctx, const spade_ep_view *v, void *state, const spade_ep_outcome *o)
+{
+    (void)ctx, (void)v, (void)o;
+    piece_ep *s = state;
+    if (s) {
+        spade_pieces_free(&s->pc);
+        free(s->text);
+    }
+    free(s);
+}
+
+static int piece_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *acts, char *err, size_t errlen)
+{
+    (void)err, (void)errlen;
+    piece_ctx *c = ctx;
+    for (int i = 0; i < n; i++) {
+        piece_ep *s = views[i].state;
+        if (!piece_of(&s->pc, s->text, s->len, (int)(views[i].episode % c->n), &acts[i].text, &acts[i].len))
+            acts[i].stop = "no_piece";
+    }
+    return 0;
+}
+
+spade_agent *spade_agent_piece_echo(int from_hint, int n)
+{
+    if (n < 1)
+        return NULL;
+    piece_ctx *c = malloc(sizeof *c);
+    if (!c)
+        return NULL;
+    *c = (piece_ctx){.from_hint = from_hint, .n = n};
+    spade_agent *a = agent_new(from_hint ? "hint-piece" : "obs-piece", from_hint ? SPADE_AGENT_WANTS_HINT : 0, c);
+    if (!a) {
+        free(c);
+        return NULL;
+    }
+    a->begin = piece_begin;
+    a->act = piece_act;
+    a->end = piece_end;
+    a->free = free;
     return a;
 }
 

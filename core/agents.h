@@ -58,6 +58,9 @@ typedef struct spade_pieces {
 } spade_pieces;
 /* 0, or -1 when out of memory (then *out is empty). */
 int spade_text_pieces(const char *text, size_t len, spade_pieces *out);
+/* The words alone (as above), in order, each occurrence kept: "north north
+ * east" is three; what a hint that lists the moves says. */
+int spade_text_words(const char *text, size_t len, spade_pieces *out);
 void spade_pieces_free(spade_pieces *pc);
 
 /* hint-echo: the pieces of the episode's hint at reset (spade_text_pieces),
@@ -66,10 +69,23 @@ void spade_pieces_free(spade_pieces *pc);
  * hint without pieces: the empty action, then tail. */
 spade_agent *spade_agent_hint_echo(spade_script_tail tail);
 
+/* hint-words: the words of the episode's hint (spade_text_words), one per
+ * step in order, repeats kept; then tail. Wants the hint. */
+spade_agent *spade_agent_hint_words(spade_script_tail tail);
+
 /* observation-echo: at step t (0, 1, ...) piece t mod P of the latest
  * observation's P pieces (spade_text_pieces); the empty action when it has
  * none. */
 spade_agent *spade_agent_obs_echo(void);
+
+/* piece-echo: one piece per episode, the same every step: episode e plays
+ * piece e % n of its text, where piece 0 is the whole text (spaces trimmed
+ * from both ends) and piece k >= 1 is piece k - 1 of spade_text_pieces. The
+ * text is the hint at reset (from_hint: wants the hint) or else the first
+ * observation (what was shown to be typed back). An episode whose text has no piece of its number ends as
+ * agent_stop "no_piece" (the designer's gates: an answer that is the hint's
+ * k-th number, or the observation's, wins every seed). n >= 1. */
+spade_agent *spade_agent_piece_echo(int from_hint, int n);
 
 /* script: actions[0..n) replayed one per step in every episode (the strings
  * are copied); then tail. */

@@ -113,6 +113,8 @@ typedef struct ctx {
     const char *check; /* the check running now, for obs_size's report */
     int timed_out; /* a call timed out: the remaining checks are skipped */
     char timeout_what[600];
+    char timeout_why[1400]; /* the failure, with the deadline */
+    int failed_at_timeout;  /* rep->failed when it happened: no FAIL since means none named it */
     size_t max_obs;
     int over; /* an output exceeded the cap */
     char over_where[256];
@@ -197,6 +199,8 @@ static void note_failure(ctx *c, const spade_failure *f, const char *where)
     if (f->outcome == SPADE_OUT_TIMEOUT && !c->timed_out) {
         c->timed_out = 1;
         snprintf(c->timeout_what, sizeof c->timeout_what, "%s during the %s check", where, c->check);
+        why(f, c->timeout_why, sizeof c->timeout_why);
+        c->failed_at_timeout = c->rep->failed;
     }
     if (f->outcome == SPADE_OUT_OUTPUT && !c->over) {
         c->over = 1;
@@ -1016,10 +1020,41 @@ static void check_max_steps(ctx *c)
             out[1].steps, ms);
 }
 
+#define HINT_TRY_SEEDS 3
+#define HINT_TRY_PIECES 16
+
+/* Whether a piece of hint h (the whole of it, or one of its numbers, words
+ * and lines) played as the first action of seed s wins at once; the piece
+ * into won (cap bytes). -1 when a call failed (its check is another's). */
+static int hint_wins(ctx *c, uint64_t s, const char *h, size_t len, char *won, size_t cap)
+{
+    spade_pieces pc;
+    if (spade_text_pieces(h, len, &pc) < 0)
+        return -1;
+    int hit = 0;
+    for (int k = -1; k < pc.n && k < HINT_TRY_PIECES && !hit; k++) {
+        const char *p = k < 0 ? h : pc.p[k];
+        size_t pl = k < 0 ? len : pc.len[k];
+        spade_step_result r;
+        spade_failure f;
+        if (reset_n(c, 1, &s, &r, &f) != 0 || r.terminated || r.truncated || step_one(c, 0, p, pl, &r, &f) != 0) {
+            hit = -1;
+            break;
+        }
+        if (r.reward >= c->info.success) {
+            hit = 1;
+            shown(p, pl, won, cap);
+        }
+    }
+    spade_pieces_free(&pc);
+    return hit;
+}
+
 static void check_hint(ctx *c)
 {
     c->check = "hint";
-    char buf[1400], sh[256], act[64];
+    char buf[1400], sh[256], act[64], won[256] = "", leak_seed[32] = "";
+    int leaks = 0;
     spade_failure f;
     for (int k = 0; k < c->o.seeds; k++) {
         uint64_t s = seed_of(c, k);
@@ -1036,7 +1071,15 @@ static void check_hint(ctx *c)
         }
         if (c->o.verbose && k == 0)
             put(c, "INFO", "hint", " (seed %llu): %s", (unsigned long long)s, shown(h, len, sh, sizeof sh));
+        if (k < HINT_TRY_SEEDS && len > 0 && hint_wins(c, s, h, len, sh, sizeof sh) == 1 && !leaks++) {
+            snprintf(won, sizeof won, "%s", sh);
+            snprintf(leak_seed, sizeof leak_seed, "%llu", (unsigned long long)s);
+        }
         free(h);
+        if (k < HINT_TRY_SEEDS && reset_n(c, 1, &s, &r, &f) != 0) {
+            put(c, "FAIL", "hint", ": reset seed %llu: %s", (unsigned long long)s, why(&f, buf, sizeof buf));
+            return;
+        }
         if (len == 0) {
             put(c, "FAIL", "hint", ": seed %llu: the hint is empty after reset (say() a strategy in HINT)",
                 (unsigned long long)s);
@@ -1061,6 +1104,14 @@ static void check_hint(ctx *c)
         }
     }
     put(c, "PASS", "hint", NULL);
+    /* The hint works; one that holds the answer is what the self-play loop
+     * refuses (its hint_echo gate), so say so here too. */
+    int tried = c->o.seeds < HINT_TRY_SEEDS ? c->o.seeds : HINT_TRY_SEEDS;
+    if (leaks >= (tried > 1 ? 2 : 1))
+        put(c, "WARN", "hint",
+            ": playing \"%s\" from the hint won seed %s at the first step (%d of %d seeds tried): a hint that gives "
+            "the answer is refused by the self-play gates (see spade check --gates)",
+            won, leak_seed, leaks, tried);
 }
 
 /* One episode on each of the solve_seeds seeds, by SOLVE or by the random
@@ -1383,8 +1434,13 @@ int spade_check(spade_sandbox *sb, const char *filename, const char *source, siz
     for (size_t i = 0; i < sizeof steps / sizeof *steps; i++) {
         if (c->timed_out) {
             /* A timeout already failed its check; every later one would wait
-             * out a deadline per call. */
-            for (size_t j = i; j < sizeof steps / sizeof *steps; j++)
+             * out a deadline per call. One that no check judged (reset's
+             * replay step) fails the next: a hang is a failure, never only a
+             * reason to skip. */
+            size_t j = i;
+            if (c->rep->failed == c->failed_at_timeout)
+                put(c, "FAIL", steps[j++].name, ": a call timed out (%s): %s", c->timeout_what, c->timeout_why);
+            for (; j < sizeof steps / sizeof *steps; j++)
                 put(c, "SKIP", steps[j].name, ": an earlier call timed out (%s)", c->timeout_what);
             break;
         }
@@ -1392,6 +1448,8 @@ int spade_check(spade_sandbox *sb, const char *filename, const char *source, siz
             c->o.progress(steps[i].name, c->o.progress_arg);
         steps[i].run(c);
     }
+    if (c->timed_out && c->rep->failed == c->failed_at_timeout)
+        put(c, "FAIL", "timeout", ": a call timed out (%s): %s", c->timeout_what, c->timeout_why);
     check_obs_size(c);
 done:
     if (c->internal && rep->failed == 0)

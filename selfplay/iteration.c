@@ -130,6 +130,7 @@ void spade_sp_end(spade_sp_iter *x, int rc)
         free(x->w[i].source);
         free(x->w[i].plays);
         free(x->w[i].hint);
+        spade_gate_shown_clear(&x->w[i].shown);
     }
     for (long k = 0; x->ae.tr && k < x->ae.n; k++) spade_transcript_free(&x->ae.tr[k]);
     for (int k = 0; x->agent_tr && k < x->n_agent; k++) spade_transcript_free(&x->agent_tr[k]);
@@ -228,6 +229,8 @@ int spade_sp_prompts(spade_sp_iter *x, char *err, size_t errlen)
             const spade_corpus_item *item = spade_corpus_item_at(s->corpus, spade_corpus_draw(s->corpus, &rng));
             excerpt = item->text, elen = item->len, name = item->name;
             snprintf(w[i].corpus_item, sizeof w[i].corpus_item, "%s", item->name);
+            spade_gate_shown *sh = &w[i].shown;
+            sh->src[sh->n] = item->text, sh->len[sh->n] = item->len, sh->name[sh->n++] = item->name;
         }
         spade_prompt_memory mem[4];
         spade_archive_env got[4];
@@ -237,7 +240,12 @@ int spade_sp_prompts(spade_sp_iter *x, char *err, size_t errlen)
         if (o->use_memory && s->archive) pr = read_memory(x, i, &rng, mem, got, &n_mem, err, errlen);
         if (pr == 0)
             pr = spade_prompt_build(&po, w[i].family, name, excerpt, elen, mem, n_mem, &prompt, &plen, err, errlen);
-        for (int k = 0; k < n_mem; k++) spade_archive_env_clear(&got[k]);
+        for (int k = 0; k < n_mem; k++) { /* the rows stay with the slot: its gates compare against them */
+            spade_gate_shown *sh = &w[i].shown;
+            sh->env[sh->n_env] = got[k];
+            snprintf(sh->label[sh->n_env], sizeof sh->label[0], "archived environment %ld (in the memory)", got[k].id);
+            sh->src[sh->n] = got[k].source, sh->len[sh->n] = got[k].source_len, sh->name[sh->n++] = sh->label[sh->n_env++];
+        }
         if (pr < 0) return -1;
         spade_transcript_init(&w[i].tr);
         spade_transcript_designer_open(&w[i].tr, tok, prompt, plen);
@@ -430,6 +438,13 @@ int spade_sp_gates(spade_sp_iter *x, char *err, size_t errlen)
         go.dim = SPADE_VENDI_DIM;
         go.hint = w->hint;
         go.hint_len = w->hint_len;
+        go.run_seed = o->seed; /* the gates' seeds: from the source and the run seed */
+        if (o->n_templates == 0 && o->n_files == 0) { /* written from its prompt: not given files, not a template */
+            go.shown = w->shown.src;
+            go.shown_len = w->shown.len;
+            go.shown_names = w->shown.name;
+            go.n_shown = w->shown.n;
+        }
         if (o->n_templates > 0) { /* the filling's embedding, made when it was decoded */
             for (int k = 0; k < SPADE_VENDI_DIM; k++) e[k] = w->embedding[k];
             go.embedding = e;

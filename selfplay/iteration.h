@@ -17,6 +17,7 @@
 
 #include "agent/policy_agent.h"
 #include "agent/transcript.h"
+#include "designer/gates.h"
 #include "designer/plays.h"
 #include "designer/prompt.h"
 #include "selfplay/loop.h"
@@ -45,6 +46,9 @@ typedef struct spade_sp_env {
     spade_paired paired;
     char hint_seen[512]; /* the hint the first hint play saw (the archive's hint column) */
     double reward;
+    /* what its prompt showed (the grounding excerpt, the memory's sources, their rows owned here):
+     * novelty compares against it, by text and by behaviour, when the designer wrote from it */
+    spade_gate_shown shown;
 } spade_sp_env;
 
 typedef struct spade_sp_iter {

@@ -203,6 +203,40 @@ START_TEST(timeout_mid_batch_blames_its_episode) {
 }
 END_TEST
 
+/* A STEP that never returns: reset's replay step times out before any check
+ * plays a step; that was "SKIP step_deterministic" and exit 0, now a FAIL
+ * naming the deadline (issue 14, class 6). No time is measured. */
+START_TEST(hanging_step_fails_naming_the_deadline) {
+    short_deadline();
+    spade_check_opts o;
+    spade_check_opts_default(&o);
+    o.timeout_option = "--timeout S";
+    ck_assert_int_eq(check_env("gate_hang", NULL, &o, &rep), 1);
+    const char *l = line_of(&rep, "FAIL step_deterministic");
+    ck_assert_msg(strstr(l, "timed out") && strstr(l, "0.5 s call") && strstr(l, "--timeout S sets the deadline"), "%s",
+                  rep.text);
+    ck_assert_msg(!has_line(&rep, "SKIP step_deterministic"), "%s", rep.text);
+    ck_assert_msg(has_line(&rep, "SKIP seeds_vary: an earlier call timed out"), "%s", rep.text);
+    ck_assert_int_eq(rep.failed, 1);
+}
+END_TEST
+
+/* A hint that gives the answer passes the hint check (it works) with a
+ * warning that points to the gates, which refuse it (issue 18, item 7); a
+ * strategy hint gets none. */
+START_TEST(hint_with_the_answer_warns) {
+    ck_assert_int_eq(check_env("gate_hintanswer", NULL, NULL, &rep), 0);
+    ck_assert_msg(has_line(&rep, "PASS hint"), "%s", rep.text);
+    const char *l = line_of(&rep, "WARN hint");
+    ck_assert_msg(strstr(l, "from the hint won seed") && strstr(l, "spade check --gates"), "%s", rep.text);
+    ck_assert_int_eq(rep.warned, 1);
+    ck_assert_int_eq(check_env("gate_direction", NULL, NULL, &rep), 0); /* "Travellers who went north": the word wins */
+    ck_assert_int_eq(rep.warned, 1);
+    ck_assert_int_eq(check_env("cli_good", NULL, NULL, &rep), 0);
+    ck_assert_msg(!has_line(&rep, "WARN hint"), "%s", rep.text);
+}
+END_TEST
+
 /* The blind spots of issue 10: each passed `spade check` before. */
 START_TEST(param_extreme_crash_fails) {
     ck_assert_int_eq(check_env("check_extreme", NULL, NULL, &rep), 1);
@@ -292,6 +326,8 @@ int main(void) {
     tcase_add_test(t, crash_on_empty_action_fails);
     tcase_add_test(t, infinite_loop_fails_and_checker_stops);
     tcase_add_test(t, timeout_mid_batch_blames_its_episode);
+    tcase_add_test(t, hanging_step_fails_naming_the_deadline);
+    tcase_add_test(t, hint_with_the_answer_warns);
     tcase_add_test(t, param_extreme_crash_fails);
     tcase_add_test(t, uninitialised_local_fails);
     tcase_add_test(t, empty_action_win_fails);

@@ -5,7 +5,8 @@
  * labelled by the side they miss on, an out-of-memory in the writing phase
  * and an unreadable memory row stopping the iteration with a message, the
  * archive's per-play seeds being the seeds played (selfplay.repeats = 2), and
- * the look-ahead replaying the paired plays' own stream.
+ * the look-ahead replaying the paired plays' own stream, and novelty against
+ * what each slot's prompt showed.
  * What it is not: the run around them (tests/test_selfplay.sh drives spade
  * train, its kill points and resumes).
  */
@@ -362,6 +363,58 @@ START_TEST(the_lookahead_replays_the_paired_plays_stream)
 }
 END_TEST
 
+/* What a slot's prompt showed stays with the slot for its gates: a source that
+ * is the prompt's memory environment again (not in any corpus) fails novelty
+ * against it, by name; the same source written from no memory passes it. */
+START_TEST(novelty_compares_against_what_the_prompt_showed)
+{
+    char dir[4096], db[4200], err[1024];
+    tu_mkdtemp(dir, sizeof dir, "iteration");
+    snprintf(db, sizeof db, "%s/spade.db", dir);
+    size_t len;
+    char *src = tu_read_env("hint_seedreturn.c", &len);
+    spade_sandbox *sb = tu_sandbox(NULL);
+    spade_archive *a;
+    ck_assert_msg(spade_archive_open(&a, db, err, sizeof err) == 0, "%s", err);
+    float emb[SPADE_VENDI_DIM] = {0};
+    spade_archive_env e = {.iteration = 0, .source = src, .source_len = len, .pass_nohint = 0.5, .pass_hint = 0.8,
+                           .regret = 0.3, .plays = 4, .embedding = emb, .embed_dim = SPADE_VENDI_DIM};
+    snprintf(e.family, sizeof e.family, "any");
+    long id;
+    ck_assert_msg(spade_archive_add_env(a, &e, &id, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(spade_archive_add_iteration(a, 0, "{}", err, sizeof err) == 0, "%s", err);
+    spade_policy *p = tu_tiny_policy(2048, 3);
+    for (int memory = 1; memory >= 0; memory--) {
+        spade_selfplay s = {.p = p, .sb = sb, .archive = a};
+        spade_selfplay_opts o;
+        spade_selfplay_metrics m;
+        micro_opts(&o, 1, 4);
+        o.use_memory = memory;
+        spade_sp_iter x;
+        ck_assert_msg(spade_sp_begin(&x, &s, &o, 1, NULL, &m, err, sizeof err) == 0, "%s", err);
+        ck_assert_msg(spade_sp_prompts(&x, err, sizeof err) == 0, "%s", err);
+        ck_assert_int_eq(x.w[0].shown.n, memory);
+        x.w[0].source = malloc(len + 1); /* the designer "writes" the memory's environment again */
+        memcpy(x.w[0].source, src, len + 1);
+        x.w[0].source_len = len;
+        ck_assert_msg(spade_sp_gates(&x, err, sizeof err) == 0, "%s", err);
+        const spade_gate_report *r = &x.w[0].gates;
+        if (memory)
+            ck_assert_msg(r->first_failed == SPADE_GATE_NOVELTY && strstr(r->detail[SPADE_GATE_NOVELTY], "in the memory"),
+                          "first failed %d: %s", r->first_failed, r->detail[SPADE_GATE_NOVELTY]);
+        else
+            ck_assert_msg(r->first_failed < 0, "with no memory shown: first failed %d: %s", r->first_failed,
+                          r->first_failed >= 0 ? r->detail[r->first_failed] : "");
+        spade_sp_end(&x, 0);
+    }
+    spade_archive_close(a);
+    spade_policy_free(p);
+    spade_sandbox_free(sb);
+    free(src);
+    tu_rm_rf(dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("iteration");
@@ -374,6 +427,7 @@ static Suite *suite(void)
     tcase_add_test(c, an_unreadable_memory_row_stops_the_iteration);
     tcase_add_test(c, the_archive_keeps_the_seed_each_play_was_played_on);
     tcase_add_test(c, the_lookahead_replays_the_paired_plays_stream);
+    tcase_add_test(c, novelty_compares_against_what_the_prompt_showed);
     suite_add_tcase(s, c);
     return s;
 }

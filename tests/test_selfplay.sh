@@ -71,13 +71,30 @@ else bad "vendi_n_games is null outside the template mode"; fi
 
 # spade check --gates: the loop's gates on one file
 "$SPADE" check --gates "$SRC/stdenv/nim.c" >"$TMP/out" 2>&1
-if [ $? -eq 0 ] && [ "$(grep -c '^PASS ' "$TMP/out")" -eq 10 ] && grep -q 'passes every gate' "$TMP/out"; then
-    ok "check --gates passes a stdenv environment on all ten gates"
-else bad "check --gates passes a stdenv environment on all ten gates"; fi
+if [ $? -eq 0 ] && [ "$(grep -c '^PASS ' "$TMP/out")" -eq 13 ] && grep -q 'passes every gate' "$TMP/out"; then
+    ok "check --gates passes a stdenv environment on all thirteen gates"
+else bad "check --gates passes a stdenv environment on all thirteen gates"; fi
 "$SPADE" check --gates "$SRC/tests/envs/gate_hintanswer.c" >"$TMP/out" 2>&1
-if [ $? -eq 1 ] && grep -q '^FAIL hint_echo: echoing the hint won' "$TMP/out" && grep -q 'refused by the gates' "$TMP/out"; then
+if [ $? -eq 1 ] && grep -q '^FAIL hint_echo: echoing the hint' "$TMP/out" && grep -q 'refused by the gates' "$TMP/out"; then
     ok "check --gates names the gate that refuses a hint with the answer, exit 1"
 else bad "check --gates names the gate that refuses a hint with the answer, exit 1"; fi
+
+# a STEP that hangs: spade check fails it naming the deadline (exit 1), and the gates stop at the first
+# timeout with the lines before it out; a short deadline, and nothing here measures time
+"$SPADE" check --timeout 0.5 "$SRC/tests/envs/gate_hang.c" >"$TMP/out" 2>&1
+if [ $? -eq 1 ] && grep -q '^FAIL step_deterministic: a call timed out.*0.5 s call.*deadline' "$TMP/out"; then
+    ok "spade check fails a hanging STEP, naming the deadline, exit 1"
+else bad "spade check fails a hanging STEP, naming the deadline, exit 1"; fi
+"$SPADE" check --gates --timeout 0.5 "$SRC/tests/envs/gate_hang.c" >"$TMP/out" 2>&1
+if [ $? -eq 1 ] && grep -q '^PASS compile' "$TMP/out" && grep -q '^FAIL limits: .*timeout.*deadline' "$TMP/out" &&
+    [ "$(grep -c '^SKIP .*timed out' "$TMP/out")" -eq 11 ]; then
+    ok "check --gates stops a hanging STEP at the first timeout"
+else bad "check --gates stops a hanging STEP at the first timeout"; fi
+# plain spade check warns of a hint that gives the answer and points to the gates
+"$SPADE" check "$SRC/tests/envs/gate_hintanswer.c" >"$TMP/out" 2>&1
+if [ $? -eq 0 ] && grep -q '^WARN hint: playing .* from the hint won seed .*spade check --gates' "$TMP/out"; then
+    ok "spade check warns of a hint that gives the answer, pointing to --gates"
+else bad "spade check warns of a hint that gives the answer, pointing to --gates"; fi
 
 # selfplay.repeats: plays / repeats seeds, each played repeats times an arm
 config repeats 1 files >"$TMP/repeats.ini"
