@@ -45,16 +45,6 @@ void spade_check_opts_default(spade_check_opts *o)
     o->solve_seeds = 20;
 }
 
-uint64_t spade_splitmix64(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-uint64_t spade_mix64(uint64_t x) { return spade_splitmix64(&x); }
-
 size_t spade_random_action(uint64_t *rng, char *buf, size_t cap)
 {
     static const char *const dirs[] = {"up",   "down", "left", "right", "north", "south", "east",

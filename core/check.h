@@ -38,6 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rng.h" /* spade_splitmix64, which the random agent draws from */
 #include "sandbox/sandbox.h"
 
 typedef struct spade_check_opts {
@@ -73,9 +74,5 @@ int spade_check(spade_sandbox *sb, const char *filename, const char *source, siz
  * a common word or a few random letters — and returns its length. *rng is a
  * splitmix64 state the caller seeds. */
 size_t spade_random_action(uint64_t *rng, char *buf, size_t cap);
-uint64_t spade_splitmix64(uint64_t *state);
-/* The output of spade_splitmix64 for state x (a pure hash of x: seeds derived
- * from a run seed and indices, so that every draw is a function of them). */
-uint64_t spade_mix64(uint64_t x);
 
 #endif /* SPADE_CHECK_H */
