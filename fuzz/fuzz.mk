@@ -14,7 +14,7 @@
 B := fuzz/build
 # FUZZ=NAME... (ONLY here) picks harnesses; the library's sources less its headers.
 ifneq ($(strip $(ONLY)),)
-HARNESSES := $(ONLY)
+override HARNESSES := $(ONLY)
 endif
 LIB_SRCS := $(filter %.c,$(FUZZ_LIB_SRCS))
 LIB_ADD := $(FUZZ_LIB_ADD)
@@ -45,22 +45,10 @@ $(foreach h,$(HARNESSES),$(eval $(call harness,$(h))))
 fuzzers: $(foreach h,$(HARNESSES),$(B)/fuzz_$(h))
 replays: $(foreach h,$(HARNESSES),$(B)/replay_$(h))
 
-# One run per harness: the working corpus is fuzz/build/corpus/NAME (new
-# inputs land there, the seeds in the source tree stay as they are), the seeds
-# and any reproducers are read too; a crash is kept in fuzz/build/crash/NAME/.
-# FUZZ_SECONDS bounds each harness's time, FUZZ_RUNS its executions (-1: no bound).
+# The runs themselves: fuzz/run.sh (FUZZ_SECONDS, FUZZ_RUNS, FUZZ_PARALLEL, FUZZ_ARGS from the environment).
 run: fuzzers
-	@for h in $(HARNESSES); do \
-	  mkdir -p $(B)/corpus/$$h $(B)/crash/$$h; \
-	  extra=; [ -d $(srcdir)/fuzz/regress/$$h ] && extra=$(srcdir)/fuzz/regress/$$h; \
-	  echo "== fuzz_$$h: $(FUZZ_SECONDS) s, runs $(FUZZ_RUNS) (log: $(B)/fuzz_$$h.log)"; \
-	  OPENBLAS_NUM_THREADS=1 ASAN_OPTIONS=detect_leaks=1 \
-	  $(B)/fuzz_$$h $(B)/corpus/$$h $(srcdir)/fuzz/corpus/$$h $$extra -max_total_time=$(FUZZ_SECONDS) \
-	    -runs=$(FUZZ_RUNS) -close_fd_mask=3 -print_final_stats=1 -artifact_prefix=$(B)/crash/$$h/ \
-	    $(FUZZ_ARGS) </dev/null >$(B)/fuzz_$$h.log 2>&1; rc=$$?; \
-	  grep -E '^stat::number_of_executed_units|^stat::average_exec_per_sec|^Done|ERROR' $(B)/fuzz_$$h.log; \
-	  if [ $$rc -ne 0 ]; then echo "fuzz_$$h: FAILED (exit $$rc): see $(B)/fuzz_$$h.log and $(B)/crash/$$h/"; exit 1; fi; \
-	done
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_RUNS=$(FUZZ_RUNS) FUZZ_ARGS="$(FUZZ_ARGS)" FUZZ_PARALLEL=$(FUZZ_PARALLEL) \
+	  $(SHELL) $(srcdir)/fuzz/run.sh $(srcdir) $(HARNESSES)
 
 .PHONY: fuzzers replays run
 -include $(shell find $(B)/fz $(B)/rp -name '*.d' 2>/dev/null)

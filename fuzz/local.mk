@@ -17,10 +17,12 @@ export fuzz_extra_train_config = cli/util.c cli/cmd_pretrain.c cli/transcript_te
 	$(designer_sources) $(agent_sources)
 
 # How long `make fuzz` runs each harness (seconds), and at most how many inputs (-1: no bound);
-# FUZZ=NAME runs only that harness, FUZZ_ARGS goes to every libFuzzer command line.
+# FUZZ=NAME runs only that harness, FUZZ_PARALLEL=yes runs them all at once, FUZZ_ARGS goes to
+# every libFuzzer command line (fuzz/run.sh).
 FUZZ_SECONDS = 60
 FUZZ_RUNS = -1
 FUZZ =
+FUZZ_PARALLEL = no
 FUZZ_ARGS =
 
 # What fuzz/fuzz.mk reads (from the environment of its make).
@@ -37,7 +39,8 @@ export REPLAY_LDFLAGS = $(AM_LDFLAGS) $(LDFLAGS)
 export REPLAY_LIBS = $(SPADE_LIBS)
 FUZZ_MAKE = $(MAKE) -f $(srcdir)/fuzz/fuzz.mk srcdir=$(srcdir) HARNESSES="$(FUZZ_HARNESSES)" ONLY="$(FUZZ)" \
 	FUZZ_CC="$(FUZZ_CC)" CC="$(CC)" AR="$(AR)" \
-	RANLIB="$(RANLIB)" FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_RUNS=$(FUZZ_RUNS) FUZZ_ARGS="$(FUZZ_ARGS)"
+	RANLIB="$(RANLIB)" FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_RUNS=$(FUZZ_RUNS) FUZZ_ARGS="$(FUZZ_ARGS)" \
+	FUZZ_PARALLEL=$(FUZZ_PARALLEL)
 
 fuzz: libspade.a core/paths.h
 	@if test -z "$(FUZZ_CC)"; then \
