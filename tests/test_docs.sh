@@ -28,7 +28,9 @@
 #   a command naming a checkpoint (`.ckpt`) needs a trained policy that a test
 #     run does not have;
 #   `spade serve --listen`/`--stdio` is a server that runs until stopped
-#     (tests/test_serve.c and tests/python drive it).
+#     (tests/test_serve.c and tests/python drive it);
+#   `make fuzz`, a replay driver and `make check` (docs/fuzzing.md) need the
+#     build tree and clang, and run for minutes (tests/test_fuzz.sh replays the corpora).
 # `spade train` (the README's main job) runs with SPADE_TRAIN_QUICK=1: the same
 # path, shrunk to seconds (tests/test_selfplay.sh checks what it writes).
 # Also checked: no page cites DESIGN.md (not in the repository; the map is
@@ -52,7 +54,10 @@ spade train configs/base-train.ini|trains from the base checkpoint of the recipe
 spade train configs/base-curriculum.ini|trains from the base checkpoint of the recipe for minutes; tests/test_demos.sh runs it at toy size
 spade train configs/default-template.ini|trains from the base of the embedded default in the source tree runs/; tests/test_template.sh runs it at toy size
 spade train configs/default-fixed.ini|trains from the base of the embedded default in the source tree runs/; tests/test_selfplay.sh runs it at toy size
-spade train configs/hint-template.ini|trains from the hint-literate base of configs/base-hint.ini in runs/ (minutes to build); tests/test_hintbase.sh runs it at toy size'
+spade train configs/hint-template.ini|trains from the hint-literate base of configs/base-hint.ini in runs/ (minutes to build); tests/test_hintbase.sh runs it at toy size
+make fuzz|runs libFuzzer for minutes and needs clang and the build tree; tests/test_fuzz.sh replays every corpus in make check
+fuzz/build/replay_|needs the build tree and a crash file; tests/test_fuzz.sh runs every replay driver on its corpus
+make check TESTS=|is a test run itself, from the build tree (this script runs inside one)'
 
 export SPADE_TRAIN_QUICK=1
 n=0
