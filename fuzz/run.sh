@@ -30,9 +30,10 @@ one() {
 report() {
     h=$1
     rc=$(cat "$B/fuzz_$h.rc" 2>/dev/null || echo 1)
-    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$B/fuzz_$h.log")
-    rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$B/fuzz_$h.log")
-    secs=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$B/fuzz_$h.log")
+    # the last of each (a log holds one run, but take no chances with an appended one)
+    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$B/fuzz_$h.log" | tail -1)
+    rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$B/fuzz_$h.log" | tail -1)
+    secs=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$B/fuzz_$h.log" | tail -1)
     files=$(ls "$B/corpus/$h" | wc -l)
     if [ "$rc" -eq 0 ]; then
         echo "fuzz_$h: ${runs:-?} runs in ${secs:-?} s (${rate:-?}/s), corpus $files files, no findings"
