@@ -226,16 +226,24 @@ static double column_real(sqlite3_stmt *st, int i) {
     return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
 }
 
+/* A text column, "" for NULL: a file this spade did not write (a hand-edited
+ * spade.db, or one whose tables lack NOT NULL) may hold NULL anywhere, and
+ * sqlite3_column_text gives NULL for it (found by fuzz/fuzz_archive.c). */
+static const char *column_text(sqlite3_stmt *st, int i) {
+    const char *t = (const char *)sqlite3_column_text(st, i);
+    return t ? t : "";
+}
+
 static void read_row(sqlite3_stmt *st, spade_archive_env *e) {
     memset(e, 0, sizeof *e);
     e->id = (long)sqlite3_column_int64(st, 0);
     e->iteration = sqlite3_column_int(st, 1);
-    snprintf(e->family, sizeof e->family, "%s", (const char *)sqlite3_column_text(st, 2));
-    snprintf(e->corpus_item, sizeof e->corpus_item, "%s", (const char *)sqlite3_column_text(st, 3));
-    e->hash = strtoull((const char *)sqlite3_column_text(st, 4), NULL, 16);
-    snprintf(e->gate, sizeof e->gate, "%s", (const char *)sqlite3_column_text(st, 5));
-    snprintf(e->reason, sizeof e->reason, "%s", (const char *)sqlite3_column_text(st, 6));
-    snprintf(e->hint, sizeof e->hint, "%s", (const char *)sqlite3_column_text(st, 7));
+    snprintf(e->family, sizeof e->family, "%s", column_text(st, 2));
+    snprintf(e->corpus_item, sizeof e->corpus_item, "%s", column_text(st, 3));
+    e->hash = strtoull(column_text(st, 4), NULL, 16);
+    snprintf(e->gate, sizeof e->gate, "%s", column_text(st, 5));
+    snprintf(e->reason, sizeof e->reason, "%s", column_text(st, 6));
+    snprintf(e->hint, sizeof e->hint, "%s", column_text(st, 7));
     e->pass_nohint = column_real(st, 8);
     e->pass_hint = column_real(st, 9);
     e->regret = column_real(st, 10);
@@ -261,7 +269,11 @@ int spade_archive_get_env(spade_archive *a, long id, spade_archive_env *out, cha
         return fail(a, err, errlen, "read environment");
     }
     read_row(st, out);
-    int n = sqlite3_column_bytes(st, 13), nb = sqlite3_column_bytes(st, 14);
+    /* text before bytes (SQLite's order: the conversion to text sets the length) */
+    const char *text = column_text(st, 13);
+    int n = sqlite3_column_bytes(st, 13);
+    const void *blob = sqlite3_column_blob(st, 14);
+    int nb = blob ? sqlite3_column_bytes(st, 14) : 0;
     char *src = malloc((size_t)n + 1);
     float *emb = nb > 0 ? malloc((size_t)nb) : NULL;
     if (!src || (nb > 0 && !emb)) {
@@ -271,9 +283,9 @@ int spade_archive_get_env(spade_archive *a, long id, spade_archive_env *out, cha
         spade_errf(err, errlen, "%s: out of memory reading environment %ld", a->path, id);
         return -1;
     }
-    memcpy(src, sqlite3_column_text(st, 13), (size_t)n);
+    memcpy(src, text, (size_t)n);
     src[n] = 0;
-    if (emb) memcpy(emb, sqlite3_column_blob(st, 14), (size_t)nb);
+    if (emb) memcpy(emb, blob, (size_t)nb);
     out->source = src;
     out->source_len = (size_t)n;
     out->embedding = emb;

@@ -39,6 +39,8 @@
 #   docs/embedding.md's `cc ... $(pkg-config ...)` builds against an installed
 #     spade: tests/test_install.sh (make installcheck) runs that very line;
 #   docs/cuda.md's `sh bench/gpu_check.sh` needs a GPU and minutes.
+#   `make fuzz`, a replay driver and `make check` (docs/fuzzing.md) need the
+#     build tree and clang, and run for minutes (tests/test_fuzz.sh replays the corpora).
 # `spade train` (the README's main job) runs with SPADE_TRAIN_QUICK=1: the same
 # path, shrunk to seconds (tests/test_selfplay.sh checks what it writes).
 # Also checked: no page cites DESIGN.md (not in the repository; the map is
@@ -67,7 +69,10 @@ spade train configs/base-curriculum.ini|trains from the base checkpoint of the r
 spade train configs/default-template.ini|trains from the base of the embedded default in the source tree runs/; tests/test_template.sh runs it at toy size
 spade train configs/default-fixed.ini|trains from the base of the embedded default in the source tree runs/; tests/test_selfplay.sh runs it at toy size
 spade model info smollm2|needs the fetched model (./bootstrap fetches it; tests/test_gguf checks the real file when it is there)
-spade train configs/hint-template.ini|trains from the hint-literate base of configs/base-hint.ini in runs/ (minutes to build); tests/test_hintbase.sh runs it at toy size'
+spade train configs/hint-template.ini|trains from the hint-literate base of configs/base-hint.ini in runs/ (minutes to build); tests/test_hintbase.sh runs it at toy size
+make fuzz|runs libFuzzer for minutes and needs clang and the build tree; tests/test_fuzz.sh replays every corpus in make check
+fuzz/build/replay_|needs the build tree and a crash file; tests/test_fuzz.sh runs every replay driver on its corpus
+make check TESTS=|is a test run itself, from the build tree (this script runs inside one)'
 
 export SPADE_TRAIN_QUICK=1
 n=0

@@ -59,8 +59,6 @@ TESTS += tests/test_gguf
 tests_test_gguf_SOURCES = tests/test_gguf.c fuzz/fuzz_gguf.c tests/testutil.c tests/testutil.h
 tests_test_gguf_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_gguf_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
-# tests/data (the fixtures and their script) is already distributed; the fuzzer seeds are not
-EXTRA_DIST += fuzz/corpus/gguf fuzz/fuzz_gguf.c
 
 # The Llama family (llama.c): its ops, gradients, decoding, checkpoints and a
 # pretrain run through cli/cmd_pretrain.c, linked in as test_policy_pretrain does.
