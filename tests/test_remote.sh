@@ -44,6 +44,10 @@ if "$SPADE" eval "remote:$STUB#stub" "$HL" -n 1 --no-reference --jsonl "$TMP/f.j
 then ok "503s retried with doubling waits, the outage reported, the run recorded endpoint and model"
 else bad "503s retried with doubling waits, the outage reported, the run recorded endpoint and model"; fi
 
+# 3b. spade run with the served model as its agent (the stub now answers "1")
+if "$SPADE" run "$HL" --agent "remote:$STUB#stub" --episodes 2 >"$TMP/out" 2>&1; then ok "spade run --agent remote:URL#MODEL"
+else bad "spade run --agent remote:URL#MODEL"; fi
+
 # 4. llama.cpp's server on a free loopback port (it prints the port it bound? no: pick one, retry on a clash)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 OMP_NUM_THREADS=1 "$PY" -m llama_cpp.server --model "$MODEL" --model_alias smollm2 --host 127.0.0.1 --port "$port" \
