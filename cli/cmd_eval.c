@@ -159,6 +159,7 @@ int cli_eval(spade_sandbox *sb, int argc, char **argv) {
         ro.max_tokens = o.max_action_tokens;
         const char *c = getenv("SPADE_REMOTE_CONCURRENCY");
         if (c) ro.concurrency = atoi(c);
+        if ((c = getenv("SPADE_REMOTE_RETRIES"))) ro.retries = atoi(c); /* spade_remote_new checks the range */
         if (spade_remote_new(&remote, &ro, err, sizeof err) < 0) {
             cli_err(CLI_FAIL, "eval", "%s", err);
             goto done;
