@@ -6,10 +6,15 @@
 # Not a benchmark (bench/), nor a test of the trainer.
 NAME=remote
 . "${srcdir:-.}/tests/tap.sh"
-PY=${SPADE_LLAMA_PY:-/work/llama-venv/bin/python}
+# the server's python: SPADE_LLAMA_PY, else .venv (SPADE_WITH_LLAMA=1 ./bootstrap), else this machine's /work/llama-venv
+PY=${SPADE_LLAMA_PY:-}
+for p in "$SRC/.venv/bin/python" /work/llama-venv/bin/python; do
+    [ -z "$PY" ] && [ -x "$p" ] && "$p" -c 'import llama_cpp.server' 2>/dev/null && PY=$p
+done
+PY=${PY:-$SRC/.venv/bin/python}
 MODEL=${SPADE_REMOTE_MODEL:-$HOME/.cache/spade/models/smollm2-135m-instruct.gguf}
 [ -x "$PY" ] && "$PY" -c 'import llama_cpp.server' 2>/dev/null ||
-    { echo "SKIP: no llama-cpp-python[server] at $PY (set SPADE_LLAMA_PY; docs/scale.md)"; exit 77; }
+    { echo "SKIP: no llama-cpp-python[server] at $PY (SPADE_WITH_LLAMA=1 ./bootstrap, or set SPADE_LLAMA_PY; docs/scale.md)"; exit 77; }
 [ -f "$MODEL" ] || { echo "SKIP: no model at $MODEL (spade model fetch smollm2-135m-instruct)"; exit 77; }
 pids=""
 trap 'for p in $pids; do kill $p 2>/dev/null; done; [ -n "$KEEP" ] || rm -rf "$TMP"' EXIT INT TERM
