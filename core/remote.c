@@ -20,7 +20,7 @@
 
 struct spade_remote {
     spade_remote_opts o;
-    char *base;     /* url without a trailing / or /v1 */
+    char *base; /* url without a trailing / or /v1 */
     char *chat_url; /* base + /v1/chat/completions */
     char *models_url;
     char *model;
@@ -58,14 +58,17 @@ static void note(const spade_remote *r, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    if (r->o.on_note) r->o.on_note(r->o.ctx, line);
-    else fprintf(stderr, "%s\n", line);
+    if (r->o.on_note)
+        r->o.on_note(r->o.ctx, line);
+    else
+        fprintf(stderr, "%s\n", line);
 }
 
 int spade_remote_parse_spec(const char *s, char *url, size_t url_cap, char *model, size_t model_cap, char *err,
                             size_t errlen)
 {
-    if (strncmp(s, "remote:", 7)) return 0;
+    if (strncmp(s, "remote:", 7))
+        return 0;
     const char *u = s + 7, *hash = strrchr(u, '#');
     if (!hash || hash == u || !hash[1]) {
         spade_errf(err, errlen, "'%s': a remote policy is remote:URL#MODEL (e.g. remote:http://127.0.0.1:8080#smollm2)",
@@ -111,9 +114,11 @@ static size_t on_data(char *p, size_t sz, size_t nm, void *ud)
     }
     if (x->len + n + 1 > x->cap) {
         size_t c = x->cap ? x->cap : 4096;
-        while (c < x->len + n + 1) c *= 2;
+        while (c < x->len + n + 1)
+            c *= 2;
         char *q = realloc(x->resp, c);
-        if (!q) return 0;
+        if (!q)
+            return 0;
         x->resp = q;
         x->cap = c;
     }
@@ -127,13 +132,18 @@ static int xfer_setup(spade_remote *r, xfer *x, const char *url, const char *bod
 {
     x->len = 0;
     x->over = 0;
-    if (!x->h) x->h = curl_easy_init();
-    else curl_easy_reset(x->h);
-    if (!x->h) return -1;
+    if (!x->h)
+        x->h = curl_easy_init();
+    else
+        curl_easy_reset(x->h);
+    if (!x->h)
+        return -1;
     if (!x->hdrs) {
         x->hdrs = curl_slist_append(NULL, "Content-Type: application/json");
-        if (r->auth && x->hdrs) x->hdrs = curl_slist_append(x->hdrs, r->auth);
-        if (!x->hdrs) return -1;
+        if (r->auth && x->hdrs)
+            x->hdrs = curl_slist_append(x->hdrs, r->auth);
+        if (!x->hdrs)
+            return -1;
     }
     curl_easy_setopt(x->h, CURLOPT_URL, url);
     curl_easy_setopt(x->h, CURLOPT_HTTPHEADER, x->hdrs);
@@ -154,7 +164,8 @@ static int xfer_setup(spade_remote *r, xfer *x, const char *url, const char *bod
 
 static void xfer_clean(xfer *x)
 {
-    if (x->h) curl_easy_cleanup(x->h);
+    if (x->h)
+        curl_easy_cleanup(x->h);
     curl_slist_free_all(x->hdrs);
     free(x->body);
     free(x->resp);
@@ -166,13 +177,16 @@ static void server_message(const char *body, size_t len, char *out, size_t cap)
     out[0] = 0;
     spade_json_doc *d = NULL;
     char e[64];
-    if (spade_json_parse(body, len, &d, e, sizeof e) < 0) return;
+    if (spade_json_parse(body, len, &d, e, sizeof e) < 0)
+        return;
     const spade_json *er = spade_json_get(spade_json_root(d), "error");
-    const spade_json *m = er && er->type == SPADE_JSON_OBJECT ? spade_json_get(er, "message")
+    const spade_json *m = er && er->type == SPADE_JSON_OBJECT   ? spade_json_get(er, "message")
                           : er && er->type == SPADE_JSON_STRING ? er
-                                                                 : NULL;
-    if (!m) m = spade_json_get(spade_json_root(d), "detail");
-    if (m && m->type == SPADE_JSON_STRING) snprintf(out, cap, ": %.*s", (int)(m->len > 300 ? 300 : m->len), m->str);
+                                                                : NULL;
+    if (!m)
+        m = spade_json_get(spade_json_root(d), "detail");
+    if (m && m->type == SPADE_JSON_STRING)
+        snprintf(out, cap, ": %.*s", (int)(m->len > 300 ? 300 : m->len), m->str);
     spade_json_doc_free(d);
 }
 
@@ -192,7 +206,8 @@ static int judge(spade_remote *r, const char *url, xfer *x, CURLcode cc, char *e
     }
     long code = 0;
     curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &code);
-    if (code >= 200 && code < 300) return 0;
+    if (code >= 200 && code < 300)
+        return 0;
     char msg[320];
     server_message(x->resp ? x->resp : "", x->len, msg, sizeof msg);
     spade_errf(err, errlen, "%s: HTTP %ld%s", url, code, msg);
@@ -287,7 +302,8 @@ static int parse_reply(const spade_remote *r, const xfer *x, spade_remote_reply 
         spade_errf(err, errlen, "%s: out of memory", url);
         goto done;
     }
-    if (len) memcpy(out->text, c->str, len);
+    if (len)
+        memcpy(out->text, c->str, len);
     out->text[len] = 0;
     out->len = len;
     /* choices[0].logprobs.content[i].logprob: optional; a malformed one is ignored, not trusted */
@@ -297,8 +313,10 @@ static int parse_reply(const spade_remote *r, const xfer *x, spade_remote_reply 
         int ok = 1;
         for (size_t i = 0; i < lc->len && ok; i++) {
             const spade_json *v = spade_json_get(&lc->items[i], "logprob");
-            if (v && v->type == SPADE_JSON_NUMBER && v->number <= 0) sum += v->number;
-            else ok = 0;
+            if (v && v->type == SPADE_JSON_NUMBER && v->number <= 0)
+                sum += v->number;
+            else
+                ok = 0;
         }
         out->has_logprob = ok;
         out->logprob = ok ? sum : 0;
@@ -324,8 +342,10 @@ static int drive(spade_remote *r, const char *url, xfer *xs, int n, int conc, ok
         double t = now_s(), next_wait = 1.0;
         for (int i = 0; i < n && live < conc; i++) {
             xfer *x = &xs[i];
-            if (x->state == 2 && x->wait_until <= t) x->state = 0;
-            if (x->state != 0) continue;
+            if (x->state == 2 && x->wait_until <= t)
+                x->state = 0;
+            if (x->state != 0)
+                continue;
             if (xfer_setup(r, x, url, x->body) < 0 || curl_multi_add_handle(r->multi, x->h) != CURLM_OK) {
                 spade_errf(err, errlen, "%s: cannot start a request (out of memory)", url);
                 goto out;
@@ -337,7 +357,8 @@ static int drive(spade_remote *r, const char *url, xfer *xs, int n, int conc, ok
             live++;
         }
         for (int i = 0; i < n; i++)
-            if (xs[i].state == 2 && xs[i].wait_until - t < next_wait) next_wait = xs[i].wait_until - t;
+            if (xs[i].state == 2 && xs[i].wait_until - t < next_wait)
+                next_wait = xs[i].wait_until - t;
         int running = 0;
         if (curl_multi_perform(r->multi, &running) != CURLM_OK) {
             spade_errf(err, errlen, "%s: curl_multi_perform failed", url);
@@ -347,7 +368,8 @@ static int drive(spade_remote *r, const char *url, xfer *xs, int n, int conc, ok
         int q;
         int progressed = 0;
         while ((m = curl_multi_info_read(r->multi, &q))) {
-            if (m->msg != CURLMSG_DONE) continue;
+            if (m->msg != CURLMSG_DONE)
+                continue;
             xfer *x = NULL;
             CURLcode cc = m->data.result;
             curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
@@ -361,14 +383,18 @@ static int drive(spade_remote *r, const char *url, xfer *xs, int n, int conc, ok
                     r->outage_s += now_s() - outage_from;
                     outage_from = 0;
                 }
-                if (ok && ok(r, x, ctx, err, errlen) < 0) goto out;
+                if (ok && ok(r, x, ctx, err, errlen) < 0)
+                    goto out;
                 x->state = 3;
                 done++;
             } else if (j > 0 && x->tries <= r->o.retries) {
                 double w = r->o.backoff_s;
-                for (int k = 1; k < x->tries && w < SPADE_REMOTE_BACKOFF_MAX_S; k++) w *= 2;
-                if (w > SPADE_REMOTE_BACKOFF_MAX_S) w = SPADE_REMOTE_BACKOFF_MAX_S;
-                if (outage_from == 0) outage_from = x->started;
+                for (int k = 1; k < x->tries && w < SPADE_REMOTE_BACKOFF_MAX_S; k++)
+                    w *= 2;
+                if (w > SPADE_REMOTE_BACKOFF_MAX_S)
+                    w = SPADE_REMOTE_BACKOFF_MAX_S;
+                if (outage_from == 0)
+                    outage_from = x->started;
                 note(r, "remote: %s; retry %d/%d in %.2f s", why, x->tries, r->o.retries, w);
                 r->retries++;
                 x->state = 2;
@@ -377,21 +403,25 @@ static int drive(spade_remote *r, const char *url, xfer *xs, int n, int conc, ok
                 if (j > 0)
                     spade_errf(err, errlen, "%s (outage: %d tries over %.1f s, the server did not come back)", why,
                                x->tries, now_s() - (outage_from > 0 ? outage_from : x->started));
-                else spade_errf(err, errlen, "%s", why);
+                else
+                    spade_errf(err, errlen, "%s", why);
                 goto out;
             }
         }
         if (done < n && !progressed) {
             int ms = live ? (int)(next_wait * 1000) : (int)(next_wait * 1000) + 1;
-            if (ms < 1) ms = 1;
-            if (ms > 1000) ms = 1000;
+            if (ms < 1)
+                ms = 1;
+            if (ms > 1000)
+                ms = 1000;
             curl_multi_poll(r->multi, NULL, 0, ms, NULL);
         }
     }
     rc = 0;
 out:
     for (int i = 0; i < n; i++)
-        if (xs[i].state == 1) curl_multi_remove_handle(r->multi, xs[i].h);
+        if (xs[i].state == 1)
+            curl_multi_remove_handle(r->multi, xs[i].h);
     return rc;
 }
 
@@ -427,7 +457,8 @@ static int models_ok(spade_remote *r, xfer *x, void *ctx, char *err, size_t errl
         if (hl < sizeof have - 1)
             hl += (size_t)snprintf(have + hl, sizeof have - hl, "%s'%.*s'", i ? ", " : "",
                                    (int)(id->len > 100 ? 100 : id->len), id->str);
-        if (hl > sizeof have - 1) hl = sizeof have - 1;
+        if (hl > sizeof have - 1)
+            hl = sizeof have - 1;
     }
     spade_errf(err, errlen, "%s: data[].id: no model '%s' (the server has %s)", url, r->model,
                data->len ? have : "none");
@@ -440,7 +471,8 @@ static char *dup_cat(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);
     char *p = malloc(la + lb + 1);
-    if (p) memcpy(p, a, la), memcpy(p + la, b, lb + 1);
+    if (p)
+        memcpy(p, a, la), memcpy(p + la, b, lb + 1);
     return p;
 }
 
@@ -494,8 +526,10 @@ int spade_remote_new(spade_remote **out, const spade_remote_opts *o, char *err, 
     r->model = dup_cat(o->model, "");
     if (r->base) {
         size_t l = strlen(r->base);
-        while (l && r->base[l - 1] == '/') r->base[--l] = 0;
-        if (l >= 3 && !strcmp(r->base + l - 3, "/v1")) r->base[l - 3] = 0;
+        while (l && r->base[l - 1] == '/')
+            r->base[--l] = 0;
+        if (l >= 3 && !strcmp(r->base + l - 3, "/v1"))
+            r->base[l - 3] = 0;
     }
     r->chat_url = r->base ? dup_cat(r->base, "/v1/chat/completions") : NULL;
     r->models_url = r->base ? dup_cat(r->base, "/v1/models") : NULL;
@@ -522,13 +556,16 @@ int spade_remote_new(spade_remote **out, const spade_remote_opts *o, char *err, 
 
 void spade_remote_free(spade_remote *r)
 {
-    if (!r) return;
-    if (r->multi) curl_multi_cleanup(r->multi);
+    if (!r)
+        return;
+    if (r->multi)
+        curl_multi_cleanup(r->multi);
     free(r->base);
     free(r->chat_url);
     free(r->models_url);
     free(r->model);
-    if (r->auth) memset(r->auth, 0, strlen(r->auth));
+    if (r->auth)
+        memset(r->auth, 0, strlen(r->auth));
     free(r->auth);
     free(r);
 }
@@ -544,9 +581,12 @@ const char *spade_remote_model(const spade_remote *r)
 
 void spade_remote_counts(const spade_remote *r, long *requests, long *retries, double *outage_s)
 {
-    if (requests) *requests = r->requests;
-    if (retries) *retries = r->retries;
-    if (outage_s) *outage_s = r->outage_s;
+    if (requests)
+        *requests = r->requests;
+    if (retries)
+        *retries = r->retries;
+    if (outage_s)
+        *outage_s = r->outage_s;
 }
 
 typedef struct chat_ctx {
@@ -557,7 +597,8 @@ static int chat_ok(spade_remote *r, xfer *x, void *ctx, char *err, size_t errlen
 {
     chat_ctx *c = ctx;
     spade_remote_reply *o = &c->out[x->idx];
-    if (parse_reply(r, x, o, err, errlen) < 0) return -1;
+    if (parse_reply(r, x, o, err, errlen) < 0)
+        return -1;
     o->tries = x->tries;
     o->latency_s = now_s() - x->started;
     return 0;
@@ -566,7 +607,8 @@ static int chat_ok(spade_remote *r, xfer *x, void *ctx, char *err, size_t errlen
 int spade_remote_chat(spade_remote *r, int n, const spade_remote_req *reqs, spade_remote_reply *out, char *err,
                       size_t errlen)
 {
-    if (n <= 0) return 0;
+    if (n <= 0)
+        return 0;
     memset(out, 0, (size_t)n * sizeof *out);
     xfer *xs = calloc((size_t)n, sizeof *xs);
     int rc = -1;
@@ -585,9 +627,11 @@ int spade_remote_chat(spade_remote *r, int n, const spade_remote_req *reqs, spad
     chat_ctx c = {.out = out};
     rc = drive(r, r->chat_url, xs, n, r->o.concurrency, chat_ok, &c, err, errlen);
 done:
-    for (int i = 0; i < n; i++) xfer_clean(&xs[i]);
+    for (int i = 0; i < n; i++)
+        xfer_clean(&xs[i]);
     free(xs);
     if (rc < 0)
-        for (int i = 0; i < n; i++) free(out[i].text), out[i].text = NULL;
+        for (int i = 0; i < n; i++)
+            free(out[i].text), out[i].text = NULL;
     return rc;
 }

@@ -27,24 +27,24 @@
 #include <stdint.h>
 
 #define SPADE_REMOTE_REPLY_MAX (4 * 1024 * 1024) /* bytes of one HTTP response body */
-#define SPADE_REMOTE_TEXT_MAX (256 * 1024)       /* bytes of one reply's text */
-#define SPADE_REMOTE_BACKOFF_MAX_S 8.0            /* the longest wait between two tries */
+#define SPADE_REMOTE_TEXT_MAX (256 * 1024) /* bytes of one reply's text */
+#define SPADE_REMOTE_BACKOFF_MAX_S 8.0 /* the longest wait between two tries */
 #define SPADE_REMOTE_CONCURRENCY_MAX 1024
 #define SPADE_REMOTE_RETRIES_MAX 100
 
 typedef struct spade_remote spade_remote;
 
 typedef struct spade_remote_opts {
-    const char *url;         /* the server: "http://127.0.0.1:8080" (a trailing /v1 is accepted) */
-    const char *model;       /* the served model's name, as GET /v1/models lists it */
+    const char *url; /* the server: "http://127.0.0.1:8080" (a trailing /v1 is accepted) */
+    const char *model; /* the served model's name, as GET /v1/models lists it */
     const char *api_key_env; /* NULL, or the variable holding the key (sent as "Authorization: Bearer") */
-    int concurrency;         /* requests in flight (8) */
-    double timeout_s;        /* one request, connect to last byte (120) */
-    int retries;             /* tries after the first, per request (6) */
-    double backoff_s;        /* the first wait; doubles each retry up to SPADE_REMOTE_BACKOFF_MAX_S (0.25) */
-    int max_tokens;          /* per reply (64) */
-    float temperature;       /* 1.0 */
-    int logprobs;            /* ask for log-probs (1); a server without them is fine */
+    int concurrency; /* requests in flight (8) */
+    double timeout_s; /* one request, connect to last byte (120) */
+    int retries; /* tries after the first, per request (6) */
+    double backoff_s; /* the first wait; doubles each retry up to SPADE_REMOTE_BACKOFF_MAX_S (0.25) */
+    int max_tokens; /* per reply (64) */
+    float temperature; /* 1.0 */
+    int logprobs; /* ask for log-probs (1); a server without them is fine */
     /* a retry, an outage, a recovery: one line, no newline. NULL: stderr */
     void (*on_note)(void *ctx, const char *line);
     void *ctx;
@@ -74,9 +74,9 @@ typedef struct spade_remote_msg {
 typedef struct spade_remote_req {
     const spade_remote_msg *msgs;
     int n_msgs;
-    uint64_t seed;    /* sent as "seed" (servers that sample reproducibly honour it) */
+    uint64_t seed; /* sent as "seed" (servers that sample reproducibly honour it) */
     int stop_newline; /* the reply ends at its first newline (an action) */
-    int max_tokens;   /* 0: the client's */
+    int max_tokens; /* 0: the client's */
 } spade_remote_req;
 
 typedef struct spade_remote_reply {
