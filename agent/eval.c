@@ -81,7 +81,7 @@ int spade_eval(spade_policy *p, spade_sandbox *sb, const spade_ep_spec *specs, i
                spade_eval_row *rows, char *err, size_t errlen) {
     memset(rows, 0, (size_t)n * sizeof *rows);
     size_t stride = sizeof *rows;
-    if (p) {
+    if (p || o->make_agent) {
         spade_policy_agent_opts ao;
         spade_policy_agent_opts_default(&ao);
         ao.max_live = o->max_live;
@@ -89,7 +89,7 @@ int spade_eval(spade_policy *p, spade_sandbox *sb, const spade_ep_spec *specs, i
         ao.temperature = o->temperature;
         ao.seed = o->seed ^ 0x6576616cULL;
         for (int h = 0; h <= (o->hint ? 1 : 0); h++) {
-            spade_agent *a = spade_agent_policy(p, &ao, err, errlen);
+            spade_agent *a = p ? spade_agent_policy(p, &ao, err, errlen) : o->make_agent(o->agent_ctx, err, errlen);
             if (!a) return -1;
             int rc = arm(sb, specs, n, a, h, o, h ? &rows[0].hint : &rows[0].policy, stride, err, errlen);
             spade_agent_free(a);

@@ -41,6 +41,10 @@ typedef struct spade_eval_opts {
     int max_live;          /* 32 */
     int max_action_tokens; /* 32 */
     float temperature;     /* 1.0: the policy as it samples in training; 0: greedy */
+    /* non-NULL with p NULL: the policy arms' agent comes from here, one per arm
+     * (a served model, agent/remote_agent.h) */
+    spade_agent *(*make_agent)(void *ctx, char *err, size_t errlen);
+    void *agent_ctx;
 } spade_eval_opts;
 void spade_eval_opts_default(spade_eval_opts *o);
 

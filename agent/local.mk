@@ -2,8 +2,10 @@
 # The agent role: the transcript format (transcript), the policy as an agent of
 # the episode layer (policy_agent), the fixed pool (pool) and one iteration of
 # agent RL on it (rl). agent/ may include core/; core never includes agent/.
-agent_sources = agent/transcript.c agent/policy_agent.c agent/pool.c agent/rl.c agent/eval.c agent/curriculum.c
-noinst_HEADERS += agent/transcript.h agent/policy_agent.h agent/pool.h agent/rl.h agent/eval.h agent/curriculum.h
+agent_sources = agent/transcript.c agent/policy_agent.c agent/remote_agent.c agent/pool.c agent/rl.c agent/eval.c \
+	agent/curriculum.c
+noinst_HEADERS += agent/transcript.h agent/policy_agent.h agent/remote_agent.h agent/pool.h agent/rl.h agent/eval.h \
+	agent/curriculum.h
 spade_SOURCES += $(agent_sources)
 
 check_PROGRAMS += tests/test_agent

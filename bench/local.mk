@@ -82,3 +82,10 @@ noinst_PROGRAMS += bench/bench_crn
 bench_bench_crn_SOURCES = bench/bench_crn.c agent/transcript.c agent/policy_agent.c designer/plays.c designer/reward.c
 bench_bench_crn_LDADD = $(SPADE_LIBS)
 EXTRA_DIST += bench/envs/crn_bit.c
+# bench_remote: requests/s of the remote policy's client at a concurrency;
+# bench/bench_remote.sh runs it against llama.cpp's server beside a Python client.
+noinst_PROGRAMS += bench/bench_remote
+bench_programs += bench/bench_remote
+bench_bench_remote_SOURCES = bench/bench_remote.c
+bench_bench_remote_LDADD = $(SPADE_LIBS)
+EXTRA_DIST += bench/bench_remote.sh

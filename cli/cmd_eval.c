@@ -10,7 +10,9 @@
 
 #include "agent/eval.h"
 #include "cli.h"
+#include "agent/remote_agent.h"
 #include "heldout.h"
+#include "remote.h"
 
 #define MAX_ENVS 256
 
@@ -40,6 +42,17 @@ static void arm_json(FILE *f, const char *name, const spade_eval_arm *a) {
     fprintf(f, ",\"%s\":{\"n\":%ld,\"success\":%.6f,\"lo\":%.6f,\"hi\":%.6f,\"mean_return\":%.6f,\"mean_steps\":%.4f,"
                "\"failed\":%ld}",
             name, a->n, a->success, a->lo, a->hi, a->mean_return, a->mean_steps, a->failed);
+}
+
+typedef struct remote_maker {
+    spade_remote *r;
+    uint64_t seed;
+} remote_maker;
+
+static spade_agent *make_remote(void *ctx, char *err, size_t errlen)
+{
+    remote_maker *m = ctx;
+    return spade_agent_remote(m->r, m->seed, err, errlen);
 }
 
 static void cell(char *buf, size_t cap, const spade_eval_arm *a) {
@@ -96,6 +109,9 @@ int cli_eval(spade_sandbox *sb, int argc, char **argv) {
     int n = 0, rc = CLI_FAIL;
     char err[2048];
     spade_policy *p = NULL;
+    char rurl[1024], rmodel[256];
+    spade_remote *remote = NULL;
+    remote_maker maker = {0};
     for (int i = 0; i < n_specs && n < MAX_ENVS; i++, n++) {
         size_t len;
         if (cli_load_spec("eval", argv[optind + i], paths[n], sizeof paths[n], params[n], sizeof params[n], &srcs[n],
@@ -132,7 +148,31 @@ int cli_eval(spade_sandbox *sb, int argc, char **argv) {
         }
         free(files);
     }
-    if (strcmp(ckpt, "none") && spade_policy_load(&p, ckpt, NULL, err, sizeof err)) {
+    int is_remote = spade_remote_parse_spec(ckpt, rurl, sizeof rurl, rmodel, sizeof rmodel, err, sizeof err);
+    if (is_remote < 0) {
+        cli_err(CLI_USAGE, "eval", "%s", err);
+        rc = CLI_USAGE;
+        goto done;
+    }
+    if (is_remote) {
+        spade_remote_opts ro;
+        spade_remote_opts_default(&ro);
+        ro.url = rurl;
+        ro.model = rmodel;
+        ro.api_key_env = getenv("SPADE_API_KEY_ENV");
+        ro.temperature = o.temperature;
+        ro.max_tokens = o.max_action_tokens;
+        const char *c = getenv("SPADE_REMOTE_CONCURRENCY");
+        if (c) ro.concurrency = atoi(c);
+        if ((c = getenv("SPADE_REMOTE_RETRIES"))) ro.retries = atoi(c); /* spade_remote_new checks the range */
+        if (spade_remote_new(&remote, &ro, err, sizeof err) < 0) {
+            cli_err(CLI_FAIL, "eval", "%s", err);
+            goto done;
+        }
+        maker = (remote_maker){remote, o.seed ^ 0x6576616cULL};
+        o.make_agent = make_remote;
+        o.agent_ctx = &maker;
+    } else if (strcmp(ckpt, "none") && spade_policy_load(&p, ckpt, NULL, err, sizeof err)) {
         cli_err(CLI_FAIL, "eval", "%s", err);
         goto done;
     }
@@ -158,7 +198,7 @@ int cli_eval(spade_sandbox *sb, int argc, char **argv) {
         cell(b, sizeof b, &rows[i].hint);
         cell(r, sizeof r, &rows[i].random);
         cell(s, sizeof s, &rows[i].solve);
-        const spade_eval_arm *m = p ? &rows[i].policy : &rows[i].random;
+        const spade_eval_arm *m = p || remote ? &rows[i].policy : &rows[i].random;
         fprintf(t, "| %s | %s | %s%s%.3f | %.1f | %s | %s |\n", names[i], a, o.hint ? b : "", o.hint ? " | " : "",
                 m->mean_return, m->mean_steps, r, s);
         sum[0] += rows[i].policy.success;
@@ -167,8 +207,9 @@ int cli_eval(spade_sandbox *sb, int argc, char **argv) {
         sum[3] += rows[i].solve.success;
         if (j) {
             fprintf(j, "{\"env\":\"%s\",\"episodes\":%d,\"seed\":%llu", names[i], o.episodes, (unsigned long long)o.seed);
-            if (p) arm_json(j, "policy", &rows[i].policy);
-            if (o.hint && p) arm_json(j, "hint", &rows[i].hint);
+            if (remote) fprintf(j, ",\"endpoint\":\"%s\",\"model\":\"%s\"", spade_remote_endpoint(remote), rmodel);
+            if (p || remote) arm_json(j, "policy", &rows[i].policy);
+            if (o.hint && (p || remote)) arm_json(j, "hint", &rows[i].hint);
             if (o.references) arm_json(j, "random", &rows[i].random), arm_json(j, "solve", &rows[i].solve);
             fprintf(j, "}\n");
         }
@@ -186,5 +227,6 @@ int cli_eval(spade_sandbox *sb, int argc, char **argv) {
 done:
     for (int i = 0; i < MAX_ENVS; i++) free(srcs[i]);
     spade_policy_free(p);
+    spade_remote_free(remote);
     return rc;
 }

@@ -20,12 +20,13 @@
 
 #include "agents.h"
 #include "agent/policy_agent.h"
+#include "agent/remote_agent.h"
 #include "cli.h"
 #include "episodes.h"
 
 void cli_usage_run(FILE *out) {
     fprintf(out,
-            "usage: spade run SPEC [--episodes N] [--agent random|solve|stdin|policy:CKPT] [--seed S]\n"
+            "usage: spade run SPEC [--episodes N] [--agent random|solve|stdin|policy:CKPT|remote:URL#MODEL] [--seed S]\n"
             "                 [--batch B] [--workers W] [--quiet] [--show] [--jsonl FILE]\n"
             "\n"
             "Plays N episodes of the environment SPEC (NAME or FILE.c, optionally :key=value,...)\n"
@@ -35,6 +36,7 @@ void cli_usage_run(FILE *out) {
             "\n"
             "  -n, --episodes N   episodes to play (default 10)\n"
             "  -a, --agent A      random: short random numbers, words and directions (seeded from S);\n"
+            "                     remote:URL#MODEL: a model behind an OpenAI-compatible server (docs/scale.md);\n"
             "                     policy:CKPT: the policy of checkpoint CKPT (seeded from S; --show to watch);\n"
             "                     solve: the environment's SOLVE reference actions;\n"
             "                     stdin: one action per line read from standard input\n"
@@ -53,7 +55,10 @@ void cli_usage_run(FILE *out) {
             "interrupted, 2 usage.\n");
 }
 
-enum { AGENT_RANDOM, AGENT_SOLVE, AGENT_STDIN, AGENT_POLICY };
+enum { AGENT_RANDOM, AGENT_SOLVE, AGENT_STDIN, AGENT_POLICY, AGENT_REMOTE };
+
+/* The served model's client of --agent remote:URL#MODEL: it outlives the agent (freed where the policy is). */
+static spade_remote *run_remote;
 
 /* Ctrl-C or SIGTERM stops the run between two round trips instead of killing
  * it: the episodes already finished stay in the JSONL (a killed process would
@@ -313,7 +318,8 @@ static int parse_run_args(int argc, char **argv, run_args *a) {
             else if (!strcmp(optarg, "solve")) a->agent_kind = AGENT_SOLVE;
             else if (!strcmp(optarg, "stdin")) a->agent_kind = AGENT_STDIN;
             else if (!strncmp(optarg, "policy:", 7) && optarg[7]) a->agent_kind = AGENT_POLICY, a->policy_ckpt = optarg + 7;
-            else return cli_err(CLI_USAGE, "run", "--agent: '%s' is not one of random, solve, stdin, policy:CKPT", optarg);
+            else if (!strncmp(optarg, "remote:", 7)) a->agent_kind = AGENT_REMOTE, a->policy_ckpt = optarg;
+            else return cli_err(CLI_USAGE, "run", "--agent: '%s' is not one of random, solve, stdin, policy:CKPT, remote:URL#MODEL", optarg);
             break;
         case 's':
             if (cli_parse_u64("run", "--seed", optarg, &a->seed) < 0) return CLI_USAGE;
@@ -357,6 +363,20 @@ static spade_agent *make_agent(const run_args *a, spade_policy **policy, char *e
         po.max_action_tokens = 64;
         po.seed = a->seed;
         return spade_agent_policy(*policy, &po, err, errlen);
+    }
+    if (a->agent_kind == AGENT_REMOTE) { /* a served model plays: each live episode a chat (docs/scale.md) */
+        char url[1024], model[256];
+        if (spade_remote_parse_spec(a->policy_ckpt, url, sizeof url, model, sizeof model, why, sizeof why) < 1) {
+            snprintf(err, errlen, "--agent: %s", why);
+            return NULL;
+        }
+        spade_remote_opts ro;
+        spade_remote_opts_default(&ro);
+        ro.url = url;
+        ro.model = model;
+        ro.api_key_env = getenv("SPADE_API_KEY_ENV");
+        if (spade_remote_new(&run_remote, &ro, err, errlen) < 0) return NULL;
+        return spade_agent_remote(run_remote, a->seed, err, errlen);
     }
     spade_agent *agent = a->agent_kind == AGENT_RANDOM  ? spade_agent_random(a->seed)
                          : a->agent_kind == AGENT_SOLVE ? spade_agent_solve()
@@ -558,6 +578,8 @@ out:
     free(c.pend);
     spade_agent_free(agent);
     spade_policy_free(policy);
+    spade_remote_free(run_remote);
+    run_remote = NULL;
     spade_worker_free(w);
     free(src);
     if (handlers_set) stop_handlers_restore(&old_int, &old_term);

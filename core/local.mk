@@ -6,6 +6,9 @@ libspade_a_SOURCES += core/errbuf.c
 noinst_HEADERS += core/errbuf.h
 # SPADE_KILL_AT: the named points a kill-and-resume test dies at (docs/train.md, "Kill points").
 libspade_a_SOURCES += core/killpoint.c
+# The remote policy: chat completions from an OpenAI-compatible server over libcurl (docs/scale.md).
+libspade_a_SOURCES += core/remote.c
+noinst_HEADERS += core/remote.h
 noinst_HEADERS += core/killpoint.h
 # The seeded streams a run draws from (splitmix64 and self-play's (seed, iteration, slot, tag) streams).
 libspade_a_SOURCES += core/rng.c

@@ -42,6 +42,9 @@ EXTRA_DIST += tests/test_python.sh tests/python/conftest.py tests/python/test_en
 # Every spade command shown in README.md and docs/*.md, run as a reader types it
 # (found automatically; the few that cannot run here are skipped with a reason).
 TESTS += tests/test_docs.sh
+# The remote policy against llama.cpp's server and a loopback stub (docs/scale.md); skips without them.
+TESTS += tests/test_remote.sh
+EXTRA_DIST += tests/test_remote.sh tests/remote_stub.py
 EXTRA_DIST += tests/test_docs.sh
 # `spade report` (cli/cmd_report.c): report.md and SVG plots of micro runs, error cases.
 TESTS += tests/test_report.sh

@@ -1,0 +1,189 @@
+/* remote_agent.c — the served model as an agent (remote_agent.h).
+ *
+ * What it is not: a prompt designer: the system line is fixed and short, the
+ * environment's observation carries the task.
+ */
+#include "agent/remote_agent.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "errbuf.h"
+
+static const char SYSTEM[] = "You play a text environment. Answer each observation with one action on one line.";
+
+typedef struct turn {
+    int user; /* 1 user, 0 assistant */
+    char *text;
+    size_t len;
+} turn;
+
+typedef struct ep_state {
+    turn *turns;
+    int n, cap;
+    size_t bytes;
+    char *hint; /* the system line of the hint arm */
+    size_t hint_len;
+} ep_state;
+
+typedef struct ragent {
+    spade_remote *r;
+    uint64_t seed;
+    spade_remote_reply *replies;
+    int n_replies;
+} ragent;
+
+static int push(ep_state *s, int user, const char *t, size_t len)
+{
+    if (s->n == s->cap) {
+        int c = s->cap ? s->cap * 2 : 16;
+        turn *q = realloc(s->turns, (size_t)c * sizeof *q);
+        if (!q)
+            return -1;
+        s->turns = q;
+        s->cap = c;
+    }
+    char *p = malloc(len + 1);
+    if (!p)
+        return -1;
+    if (len)
+        memcpy(p, t, len);
+    p[len] = 0;
+    s->turns[s->n++] = (turn){.user = user, .text = p, .len = len};
+    s->bytes += len;
+    return 0;
+}
+
+static int begin(void *ctx, const spade_ep_view *v, void **state, char *err, size_t errlen)
+{
+    (void)ctx;
+    ep_state *s = calloc(1, sizeof *s);
+    if (!s) {
+        spade_errf(err, errlen, "remote agent: out of memory");
+        return -1;
+    }
+    /* in the hint arm the hint is a system line, not part of the observation */
+    if (v->hint && v->hint_len && spade_ep_obs_len_without_hint(v) < v->obs_len) {
+        s->hint = malloc(v->hint_len + 7);
+        if (s->hint)
+            s->hint_len = (size_t)snprintf(s->hint, v->hint_len + 7, "Hint: %.*s", (int)v->hint_len, v->hint);
+    }
+    *state = s;
+    return 0;
+}
+
+static void drop_replies(ragent *a)
+{
+    for (int i = 0; i < a->n_replies; i++)
+        free(a->replies[i].text);
+    free(a->replies);
+    a->replies = NULL;
+    a->n_replies = 0;
+}
+
+static int act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *acts, char *err, size_t errlen)
+{
+    ragent *a = ctx;
+    drop_replies(a);
+    spade_remote_req *reqs = calloc((size_t)n, sizeof *reqs);
+    spade_remote_msg **msgs = calloc((size_t)n, sizeof *msgs);
+    int *ask = calloc((size_t)n, sizeof *ask), rc = -1, m = 0;
+    a->replies = calloc((size_t)n, sizeof *a->replies);
+    if (!reqs || !msgs || !ask || !a->replies) {
+        spade_errf(err, errlen, "remote agent: out of memory");
+        goto done;
+    }
+    for (int i = 0; i < n; i++) {
+        const spade_ep_view *v = &views[i];
+        ep_state *s = v->state;
+        size_t olen = v->step == 0 ? spade_ep_obs_len_without_hint(v) : v->obs_len;
+        acts[i] = (spade_ep_act){0};
+        if (s->bytes + olen > SPADE_REMOTE_CHAT_MAX) {
+            acts[i].stop = "context_full";
+            continue;
+        }
+        if (push(s, 1, v->obs, olen) < 0) {
+            spade_errf(err, errlen, "remote agent: out of memory");
+            goto done;
+        }
+        msgs[m] = calloc((size_t)s->n + 2, sizeof **msgs);
+        if (!msgs[m]) {
+            spade_errf(err, errlen, "remote agent: out of memory");
+            goto done;
+        }
+        int k = 0;
+        msgs[m][k++] = (spade_remote_msg){"system", SYSTEM, sizeof SYSTEM - 1};
+        if (s->hint)
+            msgs[m][k++] = (spade_remote_msg){"system", s->hint, s->hint_len};
+        for (int t = 0; t < s->n; t++)
+            msgs[m][k++] =
+                (spade_remote_msg){s->turns[t].user ? "user" : "assistant", s->turns[t].text, s->turns[t].len};
+        uint64_t sd = a->seed ^ (v->seed * 0x9e3779b97f4a7c15ULL) ^ ((uint64_t)v->repeat << 40) ^ (uint64_t)v->step;
+        reqs[m] = (spade_remote_req){.msgs = msgs[m], .n_msgs = k, .seed = sd, .stop_newline = 1};
+        ask[m++] = i;
+    }
+    if (spade_remote_chat(a->r, m, reqs, a->replies, err, errlen) < 0)
+        goto done;
+    a->n_replies = m;
+    for (int j = 0; j < m; j++) {
+        spade_remote_reply *rp = &a->replies[j];
+        char *t = rp->text;
+        size_t len = strcspn(t, "\n");
+        while (len && (*t == ' ' || *t == '\t'))
+            t++, len--;
+        while (len && (t[len - 1] == ' ' || t[len - 1] == '\t' || t[len - 1] == '\r'))
+            len--;
+        ep_state *s = views[ask[j]].state;
+        if (push(s, 0, t, len) < 0) {
+            spade_errf(err, errlen, "remote agent: out of memory");
+            goto done;
+        }
+        acts[ask[j]] = (spade_ep_act){.text = t, .len = len};
+    }
+    rc = 0;
+done:
+    if (msgs)
+        for (int j = 0; j < n; j++)
+            free(msgs[j]);
+    free(msgs);
+    free(reqs);
+    free(ask);
+    return rc;
+}
+
+static void end(void *ctx, const spade_ep_view *v, void *state, const spade_ep_outcome *o)
+{
+    (void)ctx, (void)v, (void)o;
+    ep_state *s = state;
+    if (!s)
+        return;
+    for (int i = 0; i < s->n; i++)
+        free(s->turns[i].text);
+    free(s->turns);
+    free(s->hint);
+    free(s);
+}
+
+static void agent_free(void *ctx)
+{
+    ragent *a = ctx;
+    drop_replies(a);
+    free(a);
+}
+
+spade_agent *spade_agent_remote(spade_remote *r, uint64_t seed, char *err, size_t errlen)
+{
+    spade_agent *ag = calloc(1, sizeof *ag);
+    ragent *a = calloc(1, sizeof *a);
+    if (!ag || !a) {
+        free(ag);
+        free(a);
+        spade_errf(err, errlen, "remote agent: out of memory");
+        return NULL;
+    }
+    a->r = r;
+    a->seed = seed;
+    *ag = (spade_agent){.name = "remote", .ctx = a, .begin = begin, .act = act, .end = end, .free = agent_free};
+    return ag;
+}

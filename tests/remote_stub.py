@@ -1,0 +1,46 @@
+# remote_stub.py — a loopback stand-in for an OpenAI-compatible server, for
+# the answers a real one never gives: junk, 503s. tests/test_remote.sh runs
+# it; it is not a mock of the success path (that is llama.cpp's server).
+# Usage: remote_stub.py MODE PORTFILE   (MODE: junk | flaky)
+import http.server
+import json
+import sys
+
+MODE, PORTFILE = sys.argv[1], sys.argv[2]
+state = {"chats": 0}
+
+
+class H(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a):
+        pass
+
+    def send(self, code, body):
+        b = body.encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(b)))
+        self.end_headers()
+        self.wfile.write(b)
+
+    def do_GET(self):
+        self.send(200, json.dumps({"object": "list", "data": [{"id": "stub"}]}))
+
+    def do_POST(self):
+        n = int(self.headers.get("Content-Length", "0"))
+        self.rfile.read(min(n, 1 << 22))
+        state["chats"] += 1
+        if MODE == "junk":
+            self.send(200, '{"answer": "not the OpenAI shape"}')
+        elif state["chats"] <= 3:  # flaky: three 503s, then answers
+            self.send(503, '{"error": {"message": "loading"}}')
+        else:
+            self.send(200, json.dumps({"choices": [{"message": {"role": "assistant", "content": "1"}}]}))
+
+
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+with open(PORTFILE + ".tmp", "w") as f:
+    f.write(str(s.server_address[1]))
+import os
+
+os.rename(PORTFILE + ".tmp", PORTFILE)
+s.serve_forever()
