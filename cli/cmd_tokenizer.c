@@ -3,8 +3,10 @@
  *
  * What it is: the command around core/policy/tokenizer.h. A tokenizer is named
  * by a tokenizer file (what `train` writes) or a policy checkpoint (which
- * stores its tokenizer). Directories are read recursively, sorted, skipping
- * dot files, so a run is reproducible.
+ * stores its tokenizer), or with --model by a pretrained model's own BPE
+ * (core/policy/bpe.h; a vocabulary fixture until the GGUF reader is wired).
+ * Directories are read recursively, sorted, skipping dot files, so a run is
+ * reproducible.
  * What it is not: the tokenizer (core/policy/tokenizer.c) or pretraining,
  * which can train one itself (cli/cmd_pretrain.c).
  */
@@ -15,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "policy/bpe.h"
 #include "policy/policy.h"
 
 #define CMD "tokenizer"
@@ -25,6 +28,8 @@ void cli_usage_tokenizer(FILE *out) {
             "       spade tokenizer stats TOKENIZER PATH...\n"
             "       spade tokenizer encode TOKENIZER [INPUT] [--pieces]\n"
             "       spade tokenizer decode TOKENIZER [INPUT] [--no-special]\n"
+            "       spade tokenizer encode --model MODEL [INPUT] [--special] [--pieces]\n"
+            "       spade tokenizer decode --model MODEL [INPUT] [--no-special]\n"
             "\n"
             "train   learns a byte-level BPE from every file under the DIRs (files are taken\n"
             "        as they are; directories recursively, sorted, dot files skipped) and\n"
@@ -40,6 +45,11 @@ void cli_usage_tokenizer(FILE *out) {
             "        the bytes they stand for; special tokens as <|name|>, or dropped with\n"
             "        --no-special. `encode T F | decode T` gives F back, byte for byte.\n"
             "\n"
+            "--model MODEL: a pretrained model's own tokenizer (byte-level BPE as llama.cpp\n"
+            "        reads it from a GGUF file) instead; MODEL is a vocabulary fixture written by\n"
+            "        tools/bpe_reference.py. encode adds no special tokens and reads special\n"
+            "        tokens' names as plain text unless --special (then <|im_start|> and the\n"
+            "        like in the input are those tokens, and BOS/EOS are added as the model says).\n"
             "TOKENIZER is a file written by train, or a policy checkpoint (its tokenizer).\n"
             "Exit status: 0 ok, 1 failure (a bad file: the message names it), 2 usage error.\n");
 }
@@ -135,6 +145,98 @@ static spade_tokenizer *open_tokenizer(const char *path) {
         return NULL;
     }
     return t;
+}
+
+/* A pretrained model's tokenizer: a vocabulary fixture for now (the GGUF
+ * reader, core/policy/gguf.c, will make a .gguf path work here). */
+static spade_bpe *open_model(const char *path)
+{
+    char err[1024];
+    spade_bpe *b;
+    size_t n = strlen(path);
+    if (n > 5 && !strcmp(path + n - 5, ".gguf")) {
+        cli_err(CLI_FAIL, CMD,
+                "%s: reading a GGUF file is not wired here yet; dump its vocabulary with tools/bpe_reference.py "
+                "MODEL.gguf --vocab FILE and pass FILE",
+                path);
+        return NULL;
+    }
+    if (spade_bpe_load(&b, path, err, sizeof err)) {
+        cli_err(CLI_FAIL, CMD, "%s", err);
+        return NULL;
+    }
+    return b;
+}
+
+static void put_escaped(const unsigned char *p, size_t n);
+
+static int model_encode(const char *model, const char *input, int special, int pieces)
+{
+    spade_bpe *b = open_model(model);
+    if (!b) return CLI_FAIL;
+    size_t len;
+    char *text = read_input(input, &len), err[512];
+    spade_bpe_out o = {0};
+    int rc = CLI_OK;
+    if (!text) rc = CLI_FAIL;
+    else if (spade_bpe_encode(b, text, len, special ? SPADE_BPE_ADD_SPECIAL | SPADE_BPE_PARSE_SPECIAL : 0, &o, err,
+                              sizeof err))
+        rc = cli_err(CLI_FAIL, CMD, "%s", err);
+    for (size_t i = 0; !rc && i < o.n; i++) {
+        if (pieces) {
+            size_t pl;
+            const char *p = spade_bpe_piece(b, o.ids[i], 1, &pl);
+            printf("%d ", (int)o.ids[i]);
+            put_escaped((const unsigned char *)p, pl);
+            putchar('\n');
+        } else {
+            printf(i ? " %d" : "%d", (int)o.ids[i]);
+        }
+    }
+    if (!rc && !pieces) putchar('\n');
+    spade_bpe_out_free(&o);
+    free(text);
+    spade_bpe_free(b);
+    if (!rc && fflush(stdout)) rc = cli_err(CLI_FAIL, CMD, "writing standard output: %s", strerror(errno));
+    return rc;
+}
+
+static int model_decode(const char *model, const char *input, int special)
+{
+    spade_bpe *b = open_model(model);
+    if (!b) return CLI_FAIL;
+    size_t len;
+    char *text = read_input(input, &len);
+    if (!text) {
+        spade_bpe_free(b);
+        return CLI_FAIL;
+    }
+    const char *name = input && strcmp(input, "-") ? input : "standard input";
+    int V = spade_bpe_vocab(b), rc = 0;
+    size_t idx = 0;
+    for (char *p = text; !rc;) {
+        while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r') p++;
+        if (p >= text + len) break;
+        char *end;
+        errno = 0;
+        long id = strtol(p, &end, 10);
+        if (end == p || errno || (*end && *end != ' ' && *end != '\n' && *end != '\t' && *end != '\r') || id < 0 ||
+            id >= V) {
+            int w = 0;
+            while (p[w] && p[w] != ' ' && p[w] != '\n' && p[w] != '\t' && w < 20) w++;
+            rc = cli_err(CLI_FAIL, CMD, "%s: token %zu is '%.*s': expected a token id in [0, %d)", name, idx, w, p, V);
+            break;
+        }
+        size_t pl;
+        const char *piece = spade_bpe_piece(b, (int)id, special, &pl);
+        fwrite(piece, 1, pl, stdout);
+        p = end;
+        idx++;
+    }
+    free(text);
+    spade_bpe_free(b);
+    if (!rc && fflush(stdout)) rc = cli_err(CLI_FAIL, CMD, "writing standard output: %s", strerror(errno));
+    return rc;
 }
 
 /* ---------------------------------------------------------------- subcommands */
@@ -239,15 +341,25 @@ static void put_escaped(const unsigned char *p, size_t n) {
 }
 
 static int cmd_encode(int argc, char **argv) {
-    const char *tokf = NULL, *input = NULL;
-    int pieces = 0;
+    const char *tokf = NULL, *input = NULL, *model = NULL;
+    int pieces = 0, special = 0;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--pieces")) pieces = 1;
+        else if (!strcmp(argv[i], "--special")) special = 1;
+        else if (!strcmp(argv[i], "--model")) {
+            if (i + 1 >= argc) return cli_err(CLI_USAGE, CMD, "--model needs a value");
+            model = argv[++i];
+        }
         else if (argv[i][0] == '-' && argv[i][1]) return cli_err(CLI_USAGE, CMD, "encode: unknown option '%s'", argv[i]);
         else if (!tokf) tokf = argv[i];
         else if (!input) input = argv[i];
         else return cli_err(CLI_USAGE, CMD, "encode takes one input (got '%s' too)", argv[i]);
     }
+    if (model) {
+        if (tokf && input) return cli_err(CLI_USAGE, CMD, "encode takes one input (got '%s' too)", input);
+        return model_encode(model, tokf, special, pieces);
+    }
+    if (special) return cli_err(CLI_USAGE, CMD, "encode: --special goes with --model");
     if (!tokf) return cli_err(CLI_USAGE, CMD, "encode needs a tokenizer (spade tokenizer encode FILE [INPUT])");
     spade_tokenizer *t = open_tokenizer(tokf);
     if (!t) return CLI_FAIL;
@@ -279,14 +391,22 @@ static int cmd_encode(int argc, char **argv) {
 }
 
 static int cmd_decode(int argc, char **argv) {
-    const char *tokf = NULL, *input = NULL;
+    const char *tokf = NULL, *input = NULL, *model = NULL;
     int special = 1;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--no-special")) special = 0;
+        else if (!strcmp(argv[i], "--model")) {
+            if (i + 1 >= argc) return cli_err(CLI_USAGE, CMD, "--model needs a value");
+            model = argv[++i];
+        }
         else if (argv[i][0] == '-' && argv[i][1]) return cli_err(CLI_USAGE, CMD, "decode: unknown option '%s'", argv[i]);
         else if (!tokf) tokf = argv[i];
         else if (!input) input = argv[i];
         else return cli_err(CLI_USAGE, CMD, "decode takes one input (got '%s' too)", argv[i]);
+    }
+    if (model) {
+        if (tokf && input) return cli_err(CLI_USAGE, CMD, "decode takes one input (got '%s' too)", input);
+        return model_decode(model, tokf, special);
     }
     if (!tokf) return cli_err(CLI_USAGE, CMD, "decode needs a tokenizer (spade tokenizer decode FILE [INPUT])");
     spade_tokenizer *t = open_tokenizer(tokf);

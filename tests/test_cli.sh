@@ -337,6 +337,24 @@ head -c 2000 "$TMP/code.tok" >"$TMP/cut.tok"
 expect 1 "a truncated tokenizer file" "$SPADE" tokenizer stats "$TMP/cut.tok" "$SRC/stdenv/maze.c"
 has "$TMP/cut.tok" "the error names the file"
 has "truncated" "the error says it is truncated"
+# ---- tokenizer --model: a pretrained model's own BPE (core/policy/bpe.h, docs/policy.md) ----
+VOC="$SRC/tests/data/smollm2-135m.vocab"
+printf 'int main(void) { return 0; }\n' | "$SPADE" tokenizer encode --model "$VOC" >"$TMP/out" 2>&1
+has "591 1085 24 32439 25 1662 1003 216 32 43 4029 198" "encode --model gives SmolLM2's ids (llama.cpp's, tests/data/bpe-smollm2.ref)"
+printf '<|im_start|>user\nhi<|im_end|>' | "$SPADE" tokenizer encode --model "$VOC" >"$TMP/out" 2>&1
+if grep -Eq '^[0-9]+( [0-9]+)*$' "$TMP/out" && ! grep -Eq '(^| )(1|2)( |$)' "$TMP/out"; then
+    ok "encode --model reads special-token names as text by default"
+else bad "encode --model without --special ($(cat "$TMP/out"))"; fi
+printf '<|im_start|>user\nhi<|im_end|>' | "$SPADE" tokenizer encode --model "$VOC" --special >"$TMP/out" 2>&1
+if grep -Eq '^1 .* 2$' "$TMP/out"; then ok "encode --model --special parses them"; else bad "encode --special ($(cat "$TMP/out"))"; fi
+"$SPADE" tokenizer encode --model "$VOC" "$SRC/stdenv/maze.c" | "$SPADE" tokenizer decode --model "$VOC" >"$TMP/back3.c"
+if cmp -s "$SRC/stdenv/maze.c" "$TMP/back3.c"; then ok "encode --model | decode --model gives the file back"; else bad "--model round trip"; fi
+echo "1 49152" >"$TMP/bad.ids"
+expect 1 "decode --model of an id outside the vocabulary" "$SPADE" tokenizer decode --model "$VOC" "$TMP/bad.ids"
+has "49152" "decode --model names the bad id"
+expect 1 "encode --model of a .gguf (not wired yet)" "$SPADE" tokenizer encode --model "$TMP/m.gguf" "$TMP/bad.ids"
+has "not wired" "it says so"
+expect 2 "encode --special without --model" "$SPADE" tokenizer encode "$TMP/code.tok" --special
 # the exact forms docs/cli.md shows, from the source directory
 (cd "$SRC" && "$SPADE" tokenizer encode "$TMP/code.tok" stdenv/maze.c) >"$TMP/ids.maze" 2>"$TMP/out" &&
 (cd "$SRC" && "$SPADE" tokenizer encode "$TMP/code.tok" --pieces < stdenv/maze.c) >"$TMP/pieces.maze" 2>>"$TMP/out" &&

@@ -281,8 +281,13 @@ START_TEST(test_roundtrip_tree) {
         size_t len;
         char *b = read_all(files[i], &len);
         ck_assert_msg(b != NULL, "cannot read %s", files[i]);
-        toks += check_exact(t, b, len, files[i]);
-        bytes += len;
+        size_t k = check_exact(t, b, len, files[i]);
+        /* the ratio is over the tree's text; tests/data holds fixtures (model
+         * vocabularies in GPT-2's byte mapping) that are data, not C or prose */
+        if (!strstr(files[i], "/tests/data/")) {
+            toks += k;
+            bytes += len;
+        }
         free(b);
         free(files[i]);
     }

@@ -4,8 +4,10 @@ libspade_a_SOURCES += core/policy/backend.c core/policy/backend_cpu.c core/polic
 	core/policy/tokenizer_file.c core/policy/gpt.c core/policy/llama.c core/policy/sample.c core/policy/checkpoint.c core/policy/grpo.c
 # The decoding batch (slots with persistent KV caches; spade_policy_sample uses it).
 libspade_a_SOURCES += core/policy/decode.c
+# The GGUF tokenizer (byte-level BPE with the named pre-tokenizers) and ChatML.
+libspade_a_SOURCES += core/policy/bpe.c
 noinst_HEADERS += core/policy/backend.h core/policy/policy.h core/policy/tokenizer.h \
-	core/policy/gpt_internal.h core/policy/tokenizer_internal.h
+	core/policy/gpt_internal.h core/policy/tokenizer_internal.h core/policy/bpe.h core/policy/bpe_unicode.h
 
 # CUDA: configure's HAVE_CUDA says nvcc + cuBLAS exist; core/policy/cuda.mk then builds
 # core/policy/backend_cuda.cu into libspade.a. POLICY_CUDA_CPPFLAGS would hold
@@ -68,3 +70,10 @@ tests_test_llama_SOURCES = tests/test_llama.c tests/testutil.c tests/testutil.h 
 	cli/transcript_text.c cli/util.c
 tests_test_llama_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_llama_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
+# The GGUF tokenizer against llama.cpp (fixtures from tools/bpe_reference.py) and ChatML.
+check_PROGRAMS += tests/test_bpe
+TESTS += tests/test_bpe
+tests_test_bpe_SOURCES = tests/test_bpe.c tests/testutil.c tests/testutil.h
+tests_test_bpe_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_test_bpe_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
+EXTRA_DIST += tools/gen_unicode_table.py tools/bpe_reference.py
