@@ -10,6 +10,8 @@ noinst_HEADERS += cli/report_svg.h
 spade_SOURCES += cli/cmd_demos.c cli/transcript_text.c
 # `spade model`: fetch (the CLI's one posix_spawn, of pip/python/curl), list, info.
 spade_SOURCES += cli/cmd_model.c
+# `spade generate`: a prompt's continuation by a pretrained model or a checkpoint.
+spade_SOURCES += cli/cmd_generate.c
 noinst_HEADERS += cli/transcript_text.h
 
 
