@@ -47,7 +47,9 @@
 #include "cli.h"
 #include "cmd_pretrain.h"
 #include "heldout.h"
+#include "policy/models.h"
 #include "policy/policy.h"
+#include "policy/pretrained.h"
 
 #define MAX_LIST 64
 
@@ -59,6 +61,7 @@ typedef struct tr_config {
     spade_gpt_config gpt;
     int have_gpt_keys;
     char init[2048];     /* policy.init: a checkpoint to start from */
+    char model[2048];    /* policy.model: a pretrained model (known NAME or PATH.gguf) to start from */
     char specs[MAX_LIST][512];
     int n_specs;
     char dirs[MAX_LIST][2048];
@@ -146,6 +149,13 @@ static int on_key(void *user, const char *section, const char *name, const char 
     if (!strcmp(section, "policy")) {
         if (!strcmp(name, "init")) {
             resolve(c, value, c->init, sizeof c->init);
+            return 1;
+        }
+        if (!strcmp(name, "model")) {
+            if (!*value) FAIL("[policy] model is empty");
+            /* a known name stays a name (the model cache); a path is the config's */
+            if (spade_model_find(value)) snprintf(c->model, sizeof c->model, "%s", value);
+            else resolve(c, value, c->model, sizeof c->model);
             return 1;
         }
         char e[400];
@@ -774,8 +784,14 @@ int cli_train(spade_sandbox *sb, int argc, char **argv) {
     if (done >= 0) {
         if (spade_policy_load(&p, ckpt, NULL, err, sizeof err)) return cli_err(CLI_FAIL, "train", "cannot resume: %s", err);
         printf("resuming %s after iteration %d\n", c.dir, done);
+    } else if (c.init[0] && c.model[0]) {
+        return cli_err(CLI_USAGE, "train", "[policy] init and model exclude each other");
     } else if (c.init[0]) {
         if (spade_policy_load(&p, c.init, NULL, err, sizeof err)) return cli_err(CLI_FAIL, "train", "%s", err);
+    } else if (c.model[0]) {
+        /* the config's [policy] context and backend apply; the rest is the model's */
+        spade_model_opts mo = {.backend = c.gpt.backend, .context = c.gpt.context};
+        if (spade_policy_from_model(&p, c.model, &mo, err, sizeof err)) return cli_err(CLI_FAIL, "train", "%s", err);
     } else if (spade_policy_new(&p, &c.gpt, err, sizeof err))
         return cli_err(CLI_FAIL, "train", "%s", err);
     /* the pool, guarded against the held-out suite */
