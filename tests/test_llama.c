@@ -876,7 +876,7 @@ START_TEST(test_grpo_step) {
     for (int i = 0; i < 4; i++) {
         fill_tokens(comp[i], 5, SPADE_VOCAB);
         ck_assert(spade_policy_completion_logprobs(p, prompt, 4, comp[i], 5, old[i], err, sizeof err) == 0);
-        s[i] = (spade_grpo_sample){prompt, 4, comp[i], 5, old[i], rw[i], i / 2, 0, NULL, 0, NULL, 0};
+        s[i] = (spade_grpo_sample){prompt, 4, comp[i], 5, old[i], rw[i], i / 2, 0, NULL, 0, NULL, 0, 0, 0};
     }
     spade_grpo_opts go;
     spade_grpo_opts_default(&go);
