@@ -55,6 +55,9 @@ void cli_usage_demos(FILE *out);
 /* `spade model fetch|list|info` (cli/cmd_model.c): pretrained GGUF models. */
 int cli_model(spade_sandbox *sb, int argc, char **argv);
 void cli_usage_model(FILE *out);
+/* `spade generate MODEL|CKPT` (cli/cmd_generate.c). */
+int cli_generate(spade_sandbox *sb, int argc, char **argv);
+void cli_usage_generate(FILE *out);
 
 /* "spade CMD: message" on stderr; returns code, so `return cli_err(...)` reads well. */
 int cli_err(int code, const char *cmd, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

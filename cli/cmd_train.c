@@ -51,6 +51,7 @@
 #include "cmd_pretrain.h"
 #include "heldout.h"
 #include "policy/policy.h"
+#include "policy/pretrained.h"
 
 /* ---- the run ---- */
 
@@ -326,8 +327,18 @@ static int train_open(train_run *r, tr_config *c, const char *arg) {
         if (spade_policy_load(&r->p, r->dir_ckpt, NULL, err, sizeof err))
             return cli_err(CLI_FAIL, "train", "cannot resume: %s", err);
         printf("resuming %s after iteration %d\n", c->dir, r->done);
+    } else if (c->init[0] && c->model[0]) {
+        if (fresh) cli_run_unmake(c->dir);
+        return cli_err(CLI_USAGE, "train", "[policy] init and model exclude each other");
     } else if (c->init[0]) {
         if (spade_policy_load(&r->p, c->init, NULL, err, sizeof err)) {
+            if (fresh) cli_run_unmake(c->dir);
+            return cli_err(CLI_FAIL, "train", "%s", err);
+        }
+    } else if (c->model[0]) {
+        /* the config's [policy] context and backend apply; the rest is the model's */
+        spade_model_opts mo = {.backend = c->gpt.backend, .context = c->gpt.context};
+        if (spade_policy_from_model(&r->p, c->model, &mo, err, sizeof err)) {
             if (fresh) cli_run_unmake(c->dir);
             return cli_err(CLI_FAIL, "train", "%s", err);
         }

@@ -10,6 +10,8 @@ noinst_HEADERS += cli/report_svg.h
 spade_SOURCES += cli/cmd_demos.c cli/transcript_text.c
 # `spade model`: fetch (the CLI's one posix_spawn, of pip/python/curl), list, info.
 spade_SOURCES += cli/cmd_model.c
+# `spade generate`: a prompt's continuation by a pretrained model or a checkpoint.
+spade_SOURCES += cli/cmd_generate.c
 noinst_HEADERS += cli/transcript_text.h
 
 
@@ -40,3 +42,8 @@ tests_test_serve_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_serve_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
 # cmd_pretrain.c reads .transcript files through transcript_text.c
 tests_test_policy_pretrain_SOURCES += cli/transcript_text.c cli/util.c
+
+# spade generate on SmolLM2 against llama.cpp's log-probs (tests/data/llama_ref, from
+# tools/llama_reference.py); skips when the model is not fetched.
+TESTS += tests/test_pretrained.sh
+EXTRA_DIST += tests/test_pretrained.sh tools/llama_reference.py

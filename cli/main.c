@@ -69,6 +69,7 @@ static const command commands[] = {
     {"pretrain", cli_pretrain, NULL, 0, "pretrain the policy on text files (spade pretrain CONFIG)"},
     {"tokenizer", cli_tokenizer, cli_usage_tokenizer, 0, "train or inspect a BPE tokenizer (train, stats, encode, decode)"},
     {"serve", cli_serve, cli_usage_serve, 1, "serve environments over JSON lines (stdio, unix or tcp socket)"},
+    {"generate", cli_generate, cli_usage_generate, 0, "continue a prompt with a model or checkpoint (spade generate MODEL)"},
     {"model", cli_model, cli_usage_model, 0, "fetch, list or describe pretrained GGUF models (spade model fetch NAME)"},
 };
 #define N_COMMANDS (sizeof commands / sizeof *commands)

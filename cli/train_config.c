@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "policy/models.h"
 
 static void defaults(tr_config *c) {
     memset(c, 0, sizeof *c);
@@ -88,6 +89,13 @@ static int key_policy(tr_config *c, const char *section, const char *name, const
     if (!strcmp(section, "policy")) {
         if (!strcmp(name, "init")) {
             resolve(c, value, c->init, sizeof c->init);
+            return 1;
+        }
+        if (!strcmp(name, "model")) {
+            if (!*value) FAIL("[policy] model is empty");
+            /* a known name stays a name (the model cache); a path is the config's */
+            if (spade_model_find(value)) snprintf(c->model, sizeof c->model, "%s", value);
+            else resolve(c, value, c->model, sizeof c->model);
             return 1;
         }
         char e[400];

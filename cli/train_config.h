@@ -24,6 +24,7 @@ typedef struct tr_config {
     spade_gpt_config gpt;
     int have_gpt_keys;
     char init[2048];     /* policy.init: a checkpoint to start from */
+    char model[2048];    /* policy.model: a pretrained model (known NAME or PATH.gguf) to start from */
     char specs[TR_MAX_LIST][512];
     int n_specs;
     char dirs[TR_MAX_LIST][2048];

@@ -69,6 +69,8 @@ spade train configs/base-curriculum.ini|trains from the base checkpoint of the r
 spade train configs/default-template.ini|trains from the base of the embedded default in the source tree runs/; tests/test_template.sh runs it at toy size
 spade train configs/default-fixed.ini|trains from the base of the embedded default in the source tree runs/; tests/test_selfplay.sh runs it at toy size
 spade eval remote:|needs a served model (tests/test_remote.sh runs eval against llama.cpp'"'"'s server and a loopback stub)
+spade generate smollm2|needs the fetched model; tests/test_pretrained.sh runs spade generate on it when it is there
+spade generate qwen2.5|needs the fetched Qwen2.5-Coder (about a minute to load on two cores); no test runs it yet
 spade model info smollm2|needs the fetched model (./bootstrap fetches it; tests/test_gguf checks the real file when it is there)
 spade train configs/hint-template.ini|trains from the hint-literate base of configs/base-hint.ini in runs/ (minutes to build); tests/test_hintbase.sh runs it at toy size
 make fuzz|runs libFuzzer for minutes and needs clang and the build tree; tests/test_fuzz.sh replays every corpus in make check

@@ -113,7 +113,7 @@ int spade_policy_save(spade_policy *p, const char *path, char *err, size_t errle
     char *tokbuf = NULL;
     size_t toklen = 0;
     spade_tokenizer *tok = spade_policy_tokenizer(p);
-    if (tok && spade_tokenizer_num_merges(tok) > 0) {
+    if (tok && strcmp(spade_tokenizer_kind(tok), "bytes")) {
         char e[200];
         if (spade_tokenizer_serialize(tok, &tokbuf, &toklen, e, sizeof e)) {
             free(host);
@@ -281,9 +281,11 @@ static int read_header(FILE *f, const char *path, spade_gpt_config *cfg, uint64_
                  (unsigned long long)*toklen);
         return SPADE_POLICY_EFORMAT;
     }
-    if (*toklen ? (dims[4] <= SPADE_VOCAB || dims[4] > SPADE_TOK_MAX_VOCAB) : dims[4] != SPADE_VOCAB) {
+    /* a stored tokenizer may be a pretrained model's (any size up to SPADE_POLICY_MAX_VOCAB);
+     * read_tokenizer checks the stored one's vocabulary against this */
+    if (*toklen ? (dims[4] < 1 || dims[4] > SPADE_POLICY_MAX_VOCAB) : dims[4] != SPADE_VOCAB) {
         snprintf(err, errlen, "checkpoint '%s': vocabulary %d with %s tokenizer: expected %s", path, dims[4],
-                 *toklen ? "a BPE" : "the byte", *toklen ? "264..65536" : "263");
+                 *toklen ? "a stored" : "the byte", *toklen ? "1..262144" : "263");
         return SPADE_POLICY_EFORMAT;
     }
     if (dims[5] != SPADE_VOCAB_PAD(dims[4])) {
@@ -292,6 +294,7 @@ static int read_header(FILE *f, const char *path, spade_gpt_config *cfg, uint64_
         return SPADE_POLICY_EFORMAT;
     }
     cfg->vocab = dims[4];
+    /* "gguf" when the stored text is a pretrained model's reference (read_tokenizer sets it) */
     snprintf(cfg->tokenizer, sizeof cfg->tokenizer, "%s", *toklen ? "bpe" : "bytes");
     char cerr[200];
     if (spade_gpt_config_validate(cfg, cerr, sizeof cerr)) {
@@ -332,7 +335,7 @@ int spade_policy_read_config(const char *path, spade_gpt_config *cfg, char *err,
 
 /* Reads the K bytes of tokenizer text that follow the header (or makes the
  * byte tokenizer when K = 0) and hashes them into *h. */
-static int read_tokenizer(FILE *f, const char *path, const spade_gpt_config *cfg, uint64_t toklen,
+static int read_tokenizer(FILE *f, const char *path, spade_gpt_config *cfg, uint64_t toklen,
                           uint64_t *h, spade_tokenizer **out, char *err, size_t errlen) {
     *out = NULL;
     if (!toklen) return spade_tokenizer_new_bytes(out, err, errlen);
@@ -358,6 +361,7 @@ static int read_tokenizer(FILE *f, const char *path, const spade_gpt_config *cfg
     int rc = spade_tokenizer_parse(out, buf, (size_t)toklen, name, err, errlen);
     free(name);
     free(buf);
+    if (!rc) snprintf(cfg->tokenizer, sizeof cfg->tokenizer, "%s", spade_tokenizer_kind(*out));
     if (!rc && spade_tokenizer_vocab(*out) != cfg->vocab) {
         snprintf(err, errlen, "checkpoint '%s': its tokenizer has %d tokens, its header says %d", path,
                  spade_tokenizer_vocab(*out), cfg->vocab);

@@ -174,7 +174,8 @@ int spade_gpt_config_validate(const spade_gpt_config *c, char *err, size_t errle
         snprintf(err, errlen, "policy.context = %d: expected 2..65536", c->context);
         return SPADE_POLICY_EINVAL;
     }
-    if (strcmp(c->tokenizer, "bytes") && strcmp(c->tokenizer, "bpe")) {
+    /* gguf is not a key's value: a pretrained model's loader sets it (policy.model) */
+    if (strcmp(c->tokenizer, "bytes") && strcmp(c->tokenizer, "bpe") && strcmp(c->tokenizer, "gguf")) {
         snprintf(err, errlen, "policy.tokenizer = '%.8s': expected bytes or bpe", c->tokenizer);
         return SPADE_POLICY_EINVAL;
     }
@@ -219,10 +220,12 @@ int spade_gpt_config_validate(const spade_gpt_config *c, char *err, size_t errle
             return SPADE_POLICY_EINVAL;
         }
     }
-    if (c->vocab && (c->vocab < SPADE_VOCAB || c->vocab > SPADE_TOK_MAX_VOCAB ||
+    /* a pretrained model's vocabulary (gguf) may be small or past spade's BPE cap */
+    int gg = !strcmp(c->tokenizer, "gguf");
+    if (c->vocab && (c->vocab < (gg ? 1 : SPADE_VOCAB) || c->vocab > (gg ? SPADE_POLICY_MAX_VOCAB : SPADE_TOK_MAX_VOCAB) ||
                      (c->vocab != SPADE_VOCAB && !strcmp(c->tokenizer, "bytes")))) {
         snprintf(err, errlen, "vocabulary %d with policy.tokenizer = %s: expected %s", c->vocab, c->tokenizer,
-                 strcmp(c->tokenizer, "bytes") ? "263..65536" : "263 (the byte tokenizer)");
+                 gg ? "1..262144" : strcmp(c->tokenizer, "bytes") ? "263..65536" : "263 (the byte tokenizer)");
         return SPADE_POLICY_EINVAL;
     }
     return 0;

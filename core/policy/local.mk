@@ -6,6 +6,9 @@ libspade_a_SOURCES += core/policy/backend.c core/policy/backend_cpu.c core/polic
 libspade_a_SOURCES += core/policy/decode.c
 # The GGUF tokenizer (byte-level BPE with the named pre-tokenizers) and ChatML.
 libspade_a_SOURCES += core/policy/bpe.c
+# A pretrained model's tokenizer as the "gguf" kind, and the GGUF model loader (pretrained.h).
+libspade_a_SOURCES += core/policy/tokenizer_gguf.c core/policy/gguf_load.c
+noinst_HEADERS += core/policy/pretrained.h
 noinst_HEADERS += core/policy/backend.h core/policy/policy.h core/policy/tokenizer.h \
 	core/policy/gpt_internal.h core/policy/tokenizer_internal.h core/policy/bpe.h core/policy/bpe_unicode.h
 

@@ -151,6 +151,7 @@ int spade_tokenizer_new_bytes(spade_tokenizer **out, char *err, size_t errlen) {
 
 void spade_tokenizer_free(spade_tokenizer *t) {
     if (!t) return;
+    gguf_tok_release(t->gg);
     free(t->merges);
     free(t->off);
     free(t->pieces);
@@ -162,6 +163,7 @@ void spade_tokenizer_free(spade_tokenizer *t) {
 }
 
 int spade_tokenizer_clone(spade_tokenizer **out, const spade_tokenizer *t, char *err, size_t errlen) {
+    if (t->gg) return gguf_tok_clone(out, t, err, errlen);
     spade_tokenizer *c = spade_tok_alloc(t->nmerges);
     if (!c) {
         *out = NULL;
@@ -175,15 +177,17 @@ int spade_tokenizer_clone(spade_tokenizer **out, const spade_tokenizer *t, char 
 }
 
 int spade_tokenizer_equal(const spade_tokenizer *a, const spade_tokenizer *b) {
+    if (a->gg || b->gg) return gguf_tok_equal(a, b);
     if (a->nmerges != b->nmerges) return 0;
     return !memcmp(a->merges, b->merges, (size_t)a->nmerges * sizeof *a->merges);
 }
 
-const char *spade_tokenizer_kind(const spade_tokenizer *t) { return t->nmerges ? "bpe" : "bytes"; }
-int spade_tokenizer_vocab(const spade_tokenizer *t) { return SPADE_TOK_COUNT + t->nmerges; }
+const char *spade_tokenizer_kind(const spade_tokenizer *t) { return t->gg ? "gguf" : t->nmerges ? "bpe" : "bytes"; }
+int spade_tokenizer_vocab(const spade_tokenizer *t) { return t->gg ? gguf_tok_vocab(t) : SPADE_TOK_COUNT + t->nmerges; }
 int spade_tokenizer_num_merges(const spade_tokenizer *t) { return t->nmerges; }
 
 const unsigned char *spade_tokenizer_piece(const spade_tokenizer *t, int id, size_t *len) {
+    if (t->gg) return gguf_tok_piece(t, id, len);
     if (id < 0 || id >= SPADE_TOK_COUNT + t->nmerges || (id >= 256 && id < SPADE_TOK_COUNT)) {
         if (len) *len = 0;
         return NULL;
@@ -397,6 +401,7 @@ static int cache_ready(spade_tokenizer *t) {
 
 size_t spade_tokenizer_encode(spade_tokenizer *t, const void *bytes, size_t n, int *out) {
     const unsigned char *s = bytes;
+    if (t->gg) return gguf_tok_encode(t, bytes, n, out);
     if (!t->nmerges) return spade_tok_encode(bytes, n, out);
     int use_cache = cache_ready(t);
     size_t k = 0;
@@ -409,6 +414,7 @@ size_t spade_tokenizer_encode(spade_tokenizer *t, const void *bytes, size_t n, i
 
 size_t spade_tokenizer_count(spade_tokenizer *t, const void *bytes, size_t n) {
     const unsigned char *s = bytes;
+    if (t->gg) return gguf_tok_encode(t, bytes, n, NULL);
     if (!t->nmerges) return n; /* bytes: one token each */
     int use_cache = cache_ready(t), chunk[MAXC];
     size_t k = 0;
@@ -420,6 +426,7 @@ size_t spade_tokenizer_count(spade_tokenizer *t, const void *bytes, size_t n) {
 }
 
 size_t spade_tokenizer_encode_ref(const spade_tokenizer *t, const void *bytes, size_t n, int *out) {
+    if (t->gg) return gguf_tok_encode(t, bytes, n, out);
     const unsigned char *s = bytes;
     size_t k = 0;
     for (size_t i = 0; i < n;) {
@@ -497,6 +504,7 @@ int spade_tok_decode(const int *toks, size_t n, int render_special, char *out, s
 
 int spade_tokenizer_decode(const spade_tokenizer *t, const int *toks, size_t n, int render_special,
                            char *out, size_t outcap, size_t *outlen) {
+    if (t->gg) return gguf_tok_decode(t, toks, n, render_special, out, outcap, outlen);
     return decode_v(t, SPADE_TOK_COUNT + t->nmerges, toks, n, render_special, out, outcap, outlen);
 }
 

@@ -47,7 +47,10 @@ enum {
 #define SPADE_VOCAB_PADDED 320      /* its Vp: V rounded up to a multiple of 64 (GEMM-friendly) */
 /* Vp for any V: the embedding/head rows a policy allocates. */
 #define SPADE_VOCAB_PAD(V) ((((V) + 63) / 64) * 64)
-#define SPADE_TOK_MAX_VOCAB 65536   /* ids stay below this (the encoding cache keeps them in 16 bits) */
+#define SPADE_TOK_MAX_VOCAB 65536   /* spade's own BPE: ids stay below this (its cache keeps 16 bits) */
+/* Any policy's vocabulary: a pretrained model's own tokenizer (the "gguf"
+ * kind) may be larger than spade's BPE (Qwen2.5: 151,936). */
+#define SPADE_POLICY_MAX_VOCAB 262144
 #define SPADE_BPE_MAX_CHUNK 64      /* bytes per pre-split chunk, hence per token */
 
 /* ---- the byte tokenizer as plain functions (no object needed) ---- */
@@ -79,7 +82,7 @@ int spade_tokenizer_clone(spade_tokenizer **out, const spade_tokenizer *t, char 
 /* 1 when a and b map every byte string to the same tokens (same merges). */
 int spade_tokenizer_equal(const spade_tokenizer *a, const spade_tokenizer *b);
 
-/* "bytes" (no merges) or "bpe". */
+/* "bytes" (no merges), "bpe", or "gguf" (a pretrained model's own BPE, below). */
 const char *spade_tokenizer_kind(const spade_tokenizer *t);
 /* V: 263 + the number of merges. */
 int spade_tokenizer_vocab(const spade_tokenizer *t);
@@ -109,6 +112,28 @@ int spade_tokenizer_decode(const spade_tokenizer *t, const int *toks, size_t n, 
 void spade_tokenizer_cache_stats(const spade_tokenizer *t, size_t *hits, size_t *misses);
 /* 0 turns the cache off (every chunk is merged afresh), 1 on (the default). */
 void spade_tokenizer_set_cache(spade_tokenizer *t, int on);
+
+/* ---- a pretrained model's tokenizer (the "gguf" kind, tokenizer_gguf.c) ----
+ * Its ids are the model's: no byte tokens at 0..255 and no spade specials at
+ * 256..262 (map those with spade_tokenizer_special). Encoding adds no BOS/EOS
+ * and never makes a control token from text; decoding a control token gives
+ * nothing, or its name with render_special. num_merges is 0; the encoding
+ * cache does not apply. Its serialised form (inside checkpoints) references
+ * the model (NAME or absolute path) with a hash of its tokenizer, and parsing
+ * reopens that file: the checkpoint needs the model file to load. */
+struct spade_gguf;
+struct spade_bpe;
+/* The tokenizer of an open GGUF file; spec (a known model name or an absolute
+ * path) is what a checkpoint will reference. Errors name spec and the key. */
+int spade_tokenizer_from_gguf(spade_tokenizer **out, const struct spade_gguf *g, const char *spec, char *err,
+                              size_t errlen);
+/* The BPE behind a "gguf" tokenizer (for ChatML, BOS/EOS, end-of-generation), else NULL. */
+const struct spade_bpe *spade_tokenizer_bpe(const spade_tokenizer *t);
+/* The id that stands for spade's special token tok (SPADE_TOK_END, ...) in
+ * t's vocabulary, or -1 when t has none: itself for bytes and bpe; for gguf,
+ * SPADE_TOK_END is the model's EOS and the role tokens have no counterpart
+ * (the chat template renders roles instead). */
+int spade_tokenizer_special(const spade_tokenizer *t, int tok);
 
 /* ---- training ---- */
 

@@ -68,6 +68,7 @@ static void sb_printf(sbuf *s, const char *fmt, ...) {
 
 int spade_tokenizer_serialize(const spade_tokenizer *t, char **buf, size_t *len, char *err,
                               size_t errlen) {
+    if (t->gg) return gguf_tok_serialize(t, buf, len, err, errlen);
     sbuf s = {0};
     sb_printf(&s, "%s %d\nsplit %s\nmerges %d\n", FILE_MAGIC, FILE_VERSION, SPLIT_NAME, t->nmerges);
     for (int i = 0; i < t->nmerges; i++) {
@@ -118,6 +119,7 @@ static int parse_merge_line(const char *line, int *a, int *b) {
 int spade_tokenizer_parse(spade_tokenizer **out, const char *buf, size_t len, const char *name,
                           char *err, size_t errlen) {
     *out = NULL;
+    if (gguf_tok_is_serialized(buf, len)) return gguf_tok_parse(out, buf, len, name, err, errlen);
     char line[1024], why[200];
     size_t pos = 0;
     int lineno = 0, nm = -1, got = 0;

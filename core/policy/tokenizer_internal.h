@@ -45,6 +45,7 @@ struct spade_tokenizer {
     int cache_on;
     chunk_cache *cache;       /* allocated on first use */
     size_t hits, misses;
+    struct spade_gguf_tok *gg; /* non-NULL: the "gguf" kind (tokenizer_gguf.c); the rest is unused */
 };
 
 static inline uint64_t pair_key(int a, int b) { return ((uint64_t)(uint32_t)a << 32) | (uint32_t)b; }
@@ -64,5 +65,19 @@ spade_tokenizer *spade_tok_alloc(int cap);
 int spade_tok_add_merge(spade_tokenizer *t, int a, int b, char *why, size_t whylen);
 /* End of the pre-split chunk of s[0..n) that starts at i. */
 size_t spade_tok_chunk_end(const unsigned char *s, size_t n, size_t i);
+
+/* The "gguf" kind (tokenizer_gguf.c), called by tokenizer.c / tokenizer_file.c when t->gg is set. */
+struct spade_gguf_tok;
+void gguf_tok_release(struct spade_gguf_tok *gg);
+int gguf_tok_clone(spade_tokenizer **out, const spade_tokenizer *t, char *err, size_t errlen);
+int gguf_tok_equal(const spade_tokenizer *a, const spade_tokenizer *b);
+int gguf_tok_vocab(const spade_tokenizer *t);
+const unsigned char *gguf_tok_piece(const spade_tokenizer *t, int id, size_t *len);
+size_t gguf_tok_encode(const spade_tokenizer *t, const void *bytes, size_t n, int *out);
+int gguf_tok_decode(const spade_tokenizer *t, const int *toks, size_t n, int render_special, char *out,
+                    size_t outcap, size_t *outlen);
+int gguf_tok_serialize(const spade_tokenizer *t, char **buf, size_t *len, char *err, size_t errlen);
+int gguf_tok_is_serialized(const char *buf, size_t len);
+int gguf_tok_parse(spade_tokenizer **out, const char *buf, size_t len, const char *name, char *err, size_t errlen);
 
 #endif /* SPADE_TOKENIZER_INTERNAL_H */
