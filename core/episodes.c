@@ -11,6 +11,8 @@
  * blamed with that failure, and the worker is revived again. Environments are
  * deterministic in seed and actions (spade check tests it), so a replay
  * rebuilds the state exactly and the agent is never asked twice.
+ * Its files: this one (the queue, outcomes, the run and the list form),
+ * episodes_recovery.c, episodes_phases.c; what they share is episodes_internal.h.
  * What it is not: an agent (core/agents.c, agent/), a scheduler of model
  * batches, or a place that prints (callers get events and outcomes).
  */
@@ -19,115 +21,8 @@
 #include <string.h>
 
 #include "episodes.h"
+#include "episodes_internal.h"
 #include "errbuf.h"
-
-typedef struct strbuf {
-    char *p;
-    size_t len, cap;
-} strbuf;
-
-static int sb_set(strbuf *b, const char *s, size_t n)
-{
-    if (n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 64;
-        while (cap < n + 1)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p)
-            return -1;
-        b->p = p;
-        b->cap = cap;
-    }
-    if (n)
-        memcpy(b->p, s, n);
-    b->p[n] = 0;
-    b->len = n;
-    return 0;
-}
-
-enum { PH_FREE = 0, PH_RESET, PH_HINT, PH_READY };
-
-typedef struct live {
-    int phase;
-    long episode;
-    int spec, slot;
-    uint64_t seed;
-    int repeat;
-    int hint_req;
-    int steps;
-    double ret, reward;
-    int begun;
-    void *state;
-    strbuf obs, hint, solve;
-    int has_hint, has_solve;
-    unsigned wants; /* SPADE_AGENT_WANTS_* for this episode */
-    /* every action played, for replays (the last is the one in flight during
-     * a step): hbuf holds them end to end, hoff[k] where action k ends */
-    char *hbuf;
-    size_t hlen, hcap;
-    size_t *hoff;
-    int hist_n, hoff_cap;
-    int unreplayable; /* the history outgrew SPADE_EP_REPLAY_MAX */
-    const char *cur;  /* this step's action (the agent's bytes, valid until its next act) */
-    size_t cur_len;
-    /* scratch of one round */
-    int flag;
-} live;
-
-/* A vector env and the specs that play on it: one of its own per spec, or
- * one of the caller's (opts.places) shared by the specs placed on it. */
-typedef struct grprt {
-    int loaded, broken, borrowed;
-    spade_failure fail;
-    spade_vecenv *v;
-} grprt;
-
-typedef struct envrt {
-    int loaded;
-    int group; /* index into run.grp */
-    int off;   /* slot k of this spec is env off + k of the group's vector */
-    const spade_env_info *info;
-    int nslots;
-    int *slot_of; /* [nslots] live index or -1 */
-    int nfree;
-} envrt;
-
-typedef struct run {
-    spade_sandbox *sb;
-    const spade_ep_spec *specs;
-    int n_specs;
-    envrt *env;
-    grprt *grp;
-    int n_grp;
-    spade_agent *agent;
-    spade_episodes_opts o;
-    live *L;
-    int max_live;
-    int *order; /* live indices in episode order */
-    int n_order;
-    long taken;  /* requests taken so far */
-    int have_req; /* req holds a request taken but not placed (its spec was full) */
-    spade_ep_request req;
-    long req_ep;
-    int queue_done;
-    int halt; /* a timeout stopped the run (opts.stop_on_timeout) */
-    /* outcomes held until the ones before them are delivered */
-    spade_ep_outcome **held;
-    long held_cap, delivered;
-    /* scratch */
-    spade_ep_view *views;
-    spade_ep_act *acts;
-    int *ids;
-    uint64_t *seeds;
-    const char **act_p;
-    size_t *act_l;
-    int *who, *who2;
-    spade_step_result *res;
-    int *sent, *start;   /* [n_specs], [n_specs + 1] */
-    spade_failure *gs;   /* [n_specs] */
-    char *err;
-    size_t errlen;
-} run;
 
 const char *spade_ep_op_name(spade_ep_op op)
 {
@@ -191,7 +86,7 @@ size_t spade_ep_obs_len_without_hint(const spade_ep_view *v)
     return n;
 }
 
-static int oom(run *R)
+int spade_eps_oom(run *R)
 {
     spade_errf(R->err, R->errlen, "episodes: out of memory");
     return -1;
@@ -224,21 +119,21 @@ static int hold(run *R, const spade_ep_outcome *o)
             cap *= 2;
         spade_ep_outcome **p = realloc(R->held, (size_t)cap * sizeof *p);
         if (!p)
-            return oom(R);
+            return spade_eps_oom(R);
         memset(p + R->held_cap, 0, (size_t)(cap - R->held_cap) * sizeof *p);
         R->held = p;
         R->held_cap = cap;
     }
     spade_ep_outcome *c = malloc(sizeof *c);
     if (!c)
-        return oom(R);
+        return spade_eps_oom(R);
     *c = *o;
     R->held[at] = c;
     deliver_ready(R);
     return 0;
 }
 
-static void view_of(run *R, live *e, spade_ep_view *v)
+void spade_eps_view_of(run *R, live *e, spade_ep_view *v)
 {
     memset(v, 0, sizeof *v);
     v->episode = e->episode;
@@ -264,7 +159,7 @@ static void view_of(run *R, live *e, spade_ep_view *v)
 
 /* Ends live episode li: its outcome is held for delivery, the agent told, the
  * slot freed. */
-static int finish(run *R, int li, spade_ep_end end, const spade_failure *g, int op, const char *stop)
+int spade_eps_finish(run *R, int li, spade_ep_end end, const spade_failure *g, int op, const char *stop)
 {
     live *e = &R->L[li];
     spade_ep_outcome o;
@@ -292,7 +187,7 @@ static int finish(run *R, int li, spade_ep_end end, const spade_failure *g, int 
     }
     if (e->begun && R->agent->end) {
         spade_ep_view v;
-        view_of(R, e, &v);
+        spade_eps_view_of(R, e, &v);
         R->agent->end(R->agent->ctx, &v, e->state, &o);
     }
     e->begun = 0;
@@ -317,7 +212,7 @@ static int finish(run *R, int li, spade_ep_end end, const spade_failure *g, int 
 }
 
 /* A request that never got a slot (its spec does not load). */
-static int fail_unplaced(run *R, long ep, const spade_ep_request *q, const spade_failure *g)
+int spade_eps_fail_unplaced(run *R, long ep, const spade_ep_request *q, const spade_failure *g)
 {
     spade_ep_outcome o;
     memset(&o, 0, sizeof o);
@@ -331,7 +226,7 @@ static int fail_unplaced(run *R, long ep, const spade_ep_request *q, const spade
     return hold(R, &o);
 }
 
-static void emit(run *R, spade_ep_event_kind kind, const live *e, int step, const char *text, size_t len,
+void spade_eps_emit(run *R, spade_ep_event_kind kind, const live *e, int step, const char *text, size_t len,
                  double reward)
 {
     if (!R->o.on_event)
@@ -342,11 +237,11 @@ static void emit(run *R, spade_ep_event_kind kind, const live *e, int step, cons
 
 /* ---- applying results ------------------------------------------------------ */
 
-static int after_reset(run *R, int li, const spade_step_result *r)
+int spade_eps_after_reset(run *R, int li, const spade_step_result *r)
 {
     live *e = &R->L[li];
     if (sb_set(&e->obs, r->obs, r->obs_len) < 0)
-        return oom(R);
+        return spade_eps_oom(R);
     e->steps = 0;
     e->ret = 0;
     e->reward = 0;
@@ -357,578 +252,21 @@ static int after_reset(run *R, int li, const spade_step_result *r)
     return 0;
 }
 
-static int after_step(run *R, int li, const spade_step_result *r)
+int spade_eps_after_step(run *R, int li, const spade_step_result *r)
 {
     live *e = &R->L[li];
     if (sb_set(&e->obs, r->obs, r->obs_len) < 0)
-        return oom(R);
+        return spade_eps_oom(R);
     e->steps++;
     e->reward = r->reward;
     e->ret = r->episode_return;
-    emit(R, SPADE_EV_OBS, e, e->steps, e->obs.p, e->obs.len, r->reward);
+    spade_eps_emit(R, SPADE_EV_OBS, e, e->steps, e->obs.p, e->obs.len, r->reward);
     if (r->terminated)
-        return finish(R, li, SPADE_EP_TERMINATED, NULL, SPADE_EP_OP_NONE, NULL);
+        return spade_eps_finish(R, li, SPADE_EP_TERMINATED, NULL, SPADE_EP_OP_NONE, NULL);
     if (r->truncated)
-        return finish(R, li, SPADE_EP_TRUNCATED, NULL, SPADE_EP_OP_NONE, NULL);
+        return spade_eps_finish(R, li, SPADE_EP_TRUNCATED, NULL, SPADE_EP_OP_NONE, NULL);
     return 0;
 }
-
-/* ---- recovery ------------------------------------------------------------------ */
-
-/* Plays episode li again alone: reset, then every recorded action. *r gets
- * the last result; *op the call that failed. */
-static int replay(run *R, int li, spade_step_result *r, spade_failure *g, int *op)
-{
-    live *e = &R->L[li];
-    spade_vecenv *v = R->grp[R->env[e->spec].group].v;
-    *op = SPADE_EP_OP_RESET;
-    if (spade_vecenv_reset_some(v, 1, &e->slot, &e->seed, r, g) < 0)
-        return -1;
-    *op = SPADE_EP_OP_STEP;
-    for (int k = 0; k < e->hist_n; k++) {
-        size_t at = k ? e->hoff[k - 1] : 0;
-        const char *a = e->hbuf ? e->hbuf + at : "";
-        size_t n = e->hoff[k] - at;
-        if (spade_vecenv_step_some(v, 1, &e->slot, &a, &n, r, g) < 0)
-            return -1;
-    }
-    return 0;
-}
-
-static int revive(run *R, int grp, spade_failure *g)
-{
-    grprt *E = &R->grp[grp];
-    if (spade_vecenv_revive(E->v, g) == 0)
-        return 0;
-    E->broken = 1;
-    E->fail = *g;
-    return -1;
-}
-
-static int group_of(const run *R, const live *e)
-{
-    return R->env[e->spec].group;
-}
-
-/* The failure g ended op on group grp's vector; flag of the live episodes
- * marks the ones that took part and whose result is unknown. */
-static int recover(run *R, int grp, int op, const spade_failure *g)
-{
-    grprt *E = &R->grp[grp];
-    if (g->outcome == SPADE_OUT_BAD_CALL) {
-        spade_errf(R->err, R->errlen, "episodes: internal error: %s", g->message);
-        return -1;
-    }
-    /* affected: the suspects (flag 1) and the others of dead workers (flag 2) */
-    int n_sus = 0;
-    for (int k = 0; k < R->n_order; k++) {
-        live *e = &R->L[R->order[k]];
-        if (group_of(R, e) != grp || e->phase == PH_FREE || e->slot < 0)
-            continue;
-        if (e->flag == 1)
-            n_sus++;
-        else if (e->phase != PH_RESET && spade_vecenv_env_lost(E->v, e->slot))
-            e->flag = 2;
-    }
-    int blame = -1;
-    if (n_sus == 1)
-        for (int k = 0; k < R->n_order; k++)
-            if (R->L[R->order[k]].flag == 1 && group_of(R, &R->L[R->order[k]]) == grp)
-                blame = R->order[k];
-    if (blame >= 0) {
-        R->L[blame].flag = 0;
-        if (finish(R, blame, SPADE_EP_FAILED, g, op, NULL) < 0)
-            return -1;
-        if (g->outcome == SPADE_OUT_TIMEOUT && R->o.stop_on_timeout)
-            R->halt = 1;
-    }
-    if (R->halt)
-        return 0; /* the rest end as stopped: no replay, no revive */
-    spade_failure h;
-    int rv = revive(R, grp, &h);
-    /* one at a time, in episode order; a replay that fails kills its worker
-     * again, so the episodes restored there are flagged to be restored again */
-    for (;;) {
-        int li = -1;
-        for (int k = 0; k < R->n_order && li < 0; k++)
-            if (R->L[R->order[k]].flag && group_of(R, &R->L[R->order[k]]) == grp)
-                li = R->order[k];
-        if (li < 0)
-            break;
-        live *e = &R->L[li];
-        int suspect = e->flag == 1;
-        e->flag = 0;
-        if (rv < 0) {
-            if (finish(R, li, SPADE_EP_FAILED, &h, SPADE_EP_OP_LOAD, NULL) < 0)
-                return -1;
-            continue;
-        }
-        if (e->phase == PH_RESET && !suspect)
-            continue; /* nothing to rebuild */
-        if (e->unreplayable) {
-            spade_failure x = *g;
-            size_t k = strlen(x.message);
-            snprintf(x.message + k, sizeof x.message - k, " (this episode's worker; too long to replay)");
-            if (finish(R, li, SPADE_EP_FAILED, &x, op, NULL) < 0)
-                return -1;
-            continue;
-        }
-        spade_step_result r;
-        int rop;
-        if (replay(R, li, &r, &h, &rop) < 0) {
-            if (finish(R, li, SPADE_EP_FAILED, &h, rop, NULL) < 0)
-                return -1;
-            if (h.outcome == SPADE_OUT_TIMEOUT && R->o.stop_on_timeout) {
-                R->halt = 1;
-                return 0;
-            }
-            for (int k = 0; k < R->n_order; k++) {
-                live *x = &R->L[R->order[k]];
-                if (group_of(R, x) == grp && !x->flag && x->phase != PH_RESET && spade_vecenv_env_lost(E->v, x->slot))
-                    x->flag = 2;
-            }
-            rv = revive(R, grp, &h);
-            continue;
-        }
-        if (!suspect)
-            continue;
-        int rc = op == SPADE_EP_OP_RESET ? after_reset(R, li, &r) : op == SPADE_EP_OP_STEP ? after_step(R, li, &r) : 0;
-        if (rc < 0)
-            return -1;
-    }
-    return 0;
-}
-
-static void clear_flags(run *R)
-{
-    for (int i = 0; i < R->max_live; i++)
-        R->L[i].flag = 0;
-}
-
-/* ---- phases -------------------------------------------------------------------- */
-
-static int load_spec(run *R, int s)
-{
-    envrt *E = &R->env[s];
-    if (E->loaded)
-        return 0;
-    E->loaded = 1;
-    const spade_ep_spec *sp = &R->specs[s];
-    const spade_ep_place *pl = R->o.places && R->o.places[s].vec ? &R->o.places[s] : NULL;
-    grprt *G = &R->grp[E->group];
-    long want = sp->expected > 0 && sp->expected < R->max_live ? sp->expected : R->max_live;
-    if (pl)
-        want = pl->count;
-    E->nslots = (int)want;
-    E->slot_of = malloc((size_t)E->nslots * sizeof *E->slot_of);
-    if (!E->slot_of)
-        return oom(R);
-    for (int i = 0; i < E->nslots; i++)
-        E->slot_of[i] = -1;
-    E->nfree = E->nslots;
-    if (!G->loaded) {
-        G->loaded = 1;
-        if (pl) {
-            G->v = pl->vec;
-            G->borrowed = 1;
-            /* it may come failed from an earlier run or call (sticky: every
-             * call would return that failure without sending anything) */
-            if (spade_vecenv_revive(G->v, &G->fail) < 0)
-                G->broken = 1;
-        } else if (spade_vecenv_new_poisoned(R->sb, sp->filename, sp->source, sp->len, sp->params, E->nslots,
-                                             R->o.workers, SPADE_AUTORESET_DISABLED, R->o.poison, &G->v,
-                                             &G->fail) < 0) {
-            G->broken = 1;
-            G->v = NULL;
-        }
-    }
-    if (G->v)
-        E->info = spade_vecenv_info(G->v);
-    return 0;
-}
-
-/* Takes requests while there is room; a request whose spec is full waits. */
-static int fill(run *R, spade_ep_next_fn next, void *next_ctx)
-{
-    while (R->n_order < R->max_live && !R->halt) {
-        if (!R->have_req) {
-            if (R->queue_done || !next(next_ctx, &R->req)) {
-                R->queue_done = 1;
-                return 0;
-            }
-            if (R->req.spec < 0 || R->req.spec >= R->n_specs) {
-                spade_errf(R->err, R->errlen, "episodes: request %ld names spec %d (there are %d)", R->taken,
-                           R->req.spec, R->n_specs);
-                return -1;
-            }
-            R->req_ep = R->taken++;
-            R->have_req = 1;
-        }
-        int s = R->req.spec;
-        if (load_spec(R, s) < 0)
-            return -1;
-        envrt *E = &R->env[s];
-        if (R->grp[E->group].broken) {
-            R->have_req = 0;
-            if (fail_unplaced(R, R->req_ep, &R->req, &R->grp[E->group].fail) < 0)
-                return -1;
-            continue;
-        }
-        if (E->nfree == 0)
-            return 0; /* waits for an episode of its spec to end */
-        int li = 0;
-        while (R->L[li].phase != PH_FREE)
-            li++;
-        int slot = 0;
-        while (E->slot_of[slot] >= 0)
-            slot++;
-        live *e = &R->L[li];
-        e->phase = PH_RESET;
-        e->episode = R->req_ep;
-        e->spec = s;
-        e->slot = E->off + slot;
-        e->seed = R->req.seed;
-        e->repeat = R->req.repeat;
-        e->hint_req = R->req.hint != 0;
-        e->steps = 0;
-        e->ret = e->reward = 0;
-        e->has_hint = e->has_solve = 0;
-        e->wants = R->o.wants && e->episode < R->o.n_wants ? R->o.wants[e->episode] : R->agent->wants;
-        e->hist_n = 0;
-    e->hlen = 0;
-    e->unreplayable = 0;
-        e->flag = 0;
-        E->slot_of[slot] = li;
-        E->nfree--;
-        R->order[R->n_order++] = li;
-        R->have_req = 0;
-    }
-    return 0;
-}
-
-static int do_resets(run *R)
-{
-    for (int s = 0; s < R->n_grp && !R->halt; s++) {
-        grprt *E = &R->grp[s];
-        if (!E->v)
-            continue;
-        int n = 0;
-        for (int k = 0; k < R->n_order; k++) {
-            live *e = &R->L[R->order[k]];
-            if (group_of(R, e) == s && e->phase == PH_RESET) {
-                R->who[n] = R->order[k];
-                R->ids[n] = e->slot;
-                R->seeds[n] = e->seed;
-                n++;
-            }
-        }
-        if (!n)
-            continue;
-        spade_failure g;
-        if (spade_vecenv_reset_some(E->v, n, R->ids, R->seeds, R->res, &g) == 0) {
-            for (int j = 0; j < n; j++)
-                if (after_reset(R, R->who[j], &R->res[j]) < 0)
-                    return -1;
-            continue;
-        }
-        /* the results of live workers are good; the rest are suspects */
-        clear_flags(R);
-        int *who = R->who2;
-        memcpy(who, R->who, (size_t)n * sizeof *who);
-        for (int j = 0; j < n; j++) {
-            if (g.outcome != SPADE_OUT_BAD_CALL && !spade_vecenv_env_lost(E->v, R->ids[j])) {
-                if (after_reset(R, who[j], &R->res[j]) < 0)
-                    return -1;
-            } else {
-                R->L[who[j]].flag = 1;
-            }
-        }
-        if (recover(R, s, SPADE_EP_OP_RESET, &g) < 0)
-            return -1;
-    }
-    return 0;
-}
-
-/* A one-instance text call (hint or solve) of live episode li into buf. */
-static int text_of(run *R, int li, int solve, strbuf *buf, int *ok)
-{
-    live *e = &R->L[li];
-    grprt *E = &R->grp[group_of(R, e)];
-    const char *t;
-    size_t n;
-    spade_failure g;
-    *ok = 0;
-    int rc = solve ? spade_vecenv_solve(E->v, e->slot, &t, &n, &g) : spade_vecenv_hint(E->v, e->slot, &t, &n, &g);
-    if (rc == 0) {
-        if (sb_set(buf, t, n) < 0)
-            return oom(R);
-        *ok = 1;
-        return 0;
-    }
-    clear_flags(R);
-    e->flag = 1;
-    return recover(R, group_of(R, e), solve ? SPADE_EP_OP_SOLVE : SPADE_EP_OP_HINT, &g);
-}
-
-/* The hints of the episodes starting that need one (solve 0), or SOLVE's
- * actions for the ready episodes whose agent wants them (solve 1): one batch
- * per worker instead of a round trip each. After a failure the episodes of
- * the dead worker are rebuilt (recover) and the one-at-a-time calls of
- * do_begins and do_solves fetch what is missing, so the episode whose text
- * kills its worker is the one blamed, as before. */
-static int prefetch(run *R, int solve)
-{
-    for (int s = 0; s < R->n_grp && !R->halt; s++) {
-        grprt *G = &R->grp[s];
-        if (!G->v)
-            continue;
-        int n = 0;
-        for (int k = 0; k < R->n_order; k++) {
-            int li = R->order[k];
-            live *e = &R->L[li];
-            if (group_of(R, e) != s)
-                continue;
-            int need = solve ? e->phase == PH_READY && !e->has_solve && (e->wants & SPADE_AGENT_WANTS_SOLVE) &&
-                                   R->env[e->spec].info->has_solve
-                             : e->phase == PH_HINT && !e->has_hint && !(R->o.hints && R->o.hints[e->spec]) &&
-                                   ((e->wants & SPADE_AGENT_WANTS_HINT) || e->hint_req);
-            if (!need)
-                continue;
-            R->who[n] = li;
-            R->ids[n] = e->slot;
-            n++;
-        }
-        if (n < 2)
-            continue; /* one: the one-at-a-time call costs the same */
-        spade_failure g;
-        if (spade_vecenv_text_some(G->v, n, R->ids, solve, R->res, &g) == 0) {
-            for (int j = 0; j < n; j++) {
-                live *e = &R->L[R->who[j]];
-                if (sb_set(solve ? &e->solve : &e->hint, R->res[j].obs, R->res[j].obs_len) < 0)
-                    return oom(R);
-                if (solve)
-                    e->has_solve = 1;
-                else
-                    e->has_hint = 1;
-            }
-            continue;
-        }
-        clear_flags(R);
-        for (int j = 0; j < n; j++)
-            if (g.outcome == SPADE_OUT_BAD_CALL || spade_vecenv_env_lost(G->v, R->ids[j]))
-                R->L[R->who[j]].flag = 1;
-        if (recover(R, s, solve ? SPADE_EP_OP_SOLVE : SPADE_EP_OP_HINT, &g) < 0)
-            return -1;
-    }
-    return 0;
-}
-
-/* New episodes: the hint when wanted, appended for a hint episode; then the
- * agent's begin. */
-static int do_begins(run *R)
-{
-    for (int k = 0; k < R->n_order && !R->halt; k++) {
-        int li = R->order[k];
-        live *e = &R->L[li];
-        if (e->phase != PH_HINT)
-            continue;
-        if ((e->wants & SPADE_AGENT_WANTS_HINT) || e->hint_req) {
-            const char *given = R->o.hints ? R->o.hints[e->spec] : NULL;
-            if (given) { /* the run's hint for this spec, not the environment's */
-                size_t n = R->o.hint_lens ? R->o.hint_lens[e->spec] : strlen(given);
-                if (sb_set(&e->hint, given, n) < 0)
-                    return oom(R);
-            } else {
-                int ok = 1;
-                if (!e->has_hint && text_of(R, li, 0, &e->hint, &ok) < 0)
-                    return -1;
-                if (!ok) {
-                    k = -1; /* the order changed: start over (begun ones are skipped) */
-                    continue;
-                }
-            }
-            e->has_hint = 1;
-            if (e->hint_req) {
-                size_t need = spade_ep_with_hint(e->obs.p, e->obs.len, e->hint.p, e->hint.len, NULL, 0);
-                char *buf = malloc(need + 1);
-                if (!buf)
-                    return oom(R);
-                spade_ep_with_hint(e->obs.p, e->obs.len, e->hint.p, e->hint.len, buf, need + 1);
-                int rc = sb_set(&e->obs, buf, need);
-                free(buf);
-                if (rc < 0)
-                    return oom(R);
-            }
-        }
-        e->phase = PH_READY;
-        emit(R, SPADE_EV_OBS, e, 0, e->obs.p, e->obs.len, 0);
-        if (R->agent->begin) {
-            spade_ep_view v;
-            view_of(R, e, &v);
-            if (R->agent->begin(R->agent->ctx, &v, &e->state, R->err, R->errlen) < 0)
-                return -1;
-        }
-        e->begun = 1;
-    }
-    return 0;
-}
-
-static int do_solves(run *R)
-{
-    for (int k = 0; k < R->n_order && !R->halt; k++) {
-        int li = R->order[k];
-        live *e = &R->L[li];
-        if (e->phase != PH_READY || e->has_solve || !(e->wants & SPADE_AGENT_WANTS_SOLVE) ||
-            !R->env[e->spec].info->has_solve)
-            continue;
-        int ok;
-        if (text_of(R, li, 1, &e->solve, &ok) < 0)
-            return -1;
-        if (!ok) {
-            k = -1;
-            continue;
-        }
-        e->has_solve = 1;
-    }
-    return 0;
-}
-
-static int push_action(run *R, live *e, const char *a, size_t n)
-{
-    e->cur = a;
-    e->cur_len = n;
-    if (e->unreplayable)
-        return 0;
-    if (e->hlen + n + (size_t)(e->hist_n + 1) * sizeof *e->hoff > SPADE_EP_REPLAY_MAX) {
-        e->unreplayable = 1; /* a failure now costs this episode too */
-        return 0;
-    }
-    if (e->hist_n == e->hoff_cap) {
-        int cap = e->hoff_cap ? 2 * e->hoff_cap : 16;
-        size_t *p = realloc(e->hoff, (size_t)cap * sizeof *p);
-        if (!p)
-            return oom(R);
-        e->hoff = p;
-        e->hoff_cap = cap;
-    }
-    if (e->hlen + n > e->hcap) {
-        size_t cap = e->hcap ? e->hcap : 256;
-        while (cap < e->hlen + n)
-            cap *= 2;
-        char *p = realloc(e->hbuf, cap);
-        if (!p)
-            return oom(R);
-        e->hbuf = p;
-        e->hcap = cap;
-    }
-    if (n)
-        memcpy(e->hbuf + e->hlen, a, n);
-    e->hlen += n;
-    e->hoff[e->hist_n++] = e->hlen;
-    return 0;
-}
-
-/* The agent answers for every ready episode; returns 1 when it has no more
- * actions. Stops end their episodes; the rest get their action recorded. */
-static int do_act(run *R)
-{
-    int n = 0;
-    for (int k = 0; k < R->n_order; k++) {
-        int li = R->order[k];
-        if (R->L[li].phase != PH_READY)
-            continue;
-        view_of(R, &R->L[li], &R->views[n]);
-        memset(&R->acts[n], 0, sizeof R->acts[n]);
-        R->who[n++] = li;
-    }
-    if (!n)
-        return 0;
-    int rc = R->agent->act(R->agent->ctx, n, R->views, R->acts, R->err, R->errlen);
-    if (rc != 0)
-        return rc < 0 ? -1 : 1;
-    int *who = R->who2;
-    memcpy(who, R->who, (size_t)n * sizeof *who);
-    for (int j = 0; j < n; j++) {
-        live *e = &R->L[who[j]];
-        const spade_ep_act *a = &R->acts[j];
-        e->has_solve = 0;
-        if (a->stop) {
-            if (finish(R, who[j], SPADE_EP_AGENT_STOP, NULL, SPADE_EP_OP_NONE, a->stop) < 0)
-                return -1;
-            continue;
-        }
-        if (a->len > SPADE_ACTION_MAX) {
-            if (finish(R, who[j], SPADE_EP_AGENT_STOP, NULL, SPADE_EP_OP_NONE, "action_too_long") < 0)
-                return -1;
-            continue;
-        }
-        if (push_action(R, e, a->text && a->len ? a->text : "", a->text ? a->len : 0) < 0)
-            return -1;
-        emit(R, SPADE_EV_ACTION, e, e->steps + 1, e->cur, e->cur_len, 0);
-        e->flag = 3; /* steps this round */
-    }
-    return 0;
-}
-
-static int do_steps(run *R)
-{
-    /* send every spec's batch, then wait for each: the specs' workers step
-     * in parallel */
-    int *sent = R->sent, *start = R->start;
-    spade_failure *gs = R->gs;
-    int n = 0;
-    for (int s = 0; s < R->n_grp; s++) {
-        grprt *E = &R->grp[s];
-        start[s] = n;
-        sent[s] = 0;
-        if (!E->v)
-            continue;
-        int first = n;
-        for (int k = 0; k < R->n_order; k++) {
-            int li = R->order[k];
-            live *e = &R->L[li];
-            if (group_of(R, e) != s || e->flag != 3)
-                continue;
-            R->who[n] = li;
-            R->ids[n] = e->slot;
-            R->act_p[n] = e->cur;
-            R->act_l[n] = e->cur_len;
-            n++;
-        }
-        if (n == first)
-            continue;
-        sent[s] = spade_vecenv_step_some_async(E->v, n - first, R->ids + first, R->act_p + first, R->act_l + first,
-                                               &gs[s]) == 0
-                      ? 1
-                      : -1;
-    }
-    start[R->n_grp] = n;
-    for (int s = 0; s < R->n_grp; s++) {
-        if (!sent[s])
-            continue;
-        grprt *E = &R->grp[s];
-        int first = start[s], cnt = start[s + 1] - first;
-        int rc = sent[s] > 0 ? spade_vecenv_step_wait(E->v, R->res + first, &gs[s]) : -1;
-        /* a failed send leaves no result known; a failed wait, those of the
-         * workers that lived. The rest are the suspects (flag 1). */
-        for (int j = 0; j < cnt; j++) {
-            int li = R->who[first + j];
-            live *e = &R->L[li];
-            if (rc == 0 ||
-                (sent[s] > 0 && gs[s].outcome != SPADE_OUT_BAD_CALL && !spade_vecenv_env_lost(E->v, e->slot))) {
-                e->flag = 0;
-                if (after_step(R, li, &R->res[first + j]) < 0)
-                    return -1;
-            } else {
-                e->flag = 1;
-            }
-        }
-        if (rc != 0 && recover(R, s, SPADE_EP_OP_STEP, &gs[s]) < 0)
-            return -1;
-    }
-    return 0;
-}
-
 static void free_run(run *R)
 {
     for (int i = 0; R->L && i < R->max_live; i++) {
@@ -1017,7 +355,7 @@ int spade_episodes_run(spade_sandbox *sb, const spade_ep_spec *specs, int n_spec
     int rc = -1;
     if (!R.env || !R.grp || !R.L || !R.order || !R.views || !R.acts || !R.ids || !R.seeds || !R.act_p || !R.act_l ||
         !R.who || !R.who2 || !R.res || !R.sent || !R.start || !R.gs) {
-        oom(&R);
+        spade_eps_oom(&R);
         goto out;
     }
     for (int i = 0; i < R.max_live; i++)
@@ -1046,8 +384,8 @@ int spade_episodes_run(spade_sandbox *sb, const spade_ep_spec *specs, int n_spec
             rc = SPADE_EPISODES_STOPPED;
             break;
         }
-        if (fill(&R, next, next_ctx) < 0 || do_resets(&R) < 0 || prefetch(&R, 0) < 0 || do_begins(&R) < 0 ||
-            prefetch(&R, 1) < 0 || do_solves(&R) < 0)
+        if (spade_eps_fill(&R, next, next_ctx) < 0 || spade_eps_do_resets(&R) < 0 || spade_eps_prefetch(&R, 0) < 0 || spade_eps_do_begins(&R) < 0 ||
+            spade_eps_prefetch(&R, 1) < 0 || spade_eps_do_solves(&R) < 0)
             goto out;
         if (R.n_order == 0 && R.queue_done && !R.have_req) {
             rc = SPADE_EPISODES_DONE;
@@ -1057,19 +395,19 @@ int spade_episodes_run(spade_sandbox *sb, const spade_ep_spec *specs, int n_spec
             rc = SPADE_EPISODES_STOPPED;
             break;
         }
-        int a = do_act(&R);
+        int a = spade_eps_do_act(&R);
         if (a < 0)
             goto out;
         if (a > 0) {
             rc = stopped(&R) ? SPADE_EPISODES_STOPPED : SPADE_EPISODES_AGENT_END;
             break;
         }
-        if (do_steps(&R) < 0)
+        if (spade_eps_do_steps(&R) < 0)
             goto out;
     }
     /* the run stopped: what is live ends as stopped, in episode order */
     while (R.n_order > 0)
-        if (finish(&R, R.order[0], SPADE_EP_STOPPED, NULL, SPADE_EP_OP_NONE, NULL) < 0) {
+        if (spade_eps_finish(&R, R.order[0], SPADE_EP_STOPPED, NULL, SPADE_EP_OP_NONE, NULL) < 0) {
             rc = -1;
             goto out;
         }
@@ -1096,7 +434,7 @@ out:
                 memset(&o, 0, sizeof o);
                 o.episode = e->episode;
                 o.end = SPADE_EP_STOPPED;
-                view_of(&R, e, &v);
+                spade_eps_view_of(&R, e, &v);
                 agent->end(agent->ctx, &v, e->state, &o);
             }
         }

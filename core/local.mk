@@ -64,11 +64,13 @@ EXTRA_tests_test_host_DEPENDENCIES = $(spade_test_envs)
 # The checker and the registry live in the library: the CLI, tests/test_stdenv.c
 # and the designer call spade_check; the trainer hot-loads through the registry.
 libspade_a_SOURCES += core/check.c core/registry.c
+# The checker's parts: its plays through the episode layer, and the checks (check_internal.h).
+libspade_a_SOURCES += core/check_play.c core/check_determinism.c core/check_checks.c
 # Source text as the archive compares it (source), the held-out guard (heldout), diversity (vendi),
 # and the run archive with the designer's memory query (archive, SQLite).
 libspade_a_SOURCES += core/heldout.c core/source.c core/vendi.c core/archive.c
 noinst_HEADERS += core/heldout.h core/source.h core/vendi.h core/archive.h
-noinst_HEADERS += core/check.h core/registry.h
+noinst_HEADERS += core/check.h core/check_internal.h core/registry.h
 
 check_PROGRAMS += tests/test_vendi
 TESTS += tests/test_vendi
@@ -86,6 +88,8 @@ EXTRA_tests_test_archive_DEPENDENCIES = spade$(EXEEXT)
 # The episode layer (episodes.h): everything that plays episodes goes through
 # it; agents.c holds the agents core ships (random, solve, stdin, scripted).
 libspade_a_SOURCES += core/episodes.c core/agents.c
-noinst_HEADERS += core/episodes.h core/agents.h
+# The layer's parts: the phases of a round and the recovery from a dead worker (episodes_internal.h).
+libspade_a_SOURCES += core/episodes_phases.c core/episodes_recovery.c
+noinst_HEADERS += core/episodes.h core/episodes_internal.h core/agents.h
 # <spade/spade.h> (include/spade/spade.h): the public API of libspade.so.
 libspade_a_SOURCES += core/spade.c
