@@ -16,6 +16,9 @@
 #include "episodes.h"
 #include "host.h"
 
+/* The parts' shared names stay inside libspade.so (libspade.map exports spade_*). */
+#pragma GCC visibility push(hidden)
+
 #define RANDOM_WIN_MAX 0.15 /* docs/architecture.md: a random guesser wins at most 15% */
 #define DETERMINISM_STEPS 64
 #define EXTREME_RANDOM_COMBOS 4 /* random parameter combinations, besides each one's min and max */
@@ -130,5 +133,7 @@ void spade_check_hint(ctx *c);
 void spade_check_solve(ctx *c);
 void spade_check_random_agent(ctx *c);
 void spade_check_param_extremes(ctx *c);
+
+#pragma GCC visibility pop
 
 #endif

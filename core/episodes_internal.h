@@ -15,6 +15,9 @@
 
 #include "episodes.h"
 
+/* The parts' shared names stay inside libspade.so (libspade.map exports spade_*). */
+#pragma GCC visibility push(hidden)
+
 typedef struct strbuf {
     char *p;
     size_t len, cap;
@@ -153,5 +156,7 @@ int spade_eps_do_begins(run *R);
 int spade_eps_do_solves(run *R);
 int spade_eps_do_act(run *R); /* 1: the agent has no more actions */
 int spade_eps_do_steps(run *R);
+
+#pragma GCC visibility pop
 
 #endif

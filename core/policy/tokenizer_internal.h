@@ -11,6 +11,9 @@
 
 #include "policy/tokenizer.h"
 
+/* The parts' shared names stay inside libspade.so (libspade.map exports spade_*). */
+#pragma GCC visibility push(hidden)
+
 #define NSPECIAL (SPADE_TOK_COUNT - 256)
 #define MAX_MERGES (SPADE_TOK_MAX_VOCAB - SPADE_TOK_COUNT)
 #define MAXC SPADE_BPE_MAX_CHUNK
@@ -79,5 +82,7 @@ int gguf_tok_decode(const spade_tokenizer *t, const int *toks, size_t n, int ren
 int gguf_tok_serialize(const spade_tokenizer *t, char **buf, size_t *len, char *err, size_t errlen);
 int gguf_tok_is_serialized(const char *buf, size_t len);
 int gguf_tok_parse(spade_tokenizer **out, const char *buf, size_t len, const char *name, char *err, size_t errlen);
+
+#pragma GCC visibility pop
 
 #endif /* SPADE_TOKENIZER_INTERNAL_H */

@@ -12,6 +12,9 @@
 
 #include "tools/tools.h"
 
+/* The parts' shared names stay inside libspade.so (libspade.map exports spade_*). */
+#pragma GCC visibility push(hidden)
+
 #define TOOLS_MAX_DEPTH 64                         /* nesting of JSON values */
 #define TOOLS_MAX_STORED (SPADE_TOOL_MAX_ARGS + 1) /* enough to say "got 9" */
 #define TOOLS_NAME_MAX 64                          /* bytes of a tool name, NUL included */
@@ -155,5 +158,7 @@ typedef union slot {
 
 /* Binds the call's arguments to the signature: 0, or -1 with the message in e. */
 int spade_tools_bind_args(const char *tool, const spade_tool_sig *sig, const call *c, slot *slots, sbuf *e);
+
+#pragma GCC visibility pop
 
 #endif /* SPADE_TOOLS_INTERNAL_H */
