@@ -46,6 +46,9 @@ TESTS += tests/test_docs.sh
 TESTS += tests/test_remote.sh
 EXTRA_DIST += tests/test_remote.sh tests/remote_stub.py
 EXTRA_DIST += tests/test_docs.sh
+# One layout for the tree's C (tools/format.sh check; skipped where clang-format is not 14).
+TESTS += tests/test_format.sh
+EXTRA_DIST += tests/test_format.sh
 # `spade report` (cli/cmd_report.c): report.md and SVG plots of micro runs, error cases.
 TESTS += tests/test_report.sh
 EXTRA_DIST += tests/test_report.sh
