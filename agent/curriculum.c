@@ -40,15 +40,18 @@ void spade_curriculum_prepare(spade_curriculum *cu, spade_sandbox *sb, const spa
                 spade_worker_free(w);
             }
             if (cu->known[i] != 1 && *param && param != cu->o.param) /* a misspelt ENV:NAME would move nothing unseen */
-                fprintf(stderr, "train: [pool] curriculum_param = %s:%s: %s has no param %s; it stays as its spec says\n",
+                fprintf(stderr,
+                        "train: [pool] curriculum_param = %s:%s: %s has no param %s; it stays as its spec says\n",
                         pe->name, param, pe->name, param);
         }
         cu->ptr[i] = NULL;
         if (cu->known[i] != 1) continue;
         double v = cu->lo[i] + (cu->hi[i] - cu->lo[i]) * cu->level[i] / (cu->o.levels - 1);
         char item[128], rest[SPADE_SPEC_PARAMS_MAX] = "";
-        if (cu->is_int[i]) snprintf(item, sizeof item, "%s=%.0f", param, floor(v + 0.5));
-        else snprintf(item, sizeof item, "%s=%.17g", param, v);
+        if (cu->is_int[i])
+            snprintf(item, sizeof item, "%s=%.0f", param, floor(v + 0.5));
+        else
+            snprintf(item, sizeof item, "%s=%.17g", param, v);
         /* the spec's other params, without its own value of this one */
         char copy[SPADE_SPEC_PARAMS_MAX];
         snprintf(copy, sizeof copy, "%s", pe->params);
@@ -68,8 +71,10 @@ void spade_curriculum_update(spade_curriculum *cu, const spade_rl_metrics *m) {
         cu->sum[i] += m->env_success[e];
         if (++cu->n[i] < cu->o.window) continue;
         double mean = cu->sum[i] / cu->n[i];
-        if (mean >= cu->o.up && cu->level[i] < cu->o.levels - 1) cu->level[i]++;
-        else if (mean <= cu->o.down && cu->level[i] > 0) cu->level[i]--;
+        if (mean >= cu->o.up && cu->level[i] < cu->o.levels - 1)
+            cu->level[i]++;
+        else if (mean <= cu->o.down && cu->level[i] > 0)
+            cu->level[i]--;
         /* a full window starts again whether or not it moved the level: a window
          * kept open past its size becomes the mean since the last move, which a
          * slow start holds below `up` long after the policy has learned */

@@ -23,9 +23,9 @@
 #include "sandbox/sandbox.h"
 
 typedef struct spade_curriculum_opts {
-    int levels, window;                     /* curriculum_levels (5), curriculum_window (2) */
-    double up, down;                        /* curriculum_up (0.8), curriculum_down (0.2) */
-    const char *param;                      /* curriculum_param = NAME: every environment that has it, or "" */
+    int levels, window; /* curriculum_levels (5), curriculum_window (2) */
+    double up, down; /* curriculum_up (0.8), curriculum_down (0.2) */
+    const char *param; /* curriculum_param = NAME: every environment that has it, or "" */
     const char *const *env, *const *env_param; /* curriculum_param = ENV:NAME entries: that env's own */
     int n_env;
 } spade_curriculum_opts;

@@ -34,13 +34,13 @@ typedef struct spade_eval_row {
 } spade_eval_row;
 
 typedef struct spade_eval_opts {
-    int episodes;          /* per environment and arm (32) */
-    uint64_t seed;         /* first reset seed (0) */
-    int hint;              /* also play the hint arm */
-    int references;        /* also play random and SOLVE (1) */
-    int max_live;          /* 32 */
+    int episodes; /* per environment and arm (32) */
+    uint64_t seed; /* first reset seed (0) */
+    int hint; /* also play the hint arm */
+    int references; /* also play random and SOLVE (1) */
+    int max_live; /* 32 */
     int max_action_tokens; /* 32 */
-    float temperature;     /* 1.0: the policy as it samples in training; 0: greedy */
+    float temperature; /* 1.0: the policy as it samples in training; 0: greedy */
     /* non-NULL with p NULL: the policy arms' agent comes from here, one per arm
      * (a served model, agent/remote_agent.h) */
     spade_agent *(*make_agent)(void *ctx, char *err, size_t errlen);

@@ -15,7 +15,7 @@
 
 typedef struct ep_state {
     int slot;
-    int synced;      /* transcript tokens already in the slot */
+    int synced; /* transcript tokens already in the slot */
     int open_action; /* the last action was cut by max tokens: its <|end|> is still to come */
     spade_transcript tr;
 } ep_state;
@@ -31,7 +31,7 @@ typedef struct pa {
     const int **toks;
     float *out_logp;
     uint64_t *seeds;
-    char *action;    /* the actions of this call, each NUL-terminated, stride action_cap */
+    char *action; /* the actions of this call, each NUL-terminated, stride action_cap */
     size_t action_cap;
     long sampled, turns;
 } pa;
@@ -43,7 +43,6 @@ void spade_policy_agent_opts_default(spade_policy_agent_opts *o) {
     o->temperature = 1.0f;
     o->top_p = 1.0f;
 }
-
 
 static int pa_begin(void *ctx, const spade_ep_view *v, void **state, char *err, size_t errlen) {
     pa *a = ctx;
@@ -69,7 +68,6 @@ static int pa_begin(void *ctx, const spade_ep_view *v, void **state, char *err, 
     return 0;
 }
 
-
 static int pa_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *acts, char *err, size_t errlen) {
     pa *a = ctx;
     int live = 0;
@@ -77,7 +75,8 @@ static int pa_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *ac
         const spade_ep_view *v = &views[i];
         ep_state *s = v->state;
         acts[i] = (spade_ep_act){0};
-        if (v->step == 0) spade_transcript_agent_open(&s->tr, a->tok, v->obs, spade_ep_obs_len_without_hint(v), v->hint, v->hint_len);
+        if (v->step == 0)
+            spade_transcript_agent_open(&s->tr, a->tok, v->obs, spade_ep_obs_len_without_hint(v), v->hint, v->hint_len);
         else {
             if (s->open_action) spade_transcript_special(&s->tr, SPADE_TOK_END);
             spade_transcript_agent_turn(&s->tr, a->tok, v->obs, v->obs_len);
@@ -114,7 +113,9 @@ static int pa_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *ac
         /* a repeat of a seed draws its own stream (repeat 0 is the stream without repeats); both arms of a
          * (seed, repeat) draw the same one, common random numbers: where the hint changes nothing they play
          * alike, so the pair's difference (regret) carries the hint's effect and less sampling noise */
-        uint64_t es = views[i].repeat ? spade_mix64(views[i].seed ^ spade_mix64(0x72657074ULL + (uint64_t)views[i].repeat)) : views[i].seed;
+        uint64_t es = views[i].repeat
+                          ? spade_mix64(views[i].seed ^ spade_mix64(0x72657074ULL + (uint64_t)views[i].repeat))
+                          : views[i].seed;
         uint64_t arm = a->o.arm_streams && views[i].hint != NULL;
         a->seeds[m] = spade_mix64(a->o.seed ^ spade_mix64(es ^ spade_mix64((uint64_t)views[i].step * 2 + arm)));
         a->which[m++] = i;

@@ -27,11 +27,11 @@
 #include "policy/policy.h"
 
 typedef struct spade_policy_agent_opts {
-    int max_live;          /* decoding slots: at least the episode layer's max_live (32) */
+    int max_live; /* decoding slots: at least the episode layer's max_live (32) */
     int max_action_tokens; /* agent.max_action_tokens: tokens per action (48) */
-    float temperature;     /* 1.0 */
-    float top_p;           /* 1.0 */
-    uint64_t seed;         /* 0 */
+    float temperature; /* 1.0 */
+    float top_p; /* 1.0 */
+    uint64_t seed; /* 0 */
     /* 0 (default): both arms of a paired play draw the same stream for a
      * (seed, repeat), common random numbers; 1: the hint arm draws its own
      * (what it did before; kept to measure what the common stream buys,

@@ -29,7 +29,7 @@ struct spade_pool {
     struct rejected {
         char path[SPADE_PATH_MAX];
         uint64_t content; /* FNV-1a of the bytes that did not load */
-    } *rej;
+    } * rej;
     int n_rej;
 };
 
@@ -182,7 +182,8 @@ static int scan(spade_pool *p, int initial, char *err, size_t errlen) {
             }
             spade_pool_entry *e = &p->e[at];
             struct stat st;
-            if (stat(path, &st) < 0 || (st.st_mtime == e->mtime && st.st_size == e->size && time(NULL) - st.st_mtime > 2))
+            if (stat(path, &st) < 0 ||
+                (st.st_mtime == e->mtime && st.st_size == e->size && time(NULL) - st.st_mtime > 2))
                 continue;
             char *src = NULL, why[2048], family[32];
             size_t len;

@@ -28,16 +28,16 @@
 #define SPADE_POOL_MAX 512
 
 typedef struct spade_pool_entry {
-    char name[64];                   /* registry name (the file stem) */
+    char name[64]; /* registry name (the file stem) */
     char path[SPADE_PATH_MAX];
     char params[SPADE_SPEC_PARAMS_MAX]; /* "k=v,..." or "" */
     char family[32];
     char *source;
     size_t len;
-    int from_dir;                    /* found by scanning a pool directory */
+    int from_dir; /* found by scanning a pool directory */
     time_t mtime;
     off_t size;
-    int version;                     /* 1 on load, +1 per accepted change */
+    int version; /* 1 on load, +1 per accepted change */
 } spade_pool_entry;
 
 typedef struct spade_pool spade_pool;

@@ -34,29 +34,24 @@ typedef struct ragent {
     int n_replies;
 } ragent;
 
-static int push(ep_state *s, int user, const char *t, size_t len)
-{
+static int push(ep_state *s, int user, const char *t, size_t len) {
     if (s->n == s->cap) {
         int c = s->cap ? s->cap * 2 : 16;
         turn *q = realloc(s->turns, (size_t)c * sizeof *q);
-        if (!q)
-            return -1;
+        if (!q) return -1;
         s->turns = q;
         s->cap = c;
     }
     char *p = malloc(len + 1);
-    if (!p)
-        return -1;
-    if (len)
-        memcpy(p, t, len);
+    if (!p) return -1;
+    if (len) memcpy(p, t, len);
     p[len] = 0;
     s->turns[s->n++] = (turn){.user = user, .text = p, .len = len};
     s->bytes += len;
     return 0;
 }
 
-static int begin(void *ctx, const spade_ep_view *v, void **state, char *err, size_t errlen)
-{
+static int begin(void *ctx, const spade_ep_view *v, void **state, char *err, size_t errlen) {
     (void)ctx;
     ep_state *s = calloc(1, sizeof *s);
     if (!s) {
@@ -66,24 +61,20 @@ static int begin(void *ctx, const spade_ep_view *v, void **state, char *err, siz
     /* in the hint arm the hint is a system line, not part of the observation */
     if (v->hint && v->hint_len && spade_ep_obs_len_without_hint(v) < v->obs_len) {
         s->hint = malloc(v->hint_len + 7);
-        if (s->hint)
-            s->hint_len = (size_t)snprintf(s->hint, v->hint_len + 7, "Hint: %.*s", (int)v->hint_len, v->hint);
+        if (s->hint) s->hint_len = (size_t)snprintf(s->hint, v->hint_len + 7, "Hint: %.*s", (int)v->hint_len, v->hint);
     }
     *state = s;
     return 0;
 }
 
-static void drop_replies(ragent *a)
-{
-    for (int i = 0; i < a->n_replies; i++)
-        free(a->replies[i].text);
+static void drop_replies(ragent *a) {
+    for (int i = 0; i < a->n_replies; i++) free(a->replies[i].text);
     free(a->replies);
     a->replies = NULL;
     a->n_replies = 0;
 }
 
-static int act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *acts, char *err, size_t errlen)
-{
+static int act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *acts, char *err, size_t errlen) {
     ragent *a = ctx;
     drop_replies(a);
     spade_remote_req *reqs = calloc((size_t)n, sizeof *reqs);
@@ -114,8 +105,7 @@ static int act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *acts,
         }
         int k = 0;
         msgs[m][k++] = (spade_remote_msg){"system", SYSTEM, sizeof SYSTEM - 1};
-        if (s->hint)
-            msgs[m][k++] = (spade_remote_msg){"system", s->hint, s->hint_len};
+        if (s->hint) msgs[m][k++] = (spade_remote_msg){"system", s->hint, s->hint_len};
         for (int t = 0; t < s->n; t++)
             msgs[m][k++] =
                 (spade_remote_msg){s->turns[t].user ? "user" : "assistant", s->turns[t].text, s->turns[t].len};
@@ -123,17 +113,14 @@ static int act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *acts,
         reqs[m] = (spade_remote_req){.msgs = msgs[m], .n_msgs = k, .seed = sd, .stop_newline = 1};
         ask[m++] = i;
     }
-    if (spade_remote_chat(a->r, m, reqs, a->replies, err, errlen) < 0)
-        goto done;
+    if (spade_remote_chat(a->r, m, reqs, a->replies, err, errlen) < 0) goto done;
     a->n_replies = m;
     for (int j = 0; j < m; j++) {
         spade_remote_reply *rp = &a->replies[j];
         char *t = rp->text;
         size_t len = strcspn(t, "\n");
-        while (len && (*t == ' ' || *t == '\t'))
-            t++, len--;
-        while (len && (t[len - 1] == ' ' || t[len - 1] == '\t' || t[len - 1] == '\r'))
-            len--;
+        while (len && (*t == ' ' || *t == '\t')) t++, len--;
+        while (len && (t[len - 1] == ' ' || t[len - 1] == '\t' || t[len - 1] == '\r')) len--;
         ep_state *s = views[ask[j]].state;
         if (push(s, 0, t, len) < 0) {
             spade_errf(err, errlen, "remote agent: out of memory");
@@ -144,36 +131,30 @@ static int act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *acts,
     rc = 0;
 done:
     if (msgs)
-        for (int j = 0; j < n; j++)
-            free(msgs[j]);
+        for (int j = 0; j < n; j++) free(msgs[j]);
     free(msgs);
     free(reqs);
     free(ask);
     return rc;
 }
 
-static void end(void *ctx, const spade_ep_view *v, void *state, const spade_ep_outcome *o)
-{
+static void end(void *ctx, const spade_ep_view *v, void *state, const spade_ep_outcome *o) {
     (void)ctx, (void)v, (void)o;
     ep_state *s = state;
-    if (!s)
-        return;
-    for (int i = 0; i < s->n; i++)
-        free(s->turns[i].text);
+    if (!s) return;
+    for (int i = 0; i < s->n; i++) free(s->turns[i].text);
     free(s->turns);
     free(s->hint);
     free(s);
 }
 
-static void agent_free(void *ctx)
-{
+static void agent_free(void *ctx) {
     ragent *a = ctx;
     drop_replies(a);
     free(a);
 }
 
-spade_agent *spade_agent_remote(spade_remote *r, uint64_t seed, char *err, size_t errlen)
-{
+spade_agent *spade_agent_remote(spade_remote *r, uint64_t seed, char *err, size_t errlen) {
     spade_agent *ag = calloc(1, sizeof *ag);
     ragent *a = calloc(1, sizeof *a);
     if (!ag || !a) {

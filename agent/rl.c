@@ -105,8 +105,8 @@ int spade_rl_iteration(spade_policy *p, spade_policy *ref, spade_sandbox *sb, co
         const char *params = pe->params[0] ? pe->params : NULL;
         if (o->params_override && picked[e] < o->n_override && o->params_override[picked[e]])
             params = o->params_override[picked[e]];
-        specs[e] = (spade_ep_spec){.filename = pe->path, .source = pe->source, .len = pe->len, .params = params,
-                                   .expected = o->plays};
+        specs[e] = (spade_ep_spec){
+            .filename = pe->path, .source = pe->source, .len = pe->len, .params = params, .expected = o->plays};
         for (int k = 0; k < o->plays; k++)
             req[(long)e * o->plays + k] = (spade_ep_request){.spec = e, .seed = spade_rl_seed(o->seed, it, e, k)};
     }

@@ -28,15 +28,15 @@
 #include "sandbox/sandbox.h"
 
 typedef struct spade_rl_opts {
-    int envs_per_iter;     /* agent.envs: environments per iteration (8; the whole pool when smaller) */
-    int plays;             /* agent.plays: episodes of each (8) */
-    int max_live;          /* episodes live at once = decoding slots (32) */
+    int envs_per_iter; /* agent.envs: environments per iteration (8; the whole pool when smaller) */
+    int plays; /* agent.plays: episodes of each (8) */
+    int max_live; /* episodes live at once = decoding slots (32) */
     int max_action_tokens; /* agent.max_action_tokens (32) */
     float temperature, top_p; /* 1.0, 1.0 */
-    int zscore;            /* 1: z-score within the group; 0: mean only (1) */
-    int workers;           /* sandbox workers per environment (1) */
+    int zscore; /* 1: z-score within the group; 0: mean only (1) */
+    int workers; /* sandbox workers per environment (1) */
     uint64_t seed;
-    spade_grpo_opts grpo;  /* adv_mode is set from zscore */
+    spade_grpo_opts grpo; /* adv_mode is set from zscore */
     /* per pool entry (index), params that replace the entry's own for this
      * iteration (a curriculum's level), or NULL; the array may be NULL */
     const char *const *params_override;
@@ -52,12 +52,12 @@ typedef struct spade_rl_metrics {
     int envs;
     long episodes, successes, failed, context_full, truncated;
     double success_rate, mean_return, mean_steps;
-    int env_index[SPADE_RL_MAX_ENVS];   /* pool entries played */
+    int env_index[SPADE_RL_MAX_ENVS]; /* pool entries played */
     double env_success[SPADE_RL_MAX_ENVS];
     int n_samples, n_groups, n_dropped;
     long trained_tokens, sampled_tokens, turns;
     float loss, grad_norm, clip_frac, kl, mean_ratio;
-    int updated;           /* an optimiser step was taken */
+    int updated; /* an optimiser step was taken */
     double t_play, t_update; /* seconds: rollouts (model + environments), the update */
 } spade_rl_metrics;
 

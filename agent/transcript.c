@@ -70,8 +70,10 @@ void spade_keep_episode(void *ctx, const spade_ep_outcome *o, const spade_transc
     spade_transcript *d = &c->tr[o->episode];
     spade_transcript_clear(d);
     for (int i = 0; i < t->len; i++) {
-        if (t->mask[i]) spade_transcript_sampled(d, &t->tok[i], &t->logp[i], 1);
-        else spade_transcript_special(d, t->tok[i]);
+        if (t->mask[i])
+            spade_transcript_sampled(d, &t->tok[i], &t->logp[i], 1);
+        else
+            spade_transcript_special(d, t->tok[i]);
     }
     if (d->oom) c->oom = 1;
     if (c->o) {

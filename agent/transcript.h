@@ -25,11 +25,11 @@
 #include "policy/policy.h"
 
 typedef struct spade_transcript {
-    int *tok;            /* (len) */
+    int *tok; /* (len) */
     unsigned char *mask; /* (len) 1 = written by the role */
-    float *logp;         /* (len) sampling-time log p(tok[t] | tok[0..t)) where mask = 1, else 0 */
+    float *logp; /* (len) sampling-time log p(tok[t] | tok[0..t)) where mask = 1, else 0 */
     int len, cap;
-    int oom;             /* an append ran out of memory: the transcript is unusable */
+    int oom; /* an append ran out of memory: the transcript is unusable */
 } spade_transcript;
 
 void spade_transcript_init(spade_transcript *t);
@@ -63,8 +63,8 @@ void spade_transcript_designer_source(spade_transcript *t, spade_tokenizer *tok,
  * memory sets oom: the caller checks it after the run. */
 typedef struct spade_kept_episodes {
     spade_transcript *tr; /* [n] */
-    spade_ep_outcome *o;  /* [n] or NULL */
-    int *have;            /* [n], or NULL when o is */
+    spade_ep_outcome *o; /* [n] or NULL */
+    int *have; /* [n], or NULL when o is */
     long n;
     int oom;
 } spade_kept_episodes;

@@ -76,7 +76,8 @@ static void measure(const char *what, spade_policy *p, spade_sandbox *sb, const 
             eo.max_live = ao.max_live;
             spade_ep_outcome out[2 * PLAYS];
             spade_paired m;
-            if (spade_paired_play(sb, spec, a, seeds, SEEDS, REPEATS, &eo, out, &m, err, sizeof err) < 0) DIE("%s", err);
+            if (spade_paired_play(sb, spec, a, seeds, SEEDS, REPEATS, &eo, out, &m, err, sizeof err) < 0)
+                DIE("%s", err);
             spade_agent_free(a);
             r[arms][rep] = m.regret;
             pass[arms][0] += m.pass_nohint / reps;
@@ -99,9 +100,9 @@ static void measure(const char *what, spade_policy *p, spade_sandbox *sb, const 
         ratio[b] = c > 0 ? a / c : NAN;
     }
     qsort(ratio, B, sizeof *ratio, cmp_d);
-    printf("%-22s %6.3f / %5.3f  %8.4f %10.5f   %6.3f / %5.3f  %8.4f %10.5f   %6.3f [%.3f, %.3f]\n", what,
-           pass[0][0], pass[0][1], mean_of(r[0], reps), v0, pass[1][0], pass[1][1], mean_of(r[1], reps), v1,
-           v1 > 0 ? v0 / v1 : NAN, ratio[B / 40], ratio[B - 1 - B / 40]);
+    printf("%-22s %6.3f / %5.3f  %8.4f %10.5f   %6.3f / %5.3f  %8.4f %10.5f   %6.3f [%.3f, %.3f]\n", what, pass[0][0],
+           pass[0][1], mean_of(r[0], reps), v0, pass[1][0], pass[1][1], mean_of(r[1], reps), v1, v1 > 0 ? v0 / v1 : NAN,
+           ratio[B / 40], ratio[B - 1 - B / 40]);
     free(ratio);
     free(x0);
     free(x1);
@@ -132,13 +133,17 @@ int main(int argc, char **argv) {
     int reps = 100;
     const char *ckpt = NULL, *env = NULL;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--ckpt") && i + 1 < argc) ckpt = argv[++i];
-        else if (!strcmp(argv[i], "--env") && i + 1 < argc) env = argv[++i];
-        else if ((reps = atoi(argv[i])) < 3) DIE("usage: bench_crn [REPS >= 3] [--ckpt FILE] [--env FILE.c]");
+        if (!strcmp(argv[i], "--ckpt") && i + 1 < argc)
+            ckpt = argv[++i];
+        else if (!strcmp(argv[i], "--env") && i + 1 < argc)
+            env = argv[++i];
+        else if ((reps = atoi(argv[i])) < 3)
+            DIE("usage: bench_crn [REPS >= 3] [--ckpt FILE] [--env FILE.c]");
     }
     char err[2048], path[4096], *src = NULL;
     size_t len;
-    if (env) snprintf(path, sizeof path, "%s", env);
+    if (env)
+        snprintf(path, sizeof path, "%s", env);
     else {
         spade_data_path("bench/envs", path, sizeof path);
         snprintf(path + strlen(path), sizeof path - strlen(path), "/crn_bit.c");

@@ -25,12 +25,12 @@
 
 static char err[512];
 
-#define DIE(...)                                  \
-    do {                                          \
-        fprintf(stderr, "bench_decode: ");        \
-        fprintf(stderr, __VA_ARGS__);             \
-        fprintf(stderr, "\n");                    \
-        exit(1);                                  \
+#define DIE(...)                                                                                                       \
+    do {                                                                                                               \
+        fprintf(stderr, "bench_decode: ");                                                                             \
+        fprintf(stderr, __VA_ARGS__);                                                                                  \
+        fprintf(stderr, "\n");                                                                                         \
+        exit(1);                                                                                                       \
     } while (0)
 
 static double now(void) {
@@ -87,8 +87,7 @@ static double run(spade_decoder *d, const shape *sh, int together, long *sampled
         } else {
             for (int s = 0; s < S; s++) {
                 if (spade_decoder_append(d, s, tp[s], n[s], err, sizeof err)) DIE("%s", err);
-                if (spade_decoder_sample(d, &slots[s], 1, &o, &seeds[s], NULL, out, NULL, len, NULL, err,
-                                         sizeof err))
+                if (spade_decoder_sample(d, &slots[s], 1, &o, &seeds[s], NULL, out, NULL, len, NULL, err, sizeof err))
                     DIE("%s", err);
                 *sampled += len[0];
             }
@@ -113,15 +112,24 @@ int main(int argc, char **argv) {
     shape sh = {.slots = 32, .turns = 4, .obs = 16, .act = 32};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--quick")) quick = 1;
-        else if (v && !strcmp(a, "--backend")) snprintf(c.backend, sizeof c.backend, "%s", argv[++i]);
-        else if (v && !strcmp(a, "--slots")) sh.slots = atoi(argv[++i]);
-        else if (v && !strcmp(a, "--reps")) reps = atoi(argv[++i]);
-        else if (v && !strcmp(a, "--layers")) c.layers = atoi(argv[++i]);
-        else if (v && !strcmp(a, "--width")) c.width = atoi(argv[++i]);
-        else if (v && !strcmp(a, "--heads")) c.heads = atoi(argv[++i]);
-        else if (v && !strcmp(a, "--context")) c.context = atoi(argv[++i]);
-        else DIE("unknown or incomplete argument '%s'", a);
+        if (!strcmp(a, "--quick"))
+            quick = 1;
+        else if (v && !strcmp(a, "--backend"))
+            snprintf(c.backend, sizeof c.backend, "%s", argv[++i]);
+        else if (v && !strcmp(a, "--slots"))
+            sh.slots = atoi(argv[++i]);
+        else if (v && !strcmp(a, "--reps"))
+            reps = atoi(argv[++i]);
+        else if (v && !strcmp(a, "--layers"))
+            c.layers = atoi(argv[++i]);
+        else if (v && !strcmp(a, "--width"))
+            c.width = atoi(argv[++i]);
+        else if (v && !strcmp(a, "--heads"))
+            c.heads = atoi(argv[++i]);
+        else if (v && !strcmp(a, "--context"))
+            c.context = atoi(argv[++i]);
+        else
+            DIE("unknown or incomplete argument '%s'", a);
     }
     if (quick) sh.turns = 2, reps = 1;
     if (reps < 1) reps = 1;
@@ -134,8 +142,8 @@ int main(int argc, char **argv) {
     if (spade_decoder_new(&d, p, sh.slots, err, sizeof err)) DIE("%s", err);
     printf("bench_decode: %s backend (%s), L%d C%d NH%d context %d, %.2fM params\n", spade_policy_backend_name(p),
            spade_policy_backend_note(p), c.layers, c.width, c.heads, c.context, spade_policy_num_params(p) / 1e6);
-    printf("  %d episodes x %d turns: append %d observation tokens, sample %d; decoder %.1f MiB\n", sh.slots,
-           sh.turns, sh.obs, sh.act, spade_decoder_bytes(d) / 1048576.0);
+    printf("  %d episodes x %d turns: append %d observation tokens, sample %d; decoder %.1f MiB\n", sh.slots, sh.turns,
+           sh.obs, sh.act, spade_decoder_bytes(d) / 1048576.0);
     long n1, nb;
     shape warm = sh;
     warm.turns = 1;

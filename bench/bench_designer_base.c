@@ -48,12 +48,18 @@ int main(int argc, char **argv) {
     float temperature = 0.8f;
     unsigned long long seed = 1;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--samples") && i + 1 < argc) samples = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--budget") && i + 1 < argc) budget = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--envs") && i + 1 < argc) envs = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--temperature") && i + 1 < argc) temperature = (float)atof(argv[++i]);
-        else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
-        else if (!ckpt && argv[i][0] != '-') ckpt = argv[i];
+        if (!strcmp(argv[i], "--samples") && i + 1 < argc)
+            samples = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--budget") && i + 1 < argc)
+            budget = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--envs") && i + 1 < argc)
+            envs = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--temperature") && i + 1 < argc)
+            temperature = (float)atof(argv[++i]);
+        else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
+            seed = strtoull(argv[++i], NULL, 10);
+        else if (!ckpt && argv[i][0] != '-')
+            ckpt = argv[i];
         else {
             fprintf(stderr, "usage: %s CKPT [--samples K] [--budget T] [--envs N] [--temperature X] [--seed S]\n",
                     argv[0]);
@@ -106,7 +112,8 @@ int main(int argc, char **argv) {
     int *out = malloc(sizeof(int) * (size_t)samples * (size_t)context), *lens = malloc(sizeof(int) * (size_t)samples);
     char *text = malloc((size_t)context * SPADE_BPE_MAX_CHUNK + 64);
     long total = 0, has_env = 0, loaded = 0, passed = 0, ref_loaded = 0, ref_passed = 0, out_tokens = 0;
-    printf("| environment | prompt tokens | samples | has ENV( | compile | pass check | excerpt copy compiles |\n|---|---|---|---|---|---|---|\n");
+    printf("| environment | prompt tokens | samples | has ENV( | compile | pass check | excerpt copy compiles "
+           "|\n|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < n; i++) {
         char path[4096], *src, *prompt;
         size_t len, plen;
@@ -143,7 +150,8 @@ int main(int argc, char **argv) {
         so.seed = seed + (unsigned long long)i * 1000;
         int ok_load = 0, ok_pass = 0, ok_env = 0;
         if (so.max_tokens < 16) {
-            fprintf(stderr, "%s: the prompt (%d tokens) leaves no room in the context (%d)\n", names[i], t.len, context);
+            fprintf(stderr, "%s: the prompt (%d tokens) leaves no room in the context (%d)\n", names[i], t.len,
+                    context);
         } else if (spade_policy_sample(p, t.tok, t.len, samples, &so, out, NULL, lens, err, sizeof err)) {
             fprintf(stderr, "%s: %s\n", names[i], err);
         } else {
@@ -161,12 +169,14 @@ int main(int argc, char **argv) {
                 /* BENCH_SAVE=DIR keeps each sample that compiles, for spade check --gates by hand */
                 if (getenv("BENCH_SAVE") && j >= 0) {
                     char sp[4096];
-                    snprintf(sp, sizeof sp, "%s/%.*s-%d.c", getenv("BENCH_SAVE"), (int)strlen(names[i]) - 2, names[i], g);
+                    snprintf(sp, sizeof sp, "%s/%.*s-%d.c", getenv("BENCH_SAVE"), (int)strlen(names[i]) - 2, names[i],
+                             g);
                     FILE *sf = fopen(sp, "w");
                     if (sf) {
                         fwrite(text, 1, tl, sf);
                         fclose(sf);
-                    } else fprintf(stderr, "%s: cannot write\n", sp);
+                    } else
+                        fprintf(stderr, "%s: cannot write\n", sp);
                 }
             }
         }
@@ -175,14 +185,17 @@ int main(int argc, char **argv) {
         has_env += ok_env;
         passed += ok_pass;
         printf("| %s | %d | %d | %d | %d | %d | %s |\n", names[i], t.len, samples, ok_env, ok_load, ok_pass,
-               ref < 0 ? "no" : ref ? "yes (passes)" : "yes");
+               ref < 0 ? "no"
+               : ref   ? "yes (passes)"
+                       : "yes");
         fflush(stdout);
         spade_transcript_free(&t);
         free(prompt);
         free(src);
     }
     printf("\n%ld samples from %d prompts (budget %d tokens, context %d, temperature %.2f, %.0f tokens a sample): "
-           "%ld hold ENV(\", %ld compile (%.3f), %ld pass spade check (%.3f); the excerpt copied: %ld of %d compile, %ld pass\n",
+           "%ld hold ENV(\", %ld compile (%.3f), %ld pass spade check (%.3f); the excerpt copied: %ld of %d compile, "
+           "%ld pass\n",
            total, n, budget, context, temperature, total ? (double)out_tokens / total : 0.0, has_env, loaded,
            total ? (double)loaded / total : 0.0, passed, total ? (double)passed / total : 0.0, ref_loaded, n,
            ref_passed);

@@ -64,7 +64,8 @@ int main(int argc, char **argv) {
             o.max_step_ms = 1e9;
             spade_gate_report rep;
             if (spade_gates_run(sb, path, src, len, &o, &rep, err, sizeof err) < 0 || rep.first_failed >= 0)
-                printf("  (%s: gates did not pass: %s)\n", names[e], rep.first_failed >= 0 ? rep.detail[rep.first_failed] : err);
+                printf("  (%s: gates did not pass: %s)\n", names[e],
+                       rep.first_failed >= 0 ? rep.detail[rep.first_failed] : err);
             double t2 = now_s();
             spade_ep_spec spec = {.filename = path, .source = src, .len = len, .expected = 16};
             uint64_t seeds[8];
@@ -72,15 +73,16 @@ int main(int argc, char **argv) {
             spade_paired m;
             for (int k = 0; k < 8; k++) seeds[k] = 100 + (uint64_t)k;
             spade_agent *a = spade_agent_random(1);
-            if (spade_paired_play(sb, &spec, a, seeds, 8, 1, NULL, out, &m, err, sizeof err) < 0) printf("  (%s)\n", err);
+            if (spade_paired_play(sb, &spec, a, seeds, 8, 1, NULL, out, &m, err, sizeof err) < 0)
+                printf("  (%s)\n", err);
             spade_agent_free(a);
             double t3 = now_s();
             if (t1 - t0 < best_load) best_load = t1 - t0;
             if (t2 - t1 < best_gates) best_gates = t2 - t1;
             if (t3 - t2 < best_pair) best_pair = t3 - t2;
         }
-        printf("%-10s %10.2f %10.2f %12.2f %10.2f %8.1f\n", names[e], 1e3 * best_load, 1e3 * best_gates, 1e3 * best_pair,
-               1e3 * (best_gates + best_pair), (best_gates + best_pair) / best_load);
+        printf("%-10s %10.2f %10.2f %12.2f %10.2f %8.1f\n", names[e], 1e3 * best_load, 1e3 * best_gates,
+               1e3 * best_pair, 1e3 * (best_gates + best_pair), (best_gates + best_pair) / best_load);
         free(src);
     }
     printf("RATIO gates+paired / one load: the last column (target: gates + paired <= 10 ms)\n");

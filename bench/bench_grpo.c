@@ -30,12 +30,12 @@
 
 static char err[512];
 
-#define DIE(...)                                  \
-    do {                                          \
-        fprintf(stderr, "bench_grpo: ");          \
-        fprintf(stderr, __VA_ARGS__);             \
-        fprintf(stderr, "\n");                    \
-        exit(1);                                  \
+#define DIE(...)                                                                                                       \
+    do {                                                                                                               \
+        fprintf(stderr, "bench_grpo: ");                                                                               \
+        fprintf(stderr, __VA_ARGS__);                                                                                  \
+        fprintf(stderr, "\n");                                                                                         \
+        exit(1);                                                                                                       \
     } while (0)
 
 /* Process CPU time, one thread: on a shared, loaded machine wall time
@@ -58,8 +58,8 @@ static int cmp_d(const void *a, const void *b) {
 
 /* Least CPU seconds of one spade_grpo_batch over reps (noise only adds); prefill: run one batch first and
  * keep its gradient (the accumulate case), else zero the gradient each time. */
-static double time_batch(spade_policy *p, const spade_grpo_sample *s, int n, const spade_grpo_opts *o,
-                         int reps, int prefill) {
+static double time_batch(spade_policy *p, const spade_grpo_sample *s, int n, const spade_grpo_opts *o, int reps,
+                         int prefill) {
     double t[16];
     for (int r = 0; r < reps; r++) {
         if (spade_policy_zero_grad(p, err, sizeof err)) DIE("%s", err);
@@ -86,8 +86,8 @@ int main(int argc, char **argv) {
     snprintf(c.backend, sizeof c.backend, "cpu");
     spade_policy *p = NULL;
     if (spade_policy_new(&p, &c, err, sizeof err)) DIE("%s", err);
-    printf("bench_grpo: backend %s (%s), %zu parameters\n", spade_policy_backend_name(p),
-           spade_policy_backend_note(p), spade_policy_num_params(p));
+    printf("bench_grpo: backend %s (%s), %zu parameters\n", spade_policy_backend_name(p), spade_policy_backend_note(p),
+           spade_policy_num_params(p));
 
     /* episode layout: prompt 40, then 6 x (action 18, observation 18) */
     static int tok[NEP][LEN];
@@ -117,15 +117,24 @@ int main(int argc, char **argv) {
     }
     spade_grpo_sample one[NEP], two[NEP], turns[NEP * NTURN];
     for (int e = 0; e < NEP; e++) {
-        one[e] = (spade_grpo_sample){.tokens = tok[e], .len = LEN, .mask = mask[e], .old_logprobs = old[e],
-                                     .reward = (float)(e % 4), .group = e / 4, .role = 0};
+        one[e] = (spade_grpo_sample){.tokens = tok[e],
+                                     .len = LEN,
+                                     .mask = mask[e],
+                                     .old_logprobs = old[e],
+                                     .reward = (float)(e % 4),
+                                     .group = e / 4,
+                                     .role = 0};
         two[e] = one[e];
         two[e].role = e / 4;
         for (int k = 0; k < NTURN; k++)
-            turns[e * NTURN + k] = (spade_grpo_sample){
-                .prompt = tok[e], .prompt_len = ts[k], .completion = tok[e] + ts[k],
-                .completion_len = te[k] - ts[k], .old_logprobs = old[e] + ts[k], .advantage = 0.5f,
-                .group = e, .role = 0};
+            turns[e * NTURN + k] = (spade_grpo_sample){.prompt = tok[e],
+                                                       .prompt_len = ts[k],
+                                                       .completion = tok[e] + ts[k],
+                                                       .completion_len = te[k] - ts[k],
+                                                       .old_logprobs = old[e] + ts[k],
+                                                       .advantage = 0.5f,
+                                                       .group = e,
+                                                       .role = 0};
         one[e].advantage = two[e].advantage = 0.5f;
     }
     printf("bench_grpo: %d episodes x %d tokens, %ld trained (%.0f%%), %d turns each\n", NEP, LEN, ntrain,

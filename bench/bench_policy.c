@@ -39,12 +39,12 @@ static double now(void) {
 
 static char err[512];
 
-#define DIE(...)                                  \
-    do {                                          \
-        fprintf(stderr, "bench_policy: ");        \
-        fprintf(stderr, __VA_ARGS__);             \
-        fprintf(stderr, "\n");                    \
-        exit(1);                                  \
+#define DIE(...)                                                                                                       \
+    do {                                                                                                               \
+        fprintf(stderr, "bench_policy: ");                                                                             \
+        fprintf(stderr, __VA_ARGS__);                                                                                  \
+        fprintf(stderr, "\n");                                                                                         \
+        exit(1);                                                                                                       \
     } while (0)
 
 /* GFLOP/s of C(M,N) = A(M,K) B(K,N)^T, best of reps (the same shape as
@@ -74,7 +74,10 @@ static double sgemm_rate(int M, int N, int K, int reps) {
 #endif
     return best;
 #else
-    (void)M; (void)N; (void)K; (void)reps;
+    (void)M;
+    (void)N;
+    (void)K;
+    (void)reps;
     return 0;
 #endif
 }
@@ -115,8 +118,7 @@ static train_result bench_train(const char *backend, int L, int C, int NH, int T
     for (int it = 0; it <= steps; it++) {
         if (it == 1) t0 = now(); /* step 0 warms up (allocations, page faults) */
         if (spade_policy_forward(p, tok, tg, NULL, B, T, &loss, NULL, err, sizeof err) ||
-            spade_policy_backward(p, 1.0f, err, sizeof err) ||
-            spade_policy_step(p, &o, NULL, err, sizeof err))
+            spade_policy_backward(p, 1.0f, err, sizeof err) || spade_policy_step(p, &o, NULL, err, sizeof err))
             DIE("%s", err);
     }
     double dt = now() - t0;
@@ -162,7 +164,8 @@ static int bench_long(int rounds, int steps) {
         b += bench_train("cpu_tt", 4, 128, 4, 2048, 1, steps).tok_s;
     }
     printf("RATIO long context T=2048: tiled attention (cpu) %.0f tokens/s, T x T attention (cpu_tt) %.0f "
-           "tokens/s: %.2fx (target >= 0.70)\n", a / rounds, b / rounds, a / b);
+           "tokens/s: %.2fx (target >= 0.70)\n",
+           a / rounds, b / rounds, a / b);
     return 0;
 }
 
@@ -170,8 +173,7 @@ int main(int argc, char **argv) {
     /* --train BACKEND L C NH T B STEPS: one training measurement, one line
      * (bench/bench_vs_torch.sh and the long-context memory figure use it). */
     if (argc == 9 && !strcmp(argv[1], "--train")) {
-        bench_train(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6]), atoi(argv[7]),
-                    atoi(argv[8]));
+        bench_train(argv[2], atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6]), atoi(argv[7]), atoi(argv[8]));
         return 0;
     }
     if (argc > 1 && !strcmp(argv[1], "--note")) { /* the cpu backend's note, one line */
@@ -214,8 +216,8 @@ int main(int argc, char **argv) {
     train_result r10 = bench_train("cpu", 6, C10, 6, T10, B10, quick ? 1 : 4);
     train_result rr = bench_train("cpu_ref", 5, 128, 4, 128, 8, 1);
     if (ref > 0) {
-        printf("RATIO train ~1M  params: %.2f of the sgemm rate (%.1f / %.1f GFLOP/s)\n",
-               r1.gflops / ref, r1.gflops, ref);
+        printf("RATIO train ~1M  params: %.2f of the sgemm rate (%.1f / %.1f GFLOP/s)\n", r1.gflops / ref, r1.gflops,
+               ref);
         printf("RATIO train ~10M params: %.2f of the sgemm rate (%.1f / %.1f GFLOP/s; target >= 0.50)\n",
                r10.gflops / ref, r10.gflops, ref);
     }
@@ -235,8 +237,8 @@ int main(int argc, char **argv) {
     bench_sample(p, 0, G, plen, 8); /* warm-up */
     double kv = bench_sample(p, 0, G, plen, ntok);
     double full = bench_sample(p, 1, G, plen, ntok);
-    printf("sampling %.2fM params, G=%d, prompt %d, %d new tokens each:\n", spade_policy_num_params(p) / 1e6,
-           G, plen, ntok);
+    printf("sampling %.2fM params, G=%d, prompt %d, %d new tokens each:\n", spade_policy_num_params(p) / 1e6, G, plen,
+           ntok);
     printf("  KV cache: %.0f tokens/s; full recompute: %.0f tokens/s\n", kv, full);
     printf("RATIO sampling: KV cache is %.1fx full recompute\n", kv / full);
     spade_policy_free(p);

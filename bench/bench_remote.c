@@ -10,15 +10,13 @@
 
 #include "remote.h"
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     if (argc != 5) {
         fprintf(stderr, "usage: bench_remote URL MODEL N CONCURRENCY\n");
         return 2;
     }
     int n = atoi(argv[3]), c = atoi(argv[4]);
-    if (n < 1 || n > 100000)
-        return 2;
+    if (n < 1 || n > 100000) return 2;
     spade_remote_opts o;
     spade_remote_opts_default(&o);
     o.url = argv[1];
@@ -36,10 +34,8 @@ int main(int argc, char **argv)
     spade_remote_msg m = {"user", "Say one word.", 13};
     spade_remote_req *q = calloc((size_t)n, sizeof *q);
     spade_remote_reply *out = calloc((size_t)n, sizeof *out);
-    if (!q || !out)
-        return 1;
-    for (int i = 0; i < n; i++)
-        q[i] = (spade_remote_req){.msgs = &m, .n_msgs = 1, .seed = (uint64_t)i};
+    if (!q || !out) return 1;
+    for (int i = 0; i < n; i++) q[i] = (spade_remote_req){.msgs = &m, .n_msgs = 1, .seed = (uint64_t)i};
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);
     if (spade_remote_chat(r, n, q, out, err, sizeof err) < 0) {
@@ -48,8 +44,7 @@ int main(int argc, char **argv)
     }
     clock_gettime(CLOCK_MONOTONIC, &b);
     double s = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9, lat = 0;
-    for (int i = 0; i < n; i++)
-        lat += out[i].latency_s, free(out[i].text);
+    for (int i = 0; i < n; i++) lat += out[i].latency_s, free(out[i].text);
     printf("%.3f %.4f\n", n / s, lat / n);
     free(q);
     free(out);

@@ -44,12 +44,12 @@
 
 static char err[1024];
 
-#define DIE(...)                                  \
-    do {                                          \
-        fprintf(stderr, "bench_rollout: ");       \
-        fprintf(stderr, __VA_ARGS__);             \
-        fprintf(stderr, "\n");                    \
-        exit(1);                                  \
+#define DIE(...)                                                                                                       \
+    do {                                                                                                               \
+        fprintf(stderr, "bench_rollout: ");                                                                            \
+        fprintf(stderr, __VA_ARGS__);                                                                                  \
+        fprintf(stderr, "\n");                                                                                         \
+        exit(1);                                                                                                       \
     } while (0)
 
 static double now(void) {
@@ -156,7 +156,8 @@ static int tm_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *ac
         }
         rec_act *a = &r->a[r->n++];
         memset(a, 0, sizeof *a);
-        if (acts[i].stop) snprintf(a->stop, sizeof a->stop, "%s", acts[i].stop);
+        if (acts[i].stop)
+            snprintf(a->stop, sizeof a->stop, "%s", acts[i].stop);
         else {
             a->text = malloc(acts[i].len + 1);
             memcpy(a->text, acts[i].text, acts[i].len);
@@ -185,8 +186,10 @@ static int rp_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *ac
             continue;
         }
         rec_act *a = &r->a[views[i].step];
-        if (a->stop[0]) acts[i].stop = a->stop;
-        else acts[i].text = a->text, acts[i].len = a->len;
+        if (a->stop[0])
+            acts[i].stop = a->stop;
+        else
+            acts[i].text = a->text, acts[i].len = a->len;
     }
     return 0;
 }
@@ -364,8 +367,8 @@ static int child(spade_sandbox *sb, int argc, char **argv) {
         roll_res r = rollout(sb, p, atoi(argv[2]), atoi(argv[3]));
         if (bz) bs = busy_stop(&b);
         printf("RESULT busy_s=%.1f wall=%.6f model=%.6f replay=%.6f episodes=%ld tokens=%ld turns=%ld steps=%ld "
-               "context_full=%ld failed=%ld read=%ld load=%.2f\n", bs,
-               r.wall, r.model, r.replay, r.episodes, r.tokens, r.turns, r.steps, r.context_full, r.failed, r.read,
+               "context_full=%ld failed=%ld read=%ld load=%.2f\n",
+               bs, r.wall, r.model, r.replay, r.episodes, r.tokens, r.turns, r.steps, r.context_full, r.failed, r.read,
                (l0 + load1()) / 2);
         spade_policy_free(p);
         return 0;
@@ -439,8 +442,8 @@ static kv run_child(const char *env, const char *args) { return run_child_q(env,
 #define SPADE_DEFAULT_ENV "OMP_WAIT_POLICY=passive"
 
 static void part_split(int reps) {
-    printf("\n== split: where a rollout's wall time goes (%d stdenv envs x %d plays, 32 live, %s) ==\n",
-           n_envs_used, plays, SPADE_DEFAULT_ENV);
+    printf("\n== split: where a rollout's wall time goes (%d stdenv envs x %d plays, 32 live, %s) ==\n", n_envs_used,
+           plays, SPADE_DEFAULT_ENV);
     printf("  %-7s %8s %8s %9s %8s %8s %9s %9s %6s\n", "preset", "wall s", "eps/s", "tokens/s", "model", "rest",
            "replay s", "replay %", "load");
     for (size_t pi = 0; pi < sizeof presets / sizeof *presets; pi++) {
@@ -456,8 +459,7 @@ static void part_split(int reps) {
                100 * (best.wall - best.model) / best.wall, best.replay, 100 * best.replay / best.wall, best.load);
         printf("          (%.0f episodes, %.0f turns, %.0f steps, %.0f context_full, %.0f failed; the model read or "
                "drew %.0f tokens, %.0f/s; environments + sandbox + layer alone = replay: target <= 5%%: %s)\n",
-               best.episodes, best.turns, best.steps, best.context_full, best.failed, best.read,
-               best.read / best.wall,
+               best.episodes, best.turns, best.steps, best.context_full, best.failed, best.read, best.read / best.wall,
                best.replay / best.wall <= 0.05 ? "met" : "NOT met");
     }
 }
@@ -531,8 +533,8 @@ static void part_threads(int reps) {
     printf("  %-16s %9s %9s %7s %9s | %9s %9s %7s %9s |\n", "", "tok/s", "tok/s", "", "steps/s", "tok/s", "tok/s", "",
            "steps/s");
     for (int s = 0; s < N_SET; s++)
-        printf("  %-16s %9.0f %9.0f %6.0f%% %9.0f | %9.0f %9.0f %6.0f%% %9.0f | %5.2f\n", settings[s].name,
-               best[s][0], best[s][1], 100 * best[s][1] / best[s][0], best[s][4], best[s][2], best[s][3],
+        printf("  %-16s %9.0f %9.0f %6.0f%% %9.0f | %9.0f %9.0f %6.0f%% %9.0f | %5.2f\n", settings[s].name, best[s][0],
+               best[s][1], 100 * best[s][1] / best[s][0], best[s][4], best[s][2], best[s][3],
                100 * best[s][3] / best[s][2], best[s][5], load[s]);
     printf("  (with the worker busy, against the libgomp default: rollout");
     for (int s = 1; s < N_SET; s++) printf(" %s %.2fx", settings[s].name, best[s][1] / best[0][1]);
@@ -546,15 +548,17 @@ int main(int argc, char **argv) {
     const char *parts[8];
     int np = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--quick")) quick = 1;
-        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+        if (!strcmp(argv[i], "--quick"))
+            quick = 1;
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+            reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--child")) {
             ci = i + 1;
             break;
         } else if (np < 8 && (!strcmp(argv[i], "split") || !strcmp(argv[i], "batch") || !strcmp(argv[i], "threads")))
             parts[np++] = argv[i];
-        else DIE("unknown argument '%s' (usage: bench_rollout [--quick] [--reps R] [split|batch|threads ...])",
-                 argv[i]);
+        else
+            DIE("unknown argument '%s' (usage: bench_rollout [--quick] [--reps R] [split|batch|threads ...])", argv[i]);
     }
     if (quick) n_envs_used = 4, reps = reps > 1 ? 1 : reps;
     if (ci >= 0) {

@@ -58,35 +58,30 @@ extern char **environ;
 #endif
 
 /* ---- small helpers ----------------------------------------------------------- */
-static double now_s(void)
-{
+static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static void sleep_s(double s)
-{
+static void sleep_s(double s) {
     struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};
     while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
         ;
 }
 
-static void die(const char *what, const char *why)
-{
+static void die(const char *what, const char *why) {
     fprintf(stderr, "bench_sandbox: %s: %s\n", what, why);
     exit(1);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
+static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 
 /* Sorts v in place. */
-static double quantile(double *v, int n, double q)
-{
+static double quantile(double *v, int n, double q) {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     int i = (int)floor(q * (n - 1) + 0.5);
     return v[i < 0 ? 0 : i >= n ? n - 1 : i];
@@ -94,25 +89,20 @@ static double quantile(double *v, int n, double q)
 
 /* The library's reader (core/registry.h): one copy of the limits and the
  * messages, where two benches had drifted apart. */
-static char *read_file(const char *path, size_t *len)
-{
+static char *read_file(const char *path, size_t *len) {
     char *buf, err[512];
-    if (spade_read_source(path, &buf, len, err, sizeof err) != 0)
-        die(path, err);
+    if (spade_read_source(path, &buf, len, err, sizeof err) != 0) die(path, err);
     return buf;
 }
 
-static void write_file(const char *path, const char *data, size_t len)
-{
+static void write_file(const char *path, const char *data, size_t len) {
     FILE *f = fopen(path, "wb");
-    if (!f || fwrite(data, 1, len, f) != len || fclose(f) != 0)
-        die(path, strerror(errno));
+    if (!f || fwrite(data, 1, len, f) != len || fclose(f) != 0) die(path, strerror(errno));
 }
 
 /* posix_spawnp argv, stdout/stderr to /dev/null unless keep_output; returns the
  * exit status, or -1 when the program cannot be started. */
-static int run_quiet(char *const argv[], int keep_output)
-{
+static int run_quiet(char *const argv[], int keep_output) {
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     if (!keep_output) {
@@ -122,32 +112,25 @@ static int run_quiet(char *const argv[], int keep_output)
     pid_t pid;
     int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0)
-        return -1;
+    if (rc != 0) return -1;
     int st;
     while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR)
-            return -1;
+        if (errno != EINTR) return -1;
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 }
 
 /* First number printed by a shell command; NAN when it fails. */
-static double command_number(const char *cmd)
-{
+static double command_number(const char *cmd) {
     FILE *p = popen(cmd, "r");
-    if (!p)
-        return NAN;
+    if (!p) return NAN;
     char line[128] = "";
     double v = NAN;
-    if (fgets(line, sizeof line, p))
-        v = strtod(line, NULL);
-    if (pclose(p) != 0)
-        v = NAN;
+    if (fgets(line, sizeof line, p)) v = strtod(line, NULL);
+    if (pclose(p) != 0) v = NAN;
     return v;
 }
 
-static void print_dist(const char *label, double *ms, int n)
-{
+static void print_dist(const char *label, double *ms, int n) {
     double med = quantile(ms, n, 0.5);
     printf("  %-52s median %8.3f ms  (p10 %.3f, p90 %.3f, n=%d)\n", label, med, quantile(ms, n, 0.1),
            quantile(ms, n, 0.9), n);
@@ -156,11 +139,11 @@ static void print_dist(const char *label, double *ms, int n)
 /* ---- environments ---------------------------------------------------------------- */
 typedef struct bench_env {
     const char *label;
-    const char *src_rel;  /* under SPADE_SRCDIR */
-    const char *so_rel;   /* gcc -O2 build under SPADE_BUILDDIR; NULL: built at run time */
-    const char *params;   /* NULL = defaults */
+    const char *src_rel; /* under SPADE_SRCDIR */
+    const char *so_rel; /* gcc -O2 build under SPADE_BUILDDIR; NULL: built at run time */
+    const char *params; /* NULL = defaults */
     const char *actions[6];
-    char *src;            /* NULL: the source is not there; the env is skipped */
+    char *src; /* NULL: the source is not there; the env is skipped */
     size_t len;
     char so_path[4096];
 } bench_env;
@@ -168,10 +151,22 @@ typedef struct bench_env {
 static bench_env g_envs[] = {
     {"trivial", "bench/envs/trivial.c", "bench/envs/trivial.so", NULL, {"go"}, NULL, 0, ""},
     {"work20us", "bench/envs/work20us.c", "bench/envs/work20us.so", NULL, {"go"}, NULL, 0, ""},
-    {"maze (stdenv)", "stdenv/maze.c", NULL, "size=8,slack=20",
-     {"north", "east", "south", "east", "west", "south"}, NULL, 0, ""},
-    {"bank (tools)", "tests/envs/bank.c", "bench/envs/bank.so", NULL,
-     {"deposit(7)", "balance()", "withdraw(3)", "<answer>4</answer>"}, NULL, 0, ""},
+    {"maze (stdenv)",
+     "stdenv/maze.c",
+     NULL,
+     "size=8,slack=20",
+     {"north", "east", "south", "east", "west", "south"},
+     NULL,
+     0,
+     ""},
+    {"bank (tools)",
+     "tests/envs/bank.c",
+     "bench/envs/bank.so",
+     NULL,
+     {"deposit(7)", "balance()", "withdraw(3)", "<answer>4</answer>"},
+     NULL,
+     0,
+     ""},
 };
 enum { N_ENVS = sizeof g_envs / sizeof g_envs[0] };
 
@@ -179,10 +174,8 @@ static char g_tmpdir[] = "/tmp/spade-bench-XXXXXX";
 
 /* Reads every source; finds or builds (gcc -O2, as SPADE_ENV_CC in
  * core/local.mk) the in-process reference of each. */
-static void load_sources(void)
-{
-    if (!mkdtemp(g_tmpdir))
-        die("mkdtemp", strerror(errno));
+static void load_sources(void) {
+    if (!mkdtemp(g_tmpdir)) die("mkdtemp", strerror(errno));
     for (int i = 0; i < N_ENVS; i++) {
         bench_env *e = &g_envs[i];
         char path[4096];
@@ -200,31 +193,25 @@ static void load_sources(void)
         char inc[4200];
         snprintf(inc, sizeof inc, "-I%s/dsl", SPADE_SRCDIR);
         char *argv[] = {"gcc", "-std=c11", "-O2", "-shared", "-fPIC", inc, "-o", e->so_path, path, NULL};
-        if (run_quiet(argv, 1) != 0)
-            die(path, "gcc -O2 -shared failed");
+        if (run_quiet(argv, 1) != 0) die(path, "gcc -O2 -shared failed");
     }
 }
 
-static void remove_tmpdir(void)
-{
+static void remove_tmpdir(void) {
     for (int i = 0; i < N_ENVS; i++)
-        if (!g_envs[i].so_rel && g_envs[i].so_path[0])
-            unlink(g_envs[i].so_path);
+        if (!g_envs[i].so_rel && g_envs[i].so_path[0]) unlink(g_envs[i].so_path);
     rmdir(g_tmpdir);
 }
 
-static int n_actions(const bench_env *e)
-{
+static int n_actions(const bench_env *e) {
     int n = 0;
-    while (n < 6 && e->actions[n])
-        n++;
+    while (n < 6 && e->actions[n]) n++;
     return n;
 }
 
 /* Interrupted (Ctrl-C, make's timeout): still leave nothing in /tmp. unlink
  * and rmdir are async-signal-safe. */
-static void on_signal(int sig)
-{
+static void on_signal(int sig) {
     remove_tmpdir();
     signal(sig, SIG_DFL);
     raise(sig);
@@ -235,8 +222,7 @@ enum { HOT_N = 50, REF_N = 15 };
 
 /* One hot-load: trivial.c made unique by a trailing comment (nothing may be
  * cached), loaded, one instance added and reset. Returns ms; parts in ms[3]. */
-static double hot_load_once(spade_sandbox *sb, const bench_env *e, int k, double parts[4])
-{
+static double hot_load_once(spade_sandbox *sb, const bench_env *e, int k, double parts[4]) {
     char *src = malloc(e->len + 64);
     int n = snprintf(src, e->len + 64, "%s\n/* load %d */\n", e->src, k);
     spade_failure f;
@@ -245,14 +231,11 @@ static double hot_load_once(spade_sandbox *sb, const bench_env *e, int k, double
     int first;
     uint64_t seed = (uint64_t)k;
     double t0 = now_s();
-    if (spade_worker_load(sb, "trivial.c", src, (size_t)n, &w, &f) < 0)
-        die("spade_worker_load", f.message);
+    if (spade_worker_load(sb, "trivial.c", src, (size_t)n, &w, &f) < 0) die("spade_worker_load", f.message);
     double t1 = now_s();
-    if (spade_worker_add_instances(w, 1, NULL, &first, &f) < 0)
-        die("spade_worker_add_instances", f.message);
+    if (spade_worker_add_instances(w, 1, NULL, &first, &f) < 0) die("spade_worker_add_instances", f.message);
     double t2 = now_s();
-    if (spade_worker_reset(w, 1, &first, &seed, &r, &f) < 0)
-        die("spade_worker_reset", f.message);
+    if (spade_worker_reset(w, 1, &first, &seed, &r, &f) < 0) die("spade_worker_reset", f.message);
     double t3 = now_s();
     spade_worker_free(w);
     double t4 = now_s();
@@ -264,12 +247,10 @@ static double hot_load_once(spade_sandbox *sb, const bench_env *e, int k, double
     return (t3 - t0) * 1e3;
 }
 
-static double bench_hotload_mode(spade_sandbox *sb, const bench_env *e, double gap_s, const char *label)
-{
+static double bench_hotload_mode(spade_sandbox *sb, const bench_env *e, double gap_s, const char *label) {
     double total[HOT_N], load[HOT_N], add[HOT_N], reset[HOT_N], freed[HOT_N];
     for (int k = 0; k < HOT_N; k++) {
-        if (gap_s > 0)
-            sleep_s(gap_s);
+        if (gap_s > 0) sleep_s(gap_s);
         double p[4];
         total[k] = hot_load_once(sb, e, k, p);
         load[k] = p[0];
@@ -285,8 +266,7 @@ static double bench_hotload_mode(spade_sandbox *sb, const bench_env *e, double g
     return quantile(total, HOT_N, 0.5);
 }
 
-static double bench_gcc_reference(const bench_env *e, const char *dir)
-{
+static double bench_gcc_reference(const bench_env *e, const char *dir) {
     double ms[REF_N];
     for (int k = 0; k < REF_N; k++) {
         char c_path[512], so_path[512], inc[4200];
@@ -299,17 +279,14 @@ static double bench_gcc_reference(const bench_env *e, const char *dir)
         free(src);
         char *argv[] = {"gcc", "-std=c11", "-O0", "-shared", "-fPIC", inc, "-o", so_path, c_path, NULL};
         double t0 = now_s();
-        if (run_quiet(argv, 0) != 0)
-            die("gcc -O0 -shared", "failed (is gcc installed?)");
+        if (run_quiet(argv, 0) != 0) die("gcc -O0 -shared", "failed (is gcc installed?)");
         spade_host *h;
         void *dl;
         char err[512];
-        if (spade_native_open(so_path, &h, &dl, err, sizeof err) < 0)
-            die("spade_native_open", err);
+        if (spade_native_open(so_path, &h, &dl, err, sizeof err) < 0) die("spade_native_open", err);
         int id = spade_host_add_instance(h, NULL);
         spade_step_result r;
-        if (id < 0 || spade_host_reset(h, id, (uint64_t)k, &r) != SPADE_HOST_OK)
-            die("gcc reference", "reset failed");
+        if (id < 0 || spade_host_reset(h, id, (uint64_t)k, &r) != SPADE_HOST_OK) die("gcc reference", "reset failed");
         ms[k] = (now_s() - t0) * 1e3;
         spade_native_close(h, dl);
         unlink(c_path);
@@ -337,46 +314,39 @@ static const char py_trivial[] = "class Trivial:\n"
  * use one that has gymnasium when there is one. SPADE_BENCH_PYTHON forces one. */
 static char g_py_fast[1024] = "", g_py_gym[1024] = "";
 
-static int resolve_python(const char *cand, char *out, size_t n)
-{
+static int resolve_python(const char *cand, char *out, size_t n) {
     char cmd[1200];
     snprintf(cmd, sizeof cmd, "%s -c 'import sys; print(sys.executable)' 2>/dev/null", cand);
     FILE *p = popen(cmd, "r");
-    if (!p)
-        return -1;
+    if (!p) return -1;
     char line[1024] = "";
     char *ok = fgets(line, sizeof line, p);
     int rc = pclose(p);
     line[strcspn(line, "\n")] = '\0';
-    if (!ok || rc != 0 || !line[0])
-        return -1;
+    if (!ok || rc != 0 || !line[0]) return -1;
     snprintf(out, n, "%s", line);
     return 0;
 }
 
-static double python_start_ms(const char *exe)
-{
+static double python_start_ms(const char *exe) {
     char *argv[] = {(char *)exe, "-c", "pass", NULL};
     double best = INFINITY;
     for (int k = 0; k < 3; k++) {
         double t0 = now_s();
-        if (run_quiet(argv, 0) != 0)
-            return INFINITY;
+        if (run_quiet(argv, 0) != 0) return INFINITY;
         double ms = (now_s() - t0) * 1e3;
         best = ms < best ? ms : best;
     }
     return best;
 }
 
-static void choose_pythons(void)
-{
+static void choose_pythons(void) {
     const char *forced = getenv("SPADE_BENCH_PYTHON");
     const char *cands[] = {forced ? forced : "python3", forced ? NULL : "/usr/bin/python3"};
     double best = INFINITY;
     for (size_t i = 0; i < sizeof cands / sizeof cands[0]; i++) {
         char exe[1024];
-        if (!cands[i] || resolve_python(cands[i], exe, sizeof exe) < 0)
-            continue;
+        if (!cands[i] || resolve_python(cands[i], exe, sizeof exe) < 0) continue;
         double ms = python_start_ms(exe);
         if (ms < best) {
             best = ms;
@@ -384,21 +354,16 @@ static void choose_pythons(void)
         }
         char cmd[1200];
         snprintf(cmd, sizeof cmd, "'%s' -c 'import gymnasium; print(1)' 2>/dev/null", exe);
-        if (!g_py_gym[0] && command_number(cmd) == 1)
-            snprintf(g_py_gym, sizeof g_py_gym, "%s", exe);
+        if (!g_py_gym[0] && command_number(cmd) == 1) snprintf(g_py_gym, sizeof g_py_gym, "%s", exe);
     }
     printf("python: fresh-interpreter reference %s; in-process stepping %s (%s)\n",
            g_py_fast[0] ? g_py_fast : "(none found)", g_py_gym[0] ? g_py_gym : g_py_fast,
            g_py_gym[0] ? "has gymnasium" : "no gymnasium");
 }
 
-static const char *py_step_exe(void)
-{
-    return g_py_gym[0] ? g_py_gym : g_py_fast;
-}
+static const char *py_step_exe(void) { return g_py_gym[0] ? g_py_gym : g_py_fast; }
 
-static double bench_python_reference(const char *exe, int n, const char *extra_import, const char *label)
-{
+static double bench_python_reference(const char *exe, int n, const char *extra_import, const char *label) {
     char code[2048];
     snprintf(code, sizeof code, "%s%s", extra_import ? extra_import : "", py_trivial);
     char *argv[] = {(char *)exe, "-c", code, NULL};
@@ -406,8 +371,7 @@ static double bench_python_reference(const char *exe, int n, const char *extra_i
         printf("  %-52s skipped (no working python3)\n", label);
         return NAN;
     }
-    if (n > REF_N)
-        n = REF_N;
+    if (n > REF_N) n = REF_N;
     double ms[REF_N];
     for (int k = 0; k < n; k++) {
         double t0 = now_s();
@@ -418,8 +382,7 @@ static double bench_python_reference(const char *exe, int n, const char *extra_i
     return quantile(ms, n, 0.5);
 }
 
-static void bench_hotload(spade_sandbox *sb)
-{
+static void bench_hotload(spade_sandbox *sb) {
     const bench_env *e = &g_envs[0];
     printf("\n== hot-load: trivial.c, source -> compiled, validated, 1 instance reset (target: median <= 2 ms)\n");
     double spaced = bench_hotload_mode(sb, e, 0.02, "sandbox, loads 20 ms apart");
@@ -444,13 +407,15 @@ static void bench_hotload(spade_sandbox *sb)
     double py = bench_python_reference(g_py_fast, REF_N, NULL, "fresh python3 -c: define + reset + step");
     double pyg = NAN;
     if (g_py_gym[0])
-        pyg = bench_python_reference(g_py_gym, 5, "import gymnasium\n", "fresh python3 -c: import gymnasium + the same");
+        pyg =
+            bench_python_reference(g_py_gym, 5, "import gymnasium\n", "fresh python3 -c: import gymnasium + the same");
     printf("  ratios (median): gcc/sandbox = %.1fx (spaced), %.1fx (back to back); python3/sandbox = %.1fx, %.1fx",
            gcc / spaced, gcc / b2b, py / spaced, py / b2b);
-    if (!isnan(pyg))
-        printf("; python3+gymnasium/sandbox = %.1fx", pyg / spaced);
+    if (!isnan(pyg)) printf("; python3+gymnasium/sandbox = %.1fx", pyg / spaced);
     printf("\n  target median <= 2 ms: %s (spaced %.3f ms, back to back %.3f ms)\n",
-           spaced <= 2.0 && b2b <= 2.0 ? "met" : spaced <= 2.0 ? "met when spaced, missed back to back" : "MISSED",
+           spaced <= 2.0 && b2b <= 2.0 ? "met"
+           : spaced <= 2.0             ? "met when spaced, missed back to back"
+                                       : "MISSED",
            spaced, b2b);
 }
 
@@ -471,26 +436,22 @@ typedef struct rate_meter {
     double *rates;
 } rate_meter;
 
-static void meter_start(rate_meter *m)
-{
+static void meter_start(rate_meter *m) {
     memset(m, 0, sizeof *m);
     m->cap = (int)(g_seconds / CHUNK_S) + 16;
     m->rates = malloc((size_t)m->cap * sizeof *m->rates);
-    if (!m->rates)
-        die("meter", "out of memory");
+    if (!m->rates) die("meter", "out of memory");
     m->t0 = m->chunk_t0 = m->t = now_s();
 }
 
 /* Counts steps done since the last tick; 0 when the time is up. */
-static int meter_tick(rate_meter *m, long steps)
-{
+static int meter_tick(rate_meter *m, long steps) {
     double t = now_s();
     m->t = t;
     m->chunk_steps += steps;
     m->total_steps += steps;
     if (t - m->chunk_t0 >= CHUNK_S) {
-        if (m->n < m->cap)
-            m->rates[m->n++] = (double)m->chunk_steps / (t - m->chunk_t0);
+        if (m->n < m->cap) m->rates[m->n++] = (double)m->chunk_steps / (t - m->chunk_t0);
         m->chunk_t0 = t;
         m->chunk_steps = 0;
     }
@@ -499,8 +460,7 @@ static int meter_tick(rate_meter *m, long steps)
 
 static double g_last_wall; /* wall-clock steps/s of the last measured run */
 
-static double meter_end(rate_meter *m)
-{
+static double meter_end(rate_meter *m) {
     g_last_wall = (double)m->total_steps / (m->t - m->t0);
     double med = m->n ? quantile(m->rates, m->n, 0.5) : g_last_wall;
     free(m->rates);
@@ -509,12 +469,10 @@ static double meter_end(rate_meter *m)
 
 /* In-process reference: a host stepped with the vector env's auto-reset rule
  * (the step after an episode ended resets it and counts as a step). */
-static double steps_in_process(spade_host *h, const bench_env *e, int n)
-{
+static double steps_in_process(spade_host *h, const bench_env *e, int n) {
     char err[256];
     double values[SPADE_INFO_MAX_PARAMS];
-    if (spade_params_parse(spade_host_info(h), e->params, values, err, sizeof err) < 0)
-        die(e->label, err);
+    if (spade_params_parse(spade_host_info(h), e->params, values, err, sizeof err) < 0) die(e->label, err);
     int *ids = malloc((size_t)n * sizeof *ids);
     unsigned char *ended = calloc((size_t)n, 1);
     uint64_t *episode = calloc((size_t)n, sizeof *episode);
@@ -543,12 +501,10 @@ static double steps_in_process(spade_host *h, const bench_env *e, int n)
                 st = spade_host_step(h, ids[i], a, strlen(a), &r);
                 ended[i] = r.terminated || r.truncated;
             }
-            if (st != SPADE_HOST_OK)
-                die(e->label, "in-process step failed");
+            if (st != SPADE_HOST_OK) die(e->label, "in-process step failed");
         }
         round++;
-        if (round % stride == 0 && !meter_tick(&m, (long)n * stride))
-            break;
+        if (round % stride == 0 && !meter_tick(&m, (long)n * stride)) break;
     }
     free(ids);
     free(ended);
@@ -556,45 +512,38 @@ static double steps_in_process(spade_host *h, const bench_env *e, int n)
     return meter_end(&m);
 }
 
-static double steps_native(const bench_env *e, int n)
-{
+static double steps_native(const bench_env *e, int n) {
     char err[512];
     spade_host *h;
     void *dl;
-    if (spade_native_open(e->so_path, &h, &dl, err, sizeof err) < 0)
-        die("spade_native_open", err);
+    if (spade_native_open(e->so_path, &h, &dl, err, sizeof err) < 0) die("spade_native_open", err);
     double sps = steps_in_process(h, e, n);
     spade_native_close(h, dl);
     return sps;
 }
 
-static double steps_tcc_in_process(const bench_env *e, int n)
-{
+static double steps_tcc_in_process(const bench_env *e, int n) {
     char err[1024];
     spade_jit *j;
     spade_host *h;
     if (spade_jit_compile(e->src_rel, e->src, e->len, &j, err, sizeof err, NULL, NULL) < 0)
         die("spade_jit_compile", err);
-    if (spade_host_new(&h, spade_jit_symbol, j, err, sizeof err) < 0)
-        die("spade_host_new", err);
+    if (spade_host_new(&h, spade_jit_symbol, j, err, sizeof err) < 0) die("spade_host_new", err);
     double sps = steps_in_process(h, e, n);
     spade_host_free(h);
     spade_jit_free(j);
     return sps;
 }
 
-static double steps_sandbox(spade_sandbox *sb, const bench_env *e, int n, int workers)
-{
+static double steps_sandbox(spade_sandbox *sb, const bench_env *e, int n, int workers) {
     spade_failure f;
     spade_vecenv *v;
-    if (spade_vecenv_new(sb, e->src_rel, e->src, e->len, e->params, n, workers, SPADE_AUTORESET_NEXT_STEP, &v, &f) <
-        0)
+    if (spade_vecenv_new(sb, e->src_rel, e->src, e->len, e->params, n, workers, SPADE_AUTORESET_NEXT_STEP, &v, &f) < 0)
         die("spade_vecenv_new", f.message);
     spade_step_result *res = malloc((size_t)n * sizeof *res);
     const char **acts = malloc((size_t)n * sizeof *acts);
     size_t *lens = malloc((size_t)n * sizeof *lens);
-    if (spade_vecenv_reset(v, 0, res, &f) < 0)
-        die("spade_vecenv_reset", f.message);
+    if (spade_vecenv_reset(v, 0, res, &f) < 0) die("spade_vecenv_reset", f.message);
     int na = n_actions(e);
     long round = 0;
     rate_meter m;
@@ -604,11 +553,9 @@ static double steps_sandbox(spade_sandbox *sb, const bench_env *e, int n, int wo
             acts[i] = e->actions[(round + i) % na];
             lens[i] = strlen(acts[i]);
         }
-        if (spade_vecenv_step(v, acts, lens, res, &f) < 0)
-            die("spade_vecenv_step", f.message);
+        if (spade_vecenv_step(v, acts, lens, res, &f) < 0) die("spade_vecenv_step", f.message);
         round++;
-        if (!meter_tick(&m, n))
-            break;
+        if (!meter_tick(&m, n)) break;
     }
     double sps = meter_end(&m);
     spade_vecenv_free(v);
@@ -618,11 +565,9 @@ static double steps_sandbox(spade_sandbox *sb, const bench_env *e, int n, int wo
     return sps;
 }
 
-static double python_steps(const char *mode, int batch)
-{
+static double python_steps(const char *mode, int batch) {
     char cmd[4400];
-    if (!py_step_exe()[0])
-        return NAN;
+    if (!py_step_exe()[0]) return NAN;
     snprintf(cmd, sizeof cmd, "'%s' '%s/bench/bench_py_env.py' --mode %s --batch %d --seconds %g 2>/dev/null",
              py_step_exe(), SPADE_SRCDIR, mode, batch, g_seconds);
     return command_number(cmd);
@@ -633,19 +578,16 @@ static double python_steps(const char *mode, int batch)
  * so that a busy spell does not land on one of them only. */
 static int g_reps = 3;
 
-static double best_python(const char *mode, int n)
-{
+static double best_python(const char *mode, int n) {
     double b = NAN;
     for (int r = 0; r < g_reps; r++) {
         double v = python_steps(mode, n);
-        if (!isnan(v) && (isnan(b) || v > b))
-            b = v;
+        if (!isnan(v) && (isnan(b) || v > b)) b = v;
     }
     return b;
 }
 
-static void fmt_rate(char *buf, size_t n, double sps)
-{
+static void fmt_rate(char *buf, size_t n, double sps) {
     if (isnan(sps))
         snprintf(buf, n, "%9s", "-");
     else if (sps >= 1e6)
@@ -654,8 +596,7 @@ static void fmt_rate(char *buf, size_t n, double sps)
         snprintf(buf, n, "%7.1f k", sps / 1e3);
 }
 
-static void bench_step(spade_sandbox *sb)
-{
+static void bench_step(spade_sandbox *sb) {
     static const int batches[] = {1, 16, 256};
     int have_gym = g_py_gym[0] != 0;
     printf("\n== stepping: steps/s (vector env, auto-reset; in-process references on one core)\n");
@@ -665,11 +606,10 @@ static void bench_step(spade_sandbox *sb)
     const char *only = getenv("SPADE_BENCH_ENV");
     for (int ei = 0; ei < N_ENVS; ei++) {
         const bench_env *e = &g_envs[ei];
-        if (!e->src || (only && strncmp(e->label, only, strlen(only)) != 0))
-            continue;
+        if (!e->src || (only && strncmp(e->label, only, strlen(only)) != 0)) continue;
         printf("\n  %s%s%s\n", e->label, e->params ? "  params " : "", e->params ? e->params : "");
-        printf("  %5s %10s %10s %10s %10s | %8s %8s %8s\n", "batch", "gcc-O2", "tcc-in", "sbx-1w", "sbx-2w",
-               "1w/gcc", "2w/gcc", "1w/tcc");
+        printf("  %5s %10s %10s %10s %10s | %8s %8s %8s\n", "batch", "gcc-O2", "tcc-in", "sbx-1w", "sbx-2w", "1w/gcc",
+               "2w/gcc", "1w/tcc");
         for (size_t bi = 0; bi < sizeof batches / sizeof batches[0]; bi++) {
             int n = batches[bi];
             double g = 0, t = 0, s1 = 0, s2 = n >= 2 ? 0 : NAN;
@@ -677,8 +617,7 @@ static void bench_step(spade_sandbox *sb)
                 g = fmax(g, steps_native(e, n));
                 t = fmax(t, steps_tcc_in_process(e, n));
                 s1 = fmax(s1, steps_sandbox(sb, e, n, 1));
-                if (n >= 2)
-                    s2 = fmax(s2, steps_sandbox(sb, e, n, 2));
+                if (n >= 2) s2 = fmax(s2, steps_sandbox(sb, e, n, 2));
             }
             char a[32], b[32], c[32], d[32];
             fmt_rate(a, sizeof a, g);
@@ -717,16 +656,14 @@ static void bench_step(spade_sandbox *sb)
 /* ---- 3. spawn from a big parent ------------------------------------------------ */
 enum { SPAWN_N = 50, FORK_N = 10 };
 
-static double spawn_median(spade_sandbox *sb, const bench_env *e, const char *label)
-{
+static double spawn_median(spade_sandbox *sb, const bench_env *e, const char *label) {
     double ms[SPAWN_N];
     for (int k = 0; k < SPAWN_N; k++) {
         sleep_s(0.02);
         spade_failure f;
         spade_worker *w;
         double t0 = now_s();
-        if (spade_worker_load(sb, "trivial.c", e->src, e->len, &w, &f) < 0)
-            die("spade_worker_load", f.message);
+        if (spade_worker_load(sb, "trivial.c", e->src, e->len, &w, &f) < 0) die("spade_worker_load", f.message);
         ms[k] = (now_s() - t0) * 1e3;
         spade_worker_free(w);
     }
@@ -734,16 +671,13 @@ static double spawn_median(spade_sandbox *sb, const bench_env *e, const char *la
     return quantile(ms, SPAWN_N, 0.5);
 }
 
-static double fork_median(const char *label)
-{
+static double fork_median(const char *label) {
     double ms[FORK_N];
     for (int k = 0; k < FORK_N; k++) {
         double t0 = now_s();
         pid_t p = fork();
-        if (p < 0)
-            die("fork", strerror(errno));
-        if (p == 0)
-            _exit(0);
+        if (p < 0) die("fork", strerror(errno));
+        if (p == 0) _exit(0);
         int st;
         while (waitpid(p, &st, 0) < 0 && errno == EINTR)
             ;
@@ -753,26 +687,21 @@ static double fork_median(const char *label)
     return quantile(ms, FORK_N, 0.5);
 }
 
-static size_t available_mib(void)
-{
+static size_t available_mib(void) {
     FILE *f = fopen("/proc/meminfo", "r");
     char line[256];
     size_t kib = 0;
     while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "MemAvailable: %zu kB", &kib) == 1)
-            break;
-    if (f)
-        fclose(f);
+        if (sscanf(line, "MemAvailable: %zu kB", &kib) == 1) break;
+    if (f) fclose(f);
     return kib / 1024;
 }
 
-static void bench_spawn(spade_sandbox *sb)
-{
+static void bench_spawn(spade_sandbox *sb) {
     const bench_env *e = &g_envs[0];
     size_t mib = 4096;
     const char *env = getenv("SPADE_BENCH_BIG_MIB");
-    if (env && atol(env) > 0)
-        mib = (size_t)atol(env);
+    if (env && atol(env) > 0) mib = (size_t)atol(env);
     size_t avail = available_mib();
     if (avail && mib + 1024 > avail) {
         printf("\n(spawn: only %zu MiB available; the big parent holds %zu MiB instead of %zu)\n", avail,
@@ -787,8 +716,7 @@ static void bench_spawn(spade_sandbox *sb)
     double t0 = now_s();
     size_t bytes = mib << 20;
     char *big = malloc(bytes);
-    if (!big)
-        die("malloc", "the big parent's memory");
+    if (!big) die("malloc", "the big parent's memory");
     memset(big, 1, bytes);
     printf("  (malloc + memset of %zu MiB took %.0f ms)\n", mib, (now_s() - t0) * 1e3);
     double large = spawn_median(sb, e, "sandbox load, big parent");
@@ -802,19 +730,15 @@ static void bench_spawn(spade_sandbox *sb)
 }
 
 /* ---- main ------------------------------------------------------------------------- */
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     /* First, while this process is small: the zygote every worker forks from. */
     spade_sandbox *sb;
     char err[512];
-    if (spade_sandbox_new(&sb, NULL, err, sizeof err) < 0)
-        die("spade_sandbox_new", err);
+    if (spade_sandbox_new(&sb, NULL, err, sizeof err) < 0) die("spade_sandbox_new", err);
     const char *secs = getenv("SPADE_BENCH_SECONDS");
-    if (secs && atof(secs) > 0)
-        g_seconds = atof(secs);
+    if (secs && atof(secs) > 0) g_seconds = atof(secs);
     const char *reps = getenv("SPADE_BENCH_REPS");
-    if (reps && atoi(reps) > 0)
-        g_reps = atoi(reps);
+    if (reps && atoi(reps) > 0) g_reps = atoi(reps);
     int want_hot = argc < 2, want_step = argc < 2, want_spawn = argc < 2;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "hotload") == 0)
@@ -836,23 +760,17 @@ int main(int argc, char **argv)
     char load[128] = "?";
     FILE *lf = fopen("/proc/loadavg", "r");
     if (lf) {
-        if (!fgets(load, sizeof load, lf))
-            snprintf(load, sizeof load, "?");
+        if (!fgets(load, sizeof load, lf)) snprintf(load, sizeof load, "?");
         load[strcspn(load, "\n")] = '\0';
         fclose(lf);
     }
     printf("bench_sandbox: %ld CPUs online, load average %s (other work on the machine skews every figure)\n",
            sysconf(_SC_NPROCESSORS_ONLN), load);
-    if (want_hot || want_step)
-        choose_pythons();
-    if (want_hot)
-        bench_hotload(sb);
-    if (want_step)
-        bench_step(sb);
-    if (want_spawn)
-        bench_spawn(sb);
+    if (want_hot || want_step) choose_pythons();
+    if (want_hot) bench_hotload(sb);
+    if (want_step) bench_step(sb);
+    if (want_spawn) bench_spawn(sb);
     spade_sandbox_free(sb);
-    for (int i = 0; i < N_ENVS; i++)
-        free(g_envs[i].src);
+    for (int i = 0; i < N_ENVS; i++) free(g_envs[i].src);
     return 0;
 }

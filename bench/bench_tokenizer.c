@@ -131,9 +131,12 @@ static double throughput(spade_tokenizer *t, const files *f, int how, int *buf, 
         if (how == NOCACHE) spade_tokenizer_set_cache(c, 0);
         double t0 = now();
         for (int i = 0; i < f->n; i++) {
-            if (how == REF) spade_tokenizer_encode_ref(t, f->b[i], f->len[i], buf);
-            else if (how == BYTES) spade_tok_encode(f->b[i], f->len[i], buf);
-            else spade_tokenizer_encode(how == WARM ? w : c, f->b[i], f->len[i], buf);
+            if (how == REF)
+                spade_tokenizer_encode_ref(t, f->b[i], f->len[i], buf);
+            else if (how == BYTES)
+                spade_tok_encode(f->b[i], f->len[i], buf);
+            else
+                spade_tokenizer_encode(how == WARM ? w : c, f->b[i], f->len[i], buf);
         }
         double el = now() - t0;
         if (el < best) best = el;

@@ -15,20 +15,17 @@
 
 static long g_balance;
 
-static int deposit(int amount)
-{
+static int deposit(int amount) {
     g_balance += amount;
     return (int)g_balance;
 }
 
-static int send(int amount, const char *to)
-{
+static int send(int amount, const char *to) {
     g_balance -= amount + (to[0] == '\0');
     return (int)g_balance;
 }
 
-static double now_s(void)
-{
+static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
@@ -42,8 +39,7 @@ static int (*volatile direct_deposit)(int) = deposit;
  * minimum is the stable estimate of what the code costs. */
 #define ROUNDS 7
 
-static double time_direct(long iters)
-{
+static double time_direct(long iters) {
     double best = 1e30;
     long sum = 0;
     for (int r = 0; r < ROUNDS; r++) {
@@ -64,18 +60,15 @@ static const spade_tool_def DEFS[] = {
 };
 static spade_tool_sig SIGS[2];
 
-static spade_dispatch via_table(const void *ctx, const char *text, size_t len, char *out, size_t cap)
-{
+static spade_dispatch via_table(const void *ctx, const char *text, size_t len, char *out, size_t cap) {
     return spade_tool_table_dispatch(ctx, text, len, out, cap);
 }
 
-static spade_dispatch via_plain(const void *ctx, const char *text, size_t len, char *out, size_t cap)
-{
+static spade_dispatch via_plain(const void *ctx, const char *text, size_t len, char *out, size_t cap) {
     return spade_tools_dispatch(DEFS, SIGS, 2, text, len, out, cap);
 }
 
-static double time_dispatch(dispatch_fn fn, const void *ctx, const char *text, long iters)
-{
+static double time_dispatch(dispatch_fn fn, const void *ctx, const char *text, long iters) {
     char out[256];
     size_t len = strlen(text);
     if (fn(ctx, text, len, out, sizeof out) != SPADE_DISPATCH_CALLED) {
@@ -92,8 +85,7 @@ static double time_dispatch(dispatch_fn fn, const void *ctx, const char *text, l
     return best;
 }
 
-int main(void)
-{
+int main(void) {
     char err[256];
     for (int i = 0; i < 2; i++)
         if (spade_tool_sig_parse(DEFS[i].signature, &SIGS[i], err, sizeof err) < 0) {

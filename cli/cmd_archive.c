@@ -17,25 +17,24 @@
 #include "cli.h"
 
 void cli_usage_archive(FILE *out) {
-    fprintf(out,
-            "usage: spade archive list RUN [--valid] [--family F] [--limit N]\n"
-            "       spade archive show RUN ID\n"
-            "       spade archive export RUN ID [--to DIR]\n"
-            "\n"
-            "Reads a run's archive: RUN is a run directory (its spade.db) or the .db file.\n"
-            "  list    one line per environment, newest first: id, iteration, family, gate\n"
-            "          (valid, or the first gate it failed), pass rates without and with the\n"
-            "          hint, regret, reward\n"
-            "  show    one environment: its fields, why a gate refused it, its hint, its source\n"
-            "  export  writes its source to DIR/NAME.c (default DIR: plugins), NAME from its ENV()\n"
-            "          name; an existing file is never overwritten\n"
-            "\n"
-            "  -v, --valid      only environments that passed every gate\n"
-            "  -f, --family F   only family F\n"
-            "  -n, --limit N    at most N lines (default all)\n"
-            "  -t, --to DIR     where export writes (default plugins)\n"
-            "  -h, --help       this help\n"
-            "The archive is a plain SQLite file: sqlite3 RUN/spade.db '.schema' shows its tables.\n");
+    fprintf(out, "usage: spade archive list RUN [--valid] [--family F] [--limit N]\n"
+                 "       spade archive show RUN ID\n"
+                 "       spade archive export RUN ID [--to DIR]\n"
+                 "\n"
+                 "Reads a run's archive: RUN is a run directory (its spade.db) or the .db file.\n"
+                 "  list    one line per environment, newest first: id, iteration, family, gate\n"
+                 "          (valid, or the first gate it failed), pass rates without and with the\n"
+                 "          hint, regret, reward\n"
+                 "  show    one environment: its fields, why a gate refused it, its hint, its source\n"
+                 "  export  writes its source to DIR/NAME.c (default DIR: plugins), NAME from its ENV()\n"
+                 "          name; an existing file is never overwritten\n"
+                 "\n"
+                 "  -v, --valid      only environments that passed every gate\n"
+                 "  -f, --family F   only family F\n"
+                 "  -n, --limit N    at most N lines (default all)\n"
+                 "  -t, --to DIR     where export writes (default plugins)\n"
+                 "  -h, --help       this help\n"
+                 "The archive is a plain SQLite file: sqlite3 RUN/spade.db '.schema' shows its tables.\n");
 }
 
 static int open_run(const char *run, spade_archive **a) {
@@ -45,15 +44,19 @@ static int open_run(const char *run, spade_archive **a) {
     if (S_ISDIR(st.st_mode)) {
         if (snprintf(path, sizeof path, "%s/spade.db", run) >= (int)sizeof path)
             return cli_err(CLI_FAIL, "archive", "%s: path too long", run);
-        if (stat(path, &st) < 0) return cli_err(CLI_FAIL, "archive", "%s: no archive (spade.db) in this directory", run);
-    } else snprintf(path, sizeof path, "%s", run);
+        if (stat(path, &st) < 0)
+            return cli_err(CLI_FAIL, "archive", "%s: no archive (spade.db) in this directory", run);
+    } else
+        snprintf(path, sizeof path, "%s", run);
     if (spade_archive_open(a, path, err, sizeof err) < 0) return cli_err(CLI_FAIL, "archive", "%s", err);
     return 0;
 }
 
 static const char *num(double v, char *buf, size_t cap) {
-    if (isfinite(v)) snprintf(buf, cap, "%.3f", v);
-    else snprintf(buf, cap, "-");
+    if (isfinite(v))
+        snprintf(buf, cap, "%.3f", v);
+    else
+        snprintf(buf, cap, "-");
     return buf;
 }
 
@@ -81,9 +84,9 @@ static void env_name(const char *src, char *out, size_t cap) {
 
 int cli_archive(spade_sandbox *sb, int argc, char **argv) {
     (void)sb;
-    static const struct option longopts[] = {{"valid", no_argument, 0, 'v'}, {"family", required_argument, 0, 'f'},
-                                             {"limit", required_argument, 0, 'n'}, {"to", required_argument, 0, 't'},
-                                             {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    static const struct option longopts[] = {
+        {"valid", no_argument, 0, 'v'},    {"family", required_argument, 0, 'f'}, {"limit", required_argument, 0, 'n'},
+        {"to", required_argument, 0, 't'}, {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
     int valid = 0, ch;
     long limit = 0;
     const char *family = NULL, *to = "plugins";
@@ -120,7 +123,8 @@ int cli_archive(spade_sandbox *sb, int argc, char **argv) {
                "reward");
         if (spade_archive_each_env(a, valid, family, (int)limit, print_line, NULL, err, sizeof err) < 0)
             cli_err(CLI_FAIL, "archive", "%s", err);
-        else rc = CLI_OK;
+        else
+            rc = CLI_OK;
         spade_archive_close(a);
         return rc;
     }
@@ -146,11 +150,13 @@ int cli_archive(spade_sandbox *sb, int argc, char **argv) {
             cli_err(CLI_FAIL, "archive", "%s: path too long", to);
         } else {
             int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
-            if (fd < 0) cli_err(CLI_FAIL, "archive", "%s: %s%s", path, strerror(errno),
-                                errno == EEXIST ? " (not overwritten: pass --to DIR or move it)" : "");
+            if (fd < 0)
+                cli_err(CLI_FAIL, "archive", "%s: %s%s", path, strerror(errno),
+                        errno == EEXIST ? " (not overwritten: pass --to DIR or move it)" : "");
             else {
                 ssize_t wr = write(fd, e.source, e.source_len);
-                if (close(fd) < 0 || wr != (ssize_t)e.source_len) cli_err(CLI_FAIL, "archive", "%s: write failed", path);
+                if (close(fd) < 0 || wr != (ssize_t)e.source_len)
+                    cli_err(CLI_FAIL, "archive", "%s: write failed", path);
                 else {
                     printf("wrote %s (environment %ld, %s); check it with: spade check %s\n", path, e.id,
                            e.gate[0] ? "it FAILED a gate" : "valid", path);

@@ -9,8 +9,7 @@
 #include "check.h"
 #include "cli.h"
 
-void cli_usage_check(FILE *out)
-{
+void cli_usage_check(FILE *out) {
     fprintf(out, "usage: spade check SPEC... [--seeds N] [--solve-seeds N] [--first-seed S] [--timeout S] [--verbose]\n"
                  "       spade check --gates FILE... [--require-solve] [--timeout S]\n"
                  "\n"
@@ -40,15 +39,13 @@ void cli_usage_check(FILE *out)
 
 static const char *progress_name;
 
-static void show_progress(const char *check, void *arg)
-{
+static void show_progress(const char *check, void *arg) {
     (void)arg;
     fprintf(stderr, "\r\033[Kchecking %s: %s...", progress_name ? progress_name : "", check);
     fflush(stderr);
 }
 
-int cli_check(spade_sandbox *sb, int argc, char **argv)
-{
+int cli_check(spade_sandbox *sb, int argc, char **argv) {
     static const struct option longopts[] = {
         {"seeds", required_argument, 0, 's'},
         {"solve-seeds", required_argument, 0, 'S'},
@@ -70,25 +67,18 @@ int cli_check(spade_sandbox *sb, int argc, char **argv)
     opterr = 0;
     while ((ch = getopt_long(argc, argv, "vhg", longopts, NULL)) != -1) {
         switch (ch) {
-        case 'g':
-            gates = 1;
-            break;
-        case 'R':
-            require_solve = 1;
-            break;
+        case 'g': gates = 1; break;
+        case 'R': require_solve = 1; break;
         case 's':
-            if (cli_parse_long("check", "--seeds", optarg, 1, 10000, &v) < 0)
-                return CLI_USAGE;
+            if (cli_parse_long("check", "--seeds", optarg, 1, 10000, &v) < 0) return CLI_USAGE;
             o.seeds = (int)v;
             break;
         case 'S':
-            if (cli_parse_long("check", "--solve-seeds", optarg, 0, 1000000, &v) < 0)
-                return CLI_USAGE;
+            if (cli_parse_long("check", "--solve-seeds", optarg, 0, 1000000, &v) < 0) return CLI_USAGE;
             o.solve_seeds = (int)v;
             break;
         case 'f':
-            if (cli_parse_u64("check", "--first-seed", optarg, &o.first_seed) < 0)
-                return CLI_USAGE;
+            if (cli_parse_u64("check", "--first-seed", optarg, &o.first_seed) < 0) return CLI_USAGE;
             break;
         case 't': {
             char *end = NULL;
@@ -99,14 +89,9 @@ int cli_check(spade_sandbox *sb, int argc, char **argv)
             }
             break;
         }
-        case 'v':
-            o.verbose = 1;
-            break;
-        case 'h':
-            cli_usage_check(stdout);
-            return CLI_OK;
-        default:
-            return cli_bad_option("check", argc, argv, optopt);
+        case 'v': o.verbose = 1; break;
+        case 'h': cli_usage_check(stdout); return CLI_OK;
+        default: return cli_bad_option("check", argc, argv, optopt);
         }
     }
     if (optind >= argc) {
@@ -140,8 +125,7 @@ int cli_check(spade_sandbox *sb, int argc, char **argv)
     int worst = CLI_OK;
     int many = argc - optind > 1;
     spade_check_report *rep = malloc(sizeof *rep);
-    if (!rep)
-        return cli_err(CLI_FAIL, "check", "out of memory");
+    if (!rep) return cli_err(CLI_FAIL, "check", "out of memory");
     for (int i = optind; i < argc; i++) {
         char path[SPADE_PATH_MAX], params[SPADE_SPEC_PARAMS_MAX];
         char *src = NULL;
@@ -150,20 +134,17 @@ int cli_check(spade_sandbox *sb, int argc, char **argv)
             worst = CLI_FAIL;
             continue;
         }
-        if (many)
-            printf("== %s%s%s\n", path, *params ? ":" : "", params);
+        if (many) printf("== %s%s%s\n", path, *params ? ":" : "", params);
         fflush(stdout);
         progress_name = path;
         int rc = spade_check(sb, path, src, len, params, &o, rep);
-        if (tty)
-            fputs("\r\033[K", stderr);
+        if (tty) fputs("\r\033[K", stderr);
         free(src);
         fputs(rep->text, stdout);
         printf("%s: %d passed, %d failed, %d warnings%s\n", path, rep->passed, rep->failed, rep->warned,
                rc < 0 ? " (the sandbox failed)" : "");
         fflush(stdout);
-        if (rc != 0)
-            worst = CLI_FAIL;
+        if (rc != 0) worst = CLI_FAIL;
     }
     free(rep);
     spade_sandbox_free(own);

@@ -78,13 +78,18 @@ static void setting(const spade_env_info *in, const char *fixed, int k, uint64_t
         if (names_param(fixed, p->name)) continue;
         double v;
         r = spade_mix64(r);
-        if (k == 1) v = p->min;
-        else if (k == 2) v = p->max;
-        else if (p->type == SPADE_PARAM_INT) v = p->min + (double)(r % (uint64_t)(p->max - p->min + 1));
-        else v = p->min + (p->max - p->min) * (double)(r >> 11) / 9007199254740992.0;
+        if (k == 1)
+            v = p->min;
+        else if (k == 2)
+            v = p->max;
+        else if (p->type == SPADE_PARAM_INT)
+            v = p->min + (double)(r % (uint64_t)(p->max - p->min + 1));
+        else
+            v = p->min + (p->max - p->min) * (double)(r >> 11) / 9007199254740992.0;
         char num[64];
         n += (size_t)snprintf(buf + n, cap - n, "%s%s=%s", n ? "," : "", p->name,
-                              p->type == SPADE_PARAM_INT ? cli_num(v, num, sizeof num) : (snprintf(num, sizeof num, "%.17g", v), num));
+                              p->type == SPADE_PARAM_INT ? cli_num(v, num, sizeof num)
+                                                         : (snprintf(num, sizeof num, "%.17g", v), num));
     }
 }
 
@@ -98,10 +103,9 @@ typedef struct rec {
     spade_tokenizer *tok;
     const spade_ep_request *reqs;
     spade_transcript *tr; /* [episodes] */
-    char **text;          /* [episodes] the render of a won episode, else NULL */
+    char **text; /* [episodes] the render of a won episode, else NULL */
     size_t *text_len;
 } rec;
-
 
 static int rec_begin(void *ctx, const spade_ep_view *v, void **state, char *err, size_t errlen) {
     rec *r = ctx;
@@ -117,8 +121,8 @@ static int rec_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *a
         spade_transcript *t = &r->tr[v->episode];
         if (v->step == 0) {
             int hint = r->reqs[v->episode].hint;
-            spade_transcript_agent_open(t, r->tok, v->obs, hint ? spade_ep_obs_len_without_hint(v) : v->obs_len, hint ? v->hint : NULL,
-                                        hint ? v->hint_len : 0);
+            spade_transcript_agent_open(t, r->tok, v->obs, hint ? spade_ep_obs_len_without_hint(v) : v->obs_len,
+                                        hint ? v->hint : NULL, hint ? v->hint_len : 0);
         } else {
             spade_transcript_agent_turn(t, r->tok, v->obs, v->obs_len);
         }
@@ -324,7 +328,8 @@ int cli_demos(spade_sandbox *sb, int argc, char **argv) {
     if (!out) return cli_err(CLI_USAGE, "demos", "--out DIR is required");
     if (!episodes && !designer) return cli_err(CLI_USAGE, "demos", "--episodes 0 writes nothing without --designer K");
     if (argc - optind > DEMO_MAX_SPECS) return cli_err(CLI_USAGE, "demos", "at most %d environments", DEMO_MAX_SPECS);
-    if (mkdir(out, 0755) && errno != EEXIST) return cli_err(CLI_FAIL, "demos", "cannot create %s: %s", out, strerror(errno));
+    if (mkdir(out, 0755) && errno != EEXIST)
+        return cli_err(CLI_FAIL, "demos", "cannot create %s: %s", out, strerror(errno));
     char err[2048];
     spade_tokenizer *tok = NULL; /* the render spells every token out, so bytes lose nothing */
     if (spade_tokenizer_new_bytes(&tok, err, sizeof err)) return cli_err(CLI_FAIL, "demos", "%s", err);

@@ -17,30 +17,30 @@
 #define MAX_ENVS 256
 
 void cli_usage_eval(FILE *out) {
-    fprintf(out,
-            "usage: spade eval CKPT [SPEC...] [--suite heldout] [--episodes N] [--hint] [--seed S]\n"
-            "                  [--greedy] [--no-reference] [--jsonl FILE]\n"
-            "\n"
-            "Plays each environment N times (seeds S, S+1, ...) with the policy of checkpoint\n"
-            "CKPT and prints, per environment, its success rate with a Wilson 95%% interval, mean\n"
-            "return and mean steps; with --hint, the same seeds again with the hint appended to\n"
-            "the first observation; and the random and SOLVE agents on the same seeds (floor\n"
-            "and ceiling). --suite heldout adds the held-out suite (eval/heldout), environments\n"
-            "whose mechanics are never trained on. CKPT may be 'none' for the reference columns only.\n"
-            "\n"
-            "  -s, --suite NAME     heldout\n"
-            "  -n, --episodes N     per environment and arm (default 32)\n"
-            "  -H, --hint           also the hint arm\n"
-            "      --seed S         first seed (default 0)\n"
-            "  -g, --greedy         the policy samples at temperature 0 (default 1, as in training)\n"
-            "      --no-reference   skip the random and SOLVE columns\n"
-            "      --jsonl FILE     one JSON object per environment and a summary ('-': stdout)\n"
-            "  -h, --help           this help\n");
+    fprintf(out, "usage: spade eval CKPT [SPEC...] [--suite heldout] [--episodes N] [--hint] [--seed S]\n"
+                 "                  [--greedy] [--no-reference] [--jsonl FILE]\n"
+                 "\n"
+                 "Plays each environment N times (seeds S, S+1, ...) with the policy of checkpoint\n"
+                 "CKPT and prints, per environment, its success rate with a Wilson 95%% interval, mean\n"
+                 "return and mean steps; with --hint, the same seeds again with the hint appended to\n"
+                 "the first observation; and the random and SOLVE agents on the same seeds (floor\n"
+                 "and ceiling). --suite heldout adds the held-out suite (eval/heldout), environments\n"
+                 "whose mechanics are never trained on. CKPT may be 'none' for the reference columns only.\n"
+                 "\n"
+                 "  -s, --suite NAME     heldout\n"
+                 "  -n, --episodes N     per environment and arm (default 32)\n"
+                 "  -H, --hint           also the hint arm\n"
+                 "      --seed S         first seed (default 0)\n"
+                 "  -g, --greedy         the policy samples at temperature 0 (default 1, as in training)\n"
+                 "      --no-reference   skip the random and SOLVE columns\n"
+                 "      --jsonl FILE     one JSON object per environment and a summary ('-': stdout)\n"
+                 "  -h, --help           this help\n");
 }
 
 static void arm_json(FILE *f, const char *name, const spade_eval_arm *a) {
-    fprintf(f, ",\"%s\":{\"n\":%ld,\"success\":%.6f,\"lo\":%.6f,\"hi\":%.6f,\"mean_return\":%.6f,\"mean_steps\":%.4f,"
-               "\"failed\":%ld}",
+    fprintf(f,
+            ",\"%s\":{\"n\":%ld,\"success\":%.6f,\"lo\":%.6f,\"hi\":%.6f,\"mean_return\":%.6f,\"mean_steps\":%.4f,"
+            "\"failed\":%ld}",
             name, a->n, a->success, a->lo, a->hi, a->mean_return, a->mean_steps, a->failed);
 }
 
@@ -49,15 +49,16 @@ typedef struct remote_maker {
     uint64_t seed;
 } remote_maker;
 
-static spade_agent *make_remote(void *ctx, char *err, size_t errlen)
-{
+static spade_agent *make_remote(void *ctx, char *err, size_t errlen) {
     remote_maker *m = ctx;
     return spade_agent_remote(m->r, m->seed, err, errlen);
 }
 
 static void cell(char *buf, size_t cap, const spade_eval_arm *a) {
-    if (!a->n) snprintf(buf, cap, "-");
-    else snprintf(buf, cap, "%.2f [%.2f, %.2f]", a->success, a->lo, a->hi);
+    if (!a->n)
+        snprintf(buf, cap, "-");
+    else
+        snprintf(buf, cap, "%.2f [%.2f, %.2f]", a->success, a->lo, a->hi);
 }
 
 int cli_eval(spade_sandbox *sb, int argc, char **argv) {
@@ -189,7 +190,8 @@ int cli_eval(spade_sandbox *sb, int argc, char **argv) {
         }
     }
     FILE *t = j == stdout ? stderr : stdout; /* stdout stays clean JSON when it carries JSONL */
-    fprintf(t, "| environment | policy | %smean return | mean steps | random | solve |\n", o.hint ? "policy + hint | " : "");
+    fprintf(t, "| environment | policy | %smean return | mean steps | random | solve |\n",
+            o.hint ? "policy + hint | " : "");
     fprintf(t, "|---|---|%s---|---|---|---|\n", o.hint ? "---|" : "");
     double sum[4] = {0};
     for (int i = 0; i < n; i++) {
@@ -206,7 +208,8 @@ int cli_eval(spade_sandbox *sb, int argc, char **argv) {
         sum[2] += rows[i].random.success;
         sum[3] += rows[i].solve.success;
         if (j) {
-            fprintf(j, "{\"env\":\"%s\",\"episodes\":%d,\"seed\":%llu", names[i], o.episodes, (unsigned long long)o.seed);
+            fprintf(j, "{\"env\":\"%s\",\"episodes\":%d,\"seed\":%llu", names[i], o.episodes,
+                    (unsigned long long)o.seed);
             if (remote) fprintf(j, ",\"endpoint\":\"%s\",\"model\":\"%s\"", spade_remote_endpoint(remote), rmodel);
             if (p || remote) arm_json(j, "policy", &rows[i].policy);
             if (o.hint && (p || remote)) arm_json(j, "hint", &rows[i].hint);

@@ -25,13 +25,13 @@ typedef struct printer {
     int next;
 } printer;
 
-static void print_known(void *arg, const spade_gate_report *rep, spade_gate g)
-{
+static void print_known(void *arg, const spade_gate_report *rep, spade_gate g) {
     (void)g;
     printer *p = arg;
     static const char *const word[] = {"----", "PASS", "FAIL", "SKIP"};
     while (p->next < SPADE_GATE_COUNT && rep->status[p->next]) {
-        printf("%s %s: %s\n", word[rep->status[p->next] & 3], spade_gate_name((spade_gate)p->next), rep->detail[p->next]);
+        printf("%s %s: %s\n", word[rep->status[p->next] & 3], spade_gate_name((spade_gate)p->next),
+               rep->detail[p->next]);
         p->next++;
     }
     fflush(stdout);
@@ -83,7 +83,8 @@ int cli_check_gates(spade_sandbox *sb, const char *file, int require_solve) {
     o.on_verdict = print_known;
     o.on_verdict_arg = &pr;
     static spade_gate_report rep;
-    if (spade_gates_run(sb, file, src, len, &o, &rep, err, sizeof err) < 0) cli_err(CLI_FAIL, "check", "%s", err);
+    if (spade_gates_run(sb, file, src, len, &o, &rep, err, sizeof err) < 0)
+        cli_err(CLI_FAIL, "check", "%s", err);
     else {
         printf("%s: %s\n", file, rep.first_failed < 0 ? "passes every gate" : "refused by the gates");
         rc = rep.first_failed < 0 ? CLI_OK : CLI_FAIL;

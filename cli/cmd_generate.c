@@ -28,21 +28,20 @@
 #define CMD "generate"
 
 void cli_usage_generate(FILE *out) {
-    fprintf(out,
-            "usage: spade generate MODEL|CKPT [--prompt TEXT | --prompt-file F] [--chat] [--tokens N]\n"
-            "                      [--temperature T] [--seed S] [--logprobs K] [--context N] [--backend B]\n"
-            "\n"
-            "Continues the prompt with a pretrained model (a known NAME or a PATH.gguf; weights\n"
-            "dequantized to F32) or a spade checkpoint. stdout holds the continuation only.\n"
-            "  --chat         the prompt is one user turn in ChatML; the reply is the assistant's\n"
-            "  --tokens N     at most N new tokens (64); stops earlier at an end-of-generation token\n"
-            "  --temperature  0 (default) is greedy; > 0 samples from softmax(logits / T)\n"
-            "  --seed S       the sampling stream (1)\n"
-            "  --logprobs K   instead of text, one JSON line per position (prompt, then generated):\n"
-            "                 {\"pos\":P,\"token\":ID,\"gen\":0|1,\"top\":[[ID,LOGP],...]}, the K most\n"
-            "                 likely tokens after position P at temperature 1\n"
-            "  --context N    positions the policy holds (a model: prompt + N, at least 256)\n"
-            "  --backend B    auto | cpu | cpu_ref | cuda\n");
+    fprintf(out, "usage: spade generate MODEL|CKPT [--prompt TEXT | --prompt-file F] [--chat] [--tokens N]\n"
+                 "                      [--temperature T] [--seed S] [--logprobs K] [--context N] [--backend B]\n"
+                 "\n"
+                 "Continues the prompt with a pretrained model (a known NAME or a PATH.gguf; weights\n"
+                 "dequantized to F32) or a spade checkpoint. stdout holds the continuation only.\n"
+                 "  --chat         the prompt is one user turn in ChatML; the reply is the assistant's\n"
+                 "  --tokens N     at most N new tokens (64); stops earlier at an end-of-generation token\n"
+                 "  --temperature  0 (default) is greedy; > 0 samples from softmax(logits / T)\n"
+                 "  --seed S       the sampling stream (1)\n"
+                 "  --logprobs K   instead of text, one JSON line per position (prompt, then generated):\n"
+                 "                 {\"pos\":P,\"token\":ID,\"gen\":0|1,\"top\":[[ID,LOGP],...]}, the K most\n"
+                 "                 likely tokens after position P at temperature 1\n"
+                 "  --context N    positions the policy holds (a model: prompt + N, at least 256)\n"
+                 "  --backend B    auto | cpu | cpu_ref | cuda\n");
 }
 
 static double now_s(void) {
@@ -106,11 +105,16 @@ static void print_top(int pos, int token, int gen, const float *lp, int V, int K
 int cli_generate(spade_sandbox *sb, int argc, char **argv) {
     (void)sb;
     static const struct option opts[] = {
-        {"prompt", required_argument, 0, 'p'}, {"prompt-file", required_argument, 0, 'f'},
-        {"chat", no_argument, 0, 'c'},         {"tokens", required_argument, 0, 'n'},
-        {"temperature", required_argument, 0, 't'}, {"seed", required_argument, 0, 's'},
-        {"logprobs", required_argument, 0, 'l'}, {"context", required_argument, 0, 'x'},
-        {"backend", required_argument, 0, 'b'}, {"help", no_argument, 0, 'h'},
+        {"prompt", required_argument, 0, 'p'},
+        {"prompt-file", required_argument, 0, 'f'},
+        {"chat", no_argument, 0, 'c'},
+        {"tokens", required_argument, 0, 'n'},
+        {"temperature", required_argument, 0, 't'},
+        {"seed", required_argument, 0, 's'},
+        {"logprobs", required_argument, 0, 'l'},
+        {"context", required_argument, 0, 'x'},
+        {"backend", required_argument, 0, 'b'},
+        {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     const char *prompt = NULL, *prompt_file = NULL, *backend = NULL;
@@ -210,7 +214,8 @@ int cli_generate(spade_sandbox *sb, int argc, char **argv) {
         }
     }
     if (!rc && !toks) rc = -1, snprintf(err, sizeof err, "out of memory");
-    if (!rc && n == 0) rc = -1, snprintf(err, sizeof err, "the prompt is empty and the model adds no BOS: give --prompt");
+    if (!rc && n == 0)
+        rc = -1, snprintf(err, sizeof err, "the prompt is empty and the model adds no BOS: give --prompt");
     if (!rc && n >= context)
         rc = -1, snprintf(err, sizeof err, "the prompt is %d tokens; the context holds %d (--context)", n, context);
     spade_decoder *d = NULL;

@@ -9,8 +9,7 @@
 
 #include "cli.h"
 
-void cli_usage_list(FILE *out)
-{
+void cli_usage_list(FILE *out) {
     fprintf(out, "usage: spade list [--paths] [--all] [--no-load]\n"
                  "       spade list SPEC...\n"
                  "\n"
@@ -29,8 +28,7 @@ void cli_usage_list(FILE *out)
                  "  -h, --help      this help\n");
 }
 
-static void format_params(const spade_env_info *in, char *buf, size_t cap)
-{
+static void format_params(const spade_env_info *in, char *buf, size_t cap) {
     size_t o = 0;
     buf[0] = 0;
     for (int i = 0; i < in->n_params && o < cap; i++) {
@@ -38,30 +36,25 @@ static void format_params(const spade_env_info *in, char *buf, size_t cap)
         char d[32], lo[32], hi[32];
         int k = snprintf(buf + o, cap - o, "%s%s=%s [%s..%s]", i ? ", " : "", p->name, cli_num(p->def, d, sizeof d),
                          cli_num(p->min, lo, sizeof lo), cli_num(p->max, hi, sizeof hi));
-        if (k < 0)
-            break;
+        if (k < 0) break;
         o += (size_t)k;
     }
-    if (!in->n_params)
-        snprintf(buf, cap, "-");
+    if (!in->n_params) snprintf(buf, cap, "-");
 }
 
 /* spade list SPEC: one environment in full. */
-static int show_one(spade_sandbox *sb, const char *spec)
-{
+static int show_one(spade_sandbox *sb, const char *spec) {
     char path[SPADE_PATH_MAX], params[SPADE_SPEC_PARAMS_MAX];
     char *src = NULL;
     size_t len = 0;
-    if (cli_load_spec("list", spec, path, sizeof path, params, sizeof params, &src, &len) != CLI_OK)
-        return CLI_FAIL;
+    if (cli_load_spec("list", spec, path, sizeof path, params, sizeof params, &src, &len) != CLI_OK) return CLI_FAIL;
     spade_worker *w = NULL;
     spade_failure f;
     int rc = spade_worker_load(sb, path, src, len, &w, &f);
     free(src);
     if (rc != 0) {
         char *nl = strchr(f.message, '\n');
-        if (nl)
-            *nl = '\0';
+        if (nl) *nl = '\0';
         return cli_err(CLI_FAIL, "list", "%s: does not load: %s (spade check %s shows more)", path, f.message, path);
     }
     const spade_env_info *in = spade_worker_info(w);
@@ -69,22 +62,19 @@ static int show_one(spade_sandbox *sb, const char *spec)
     printf("%s  (%s)\n  %s\n", in->name, path, in->description);
     printf("  family %s, max_steps %d, success >= %s, %s\n", *in->family ? in->family : "-", in->max_steps,
            cli_num(in->success, a, sizeof a), in->has_solve ? "has SOLVE" : "no SOLVE");
-    if (!in->n_params)
-        printf("  params: none\n");
+    if (!in->n_params) printf("  params: none\n");
     for (int i = 0; i < in->n_params; i++) {
         const spade_param_info *p = &in->params[i];
         printf("  param %s: %s, default %s, [%s..%s]\n", p->name, p->type == SPADE_PARAM_INT ? "int" : "real",
                cli_num(p->def, a, sizeof a), cli_num(p->min, b, sizeof b), cli_num(p->max, c, sizeof c));
     }
-    if (!in->n_tools)
-        printf("  tools: none\n");
+    if (!in->n_tools) printf("  tools: none\n");
     for (int i = 0; i < in->n_tools; i++) {
         /* The signature is "RET (ARGS)": shown as the declaration "RET NAME(ARGS)". */
         const spade_tool_info *t = &in->tools[i];
         const char *paren = strchr(t->signature, '(');
         int rl = paren ? (int)(paren - t->signature) : 0;
-        while (rl > 0 && t->signature[rl - 1] == ' ')
-            rl--;
+        while (rl > 0 && t->signature[rl - 1] == ' ') rl--;
         printf("  tool %.*s %s%s\n       %s\n", rl, t->signature, t->name, paren ? paren : t->signature,
                t->description);
     }
@@ -92,8 +82,7 @@ static int show_one(spade_sandbox *sb, const char *spec)
     return CLI_OK;
 }
 
-int cli_list(spade_sandbox *sb, int argc, char **argv)
-{
+int cli_list(spade_sandbox *sb, int argc, char **argv) {
     static const struct option longopts[] = {{"paths", no_argument, 0, 'p'},
                                              {"all", no_argument, 0, 'a'},
                                              {"no-load", no_argument, 0, 'n'},
@@ -104,40 +93,27 @@ int cli_list(spade_sandbox *sb, int argc, char **argv)
     opterr = 0;
     while ((ch = getopt_long(argc, argv, "panh", longopts, NULL)) != -1) {
         switch (ch) {
-        case 'p':
-            paths = 1;
-            break;
-        case 'a':
-            all = 1;
-            break;
-        case 'n':
-            load = 0;
-            break;
-        case 'h':
-            cli_usage_list(stdout);
-            return CLI_OK;
-        default:
-            return cli_bad_option("list", argc, argv, optopt);
+        case 'p': paths = 1; break;
+        case 'a': all = 1; break;
+        case 'n': load = 0; break;
+        case 'h': cli_usage_list(stdout); return CLI_OK;
+        default: return cli_bad_option("list", argc, argv, optopt);
         }
     }
     if (optind != argc) {
         int worst = CLI_OK;
         for (int i = optind; i < argc; i++) {
-            if (i > optind)
-                printf("\n");
-            if (show_one(sb, argv[i]) != CLI_OK)
-                worst = CLI_FAIL;
+            if (i > optind) printf("\n");
+            if (show_one(sb, argv[i]) != CLI_OK) worst = CLI_FAIL;
         }
         return worst;
     }
     char err[1024];
     spade_registry *r;
-    if (spade_registry_new(&r, NULL, 0, err, sizeof err) < 0)
-        return cli_err(CLI_FAIL, "list", "%s", err);
+    if (spade_registry_new(&r, NULL, 0, err, sizeof err) < 0) return cli_err(CLI_FAIL, "list", "%s", err);
     if (paths) {
         printf("search path:");
-        for (int i = 0; i < spade_registry_num_dirs(r); i++)
-            printf(" %s", spade_registry_dir(r, i));
+        for (int i = 0; i < spade_registry_num_dirs(r); i++) printf(" %s", spade_registry_dir(r, i));
         printf("\n");
     }
     spade_env_listing *L;
@@ -148,13 +124,10 @@ int cli_list(spade_sandbox *sb, int argc, char **argv)
     }
     int width = 4;
     for (int i = 0; i < n; i++)
-        if ((int)strlen(L[i].name) > width)
-            width = (int)strlen(L[i].name);
-    if (!n)
-        printf("no environments found (spade list --paths shows where it looked)\n");
+        if ((int)strlen(L[i].name) > width) width = (int)strlen(L[i].name);
+    if (!n) printf("no environments found (spade list --paths shows where it looked)\n");
     for (int i = 0; i < n; i++) {
-        if (L[i].shadowed && !all)
-            continue;
+        if (L[i].shadowed && !all) continue;
         char params[2048];
         if (L[i].shadowed) {
             printf("%-*s  (shadowed by an earlier file of the same name)\n", width, L[i].name);
@@ -168,13 +141,11 @@ int cli_list(spade_sandbox *sb, int argc, char **argv)
             /* One line per environment: the first line of the failure (a compile
              * error's source excerpt follows it); spade check shows the rest. */
             char *nl = strchr(L[i].error, '\n');
-            if (nl)
-                *nl = '\0';
+            if (nl) *nl = '\0';
             printf("%-*s  %-8s  does not load: %s%s\n", width, L[i].name, "?", L[i].error,
                    nl ? " (spade check shows the source)" : "");
         }
-        if (paths)
-            printf("%-*s  %-8s  %s\n", width, "", "", L[i].path);
+        if (paths) printf("%-*s  %-8s  %s\n", width, "", "", L[i].path);
     }
     free(L);
     spade_registry_free(r);

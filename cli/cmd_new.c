@@ -13,8 +13,7 @@
 
 #include "cli.h"
 
-void cli_usage_new(FILE *out)
-{
+void cli_usage_new(FILE *out) {
     fprintf(out, "usage: spade new NAME [--dir DIR]\n"
                  "\n"
                  "Writes DIR/NAME.c (default DIR: plugins), a commented template of a small environment\n"
@@ -89,14 +88,11 @@ static const char template_text[] =
     "\n"
     "SOLVE { act(\"%ld\", (S->lo + S->hi) / 2); }\n";
 
-static int write_all(int fd, const char *p, size_t n)
-{
+static int write_all(int fd, const char *p, size_t n) {
     while (n) {
         ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return -1;
         p += w;
         n -= (size_t)w;
     }
@@ -104,12 +100,10 @@ static int write_all(int fd, const char *p, size_t n)
 }
 
 /* template_text with @NAME@ and @DIR@ substituted; malloc'd. */
-static char *render(const char *name, const char *dir)
-{
+static char *render(const char *name, const char *dir) {
     size_t cap = sizeof template_text + 64 * (strlen(name) + strlen(dir) + 8);
     char *out = malloc(cap), *o = out;
-    if (!out)
-        return NULL;
+    if (!out) return NULL;
     for (const char *p = template_text; *p;) {
         const char *sub = NULL;
         size_t skip = 0;
@@ -134,8 +128,7 @@ static char *render(const char *name, const char *dir)
     return out;
 }
 
-int cli_new(spade_sandbox *sb, int argc, char **argv)
-{
+int cli_new(spade_sandbox *sb, int argc, char **argv) {
     static const struct option longopts[] = {
         {"dir", required_argument, 0, 'd'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     const char *dir = "plugins";
@@ -144,41 +137,31 @@ int cli_new(spade_sandbox *sb, int argc, char **argv)
     opterr = 0;
     while ((ch = getopt_long(argc, argv, "d:h", longopts, NULL)) != -1) {
         switch (ch) {
-        case 'd':
-            dir = optarg;
-            break;
-        case 'h':
-            cli_usage_new(stdout);
-            return CLI_OK;
-        default:
-            return cli_bad_option("new", argc, argv, optopt);
+        case 'd': dir = optarg; break;
+        case 'h': cli_usage_new(stdout); return CLI_OK;
+        default: return cli_bad_option("new", argc, argv, optopt);
         }
     }
-    if (optind != argc - 1)
-        return cli_err(CLI_USAGE, "new", "expected one NAME: spade new NAME");
+    if (optind != argc - 1) return cli_err(CLI_USAGE, "new", "expected one NAME: spade new NAME");
     const char *name = argv[optind];
     if (!spade_name_valid(name))
         return cli_err(CLI_USAGE, "new",
                        "'%s' is not a valid name: use [a-z0-9_-], starting with a letter or digit, at most 63 "
                        "characters",
                        name);
-    if (!*dir)
-        return cli_err(CLI_USAGE, "new", "--dir: empty directory name");
+    if (!*dir) return cli_err(CLI_USAGE, "new", "--dir: empty directory name");
     if (mkdir(dir, 0777) < 0 && errno != EEXIST)
         return cli_err(CLI_FAIL, "new", "cannot create directory %s: %s", dir, strerror(errno));
     char path[SPADE_PATH_MAX];
     int k = snprintf(path, sizeof path, "%s/%s.c", dir, name);
-    if (k < 0 || (size_t)k >= sizeof path)
-        return cli_err(CLI_USAGE, "new", "--dir: path too long");
+    if (k < 0 || (size_t)k >= sizeof path) return cli_err(CLI_USAGE, "new", "--dir: path too long");
     char *text = render(name, dir);
-    if (!text)
-        return cli_err(CLI_FAIL, "new", "out of memory");
+    if (!text) return cli_err(CLI_FAIL, "new", "out of memory");
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd < 0) {
         int e = errno;
         free(text);
-        if (e == EEXIST)
-            return cli_err(CLI_FAIL, "new", "%s already exists; not overwriting it", path);
+        if (e == EEXIST) return cli_err(CLI_FAIL, "new", "%s already exists; not overwriting it", path);
         return cli_err(CLI_FAIL, "new", "cannot create %s: %s", path, strerror(e));
     }
     int bad = write_all(fd, text, strlen(text)) < 0;

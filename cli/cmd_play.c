@@ -17,8 +17,7 @@
 #include "agent/policy_agent.h"
 #include "cli.h"
 
-void cli_usage_play(FILE *out)
-{
+void cli_usage_play(FILE *out) {
     fprintf(out, "usage: spade play SPEC [--seed S] [--policy CKPT]\n"
                  "\n"
                  "Plays the environment SPEC (NAME or FILE.c, optionally :key=value,...) in the terminal.\n"
@@ -50,26 +49,23 @@ typedef struct session {
     long episodes, wins;
     long started; /* episodes begun, the one running included: its number (a :reset begins a new one) */
     char shown_error[1200]; /* last reload error printed, to print each once */
-    char *obs;              /* the latest observation (for :policy) */
+    char *obs; /* the latest observation (for :policy) */
     size_t obs_len;
-    spade_agent *policy;    /* --policy CKPT: the policy agent, and its state for this episode */
+    spade_agent *policy; /* --policy CKPT: the policy agent, and its state for this episode */
     void *policy_state;
     int policy_live;
 } session;
 
-static void keep_obs(session *s, const char *obs, size_t len)
-{
+static void keep_obs(session *s, const char *obs, size_t len) {
     char *n = realloc(s->obs, len + 1);
-    if (!n)
-        return;
+    if (!n) return;
     memcpy(n, obs, len);
     n[len] = 0;
     s->obs = n;
     s->obs_len = len;
 }
 
-static spade_ep_view policy_view(const session *s)
-{
+static spade_ep_view policy_view(const session *s) {
     spade_ep_view v;
     memset(&v, 0, sizeof v);
     v.episode = s->started;
@@ -83,10 +79,8 @@ static spade_ep_view policy_view(const session *s)
 }
 
 /* The policy's slot follows the episodes: ended with the old one, begun with the new one. */
-static void policy_episode(session *s)
-{
-    if (!s->policy)
-        return;
+static void policy_episode(session *s) {
+    if (!s->policy) return;
     spade_ep_view v = policy_view(s);
     if (s->policy_live && s->policy->end) {
         spade_ep_outcome o;
@@ -100,16 +94,13 @@ static void policy_episode(session *s)
         s->policy_live = 1;
 }
 
-static void print_text(const char *prefix, const char *text, size_t len)
-{
+static void print_text(const char *prefix, const char *text, size_t len) {
     fputs(prefix, stdout);
     fwrite(text, 1, len, stdout);
-    if (!len || text[len - 1] != '\n')
-        putchar('\n');
+    if (!len || text[len - 1] != '\n') putchar('\n');
 }
 
-static void print_info(const spade_env_info *in, const double *values)
-{
+static void print_info(const spade_env_info *in, const double *values) {
     printf("%s (%s): %s\n", in->name, *in->family ? in->family : "no family", in->description);
     printf("max_steps %d, success when return >= %g, %s\n", in->max_steps, in->success,
            in->has_solve ? "has a reference solution (:solve)" : "no reference solution");
@@ -125,8 +116,7 @@ static void print_info(const spade_env_info *in, const double *values)
 
 /* Starts an episode on the current version of the file. -1 when nothing can
  * serve (the session ends). */
-static int new_episode(session *s, uint64_t seed)
-{
+static int new_episode(session *s, uint64_t seed) {
     spade_hotenv_version *nv;
     int reloaded = 0;
     if (spade_hotenv_acquire(s->h, &nv, &reloaded) != 0) {
@@ -147,8 +137,7 @@ static int new_episode(session *s, uint64_t seed)
             cli_print_failure("play", spade_hotenv_path(s->h), &f);
             return -1;
         }
-        if (reloaded)
-            printf("[reloaded %s: version %d]\n", spade_hotenv_path(s->h), nv->generation);
+        if (reloaded) printf("[reloaded %s: version %d]\n", spade_hotenv_path(s->h), nv->generation);
     } else {
         spade_hotenv_release(s->h, nv); /* we already hold this version */
     }
@@ -180,8 +169,7 @@ static int new_episode(session *s, uint64_t seed)
  * label. A failure is reported and starts a new episode; -1 when that new
  * episode cannot start (the session ends). */
 static int show_text(session *s, const char *what, const char *label,
-                     int (*get)(spade_worker *, int, const char **, size_t *, spade_failure *))
-{
+                     int (*get)(spade_worker *, int, const char **, size_t *, spade_failure *)) {
     if (!s->in_episode) {
         printf("no episode running (:reset starts one)\n");
         return 0;
@@ -203,29 +191,22 @@ static int show_text(session *s, const char *what, const char *label,
 /* A line that starts like a call, name(, of an environment with tools, where
  * name is not one of them, goes to STEP as text (docs/tools.md: prose is not a
  * call); the person is told, since it looks like a call that did nothing. */
-static void note_unknown_tool(const spade_env_info *in, const char *a)
-{
-    if (!in->n_tools)
-        return;
-    while (*a == ' ' || *a == '\t')
-        a++;
+static void note_unknown_tool(const spade_env_info *in, const char *a) {
+    if (!in->n_tools) return;
+    while (*a == ' ' || *a == '\t') a++;
     size_t n = 0;
     while ((a[n] >= 'a' && a[n] <= 'z') || (a[n] >= 'A' && a[n] <= 'Z') || a[n] == '_' ||
            (n && a[n] >= '0' && a[n] <= '9'))
         n++;
-    if (!n || a[n] != '(')
-        return;
+    if (!n || a[n] != '(') return;
     for (int i = 0; i < in->n_tools; i++)
-        if (strlen(in->tools[i].name) == n && !strncmp(in->tools[i].name, a, n))
-            return;
+        if (strlen(in->tools[i].name) == n && !strncmp(in->tools[i].name, a, n)) return;
     printf("[%.*s(...) is not a tool of this environment, so it is played as text (tools:", (int)(n > 40 ? 40 : n), a);
-    for (int i = 0; i < in->n_tools; i++)
-        printf("%s %s", i ? "," : "", in->tools[i].name);
+    for (int i = 0; i < in->n_tools; i++) printf("%s %s", i ? "," : "", in->tools[i].name);
     printf(")]\n");
 }
 
-static void help(int policy)
-{
+static void help(int policy) {
     printf("commands: :hint  :solve  :reset [SEED]  :info  :help  :quit  (::text plays ':text');\n"
            "%sany other line is your action.\n",
            policy ? ":policy (or :p) lets the policy play the next step;\n" : "");
@@ -236,12 +217,10 @@ enum { LINE_DONE, LINE_QUIT, LINE_FAIL, LINE_PLAY };
 
 /* A ':' command. LINE_PLAY when :policy chose an action: *play and *play_len
  * then point at the agent's text, valid until its next call. */
-static int play_command(session *s, const char *line, const char **play, size_t *play_len)
-{
+static int play_command(session *s, const char *line, const char **play, size_t *play_len) {
     char cmd[32] = "", arg[64] = "", extra[2] = "";
     sscanf(line + 1, "%31s %63s %1s", cmd, arg, extra);
-    if (!strcmp(cmd, "quit") || !strcmp(cmd, "q") || !strcmp(cmd, "exit"))
-        return LINE_QUIT;
+    if (!strcmp(cmd, "quit") || !strcmp(cmd, "q") || !strcmp(cmd, "exit")) return LINE_QUIT;
     if ((!strcmp(cmd, "policy") || !strcmp(cmd, "p")) && s->policy) {
         if (!s->in_episode || !s->policy_live) {
             printf("no episode running (:reset starts one)\n");
@@ -268,8 +247,7 @@ static int play_command(session *s, const char *line, const char **play, size_t 
     } else if (!strcmp(cmd, "info")) {
         print_info(s->v->info, s->v->param_values);
     } else if (!strcmp(cmd, "hint")) {
-        if (show_text(s, "hint", "hint: ", spade_worker_hint) != 0)
-            return LINE_FAIL;
+        if (show_text(s, "hint", "hint: ", spade_worker_hint) != 0) return LINE_FAIL;
     } else if (!strcmp(cmd, "solve")) {
         if (!s->v->info->has_solve)
             printf("this environment has no reference solution (no SOLVE block)\n");
@@ -281,10 +259,8 @@ static int play_command(session *s, const char *line, const char **play, size_t 
             cli_err(CLI_USAGE, "play", ":reset takes at most one SEED");
             return LINE_DONE;
         }
-        if (*arg && cli_parse_u64("play", ":reset", arg, &ns) < 0)
-            return LINE_DONE;
-        if (new_episode(s, ns) != 0)
-            return LINE_FAIL;
+        if (*arg && cli_parse_u64("play", ":reset", arg, &ns) < 0) return LINE_DONE;
+        if (new_episode(s, ns) != 0) return LINE_FAIL;
     } else {
         printf("unknown command ':%s' (:help lists the commands)\n", cmd);
     }
@@ -292,8 +268,7 @@ static int play_command(session *s, const char *line, const char **play, size_t 
 }
 
 /* Plays one action in the running episode; -1 when a new episode cannot be started. */
-static int play_action(session *s, const char *action, size_t alen)
-{
+static int play_action(session *s, const char *action, size_t alen) {
     if (!s->in_episode) {
         printf("no episode running (:reset starts one)\n");
         return 0;
@@ -314,46 +289,37 @@ static int play_action(session *s, const char *action, size_t alen)
         return new_episode(s, s->seed + 1) != 0 ? -1 : 0;
     }
     s->steps++;
-    if (r.obs_len)
-        print_text("", r.obs, r.obs_len);
+    if (r.obs_len) print_text("", r.obs, r.obs_len);
     keep_obs(s, r.obs, r.obs_len);
-    if (r.reward != 0)
-        printf("(reward %g)\n", r.reward);
+    if (r.reward != 0) printf("(reward %g)\n", r.reward);
     if (r.terminated || r.truncated) {
         s->episodes++;
         s->wins += r.success != 0;
         printf("=== episode over (%s): return %g after %d step%s, %s ===\n",
                r.terminated ? "terminated" : "truncated at max_steps", r.episode_return, s->steps,
                s->steps == 1 ? "" : "s", r.success ? "success" : "failure");
-        if (new_episode(s, s->seed + 1) != 0)
-            return -1;
+        if (new_episode(s, s->seed + 1) != 0) return -1;
     }
     return 0;
 }
 
 /* Parses argv; -1 to go on, or the exit code to return now. */
-static int parse_play_args(int argc, char **argv, uint64_t *seed, const char **policy_ckpt, const char **spec)
-{
-    static const struct option longopts[] = {
-        {"seed", required_argument, 0, 's'}, {"policy", required_argument, 0, 'p'},
-        {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+static int parse_play_args(int argc, char **argv, uint64_t *seed, const char **policy_ckpt, const char **spec) {
+    static const struct option longopts[] = {{"seed", required_argument, 0, 's'},
+                                             {"policy", required_argument, 0, 'p'},
+                                             {"help", no_argument, 0, 'h'},
+                                             {0, 0, 0, 0}};
     int ch;
     optind = 0;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, "s:p:h", longopts, NULL)) != -1) {
         switch (ch) {
-        case 'p':
-            *policy_ckpt = optarg;
-            break;
+        case 'p': *policy_ckpt = optarg; break;
         case 's':
-            if (cli_parse_u64("play", "--seed", optarg, seed) < 0)
-                return CLI_USAGE;
+            if (cli_parse_u64("play", "--seed", optarg, seed) < 0) return CLI_USAGE;
             break;
-        case 'h':
-            cli_usage_play(stdout);
-            return CLI_OK;
-        default:
-            return cli_bad_option("play", argc, argv, optopt);
+        case 'h': cli_usage_play(stdout); return CLI_OK;
+        default: return cli_bad_option("play", argc, argv, optopt);
         }
     }
     if (optind != argc - 1)
@@ -362,18 +328,15 @@ static int parse_play_args(int argc, char **argv, uint64_t *seed, const char **p
     return -1;
 }
 
-int cli_play(spade_sandbox *sb, int argc, char **argv)
-{
+int cli_play(spade_sandbox *sb, int argc, char **argv) {
     uint64_t seed = 0;
     const char *policy_ckpt = NULL, *spec = NULL;
     int early = parse_play_args(argc, argv, &seed, &policy_ckpt, &spec);
-    if (early >= 0)
-        return early;
+    if (early >= 0) return early;
     char path[SPADE_PATH_MAX], params[SPADE_SPEC_PARAMS_MAX];
     char *src = NULL;
     size_t len;
-    if (cli_load_spec("play", spec, path, sizeof path, params, sizeof params, &src, &len) != CLI_OK)
-        return CLI_FAIL;
+    if (cli_load_spec("play", spec, path, sizeof path, params, sizeof params, &src, &len) != CLI_OK) return CLI_FAIL;
     free(src);
 
     session s;
@@ -421,42 +384,34 @@ int cli_play(spade_sandbox *sb, int argc, char **argv)
         }
         ssize_t n = getline(&line, &cap, stdin);
         if (n < 0) {
-            if (tty)
-                putchar('\n');
+            if (tty) putchar('\n');
             break;
         }
-        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
-            line[--n] = 0;
-        if (!tty)
-            printf("> %s\n", line);
+        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = 0;
+        if (!tty) printf("> %s\n", line);
         const char *action = line[0] == ':' ? line + 1 : line; /* "::x" plays ":x" */
         size_t alen = (size_t)n - (size_t)(action - line);
         if (line[0] == ':' && line[1] != ':') {
             int how = play_command(&s, line, &action, &alen); /* the policy's action is played as it is */
-            if (how == LINE_QUIT)
-                break;
-            if (how == LINE_FAIL)
-                goto fail;
+            if (how == LINE_QUIT) break;
+            if (how == LINE_FAIL) goto fail;
             if (how == LINE_DONE) {
                 fflush(stdout);
                 continue;
             }
             char *nl = realloc(line, alen + 1); /* the agent's text, NUL-terminated like a typed line */
-            if (!nl)
-                goto fail;
+            if (!nl) goto fail;
             memcpy(nl, action, alen);
             nl[alen] = 0;
             line = nl;
             cap = alen + 1;
             action = line;
         }
-        if (play_action(&s, action, alen) != 0)
-            goto fail;
+        if (play_action(&s, action, alen) != 0) goto fail;
         fflush(stdout);
     }
     printf("played %ld episode%s, won %ld", s.episodes, s.episodes == 1 ? "" : "s", s.wins);
-    if (s.failures)
-        printf("; the environment failed %d time%s", s.failures, s.failures == 1 ? "" : "s");
+    if (s.failures) printf("; the environment failed %d time%s", s.failures, s.failures == 1 ? "" : "s");
     printf("\n");
     /* Status 0: the person ended the session. An environment failure was
      * reported where it happened and the session went on, so it is not this

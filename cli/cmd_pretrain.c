@@ -41,16 +41,16 @@ typedef struct pt_config {
     spade_gpt_config gpt;
     char data[1024];
     char out[1024];
-    char log[1024];          /* default OUT/pretrain.jsonl */
-    long steps;              /* total optimizer steps (the run ends at this step) */
-    int batch;               /* sequences per step */
-    int seq;                 /* tokens per sequence (default: policy.context) */
+    char log[1024]; /* default OUT/pretrain.jsonl */
+    long steps; /* total optimizer steps (the run ends at this step) */
+    int batch; /* sequences per step */
+    int seq; /* tokens per sequence (default: policy.context) */
     float lr, min_lr_frac, weight_decay, grad_clip;
     long warmup;
     long checkpoint_every, sample_every;
     int sample_tokens;
     float sample_temperature;
-    int tokenizer_vocab;     /* BPE vocabulary when one is trained on the data */
+    int tokenizer_vocab; /* BPE vocabulary when one is trained on the data */
     uint64_t seed;
     /* parse state */
     const char *file;
@@ -104,34 +104,32 @@ static int on_key(void *user, const char *section, const char *name, const char 
         return 0;
     }
     double x;
-#define STR(k, f)                                                        \
-    if (!strcmp(name, k)) {                                              \
-        if (!*value || strlen(value) >= sizeof c->f) goto bad;           \
-        snprintf(c->f, sizeof c->f, "%s", value);                        \
-        return 1;                                                        \
+#define STR(k, f)                                                                                                      \
+    if (!strcmp(name, k)) {                                                                                            \
+        if (!*value || strlen(value) >= sizeof c->f) goto bad;                                                         \
+        snprintf(c->f, sizeof c->f, "%s", value);                                                                      \
+        return 1;                                                                                                      \
     }
-#define NUM(k, f, lo, hi, T)                                             \
-    if (!strcmp(name, k)) {                                              \
-        if (num(value, lo, hi, &x)) {                                    \
-            snprintf(c->msg, sizeof c->msg,                              \
-                     "[pretrain] %s = '%s': expected a number in [%g, %g]", \
-                     name, value, (double)(lo), (double)(hi));           \
-            return 0;                                                    \
-        }                                                                \
-        c->f = (T)x;                                                     \
-        return 1;                                                        \
+#define NUM(k, f, lo, hi, T)                                                                                           \
+    if (!strcmp(name, k)) {                                                                                            \
+        if (num(value, lo, hi, &x)) {                                                                                  \
+            snprintf(c->msg, sizeof c->msg, "[pretrain] %s = '%s': expected a number in [%g, %g]", name, value,        \
+                     (double)(lo), (double)(hi));                                                                      \
+            return 0;                                                                                                  \
+        }                                                                                                              \
+        c->f = (T)x;                                                                                                   \
+        return 1;                                                                                                      \
     }
     /* Integer keys: "batch = 2.5" is a mistake, not 2 (1e4 is fine). */
-#define INT(k, f, lo, hi, T)                                             \
-    if (!strcmp(name, k)) {                                              \
-        if (num(value, lo, hi, &x) || x != floor(x)) {                   \
-            snprintf(c->msg, sizeof c->msg,                              \
-                     "[pretrain] %s = '%s': expected an integer in [%g, %g]", \
-                     name, value, (double)(lo), (double)(hi));           \
-            return 0;                                                    \
-        }                                                                \
-        c->f = (T)x;                                                     \
-        return 1;                                                        \
+#define INT(k, f, lo, hi, T)                                                                                           \
+    if (!strcmp(name, k)) {                                                                                            \
+        if (num(value, lo, hi, &x) || x != floor(x)) {                                                                 \
+            snprintf(c->msg, sizeof c->msg, "[pretrain] %s = '%s': expected an integer in [%g, %g]", name, value,      \
+                     (double)(lo), (double)(hi));                                                                      \
+            return 0;                                                                                                  \
+        }                                                                                                              \
+        c->f = (T)x;                                                                                                   \
+        return 1;                                                                                                      \
     }
     STR("data", data)
     STR("out", out)
@@ -168,8 +166,8 @@ static int on_key(void *user, const char *section, const char *name, const char 
              name);
     return 0;
 bad:
-    snprintf(c->msg, sizeof c->msg, "[pretrain] %s = '%s': expected a non-empty path under %zu bytes", name,
-             value, sizeof c->data);
+    snprintf(c->msg, sizeof c->msg, "[pretrain] %s = '%s': expected a non-empty path under %zu bytes", name, value,
+             sizeof c->data);
     return 0;
 #undef STR
 #undef NUM
@@ -229,8 +227,8 @@ static int load_config(const char *path, pt_config *c) {
     }
     if (!c->seq) c->seq = c->gpt.context;
     if (c->seq > c->gpt.context) {
-        fprintf(stderr, "spade pretrain: %s: [pretrain] seq = %d exceeds policy.context = %d\n", path,
-                c->seq, c->gpt.context);
+        fprintf(stderr, "spade pretrain: %s: [pretrain] seq = %d exceeds policy.context = %d\n", path, c->seq,
+                c->gpt.context);
         return 2;
     }
     if (!c->log[0]) snprintf(c->log, sizeof c->log, "%.1000s/pretrain.jsonl", c->out);
@@ -427,11 +425,16 @@ static void json_str(FILE *f, const char *s, size_t n) {
     fputc('"', f);
     for (size_t i = 0; i < n; i++) {
         unsigned char ch = (unsigned char)s[i];
-        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
-        else if (ch == '\n') fputs("\\n", f);
-        else if (ch == '\t') fputs("\\t", f);
-        else if (ch < 0x20 || ch >= 0x7f) fprintf(f, "\\u%04x", ch); /* bytes as code points: lossless */
-        else fputc(ch, f);
+        if (ch == '"' || ch == '\\')
+            fprintf(f, "\\%c", ch);
+        else if (ch == '\n')
+            fputs("\\n", f);
+        else if (ch == '\t')
+            fputs("\\t", f);
+        else if (ch < 0x20 || ch >= 0x7f)
+            fprintf(f, "\\u%04x", ch); /* bytes as code points: lossless */
+        else
+            fputc(ch, f);
     }
     fputc('"', f);
 }
@@ -446,24 +449,23 @@ static void progress(long step, long total, float loss, double tok_s, double eta
 }
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage: spade pretrain CONFIG\n\n"
-            "Trains the policy to predict the next token of every .c, .h, .md, .txt and .transcript file under\n"
-            "[pretrain] data (a relative path is from the config file's directory).\n"
-            "CONFIG is an .ini file:\n"
-            "  [policy]   layers, heads, width, context, backend (auto|cpu|cuda|cpu_ref), seed,\n"
-            "             tokenizer (bytes|bpe), tokenizer_file\n"
-            "  [pretrain] data (required), out, log, steps, batch, seq, lr, min_lr_frac,\n"
-            "             weight_decay, grad_clip, warmup, checkpoint_every, sample_every,\n"
-            "             sample_tokens, sample_temperature, tokenizer_vocab, seed\n"
-            "With tokenizer = bpe and no tokenizer_file, a BPE of tokenizer_vocab tokens (4096)\n"
-            "is trained on the data first and written to OUT/tokenizer.txt; the checkpoint\n"
-            "stores the tokenizer either way. Files named *.transcript (spade demos) are read\n"
-            "with their <|name|> markers as the special tokens they spell.\n"
-            "Writes OUT/policy.ckpt (atomically) every checkpoint_every steps and at the end,\n"
-            "and one JSON object per step to the log (default OUT/pretrain.jsonl).\n"
-            "Run it again with the same OUT to resume from the checkpoint.\n"
-            "Exit status: 0 done, 1 failed or interrupted (after checkpointing), 2 usage error.\n");
+    fprintf(f, "usage: spade pretrain CONFIG\n\n"
+               "Trains the policy to predict the next token of every .c, .h, .md, .txt and .transcript file under\n"
+               "[pretrain] data (a relative path is from the config file's directory).\n"
+               "CONFIG is an .ini file:\n"
+               "  [policy]   layers, heads, width, context, backend (auto|cpu|cuda|cpu_ref), seed,\n"
+               "             tokenizer (bytes|bpe), tokenizer_file\n"
+               "  [pretrain] data (required), out, log, steps, batch, seq, lr, min_lr_frac,\n"
+               "             weight_decay, grad_clip, warmup, checkpoint_every, sample_every,\n"
+               "             sample_tokens, sample_temperature, tokenizer_vocab, seed\n"
+               "With tokenizer = bpe and no tokenizer_file, a BPE of tokenizer_vocab tokens (4096)\n"
+               "is trained on the data first and written to OUT/tokenizer.txt; the checkpoint\n"
+               "stores the tokenizer either way. Files named *.transcript (spade demos) are read\n"
+               "with their <|name|> markers as the special tokens they spell.\n"
+               "Writes OUT/policy.ckpt (atomically) every checkpoint_every steps and at the end,\n"
+               "and one JSON object per step to the log (default OUT/pretrain.jsonl).\n"
+               "Run it again with the same OUT to resume from the checkpoint.\n"
+               "Exit status: 0 done, 1 failed or interrupted (after checkpointing), 2 usage error.\n");
 }
 
 /* ---------------------------------------------------------------- command */
@@ -503,8 +505,10 @@ static int open_policy(const pt_config *c, const char *config_path, const docs *
                 snprintf(err, errlen, "policy.tokenizer_file: %s", e);
                 rc = 1;
             } else if (!spade_tokenizer_equal(ft, spade_policy_tokenizer(p))) {
-                snprintf(err, errlen, "cannot resume: the tokenizer in %s is not the one in %s "
-                         "(policy.tokenizer_file); use another [pretrain] out", ckpt, c->gpt.tokenizer_file);
+                snprintf(err, errlen,
+                         "cannot resume: the tokenizer in %s is not the one in %s "
+                         "(policy.tokenizer_file); use another [pretrain] out",
+                         ckpt, c->gpt.tokenizer_file);
                 rc = 1;
             }
             spade_tokenizer_free(ft);
@@ -629,8 +633,8 @@ int spade_cmd_pretrain(int argc, char **argv) {
     size_t data_bytes = dd.bytes;
     free_docs(&dd);
     if (cp.n < (size_t)c.seq + 1) {
-        fprintf(stderr, "spade pretrain: %s holds %zu tokens in %d files; need at least seq + 1 = %d\n",
-                c.data, cp.n, cp.files, c.seq + 1);
+        fprintf(stderr, "spade pretrain: %s holds %zu tokens in %d files; need at least seq + 1 = %d\n", c.data, cp.n,
+                cp.files, c.seq + 1);
         spade_policy_free(p);
         free(cp.tok);
         return 1;
@@ -645,16 +649,16 @@ int spade_cmd_pretrain(int argc, char **argv) {
     }
     int tty = isatty(2);
     spade_tokenizer *tkz = spade_policy_tokenizer(p);
-    fprintf(stderr, "spade pretrain: %zu parameters on %s; %zu tokens (%s, %d) from %zu bytes in %d files in %s; "
+    fprintf(stderr,
+            "spade pretrain: %zu parameters on %s; %zu tokens (%s, %d) from %zu bytes in %d files in %s; "
             "%s at step %ld of %ld\n",
             spade_policy_num_params(p), spade_policy_backend_note(p), cp.n, spade_tokenizer_kind(tkz),
-            spade_tokenizer_vocab(tkz), data_bytes, cp.files, c.data, start ? "resuming" : "starting", start,
-            c.steps);
+            spade_tokenizer_vocab(tkz), data_bytes, cp.files, c.data, start ? "resuming" : "starting", start, c.steps);
     fprintf(log, "{\"event\":\"start\",\"step\":%ld,\"steps\":%ld,\"params\":%zu,\"backend\":", start, c.steps,
             spade_policy_num_params(p));
     json_str(log, spade_policy_backend_name(p), strlen(spade_policy_backend_name(p)));
-    fprintf(log, ",\"tokens\":%zu,\"bytes\":%zu,\"files\":%d,\"tokenizer\":\"%s\",\"vocab\":%d}\n", cp.n,
-            data_bytes, cp.files, spade_tokenizer_kind(tkz), spade_tokenizer_vocab(tkz));
+    fprintf(log, ",\"tokens\":%zu,\"bytes\":%zu,\"files\":%d,\"tokenizer\":\"%s\",\"vocab\":%d}\n", cp.n, data_bytes,
+            cp.files, spade_tokenizer_kind(tkz), spade_tokenizer_vocab(tkz));
     fflush(log);
 
     struct sigaction sa, old_int, old_term;
@@ -726,8 +730,10 @@ int spade_cmd_pretrain(int argc, char **argv) {
     if (tty) fputc('\n', stderr);
     if (stop_requested && !rc) {
         /* interrupted: keep the work done so far */
-        if (spade_policy_save(p, ckpt, err, sizeof err)) fprintf(stderr, "spade pretrain: %s\n", err);
-        else fprintf(stderr, "spade pretrain: interrupted at step %ld; checkpoint %s written\n", step, ckpt);
+        if (spade_policy_save(p, ckpt, err, sizeof err))
+            fprintf(stderr, "spade pretrain: %s\n", err);
+        else
+            fprintf(stderr, "spade pretrain: interrupted at step %ld; checkpoint %s written\n", step, ckpt);
         fprintf(log, "{\"event\":\"interrupted\",\"step\":%ld}\n", step);
         rc = 1;
     } else if (!rc) {

@@ -37,24 +37,23 @@ static const char *const time_keys[N_TIMES] = {"t_design", "t_gates", "t_play", 
 static const char *const time_names[N_TIMES] = {"design", "gates", "play", "update", "archive"};
 
 void cli_usage_report(FILE *out) {
-    fprintf(out,
-            "usage: spade report RUN_DIR [--out DIR] [--top N]\n"
-            "\n"
-            "Writes a report of a run that spade train made: SVG plots over iterations and a\n"
-            "markdown summary, DIR/report.md, that links them (default DIR: RUN_DIR/report).\n"
-            "  self-play   validity by gate (each environment written: valid, or the first\n"
-            "              gate it failed), pass rates without and with the hint, regret,\n"
-            "              designer reward, Vendi/n, held-out success (when train.jsonl has an\n"
-            "              \"eval\" key), time per phase, the regret histogram, and the best and\n"
-            "              worst environments of the archive by regret and by designer reward\n"
-            "  fixed pool  success (overall and per environment) and loss\n"
-            "Eval files that spade eval --jsonl wrote into RUN_DIR are summarised too.\n"
-            "A null in train.jsonl is a gap in a plot, not a zero; a half-written last line\n"
-            "(a killed run) is skipped with a warning.\n"
-            "\n"
-            "  -o, --out DIR   where to write (created; files there are replaced)\n"
-            "  -n, --top N     environments in each best/worst table (default 5)\n"
-            "  -h, --help      this help\n");
+    fprintf(out, "usage: spade report RUN_DIR [--out DIR] [--top N]\n"
+                 "\n"
+                 "Writes a report of a run that spade train made: SVG plots over iterations and a\n"
+                 "markdown summary, DIR/report.md, that links them (default DIR: RUN_DIR/report).\n"
+                 "  self-play   validity by gate (each environment written: valid, or the first\n"
+                 "              gate it failed), pass rates without and with the hint, regret,\n"
+                 "              designer reward, Vendi/n, held-out success (when train.jsonl has an\n"
+                 "              \"eval\" key), time per phase, the regret histogram, and the best and\n"
+                 "              worst environments of the archive by regret and by designer reward\n"
+                 "  fixed pool  success (overall and per environment) and loss\n"
+                 "Eval files that spade eval --jsonl wrote into RUN_DIR are summarised too.\n"
+                 "A null in train.jsonl is a gap in a plot, not a zero; a half-written last line\n"
+                 "(a killed run) is skipped with a warning.\n"
+                 "\n"
+                 "  -o, --out DIR   where to write (created; files there are replaced)\n"
+                 "  -n, --top N     environments in each best/worst table (default 5)\n"
+                 "  -h, --help      this help\n");
 }
 
 /* ---- train.jsonl ---- */
@@ -169,7 +168,8 @@ static int read_row(run_log *L, const spade_json *o, row *r) {
     if (pe && pe->type == SPADE_JSON_OBJECT)
         for (size_t i = 0; i < pe->len; i++) {
             int e = env_index(L, pe->members[i].key);
-            if (e >= 0 && pe->members[i].value.type == SPADE_JSON_NUMBER) r->env_success[e] = pe->members[i].value.number;
+            if (e >= 0 && pe->members[i].value.type == SPADE_JSON_NUMBER)
+                r->env_success[e] = pe->members[i].value.number;
         }
     return 0;
 }
@@ -216,7 +216,8 @@ static int read_log(const char *path, run_log *L, char *err, size_t errlen) {
                 L->torn_tail = 1;
                 warn(L, "%s:%d: the last line is %s (a killed run?): skipped", path, lineno,
                      ended ? "not a whole JSON object" : "half written");
-            } else warn(L, "%s:%d: %s: skipped", path, lineno, jerr);
+            } else
+                warn(L, "%s:%d: %s: skipped", path, lineno, jerr);
             continue;
         }
         int j = 0;
@@ -305,8 +306,10 @@ static int by_key(const void *pa, const void *pb) {
 /* ---- writing ---- */
 
 static void fnum(char *b, size_t cap, double v, int dec) {
-    if (isfinite(v)) snprintf(b, cap, "%.*f", dec, v);
-    else snprintf(b, cap, "–");
+    if (isfinite(v))
+        snprintf(b, cap, "%.*f", dec, v);
+    else
+        snprintf(b, cap, "–");
 }
 
 /* The ENV("name" of a source (the archive's one field a person recognises). */
@@ -340,7 +343,8 @@ static void env_table(FILE *md, spade_archive *a, const env_rec *list, int n, in
         fnum(rg, sizeof rg, r->regret, 3);
         fnum(rw, sizeof rw, r->reward, 3);
         env_name(a, r->id, name, sizeof name);
-        fprintf(md, "| %ld | %d | %s | %s | %s | %s | %s | %s |\n", r->id, r->iteration, r->family, name, p0, p1, rg, rw);
+        fprintf(md, "| %ld | %d | %s | %s | %s | %s | %s | %s |\n", r->id, r->iteration, r->family, name, p0, p1, rg,
+                rw);
     }
     fprintf(md, "\n");
 }
@@ -422,7 +426,8 @@ static void line_plot(out_dir *o, const run_log *L, const double *x, const char 
         if (unit_range) cli_plot_yrange(p, 0, 1);
         if (ref_label) cli_plot_hline(p, ref, ref_label);
         if (cli_plot_line(p, label, y, 2, 0) < 0) cli_plot_free(p), p = NULL;
-    } else cli_plot_free(p), p = NULL;
+    } else
+        cli_plot_free(p), p = NULL;
     free(y);
     plot_done(o, p, file);
 }
@@ -542,11 +547,11 @@ static void selfplay_plots(out_dir *o, const run_log *L, const double *x, int po
     if (!ok) cli_plot_free(p), p = NULL;
     plot_done(o, p, "pass.svg");
 
-    line_plot(o, L, x, "regret.svg", "Regret: success with the hint minus without", "regret", "mean regret",
-              g_regret, 0, 0, "0");
-    line_plot(o, L, x, "designer_reward.svg", "Designer reward", "mean reward", "designer reward", g_reward, 0, 0,
-              "0");
-    line_plot(o, L, x, "vendi.svg", "Vendi / n within each iteration's valid environments (whole run: all of them together)", "Vendi / n",
+    line_plot(o, L, x, "regret.svg", "Regret: success with the hint minus without", "regret", "mean regret", g_regret,
+              0, 0, "0");
+    line_plot(o, L, x, "designer_reward.svg", "Designer reward", "mean reward", "designer reward", g_reward, 0, 0, "0");
+    line_plot(o, L, x, "vendi.svg",
+              "Vendi / n within each iteration's valid environments (whole run: all of them together)", "Vendi / n",
               "Vendi/n", g_vendi, 1, cum_vendi_n, isfinite(cum_vendi_n) ? "whole run" : NULL);
 
     p = cli_plot_new("Time per iteration, by phase", "iteration", "seconds", x, n);
@@ -629,17 +634,19 @@ typedef struct report {
     run_log L;
     out_dir o;
     spade_archive *a;
-    envs all, valid;     /* every archived environment, the valid ones */
+    envs all, valid; /* every archived environment, the valid ones */
     int have_db, selfplay, pool, has_eval;
-    double cum_vendi;    /* the Vendi score of the run's valid environments together (NaN: none) */
+    double cum_vendi; /* the Vendi score of the run's valid environments together (NaN: none) */
     int cum_n;
-    double *x;           /* (L.n) the iterations, the plots' x */
+    double *x; /* (L.n) the iterations, the plots' x */
 } report;
 
 /* Parses argv; -1 to go on, or the exit code to return now. */
 static int report_args(int argc, char **argv, const char **out, long *top, const char **run) {
-    static const struct option longopts[] = {
-        {"out", required_argument, 0, 'o'}, {"top", required_argument, 0, 'n'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    static const struct option longopts[] = {{"out", required_argument, 0, 'o'},
+                                             {"top", required_argument, 0, 'n'},
+                                             {"help", no_argument, 0, 'h'},
+                                             {0, 0, 0, 0}};
     int ch;
     optind = 0;
     opterr = 0;
@@ -727,14 +734,16 @@ static void md_selfplay(FILE *md, report *R) {
                 "|---|---:|---:|\n");
     fprintf(md, "| valid | %.0f | %.3f |\n", nvalid, written > 0 ? nvalid / written : 0.0);
     for (int g = 0; g < R->L.n_gates; g++)
-        if (gsum[g] > 0) fprintf(md, "| failed %s | %.0f | %.3f |\n", R->L.gates[g], gsum[g], written > 0 ? gsum[g] / written : 0.0);
+        if (gsum[g] > 0)
+            fprintf(md, "| failed %s | %.0f | %.3f |\n", R->L.gates[g], gsum[g], written > 0 ? gsum[g] / written : 0.0);
     fprintf(md, "| all written | %.0f | |\n\n", written);
     int idle = 0;
     for (int i = 0; i < R->L.n; i++) idle += R->L.rows[i].written == 0;
     if (idle)
-        fprintf(md, "%d iteration%s wrote no environment (with `selfplay.regen_every` > 1 the agent plays the last "
-                    "writing's again): %s in the validity plot.\n\n", idle, idle == 1 ? "" : "s",
-                idle == 1 ? "it is a gap" : "they are gaps");
+        fprintf(md,
+                "%d iteration%s wrote no environment (with `selfplay.regen_every` > 1 the agent plays the last "
+                "writing's again): %s in the validity plot.\n\n",
+                idle, idle == 1 ? "" : "s", idle == 1 ? "it is a gap" : "they are gaps");
     fprintf(md, "## Pass rates\n\n");
     link_plot(md, &R->o, "pass.svg", "pass rates with and without the hint");
     fprintf(md, "The agent's success on the valid environments, on the same seeds without and with the hint%s.\n\n",
@@ -754,8 +763,9 @@ static void md_selfplay(FILE *md, report *R) {
                 "the same few environments iteration after iteration scores low there however high each "
                 "iteration is. 1.00 is all different, 1/n all the same.\n\n");
     if (isfinite(R->cum_vendi))
-        fprintf(md, "Vendi/n over the whole run: the %d %svalid environments of the archive have a Vendi score of "
-                    "%.2f, Vendi/n %.3f (the same measure as each iteration's, over all of them together).\n\n",
+        fprintf(md,
+                "Vendi/n over the whole run: the %d %svalid environments of the archive have a Vendi score of "
+                "%.2f, Vendi/n %.3f (the same measure as each iteration's, over all of them together).\n\n",
                 R->cum_n, R->cum_n < R->valid.n ? "newest " : "", R->cum_vendi, R->cum_vendi / R->cum_n);
 }
 
@@ -763,7 +773,8 @@ static void md_selfplay(FILE *md, report *R) {
 static void md_fixed(FILE *md, report *R) {
     fprintf(md, "## Success\n\n");
     link_plot(md, &R->o, "success.svg", "success on the fixed pool");
-    if (R->L.more_envs) fprintf(md, "Only the first %d environments of the pool have their own line.\n\n", MAX_POOL_ENVS);
+    if (R->L.more_envs)
+        fprintf(md, "Only the first %d environments of the pool have their own line.\n\n", MAX_POOL_ENVS);
     fprintf(md, "## Loss\n\n");
     link_plot(md, &R->o, "loss.svg", "loss");
 }
@@ -775,15 +786,18 @@ static void md_environments(FILE *md, report *R) {
         fprintf(md, "No archive (`spade.db`) in this run%s: no environments to rank.\n\n",
                 R->selfplay ? "" : " (a fixed-pool run builds no environments)");
     } else if (!R->valid.n) {
-        fprintf(md, "The archive holds %d environment%s and none is valid: nothing was played, so nothing has a regret. "
-                    "`spade archive list %s` shows each with the gate that stopped it.\n\n",
+        fprintf(md,
+                "The archive holds %d environment%s and none is valid: nothing was played, so nothing has a regret. "
+                "`spade archive list %s` shows each with the gate that stopped it.\n\n",
                 R->all.n, R->all.n == 1 ? "" : "s", R->run);
     } else {
         int k = R->valid.n < R->top ? R->valid.n : (int)R->top;
-        fprintf(md, "%d valid environment%s of %d in the archive. `spade archive show %s ID` prints one with its "
-                    "source and hint.%s\n\n",
+        fprintf(md,
+                "%d valid environment%s of %d in the archive. `spade archive show %s ID` prints one with its "
+                "source and hint.%s\n\n",
                 R->valid.n, R->valid.n == 1 ? "" : "s", R->all.n, R->run,
-                R->valid.n < 2 * R->top ? " (Fewer than twice the table size: best and worst lists share environments.)" : "");
+                R->valid.n < 2 * R->top ? " (Fewer than twice the table size: best and worst lists share environments.)"
+                                        : "");
         sort_key = 0;
         qsort(R->valid.e, (size_t)R->valid.n, sizeof *R->valid.e, by_key);
         fprintf(md, "### Highest regret\n\n");
@@ -808,8 +822,9 @@ static int write_md(report *R, const char *md_path) {
     }
     const run_log *L = &R->L;
     fprintf(md, "# Report on the run `%s`\n\n", R->run);
-    fprintf(md, "%s run: %d iteration%s in `train.jsonl` (iterations %d to %d, numbered from 0 as everywhere in spade)%s. "
-                "Written by `spade report`.\n\n",
+    fprintf(md,
+            "%s run: %d iteration%s in `train.jsonl` (iterations %d to %d, numbered from 0 as everywhere in spade)%s. "
+            "Written by `spade report`.\n\n",
             R->selfplay ? "Self-play" : "Fixed-pool", L->n, L->n == 1 ? "" : "s", L->rows[0].iteration,
             L->rows[L->n - 1].iteration, R->have_db ? ", with its archive `spade.db`" : "");
     for (int w = 0; w < L->n_warnings; w++) fprintf(md, "> **Warning:** %s\n\n", L->warnings[w]);
@@ -830,14 +845,19 @@ static int write_md(report *R, const char *md_path) {
     if (R->has_eval) summary_row(md, "held-out success", L, g_eval, 3);
     fprintf(md, "\nA dash is a value the run did not have (no valid environment to play, for instance): plots "
                 "leave such iterations as gaps.\n\n");
-    if (R->selfplay) md_selfplay(md, R);
-    else md_fixed(md, R);
-    fprintf(md, "## Held-out success\n\n");
-    if (R->has_eval) link_plot(md, &R->o, "heldout.svg", "held-out success");
+    if (R->selfplay)
+        md_selfplay(md, R);
     else
-        fprintf(md, "No plot: no line of `train.jsonl` has an `\"eval\"` key (this run did not evaluate on the held-out "
-                    "suite while training). `spade eval CHECKPOINT --suite heldout --jsonl %s/heldout.jsonl` "
-                    "evaluates a checkpoint; a report made after it lists the result here.\n\n", R->run);
+        md_fixed(md, R);
+    fprintf(md, "## Held-out success\n\n");
+    if (R->has_eval)
+        link_plot(md, &R->o, "heldout.svg", "held-out success");
+    else
+        fprintf(md,
+                "No plot: no line of `train.jsonl` has an `\"eval\"` key (this run did not evaluate on the held-out "
+                "suite while training). `spade eval CHECKPOINT --suite heldout --jsonl %s/heldout.jsonl` "
+                "evaluates a checkpoint; a report made after it lists the result here.\n\n",
+                R->run);
     eval_files(md, R->run);
     if (R->selfplay) {
         fprintf(md, "## Time\n\n");
@@ -861,8 +881,8 @@ int cli_report(spade_sandbox *sb, int argc, char **argv) {
     char log_path[SPADE_PATH_MAX], err[SPADE_PATH_MAX + 256];
     if (stat(run, &st) < 0) return cli_err(CLI_FAIL, "report", "%s: %s", run, strerror(errno));
     if (!S_ISDIR(st.st_mode))
-        return cli_err(CLI_FAIL, "report", "%s: not a directory (spade report takes the run directory spade train wrote)",
-                       run);
+        return cli_err(CLI_FAIL, "report",
+                       "%s: not a directory (spade report takes the run directory spade train wrote)", run);
     if (snprintf(log_path, sizeof log_path, "%s/train.jsonl", run) >= (int)sizeof log_path)
         return cli_err(CLI_FAIL, "report", "%s: path too long", run);
     if (stat(log_path, &st) < 0)
@@ -878,8 +898,10 @@ int cli_report(spade_sandbox *sb, int argc, char **argv) {
         return cli_err(CLI_FAIL, "report", "%s: no complete iteration yet, nothing to report", log_path);
     }
     for (int i = 0; i < R.L.n; i++) R.selfplay |= R.L.rows[i].selfplay;
-    if (out) snprintf(R.o.dir, sizeof R.o.dir, "%s", out);
-    else snprintf(R.o.dir, sizeof R.o.dir, "%s/report", run);
+    if (out)
+        snprintf(R.o.dir, sizeof R.o.dir, "%s", out);
+    else
+        snprintf(R.o.dir, sizeof R.o.dir, "%s/report", run);
     if (cli_mkdir_p(R.o.dir) < 0) {
         free(R.L.rows);
         return cli_err(CLI_FAIL, "report", "%s: %s", R.o.dir, strerror(errno));
@@ -901,7 +923,8 @@ int cli_report(spade_sandbox *sb, int argc, char **argv) {
     if (R.selfplay) {
         selfplay_plots(&R.o, &R.L, R.x, R.pool, R.cum_n ? R.cum_vendi / R.cum_n : NAN);
         if (R.valid.n) regret_histogram(&R.o, &R.valid);
-    } else fixed_plots(&R.o, &R.L, R.x);
+    } else
+        fixed_plots(&R.o, &R.L, R.x);
     if (R.has_eval) heldout_plot(&R);
     if (write_md(&R, md_path) < 0) R.o.failed = 1;
 done:

@@ -25,34 +25,35 @@
 #include "episodes.h"
 
 void cli_usage_run(FILE *out) {
-    fprintf(out,
-            "usage: spade run SPEC [--episodes N] [--agent random|solve|stdin|policy:CKPT|remote:URL#MODEL] [--seed S]\n"
-            "                 [--batch B] [--workers W] [--quiet] [--show] [--jsonl FILE]\n"
-            "\n"
-            "Plays N episodes of the environment SPEC (NAME or FILE.c, optionally :key=value,...)\n"
-            "and prints each episode's return, steps and success, in episode order, then a\n"
-            "summary: mean return, success rate, mean steps, steps per second and the episodes\n"
-            "the sandbox failed in, by class. Episode i uses seed S+i.\n"
-            "\n"
-            "  -n, --episodes N   episodes to play (default 10)\n"
-            "  -a, --agent A      random: short random numbers, words and directions (seeded from S);\n"
-            "                     remote:URL#MODEL: a model behind an OpenAI-compatible server (docs/scale.md);\n"
-            "                     policy:CKPT: the policy of checkpoint CKPT (seeded from S; --show to watch);\n"
-            "                     solve: the environment's SOLVE reference actions;\n"
-            "                     stdin: one action per line read from standard input\n"
-            "                     (default random)\n"
-            "  -s, --seed S       first seed (default 0)\n"
-            "  -b, --batch B      episodes played at once, stepped together (default 32; 1 for stdin)\n"
-            "  -w, --workers W    sandbox worker processes sharing the batch (default 1)\n"
-            "  -q, --quiet        print only the summary\n"
-            "      --show         print every observation and action\n"
-            "      --jsonl FILE   write one JSON object per episode and a final summary object\n"
-            "                     (FILE '-' is standard output; the other output goes to stderr)\n"
-            "  -h, --help         this help\n"
-            "\n"
-            "Shows progress on a terminal. Exit status: 0 done, 1 an episode failed in the sandbox\n"
-            "(crash, timeout, ...; the other episodes are still played), stdin ended early, or\n"
-            "interrupted, 2 usage.\n");
+    fprintf(
+        out,
+        "usage: spade run SPEC [--episodes N] [--agent random|solve|stdin|policy:CKPT|remote:URL#MODEL] [--seed S]\n"
+        "                 [--batch B] [--workers W] [--quiet] [--show] [--jsonl FILE]\n"
+        "\n"
+        "Plays N episodes of the environment SPEC (NAME or FILE.c, optionally :key=value,...)\n"
+        "and prints each episode's return, steps and success, in episode order, then a\n"
+        "summary: mean return, success rate, mean steps, steps per second and the episodes\n"
+        "the sandbox failed in, by class. Episode i uses seed S+i.\n"
+        "\n"
+        "  -n, --episodes N   episodes to play (default 10)\n"
+        "  -a, --agent A      random: short random numbers, words and directions (seeded from S);\n"
+        "                     remote:URL#MODEL: a model behind an OpenAI-compatible server (docs/scale.md);\n"
+        "                     policy:CKPT: the policy of checkpoint CKPT (seeded from S; --show to watch);\n"
+        "                     solve: the environment's SOLVE reference actions;\n"
+        "                     stdin: one action per line read from standard input\n"
+        "                     (default random)\n"
+        "  -s, --seed S       first seed (default 0)\n"
+        "  -b, --batch B      episodes played at once, stepped together (default 32; 1 for stdin)\n"
+        "  -w, --workers W    sandbox worker processes sharing the batch (default 1)\n"
+        "  -q, --quiet        print only the summary\n"
+        "      --show         print every observation and action\n"
+        "      --jsonl FILE   write one JSON object per episode and a final summary object\n"
+        "                     (FILE '-' is standard output; the other output goes to stderr)\n"
+        "  -h, --help         this help\n"
+        "\n"
+        "Shows progress on a terminal. Exit status: 0 done, 1 an episode failed in the sandbox\n"
+        "(crash, timeout, ...; the other episodes are still played), stdin ended early, or\n"
+        "interrupted, 2 usage.\n");
 }
 
 enum { AGENT_RANDOM, AGENT_SOLVE, AGENT_STDIN, AGENT_POLICY, AGENT_REMOTE };
@@ -82,7 +83,7 @@ typedef struct textbuf {
 } textbuf;
 
 typedef struct run_ctx {
-    FILE *out;   /* human lines: stdout, or stderr when the JSONL is on stdout */
+    FILE *out; /* human lines: stdout, or stderr when the JSONL is on stdout */
     FILE *jsonl; /* or NULL */
     int quiet, show, tty_progress;
     long n_episodes, n_spec;
@@ -104,8 +105,10 @@ typedef struct run_ctx {
 } run_ctx;
 
 static void json_num(FILE *f, double v) {
-    if (isfinite(v)) fprintf(f, "%.17g", v);
-    else fputs("null", f);
+    if (isfinite(v))
+        fprintf(f, "%.17g", v);
+    else
+        fputs("null", f);
 }
 
 /* A return as people read it: 3 decimals, or %g for the huge ones (a return
@@ -119,8 +122,8 @@ static void progress(const run_ctx *c, int final) {
     char rb[32];
     double dt = cli_now() - c->t0;
     fprintf(stderr, "\r\033[K[run] %ld/%ld episodes  mean return %s  success %.1f%%  %.0f steps/s", c->episodes,
-            c->n_episodes, ret_text(c->mean_ret, rb, sizeof rb),
-            c->episodes ? 100.0 * c->wins / c->episodes : 0.0, dt > 0 ? c->total_steps / dt : 0.0);
+            c->n_episodes, ret_text(c->mean_ret, rb, sizeof rb), c->episodes ? 100.0 * c->wins / c->episodes : 0.0,
+            dt > 0 ? c->total_steps / dt : 0.0);
     if (final) fputs("\r\033[K", stderr);
     fflush(stderr);
 }
@@ -252,11 +255,10 @@ static void report(run_ctx *c, const spade_ep_outcome *o) {
         if (failed)
             fprintf(c->out, "episode %ld seed %llu: failed after %d step%s: %s: %s\n", o->episode,
                     (unsigned long long)o->seed, o->steps, o->steps == 1 ? "" : "s",
-                    spade_outcome_name(o->failure.outcome),
-                    o->failure.message);
+                    spade_outcome_name(o->failure.outcome), o->failure.message);
         else if (o->end == SPADE_EP_AGENT_STOP)
-            fprintf(c->out, "episode %ld seed %llu: return %s, steps %d, success %s (agent stop: %s)\n",
-                    o->episode, (unsigned long long)o->seed, ret_text(o->ret, rb, sizeof rb), o->steps, o->success ? "yes" : "no",
+            fprintf(c->out, "episode %ld seed %llu: return %s, steps %d, success %s (agent stop: %s)\n", o->episode,
+                    (unsigned long long)o->seed, ret_text(o->ret, rb, sizeof rb), o->steps, o->success ? "yes" : "no",
                     o->stop_reason);
         else
             fprintf(c->out, "episode %ld seed %llu: return %s, steps %d, success %s (%s)\n", o->episode,
@@ -314,12 +316,20 @@ static int parse_run_args(int argc, char **argv, run_args *a) {
             if (cli_parse_long("run", "--episodes", optarg, 1, 100000000, &a->n_episodes) < 0) return CLI_USAGE;
             break;
         case 'a':
-            if (!strcmp(optarg, "random")) a->agent_kind = AGENT_RANDOM;
-            else if (!strcmp(optarg, "solve")) a->agent_kind = AGENT_SOLVE;
-            else if (!strcmp(optarg, "stdin")) a->agent_kind = AGENT_STDIN;
-            else if (!strncmp(optarg, "policy:", 7) && optarg[7]) a->agent_kind = AGENT_POLICY, a->policy_ckpt = optarg + 7;
-            else if (!strncmp(optarg, "remote:", 7)) a->agent_kind = AGENT_REMOTE, a->policy_ckpt = optarg;
-            else return cli_err(CLI_USAGE, "run", "--agent: '%s' is not one of random, solve, stdin, policy:CKPT, remote:URL#MODEL", optarg);
+            if (!strcmp(optarg, "random"))
+                a->agent_kind = AGENT_RANDOM;
+            else if (!strcmp(optarg, "solve"))
+                a->agent_kind = AGENT_SOLVE;
+            else if (!strcmp(optarg, "stdin"))
+                a->agent_kind = AGENT_STDIN;
+            else if (!strncmp(optarg, "policy:", 7) && optarg[7])
+                a->agent_kind = AGENT_POLICY, a->policy_ckpt = optarg + 7;
+            else if (!strncmp(optarg, "remote:", 7))
+                a->agent_kind = AGENT_REMOTE, a->policy_ckpt = optarg;
+            else
+                return cli_err(CLI_USAGE, "run",
+                               "--agent: '%s' is not one of random, solve, stdin, policy:CKPT, remote:URL#MODEL",
+                               optarg);
             break;
         case 's':
             if (cli_parse_u64("run", "--seed", optarg, &a->seed) < 0) return CLI_USAGE;
@@ -340,8 +350,9 @@ static int parse_run_args(int argc, char **argv, run_args *a) {
         }
     }
     if (optind != argc - 1)
-        return cli_err(CLI_USAGE, "run", optind >= argc ? "which environment? (spade run NAME_OR_FILE[:params])"
-                                                        : "one environment at a time (got '%s' too)",
+        return cli_err(CLI_USAGE, "run",
+                       optind >= argc ? "which environment? (spade run NAME_OR_FILE[:params])"
+                                      : "one environment at a time (got '%s' too)",
                        optind < argc - 1 ? argv[optind + 1] : "");
     a->spec = argv[optind];
     if (a->agent_kind == AGENT_STDIN) a->batch = 1;
@@ -525,7 +536,8 @@ int cli_run(spade_sandbox *sb, int argc, char **argv) {
     c.n_episodes = a.n_episodes;
     c.seed = a.seed;
     /* the progress line shares stderr with nothing else */
-    c.tty_progress = isatty(2) && a.n_episodes > 1 && !a.show && (a.quiet || !isatty(1)) && (a.quiet || c.out != stderr);
+    c.tty_progress =
+        isatty(2) && a.n_episodes > 1 && !a.show && (a.quiet || !isatty(1)) && (a.quiet || c.out != stderr);
     c.t0 = cli_now();
     stop_handlers_install(a.agent_kind == AGENT_STDIN, &old_int, &old_term);
     handlers_set = 1;
@@ -552,8 +564,8 @@ int cli_run(spade_sandbox *sb, int argc, char **argv) {
     if (c.tty_progress) progress(&c, 1);
     write_summary(&c, &a, &info, path, params, jsonl, dt);
     if (run_stop_signal) {
-        cli_err(CLI_FAIL, "run", "interrupted (%s) after %ld of %ld episodes", strsignal(run_stop_signal),
-                c.episodes, a.n_episodes);
+        cli_err(CLI_FAIL, "run", "interrupted (%s) after %ld of %ld episodes", strsignal(run_stop_signal), c.episodes,
+                a.n_episodes);
         goto out;
     }
     if (how == SPADE_EPISODES_AGENT_END && c.episodes < a.n_episodes) {

@@ -27,28 +27,27 @@
 #include "serve.h"
 
 void cli_usage_serve(FILE *out) {
-    fprintf(out,
-            "usage: spade serve [--stdio | --listen unix:PATH | --listen tcp:127.0.0.1:PORT]\n"
-            "                   [--max-envs N] [--max-instances N] [--max-workers N]\n"
-            "                   [--max-line BYTES] [--max-clients N]\n"
-            "\n"
-            "Serves environments over a JSON-lines protocol (docs/protocol.md): one request\n"
-            "object per line, one response object per line, in order. The Python package\n"
-            "(python/, docs/python.md) starts `spade serve --stdio` itself.\n"
-            "\n"
-            "      --stdio            one client on standard input and output (the default)\n"
-            "      --listen ADDR      unix:PATH (a socket file, mode 0600) or tcp:HOST:PORT with\n"
-            "                         HOST 127.0.0.1, ::1 or localhost (PORT 0: any free port);\n"
-            "                         prints 'listening on ADDR' once it accepts clients\n"
-            "      --max-envs N       environment handles per connection (default 64)\n"
-            "      --max-instances N  instances per connection, all environments (default 4096)\n"
-            "      --max-workers N    worker processes per connection (default 32)\n"
-            "      --max-line BYTES   longest request line (default 16777216)\n"
-            "      --max-clients N    connections at once on a socket (default 32)\n"
-            "  -h, --help             this help\n"
-            "\n"
-            "Exit status: 0 the client (stdio) or a signal ended it, 1 the socket could not be\n"
-            "opened, 2 usage.\n");
+    fprintf(out, "usage: spade serve [--stdio | --listen unix:PATH | --listen tcp:127.0.0.1:PORT]\n"
+                 "                   [--max-envs N] [--max-instances N] [--max-workers N]\n"
+                 "                   [--max-line BYTES] [--max-clients N]\n"
+                 "\n"
+                 "Serves environments over a JSON-lines protocol (docs/protocol.md): one request\n"
+                 "object per line, one response object per line, in order. The Python package\n"
+                 "(python/, docs/python.md) starts `spade serve --stdio` itself.\n"
+                 "\n"
+                 "      --stdio            one client on standard input and output (the default)\n"
+                 "      --listen ADDR      unix:PATH (a socket file, mode 0600) or tcp:HOST:PORT with\n"
+                 "                         HOST 127.0.0.1, ::1 or localhost (PORT 0: any free port);\n"
+                 "                         prints 'listening on ADDR' once it accepts clients\n"
+                 "      --max-envs N       environment handles per connection (default 64)\n"
+                 "      --max-instances N  instances per connection, all environments (default 4096)\n"
+                 "      --max-workers N    worker processes per connection (default 32)\n"
+                 "      --max-line BYTES   longest request line (default 16777216)\n"
+                 "      --max-clients N    connections at once on a socket (default 32)\n"
+                 "  -h, --help             this help\n"
+                 "\n"
+                 "Exit status: 0 the client (stdio) or a signal ended it, 1 the socket could not be\n"
+                 "opened, 2 usage.\n");
 }
 
 static volatile sig_atomic_t serve_stop;
@@ -317,10 +316,14 @@ static int serve_socket(spade_sandbox *sb, const serve_limits *lim, const char *
 
 int cli_serve(spade_sandbox *sb, int argc, char **argv) {
     static const struct option longopts[] = {
-        {"stdio", no_argument, 0, 's'},           {"listen", required_argument, 0, 'l'},
-        {"max-envs", required_argument, 0, 'e'},  {"max-instances", required_argument, 0, 'i'},
-        {"max-workers", required_argument, 0, 'w'}, {"max-line", required_argument, 0, 'L'},
-        {"max-clients", required_argument, 0, 'c'}, {"help", no_argument, 0, 'h'},
+        {"stdio", no_argument, 0, 's'},
+        {"listen", required_argument, 0, 'l'},
+        {"max-envs", required_argument, 0, 'e'},
+        {"max-instances", required_argument, 0, 'i'},
+        {"max-workers", required_argument, 0, 'w'},
+        {"max-line", required_argument, 0, 'L'},
+        {"max-clients", required_argument, 0, 'c'},
+        {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     serve_limits lim;

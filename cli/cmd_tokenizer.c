@@ -23,35 +23,34 @@
 #define CMD "tokenizer"
 
 void cli_usage_tokenizer(FILE *out) {
-    fprintf(out,
-            "usage: spade tokenizer train DIR... [--vocab N] -o FILE\n"
-            "       spade tokenizer stats TOKENIZER PATH...\n"
-            "       spade tokenizer encode TOKENIZER [INPUT] [--pieces]\n"
-            "       spade tokenizer decode TOKENIZER [INPUT] [--no-special]\n"
-            "       spade tokenizer encode --model MODEL [INPUT] [--special] [--pieces]\n"
-            "       spade tokenizer decode --model MODEL [INPUT] [--no-special]\n"
-            "\n"
-            "train   learns a byte-level BPE from every file under the DIRs (files are taken\n"
-            "        as they are; directories recursively, sorted, dot files skipped) and\n"
-            "        writes it to FILE. --vocab N: 263..65536 tokens (default 4096; fewer when\n"
-            "        no pair of tokens occurs twice any more). Same inputs, same file.\n"
-            "stats   encodes every file under the PATHs and prints 'PATH bytes B tokens T\n"
-            "        ratio R' for each, then on the last line the total 'bytes B tokens T\n"
-            "        ratio R' (R = B/T).\n"
-            "encode  reads INPUT (a file; default or '-': standard input) and prints its token\n"
-            "        ids in decimal on one line, separated by spaces. --pieces: one token per\n"
-            "        line instead, 'ID \"bytes\"' with the bytes C-escaped.\n"
-            "decode  reads token ids (decimal, separated by whitespace) from INPUT and writes\n"
-            "        the bytes they stand for; special tokens as <|name|>, or dropped with\n"
-            "        --no-special. `encode T F | decode T` gives F back, byte for byte.\n"
-            "\n"
-            "--model MODEL: a pretrained model's own tokenizer (byte-level BPE as llama.cpp\n"
-            "        reads it from a GGUF file) instead; MODEL is a vocabulary fixture written by\n"
-            "        tools/bpe_reference.py. encode adds no special tokens and reads special\n"
-            "        tokens' names as plain text unless --special (then <|im_start|> and the\n"
-            "        like in the input are those tokens, and BOS/EOS are added as the model says).\n"
-            "TOKENIZER is a file written by train, or a policy checkpoint (its tokenizer).\n"
-            "Exit status: 0 ok, 1 failure (a bad file: the message names it), 2 usage error.\n");
+    fprintf(out, "usage: spade tokenizer train DIR... [--vocab N] -o FILE\n"
+                 "       spade tokenizer stats TOKENIZER PATH...\n"
+                 "       spade tokenizer encode TOKENIZER [INPUT] [--pieces]\n"
+                 "       spade tokenizer decode TOKENIZER [INPUT] [--no-special]\n"
+                 "       spade tokenizer encode --model MODEL [INPUT] [--special] [--pieces]\n"
+                 "       spade tokenizer decode --model MODEL [INPUT] [--no-special]\n"
+                 "\n"
+                 "train   learns a byte-level BPE from every file under the DIRs (files are taken\n"
+                 "        as they are; directories recursively, sorted, dot files skipped) and\n"
+                 "        writes it to FILE. --vocab N: 263..65536 tokens (default 4096; fewer when\n"
+                 "        no pair of tokens occurs twice any more). Same inputs, same file.\n"
+                 "stats   encodes every file under the PATHs and prints 'PATH bytes B tokens T\n"
+                 "        ratio R' for each, then on the last line the total 'bytes B tokens T\n"
+                 "        ratio R' (R = B/T).\n"
+                 "encode  reads INPUT (a file; default or '-': standard input) and prints its token\n"
+                 "        ids in decimal on one line, separated by spaces. --pieces: one token per\n"
+                 "        line instead, 'ID \"bytes\"' with the bytes C-escaped.\n"
+                 "decode  reads token ids (decimal, separated by whitespace) from INPUT and writes\n"
+                 "        the bytes they stand for; special tokens as <|name|>, or dropped with\n"
+                 "        --no-special. `encode T F | decode T` gives F back, byte for byte.\n"
+                 "\n"
+                 "--model MODEL: a pretrained model's own tokenizer (byte-level BPE as llama.cpp\n"
+                 "        reads it from a GGUF file) instead; MODEL is a vocabulary fixture written by\n"
+                 "        tools/bpe_reference.py. encode adds no special tokens and reads special\n"
+                 "        tokens' names as plain text unless --special (then <|im_start|> and the\n"
+                 "        like in the input are those tokens, and BOS/EOS are added as the model says).\n"
+                 "TOKENIZER is a file written by train, or a policy checkpoint (its tokenizer).\n"
+                 "Exit status: 0 ok, 1 failure (a bad file: the message names it), 2 usage error.\n");
 }
 
 /* ---------------------------------------------------------------- files */
@@ -149,8 +148,7 @@ static spade_tokenizer *open_tokenizer(const char *path) {
 
 /* A pretrained model's tokenizer: a vocabulary fixture for now (the GGUF
  * reader, core/policy/gguf.c, will make a .gguf path work here). */
-static spade_bpe *open_model(const char *path)
-{
+static spade_bpe *open_model(const char *path) {
     char err[1024];
     spade_bpe *b;
     size_t n = strlen(path);
@@ -170,15 +168,15 @@ static spade_bpe *open_model(const char *path)
 
 static void put_escaped(const unsigned char *p, size_t n);
 
-static int model_encode(const char *model, const char *input, int special, int pieces)
-{
+static int model_encode(const char *model, const char *input, int special, int pieces) {
     spade_bpe *b = open_model(model);
     if (!b) return CLI_FAIL;
     size_t len;
     char *text = read_input(input, &len), err[512];
     spade_bpe_out o = {0};
     int rc = CLI_OK;
-    if (!text) rc = CLI_FAIL;
+    if (!text)
+        rc = CLI_FAIL;
     else if (spade_bpe_encode(b, text, len, special ? SPADE_BPE_ADD_SPECIAL | SPADE_BPE_PARSE_SPECIAL : 0, &o, err,
                               sizeof err))
         rc = cli_err(CLI_FAIL, CMD, "%s", err);
@@ -201,8 +199,7 @@ static int model_encode(const char *model, const char *input, int special, int p
     return rc;
 }
 
-static int model_decode(const char *model, const char *input, int special)
-{
+static int model_decode(const char *model, const char *input, int special) {
     spade_bpe *b = open_model(model);
     if (!b) return CLI_FAIL;
     size_t len;
@@ -253,7 +250,8 @@ static int cmd_train(int argc, char **argv) {
                 rc = cli_err(CLI_USAGE, CMD, "%s needs a value", argv[i]);
                 break;
             }
-            if (is_out) out = argv[++i];
+            if (is_out)
+                out = argv[++i];
             else if (cli_parse_long(CMD, "--vocab", argv[++i], SPADE_VOCAB, SPADE_TOK_MAX_VOCAB, &vocab))
                 rc = CLI_USAGE;
         } else if (argv[i][0] == '-' && argv[i][1]) {
@@ -297,7 +295,8 @@ static int cmd_train(int argc, char **argv) {
 }
 
 static int cmd_stats(int argc, char **argv) {
-    if (argc < 2) return cli_err(CLI_USAGE, CMD, "stats needs a tokenizer and files (spade tokenizer stats FILE PATH...)");
+    if (argc < 2)
+        return cli_err(CLI_USAGE, CMD, "stats needs a tokenizer and files (spade tokenizer stats FILE PATH...)");
     pathlist in = {0};
     int rc = 0;
     for (int i = 1; i < argc && !rc; i++) rc = collect(&in, argv[i], 0);
@@ -330,12 +329,18 @@ static void put_escaped(const unsigned char *p, size_t n) {
     putchar('"');
     for (size_t i = 0; i < n; i++) {
         unsigned char c = p[i];
-        if (c == '"' || c == '\\') printf("\\%c", c);
-        else if (c == '\n') fputs("\\n", stdout);
-        else if (c == '\t') fputs("\\t", stdout);
-        else if (c == '\r') fputs("\\r", stdout);
-        else if (c >= 0x20 && c < 0x7f) putchar(c);
-        else printf("\\x%02x", c);
+        if (c == '"' || c == '\\')
+            printf("\\%c", c);
+        else if (c == '\n')
+            fputs("\\n", stdout);
+        else if (c == '\t')
+            fputs("\\t", stdout);
+        else if (c == '\r')
+            fputs("\\r", stdout);
+        else if (c >= 0x20 && c < 0x7f)
+            putchar(c);
+        else
+            printf("\\x%02x", c);
     }
     putchar('"');
 }
@@ -344,16 +349,21 @@ static int cmd_encode(int argc, char **argv) {
     const char *tokf = NULL, *input = NULL, *model = NULL;
     int pieces = 0, special = 0;
     for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--pieces")) pieces = 1;
-        else if (!strcmp(argv[i], "--special")) special = 1;
+        if (!strcmp(argv[i], "--pieces"))
+            pieces = 1;
+        else if (!strcmp(argv[i], "--special"))
+            special = 1;
         else if (!strcmp(argv[i], "--model")) {
             if (i + 1 >= argc) return cli_err(CLI_USAGE, CMD, "--model needs a value");
             model = argv[++i];
-        }
-        else if (argv[i][0] == '-' && argv[i][1]) return cli_err(CLI_USAGE, CMD, "encode: unknown option '%s'", argv[i]);
-        else if (!tokf) tokf = argv[i];
-        else if (!input) input = argv[i];
-        else return cli_err(CLI_USAGE, CMD, "encode takes one input (got '%s' too)", argv[i]);
+        } else if (argv[i][0] == '-' && argv[i][1])
+            return cli_err(CLI_USAGE, CMD, "encode: unknown option '%s'", argv[i]);
+        else if (!tokf)
+            tokf = argv[i];
+        else if (!input)
+            input = argv[i];
+        else
+            return cli_err(CLI_USAGE, CMD, "encode takes one input (got '%s' too)", argv[i]);
     }
     if (model) {
         if (tokf && input) return cli_err(CLI_USAGE, CMD, "encode takes one input (got '%s' too)", input);
@@ -394,15 +404,19 @@ static int cmd_decode(int argc, char **argv) {
     const char *tokf = NULL, *input = NULL, *model = NULL;
     int special = 1;
     for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--no-special")) special = 0;
+        if (!strcmp(argv[i], "--no-special"))
+            special = 0;
         else if (!strcmp(argv[i], "--model")) {
             if (i + 1 >= argc) return cli_err(CLI_USAGE, CMD, "--model needs a value");
             model = argv[++i];
-        }
-        else if (argv[i][0] == '-' && argv[i][1]) return cli_err(CLI_USAGE, CMD, "decode: unknown option '%s'", argv[i]);
-        else if (!tokf) tokf = argv[i];
-        else if (!input) input = argv[i];
-        else return cli_err(CLI_USAGE, CMD, "decode takes one input (got '%s' too)", argv[i]);
+        } else if (argv[i][0] == '-' && argv[i][1])
+            return cli_err(CLI_USAGE, CMD, "decode: unknown option '%s'", argv[i]);
+        else if (!tokf)
+            tokf = argv[i];
+        else if (!input)
+            input = argv[i];
+        else
+            return cli_err(CLI_USAGE, CMD, "decode takes one input (got '%s' too)", argv[i]);
     }
     if (model) {
         if (tokf && input) return cli_err(CLI_USAGE, CMD, "decode takes one input (got '%s' too)", input);
@@ -426,12 +440,11 @@ static int cmd_decode(int argc, char **argv) {
         char *end;
         errno = 0;
         long id = strtol(p, &end, 10);
-        if (end == p || errno || (*end && *end != ' ' && *end != '\n' && *end != '\t' && *end != '\r') ||
-            id < 0 || id >= V) {
+        if (end == p || errno || (*end && *end != ' ' && *end != '\n' && *end != '\t' && *end != '\r') || id < 0 ||
+            id >= V) {
             int w = 0;
             while (p[w] && p[w] != ' ' && p[w] != '\n' && p[w] != '\t' && w < 20) w++;
-            rc = cli_err(CLI_FAIL, CMD, "%s: token %zu is '%.*s': expected a token id in [0, %d)", name, idx, w,
-                         p, V);
+            rc = cli_err(CLI_FAIL, CMD, "%s: token %zu is '%.*s': expected a token id in [0, %d)", name, idx, w, p, V);
             break;
         }
         int tk = (int)id;

@@ -128,32 +128,31 @@ static void write_metrics(FILE *f, const spade_rl_metrics *m, const spade_pool *
 }
 
 void cli_usage_train(FILE *out) {
-    fprintf(out,
-            "usage: spade train\n"
-            "       spade train CONFIG\n"
-            "       spade train RUN_DIR\n"
-            "\n"
-            "With no argument: the embedded default (runs/default, or $SPADE_TRAIN_DIR): a short\n"
-            "base pretraining on stdenv, then a few self-play iterations; minutes on a laptop CPU.\n"
-            "\n"
-            "Self-play ([designer] enabled = true, the default's): the policy writes environments as\n"
-            "the designer, the gates judge them, and it plays the valid ones as the agent with and\n"
-            "without their hint; both roles train. Otherwise agent RL on a fixed pool (GRPO over\n"
-            "masked multi-turn episodes: each iteration plays [agent] plays episodes of [agent] envs\n"
-            "environments on distinct seeds and makes one update on the actions' tokens).\n"
-            "CONFIG is an .ini with [run] dir, iterations, seed; [policy] init = CKPT or the\n"
-            "policy keys; [pool] envs = SPEC (repeatable) and dirs = DIR (every .c; changed and\n"
-            "new files join at the next iteration); [agent] envs, plays, max_action_tokens,\n"
-            "max_live, temperature, top_p, advantage = zscore|mean; [grpo] lr, epochs,\n"
-            "minibatch, eps_low, eps_high, tis_cap (docs/train.md). [designer] enabled = true\n"
-            "runs self-play instead: the designer's, corpus and memory keys are in docs/selfplay.md.\n"
-            "[designer] source = template, template = FILE, hole_tokens = N: the policy fills only\n"
-            "the @@ holes of an environment template (a loop a small policy can move; docs/selfplay.md).\n"
-            "The run directory gets config.ini, train.jsonl (one object per iteration), the\n"
-            "latest checkpoint and a state file. spade train RUN_DIR, or the same CONFIG again,\n"
-            "resumes a run from its last completed iteration (after Ctrl-C or kill -9) and lands\n"
-            "where the uninterrupted run would have. Iterations are numbered from 0 everywhere.\n"
-            "Exit status: 0 done, 1 failure or interrupted, 2 bad config.\n");
+    fprintf(out, "usage: spade train\n"
+                 "       spade train CONFIG\n"
+                 "       spade train RUN_DIR\n"
+                 "\n"
+                 "With no argument: the embedded default (runs/default, or $SPADE_TRAIN_DIR): a short\n"
+                 "base pretraining on stdenv, then a few self-play iterations; minutes on a laptop CPU.\n"
+                 "\n"
+                 "Self-play ([designer] enabled = true, the default's): the policy writes environments as\n"
+                 "the designer, the gates judge them, and it plays the valid ones as the agent with and\n"
+                 "without their hint; both roles train. Otherwise agent RL on a fixed pool (GRPO over\n"
+                 "masked multi-turn episodes: each iteration plays [agent] plays episodes of [agent] envs\n"
+                 "environments on distinct seeds and makes one update on the actions' tokens).\n"
+                 "CONFIG is an .ini with [run] dir, iterations, seed; [policy] init = CKPT or the\n"
+                 "policy keys; [pool] envs = SPEC (repeatable) and dirs = DIR (every .c; changed and\n"
+                 "new files join at the next iteration); [agent] envs, plays, max_action_tokens,\n"
+                 "max_live, temperature, top_p, advantage = zscore|mean; [grpo] lr, epochs,\n"
+                 "minibatch, eps_low, eps_high, tis_cap (docs/train.md). [designer] enabled = true\n"
+                 "runs self-play instead: the designer's, corpus and memory keys are in docs/selfplay.md.\n"
+                 "[designer] source = template, template = FILE, hole_tokens = N: the policy fills only\n"
+                 "the @@ holes of an environment template (a loop a small policy can move; docs/selfplay.md).\n"
+                 "The run directory gets config.ini, train.jsonl (one object per iteration), the\n"
+                 "latest checkpoint and a state file. spade train RUN_DIR, or the same CONFIG again,\n"
+                 "resumes a run from its last completed iteration (after Ctrl-C or kill -9) and lands\n"
+                 "where the uninterrupted run would have. Iterations are numbered from 0 everywhere.\n"
+                 "Exit status: 0 done, 1 failure or interrupted, 2 bad config.\n");
 }
 
 /* ---- `spade train` with no argument: the embedded default ---- */
@@ -227,9 +226,9 @@ static int train_default(spade_sandbox *sb) {
 /* What a run holds while it goes; train_close frees it. */
 typedef struct train_run {
     tr_config *c;
-    char dir_ckpt[4400];  /* the state's checkpoint, when done >= 0 */
+    char dir_ckpt[4400]; /* the state's checkpoint, when done >= 0 */
     char log_path[4400];
-    int done;             /* the last iteration done, -1 for none */
+    int done; /* the last iteration done, -1 for none */
     spade_policy *p;
     spade_heldout_guard *guard;
     spade_registry *reg;
@@ -271,8 +270,10 @@ static int train_open(train_run *r, tr_config *c, const char *arg) {
     struct stat st;
     r->c = c;
     int resume_dir = stat(arg, &st) == 0 && S_ISDIR(st.st_mode);
-    if (resume_dir) snprintf(cfg_path, sizeof cfg_path, "%s/config.ini", arg);
-    else snprintf(cfg_path, sizeof cfg_path, "%s", arg);
+    if (resume_dir)
+        snprintf(cfg_path, sizeof cfg_path, "%s/config.ini", arg);
+    else
+        snprintf(cfg_path, sizeof cfg_path, "%s", arg);
     if (resume_dir && stat(cfg_path, &st) != 0)
         return cli_err(CLI_FAIL, "train", "%s: not a run directory (no config.ini)", arg);
     char base[4200] = "", *base_arg = NULL;
@@ -379,7 +380,8 @@ static int train_open_designer(train_run *r) {
         char **fp;
         int nf;
         if (spade_heldout_files(c->source_dir, &fp, &nf, err, sizeof err) < 0 || nf == 0)
-            return cli_err(CLI_FAIL, "train", "[designer] files = %s: %s", c->source_dir, nf == 0 ? "no .c files" : err);
+            return cli_err(CLI_FAIL, "train", "[designer] files = %s: %s", c->source_dir,
+                           nf == 0 ? "no .c files" : err);
         r->src_names = fp;
         r->src_text = calloc((size_t)nf, sizeof *r->src_text);
         r->src_lens = calloc((size_t)nf, sizeof *r->src_lens);
@@ -415,9 +417,13 @@ static int train_open_curriculum(train_run *r) {
     if (!(r->cu = calloc(1, sizeof *r->cu))) return cli_err(CLI_FAIL, "train", "out of memory");
     static const char *cur_env[SPADE_POOL_MAX], *cur_env_param[SPADE_POOL_MAX];
     for (int i = 0; i < c->n_cur_env; i++) cur_env[i] = c->cur_env[i], cur_env_param[i] = c->cur_env_param[i];
-    spade_curriculum_init(r->cu, &(spade_curriculum_opts){.levels = c->cur_levels, .window = c->cur_window,
-                                                          .up = c->cur_up, .down = c->cur_down, .param = c->cur_param,
-                                                          .env = cur_env, .env_param = cur_env_param,
+    spade_curriculum_init(r->cu, &(spade_curriculum_opts){.levels = c->cur_levels,
+                                                          .window = c->cur_window,
+                                                          .up = c->cur_up,
+                                                          .down = c->cur_down,
+                                                          .param = c->cur_param,
+                                                          .env = cur_env,
+                                                          .env_param = cur_env_param,
                                                           .n_env = c->n_cur_env});
     if (c->curriculum && r->done >= 0) {
         char sp[4400], line[256];
@@ -457,7 +463,8 @@ static void selfplay_log(train_run *r, const spade_selfplay_metrics *sm) {
     size_t jl = strlen(json);
     if (jl > 1 && json[jl - 1] == '}' && jl + 64 < sizeof json)
         snprintf(json + jl - 1, sizeof json - jl + 1, ",\"pool_samples\":%d,\"pool_updated\":%s}",
-                 c->sp.pool_envs > 0 ? sm->pool.n_samples : 0, c->sp.pool_envs > 0 && sm->pool.updated ? "true" : "false");
+                 c->sp.pool_envs > 0 ? sm->pool.n_samples : 0,
+                 c->sp.pool_envs > 0 && sm->pool.updated ? "true" : "false");
     fprintf(r->log, "%s\n", json);
 }
 
@@ -519,7 +526,8 @@ static int train_iterations(train_run *r, spade_sandbox *sb) {
             return CLI_FAIL;
         }
         /* the log line before the checkpoint: a resume drops lines past its checkpoint and plays them again */
-        if (c->designer) selfplay_log(r, &sm);
+        if (c->designer)
+            selfplay_log(r, &sm);
         else {
             write_metrics(r->log, &m, r->pool, c->curriculum ? r->cu->ptr : NULL);
             if (c->curriculum) spade_curriculum_update(r->cu, &m);
@@ -535,8 +543,10 @@ static int train_iterations(train_run *r, spade_sandbox *sb) {
         }
         if (((it + 1) % c->checkpoint_every == 0 || it == c->iterations - 1) && train_checkpoint(r, it) != CLI_OK)
             return CLI_FAIL;
-        if (c->designer) selfplay_progress(c, &sm, it, tty);
-        else pool_progress(c, &m, it, tty);
+        if (c->designer)
+            selfplay_progress(c, &sm, it, tty);
+        else
+            pool_progress(c, &m, it, tty);
     }
     if (tty) printf("\n");
     return CLI_OK;
@@ -579,7 +589,8 @@ int cli_train(spade_sandbox *sb, int argc, char **argv) {
     if (c.designer && (rc = train_open_designer(&r)) != CLI_OK) goto out;
     rc = CLI_FAIL;
     if (r.done + 1 >= c.iterations) {
-        printf("spade train: %s is complete (%d iterations), numbered 0..%d; raise [run] iterations in %s/config.ini to go on\n",
+        printf("spade train: %s is complete (%d iterations), numbered 0..%d; raise [run] iterations in %s/config.ini "
+               "to go on\n",
                c.dir, c.iterations, c.iterations - 1, c.dir);
         cli_train_summary(stdout, c.dir, r.done >= 0 ? r.dir_ckpt : "", c.designer, c.iterations);
         rc = CLI_OK;

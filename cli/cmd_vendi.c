@@ -65,7 +65,8 @@ static int collect(files *f, const char *arg) {
 
 int cli_vendi(spade_sandbox *sb, int argc, char **argv) {
     (void)sb;
-    static const struct option longopts[] = {{"each", no_argument, 0, 'e'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    static const struct option longopts[] = {
+        {"each", no_argument, 0, 'e'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
     int each = 0, ch, rc = CLI_FAIL;
     optind = 0;
     opterr = 0;
@@ -115,8 +116,10 @@ int cli_vendi(spade_sandbox *sb, int argc, char **argv) {
                 double c = ni > 0 && nj > 0 ? dot / sqrt(ni * nj) : 0;
                 if (c > best) best = c, at = j;
             }
-            if (at >= 0) printf("%s  nearest %s  cosine %.3f\n", f.path[i], f.path[at], best);
-            else printf("%s  (alone)\n", f.path[i]);
+            if (at >= 0)
+                printf("%s  nearest %s  cosine %.3f\n", f.path[i], f.path[at], best);
+            else
+                printf("%s  (alone)\n", f.path[i]);
         }
     char err[1024];
     double v;

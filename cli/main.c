@@ -60,16 +60,20 @@ static const command commands[] = {
     {"play", cli_play, cli_usage_play, 1, "play an environment yourself in the terminal"},
     {"new", cli_new, cli_usage_new, 0, "write a commented environment template to plugins/"},
     {"list", cli_list, cli_usage_list, 1, "list the environments found on the search path"},
-    {"train", cli_train, cli_usage_train, 1, "self-play (designer and agent), or agent RL on a fixed pool (spade train [CONFIG|RUN])"},
+    {"train", cli_train, cli_usage_train, 1,
+     "self-play (designer and agent), or agent RL on a fixed pool (spade train [CONFIG|RUN])"},
     {"eval", cli_eval, cli_usage_eval, 1, "success of a policy per environment, with intervals and references"},
     {"archive", cli_archive, cli_usage_archive, 0, "list, show or export the environments a run built"},
     {"report", cli_report, cli_usage_report, 0, "plots and a markdown summary of a run (spade report RUN_DIR)"},
     {"vendi", cli_vendi, cli_usage_vendi, 0, "diversity (Vendi score) of a set of environment sources"},
-    {"demos", cli_demos, cli_usage_demos, 1, "write SOLVE's episodes (and varied sources) as transcripts for pretraining"},
+    {"demos", cli_demos, cli_usage_demos, 1,
+     "write SOLVE's episodes (and varied sources) as transcripts for pretraining"},
     {"pretrain", cli_pretrain, NULL, 0, "pretrain the policy on text files (spade pretrain CONFIG)"},
-    {"tokenizer", cli_tokenizer, cli_usage_tokenizer, 0, "train or inspect a BPE tokenizer (train, stats, encode, decode)"},
+    {"tokenizer", cli_tokenizer, cli_usage_tokenizer, 0,
+     "train or inspect a BPE tokenizer (train, stats, encode, decode)"},
     {"serve", cli_serve, cli_usage_serve, 1, "serve environments over JSON lines (stdio, unix or tcp socket)"},
-    {"generate", cli_generate, cli_usage_generate, 0, "continue a prompt with a model or checkpoint (spade generate MODEL)"},
+    {"generate", cli_generate, cli_usage_generate, 0,
+     "continue a prompt with a model or checkpoint (spade generate MODEL)"},
     {"model", cli_model, cli_usage_model, 0, "fetch, list or describe pretrained GGUF models (spade model fetch NAME)"},
 };
 #define N_COMMANDS (sizeof commands / sizeof *commands)
@@ -78,11 +82,10 @@ static void usage(FILE *out) {
     fprintf(out, "usage: spade COMMAND [ARGS]\n\ncommands:\n");
     for (size_t i = 0; i < N_COMMANDS; i++) fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "  %-9s %s\n", "help", "show this, or a command's help: spade help COMMAND");
-    fprintf(out,
-            "\nspade --version prints the version. Every command takes --help.\n"
-            "Environments are named NAME or FILE.c, with params as NAME:key=value,...\n"
-            "and are found in $SPADE_PATH, ./plugins, ./stdenv and the installed stdenv.\n"
-            "Exit status: 0 success, 1 failure, 2 usage error.\n");
+    fprintf(out, "\nspade --version prints the version. Every command takes --help.\n"
+                 "Environments are named NAME or FILE.c, with params as NAME:key=value,...\n"
+                 "and are found in $SPADE_PATH, ./plugins, ./stdenv and the installed stdenv.\n"
+                 "Exit status: 0 success, 1 failure, 2 usage error.\n");
 }
 
 static const command *find(const char *name) {

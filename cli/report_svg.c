@@ -182,8 +182,10 @@ static void esc(buf *b, const char *s) {
         case '>': bf(b, "&gt;"); break;
         case '"': bf(b, "&quot;"); break;
         default:
-            if ((unsigned char)*s < 0x20) bf(b, " "); /* control bytes are not XML */
-            else bf(b, "%c", *s);
+            if ((unsigned char)*s < 0x20)
+                bf(b, " "); /* control bytes are not XML */
+            else
+                bf(b, "%c", *s);
         }
     }
 }
@@ -217,7 +219,8 @@ static double min_dx(const cli_plot *p) {
 /* The data's y extent: lines as they are, stacks by their running sum. */
 static int y_extent(const cli_plot *p, double *lo, double *hi) {
     double mn = INFINITY, mx = -INFINITY;
-    double *area = calloc((size_t)(p->n ? p->n : 1), sizeof *area), *bars = calloc((size_t)(p->n ? p->n : 1), sizeof *bars);
+    double *area = calloc((size_t)(p->n ? p->n : 1), sizeof *area),
+           *bars = calloc((size_t)(p->n ? p->n : 1), sizeof *bars);
     if (!area || !bars) {
         free(area);
         free(bars);
@@ -228,8 +231,10 @@ static int y_extent(const cli_plot *p, double *lo, double *hi) {
         for (int i = 0; i < p->n; i++) {
             double v = s->y[i];
             if (!isfinite(v)) continue;
-            if (s->kind == KIND_AREA) v = area[i] += v;
-            else if (s->kind == KIND_BARS) v = bars[i] += v;
+            if (s->kind == KIND_AREA)
+                v = area[i] += v;
+            else if (s->kind == KIND_BARS)
+                v = bars[i] += v;
             if (s->kind != KIND_LINE && 0 < mn) mn = 0; /* a stack stands on zero */
             if (v < mn) mn = v;
             if (v > mx) mx = v;
@@ -276,8 +281,10 @@ char *cli_plot_svg(const cli_plot *p) {
         hi = 1;
     } else if (!(hi > lo)) { /* a flat series: a range around it */
         double d = fabs(lo) > 0 ? fabs(lo) * 0.5 : 1;
-        if (lo == 0) lo = 0, hi = 1;
-        else lo -= d, hi += d;
+        if (lo == 0)
+            lo = 0, hi = 1;
+        else
+            lo -= d, hi += d;
     }
     double yt[32], ystep, xt[32], xstep;
     if (!p->fixed) { /* round the range out to whole ticks */
@@ -298,8 +305,10 @@ char *cli_plot_svg(const cli_plot *p) {
     }
 
     bf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    bf(&b, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
-           "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"12\">\n", W, H, W, H);
+    bf(&b,
+       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+       "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"12\">\n",
+       W, H, W, H);
     bf(&b, "<title>");
     esc(&b, p->title);
     bf(&b, "</title>\n<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", W, H);
@@ -311,7 +320,8 @@ char *cli_plot_svg(const cli_plot *p) {
 
     /* grid and ticks */
     bf(&b, "<g stroke=\"#e4e4e4\" stroke-width=\"1\">\n");
-    for (int i = 0; i < nyt; i++) bf(&b, "<line x1=\"%d\" x2=\"%d\" y1=\"%.2f\" y2=\"%.2f\"/>\n", PX0, PX1, sy(&f, yt[i]), sy(&f, yt[i]));
+    for (int i = 0; i < nyt; i++)
+        bf(&b, "<line x1=\"%d\" x2=\"%d\" y1=\"%.2f\" y2=\"%.2f\"/>\n", PX0, PX1, sy(&f, yt[i]), sy(&f, yt[i]));
     bf(&b, "</g>\n<g fill=\"#444\" text-anchor=\"end\">\n");
     for (int i = 0; i < nyt; i++) {
         char t[32];
@@ -325,7 +335,8 @@ char *cli_plot_svg(const cli_plot *p) {
         bf(&b, "<text x=\"%.2f\" y=\"%d\">%s</text>\n", sx(&f, xt[i]), PY1 + 17, t);
     }
     bf(&b, "</g>\n<g stroke=\"#444\" stroke-width=\"1\">\n");
-    for (int i = 0; i < nxt; i++) bf(&b, "<line x1=\"%.2f\" x2=\"%.2f\" y1=\"%d\" y2=\"%d\"/>\n", sx(&f, xt[i]), sx(&f, xt[i]), PY1, PY1 + 4);
+    for (int i = 0; i < nxt; i++)
+        bf(&b, "<line x1=\"%.2f\" x2=\"%.2f\" y1=\"%d\" y2=\"%d\"/>\n", sx(&f, xt[i]), sx(&f, xt[i]), PY1, PY1 + 4);
     bf(&b, "</g>\n");
 
     /* data: stacks first, then lines over them */
@@ -342,8 +353,9 @@ char *cli_plot_svg(const cli_plot *p) {
                 double y0 = bbase[i], y1 = bbase[i] + s->y[i];
                 bbase[i] = y1;
                 double xa = sx(&f, p->x[i] - s->width / 2), xb = sx(&f, p->x[i] + s->width / 2);
-                bf(&b, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\" stroke=\"#ffffff\" "
-                       "stroke-width=\"0.5\"/>\n",
+                bf(&b,
+                   "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\" stroke=\"#ffffff\" "
+                   "stroke-width=\"0.5\"/>\n",
                    xa, sy(&f, fmax(y0, y1)), xb - xa, fabs(sy(&f, y0) - sy(&f, y1)), s->color);
             }
             continue;
@@ -359,13 +371,15 @@ char *cli_plot_svg(const cli_plot *p) {
             while (j < n && isfinite(top[j])) j++;
             if (j - i == 1) { /* a lone point: a block as wide as most of an iteration */
                 double xa = sx(&f, fmax(p->x[i] - 0.4 * dx, f.xmin)), xb = sx(&f, fmin(p->x[i] + 0.4 * dx, f.xmax));
-                bf(&b, "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\" fill-opacity=\"0.85\"/>\n",
+                bf(&b,
+                   "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\" fill-opacity=\"0.85\"/>\n",
                    xa, sy(&f, fmax(top[i], base[i])), xb - xa, fabs(sy(&f, base[i]) - sy(&f, top[i])), s->color);
             } else {
-                bf(&b, "<polygon fill=\"%s\" fill-opacity=\"0.85\" stroke=\"%s\" stroke-width=\"0.5\" points=\"", s->color,
-                   s->color);
+                bf(&b, "<polygon fill=\"%s\" fill-opacity=\"0.85\" stroke=\"%s\" stroke-width=\"0.5\" points=\"",
+                   s->color, s->color);
                 for (int q = i; q < j; q++) bf(&b, "%.2f,%.2f ", sx(&f, p->x[q]), sy(&f, top[q]));
-                for (int q = j - 1; q >= i; q--) bf(&b, "%.2f,%.2f%s", sx(&f, p->x[q]), sy(&f, base[q]), q > i ? " " : "");
+                for (int q = j - 1; q >= i; q--)
+                    bf(&b, "%.2f,%.2f%s", sx(&f, p->x[q]), sy(&f, base[q]), q > i ? " " : "");
                 bf(&b, "\"/>\n");
             }
             i = j;
@@ -375,8 +389,10 @@ char *cli_plot_svg(const cli_plot *p) {
     }
     for (int h = 0; h < p->nh; h++) {
         double y = sy(&f, p->href[h]);
-        bf(&b, "<line x1=\"%d\" x2=\"%d\" y1=\"%.2f\" y2=\"%.2f\" stroke=\"#777\" stroke-width=\"1\" "
-               "stroke-dasharray=\"3 3\"/>\n", PX0, PX1, y, y);
+        bf(&b,
+           "<line x1=\"%d\" x2=\"%d\" y1=\"%.2f\" y2=\"%.2f\" stroke=\"#777\" stroke-width=\"1\" "
+           "stroke-dasharray=\"3 3\"/>\n",
+           PX0, PX1, y, y);
     }
     for (int k = 0; !b.oom && k < p->ns; k++) {
         const series *s = &p->s[k];
@@ -402,8 +418,10 @@ char *cli_plot_svg(const cli_plot *p) {
     }
     for (int h = 0; h < p->nh; h++) { /* reference labels over the data, on a white halo */
         if (!p->hlabel[h][0]) continue;
-        bf(&b, "<text x=\"%d\" y=\"%.2f\" fill=\"#555\" font-size=\"11\" text-anchor=\"end\" stroke=\"#ffffff\" "
-               "stroke-width=\"3\" paint-order=\"stroke\">", PX1 - 4, sy(&f, p->href[h]) - 4);
+        bf(&b,
+           "<text x=\"%d\" y=\"%.2f\" fill=\"#555\" font-size=\"11\" text-anchor=\"end\" stroke=\"#ffffff\" "
+           "stroke-width=\"3\" paint-order=\"stroke\">",
+           PX1 - 4, sy(&f, p->href[h]) - 4);
         esc(&b, p->hlabel[h]);
         bf(&b, "</text>\n");
     }
@@ -412,13 +430,15 @@ char *cli_plot_svg(const cli_plot *p) {
     free(top);
     bf(&b, "</g>\n");
     if (!has) {
-        bf(&b, "<text x=\"%d\" y=\"%d\" fill=\"#888\" text-anchor=\"middle\" font-size=\"14\">no values in this run</text>\n",
+        bf(&b,
+           "<text x=\"%d\" y=\"%d\" fill=\"#888\" text-anchor=\"middle\" font-size=\"14\">no values in this "
+           "run</text>\n",
            (PX0 + PX1) / 2, (PY0 + PY1) / 2);
     }
 
     /* axes and their labels */
-    bf(&b, "<g stroke=\"#444\" stroke-width=\"1\" fill=\"none\"><polyline points=\"%d,%d %d,%d %d,%d\"/></g>\n", PX0, PY0,
-       PX0, PY1, PX1, PY1);
+    bf(&b, "<g stroke=\"#444\" stroke-width=\"1\" fill=\"none\"><polyline points=\"%d,%d %d,%d %d,%d\"/></g>\n", PX0,
+       PY0, PX0, PY1, PX1, PY1);
     bf(&b, "<text x=\"%d\" y=\"%d\" fill=\"#222\" text-anchor=\"middle\">", (PX0 + PX1) / 2, PY1 + 40);
     esc(&b, p->xlabel);
     bf(&b, "</text>\n<text x=\"16\" y=\"%d\" fill=\"#222\" text-anchor=\"middle\" transform=\"rotate(-90 16 %d)\">",
@@ -437,15 +457,20 @@ char *cli_plot_svg(const cli_plot *p) {
         const series *s = &p->s[order[e]];
         int y = PY0 + 8 + e * 20, lx = PX1 + 18;
         if (s->kind == KIND_LINE)
-            bf(&b, "<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"%.1f\"%s/>\n", lx, lx + 22, y,
-               y, s->color, s->width < 3 ? s->width + 0.5 : s->width, s->dashed ? " stroke-dasharray=\"6 4\"" : "");
-        else bf(&b, "<rect x=\"%d\" y=\"%d\" width=\"22\" height=\"12\" fill=\"%s\" fill-opacity=\"0.85\"/>\n", lx, y - 6, s->color);
+            bf(&b, "<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"%.1f\"%s/>\n", lx,
+               lx + 22, y, y, s->color, s->width < 3 ? s->width + 0.5 : s->width,
+               s->dashed ? " stroke-dasharray=\"6 4\"" : "");
+        else
+            bf(&b, "<rect x=\"%d\" y=\"%d\" width=\"22\" height=\"12\" fill=\"%s\" fill-opacity=\"0.85\"/>\n", lx,
+               y - 6, s->color);
         char lab[56];
         int any = 0;
         for (int i = 0; i < n && !any; i++) any = isfinite(s->y[i]);
         size_t L = strlen(s->label);
-        if (L > 30) snprintf(lab, sizeof lab, "%.28s..", s->label);
-        else snprintf(lab, sizeof lab, "%s", s->label);
+        if (L > 30)
+            snprintf(lab, sizeof lab, "%.28s..", s->label);
+        else
+            snprintf(lab, sizeof lab, "%s", s->label);
         if (!any) snprintf(lab + strlen(lab), sizeof lab - strlen(lab), " (no values)");
         bf(&b, "<text x=\"%d\" y=\"%d\" fill=\"#222\">", lx + 28, y + 4);
         esc(&b, lab);

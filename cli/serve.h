@@ -19,11 +19,11 @@
 #define SPADE_PROTOCOL_VERSION 1
 
 typedef struct serve_limits {
-    int max_envs;        /* live environment handles per connection */
-    int max_instances;   /* instances over all of a connection's environments */
-    int max_workers;     /* worker processes over all of a connection's environments */
-    size_t max_line;     /* bytes of one request line, newline excluded */
-    int max_clients;     /* connections served at once (socket transports) */
+    int max_envs; /* live environment handles per connection */
+    int max_instances; /* instances over all of a connection's environments */
+    int max_workers; /* worker processes over all of a connection's environments */
+    size_t max_line; /* bytes of one request line, newline excluded */
+    int max_clients; /* connections served at once (socket transports) */
 } serve_limits;
 
 void serve_limits_default(serve_limits *l);

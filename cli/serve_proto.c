@@ -38,8 +38,8 @@ typedef struct serve_env {
     int handle;
     int n_workers, n_instances;
     spade_worker **workers;
-    int *first_id;          /* per worker: the local id of its first instance */
-    unsigned char *state;   /* per instance */
+    int *first_id; /* per worker: the local id of its first instance */
+    unsigned char *state; /* per instance */
     char path[SPADE_PATH_MAX];
     char params[SPADE_SPEC_PARAMS_MAX];
 } serve_env;
@@ -57,8 +57,10 @@ serve_conn *serve_conn_new(spade_sandbox *sb, const serve_limits *lim) {
     serve_conn *c = calloc(1, sizeof *c);
     if (!c) return NULL;
     c->sb = sb;
-    if (lim) c->lim = *lim;
-    else serve_limits_default(&c->lim);
+    if (lim)
+        c->lim = *lim;
+    else
+        serve_limits_default(&c->lim);
     c->next_handle = 1;
     return c;
 }
@@ -257,7 +259,8 @@ static int load_field(rq *r, loadable *L) {
     memset(L, 0, sizeof *L);
     const spade_json *spec = spade_json_get(r->body, "spec"), *source = spade_json_get(r->body, "source");
     if (spec && source) return rq_err(r, "bad_value", "spec", "give 'spec' or 'source', not both");
-    if (!spec && !source) return rq_err(r, "missing_field", "spec", "'spec' (NAME[:params] or FILE.c) or 'source' is required");
+    if (!spec && !source)
+        return rq_err(r, "missing_field", "spec", "'spec' (NAME[:params] or FILE.c) or 'source' is required");
     char params[SPADE_SPEC_PARAMS_MAX];
     if (params_field(r, params, sizeof params) < 0) return -1;
     char err[4096];
@@ -307,12 +310,13 @@ typedef struct {
     size_t offset;
 } info_field;
 
-#define ROW(T, member, kind) {#member, kind, offsetof(T, member)}
+#define ROW(T, member, kind)                                                                                           \
+    { #member, kind, offsetof(T, member) }
 static const info_field env_fields[] = {
-    ROW(spade_env_info, name, FIELD_STR),           ROW(spade_env_info, description, FIELD_STR),
-    ROW(spade_env_info, family, FIELD_STR),         ROW(spade_env_info, abi, FIELD_INT),
-    ROW(spade_env_info, max_steps, FIELD_INT),      ROW(spade_env_info, success, FIELD_NUM),
-    ROW(spade_env_info, state_size, FIELD_U64),     ROW(spade_env_info, has_solve, FIELD_BOOL),
+    ROW(spade_env_info, name, FIELD_STR),       ROW(spade_env_info, description, FIELD_STR),
+    ROW(spade_env_info, family, FIELD_STR),     ROW(spade_env_info, abi, FIELD_INT),
+    ROW(spade_env_info, max_steps, FIELD_INT),  ROW(spade_env_info, success, FIELD_NUM),
+    ROW(spade_env_info, state_size, FIELD_U64), ROW(spade_env_info, has_solve, FIELD_BOOL),
 };
 static const info_field param_fields[] = {
     {"default", FIELD_NUM, offsetof(spade_param_info, def)},
@@ -404,8 +408,8 @@ static void op_hello(rq *r) {
     spade_jw_end_obj(b);
     spade_jw_key(b, "ops");
     spade_jw_arr(b);
-    static const char *const ops[] = {"hello", "list", "info", "make", "reset", "step", "hint", "solve", "check",
-                                      "close"};
+    static const char *const ops[] = {"hello", "list", "info",  "make",  "reset",
+                                      "step",  "hint", "solve", "check", "close"};
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) spade_jw_cstr(b, ops[i]);
     spade_jw_end_arr(b);
     finish(r);
@@ -612,16 +616,16 @@ enum { IR_OK = 0, IR_WORKER, IR_NOT_RESET, IR_ENDED, IR_TOO_LONG };
 typedef struct ires {
     int kind;
     const spade_failure *f; /* IR_WORKER */
-    size_t off, len;         /* observation in the store */
+    size_t off, len; /* observation in the store */
     double reward, ret;
     unsigned char term, trunc, succ;
 } ires;
 
 typedef struct batch {
     int n;
-    int *inst;             /* instance index of item j */
+    int *inst; /* instance index of item j */
     const uint64_t *seeds; /* resets */
-    const char **acts;     /* steps */
+    const char **acts; /* steps */
     size_t *lens;
     ires *res;
 } batch;
@@ -656,7 +660,7 @@ static int group(const serve_env *e, const batch *b, int *start, int *order) {
 }
 
 typedef struct scratch {
-    int *start, *order;   /* the resets grouped by worker (group()) */
+    int *start, *order; /* the resets grouped by worker (group()) */
     int *start2, *order2; /* the steps */
     int *ids;
     uint32_t *ops;
@@ -665,7 +669,7 @@ typedef struct scratch {
     uint64_t *seeds;
     spade_step_result *sr;
     spade_failure *fails; /* [W] */
-    char *sent;           /* [W] */
+    char *sent; /* [W] */
 } scratch;
 
 static void scratch_free(scratch *s) {
@@ -688,8 +692,8 @@ static int scratch_new(scratch *s, int W, int n) {
     s->sr = malloc(sizeof *s->sr * un);
     s->fails = calloc((size_t)W, sizeof *s->fails);
     s->sent = calloc((size_t)W, 1);
-    if (!s->start || !s->start2 || !s->order || !s->order2 || !s->ids || !s->ops || !s->acts || !s->lens ||
-        !s->seeds || !s->sr || !s->fails || !s->sent) {
+    if (!s->start || !s->start2 || !s->order || !s->order2 || !s->ids || !s->ops || !s->acts || !s->lens || !s->seeds ||
+        !s->sr || !s->fails || !s->sent) {
         scratch_free(s);
         return -1;
     }
@@ -715,9 +719,12 @@ static int run_batches(serve_env *e, batch *rb, batch *sb, spade_jbuf *store, sc
     int W = e->n_workers;
     for (int j = 0; j < sb->n; j++) {
         unsigned char st = e->state[sb->inst[j]];
-        if (sb->lens[j] > SPADE_ACTION_MAX) sb->res[j].kind = IR_TOO_LONG;
-        else if (st == ST_NEW) sb->res[j].kind = IR_NOT_RESET;
-        else if (st == ST_ENDED) sb->res[j].kind = IR_ENDED;
+        if (sb->lens[j] > SPADE_ACTION_MAX)
+            sb->res[j].kind = IR_TOO_LONG;
+        else if (st == ST_NEW)
+            sb->res[j].kind = IR_NOT_RESET;
+        else if (st == ST_ENDED)
+            sb->res[j].kind = IR_ENDED;
     }
     if (group(e, rb, s->start, s->order) < 0 || group(e, sb, s->start2, s->order2) < 0) return -1;
     for (int w = 0; w < W; w++) {
@@ -738,8 +745,8 @@ static int run_batches(serve_env *e, batch *rb, batch *sb, spade_jbuf *store, sc
             s->acts[kr + q] = sb->acts[ords[q]];
             s->lens[kr + q] = sb->lens[ords[q]];
         }
-        if (spade_worker_batch_send(e->workers[w], kr + ks, s->ids, s->ops, s->seeds, s->acts, s->lens,
-                                    &s->fails[w]) != 0) {
+        if (spade_worker_batch_send(e->workers[w], kr + ks, s->ids, s->ops, s->seeds, s->acts, s->lens, &s->fails[w]) !=
+            0) {
             fail_items(e, rb, ordr, kr, &s->fails[w]);
             fail_items(e, sb, ords, ks, &s->fails[w]);
             continue;
@@ -757,8 +764,7 @@ static int run_batches(serve_env *e, batch *rb, batch *sb, spade_jbuf *store, sc
             continue;
         }
         for (int q = 0; q < kr; q++) store_result(e, store, rb->inst[ordr[q]], &rb->res[ordr[q]], &s->sr[q]);
-        for (int q = 0; q < ks; q++)
-            store_result(e, store, sb->inst[ords[q]], &sb->res[ords[q]], &s->sr[kr + q]);
+        for (int q = 0; q < ks; q++) store_result(e, store, sb->inst[ords[q]], &sb->res[ords[q]], &s->sr[kr + q]);
     }
     return 0;
 }
@@ -768,8 +774,10 @@ static void write_results(spade_jbuf *o, const batch *b, const spade_jbuf *store
     spade_jw_arr(o);
     for (int j = 0; j < b->n; j++) {
         const ires *x = &b->res[j];
-        if (x->kind == IR_OK) spade_jw_str(o, store->p + x->off, x->len);
-        else spade_jw_str(o, "", 0);
+        if (x->kind == IR_OK)
+            spade_jw_str(o, store->p + x->off, x->len);
+        else
+            spade_jw_str(o, "", 0);
     }
     spade_jw_end_arr(o);
     spade_jw_key(o, "reward");
@@ -1083,23 +1091,28 @@ void serve_handle_line(serve_conn *c, const char *line, size_t len, spade_jbuf *
     static const struct {
         const char *name;
         void (*fn)(rq *);
-    } ops[] = {{"hello", op_hello}, {"list", op_list}, {"info", op_info},   {"make", op_make},
-               {"check", op_check}, {"close", op_close}};
+    } ops[] = {{"hello", op_hello}, {"list", op_list},   {"info", op_info},
+               {"make", op_make},   {"check", op_check}, {"close", op_close}};
     int done = 0;
     for (size_t i = 0; i < sizeof ops / sizeof *ops && !done; i++)
         if (!strcmp(op->str, ops[i].name) && strlen(ops[i].name) == op->len) ops[i].fn(&r), done = 1;
     if (!done) {
-        if (op->len == 5 && !strcmp(op->str, "reset")) op_batch(&r, 1);
-        else if (op->len == 4 && !strcmp(op->str, "step")) op_batch(&r, 0);
-        else if (op->len == 4 && !strcmp(op->str, "hint")) op_text(&r, 0);
-        else if (op->len == 5 && !strcmp(op->str, "solve")) op_text(&r, 1);
+        if (op->len == 5 && !strcmp(op->str, "reset"))
+            op_batch(&r, 1);
+        else if (op->len == 4 && !strcmp(op->str, "step"))
+            op_batch(&r, 0);
+        else if (op->len == 4 && !strcmp(op->str, "hint"))
+            op_text(&r, 0);
+        else if (op->len == 5 && !strcmp(op->str, "solve"))
+            op_text(&r, 1);
         else {
             char shown[64];
             size_t n = op->len < 40 ? op->len : 40;
             memcpy(shown, op->str, n);
             shown[n] = 0;
-            rq_err(&r, "unknown_op", "op", "unknown op '%s%s' (hello, list, info, make, reset, step, hint, solve, check, close)",
-                   shown, op->len > 40 ? "..." : "");
+            rq_err(&r, "unknown_op", "op",
+                   "unknown op '%s%s' (hello, list, info, make, reset, step, hint, solve, check, close)", shown,
+                   op->len > 40 ? "..." : "");
         }
     }
     spade_json_doc_free(doc);

@@ -54,20 +54,23 @@ static void resolve(const tr_config *c, const char *v, char *out, size_t cap) {
 
 #define FAIL(...) return snprintf(c->msg, sizeof c->msg, __VA_ARGS__), 0
 /* A number key: parsed, range-checked, then dst (which may use x). */
-#define NUMK(sec, key, lo, hi, integer, dst)                                                                      \
-    if (!strcmp(section, sec) && !strcmp(name, key)) {                                                        \
-        if (parse_num(value, lo, hi, integer, &x))                                                            \
-            FAIL("[%s] %s = '%s': expected %s in [%g, %g]", sec, key, value, integer ? "an integer" : "a number", \
-                 (double)(lo), (double)(hi));                                                                 \
-        dst;                                                                                                  \
-        return 1;                                                                                             \
+#define NUMK(sec, key, lo, hi, integer, dst)                                                                           \
+    if (!strcmp(section, sec) && !strcmp(name, key)) {                                                                 \
+        if (parse_num(value, lo, hi, integer, &x))                                                                     \
+            FAIL("[%s] %s = '%s': expected %s in [%g, %g]", sec, key, value, integer ? "an integer" : "a number",      \
+                 (double)(lo), (double)(hi));                                                                          \
+        dst;                                                                                                           \
+        return 1;                                                                                                      \
     }
-#define BOOLK(sec, key, dst)                                                              \
-    if (!strcmp(section, sec) && !strcmp(name, key)) {                                    \
-        if (!strcmp(value, "true")) dst = 1;                                              \
-        else if (!strcmp(value, "false")) dst = 0;                                        \
-        else FAIL("[%s] %s = '%s': expected true or false", sec, key, value);             \
-        return 1;                                                                         \
+#define BOOLK(sec, key, dst)                                                                                           \
+    if (!strcmp(section, sec) && !strcmp(name, key)) {                                                                 \
+        if (!strcmp(value, "true"))                                                                                    \
+            dst = 1;                                                                                                   \
+        else if (!strcmp(value, "false"))                                                                              \
+            dst = 0;                                                                                                   \
+        else                                                                                                           \
+            FAIL("[%s] %s = '%s': expected true or false", sec, key, value);                                           \
+        return 1;                                                                                                      \
     }
 
 /* [run]: where the run lives, how long it goes, its seed. */
@@ -94,8 +97,10 @@ static int key_policy(tr_config *c, const char *section, const char *name, const
         if (!strcmp(name, "model")) {
             if (!*value) FAIL("[policy] model is empty");
             /* a known name stays a name (the model cache); a path is the config's */
-            if (spade_model_find(value)) snprintf(c->model, sizeof c->model, "%s", value);
-            else resolve(c, value, c->model, sizeof c->model);
+            if (spade_model_find(value))
+                snprintf(c->model, sizeof c->model, "%s", value);
+            else
+                resolve(c, value, c->model, sizeof c->model);
             return 1;
         }
         char e[400];
@@ -122,9 +127,12 @@ static int key_pool(tr_config *c, const char *section, const char *name, const c
             return 1;
         }
         if (!strcmp(name, "curriculum")) {
-            if (!strcmp(value, "fixed")) c->curriculum = 0;
-            else if (!strcmp(value, "adaptive")) c->curriculum = 1;
-            else FAIL("[pool] curriculum = '%s': expected fixed or adaptive", value);
+            if (!strcmp(value, "fixed"))
+                c->curriculum = 0;
+            else if (!strcmp(value, "adaptive"))
+                c->curriculum = 1;
+            else
+                FAIL("[pool] curriculum = '%s': expected fixed or adaptive", value);
             return 1;
         }
         if (!strcmp(name, "curriculum_param")) {
@@ -138,11 +146,13 @@ static int key_pool(tr_config *c, const char *section, const char *name, const c
             size_t el = (size_t)(colon - value);
             if (!el || el >= sizeof c->cur_env[0] || !colon[1] || strlen(colon + 1) >= sizeof c->cur_env_param[0] ||
                 strchr(colon + 1, ':'))
-                FAIL("[pool] curriculum_param = '%s': expected ENV:NAME (an environment's name, one of its params)", value);
+                FAIL("[pool] curriculum_param = '%s': expected ENV:NAME (an environment's name, one of its params)",
+                     value);
             for (int k = 0; k < c->n_cur_env; k++)
                 if (strlen(c->cur_env[k]) == el && !strncmp(c->cur_env[k], value, el))
                     FAIL("[pool] curriculum_param = '%s': %.*s already has one", value, (int)el, value);
-            if (c->n_cur_env >= SPADE_POOL_MAX) FAIL("[pool] curriculum_param: at most %d ENV:NAME entries", SPADE_POOL_MAX);
+            if (c->n_cur_env >= SPADE_POOL_MAX)
+                FAIL("[pool] curriculum_param: at most %d ENV:NAME entries", SPADE_POOL_MAX);
             snprintf(c->cur_env[c->n_cur_env], sizeof c->cur_env[0], "%.*s", (int)el, value);
             snprintf(c->cur_env_param[c->n_cur_env++], sizeof c->cur_env_param[0], "%s", colon + 1);
             return 1;
@@ -166,9 +176,12 @@ static int key_agent(tr_config *c, const char *section, const char *name, const 
     NUMK("agent", "top_p", 1e-6, 1, 0, c->rl.top_p = (float)x)
     NUMK("agent", "workers", 1, 64, 1, c->rl.workers = (int)x)
     if (!strcmp(section, "agent") && !strcmp(name, "advantage")) {
-        if (!strcmp(value, "zscore")) c->rl.zscore = 1;
-        else if (!strcmp(value, "mean")) c->rl.zscore = 0;
-        else FAIL("[agent] advantage = '%s': expected zscore or mean", value);
+        if (!strcmp(value, "zscore"))
+            c->rl.zscore = 1;
+        else if (!strcmp(value, "mean"))
+            c->rl.zscore = 0;
+        else
+            FAIL("[agent] advantage = '%s': expected zscore or mean", value);
         return 1;
     }
     return -1;
@@ -217,15 +230,22 @@ static int key_designer_text(tr_config *c, const char *section, const char *name
         return 1;
     }
     if (!strcmp(section, "designer") && !strcmp(name, "invalid")) {
-        if (!strcmp(value, "penalise")) c->sp.invalid_drop = 0;
-        else if (!strcmp(value, "drop")) c->sp.invalid_drop = 1;
-        else FAIL("[designer] invalid = '%s': expected penalise or drop", value);
+        if (!strcmp(value, "penalise"))
+            c->sp.invalid_drop = 0;
+        else if (!strcmp(value, "drop"))
+            c->sp.invalid_drop = 1;
+        else
+            FAIL("[designer] invalid = '%s': expected penalise or drop", value);
         return 1;
     }
     if (!strcmp(section, "designer") && !strcmp(name, "hint")) {
-        if (!strcmp(value, "embedded")) c->sp.hint_self = 0;
-        else if (!strcmp(value, "self")) c->sp.hint_self = 1;
-        else FAIL("[designer] hint = '%s': expected embedded (the source's HINT block) or self (the policy writes it)", value);
+        if (!strcmp(value, "embedded"))
+            c->sp.hint_self = 0;
+        else if (!strcmp(value, "self"))
+            c->sp.hint_self = 1;
+        else
+            FAIL("[designer] hint = '%s': expected embedded (the source's HINT block) or self (the policy writes it)",
+                 value);
         return 1;
     }
     if (!strcmp(section, "designer") && !strcmp(name, "families")) {
@@ -233,7 +253,8 @@ static int key_designer_text(tr_config *c, const char *section, const char *name
         char buf[1024];
         snprintf(buf, sizeof buf, "%s", value);
         for (char *t = strtok(buf, ", "); t; t = strtok(NULL, ", ")) {
-            if (c->sp.n_families == SPADE_SP_MAX_FAMILIES) FAIL("[designer] families: more than %d", SPADE_SP_MAX_FAMILIES);
+            if (c->sp.n_families == SPADE_SP_MAX_FAMILIES)
+                FAIL("[designer] families: more than %d", SPADE_SP_MAX_FAMILIES);
             snprintf(c->sp.families[c->sp.n_families++], 32, "%s", t);
         }
         return 1;
@@ -241,9 +262,12 @@ static int key_designer_text(tr_config *c, const char *section, const char *name
     if (!strcmp(section, "designer") && !strcmp(name, "source")) {
         c->source_files = c->source_template = 0;
         if (!strcmp(value, "policy")) {
-        } else if (!strcmp(value, "files")) c->source_files = 1;
-        else if (!strcmp(value, "template")) c->source_template = 1;
-        else FAIL("[designer] source = '%s': expected policy, files or template", value);
+        } else if (!strcmp(value, "files"))
+            c->source_files = 1;
+        else if (!strcmp(value, "template"))
+            c->source_template = 1;
+        else
+            FAIL("[designer] source = '%s': expected policy, files or template", value);
         return 1;
     }
     if (!strcmp(section, "designer") && !strcmp(name, "template")) {
@@ -267,9 +291,12 @@ static int key_designer_text(tr_config *c, const char *section, const char *name
         return 1;
     }
     if (!strcmp(section, "designer") && !strcmp(name, "enabled")) {
-        if (!strcmp(value, "false")) c->designer = 0;
-        else if (!strcmp(value, "true")) c->designer = 1;
-        else FAIL("[designer] enabled = '%s': expected true or false", value);
+        if (!strcmp(value, "false"))
+            c->designer = 0;
+        else if (!strcmp(value, "true"))
+            c->designer = 1;
+        else
+            FAIL("[designer] enabled = '%s': expected true or false", value);
         return 1;
     }
     return -1;
@@ -345,7 +372,8 @@ static int on_key(void *user, const char *section, const char *name, const char 
         int r = sections[i].fn(c, section, name, value);
         if (r >= 0) return r;
     }
-    if (!section[0]) FAIL("%s = %s is outside any [section] (the config starts with [run], [policy], ...)", name, value);
+    if (!section[0])
+        FAIL("%s = %s is outside any [section] (the config starts with [run], [policy], ...)", name, value);
     FAIL("unknown key [%s] %s", section, name);
 }
 #undef BOOLK
@@ -356,8 +384,10 @@ static int on_key(void *user, const char *section, const char *name, const char 
 int cli_train_config_load(const char *path, const char *base, tr_config *c) {
     defaults(c);
     const char *slash = strrchr(path, '/');
-    if (base) snprintf(c->base, sizeof c->base, "%s", base);
-    else if (slash) snprintf(c->base, sizeof c->base, "%.*s", (int)(slash - path), path);
+    if (base)
+        snprintf(c->base, sizeof c->base, "%s", base);
+    else if (slash)
+        snprintf(c->base, sizeof c->base, "%.*s", (int)(slash - path), path);
     struct stat st;
     if (stat(path, &st) != 0) return cli_err(CLI_FAIL, "train", "%s: %s", path, strerror(errno));
     if (S_ISDIR(st.st_mode)) return cli_err(CLI_FAIL, "train", "%s: a directory without config.ini is not a run", path);
@@ -379,21 +409,29 @@ int cli_train_config_load(const char *path, const char *base, tr_config *c) {
     char e[400];
     if (spade_gpt_config_validate(&c->gpt, e, sizeof e)) return cli_err(CLI_USAGE, "train", "%s: %s", path, e);
     if (c->curriculum && !c->cur_param[0] && !c->n_cur_env)
-        return cli_err(CLI_USAGE, "train", "%s: [pool] curriculum = adaptive needs curriculum_param = NAME (or ENV:NAME)", path);
+        return cli_err(CLI_USAGE, "train",
+                       "%s: [pool] curriculum = adaptive needs curriculum_param = NAME (or ENV:NAME)", path);
     if (c->curriculum && !(c->cur_down < c->cur_up))
         return cli_err(CLI_USAGE, "train", "%s: [pool] curriculum_down (%g) must be below curriculum_up (%g)", path,
                        c->cur_down, c->cur_up);
     /* greedy draws come from a point mass: their old log-prob is 0 and no ratio or gradient exists */
     if (!(c->rl.temperature > 0))
-        return cli_err(CLI_USAGE, "train", "%s: [agent] temperature = 0: the agent trains on its plays, which must be "
-                       "sampled (temperature > 0)", path);
+        return cli_err(CLI_USAGE, "train",
+                       "%s: [agent] temperature = 0: the agent trains on its plays, which must be "
+                       "sampled (temperature > 0)",
+                       path);
     if (c->designer && c->sp.train_designer && !(c->sp.temperature > 0))
-        return cli_err(CLI_USAGE, "train", "%s: [designer] temperature = 0 with [designer] train = true: a trained "
-                       "designer's sources must be sampled (temperature > 0)", path);
+        return cli_err(CLI_USAGE, "train",
+                       "%s: [designer] temperature = 0 with [designer] train = true: a trained "
+                       "designer's sources must be sampled (temperature > 0)",
+                       path);
     if (c->sp.plays % c->sp.repeats)
-        return cli_err(CLI_USAGE, "train", "%s: [selfplay] plays = %d is not a multiple of repeats = %d (plays / repeats seeds, each played repeats times)",
+        return cli_err(CLI_USAGE, "train",
+                       "%s: [selfplay] plays = %d is not a multiple of repeats = %d (plays / repeats seeds, each "
+                       "played repeats times)",
                        path, c->sp.plays, c->sp.repeats);
-    if (c->source_files && !c->source_dir[0]) return cli_err(CLI_USAGE, "train", "%s: [designer] source = files needs files = DIR", path);
+    if (c->source_files && !c->source_dir[0])
+        return cli_err(CLI_USAGE, "train", "%s: [designer] source = files needs files = DIR", path);
     if (c->source_template && !c->n_tpl)
         return cli_err(CLI_USAGE, "train", "%s: [designer] source = template needs template = FILE", path);
     for (int i = 0; c->source_template && i < c->n_tpl; i++) { /* each template read and checked now, by name */
@@ -404,7 +442,8 @@ int cli_train_config_load(const char *path, const char *base, tr_config *c) {
     if (c->designer && c->sp.reward == SPADE_DREWARD_LEARNING_POTENTIAL && !(c->rl.adamw.lr > 0))
         return cli_err(CLI_USAGE, "train",
                        "%s: [designer] reward = learning_potential needs [grpo] lr > 0: its trial agent step would "
-                       "change nothing, and every potential would be 0", path);
+                       "change nothing, and every potential would be 0",
+                       path);
     c->sp.seed = c->seed;
     c->sp.rl = c->rl;
     if (c->designer && !c->n_corpus) spade_data_path("stdenv", c->corpus_dirs[c->n_corpus++], sizeof c->corpus_dirs[0]);
@@ -421,9 +460,12 @@ int cli_train_config_differs(const char *a, const char *b) {
     if (!fa || !fb) rc = 1;
     while (!rc) {
         int x = getc(fa), y = getc(fb);
-        if (x != y) rc = line;
-        else if (x == EOF) break;
-        else if (x == '\n') line++;
+        if (x != y)
+            rc = line;
+        else if (x == EOF)
+            break;
+        else if (x == '\n')
+            line++;
     }
     if (fa) fclose(fa);
     if (fb) fclose(fb);

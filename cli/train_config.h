@@ -17,23 +17,23 @@
 #define TR_MAX_LIST 64
 
 typedef struct tr_config {
-    char dir[2048];      /* run.dir */
-    int iterations;      /* run.iterations */
-    uint64_t seed;       /* run.seed */
+    char dir[2048]; /* run.dir */
+    int iterations; /* run.iterations */
+    uint64_t seed; /* run.seed */
     int checkpoint_every; /* run.checkpoint_every */
     spade_gpt_config gpt;
     int have_gpt_keys;
-    char init[2048];     /* policy.init: a checkpoint to start from */
-    char model[2048];    /* policy.model: a pretrained model (known NAME or PATH.gguf) to start from */
+    char init[2048]; /* policy.init: a checkpoint to start from */
+    char model[2048]; /* policy.model: a pretrained model (known NAME or PATH.gguf) to start from */
     char specs[TR_MAX_LIST][512];
     int n_specs;
     char dirs[TR_MAX_LIST][2048];
     int n_dirs;
-    int designer;        /* designer.enabled */
+    int designer; /* designer.enabled */
     /* pool.curriculum = adaptive: one param of each environment moves over levels */
     int curriculum, cur_levels, cur_window;
     double cur_up, cur_down;
-    char cur_param[64];  /* curriculum_param = NAME: every environment that has it */
+    char cur_param[64]; /* curriculum_param = NAME: every environment that has it */
     /* curriculum_param = ENV:NAME (repeatable): that environment's own, before NAME */
     char cur_env[SPADE_POOL_MAX][64], cur_env_param[SPADE_POOL_MAX][64];
     int n_cur_env;
@@ -44,11 +44,11 @@ typedef struct tr_config {
     int eval_every, eval_episodes; /* eval.every (0 = never), eval.episodes (8): the held-out suite */
     char source_dir[2048]; /* designer.files: designer.source = files */
     int source_files;
-    int source_template;   /* designer.source = template */
+    int source_template; /* designer.source = template */
     char tpl_paths[TR_MAX_LIST][2048]; /* designer.template (repeatable, or a comma-separated list) */
     int n_tpl;
-    spade_template *tpl[TR_MAX_LIST];  /* loaded by load_config */
-    char base[2048];     /* the config file's directory: relative paths are resolved against it */
+    spade_template *tpl[TR_MAX_LIST]; /* loaded by load_config */
+    char base[2048]; /* the config file's directory: relative paths are resolved against it */
     char msg[600];
 } tr_config;
 

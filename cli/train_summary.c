@@ -31,14 +31,12 @@ typedef struct summary {
     double eval_last;
 } summary;
 
-static double num(const spade_json *o, const char *k, double dflt)
-{
+static double num(const spade_json *o, const char *k, double dflt) {
     const spade_json *v = spade_json_get(o, k);
     return v && v->type == SPADE_JSON_NUMBER ? v->number : dflt;
 }
 
-static void take(summary *s, const spade_json *o)
-{
+static void take(summary *s, const spade_json *o) {
     const spade_json *ev = spade_json_get(o, "eval");
     if (ev && ev->type == SPADE_JSON_OBJECT) {
         s->evals++;
@@ -86,8 +84,7 @@ static void take(summary *s, const spade_json *o)
     s->updates += u && u->type == SPADE_JSON_BOOL && u->boolean;
 }
 
-static int read_log(const char *run, summary *s)
-{
+static int read_log(const char *run, summary *s) {
     char path[4400], *line = NULL;
     size_t cap = 0;
     snprintf(path, sizeof path, "%s/train.jsonl", run);
@@ -108,8 +105,7 @@ static int read_log(const char *run, summary *s)
     return 0;
 }
 
-void cli_train_summary(FILE *out, const char *run, const char *ckpt, int selfplay, int iterations)
-{
+void cli_train_summary(FILE *out, const char *run, const char *ckpt, int selfplay, int iterations) {
     summary s = {.first_it = -1, .last_it = -1};
     const char *me = cli_self();
     if (read_log(run, &s) < 0 || s.lines == 0) {
@@ -132,23 +128,29 @@ void cli_train_summary(FILE *out, const char *run, const char *ckpt, int selfpla
                          "  (agent_samples 0 in every line), and the designer none either: every environment\n"
                          "  it wrote got the same reward, so there was nothing to learn from (designer_samples 0).\n");
         else if (s.valid == 0)
-            fprintf(out, "  With no valid environment the agent had none to play, so it made no update on one\n"
-                         "  (agent_samples 0 in every line); the designer trained on %ld samples of its writing.\n",
+            fprintf(out,
+                    "  With no valid environment the agent had none to play, so it made no update on one\n"
+                    "  (agent_samples 0 in every line); the designer trained on %ld samples of its writing.\n",
                     s.designer_samples);
         else
-            fprintf(out, "  The agent played the valid ones with and without their hint and trained on %ld samples\n"
-                         "  of those plays; the designer trained on %ld samples of its writing.\n",
+            fprintf(out,
+                    "  The agent played the valid ones with and without their hint and trained on %ld samples\n"
+                    "  of those plays; the designer trained on %ld samples of its writing.\n",
                     s.agent_samples, s.designer_samples);
         if (s.pool_lines > 0)
-            fprintf(out, "  On the pool (stdenv) the agent made %ld updates in %ld iterations (%ld samples); success\n"
-                         "  %.2f at the first logged iteration, %.2f at the last.\n",
+            fprintf(out,
+                    "  On the pool (stdenv) the agent made %ld updates in %ld iterations (%ld samples); success\n"
+                    "  %.2f at the first logged iteration, %.2f at the last.\n",
                     s.pool_updates, s.pool_lines, s.pool_samples, s.pool_first, s.pool_last);
         else if (s.pool_seen)
-            fprintf(out, "  On the pool (stdenv) the agent's success was %.2f at the first logged iteration, %.2f at the last.\n",
+            fprintf(out,
+                    "  On the pool (stdenv) the agent's success was %.2f at the first logged iteration, %.2f at the "
+                    "last.\n",
                     s.pool_first, s.pool_last);
     } else {
-        fprintf(out, "  The agent played %ld episodes on the pool and made %ld updates (%ld samples); success %.3f\n"
-                     "  at the first logged iteration, %.3f at the last.\n",
+        fprintf(out,
+                "  The agent played %ld episodes on the pool and made %ld updates (%ld samples); success %.3f\n"
+                "  at the first logged iteration, %.3f at the last.\n",
                 s.episodes, s.updates, s.samples, s.success_first, s.success_last);
         if (s.updates == 0)
             fprintf(out, "  No update was made: every group's plays had the same reward (nothing to learn from).\n");
@@ -156,7 +158,8 @@ void cli_train_summary(FILE *out, const char *run, const char *ckpt, int selfpla
     if (s.evals) fprintf(out, "  Held-out suite: success %.3f at the last evaluation.\n", s.eval_last);
     fprintf(out, "Next:\n");
     fprintf(out, "  %s report %s              plots and a summary (%s/report/report.md)\n", me, run, run);
-    if (selfplay) fprintf(out, "  %s archive list %s        every environment it wrote, by first failed gate\n", me, run);
+    if (selfplay)
+        fprintf(out, "  %s archive list %s        every environment it wrote, by first failed gate\n", me, run);
     if (ckpt && *ckpt) fprintf(out, "  %s eval %s --suite heldout    the agent on the held-out suite\n", me, ckpt);
     fprintf(out, "  Run longer: raise [run] iterations in %s/config.ini, then %s train %s\n", run, me, run);
 }

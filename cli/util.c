@@ -76,8 +76,10 @@ void cli_print_failure(const char *cmd, const char *what, const spade_failure *f
 }
 
 const char *cli_num(double v, char *buf, size_t cap) {
-    if (v == (double)(long long)v && v > -1e15 && v < 1e15) snprintf(buf, cap, "%lld", (long long)v);
-    else snprintf(buf, cap, "%g", v);
+    if (v == (double)(long long)v && v > -1e15 && v < 1e15)
+        snprintf(buf, cap, "%lld", (long long)v);
+    else
+        snprintf(buf, cap, "%g", v);
     return buf;
 }
 
@@ -100,8 +102,10 @@ void cli_json_string(FILE *out, const char *s, size_t len) {
         default:
             /* bytes >= 0x80 pass through: they are the environment's text, and
              * escaping them one by one would break valid UTF-8 */
-            if (c < 0x20) fprintf(out, "\\u%04x", c);
-            else fputc(c, out);
+            if (c < 0x20)
+                fprintf(out, "\\u%04x", c);
+            else
+                fputc(c, out);
         }
     }
     fputc('"', out);
@@ -167,11 +171,14 @@ void cli_path_clean(char *path) {
     for (char *t = strtok_r(copy, "/", &save); t; t = strtok_r(NULL, "/", &save)) {
         if (!strcmp(t, ".")) continue;
         if (!strcmp(t, "..")) {
-            if (n > up) n--;
-            else if (!abs && n < 512) seg[n++] = t, up++;
+            if (n > up)
+                n--;
+            else if (!abs && n < 512)
+                seg[n++] = t, up++;
             continue;
         }
-        if (n < 512) seg[n++] = t;
+        if (n < 512)
+            seg[n++] = t;
         else { /* deeper than anyone types: leave it as it was */
             free(copy);
             return;

@@ -14,21 +14,17 @@
 
 /* ---- pieces of a text ------------------------------------------------------- */
 
-void spade_pieces_free(spade_pieces *pc)
-{
-    if (!pc)
-        return;
+void spade_pieces_free(spade_pieces *pc) {
+    if (!pc) return;
     free(pc->p);
     free(pc->len);
     free(pc->store);
     memset(pc, 0, sizeof *pc);
 }
 
-static uint64_t fnv(const char *p, size_t n)
-{
+static uint64_t fnv(const char *p, size_t n) {
     uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
     return h;
 }
 
@@ -41,16 +37,13 @@ typedef struct pbuild {
     int repeats; /* spade_text_words: every word, in order, repeats kept */
 } pbuild;
 
-static void add_piece(pbuild *b, const char *s, size_t n)
-{
-    if (!n || b->pc->n >= b->cap)
-        return;
+static void add_piece(pbuild *b, const char *s, size_t n) {
+    if (!n || b->pc->n >= b->cap) return;
     uint64_t h = fnv(s, n);
     size_t at = (size_t)h & (b->set_cap - 1);
     while (!b->repeats && b->set[at]) {
         int k = b->set[at] - 1;
-        if (b->pc->len[k] == n && !memcmp(b->pc->p[k], s, n))
-            return; /* kept once */
+        if (b->pc->len[k] == n && !memcmp(b->pc->p[k], s, n)) return; /* kept once */
         at = (at + 1) & (b->set_cap - 1);
     }
     memcpy(b->w, s, n);
@@ -58,24 +51,19 @@ static void add_piece(pbuild *b, const char *s, size_t n)
     b->pc->p[b->pc->n] = b->w;
     b->pc->len[b->pc->n] = n;
     ++b->pc->n;
-    if (!b->repeats)
-        b->set[at] = b->pc->n;
+    if (!b->repeats) b->set[at] = b->pc->n;
     b->w += n + 1;
 }
 
-static int text_pieces(const char *text, size_t len, spade_pieces *out, int words_only)
-{
+static int text_pieces(const char *text, size_t len, spade_pieces *out, int words_only) {
     memset(out, 0, sizeof *out);
-    if (!text)
-        len = 0;
+    if (!text) len = 0;
     const char *nul = len ? memchr(text, 0, len) : NULL;
-    if (nul)
-        len = (size_t)(nul - text);
+    if (nul) len = (size_t)(nul - text);
     /* at most one piece per two bytes of each kind, plus one */
     int cap = (int)(3 * (len / 2 + 1));
     pbuild b = {.pc = out, .cap = cap, .set_cap = 16, .repeats = words_only};
-    while (b.set_cap < 2 * (size_t)cap)
-        b.set_cap *= 2;
+    while (b.set_cap < 2 * (size_t)cap) b.set_cap *= 2;
     out->p = malloc((size_t)cap * sizeof *out->p);
     out->len = malloc((size_t)cap * sizeof *out->len);
     out->store = malloc(3 * len + (size_t)cap + 1);
@@ -94,12 +82,10 @@ static int text_pieces(const char *text, size_t len, spade_pieces *out, int word
             continue;
         }
         size_t j = i + (size_t)neg;
-        while (j < len && isdigit(t[j]))
-            j++;
+        while (j < len && isdigit(t[j])) j++;
         if (j + 1 < len && t[j] == '.' && isdigit(t[j + 1])) {
             j++;
-            while (j < len && isdigit(t[j]))
-                j++;
+            while (j < len && isdigit(t[j])) j++;
         }
         add_piece(&b, text + i, j - i);
         i = j;
@@ -110,26 +96,20 @@ static int text_pieces(const char *text, size_t len, spade_pieces *out, int word
             continue;
         }
         size_t j = i;
-        while (j < len && !isspace(t[j]))
-            j++;
+        while (j < len && !isspace(t[j])) j++;
         size_t a = i, z = j;
         /* a sign before a digit is part of the word ("-7," -> "-7") */
-        while (a < z && ispunct(t[a]) && !((t[a] == '-' || t[a] == '+') && a + 1 < z && isdigit(t[a + 1])))
-            a++;
-        while (z > a && ispunct(t[z - 1]))
-            z--;
+        while (a < z && ispunct(t[a]) && !((t[a] == '-' || t[a] == '+') && a + 1 < z && isdigit(t[a + 1]))) a++;
+        while (z > a && ispunct(t[z - 1])) z--;
         add_piece(&b, text + a, z - a);
         i = j;
     }
     for (size_t i = 0; i < len && !words_only;) {
         size_t j = i;
-        while (j < len && t[j] != '\n')
-            j++;
+        while (j < len && t[j] != '\n') j++;
         size_t a = i, z = j;
-        while (a < z && isspace(t[a]))
-            a++;
-        while (z > a && isspace(t[z - 1]))
-            z--;
+        while (a < z && isspace(t[a])) a++;
+        while (z > a && isspace(t[z - 1])) z--;
         add_piece(&b, text + a, z - a);
         i = j + 1;
     }
@@ -137,31 +117,22 @@ static int text_pieces(const char *text, size_t len, spade_pieces *out, int word
     return 0;
 }
 
-int spade_text_pieces(const char *text, size_t len, spade_pieces *out)
-{
-    return text_pieces(text, len, out, 0);
-}
+int spade_text_pieces(const char *text, size_t len, spade_pieces *out) { return text_pieces(text, len, out, 0); }
 
-int spade_text_words(const char *text, size_t len, spade_pieces *out)
-{
-    return text_pieces(text, len, out, 1);
-}
+int spade_text_words(const char *text, size_t len, spade_pieces *out) { return text_pieces(text, len, out, 1); }
 
 /* ---- helpers ------------------------------------------------------------------ */
 
-static spade_agent *agent_new(const char *name, unsigned wants, void *ctx)
-{
+static spade_agent *agent_new(const char *name, unsigned wants, void *ctx) {
     spade_agent *a = calloc(1, sizeof *a);
-    if (!a)
-        return NULL;
+    if (!a) return NULL;
     a->name = name;
     a->wants = wants;
     a->ctx = ctx;
     return a;
 }
 
-static void free_state(void *ctx, const spade_ep_view *v, void *state, const spade_ep_outcome *o)
-{
+static void free_state(void *ctx, const spade_ep_view *v, void *state, const spade_ep_outcome *o) {
     (void)ctx, (void)v, (void)o;
     free(state);
 }
@@ -173,18 +144,15 @@ typedef struct random_ep {
     char buf[64];
 } random_ep;
 
-static int random_begin(void *ctx, const spade_ep_view *v, void **state, char *err, size_t errlen)
-{
+static int random_begin(void *ctx, const spade_ep_view *v, void **state, char *err, size_t errlen) {
     random_ep *r = malloc(sizeof *r);
-    if (!r)
-        return spade_errf(err, errlen, "random agent: out of memory"), -1;
+    if (!r) return spade_errf(err, errlen, "random agent: out of memory"), -1;
     r->rng = *(const uint64_t *)ctx ^ (v->seed * 0x9E3779B97F4A7C15ULL) ^ 0xA5A5A5A5ULL;
     *state = r;
     return 0;
 }
 
-static int random_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *acts, char *err, size_t errlen)
-{
+static int random_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *acts, char *err, size_t errlen) {
     (void)ctx, (void)err, (void)errlen;
     for (int i = 0; i < n; i++) {
         random_ep *r = views[i].state;
@@ -194,11 +162,9 @@ static int random_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act
     return 0;
 }
 
-spade_agent *spade_agent_random(uint64_t seed)
-{
+spade_agent *spade_agent_random(uint64_t seed) {
     uint64_t *s = malloc(sizeof *s);
-    if (!s)
-        return NULL;
+    if (!s) return NULL;
     *s = seed;
     spade_agent *a = agent_new("random", 0, s);
     if (!a) {
@@ -214,8 +180,7 @@ spade_agent *spade_agent_random(uint64_t seed)
 
 /* ---- solve and no-op --------------------------------------------------------------- */
 
-static int solve_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *acts, char *err, size_t errlen)
-{
+static int solve_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *acts, char *err, size_t errlen) {
     (void)ctx, (void)err, (void)errlen;
     for (int i = 0; i < n; i++) {
         if (!views[i].solve) {
@@ -228,16 +193,13 @@ static int solve_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act 
     return 0;
 }
 
-spade_agent *spade_agent_solve(void)
-{
+spade_agent *spade_agent_solve(void) {
     spade_agent *a = agent_new("solve", SPADE_AGENT_WANTS_SOLVE, NULL);
-    if (a)
-        a->act = solve_act;
+    if (a) a->act = solve_act;
     return a;
 }
 
-static int noop_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *acts, char *err, size_t errlen)
-{
+static int noop_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *acts, char *err, size_t errlen) {
     (void)ctx, (void)views, (void)err, (void)errlen;
     for (int i = 0; i < n; i++) {
         acts[i].text = "";
@@ -246,11 +208,9 @@ static int noop_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *
     return 0;
 }
 
-spade_agent *spade_agent_noop(void)
-{
+spade_agent *spade_agent_noop(void) {
     spade_agent *a = agent_new("noop", 0, NULL);
-    if (a)
-        a->act = noop_act;
+    if (a) a->act = noop_act;
     return a;
 }
 
@@ -261,51 +221,42 @@ typedef struct stdin_ep {
     size_t cap;
 } stdin_ep;
 
-static int stdin_begin(void *ctx, const spade_ep_view *v, void **state, char *err, size_t errlen)
-{
+static int stdin_begin(void *ctx, const spade_ep_view *v, void **state, char *err, size_t errlen) {
     (void)ctx, (void)v;
     stdin_ep *s = calloc(1, sizeof *s);
-    if (!s)
-        return spade_errf(err, errlen, "stdin agent: out of memory"), -1;
+    if (!s) return spade_errf(err, errlen, "stdin agent: out of memory"), -1;
     *state = s;
     return 0;
 }
 
-static void stdin_end(void *ctx, const spade_ep_view *v, void *state, const spade_ep_outcome *o)
-{
+static void stdin_end(void *ctx, const spade_ep_view *v, void *state, const spade_ep_outcome *o) {
     (void)ctx, (void)v, (void)o;
     stdin_ep *s = state;
-    if (s)
-        free(s->line);
+    if (s) free(s->line);
     free(s);
 }
 
-static int stdin_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *acts, char *err, size_t errlen)
-{
+static int stdin_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *acts, char *err, size_t errlen) {
     FILE *in = ctx;
     for (int i = 0; i < n; i++) {
         stdin_ep *s = views[i].state;
         errno = 0;
         ssize_t got = getline(&s->line, &s->cap, in);
         if (got < 0) {
-            if (errno == ENOMEM)
-                return spade_errf(err, errlen, "stdin agent: out of memory"), -1;
+            if (errno == ENOMEM) return spade_errf(err, errlen, "stdin agent: out of memory"), -1;
             clearerr(in);
             return 1;
         }
-        while (got > 0 && (s->line[got - 1] == '\n' || s->line[got - 1] == '\r'))
-            s->line[--got] = 0;
+        while (got > 0 && (s->line[got - 1] == '\n' || s->line[got - 1] == '\r')) s->line[--got] = 0;
         acts[i].text = s->line;
         acts[i].len = (size_t)got;
     }
     return 0;
 }
 
-spade_agent *spade_agent_stdin(FILE *in)
-{
+spade_agent *spade_agent_stdin(FILE *in) {
     spade_agent *a = agent_new("stdin", 0, in);
-    if (!a)
-        return NULL;
+    if (!a) return NULL;
     a->begin = stdin_begin;
     a->act = stdin_act;
     a->end = stdin_end;
@@ -325,16 +276,13 @@ typedef struct script_ep {
     int next;
 } script_ep;
 
-static void script_free(void *ctx)
-{
+static void script_free(void *ctx) {
     script_ctx *c = ctx;
-    if (c)
-        spade_pieces_free(&c->given);
+    if (c) spade_pieces_free(&c->given);
     free(c);
 }
 
-static int script_begin(void *ctx, const spade_ep_view *v, void **state, char *err, size_t errlen)
-{
+static int script_begin(void *ctx, const spade_ep_view *v, void **state, char *err, size_t errlen) {
     script_ctx *c = ctx;
     script_ep *s = calloc(1, sizeof *s);
     int (*split)(const char *, size_t, spade_pieces *) = c->from_hint == 2 ? spade_text_words : spade_text_pieces;
@@ -346,17 +294,14 @@ static int script_begin(void *ctx, const spade_ep_view *v, void **state, char *e
     return 0;
 }
 
-static void script_end(void *ctx, const spade_ep_view *v, void *state, const spade_ep_outcome *o)
-{
+static void script_end(void *ctx, const spade_ep_view *v, void *state, const spade_ep_outcome *o) {
     (void)ctx, (void)v, (void)o;
     script_ep *s = state;
-    if (s)
-        spade_pieces_free(&s->own);
+    if (s) spade_pieces_free(&s->own);
     free(s);
 }
 
-static int script_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *acts, char *err, size_t errlen)
-{
+static int script_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *acts, char *err, size_t errlen) {
     (void)err, (void)errlen;
     script_ctx *c = ctx;
     for (int i = 0; i < n; i++) {
@@ -383,8 +328,7 @@ static int script_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act
     return 0;
 }
 
-static spade_agent *script_agent(const char *name, unsigned wants, script_ctx *c)
-{
+static spade_agent *script_agent(const char *name, unsigned wants, script_ctx *c) {
     spade_agent *a = agent_new(name, wants, c);
     if (!a) {
         script_free(c);
@@ -397,35 +341,28 @@ static spade_agent *script_agent(const char *name, unsigned wants, script_ctx *c
     return a;
 }
 
-spade_agent *spade_agent_hint_echo(spade_script_tail tail)
-{
+spade_agent *spade_agent_hint_echo(spade_script_tail tail) {
     script_ctx *c = calloc(1, sizeof *c);
-    if (!c)
-        return NULL;
+    if (!c) return NULL;
     c->tail = tail;
     c->from_hint = 1;
     return script_agent("hint-echo", SPADE_AGENT_WANTS_HINT, c);
 }
 
-spade_agent *spade_agent_hint_words(spade_script_tail tail)
-{
+spade_agent *spade_agent_hint_words(spade_script_tail tail) {
     script_ctx *c = calloc(1, sizeof *c);
-    if (!c)
-        return NULL;
+    if (!c) return NULL;
     c->tail = tail;
     c->from_hint = 2;
     return script_agent("hint-words", SPADE_AGENT_WANTS_HINT, c);
 }
 
-spade_agent *spade_agent_script(const char *const *actions, int n, spade_script_tail tail)
-{
+spade_agent *spade_agent_script(const char *const *actions, int n, spade_script_tail tail) {
     script_ctx *c = calloc(1, sizeof *c);
-    if (!c || n < 0)
-        return free(c), NULL;
+    if (!c || n < 0) return free(c), NULL;
     c->tail = tail;
     size_t total = 1;
-    for (int i = 0; i < n; i++)
-        total += strlen(actions[i]) + 1;
+    for (int i = 0; i < n; i++) total += strlen(actions[i]) + 1;
     c->given.p = malloc((size_t)(n > 0 ? n : 1) * sizeof *c->given.p);
     c->given.len = malloc((size_t)(n > 0 ? n : 1) * sizeof *c->given.len);
     c->given.store = malloc(total);
@@ -451,27 +388,22 @@ typedef struct obs_ep {
     spade_pieces pc; /* the latest observation's; the action points into it */
 } obs_ep;
 
-static int obs_begin(void *ctx, const spade_ep_view *v, void **state, char *err, size_t errlen)
-{
+static int obs_begin(void *ctx, const spade_ep_view *v, void **state, char *err, size_t errlen) {
     (void)ctx, (void)v;
     obs_ep *s = calloc(1, sizeof *s);
-    if (!s)
-        return spade_errf(err, errlen, "observation-echo agent: out of memory"), -1;
+    if (!s) return spade_errf(err, errlen, "observation-echo agent: out of memory"), -1;
     *state = s;
     return 0;
 }
 
-static void obs_end(void *ctx, const spade_ep_view *v, void *state, const spade_ep_outcome *o)
-{
+static void obs_end(void *ctx, const spade_ep_view *v, void *state, const spade_ep_outcome *o) {
     (void)ctx, (void)v, (void)o;
     obs_ep *s = state;
-    if (s)
-        spade_pieces_free(&s->pc);
+    if (s) spade_pieces_free(&s->pc);
     free(s);
 }
 
-static int obs_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *acts, char *err, size_t errlen)
-{
+static int obs_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *acts, char *err, size_t errlen) {
     (void)ctx;
     for (int i = 0; i < n; i++) {
         obs_ep *s = views[i].state;
@@ -490,11 +422,9 @@ static int obs_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *a
     return 0;
 }
 
-spade_agent *spade_agent_obs_echo(void)
-{
+spade_agent *spade_agent_obs_echo(void) {
     spade_agent *a = agent_new("obs-echo", 0, NULL);
-    if (!a)
-        return NULL;
+    if (!a) return NULL;
     a->begin = obs_begin;
     a->act = obs_act;
     a->end = obs_end;
@@ -508,24 +438,18 @@ typedef struct piece_ctx {
 } piece_ctx;
 
 /* Piece k of text (0: the whole text, trimmed) into *p, *len; 0 when it has none. */
-static int piece_of(const spade_pieces *pc, const char *text, size_t tlen, int k, const char **p, size_t *len)
-{
+static int piece_of(const spade_pieces *pc, const char *text, size_t tlen, int k, const char **p, size_t *len) {
     if (k == 0) {
         size_t a = 0, z = text ? tlen : 0;
         const char *nul = z ? memchr(text, 0, z) : NULL;
-        if (nul)
-            z = (size_t)(nul - text);
-        while (a < z && isspace((unsigned char)text[a]))
-            a++;
-        while (z > a && isspace((unsigned char)text[z - 1]))
-            z--;
-        if (z == a)
-            return 0;
+        if (nul) z = (size_t)(nul - text);
+        while (a < z && isspace((unsigned char)text[a])) a++;
+        while (z > a && isspace((unsigned char)text[z - 1])) z--;
+        if (z == a) return 0;
         *p = text + a, *len = z - a;
         return 1;
     }
-    if (k - 1 >= pc->n)
-        return 0;
+    if (k - 1 >= pc->n) return 0;
     *p = pc->p[k - 1], *len = pc->len[k - 1];
     return 1;
 }
@@ -536,12 +460,10 @@ typedef struct piece_ep {
     size_t len;
 } piece_ep;
 
-static int piece_begin(void *ctx, const spade_ep_view *v, void **state, char *err, size_t errlen)
-{
+static int piece_begin(void *ctx, const spade_ep_view *v, void **state, char *err, size_t errlen) {
     piece_ctx *c = ctx;
     piece_ep *s = calloc(1, sizeof *s);
-    if (!s)
-        return spade_errf(err, errlen, "piece-echo agent: out of memory"), -1;
+    if (!s) return spade_errf(err, errlen, "piece-echo agent: out of memory"), -1;
     /* the text is taken once: the hint at reset, or the first observation
      * (what was shown to be typed back; a piece of each later observation
      * would be a policy that reads the board, not an echo) */
@@ -553,16 +475,14 @@ static int piece_begin(void *ctx, const spade_ep_view *v, void **state, char *er
         free(s);
         return spade_errf(err, errlen, "piece-echo agent: out of memory"), -1;
     }
-    if (n)
-        memcpy(s->text, t, n);
+    if (n) memcpy(s->text, t, n);
     s->text[n] = 0;
     s->len = n;
     *state = s;
     return 0;
 }
 
-static void piece_end(void *ctx, const spade_ep_view *v, void *state, const spade_ep_outcome *o)
-{
+static void piece_end(void *ctx, const spade_ep_view *v, void *state, const spade_ep_outcome *o) {
     (void)ctx, (void)v, (void)o;
     piece_ep *s = state;
     if (s) {
@@ -572,8 +492,7 @@ static void piece_end(void *ctx, const spade_ep_view *v, void *state, const spad
     free(s);
 }
 
-static int piece_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *acts, char *err, size_t errlen)
-{
+static int piece_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *acts, char *err, size_t errlen) {
     (void)err, (void)errlen;
     piece_ctx *c = ctx;
     for (int i = 0; i < n; i++) {
@@ -584,13 +503,10 @@ static int piece_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act 
     return 0;
 }
 
-spade_agent *spade_agent_piece_echo(int from_hint, int n)
-{
-    if (n < 1)
-        return NULL;
+spade_agent *spade_agent_piece_echo(int from_hint, int n) {
+    if (n < 1) return NULL;
     piece_ctx *c = malloc(sizeof *c);
-    if (!c)
-        return NULL;
+    if (!c) return NULL;
     *c = (piece_ctx){.from_hint = from_hint, .n = n};
     spade_agent *a = agent_new(from_hint ? "hint-piece" : "obs-piece", from_hint ? SPADE_AGENT_WANTS_HINT : 0, c);
     if (!a) {
@@ -612,20 +528,16 @@ typedef struct probes_ctx {
     size_t *len;
 } probes_ctx;
 
-static void probes_free(void *ctx)
-{
+static void probes_free(void *ctx) {
     probes_ctx *c = ctx;
-    if (!c)
-        return;
-    for (int i = 0; c->p && i < c->n; i++)
-        free(c->p[i]);
+    if (!c) return;
+    for (int i = 0; c->p && i < c->n; i++) free(c->p[i]);
     free(c->p);
     free(c->len);
     free(c);
 }
 
-static int probes_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *acts, char *err, size_t errlen)
-{
+static int probes_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *acts, char *err, size_t errlen) {
     (void)err, (void)errlen;
     probes_ctx *c = ctx;
     for (int i = 0; i < n; i++) {
@@ -640,13 +552,10 @@ static int probes_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act
     return 0;
 }
 
-spade_agent *spade_agent_probes(const char *const *probes, const size_t *lens, int n, int steps)
-{
-    if (n < 1 || !probes || !lens)
-        return NULL;
+spade_agent *spade_agent_probes(const char *const *probes, const size_t *lens, int n, int steps) {
+    if (n < 1 || !probes || !lens) return NULL;
     probes_ctx *c = calloc(1, sizeof *c);
-    if (!c)
-        return NULL;
+    if (!c) return NULL;
     c->n = n;
     c->steps = steps;
     c->p = calloc((size_t)n, sizeof *c->p);
@@ -661,8 +570,7 @@ spade_agent *spade_agent_probes(const char *const *probes, const size_t *lens, i
             probes_free(c);
             return NULL;
         }
-        if (lens[i])
-            memcpy(c->p[i], probes[i], lens[i]);
+        if (lens[i]) memcpy(c->p[i], probes[i], lens[i]);
         c->p[i][lens[i]] = 0;
         c->len[i] = lens[i];
     }

@@ -38,8 +38,8 @@ spade_agent *spade_agent_noop(void);
 /* What a scripted agent does once its list of actions is used up. */
 typedef enum spade_script_tail {
     SPADE_TAIL_STOP = 0, /* the episode ends as agent_stop "script_end" */
-    SPADE_TAIL_CYCLE,    /* start the list again */
-    SPADE_TAIL_EMPTY,    /* the empty action from then on */
+    SPADE_TAIL_CYCLE, /* start the list again */
+    SPADE_TAIL_EMPTY, /* the empty action from then on */
 } spade_script_tail;
 
 /* The pieces of a text, in this order, each kept once (its first occurrence):
@@ -53,7 +53,7 @@ typedef enum spade_script_tail {
 typedef struct spade_pieces {
     int n;
     const char **p; /* [n], NUL-terminated */
-    size_t *len;    /* [n] */
+    size_t *len; /* [n] */
     char *store;
 } spade_pieces;
 /* 0, or -1 when out of memory (then *out is empty). */

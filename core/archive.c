@@ -21,35 +21,34 @@ struct spade_archive {
     char path[4096];
 };
 
-static const char SCHEMA[] =
-    "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);\n"
-    "CREATE TABLE IF NOT EXISTS envs(\n"
-    "  id INTEGER PRIMARY KEY,        -- in the order they were built\n"
-    "  iteration INTEGER NOT NULL,\n"
-    "  family TEXT NOT NULL,\n"
-    "  corpus_item TEXT NOT NULL,     -- the grounding document, '' for none\n"
-    "  source TEXT NOT NULL,\n"
-    "  hash TEXT NOT NULL,            -- 16 hex digits: FNV-1a of the normalised source\n"
-    "  gate TEXT NOT NULL,            -- '' valid, else the first gate it failed\n"
-    "  reason TEXT NOT NULL,\n"
-    "  hint TEXT NOT NULL,\n"
-    "  pass_nohint REAL, pass_hint REAL, regret REAL, reward REAL, -- NULL when not played\n"
-    "  plays INTEGER NOT NULL,        -- plays per arm\n"
-    "  embedding BLOB                 -- float32 x dim, little-endian, or NULL\n"
-    ");\n"
-    "CREATE INDEX IF NOT EXISTS envs_by_family ON envs(family, gate);\n"
-    "CREATE INDEX IF NOT EXISTS envs_by_iteration ON envs(iteration);\n"
-    "CREATE TABLE IF NOT EXISTS plays(\n"
-    "  env_id INTEGER NOT NULL REFERENCES envs(id),\n"
-    "  seed INTEGER NOT NULL,         -- the uint64 seed, stored as its int64 bit pattern\n"
-    "  success_nohint REAL NOT NULL, success_hint REAL NOT NULL,\n"
-    "  return_nohint REAL NOT NULL, return_hint REAL NOT NULL\n"
-    ");\n"
-    "CREATE INDEX IF NOT EXISTS plays_by_env ON plays(env_id);\n"
-    "CREATE TABLE IF NOT EXISTS iterations(\n"
-    "  iteration INTEGER PRIMARY KEY,\n"
-    "  metrics TEXT NOT NULL          -- one JSON object\n"
-    ");\n";
+static const char SCHEMA[] = "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);\n"
+                             "CREATE TABLE IF NOT EXISTS envs(\n"
+                             "  id INTEGER PRIMARY KEY,        -- in the order they were built\n"
+                             "  iteration INTEGER NOT NULL,\n"
+                             "  family TEXT NOT NULL,\n"
+                             "  corpus_item TEXT NOT NULL,     -- the grounding document, '' for none\n"
+                             "  source TEXT NOT NULL,\n"
+                             "  hash TEXT NOT NULL,            -- 16 hex digits: FNV-1a of the normalised source\n"
+                             "  gate TEXT NOT NULL,            -- '' valid, else the first gate it failed\n"
+                             "  reason TEXT NOT NULL,\n"
+                             "  hint TEXT NOT NULL,\n"
+                             "  pass_nohint REAL, pass_hint REAL, regret REAL, reward REAL, -- NULL when not played\n"
+                             "  plays INTEGER NOT NULL,        -- plays per arm\n"
+                             "  embedding BLOB                 -- float32 x dim, little-endian, or NULL\n"
+                             ");\n"
+                             "CREATE INDEX IF NOT EXISTS envs_by_family ON envs(family, gate);\n"
+                             "CREATE INDEX IF NOT EXISTS envs_by_iteration ON envs(iteration);\n"
+                             "CREATE TABLE IF NOT EXISTS plays(\n"
+                             "  env_id INTEGER NOT NULL REFERENCES envs(id),\n"
+                             "  seed INTEGER NOT NULL,         -- the uint64 seed, stored as its int64 bit pattern\n"
+                             "  success_nohint REAL NOT NULL, success_hint REAL NOT NULL,\n"
+                             "  return_nohint REAL NOT NULL, return_hint REAL NOT NULL\n"
+                             ");\n"
+                             "CREATE INDEX IF NOT EXISTS plays_by_env ON plays(env_id);\n"
+                             "CREATE TABLE IF NOT EXISTS iterations(\n"
+                             "  iteration INTEGER PRIMARY KEY,\n"
+                             "  metrics TEXT NOT NULL          -- one JSON object\n"
+                             ");\n";
 
 const char *spade_archive_schema(void) { return SCHEMA; }
 
@@ -98,12 +97,14 @@ int spade_archive_open(spade_archive **out, const char *path, char *err, size_t 
     }
     if (version == 0) { /* new, or some other SQLite file: it must hold no tables of its own */
         int tables = 0;
-        if (sqlite3_prepare_v2(a->db, "SELECT count(*) FROM sqlite_master WHERE type='table'", -1, &st, NULL) == SQLITE_OK) {
+        if (sqlite3_prepare_v2(a->db, "SELECT count(*) FROM sqlite_master WHERE type='table'", -1, &st, NULL) ==
+            SQLITE_OK) {
             if (sqlite3_step(st) == SQLITE_ROW) tables = sqlite3_column_int(st, 0);
             sqlite3_finalize(st);
         }
         if (tables) {
-            spade_errf(err, errlen, "%s: an SQLite file that is not a spade archive (it has tables and no version)", path);
+            spade_errf(err, errlen, "%s: an SQLite file that is not a spade archive (it has tables and no version)",
+                       path);
             goto bad;
         }
         char sql[64];
@@ -149,8 +150,10 @@ int spade_archive_rollback_after(spade_archive *a, int it, char *err, size_t err
 }
 
 static void bind_real(sqlite3_stmt *st, int i, double v) {
-    if (isfinite(v)) sqlite3_bind_double(st, i, v);
-    else sqlite3_bind_null(st, i);
+    if (isfinite(v))
+        sqlite3_bind_double(st, i, v);
+    else
+        sqlite3_bind_null(st, i);
 }
 
 int spade_archive_add_env(spade_archive *a, const spade_archive_env *e, long *id, char *err, size_t errlen) {
@@ -176,7 +179,8 @@ int spade_archive_add_env(spade_archive *a, const spade_archive_env *e, long *id
     sqlite3_bind_int(st, 13, e->plays);
     if (e->embedding && e->embed_dim > 0)
         sqlite3_bind_blob(st, 14, e->embedding, e->embed_dim * (int)sizeof(float), SQLITE_TRANSIENT);
-    else sqlite3_bind_null(st, 14);
+    else
+        sqlite3_bind_null(st, 14);
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) return fail(a, err, errlen, "add environment");
@@ -218,8 +222,8 @@ int spade_archive_add_iteration(spade_archive *a, int iteration, const char *met
     return rc == SQLITE_DONE ? 0 : fail(a, err, errlen, "add iteration");
 }
 
-#define ENV_COLUMNS                                                                                          \
-    "id, iteration, family, corpus_item, hash, gate, reason, hint, pass_nohint, pass_hint, regret, reward, " \
+#define ENV_COLUMNS                                                                                                    \
+    "id, iteration, family, corpus_item, hash, gate, reason, hint, pass_nohint, pass_hint, regret, reward, "           \
     "plays"
 
 static double column_real(sqlite3_stmt *st, int i) {
@@ -305,13 +309,16 @@ int spade_archive_each_env(spade_archive *a, int valid_only, const char *family,
                            void *ctx, char *err, size_t errlen) {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(a->db,
-                           "SELECT " ENV_COLUMNS " FROM envs WHERE (?1 = 0 OR gate = '') AND (?2 IS NULL OR family = ?2)"
+                           "SELECT " ENV_COLUMNS
+                           " FROM envs WHERE (?1 = 0 OR gate = '') AND (?2 IS NULL OR family = ?2)"
                            " ORDER BY id DESC LIMIT ?3",
                            -1, &st, NULL) != SQLITE_OK)
         return fail(a, err, errlen, "list environments");
     sqlite3_bind_int(st, 1, valid_only);
-    if (family) sqlite3_bind_text(st, 2, family, -1, SQLITE_TRANSIENT);
-    else sqlite3_bind_null(st, 2);
+    if (family)
+        sqlite3_bind_text(st, 2, family, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(st, 2);
     sqlite3_bind_int(st, 3, limit > 0 ? limit : -1);
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {

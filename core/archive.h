@@ -38,18 +38,18 @@ int spade_archive_rollback_after(spade_archive *a, int it, char *err, size_t err
  * gate it failed (reason says why). Pass rates and regret are NAN when it was
  * not played (an invalid environment). */
 typedef struct spade_archive_env {
-    long id;               /* assigned by spade_archive_add_env */
+    long id; /* assigned by spade_archive_add_env */
     int iteration;
     char family[32];
     char corpus_item[256]; /* the grounding document's name, "" for none */
-    const char *source;    /* owned by the caller on add; malloc'd on get (free with spade_archive_env_clear) */
+    const char *source; /* owned by the caller on add; malloc'd on get (free with spade_archive_env_clear) */
     size_t source_len;
-    uint64_t hash;         /* spade_source_fingerprint of source */
+    uint64_t hash; /* spade_source_fingerprint of source */
     char gate[32];
     char reason[512];
     char hint[512];
     double pass_nohint, pass_hint, regret, reward;
-    int plays;             /* per arm */
+    int plays; /* per arm */
     const float *embedding; /* (embed_dim) or NULL; malloc'd on get */
     int embed_dim;
 } spade_archive_env;
@@ -77,9 +77,9 @@ int spade_archive_each_env(spade_archive *a, int valid_only, const char *family,
 /* ---- the designer's memory ---- */
 
 typedef struct spade_memory_opts {
-    int window;        /* FIFO: only the newest `window` valid environments count (200) */
-    int positives;     /* how many positives (2) */
-    int pool;          /* positives are drawn from the top `pool` by regret (10) */
+    int window; /* FIFO: only the newest `window` valid environments count (200) */
+    int positives; /* how many positives (2) */
+    int pool; /* positives are drawn from the top `pool` by regret (10) */
     double pos_lo, pos_hi; /* a positive's no-hint pass rate lies in [pos_lo, pos_hi] (0.15, 0.85) */
     double neg_lo, neg_hi; /* a negative's pass rate is < neg_lo or > neg_hi (0.1, 0.9) */
 } spade_memory_opts;

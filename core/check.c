@@ -28,21 +28,18 @@
 #include "check_internal.h"
 #include "errbuf.h"
 
-void spade_check_opts_default(spade_check_opts *o)
-{
+void spade_check_opts_default(spade_check_opts *o) {
     memset(o, 0, sizeof *o);
     o->seeds = 5;
     o->solve_seeds = 20;
 }
 
-size_t spade_random_action(uint64_t *rng, char *buf, size_t cap)
-{
+size_t spade_random_action(uint64_t *rng, char *buf, size_t cap) {
     static const char *const dirs[] = {"up",   "down", "left", "right", "north", "south", "east",
                                        "west", "n",    "s",    "e",     "w",     "stay"};
     static const char *const words[] = {"yes",  "no", "a",    "b",    "c",    "d",    "true", "false", "hello",
                                         "stop", "go", "help", "look", "take", "open", "pass", "0",     "1"};
-    if (!cap)
-        return 0;
+    if (!cap) return 0;
     uint64_t r = spade_splitmix64(rng);
     int kind = (int)(r % 10);
     int n;
@@ -59,21 +56,17 @@ size_t spade_random_action(uint64_t *rng, char *buf, size_t cap)
     } else {
         int len = 1 + (int)(spade_splitmix64(rng) % 6);
         n = 0;
-        for (int i = 0; i < len && (size_t)n + 1 < cap; i++)
-            buf[n++] = (char)('a' + spade_splitmix64(rng) % 26);
+        for (int i = 0; i < len && (size_t)n + 1 < cap; i++) buf[n++] = (char)('a' + spade_splitmix64(rng) % 26);
         buf[n] = 0;
     }
-    if (n < 0)
-        n = 0;
-    if ((size_t)n >= cap)
-        n = (int)cap - 1;
+    if (n < 0) n = 0;
+    if ((size_t)n >= cap) n = (int)cap - 1;
     return (size_t)n;
 }
 
 /* ---- the report ------------------------------------------------------------- */
 
-void spade_check_put(ctx *c, const char *kind, const char *name, const char *fmt, ...)
-{
+void spade_check_put(ctx *c, const char *kind, const char *name, const char *fmt, ...) {
     char line[1536];
     int n = snprintf(line, sizeof line, "%s %s", kind, name);
     if (fmt && *fmt && n >= 0 && (size_t)n < sizeof line) {
@@ -104,8 +97,7 @@ void spade_check_put(ctx *c, const char *kind, const char *name, const char *fmt
 }
 
 /* A short printable rendering of text for report lines. */
-const char *spade_check_shown(const char *s, size_t len, char *buf, size_t cap)
-{
+const char *spade_check_shown(const char *s, size_t len, char *buf, size_t cap) {
     size_t o = 0;
     for (size_t i = 0; i < len && o + 8 < cap; i++) {
         unsigned char ch = (unsigned char)s[i];
@@ -128,8 +120,7 @@ const char *spade_check_shown(const char *s, size_t len, char *buf, size_t cap)
 
 static _Thread_local const char *timeout_option; /* of the spade_check call in progress (opts.timeout_option) */
 
-const char *spade_check_why(const spade_failure *f, char *buf, size_t cap)
-{
+const char *spade_check_why(const spade_failure *f, char *buf, size_t cap) {
     if (f->signal)
         snprintf(buf, cap, "%s (signal %d): %s", spade_outcome_name(f->outcome), f->signal, f->message);
     else
@@ -143,8 +134,7 @@ const char *spade_check_why(const spade_failure *f, char *buf, size_t cap)
     return buf;
 }
 
-void spade_check_note_failure(ctx *c, const spade_failure *f, const char *where)
-{
+void spade_check_note_failure(ctx *c, const spade_failure *f, const char *where) {
     /* One timeout stops the check: an environment that loops would cost a
      * deadline per call of every later check (28 s of silence, before). */
     if (f->outcome == SPADE_OUT_TIMEOUT && !c->timed_out) {
@@ -159,16 +149,13 @@ void spade_check_note_failure(ctx *c, const spade_failure *f, const char *where)
     }
 }
 
-void spade_check_note_obs(ctx *c, size_t len)
-{
-    if (len > c->max_obs)
-        c->max_obs = len;
+void spade_check_note_obs(ctx *c, size_t len) {
+    if (len > c->max_obs) c->max_obs = len;
 }
 
 /* The shared vector env, its worker loaded again after a failure killed it
  * (the sandbox trusts nothing after one). */
-static spade_vecenv *vec_live(ctx *c, spade_failure *f)
-{
+static spade_vecenv *vec_live(ctx *c, spade_failure *f) {
     memset(f, 0, sizeof *f);
     if (!c->vec || spade_vecenv_revive(c->vec, f) != 0) {
         c->internal = 1;
@@ -177,48 +164,39 @@ static spade_vecenv *vec_live(ctx *c, spade_failure *f)
     return c->vec;
 }
 
-int spade_check_reset_n(ctx *c, int n, const uint64_t *seeds, spade_step_result *res, spade_failure *f)
-{
+int spade_check_reset_n(ctx *c, int n, const uint64_t *seeds, spade_step_result *res, spade_failure *f) {
     spade_vecenv *v = vec_live(c, f);
-    if (!v)
-        return -1;
+    if (!v) return -1;
     if (spade_vecenv_reset_some(v, n, c->id, seeds, res, f) != 0) {
         spade_check_note_failure(c, f, "reset");
         return -1;
     }
-    for (int i = 0; i < n; i++)
-        spade_check_note_obs(c, res[i].obs_len);
+    for (int i = 0; i < n; i++) spade_check_note_obs(c, res[i].obs_len);
     return 0;
 }
 
 /* Steps instances ids[0..n) (a subset of c->id) with one action each. */
 static int step_ids(ctx *c, int n, const int *ids, const char *const *acts, const size_t *lens, spade_step_result *res,
-                    spade_failure *f)
-{
+                    spade_failure *f) {
     spade_vecenv *v = vec_live(c, f);
-    if (!v)
-        return -1;
+    if (!v) return -1;
     if (spade_vecenv_step_some(v, n, ids, acts, lens, res, f) != 0) {
         spade_check_note_failure(c, f, "step");
         return -1;
     }
-    for (int i = 0; i < n; i++)
-        spade_check_note_obs(c, res[i].obs_len);
+    for (int i = 0; i < n; i++) spade_check_note_obs(c, res[i].obs_len);
     return 0;
 }
 
-int spade_check_step_one(ctx *c, int inst, const char *act, size_t len, spade_step_result *res, spade_failure *f)
-{
+int spade_check_step_one(ctx *c, int inst, const char *act, size_t len, spade_step_result *res, spade_failure *f) {
     return step_ids(c, 1, &c->id[inst], &act, &len, res, f);
 }
 
 /* The hint or the solve action of instance 0, copied (the worker's buffer is
  * reused by the next call). */
-char *spade_check_text_call(ctx *c, int solve, size_t *len, spade_failure *f)
-{
+char *spade_check_text_call(ctx *c, int solve, size_t *len, spade_failure *f) {
     spade_vecenv *v = vec_live(c, f);
-    if (!v)
-        return NULL;
+    if (!v) return NULL;
     const char *t = NULL;
     size_t n = 0;
     int rc = solve ? spade_vecenv_solve(v, c->id[0], &t, &n, f) : spade_vecenv_hint(v, c->id[0], &t, &n, f);
@@ -228,16 +206,14 @@ char *spade_check_text_call(ctx *c, int solve, size_t *len, spade_failure *f)
     }
     spade_check_note_obs(c, n);
     char *copy = malloc(n + 1);
-    if (!copy)
-        return NULL;
+    if (!copy) return NULL;
     memcpy(copy, t ? t : "", n);
     copy[n] = 0;
     *len = n;
     return copy;
 }
 
-void spade_check_save(saved *s, const spade_step_result *r)
-{
+void spade_check_save(saved *s, const spade_step_result *r) {
     s->obs = malloc(r->obs_len + 1);
     if (s->obs) {
         memcpy(s->obs, r->obs, r->obs_len);
@@ -251,11 +227,11 @@ void spade_check_save(saved *s, const spade_step_result *r)
 
 /* ---- the order of the checks ------------------------------------------------ */
 
-static void check_obs_size(ctx *c)
-{
+static void check_obs_size(ctx *c) {
     if (c->over)
-        spade_check_put(c, "FAIL", "obs_size", ": output larger than %d bytes in %s (an observation that grows with the episode?)",
-            SPADE_OBS_MAX, c->over_where);
+        spade_check_put(c, "FAIL", "obs_size",
+                        ": output larger than %d bytes in %s (an observation that grows with the episode?)",
+                        SPADE_OBS_MAX, c->over_where);
     else
         spade_check_put(c, "PASS", "obs_size", " (largest output %zu of %d bytes)", c->max_obs, SPADE_OBS_MAX);
 }
@@ -281,8 +257,7 @@ static const check_step steps[] = {
 };
 
 int spade_check(spade_sandbox *sb, const char *filename, const char *source, size_t len, const char *params,
-                const spade_check_opts *opts, spade_check_report *rep)
-{
+                const spade_check_opts *opts, spade_check_report *rep) {
     memset(rep, 0, sizeof *rep);
     ctx *c = calloc(1, sizeof *c);
     if (!c) {
@@ -299,11 +274,9 @@ int spade_check(spade_sandbox *sb, const char *filename, const char *source, siz
         c->o = *opts;
     else
         spade_check_opts_default(&c->o);
-    if (c->o.seeds < 1)
-        c->o.seeds = 1;
+    if (c->o.seeds < 1) c->o.seeds = 1;
     timeout_option = c->o.timeout_option;
-    if (c->o.solve_seeds < 0)
-        c->o.solve_seeds = 0;
+    if (c->o.solve_seeds < 0) c->o.solve_seeds = 0;
 
     char buf[1400];
     int rc = 0;
@@ -313,10 +286,8 @@ int spade_check(spade_sandbox *sb, const char *filename, const char *source, siz
      * the params given; when that fails, a worker alone says why: the
      * compiler, the params, or the instances. */
     int n_envs = 2 * c->o.seeds > 16 ? 2 * c->o.seeds : 16; /* step_deterministic's pairs, the odd actions */
-    if (n_envs < c->o.solve_seeds)
-        n_envs = c->o.solve_seeds;
-    if (n_envs > 256)
-        n_envs = 256;
+    if (n_envs < c->o.solve_seeds) n_envs = c->o.solve_seeds;
+    if (n_envs > 256) n_envs = 256;
     spade_failure vf;
     memset(&vf, 0, sizeof vf);
     if (spade_vecenv_new_poisoned(sb, c->filename, source, len, params, n_envs, 1, SPADE_AUTORESET_DISABLED,
@@ -338,15 +309,15 @@ int spade_check(spade_sandbox *sb, const char *filename, const char *source, siz
     c->info = c->vec ? *spade_vecenv_info(c->vec) : *spade_worker_info(w);
     spade_worker_free(w);
     spade_check_put(c, "PASS", "compile", " (%s: %d params, %d tools, max_steps %d, success >= %g%s)", c->info.name,
-        c->info.n_params, c->info.n_tools, c->info.max_steps, c->info.success, c->info.has_solve ? ", has SOLVE" : "");
+                    c->info.n_params, c->info.n_tools, c->info.max_steps, c->info.success,
+                    c->info.has_solve ? ", has SOLVE" : "");
     char perr[512];
     if (spade_params_parse(&c->info, params, c->pvals, perr, sizeof perr) != 0) {
         spade_check_put(c, "FAIL", "params", ": %s", perr);
         spade_check_put(c, "SKIP", "other checks", ": the params do not apply");
         goto done;
     }
-    if (params && *params)
-        spade_check_put(c, "PASS", "params", " (%s)", params);
+    if (params && *params) spade_check_put(c, "PASS", "params", " (%s)", params);
     if (!c->vec) {
         spade_check_put(c, "FAIL", "reset", ": cannot create instances: %s", spade_check_why(&vf, buf, sizeof buf));
         spade_check_put(c, "SKIP", "other checks", ": no instance");
@@ -355,8 +326,7 @@ int spade_check(spade_sandbox *sb, const char *filename, const char *source, siz
     c->id[0] = 0;
     c->id[1] = 1;
 
-    if (c->o.progress)
-        c->o.progress("reset", c->o.progress_arg);
+    if (c->o.progress) c->o.progress("reset", c->o.progress_arg);
     if (spade_check_reset(c) != 0) {
         for (size_t i = 0; i < sizeof later_checks / sizeof *later_checks; i++)
             spade_check_put(c, "SKIP", later_checks[i], ": reset does not work");
@@ -370,13 +340,13 @@ int spade_check(spade_sandbox *sb, const char *filename, const char *source, siz
              * reason to skip. */
             size_t j = i;
             if (c->rep->failed == c->failed_at_timeout)
-                spade_check_put(c, "FAIL", steps[j++].name, ": a call timed out (%s): %s", c->timeout_what, c->timeout_why);
+                spade_check_put(c, "FAIL", steps[j++].name, ": a call timed out (%s): %s", c->timeout_what,
+                                c->timeout_why);
             for (; j < sizeof steps / sizeof *steps; j++)
                 spade_check_put(c, "SKIP", steps[j].name, ": an earlier call timed out (%s)", c->timeout_what);
             break;
         }
-        if (c->o.progress)
-            c->o.progress(steps[i].name, c->o.progress_arg);
+        if (c->o.progress) c->o.progress(steps[i].name, c->o.progress_arg);
         steps[i].run(c);
     }
     if (c->timed_out && c->rep->failed == c->failed_at_timeout)

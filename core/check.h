@@ -42,10 +42,10 @@
 #include "sandbox/sandbox.h"
 
 typedef struct spade_check_opts {
-    int seeds;           /* seeds for the reset/step/hint checks; default 5 */
-    int solve_seeds;     /* episodes the SOLVE (and random) agent plays; default 20 */
+    int seeds; /* seeds for the reset/step/hint checks; default 5 */
+    int solve_seeds; /* episodes the SOLVE (and random) agent plays; default 20 */
     uint64_t first_seed; /* seeds used are first_seed, first_seed + 1, ...; default 0 */
-    int verbose;         /* add INFO lines: first observation, hint, solve action */
+    int verbose; /* add INFO lines: first observation, hint, solve action */
     /* Called as each check starts (the CLI shows it on a terminal); may be NULL. */
     void (*progress)(const char *check, void *arg);
     void *progress_arg;

@@ -25,8 +25,7 @@ typedef struct odd_action {
 /* Each odd action is an episode of its own (two steps of it: the second step
  * meets whatever state the first one left), all of them in one batch; the
  * episode layer finds the one that broke a worker. */
-void spade_check_arbitrary_actions(ctx *c)
-{
+void spade_check_arbitrary_actions(ctx *c) {
     c->check = "arbitrary_actions";
     enum { N = 16 };
     odd_action a[N];
@@ -42,8 +41,7 @@ void spade_check_arbitrary_actions(ctx *c)
     mb_a[big] = 0;
     memset(mb_9, '9', big);
     mb_9[big] = 0;
-    for (int i = 0; i < 256; i++)
-        bin[i] = (char)i;
+    for (int i = 0; i < 256; i++) bin[i] = (char)i;
     static char utf8[] = "\xff\xfe\xc0\x80 \xed\xa0\x80 \xf8\x88\x80\x80\x80 \xe2\x82 caf\xc3";
 #define ODD(lbl, t, l) a[n].label = (lbl), a[n].text = (char *)(t), a[n].len = (l), n++
     ODD("the empty action", "", 0);
@@ -72,41 +70,38 @@ void spade_check_arbitrary_actions(ctx *c)
     spade_ep_spec spec = spec_given(c);
     spade_agent *probes = spade_agent_probes(texts, lens, n, 2);
     free(mb_a), free(mb_9), free(bin); /* the agent has its copies */
-    if (spade_check_play_eps(c, &spec, 1, &c->vec, 0, req, n, probes, 0, 0, 0, NULL, 0, out) != 0)
-        return;
+    if (spade_check_play_eps(c, &spec, 1, &c->vec, 0, req, n, probes, 0, 0, 0, NULL, 0, out) != 0) return;
     char buf[1400];
     int failed = 0;
     char first_fail[1400] = "";
     for (int i = 0; i < n; i++) {
-        if (out[i].end != SPADE_EP_FAILED)
-            continue;
+        if (out[i].end != SPADE_EP_FAILED) continue;
         if (!failed++) {
             if (out[i].failed_in == SPADE_EP_OP_RESET)
                 snprintf(first_fail, sizeof first_fail, "reset before %s: %s", a[i].label,
                          spade_check_why(&out[i].failure, buf, sizeof buf));
             else
-                snprintf(first_fail, sizeof first_fail, "%s on %s", spade_check_why(&out[i].failure, buf, sizeof buf), a[i].label);
+                snprintf(first_fail, sizeof first_fail, "%s on %s", spade_check_why(&out[i].failure, buf, sizeof buf),
+                         a[i].label);
         }
     }
     if (failed)
         spade_check_put(c, "FAIL", "arbitrary_actions", ": %s (%d of %d odd actions failed%s)", first_fail, failed, n,
-            c->timed_out ? "; the rest were not tried" : "");
+                        c->timed_out ? "; the rest were not tried" : "");
     else
         spade_check_put(c, "PASS", "arbitrary_actions", " (%d odd actions)", n);
 }
 
 /* The empty action, on two seeds, must neither win nor keep the episode
  * running past max_steps, nor end it early by truncation. */
-void spade_check_max_steps(ctx *c)
-{
+void spade_check_max_steps(ctx *c) {
     c->check = "max_steps";
     char buf[1400];
     int ms = c->info.max_steps;
     spade_ep_request req[2] = {{0, seed_of(c, 0), 0, 0}, {0, seed_of(c, 1), 0, 0}};
     spade_ep_outcome out[2];
     spade_ep_spec spec = spec_given(c);
-    if (spade_check_play_eps(c, &spec, 1, &c->vec, 0, req, 2, spade_agent_noop(), ms, 1, 0, NULL, 0, out) != 0)
-        return;
+    if (spade_check_play_eps(c, &spec, 1, &c->vec, 0, req, 2, spade_agent_noop(), ms, 1, 0, NULL, 0, out) != 0) return;
     /* the earliest thing that went wrong, by step, then by seed */
     int best = -1, best_t = 1 << 30;
     char msg[1600] = "";
@@ -146,7 +141,7 @@ void spade_check_max_steps(ctx *c)
         spade_check_put(c, "FAIL", "max_steps", ": the episodes were stopped");
     else
         spade_check_put(c, "PASS", "max_steps", " (episodes ended after %d and %d steps; max_steps %d)", out[0].steps,
-            out[1].steps, ms);
+                        out[1].steps, ms);
 }
 
 #define HINT_TRY_SEEDS 3
@@ -155,18 +150,17 @@ void spade_check_max_steps(ctx *c)
 /* Whether a piece of hint h (the whole of it, or one of its numbers, words
  * and lines) played as the first action of seed s wins at once; the piece
  * into won (cap bytes). -1 when a call failed (its check is another's). */
-static int hint_wins(ctx *c, uint64_t s, const char *h, size_t len, char *won, size_t cap)
-{
+static int hint_wins(ctx *c, uint64_t s, const char *h, size_t len, char *won, size_t cap) {
     spade_pieces pc;
-    if (spade_text_pieces(h, len, &pc) < 0)
-        return -1;
+    if (spade_text_pieces(h, len, &pc) < 0) return -1;
     int hit = 0;
     for (int k = -1; k < pc.n && k < HINT_TRY_PIECES && !hit; k++) {
         const char *p = k < 0 ? h : pc.p[k];
         size_t pl = k < 0 ? len : pc.len[k];
         spade_step_result r;
         spade_failure f;
-        if (spade_check_reset_n(c, 1, &s, &r, &f) != 0 || r.terminated || r.truncated || spade_check_step_one(c, 0, p, pl, &r, &f) != 0) {
+        if (spade_check_reset_n(c, 1, &s, &r, &f) != 0 || r.terminated || r.truncated ||
+            spade_check_step_one(c, 0, p, pl, &r, &f) != 0) {
             hit = -1;
             break;
         }
@@ -179,8 +173,7 @@ static int hint_wins(ctx *c, uint64_t s, const char *h, size_t len, char *won, s
     return hit;
 }
 
-void spade_check_hint(ctx *c)
-{
+void spade_check_hint(ctx *c) {
     c->check = "hint";
     char buf[1400], sh[256], act[64], won[256] = "", leak_seed[32] = "";
     int leaks = 0;
@@ -189,41 +182,44 @@ void spade_check_hint(ctx *c)
         uint64_t s = seed_of(c, k);
         spade_step_result r;
         if (spade_check_reset_n(c, 1, &s, &r, &f) != 0) {
-            spade_check_put(c, "FAIL", "hint", ": reset seed %llu: %s", (unsigned long long)s, spade_check_why(&f, buf, sizeof buf));
+            spade_check_put(c, "FAIL", "hint", ": reset seed %llu: %s", (unsigned long long)s,
+                            spade_check_why(&f, buf, sizeof buf));
             return;
         }
         size_t len = 0;
         char *h = spade_check_text_call(c, 0, &len, &f);
         if (!h) {
-            spade_check_put(c, "FAIL", "hint", ": seed %llu: %s", (unsigned long long)s, spade_check_why(&f, buf, sizeof buf));
+            spade_check_put(c, "FAIL", "hint", ": seed %llu: %s", (unsigned long long)s,
+                            spade_check_why(&f, buf, sizeof buf));
             return;
         }
         if (c->o.verbose && k == 0)
-            spade_check_put(c, "INFO", "hint", " (seed %llu): %s", (unsigned long long)s, spade_check_shown(h, len, sh, sizeof sh));
+            spade_check_put(c, "INFO", "hint", " (seed %llu): %s", (unsigned long long)s,
+                            spade_check_shown(h, len, sh, sizeof sh));
         if (k < HINT_TRY_SEEDS && len > 0 && hint_wins(c, s, h, len, sh, sizeof sh) == 1 && !leaks++) {
             snprintf(won, sizeof won, "%s", sh);
             snprintf(leak_seed, sizeof leak_seed, "%llu", (unsigned long long)s);
         }
         free(h);
         if (k < HINT_TRY_SEEDS && spade_check_reset_n(c, 1, &s, &r, &f) != 0) {
-            spade_check_put(c, "FAIL", "hint", ": reset seed %llu: %s", (unsigned long long)s, spade_check_why(&f, buf, sizeof buf));
+            spade_check_put(c, "FAIL", "hint", ": reset seed %llu: %s", (unsigned long long)s,
+                            spade_check_why(&f, buf, sizeof buf));
             return;
         }
         if (len == 0) {
             spade_check_put(c, "FAIL", "hint", ": seed %llu: the hint is empty after reset (say() a strategy in HINT)",
-                (unsigned long long)s);
+                            (unsigned long long)s);
             return;
         }
         /* mid-episode too: a hint that only works at reset misleads later */
         uint64_t rng = s + 99;
         size_t al = spade_random_action(&rng, act, sizeof act);
-        if (spade_check_step_one(c, 0, act, al, &r, &f) != 0)
-            continue; /* step failures belong to other checks */
-        if (r.terminated || r.truncated)
-            continue;
+        if (spade_check_step_one(c, 0, act, al, &r, &f) != 0) continue; /* step failures belong to other checks */
+        if (r.terminated || r.truncated) continue;
         h = spade_check_text_call(c, 0, &len, &f);
         if (!h) {
-            spade_check_put(c, "FAIL", "hint", ": seed %llu after one step: %s", (unsigned long long)s, spade_check_why(&f, buf, sizeof buf));
+            spade_check_put(c, "FAIL", "hint", ": seed %llu after one step: %s", (unsigned long long)s,
+                            spade_check_why(&f, buf, sizeof buf));
             return;
         }
         free(h);
@@ -237,7 +233,8 @@ void spade_check_hint(ctx *c)
      * refuses (its hint_echo gate), so say so here too. */
     int tried = c->o.seeds < HINT_TRY_SEEDS ? c->o.seeds : HINT_TRY_SEEDS;
     if (leaks >= (tried > 1 ? 2 : 1))
-        spade_check_put(c, "WARN", "hint",
+        spade_check_put(
+            c, "WARN", "hint",
             ": playing \"%s\" from the hint won seed %s at the first step (%d of %d seeds tried): a hint that gives "
             "the answer is refused by the self-play gates (see spade check --gates)",
             won, leak_seed, leaks, tried);
@@ -247,11 +244,9 @@ void spade_check_hint(ctx *c)
  * agent; returns the wins, or -1 after a FAIL line for the check c->check when
  * an episode could not be played. lost (lostcap bytes, may be NULL) gets the
  * first seed that did not win. */
-static int play_seeds(ctx *c, int use_solve, char *lost, size_t lostcap)
-{
+static int play_seeds(ctx *c, int use_solve, char *lost, size_t lostcap) {
     int n = c->o.solve_seeds;
-    if (n <= 0)
-        return 0;
+    if (n <= 0) return 0;
     spade_ep_request *req = calloc((size_t)n, sizeof *req);
     spade_ep_outcome *out = calloc((size_t)n, sizeof *out);
     if (!req || !out) {
@@ -259,8 +254,7 @@ static int play_seeds(ctx *c, int use_solve, char *lost, size_t lostcap)
         spade_check_put(c, "FAIL", c->check, ": out of memory in the checker");
         return -1;
     }
-    for (int k = 0; k < n; k++)
-        req[k] = (spade_ep_request){0, seed_of(c, k), 0, 0};
+    for (int k = 0; k < n; k++) req[k] = (spade_ep_request){0, seed_of(c, k), 0, 0};
     spade_ep_spec spec = spec_given(c);
     spade_agent *a = use_solve ? spade_agent_solve() : spade_agent_random(RANDOM_AGENT_SEED);
     int wins = -1;
@@ -271,29 +265,26 @@ static int play_seeds(ctx *c, int use_solve, char *lost, size_t lostcap)
          * still live then (before it too) end as stopped, blamed for nothing */
         const spade_ep_outcome *bad = NULL;
         for (int k = 0; k < n && !bad; k++)
-            if (out[k].end == SPADE_EP_FAILED)
-                bad = &out[k];
+            if (out[k].end == SPADE_EP_FAILED) bad = &out[k];
         for (int k = 0; k < n && !bad; k++)
-            if (out[k].end == SPADE_EP_STOPPED)
-                bad = &out[k];
+            if (out[k].end == SPADE_EP_STOPPED) bad = &out[k];
         if (bad) {
             spade_check_put(c, "FAIL", c->check, ": seed %llu: %s", (unsigned long long)bad->seed,
-                bad->end == SPADE_EP_STOPPED ? "stopped" : spade_check_ep_why(bad, buf, sizeof buf));
+                            bad->end == SPADE_EP_STOPPED ? "stopped" : spade_check_ep_why(bad, buf, sizeof buf));
             wins = -1;
         }
         for (int k = 0; k < n && wins >= 0; k++) {
             wins += out[k].success;
             if (!out[k].success && lost && !*lost)
-                snprintf(lost, lostcap, "seed %llu returned %g (success needs >= %g)",
-                         (unsigned long long)out[k].seed, out[k].ret, c->info.success);
+                snprintf(lost, lostcap, "seed %llu returned %g (success needs >= %g)", (unsigned long long)out[k].seed,
+                         out[k].ret, c->info.success);
         }
     }
     free(req), free(out);
     return wins;
 }
 
-void spade_check_solve(ctx *c)
-{
+void spade_check_solve(ctx *c) {
     c->check = "solve";
     if (!c->info.has_solve) {
         spade_check_put(c, "WARN", "solve", ": no SOLVE block, so nothing proves the environment can be won");
@@ -302,23 +293,21 @@ void spade_check_solve(ctx *c)
     int n = c->o.solve_seeds;
     char lost[600] = "";
     int wins = play_seeds(c, 1, lost, sizeof lost);
-    if (wins < 0)
-        return;
+    if (wins < 0) return;
     if (wins < n)
         spade_check_put(c, "FAIL", "solve", ": SOLVE won %d of %d seeds; %s", wins, n, lost);
     else
         spade_check_put(c, "PASS", "solve", " (won %d of %d seed%s)", wins, n, n == 1 ? "" : "s");
 }
 
-void spade_check_random_agent(ctx *c)
-{
+void spade_check_random_agent(ctx *c) {
     c->check = "random_agent";
     int n = c->o.solve_seeds;
     int wins = play_seeds(c, 0, NULL, 0);
-    if (wins < 0)
-        return;
+    if (wins < 0) return;
     if (n > 0 && (double)wins / n > RANDOM_WIN_MAX)
-        spade_check_put(c, "FAIL", "random_agent",
+        spade_check_put(
+            c, "FAIL", "random_agent",
             ": a random agent won %d of %d episode%s, more than %.0f%%: the task can be won by guessing (fewer "
             "choices per step than it looks, or a reward for any answer?)",
             wins, n, n == 1 ? "" : "s", RANDOM_WIN_MAX * 100);
@@ -333,22 +322,19 @@ void spade_check_random_agent(ctx *c)
  * here, where the defaults alone never reach it. Every setting is a spec of
  * its own (instances take their params when created), all of them played in
  * one run of the episode layer per agent. */
-static void describe_params(const ctx *c, const double *pvals, char *out, size_t cap)
-{
+static void describe_params(const ctx *c, const double *pvals, char *out, size_t cap) {
     size_t o = 0;
     out[0] = 0;
     for (int i = 0; i < c->info.n_params && o + 1 < cap; i++) {
         int n = snprintf(out + o, cap - o, "%s%s=%.17g", i ? "," : "", c->info.params[i].name, pvals[i]);
-        if (n < 0)
-            break;
+        if (n < 0) break;
         o += (size_t)n;
     }
 }
 
 enum { MAX_SETTINGS = 2 * SPADE_INFO_MAX_PARAMS + EXTREME_RANDOM_COMBOS };
 
-void spade_check_param_extremes(ctx *c)
-{
+void spade_check_param_extremes(ctx *c) {
     c->check = "param_extremes";
     int np = c->info.n_params;
     if (np == 0) {
@@ -365,8 +351,7 @@ void spade_check_param_extremes(ctx *c)
         if (s < 2 * np) {
             const spade_param_info *p = &c->info.params[s / 2];
             double v = s % 2 ? p->max : p->min;
-            if (v == c->pvals[s / 2])
-                continue; /* the other checks played this one */
+            if (v == c->pvals[s / 2]) continue; /* the other checks played this one */
             pv[s / 2] = v;
         } else {
             for (int i = 0; i < np; i++) {
@@ -375,8 +360,7 @@ void spade_check_param_extremes(ctx *c)
                 double v = p->min + u * (p->max - p->min);
                 if (p->type == SPADE_PARAM_INT) {
                     v = floor(p->min + u * (p->max - p->min + 1));
-                    if (v > p->max)
-                        v = p->max;
+                    if (v > p->max) v = p->max;
                 }
                 pv[i] = v;
             }
@@ -402,20 +386,17 @@ void spade_check_param_extremes(ctx *c)
     long n = (long)settings * EXTREME_SEEDS;
     spade_ep_request req[MAX_SETTINGS * EXTREME_SEEDS];
     spade_ep_outcome sol[MAX_SETTINGS * EXTREME_SEEDS], rnd[MAX_SETTINGS * EXTREME_SEEDS];
-    for (long i = 0; i < n; i++)
-        rnd[i].end = sol[i].end = SPADE_EP_STOPPED; /* a run a timeout skipped */
+    for (long i = 0; i < n; i++) rnd[i].end = sol[i].end = SPADE_EP_STOPPED; /* a run a timeout skipped */
     for (long i = 0; i < n; i++)
         req[i] = (spade_ep_request){(int)(i / EXTREME_SEEDS), seed_of(c, (int)(i % EXTREME_SEEDS)), 0, 0};
     int cap_t = c->info.max_steps < LONG_EPISODE_CAP ? c->info.max_steps : LONG_EPISODE_CAP;
-    int played = !c->info.has_solve ||
-                 spade_check_play_eps(c, specs, settings, vecs, 0, req, n, spade_agent_solve(), 0, 0, 1, NULL, 0, sol) == 0;
+    int played = !c->info.has_solve || spade_check_play_eps(c, specs, settings, vecs, 0, req, n, spade_agent_solve(), 0,
+                                                            0, 1, NULL, 0, sol) == 0;
     if (played && !c->timed_out)
-        played = spade_check_play_eps(c, specs, settings, vecs, 0, req, n, spade_agent_random(RANDOM_AGENT_SEED), cap_t, 0, 0,
-                          NULL, 0, rnd) == 0;
-    for (int s = 0; s < settings; s++)
-        spade_vecenv_free(vecs[s]);
-    if (!played)
-        return;
+        played = spade_check_play_eps(c, specs, settings, vecs, 0, req, n, spade_agent_random(RANDOM_AGENT_SEED), cap_t,
+                                      0, 0, NULL, 0, rnd) == 0;
+    for (int s = 0; s < settings; s++) spade_vecenv_free(vecs[s]);
+    if (!played) return;
     /* the first setting, seed and agent that went wrong, in the order they were once played one by one */
     char failed[1600] = "", buf[1400];
     int episodes = 0;
@@ -445,6 +426,6 @@ void spade_check_param_extremes(ctx *c)
     if (*failed)
         spade_check_put(c, "FAIL", "param_extremes", ": %s", failed);
     else if (!c->timed_out)
-        spade_check_put(c, "PASS", "param_extremes", " (%d settings: each param's min and max, %d random; %d episodes)", settings,
-            EXTREME_RANDOM_COMBOS, episodes);
+        spade_check_put(c, "PASS", "param_extremes", " (%d settings: each param's min and max, %d random; %d episodes)",
+                        settings, EXTREME_RANDOM_COMBOS, episodes);
 }

@@ -17,36 +17,28 @@
 #include "check_internal.h"
 
 /* Where two observations first differ, for the report. */
-static size_t first_diff(const char *a, size_t al, const char *b, size_t bl)
-{
+static size_t first_diff(const char *a, size_t al, const char *b, size_t bl) {
     size_t i = 0;
-    while (i < al && i < bl && a[i] == b[i])
-        i++;
+    while (i < al && i < bl && a[i] == b[i]) i++;
     return i;
 }
 
 /* Same reward, counting NaN == NaN (an environment that rewards NaN is odd but
  * deterministic). */
-static int same_reward(double a, double b)
-{
-    return a == b || (isnan(a) && isnan(b));
-}
+static int same_reward(double a, double b) { return a == b || (isnan(a) && isnan(b)); }
 
-static int same_result(const spade_step_result *a, const spade_step_result *b)
-{
+static int same_result(const spade_step_result *a, const spade_step_result *b) {
     return a->obs_len == b->obs_len && !memcmp(a->obs, b->obs, a->obs_len) && same_reward(a->reward, b->reward) &&
            a->terminated == b->terminated && a->truncated == b->truncated;
 }
 
 /* reset, reset_deterministic. Returns -1 when reset does not work
  * at all (the later checks cannot run). */
-int spade_check_reset(ctx *c)
-{
+int spade_check_reset(ctx *c) {
     c->check = "reset";
     int ns = c->o.seeds;
     saved *first = calloc((size_t)ns, sizeof *first);
-    if (!first)
-        return -1;
+    if (!first) return -1;
     char buf[1400], sh[256];
     int reset_ok = 1, det_ok = 1, any_ok = 0;
     char det_why[600] = "";
@@ -56,15 +48,16 @@ int spade_check_reset(ctx *c)
         spade_step_result r[2];
         if (spade_check_reset_n(c, 2, s, r, &f) != 0) {
             if (reset_ok)
-                spade_check_put(c, "FAIL", "reset", ": seed %llu: %s", (unsigned long long)s[0], spade_check_why(&f, buf, sizeof buf));
+                spade_check_put(c, "FAIL", "reset", ": seed %llu: %s", (unsigned long long)s[0],
+                                spade_check_why(&f, buf, sizeof buf));
             reset_ok = 0;
             break; /* a hang would cost a deadline per seed */
         }
         if (r[0].obs_len == 0 || r[0].terminated || r[0].truncated) {
             if (reset_ok)
                 spade_check_put(c, "FAIL", "reset", ": seed %llu: %s", (unsigned long long)s[0],
-                    r[0].obs_len == 0 ? "the first observation is empty (say() something in RESET)"
-                                      : "the episode is over before the first step");
+                                r[0].obs_len == 0 ? "the first observation is empty (say() something in RESET)"
+                                                  : "the episode is over before the first step");
             reset_ok = 0;
         }
         any_ok = 1;
@@ -80,11 +73,10 @@ int spade_check_reset(ctx *c)
         spade_check_save(&first[k], &r[0]);
         if (c->o.verbose && k == 0)
             spade_check_put(c, "INFO", "first_observation", " (seed %llu): %s", (unsigned long long)s[0],
-                spade_check_shown(r[0].obs, r[0].obs_len, sh, sizeof sh));
+                            spade_check_shown(r[0].obs, r[0].obs_len, sh, sizeof sh));
     }
     if (!any_ok) {
-        for (int k = 0; k < ns; k++)
-            free(first[k].obs);
+        for (int k = 0; k < ns; k++) free(first[k].obs);
         free(first);
         return -1;
     }
@@ -95,8 +87,7 @@ int spade_check_reset(ctx *c)
         /* play a step on instance 0 first, so leftovers in memory would show */
         if (spade_check_reset_n(c, 2, s, r, &f) == 0) {
             spade_step_result st;
-            if (!r[0].terminated && !r[0].truncated)
-                (void)spade_check_step_one(c, 0, "1", 1, &st, &f);
+            if (!r[0].terminated && !r[0].truncated) (void)spade_check_step_one(c, 0, "1", 1, &st, &f);
             if (spade_check_reset_n(c, 1, s, r, &f) == 0 &&
                 (r[0].obs_len != first[0].len || memcmp(r[0].obs, first[0].obs, first[0].len))) {
                 size_t d = first_diff(first[0].obs, first[0].len, r[0].obs, r[0].obs_len);
@@ -107,15 +98,13 @@ int spade_check_reset(ctx *c)
             }
         }
     }
-    if (reset_ok)
-        spade_check_put(c, "PASS", "reset", " (%d seed%s)", ns, ns == 1 ? "" : "s");
+    if (reset_ok) spade_check_put(c, "PASS", "reset", " (%d seed%s)", ns, ns == 1 ? "" : "s");
     if (det_ok)
         spade_check_put(c, "PASS", "reset_deterministic", NULL);
     else
         spade_check_put(c, "FAIL", "reset_deterministic", "%s", det_why);
 
-    for (int k = 0; k < ns; k++)
-        free(first[k].obs);
+    for (int k = 0; k < ns; k++) free(first[k].obs);
     free(first);
     return 0;
 }
@@ -128,8 +117,7 @@ int spade_check_reset(ctx *c)
  * since moves that depend on the seed mean the seed matters. One episode at a
  * time, all on instance 0: its poisoned memory is the same for every seed, so
  * an uninitialised read cannot pass for a seed that matters. */
-void spade_check_seeds_vary(ctx *c)
-{
+void spade_check_seeds_vary(ctx *c) {
     c->check = "seeds_vary";
     int ns = c->o.seeds;
     if (ns < 2) {
@@ -143,8 +131,7 @@ void spade_check_seeds_vary(ctx *c)
         free(req), free(out), free(log);
         return;
     }
-    for (int k = 0; k < ns; k++)
-        req[k] = (spade_ep_request){0, seed_of(c, k), 0, 0};
+    for (int k = 0; k < ns; k++) req[k] = (spade_ep_request){0, seed_of(c, k), 0, 0};
     spade_ep_spec spec = spec_given(c);
     int limit = c->info.max_steps < 8 ? c->info.max_steps : 8;
     spade_agent *a = spade_check_mixed_agent(c->info.has_solve, 0, 12345, 0);
@@ -159,17 +146,18 @@ void spade_check_seeds_vary(ctx *c)
         int distinct = 0;
         for (int k = 0; k < done; k++) {
             int dup = 0;
-            for (int j = 0; j < k && !dup; j++)
-                dup = log[j].hash == log[k].hash;
+            for (int j = 0; j < k && !dup; j++) dup = log[j].hash == log[k].hash;
             distinct += !dup;
         }
         if (done < 2)
             spade_check_put(c, "SKIP", "seeds_vary", ": the episodes did not run");
         else if (distinct <= 1)
             spade_check_put(c, "WARN", "seeds_vary",
-                ": %d seeds all give the same episode for the same actions (use rand_range in RESET?)", done);
+                            ": %d seeds all give the same episode for the same actions (use rand_range in RESET?)",
+                            done);
         else
-            spade_check_put(c, "PASS", "seeds_vary", " (%d distinct episodes of %d seeds)", distinct, done); /* both >= 2 here */
+            spade_check_put(c, "PASS", "seeds_vary", " (%d distinct episodes of %d seeds)", distinct,
+                            done); /* both >= 2 here */
     }
     free(req), free(out);
     spade_check_free_logs(log, ns);
@@ -178,8 +166,7 @@ void spade_check_seeds_vary(ctx *c)
 /* Each seed played twice, side by side in one worker (whose poisoned memory
  * differs per instance), with the same actions; the two must agree at every
  * step. */
-void spade_check_step_deterministic(ctx *c)
-{
+void spade_check_step_deterministic(ctx *c) {
     c->check = "step_deterministic";
     int ns = c->o.seeds;
     long n = 2L * ns;
@@ -191,14 +178,12 @@ void spade_check_step_deterministic(ctx *c)
         spade_check_put(c, "FAIL", "step_deterministic", ": out of memory in the checker");
         return;
     }
-    for (long i = 0; i < n; i++)
-        req[i] = (spade_ep_request){0, seed_of(c, (int)(i / 2)), 0, 0};
+    for (long i = 0; i < n; i++) req[i] = (spade_ep_request){0, seed_of(c, (int)(i / 2)), 0, 0};
     spade_ep_spec spec = spec_given(c);
     int limit = c->info.max_steps < DETERMINISM_STEPS ? c->info.max_steps : DETERMINISM_STEPS;
     int steps_total = 0;
     spade_agent *a = spade_check_mixed_agent(c->info.has_solve, 0x2545F4914F6CDD1DULL, 7, 1);
-    if (spade_check_play_eps(c, &spec, 1, &c->vec, 0, req, n, a, limit, 0, 0, log, 1, out) != 0)
-        goto done;
+    if (spade_check_play_eps(c, &spec, 1, &c->vec, 0, req, n, a, limit, 0, 0, log, 1, out) != 0) goto done;
     char buf[1400], sh[256];
     for (int k = 0; k < ns; k++) {
         const spade_ep_outcome *o[2] = {&out[2 * k], &out[2 * k + 1]};
@@ -207,9 +192,10 @@ void spade_check_step_deterministic(ctx *c)
         /* the step each one failed at (0: its reset), INT_MAX when it did not */
         int fail_at[2];
         for (int j = 0; j < 2; j++)
-            fail_at[j] = o[j]->end != SPADE_EP_FAILED                                                 ? 1 << 30
-                         : o[j]->failed_in == SPADE_EP_OP_RESET || o[j]->failed_in == SPADE_EP_OP_LOAD ? 0
-                                                                                                      : o[j]->steps + 1;
+            fail_at[j] = o[j]->end != SPADE_EP_FAILED ? 1 << 30
+                         : o[j]->failed_in == SPADE_EP_OP_RESET || o[j]->failed_in == SPADE_EP_OP_LOAD
+                             ? 0
+                             : o[j]->steps + 1;
         int f = fail_at[1] < fail_at[0];
         int tf = fail_at[f];
         /* the first step where both have a result and they differ */
@@ -238,16 +224,17 @@ void spade_check_step_deterministic(ctx *c)
         if (tf <= tm && tf != 1 << 30) {
             const spade_ep_outcome *x = o[f];
             if (tf == 0)
-                spade_check_put(c, "FAIL", "step_deterministic", ": reset seed %llu: %s", s, spade_check_why(&x->failure, buf, sizeof buf));
+                spade_check_put(c, "FAIL", "step_deterministic", ": reset seed %llu: %s", s,
+                                spade_check_why(&x->failure, buf, sizeof buf));
             else if (x->failed_in == SPADE_EP_OP_SOLVE)
                 spade_check_put(c, "FAIL", "step_deterministic", ": seed %llu step %d: solve: %s", s, tf,
-                    spade_check_why(&x->failure, buf, sizeof buf));
+                                spade_check_why(&x->failure, buf, sizeof buf));
             else {
                 const ep_log *xl = l[f];
                 const char *a = tf - 1 < xl->n_act ? xl->act[tf - 1] : "";
                 size_t al = tf - 1 < xl->n_act ? xl->act_len[tf - 1] : 0;
                 spade_check_put(c, "FAIL", "step_deterministic", ": seed %llu step %d action \"%s\": %s", s, tf,
-                    spade_check_shown(a, al, sh, sizeof sh), spade_check_why(&x->failure, buf, sizeof buf));
+                                spade_check_shown(a, al, sh, sizeof sh), spade_check_why(&x->failure, buf, sizeof buf));
             }
             goto done;
         }
@@ -256,7 +243,8 @@ void spade_check_step_deterministic(ctx *c)
             const char *a = t < l[0]->n_act ? l[0]->act[t] : "";
             size_t al = t < l[0]->n_act ? l[0]->act_len[t] : 0;
             double r0 = t < l[0]->n ? l[0]->obs[t].reward : 0, r1 = t < l[1]->n ? l[1]->obs[t].reward : 0;
-            spade_check_put(c, "FAIL", "step_deterministic",
+            spade_check_put(
+                c, "FAIL", "step_deterministic",
                 ": seed %llu step %d action \"%s\": two instances with the same seed and actions differ (%s at "
                 "byte %zu; rewards %g vs %g): state outside S, or an uninitialised local?",
                 s, tm, spade_check_shown(a, al, sh, sizeof sh), what, d, r0, r1);
@@ -265,8 +253,8 @@ void spade_check_step_deterministic(ctx *c)
         steps_total += o[0]->steps;
     }
     if (!c->timed_out)
-        spade_check_put(c, "PASS", "step_deterministic", " (%d step%s over %d seed%s)", steps_total, steps_total == 1 ? "" : "s",
-            c->o.seeds, c->o.seeds == 1 ? "" : "s");
+        spade_check_put(c, "PASS", "step_deterministic", " (%d step%s over %d seed%s)", steps_total,
+                        steps_total == 1 ? "" : "s", c->o.seeds, c->o.seeds == 1 ? "" : "s");
 done:
     free(req), free(out);
     spade_check_free_logs(log, n);

@@ -54,7 +54,7 @@ typedef struct ctx {
     int timed_out; /* a call timed out: the remaining checks are skipped */
     char timeout_what[600];
     char timeout_why[1400]; /* the failure, with the deadline */
-    int failed_at_timeout;  /* rep->failed when it happened: no FAIL since means none named it */
+    int failed_at_timeout; /* rep->failed when it happened: no FAIL since means none named it */
     size_t max_obs;
     int over; /* an output exceeded the cap */
     char over_where[256];
@@ -72,21 +72,17 @@ typedef struct saved {
  * (step_deterministic names the byte where two episodes part). */
 typedef struct ep_log {
     uint64_t hash; /* FNV-1a: first observation, then each action, observation and reward */
-    int n, cap;    /* steps kept */
-    saved *obs;    /* [n]: the result of step t + 1 */
-    char **act;    /* [n]: the action of step t + 1 */
+    int n, cap; /* steps kept */
+    saved *obs; /* [n]: the result of step t + 1 */
+    char **act; /* [n]: the action of step t + 1 */
     size_t *act_len;
     int n_act;
 } ep_log;
 
-static inline uint64_t seed_of(const ctx *c, int k)
-{
-    return c->o.first_seed + (uint64_t)k;
-}
+static inline uint64_t seed_of(const ctx *c, int k) { return c->o.first_seed + (uint64_t)k; }
 
 /* The default spec: the source at the params given. */
-static inline spade_ep_spec spec_given(const ctx *c)
-{
+static inline spade_ep_spec spec_given(const ctx *c) {
     spade_ep_spec s = {c->filename, c->source, c->len, c->params, 0};
     return s;
 }

@@ -23,39 +23,28 @@ typedef struct play_ctx {
     int keep;
 } play_ctx;
 
-static void mix(uint64_t *h, const void *p, size_t n)
-{
+static void mix(uint64_t *h, const void *p, size_t n) {
     const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++)
-        *h = (*h ^ b[i]) * 1099511628211ULL;
+    for (size_t i = 0; i < n; i++) *h = (*h ^ b[i]) * 1099511628211ULL;
 }
 
-static void on_event(void *arg, const spade_ep_event *e)
-{
+static void on_event(void *arg, const spade_ep_event *e) {
     play_ctx *pc = arg;
-    if (e->kind == SPADE_EV_OBS)
-        spade_check_note_obs(pc->c, e->len);
-    if (!pc->log || e->episode < 0 || e->episode >= pc->n_log)
-        return;
+    if (e->kind == SPADE_EV_OBS) spade_check_note_obs(pc->c, e->len);
+    if (!pc->log || e->episode < 0 || e->episode >= pc->n_log) return;
     ep_log *l = &pc->log[e->episode];
     mix(&l->hash, e->text, e->len);
-    if (e->kind == SPADE_EV_OBS && e->step > 0)
-        mix(&l->hash, &e->reward, sizeof e->reward);
-    if (!pc->keep || (e->kind == SPADE_EV_OBS && e->step == 0))
-        return;
+    if (e->kind == SPADE_EV_OBS && e->step > 0) mix(&l->hash, &e->reward, sizeof e->reward);
+    if (!pc->keep || (e->kind == SPADE_EV_OBS && e->step == 0)) return;
     if ((e->kind == SPADE_EV_OBS ? l->n : l->n_act) >= l->cap) {
         int cap = l->cap ? 2 * l->cap : 16;
         saved *o = realloc(l->obs, (size_t)cap * sizeof *o);
-        if (o)
-            l->obs = o;
+        if (o) l->obs = o;
         char **a = realloc(l->act, (size_t)cap * sizeof *a);
-        if (a)
-            l->act = a;
+        if (a) l->act = a;
         size_t *al = realloc(l->act_len, (size_t)cap * sizeof *al);
-        if (al)
-            l->act_len = al;
-        if (!o || !a || !al)
-            return; /* out of memory: the log ends here, and looks like an episode that ended */
+        if (al) l->act_len = al;
+        if (!o || !a || !al) return; /* out of memory: the log ends here, and looks like an episode that ended */
         l->cap = cap;
     }
     if (e->kind == SPADE_EV_OBS) {
@@ -67,8 +56,7 @@ static void on_event(void *arg, const spade_ep_event *e)
         spade_check_save(&l->obs[l->n++], &r);
     } else {
         char *a = malloc(e->len + 1);
-        if (!a)
-            return;
+        if (!a) return;
         memcpy(a, e->text, e->len);
         a[e->len] = 0;
         l->act[l->n_act] = a;
@@ -76,13 +64,10 @@ static void on_event(void *arg, const spade_ep_event *e)
     }
 }
 
-void spade_check_free_logs(ep_log *log, long n)
-{
+void spade_check_free_logs(ep_log *log, long n) {
     for (long i = 0; log && i < n; i++) {
-        for (int t = 0; t < log[i].n; t++)
-            free(log[i].obs[t].obs);
-        for (int t = 0; t < log[i].n_act; t++)
-            free(log[i].act[t]);
+        for (int t = 0; t < log[i].n; t++) free(log[i].obs[t].obs);
+        for (int t = 0; t < log[i].n_act; t++) free(log[i].act[t]);
         free(log[i].obs);
         free(log[i].act);
         free(log[i].act_len);
@@ -104,35 +89,27 @@ typedef struct watch {
     int n_cap;
 } watch;
 
-static int watch_begin(void *arg, const spade_ep_view *v, void **state, char *err, size_t errlen)
-{
+static int watch_begin(void *arg, const spade_ep_view *v, void **state, char *err, size_t errlen) {
     watch *w = arg;
     return w->inner->begin ? w->inner->begin(w->inner->ctx, v, state, err, errlen) : 0;
 }
 
-static void watch_end(void *arg, const spade_ep_view *v, void *state, const spade_ep_outcome *o)
-{
+static void watch_end(void *arg, const spade_ep_view *v, void *state, const spade_ep_outcome *o) {
     watch *w = arg;
-    if (w->inner->end)
-        w->inner->end(w->inner->ctx, v, state, o);
+    if (w->inner->end) w->inner->end(w->inner->ctx, v, state, o);
 }
 
-static int watch_act(void *arg, int n, const spade_ep_view *views, spade_ep_act *acts, char *err, size_t errlen)
-{
+static int watch_act(void *arg, int n, const spade_ep_view *views, spade_ep_act *acts, char *err, size_t errlen) {
     watch *w = arg;
     ctx *c = w->c;
     if (n > w->n_cap) {
         spade_ep_view *v = realloc(w->v, (size_t)n * sizeof *v);
-        if (v)
-            w->v = v;
+        if (v) w->v = v;
         spade_ep_act *a = realloc(w->a, (size_t)n * sizeof *a);
-        if (a)
-            w->a = a;
+        if (a) w->a = a;
         int *at = realloc(w->at, (size_t)n * sizeof *at);
-        if (at)
-            w->at = at;
-        if (!v || !a || !at)
-            return spade_errf(err, errlen, "checker: out of memory"), -1;
+        if (at) w->at = at;
+        if (!v || !a || !at) return spade_errf(err, errlen, "checker: out of memory"), -1;
         w->n_cap = n;
     }
     int m = 0;
@@ -143,7 +120,7 @@ static int watch_act(void *arg, int n, const spade_ep_view *views, spade_ep_act 
             if (w->show_solve && c->o.verbose && v->step == 0 && v->seed == seed_of(c, 0)) {
                 char sh[256];
                 spade_check_put(c, "INFO", "solve_action", " (seed %llu): %s", (unsigned long long)v->seed,
-                    spade_check_shown(v->solve, v->solve_len, sh, sizeof sh));
+                                spade_check_shown(v->solve, v->solve_len, sh, sizeof sh));
             }
         }
         if (w->stop_on_win && v->step > 0 && v->ret >= v->info->success) {
@@ -158,11 +135,9 @@ static int watch_act(void *arg, int n, const spade_ep_view *views, spade_ep_act 
         memset(&w->a[m], 0, sizeof w->a[m]);
         w->at[m++] = i;
     }
-    if (!m)
-        return 0;
+    if (!m) return 0;
     int rc = w->inner->act(w->inner->ctx, m, w->v, w->a, err, errlen);
-    for (int j = 0; rc == 0 && j < m; j++)
-        acts[w->at[j]] = w->a[j];
+    for (int j = 0; rc == 0 && j < m; j++) acts[w->at[j]] = w->a[j];
     return rc;
 }
 
@@ -175,10 +150,8 @@ static int watch_act(void *arg, int n, const spade_ep_view *views, spade_ep_act 
  * gets what each episode showed. Returns 0, or -1 after a FAIL line for the
  * check c->check when the run itself could not go on. */
 int spade_check_play_eps(ctx *c, const spade_ep_spec *specs, int n_specs, spade_vecenv *const *vecs, int max_live,
-                    const spade_ep_request *reqs, long n,
-                    spade_agent *inner, int cap, int stop_on_win, int show_solve, ep_log *log, int keep,
-                    spade_ep_outcome *out)
-{
+                         const spade_ep_request *reqs, long n, spade_agent *inner, int cap, int stop_on_win,
+                         int show_solve, ep_log *log, int keep, spade_ep_outcome *out) {
     char err[1024] = "";
     int rc = -1;
     if (!inner) {
@@ -187,8 +160,7 @@ int spade_check_play_eps(ctx *c, const spade_ep_spec *specs, int n_specs, spade_
         watch w = {c, inner, cap, stop_on_win, show_solve, NULL, NULL, NULL, 0};
         spade_agent a = {inner->name, inner->wants, &w, watch_begin, watch_act, watch_end, NULL};
         play_ctx pc = {c, log, log ? n : 0, keep};
-        for (long i = 0; log && i < n; i++)
-            log[i].hash = 1469598103934665603ULL;
+        for (long i = 0; log && i < n; i++) log[i].hash = 1469598103934665603ULL;
         spade_episodes_opts eo;
         spade_episodes_opts_default(&eo);
         eo.max_live = max_live > 0 ? max_live : n < 1 ? 1 : n > 256 ? 256 : (int)n;
@@ -215,16 +187,14 @@ int spade_check_play_eps(ctx *c, const spade_ep_spec *specs, int n_specs, spade_
     for (long i = 0; i < n; i++)
         if (out[i].end == SPADE_EP_FAILED) {
             spade_check_note_failure(c, &out[i].failure, spade_ep_op_name(out[i].failed_in));
-            if (out[i].failure.outcome == SPADE_OUT_INTERNAL)
-                c->internal = 1;
+            if (out[i].failure.outcome == SPADE_OUT_INTERNAL) c->internal = 1;
         }
     return 0;
 }
 
 /* Why a failed episode failed, as the report says it: "reset: ...",
  * "step 3: ...", "step 3: solve: ...". */
-const char *spade_check_ep_why(const spade_ep_outcome *o, char *buf, size_t cap)
-{
+const char *spade_check_ep_why(const spade_ep_outcome *o, char *buf, size_t cap) {
     char w[1400];
     spade_check_why(&o->failure, w, sizeof w);
     switch (o->failed_in) {
@@ -237,8 +207,7 @@ const char *spade_check_ep_why(const spade_ep_outcome *o, char *buf, size_t cap)
     case SPADE_EP_OP_HINT:
         snprintf(buf, cap, "step %d: %s: %.1300s", o->steps + 1, spade_ep_op_name(o->failed_in), w);
         break;
-    default:
-        snprintf(buf, cap, "step %d: %.1300s", o->steps + 1, w);
+    default: snprintf(buf, cap, "step %d: %.1300s", o->steps + 1, w);
     }
     return buf;
 }
@@ -260,25 +229,21 @@ typedef struct mixed_ep {
     char buf[64];
 } mixed_ep;
 
-static int mixed_begin(void *arg, const spade_ep_view *v, void **state, char *err, size_t errlen)
-{
+static int mixed_begin(void *arg, const spade_ep_view *v, void **state, char *err, size_t errlen) {
     const mixed *m = arg;
     mixed_ep *e = malloc(sizeof *e);
-    if (!e)
-        return spade_errf(err, errlen, "checker: out of memory"), -1;
+    if (!e) return spade_errf(err, errlen, "checker: out of memory"), -1;
     e->rng = v->seed * m->mul + m->add;
     *state = e;
     return 0;
 }
 
-static void mixed_end(void *arg, const spade_ep_view *v, void *state, const spade_ep_outcome *o)
-{
+static void mixed_end(void *arg, const spade_ep_view *v, void *state, const spade_ep_outcome *o) {
     (void)arg, (void)v, (void)o;
     free(state);
 }
 
-static int mixed_act(void *arg, int n, const spade_ep_view *views, spade_ep_act *acts, char *err, size_t errlen)
-{
+static int mixed_act(void *arg, int n, const spade_ep_view *views, spade_ep_act *acts, char *err, size_t errlen) {
     (void)err, (void)errlen;
     const mixed *m = arg;
     for (int i = 0; i < n; i++) {
@@ -301,8 +266,7 @@ static int mixed_act(void *arg, int n, const spade_ep_view *views, spade_ep_act 
     return 0;
 }
 
-spade_agent *spade_check_mixed_agent(int use_solve, uint64_t mul, uint64_t add, int pairs)
-{
+spade_agent *spade_check_mixed_agent(int use_solve, uint64_t mul, uint64_t add, int pairs) {
     spade_agent *a = calloc(1, sizeof *a);
     mixed *m = malloc(sizeof *m);
     if (!a || !m) {

@@ -49,8 +49,8 @@ typedef unsigned long size_t;
 #define SPADE_ENV_ABI 1
 
 /* Limits the runtime enforces (an environment that exceeds them fails). */
-#define SPADE_MAX_DECLS 64            /* spade_param_<k> / spade_tool_<k> indices probed */
-#define SPADE_OBS_MAX (64 * 1024)     /* bytes of one observation, hint or solve action */
+#define SPADE_MAX_DECLS 64 /* spade_param_<k> / spade_tool_<k> indices probed */
+#define SPADE_OBS_MAX (64 * 1024) /* bytes of one observation, hint or solve action */
 #define SPADE_ACTION_MAX (1024 * 1024) /* bytes of one action handed to step */
 /* The most one step may reward, in magnitude (reward() of NaN, inf or more
  * fails the step: core/host.h), and the most a success threshold may be. */
@@ -62,16 +62,16 @@ typedef unsigned long size_t;
 
 /* Metadata. Zero fields take the defaults above. */
 typedef struct spade_env_meta {
-    int abi;                 /* SPADE_ENV_ABI the environment was written against */
-    const char *name;        /* short identifier, [a-z0-9_-]+ */
+    int abi; /* SPADE_ENV_ABI the environment was written against */
+    const char *name; /* short identifier, [a-z0-9_-]+ */
     const char *description; /* one line */
-    const char *family;      /* grouping for listings: "grid", "tools", "math", "logic", ... */
-    int max_steps;           /* steps before the runtime truncates the episode */
-    double success;          /* an episode succeeds when its return >= success */
+    const char *family; /* grouping for listings: "grid", "tools", "math", "logic", ... */
+    int max_steps; /* steps before the runtime truncates the episode */
+    double success; /* an episode succeeds when its return >= success */
 } spade_env_meta;
 
 typedef enum spade_param_type {
-    SPADE_PARAM_INT = 1,  /* stored in an int */
+    SPADE_PARAM_INT = 1, /* stored in an int */
     SPADE_PARAM_REAL = 2, /* stored in a double */
 } spade_param_type;
 
@@ -80,7 +80,7 @@ typedef enum spade_param_type {
  * `value` before each call into the environment. */
 typedef struct spade_param_def {
     const char *name;
-    int type;    /* spade_param_type */
+    int type; /* spade_param_type */
     void *value; /* int * or double *, matching type */
     double def, min, max;
     const char *doc; /* may be "" */
@@ -93,7 +93,7 @@ typedef struct spade_param_def {
  * result, printed, plus anything said, becomes the observation. */
 typedef struct spade_tool_def {
     const char *name;
-    const char *signature;   /* "ret (args)" */
+    const char *signature; /* "ret (args)" */
     const char *description; /* one line */
     void *fn;
 } spade_tool_def;

@@ -24,50 +24,42 @@
 #include "episodes_internal.h"
 #include "errbuf.h"
 
-const char *spade_ep_op_name(spade_ep_op op)
-{
+const char *spade_ep_op_name(spade_ep_op op) {
     static const char *const names[] = {"none", "load", "reset", "step", "hint", "solve"};
     return (unsigned)op < sizeof names / sizeof names[0] ? names[op] : "?";
 }
 
-const char *spade_ep_end_name(spade_ep_end e)
-{
+const char *spade_ep_end_name(spade_ep_end e) {
     static const char *const names[] = {"terminated", "truncated", "agent_stop", "failed", "stopped"};
     return (unsigned)e < sizeof names / sizeof names[0] ? names[e] : "?";
 }
 
-void spade_episodes_opts_default(spade_episodes_opts *o)
-{
+void spade_episodes_opts_default(spade_episodes_opts *o) {
     memset(o, 0, sizeof *o);
     o->max_live = 32;
     o->workers = 1;
 }
 
-void spade_agent_free(spade_agent *a)
-{
-    if (!a)
-        return;
-    if (a->free)
-        a->free(a->ctx);
+void spade_agent_free(spade_agent *a) {
+    if (!a) return;
+    if (a->free) a->free(a->ctx);
     free(a);
 }
 
-size_t spade_ep_with_hint(const char *obs, size_t obs_len, const char *hint, size_t hint_len, char *buf, size_t cap)
-{
+size_t spade_ep_with_hint(const char *obs, size_t obs_len, const char *hint, size_t hint_len, char *buf, size_t cap) {
     static const char lead[] = "Hint: ";
     int nl = obs_len && obs[obs_len - 1] != '\n';
     size_t need = obs_len + (size_t)nl + sizeof lead - 1 + hint_len;
     if (cap) {
         size_t k = 0;
-#define PUT(s, n)                                                                                                   \
-    do {                                                                                                            \
-        size_t m_ = (n) < cap - 1 - k ? (n) : cap - 1 - k;                                                          \
-        memcpy(buf + k, (s), m_);                                                                                   \
-        k += m_;                                                                                                    \
+#define PUT(s, n)                                                                                                      \
+    do {                                                                                                               \
+        size_t m_ = (n) < cap - 1 - k ? (n) : cap - 1 - k;                                                             \
+        memcpy(buf + k, (s), m_);                                                                                      \
+        k += m_;                                                                                                       \
     } while (0)
         PUT(obs, obs_len);
-        if (nl)
-            PUT("\n", (size_t)1);
+        if (nl) PUT("\n", (size_t)1);
         PUT(lead, sizeof lead - 1);
         PUT(hint, hint_len);
 #undef PUT
@@ -76,8 +68,7 @@ size_t spade_ep_with_hint(const char *obs, size_t obs_len, const char *hint, siz
     return need;
 }
 
-size_t spade_ep_obs_len_without_hint(const spade_ep_view *v)
-{
+size_t spade_ep_obs_len_without_hint(const spade_ep_view *v) {
     static const char tag[] = "Hint: ";
     size_t n = v->obs_len, h = v->hint_len + sizeof tag - 1;
     if (v->step == 0 && v->hint && n >= h && !memcmp(v->obs + n - v->hint_len, v->hint, v->hint_len) &&
@@ -86,20 +77,17 @@ size_t spade_ep_obs_len_without_hint(const spade_ep_view *v)
     return n;
 }
 
-int spade_eps_oom(run *R)
-{
+int spade_eps_oom(run *R) {
     spade_errf(R->err, R->errlen, "episodes: out of memory");
     return -1;
 }
 
 /* ---- outcomes ------------------------------------------------------------ */
 
-static void deliver_ready(run *R)
-{
+static void deliver_ready(run *R) {
     long k = 0;
     while (k < R->held_cap && R->held[k]) {
-        if (R->o.on_outcome)
-            R->o.on_outcome(R->o.ctx, R->held[k]);
+        if (R->o.on_outcome) R->o.on_outcome(R->o.ctx, R->held[k]);
         free(R->held[k]);
         k++;
     }
@@ -110,31 +98,26 @@ static void deliver_ready(run *R)
     }
 }
 
-static int hold(run *R, const spade_ep_outcome *o)
-{
+static int hold(run *R, const spade_ep_outcome *o) {
     long at = o->episode - R->delivered;
     if (at >= R->held_cap) {
         long cap = R->held_cap ? R->held_cap : 64;
-        while (cap <= at)
-            cap *= 2;
+        while (cap <= at) cap *= 2;
         spade_ep_outcome **p = realloc(R->held, (size_t)cap * sizeof *p);
-        if (!p)
-            return spade_eps_oom(R);
+        if (!p) return spade_eps_oom(R);
         memset(p + R->held_cap, 0, (size_t)(cap - R->held_cap) * sizeof *p);
         R->held = p;
         R->held_cap = cap;
     }
     spade_ep_outcome *c = malloc(sizeof *c);
-    if (!c)
-        return spade_eps_oom(R);
+    if (!c) return spade_eps_oom(R);
     *c = *o;
     R->held[at] = c;
     deliver_ready(R);
     return 0;
 }
 
-void spade_eps_view_of(run *R, live *e, spade_ep_view *v)
-{
+void spade_eps_view_of(run *R, live *e, spade_ep_view *v) {
     memset(v, 0, sizeof *v);
     v->episode = e->episode;
     v->spec = e->spec;
@@ -159,8 +142,7 @@ void spade_eps_view_of(run *R, live *e, spade_ep_view *v)
 
 /* Ends live episode li: its outcome is held for delivery, the agent told, the
  * slot freed. */
-int spade_eps_finish(run *R, int li, spade_ep_end end, const spade_failure *g, int op, const char *stop)
-{
+int spade_eps_finish(run *R, int li, spade_ep_end end, const spade_failure *g, int op, const char *stop) {
     live *e = &R->L[li];
     spade_ep_outcome o;
     memset(&o, 0, sizeof o);
@@ -174,8 +156,7 @@ int spade_eps_finish(run *R, int li, spade_ep_end end, const spade_failure *g, i
     const spade_env_info *info = R->env[e->spec].info;
     o.success = (end == SPADE_EP_TERMINATED || end == SPADE_EP_TRUNCATED || end == SPADE_EP_AGENT_STOP) && info &&
                 e->ret >= info->success;
-    if (stop)
-        snprintf(o.stop_reason, sizeof o.stop_reason, "%s", stop);
+    if (stop) snprintf(o.stop_reason, sizeof o.stop_reason, "%s", stop);
     if (g) {
         o.failure = *g;
         o.failed_in = (spade_ep_op)op;
@@ -212,8 +193,7 @@ int spade_eps_finish(run *R, int li, spade_ep_end end, const spade_failure *g, i
 }
 
 /* A request that never got a slot (its spec does not load). */
-int spade_eps_fail_unplaced(run *R, long ep, const spade_ep_request *q, const spade_failure *g)
-{
+int spade_eps_fail_unplaced(run *R, long ep, const spade_ep_request *q, const spade_failure *g) {
     spade_ep_outcome o;
     memset(&o, 0, sizeof o);
     o.episode = ep;
@@ -227,21 +207,17 @@ int spade_eps_fail_unplaced(run *R, long ep, const spade_ep_request *q, const sp
 }
 
 void spade_eps_emit(run *R, spade_ep_event_kind kind, const live *e, int step, const char *text, size_t len,
-                 double reward)
-{
-    if (!R->o.on_event)
-        return;
+                    double reward) {
+    if (!R->o.on_event) return;
     spade_ep_event ev = {.kind = kind, .episode = e->episode, .step = step, .text = text, .len = len, .reward = reward};
     R->o.on_event(R->o.ctx, &ev);
 }
 
 /* ---- applying results ------------------------------------------------------ */
 
-int spade_eps_after_reset(run *R, int li, const spade_step_result *r)
-{
+int spade_eps_after_reset(run *R, int li, const spade_step_result *r) {
     live *e = &R->L[li];
-    if (sb_set(&e->obs, r->obs, r->obs_len) < 0)
-        return spade_eps_oom(R);
+    if (sb_set(&e->obs, r->obs, r->obs_len) < 0) return spade_eps_oom(R);
     e->steps = 0;
     e->ret = 0;
     e->reward = 0;
@@ -252,23 +228,18 @@ int spade_eps_after_reset(run *R, int li, const spade_step_result *r)
     return 0;
 }
 
-int spade_eps_after_step(run *R, int li, const spade_step_result *r)
-{
+int spade_eps_after_step(run *R, int li, const spade_step_result *r) {
     live *e = &R->L[li];
-    if (sb_set(&e->obs, r->obs, r->obs_len) < 0)
-        return spade_eps_oom(R);
+    if (sb_set(&e->obs, r->obs, r->obs_len) < 0) return spade_eps_oom(R);
     e->steps++;
     e->reward = r->reward;
     e->ret = r->episode_return;
     spade_eps_emit(R, SPADE_EV_OBS, e, e->steps, e->obs.p, e->obs.len, r->reward);
-    if (r->terminated)
-        return spade_eps_finish(R, li, SPADE_EP_TERMINATED, NULL, SPADE_EP_OP_NONE, NULL);
-    if (r->truncated)
-        return spade_eps_finish(R, li, SPADE_EP_TRUNCATED, NULL, SPADE_EP_OP_NONE, NULL);
+    if (r->terminated) return spade_eps_finish(R, li, SPADE_EP_TERMINATED, NULL, SPADE_EP_OP_NONE, NULL);
+    if (r->truncated) return spade_eps_finish(R, li, SPADE_EP_TRUNCATED, NULL, SPADE_EP_OP_NONE, NULL);
     return 0;
 }
-static void free_run(run *R)
-{
+static void free_run(run *R) {
     for (int i = 0; R->L && i < R->max_live; i++) {
         live *e = &R->L[i];
         free(e->obs.p);
@@ -277,14 +248,11 @@ static void free_run(run *R)
         free(e->hbuf);
         free(e->hoff);
     }
-    for (int s = 0; R->env && s < R->n_specs; s++)
-        free(R->env[s].slot_of);
+    for (int s = 0; R->env && s < R->n_specs; s++) free(R->env[s].slot_of);
     for (int g = 0; R->grp && g < R->n_grp; g++)
-        if (!R->grp[g].borrowed)
-            spade_vecenv_free(R->grp[g].v);
+        if (!R->grp[g].borrowed) spade_vecenv_free(R->grp[g].v);
     free(R->grp);
-    for (long k = 0; k < R->held_cap; k++)
-        free(R->held[k]);
+    for (long k = 0; k < R->held_cap; k++) free(R->held[k]);
     free(R->held);
     free(R->env);
     free(R->L);
@@ -303,20 +271,15 @@ static void free_run(run *R)
     free(R->gs);
 }
 
-static int stopped(const run *R)
-{
-    return R->halt || (R->o.stop && *R->o.stop);
-}
+static int stopped(const run *R) { return R->halt || (R->o.stop && *R->o.stop); }
 
 int spade_episodes_run(spade_sandbox *sb, const spade_ep_spec *specs, int n_specs, spade_ep_next_fn next,
-                       void *next_ctx, spade_agent *agent, const spade_episodes_opts *opts, char *err, size_t errlen)
-{
+                       void *next_ctx, spade_agent *agent, const spade_episodes_opts *opts, char *err, size_t errlen) {
     run R;
     memset(&R, 0, sizeof R);
     R.err = err;
     R.errlen = errlen;
-    if (err && errlen)
-        err[0] = 0;
+    if (err && errlen) err[0] = 0;
     if (!sb || !next || !agent || !agent->act || n_specs < 0 || (n_specs > 0 && !specs)) {
         spade_errf(err, errlen, "spade_episodes_run: NULL sandbox, next, agent or specs");
         return -1;
@@ -325,10 +288,8 @@ int spade_episodes_run(spade_sandbox *sb, const spade_ep_spec *specs, int n_spec
         R.o = *opts;
     else
         spade_episodes_opts_default(&R.o);
-    if (R.o.max_live < 1)
-        R.o.max_live = 32;
-    if (R.o.workers < 1)
-        R.o.workers = 1;
+    if (R.o.max_live < 1) R.o.max_live = 32;
+    if (R.o.workers < 1) R.o.workers = 1;
     R.sb = sb;
     R.specs = specs;
     R.n_specs = n_specs;
@@ -358,8 +319,7 @@ int spade_episodes_run(spade_sandbox *sb, const spade_ep_spec *specs, int n_spec
         spade_eps_oom(&R);
         goto out;
     }
-    for (int i = 0; i < R.max_live; i++)
-        R.L[i].slot = -1;
+    for (int i = 0; i < R.max_live; i++) R.L[i].slot = -1;
     /* groups: a spec of its own, or the first spec naming the same caller's vector */
     for (int s = 0; s < n_specs; s++) {
         const spade_ep_place *sp = R.o.places && R.o.places[s].vec ? &R.o.places[s] : NULL;
@@ -373,19 +333,17 @@ int spade_episodes_run(spade_sandbox *sb, const spade_ep_spec *specs, int n_spec
             }
             R.env[s].off = sp->first;
             for (int t = 0; t < s && R.env[s].group < 0; t++)
-                if (R.o.places[t].vec == sp->vec)
-                    R.env[s].group = R.env[t].group;
+                if (R.o.places[t].vec == sp->vec) R.env[s].group = R.env[t].group;
         }
-        if (R.env[s].group < 0)
-            R.env[s].group = R.n_grp++;
+        if (R.env[s].group < 0) R.env[s].group = R.n_grp++;
     }
     for (;;) {
         if (stopped(&R)) {
             rc = SPADE_EPISODES_STOPPED;
             break;
         }
-        if (spade_eps_fill(&R, next, next_ctx) < 0 || spade_eps_do_resets(&R) < 0 || spade_eps_prefetch(&R, 0) < 0 || spade_eps_do_begins(&R) < 0 ||
-            spade_eps_prefetch(&R, 1) < 0 || spade_eps_do_solves(&R) < 0)
+        if (spade_eps_fill(&R, next, next_ctx) < 0 || spade_eps_do_resets(&R) < 0 || spade_eps_prefetch(&R, 0) < 0 ||
+            spade_eps_do_begins(&R) < 0 || spade_eps_prefetch(&R, 1) < 0 || spade_eps_do_solves(&R) < 0)
             goto out;
         if (R.n_order == 0 && R.queue_done && !R.have_req) {
             rc = SPADE_EPISODES_DONE;
@@ -396,14 +354,12 @@ int spade_episodes_run(spade_sandbox *sb, const spade_ep_spec *specs, int n_spec
             break;
         }
         int a = spade_eps_do_act(&R);
-        if (a < 0)
-            goto out;
+        if (a < 0) goto out;
         if (a > 0) {
             rc = stopped(&R) ? SPADE_EPISODES_STOPPED : SPADE_EPISODES_AGENT_END;
             break;
         }
-        if (spade_eps_do_steps(&R) < 0)
-            goto out;
+        if (spade_eps_do_steps(&R) < 0) goto out;
     }
     /* the run stopped: what is live ends as stopped, in episode order */
     while (R.n_order > 0)
@@ -420,8 +376,7 @@ int spade_episodes_run(spade_sandbox *sb, const spade_ep_spec *specs, int n_spec
         o.seed = R.req.seed;
         o.hint = R.req.hint;
         o.end = SPADE_EP_STOPPED;
-        if (hold(&R, &o) < 0)
-            rc = -1;
+        if (hold(&R, &o) < 0) rc = -1;
     }
 out:
     if (rc < 0) {
@@ -454,34 +409,27 @@ typedef struct list_ctx {
     void *user_ctx;
 } list_ctx;
 
-static int list_next(void *ctx, spade_ep_request *req)
-{
+static int list_next(void *ctx, spade_ep_request *req) {
     list_ctx *c = ctx;
-    if (c->next >= c->n)
-        return 0;
+    if (c->next >= c->n) return 0;
     *req = c->reqs[c->next++];
     return 1;
 }
 
-static void list_outcome(void *ctx, const spade_ep_outcome *o)
-{
+static void list_outcome(void *ctx, const spade_ep_outcome *o) {
     list_ctx *c = ctx;
-    if (c->out && o->episode >= 0 && o->episode < c->n)
-        c->out[o->episode] = *o;
-    if (c->user)
-        c->user(c->user_ctx, o);
+    if (c->out && o->episode >= 0 && o->episode < c->n) c->out[o->episode] = *o;
+    if (c->user) c->user(c->user_ctx, o);
 }
 
-static void list_event(void *ctx, const spade_ep_event *e)
-{
+static void list_event(void *ctx, const spade_ep_event *e) {
     list_ctx *c = ctx;
     c->user_event(c->user_ctx, e);
 }
 
 int spade_episodes_play(spade_sandbox *sb, const spade_ep_spec *specs, int n_specs, const spade_ep_request *reqs,
-                        long n, spade_agent *agent, const spade_episodes_opts *opts, spade_ep_outcome *out,
-                        char *err, size_t errlen)
-{
+                        long n, spade_agent *agent, const spade_episodes_opts *opts, spade_ep_outcome *out, char *err,
+                        size_t errlen) {
     spade_episodes_opts o;
     if (opts)
         o = *opts;
@@ -497,8 +445,7 @@ int spade_episodes_play(spade_sandbox *sb, const spade_ep_spec *specs, int n_spe
         out[i].end = SPADE_EP_STOPPED;
     }
     o.on_outcome = list_outcome;
-    if (o.on_event)
-        o.on_event = list_event;
+    if (o.on_event) o.on_event = list_event;
     o.ctx = &c;
     /* the list says how many episodes each spec has: no more instances than that */
     spade_ep_spec *own = n_specs > 0 ? malloc((size_t)n_specs * sizeof *own) : NULL;
@@ -509,8 +456,7 @@ int spade_episodes_play(spade_sandbox *sb, const spade_ep_spec *specs, int n_spe
     for (int s = 0; s < n_specs; s++) {
         own[s] = specs[s];
         if (own[s].expected <= 0)
-            for (long i = 0; i < n; i++)
-                own[s].expected += reqs[i].spec == s;
+            for (long i = 0; i < n; i++) own[s].expected += reqs[i].spec == s;
     }
     int rc = spade_episodes_run(sb, own ? own : specs, n_specs, list_next, &c, agent, &o, err, errlen);
     free(own);

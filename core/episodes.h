@@ -66,9 +66,9 @@ typedef struct spade_ep_place {
 } spade_ep_place;
 
 typedef struct spade_ep_request {
-    int spec;      /* index into the run's specs */
+    int spec; /* index into the run's specs */
     uint64_t seed; /* the environment's reset seed */
-    int hint;      /* append the hint to the first observation (the hint arm) */
+    int hint; /* append the hint to the first observation (the hint arm) */
     /* which play of this seed (0, 1, ...): the same seed played again, e.g.
      * selfplay.repeats; a sampling agent draws another stream for it */
     int repeat;
@@ -76,10 +76,10 @@ typedef struct spade_ep_request {
 
 typedef enum spade_ep_end {
     SPADE_EP_TERMINATED = 0, /* the environment finished the task */
-    SPADE_EP_TRUNCATED,      /* max_steps reached */
-    SPADE_EP_AGENT_STOP,     /* the agent ended it (stop reason in the outcome) */
-    SPADE_EP_FAILED,         /* the sandbox failed in this episode (failure in the outcome) */
-    SPADE_EP_STOPPED,        /* the run stopped (signal, agent out of input) before it ended */
+    SPADE_EP_TRUNCATED, /* max_steps reached */
+    SPADE_EP_AGENT_STOP, /* the agent ended it (stop reason in the outcome) */
+    SPADE_EP_FAILED, /* the sandbox failed in this episode (failure in the outcome) */
+    SPADE_EP_STOPPED, /* the run stopped (signal, agent out of input) before it ended */
 } spade_ep_end;
 
 /* "terminated", "truncated", "agent_stop", "failed", "stopped" */
@@ -89,7 +89,7 @@ const char *spade_ep_end_name(spade_ep_end e);
  * not just "crash"). */
 typedef enum spade_ep_op {
     SPADE_EP_OP_NONE = 0, /* not failed */
-    SPADE_EP_OP_LOAD,     /* the worker could not be (re)started: compile, spawn */
+    SPADE_EP_OP_LOAD, /* the worker could not be (re)started: compile, spawn */
     SPADE_EP_OP_RESET,
     SPADE_EP_OP_STEP,
     SPADE_EP_OP_HINT,
@@ -105,9 +105,9 @@ typedef struct spade_ep_outcome {
     uint64_t seed;
     int hint;
     spade_ep_end end;
-    double ret;  /* return (so far, for agent_stop, failed and stopped) */
+    double ret; /* return (so far, for agent_stop, failed and stopped) */
     int success; /* ret >= the environment's .success; 0 when failed or stopped */
-    int steps;   /* steps taken (a failed step is not counted) */
+    int steps; /* steps taken (a failed step is not counted) */
     char stop_reason[32]; /* agent_stop: the agent's reason ("context_full", "script_end", ...) */
     spade_failure failure; /* failed: class (failure.outcome) and message */
     /* failed: the call that failed; a step's is step steps + 1 (a replay
@@ -148,7 +148,7 @@ typedef struct spade_ep_act {
 } spade_ep_act;
 
 enum {
-    SPADE_AGENT_WANTS_HINT = 1,  /* fetch the hint at reset for every episode */
+    SPADE_AGENT_WANTS_HINT = 1, /* fetch the hint at reset for every episode */
     SPADE_AGENT_WANTS_SOLVE = 2, /* fetch SOLVE's action before every step */
 };
 
@@ -177,7 +177,7 @@ void spade_agent_free(spade_agent *a);
 /* Something happened in a live episode (for --show, transcripts, logs). */
 typedef enum spade_ep_event_kind {
     SPADE_EV_OBS = 0, /* an observation: the first (step 0) or after a step */
-    SPADE_EV_ACTION,  /* the agent's action, before it is played */
+    SPADE_EV_ACTION, /* the agent's action, before it is played */
 } spade_ep_event_kind;
 
 typedef struct spade_ep_event {
@@ -191,7 +191,7 @@ typedef struct spade_ep_event {
 
 typedef struct spade_episodes_opts {
     int max_live; /* episodes live at once: the agent's batch (default 32) */
-    int workers;  /* worker processes per spec (default 1) */
+    int workers; /* worker processes per spec (default 1) */
     /* non-zero: the workers' fresh memory is poisoned by this seed
      * (spade_vecenv_new_poisoned); two runs with different poisons see
      * different garbage in uninitialised memory (default 0: off) */
@@ -234,8 +234,8 @@ typedef int (*spade_ep_next_fn)(void *ctx, spade_ep_request *req);
 
 /* How a run ended. */
 enum {
-    SPADE_EPISODES_DONE = 0,      /* every request played */
-    SPADE_EPISODES_STOPPED = 1,   /* opts.stop was set */
+    SPADE_EPISODES_DONE = 0, /* every request played */
+    SPADE_EPISODES_STOPPED = 1, /* opts.stop was set */
     SPADE_EPISODES_AGENT_END = 2, /* the agent had no more actions */
 };
 
@@ -244,20 +244,18 @@ enum {
  * the agent's error, a bad request, an internal error of the sandbox. Every
  * episode started has its outcome delivered before it returns. */
 int spade_episodes_run(spade_sandbox *sb, const spade_ep_spec *specs, int n_specs, spade_ep_next_fn next,
-                       void *next_ctx, spade_agent *agent, const spade_episodes_opts *opts, char *err,
-                       size_t errlen);
+                       void *next_ctx, spade_agent *agent, const spade_episodes_opts *opts, char *err, size_t errlen);
 
 /* The simple form: plays reqs[0..n) and writes out[0..n) (outcome i is
  * request i). opts may be NULL (defaults); its on_outcome is called too. */
 int spade_episodes_play(spade_sandbox *sb, const spade_ep_spec *specs, int n_specs, const spade_ep_request *reqs,
-                        long n, spade_agent *agent, const spade_episodes_opts *opts, spade_ep_outcome *out,
-                        char *err, size_t errlen);
+                        long n, spade_agent *agent, const spade_episodes_opts *opts, spade_ep_outcome *out, char *err,
+                        size_t errlen);
 
 /* The first observation of a hint episode: obs, a newline if obs does not end
  * with one, "Hint: ", the hint. Into buf (cap bytes, NUL-terminated,
  * truncated to fit); returns the length it would have. */
-size_t spade_ep_with_hint(const char *obs, size_t obs_len, const char *hint, size_t hint_len, char *buf,
-                          size_t cap);
+size_t spade_ep_with_hint(const char *obs, size_t obs_len, const char *hint, size_t hint_len, char *buf, size_t cap);
 
 /* How much of v's observation the environment wrote: at step 0 of a hint
  * episode, the length before the "Hint: HINT" that spade_ep_with_hint

@@ -23,20 +23,16 @@ typedef struct strbuf {
     size_t len, cap;
 } strbuf;
 
-static inline int sb_set(strbuf *b, const char *s, size_t n)
-{
+static inline int sb_set(strbuf *b, const char *s, size_t n) {
     if (n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 64;
-        while (cap < n + 1)
-            cap *= 2;
+        while (cap < n + 1) cap *= 2;
         char *p = realloc(b->p, cap);
-        if (!p)
-            return -1;
+        if (!p) return -1;
         b->p = p;
         b->cap = cap;
     }
-    if (n)
-        memcpy(b->p, s, n);
+    if (n) memcpy(b->p, s, n);
     b->p[n] = 0;
     b->len = n;
     return 0;
@@ -65,7 +61,7 @@ typedef struct live {
     size_t *hoff;
     int hist_n, hoff_cap;
     int unreplayable; /* the history outgrew SPADE_EP_REPLAY_MAX */
-    const char *cur;  /* this step's action (the agent's bytes, valid until its next act) */
+    const char *cur; /* this step's action (the agent's bytes, valid until its next act) */
     size_t cur_len;
     /* scratch of one round */
     int flag;
@@ -82,7 +78,7 @@ typedef struct grprt {
 typedef struct envrt {
     int loaded;
     int group; /* index into run.grp */
-    int off;   /* slot k of this spec is env off + k of the group's vector */
+    int off; /* slot k of this spec is env off + k of the group's vector */
     const spade_env_info *info;
     int nslots;
     int *slot_of; /* [nslots] live index or -1 */
@@ -102,7 +98,7 @@ typedef struct run {
     int max_live;
     int *order; /* live indices in episode order */
     int n_order;
-    long taken;  /* requests taken so far */
+    long taken; /* requests taken so far */
     int have_req; /* req holds a request taken but not placed (its spec was full) */
     spade_ep_request req;
     long req_ep;
@@ -120,16 +116,13 @@ typedef struct run {
     size_t *act_l;
     int *who, *who2;
     spade_step_result *res;
-    int *sent, *start;   /* [n_specs], [n_specs + 1] */
-    spade_failure *gs;   /* [n_specs] */
+    int *sent, *start; /* [n_specs], [n_specs + 1] */
+    spade_failure *gs; /* [n_specs] */
     char *err;
     size_t errlen;
 } run;
 
-static inline int group_of(const run *R, const live *e)
-{
-    return R->env[e->spec].group;
-}
+static inline int group_of(const run *R, const live *e) { return R->env[e->spec].group; }
 
 /* episodes.c: outcomes and results */
 int spade_eps_oom(run *R); /* fills the error buffer; returns -1 */

@@ -5,8 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-void spade_vputf(spade_put_fn put, void *ctx, const char *fmt, va_list ap)
-{
+void spade_vputf(spade_put_fn put, void *ctx, const char *fmt, va_list ap) {
     char small[512];
     va_list again;
     va_copy(again, ap);
@@ -16,22 +15,18 @@ void spade_vputf(spade_put_fn put, void *ctx, const char *fmt, va_list ap)
     } else if (n >= 0) {
         /* Longer than the stack buffer: format again into one that fits. */
         char *big = malloc((size_t)n + 1);
-        if (big && vsnprintf(big, (size_t)n + 1, fmt, again) == n)
-            put(ctx, big, (size_t)n);
+        if (big && vsnprintf(big, (size_t)n + 1, fmt, again) == n) put(ctx, big, (size_t)n);
         free(big);
     }
     va_end(again);
 }
 
-void spade_verrf(char *err, size_t errlen, const char *fmt, va_list ap)
-{
-    if (!err || !errlen)
-        return;
+void spade_verrf(char *err, size_t errlen, const char *fmt, va_list ap) {
+    if (!err || !errlen) return;
     vsnprintf(err, errlen, fmt, ap);
 }
 
-void spade_errf(char *err, size_t errlen, const char *fmt, ...)
-{
+void spade_errf(char *err, size_t errlen, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     spade_verrf(err, errlen, fmt, ap);

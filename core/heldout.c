@@ -106,8 +106,10 @@ int spade_heldout_guard_new(spade_heldout_guard **out, const char *dir, char *er
         spade_errf(err, errlen, "held-out guard: out of memory");
         return -1;
     }
-    if (dir) snprintf(g->dir, sizeof g->dir, "%s", dir);
-    else if (spade_heldout_dir(g->dir, sizeof g->dir, err, errlen) < 0) goto done;
+    if (dir)
+        snprintf(g->dir, sizeof g->dir, "%s", dir);
+    else if (spade_heldout_dir(g->dir, sizeof g->dir, err, errlen) < 0)
+        goto done;
     if (spade_heldout_files(g->dir, &paths, &n, err, errlen) < 0) goto done;
     if (n == 0) {
         spade_errf(err, errlen, "%s: the held-out suite has no .c files", g->dir);
@@ -131,8 +133,10 @@ int spade_heldout_guard_new(spade_heldout_guard **out, const char *dir, char *er
 done:
     for (int i = 0; i < n; i++) free(paths[i]);
     free(paths);
-    if (rc == 0) *out = g;
-    else free(g);
+    if (rc == 0)
+        *out = g;
+    else
+        free(g);
     return rc;
 }
 
@@ -140,8 +144,8 @@ void spade_heldout_guard_free(spade_heldout_guard *g) { free(g); }
 
 int spade_heldout_guard_count(const spade_heldout_guard *g) { return g ? g->n : 0; }
 
-int spade_heldout_guard_refuses(const spade_heldout_guard *g, const char *path, const char *src, size_t len,
-                                char *why, size_t whylen) {
+int spade_heldout_guard_refuses(const spade_heldout_guard *g, const char *path, const char *src, size_t len, char *why,
+                                size_t whylen) {
     if (path && spade_path_is_heldout(path)) {
         spade_errf(why, whylen, "%s is in the held-out suite (its directory holds %s)", path, SPADE_HELDOUT_MARKER);
         return 1;

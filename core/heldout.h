@@ -48,7 +48,7 @@ int spade_heldout_guard_count(const spade_heldout_guard *g);
 /* 1 (refused, with why filled in) when path is in a held-out directory or src
  * (len bytes) is a held-out file's source; else 0. src may be NULL (only the
  * path is judged). */
-int spade_heldout_guard_refuses(const spade_heldout_guard *g, const char *path, const char *src, size_t len,
-                                char *why, size_t whylen);
+int spade_heldout_guard_refuses(const spade_heldout_guard *g, const char *path, const char *src, size_t len, char *why,
+                                size_t whylen);
 
 #endif /* SPADE_HELDOUT_H */

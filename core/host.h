@@ -49,9 +49,9 @@ typedef struct spade_env_info {
     char name[64];
     char description[256];
     char family[32];
-    int max_steps;         /* defaults applied */
-    double success;        /* defaults applied */
-    uint64_t state_size;   /* bytes */
+    int max_steps; /* defaults applied */
+    double success; /* defaults applied */
+    uint64_t state_size; /* bytes */
     int has_solve;
     int n_params;
     spade_param_info params[SPADE_INFO_MAX_PARAMS];
@@ -64,9 +64,9 @@ typedef struct spade_env_info {
 typedef enum spade_host_status {
     SPADE_HOST_OK = 0,
     SPADE_HOST_OUTPUT_TOO_LARGE, /* said more than SPADE_OBS_MAX bytes */
-    SPADE_HOST_BAD_CALL,         /* caller error: unknown instance, step before reset, action too long */
-    SPADE_HOST_BAD_REWARD,       /* the step called reward() with NaN, an infinity or a value beyond
-                                    +-SPADE_REWARD_MAX, or its rewards summed past it; ends the episode */
+    SPADE_HOST_BAD_CALL, /* caller error: unknown instance, step before reset, action too long */
+    SPADE_HOST_BAD_REWARD, /* the step called reward() with NaN, an infinity or a value beyond
+                              +-SPADE_REWARD_MAX, or its rewards summed past it; ends the episode */
 } spade_host_status;
 
 /* The one place where reward magnitudes are bounded (docs/dsl.md): a step's
@@ -83,10 +83,10 @@ typedef enum spade_host_status {
 typedef struct spade_step_result {
     const char *obs; /* observation text (NUL-terminated) */
     size_t obs_len;
-    double reward;  /* finite, within +-SPADE_REWARD_MAX (else the step is SPADE_HOST_BAD_REWARD) */
+    double reward; /* finite, within +-SPADE_REWARD_MAX (else the step is SPADE_HOST_BAD_REWARD) */
     int terminated; /* the task ended (the environment called finish) */
-    int truncated;  /* max_steps reached without termination */
-    int success;    /* episode return so far >= info.success (meaningful when done) */
+    int truncated; /* max_steps reached without termination */
+    int success; /* episode return so far >= info.success (meaningful when done) */
     double episode_return;
 } spade_step_result;
 
@@ -135,9 +135,9 @@ spade_host_status spade_host_solve(spade_host *h, int inst, const char **text, s
  * (checking what an environment declares) and the parent (checking the info a
  * worker sends back, since the worker runs environment code and could forge
  * it). ASCII only, whatever the locale. */
-int spade_info_name_ok(const char *s);   /* non-empty [a-z0-9_-]+: env names and families */
+int spade_info_name_ok(const char *s); /* non-empty [a-z0-9_-]+: env names and families */
 int spade_info_c_ident_ok(const char *s); /* a C identifier: param and tool names */
 int spade_info_one_line_ok(const char *s); /* non-empty, no control byte but tab */
-int spade_info_whole_int(double v);      /* finite, whole, fits an int */
+int spade_info_whole_int(double v); /* finite, whole, fits an int */
 
 #endif /* SPADE_HOST_H */

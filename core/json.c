@@ -97,10 +97,14 @@ static int hex4(reader *r, unsigned *out) {
     for (int i = 0; i < 4; i++) {
         unsigned char c = r->s[r->pos + (size_t)i];
         v <<= 4;
-        if (c >= '0' && c <= '9') v |= (unsigned)(c - '0');
-        else if (c >= 'a' && c <= 'f') v |= (unsigned)(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F') v |= (unsigned)(c - 'A' + 10);
-        else return fail(r, "\\u needs four hex digits");
+        if (c >= '0' && c <= '9')
+            v |= (unsigned)(c - '0');
+        else if (c >= 'a' && c <= 'f')
+            v |= (unsigned)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F')
+            v |= (unsigned)(c - 'A' + 10);
+        else
+            return fail(r, "\\u needs four hex digits");
     }
     r->pos += 4;
     *out = v;
@@ -360,10 +364,11 @@ static int read_value(reader *r, spade_json *v, int depth) {
     switch (r->s[r->pos]) {
     case '{': return read_object(r, v, depth);
     case '[': return read_array(r, v, depth);
-    case '"':
-        v->type = SPADE_JSON_STRING;
-        return read_string(r, &v->str, &v->len);
-    case 't': v->type = SPADE_JSON_BOOL; v->boolean = 1; return literal(r, "true");
+    case '"': v->type = SPADE_JSON_STRING; return read_string(r, &v->str, &v->len);
+    case 't':
+        v->type = SPADE_JSON_BOOL;
+        v->boolean = 1;
+        return literal(r, "true");
     case 'f': v->type = SPADE_JSON_BOOL; return literal(r, "false");
     case 'n': v->type = SPADE_JSON_NULL; return literal(r, "null");
     default: return read_number(r, v);
@@ -505,17 +510,20 @@ static size_t utf8_len(const unsigned char *s, size_t n) {
     if (c < 0x80) return 1;
     size_t need;
     unsigned cp;
-    if (c >= 0xC2 && c <= 0xDF) need = 2, cp = c & 0x1F;
-    else if (c >= 0xE0 && c <= 0xEF) need = 3, cp = c & 0x0F;
-    else if (c >= 0xF0 && c <= 0xF4) need = 4, cp = c & 0x07;
-    else return 0;
+    if (c >= 0xC2 && c <= 0xDF)
+        need = 2, cp = c & 0x1F;
+    else if (c >= 0xE0 && c <= 0xEF)
+        need = 3, cp = c & 0x0F;
+    else if (c >= 0xF0 && c <= 0xF4)
+        need = 4, cp = c & 0x07;
+    else
+        return 0;
     if (n < need) return 0;
     for (size_t i = 1; i < need; i++) {
         if ((s[i] & 0xC0) != 0x80) return 0;
         cp = (cp << 6) | (s[i] & 0x3F);
     }
-    if ((need == 3 && cp < 0x800) || (need == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-        (cp >= 0xD800 && cp <= 0xDFFF))
+    if ((need == 3 && cp < 0x800) || (need == 4 && (cp < 0x10000 || cp > 0x10FFFF)) || (cp >= 0xD800 && cp <= 0xDFFF))
         return 0;
     return need;
 }
@@ -590,7 +598,8 @@ void spade_jw_num(spade_jbuf *b, double v) {
         long long x = (long long)v;
         char *e = t + sizeof t, *q = e;
         unsigned long long u = x < 0 ? 0ULL - (unsigned long long)x : (unsigned long long)x;
-        do *--q = (char)('0' + u % 10); while (u /= 10);
+        do *--q = (char)('0' + u % 10);
+        while (u /= 10);
         if (x < 0) *--q = '-';
         spade_jw_raw(b, q, (size_t)(e - q));
         return;

@@ -36,11 +36,11 @@ typedef struct spade_json_member spade_json_member;
 
 struct spade_json {
     spade_json_type type;
-    int boolean;      /* BOOL */
-    double number;    /* NUMBER */
-    const char *str;  /* STRING: decoded bytes, NUL-terminated; NUMBER: its text */
-    size_t len;       /* STRING / NUMBER: bytes of str; ARRAY / OBJECT: element count */
-    spade_json *items;          /* ARRAY */
+    int boolean; /* BOOL */
+    double number; /* NUMBER */
+    const char *str; /* STRING: decoded bytes, NUL-terminated; NUMBER: its text */
+    size_t len; /* STRING / NUMBER: bytes of str; ARRAY / OBJECT: element count */
+    spade_json *items; /* ARRAY */
     spade_json_member *members; /* OBJECT, in document order */
 };
 
@@ -81,9 +81,9 @@ void spade_jbuf_clear(spade_jbuf *b);
 void spade_jw_raw(spade_jbuf *b, const char *s, size_t len);
 /* The writer puts commas itself: a value or key written right after another
  * value gets one. */
-void spade_jw_obj(spade_jbuf *b);   /* { */
+void spade_jw_obj(spade_jbuf *b); /* { */
 void spade_jw_end_obj(spade_jbuf *b);
-void spade_jw_arr(spade_jbuf *b);   /* [ */
+void spade_jw_arr(spade_jbuf *b); /* [ */
 void spade_jw_end_arr(spade_jbuf *b);
 void spade_jw_key(spade_jbuf *b, const char *key); /* "key": */
 void spade_jw_str(spade_jbuf *b, const char *s, size_t len);

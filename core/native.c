@@ -10,17 +10,11 @@
 
 #include "errbuf.h"
 
-static void *native_symbol(void *ctx, const char *name)
-{
-    return dlsym(ctx, name);
-}
+static void *native_symbol(void *ctx, const char *name) { return dlsym(ctx, name); }
 
-int spade_native_open(const char *so_path, spade_host **out, void **dl_handle, char *err, size_t errlen)
-{
-    if (out)
-        *out = NULL;
-    if (dl_handle)
-        *dl_handle = NULL;
+int spade_native_open(const char *so_path, spade_host **out, void **dl_handle, char *err, size_t errlen) {
+    if (out) *out = NULL;
+    if (dl_handle) *dl_handle = NULL;
     if (!so_path || !out || !dl_handle) {
         spade_errf(err, errlen, "spade_native_open: missing argument");
         return -1;
@@ -43,9 +37,7 @@ int spade_native_open(const char *so_path, spade_host **out, void **dl_handle, c
     return 0;
 }
 
-void spade_native_close(spade_host *h, void *dl_handle)
-{
+void spade_native_close(spade_host *h, void *dl_handle) {
     spade_host_free(h);
-    if (dl_handle)
-        dlclose(dl_handle);
+    if (dl_handle) dlclose(dl_handle);
 }

@@ -44,7 +44,7 @@
  * is "a:b.c" with "x=1"). params are not checked against the environment here
  * (spade_params_parse does that once the environment's params are known). */
 typedef struct spade_spec {
-    char target[SPADE_PATH_MAX];        /* a registry name or a file path */
+    char target[SPADE_PATH_MAX]; /* a registry name or a file path */
     char params[SPADE_SPEC_PARAMS_MAX]; /* "key=value,..." or "" */
 } spade_spec;
 
@@ -92,8 +92,8 @@ const char *spade_registry_dir(const spade_registry *r, int i);
 /* A name ("maze") is looked up as NAME.c in each directory in order; a path
  * (spade_spec_is_path) is taken as it is and must exist. 0 with the file's path,
  * or -1 with a message listing where it looked. */
-int spade_registry_find(const spade_registry *r, const char *name_or_path, char *path, size_t pathcap,
-                        char *err, size_t errlen);
+int spade_registry_find(const spade_registry *r, const char *name_or_path, char *path, size_t pathcap, char *err,
+                        size_t errlen);
 
 /* Parses a spec and finds its file: path and params (both may be NULL). */
 int spade_registry_resolve(const spade_registry *r, const char *spec, char *path, size_t pathcap, char *params,
@@ -107,10 +107,10 @@ int spade_dir_envs(const char *dir, char ***names, int *n, int *missing);
 
 /* One environment file found on the search path. */
 typedef struct spade_env_listing {
-    char name[64];             /* registry name: the file stem */
+    char name[64]; /* registry name: the file stem */
     char path[SPADE_PATH_MAX]; /* where it was found */
-    int shadowed;              /* an earlier directory has a file with the same name */
-    int ok;                    /* compiled and validated; info is meaningful */
+    int shadowed; /* an earlier directory has a file with the same name */
+    int ok; /* compiled and validated; info is meaningful */
     spade_env_info info;
     char error[1200]; /* when !ok: the failure, with file and line */
 } spade_env_listing;
@@ -119,8 +119,8 @@ typedef struct spade_env_listing {
  * sorted by name. With sb, each non-shadowed file is compiled in a worker to
  * fill info (or error); with sb NULL only names and paths are filled (ok = 0,
  * error empty). *out is malloc'd (free with free()). 0, or -1 with a message. */
-int spade_registry_list(const spade_registry *r, spade_sandbox *sb, spade_env_listing **out, int *n,
-                        char *err, size_t errlen);
+int spade_registry_list(const spade_registry *r, spade_sandbox *sb, spade_env_listing **out, int *n, char *err,
+                        size_t errlen);
 
 /* ---- hot-loading -------------------------------------------------------- */
 
@@ -141,14 +141,14 @@ int spade_registry_list(const spade_registry *r, spade_sandbox *sb, spade_env_li
 typedef struct spade_hotenv spade_hotenv;
 
 typedef struct spade_hotenv_version {
-    spade_worker *worker;       /* loaded and validated; add instances to it */
+    spade_worker *worker; /* loaded and validated; add instances to it */
     const spade_env_info *info; /* the worker's info */
     double param_values[SPADE_INFO_MAX_PARAMS]; /* params parsed against this version */
-    const char *source;         /* this version's source text (NUL-terminated) */
+    const char *source; /* this version's source text (NUL-terminated) */
     size_t source_len;
-    uint64_t hash;   /* FNV-1a 64 of the source */
-    int generation;  /* 1 for the first version, +1 for each reload */
-    int refs_;       /* private */
+    uint64_t hash; /* FNV-1a 64 of the source */
+    int generation; /* 1 for the first version, +1 for each reload */
+    int refs_; /* private */
 } spade_hotenv_version;
 
 /* Called on every failed reload (not on the first load: that one fails
@@ -157,8 +157,7 @@ typedef void (*spade_hotenv_error_fn)(void *ctx, const char *path, const spade_f
 
 /* Loads path (with params, "key=value,..." or NULL) for the first time. 0, or
  * -1 with f filled (compile error with its line, params error, missing file). */
-int spade_hotenv_new(spade_hotenv **out, spade_sandbox *sb, const char *path, const char *params,
-                     spade_failure *f);
+int spade_hotenv_new(spade_hotenv **out, spade_sandbox *sb, const char *path, const char *params, spade_failure *f);
 /* Frees the handle and every version no one holds; versions still acquired are
  * freed by their last release (which then needs no handle: pass NULL). */
 void spade_hotenv_free(spade_hotenv *h);

@@ -30,8 +30,7 @@ struct spade_remote {
     double outage_s;
 };
 
-void spade_remote_opts_default(spade_remote_opts *o)
-{
+void spade_remote_opts_default(spade_remote_opts *o) {
     *o = (spade_remote_opts){
         .concurrency = 8,
         .timeout_s = 120,
@@ -43,16 +42,14 @@ void spade_remote_opts_default(spade_remote_opts *o)
     };
 }
 
-static double now_s(void)
-{
+static double now_s(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
 static void note(const spade_remote *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void note(const spade_remote *r, const char *fmt, ...)
-{
+static void note(const spade_remote *r, const char *fmt, ...) {
     char line[1024];
     va_list ap;
     va_start(ap, fmt);
@@ -65,10 +62,8 @@ static void note(const spade_remote *r, const char *fmt, ...)
 }
 
 int spade_remote_parse_spec(const char *s, char *url, size_t url_cap, char *model, size_t model_cap, char *err,
-                            size_t errlen)
-{
-    if (strncmp(s, "remote:", 7))
-        return 0;
+                            size_t errlen) {
+    if (strncmp(s, "remote:", 7)) return 0;
     const char *u = s + 7, *hash = strrchr(u, '#');
     if (!hash || hash == u || !hash[1]) {
         spade_errf(err, errlen, "'%s': a remote policy is remote:URL#MODEL (e.g. remote:http://127.0.0.1:8080#smollm2)",
@@ -104,8 +99,7 @@ typedef struct xfer {
     int state; /* 0 queued, 1 in flight, 2 waiting to retry, 3 done */
 } xfer;
 
-static size_t on_data(char *p, size_t sz, size_t nm, void *ud)
-{
+static size_t on_data(char *p, size_t sz, size_t nm, void *ud) {
     xfer *x = ud;
     size_t n = sz * nm;
     if (x->len + n > SPADE_REMOTE_REPLY_MAX) {
@@ -114,11 +108,9 @@ static size_t on_data(char *p, size_t sz, size_t nm, void *ud)
     }
     if (x->len + n + 1 > x->cap) {
         size_t c = x->cap ? x->cap : 4096;
-        while (c < x->len + n + 1)
-            c *= 2;
+        while (c < x->len + n + 1) c *= 2;
         char *q = realloc(x->resp, c);
-        if (!q)
-            return 0;
+        if (!q) return 0;
         x->resp = q;
         x->cap = c;
     }
@@ -128,22 +120,18 @@ static size_t on_data(char *p, size_t sz, size_t nm, void *ud)
     return n;
 }
 
-static int xfer_setup(spade_remote *r, xfer *x, const char *url, const char *body)
-{
+static int xfer_setup(spade_remote *r, xfer *x, const char *url, const char *body) {
     x->len = 0;
     x->over = 0;
     if (!x->h)
         x->h = curl_easy_init();
     else
         curl_easy_reset(x->h);
-    if (!x->h)
-        return -1;
+    if (!x->h) return -1;
     if (!x->hdrs) {
         x->hdrs = curl_slist_append(NULL, "Content-Type: application/json");
-        if (r->auth && x->hdrs)
-            x->hdrs = curl_slist_append(x->hdrs, r->auth);
-        if (!x->hdrs)
-            return -1;
+        if (r->auth && x->hdrs) x->hdrs = curl_slist_append(x->hdrs, r->auth);
+        if (!x->hdrs) return -1;
     }
     curl_easy_setopt(x->h, CURLOPT_URL, url);
     curl_easy_setopt(x->h, CURLOPT_HTTPHEADER, x->hdrs);
@@ -162,37 +150,30 @@ static int xfer_setup(spade_remote *r, xfer *x, const char *url, const char *bod
     return 0;
 }
 
-static void xfer_clean(xfer *x)
-{
-    if (x->h)
-        curl_easy_cleanup(x->h);
+static void xfer_clean(xfer *x) {
+    if (x->h) curl_easy_cleanup(x->h);
     curl_slist_free_all(x->hdrs);
     free(x->body);
     free(x->resp);
 }
 
 /* The server's own error message, when the body is an OpenAI error object. */
-static void server_message(const char *body, size_t len, char *out, size_t cap)
-{
+static void server_message(const char *body, size_t len, char *out, size_t cap) {
     out[0] = 0;
     spade_json_doc *d = NULL;
     char e[64];
-    if (spade_json_parse(body, len, &d, e, sizeof e) < 0)
-        return;
+    if (spade_json_parse(body, len, &d, e, sizeof e) < 0) return;
     const spade_json *er = spade_json_get(spade_json_root(d), "error");
     const spade_json *m = er && er->type == SPADE_JSON_OBJECT   ? spade_json_get(er, "message")
                           : er && er->type == SPADE_JSON_STRING ? er
                                                                 : NULL;
-    if (!m)
-        m = spade_json_get(spade_json_root(d), "detail");
-    if (m && m->type == SPADE_JSON_STRING)
-        snprintf(out, cap, ": %.*s", (int)(m->len > 300 ? 300 : m->len), m->str);
+    if (!m) m = spade_json_get(spade_json_root(d), "detail");
+    if (m && m->type == SPADE_JSON_STRING) snprintf(out, cap, ": %.*s", (int)(m->len > 300 ? 300 : m->len), m->str);
     spade_json_doc_free(d);
 }
 
 /* How a finished try went: 0 ok, 1 retry, -1 fail (err). */
-static int judge(spade_remote *r, const char *url, xfer *x, CURLcode cc, char *err, size_t errlen)
-{
+static int judge(spade_remote *r, const char *url, xfer *x, CURLcode cc, char *err, size_t errlen) {
     if (x->over) {
         spade_errf(err, errlen, "%s: response over %d bytes", url, SPADE_REMOTE_REPLY_MAX);
         return -1;
@@ -206,8 +187,7 @@ static int judge(spade_remote *r, const char *url, xfer *x, CURLcode cc, char *e
     }
     long code = 0;
     curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &code);
-    if (code >= 200 && code < 300)
-        return 0;
+    if (code >= 200 && code < 300) return 0;
     char msg[320];
     server_message(x->resp ? x->resp : "", x->len, msg, sizeof msg);
     spade_errf(err, errlen, "%s: HTTP %ld%s", url, code, msg);
@@ -216,8 +196,7 @@ static int judge(spade_remote *r, const char *url, xfer *x, CURLcode cc, char *e
 }
 
 /* ---- the request body ----------------------------------------------------- */
-static char *chat_body(const spade_remote *r, const spade_remote_req *q)
-{
+static char *chat_body(const spade_remote *r, const spade_remote_req *q) {
     spade_jbuf b = {0};
     spade_jw_obj(&b);
     spade_jw_key(&b, "model");
@@ -259,8 +238,7 @@ static char *chat_body(const spade_remote *r, const spade_remote_req *q)
 }
 
 /* choices[0].message.content (and the log-probs) of a 2xx body. */
-static int parse_reply(const spade_remote *r, const xfer *x, spade_remote_reply *out, char *err, size_t errlen)
-{
+static int parse_reply(const spade_remote *r, const xfer *x, spade_remote_reply *out, char *err, size_t errlen) {
     const char *url = r->chat_url;
     spade_json_doc *d = NULL;
     char e[256];
@@ -302,8 +280,7 @@ static int parse_reply(const spade_remote *r, const xfer *x, spade_remote_reply 
         spade_errf(err, errlen, "%s: out of memory", url);
         goto done;
     }
-    if (len)
-        memcpy(out->text, c->str, len);
+    if (len) memcpy(out->text, c->str, len);
     out->text[len] = 0;
     out->len = len;
     /* choices[0].logprobs.content[i].logprob: optional; a malformed one is ignored, not trusted */
@@ -333,8 +310,7 @@ done:
 typedef int (*ok_fn)(spade_remote *r, xfer *x, void *ctx, char *err, size_t errlen);
 
 static int drive(spade_remote *r, const char *url, xfer *xs, int n, int conc, ok_fn ok, void *ctx, char *err,
-                 size_t errlen)
-{
+                 size_t errlen) {
     int done = 0, live = 0, rc = -1;
     double outage_from = 0;
     char why[1024];
@@ -342,10 +318,8 @@ static int drive(spade_remote *r, const char *url, xfer *xs, int n, int conc, ok
         double t = now_s(), next_wait = 1.0;
         for (int i = 0; i < n && live < conc; i++) {
             xfer *x = &xs[i];
-            if (x->state == 2 && x->wait_until <= t)
-                x->state = 0;
-            if (x->state != 0)
-                continue;
+            if (x->state == 2 && x->wait_until <= t) x->state = 0;
+            if (x->state != 0) continue;
             if (xfer_setup(r, x, url, x->body) < 0 || curl_multi_add_handle(r->multi, x->h) != CURLM_OK) {
                 spade_errf(err, errlen, "%s: cannot start a request (out of memory)", url);
                 goto out;
@@ -357,8 +331,7 @@ static int drive(spade_remote *r, const char *url, xfer *xs, int n, int conc, ok
             live++;
         }
         for (int i = 0; i < n; i++)
-            if (xs[i].state == 2 && xs[i].wait_until - t < next_wait)
-                next_wait = xs[i].wait_until - t;
+            if (xs[i].state == 2 && xs[i].wait_until - t < next_wait) next_wait = xs[i].wait_until - t;
         int running = 0;
         if (curl_multi_perform(r->multi, &running) != CURLM_OK) {
             spade_errf(err, errlen, "%s: curl_multi_perform failed", url);
@@ -368,8 +341,7 @@ static int drive(spade_remote *r, const char *url, xfer *xs, int n, int conc, ok
         int q;
         int progressed = 0;
         while ((m = curl_multi_info_read(r->multi, &q))) {
-            if (m->msg != CURLMSG_DONE)
-                continue;
+            if (m->msg != CURLMSG_DONE) continue;
             xfer *x = NULL;
             CURLcode cc = m->data.result;
             curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
@@ -383,18 +355,14 @@ static int drive(spade_remote *r, const char *url, xfer *xs, int n, int conc, ok
                     r->outage_s += now_s() - outage_from;
                     outage_from = 0;
                 }
-                if (ok && ok(r, x, ctx, err, errlen) < 0)
-                    goto out;
+                if (ok && ok(r, x, ctx, err, errlen) < 0) goto out;
                 x->state = 3;
                 done++;
             } else if (j > 0 && x->tries <= r->o.retries) {
                 double w = r->o.backoff_s;
-                for (int k = 1; k < x->tries && w < SPADE_REMOTE_BACKOFF_MAX_S; k++)
-                    w *= 2;
-                if (w > SPADE_REMOTE_BACKOFF_MAX_S)
-                    w = SPADE_REMOTE_BACKOFF_MAX_S;
-                if (outage_from == 0)
-                    outage_from = x->started;
+                for (int k = 1; k < x->tries && w < SPADE_REMOTE_BACKOFF_MAX_S; k++) w *= 2;
+                if (w > SPADE_REMOTE_BACKOFF_MAX_S) w = SPADE_REMOTE_BACKOFF_MAX_S;
+                if (outage_from == 0) outage_from = x->started;
                 note(r, "remote: %s; retry %d/%d in %.2f s", why, x->tries, r->o.retries, w);
                 r->retries++;
                 x->state = 2;
@@ -410,24 +378,20 @@ static int drive(spade_remote *r, const char *url, xfer *xs, int n, int conc, ok
         }
         if (done < n && !progressed) {
             int ms = live ? (int)(next_wait * 1000) : (int)(next_wait * 1000) + 1;
-            if (ms < 1)
-                ms = 1;
-            if (ms > 1000)
-                ms = 1000;
+            if (ms < 1) ms = 1;
+            if (ms > 1000) ms = 1000;
             curl_multi_poll(r->multi, NULL, 0, ms, NULL);
         }
     }
     rc = 0;
 out:
     for (int i = 0; i < n; i++)
-        if (xs[i].state == 1)
-            curl_multi_remove_handle(r->multi, xs[i].h);
+        if (xs[i].state == 1) curl_multi_remove_handle(r->multi, xs[i].h);
     return rc;
 }
 
 /* GET /v1/models: data[].id must include the model. */
-static int models_ok(spade_remote *r, xfer *x, void *ctx, char *err, size_t errlen)
-{
+static int models_ok(spade_remote *r, xfer *x, void *ctx, char *err, size_t errlen) {
     (void)ctx;
     const char *url = r->models_url;
     spade_json_doc *d = NULL;
@@ -457,8 +421,7 @@ static int models_ok(spade_remote *r, xfer *x, void *ctx, char *err, size_t errl
         if (hl < sizeof have - 1)
             hl += (size_t)snprintf(have + hl, sizeof have - hl, "%s'%.*s'", i ? ", " : "",
                                    (int)(id->len > 100 ? 100 : id->len), id->str);
-        if (hl > sizeof have - 1)
-            hl = sizeof have - 1;
+        if (hl > sizeof have - 1) hl = sizeof have - 1;
     }
     spade_errf(err, errlen, "%s: data[].id: no model '%s' (the server has %s)", url, r->model,
                data->len ? have : "none");
@@ -467,23 +430,17 @@ done:
     return rc;
 }
 
-static char *dup_cat(const char *a, const char *b)
-{
+static char *dup_cat(const char *a, const char *b) {
     size_t la = strlen(a), lb = strlen(b);
     char *p = malloc(la + lb + 1);
-    if (p)
-        memcpy(p, a, la), memcpy(p + la, b, lb + 1);
+    if (p) memcpy(p, a, la), memcpy(p + la, b, lb + 1);
     return p;
 }
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static void curl_init_once(void)
-{
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-}
+static void curl_init_once(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
 
-int spade_remote_new(spade_remote **out, const spade_remote_opts *o, char *err, size_t errlen)
-{
+int spade_remote_new(spade_remote **out, const spade_remote_opts *o, char *err, size_t errlen) {
     *out = NULL;
     if (!o->url || (strncmp(o->url, "http://", 7) && strncmp(o->url, "https://", 8))) {
         spade_errf(err, errlen, "remote: url: '%s' is not an http:// or https:// URL", o->url ? o->url : "");
@@ -526,10 +483,8 @@ int spade_remote_new(spade_remote **out, const spade_remote_opts *o, char *err, 
     r->model = dup_cat(o->model, "");
     if (r->base) {
         size_t l = strlen(r->base);
-        while (l && r->base[l - 1] == '/')
-            r->base[--l] = 0;
-        if (l >= 3 && !strcmp(r->base + l - 3, "/v1"))
-            r->base[l - 3] = 0;
+        while (l && r->base[l - 1] == '/') r->base[--l] = 0;
+        if (l >= 3 && !strcmp(r->base + l - 3, "/v1")) r->base[l - 3] = 0;
     }
     r->chat_url = r->base ? dup_cat(r->base, "/v1/chat/completions") : NULL;
     r->models_url = r->base ? dup_cat(r->base, "/v1/models") : NULL;
@@ -554,61 +509,43 @@ int spade_remote_new(spade_remote **out, const spade_remote_opts *o, char *err, 
     return 0;
 }
 
-void spade_remote_free(spade_remote *r)
-{
-    if (!r)
-        return;
-    if (r->multi)
-        curl_multi_cleanup(r->multi);
+void spade_remote_free(spade_remote *r) {
+    if (!r) return;
+    if (r->multi) curl_multi_cleanup(r->multi);
     free(r->base);
     free(r->chat_url);
     free(r->models_url);
     free(r->model);
-    if (r->auth)
-        memset(r->auth, 0, strlen(r->auth));
+    if (r->auth) memset(r->auth, 0, strlen(r->auth));
     free(r->auth);
     free(r);
 }
 
-const char *spade_remote_endpoint(const spade_remote *r)
-{
-    return r->chat_url;
-}
-const char *spade_remote_model(const spade_remote *r)
-{
-    return r->model;
-}
+const char *spade_remote_endpoint(const spade_remote *r) { return r->chat_url; }
+const char *spade_remote_model(const spade_remote *r) { return r->model; }
 
-void spade_remote_counts(const spade_remote *r, long *requests, long *retries, double *outage_s)
-{
-    if (requests)
-        *requests = r->requests;
-    if (retries)
-        *retries = r->retries;
-    if (outage_s)
-        *outage_s = r->outage_s;
+void spade_remote_counts(const spade_remote *r, long *requests, long *retries, double *outage_s) {
+    if (requests) *requests = r->requests;
+    if (retries) *retries = r->retries;
+    if (outage_s) *outage_s = r->outage_s;
 }
 
 typedef struct chat_ctx {
     spade_remote_reply *out;
 } chat_ctx;
 
-static int chat_ok(spade_remote *r, xfer *x, void *ctx, char *err, size_t errlen)
-{
+static int chat_ok(spade_remote *r, xfer *x, void *ctx, char *err, size_t errlen) {
     chat_ctx *c = ctx;
     spade_remote_reply *o = &c->out[x->idx];
-    if (parse_reply(r, x, o, err, errlen) < 0)
-        return -1;
+    if (parse_reply(r, x, o, err, errlen) < 0) return -1;
     o->tries = x->tries;
     o->latency_s = now_s() - x->started;
     return 0;
 }
 
 int spade_remote_chat(spade_remote *r, int n, const spade_remote_req *reqs, spade_remote_reply *out, char *err,
-                      size_t errlen)
-{
-    if (n <= 0)
-        return 0;
+                      size_t errlen) {
+    if (n <= 0) return 0;
     memset(out, 0, (size_t)n * sizeof *out);
     xfer *xs = calloc((size_t)n, sizeof *xs);
     int rc = -1;
@@ -627,11 +564,9 @@ int spade_remote_chat(spade_remote *r, int n, const spade_remote_req *reqs, spad
     chat_ctx c = {.out = out};
     rc = drive(r, r->chat_url, xs, n, r->o.concurrency, chat_ok, &c, err, errlen);
 done:
-    for (int i = 0; i < n; i++)
-        xfer_clean(&xs[i]);
+    for (int i = 0; i < n; i++) xfer_clean(&xs[i]);
     free(xs);
     if (rc < 0)
-        for (int i = 0; i < n; i++)
-            free(out[i].text), out[i].text = NULL;
+        for (int i = 0; i < n; i++) free(out[i].text), out[i].text = NULL;
     return rc;
 }

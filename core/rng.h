@@ -22,11 +22,11 @@ uint64_t spade_mix64(uint64_t x);
 uint64_t spade_rng_stream(uint64_t seed, int it, int slot, uint64_t tag);
 
 /* The self-play loop's tags (ASCII, so a seed's origin can be read back). */
-#define SPADE_RNG_PROMPT 0x70726f6dULL   /* "prom": the corpus draw and the memory of a prompt */
-#define SPADE_RNG_SOURCE 0x736f7572ULL   /* "sour": the designer's source */
+#define SPADE_RNG_PROMPT 0x70726f6dULL /* "prom": the corpus draw and the memory of a prompt */
+#define SPADE_RNG_SOURCE 0x736f7572ULL /* "sour": the designer's source */
 #define SPADE_RNG_TEMPLATE 0x746d706cULL /* "tmpl": a template's holes */
-#define SPADE_RNG_HINT 0x68696e74ULL     /* "hint": a self-written hint */
-#define SPADE_RNG_AGENT 0x61676e74ULL    /* "agnt": the agent's sampling in the paired plays and the look-ahead */
-#define SPADE_RNG_SEED 0x73656564ULL     /* "seed" + k: the k-th distinct seed of the paired plays */
+#define SPADE_RNG_HINT 0x68696e74ULL /* "hint": a self-written hint */
+#define SPADE_RNG_AGENT 0x61676e74ULL /* "agnt": the agent's sampling in the paired plays and the look-ahead */
+#define SPADE_RNG_SEED 0x73656564ULL /* "seed" + k: the k-th distinct seed of the paired plays */
 
 #endif /* SPADE_RNG_H */

@@ -18,13 +18,9 @@ static const uint32_t K[64] = {
     0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
     0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
 
-static uint32_t ror(uint32_t x, int n)
-{
-    return (x >> n) | (x << (32 - n));
-}
+static uint32_t ror(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
 
-static void block(uint32_t h[8], const uint8_t *p)
-{
+static void block(uint32_t h[8], const uint8_t *p) {
     uint32_t w[64];
     for (int i = 0; i < 16; i++)
         w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 | (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
@@ -49,8 +45,7 @@ static void block(uint32_t h[8], const uint8_t *p)
     h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e, h[5] += f, h[6] += g, h[7] += hh;
 }
 
-void spade_sha256_init(spade_sha256 *s)
-{
+void spade_sha256_init(spade_sha256 *s) {
     static const uint32_t h0[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
                                    0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
     memcpy(s->h, h0, sizeof h0);
@@ -58,48 +53,39 @@ void spade_sha256_init(spade_sha256 *s)
     s->nbuf = 0;
 }
 
-void spade_sha256_update(spade_sha256 *s, const void *data, size_t n)
-{
+void spade_sha256_update(spade_sha256 *s, const void *data, size_t n) {
     const uint8_t *p = data;
     s->nbytes += n;
     if (s->nbuf) {
         size_t take = 64 - s->nbuf < n ? 64 - s->nbuf : n;
         memcpy(s->buf + s->nbuf, p, take);
         s->nbuf += take, p += take, n -= take;
-        if (s->nbuf < 64)
-            return;
+        if (s->nbuf < 64) return;
         block(s->h, s->buf);
         s->nbuf = 0;
     }
-    for (; n >= 64; p += 64, n -= 64)
-        block(s->h, p);
+    for (; n >= 64; p += 64, n -= 64) block(s->h, p);
     memcpy(s->buf, p, n);
     s->nbuf = n;
 }
 
-void spade_sha256_final(spade_sha256 *s, uint8_t digest[32])
-{
+void spade_sha256_final(spade_sha256 *s, uint8_t digest[32]) {
     uint64_t bits = s->nbytes * 8;
     uint8_t pad[72] = {0x80};
     size_t npad = (s->nbuf < 56 ? 56 : 120) - s->nbuf;
-    for (int i = 0; i < 8; i++)
-        pad[npad + i] = (uint8_t)(bits >> (56 - 8 * i));
+    for (int i = 0; i < 8; i++) pad[npad + i] = (uint8_t)(bits >> (56 - 8 * i));
     spade_sha256_update(s, pad, npad + 8);
     for (int i = 0; i < 8; i++)
-        for (int j = 0; j < 4; j++)
-            digest[4 * i + j] = (uint8_t)(s->h[i] >> (24 - 8 * j));
+        for (int j = 0; j < 4; j++) digest[4 * i + j] = (uint8_t)(s->h[i] >> (24 - 8 * j));
 }
 
-void spade_sha256_tohex(const uint8_t digest[32], char hex[65])
-{
+void spade_sha256_tohex(const uint8_t digest[32], char hex[65]) {
     static const char x[] = "0123456789abcdef";
-    for (int i = 0; i < 32; i++)
-        hex[2 * i] = x[digest[i] >> 4], hex[2 * i + 1] = x[digest[i] & 15];
+    for (int i = 0; i < 32; i++) hex[2 * i] = x[digest[i] >> 4], hex[2 * i + 1] = x[digest[i] & 15];
     hex[64] = 0;
 }
 
-void spade_sha256_hex(const void *data, size_t n, char hex[65])
-{
+void spade_sha256_hex(const void *data, size_t n, char hex[65]) {
     spade_sha256 s;
     uint8_t d[32];
     spade_sha256_init(&s);
@@ -108,8 +94,7 @@ void spade_sha256_hex(const void *data, size_t n, char hex[65])
     spade_sha256_tohex(d, hex);
 }
 
-int spade_sha256_file(const char *path, char hex[65], uint64_t *size, char *err, size_t errlen)
-{
+int spade_sha256_file(const char *path, char hex[65], uint64_t *size, char *err, size_t errlen) {
     FILE *f = fopen(path, "rb");
     if (!f) {
         spade_errf(err, errlen, "%s: %s", path, strerror(errno));
@@ -119,8 +104,7 @@ int spade_sha256_file(const char *path, char hex[65], uint64_t *size, char *err,
     spade_sha256 s;
     spade_sha256_init(&s);
     size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        spade_sha256_update(&s, buf, n);
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) spade_sha256_update(&s, buf, n);
     int bad = ferror(f);
     fclose(f);
     if (bad) {
@@ -128,8 +112,7 @@ int spade_sha256_file(const char *path, char hex[65], uint64_t *size, char *err,
         return -1;
     }
     uint8_t d[32];
-    if (size)
-        *size = s.nbytes;
+    if (size) *size = s.nbytes;
     spade_sha256_final(&s, d);
     spade_sha256_tohex(d, hex);
     return 0;

@@ -10,10 +10,10 @@ static int blank(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r
 
 size_t spade_source_normalise(const char *src, size_t len, char *out, size_t cap) {
     size_t o = 0;
-#define PUT(ch)                       \
-    do {                              \
-        if (o + 1 < cap) out[o] = (ch); \
-        o++;                          \
+#define PUT(ch)                                                                                                        \
+    do {                                                                                                               \
+        if (o + 1 < cap) out[o] = (ch);                                                                                \
+        o++;                                                                                                           \
     } while (0)
     for (size_t i = 0; i < len; i++) {
         char c = src[i];

@@ -20,8 +20,7 @@ struct spade_env {
     size_t *lens;
 };
 
-static void convert(const spade_step_result *r, spade_result *out, int n)
-{
+static void convert(const spade_step_result *r, spade_result *out, int n) {
     for (int i = 0; i < n; i++) {
         out[i].obs = r[i].obs;
         out[i].obs_len = r[i].obs_len;
@@ -35,22 +34,17 @@ static void convert(const spade_step_result *r, spade_result *out, int n)
 
 /* The file and params of spec, and its source. */
 static int load_spec(const char *spec, char *path, size_t pathcap, char *params, size_t pcap, char **src, size_t *len,
-                     char *err, size_t errlen)
-{
+                     char *err, size_t errlen) {
     spade_registry *r;
-    if (spade_registry_new(&r, NULL, 0, err, errlen) < 0)
-        return -1;
+    if (spade_registry_new(&r, NULL, 0, err, errlen) < 0) return -1;
     int rc = spade_registry_resolve(r, spec, path, pathcap, params, pcap, err, errlen);
     spade_registry_free(r);
-    if (rc < 0)
-        return -1;
+    if (rc < 0) return -1;
     return spade_read_source(path, src, len, err, errlen);
 }
 
-int spade_env_open(spade_sandbox *sb, const char *spec, int num_envs, spade_env **out, char *err, size_t errlen)
-{
-    if (out)
-        *out = NULL;
+int spade_env_open(spade_sandbox *sb, const char *spec, int num_envs, spade_env **out, char *err, size_t errlen) {
+    if (out) *out = NULL;
     if (!sb || !spec || !out || num_envs < 1) {
         spade_errf(err, errlen, "spade_env_open: NULL sandbox, spec or out, or num_envs < 1");
         return -1;
@@ -58,8 +52,7 @@ int spade_env_open(spade_sandbox *sb, const char *spec, int num_envs, spade_env 
     char path[SPADE_PATH_MAX], params[SPADE_SPEC_PARAMS_MAX];
     char *src = NULL;
     size_t len = 0;
-    if (load_spec(spec, path, sizeof path, params, sizeof params, &src, &len, err, errlen) < 0)
-        return -1;
+    if (load_spec(spec, path, sizeof path, params, sizeof params, &src, &len, err, errlen) < 0) return -1;
     spade_env *e = calloc(1, sizeof *e);
     if (e) {
         e->raw = calloc((size_t)num_envs, sizeof *e->raw);
@@ -85,29 +78,22 @@ int spade_env_open(spade_sandbox *sb, const char *spec, int num_envs, spade_env 
     return 0;
 }
 
-void spade_env_free(spade_env *e)
-{
-    if (!e)
-        return;
+void spade_env_free(spade_env *e) {
+    if (!e) return;
     spade_vecenv_free(e->v);
     free(e->raw);
     free(e->lens);
     free(e);
 }
 
-int spade_env_num(const spade_env *e)
-{
-    return e ? e->n : 0;
-}
+int spade_env_num(const spade_env *e) { return e ? e->n : 0; }
 
-const char *spade_env_name(const spade_env *e)
-{
+const char *spade_env_name(const spade_env *e) {
     const spade_env_info *in = e ? spade_vecenv_info(e->v) : NULL;
     return in ? in->name : "";
 }
 
-int spade_env_reset(spade_env *e, uint64_t seed, spade_result *results, char *err, size_t errlen)
-{
+int spade_env_reset(spade_env *e, uint64_t seed, spade_result *results, char *err, size_t errlen) {
     spade_failure f;
     if (!e || !results) {
         spade_errf(err, errlen, "spade_env_reset: NULL env or results");
@@ -121,15 +107,13 @@ int spade_env_reset(spade_env *e, uint64_t seed, spade_result *results, char *er
     return 0;
 }
 
-int spade_env_step(spade_env *e, const char *const *actions, spade_result *results, char *err, size_t errlen)
-{
+int spade_env_step(spade_env *e, const char *const *actions, spade_result *results, char *err, size_t errlen) {
     spade_failure f;
     if (!e || !actions || !results) {
         spade_errf(err, errlen, "spade_env_step: NULL env, actions or results");
         return -1;
     }
-    for (int i = 0; i < e->n; i++)
-        e->lens[i] = actions[i] ? strlen(actions[i]) : 0;
+    for (int i = 0; i < e->n; i++) e->lens[i] = actions[i] ? strlen(actions[i]) : 0;
     if (spade_vecenv_step(e->v, actions, e->lens, e->raw, &f) != 0) {
         spade_errf(err, errlen, "step: %s: %s", spade_outcome_name(f.outcome), f.message);
         return -1;
@@ -138,10 +122,8 @@ int spade_env_step(spade_env *e, const char *const *actions, spade_result *resul
     return 0;
 }
 
-int spade_check_spec(spade_sandbox *sb, const char *spec, char **report, char *err, size_t errlen)
-{
-    if (report)
-        *report = NULL;
+int spade_check_spec(spade_sandbox *sb, const char *spec, char **report, char *err, size_t errlen) {
+    if (report) *report = NULL;
     char path[SPADE_PATH_MAX], params[SPADE_SPEC_PARAMS_MAX];
     char *src = NULL;
     size_t len = 0;
@@ -149,8 +131,7 @@ int spade_check_spec(spade_sandbox *sb, const char *spec, char **report, char *e
         spade_errf(err, errlen, "spade_check_spec: NULL sandbox or spec");
         return -1;
     }
-    if (load_spec(spec, path, sizeof path, params, sizeof params, &src, &len, err, errlen) < 0)
-        return -1;
+    if (load_spec(spec, path, sizeof path, params, sizeof params, &src, &len, err, errlen) < 0) return -1;
     spade_check_report *rep = malloc(sizeof *rep);
     if (!rep) {
         free(src);
@@ -159,15 +140,10 @@ int spade_check_spec(spade_sandbox *sb, const char *spec, char **report, char *e
     }
     int rc = spade_check(sb, path, src, len, *params ? params : NULL, NULL, rep);
     free(src);
-    if (rc < 0)
-        spade_errf(err, errlen, "%s: the checker could not run: %.900s", path, rep->text);
-    if (report)
-        *report = strdup(rep->text);
+    if (rc < 0) spade_errf(err, errlen, "%s: the checker could not run: %.900s", path, rep->text);
+    if (report) *report = strdup(rep->text);
     free(rep);
     return rc;
 }
 
-void spade_free(void *p)
-{
-    free(p);
-}
+void spade_free(void *p) { free(p); }

@@ -104,8 +104,10 @@ static double *gram(const double *U, int n, int d, int dual, int *m_out) {
     for (int a = 0; a < m; a++)
         for (int b = a; b < m; b++) {
             double s = 0;
-            if (dual) for (int i = 0; i < n; i++) s += U[(size_t)i * d + a] * U[(size_t)i * d + b];
-            else for (int k = 0; k < d; k++) s += U[(size_t)a * d + k] * U[(size_t)b * d + k];
+            if (dual)
+                for (int i = 0; i < n; i++) s += U[(size_t)i * d + a] * U[(size_t)i * d + b];
+            else
+                for (int k = 0; k < d; k++) s += U[(size_t)a * d + k] * U[(size_t)b * d + k];
             G[(size_t)a * m + b] = G[(size_t)b * m + a] = s / n;
         }
     *m_out = m;

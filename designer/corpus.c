@@ -212,8 +212,8 @@ int spade_corpus_new(spade_corpus **out, const char *const *paths, int n, const 
         }
     if (n_refused) *n_refused = refused;
     if (c->n == 0) {
-        spade_errf(err, errlen, "corpus: no .c, .md, .txt or .jsonl item in the %d path%s given%s", n, n == 1 ? "" : "s",
-                   refused ? " (every file found is held out)" : "");
+        spade_errf(err, errlen, "corpus: no .c, .md, .txt or .jsonl item in the %d path%s given%s", n,
+                   n == 1 ? "" : "s", refused ? " (every file found is held out)" : "");
         spade_corpus_free(c);
         return -1;
     }

@@ -23,10 +23,10 @@
 typedef struct spade_corpus spade_corpus;
 
 typedef struct spade_corpus_item {
-    const char *name;   /* the file (or FILE:LINE for JSONL) */
-    const char *text;   /* NUL-terminated */
+    const char *name; /* the file (or FILE:LINE for JSONL) */
+    const char *text; /* NUL-terminated */
     size_t len;
-    char family[32];    /* a .c item's ENV .family, else "" */
+    char family[32]; /* a .c item's ENV .family, else "" */
 } spade_corpus_item;
 
 /* Reads every item of paths[0..n) (files or directories). guard may be NULL

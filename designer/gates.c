@@ -23,8 +23,19 @@
 #include "vendi.h"
 
 static const char *const NAMES[SPADE_GATE_COUNT] = {
-    "compile", "limits", "reset_deterministic", "replay_deterministic", "probe_actions",
-    "random_agent", "noop_agent", "constant_agent", "obs_echo", "hint_echo", "solve", "winnable", "novelty",
+    "compile",
+    "limits",
+    "reset_deterministic",
+    "replay_deterministic",
+    "probe_actions",
+    "random_agent",
+    "noop_agent",
+    "constant_agent",
+    "obs_echo",
+    "hint_echo",
+    "solve",
+    "winnable",
+    "novelty",
 };
 
 const char *spade_gate_name(spade_gate g) { return (unsigned)g < SPADE_GATE_COUNT ? NAMES[g] : "?"; }
@@ -69,11 +80,11 @@ static void verdict(spade_gate_report *r, spade_gate g, int status, const char *
 #define ACT_KEEP 40
 
 typedef struct trace {
-    uint64_t *h;  /* [n] FNV-1a over every observation, action, reward and the end */
+    uint64_t *h; /* [n] FNV-1a over every observation, action, reward and the end */
     long n;
     char *first_obs; /* non-NULL: episode 0's first observation lands here (FIRST_OBS_MAX bytes, NUL-ended) */
     char (*act)[ACT_KEEP]; /* non-NULL: each episode's first action, for the reasons (n of them) */
-    int masked;          /* numbers in observations hashed as one '#' (behavioural novelty) */
+    int masked; /* numbers in observations hashed as one '#' (behavioural novelty) */
 } trace;
 
 static void hash_bytes(uint64_t *h, const void *p, size_t n) {
@@ -99,7 +110,8 @@ static void on_event(void *ctx, const spade_ep_event *e) {
     if (e->episode < 0 || e->episode >= t->n) return;
     uint64_t *h = &t->h[e->episode];
     if (t->first_obs && e->episode == 0 && e->kind == SPADE_EV_OBS && e->step == 0 && !t->first_obs[0])
-        snprintf(t->first_obs, FIRST_OBS_MAX, "%.*s", (int)(e->len < FIRST_OBS_MAX ? e->len : FIRST_OBS_MAX - 1), e->text);
+        snprintf(t->first_obs, FIRST_OBS_MAX, "%.*s", (int)(e->len < FIRST_OBS_MAX ? e->len : FIRST_OBS_MAX - 1),
+                 e->text);
     if (t->act && e->kind == SPADE_EV_ACTION && e->step == 1)
         snprintf(t->act[e->episode], ACT_KEEP, "%.*s", (int)(e->len < ACT_KEEP ? e->len : ACT_KEEP - 1), e->text);
     int kind = (int)e->kind;
@@ -164,7 +176,7 @@ typedef struct mux {
     int n;
     spade_agent *a[MUX_MAX];
     long base[MUX_MAX + 1]; /* agent k plays episodes [base[k], base[k + 1]) */
-    spade_ep_view *v;       /* scratch: one agent's share of a round */
+    spade_ep_view *v; /* scratch: one agent's share of a round */
     spade_ep_act *act;
     int *at, cap;
 } mux;
@@ -233,7 +245,7 @@ typedef struct gplay {
     char params[MAX_SPECS][256];
     int ns;
     spade_ep_request *req; /* [cap] */
-    unsigned char *wants;  /* [cap] */
+    unsigned char *wants; /* [cap] */
     long n, cap;
     int oom;
     mux m;
@@ -337,8 +349,10 @@ static double rate(const spade_ep_outcome *out, long n) {
 /* "name=min" / "name=max" of param k. */
 static void corner(const spade_param_info *p, int max, char *buf, size_t cap) {
     double v = max ? p->max : p->min;
-    if (p->type == SPADE_PARAM_INT) snprintf(buf, cap, "%s=%.0f", p->name, v);
-    else snprintf(buf, cap, "%s=%.17g", p->name, v);
+    if (p->type == SPADE_PARAM_INT)
+        snprintf(buf, cap, "%s=%.0f", p->name, v);
+    else
+        snprintf(buf, cap, "%s=%.17g", p->name, v);
 }
 
 /* the two determinism workers' fresh memory (both the same: see below) */
@@ -346,11 +360,11 @@ static void corner(const spade_param_info *p, int max, char *buf, size_t cap) {
 #define DET_SEEDS 6
 #define LIMIT_SEEDS 4
 #define INST_BYTES (320L << 20)
-#define MAX_CONST 40   /* constant answers tried (the fixed ones, the defaults, the first observation's) */
-#define MAX_PIECES 17  /* an echo's pieces tried: the whole text and its first 16 numbers, words and lines */
+#define MAX_CONST 40 /* constant answers tried (the fixed ones, the defaults, the first observation's) */
+#define MAX_PIECES 17 /* an echo's pieces tried: the whole text and its first 16 numbers, words and lines */
 #define ANSWER_SEEDS 8 /* seeds per answer of those (an answer that ignores the seed wins them all) */
 #define BEHAVE_SEEDS 4 /* seeds per scripted agent in the behavioural comparison */
-#define BEHAVE_MAX 4   /* sources played beside the candidate there */
+#define BEHAVE_MAX 4 /* sources played beside the candidate there */
 #define BEHAVE_COPY 0.75 /* share of like episodes that makes a copy */
 
 enum { SEED_DET = 0, SEED_LIMITS, SEED_PROBES, SEED_AGENTS, SEED_BEHAVE };
@@ -377,14 +391,14 @@ typedef struct gctx {
     int A; /* seeds per answer of the many-answer plays: min(S, ANSWER_SEEDS) */
     long cap;
     spade_ep_outcome *det, *lim, *out;
-    trace tr;                      /* the determinism gates' */
-    char (*act)[ACT_KEEP];         /* [cap] the agent run's first actions */
+    trace tr; /* the determinism gates' */
+    char (*act)[ACT_KEEP]; /* [cap] the agent run's first actions */
     int det_ok;
     char det_err[1024];
     char first_obs[FIRST_OBS_MAX]; /* of the first determinism seed */
     int n_const;
     char consts[MAX_CONST][64];
-    long at[SPADE_GATE_COUNT];     /* where each gate's episodes start in out */
+    long at[SPADE_GATE_COUNT]; /* where each gate's episodes start in out */
     long n_at[SPADE_GATE_COUNT];
     long at_obs_cycle, at_hint_seq, at_probe;
     int agents_ok;
@@ -407,18 +421,18 @@ static void note_timeouts(gctx *g, const spade_ep_outcome *out, long n) {
  * the first one (the compile gate's always: nothing can run without it). */
 static int go_on(gctx *g) {
     spade_gate_report *rep = g->rep;
-    if (!rep->timed_out && !g->too_slow &&
-        !(rep->first_failed >= 0 && (g->o->stop_at_first || rep->first_failed == 0)))
+    if (!rep->timed_out && !g->too_slow && !(rep->first_failed >= 0 && (g->o->stop_at_first || rep->first_failed == 0)))
         return 1;
     const char *why = rep->first_failed >= 0 ? NAMES[rep->first_failed] : "an earlier gate";
     for (int k = 0; k < SPADE_GATE_COUNT; k++)
         if (!rep->status[k]) {
             if (rep->timed_out)
-                verdict(rep, (spade_gate)k, SPADE_GATE_SKIP, "not run: a call timed out in %s (it would time out again)",
-                        why);
+                verdict(rep, (spade_gate)k, SPADE_GATE_SKIP,
+                        "not run: a call timed out in %s (it would time out again)", why);
             else if (g->too_slow)
                 verdict(rep, (spade_gate)k, SPADE_GATE_SKIP, "not run: too slow to play (limits failed)");
-            else verdict(rep, (spade_gate)k, SPADE_GATE_SKIP, "not run: %s failed", why);
+            else
+                verdict(rep, (spade_gate)k, SPADE_GATE_SKIP, "not run: %s failed", why);
         }
     return 0;
 }
@@ -439,8 +453,8 @@ static void gate_compile(gctx *g) {
     g->rep->info = *spade_vecenv_info(g->V);
     g->info = &g->rep->info;
     verdict(g->rep, SPADE_GATE_COMPILE, SPADE_GATE_PASS, "%s%s%s%s, %d params%s", g->info->name,
-            g->info->family[0] ? " (" : "", g->info->family, g->info->family[0] ? ")" : "",
-            g->info->n_params, g->info->has_solve ? ", SOLVE" : "");
+            g->info->family[0] ? " (" : "", g->info->family, g->info->family[0] ? ")" : "", g->info->n_params,
+            g->info->has_solve ? ", SOLVE" : "");
 }
 
 /* The determinism gates' episodes, played first, while both workers are
@@ -535,8 +549,10 @@ static void gate_limits(gctx *g) {
     }
     n = r->n;
     double t0 = now_s();
-    if (ok) ok = play(g->sb, r, g->o, g->lim, NULL, lerr, sizeof lerr) == 0;
-    else clear(r);
+    if (ok)
+        ok = play(g->sb, r, g->o, g->lim, NULL, lerr, sizeof lerr) == 0;
+    else
+        clear(r);
     double secs = now_s() - t0;
     long steps = 0;
     const spade_ep_outcome *bad = NULL, *big = NULL;
@@ -547,10 +563,11 @@ static void gate_limits(gctx *g) {
     }
     if (ok) note_timeouts(g, g->lim, n);
     rep->ms_per_step = steps ? 1000 * secs / (double)steps : 0;
-    if (!ok) verdict(rep, SPADE_GATE_LIMITS, SPADE_GATE_FAIL, "could not play: %s", lerr);
+    if (!ok)
+        verdict(rep, SPADE_GATE_LIMITS, SPADE_GATE_FAIL, "could not play: %s", lerr);
     else if (!(info->success > -1 && info->success <= 1))
-        verdict(rep, SPADE_GATE_LIMITS, SPADE_GATE_FAIL, "success threshold %g cannot be reached by a return in [-1, 1]",
-                info->success);
+        verdict(rep, SPADE_GATE_LIMITS, SPADE_GATE_FAIL,
+                "success threshold %g cannot be reached by a return in [-1, 1]", info->success);
     else if (bad)
         verdict(rep, SPADE_GATE_LIMITS, SPADE_GATE_FAIL, "%s at %s, seed %llu (%s agent): %s: %.160s",
                 spade_outcome_name(bad->failure.outcome), r->params[bad->spec][0] ? r->params[bad->spec] : "defaults",
@@ -563,8 +580,7 @@ static void gate_limits(gctx *g) {
         verdict(rep, SPADE_GATE_LIMITS, SPADE_GATE_FAIL, "%.2f ms per step on average (designer.max_step_ms = %g)",
                 rep->ms_per_step, g->o->max_step_ms);
         g->too_slow = 1;
-    }
-    else
+    } else
         verdict(rep, SPADE_GATE_LIMITS, SPADE_GATE_PASS, "%d settings, %ld episodes, %.3f ms per step", ns, n,
                 rep->ms_per_step);
 }
@@ -583,7 +599,8 @@ static void gate_determinism(gctx *g) {
             long a = base + 2 * i, b = base + 2 * (DET_SEEDS - 1 - i) + 1; /* seed i in each worker */
             if (g->tr.h[a] != g->tr.h[b] || g->det[a].ret != g->det[b].ret) differ = i;
         }
-        if (!g->det_ok) verdict(g->rep, (spade_gate)k, SPADE_GATE_FAIL, "could not play: %s", g->det_err);
+        if (!g->det_ok)
+            verdict(g->rep, (spade_gate)k, SPADE_GATE_FAIL, "could not play: %s", g->det_err);
         else if (bad)
             verdict(g->rep, (spade_gate)k, SPADE_GATE_FAIL, "seed %llu: %s: %.160s", (unsigned long long)bad->seed,
                     spade_outcome_name(bad->failure.outcome), bad->failure.message);
@@ -607,19 +624,21 @@ static void add_const(gctx *g, const char *c, size_t n) {
 }
 
 static int collect_consts(gctx *g) {
-    static const char *const fixed[] = {"1", "test", "42", "\\boxed{1}", "done", "yes", "no", "0", "-1", "2", "3", "4",
-                                        "5", "6", "7", "8", "9", "10"};
+    static const char *const fixed[] = {"1", "test", "42", "\\boxed{1}", "done", "yes", "no", "0", "-1",
+                                        "2", "3",    "4",  "5",          "6",    "7",   "8",  "9", "10"};
     for (size_t k = 0; k < sizeof fixed / sizeof *fixed; k++) add_const(g, fixed[k], strlen(fixed[k]));
     for (int k = 0; k < g->info->n_params; k++) {
         char v[64];
         const spade_param_info *p = &g->info->params[k];
-        int n = p->type == SPADE_PARAM_INT ? snprintf(v, sizeof v, "%.0f", p->def) : snprintf(v, sizeof v, "%g", p->def);
+        int n =
+            p->type == SPADE_PARAM_INT ? snprintf(v, sizeof v, "%.0f", p->def) : snprintf(v, sizeof v, "%g", p->def);
         if (n > 0) add_const(g, v, (size_t)n);
     }
     spade_pieces pc;
     if (spade_text_pieces(g->first_obs, strlen(g->first_obs), &pc) < 0) return -1;
     for (int k = 0; k < pc.n; k++)
-        if (!memchr(pc.p[k], '\n', pc.len[k])) add_const(g, pc.p[k], pc.len[k]); /* numbers and words; lines are echoes */
+        if (!memchr(pc.p[k], '\n', pc.len[k]))
+            add_const(g, pc.p[k], pc.len[k]); /* numbers and words; lines are echoes */
     spade_pieces_free(&pc);
     return 0;
 }
@@ -680,13 +699,15 @@ static void gate_probes(gctx *g) {
     long n = 2 * N_PROBES;
     const spade_ep_outcome *po = g->out + g->at_probe;
     const spade_ep_outcome *bad = g->agents_ok ? first_failure(po, n) : NULL;
-    static const char *const what[N_PROBES] = {"the empty action", "\"1\"", "\"test\"", "\"42\"", "\"\\boxed{1}\"",
-                                               "a 4 KiB line", "binary bytes"};
-    if (!g->agents_ok) verdict(g->rep, SPADE_GATE_PROBE, SPADE_GATE_FAIL, "could not play: %s", g->agents_err);
+    static const char *const what[N_PROBES] = {"the empty action", "\"1\"",        "\"test\"",    "\"42\"",
+                                               "\"\\boxed{1}\"",   "a 4 KiB line", "binary bytes"};
+    if (!g->agents_ok)
+        verdict(g->rep, SPADE_GATE_PROBE, SPADE_GATE_FAIL, "could not play: %s", g->agents_err);
     else if (bad)
         verdict(g->rep, SPADE_GATE_PROBE, SPADE_GATE_FAIL, "%s made a failure: %s: %.160s", what[(bad - po) % N_PROBES],
                 spade_outcome_name(bad->failure.outcome), bad->failure.message);
-    else verdict(g->rep, SPADE_GATE_PROBE, SPADE_GATE_PASS, "%d probes, 2 seeds each, no failure", N_PROBES);
+    else
+        verdict(g->rep, SPADE_GATE_PROBE, SPADE_GATE_PASS, "%d probes, 2 seeds each, no failure", N_PROBES);
 }
 
 /* The best of `per` answers played on S seeds each (episode i plays answer
@@ -716,11 +737,13 @@ static long wins_of(const spade_ep_outcome *o, long n) {
  * seed), else the caller's judgement. Returns 1 when the gate was judged here. */
 static int agent_failed(gctx *g, spade_gate k, const spade_ep_outcome *o, long n) {
     const spade_ep_outcome *bad = g->agents_ok ? first_failure(o, n) : NULL;
-    if (!g->agents_ok) verdict(g->rep, k, SPADE_GATE_FAIL, "could not play: %s", g->agents_err);
+    if (!g->agents_ok)
+        verdict(g->rep, k, SPADE_GATE_FAIL, "could not play: %s", g->agents_err);
     else if (bad)
         verdict(g->rep, k, SPADE_GATE_FAIL, "seed %llu: %s: %.160s", (unsigned long long)bad->seed,
                 spade_outcome_name(bad->failure.outcome), bad->failure.message);
-    else return 0;
+    else
+        return 0;
     return 1;
 }
 
@@ -731,14 +754,18 @@ static void gate_random_noop(gctx *g, spade_gate k) {
     int S = g->S;
     double rt = g->agents_ok ? rate(o, S) : 0;
     long wins = (long)floor(rt * S + 0.5);
-    if (k == SPADE_GATE_RANDOM) g->rep->random_rate = rt;
-    else g->rep->noop_rate = rt;
+    if (k == SPADE_GATE_RANDOM)
+        g->rep->random_rate = rt;
+    else
+        g->rep->noop_rate = rt;
     if (agent_failed(g, k, o, S)) return;
     if (k == SPADE_GATE_RANDOM && rt > g->o->random_max + 1e-12)
         verdict(g->rep, k, SPADE_GATE_FAIL, "the random agent won %ld of %d seeds (at most %.0f%%)", wins, S,
                 100 * g->o->random_max);
-    else if (k == SPADE_GATE_NOOP && wins > 0) verdict(g->rep, k, SPADE_GATE_FAIL, "the empty action won %ld of %d seeds", wins, S);
-    else verdict(g->rep, k, SPADE_GATE_PASS, "won %ld of %d seeds", wins, S);
+    else if (k == SPADE_GATE_NOOP && wins > 0)
+        verdict(g->rep, k, SPADE_GATE_FAIL, "the empty action won %ld of %d seeds", wins, S);
+    else
+        verdict(g->rep, k, SPADE_GATE_PASS, "won %ld of %d seeds", wins, S);
 }
 
 static void gate_constant(gctx *g) {
@@ -748,7 +775,8 @@ static void gate_constant(gctx *g) {
     if (agent_failed(g, SPADE_GATE_CONSTANT, o, g->n_at[SPADE_GATE_CONSTANT])) return;
     if (over(g, best, g->A))
         verdict(g->rep, SPADE_GATE_CONSTANT, SPADE_GATE_FAIL,
-                "the constant answer \"%.40s\" won %ld of %d seeds (at most %.0f%%): the answer does not depend on the seed",
+                "the constant answer \"%.40s\" won %ld of %d seeds (at most %.0f%%): the answer does not depend on the "
+                "seed",
                 g->consts[at % g->n_const], best, g->A, 100 * g->o->constant_max);
     else
         verdict(g->rep, SPADE_GATE_CONSTANT, SPADE_GATE_PASS, "%d constant answers, the best won %ld of %d seeds",
@@ -763,8 +791,10 @@ static void gate_echo(gctx *g, spade_gate k) {
     long at = 0, best = g->agents_ok ? best_answer(o, A, MAX_PIECES, &at) : 0;
     long seq = g->agents_ok ? wins_of(g->out + seq_at, S) : 0;
     double rt = (double)best / A > (double)seq / S ? (double)best / A : (double)seq / S;
-    if (hint) g->rep->hint_echo_rate = rt;
-    else g->rep->obs_echo_rate = rt;
+    if (hint)
+        g->rep->hint_echo_rate = rt;
+    else
+        g->rep->obs_echo_rate = rt;
     if (agent_failed(g, k, o, g->n_at[k]) || agent_failed(g, k, g->out + seq_at, S)) return;
     const char *what = hint ? "the hint" : "the observation";
     if (over(g, best, A))
@@ -774,15 +804,18 @@ static void gate_echo(gctx *g, spade_gate k) {
         verdict(g->rep, k, SPADE_GATE_FAIL, "echoing %s won %ld of %d seeds (its %s, one per step)", what, seq, S,
                 hint ? "words in order" : "pieces in turn");
     else
-        verdict(g->rep, k, SPADE_GATE_PASS, "%s whole and each of its pieces: at most %ld of %d seeds won; all in turn: %ld of %d",
-                what, best, A, seq, S);
+        verdict(g->rep, k, SPADE_GATE_PASS,
+                "%s whole and each of its pieces: at most %ld of %d seeds won; all in turn: %ld of %d", what, best, A,
+                seq, S);
 }
 
 static void gate_solve(gctx *g) {
     spade_gate_report *rep = g->rep;
     if (!g->info->has_solve) {
-        if (g->o->require_solve) verdict(rep, SPADE_GATE_SOLVE, SPADE_GATE_FAIL, "no SOLVE (designer.require_solve = true)");
-        else verdict(rep, SPADE_GATE_SOLVE, SPADE_GATE_PASS, "no SOLVE (not required)");
+        if (g->o->require_solve)
+            verdict(rep, SPADE_GATE_SOLVE, SPADE_GATE_FAIL, "no SOLVE (designer.require_solve = true)");
+        else
+            verdict(rep, SPADE_GATE_SOLVE, SPADE_GATE_PASS, "no SOLVE (not required)");
         return;
     }
     const spade_ep_outcome *o = g->out + g->at[SPADE_GATE_SOLVE];
@@ -790,8 +823,10 @@ static void gate_solve(gctx *g) {
     long wins = (long)floor(rt * g->S + 0.5);
     rep->solve_rate = rt;
     if (agent_failed(g, SPADE_GATE_SOLVE, o, g->S)) return;
-    if (wins < g->S) verdict(rep, SPADE_GATE_SOLVE, SPADE_GATE_FAIL, "SOLVE won only %ld of %d seeds", wins, g->S);
-    else verdict(rep, SPADE_GATE_SOLVE, SPADE_GATE_PASS, "won %ld of %d seeds", wins, g->S);
+    if (wins < g->S)
+        verdict(rep, SPADE_GATE_SOLVE, SPADE_GATE_FAIL, "SOLVE won only %ld of %d seeds", wins, g->S);
+    else
+        verdict(rep, SPADE_GATE_SOLVE, SPADE_GATE_PASS, "won %ld of %d seeds", wins, g->S);
 }
 
 /* winnable: some play of the agent run won a seed (SOLVE's, or a scripted
@@ -813,7 +848,8 @@ static void gate_winnable(gctx *g) {
         }
     }
     long w = wins_of(g->out + g->at_hint_seq, g->S) + wins_of(g->out + g->at_obs_cycle, g->S);
-    if (w > 0) verdict(g->rep, SPADE_GATE_WINNABLE, SPADE_GATE_PASS, "an echo won %ld episodes", w);
+    if (w > 0)
+        verdict(g->rep, SPADE_GATE_WINNABLE, SPADE_GATE_PASS, "an echo won %ld episodes", w);
     else
         verdict(g->rep, SPADE_GATE_WINNABLE, SPADE_GATE_FAIL,
                 "nothing won a seed: no SOLVE, and none of the gates' agents won any (write a SOLVE that wins)");
@@ -849,7 +885,9 @@ static int behave(gctx *g, const near *nb, int m, double *match, char *err, size
     for (int k = 0; k < NC; k++) cl[k] = strlen(cs[k]);
     /* episode of (agent a, source q, seed j, constant c): per agent, sources in turn */
     for (int a = 0; a < 3; a++) {
-        add_agent(r, a == 0 ? spade_agent_solve() : a == 1 ? spade_agent_random(13) : spade_agent_probes(cs, cl, NC, 0));
+        add_agent(r, a == 0   ? spade_agent_solve()
+                     : a == 1 ? spade_agent_random(13)
+                              : spade_agent_probes(cs, cl, NC, 0));
         int per = a == 2 ? NC : 1;
         for (int q = 0; q <= m; q++)
             for (int i = 0; i < BEHAVE_SEEDS * per; i++) add_req(r, spec[q], seed_of(g, SEED_BEHAVE, i / per));
@@ -901,8 +939,10 @@ static void gate_novelty(gctx *g) {
         verdict(rep, SPADE_GATE_NOVELTY, SPADE_GATE_FAIL, "out of memory");
         goto done;
     }
-    if (o->embedding) memcpy(x, o->embedding, (size_t)o->dim * sizeof *x);
-    else spade_vendi_embed(g->src, g->len, x, o->dim);
+    if (o->embedding)
+        memcpy(x, o->embedding, (size_t)o->dim * sizeof *x);
+    else
+        spade_vendi_embed(g->src, g->len, x, o->dim);
     double best = -1;
     int at = -1;
     for (int q = 0; q < nr + ns; q++) {
@@ -910,7 +950,8 @@ static void gate_novelty(gctx *g) {
         if (q < nr) {
             e->cos = cosine(x, o->refs + (size_t)q * o->dim, o->dim);
             e->name = o->ref_names ? o->ref_names[q] : "a reference";
-            if (o->ref_src && o->ref_src[q]) e->src = o->ref_src[q], e->len = o->ref_len ? o->ref_len[q] : strlen(e->src);
+            if (o->ref_src && o->ref_src[q])
+                e->src = o->ref_src[q], e->len = o->ref_len ? o->ref_len[q] : strlen(e->src);
         } else {
             e->src = o->shown[q - nr];
             e->len = o->shown_len ? o->shown_len[q - nr] : strlen(e->src);
@@ -955,9 +996,11 @@ static void gate_novelty(gctx *g) {
                 "cosine %.3f)",
                 nb[copy].name, 100 * match[copy], nb[copy].cos);
     else if (m > 0)
-        verdict(rep, SPADE_GATE_NOVELTY, SPADE_GATE_PASS, "nearest %s at cosine %.3f; behaves like none of %d played (at most %.0f%% alike)",
-                all[at].name, best, m, 100 * rep->behave_match);
-    else verdict(rep, SPADE_GATE_NOVELTY, SPADE_GATE_PASS, "nearest %s at cosine %.3f", all[at].name, best);
+        verdict(rep, SPADE_GATE_NOVELTY, SPADE_GATE_PASS,
+                "nearest %s at cosine %.3f; behaves like none of %d played (at most %.0f%% alike)", all[at].name, best,
+                m, 100 * rep->behave_match);
+    else
+        verdict(rep, SPADE_GATE_NOVELTY, SPADE_GATE_PASS, "nearest %s at cosine %.3f", all[at].name, best);
 done:
     free(x);
     free(y);
@@ -974,8 +1017,8 @@ int spade_gates_run(spade_sandbox *sb, const char *filename, const char *src, si
     gctx g = {.sb = sb, .file = filename, .src = src, .len = len, .o = o, .rep = rep};
     g.S = o->seeds > 0 ? o->seeds : 20;
     g.A = g.S < ANSWER_SEEDS ? g.S : ANSWER_SEEDS;
-    g.cap = 2L * LIMIT_SEEDS * MAX_SPECS + 2 * N_PROBES + (long)g.S * (6 + MAX_CONST + 2 * MAX_PIECES) +
-            4 * DET_SEEDS + (long)(BEHAVE_MAX + 1) * BEHAVE_SEEDS * 5;
+    g.cap = 2L * LIMIT_SEEDS * MAX_SPECS + 2 * N_PROBES + (long)g.S * (6 + MAX_CONST + 2 * MAX_PIECES) + 4 * DET_SEEDS +
+            (long)(BEHAVE_MAX + 1) * BEHAVE_SEEDS * 5;
     int rc = -1;
     g.r = calloc(1, sizeof *g.r);
     g.det = calloc(4 * DET_SEEDS, sizeof *g.det);
@@ -1015,8 +1058,8 @@ int spade_gates_run(spade_sandbox *sb, const char *filename, const char *src, si
         play_agents(&g);
         gate_probes(&g);
     }
-    static const spade_gate agent_gates[] = {SPADE_GATE_RANDOM,    SPADE_GATE_NOOP,      SPADE_GATE_CONSTANT,
-                                             SPADE_GATE_OBS_ECHO,  SPADE_GATE_HINT_ECHO, SPADE_GATE_SOLVE,
+    static const spade_gate agent_gates[] = {SPADE_GATE_RANDOM,   SPADE_GATE_NOOP,      SPADE_GATE_CONSTANT,
+                                             SPADE_GATE_OBS_ECHO, SPADE_GATE_HINT_ECHO, SPADE_GATE_SOLVE,
                                              SPADE_GATE_WINNABLE};
     for (size_t k = 0; k < sizeof agent_gates / sizeof *agent_gates && go_on(&g); k++) {
         switch (agent_gates[k]) {

@@ -96,20 +96,20 @@ const char *spade_gate_name(spade_gate g);
 struct spade_gate_report;
 
 typedef struct spade_gate_opts {
-    int seeds;             /* seeds for the agent gates (20) */
-    double random_max;     /* random_agent: largest success rate allowed (0.15) */
+    int seeds; /* seeds for the agent gates (20) */
+    double random_max; /* random_agent: largest success rate allowed (0.15) */
     /* constant_agent, obs_echo, and the hint's pieces alone: largest success
      * rate of one fixed answer (0.75, on 8 seeds; docs/selfplay.md says why not random_max) */
     double constant_max;
-    int require_solve;     /* designer.require_solve (0) */
-    double max_step_ms;    /* designer.max_step_ms (20) */
-    double novelty_max;    /* largest cosine allowed to a reference (0.95) */
+    int require_solve; /* designer.require_solve (0) */
+    double max_step_ms; /* designer.max_step_ms (20) */
+    double novelty_max; /* largest cosine allowed to a reference (0.95) */
     /* reference embeddings for novelty: n_refs rows of dim (SPADE_VENDI_DIM) */
     const double *refs;
     const char *const *ref_names;
     int n_refs, dim;
-    int stop_at_first;     /* the loop: skip the rest after a failure (0: run every gate that can run) */
-    int max_live;          /* episodes live at once per gate (32; gates sharing a run add theirs) */
+    int stop_at_first; /* the loop: skip the rest after a failure (0: run every gate that can run) */
+    int max_live; /* episodes live at once per gate (32; gates sharing a run add theirs) */
     /* non-NULL: the hint the agent gates see instead of the environment's HINT
      * (designer.hint = self: hint_echo echoes the hint the hint arm will see) */
     const char *hint;
@@ -127,9 +127,9 @@ typedef struct spade_gate_opts {
     const size_t *shown_len;
     const char *const *shown_names;
     int n_shown;
-    int behave_k;            /* nearest sources played for behavioural novelty (2; 0: none) */
+    int behave_k; /* nearest sources played for behavioural novelty (2; 0: none) */
     double behave_min_cosine; /* ... only those at a text cosine of at least this (0.5) */
-    uint64_t run_seed;       /* with the source's fingerprint, draws the gates' seeds */
+    uint64_t run_seed; /* with the source's fingerprint, draws the gates' seeds */
     /* non-NULL: called after each verdict (spade check --gates prints each
      * gate's line as it is known) */
     void (*on_verdict)(void *arg, const struct spade_gate_report *rep, spade_gate g);
@@ -142,12 +142,12 @@ enum { SPADE_GATE_NOT_RUN = 0, SPADE_GATE_PASS = 1, SPADE_GATE_FAIL = 2, SPADE_G
 typedef struct spade_gate_report {
     int status[SPADE_GATE_COUNT];
     char detail[SPADE_GATE_COUNT][300];
-    int first_failed;     /* the first FAIL, or -1 when every gate passed */
-    spade_env_info info;  /* valid when compile passed */
+    int first_failed; /* the first FAIL, or -1 when every gate passed */
+    spade_env_info info; /* valid when compile passed */
     double random_rate, noop_rate, hint_echo_rate, solve_rate, ms_per_step, max_cosine;
     double constant_rate, obs_echo_rate; /* the best constant's, the best echo's */
-    double behave_match;                 /* the nearest behaviour's share of like episodes (NAN: none played) */
-    int timed_out;                       /* a call timed out: the gates stopped there */
+    double behave_match; /* the nearest behaviour's share of like episodes (NAN: none played) */
+    int timed_out; /* a call timed out: the gates stopped there */
 } spade_gate_report;
 
 /* Seed i of the gates' seed stream `tag` (0 determinism, 1 limits, 2

@@ -11,20 +11,13 @@
 #include "designer/prompt.h"
 #include "errbuf.h"
 
-static size_t count_tokens(void *ctx, const char *text, size_t len)
-{
-    return spade_tokenizer_count(ctx, text, len);
-}
+static size_t count_tokens(void *ctx, const char *text, size_t len) { return spade_tokenizer_count(ctx, text, len); }
 
-static int blank(char c)
-{
-    return c == ' ' || c == '\n' || c == '\t' || c == '\r';
-}
+static int blank(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
 
 /* <|designer|> HINT_PROMPT(src) <|hint|> into *out (malloc'd, *count tokens). */
-static int prompt_tokens(const spade_prompt_opts *po, spade_tokenizer *tok, int T, int ctx, const char *src,
-                         size_t len, int **out, int *count, char *err, size_t errlen)
-{
+static int prompt_tokens(const spade_prompt_opts *po, spade_tokenizer *tok, int T, int ctx, const char *src, size_t len,
+                         int **out, int *count, char *err, size_t errlen) {
     char *prompt = NULL, e2[300];
     size_t plen = 0;
     if (spade_hint_prompt_build(po, src, len, &prompt, &plen, e2, sizeof e2) < 0) {
@@ -50,8 +43,7 @@ static int prompt_tokens(const spade_prompt_opts *po, spade_tokenizer *tok, int 
  * text), blank space around it dropped, at most max_len bytes (what the
  * archive's hint column holds, so the archived hint is the one played).
  * malloc'd; NULL when out of memory. */
-static char *trimmed(const char *text, size_t got, size_t max_len, size_t *len)
-{
+static char *trimmed(const char *text, size_t got, size_t max_len, size_t *len) {
     size_t a = 0, b = got;
     for (size_t z = 0; z < b; z++)
         if (!text[z]) b = z;
@@ -68,8 +60,7 @@ static char *trimmed(const char *text, size_t got, size_t max_len, size_t *len)
 
 int spade_hints_write(spade_policy *p, const spade_hints_opts *o, const char *const *src, const size_t *src_len,
                       const uint64_t *seeds, int n, char **hint, size_t *hint_len, long *tokens, char *err,
-                      size_t errlen)
-{
+                      size_t errlen) {
     int ctx = spade_policy_config(p)->context, T = o->max_tokens > 0 ? o->max_tokens : 1;
     spade_tokenizer *tok = spade_policy_tokenizer(p);
     spade_prompt_opts po;
@@ -160,8 +151,7 @@ done:
     return rc;
 }
 
-static int spy_begin(void *ctx, const spade_ep_view *v, void **state, char *err, size_t errlen)
-{
+static int spy_begin(void *ctx, const spade_ep_view *v, void **state, char *err, size_t errlen) {
     spade_hint_spy *h = ctx;
     if (!h->got && v->hint) {
         snprintf(h->seen, h->cap, "%.*s", (int)(v->hint_len < h->cap ? v->hint_len : h->cap - 1), v->hint);
@@ -170,23 +160,25 @@ static int spy_begin(void *ctx, const spade_ep_view *v, void **state, char *err,
     return h->inner->begin ? h->inner->begin(h->inner->ctx, v, state, err, errlen) : 0;
 }
 
-static int spy_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *acts, char *err, size_t errlen)
-{
+static int spy_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *acts, char *err, size_t errlen) {
     spade_hint_spy *h = ctx;
     return h->inner->act(h->inner->ctx, n, views, acts, err, errlen);
 }
 
-static void spy_end(void *ctx, const spade_ep_view *v, void *state, const spade_ep_outcome *o)
-{
+static void spy_end(void *ctx, const spade_ep_view *v, void *state, const spade_ep_outcome *o) {
     spade_hint_spy *h = ctx;
     if (h->inner->end) h->inner->end(h->inner->ctx, v, state, o);
 }
 
-void spade_hint_spy_init(spade_hint_spy *spy, spade_agent *inner, char *seen, size_t cap)
-{
+void spade_hint_spy_init(spade_hint_spy *spy, spade_agent *inner, char *seen, size_t cap) {
     *spy = (spade_hint_spy){
-        .agent = {.name = inner->name, .wants = inner->wants, .ctx = spy, .begin = spy_begin, .act = spy_act,
-                  .end = spy_end, .free = NULL},
+        .agent = {.name = inner->name,
+                  .wants = inner->wants,
+                  .ctx = spy,
+                  .begin = spy_begin,
+                  .act = spy_act,
+                  .end = spy_end,
+                  .free = NULL},
         .inner = inner,
         .seen = seen,
         .cap = cap,

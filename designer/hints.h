@@ -20,8 +20,8 @@
 
 typedef struct spade_hints_opts {
     float temperature, top_p; /* designer.hint_temperature, designer.top_p */
-    int max_tokens;           /* designer.hint_tokens: at most this many tokens a hint (>= 1) */
-    size_t max_len;           /* at most this many bytes kept (the archive's hint column, less its NUL) */
+    int max_tokens; /* designer.hint_tokens: at most this many tokens a hint (>= 1) */
+    size_t max_len; /* at most this many bytes kept (the archive's hint column, less its NUL) */
 } spade_hints_opts;
 
 /* For each i < n: hint[i] (malloc'd, NUL-terminated, hint_len[i] bytes) is

@@ -43,7 +43,9 @@ static int put(buf *b, const char *s, size_t n) {
 }
 static int puts_(buf *b, const char *s) { return put(b, s, strlen(s)); }
 
-static size_t count(const spade_prompt_opts *o, const char *s, size_t n) { return o->count ? o->count(o->count_ctx, s, n) : n; }
+static size_t count(const spade_prompt_opts *o, const char *s, size_t n) {
+    return o->count ? o->count(o->count_ctx, s, n) : n;
+}
 
 /* Appends whole lines of text while they fit in *left tokens; a cut text
  * ends with "...\n". Returns what it used. */
@@ -94,8 +96,9 @@ int spade_prompt_build(const spade_prompt_opts *o, const char *family, const cha
                 for (int i = 0; i < n_mem && used < mem_left; i++) {
                     char line[256];
                     if (mem[i].kind == 0)
-                        snprintf(line, sizeof line, "- %s, solved %.0f%% without the hint, %.0f%% more with it (good):\n",
-                                 mem[i].family, 100 * mem[i].pass, 100 * mem[i].regret);
+                        snprintf(line, sizeof line,
+                                 "- %s, solved %.0f%% without the hint, %.0f%% more with it (good):\n", mem[i].family,
+                                 100 * mem[i].pass, 100 * mem[i].regret);
                     else
                         snprintf(line, sizeof line, "- %s, solved %.0f%% (too %s: avoid this):\n", mem[i].family,
                                  100 * mem[i].pass, mem[i].kind < 0 ? "hard" : "easy");

@@ -23,10 +23,10 @@
 typedef size_t (*spade_token_count_fn)(void *ctx, const char *text, size_t len);
 
 typedef struct spade_prompt_opts {
-    int budget;                  /* tokens the whole prompt may take (> the instructions) */
-    spade_token_count_fn count;  /* NULL: one token per byte */
+    int budget; /* tokens the whole prompt may take (> the instructions) */
+    spade_token_count_fn count; /* NULL: one token per byte */
     void *count_ctx;
-    double memory_share;         /* of the budget left after the instructions (0.4) */
+    double memory_share; /* of the budget left after the instructions (0.4) */
 } spade_prompt_opts;
 void spade_prompt_opts_default(spade_prompt_opts *o);
 

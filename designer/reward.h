@@ -52,9 +52,9 @@ double spade_plateau(double pass);
  * reference's. */
 typedef struct spade_paired {
     double pass_nohint, pass_hint; /* means over the n plays */
-    double regret;                 /* mean of success_hint[i] - success_nohint[i] */
-    double regret_se;              /* standard error of that mean, over seeds (0 with fewer than 2) */
-    double plateau;                /* the pass-rate term of blend and solve_rate, as above */
+    double regret; /* mean of success_hint[i] - success_nohint[i] */
+    double regret_se; /* standard error of that mean, over seeds (0 with fewer than 2) */
+    double plateau; /* the pass-rate term of blend and solve_rate, as above */
     int n, repeats;
 } spade_paired;
 void spade_paired_measure(const double *success_nohint, const double *success_hint, int n, int repeats,

@@ -60,7 +60,8 @@ static int rename_ident(sbuf *out, const char *s, size_t len, const char *from, 
         } else if (c == '/' && i + 1 < len && (s[i + 1] == '/' || s[i + 1] == '*')) {
             const char *end = s[i + 1] == '/' ? memchr(s + i, '\n', len - i) : NULL;
             size_t j = len;
-            if (s[i + 1] == '/') j = end ? (size_t)(end - s) : len;
+            if (s[i + 1] == '/')
+                j = end ? (size_t)(end - s) : len;
             else
                 for (size_t k = i + 2; k + 1 < len; k++)
                     if (s[k] == '*' && s[k + 1] == '/') {
@@ -72,8 +73,10 @@ static int rename_ident(sbuf *out, const char *s, size_t len, const char *from, 
         } else if (ident((unsigned char)c) && (i == 0 || !ident((unsigned char)s[i - 1]))) {
             size_t j = i;
             while (j < len && ident((unsigned char)s[j])) j++;
-            if (j - i == fl && !memcmp(s + i, from, fl)) put(out, to, tl);
-            else put(out, s + i, j - i);
+            if (j - i == fl && !memcmp(s + i, from, fl))
+                put(out, to, tl);
+            else
+                put(out, s + i, j - i);
             i = j;
         } else {
             put(out, s + i, 1);
@@ -161,7 +164,8 @@ int spade_variant_make(const char *src, size_t len, const spade_env_info *info, 
         while (e > p && e[-1] == ' ') e--;
         const char *s = e;
         while (s > p && ident((unsigned char)s[-1])) s--;
-        if (e - s > 0 && e - s < 48 && strncmp(s, "main", 4)) snprintf(names[nn++], sizeof names[0], "%.*s", (int)(e - s), s);
+        if (e - s > 0 && e - s < 48 && strncmp(s, "main", 4))
+            snprintf(names[nn++], sizeof names[0], "%.*s", (int)(e - s), s);
     }
     for (int i = 0; i < nn && !b.oom; i++) {
         if (next(&rng) % 2) continue;

@@ -24,17 +24,17 @@ typedef enum spade_rt_sink {
 } spade_rt_sink;
 
 typedef struct spade_rt {
-    char *out;      /* out_cap + 1 bytes, always NUL-terminated at out_len */
+    char *out; /* out_cap + 1 bytes, always NUL-terminated at out_len */
     size_t out_len; /* bytes written so far */
     size_t out_cap; /* at most this many bytes of text */
-    int overflow;   /* something was said past out_cap and dropped */
-    int sink;       /* spade_rt_sink */
-    double reward;  /* this call's reward (reward() and finish(1)) */
+    int overflow; /* something was said past out_cap and dropped */
+    int sink; /* spade_rt_sink */
+    double reward; /* this call's reward (reward() and finish(1)) */
     int bad_reward; /* reward() got NaN, an infinity or a value beyond +-SPADE_REWARD_MAX */
     int terminated; /* finish() was called */
-    int success;    /* finish(nonzero) was called first */
-    long steps;     /* what steps() answers */
-    uint64_t *rng;  /* 4 words of xoshiro256** state, owned by the instance */
+    int success; /* finish(nonzero) was called first */
+    long steps; /* what steps() answers */
+    uint64_t *rng; /* 4 words of xoshiro256** state, owned by the instance */
 } spade_rt;
 
 /* The context of the call in progress; the helpers do nothing harmful when it

@@ -40,7 +40,8 @@ static void bind_value(sqlite3_stmt *st, int i, rd *r) {
     case 1:
     case 2:
         for (int k = 0; k < 8; k++) u = u << 8 | get8(r);
-        if (tag == 1) sqlite3_bind_int64(st, i, (sqlite3_int64)u);
+        if (tag == 1)
+            sqlite3_bind_int64(st, i, (sqlite3_int64)u);
         else {
             double d;
             memcpy(&d, &u, sizeof d);
@@ -52,8 +53,10 @@ static void bind_value(sqlite3_stmt *st, int i, rd *r) {
         len = get8(r);
         if (len == 255) len = 255 + get8(r) * 64u; /* now and then a long one */
         if (len > r->n) len = r->n;
-        if (tag == 4) sqlite3_bind_text(st, i, (const char *)r->p, (int)len, SQLITE_TRANSIENT);
-        else sqlite3_bind_blob(st, i, r->p, (int)len, SQLITE_TRANSIENT);
+        if (tag == 4)
+            sqlite3_bind_text(st, i, (const char *)r->p, (int)len, SQLITE_TRANSIENT);
+        else
+            sqlite3_bind_blob(st, i, r->p, (int)len, SQLITE_TRANSIENT);
         r->p += len, r->n -= len;
         break;
     }
@@ -121,8 +124,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (spade_archive_open(&a, uri, err, sizeof err) == 0) {
         long ids[8]; /* the first 8 the walk gives are read whole: enough, and each read is a query */
         walked = 0;
-        (void)spade_archive_each_env(a, (mode >> 2) & 1, (mode & 8) ? "arith" : NULL, (mode >> 4) & 7, count_env,
-                                     ids, err, sizeof err);
+        (void)spade_archive_each_env(a, (mode >> 2) & 1, (mode & 8) ? "arith" : NULL, (mode >> 4) & 7, count_env, ids,
+                                     err, sizeof err);
         int n = walked < 8 ? walked : 8;
         for (int i = 0; i <= n; i++) {
             spade_archive_env e;

@@ -17,8 +17,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void walk(const spade_gguf_value *v, int depth)
-{
+static void walk(const spade_gguf_value *v, int depth) {
     int64_t i64;
     uint64_t u64;
     double f;
@@ -33,33 +32,28 @@ static void walk(const spade_gguf_value *v, int depth)
     for (uint64_t i = 0; i < n && i < 64; i++) {
         (void)spade_gguf_array_i64(v, i, &i64);
         (void)spade_gguf_array_f64(v, i, &f);
-        if (spade_gguf_array_str(v, i, &s, &len) == 0 && len && s[len - 1] == 0x7f)
-            f = 0;
+        if (spade_gguf_array_str(v, i, &s, &len) == 0 && len && s[len - 1] == 0x7f) f = 0;
         const spade_gguf_value *sub = spade_gguf_array_sub(v, i);
         if (sub) {
-            if (depth > SPADE_GGUF_MAX_DEPTH)
-                abort(); /* deeper than the reader allows */
+            if (depth > SPADE_GGUF_MAX_DEPTH) abort(); /* deeper than the reader allows */
             walk(sub, depth + 1);
         }
     }
     (void)spade_gguf_array_i64(v, n, &i64); /* one past the end: must fail, not read */
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
-{
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     spade_gguf *g;
     char err[1024] = "";
     if (spade_gguf_open_memory(&g, data, size, "fuzz", err, sizeof err) < 0) {
-        if (!err[0])
-            abort(); /* every refusal says why */
+        if (!err[0]) abort(); /* every refusal says why */
         return 0;
     }
     char buf[512];
     for (size_t i = 0; i < spade_gguf_n_kv(g); i++) {
         const char *key = spade_gguf_key(g, i);
         const spade_gguf_value *v = spade_gguf_kv_value(g, i);
-        if (spade_gguf_get(g, key) != v)
-            abort(); /* lookup finds what the walk finds */
+        if (spade_gguf_get(g, key) != v) abort(); /* lookup finds what the walk finds */
         walk(v, 0);
         (void)spade_gguf_value_format(v, buf, sizeof buf, 16);
         uint32_t u32;
@@ -86,13 +80,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     for (size_t i = 0; i < spade_gguf_n_tensors(g); i++) {
         const spade_gguf_tensor *t = spade_gguf_tensor_at(g, i);
-        if (spade_gguf_find_tensor(g, t->name) != t)
-            abort();
-        if (t->n_elements > (1u << 16) || !spade_ggml_can_dequantize(t->type))
-            continue;
+        if (spade_gguf_find_tensor(g, t->name) != t) abort();
+        if (t->n_elements > (1u << 16) || !spade_ggml_can_dequantize(t->type)) continue;
         float *out = malloc(t->n_elements * sizeof *out);
-        if (!out)
-            continue;
+        if (!out) continue;
         (void)spade_gguf_dequantize(t, out, t->n_elements, err, sizeof err);
         uint64_t rows = t->n_elements / (uint64_t)t->dims[0];
         (void)spade_gguf_dequantize_rows(t, rows - 1, 1, out, err, sizeof err);

@@ -21,8 +21,7 @@ static void walk(const spade_json *v, int depth) {
     if (v->type == SPADE_JSON_OBJECT)
         for (size_t i = 0; i < v->len; i++) {
             /* a key holding a NUL cannot be asked for by a C string; every other one is found */
-            if (strlen(v->members[i].key) == v->members[i].key_len && !spade_json_get(v, v->members[i].key))
-                abort();
+            if (strlen(v->members[i].key) == v->members[i].key_len && !spade_json_get(v, v->members[i].key)) abort();
             walk(&v->members[i].value, depth + 1);
         }
     if (depth > SPADE_JSON_MAX_DEPTH + 1) abort();

@@ -26,11 +26,17 @@ static const char *all(int a, long b, double c, bool d, const char *e) {
     return last;
 }
 
-#define T(name, sig) {#name, sig, "", (void *)name}
+#define T(name, sig)                                                                                                   \
+    { #name, sig, "", (void *)name }
 static const spade_tool_def defs[] = {
-    T(add, "int (int a, int b)"),       T(neg, "long (long x)"),     T(half, "double (double x)"),
-    T(not_, "bool (bool b)"),           T(echo, "const char *(const char *s)"),
-    T(len, "long (const char *s)"),     T(nop, "void (void)"),       T(none, "char *()"),
+    T(add, "int (int a, int b)"),
+    T(neg, "long (long x)"),
+    T(half, "double (double x)"),
+    T(not_, "bool (bool b)"),
+    T(echo, "const char *(const char *s)"),
+    T(len, "long (const char *s)"),
+    T(nop, "void (void)"),
+    T(none, "char *()"),
     T(all, "const char *(int a, long b, double c, _Bool d, const char *e)"),
 };
 #define NDEFS ((int)(sizeof defs / sizeof defs[0]))

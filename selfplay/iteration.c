@@ -20,22 +20,17 @@
 #include "selfplay/template.h"
 #include "source.h"
 
-static double now_s(void)
-{
+static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static size_t count_tokens(void *ctx, const char *text, size_t len)
-{
-    return spade_tokenizer_count(ctx, text, len);
-}
+static size_t count_tokens(void *ctx, const char *text, size_t len) { return spade_tokenizer_count(ctx, text, len); }
 
 /* Where the source in a completion lies: the first ``` fenced block when
  * there is one (its language tag dropped), else the whole text. */
-static void extract_range(const char *text, size_t len, size_t *at, size_t *n)
-{
+static void extract_range(const char *text, size_t len, size_t *at, size_t *n) {
     const char *start = text, *end = text + len;
     const char *fence = NULL;
     for (const char *p = text; p + 3 <= end; p++)
@@ -61,8 +56,7 @@ static void extract_range(const char *text, size_t len, size_t *at, size_t *n)
     *n = (size_t)(end - start);
 }
 
-char *spade_extract_source(const char *text, size_t len, size_t *out_len)
-{
+char *spade_extract_source(const char *text, size_t len, size_t *out_len) {
     size_t at, n;
     extract_range(text, len, &at, &n);
     char *out = malloc(n + 1);
@@ -73,20 +67,15 @@ char *spade_extract_source(const char *text, size_t len, size_t *out_len)
     return out;
 }
 
-static int stopped(const spade_sp_iter *x)
-{
-    return x->stop && *x->stop;
-}
+static int stopped(const spade_sp_iter *x) { return x->stop && *x->stop; }
 
-static int oom(char *err, size_t errlen, const char *what)
-{
+static int oom(char *err, size_t errlen, const char *what) {
     spade_errf(err, errlen, "self-play: out of memory%s%s", what ? " for " : "", what ? what : "");
     return -1;
 }
 
 int spade_sp_begin(spade_sp_iter *x, spade_selfplay *s, const spade_selfplay_opts *o, int it,
-                   const volatile sig_atomic_t *stop, spade_selfplay_metrics *m, char *err, size_t errlen)
-{
+                   const volatile sig_atomic_t *stop, spade_selfplay_metrics *m, char *err, size_t errlen) {
     memset(x, 0, sizeof *x);
     memset(m, 0, sizeof *m);
     m->iteration = it;
@@ -121,8 +110,7 @@ int spade_sp_begin(spade_sp_iter *x, spade_selfplay *s, const spade_selfplay_opt
     return 0;
 }
 
-void spade_sp_end(spade_sp_iter *x, int rc)
-{
+void spade_sp_end(spade_sp_iter *x, int rc) {
     if (!x->s) return; /* refused before anything was made */
     if (rc != 0 && x->s->archive) spade_archive_rollback_after(x->s->archive, x->it - 1, NULL, 0);
     for (int i = 0; x->w && i < x->n_all; i++) {
@@ -145,8 +133,7 @@ void spade_sp_end(spade_sp_iter *x, int rc)
 
 /* The fixed-pool part first: the agent trains on it alone (agent/rl.h), so
  * the paired plays below see the policy after it, as the update will. */
-int spade_sp_pool(spade_sp_iter *x, char *err, size_t errlen)
-{
+int spade_sp_pool(spade_sp_iter *x, char *err, size_t errlen) {
     const spade_selfplay_opts *o = x->o;
     if (o->pool_envs <= 0 || !x->s->pool) return 0;
     spade_rl_opts ro = o->rl;
@@ -155,15 +142,16 @@ int spade_sp_pool(spade_sp_iter *x, char *err, size_t errlen)
     return spade_rl_iteration(x->s->p, NULL, x->s->sb, x->s->pool, x->it, &ro, x->stop, &x->m->pool, err, errlen);
 }
 
-spade_prompt_memory spade_sp_memory_entry(const spade_archive_env *e, int negative)
-{
+spade_prompt_memory spade_sp_memory_entry(const spade_archive_env *e, int negative) {
     return (spade_prompt_memory){
         .source = e->source,
         .len = e->source_len,
         .family = e->family,
         .pass = e->pass_nohint,
         .regret = e->regret,
-        .kind = !negative ? 0 : e->pass_nohint < 0.5 ? -1 : +1,
+        .kind = !negative              ? 0
+                : e->pass_nohint < 0.5 ? -1
+                                       : +1,
     };
 }
 
@@ -171,8 +159,7 @@ spade_prompt_memory spade_sp_memory_entry(const spade_archive_env *e, int negati
  * that cannot be read stops the iteration: a prompt without its memory would
  * be another prompt than the resumed run's. */
 static int read_memory(spade_sp_iter *x, int i, uint64_t *rng, spade_prompt_memory *mem, spade_archive_env *got,
-                       int *n_mem, char *err, size_t errlen)
-{
+                       int *n_mem, char *err, size_t errlen) {
     long pos[4], neg;
     int np = 0;
     if (spade_memory_select(x->s->archive, x->w[i].family, &x->o->memory, rng, pos, &np, &neg, err, errlen) < 0)
@@ -195,8 +182,7 @@ static int read_memory(spade_sp_iter *x, int i, uint64_t *rng, spade_prompt_memo
 /* 1. Prompts: each slot's family, grounding excerpt and memory (or, with
  * templates, the template's one line), drawn from the slot's own stream so a
  * resumed run asks the same. */
-int spade_sp_prompts(spade_sp_iter *x, char *err, size_t errlen)
-{
+int spade_sp_prompts(spade_sp_iter *x, char *err, size_t errlen) {
     const spade_selfplay_opts *o = x->o;
     spade_selfplay *s = x->s;
     spade_tokenizer *tok = spade_policy_tokenizer(s->p);
@@ -244,7 +230,8 @@ int spade_sp_prompts(spade_sp_iter *x, char *err, size_t errlen)
             spade_gate_shown *sh = &w[i].shown;
             sh->env[sh->n_env] = got[k];
             snprintf(sh->label[sh->n_env], sizeof sh->label[0], "archived environment %ld (in the memory)", got[k].id);
-            sh->src[sh->n] = got[k].source, sh->len[sh->n] = got[k].source_len, sh->name[sh->n++] = sh->label[sh->n_env++];
+            sh->src[sh->n] = got[k].source, sh->len[sh->n] = got[k].source_len,
+            sh->name[sh->n++] = sh->label[sh->n_env++];
         }
         if (pr < 0) return -1;
         spade_transcript_init(&w[i].tr);
@@ -258,8 +245,7 @@ int spade_sp_prompts(spade_sp_iter *x, char *err, size_t errlen)
 
 /* The given files (designer.source = files): slot i of iteration it "writes"
  * file (it * n + i) mod n_files. */
-static int write_files(spade_sp_iter *x, char *err, size_t errlen)
-{
+static int write_files(spade_sp_iter *x, char *err, size_t errlen) {
     const spade_selfplay_opts *o = x->o;
     for (int i = 0; i < x->n; i++) {
         int f = (int)(((long)x->it * x->n + i) % o->n_files);
@@ -274,8 +260,7 @@ static int write_files(spade_sp_iter *x, char *err, size_t errlen)
 
 /* Templates: the holes of every slot sampled in one decoder; novelty and
  * Vendi compare the fillings, so their embeddings are made here. */
-static int write_templates(spade_sp_iter *x, char *err, size_t errlen)
-{
+static int write_templates(spade_sp_iter *x, char *err, size_t errlen) {
     const spade_selfplay_opts *o = x->o;
     int n = x->n;
     spade_template_slot *ts = x->alloc((size_t)n * sizeof *ts);
@@ -309,8 +294,7 @@ static int write_templates(spade_sp_iter *x, char *err, size_t errlen)
 /* The policy writes: every slot one decoder slot, sampled together; the
  * source is the completion's first fenced block. Out of memory here is the
  * run's failure, never an empty source the gates would call "compile". */
-static int write_policy(spade_sp_iter *x, char *err, size_t errlen)
-{
+static int write_policy(spade_sp_iter *x, char *err, size_t errlen) {
     const spade_selfplay_opts *o = x->o;
     spade_tokenizer *tok = spade_policy_tokenizer(x->s->p);
     int n = x->n, T = o->max_source_tokens, ctx = spade_policy_config(x->s->p)->context, rc = -1;
@@ -371,8 +355,7 @@ done:
 
 /* 2. The designer writes: given files, template fillings or the policy's
  * samples; one writer per run (designer.source). */
-int spade_sp_write(spade_sp_iter *x, char *err, size_t errlen)
-{
+int spade_sp_write(spade_sp_iter *x, char *err, size_t errlen) {
     if (x->n == 0) return 0; /* not a writing iteration (selfplay.regen_every) */
     if (x->o->n_files > 0) return write_files(x, err, errlen);
     if (x->o->n_templates > 0) return write_templates(x, err, errlen);
@@ -381,8 +364,7 @@ int spade_sp_write(spade_sp_iter *x, char *err, size_t errlen)
 
 /* 3. Hints (designer.hint = self): the same policy reads each source and
  * writes the hint its hint arm will see; then the writing is done. */
-int spade_sp_hints(spade_sp_iter *x, char *err, size_t errlen)
-{
+int spade_sp_hints(spade_sp_iter *x, char *err, size_t errlen) {
     const spade_selfplay_opts *o = x->o;
     if (o->hint_self && x->n > 0) {
         const char *src[SPADE_SP_MAX_ENVS];
@@ -397,8 +379,8 @@ int spade_sp_hints(spade_sp_iter *x, char *err, size_t errlen)
                                .top_p = o->top_p,
                                .max_tokens = o->hint_tokens,
                                .max_len = sizeof x->w[0].hint_seen - 1};
-        int hr = spade_hints_write(x->s->p, &ho, src, len, seeds, x->n, hint, hint_len, &x->m->hint_tokens, err,
-                                   errlen);
+        int hr =
+            spade_hints_write(x->s->p, &ho, src, len, seeds, x->n, hint, hint_len, &x->m->hint_tokens, err, errlen);
         for (int i = 0; i < x->n; i++) x->w[i].hint = hint[i], x->w[i].hint_len = hint_len[i];
         if (hr < 0) return -1;
     }
@@ -411,8 +393,7 @@ int spade_sp_hints(spade_sp_iter *x, char *err, size_t errlen)
 /* 4. Gates: each written source judged alone; novelty against the corpus and
  * this iteration's earlier valid ones (the fillings, in template mode, whose
  * sources are near-duplicates of each other by construction). */
-int spade_sp_gates(spade_sp_iter *x, char *err, size_t errlen)
-{
+int spade_sp_gates(spade_sp_iter *x, char *err, size_t errlen) {
     const spade_selfplay_opts *o = x->o;
     spade_selfplay *s = x->s;
     spade_selfplay_metrics *m = x->m;
@@ -458,7 +439,8 @@ int spade_sp_gates(spade_sp_iter *x, char *err, size_t errlen)
             m->valid++;
             snprintf(x->names[i], sizeof x->names[i], "this iteration's environment %d", i);
             x->ref_names[x->n_refs++] = x->names[i];
-        } else m->failed_gate[w->gates.first_failed]++;
+        } else
+            m->failed_gate[w->gates.first_failed]++;
         if (stopped(x)) return 1;
     }
     m->t_gates = now_s() - t1;
@@ -474,8 +456,7 @@ typedef struct pick {
     double regret[SPADE_SP_MAX_ENVS];
 } pick;
 
-static int pick_env(void *ctx, const spade_archive_env *e)
-{
+static int pick_env(void *ctx, const spade_archive_env *e) {
     pick *p = ctx;
     if (p->only >= 0) {
         if (e->iteration == p->only && p->n < p->limit) p->id[p->n++] = e->id;
@@ -497,8 +478,7 @@ static int pick_env(void *ctx, const spade_archive_env *e)
 
 /* Appends the environments p names, read from the archive, to w[n_all..);
  * returns how many. */
-static int load_envs(spade_sp_iter *x, const pick *p, char *err, size_t errlen)
-{
+static int load_envs(spade_sp_iter *x, const pick *p, char *err, size_t errlen) {
     int k = 0;
     for (int i = p->n - 1; i >= 0 && x->n_all < 2 * SPADE_SP_MAX_ENVS; i--) { /* each_env walks newest first */
         spade_archive_env e;
@@ -528,8 +508,7 @@ static int load_envs(spade_sp_iter *x, const pick *p, char *err, size_t errlen)
 /* Read with the memory, before anything is written: the environments played
  * again, the last writing's valid ones (selfplay.regen_every) and past ones
  * by regret (selfplay.replay), after the ones written now in w. */
-int spade_sp_replays(spade_sp_iter *x, char *err, size_t errlen)
-{
+int spade_sp_replays(spade_sp_iter *x, char *err, size_t errlen) {
     spade_archive *a = x->s->archive;
     const spade_selfplay_opts *o = x->o;
     if (a && !x->regen) {
@@ -550,8 +529,7 @@ int spade_sp_replays(spade_sp_iter *x, char *err, size_t errlen)
     return 0;
 }
 
-int spade_sp_agent_samples(spade_sp_iter *x, int i, char *err, size_t errlen)
-{
+int spade_sp_agent_samples(spade_sp_iter *x, int i, char *err, size_t errlen) {
     int plays = x->plays;
     const spade_sp_env *w = &x->w[i];
     spade_grpo_opts zo;
@@ -596,8 +574,7 @@ int spade_sp_agent_samples(spade_sp_iter *x, int i, char *err, size_t errlen)
  * on the same seeds by one policy snapshot, before anything trains, so
  * regret measures the hint and nothing else; the agent's samples come from
  * the same plays. */
-int spade_sp_plays(spade_sp_iter *x, char *err, size_t errlen)
-{
+int spade_sp_plays(spade_sp_iter *x, char *err, size_t errlen) {
     const spade_selfplay_opts *o = x->o;
     spade_selfplay_metrics *m = x->m;
     int plays = x->plays, R = x->R;
@@ -624,8 +601,8 @@ int spade_sp_plays(spade_sp_iter *x, char *err, size_t errlen)
         if (!w->plays) return oom(err, errlen, NULL);
         spade_agent *a = spade_agent_policy(x->s->p, &x->ao, err, errlen);
         if (!a) return -1;
-        spade_ep_spec spec = {.filename = "generated.c", .source = w->source, .len = w->source_len,
-                              .expected = 2 * plays};
+        spade_ep_spec spec = {
+            .filename = "generated.c", .source = w->source, .len = w->source_len, .expected = 2 * plays};
         const char *hint1[1] = {w->hint};
         size_t hint1_len[1] = {w->hint_len};
         x->eo.hints = w->hint ? hint1 : NULL;
@@ -661,8 +638,7 @@ int spade_sp_plays(spade_sp_iter *x, char *err, size_t errlen)
  * paired plays' seeds, repeats and agent stream, so they draw nothing new and
  * a resumed run measures the same; the policy itself is not touched. With no
  * agent sample there is no step: after = before, no replay. */
-static int lookahead(spade_sp_iter *x, char *err, size_t errlen)
-{
+static int lookahead(spade_sp_iter *x, char *err, size_t errlen) {
     const spade_selfplay_opts *o = x->o;
     const spade_sp_env *w = x->w;
     int any = 0, plays = x->plays;
@@ -702,8 +678,8 @@ static int lookahead(spade_sp_iter *x, char *err, size_t errlen)
             req[k] = (spade_ep_request){.spec = 0, .seed = w[i].seeds[k], .repeat = k % x->R};
         spade_agent *a = spade_agent_policy(q, &ao, err, errlen);
         if (!a) goto done;
-        spade_ep_spec spec = {.filename = "generated.c", .source = w[i].source, .len = w[i].source_len,
-                              .expected = plays};
+        spade_ep_spec spec = {
+            .filename = "generated.c", .source = w[i].source, .len = w[i].source_len, .expected = plays};
         int pr = spade_episodes_play(x->s->sb, &spec, 1, req, plays, a, &x->eo, out, err, errlen);
         spade_agent_free(a);
         if (pr < 0) goto done;
@@ -726,8 +702,7 @@ done:
 
 /* 6. The look-ahead (designer.reward = learning_potential only): its replays
  * are plays too, so the "plays" kill point comes after them. */
-int spade_sp_lookahead(spade_sp_iter *x, char *err, size_t errlen)
-{
+int spade_sp_lookahead(spade_sp_iter *x, char *err, size_t errlen) {
     if (x->o->reward == SPADE_DREWARD_LEARNING_POTENTIAL) {
         double t5 = now_s();
         int lr = lookahead(x, err, errlen);
@@ -741,8 +716,7 @@ int spade_sp_lookahead(spade_sp_iter *x, char *err, size_t errlen)
 /* 7. Designer rewards: from the paired plays (or the look-ahead), the
  * invalid penalised or dropped (designer.invalid), centred per family so a
  * family's easy prompts do not outvote a hard family's. */
-int spade_sp_rewards(spade_sp_iter *x, char *err, size_t errlen)
-{
+int spade_sp_rewards(spade_sp_iter *x, char *err, size_t errlen) {
     (void)err, (void)errlen;
     const spade_selfplay_opts *o = x->o;
     spade_selfplay_metrics *m = x->m;
@@ -761,7 +735,8 @@ int spade_sp_rewards(spade_sp_iter *x, char *err, size_t errlen)
         m->pass_nohint /= x->played;
         m->pass_hint /= x->played;
         m->regret /= x->played;
-    } else m->pass_nohint = m->pass_hint = m->regret = NAN;
+    } else
+        m->pass_nohint = m->pass_hint = m->regret = NAN;
     m->designer_reward = m->valid ? sum_reward / m->valid : NAN;
     double lp = 0, pa = 0; /* the learning-potential figures, NAN unless that is the reward */
     int k = 0;
@@ -778,8 +753,7 @@ int spade_sp_rewards(spade_sp_iter *x, char *err, size_t errlen)
     return 0;
 }
 
-void spade_sp_designer_samples(spade_sp_iter *x)
-{
+void spade_sp_designer_samples(spade_sp_iter *x) {
     const spade_selfplay_opts *o = x->o;
     x->ns = x->n_agent;
     for (int i = 0; o->train_designer && !o->n_files && i < x->n; i++) {
@@ -803,8 +777,7 @@ void spade_sp_designer_samples(spade_sp_iter *x)
 
 /* 8. One update on both roles' samples: one policy, one step, each role
  * scaled to unit RMS (core/policy/grpo.c) so neither drowns the other. */
-int spade_sp_update(spade_sp_iter *x, char *err, size_t errlen)
-{
+int spade_sp_update(spade_sp_iter *x, char *err, size_t errlen) {
     spade_selfplay_metrics *m = x->m;
     double t3 = now_s();
     spade_sp_designer_samples(x);
@@ -814,8 +787,7 @@ int spade_sp_update(spade_sp_iter *x, char *err, size_t errlen)
         go.adv_mode = SPADE_GRPO_ADV_GIVEN;
         go.token_norm = SPADE_GRPO_NORM_ROLE;
         spade_grpo_stats st;
-        if (spade_grpo_update(x->s->p, NULL, x->samples, x->ns, &go, &x->o->rl.adamw, &st, err, errlen) < 0)
-            return -1;
+        if (spade_grpo_update(x->s->p, NULL, x->samples, x->ns, &go, &x->o->rl.adamw, &st, err, errlen) < 0) return -1;
         m->loss = st.loss;
         m->grad_norm = st.grad_norm;
         m->role_grad_norm[0] = st.role_grad_norm[0];
@@ -826,8 +798,7 @@ int spade_sp_update(spade_sp_iter *x, char *err, size_t errlen)
     return 0;
 }
 
-static int add_plays(spade_sp_iter *x, const spade_sp_env *w, long id, char *err, size_t errlen)
-{
+static int add_plays(spade_sp_iter *x, const spade_sp_env *w, long id, char *err, size_t errlen) {
     int plays = x->plays;
     double s0[SPADE_SP_MAX_PLAYS], s1[SPADE_SP_MAX_PLAYS], r0[SPADE_SP_MAX_PLAYS], r1[SPADE_SP_MAX_PLAYS];
     for (int k = 0; k < plays; k++) {
@@ -840,8 +811,7 @@ static int add_plays(spade_sp_iter *x, const spade_sp_env *w, long id, char *err
 /* Vendi/n of this iteration's valid environments; in template mode the same
  * over the games the fillings set, which Vendi/n of the fillings (every one a
  * different text) cannot see. */
-static void diversity(spade_sp_iter *x, char *err, size_t errlen)
-{
+static void diversity(spade_sp_iter *x, char *err, size_t errlen) {
     spade_selfplay_metrics *m = x->m;
     if (m->valid <= 0) return;
     double *X = malloc((size_t)m->valid * SPADE_VENDI_DIM * sizeof *X), v;
@@ -865,8 +835,7 @@ static void diversity(spade_sp_iter *x, char *err, size_t errlen)
 /* 9. The archive, one transaction: new plays of the environments played
  * again, every written one with its gate outcome, and the metrics; a run
  * killed before the commit resumes onto the last iteration's rows. */
-int spade_sp_archive(spade_sp_iter *x, char *err, size_t errlen)
-{
+int spade_sp_archive(spade_sp_iter *x, char *err, size_t errlen) {
     spade_archive *a = x->s->archive;
     spade_selfplay_metrics *m = x->m;
     double t4 = now_s();

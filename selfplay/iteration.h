@@ -30,7 +30,7 @@
  * writing or replayed from the archive (w[n..n_all)). */
 typedef struct spade_sp_env {
     spade_transcript tr; /* <|designer|> prompt <|source|> sampled */
-    char *source;        /* NULL: the designer wrote nothing usable */
+    char *source; /* NULL: the designer wrote nothing usable */
     size_t source_len;
     char corpus_item[256];
     char family[32]; /* the target family of its prompt (or its archived row's) */
@@ -40,9 +40,9 @@ typedef struct spade_sp_env {
     spade_gate_report gates;
     float embedding[SPADE_VENDI_DIM];
     float games[SPADE_VENDI_DIM]; /* template mode: the embedding of the game its filling sets (vendi_n_games) */
-    long archive_id;              /* kept and replayed ones: its row */
+    long archive_id; /* kept and replayed ones: its row */
     uint64_t seeds[SPADE_SP_MAX_PLAYS]; /* every play's seed, play k of either arm */
-    spade_ep_outcome *plays;            /* [2 * plays]: the no-hint arm, then the hint arm */
+    spade_ep_outcome *plays; /* [2 * plays]: the no-hint arm, then the hint arm */
     spade_paired paired;
     char hint_seen[512]; /* the hint the first hint play saw (the archive's hint column) */
     double reward;
@@ -92,17 +92,17 @@ void spade_sp_end(spade_sp_iter *x, int rc);
 
 typedef int (*spade_sp_phase)(spade_sp_iter *x, char *err, size_t errlen);
 
-int spade_sp_pool(spade_sp_iter *x, char *err, size_t errlen);     /* m->pool; trains the policy */
-int spade_sp_prompts(spade_sp_iter *x, char *err, size_t errlen);  /* w[i].tr, family, corpus_item, tpl */
-int spade_sp_replays(spade_sp_iter *x, char *err, size_t errlen);  /* w[n..n_all) */
-int spade_sp_write(spade_sp_iter *x, char *err, size_t errlen);    /* w[i].source, embedding, games; tr */
-int spade_sp_hints(spade_sp_iter *x, char *err, size_t errlen);    /* w[i].hint */
-int spade_sp_gates(spade_sp_iter *x, char *err, size_t errlen);    /* w[i].gates, embedding; refs */
-int spade_sp_plays(spade_sp_iter *x, char *err, size_t errlen);    /* w[i].seeds, plays, paired; samples */
+int spade_sp_pool(spade_sp_iter *x, char *err, size_t errlen); /* m->pool; trains the policy */
+int spade_sp_prompts(spade_sp_iter *x, char *err, size_t errlen); /* w[i].tr, family, corpus_item, tpl */
+int spade_sp_replays(spade_sp_iter *x, char *err, size_t errlen); /* w[n..n_all) */
+int spade_sp_write(spade_sp_iter *x, char *err, size_t errlen); /* w[i].source, embedding, games; tr */
+int spade_sp_hints(spade_sp_iter *x, char *err, size_t errlen); /* w[i].hint */
+int spade_sp_gates(spade_sp_iter *x, char *err, size_t errlen); /* w[i].gates, embedding; refs */
+int spade_sp_plays(spade_sp_iter *x, char *err, size_t errlen); /* w[i].seeds, plays, paired; samples */
 int spade_sp_lookahead(spade_sp_iter *x, char *err, size_t errlen); /* after */
-int spade_sp_rewards(spade_sp_iter *x, char *err, size_t errlen);  /* w[i].reward, r, keep */
-int spade_sp_update(spade_sp_iter *x, char *err, size_t errlen);   /* designer samples; trains the policy */
-int spade_sp_archive(spade_sp_iter *x, char *err, size_t errlen);  /* the archive's rows; m->vendi_* */
+int spade_sp_rewards(spade_sp_iter *x, char *err, size_t errlen); /* w[i].reward, r, keep */
+int spade_sp_update(spade_sp_iter *x, char *err, size_t errlen); /* designer samples; trains the policy */
+int spade_sp_archive(spade_sp_iter *x, char *err, size_t errlen); /* the archive's rows; m->vendi_* */
 
 /* Pieces the phases are made of, for the tests. */
 /* The agent's samples from w[i]'s paired plays (in ae.tr, by episode): each

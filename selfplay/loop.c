@@ -46,8 +46,8 @@ static const spade_sp_phase phases[] = {
     spade_sp_plays, spade_sp_lookahead, spade_sp_rewards, spade_sp_update, spade_sp_archive,
 };
 
-int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, int it,
-                             const volatile sig_atomic_t *stop, spade_selfplay_metrics *m, char *err, size_t errlen) {
+int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, int it, const volatile sig_atomic_t *stop,
+                             spade_selfplay_metrics *m, char *err, size_t errlen) {
     spade_sp_iter x;
     int rc = spade_sp_begin(&x, s, o, it, stop, m, err, errlen);
     for (size_t k = 0; rc == 0 && k < sizeof phases / sizeof *phases; k++) rc = phases[k](&x, err, errlen);
@@ -56,8 +56,10 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
 }
 
 static void num(char *b, size_t cap, double v) {
-    if (isfinite(v)) snprintf(b, cap, "%.6g", v);
-    else snprintf(b, cap, "null");
+    if (isfinite(v))
+        snprintf(b, cap, "%.6g", v);
+    else
+        snprintf(b, cap, "null");
 }
 
 void spade_selfplay_metrics_json(const spade_selfplay_metrics *m, char *out, size_t cap) {
@@ -73,18 +75,20 @@ void spade_selfplay_metrics_json(const spade_selfplay_metrics *m, char *out, siz
     num(pa, sizeof pa, m->pass_after);
     size_t at = 0;
     for (int g = 0; g < SPADE_GATE_COUNT; g++)
-        at += (size_t)snprintf(gates + at, sizeof gates - at, "%s\"%s\":%d", g ? "," : "", spade_gate_name((spade_gate)g),
-                               m->failed_gate[g]);
-    snprintf(out, cap,
-             "{\"iteration\":%d,\"written\":%d,\"valid\":%d,\"kept\":%d,\"replayed\":%d,\"failed_at\":{%s},\"pass\":%s,\"pass_hint\":%s,\"regret\":%s,"
-             "\"designer_reward\":%s,\"vendi_n\":%s,\"designer_samples\":%d,\"agent_samples\":%d,\"source_tokens\":%ld,"
-             "\"hint_tokens\":%ld,"
-             "\"loss\":%.6g,\"grad_norm\":%.6g,\"grad_norm_designer\":%.6g,\"grad_norm_agent\":%.6g,"
-             "\"pool_success\":%.6g,"
-             "\"learning_potential\":%s,\"pass_after\":%s,\"vendi_n_games\":%s,\"hint_arm_samples\":%d,"
-             "\"t_design\":%.3f,\"t_gates\":%.3f,\"t_play\":%.3f,\"t_update\":%.3f,\"t_archive\":%.3f,\"t_lookahead\":%.3f}",
-             m->iteration, m->written, m->valid, m->kept, m->replayed, gates, p0, p1, rg, dr, vn, m->designer_samples, m->agent_samples,
-             m->source_tokens, m->hint_tokens, m->loss, m->grad_norm, m->role_grad_norm[0], m->role_grad_norm[1], m->pool.success_rate,
-             lp, pa, vg, m->hint_arm_samples,
-             m->t_design, m->t_gates, m->t_play, m->t_update, m->t_archive, m->t_lookahead);
+        at += (size_t)snprintf(gates + at, sizeof gates - at, "%s\"%s\":%d", g ? "," : "",
+                               spade_gate_name((spade_gate)g), m->failed_gate[g]);
+    snprintf(
+        out, cap,
+        "{\"iteration\":%d,\"written\":%d,\"valid\":%d,\"kept\":%d,\"replayed\":%d,\"failed_at\":{%s},\"pass\":%s,"
+        "\"pass_hint\":%s,\"regret\":%s,"
+        "\"designer_reward\":%s,\"vendi_n\":%s,\"designer_samples\":%d,\"agent_samples\":%d,\"source_tokens\":%ld,"
+        "\"hint_tokens\":%ld,"
+        "\"loss\":%.6g,\"grad_norm\":%.6g,\"grad_norm_designer\":%.6g,\"grad_norm_agent\":%.6g,"
+        "\"pool_success\":%.6g,"
+        "\"learning_potential\":%s,\"pass_after\":%s,\"vendi_n_games\":%s,\"hint_arm_samples\":%d,"
+        "\"t_design\":%.3f,\"t_gates\":%.3f,\"t_play\":%.3f,\"t_update\":%.3f,\"t_archive\":%.3f,\"t_lookahead\":%.3f}",
+        m->iteration, m->written, m->valid, m->kept, m->replayed, gates, p0, p1, rg, dr, vn, m->designer_samples,
+        m->agent_samples, m->source_tokens, m->hint_tokens, m->loss, m->grad_norm, m->role_grad_norm[0],
+        m->role_grad_norm[1], m->pool.success_rate, lp, pa, vg, m->hint_arm_samples, m->t_design, m->t_gates, m->t_play,
+        m->t_update, m->t_archive, m->t_lookahead);
 }

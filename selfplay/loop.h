@@ -35,15 +35,15 @@
 typedef struct spade_selfplay_opts {
     uint64_t seed;
     /* designer */
-    int envs;                 /* designer.envs: environments written per iteration (8) */
-    int max_source_tokens;    /* designer.max_source_tokens (512) */
+    int envs; /* designer.envs: environments written per iteration (8) */
+    int max_source_tokens; /* designer.max_source_tokens (512) */
     float temperature, top_p; /* designer.temperature (1.0), designer.top_p (1.0) */
     spade_dreward_kind reward; /* designer.reward (blend) */
-    int invalid_drop;         /* designer.invalid = drop (0: penalise) */
-    double invalid_reward;    /* designer.invalid_reward (-0.5) */
-    int train_designer;       /* designer.train (1): 0 = frozen designer, no designer samples in the update */
-    int use_corpus;           /* corpus.enabled (1) */
-    int use_memory;           /* memory.enabled (1) */
+    int invalid_drop; /* designer.invalid = drop (0: penalise) */
+    double invalid_reward; /* designer.invalid_reward (-0.5) */
+    int train_designer; /* designer.train (1): 0 = frozen designer, no designer samples in the update */
+    int use_corpus; /* corpus.enabled (1) */
+    int use_memory; /* memory.enabled (1) */
     spade_memory_opts memory;
     char families[SPADE_SP_MAX_FAMILIES][32];
     int n_families, family_window; /* designer.families, designer.family_window (3) */
@@ -53,8 +53,8 @@ typedef struct spade_selfplay_opts {
      * hint_echo gate see, and what the archive keeps); never trained on.
      * 0 = embedded: the source's HINT block is the hint. */
     int hint_self;
-    float hint_temperature;   /* designer.hint_temperature (0.3, the reference's) */
-    int hint_tokens;          /* designer.hint_tokens: at most this many tokens per hint (64) */
+    float hint_temperature; /* designer.hint_temperature (0.3, the reference's) */
+    int hint_tokens; /* designer.hint_tokens: at most this many tokens per hint (64) */
     /* designer.source = files: slot i of iteration it "writes" file (it * envs + i) mod n_files instead of
      * sampling the policy (measuring the gates and regret of a given set; the designer is not trained) */
     const char *const *files;
@@ -66,40 +66,41 @@ typedef struct spade_selfplay_opts {
      * family is the template's, and novelty and Vendi compare the fillings (spade_template_embed), not the sources */
     const spade_template *const *templates;
     int n_templates;
-    int hole_tokens;          /* designer.hole_tokens: at most this many tokens per hole (8) */
+    int hole_tokens; /* designer.hole_tokens: at most this many tokens per hole (8) */
     /* agent */
-    int plays;                /* selfplay.plays: plays per valid environment an arm, with and without the hint (8) */
-    int repeats;              /* selfplay.repeats: plays of each seed an arm (1; plays / repeats seeds): >= 2
-                               * makes the plateau per seed (designer/reward.h: bimodal environments) */
-    int regen_every;          /* selfplay.regen_every: write new environments every K iterations (1); in between the
-                               * valid ones of the last writing are played again (both arms) and the agent trains on them */
-    int replay;               /* selfplay.replay: past valid environments with the highest regret played too (0; PLR) */
-    int pool_envs;            /* selfplay.pool_envs: fixed-pool environments the agent also trains on per iteration (0) */
-    int train_hint_arm;       /* selfplay.train_hint_arm (0): the agent also trains on its hint plays, so it keeps
-                               * reading hints (regret is still measured before the update, on the same snapshot) */
-    spade_rl_opts rl;         /* the agent's options (and the pool plays when pool_envs > 0) */
+    int plays; /* selfplay.plays: plays per valid environment an arm, with and without the hint (8) */
+    int repeats; /* selfplay.repeats: plays of each seed an arm (1; plays / repeats seeds): >= 2
+                  * makes the plateau per seed (designer/reward.h: bimodal environments) */
+    int regen_every; /* selfplay.regen_every: write new environments every K iterations (1); in between the
+                      * valid ones of the last writing are played again (both arms) and the agent trains on them */
+    int replay; /* selfplay.replay: past valid environments with the highest regret played too (0; PLR) */
+    int pool_envs; /* selfplay.pool_envs: fixed-pool environments the agent also trains on per iteration (0) */
+    int train_hint_arm; /* selfplay.train_hint_arm (0): the agent also trains on its hint plays, so it keeps
+                         * reading hints (regret is still measured before the update, on the same snapshot) */
+    spade_rl_opts rl; /* the agent's options (and the pool plays when pool_envs > 0) */
 } spade_selfplay_opts;
 void spade_selfplay_opts_default(spade_selfplay_opts *o);
 
 typedef struct spade_selfplay_metrics {
     int iteration;
     int written, valid;
-    int kept, replayed;       /* environments played again: from the last writing, from the archive by regret */
+    int kept, replayed; /* environments played again: from the last writing, from the archive by regret */
     int failed_gate[SPADE_GATE_COUNT]; /* by the first gate failed */
     double pass_nohint, pass_hint, regret, designer_reward; /* means over valid environments */
-    double vendi_n;           /* Vendi/n of this iteration's valid environments (NAN when none) */
-    double vendi_n_games;     /* template mode: the same over the games their fillings set
-                               * (spade_template_embed_games; NAN otherwise or when none) */
-    double learning_potential, pass_after; /* designer.reward = learning_potential: means over the valid
-                               * environments written, of the potential and of the look-ahead's pass rate (NAN otherwise) */
+    double vendi_n; /* Vendi/n of this iteration's valid environments (NAN when none) */
+    double vendi_n_games; /* template mode: the same over the games their fillings set
+                           * (spade_template_embed_games; NAN otherwise or when none) */
+    double learning_potential,
+        pass_after; /* designer.reward = learning_potential: means over the valid
+                     * environments written, of the potential and of the look-ahead's pass rate (NAN otherwise) */
     int designer_samples, agent_samples;
-    int hint_arm_samples;     /* of agent_samples, those of hint plays (selfplay.train_hint_arm) */
+    int hint_arm_samples; /* of agent_samples, those of hint plays (selfplay.train_hint_arm) */
     float loss, grad_norm, role_grad_norm[2];
     long source_tokens;
-    long hint_tokens;         /* tokens sampled for self-written hints (designer.hint = self); not in the update */
-    spade_rl_metrics pool;    /* the fixed-pool part (pool_envs > 0) */
+    long hint_tokens; /* tokens sampled for self-written hints (designer.hint = self); not in the update */
+    spade_rl_metrics pool; /* the fixed-pool part (pool_envs > 0) */
     double t_design, t_gates, t_play, t_update, t_archive;
-    double t_lookahead;       /* the learning-potential look-ahead: its trial step and replays */
+    double t_lookahead; /* the learning-potential look-ahead: its trial step and replays */
 } spade_selfplay_metrics;
 
 /* The loop's fixed context: the policy (trained in place), the sandbox, the
@@ -119,8 +120,8 @@ typedef struct spade_selfplay {
 /* One iteration (it >= 0). The archive's rows of iteration it are written in
  * one transaction, committed at the end. stop (may be NULL) abandons the
  * iteration (nothing is written or trained) and returns 1. 0 done, -1 error. */
-int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, int it,
-                             const volatile sig_atomic_t *stop, spade_selfplay_metrics *m, char *err, size_t errlen);
+int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, int it, const volatile sig_atomic_t *stop,
+                             spade_selfplay_metrics *m, char *err, size_t errlen);
 
 /* The iteration's metrics as one JSON object (the archive's iterations row
  * and the run's JSONL line; timings are the t_* keys, last). */

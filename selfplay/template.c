@@ -83,7 +83,8 @@ int spade_template_decode(spade_policy *p, spade_template_slot *s, int n, const 
         spade_errf(err, errlen, "template designer: out of memory");
         goto done;
     }
-    int *counts = slots + n, *status = slots + 2 * n, *maxt = slots + 3 * n, *lens = slots + 4 * n, *fed = slots + 5 * n;
+    int *counts = slots + n, *status = slots + 2 * n, *maxt = slots + 3 * n, *lens = slots + 4 * n,
+        *fed = slots + 5 * n;
     size_t cap = 1, pl;
     for (int id = 0; id < spade_tokenizer_vocab(tok); id++) { /* the longest text T tokens can decode to */
         size_t len = 0;
@@ -111,7 +112,8 @@ int spade_template_decode(spade_policy *p, spade_template_slot *s, int n, const 
     so.stop = stop;
     so.n_stop = n_stop;
     for (int h = 0; h < maxh; h++) {
-        /* what each slot's transcript holds past what its decoder slot has read: the opening and the piece before this hole */
+        /* what each slot's transcript holds past what its decoder slot has read: the opening and the piece before this
+         * hole */
         int k = 0, q = 0;
         for (int i = 0; i < n; i++) {
             if (h >= spade_template_holes(s[i].tpl)) continue;
@@ -127,8 +129,10 @@ int spade_template_decode(spade_policy *p, spade_template_slot *s, int n, const 
         if (k > 0 && spade_decoder_append_batch(dec, slots, toks, counts, k, status, err, errlen) < 0) goto done;
         for (int j = 0; j < k; j++)
             if (status[j] != 0) {
-                spade_errf(err, errlen, "[designer] template = %s: the transcript passes the policy's context of %d tokens "
-                           "before hole %d", spade_template_name(s[slots[j]].tpl), ctx, h + 1);
+                spade_errf(err, errlen,
+                           "[designer] template = %s: the transcript passes the policy's context of %d tokens "
+                           "before hole %d",
+                           spade_template_name(s[slots[j]].tpl), ctx, h + 1);
                 goto done;
             }
         for (int i = 0; i < n; i++) {

@@ -27,20 +27,20 @@
 #include "policy/policy.h"
 
 typedef struct spade_template_slot {
-    const spade_template *tpl;     /* in */
-    uint64_t seed;                 /* in: hole k draws from the stream seeded by spade_mix64(seed + k) */
-    spade_transcript *tr;          /* in: the opening (<|designer|> PROMPT <|source|>); out: the whole transcript */
+    const spade_template *tpl; /* in */
+    uint64_t seed; /* in: hole k draws from the stream seeded by spade_mix64(seed + k) */
+    spade_transcript *tr; /* in: the opening (<|designer|> PROMPT <|source|>); out: the whole transcript */
     char *fill[SPADE_TEMPLATE_MAX_HOLES]; /* out: each hole's kept text (malloc'd, NUL-terminated) */
     size_t fill_len[SPADE_TEMPLATE_MAX_HOLES];
-    char *source;                  /* out: the filled source (malloc'd) */
+    char *source; /* out: the filled source (malloc'd) */
     size_t source_len;
-    int sampled;                   /* out: tokens sampled, over all holes */
+    int sampled; /* out: tokens sampled, over all holes */
 } spade_template_slot;
 void spade_template_slot_clear(spade_template_slot *s); /* frees the outputs (not tr) */
 
 typedef struct spade_template_opts {
     float temperature, top_p; /* the designer's sampling */
-    int hole_tokens;          /* designer.hole_tokens: at most this many tokens per hole (8) */
+    int hole_tokens; /* designer.hole_tokens: at most this many tokens per hole (8) */
 } spade_template_opts;
 
 /* Fills n slots' templates with p in one decoder. 0, or -1 with err (out of

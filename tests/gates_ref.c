@@ -27,12 +27,20 @@ int gates_run_reference(spade_sandbox *sb, const char *filename, const char *src
                         spade_gate_report *rep, char *err, size_t errlen);
 
 static const char *const NAMES[SPADE_GATE_COUNT] = {
-    "compile", "limits", "reset_deterministic", "replay_deterministic", "probe_actions",
-    "random_agent", "noop_agent", "constant_agent", "obs_echo", "hint_echo", "solve", "winnable", "novelty",
+    "compile",
+    "limits",
+    "reset_deterministic",
+    "replay_deterministic",
+    "probe_actions",
+    "random_agent",
+    "noop_agent",
+    "constant_agent",
+    "obs_echo",
+    "hint_echo",
+    "solve",
+    "winnable",
+    "novelty",
 };
-
-
-
 
 static double now_s(void) {
     struct timespec ts;
@@ -54,7 +62,7 @@ static void verdict(spade_gate_report *r, spade_gate g, int status, const char *
 /* ---- what an episode showed, hashed per episode (the determinism gates) ---- */
 
 typedef struct trace {
-    uint64_t *h;  /* [n] FNV-1a over every observation, action, reward and the end */
+    uint64_t *h; /* [n] FNV-1a over every observation, action, reward and the end */
     long n;
 } trace;
 
@@ -117,9 +125,12 @@ static int probe_act(void *ctx, int n, const spade_ep_view *v, spade_ep_act *act
     for (int i = 0; i < n; i++) {
         int k = (int)(v[i].episode % N_PROBES);
         acts[i] = (spade_ep_act){0};
-        if (k < 5) acts[i].text = text[k], acts[i].len = strlen(text[k]);
-        else if (k == 5) acts[i].text = long_line, acts[i].len = sizeof long_line - 1;
-        else acts[i].text = binary_probe, acts[i].len = sizeof binary_probe;
+        if (k < 5)
+            acts[i].text = text[k], acts[i].len = strlen(text[k]);
+        else if (k == 5)
+            acts[i].text = long_line, acts[i].len = sizeof long_line - 1;
+        else
+            acts[i].text = binary_probe, acts[i].len = sizeof binary_probe;
     }
     return 0;
 }
@@ -137,8 +148,7 @@ static spade_agent *probe_agent(void) {
 
 static int stop_act(void *ctx, int n, const spade_ep_view *v, spade_ep_act *acts, char *err, size_t errlen) {
     (void)ctx, (void)v, (void)err, (void)errlen;
-    for (int i = 0; i < n; i++)
-        acts[i] = (spade_ep_act){.text = NULL, .stop = "first_observation"};
+    for (int i = 0; i < n; i++) acts[i] = (spade_ep_act){.text = NULL, .stop = "first_observation"};
     return 0;
 }
 
@@ -165,8 +175,10 @@ static int corner_specs(const spade_env_info *info, const char *file, const char
         for (int m = 0; m < 2; m++) {
             const spade_param_info *p = &info->params[k];
             double v = m ? p->max : p->min;
-            if (p->type == SPADE_PARAM_INT) snprintf(params[n], 256, "%s=%.0f", p->name, v);
-            else snprintf(params[n], 256, "%s=%.17g", p->name, v);
+            if (p->type == SPADE_PARAM_INT)
+                snprintf(params[n], 256, "%s=%.0f", p->name, v);
+            else
+                snprintf(params[n], 256, "%s=%.17g", p->name, v);
             specs[n] = (spade_ep_spec){.filename = file, .source = src, .len = len, .params = params[n]};
             n++;
         }
@@ -174,7 +186,7 @@ static int corner_specs(const spade_env_info *info, const char *file, const char
 }
 
 int gates_run_reference(spade_sandbox *sb, const char *filename, const char *src, size_t len, const spade_gate_opts *o,
-                    spade_gate_report *rep, char *err, size_t errlen) {
+                        spade_gate_report *rep, char *err, size_t errlen) {
     memset(rep, 0, sizeof *rep);
     rep->first_failed = -1;
     rep->max_cosine = NAN;
@@ -192,14 +204,15 @@ int gates_run_reference(spade_sandbox *sb, const char *filename, const char *src
         spade_errf(err, errlen, "gates: out of memory");
         goto done;
     }
-#define SKIP_REST(from)                                                                                   \
-    for (int g_ = (from); g_ < SPADE_GATE_COUNT; g_++)                                                    \
-        if (!rep->status[g_]) verdict(rep, (spade_gate)g_, SPADE_GATE_SKIP, "not run: %s failed", NAMES[rep->first_failed])
-#define STOP_IF_FAILED(next)                                                    \
-    if (rep->first_failed >= 0 && (o->stop_at_first || rep->first_failed == 0)) { \
-        SKIP_REST(next);                                                        \
-        rc = 0;                                                                 \
-        goto done;                                                              \
+#define SKIP_REST(from)                                                                                                \
+    for (int g_ = (from); g_ < SPADE_GATE_COUNT; g_++)                                                                 \
+        if (!rep->status[g_])                                                                                          \
+    verdict(rep, (spade_gate)g_, SPADE_GATE_SKIP, "not run: %s failed", NAMES[rep->first_failed])
+#define STOP_IF_FAILED(next)                                                                                           \
+    if (rep->first_failed >= 0 && (o->stop_at_first || rep->first_failed == 0)) {                                      \
+        SKIP_REST(next);                                                                                               \
+        rc = 0;                                                                                                        \
+        goto done;                                                                                                     \
     }
 
     /* compile */
@@ -210,9 +223,9 @@ int gates_run_reference(spade_sandbox *sb, const char *filename, const char *src
     } else {
         rep->info = *spade_worker_info(w);
         spade_worker_free(w);
-        verdict(rep, SPADE_GATE_COMPILE, SPADE_GATE_PASS, "%s%s%s%s, %d params%s", rep->info.name, rep->info.family[0] ? " (" : "",
-                rep->info.family, rep->info.family[0] ? ")" : "",
-                rep->info.n_params, rep->info.has_solve ? ", SOLVE" : "");
+        verdict(rep, SPADE_GATE_COMPILE, SPADE_GATE_PASS, "%s%s%s%s, %d params%s", rep->info.name,
+                rep->info.family[0] ? " (" : "", rep->info.family, rep->info.family[0] ? ")" : "", rep->info.n_params,
+                rep->info.has_solve ? ", SOLVE" : "");
     }
     STOP_IF_FAILED(SPADE_GATE_LIMITS);
     const spade_env_info *info = &rep->info;
@@ -222,7 +235,8 @@ int gates_run_reference(spade_sandbox *sb, const char *filename, const char *src
         int ns = corner_specs(info, filename, src, len, specs, params), per = 4;
         long n = 0;
         for (int s = 0; s < ns; s++)
-            for (int k = 0; k < per; k++) req[n++] = (spade_ep_request){.spec = s, .seed = spade_gate_seed(o, src, len, 1, k)};
+            for (int k = 0; k < per; k++)
+                req[n++] = (spade_ep_request){.spec = s, .seed = spade_gate_seed(o, src, len, 1, k)};
         double t0 = now_s();
         int ok = play(sb, specs, ns, req, n, spade_agent_random(7), o, out, NULL, err, errlen) == 0;
         long half = n;
@@ -239,15 +253,17 @@ int gates_run_reference(spade_sandbox *sb, const char *filename, const char *src
             if (!big && fabs(out[i].ret) > 1 + 1e-9) big = &out[i];
         }
         rep->ms_per_step = steps ? 1000 * secs / (double)steps : 0;
-        if (!ok) verdict(rep, SPADE_GATE_LIMITS, SPADE_GATE_FAIL, "could not play: %s", err);
+        if (!ok)
+            verdict(rep, SPADE_GATE_LIMITS, SPADE_GATE_FAIL, "could not play: %s", err);
         else if (!(info->success > -1 && info->success <= 1))
-            verdict(rep, SPADE_GATE_LIMITS, SPADE_GATE_FAIL, "success threshold %g cannot be reached by a return in [-1, 1]",
-                    info->success);
+            verdict(rep, SPADE_GATE_LIMITS, SPADE_GATE_FAIL,
+                    "success threshold %g cannot be reached by a return in [-1, 1]", info->success);
         else if (bad)
             verdict(rep, SPADE_GATE_LIMITS, SPADE_GATE_FAIL, "%s at %s, seed %llu (%s agent): %s: %.160s",
-                    spade_outcome_name(bad->failure.outcome), specs[bad->spec].params ? specs[bad->spec].params : "defaults",
-                    (unsigned long long)bad->seed, bad - out < half ? "random" : "solve",
-                    spade_outcome_name(bad->failure.outcome), bad->failure.message);
+                    spade_outcome_name(bad->failure.outcome),
+                    specs[bad->spec].params ? specs[bad->spec].params : "defaults", (unsigned long long)bad->seed,
+                    bad - out < half ? "random" : "solve", spade_outcome_name(bad->failure.outcome),
+                    bad->failure.message);
         else if (big)
             verdict(rep, SPADE_GATE_LIMITS, SPADE_GATE_FAIL, "return %g outside [-1, 1] at %s, seed %llu", big->ret,
                     specs[big->spec].params ? specs[big->spec].params : "defaults", (unsigned long long)big->seed);
@@ -264,15 +280,17 @@ int gates_run_reference(spade_sandbox *sb, const char *filename, const char *src
     for (int g = SPADE_GATE_RESET_DET; g <= SPADE_GATE_REPLAY_DET; g++) {
         static const char *const script[] = {"1", "north", "yes", "a", "42", "b", "2", "east"};
         int nseeds = 6;
-        for (int i = 0; i < nseeds; i++) req[i] = (spade_ep_request){.spec = 0, .seed = spade_gate_seed(o, src, len, 0, i)};
+        for (int i = 0; i < nseeds; i++)
+            req[i] = (spade_ep_request){.spec = 0, .seed = spade_gate_seed(o, src, len, 0, i)};
         for (int i = 0; i < nseeds; i++) req[nseeds + i] = req[nseeds - 1 - i];
         int reset = g == SPADE_GATE_RESET_DET;
         /* two workers whose fresh stack and heap hold different garbage: with one poison seed,
          * adjacent instances get complementary patterns (core/host.c), and the opposite order puts
          * each of the 6 seeds on an instance of the other parity, so every bit of an uninitialised
          * read differs between the runs */
-        int ok = play_poisoned(sb, &def, 1, req, nseeds, reset ? stop_agent() : spade_agent_script(script, 8, SPADE_TAIL_STOP),
-                               o, out, &t1, 0x5eed0001ULL, err, errlen) == 0 &&
+        int ok = play_poisoned(sb, &def, 1, req, nseeds,
+                               reset ? stop_agent() : spade_agent_script(script, 8, SPADE_TAIL_STOP), o, out, &t1,
+                               0x5eed0001ULL, err, errlen) == 0 &&
                  play_poisoned(sb, &def, 1, req + nseeds, nseeds,
                                reset ? stop_agent() : spade_agent_script(script, 8, SPADE_TAIL_STOP), o, out2, &t2,
                                0x5eed0001ULL, err, errlen) == 0;
@@ -281,7 +299,8 @@ int gates_run_reference(spade_sandbox *sb, const char *filename, const char *src
             if (t1.h[i] != t2.h[nseeds - 1 - i] || out[i].ret != out2[nseeds - 1 - i].ret) differ = i;
         const spade_ep_outcome *bad = ok ? first_failure(out, nseeds) : NULL;
         if (!bad && ok) bad = first_failure(out2, nseeds);
-        if (!ok) verdict(rep, (spade_gate)g, SPADE_GATE_FAIL, "could not play: %s", err);
+        if (!ok)
+            verdict(rep, (spade_gate)g, SPADE_GATE_FAIL, "could not play: %s", err);
         else if (bad)
             verdict(rep, (spade_gate)g, SPADE_GATE_FAIL, "seed %llu: %s: %.160s", (unsigned long long)bad->seed,
                     spade_outcome_name(bad->failure.outcome), bad->failure.message);
@@ -298,16 +317,19 @@ int gates_run_reference(spade_sandbox *sb, const char *filename, const char *src
     /* probe_actions */
     {
         long n = 2 * N_PROBES;
-        for (long i = 0; i < n; i++) req[i] = (spade_ep_request){0, spade_gate_seed(o, src, len, 2, (int)(i / N_PROBES)), 0, 0};
+        for (long i = 0; i < n; i++)
+            req[i] = (spade_ep_request){0, spade_gate_seed(o, src, len, 2, (int)(i / N_PROBES)), 0, 0};
         int ok = play(sb, &def, 1, req, n, probe_agent(), o, out, NULL, err, errlen) == 0;
         const spade_ep_outcome *bad = ok ? first_failure(out, n) : NULL;
-        static const char *const what[N_PROBES] = {"the empty action", "\"1\"", "\"test\"", "\"42\"", "\"\\boxed{1}\"",
-                                                   "a 4 KiB line", "binary bytes"};
-        if (!ok) verdict(rep, SPADE_GATE_PROBE, SPADE_GATE_FAIL, "could not play: %s", err);
+        static const char *const what[N_PROBES] = {"the empty action", "\"1\"",        "\"test\"",    "\"42\"",
+                                                   "\"\\boxed{1}\"",   "a 4 KiB line", "binary bytes"};
+        if (!ok)
+            verdict(rep, SPADE_GATE_PROBE, SPADE_GATE_FAIL, "could not play: %s", err);
         else if (bad)
-            verdict(rep, SPADE_GATE_PROBE, SPADE_GATE_FAIL, "%s made a failure: %s: %.160s", what[bad->episode % N_PROBES],
-                    spade_outcome_name(bad->failure.outcome), bad->failure.message);
-        else verdict(rep, SPADE_GATE_PROBE, SPADE_GATE_PASS, "%d probes, 2 seeds each, no failure", N_PROBES);
+            verdict(rep, SPADE_GATE_PROBE, SPADE_GATE_FAIL, "%s made a failure: %s: %.160s",
+                    what[bad->episode % N_PROBES], spade_outcome_name(bad->failure.outcome), bad->failure.message);
+        else
+            verdict(rep, SPADE_GATE_PROBE, SPADE_GATE_PASS, "%d probes, 2 seeds each, no failure", N_PROBES);
     }
     STOP_IF_FAILED(SPADE_GATE_RANDOM);
 
@@ -315,15 +337,17 @@ int gates_run_reference(spade_sandbox *sb, const char *filename, const char *src
     for (int g = SPADE_GATE_RANDOM; g <= SPADE_GATE_SOLVE; g++) {
         if (g == SPADE_GATE_CONSTANT || g == SPADE_GATE_OBS_ECHO) continue; /* newer than the reference */
         if (g == SPADE_GATE_SOLVE && !info->has_solve) {
-            if (o->require_solve) verdict(rep, SPADE_GATE_SOLVE, SPADE_GATE_FAIL, "no SOLVE (designer.require_solve = true)");
-            else verdict(rep, SPADE_GATE_SOLVE, SPADE_GATE_PASS, "no SOLVE (not required)");
+            if (o->require_solve)
+                verdict(rep, SPADE_GATE_SOLVE, SPADE_GATE_FAIL, "no SOLVE (designer.require_solve = true)");
+            else
+                verdict(rep, SPADE_GATE_SOLVE, SPADE_GATE_PASS, "no SOLVE (not required)");
             continue;
         }
         for (int i = 0; i < S; i++) req[i] = (spade_ep_request){.spec = 0, .seed = spade_gate_seed(o, src, len, 3, i)};
-        spade_agent *a = g == SPADE_GATE_RANDOM  ? spade_agent_random(11)
-                         : g == SPADE_GATE_NOOP  ? spade_agent_noop()
+        spade_agent *a = g == SPADE_GATE_RANDOM      ? spade_agent_random(11)
+                         : g == SPADE_GATE_NOOP      ? spade_agent_noop()
                          : g == SPADE_GATE_HINT_ECHO ? spade_agent_hint_echo(SPADE_TAIL_CYCLE)
-                                                 : spade_agent_solve();
+                                                     : spade_agent_solve();
         int ok = play(sb, &def, 1, req, S, a, o, out, NULL, err, errlen) == 0;
         double r = ok ? rate(out, S) : 0;
         long wins = (long)floor(r * S + 0.5);
@@ -332,19 +356,21 @@ int gates_run_reference(spade_sandbox *sb, const char *filename, const char *src
         if (g == SPADE_GATE_NOOP) rep->noop_rate = r;
         if (g == SPADE_GATE_HINT_ECHO) rep->hint_echo_rate = r;
         if (g == SPADE_GATE_SOLVE) rep->solve_rate = r;
-        if (!ok) verdict(rep, (spade_gate)g, SPADE_GATE_FAIL, "could not play: %s", err);
+        if (!ok)
+            verdict(rep, (spade_gate)g, SPADE_GATE_FAIL, "could not play: %s", err);
         else if (bad)
             verdict(rep, (spade_gate)g, SPADE_GATE_FAIL, "seed %llu: %s: %.160s", (unsigned long long)bad->seed,
                     spade_outcome_name(bad->failure.outcome), bad->failure.message);
         else if (g == SPADE_GATE_RANDOM && r > o->random_max + 1e-12)
-            verdict(rep, (spade_gate)g, SPADE_GATE_FAIL, "the random agent won %ld of %d seeds (at most %.0f%%)", wins, S,
-                    100 * o->random_max);
+            verdict(rep, (spade_gate)g, SPADE_GATE_FAIL, "the random agent won %ld of %d seeds (at most %.0f%%)", wins,
+                    S, 100 * o->random_max);
         else if ((g == SPADE_GATE_NOOP || g == SPADE_GATE_HINT_ECHO) && wins > 0)
             verdict(rep, (spade_gate)g, SPADE_GATE_FAIL, "%s won %ld of %d seeds",
                     g == SPADE_GATE_NOOP ? "the empty action" : "echoing the hint", wins, S);
         else if (g == SPADE_GATE_SOLVE && wins < S)
             verdict(rep, (spade_gate)g, SPADE_GATE_FAIL, "SOLVE won only %ld of %d seeds", wins, S);
-        else verdict(rep, (spade_gate)g, SPADE_GATE_PASS, "won %ld of %d seeds", wins, S);
+        else
+            verdict(rep, (spade_gate)g, SPADE_GATE_PASS, "won %ld of %d seeds", wins, S);
         STOP_IF_FAILED(g + 1 + (g == SPADE_GATE_NOOP) * 2);
     }
 
@@ -368,11 +394,13 @@ int gates_run_reference(spade_sandbox *sb, const char *filename, const char *src
             rep->max_cosine = best;
             const char *name = at >= 0 && o->ref_names ? o->ref_names[at] : "a reference";
             if (best > o->novelty_max)
-                verdict(rep, SPADE_GATE_NOVELTY, SPADE_GATE_FAIL, "a near-duplicate of %s (cosine %.3f > %.2f)", name, best,
-                        o->novelty_max);
-            else verdict(rep, SPADE_GATE_NOVELTY, SPADE_GATE_PASS, "nearest %s at cosine %.3f", name, best);
+                verdict(rep, SPADE_GATE_NOVELTY, SPADE_GATE_FAIL, "a near-duplicate of %s (cosine %.3f > %.2f)", name,
+                        best, o->novelty_max);
+            else
+                verdict(rep, SPADE_GATE_NOVELTY, SPADE_GATE_PASS, "nearest %s at cosine %.3f", name, best);
         }
-    } else verdict(rep, SPADE_GATE_NOVELTY, SPADE_GATE_PASS, "no reference environments to compare with");
+    } else
+        verdict(rep, SPADE_GATE_NOVELTY, SPADE_GATE_PASS, "no reference environments to compare with");
     rc = 0;
 done:
     free(req);
@@ -384,4 +412,3 @@ done:
 #undef SKIP_REST
 #undef STOP_IF_FAILED
 }
-

@@ -40,7 +40,8 @@ START_TEST(transcript_layout_and_mask) {
     spade_transcript_agent_action(&t, tok, "c", 1);
     char *text;
     ck_assert_int_eq(spade_transcript_render(&t, tok, &text, NULL), 0);
-    ck_assert_str_eq(text, "<|agent|><|observation|>obs<|hint|>hint<|action|>ab<|end|><|observation|>o2<|action|>c<|end|>");
+    ck_assert_str_eq(text,
+                     "<|agent|><|observation|>obs<|hint|>hint<|action|>ab<|end|><|observation|>o2<|action|>c<|end|>");
     free(text);
     /* positions: agent obs o b s hint h i n t action | a b end | observation o 2 action | c end */
     static const unsigned char want[] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 1, 1};
@@ -71,8 +72,8 @@ END_TEST
 
 #define MAXE 16
 typedef struct seen {
-    char actions[MAXE][4096];  /* every action the environment received, concatenated */
-    char obs[MAXE][4096];      /* every observation, concatenated */
+    char actions[MAXE][4096]; /* every action the environment received, concatenated */
+    char obs[MAXE][4096]; /* every observation, concatenated */
     spade_transcript tr[MAXE];
     spade_tokenizer *tok;
 } seen;
@@ -89,8 +90,10 @@ static void on_episode(void *ctx, const spade_ep_outcome *o, const spade_transcr
     spade_transcript *d = &s->tr[o->episode];
     spade_transcript_init(d);
     for (int i = 0; i < t->len; i++)
-        if (t->mask[i]) spade_transcript_sampled(d, &t->tok[i], &t->logp[i], 1);
-        else spade_transcript_special(d, t->tok[i]);
+        if (t->mask[i])
+            spade_transcript_sampled(d, &t->tok[i], &t->logp[i], 1);
+        else
+            spade_transcript_special(d, t->tok[i]);
 }
 
 static int g_arm_streams; /* spade_policy_agent_opts.arm_streams for play() */
@@ -188,8 +191,8 @@ START_TEST(both_arms_of_a_seed_draw_one_stream) {
         }
     }
     g_arm_streams = 0;
-    ck_assert_msg(same[0] >= 3 && same[1] <= 1, "first action token alike in %d of 8 pairs with one stream, %d with two",
-                  same[0], same[1]);
+    ck_assert_msg(same[0] >= 3 && same[1] <= 1,
+                  "first action token alike in %d of 8 pairs with one stream, %d with two", same[0], same[1]);
     spade_policy_free(p);
 }
 END_TEST
@@ -203,7 +206,8 @@ START_TEST(policy_agent_transcripts_hold_what_was_played) {
     play(p, "two_turns.c", 8, 1, &a, oa, n);
     play(p, "two_turns.c", 1, 1, &b, ob, n);
     for (int i = 0; i < n; i++) {
-        ck_assert_msg(oa[i].end == ob[i].end && oa[i].steps == ob[i].steps, "episode %d differs across batch widths", i);
+        ck_assert_msg(oa[i].end == ob[i].end && oa[i].steps == ob[i].steps, "episode %d differs across batch widths",
+                      i);
         ck_assert_int_eq(a.tr[i].len, b.tr[i].len);
         ck_assert_mem_eq(a.tr[i].tok, b.tr[i].tok, (size_t)a.tr[i].len * sizeof(int));
         ck_assert_str_eq(a.actions[i], b.actions[i]);
@@ -231,8 +235,10 @@ START_TEST(policy_agent_transcripts_hold_what_was_played) {
         }
         const char *h = strstr(all, "<|hint|>");
         if (i % 2) {
-            ck_assert_msg(h && strstr(h, "Wait for the last turn.") && !strstr(all, "Hint: "), "episode %d: %s", i, all);
-        } else ck_assert_ptr_null(h);
+            ck_assert_msg(h && strstr(h, "Wait for the last turn.") && !strstr(all, "Hint: "), "episode %d: %s", i,
+                          all);
+        } else
+            ck_assert_ptr_null(h);
     }
     spade_policy_free(p);
 }
@@ -284,7 +290,8 @@ START_TEST(pool_takes_new_and_changed_files_and_keeps_a_broken_change_out) {
     const char *dirs[] = {dir};
     spade_pool *pool;
     n_lines = 0;
-    ck_assert_msg(spade_pool_new(&pool, sb, reg, specs, 1, dirs, 1, NULL, report, NULL, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(spade_pool_new(&pool, sb, reg, specs, 1, dirs, 1, NULL, report, NULL, err, sizeof err) == 0, "%s",
+                  err);
     ck_assert_int_eq(spade_pool_count(pool), 2);
     ck_assert_str_eq(spade_pool_entry_at(pool, 0)->params, "size=2");
     ck_assert_str_eq(spade_pool_entry_at(pool, 1)->name, "one");
@@ -294,7 +301,8 @@ START_TEST(pool_takes_new_and_changed_files_and_keeps_a_broken_change_out) {
     ck_assert_int_eq(spade_pool_refresh(pool, err, sizeof err), 1);
     ck_assert_int_eq(spade_pool_count(pool), 3);
     int said_bad = 0;
-    for (int i = 0; i < n_lines; i++) said_bad |= strstr(lines[i], "bad.c") && strstr(lines[i], "does not load") != NULL;
+    for (int i = 0; i < n_lines; i++)
+        said_bad |= strstr(lines[i], "bad.c") && strstr(lines[i], "does not load") != NULL;
     ck_assert_msg(said_bad, "the broken new file was not reported");
     /* a change that compiles replaces the entry; one that does not keeps the old version */
     char *changed = malloc(len + 64);

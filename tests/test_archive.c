@@ -132,7 +132,9 @@ START_TEST(environments_round_trip) {
     sqlite3 *raw;
     sqlite3_stmt *st;
     ck_assert_int_eq(sqlite3_open(db, &raw), SQLITE_OK);
-    ck_assert_int_eq(sqlite3_prepare_v2(raw, "SELECT seed, success_hint - success_nohint FROM plays ORDER BY rowid", -1, &st, NULL), SQLITE_OK);
+    ck_assert_int_eq(
+        sqlite3_prepare_v2(raw, "SELECT seed, success_hint - success_nohint FROM plays ORDER BY rowid", -1, &st, NULL),
+        SQLITE_OK);
     ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
     ck_assert_int_eq(sqlite3_column_int64(st, 0), 7);
     ck_assert_double_eq(sqlite3_column_double(st, 1), 1);
@@ -238,7 +240,8 @@ static spade_archive *fill(void) {
     out_of_band = add(a, 0, "math", "", 0.95, 7.0);
     invalid_best = add(a, 0, "math", "solve", 0.5, 8.0);
     neg_other = add(a, 0, "logic", "", 0.02, 0.0);
-    for (int i = 0; i < 20; i++) pos_ids[i] = add(a, 1, "math", "", 0.2 + 0.03 * i, 1.0 + 0.1 * i); /* regrets 1.0..2.9 */
+    for (int i = 0; i < 20; i++)
+        pos_ids[i] = add(a, 1, "math", "", 0.2 + 0.03 * i, 1.0 + 0.1 * i); /* regrets 1.0..2.9 */
     for (int i = 0; i < 10; i++) top_ids[i] = pos_ids[19 - i]; /* the ten highest regrets... */
     tie_a = top_ids[9];
     /* ...except that the 10th place (regret 2.0) is tied with a newer one */
@@ -264,7 +267,8 @@ START_TEST(memory_picks_positives_from_the_top_of_the_band) {
             int top = pos[k] == tie_b;
             for (int i = 0; i < 9; i++) top |= pos[k] == top_ids[i];
             top |= pos[k] == tie_a;
-            ck_assert_msg(top, "seed %llu: positive %ld is not in the top 10 by regret", (unsigned long long)seed, pos[k]);
+            ck_assert_msg(top, "seed %llu: positive %ld is not in the top 10 by regret", (unsigned long long)seed,
+                          pos[k]);
             ck_assert(pos[k] != out_of_band && pos[k] != other_family && pos[k] != invalid_best);
             seen_a += pos[k] == tie_a;
             seen_b += pos[k] == tie_b;

@@ -97,10 +97,24 @@ static void compare_with_ref(const char *name, int B, int T, int C, int NH) {
         snprintf(what, sizeof what, "%s attention_backward %s", name, part[k]);
         expect_close(what, T, s1, s2, N * C, 2e-5);
     }
-    free(s1); free(s2);
-    f.vt->dealloc(f.ctx, fq); f.vt->dealloc(f.ctx, fo); f.vt->dealloc(f.ctx, fl);
-    f.vt->dealloc(f.ctx, fd); f.vt->dealloc(f.ctx, fy); f.vt->dealloc(f.ctx, fa);
-    free(qkv); free(dout); free(att); free(o1); free(o2); free(l1); free(l2); free(d1); free(d2); free(h);
+    free(s1);
+    free(s2);
+    f.vt->dealloc(f.ctx, fq);
+    f.vt->dealloc(f.ctx, fo);
+    f.vt->dealloc(f.ctx, fl);
+    f.vt->dealloc(f.ctx, fd);
+    f.vt->dealloc(f.ctx, fy);
+    f.vt->dealloc(f.ctx, fa);
+    free(qkv);
+    free(dout);
+    free(att);
+    free(o1);
+    free(o2);
+    free(l1);
+    free(l2);
+    free(d1);
+    free(d2);
+    free(h);
     spade_backend_close(&r);
     spade_backend_close(&f);
 }
@@ -108,9 +122,10 @@ static void compare_with_ref(const char *name, int B, int T, int C, int NH) {
 /* T around the 64-row tile of the cpu backend and the 32-row tile of cuda:
  * 1 (a single key), below one tile, one full tile, one past it, several tiles
  * with a ragged end; head sizes 4, 16, 48. */
-static const int shapes[][4] = { /* B, T, C, NH */
-    {1, 1, 16, 2}, {2, 7, 16, 4}, {1, 32, 32, 2}, {2, 64, 32, 2}, {1, 65, 32, 2},
-    {2, 100, 48, 3}, {1, 130, 96, 2}, {1, 257, 32, 2},
+static const int shapes[][4] = {
+    /* B, T, C, NH */
+    {1, 1, 16, 2},  {2, 7, 16, 4},   {1, 32, 32, 2},  {2, 64, 32, 2},
+    {1, 65, 32, 2}, {2, 100, 48, 3}, {1, 130, 96, 2}, {1, 257, 32, 2},
 };
 
 START_TEST(test_tiled_matches_reference_cpu) {
@@ -174,7 +189,11 @@ START_TEST(test_tiled_finite_differences) {
             ck_assert_msg(fabs(num - ana) <= 2e-3 + 1e-2 * fabs(ana), "T=%d dqkv[%zu]: numeric %.6g analytic %.6g", T,
                           i, num, ana);
         }
-        free(qkv); free(w); free(out); free(lse); free(dq);
+        free(qkv);
+        free(w);
+        free(out);
+        free(lse);
+        free(dq);
     }
     spade_backend_close(&be);
 }
@@ -192,13 +211,18 @@ START_TEST(test_kv_matches_tiled) {
     float *kc = calloc((size_t)maxT * C, 4), *vc = calloc((size_t)maxT * C, 4), *o = calloc((size_t)T * C, 4);
     ck_assert(be.vt->attention_forward(be.ctx, out, lse, NULL, qkv, B, T, C, NH) == 0);
     ck_assert(be.vt->attention_forward_kv(be.ctx, o, qkv, kc, vc, 1, P1, C, NH, 0, maxT) == 0);
-    ck_assert(be.vt->attention_forward_kv(be.ctx, o + (size_t)P1 * C, qkv + (size_t)P1 * 3 * C, kc, vc, 1,
-                                          T - 1 - P1, C, NH, P1, maxT) == 0);
-    ck_assert(be.vt->attention_forward_kv(be.ctx, o + (size_t)(T - 1) * C, qkv + (size_t)(T - 1) * 3 * C, kc, vc,
-                                          1, 1, C, NH, T - 1, maxT) == 0);
+    ck_assert(be.vt->attention_forward_kv(be.ctx, o + (size_t)P1 * C, qkv + (size_t)P1 * 3 * C, kc, vc, 1, T - 1 - P1,
+                                          C, NH, P1, maxT) == 0);
+    ck_assert(be.vt->attention_forward_kv(be.ctx, o + (size_t)(T - 1) * C, qkv + (size_t)(T - 1) * 3 * C, kc, vc, 1, 1,
+                                          C, NH, T - 1, maxT) == 0);
     for (size_t i = 0; i < (size_t)T * C; i++)
         ck_assert_msg(fabsf(o[i] - out[i]) <= 1e-5f, "row %zu: kv %.7g tiled %.7g", i / C, o[i], out[i]);
-    free(qkv); free(out); free(lse); free(kc); free(vc); free(o);
+    free(qkv);
+    free(out);
+    free(lse);
+    free(kc);
+    free(vc);
+    free(o);
     spade_backend_close(&be);
 }
 END_TEST
@@ -242,7 +266,10 @@ START_TEST(test_model_long_context_matches_reference) {
         }
         ck_assert_msg(md <= 2e-5 * mx + 1e-12, "grad %s: max diff %.3g, max |g| %.3g", name, md, mx);
     }
-    free(tok); free(tg); free(gr); free(gf);
+    free(tok);
+    free(tg);
+    free(gr);
+    free(gf);
     spade_policy_free(r);
     spade_policy_free(f);
 }

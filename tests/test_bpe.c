@@ -23,8 +23,7 @@
 /* ---------------------------------------------------------------- a small vocabulary */
 
 /* GPT-2's byte-to-unicode text of one byte, as UTF-8. */
-static void byte_text(int b, char *o)
-{
+static void byte_text(int b, char *o) {
     unsigned cp = b <= 0x20                  ? 256u + (unsigned)b
                   : (b >= 0x7f && b <= 0xa0) ? 256u + 33u + (unsigned)(b - 0x7f)
                   : b == 0xad                ? 256u + 67u
@@ -62,8 +61,7 @@ enum { T_LL = 256, T_HE, T_HELL, T_HELLO, T_SPHELLO, T_BC, T_AB, T_AA, T_AAAA, T
 #define T_TOOL (T_IM_START + 2)
 #define N_SMALL (T_IM_START + 3)
 
-static spade_bpe *small_vocab(const char *pre)
-{
+static spade_bpe *small_vocab(const char *pre) {
     static char bytes[256][4];
     const char *tok[N_SMALL];
     int32_t ty[N_SMALL];
@@ -98,8 +96,7 @@ static spade_bpe *small_vocab(const char *pre)
     return b;
 }
 
-static void enc(const spade_bpe *b, const char *s, size_t len, unsigned flags, spade_bpe_out *o)
-{
+static void enc(const spade_bpe *b, const char *s, size_t len, unsigned flags, spade_bpe_out *o) {
     char err[256];
     *o = (spade_bpe_out){0};
     ck_assert_msg(!spade_bpe_encode(b, s, len, flags, o, err, sizeof err), "%s", err);
@@ -117,8 +114,7 @@ static void enc(const spade_bpe *b, const char *s, size_t len, unsigned flags, s
         spade_bpe_out_free(&o_);                                                                                       \
     } while (0)
 
-START_TEST(test_merges)
-{
+START_TEST(test_merges) {
     spade_bpe *b = small_vocab("gpt2");
     ASSERT_IDS(b, "hello", 0, T_HELLO);
     ASSERT_IDS(b, " hello", 0, T_SPHELLO);
@@ -131,8 +127,7 @@ START_TEST(test_merges)
 END_TEST
 
 /* ASSERT_IDS with no ids wants zero tokens: the empty-text case above. */
-START_TEST(test_empty)
-{
+START_TEST(test_empty) {
     spade_bpe *b = small_vocab("gpt2");
     spade_bpe_out o;
     enc(b, "", 0, 0, &o);
@@ -146,8 +141,7 @@ START_TEST(test_empty)
 }
 END_TEST
 
-START_TEST(test_specials)
-{
+START_TEST(test_specials) {
     spade_bpe *b = small_vocab("gpt2");
     ck_assert_int_eq(spade_bpe_type(b, T_IM_END), SPADE_BPE_TYPE_CONTROL);
     ck_assert(spade_bpe_is_eog(b, T_IM_END));
@@ -178,16 +172,14 @@ START_TEST(test_specials)
 END_TEST
 
 /* The words a pre-tokenizer cuts text into, joined by '|'. */
-static char *split(const spade_bpe *b, const char *s)
-{
+static char *split(const spade_bpe *b, const char *s) {
     size_t *e, n;
     char err[128];
     ck_assert(!spade_bpe_words(b, s, strlen(s), &e, &n, err, sizeof err));
     static char buf[4096];
     size_t k = 0, p = 0;
     for (size_t i = 0; i < n; i++) {
-        if (i)
-            buf[k++] = '|';
+        if (i) buf[k++] = '|';
         memcpy(buf + k, s + p, e[i] - p);
         k += e[i] - p;
         p = e[i];
@@ -200,8 +192,7 @@ static char *split(const spade_bpe *b, const char *s)
 
 #define ASSERT_SPLIT(b, s, want) ck_assert_str_eq(split((b), (s)), (want))
 
-START_TEST(test_pretokenizers)
-{
+START_TEST(test_pretokenizers) {
     spade_bpe *g = small_vocab("gpt2"), *s = small_vocab("smollm"), *l = small_vocab("llama-bpe"),
               *q = small_vocab("qwen2");
     ASSERT_SPLIT(g, "Hello world's  end", "Hello| world|'s| | end");
@@ -227,8 +218,7 @@ START_TEST(test_pretokenizers)
 }
 END_TEST
 
-START_TEST(test_invalid_utf8)
-{
+START_TEST(test_invalid_utf8) {
     spade_bpe *b = small_vocab("gpt2");
     /* as llama.cpp: each bad byte is read as U+FFFD, encoded EF BF BD */
     const char s[] = "a\xff"
@@ -257,8 +247,7 @@ START_TEST(test_invalid_utf8)
 END_TEST
 
 /* Valid UTF-8 text comes back byte for byte, whatever the pre-tokenizer. */
-START_TEST(test_roundtrip)
-{
+START_TEST(test_roundtrip) {
     const char *pres[] = {"gpt2", "smollm", "llama-bpe", "qwen2"};
     const char *pieces[] = {
         "a",  " ",  "\n", "\t",   "hello",    "'s", "12", "\xc3\xa9", "\xe6\x97\xa5", "\xf0\x9f\x98\x80",
@@ -282,8 +271,7 @@ START_TEST(test_roundtrip)
             ck_assert(!spade_bpe_decode(b, o.ids, o.n, 0, &text, &len, err, sizeof err));
             ck_assert_uint_eq(len, n);
             ck_assert(!memcmp(text, s, n));
-            for (size_t i = 1; i < o.n; i++)
-                ck_assert_uint_le(o.start[i - 1], o.start[i]);
+            for (size_t i = 1; i < o.n; i++) ck_assert_uint_le(o.start[i - 1], o.start[i]);
             free(text);
             spade_bpe_out_free(&o);
         }
@@ -294,8 +282,7 @@ END_TEST
 
 /* A megabyte of spaces: one word; the heap makes it n log n, not n^2 (a
  * quadratic merge loop would not finish within the suite's timeout). */
-START_TEST(test_long_runs)
-{
+START_TEST(test_long_runs) {
     spade_bpe *b = small_vocab("gpt2");
     size_t n = 1 << 20;
     char *s = malloc(n);
@@ -303,8 +290,7 @@ START_TEST(test_long_runs)
     spade_bpe_out o;
     enc(b, s, n, 0, &o);
     ck_assert_uint_eq(o.n, n / 4);
-    for (size_t i = 0; i < o.n; i++)
-        ck_assert_int_eq(o.ids[i], T_SP4);
+    for (size_t i = 0; i < o.n; i++) ck_assert_int_eq(o.ids[i], T_SP4);
     spade_bpe_out_free(&o);
     memset(s, '7', n);
     spade_bpe *sm = small_vocab("smollm");
@@ -317,8 +303,7 @@ START_TEST(test_long_runs)
 }
 END_TEST
 
-START_TEST(test_bad_config)
-{
+START_TEST(test_bad_config) {
     char err[256];
     spade_bpe *b;
     const char *tok[] = {"a", "b"};
@@ -355,16 +340,14 @@ START_TEST(test_bad_config)
 }
 END_TEST
 
-static void write_file(const char *path, const char *s)
-{
+static void write_file(const char *path, const char *s) {
     FILE *f = fopen(path, "wb");
     ck_assert_ptr_nonnull(f);
     fputs(s, f);
     fclose(f);
 }
 
-START_TEST(test_bad_fixture)
-{
+START_TEST(test_bad_fixture) {
     char dir[256], path[320], err[512];
     tu_mkdtemp(dir, sizeof dir, "bpe");
     snprintf(path, sizeof path, "%s/v", dir);
@@ -430,8 +413,7 @@ typedef struct {
     size_t n;
 } ref_case;
 
-static long unesc(char *s, size_t n)
-{
+static long unesc(char *s, size_t n) {
     size_t o = 0;
     for (size_t i = 0; i < n; i++) {
         if (s[i] != '\\') {
@@ -458,8 +440,7 @@ static long unesc(char *s, size_t n)
 }
 
 /* Reads a reference file (tools/bpe_reference.py); returns the case count. */
-static size_t read_ref(const char *path, ref_case **out)
-{
+static size_t read_ref(const char *path, ref_case **out) {
     FILE *f = fopen(path, "rb");
     ck_assert_msg(f, "%s: missing", path);
     size_t cap = 1 << 22, nc = 0, maxc = 0;
@@ -489,8 +470,7 @@ static size_t read_ref(const char *path, ref_case **out)
             for (char *p = line + 3; *p;) {
                 char *e;
                 long v = strtol(p, &e, 10);
-                if (e == p)
-                    break;
+                if (e == p) break;
                 c->ids[c->n++] = (int32_t)v;
                 p = e;
             }
@@ -503,8 +483,7 @@ static size_t read_ref(const char *path, ref_case **out)
 }
 
 /* Compares every case; returns how many agree and fails naming the first that does not. */
-static void check_ref(const spade_bpe *b, const char *refpath)
-{
+static void check_ref(const spade_bpe *b, const char *refpath) {
     ref_case *cs;
     size_t nc = read_ref(refpath, &cs), ok = 0;
     ck_assert_uint_gt(nc, 20);
@@ -515,8 +494,7 @@ static void check_ref(const spade_bpe *b, const char *refpath)
         enc(b, cs[i].text, cs[i].len,
             (cs[i].flags & 1 ? SPADE_BPE_ADD_SPECIAL : 0) | (cs[i].flags & 2 ? SPADE_BPE_PARSE_SPECIAL : 0), &o);
         size_t k = 0;
-        while (k < o.n && k < cs[i].n && o.ids[k] == cs[i].ids[k])
-            k++;
+        while (k < o.n && k < cs[i].n && o.ids[k] == cs[i].ids[k]) k++;
         if (k == o.n && k == cs[i].n)
             ok++;
         else if (!*first)
@@ -532,8 +510,7 @@ static void check_ref(const spade_bpe *b, const char *refpath)
     ck_assert_msg(ok == nc, "%s", first);
 }
 
-START_TEST(test_smollm2_llamacpp)
-{
+START_TEST(test_smollm2_llamacpp) {
     char path[1024], err[512];
     snprintf(path, sizeof path, "%s/tests/data/smollm2-135m.vocab", tu_srcdir());
     spade_bpe *b;
@@ -552,8 +529,7 @@ END_TEST
 /* SmolLM2's vocabulary under another pre-tokenizer: the references come from
  * a metadata-only copy of its GGUF with tokenizer.ggml.pre changed, so the
  * gpt-2 and llama-bpe matchers are checked against llama.cpp too. */
-static void check_smollm2_as(const char *pre)
-{
+static void check_smollm2_as(const char *pre) {
     char path[1024], err[512], dir[256], tmp[320];
     snprintf(path, sizeof path, "%s/tests/data/smollm2-135m.vocab", tu_srcdir());
     FILE *f = fopen(path, "rb");
@@ -583,20 +559,13 @@ static void check_smollm2_as(const char *pre)
     tu_rm_rf(dir);
 }
 
-START_TEST(test_gpt2_llamacpp)
-{
-    check_smollm2_as("gpt-2");
-}
+START_TEST(test_gpt2_llamacpp) { check_smollm2_as("gpt-2"); }
 END_TEST
 
-START_TEST(test_llama3_llamacpp)
-{
-    check_smollm2_as("llama-bpe");
-}
+START_TEST(test_llama3_llamacpp) { check_smollm2_as("llama-bpe"); }
 END_TEST
 
-START_TEST(test_qwen2_llamacpp)
-{
+START_TEST(test_qwen2_llamacpp) {
     const char *v = getenv("SPADE_TEST_QWEN_VOCAB");
     if (!v || !*v) {
         fprintf(stderr, "test_qwen2_llamacpp: skipped (set SPADE_TEST_QWEN_VOCAB to the Qwen2.5-Coder vocabulary "
@@ -615,8 +584,7 @@ END_TEST
 
 /* ---------------------------------------------------------------- ChatML */
 
-START_TEST(test_chat)
-{
+START_TEST(test_chat) {
     char path[1024], err[512];
     snprintf(path, sizeof path, "%s/tests/data/smollm2-135m.vocab", tu_srcdir());
     spade_bpe *b;
@@ -637,14 +605,12 @@ START_TEST(test_chat)
     spade_bpe_out w;
     enc(b, text, (size_t)tl, SPADE_BPE_PARSE_SPECIAL, &w);
     ck_assert_uint_eq(o.n, w.n);
-    for (size_t i = 0; i < o.n; i++)
-        ck_assert_int_eq(o.ids[i], w.ids[i]);
+    for (size_t i = 0; i < o.n; i++) ck_assert_int_eq(o.ids[i], w.ids[i]);
     /* the trainable tokens are exactly the assistant's content and its <|im_end|> */
     int32_t ids[256];
     size_t k = 0;
     for (size_t i = 0; i < o.n; i++)
-        if (train[i])
-            ids[k++] = o.ids[i];
+        if (train[i]) ids[k++] = o.ids[i];
     char *dec;
     size_t dl;
     ck_assert(!spade_bpe_decode(b, ids, k, 1, &dec, &dl, err, sizeof err));
@@ -658,18 +624,15 @@ START_TEST(test_chat)
     spade_chat_msg inj = {"user", "hi<|im_end|>", 12};
     ck_assert(!spade_bpe_chat(b, &inj, 1, 1, &o, &train, err, sizeof err));
     int ends = 0;
-    for (size_t i = 0; i < o.n; i++)
-        ends += o.ids[i] == spade_bpe_find(b, "<|im_end|>");
+    for (size_t i = 0; i < o.n; i++) ends += o.ids[i] == spade_bpe_find(b, "<|im_end|>");
     ck_assert_int_eq(ends, 1);
     size_t last = o.n;
-    while (last > 0 && o.ids[last - 1] != spade_bpe_find(b, "<|im_start|>"))
-        last--;
+    while (last > 0 && o.ids[last - 1] != spade_bpe_find(b, "<|im_start|>")) last--;
     ck_assert_uint_gt(last, 1);
     ck_assert(!spade_bpe_decode(b, o.ids + last - 1, o.n - last + 1, 1, &dec, &dl, err, sizeof err));
     ck_assert_str_eq(dec, "<|im_start|>assistant\n");
     free(dec);
-    for (size_t i = 0; i < o.n; i++)
-        ck_assert(!train[i]);
+    for (size_t i = 0; i < o.n; i++) ck_assert(!train[i]);
     free(train);
     spade_bpe_out_free(&o);
     spade_bpe_free(b);
@@ -684,8 +647,7 @@ START_TEST(test_chat)
 }
 END_TEST
 
-static Suite *bpe_suite(void)
-{
+static Suite *bpe_suite(void) {
     Suite *s = suite_create("bpe");
     TCase *t = tcase_create("bpe");
     tcase_set_timeout(t, 120);
@@ -707,7 +669,4 @@ static Suite *bpe_suite(void)
     return s;
 }
 
-int main(void)
-{
-    return tu_run(bpe_suite());
-}
+int main(void) { return tu_run(bpe_suite()); }

@@ -170,8 +170,8 @@ START_TEST(infinite_loop_fails_and_checker_stops) {
     ck_assert_int_eq(check_env("cli_loop", NULL, &o, &rep), 1);
     double took = tu_now() - t0;
     const char *l = line_of(&rep, "FAIL arbitrary_actions");
-    ck_assert_msg(strstr(l, "timeout") && strstr(l, "0.5 s call") && strstr(l, "--timeout S sets the deadline"),
-                  "%s", rep.text);
+    ck_assert_msg(strstr(l, "timeout") && strstr(l, "0.5 s call") && strstr(l, "--timeout S sets the deadline"), "%s",
+                  rep.text);
     ck_assert_msg(strstr(l, "1 of 13"), "no odd action is tried after the timeout: %s", rep.text);
     ck_assert_msg(has_line(&rep, "SKIP solve: an earlier call timed out"), "%s", rep.text);
     ck_assert_msg(has_line(&rep, "SKIP param_extremes: an earlier call timed out"), "%s", rep.text);

@@ -79,8 +79,8 @@ typedef struct {
     int len, status;
 } out1;
 
-static void sample_slots(spade_decoder *d, const int *slots, int n, const spade_sample_opts *o,
-                         const uint64_t *seeds, const int *maxt, out1 *out) {
+static void sample_slots(spade_decoder *d, const int *slots, int n, const spade_sample_opts *o, const uint64_t *seeds,
+                         const int *maxt, out1 *out) {
     int M = o->max_tokens;
     ck_assert(M <= 64);
     int *tok = calloc((size_t)n * M, sizeof(int)), *len = calloc(n, sizeof(int)), *st = calloc(n, sizeof(int));
@@ -101,13 +101,15 @@ static void sample_slots(spade_decoder *d, const int *slots, int n, const spade_
 }
 
 static void same_out(const char *what, const out1 *a, const out1 *b, int exact) {
-    ck_assert_msg(a->len == b->len && a->status == b->status, "%s: length %d status %d vs length %d status %d",
-                  what, a->len, a->status, b->len, b->status);
+    ck_assert_msg(a->len == b->len && a->status == b->status, "%s: length %d status %d vs length %d status %d", what,
+                  a->len, a->status, b->len, b->status);
     ck_assert_msg(memcmp(a->tok, b->tok, (size_t)a->len * sizeof(int)) == 0, "%s: tokens differ", what);
-    if (exact) ck_assert_msg(memcmp(a->lp, b->lp, (size_t)a->len * sizeof(float)) == 0, "%s: log-probs differ", what);
+    if (exact)
+        ck_assert_msg(memcmp(a->lp, b->lp, (size_t)a->len * sizeof(float)) == 0, "%s: log-probs differ", what);
     else
         for (int i = 0; i < a->len; i++)
-            ck_assert_msg(fabsf(a->lp[i] - b->lp[i]) <= 1e-4f, "%s: log-prob %d: %g vs %g", what, i, a->lp[i], b->lp[i]);
+            ck_assert_msg(fabsf(a->lp[i] - b->lp[i]) <= 1e-4f, "%s: log-prob %d: %g vs %g", what, i, a->lp[i],
+                          b->lp[i]);
 }
 
 static void opts(spade_sample_opts *o, int M) {
@@ -162,14 +164,14 @@ START_TEST(test_ops_at) {
         ck_assert_msg(spade_backend_open(names[b], &be, note, sizeof note, err, sizeof err) == 0, "%s", err);
         float *kc = calloc(KC, sizeof(float)), *vc = calloc(KC, sizeof(float));
         out[b] = malloc((size_t)n * C * sizeof(float));
-        ck_assert(be.vt->attention_forward_kv_at(be.ctx, out[b], rows, kc, vc, slot, pos, S * T1, C, NH, S,
-                                                 maxT, T1) == 0);
-        ck_assert(be.vt->attention_forward_kv_at(be.ctx, out[b] + (size_t)S * T1 * C, rows + (size_t)S * T1 * 3 * C,
-                                                 kc, vc, slot + S * T1, pos + S * T1, S * T2, C, NH, S, maxT, T) == 0);
+        ck_assert(be.vt->attention_forward_kv_at(be.ctx, out[b], rows, kc, vc, slot, pos, S * T1, C, NH, S, maxT, T1) ==
+                  0);
+        ck_assert(be.vt->attention_forward_kv_at(be.ctx, out[b] + (size_t)S * T1 * C, rows + (size_t)S * T1 * 3 * C, kc,
+                                                 vc, slot + S * T1, pos + S * T1, S * T2, C, NH, S, maxT, T) == 0);
         /* out of range: refused with a message, not read */
         int badslot[1] = {S}, badpos[1] = {0};
-        ck_assert(be.vt->attention_forward_kv_at(be.ctx, out[b], rows, kc, vc, badslot, badpos, 1, C, NH, S, maxT,
-                                                 T) != 0);
+        ck_assert(be.vt->attention_forward_kv_at(be.ctx, out[b], rows, kc, vc, badslot, badpos, 1, C, NH, S, maxT, T) !=
+                  0);
         ck_assert_msg(strstr(be.vt->last_error(be.ctx), "slot 3"), "%s", be.vt->last_error(be.ctx));
         if (b == 0) {
             /* each slot alone through attention_forward_kv, whole sequence at once */
@@ -214,13 +216,15 @@ START_TEST(test_ops_at) {
         }
         /* encoder_forward_at */
         int tok[4] = {0, 262, 7, 7}, ep[4] = {0, 5, maxT - 1, 3};
-        float *wte = malloc((size_t)SPADE_VOCAB_PADDED * C * sizeof(float)), *wpe = malloc((size_t)maxT * C * sizeof(float));
+        float *wte = malloc((size_t)SPADE_VOCAB_PADDED * C * sizeof(float)),
+              *wpe = malloc((size_t)maxT * C * sizeof(float));
         for (size_t i = 0; i < (size_t)SPADE_VOCAB_PADDED * C; i++) wte[i] = frand(&seed);
         for (size_t i = 0; i < (size_t)maxT * C; i++) wpe[i] = frand(&seed);
         float eo[4 * C];
         ck_assert(be.vt->encoder_forward_at(be.ctx, eo, tok, ep, wte, wpe, 4, C) == 0);
         for (int i = 0; i < 4; i++)
-            for (int c = 0; c < C; c++) ck_assert(eo[i * C + c] == wte[(size_t)tok[i] * C + c] + wpe[(size_t)ep[i] * C + c]);
+            for (int c = 0; c < C; c++)
+                ck_assert(eo[i * C + c] == wte[(size_t)tok[i] * C + c] + wpe[(size_t)ep[i] * C + c]);
         free(wte);
         free(wpe);
         free(kc);
@@ -231,8 +235,10 @@ START_TEST(test_ops_at) {
      * (another summation order), else the reference loops (the same bits) */
     double worst = 0;
     for (size_t i = 0; i < (size_t)n * C; i++) worst = fmax(worst, fabs((double)out[0][i] - out[1][i]));
-    if (spade_backend_cpu_has_cblas()) ck_assert_msg(worst < 1e-5, "cpu is %g from cpu_ref", worst);
-    else ck_assert_msg(worst == 0, "cpu differs from cpu_ref without cblas: %g", worst);
+    if (spade_backend_cpu_has_cblas())
+        ck_assert_msg(worst < 1e-5, "cpu is %g from cpu_ref", worst);
+    else
+        ck_assert_msg(worst == 0, "cpu differs from cpu_ref without cblas: %g", worst);
     free(out[0]);
     free(out[1]);
     free(qkv);
@@ -364,7 +370,8 @@ START_TEST(test_recorded_logprob_is_the_drawn_distribution) {
             for (int i = 0; i < r.len; i++) {
                 tu_next_logprobs(p, h, 6 + i, l1);
                 double want = tu_sampled_logprob(l1, SPADE_VOCAB, temps[c], tops[c], r.tok[i]);
-                ck_assert_msg(isfinite(want), "T %g top_p %g: token %d drawn outside the nucleus", temps[c], tops[c], i);
+                ck_assert_msg(isfinite(want), "T %g top_p %g: token %d drawn outside the nucleus", temps[c], tops[c],
+                              i);
                 ck_assert_msg(fabs(want - r.lp[i]) < 1e-4, "T %g top_p %g seed %d token %d: recorded %g, drawn from %g",
                               temps[c], tops[c], (int)seed, i, r.lp[i], want);
                 if (fabs(l1[r.tok[i]] - r.lp[i]) > 1e-3) off++;
@@ -488,7 +495,8 @@ START_TEST(test_continued_equals_recompute) {
         ck_assert(spade_decoder_append(d, 0, obs, 4, err, sizeof err) == 0);
         ck_assert_msg(spade_decoder_next_logprobs(d, 0, next, err, sizeof err) == 0, "%s", err);
         int L0 = spade_decoder_len(d, 0), v = 9;
-        ck_assert(spade_policy_completion_logprobs(p, spade_decoder_tokens(d, 0), L0, &v, 1, &ref, err, sizeof err) == 0);
+        ck_assert(spade_policy_completion_logprobs(p, spade_decoder_tokens(d, 0), L0, &v, 1, &ref, err, sizeof err) ==
+                  0);
         ck_assert_msg(fabsf(ref - next[v]) <= bound, "after no_kv_cache: %g vs %g", next[v], ref);
         free(hist);
         spade_decoder_free(d);
@@ -632,12 +640,12 @@ END_TEST
 
 /* ------------------------------------------------------------ bad input */
 
-#define REFUSED(call, word)                                                                \
-    do {                                                                                   \
-        err[0] = 0;                                                                        \
-        int rc_ = (call);                                                                  \
-        ck_assert_msg(rc_ == SPADE_POLICY_EINVAL, "%s: rc %d (%s)", #call, rc_, err);      \
-        ck_assert_msg(strstr(err, word), "%s: message '%s' lacks '%s'", #call, err, word); \
+#define REFUSED(call, word)                                                                                            \
+    do {                                                                                                               \
+        err[0] = 0;                                                                                                    \
+        int rc_ = (call);                                                                                              \
+        ck_assert_msg(rc_ == SPADE_POLICY_EINVAL, "%s: rc %d (%s)", #call, rc_, err);                                  \
+        ck_assert_msg(strstr(err, word), "%s: message '%s' lacks '%s'", #call, err, word);                             \
     } while (0)
 
 /* Every bad argument is SPADE_POLICY_EINVAL with a message naming it, and
@@ -673,8 +681,10 @@ START_TEST(test_bad_input) {
     int zero = 0, one = 1, mt0 = 0, mt9 = 9, both[2] = {0, 0};
     REFUSED(spade_decoder_sample(d, &one, 1, &o, NULL, NULL, tok, NULL, &len, &st, err, sizeof err), "slot 1 is empty");
     REFUSED(spade_decoder_sample(d, both, 2, &o, NULL, NULL, tok, NULL, &len, &st, err, sizeof err), "listed twice");
-    REFUSED(spade_decoder_sample(d, &zero, 1, &o, NULL, &mt0, tok, NULL, &len, &st, err, sizeof err), "max_tokens[0] = 0");
-    REFUSED(spade_decoder_sample(d, &zero, 1, &o, NULL, &mt9, tok, NULL, &len, &st, err, sizeof err), "max_tokens[0] = 9");
+    REFUSED(spade_decoder_sample(d, &zero, 1, &o, NULL, &mt0, tok, NULL, &len, &st, err, sizeof err),
+            "max_tokens[0] = 0");
+    REFUSED(spade_decoder_sample(d, &zero, 1, &o, NULL, &mt9, tok, NULL, &len, &st, err, sizeof err),
+            "max_tokens[0] = 9");
     REFUSED(spade_decoder_sample(d, &zero, 1, &o, NULL, NULL, NULL, NULL, &len, &st, err, sizeof err), "out_tokens");
     REFUSED(spade_decoder_sample(d, &zero, 1, &o, NULL, NULL, tok, NULL, NULL, &st, err, sizeof err), "out_len");
     REFUSED(spade_decoder_sample(d, &zero, 0, &o, NULL, NULL, tok, NULL, &len, &st, err, sizeof err), "n >= 1");
@@ -703,7 +713,8 @@ START_TEST(test_bad_input) {
     ck_assert_int_eq(spade_decoder_len(d, 9), -1);
     ck_assert_ptr_null(spade_decoder_tokens(d, 9));
     /* after all that the decoder still works */
-    ck_assert_msg(spade_decoder_sample(d, &zero, 1, &o, NULL, NULL, tok, NULL, &len, &st, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(spade_decoder_sample(d, &zero, 1, &o, NULL, NULL, tok, NULL, &len, &st, err, sizeof err) == 0, "%s",
+                  err);
     ck_assert(len == 8 && st == SPADE_SLOT_MAX_TOKENS);
     spade_decoder_free(d);
     spade_decoder_free(NULL);
@@ -770,7 +781,8 @@ END_TEST
 static Suite *decode_suite(void) {
     Suite *s = suite_create("decode");
     TCase *t = tcase_create("decode");
-    tcase_set_timeout(t, 300); /* continued_equals_recompute took 22 s with the machine loaded (8 runnable on 2 cores) */
+    tcase_set_timeout(t,
+                      300); /* continued_equals_recompute took 22 s with the machine loaded (8 runnable on 2 cores) */
     tcase_add_test(t, test_ops_at);
     tcase_add_test(t, test_batched_equals_alone);
     tcase_add_test(t, test_recorded_logprob_is_the_drawn_distribution);

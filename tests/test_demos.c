@@ -92,8 +92,7 @@ START_TEST(demos_file_is_the_api_render) {
     spade_sandbox *sb = tu_sandbox(NULL);
     spade_ep_spec spec = {.filename = "n_back.c", .source = src, .len = len, .params = params, .expected = EPS};
     spade_ep_request reqs[EPS];
-    for (int k = 0; k < EPS; k++)
-        reqs[k] = (spade_ep_request){.spec = 0, .seed = (uint64_t)k, .hint = k & 1};
+    for (int k = 0; k < EPS; k++) reqs[k] = (spade_ep_request){.spec = 0, .seed = (uint64_t)k, .hint = k & 1};
     static events r;
     memset(&r, 0, sizeof r);
     spade_episodes_opts o;
@@ -110,8 +109,8 @@ START_TEST(demos_file_is_the_api_render) {
     char dir[1024], cmd[4096], path[1200];
     tu_mkdtemp(dir, sizeof dir, "demos");
     const char *bin = getenv("SPADE_BIN") ? getenv("SPADE_BIN") : "./spade";
-    snprintf(cmd, sizeof cmd, "SPADE_PATH=%s/stdenv %s demos n_back:%s --episodes %d --hint --out %s >/dev/null", tu_srcdir(),
-             bin, params, EPS, dir);
+    snprintf(cmd, sizeof cmd, "SPADE_PATH=%s/stdenv %s demos n_back:%s --episodes %d --hint --out %s >/dev/null",
+             tu_srcdir(), bin, params, EPS, dir);
     ck_assert_msg(system(cmd) == 0, "%s failed", cmd);
     snprintf(path, sizeof path, "%s/n_back.transcript", dir);
     size_t flen;

@@ -46,8 +46,14 @@ START_TEST(json_field_is_decoded_and_bad_lines_refused) {
     free(v);
     const char *none = "{\"title\": \"x\", \"text\": 5}";
     ck_assert_int_eq(spade_json_string_field(none, strlen(none), "text", &v, &n, err, sizeof err), 1);
-    static const char *const bad[] = {"[\"text\"]", "{\"text\": \"x\"", "{\"text\": \"x\"} junk", "{text: \"x\"}",
-                                      "{\"text\": \"a\\q\"}", "{\"a\": [1, }", "", "{\"text\":\"\x01\"}"};
+    static const char *const bad[] = {"[\"text\"]",
+                                      "{\"text\": \"x\"",
+                                      "{\"text\": \"x\"} junk",
+                                      "{text: \"x\"}",
+                                      "{\"text\": \"a\\q\"}",
+                                      "{\"a\": [1, }",
+                                      "",
+                                      "{\"text\":\"\x01\"}"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
         ck_assert_msg(spade_json_string_field(bad[i], strlen(bad[i]), "text", &v, &n, err, sizeof err) == -1,
                       "accepted: %s", bad[i]);
@@ -122,8 +128,10 @@ START_TEST(corpus_keeps_the_heldout_suite_out) {
     fputs("{\"text\": \"", f);
     for (size_t i = 0; i < len; i++) {
         if (src[i] == '"' || src[i] == '\\') fputc('\\', f);
-        if (src[i] == '\n') fputs("\\n", f);
-        else fputc(src[i], f);
+        if (src[i] == '\n')
+            fputs("\\n", f);
+        else
+            fputc(src[i], f);
     }
     fputs("\"}\n{\"text\": \"a real document\"}\n", f);
     fclose(f);
@@ -133,7 +141,7 @@ START_TEST(corpus_keeps_the_heldout_suite_out) {
     int refused = 0;
     ck_assert_msg(spade_corpus_new(&c, paths, 2, g, 0, &refused, err, sizeof err) == 0, "%s", err);
     ck_assert_int_eq(spade_corpus_count(c), 2); /* mine.c and the real document */
-    ck_assert_int_ge(refused, 2 + 12);          /* the copy, the JSONL copy, and the suite's own files */
+    ck_assert_int_ge(refused, 2 + 12); /* the copy, the JSONL copy, and the suite's own files */
     for (int i = 0; i < spade_corpus_count(c); i++)
         ck_assert_msg(!strstr(spade_corpus_item_at(c, i)->name, "renamed") &&
                           !strstr(spade_corpus_item_at(c, i)->name, "eval/heldout"),
@@ -155,7 +163,8 @@ static size_t double_count(void *ctx, const char *s, size_t n) {
 
 START_TEST(prompt_fits_its_budget_and_cuts_at_lines) {
     char err[512], excerpt[8192] = "", src[2048] = "";
-    for (int i = 0; i < 200; i++) snprintf(excerpt + strlen(excerpt), sizeof excerpt - strlen(excerpt), "excerpt line %d\n", i);
+    for (int i = 0; i < 200; i++)
+        snprintf(excerpt + strlen(excerpt), sizeof excerpt - strlen(excerpt), "excerpt line %d\n", i);
     for (int i = 0; i < 60; i++) snprintf(src + strlen(src), sizeof src - strlen(src), "code %d;\n", i);
     spade_prompt_memory mem[2] = {{.source = src, .len = strlen(src), .family = "math", .pass = 0.42, .regret = 0.31},
                                   {.source = src, .len = strlen(src), .family = "math", .pass = 0.97, .kind = +1}};
@@ -191,7 +200,8 @@ START_TEST(prompt_fits_its_budget_and_cuts_at_lines) {
     o.budget = 100000;
     o.count = NULL;
     char *p;
-    ck_assert_int_eq(spade_prompt_build(&o, "grid", "n", excerpt, strlen(excerpt), NULL, 0, &p, NULL, err, sizeof err), 0);
+    ck_assert_int_eq(spade_prompt_build(&o, "grid", "n", excerpt, strlen(excerpt), NULL, 0, &p, NULL, err, sizeof err),
+                     0);
     ck_assert_ptr_nonnull(strstr(p, "excerpt line 199\n")); /* a large budget keeps all of it */
     ck_assert_ptr_null(strstr(p, "..."));
     ck_assert_ptr_null(strstr(p, "built before"));
@@ -228,13 +238,15 @@ START_TEST(hint_prompt_holds_the_source_then_the_instruction) {
             ck_assert_msg(spade_hint_prompt_build(&o, src, strlen(src), &p, &n, err, sizeof err) == 0, "budget %d: %s",
                           budget, err);
             size_t used = counter ? double_count(NULL, p, n) : n;
-            ck_assert_msg(used <= (size_t)budget, "budget %d, counter %d: hint prompt takes %zu", budget, counter, used);
+            ck_assert_msg(used <= (size_t)budget, "budget %d, counter %d: hint prompt takes %zu", budget, counter,
+                          used);
             ck_assert_ptr_nonnull(strstr(p, "code 0;\n"));
             ck_assert_ptr_nonnull(strstr(p, "...\nWrite the HINT")); /* cut, marked, instruction kept */
             for (const char *q = strstr(p, "code "); q; q = strstr(q + 1, "code ")) {
                 int k;
                 char semi, nl;
-                ck_assert_msg(sscanf(q, "code %d%c%c", &k, &semi, &nl) == 3 && semi == ';' && nl == '\n', "a cut line: %.20s", q);
+                ck_assert_msg(sscanf(q, "code %d%c%c", &k, &semi, &nl) == 3 && semi == ';' && nl == '\n',
+                              "a cut line: %.20s", q);
             }
             free(p);
         }
@@ -252,7 +264,7 @@ START_TEST(families_rotate_in_windows) {
     int want[3][6] = {{0, 1, 2, 0, 1, 2}, {3, 4, 5, 3, 4, 5}, {0, 1, 2, 0, 1, 2}};
     ck_assert_mem_eq(got, want, sizeof got);
     ck_assert_int_eq(spade_family_for_slot(4, 3, 1, 1), 4 % 4); /* a short last window wraps */
-    ck_assert_int_eq(spade_family_for_slot(5, 0, 7, 3), 3);     /* window 0: all families */
+    ck_assert_int_eq(spade_family_for_slot(5, 0, 7, 3), 3); /* window 0: all families */
     ck_assert_int_eq(spade_family_for_slot(0, 3, 0, 0), -1);
 }
 END_TEST
@@ -294,7 +306,8 @@ START_TEST(reward_arithmetic) {
     double after = 0.625;
     ck_assert_double_eq_tol(spade_dreward(SPADE_DREWARD_LEARNING_POTENTIAL, &m, &after), 0.375, 1e-12);
     ck_assert_double_eq(spade_dreward(SPADE_DREWARD_LEARNING_POTENTIAL, &m, NULL), 0);
-    ck_assert_double_eq_tol(spade_dreward(SPADE_DREWARD_BLEND, &m, &after), 0.4 * 1 + 0.6 * 0.4, 1e-12); /* read by LP only */
+    ck_assert_double_eq_tol(spade_dreward(SPADE_DREWARD_BLEND, &m, &after), 0.4 * 1 + 0.6 * 0.4,
+                            1e-12); /* read by LP only */
     after = 0.125;
     ck_assert_double_eq(spade_dreward(SPADE_DREWARD_LEARNING_POTENTIAL, &m, &after), 0);
     /* centred per family like the other rewards: potentials 0.375, 0.125 (family a) and 0.5 (b) */

@@ -28,22 +28,16 @@
 
 static spade_sandbox *sb;
 
-static void setup(void)
-{
-    sb = tu_sandbox(&(spade_sandbox_opts){.call_timeout_s = 5.0});
-}
+static void setup(void) { sb = tu_sandbox(&(spade_sandbox_opts){.call_timeout_s = 5.0}); }
 
-static void teardown(void)
-{
+static void teardown(void) {
     spade_sandbox_free(sb);
     sb = NULL;
 }
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
     const unsigned char *c = p;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ c[i]) * 1099511628211ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ c[i]) * 1099511628211ull;
     return h;
 }
 
@@ -60,19 +54,15 @@ typedef struct record {
     int n_out;
 } record;
 
-static void cat(char *dst, int *count, const char *s, size_t n)
-{
+static void cat(char *dst, int *count, const char *s, size_t n) {
     size_t k = strlen(dst);
-    if ((*count)++ && k + 1 < TXT)
-        dst[k++] = '|';
-    if (n > TXT - 1 - k)
-        n = TXT - 1 - k;
+    if ((*count)++ && k + 1 < TXT) dst[k++] = '|';
+    if (n > TXT - 1 - k) n = TXT - 1 - k;
     memcpy(dst + k, s, n);
     dst[k + n] = 0;
 }
 
-static void on_event(void *ctx, const spade_ep_event *e)
-{
+static void on_event(void *ctx, const spade_ep_event *e) {
     record *r = ctx;
     ck_assert(e->episode >= 0 && e->episode < MAXEP);
     uint64_t h = r->hash[e->episode];
@@ -88,8 +78,7 @@ static void on_event(void *ctx, const spade_ep_event *e)
         cat(r->obs[e->episode], &r->n_obs[e->episode], e->text, e->len);
 }
 
-static void on_outcome(void *ctx, const spade_ep_outcome *o)
-{
+static void on_outcome(void *ctx, const spade_ep_outcome *o) {
     record *r = ctx;
     ck_assert_int_lt(r->n_out, MAXEP);
     r->order[r->n_out++] = o->episode;
@@ -97,8 +86,7 @@ static void on_outcome(void *ctx, const spade_ep_outcome *o)
 
 /* Plays reqs with agent, max_live and workers; fills out and rec. */
 static int play(const spade_ep_spec *specs, int n_specs, const spade_ep_request *reqs, long n, spade_agent *agent,
-                int max_live, int workers, spade_ep_outcome *out, record *rec)
-{
+                int max_live, int workers, spade_ep_outcome *out, record *rec) {
     spade_episodes_opts o;
     spade_episodes_opts_default(&o);
     o.max_live = max_live;
@@ -110,22 +98,19 @@ static int play(const spade_ep_spec *specs, int n_specs, const spade_ep_request 
     char err[512];
     int rc = spade_episodes_play(sb, specs, n_specs, reqs, n, agent, &o, out, err, sizeof err);
     ck_assert_msg(rc >= 0, "episodes: %s", err);
-    for (long i = 0; i < n; i++)
-        ck_assert_int_eq(rec->order[i], i); /* episode order, whatever finished first */
+    for (long i = 0; i < n; i++) ck_assert_int_eq(rec->order[i], i); /* episode order, whatever finished first */
     ck_assert_int_eq(rec->n_out, n);
     return rc;
 }
 
-static spade_ep_spec spec_of(const char *file, char **keep, const char *params)
-{
+static spade_ep_spec spec_of(const char *file, char **keep, const char *params) {
     size_t len;
     *keep = tu_read_env(file, &len);
     spade_ep_spec s = {.filename = file, .source = *keep, .len = len, .params = params};
     return s;
 }
 
-static void assert_same_outcome(const spade_ep_outcome *a, const spade_ep_outcome *b)
-{
+static void assert_same_outcome(const spade_ep_outcome *a, const spade_ep_outcome *b) {
     ck_assert_int_eq(a->episode, b->episode);
     ck_assert_msg(a->end == b->end, "episode %ld: %s vs %s", a->episode, spade_ep_end_name(a->end),
                   spade_ep_end_name(b->end));
@@ -138,8 +123,7 @@ static void assert_same_outcome(const spade_ep_outcome *a, const spade_ep_outcom
 
 /* ---- the vector env's subsets ------------------------------------------------- */
 
-START_TEST(vecenv_subsets)
-{
+START_TEST(vecenv_subsets) {
     size_t len;
     char *src = tu_read_env("sb_walk.c", &len);
     spade_vecenv *v, *ref;
@@ -171,8 +155,7 @@ START_TEST(vecenv_subsets)
         snprintf(got, sizeof got, "%s", r[0].obs);
         ck_assert_int_eq(spade_vecenv_step_some(ref, 1, (int[]){0}, &moves[t], NULL, &q, &f), 0);
         ck_assert_str_eq(got, q.obs);
-        if (r[0].terminated || r[0].truncated)
-            break;
+        if (r[0].terminated || r[0].truncated) break;
     }
     /* env 0's first step is still its first: compare with a fresh seed 12 */
     ck_assert_int_eq(spade_vecenv_reset_one(ref, 0, 12, &q, &f), 0);
@@ -198,8 +181,7 @@ END_TEST
 
 /* Under NEXT_STEP a subset step auto-resets the listed envs that ended, with
  * the documented seed, and leaves the others alone. */
-START_TEST(vecenv_subset_autoreset)
-{
+START_TEST(vecenv_subset_autoreset) {
     size_t len;
     char *src = tu_read_env("sb_walk.c", &len);
     spade_vecenv *v, *ref;
@@ -236,8 +218,7 @@ END_TEST
 
 /* A crash kills one worker: its envs are lost, the other worker's go on, and
  * a revive loads it again. */
-START_TEST(vecenv_revive)
-{
+START_TEST(vecenv_revive) {
     size_t len;
     char *src = tu_read_env("ep_len.c", &len);
     spade_vecenv *v;
@@ -251,10 +232,8 @@ START_TEST(vecenv_revive)
         ck_assert_int_eq(spade_vecenv_reset_one(v, 0, s, &r, &f), 0);
         long tok;
         ck_assert_int_eq(sscanf(r.obs, "Token %ld.", &tok), 1);
-        if (tok % 5 == 0 && !have_bad)
-            bad = s, have_bad = 1;
-        if (tok % 5 != 0 && !have_good)
-            good = s, have_good = 1;
+        if (tok % 5 == 0 && !have_bad) bad = s, have_bad = 1;
+        if (tok % 5 != 0 && !have_good) good = s, have_good = 1;
     }
     ck_assert(have_bad && have_good);
     spade_step_result r[2];
@@ -286,8 +265,7 @@ END_TEST
 
 enum { NREQ = 24 };
 
-static void requests(spade_ep_request *reqs, int n, int spec, uint64_t base)
-{
+static void requests(spade_ep_request *reqs, int n, int spec, uint64_t base) {
     for (int i = 0; i < n; i++) {
         reqs[i].spec = spec;
         reqs[i].seed = base + (uint64_t)(i / 2); /* paired: each seed twice, the second with the hint */
@@ -295,8 +273,7 @@ static void requests(spade_ep_request *reqs, int n, int spec, uint64_t base)
     }
 }
 
-START_TEST(paired_seeds_same_whatever_the_batch)
-{
+START_TEST(paired_seeds_same_whatever_the_batch) {
     char *src;
     spade_ep_spec spec = spec_of("ep_len.c", &src, NULL);
     spade_ep_request reqs[NREQ];
@@ -340,19 +317,16 @@ END_TEST
 /* ---- failures are outcomes ---------------------------------------------------------- */
 
 /* The token of each request's seed, from a run that does not fail. */
-static void tokens(const spade_ep_spec *plain, const spade_ep_request *reqs, int n, long *tok)
-{
+static void tokens(const spade_ep_spec *plain, const spade_ep_request *reqs, int n, long *tok) {
     static record rec;
     spade_ep_outcome o[MAXEP];
     spade_agent *a = spade_agent_noop();
     play(plain, 1, reqs, n, a, 8, 1, o, &rec);
-    for (int i = 0; i < n; i++)
-        ck_assert_int_eq(sscanf(rec.obs[i], "Token %ld.", &tok[i]), 1);
+    for (int i = 0; i < n; i++) ck_assert_int_eq(sscanf(rec.obs[i], "Token %ld.", &tok[i]), 1);
     spade_agent_free(a);
 }
 
-START_TEST(crash_is_an_outcome)
-{
+START_TEST(crash_is_an_outcome) {
     char *s1, *s2;
     spade_ep_spec specs[2] = {spec_of("ep_len.c", &s1, NULL), spec_of("ep_len.c", &s2, "fail=1")};
     spade_ep_request reqs[NREQ];
@@ -363,8 +337,7 @@ START_TEST(crash_is_an_outcome)
     static record rec;
     spade_agent *a = spade_agent_random(3);
     play(specs, 2, reqs, NREQ, a, 6, 2, plain, &rec);
-    for (int i = 0; i < NREQ; i++)
-        reqs[i].spec = 1;
+    for (int i = 0; i < NREQ; i++) reqs[i].spec = 1;
     play(specs, 2, reqs, NREQ, a, 6, 2, o, &rec);
     play(specs, 2, reqs, NREQ, a, 1, 1, o1, &rec);
     int failed = 0, done = 0;
@@ -392,8 +365,7 @@ START_TEST(crash_is_an_outcome)
 }
 END_TEST
 
-START_TEST(hang_is_an_outcome)
-{
+START_TEST(hang_is_an_outcome) {
     /* 1 s, not 0.3: the three other episodes are played again after the hang and must end
      * within the deadline of each call, whatever else a loaded machine runs meanwhile. */
     spade_sandbox_free(sb);
@@ -403,8 +375,7 @@ START_TEST(hang_is_an_outcome)
     /* seeds 0..: find 1 hanging and 3 other ones */
     spade_ep_request all[40];
     requests(all, 40, 0, 0);
-    for (int i = 0; i < 40; i++)
-        all[i].hint = 0, all[i].seed = (uint64_t)i;
+    for (int i = 0; i < 40; i++) all[i].hint = 0, all[i].seed = (uint64_t)i;
     long tok[40];
     spade_ep_spec plain = spec;
     plain.params = NULL;
@@ -442,8 +413,7 @@ START_TEST(hang_is_an_outcome)
 }
 END_TEST
 
-static double now_s(void)
-{
+static double now_s(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + t.tv_nsec / 1e9;
@@ -452,15 +422,13 @@ static double now_s(void)
 /* stop_on_timeout: of two hanging episodes in one batch, the first (in
  * episode order) is blamed and the run stops there: two deadlines, not one
  * per hanging episode, and the second is never played alone. */
-START_TEST(timeout_stops_the_run)
-{
+START_TEST(timeout_stops_the_run) {
     spade_sandbox_free(sb);
     sb = tu_sandbox(&(spade_sandbox_opts){.call_timeout_s = 0.3});
     char *s1;
     spade_ep_spec spec = spec_of("ep_len.c", &s1, "fail=2");
     spade_ep_request all[60];
-    for (int i = 0; i < 60; i++)
-        all[i] = (spade_ep_request){.spec = 0, .seed = (uint64_t)i};
+    for (int i = 0; i < 60; i++) all[i] = (spade_ep_request){.spec = 0, .seed = (uint64_t)i};
     long tok[60];
     spade_ep_spec plain = spec;
     plain.params = NULL;
@@ -469,8 +437,7 @@ START_TEST(timeout_stops_the_run)
     spade_ep_request reqs[5];
     int n = 0;
     for (int i = 0; i < 60 && n < 5; i++)
-        if ((tok[i] % 5 == 0) == (n == 1 || n == 3))
-            reqs[n++] = all[i];
+        if ((tok[i] % 5 == 0) == (n == 1 || n == 3)) reqs[n++] = all[i];
     ck_assert_int_eq(n, 5);
     spade_episodes_opts eo;
     spade_episodes_opts_default(&eo);
@@ -489,8 +456,7 @@ START_TEST(timeout_stops_the_run)
     /* every episode lasts 2 steps or more, and the hang is at the second: all
      * were live when the run stopped */
     for (int i = 0; i < 5; i++)
-        if (i != 1)
-            ck_assert_msg(o[i].end == SPADE_EP_STOPPED, "episode %d: %s", i, spade_ep_end_name(o[i].end));
+        if (i != 1) ck_assert_msg(o[i].end == SPADE_EP_STOPPED, "episode %d: %s", i, spade_ep_end_name(o[i].end));
     ck_assert_msg(took < 2.0, "two deadlines of 0.3 s, not one per hanging episode: %.2f s", took);
     /* without the option both hanging episodes are found */
     eo.stop_on_timeout = 0;
@@ -507,8 +473,7 @@ END_TEST
 /* opts.places: runs on a caller's vector env play as on their own, leave it
  * to the caller, and use the envs they were placed on, however many episodes
  * may be live; a worker a crash killed is loaded again for the next run. */
-START_TEST(given_vector_env)
-{
+START_TEST(given_vector_env) {
     char *s1, *s2;
     spade_ep_spec spec = spec_of("ep_len.c", &s1, NULL), crash = spec_of("ep_len.c", &s2, "fail=1");
     spade_ep_request reqs[NREQ];
@@ -519,9 +484,8 @@ START_TEST(given_vector_env)
     play(&spec, 1, reqs, NREQ, a, 8, 1, own, &rec);
     spade_vecenv *v[1];
     spade_failure f;
-    ck_assert_int_eq(spade_vecenv_new(sb, spec.filename, spec.source, spec.len, NULL, 3, 1, SPADE_AUTORESET_DISABLED,
-                                      &v[0], &f),
-                     0);
+    ck_assert_int_eq(
+        spade_vecenv_new(sb, spec.filename, spec.source, spec.len, NULL, 3, 1, SPADE_AUTORESET_DISABLED, &v[0], &f), 0);
     spade_episodes_opts eo;
     spade_episodes_opts_default(&eo);
     eo.max_live = 8; /* more than the vector env has: it plays on its 3 */
@@ -531,8 +495,7 @@ START_TEST(given_vector_env)
     for (int run = 0; run < 2; run++) {
         ck_assert_int_eq(spade_episodes_play(sb, &spec, 1, reqs, NREQ, a, &eo, given, err, sizeof err),
                          SPADE_EPISODES_DONE);
-        for (int i = 0; i < NREQ; i++)
-            assert_same_outcome(&own[i], &given[i]);
+        for (int i = 0; i < NREQ; i++) assert_same_outcome(&own[i], &given[i]);
     }
     spade_vecenv_free(v[0]);
     ck_assert_int_eq(spade_vecenv_new(sb, crash.filename, crash.source, crash.len, crash.params, 4, 1,
@@ -545,8 +508,7 @@ START_TEST(given_vector_env)
     for (int run = 0; run < 2; run++) {
         ck_assert_int_eq(spade_episodes_play(sb, &spec, 1, reqs, NREQ, a, &eo, given, err, sizeof err),
                          SPADE_EPISODES_DONE);
-        for (int i = 0; i < NREQ; i++)
-            failed[run] += given[i].end == SPADE_EP_FAILED;
+        for (int i = 0; i < NREQ; i++) failed[run] += given[i].end == SPADE_EP_FAILED;
     }
     ck_assert_int_gt(failed[0], 0);
     ck_assert_int_eq(failed[0], failed[1]); /* the second run found the worker the first one's crash killed alive */
@@ -557,13 +519,11 @@ START_TEST(given_vector_env)
 }
 END_TEST
 
-START_TEST(broken_spec_fails_its_own_requests)
-{
+START_TEST(broken_spec_fails_its_own_requests) {
     char *s1, *s2;
     spade_ep_spec specs[2] = {spec_of("ep_len.c", &s1, NULL), spec_of("cli_broken.c", &s2, NULL)};
     spade_ep_request reqs[6];
-    for (int i = 0; i < 6; i++)
-        reqs[i] = (spade_ep_request){.spec = i % 2, .seed = (uint64_t)i};
+    for (int i = 0; i < 6; i++) reqs[i] = (spade_ep_request){.spec = i % 2, .seed = (uint64_t)i};
     spade_ep_outcome o[6];
     static record rec;
     spade_agent *a = spade_agent_solve();
@@ -586,12 +546,20 @@ END_TEST
 
 /* ---- the scripted agents ------------------------------------------------------------------ */
 
-START_TEST(text_pieces)
-{
+START_TEST(text_pieces) {
     static const char hint[] = "Try 42 or -7, then 2.5.\n  Say (left), right!\nTry 42";
-    static const char *const want[] = {"42",   "-7",   "2.5",  "Try",
-                                       "or",   "then", "Say",  "left",
-                                       "right", "Try 42 or -7, then 2.5.", "Say (left), right!", "Try 42"};
+    static const char *const want[] = {"42",
+                                       "-7",
+                                       "2.5",
+                                       "Try",
+                                       "or",
+                                       "then",
+                                       "Say",
+                                       "left",
+                                       "right",
+                                       "Try 42 or -7, then 2.5.",
+                                       "Say (left), right!",
+                                       "Try 42"};
     spade_pieces pc;
     ck_assert_int_eq(spade_text_pieces(hint, sizeof hint - 1, &pc), 0);
     ck_assert_int_eq(pc.n, (int)(sizeof want / sizeof want[0]));
@@ -613,16 +581,14 @@ START_TEST(text_pieces)
 }
 END_TEST
 
-static const char *pipes(int n)
-{
+static const char *pipes(int n) {
     static char buf[64];
     memset(buf, '|', (size_t)n);
     buf[n] = 0;
     return buf;
 }
 
-START_TEST(scripted_agents_do_what_they_claim)
-{
+START_TEST(scripted_agents_do_what_they_claim) {
     char *src;
     spade_ep_spec spec = spec_of("ep_record.c", &src, NULL);
     spade_ep_request reqs[3] = {{.spec = 0, .seed = 1}, {.spec = 0, .seed = 2, .hint = 1}, {.spec = 0, .seed = 3}};
@@ -711,10 +677,8 @@ START_TEST(scripted_agents_do_what_they_claim)
     char *op[32], *ap[32];
     int no = 0, na = 0;
     op[no++] = obs;
-    for (char *p = obs; (p = strstr(p, "|got")) != NULL; p++)
-        *p = 0, op[no++] = p + 1;
-    for (char *p = strtok(acts, "|"); p && na < 32; p = strtok(NULL, "|"))
-        ap[na++] = p;
+    for (char *p = obs; (p = strstr(p, "|got")) != NULL; p++) *p = 0, op[no++] = p + 1;
+    for (char *p = strtok(acts, "|"); p && na < 32; p = strtok(NULL, "|")) ap[na++] = p;
     ck_assert_int_eq(na, 20);
     for (int t = 0; t < na; t++) {
         spade_pieces pc;
@@ -736,36 +700,29 @@ typedef struct counting {
     int acts;
 } counting;
 
-static int c_begin(void *ctx, const spade_ep_view *v, void **state, char *err, size_t errlen)
-{
+static int c_begin(void *ctx, const spade_ep_view *v, void **state, char *err, size_t errlen) {
     counting *c = ctx;
     c->begins++;
     return c->inner.begin ? c->inner.begin(c->inner.ctx, v, state, err, errlen) : 0;
 }
 
-static int c_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *acts, char *err, size_t errlen)
-{
+static int c_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *acts, char *err, size_t errlen) {
     counting *c = ctx;
-    if (++c->acts == 3)
-        *c->stop = 1;
+    if (++c->acts == 3) *c->stop = 1;
     return c->inner.act(c->inner.ctx, n, views, acts, err, errlen);
 }
 
-static void c_end(void *ctx, const spade_ep_view *v, void *state, const spade_ep_outcome *o)
-{
+static void c_end(void *ctx, const spade_ep_view *v, void *state, const spade_ep_outcome *o) {
     counting *c = ctx;
     c->ends++;
-    if (c->inner.end)
-        c->inner.end(c->inner.ctx, v, state, o);
+    if (c->inner.end) c->inner.end(c->inner.ctx, v, state, o);
 }
 
-START_TEST(stop_flag)
-{
+START_TEST(stop_flag) {
     char *src;
     spade_ep_spec spec = spec_of("ep_record.c", &src, NULL);
     spade_ep_request reqs[10];
-    for (int i = 0; i < 10; i++)
-        reqs[i] = (spade_ep_request){.spec = 0, .seed = (uint64_t)i};
+    for (int i = 0; i < 10; i++) reqs[i] = (spade_ep_request){.spec = 0, .seed = (uint64_t)i};
     spade_agent *inner = spade_agent_random(1);
     volatile sig_atomic_t stop = 0;
     counting c = {.inner = *inner, .stop = &stop};
@@ -776,8 +733,7 @@ START_TEST(stop_flag)
     o.stop = &stop;
     spade_ep_outcome out[10];
     char err[256];
-    ck_assert_int_eq(spade_episodes_play(sb, &spec, 1, reqs, 10, &a, &o, out, err, sizeof err),
-                     SPADE_EPISODES_STOPPED);
+    ck_assert_int_eq(spade_episodes_play(sb, &spec, 1, reqs, 10, &a, &o, out, err, sizeof err), SPADE_EPISODES_STOPPED);
     for (int i = 0; i < 10; i++) {
         ck_assert_int_eq(out[i].end, SPADE_EP_STOPPED);
         ck_assert_int_eq(out[i].steps, i < 4 ? 3 : 0);
@@ -792,8 +748,7 @@ END_TEST
 /* A run's hint for a spec (spade_episodes_opts.hints, the self-written hint)
  * is what the hint arm appends and what a hint-wanting agent sees, in place
  * of the environment's HINT; a spec without one keeps its own. */
-START_TEST(run_hint_replaces_the_environments)
-{
+START_TEST(run_hint_replaces_the_environments) {
     char *src;
     spade_ep_spec specs[2];
     specs[0] = spec_of("ep_record.c", &src, NULL);
@@ -839,8 +794,7 @@ END_TEST
  * hints are fetched in a batch; without it they are. (The prefetch also skips
  * such specs, so the HINT is not called at all; a crash there would only cost
  * a revive, since the episodes are rebuilt and take the given hint.) */
-START_TEST(a_given_hint_never_calls_the_environments)
-{
+START_TEST(a_given_hint_never_calls_the_environments) {
     char *src;
     spade_ep_spec spec = spec_of("ep_hintcrash.c", &src, NULL);
     spade_ep_request reqs[4] = {{.spec = 0, .seed = 1, .hint = 1},
@@ -870,8 +824,7 @@ START_TEST(a_given_hint_never_calls_the_environments)
 }
 END_TEST
 
-static Suite *suite(void)
-{
+static Suite *suite(void) {
     Suite *s = suite_create("episodes");
     TCase *t = tcase_create("episodes");
     tcase_set_timeout(t, 120);
@@ -894,7 +847,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    return tu_run(suite());
-}
+int main(void) { return tu_run(suite()); }

@@ -51,7 +51,8 @@ static void fails_at(const char *env, spade_gate want, const char *why, const sp
     spade_gate_report_text(&rep, text, sizeof text);
     ck_assert_msg(rep.first_failed == (int)want, "%s: first failure %d, wanted %s:\n%s", env, rep.first_failed,
                   spade_gate_name(want), text);
-    ck_assert_msg(strstr(rep.detail[want], why), "%s: %s failed for another reason:\n%s", env, spade_gate_name(want), text);
+    ck_assert_msg(strstr(rep.detail[want], why), "%s: %s failed for another reason:\n%s", env, spade_gate_name(want),
+                  text);
     for (int g = 0; g < (int)want; g++) ck_assert_int_eq(rep.status[g], SPADE_GATE_PASS);
 }
 
@@ -60,7 +61,8 @@ START_TEST(each_gate_rejects_its_environment) {
     spade_gate_opts_default(&o);
     o.max_step_ms = 1e9; /* only gate_slow tests the time budget */
     size_t len;
-    char *bad = strdup("#include <spade/dsl.h>\nENV(\"x\", \"d\")\nSTATE { int a; };\nRESET { say(\"a\") }\n"), err[1024];
+    char *bad = strdup("#include <spade/dsl.h>\nENV(\"x\", \"d\")\nSTATE { int a; };\nRESET { say(\"a\") }\n"),
+         err[1024];
     spade_gate_report rep;
     ck_assert_int_eq(spade_gates_run(sb, "broken.c", bad, strlen(bad), &o, &rep, err, sizeof err), 0);
     ck_assert_int_eq(rep.first_failed, SPADE_GATE_COMPILE);

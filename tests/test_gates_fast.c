@@ -71,9 +71,10 @@ static void report(const spade_gate_report *r, char *out, size_t cap) {
 
 START_TEST(the_fast_gates_report_what_the_reference_reports) {
     static const char *const envs[] = {
-        "stdenv/carry_add", "stdenv/nim", "stdenv/maze", "stdenv/bank", "stdenv/tictactoe", "gate_badsolve",
-        "gate_bigret", "gate_coin", "gate_crashmax", "gate_direction", "gate_emptywin", "gate_global",
-        "gate_hintanswer", "gate_impossible", "gate_probecrash", "gate_stepglobal", "check_extreme", "gate_bigstate",
+        "stdenv/carry_add", "stdenv/nim",    "stdenv/maze",     "stdenv/bank",     "stdenv/tictactoe",
+        "gate_badsolve",    "gate_bigret",   "gate_coin",       "gate_crashmax",   "gate_direction",
+        "gate_emptywin",    "gate_global",   "gate_hintanswer", "gate_impossible", "gate_probecrash",
+        "gate_stepglobal",  "check_extreme", "gate_bigstate",
     };
     for (size_t e = 0; e < sizeof envs / sizeof *envs; e++)
         for (int stop = 0; stop < 2; stop++) {
@@ -91,18 +92,19 @@ START_TEST(the_fast_gates_report_what_the_reference_reports) {
             report(&a, ta, sizeof ta);
             report(&b, tb, sizeof tb);
             /* the gates the reference judges as the gates do: each line the same where both ran it */
-            static const spade_gate same[] = {SPADE_GATE_COMPILE, SPADE_GATE_LIMITS,    SPADE_GATE_RESET_DET,
-                                              SPADE_GATE_REPLAY_DET, SPADE_GATE_PROBE, SPADE_GATE_RANDOM,
-                                              SPADE_GATE_NOOP,    SPADE_GATE_SOLVE,     SPADE_GATE_NOVELTY};
+            static const spade_gate same[] = {SPADE_GATE_COMPILE,    SPADE_GATE_LIMITS, SPADE_GATE_RESET_DET,
+                                              SPADE_GATE_REPLAY_DET, SPADE_GATE_PROBE,  SPADE_GATE_RANDOM,
+                                              SPADE_GATE_NOOP,       SPADE_GATE_SOLVE,  SPADE_GATE_NOVELTY};
             int compared = 0;
             for (size_t k = 0; k < sizeof same / sizeof *same; k++) {
                 spade_gate g = same[k];
                 if (a.status[g] == SPADE_GATE_SKIP || b.status[g] == SPADE_GATE_SKIP) continue;
                 compared++;
-                ck_assert_msg((a.status[g] == b.status[g] && !strcmp(a.detail[g], b.detail[g])) ||
-                                  (g == SPADE_GATE_LIMITS && a.status[g] == b.status[g] && a.status[g] == SPADE_GATE_PASS),
-                              "%s (stop_at_first %d), %s: the reference says\n%s\nthe gates say\n%s", envs[e], stop,
-                              spade_gate_name(g), ta, tb);
+                ck_assert_msg(
+                    (a.status[g] == b.status[g] && !strcmp(a.detail[g], b.detail[g])) ||
+                        (g == SPADE_GATE_LIMITS && a.status[g] == b.status[g] && a.status[g] == SPADE_GATE_PASS),
+                    "%s (stop_at_first %d), %s: the reference says\n%s\nthe gates say\n%s", envs[e], stop,
+                    spade_gate_name(g), ta, tb);
             }
             ck_assert_int_ge(compared, 1);
             if (a.status[SPADE_GATE_RANDOM] == SPADE_GATE_PASS && b.status[SPADE_GATE_RANDOM] == SPADE_GATE_PASS)
@@ -135,9 +137,9 @@ START_TEST(a_block_plays_with_its_own_params) {
         spade_vecenv *v, *ref, *def;
         spade_failure f;
         int first;
-        ck_assert_msg(spade_vecenv_new(sb, "carry_add.c", src, len, NULL, 3, workers, SPADE_AUTORESET_DISABLED, &v, &f) ==
-                          0,
-                      "%s", f.message);
+        ck_assert_msg(
+            spade_vecenv_new(sb, "carry_add.c", src, len, NULL, 3, workers, SPADE_AUTORESET_DISABLED, &v, &f) == 0,
+            "%s", f.message);
         ck_assert_msg(spade_vecenv_add_block(v, "digits=17,terms=9", 3, &first, &f) == 0, "%s", f.message);
         ck_assert_int_eq(first, 3);
         ck_assert_int_eq(spade_vecenv_num_envs(v), 6);
@@ -171,7 +173,8 @@ START_TEST(a_block_plays_with_its_own_params) {
     spade_vecenv *v;
     spade_failure f;
     int first;
-    ck_assert_int_eq(spade_vecenv_new(sb, "gate_crashmax.c", src, len, NULL, 2, 1, SPADE_AUTORESET_DISABLED, &v, &f), 0);
+    ck_assert_int_eq(spade_vecenv_new(sb, "gate_crashmax.c", src, len, NULL, 2, 1, SPADE_AUTORESET_DISABLED, &v, &f),
+                     0);
     ck_assert_int_eq(spade_vecenv_add_block(v, "n=9", 1, &first, &f), 0);
     char o[3][512];
     for (int round = 0; round < 2; round++) {
@@ -203,7 +206,8 @@ START_TEST(hints_and_solves_in_one_batch) {
             for (int j = 0; j < 4; j++) {
                 const char *text;
                 size_t n;
-                ck_assert_int_eq(solve ? spade_vecenv_solve(v, envs[j], &text, &n, &f) : spade_vecenv_hint(v, envs[j], &text, &n, &f),
+                ck_assert_int_eq(solve ? spade_vecenv_solve(v, envs[j], &text, &n, &f)
+                                       : spade_vecenv_hint(v, envs[j], &text, &n, &f),
                                  0);
                 snprintf(one[solve][j], 512, "%s", text);
             }
@@ -237,8 +241,10 @@ START_TEST(two_poisoned_workers_hold_different_garbage) {
     spade_vecenv *x, *y;
     spade_failure f;
     uint64_t P = 0x5eed0001ULL;
-    ck_assert_int_eq(spade_vecenv_new_poisoned(sb, "u.c", src, len, NULL, 2, 1, SPADE_AUTORESET_DISABLED, P, &x, &f), 0);
-    ck_assert_int_eq(spade_vecenv_new_poisoned(sb, "u.c", src, len, NULL, 2, 1, SPADE_AUTORESET_DISABLED, P, &y, &f), 0);
+    ck_assert_int_eq(spade_vecenv_new_poisoned(sb, "u.c", src, len, NULL, 2, 1, SPADE_AUTORESET_DISABLED, P, &x, &f),
+                     0);
+    ck_assert_int_eq(spade_vecenv_new_poisoned(sb, "u.c", src, len, NULL, 2, 1, SPADE_AUTORESET_DISABLED, P, &y, &f),
+                     0);
     /* one seed on instance 0 of x and instance 1 of y: what the gates' opposite orders arrange */
     uint64_t seed = 7;
     spade_step_result r;
@@ -259,14 +265,15 @@ START_TEST(two_poisoned_workers_hold_different_garbage) {
     ck_assert_str_eq(r.obs, y1);
     /* the gates' pair: one vector of two workers (seeds P and P + 1), worker 1 given worker 0's */
     spade_vecenv *z;
-    ck_assert_int_eq(spade_vecenv_new_poisoned(sb, "u.c", src, len, NULL, 4, 2, SPADE_AUTORESET_DISABLED, P, &z, &f), 0);
+    ck_assert_int_eq(spade_vecenv_new_poisoned(sb, "u.c", src, len, NULL, 4, 2, SPADE_AUTORESET_DISABLED, P, &z, &f),
+                     0);
     ck_assert_int_eq(spade_vecenv_set_poison(z, 1, P, &f), 0);
     uint64_t seeds[4] = {7, 7, 7, 7};
     spade_step_result rs[4];
     ck_assert_int_eq(spade_vecenv_reset_some(z, 4, (int[]){0, 1, 2, 3}, seeds, rs, &f), 0);
     ck_assert_str_eq(rs[0].obs, x0[0]); /* worker 0, instance 0 */
     ck_assert_str_eq(rs[1].obs, x0[0]); /* worker 1, instance 0: the same garbage */
-    ck_assert_str_eq(rs[3].obs, y1);    /* worker 1, instance 1: the other parity's */
+    ck_assert_str_eq(rs[3].obs, y1); /* worker 1, instance 1: the other parity's */
     ck_assert_str_ne(rs[0].obs, rs[3].obs);
     spade_vecenv_free(z);
     spade_vecenv_free(x);
@@ -282,8 +289,7 @@ START_TEST(places_play_what_own_vectors_play) {
                               {.filename = "maze.c", .source = src, .len = len, .params = "size=9,slack=0"}};
     enum { N = 24 };
     spade_ep_request req[N];
-    for (int i = 0; i < N; i++)
-        req[i] = (spade_ep_request){.spec = i % 3 == 0, .seed = 300 + (uint64_t)i};
+    for (int i = 0; i < N; i++) req[i] = (spade_ep_request){.spec = i % 3 == 0, .seed = 300 + (uint64_t)i};
     spade_ep_outcome own[N], placed[N];
     spade_agent *a = spade_agent_random(5);
     ck_assert_msg(spade_episodes_play(sb, specs, 2, req, N, a, NULL, own, err, sizeof err) == 0, "%s", err);
@@ -342,7 +348,8 @@ START_TEST(a_failed_vector_is_revived_before_a_run) {
     spade_vecenv *v;
     spade_failure f;
     int first;
-    ck_assert_int_eq(spade_vecenv_new(sb, "gate_crashmax.c", src, len, NULL, 4, 2, SPADE_AUTORESET_DISABLED, &v, &f), 0);
+    ck_assert_int_eq(spade_vecenv_new(sb, "gate_crashmax.c", src, len, NULL, 4, 2, SPADE_AUTORESET_DISABLED, &v, &f),
+                     0);
     ck_assert_int_eq(spade_vecenv_add_block(v, "n=9", 2, &first, &f), 0);
     /* env first + 1 is worker 1's: it crashes, worker 0 lives, and the vector is failed */
     uint64_t seed = 1;
@@ -353,8 +360,7 @@ START_TEST(a_failed_vector_is_revived_before_a_run) {
     spade_ep_spec spec = {.filename = "gate_crashmax.c", .source = src, .len = len};
     spade_ep_place place = {.vec = v, .count = 4};
     spade_ep_request req[6];
-    for (int i = 0; i < 6; i++)
-        req[i] = (spade_ep_request){.spec = 0, .seed = 10 + (uint64_t)i};
+    for (int i = 0; i < 6; i++) req[i] = (spade_ep_request){.spec = 0, .seed = 10 + (uint64_t)i};
     spade_episodes_opts eo;
     spade_episodes_opts_default(&eo);
     eo.places = &place;
@@ -362,7 +368,8 @@ START_TEST(a_failed_vector_is_revived_before_a_run) {
     spade_agent *a = spade_agent_noop();
     ck_assert_msg(spade_episodes_play(sb, &spec, 1, req, 6, a, &eo, out, err, sizeof err) == 0, "%s", err);
     spade_agent_free(a);
-    for (int i = 0; i < 6; i++) ck_assert_msg(out[i].end == SPADE_EP_TERMINATED, "episode %d: %s", i, spade_ep_end_name(out[i].end));
+    for (int i = 0; i < 6; i++)
+        ck_assert_msg(out[i].end == SPADE_EP_TERMINATED, "episode %d: %s", i, spade_ep_end_name(out[i].end));
     spade_vecenv_free(v);
     free(src);
 }

@@ -29,8 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static char err[1024];
 
-static spade_gguf *open_fixture(void)
-{
+static spade_gguf *open_fixture(void) {
     char path[4096];
     snprintf(path, sizeof path, "%s/tests/data/gguf_quants.gguf", tu_srcdir());
     spade_gguf *g = NULL;
@@ -40,8 +39,7 @@ static spade_gguf *open_fixture(void)
 
 /* ---- dequantization against gguf-py ---- */
 
-START_TEST(dequantize_matches_gguf_py)
-{
+START_TEST(dequantize_matches_gguf_py) {
     spade_gguf *g = open_fixture();
     static const int types[] = {SPADE_GGML_F32,  SPADE_GGML_F16,  SPADE_GGML_BF16, SPADE_GGML_Q8_0,
                                 SPADE_GGML_Q4_0, SPADE_GGML_Q4_1, SPADE_GGML_Q5_0, SPADE_GGML_Q5_1,
@@ -81,8 +79,7 @@ START_TEST(dequantize_matches_gguf_py)
 }
 END_TEST
 
-START_TEST(writer_quantizes_as_gguf_py)
-{
+START_TEST(writer_quantizes_as_gguf_py) {
     spade_gguf *g = open_fixture();
     const spade_gguf_tensor *src = spade_gguf_find_tensor(g, "src"), *q8 = spade_gguf_find_tensor(g, "pyq.Q8_0"),
                             *f16 = spade_gguf_find_tensor(g, "pyq.F16");
@@ -102,11 +99,9 @@ START_TEST(writer_quantizes_as_gguf_py)
 }
 END_TEST
 
-START_TEST(fp16_round_trips)
-{
+START_TEST(fp16_round_trips) {
     for (uint32_t h = 0; h < 65536; h++) {
-        if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff))
-            continue; /* NaNs: payloads are not promised */
+        if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff)) continue; /* NaNs: payloads are not promised */
         float f = spade_fp16_to_f32((uint16_t)h);
         ck_assert_msg(spade_f32_to_fp16(f) == h, "half 0x%04x -> %g -> 0x%04x", h, f, spade_f32_to_fp16(f));
     }
@@ -120,8 +115,7 @@ END_TEST
 
 /* ---- metadata written by gguf-py ---- */
 
-START_TEST(metadata_of_every_type)
-{
+START_TEST(metadata_of_every_type) {
     spade_gguf *g = open_fixture();
     ck_assert_uint_eq(spade_gguf_version(g), 3);
     ck_assert_uint_eq(spade_gguf_alignment(g), 64);
@@ -221,13 +215,11 @@ END_TEST
 
 /* ---- our writer, read back ---- */
 
-START_TEST(writer_round_trips)
-{
+START_TEST(writer_round_trips) {
     spade_gguf_writer *w;
     ck_assert_int_eq(spade_gguf_writer_new(&w, err, sizeof err), 0);
     float a[64 * 3], c[5] = {1, -2, 0.5f, 1e-3f, 7};
-    for (int i = 0; i < 64 * 3; i++)
-        a[i] = sinf((float)i) * 3;
+    for (int i = 0; i < 64 * 3; i++) a[i] = sinf((float)i) * 3;
     const char *toks[] = {"<s>", "hello", " world"};
     int32_t types[] = {3, 1, 1};
     ck_assert_int_eq(spade_gguf_writer_set_str(w, "general.architecture", "llama"), 0);
@@ -271,8 +263,7 @@ START_TEST(writer_round_trips)
         ck_assert_msg(fabsf(back[i] - a[i]) <= 3.0f / 127 * 0.5f + 3.0f / 1024, "Q8_0 element %d: %g for %g", i,
                       back[i], a[i]);
     ck_assert_int_eq(spade_gguf_dequantize(h, back, 64 * 3, err, sizeof err), 0);
-    for (int i = 0; i < 64 * 3; i++)
-        ck_assert(fabsf(back[i] - a[i]) <= fabsf(a[i]) / 1024);
+    for (int i = 0; i < 64 * 3; i++) ck_assert(fabsf(back[i] - a[i]) <= fabsf(a[i]) / 1024);
     ck_assert_int_eq(spade_gguf_dequantize(t, c2, 5, err, sizeof err), 0);
     ck_assert(!memcmp(c, c2, sizeof c));
     spade_gguf_free(g);
@@ -295,65 +286,48 @@ typedef struct bb {
     size_t n;
 } bb;
 
-static void b_put(bb *b, const void *p, size_t n)
-{
+static void b_put(bb *b, const void *p, size_t n) {
     ck_assert(b->n + n <= sizeof b->p);
     memcpy(b->p + b->n, p, n);
     b->n += n;
 }
-static void b_u32(bb *b, uint32_t v)
-{
-    b_put(b, &v, 4);
-}
-static void b_u64(bb *b, uint64_t v)
-{
-    b_put(b, &v, 8);
-}
-static void b_str(bb *b, const char *s)
-{
+static void b_u32(bb *b, uint32_t v) { b_put(b, &v, 4); }
+static void b_u64(bb *b, uint64_t v) { b_put(b, &v, 8); }
+static void b_str(bb *b, const char *s) {
     b_u64(b, strlen(s));
     b_put(b, s, strlen(s));
 }
-static void b_zeros(bb *b, size_t n)
-{
+static void b_zeros(bb *b, size_t n) {
     static const uint8_t z[256];
     b_put(b, z, n);
 }
-static void b_hdr(bb *b, uint32_t version, uint64_t n_t, uint64_t n_kv)
-{
+static void b_hdr(bb *b, uint32_t version, uint64_t n_t, uint64_t n_kv) {
     b->n = 0;
     b_put(b, "GGUF", 4);
     b_u32(b, version);
     b_u64(b, n_t);
     b_u64(b, n_kv);
 }
-static void b_kv_u32(bb *b, const char *key, uint32_t v)
-{
+static void b_kv_u32(bb *b, const char *key, uint32_t v) {
     b_str(b, key);
     b_u32(b, SPADE_GGUF_U32);
     b_u32(b, v);
 }
-static void b_tensor(bb *b, const char *name, uint32_t nd, const uint64_t *dims, uint32_t type, uint64_t off)
-{
+static void b_tensor(bb *b, const char *name, uint32_t nd, const uint64_t *dims, uint32_t type, uint64_t off) {
     b_str(b, name);
     b_u32(b, nd);
-    for (uint32_t i = 0; i < nd; i++)
-        b_u64(b, dims[i]);
+    for (uint32_t i = 0; i < nd; i++) b_u64(b, dims[i]);
     b_u32(b, type);
     b_u64(b, off);
 }
-static void b_data(bb *b, size_t n)
-{
-    while (b->n % 32)
-        b->p[b->n++] = 0;
+static void b_data(bb *b, size_t n) {
+    while (b->n % 32) b->p[b->n++] = 0;
     ck_assert(b->n + n <= sizeof b->p);
-    for (size_t i = 0; i < n; i++)
-        b->p[b->n++] = (uint8_t)(i * 7);
+    for (size_t i = 0; i < n; i++) b->p[b->n++] = (uint8_t)(i * 7);
 }
 
 /* The file must be refused with an error containing want. */
-static void refused(const bb *b, const char *want, int line)
-{
+static void refused(const bb *b, const char *want, int line) {
     spade_gguf *g = NULL;
     err[0] = 0;
     int rc = spade_gguf_open_memory(&g, b->p, b->n, "bad.gguf", err, sizeof err);
@@ -363,8 +337,7 @@ static void refused(const bb *b, const char *want, int line)
 }
 #define REFUSED(b, want) refused((b), (want), __LINE__)
 
-START_TEST(hostile_headers)
-{
+START_TEST(hostile_headers) {
     bb b;
     b_hdr(&b, 3, 0, 0);
     spade_gguf *g;
@@ -393,8 +366,7 @@ START_TEST(hostile_headers)
 }
 END_TEST
 
-START_TEST(hostile_metadata)
-{
+START_TEST(hostile_metadata) {
     bb b;
     b_hdr(&b, 3, 0, 1);
     b_u64(&b, 1ull << 40);
@@ -479,8 +451,7 @@ START_TEST(hostile_metadata)
 }
 END_TEST
 
-START_TEST(hostile_tensors)
-{
+START_TEST(hostile_tensors) {
     bb b;
     uint64_t d2[2] = {32, 2}, d5[5] = {1, 1, 1, 1, 1};
     /* a valid one first: two Q8_0 rows and an F32 vector */
@@ -561,8 +532,7 @@ START_TEST(hostile_tensors)
 }
 END_TEST
 
-START_TEST(every_truncation_is_refused)
-{
+START_TEST(every_truncation_is_refused) {
     spade_gguf *g = open_fixture();
     uint64_t size = spade_gguf_file_size(g), data = spade_gguf_data_offset(g);
     spade_gguf_free(g);
@@ -590,16 +560,14 @@ END_TEST
 /* ---- the fuzz harness, over its seeds and mutations of them ---- */
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-static uint64_t rnd(void)
-{
+static uint64_t rnd(void) {
     rng_state ^= rng_state << 13;
     rng_state ^= rng_state >> 7;
     rng_state ^= rng_state << 17;
     return rng_state;
 }
 
-START_TEST(fuzz_harness_on_mutations)
-{
+START_TEST(fuzz_harness_on_mutations) {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s/fuzz/corpus/gguf", tu_srcdir());
     DIR *d = opendir(dir);
@@ -607,8 +575,7 @@ START_TEST(fuzz_harness_on_mutations)
     struct dirent *e;
     int seeds = 0;
     while ((e = readdir(d))) {
-        if (e->d_name[0] == '.')
-            continue;
+        if (e->d_name[0] == '.') continue;
         char path[8192];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         FILE *f = fopen(path, "rb");
@@ -631,18 +598,10 @@ START_TEST(fuzz_harness_on_mutations)
             for (int j = 0; j < k; j++) {
                 size_t at = rnd() % n;
                 switch (rnd() % 4) {
-                case 0:
-                    x[at] ^= (uint8_t)(1 << rnd() % 8);
-                    break;
-                case 1:
-                    x[at] = (uint8_t)rnd();
-                    break;
-                case 2:
-                    memset(x + at, 0xff, n - at < 8 ? n - at : 8);
-                    break;
-                default:
-                    len = at;
-                    break;
+                case 0: x[at] ^= (uint8_t)(1 << rnd() % 8); break;
+                case 1: x[at] = (uint8_t)rnd(); break;
+                case 2: memset(x + at, 0xff, n - at < 8 ? n - at : 8); break;
+                default: len = at; break;
                 }
             }
             LLVMFuzzerTestOneInput(x, len);
@@ -656,8 +615,7 @@ END_TEST
 
 /* ---- SHA-256 ---- */
 
-START_TEST(sha256_vectors)
-{
+START_TEST(sha256_vectors) {
     char hex[65];
     spade_sha256_hex("", 0, hex);
     ck_assert_str_eq(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
@@ -685,8 +643,7 @@ END_TEST
 
 /* ---- the known models ---- */
 
-START_TEST(known_models_and_bootstrap_agree)
-{
+START_TEST(known_models_and_bootstrap_agree) {
     const spade_known_model *m = spade_model_find("smollm2-135m-instruct");
     ck_assert_ptr_nonnull(m);
     ck_assert_ptr_nonnull(spade_model_find("qwen2.5-coder-0.5b-instruct"));
@@ -728,8 +685,7 @@ END_TEST
 
 /* ---- the real model, when it has been fetched ---- */
 
-START_TEST(real_smollm2_when_present)
-{
+START_TEST(real_smollm2_when_present) {
     char path[4096];
     if (spade_model_path("smollm2-135m-instruct", path, sizeof path, err, sizeof err) < 0 || access(path, R_OK) != 0) {
         printf("test_gguf: SKIP real-model test: smollm2-135m-instruct not fetched (spade model fetch "
@@ -769,8 +725,7 @@ START_TEST(real_smollm2_when_present)
 END_TEST
 
 /* The Qwen file holds the K-quants and Q5_0: the first and last row of each tensor. */
-START_TEST(real_qwen_when_present)
-{
+START_TEST(real_qwen_when_present) {
     char path[4096];
     if (spade_model_path("qwen2.5-coder-0.5b-instruct", path, sizeof path, err, sizeof err) < 0 ||
         access(path, R_OK) != 0) {
@@ -808,8 +763,7 @@ START_TEST(real_qwen_when_present)
 }
 END_TEST
 
-int main(void)
-{
+int main(void) {
     Suite *s = suite_create("gguf");
     TCase *c = tcase_create("gguf");
     tcase_set_timeout(c, 300); /* the mutation walk and the real model take seconds, more on a loaded machine */

@@ -58,8 +58,10 @@ static void heat(spade_policy *p, float s) {
         int is_gain = !strcmp(name, "ln1w") || !strcmp(name, "ln2w") || !strcmp(name, "lnfw");
         for (size_t j = 0; j < cnt; j++) {
             if (!strcmp(name, "wte") && j >= (size_t)SPADE_VOCAB * spade_policy_config(p)->width) break;
-            if (is_gain) h[off + j] = 1.0f + 0.2f * (float)(urand() - 0.5);
-            else h[off + j] = h[off + j] * s + 0.05f * (float)(urand() - 0.5);
+            if (is_gain)
+                h[off + j] = 1.0f + 0.2f * (float)(urand() - 0.5);
+            else
+                h[off + j] = h[off + j] * s + 0.05f * (float)(urand() - 0.5);
         }
     }
     ck_assert(spade_policy_set_params(p, h, err, sizeof err) == 0);
@@ -105,15 +107,27 @@ static void make_episode(spade_policy *p, episode *e, const int *seg, int nseg, 
 }
 
 static spade_grpo_sample ep_sample(const episode *e, float reward, int group, int role, float adv) {
-    return (spade_grpo_sample){.tokens = e->tok, .len = e->len, .mask = e->mask, .old_logprobs = e->old,
-                               .reward = reward, .group = group, .role = role, .advantage = adv};
+    return (spade_grpo_sample){.tokens = e->tok,
+                               .len = e->len,
+                               .mask = e->mask,
+                               .old_logprobs = e->old,
+                               .reward = reward,
+                               .group = group,
+                               .role = role,
+                               .advantage = adv};
 }
 
 /* Turn j of e as a single-completion sample: everything before it is the prompt. */
 static spade_grpo_sample turn_sample(const episode *e, int j, float reward, int group, int role, float adv) {
-    return (spade_grpo_sample){.prompt = e->tok, .prompt_len = e->ts[j], .completion = e->tok + e->ts[j],
-                               .completion_len = e->te[j] - e->ts[j], .old_logprobs = e->old + e->ts[j],
-                               .reward = reward, .group = group, .role = role, .advantage = adv};
+    return (spade_grpo_sample){.prompt = e->tok,
+                               .prompt_len = e->ts[j],
+                               .completion = e->tok + e->ts[j],
+                               .completion_len = e->te[j] - e->ts[j],
+                               .old_logprobs = e->old + e->ts[j],
+                               .reward = reward,
+                               .group = group,
+                               .role = role,
+                               .advantage = adv};
 }
 
 /* Zeroes the gradient, runs one batch, returns the gradient (malloc'ed). */
@@ -220,8 +234,8 @@ START_TEST(test_episode_equals_sum_of_turns) {
         }
         ck_assert(n1 > 1e-3);
         ck_assert_msg(sqrt(d2) <= 1e-5 * n1 && dmax <= 1e-5 * gmax,
-                      "token_norm %d: episode vs turns: ||d|| %.3g (||g|| %.3g), max |d| %.3g (max |g| %.3g)",
-                      norm, sqrt(d2), n1, dmax, gmax);
+                      "token_norm %d: episode vs turns: ||d|| %.3g (||g|| %.3g), max |d| %.3g (max |g| %.3g)", norm,
+                      sqrt(d2), n1, dmax, gmax);
         fprintf(stderr, "test_grpo: episode vs turns, token_norm %d: ||d||/||g|| = %.2g\n", norm, sqrt(d2) / n1);
         /* and the gradient is not the same as a wrong split: one turn missing */
         float *g3 = batch_grads(p, ref, tu, 4, &o, &s2);
@@ -299,8 +313,8 @@ END_TEST
  * padded together), both token normalisations. Directional derivative along
  * random directions over all parameters, h = 1e-3, cpu_ref. Bound (as for the
  * single-completion check in test_policy.c): |num - ana| <= 2e-2 |ana| + 1e-4. */
-static double masked_loss(spade_policy *p, spade_policy *ref, const float *w, const spade_grpo_sample *s,
-                          int n, const spade_grpo_opts *o) {
+static double masked_loss(spade_policy *p, spade_policy *ref, const float *w, const spade_grpo_sample *s, int n,
+                          const spade_grpo_opts *o) {
     ck_assert(spade_policy_set_params(p, w, err, sizeof err) == 0);
     spade_grpo_stats st;
     ck_assert_msg(spade_grpo_batch(p, ref, s, n, o, &st, err, sizeof err) == 0, "%s", err);
@@ -343,8 +357,8 @@ START_TEST(test_masked_gradient_check) {
             for (size_t j = 0; j < P; j++) wd[j] = w[j] - (float)h * d[j];
             double lm = masked_loss(p, ref, wd, s, 4, &o);
             double num = (lp - lm) / (2 * h);
-            ck_assert_msg(fabs(num - ana) <= 2e-2 * fabs(ana) + 1e-4,
-                          "token_norm %d: numeric %.6g vs analytic %.6g", norm, num, ana);
+            ck_assert_msg(fabs(num - ana) <= 2e-2 * fabs(ana) + 1e-4, "token_norm %d: numeric %.6g vs analytic %.6g",
+                          norm, num, ana);
         }
         ck_assert(spade_policy_set_params(p, w, err, sizeof err) == 0);
         free(g);
@@ -384,10 +398,16 @@ START_TEST(test_sampled_ratio_is_one_at_step_0) {
         ck_assert_msg(spade_policy_sample(p, prompt, 4, G, &so, tok, lp, len, err, sizeof err) == 0, "%s", err);
         spade_grpo_sample s[G];
         for (int g = 0; g < G; g++)
-            s[g] = (spade_grpo_sample){.prompt = prompt, .prompt_len = 4, .completion = tok + g * M,
-                                       .completion_len = len[g], .old_logprobs = lp + g * M,
-                                       .reward = (float)(g % 3), .group = g % 2, .role = g % 2,
-                                       .temperature = temps[c], .top_p = tops[c]};
+            s[g] = (spade_grpo_sample){.prompt = prompt,
+                                       .prompt_len = 4,
+                                       .completion = tok + g * M,
+                                       .completion_len = len[g],
+                                       .old_logprobs = lp + g * M,
+                                       .reward = (float)(g % 3),
+                                       .group = g % 2,
+                                       .role = g % 2,
+                                       .temperature = temps[c],
+                                       .top_p = tops[c]};
         spade_grpo_opts o;
         spade_grpo_opts_default(&o);
         o.micro_batch = 4;
@@ -477,8 +497,8 @@ START_TEST(test_sampled_gradient_check) {
         for (int t = 1; t < e[i].len; t++)
             if (e[i].mask[t]) {
                 tu_next_logprobs(p, e[i].tok, t, l1);
-                e[i].old[t] = (float)tu_sampled_logprob(l1, SPADE_VOCAB, 0.5, 1.0, e[i].tok[t]) +
-                              0.1f * (float)(2 * urand() - 1);
+                e[i].old[t] =
+                    (float)tu_sampled_logprob(l1, SPADE_VOCAB, 0.5, 1.0, e[i].tok[t]) + 0.1f * (float)(2 * urand() - 1);
             }
     }
     spade_grpo_sample s[4] = {ep_sample(&e[0], 1.0f, 0, 0, 0), ep_sample(&e[1], 0.2f, 0, 0, 0),
@@ -761,8 +781,8 @@ END_TEST
 
 /* Bad input is an error naming the sample (and the position or field), found
  * before any arithmetic: the gradient stays exactly zero. */
-static void expect_bad(spade_policy *p, const spade_grpo_sample *s, int n, const spade_grpo_opts *o,
-                       const char *a, const char *b) {
+static void expect_bad(spade_policy *p, const spade_grpo_sample *s, int n, const spade_grpo_opts *o, const char *a,
+                       const char *b) {
     ck_assert_int_eq(spade_grpo_batch(p, NULL, s, n, o, NULL, err, sizeof err), SPADE_POLICY_EINVAL);
     ck_assert_msg(strstr(err, a) && (!b || strstr(err, b)), "error '%s' lacks '%s' / '%s'", err, a, b ? b : "");
 }
@@ -930,12 +950,12 @@ static void parity_check(const char *backend) {
         spade_grpo_stats sr, sg;
         ck_assert_msg(spade_grpo_batch(r, rref, s, 4, &o, &sr, err, sizeof err) == 0, "%s", err);
         ck_assert_msg(spade_grpo_batch(g, gref, s, 4, &o, &sg, err, sizeof err) == 0, "%s: %s", backend, err);
-        ck_assert_msg(fabsf(sr.loss - sg.loss) <= 1e-4f * fabsf(sr.loss), "pass %d loss cpu_ref %.7g %s %.7g",
-                      pass, sr.loss, backend, sg.loss);
+        ck_assert_msg(fabsf(sr.loss - sg.loss) <= 1e-4f * fabsf(sr.loss), "pass %d loss cpu_ref %.7g %s %.7g", pass,
+                      sr.loss, backend, sg.loss);
         for (int k = 0; k < 2; k++)
             ck_assert_msg(fabsf(sr.role_grad_norm[k] - sg.role_grad_norm[k]) <= 1e-3f * sr.role_grad_norm[k],
-                          "pass %d role %d norm cpu_ref %.7g %s %.7g", pass, k, sr.role_grad_norm[k],
-                          backend, sg.role_grad_norm[k]);
+                          "pass %d role %d norm cpu_ref %.7g %s %.7g", pass, k, sr.role_grad_norm[k], backend,
+                          sg.role_grad_norm[k]);
         ck_assert(spade_policy_get_grads(r, a, err, sizeof err) == 0);
         ck_assert(spade_policy_get_grads(g, b, err, sizeof err) == 0);
         const char *name;
@@ -946,8 +966,8 @@ static void parity_check(const char *backend) {
                 mx = fmax(mx, fabs(a[off + j]));
                 md = fmax(md, fabs(a[off + j] - b[off + j]));
             }
-            ck_assert_msg(md <= 2e-3 * mx + 1e-12, "%s pass %d grad %s: max diff %.3g, max |g| %.3g", backend, pass, name, md,
-                          mx);
+            ck_assert_msg(md <= 2e-3 * mx + 1e-12, "%s pass %d grad %s: max diff %.3g, max |g| %.3g", backend, pass,
+                          name, md, mx);
         }
     }
     spade_adamw_opts ao;
@@ -970,8 +990,8 @@ static void parity_check(const char *backend) {
         m2 += ((double)a[j] - w0[j]) * ((double)a[j] - w0[j]);
     }
     ck_assert_msg(md <= 3 * 1e-4 * 4 + 1e-6 && sqrt(d2) <= 0.25 * sqrt(m2),
-                  "%s weights after 4 steps: max diff %.3g, ||diff|| %.3g vs ||move|| %.3g", backend, md,
-                  sqrt(d2), sqrt(m2));
+                  "%s weights after 4 steps: max diff %.3g, ||diff|| %.3g vs ||move|| %.3g", backend, md, sqrt(d2),
+                  sqrt(m2));
     fprintf(stderr, "test_grpo: %s grpo parity: weights after 4 update steps: max diff %.3g, ||diff||/||move|| %.3g\n",
             backend, md, sqrt(d2 / m2));
     free(w0);
@@ -983,9 +1003,7 @@ static void parity_check(const char *backend) {
     spade_policy_free(r);
 }
 
-START_TEST(test_cpu_matches_cpu_ref) {
-    parity_check("cpu");
-}
+START_TEST(test_cpu_matches_cpu_ref) { parity_check("cpu"); }
 END_TEST
 
 START_TEST(test_cuda_matches_cpu_ref) {
@@ -1028,6 +1046,4 @@ static Suite *grpo_suite(void) {
     return s;
 }
 
-int main(void) {
-    return tu_run(grpo_suite());
-}
+int main(void) { return tu_run(grpo_suite()); }

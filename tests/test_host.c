@@ -53,13 +53,11 @@ int spade_str_ieq(const char *a, const char *b);
 
 /* ---- helpers -------------------------------------------------------------- */
 
-static void env_path(const char *name, char *buf, size_t cap)
-{
+static void env_path(const char *name, char *buf, size_t cap) {
     snprintf(buf, cap, "%s/tests/envs/%s.so", SPADE_BUILDDIR, name);
 }
 
-static spade_host *open_env(const char *name, void **dl)
-{
+static spade_host *open_env(const char *name, void **dl) {
     char path[4096], err[512] = "";
     env_path(name, path, sizeof path);
     spade_host *h = NULL;
@@ -70,8 +68,7 @@ static spade_host *open_env(const char *name, void **dl)
 }
 
 /* Opens an environment that must fail validation; returns the message. */
-static const char *open_bad(const char *name)
-{
+static const char *open_bad(const char *name) {
     static char err[512];
     char path[4096];
     env_path(name, path, sizeof path);
@@ -89,18 +86,15 @@ static const char *open_bad(const char *name)
 /* Plays one episode with the environment's own SOLVE; returns the result of the
  * last step. With ask_hint, asks for the hint before every step. */
 static spade_step_result play_solved(spade_host *h, int inst, uint64_t seed, int ask_hint, char *transcript,
-                                     size_t cap)
-{
+                                     size_t cap) {
     spade_step_result r;
     size_t used = 0;
     ck_assert_int_eq(spade_host_reset(h, inst, seed, &r), SPADE_HOST_OK);
-    if (transcript)
-        used += (size_t)snprintf(transcript + used, cap - used, "%s|", r.obs);
+    if (transcript) used += (size_t)snprintf(transcript + used, cap - used, "%s|", r.obs);
     for (int guard = 0; guard < 1000; guard++) {
         const char *text;
         size_t len;
-        if (ask_hint)
-            ck_assert_int_eq(spade_host_hint(h, inst, &text, &len), SPADE_HOST_OK);
+        if (ask_hint) ck_assert_int_eq(spade_host_hint(h, inst, &text, &len), SPADE_HOST_OK);
         ck_assert_int_eq(spade_host_solve(h, inst, &text, &len), SPADE_HOST_OK);
         char action[256];
         ck_assert_uint_lt(len, sizeof action);
@@ -108,8 +102,7 @@ static spade_step_result play_solved(spade_host *h, int inst, uint64_t seed, int
         ck_assert_int_eq(spade_host_step(h, inst, action, len, &r), SPADE_HOST_OK);
         if (transcript && used < cap)
             used += (size_t)snprintf(transcript + used, cap - used, "%s>%s/%g|", action, r.obs, r.reward);
-        if (r.terminated || r.truncated)
-            return r;
+        if (r.terminated || r.truncated) return r;
     }
     ck_abort_msg("episode never ended");
     return r;
@@ -117,8 +110,7 @@ static spade_step_result play_solved(spade_host *h, int inst, uint64_t seed, int
 
 /* ---- reset and step determinism ------------------------------------------- */
 
-START_TEST(test_reset_determinism)
-{
+START_TEST(test_reset_determinism) {
     static const char *envs[] = {"add", "counter", "bank", "echo"};
     for (size_t e = 0; e < sizeof envs / sizeof envs[0]; e++) {
         void *dl;
@@ -150,8 +142,7 @@ START_TEST(test_reset_determinism)
 }
 END_TEST
 
-START_TEST(test_step_determinism)
-{
+START_TEST(test_step_determinism) {
     void *dl;
     spade_host *h = open_env("counter", &dl);
     int a = spade_host_add_instance(h, NULL), b = spade_host_add_instance(h, NULL);
@@ -166,8 +157,7 @@ START_TEST(test_step_determinism)
             memcpy(obs, ra.obs, ra.obs_len + 1);
             spade_host_status sb = spade_host_step(h, b, actions[i], strlen(actions[i]), &rb);
             ck_assert_int_eq(sa, sb);
-            if (sa != SPADE_HOST_OK)
-                break; /* both ended */
+            if (sa != SPADE_HOST_OK) break; /* both ended */
             ck_assert_str_eq(obs, rb.obs);
             ck_assert(ra.reward == rb.reward);
             ck_assert_int_eq(ra.terminated, rb.terminated);
@@ -181,8 +171,7 @@ END_TEST
 
 /* ---- solve, hint, truncation ---------------------------------------------- */
 
-START_TEST(test_solve_wins)
-{
+START_TEST(test_solve_wins) {
     static const char *envs[] = {"add", "counter", "bank"};
     for (size_t e = 0; e < sizeof envs / sizeof envs[0]; e++) {
         void *dl;
@@ -202,8 +191,7 @@ START_TEST(test_solve_wins)
 }
 END_TEST
 
-START_TEST(test_hint_and_solve_leave_episode_alone)
-{
+START_TEST(test_hint_and_solve_leave_episode_alone) {
     /* counter draws its target with chance() in RESET only; asking for hints
      * and solves must not move the RNG or the state. */
     void *dl;
@@ -224,8 +212,7 @@ START_TEST(test_hint_and_solve_leave_episode_alone)
 }
 END_TEST
 
-START_TEST(test_truncation)
-{
+START_TEST(test_truncation) {
     void *dl;
     spade_host *h = open_env("counter", &dl);
     const spade_env_info *info = spade_host_info(h);
@@ -249,8 +236,7 @@ START_TEST(test_truncation)
 }
 END_TEST
 
-START_TEST(test_steps_and_rewards_accumulate)
-{
+START_TEST(test_steps_and_rewards_accumulate) {
     void *dl;
     spade_host *h = open_env("echo", &dl);
     int inst = spade_host_add_instance(h, NULL);
@@ -271,8 +257,7 @@ END_TEST
 
 /* ---- info and params ------------------------------------------------------ */
 
-START_TEST(test_info)
-{
+START_TEST(test_info) {
     void *dl;
     spade_host *h = open_env("add", &dl);
     const spade_env_info *info = spade_host_info(h);
@@ -305,8 +290,7 @@ START_TEST(test_info)
 }
 END_TEST
 
-START_TEST(test_params_parse)
-{
+START_TEST(test_params_parse) {
     void *dl;
     spade_host *h = open_env("add", &dl);
     const spade_env_info *info = spade_host_info(h);
@@ -380,8 +364,7 @@ END_TEST
 
 /* ---- validation ----------------------------------------------------------- */
 
-START_TEST(test_validation_failures)
-{
+START_TEST(test_validation_failures) {
     static const struct {
         const char *env, *needle;
     } cases[] = {
@@ -397,8 +380,7 @@ START_TEST(test_validation_failures)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *err = open_bad(cases[i].env);
-        ck_assert_msg(strstr(err, cases[i].needle) != NULL, "%s: '%s' lacks '%s'", cases[i].env, err,
-                      cases[i].needle);
+        ck_assert_msg(strstr(err, cases[i].needle) != NULL, "%s: '%s' lacks '%s'", cases[i].env, err, cases[i].needle);
         /* the signature is quoted once, not twice (issue 10) */
         const char *sig = strstr(err, "(struct foo x)");
         ck_assert_msg(!sig || !strstr(sig + 1, "(struct foo x)"), "%s: signature twice in '%s'", cases[i].env, err);
@@ -412,11 +394,9 @@ typedef struct {
     void *addr;
 } fake_sym;
 
-static void *fake_resolve(void *ctx, const char *name)
-{
+static void *fake_resolve(void *ctx, const char *name) {
     for (const fake_sym *s = ctx; s->name; s++)
-        if (strcmp(s->name, name) == 0)
-            return s->addr;
+        if (strcmp(s->name, name) == 0) return s->addr;
     return NULL;
 }
 
@@ -427,8 +407,7 @@ static void fake_reset(void) { spade_say("hello"); }
 static void fake_step(const char *a, unsigned long n) { spade_finish(1); }
 static void fake_hint(void) {}
 
-START_TEST(test_validation_meta)
-{
+START_TEST(test_validation_meta) {
     static const struct {
         spade_env_meta meta;
         const char *needle;
@@ -449,9 +428,12 @@ START_TEST(test_validation_meta)
         {{.abi = 0, .name = "ok", .description = "d"}, "abi 0"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        fake_sym syms[] = {{"spade_meta", (void *)&cases[i].meta},   {"spade_S", &fake_S},
-                           {"spade_state_size", (void *)fake_state_size}, {"spade_reset", (void *)fake_reset},
-                           {"spade_step", (void *)fake_step},         {"spade_hint", (void *)fake_hint},
+        fake_sym syms[] = {{"spade_meta", (void *)&cases[i].meta},
+                           {"spade_S", &fake_S},
+                           {"spade_state_size", (void *)fake_state_size},
+                           {"spade_reset", (void *)fake_reset},
+                           {"spade_step", (void *)fake_step},
+                           {"spade_hint", (void *)fake_hint},
                            {NULL, NULL}};
         spade_host *h = (spade_host *)1;
         char err[256] = "";
@@ -461,9 +443,12 @@ START_TEST(test_validation_meta)
     }
     /* the same table with a good meta works, and defaults apply */
     spade_env_meta good = {.abi = SPADE_ENV_ABI, .name = "ok", .description = "d"};
-    fake_sym syms[] = {{"spade_meta", &good},   {"spade_S", &fake_S},
-                       {"spade_state_size", (void *)fake_state_size}, {"spade_reset", (void *)fake_reset},
-                       {"spade_step", (void *)fake_step},         {"spade_hint", (void *)fake_hint},
+    fake_sym syms[] = {{"spade_meta", &good},
+                       {"spade_S", &fake_S},
+                       {"spade_state_size", (void *)fake_state_size},
+                       {"spade_reset", (void *)fake_reset},
+                       {"spade_step", (void *)fake_step},
+                       {"spade_hint", (void *)fake_hint},
                        {NULL, NULL}};
     spade_host *h;
     char err[256] = "";
@@ -493,15 +478,12 @@ END_TEST
 static double huge_sign = 1.0;
 static double huge_value = DBL_MAX;
 static int huge_calls = 2;
-static void huge_reward_step(const char *a, unsigned long n)
-{
-    for (int i = 0; i < huge_calls; i++)
-        spade_reward(huge_sign * huge_value);
+static void huge_reward_step(const char *a, unsigned long n) {
+    for (int i = 0; i < huge_calls; i++) spade_reward(huge_sign * huge_value);
     spade_say("r");
 }
 
-START_TEST(test_reward_refused)
-{
+START_TEST(test_reward_refused) {
     spade_env_meta meta = {.abi = SPADE_ENV_ABI, .name = "huge", .description = "d", .max_steps = 10};
     fake_sym syms[] = {{"spade_meta", &meta},
                        {"spade_S", &fake_S},
@@ -519,9 +501,12 @@ START_TEST(test_reward_refused)
         double v;
         int calls;
         spade_host_status want;
-    } cases[] = {{DBL_MAX, 1, SPADE_HOST_BAD_REWARD},          {NAN, 1, SPADE_HOST_BAD_REWARD},
-                 {INFINITY, 1, SPADE_HOST_BAD_REWARD},         {SPADE_REWARD_MAX * 1.5, 1, SPADE_HOST_BAD_REWARD},
-                 {SPADE_REWARD_MAX * 0.75, 2, SPADE_HOST_BAD_REWARD}, {SPADE_REWARD_MAX, 1, SPADE_HOST_OK}};
+    } cases[] = {{DBL_MAX, 1, SPADE_HOST_BAD_REWARD},
+                 {NAN, 1, SPADE_HOST_BAD_REWARD},
+                 {INFINITY, 1, SPADE_HOST_BAD_REWARD},
+                 {SPADE_REWARD_MAX * 1.5, 1, SPADE_HOST_BAD_REWARD},
+                 {SPADE_REWARD_MAX * 0.75, 2, SPADE_HOST_BAD_REWARD},
+                 {SPADE_REWARD_MAX, 1, SPADE_HOST_OK}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
         for (int sign = 1; sign >= -1; sign -= 2) {
             huge_sign = sign;
@@ -602,8 +587,7 @@ END_TEST
 
 /* ---- bad calls, output cap, hostile actions -------------------------------- */
 
-START_TEST(test_bad_calls)
-{
+START_TEST(test_bad_calls) {
     void *dl;
     spade_host *h = open_env("add", &dl);
     spade_step_result r;
@@ -632,8 +616,7 @@ START_TEST(test_bad_calls)
 }
 END_TEST
 
-START_TEST(test_output_cap)
-{
+START_TEST(test_output_cap) {
     void *dl;
     spade_host *h = open_env("chatty", &dl);
     const spade_env_info *info = spade_host_info(h);
@@ -683,8 +666,7 @@ typedef struct {
     size_t len;
 } blob;
 
-static blob make_action(int kind, uint64_t *rng)
-{
+static blob make_action(int kind, uint64_t *rng) {
     size_t big = SPADE_ACTION_MAX;
     blob b = {malloc(big + 1), 0};
     ck_assert_ptr_nonnull(b.buf);
@@ -692,40 +674,66 @@ static blob make_action(int kind, uint64_t *rng)
     case 0: b.len = 0; break;
     case 1: /* 1 MB of random bytes, NULs included */
         b.len = big;
-        for (size_t i = 0; i < big; i++)
-            b.buf[i] = (char)(spade_rng_next(rng) & 0xff);
+        for (size_t i = 0; i < big; i++) b.buf[i] = (char)(spade_rng_next(rng) & 0xff);
         break;
-    case 2: memcpy(b.buf, "12\0" "34\0\0+", 8); b.len = 8; break;
-    case 3: memcpy(b.buf, "\xff\xfe\xc3\x28\xe2\x82\xa1\xe2\x88\x92" "5 \xf0\x28\x8c\x28 \xed\xa0\x80", 20); b.len = 20; break;
+    case 2:
+        memcpy(b.buf,
+               "12\0"
+               "34\0\0+",
+               8);
+        b.len = 8;
+        break;
+    case 3:
+        memcpy(b.buf,
+               "\xff\xfe\xc3\x28\xe2\x82\xa1\xe2\x88\x92"
+               "5 \xf0\x28\x8c\x28 \xed\xa0\x80",
+               20);
+        b.len = 20;
+        break;
     case 4: /* an unclosed \boxed{ over and over: the worst case of the answer scan */
-        for (b.len = 0; b.len + 7 <= big; b.len += 7)
-            memcpy(b.buf + b.len, "\\boxed{", 7);
+        for (b.len = 0; b.len + 7 <= big; b.len += 7) memcpy(b.buf + b.len, "\\boxed{", 7);
         break;
     case 5: /* a megabyte number with separators */
-        for (b.len = 0; b.len + 4 <= big; b.len += 4)
-            memcpy(b.buf + b.len, b.len ? ",999" : "9999", 4);
+        for (b.len = 0; b.len + 4 <= big; b.len += 4) memcpy(b.buf + b.len, b.len ? ",999" : "9999", 4);
         break;
     case 6:
-        for (b.len = 0; b.len + 8 <= big; b.len += 8)
-            memcpy(b.buf + b.len, "<answer>", 8);
+        for (b.len = 0; b.len + 8 <= big; b.len += 8) memcpy(b.buf + b.len, "<answer>", 8);
         break;
     case 7:
-        for (b.len = 0; b.len + 9 <= big; b.len += 9)
-            memcpy(b.buf + b.len, "</answer>", 9);
+        for (b.len = 0; b.len + 9 <= big; b.len += 9) memcpy(b.buf + b.len, "</answer>", 9);
         break;
-    case 8: memset(b.buf, '}', big); b.len = big; break;
-    case 9: memset(b.buf, '-', big); b.len = big; break;
-    case 10: memset(b.buf, '.', big); b.buf[big - 1] = '5'; b.len = big; break;
-    case 11: { const char *s = "deposit(99999999999999999999) withdraw(\"x\" balance(((("; b.len = strlen(s); memcpy(b.buf, s, b.len); break; }
-    case 12: { const char *s = "%n%n%s%s%s%x deposit(-5)"; b.len = strlen(s); memcpy(b.buf, s, b.len); break; }
+    case 8:
+        memset(b.buf, '}', big);
+        b.len = big;
+        break;
+    case 9:
+        memset(b.buf, '-', big);
+        b.len = big;
+        break;
+    case 10:
+        memset(b.buf, '.', big);
+        b.buf[big - 1] = '5';
+        b.len = big;
+        break;
+    case 11: {
+        const char *s = "deposit(99999999999999999999) withdraw(\"x\" balance((((";
+        b.len = strlen(s);
+        memcpy(b.buf, s, b.len);
+        break;
+    }
+    case 12: {
+        const char *s = "%n%n%s%s%s%x deposit(-5)";
+        b.len = strlen(s);
+        memcpy(b.buf, s, b.len);
+        break;
+    }
     }
     b.buf[b.len] = 'Z'; /* not NUL-terminated: the host must not rely on it */
     return b;
 }
 #define N_ACTION_KINDS 13
 
-START_TEST(test_hostile_actions)
-{
+START_TEST(test_hostile_actions) {
     static const char *envs[] = {"add", "counter", "bank", "echo"};
     uint64_t rng[4];
     spade_rng_seed(rng, 42);
@@ -756,8 +764,7 @@ END_TEST
 
 /* ---- tools ---------------------------------------------------------------- */
 
-START_TEST(test_bank_tools)
-{
+START_TEST(test_bank_tools) {
     void *dl;
     spade_host *h = open_env("bank", &dl);
     const spade_env_info *info = spade_host_info(h);
@@ -828,15 +835,13 @@ static spade_rt test_rt;
 static char test_out[SPADE_OBS_MAX + 1];
 static uint64_t test_rng[4];
 
-static void begin_rt(uint64_t seed, int sink)
-{
+static void begin_rt(uint64_t seed, int sink) {
     spade_rng_seed(test_rng, seed);
     spade_rt_begin(&test_rt, test_out, SPADE_OBS_MAX, test_rng, 3, sink);
     spade_rt_current = &test_rt;
 }
 
-START_TEST(test_answer_and_parse)
-{
+START_TEST(test_answer_and_parse) {
     static const struct {
         const char *text, *answer;
         long i;
@@ -851,7 +856,11 @@ START_TEST(test_answer_and_parse)
         {"(-12)", "(-12)", -12, -12},
         {"+8", "+8", 8, 8},
         {"3-5", "3-5", 5, 5},
-        {"it is \xe2\x88\x92" "9", "it is \xe2\x88\x92" "9", -9, -9},
+        {"it is \xe2\x88\x92"
+         "9",
+         "it is \xe2\x88\x92"
+         "9",
+         -9, -9},
         {"1,234", "1,234", 1234, 1234},
         {"total: 12,345,678 coins", "total: 12,345,678 coins", 12345678, 12345678},
         {"1,2,3", "1,2,3", 3, 3},
@@ -888,8 +897,8 @@ START_TEST(test_answer_and_parse)
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *t = cases[i].text;
-        ck_assert_msg(strcmp(spade_answer(t), cases[i].answer) == 0, "answer(%s) = '%s', want '%s'", t,
-                      spade_answer(t), cases[i].answer);
+        ck_assert_msg(strcmp(spade_answer(t), cases[i].answer) == 0, "answer(%s) = '%s', want '%s'", t, spade_answer(t),
+                      cases[i].answer);
         long got = spade_parse_int(t);
         ck_assert_msg(got == cases[i].i, "parse_int(%s) = %ld, want %ld", t, got, cases[i].i);
         double real = spade_parse_real(t);
@@ -941,13 +950,11 @@ START_TEST(test_answer_and_parse)
 END_TEST
 
 /* The plain quadratic reading of the answer rule, to check the linear one. */
-static void naive_answer_span(const char *t, size_t len, size_t *start, size_t *n)
-{
+static void naive_answer_span(const char *t, size_t len, size_t *start, size_t *n) {
     size_t s = 0, e = len;
     int found = 0;
     for (size_t i = len; i-- > 0 && !found;) {
-        if (len - i < 7 || memcmp(t + i, "\\boxed{", 7) != 0)
-            continue;
+        if (len - i < 7 || memcmp(t + i, "\\boxed{", 7) != 0) continue;
         int depth = 1;
         for (size_t q = i + 7; q < len; q++) {
             depth += t[q] == '{';
@@ -961,29 +968,24 @@ static void naive_answer_span(const char *t, size_t len, size_t *start, size_t *
     if (!found) {
         size_t c = (size_t)-1, o = (size_t)-1;
         for (size_t i = 0; i + 9 <= len; i++)
-            if (strncasecmp(t + i, "</answer>", 9) == 0)
-                c = i;
+            if (strncasecmp(t + i, "</answer>", 9) == 0) c = i;
         for (size_t i = 0; c != (size_t)-1 && i + 8 <= c; i++)
-            if (strncasecmp(t + i, "<answer>", 8) == 0)
-                o = i;
+            if (strncasecmp(t + i, "<answer>", 8) == 0) o = i;
         if (o != (size_t)-1) {
             size_t first = o + 8;
-            while (strncasecmp(t + first, "</answer>", 9) != 0)
-                first++;
+            while (strncasecmp(t + first, "</answer>", 9) != 0) first++;
             s = o + 8, e = first;
         }
     }
-    while (s < e && strchr(" \t\n\r\v\f", t[s]) && t[s])
-        s++;
-    while (e > s && strchr(" \t\n\r\v\f", t[e - 1]) && t[e - 1])
-        e--;
+    while (s < e && strchr(" \t\n\r\v\f", t[s]) && t[s]) s++;
+    while (e > s && strchr(" \t\n\r\v\f", t[e - 1]) && t[e - 1]) e--;
     *start = s;
     *n = e - s;
 }
 
-START_TEST(test_answer_span_matches_naive)
-{
-    static const char *pieces[] = {"\\boxed{", "{", "}", "<answer>", "</ANSWER>", "</answer>", "7", "-", " ", "\n", "x"};
+START_TEST(test_answer_span_matches_naive) {
+    static const char *pieces[] = {"\\boxed{", "{", "}", "<answer>", "</ANSWER>", "</answer>",
+                                   "7",        "-", " ", "\n",       "x"};
     uint64_t rng[4];
     spade_rng_seed(rng, 5);
     char t[256];
@@ -993,8 +995,7 @@ START_TEST(test_answer_span_matches_naive)
         while (k-- > 0) {
             const char *p = pieces[spade_rng_next(rng) % (sizeof pieces / sizeof pieces[0])];
             size_t pl = strlen(p);
-            if (len + pl >= sizeof t)
-                break;
+            if (len + pl >= sizeof t) break;
             memcpy(t + len, p, pl);
             len += pl;
         }
@@ -1007,8 +1008,7 @@ START_TEST(test_answer_span_matches_naive)
 }
 END_TEST
 
-START_TEST(test_helpers_on_huge_inputs)
-{
+START_TEST(test_helpers_on_huge_inputs) {
     /* Every kind of hostile action through every parser, timed: all linear. The time is this
      * process's CPU time, not the wall clock: a loaded machine stretches the wall clock by
      * whatever else runs, while a quadratic parser on a megabyte costs minutes of CPU. */
@@ -1050,8 +1050,7 @@ START_TEST(test_helpers_on_huge_inputs)
 }
 END_TEST
 
-START_TEST(test_output_helpers)
-{
+START_TEST(test_output_helpers) {
     begin_rt(1, SPADE_RT_SAY);
     spade_say("a%d", 1);
     spade_act("ignored in SAY");
@@ -1140,43 +1139,39 @@ static long long fmt_nsink; /* the pointee of a %n, which must never be written 
 
 /* ck_assert_msg, without the mark it leaves when it passes (100000 cases x
  * several checks: that mark would be most of the test's time). */
-#define said_ok(cond, ...)                                                                 \
-    do {                                                                                   \
-        if (!(cond))                                                                       \
-            ck_abort_msg(__VA_ARGS__);                                                     \
+#define said_ok(cond, ...)                                                                                             \
+    do {                                                                                                               \
+        if (!(cond)) ck_abort_msg(__VA_ARGS__);                                                                        \
     } while (0)
 
 /* Checks the call just made on test_rt, which held `before` bytes: snprintf
  * produced en bytes in fmt_expect (en < 0: it failed); refused: fmt has %n. */
-static void check_said(const char *fmt, size_t before, char canary, int en, int refused)
-{
+static void check_said(const char *fmt, size_t before, char canary, int en, int refused) {
     const size_t cap = SPADE_OBS_MAX;
     said_ok(test_out[test_rt.out_len] == '\0', "[%s]: output not NUL-terminated", fmt);
-    if (before)
-        said_ok(test_out[before - 1] == canary, "[%s]: text said before was overwritten", fmt);
+    if (before) said_ok(test_out[before - 1] == canary, "[%s]: text said before was overwritten", fmt);
     said_ok(fmt_nsink == -7, "[%s]: %%n wrote through its pointer", fmt);
     if (refused || en < 0) {
         said_ok(test_rt.out_len == before && !test_rt.overflow, "[%s]: %s said %zu bytes (overflow %d)", fmt,
-                      refused ? "a %n format" : "a failed format", test_rt.out_len - before, test_rt.overflow);
+                refused ? "a %n format" : "a failed format", test_rt.out_len - before, test_rt.overflow);
         return;
     }
     said_ok((size_t)en < sizeof fmt_expect, "[%s]: case too long for the test's buffer", fmt);
     if ((size_t)en > cap - before) {
         said_ok(test_rt.overflow == 1 && test_rt.out_len == before,
-                      "[%s]: %d bytes with %zu left: overflow %d, said %zu bytes", fmt, en, cap - before,
-                      test_rt.overflow, test_rt.out_len - before);
+                "[%s]: %d bytes with %zu left: overflow %d, said %zu bytes", fmt, en, cap - before, test_rt.overflow,
+                test_rt.out_len - before);
         return;
     }
     said_ok(!test_rt.overflow, "[%s]: overflow with %d bytes of %zu left", fmt, en, cap - before);
     said_ok(test_rt.out_len == before + (size_t)en && memcmp(test_out + before, fmt_expect, (size_t)en) == 0,
-                  "[%s]: said %zu bytes [%.*s], snprintf %d [%s]", fmt, test_rt.out_len - before,
-                  (int)(test_rt.out_len - before), test_out + before, en, fmt_expect);
+            "[%s]: said %zu bytes [%.*s], snprintf %d [%s]", fmt, test_rt.out_len - before,
+            (int)(test_rt.out_len - before), test_out + before, en, fmt_expect);
 }
 
 /* Starts a context for out (spade_say or spade_act) whose output already holds
  * `before` bytes ending in canary (the bytes before are not looked at). */
-static void begin_said(void (*out)(const char *, ...), size_t before, char canary)
-{
+static void begin_said(void (*out)(const char *, ...), size_t before, char canary) {
     spade_rt_begin(&test_rt, test_out, SPADE_OBS_MAX, test_rng, 0, out == spade_act ? SPADE_RT_ACT : SPADE_RT_SAY);
     spade_rt_current = &test_rt;
     if (before) {
@@ -1191,55 +1186,53 @@ static void begin_said(void (*out)(const char *, ...), size_t before, char canar
  * (up to three, FA_NONE ends them), each with its own type, then &fmt_nsink
  * for a trailing %n. Three levels of the same switch, because a macro cannot
  * expand inside itself. */
-#define FA_LEAF(...)                                                                       \
-    do {                                                                                   \
-        if (!refused)                                                                      \
-            en = snprintf(fmt_expect, sizeof fmt_expect, __VA_ARGS__, &fmt_nsink);         \
-        out(__VA_ARGS__, &fmt_nsink);                                                      \
+#define FA_LEAF(...)                                                                                                   \
+    do {                                                                                                               \
+        if (!refused) en = snprintf(fmt_expect, sizeof fmt_expect, __VA_ARGS__, &fmt_nsink);                           \
+        out(__VA_ARGS__, &fmt_nsink);                                                                                  \
     } while (0)
-#define FA_ARG2(...)                                                                       \
-    switch (a[2].kind) {                                                                   \
-    case FA_NONE: FA_LEAF(__VA_ARGS__); break;                                             \
-    case FA_INT: FA_LEAF(__VA_ARGS__, a[2].i); break;                                      \
-    case FA_UINT: FA_LEAF(__VA_ARGS__, a[2].u); break;                                     \
-    case FA_LONG: FA_LEAF(__VA_ARGS__, a[2].l); break;                                     \
-    case FA_ULONG: FA_LEAF(__VA_ARGS__, a[2].ul); break;                                   \
-    case FA_LL: FA_LEAF(__VA_ARGS__, a[2].ll); break;                                      \
-    case FA_ULL: FA_LEAF(__VA_ARGS__, a[2].ull); break;                                    \
-    case FA_SIZE: FA_LEAF(__VA_ARGS__, a[2].z); break;                                     \
-    case FA_STR: FA_LEAF(__VA_ARGS__, a[2].s); break;                                      \
-    case FA_DBL: FA_LEAF(__VA_ARGS__, a[2].d); break;                                      \
+#define FA_ARG2(...)                                                                                                   \
+    switch (a[2].kind) {                                                                                               \
+    case FA_NONE: FA_LEAF(__VA_ARGS__); break;                                                                         \
+    case FA_INT: FA_LEAF(__VA_ARGS__, a[2].i); break;                                                                  \
+    case FA_UINT: FA_LEAF(__VA_ARGS__, a[2].u); break;                                                                 \
+    case FA_LONG: FA_LEAF(__VA_ARGS__, a[2].l); break;                                                                 \
+    case FA_ULONG: FA_LEAF(__VA_ARGS__, a[2].ul); break;                                                               \
+    case FA_LL: FA_LEAF(__VA_ARGS__, a[2].ll); break;                                                                  \
+    case FA_ULL: FA_LEAF(__VA_ARGS__, a[2].ull); break;                                                                \
+    case FA_SIZE: FA_LEAF(__VA_ARGS__, a[2].z); break;                                                                 \
+    case FA_STR: FA_LEAF(__VA_ARGS__, a[2].s); break;                                                                  \
+    case FA_DBL: FA_LEAF(__VA_ARGS__, a[2].d); break;                                                                  \
     }
-#define FA_ARG1(...)                                                                       \
-    switch (a[1].kind) {                                                                   \
-    case FA_NONE: FA_LEAF(__VA_ARGS__); break;                                             \
-    case FA_INT: FA_ARG2(__VA_ARGS__, a[1].i); break;                                      \
-    case FA_UINT: FA_ARG2(__VA_ARGS__, a[1].u); break;                                     \
-    case FA_LONG: FA_ARG2(__VA_ARGS__, a[1].l); break;                                     \
-    case FA_ULONG: FA_ARG2(__VA_ARGS__, a[1].ul); break;                                   \
-    case FA_LL: FA_ARG2(__VA_ARGS__, a[1].ll); break;                                      \
-    case FA_ULL: FA_ARG2(__VA_ARGS__, a[1].ull); break;                                    \
-    case FA_SIZE: FA_ARG2(__VA_ARGS__, a[1].z); break;                                     \
-    case FA_STR: FA_ARG2(__VA_ARGS__, a[1].s); break;                                      \
-    case FA_DBL: FA_ARG2(__VA_ARGS__, a[1].d); break;                                      \
+#define FA_ARG1(...)                                                                                                   \
+    switch (a[1].kind) {                                                                                               \
+    case FA_NONE: FA_LEAF(__VA_ARGS__); break;                                                                         \
+    case FA_INT: FA_ARG2(__VA_ARGS__, a[1].i); break;                                                                  \
+    case FA_UINT: FA_ARG2(__VA_ARGS__, a[1].u); break;                                                                 \
+    case FA_LONG: FA_ARG2(__VA_ARGS__, a[1].l); break;                                                                 \
+    case FA_ULONG: FA_ARG2(__VA_ARGS__, a[1].ul); break;                                                               \
+    case FA_LL: FA_ARG2(__VA_ARGS__, a[1].ll); break;                                                                  \
+    case FA_ULL: FA_ARG2(__VA_ARGS__, a[1].ull); break;                                                                \
+    case FA_SIZE: FA_ARG2(__VA_ARGS__, a[1].z); break;                                                                 \
+    case FA_STR: FA_ARG2(__VA_ARGS__, a[1].s); break;                                                                  \
+    case FA_DBL: FA_ARG2(__VA_ARGS__, a[1].d); break;                                                                  \
     }
-#define FA_ARG0(...)                                                                       \
-    switch (a[0].kind) {                                                                   \
-    case FA_NONE: FA_LEAF(__VA_ARGS__); break;                                             \
-    case FA_INT: FA_ARG1(__VA_ARGS__, a[0].i); break;                                      \
-    case FA_UINT: FA_ARG1(__VA_ARGS__, a[0].u); break;                                     \
-    case FA_LONG: FA_ARG1(__VA_ARGS__, a[0].l); break;                                     \
-    case FA_ULONG: FA_ARG1(__VA_ARGS__, a[0].ul); break;                                   \
-    case FA_LL: FA_ARG1(__VA_ARGS__, a[0].ll); break;                                      \
-    case FA_ULL: FA_ARG1(__VA_ARGS__, a[0].ull); break;                                    \
-    case FA_SIZE: FA_ARG1(__VA_ARGS__, a[0].z); break;                                     \
-    case FA_STR: FA_ARG1(__VA_ARGS__, a[0].s); break;                                      \
-    case FA_DBL: FA_ARG1(__VA_ARGS__, a[0].d); break;                                      \
+#define FA_ARG0(...)                                                                                                   \
+    switch (a[0].kind) {                                                                                               \
+    case FA_NONE: FA_LEAF(__VA_ARGS__); break;                                                                         \
+    case FA_INT: FA_ARG1(__VA_ARGS__, a[0].i); break;                                                                  \
+    case FA_UINT: FA_ARG1(__VA_ARGS__, a[0].u); break;                                                                 \
+    case FA_LONG: FA_ARG1(__VA_ARGS__, a[0].l); break;                                                                 \
+    case FA_ULONG: FA_ARG1(__VA_ARGS__, a[0].ul); break;                                                               \
+    case FA_LL: FA_ARG1(__VA_ARGS__, a[0].ll); break;                                                                  \
+    case FA_ULL: FA_ARG1(__VA_ARGS__, a[0].ull); break;                                                                \
+    case FA_SIZE: FA_ARG1(__VA_ARGS__, a[0].z); break;                                                                 \
+    case FA_STR: FA_ARG1(__VA_ARGS__, a[0].s); break;                                                                  \
+    case FA_DBL: FA_ARG1(__VA_ARGS__, a[0].d); break;                                                                  \
     }
 
 static void say_vs_snprintf(void (*out)(const char *, ...), const char *fmt, const fmt_arg a[3], size_t before,
-                            char canary, int refused)
-{
+                            char canary, int refused) {
     int en = 0;
     begin_said(out, before, canary);
     FA_ARG0(fmt)
@@ -1248,19 +1241,18 @@ static void say_vs_snprintf(void (*out)(const char *, ...), const char *fmt, con
 
 /* The fixed cases: say(F, ...) must say what snprintf(F, ...) writes, on an
  * empty output and on one that already holds text. */
-#define SAME_AS_SNPRINTF(F, ...)                                                            \
-    do {                                                                                    \
-        const char *f_ = (F);                                                               \
-        for (size_t before_ = 0; before_ <= 3; before_ += 3) {                              \
-            begin_said(spade_say, before_, 'p');                                            \
-            int en_ = snprintf(fmt_expect, sizeof fmt_expect, f_, __VA_ARGS__);             \
-            spade_say(f_, __VA_ARGS__);                                                     \
-            check_said(f_, before_, 'p', en_, 0);                                           \
-        }                                                                                   \
+#define SAME_AS_SNPRINTF(F, ...)                                                                                       \
+    do {                                                                                                               \
+        const char *f_ = (F);                                                                                          \
+        for (size_t before_ = 0; before_ <= 3; before_ += 3) {                                                         \
+            begin_said(spade_say, before_, 'p');                                                                       \
+            int en_ = snprintf(fmt_expect, sizeof fmt_expect, f_, __VA_ARGS__);                                        \
+            spade_say(f_, __VA_ARGS__);                                                                                \
+            check_said(f_, before_, 'p', en_, 0);                                                                      \
+        }                                                                                                              \
     } while (0)
 
-START_TEST(test_say_matches_snprintf)
-{
+START_TEST(test_say_matches_snprintf) {
     /* each supported form, at its extremes */
     SAME_AS_SNPRINTF("", 0);
     SAME_AS_SNPRINTF("plain text", 0);
@@ -1294,8 +1286,7 @@ START_TEST(test_say_matches_snprintf)
     /* literal runs: the byte loop (< 16), both sides of its limit, and the strchrnul/memcpy path */
     static char lit[3000];
     for (size_t n = 0; n < sizeof lit - 1; n = n < 40 ? n + 1 : n * 3) {
-        for (size_t k = 0; k < n; k++)
-            lit[k] = (char)('a' + k % 26);
+        for (size_t k = 0; k < n; k++) lit[k] = (char)('a' + k % 26);
         lit[n] = '\0';
         SAME_AS_SNPRINTF(lit, 0);
         if (n >= 3) { /* split by a conversion */
@@ -1335,21 +1326,20 @@ START_TEST(test_say_matches_snprintf)
         }
     begin_said(spade_say, 0, 'p');
     spade_say("%s", longstr); /* 4999 bytes */
-    for (int i = 0; i < 20; i++)
-        spade_say("%s%s%s", longstr, longstr, longstr);
+    for (int i = 0; i < 20; i++) spade_say("%s%s%s", longstr, longstr, longstr);
     ck_assert_int_eq(test_rt.overflow, 1);
     ck_assert_uint_eq(test_rt.out_len, 4999 + 4 * 3 * 4999); /* the fifth block does not fit */
     ck_assert_int_eq(test_out[test_rt.out_len], '\0');
 
     /* %n: refused whole, even after the fast path wrote text it then gave up */
-#define REFUSED(F, ...)                                                                     \
-    do {                                                                                    \
-        begin_said(spade_say, 2, 'b');                                                      \
-        spade_say((F), __VA_ARGS__);                                                        \
-        check_said((F), 2, 'b', 0, 1);                                                      \
-        ck_assert_int_eq(test_out[2], '\0');                                                \
-        spade_say("c");                                                                     \
-        ck_assert_uint_eq(test_rt.out_len, 3); /* the next call appends where it should */  \
+#define REFUSED(F, ...)                                                                                                \
+    do {                                                                                                               \
+        begin_said(spade_say, 2, 'b');                                                                                 \
+        spade_say((F), __VA_ARGS__);                                                                                   \
+        check_said((F), 2, 'b', 0, 1);                                                                                 \
+        ck_assert_int_eq(test_out[2], '\0');                                                                           \
+        spade_say("c");                                                                                                \
+        ck_assert_uint_eq(test_rt.out_len, 3); /* the next call appends where it should */                             \
     } while (0)
     REFUSED("%n", &fmt_nsink);
     REFUSED("%s%n", longstr, &fmt_nsink);
@@ -1370,8 +1360,7 @@ END_TEST
 
 /* A small deterministic generator of our own, so the cases do not depend on
  * the runtime's. */
-static uint64_t fmt_rand(uint64_t *x)
-{
+static uint64_t fmt_rand(uint64_t *x) {
     uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
@@ -1379,10 +1368,18 @@ static uint64_t fmt_rand(uint64_t *x)
 }
 
 /* An integer that is often at an edge of 64 bits. */
-static uint64_t fmt_edgy(uint64_t *x)
-{
-    static const uint64_t edge[] = {0, 1, 9, 10, UINT64_MAX, (uint64_t)INT64_MAX, (uint64_t)INT64_MIN,
-                                    (uint64_t)INT_MAX, (uint64_t)INT_MIN, (uint64_t)UINT_MAX, 0x80000000u};
+static uint64_t fmt_edgy(uint64_t *x) {
+    static const uint64_t edge[] = {0,
+                                    1,
+                                    9,
+                                    10,
+                                    UINT64_MAX,
+                                    (uint64_t)INT64_MAX,
+                                    (uint64_t)INT64_MIN,
+                                    (uint64_t)INT_MAX,
+                                    (uint64_t)INT_MIN,
+                                    (uint64_t)UINT_MAX,
+                                    0x80000000u};
     uint64_t r = fmt_rand(x);
     switch (r % 4) {
     case 0: return edge[(r >> 8) % (sizeof edge / sizeof *edge)];
@@ -1391,25 +1388,58 @@ static uint64_t fmt_edgy(uint64_t *x)
     }
 }
 
-START_TEST(test_say_random_formats)
-{
-    static const char *strs[] = {"", "a", "hello world", "sixteen chars ab", "seventeen chars ab",
-                                 "#####.@..E###\n#...#", "%d%s%n%", "\xe2\x88\x92\xff\x01",
-                                 "a string longer than the byte loop's sixteen and than most literal runs", NULL};
+START_TEST(test_say_random_formats) {
+    static const char *strs[] = {"",
+                                 "a",
+                                 "hello world",
+                                 "sixteen chars ab",
+                                 "seventeen chars ab",
+                                 "#####.@..E###\n#...#",
+                                 "%d%s%n%",
+                                 "\xe2\x88\x92\xff\x01",
+                                 "a string longer than the byte loop's sixteen and than most literal runs",
+                                 NULL};
     static const struct {
         const char *spec;
         fa_kind kind[2]; /* what it takes, in order */
     } forms[] = {
         /* the first NFAST: the fast path's */
-        {"%d", {FA_INT}}, {"%i", {FA_INT}}, {"%ld", {FA_LONG}}, {"%li", {FA_LONG}}, {"%lld", {FA_LL}},
-        {"%lli", {FA_LL}}, {"%u", {FA_UINT}}, {"%lu", {FA_ULONG}}, {"%llu", {FA_ULL}}, {"%zu", {FA_SIZE}},
-        {"%c", {FA_INT}}, {"%s", {FA_STR}}, {"%.0s", {FA_STR}}, {"%.3s", {FA_STR}}, {"%.17s", {FA_STR}},
-        {"%.s", {FA_STR}}, {"%.*s", {FA_INT, FA_STR}}, {"%%", {FA_NONE}},
+        {"%d", {FA_INT}},
+        {"%i", {FA_INT}},
+        {"%ld", {FA_LONG}},
+        {"%li", {FA_LONG}},
+        {"%lld", {FA_LL}},
+        {"%lli", {FA_LL}},
+        {"%u", {FA_UINT}},
+        {"%lu", {FA_ULONG}},
+        {"%llu", {FA_ULL}},
+        {"%zu", {FA_SIZE}},
+        {"%c", {FA_INT}},
+        {"%s", {FA_STR}},
+        {"%.0s", {FA_STR}},
+        {"%.3s", {FA_STR}},
+        {"%.17s", {FA_STR}},
+        {"%.s", {FA_STR}},
+        {"%.*s", {FA_INT, FA_STR}},
+        {"%%", {FA_NONE}},
         /* vsnprintf's */
-        {"%x", {FA_UINT}}, {"%lx", {FA_ULONG}}, {"%5d", {FA_INT}}, {"%-3s", {FA_STR}}, {"%f", {FA_DBL}},
-        {"%.3g", {FA_DBL}}, {"%05i", {FA_INT}}, {"%+d", {FA_INT}}, {"%hd", {FA_INT}}, {"%zd", {FA_SIZE}},
-        {"%.5d", {FA_INT}}, {"%5s", {FA_STR}}, {"%o", {FA_UINT}}, {"%e", {FA_DBL}}, {"%lc", {FA_INT}},
-        {"%.*d", {FA_INT, FA_INT}}, {"%5.1s", {FA_STR}},
+        {"%x", {FA_UINT}},
+        {"%lx", {FA_ULONG}},
+        {"%5d", {FA_INT}},
+        {"%-3s", {FA_STR}},
+        {"%f", {FA_DBL}},
+        {"%.3g", {FA_DBL}},
+        {"%05i", {FA_INT}},
+        {"%+d", {FA_INT}},
+        {"%hd", {FA_INT}},
+        {"%zd", {FA_SIZE}},
+        {"%.5d", {FA_INT}},
+        {"%5s", {FA_STR}},
+        {"%o", {FA_UINT}},
+        {"%e", {FA_DBL}},
+        {"%lc", {FA_INT}},
+        {"%.*d", {FA_INT, FA_INT}},
+        {"%5.1s", {FA_STR}},
     };
     const size_t nforms = sizeof forms / sizeof *forms, NFAST = 18;
     ck_assert_str_eq(forms[NFAST - 1].spec, "%%");
@@ -1427,14 +1457,12 @@ START_TEST(test_say_random_formats)
                 for (size_t i = 0; i < n; i++)
                     fmt[fl++] = (char)(fmt_rand(&x) % 2 ? ' ' + fmt_rand(&x) % 95 : 1 + fmt_rand(&x) % 255);
                 for (size_t i = fl - n; i < fl; i++)
-                    if (fmt[i] == '%')
-                        fmt[i] = '#';
+                    if (fmt[i] == '%') fmt[i] = '#';
                 continue;
             }
             size_t f = (r >> 8) % nforms;
             int need = (forms[f].kind[0] != FA_NONE) + (forms[f].kind[1] != FA_NONE);
-            if (na + need > 3)
-                continue;
+            if (na + need > 3) continue;
             fl += (size_t)snprintf(fmt + fl, sizeof fmt - fl, "%s", forms[f].spec);
             fast &= f < NFAST;
             for (int j = 0; j < need; j++) {
@@ -1442,8 +1470,7 @@ START_TEST(test_say_random_formats)
                 uint64_t e = fmt_edgy(&x);
                 v->kind = forms[f].kind[j];
                 v->i = (int)(int64_t)e;
-                if (j == 0 && need == 2)
-                    v->i = (int)(e % 24) - 4; /* a precision: small, sometimes negative */
+                if (j == 0 && need == 2) v->i = (int)(e % 24) - 4; /* a precision: small, sometimes negative */
                 v->u = (unsigned)e;
                 v->l = (long)e;
                 v->ul = (unsigned long)e;
@@ -1480,14 +1507,12 @@ START_TEST(test_say_random_formats)
 }
 END_TEST
 
-START_TEST(test_rand)
-{
+START_TEST(test_rand) {
     /* determinism of the generator itself */
     uint64_t a[4], b[4];
     spade_rng_seed(a, 99);
     spade_rng_seed(b, 99);
-    for (int i = 0; i < 100; i++)
-        ck_assert_uint_eq(spade_rng_next(a), spade_rng_next(b));
+    for (int i = 0; i < 100; i++) ck_assert_uint_eq(spade_rng_next(a), spade_rng_next(b));
     spade_rng_seed(b, 100);
     ck_assert_uint_ne(spade_rng_next(a), spade_rng_next(b));
 
@@ -1518,30 +1543,25 @@ START_TEST(test_rand)
     ck_assert(neg > 400 && pos > 400);
     /* rough uniformity: chi-square over 7 bins, 70000 draws (df 6; 30 is far past p = 1e-4) */
     long counts[7] = {0};
-    for (int i = 0; i < 70000; i++)
-        counts[spade_rand_range(10, 16) - 10]++;
+    for (int i = 0; i < 70000; i++) counts[spade_rand_range(10, 16) - 10]++;
     double chi2 = 0;
-    for (int k = 0; k < 7; k++)
-        chi2 += (counts[k] - 10000.0) * (counts[k] - 10000.0) / 10000.0;
+    for (int k = 0; k < 7; k++) chi2 += (counts[k] - 10000.0) * (counts[k] - 10000.0) / 10000.0;
     ck_assert_msg(chi2 < 30.0, "chi-square %.1f", chi2);
     /* 3 * 2^62 values: plain x % n would draw the lowest quarter of them twice
      * as often (half the draws instead of a third); rejection keeps thirds. */
     long low = 0;
-    for (int i = 0; i < 30000; i++)
-        low += spade_rand_range(LONG_MIN, (1L << 62) - 1) < -(1L << 62);
+    for (int i = 0; i < 30000; i++) low += spade_rand_range(LONG_MIN, (1L << 62) - 1) < -(1L << 62);
     ck_assert_msg(low > 9000 && low < 11000, "lowest third drawn %ld of 30000", low);
 
     ck_assert_int_eq(spade_chance(0.0), 0);
     ck_assert_int_eq(spade_chance(1.0), 1);
     ck_assert_int_eq(spade_chance(NAN), 0);
     int heads = 0;
-    for (int i = 0; i < 10000; i++)
-        heads += spade_chance(0.3);
+    for (int i = 0; i < 10000; i++) heads += spade_chance(0.3);
     ck_assert(heads > 2700 && heads < 3300);
 
     int perm[50], seen[50] = {0};
-    for (int i = 0; i < 50; i++)
-        perm[i] = i;
+    for (int i = 0; i < 50; i++) perm[i] = i;
     spade_shuffle(perm, 50, sizeof perm[0]);
     int moved = 0;
     for (int i = 0; i < 50; i++) {
@@ -1549,8 +1569,7 @@ START_TEST(test_rand)
         seen[perm[i]]++;
         moved += perm[i] != i;
     }
-    for (int i = 0; i < 50; i++)
-        ck_assert_int_eq(seen[i], 1);
+    for (int i = 0; i < 50; i++) ck_assert_int_eq(seen[i], 1);
     ck_assert_int_gt(moved, 25);
     spade_shuffle(NULL, 5, 4);
     spade_shuffle(perm, -1, 4);
@@ -1562,27 +1581,21 @@ END_TEST
 /* ---- the allowlist -------------------------------------------------------- */
 
 /* The identifier right before the first '(' of a declaration line, or "". */
-static void decl_name(const char *line, char *name, size_t cap)
-{
+static void decl_name(const char *line, char *name, size_t cap) {
     name[0] = '\0';
     const char *paren = strchr(line, '(');
-    if (!paren)
-        return;
+    if (!paren) return;
     const char *e = paren;
-    while (e > line && e[-1] == ' ')
-        e--;
+    while (e > line && e[-1] == ' ') e--;
     const char *s = e;
-    while (s > line && (isalnum((unsigned char)s[-1]) || s[-1] == '_'))
-        s--;
+    while (s > line && (isalnum((unsigned char)s[-1]) || s[-1] == '_')) s--;
     size_t n = (size_t)(e - s);
-    if (n == 0 || n >= cap)
-        return;
+    if (n == 0 || n >= cap) return;
     memcpy(name, s, n);
     name[n] = '\0';
 }
 
-START_TEST(test_allowlist_covers_dsl_h)
-{
+START_TEST(test_allowlist_covers_dsl_h) {
     char path[4096];
     snprintf(path, sizeof path, "%s/dsl/spade/dsl.h", SPADE_SRCDIR);
     FILE *f = fopen(path, "r");
@@ -1594,8 +1607,7 @@ START_TEST(test_allowlist_covers_dsl_h)
         int this_continues = len >= 2 && line[len - 2] == '\\';
         int skip = continued; /* inside a multi-line #define */
         continued = this_continues;
-        if (skip)
-            continue;
+        if (skip) continue;
         if (strncmp(line, "#ifdef SPADE_JIT", 16) == 0) {
             in_jit = 1;
             continue;
@@ -1604,11 +1616,9 @@ START_TEST(test_allowlist_covers_dsl_h)
             in_jit = 0;
             continue;
         }
-        if (line[0] == '#' || line[0] == ' ' || line[0] == '/' || !strchr(line, '(') || !strstr(line, ");"))
-            continue;
+        if (line[0] == '#' || line[0] == ' ' || line[0] == '/' || !strchr(line, '(') || !strstr(line, ");")) continue;
         decl_name(line, name, sizeof name);
-        if (!name[0])
-            continue;
+        if (!name[0]) continue;
         if (in_jit)
             n_libc++;
         else if (strncmp(name, "spade_", 6) == 0)
@@ -1622,8 +1632,7 @@ START_TEST(test_allowlist_covers_dsl_h)
     ck_assert_int_ge(n_libc, 33);
     ck_assert_int_ge(n_helpers, 15);
     static const char *emitted_by_tcc[] = {"memset", "memcpy", "memmove"};
-    for (int i = 0; i < 3; i++)
-        ck_assert_ptr_nonnull(spade_dsl_symbol_lookup(emitted_by_tcc[i]));
+    for (int i = 0; i < 3; i++) ck_assert_ptr_nonnull(spade_dsl_symbol_lookup(emitted_by_tcc[i]));
     /* no duplicates, no holes */
     for (size_t i = 0; i < spade_dsl_nsymbols; i++) {
         ck_assert_ptr_nonnull(spade_dsl_symbols[i].addr);
@@ -1651,8 +1660,7 @@ END_TEST
 
 /* Plays seeds 0..n-1 with SOLVE (or fixed actions when there is none), asking
  * for the hint as well, and writes everything seen into t. */
-static void transcript(spade_host *h, int seeds, char *t, size_t cap)
-{
+static void transcript(spade_host *h, int seeds, char *t, size_t cap) {
     size_t used = 0;
     int inst = spade_host_add_instance(h, NULL);
     ck_assert_int_ge(inst, 0);
@@ -1667,8 +1675,7 @@ static void transcript(spade_host *h, int seeds, char *t, size_t cap)
             char action[256];
             ck_assert_int_eq(spade_host_hint(h, inst, &text, &len), SPADE_HOST_OK);
             used += (size_t)snprintf(t + used, cap - used, "H%.200s|", text);
-            if (used >= cap)
-                break;
+            if (used >= cap) break;
             if (spade_host_info(h)->has_solve) {
                 ck_assert_int_eq(spade_host_solve(h, inst, &text, &len), SPADE_HOST_OK);
                 snprintf(action, sizeof action, "%s", text);
@@ -1678,14 +1685,12 @@ static void transcript(spade_host *h, int seeds, char *t, size_t cap)
             ck_assert_int_eq(spade_host_step(h, inst, action, strlen(action), &r), SPADE_HOST_OK);
             used += (size_t)snprintf(t + used, cap - used, "A%s>%.200s/%.17g/%d%d%d|", action, r.obs, r.reward,
                                      r.terminated, r.truncated, r.success);
-            if (r.terminated || r.truncated)
-                break;
+            if (r.terminated || r.truncated) break;
         }
     }
 }
 
-START_TEST(test_jit_matches_native)
-{
+START_TEST(test_jit_matches_native) {
     static const char *envs[] = {"add", "counter", "bank", "chatty", "echo"};
     static char native_t[1 << 18], jit_t[1 << 18];
     for (size_t e = 0; e < sizeof envs / sizeof envs[0]; e++) {
@@ -1704,10 +1709,9 @@ START_TEST(test_jit_matches_native)
         spade_jit *jit = NULL;
         int line = 0;
         spade_jit_status kind;
-        ck_assert_msg(spade_jit_compile(path, src, n, &jit, err, sizeof err, &line, &kind) == 0, "jit %s: %s",
-                      envs[e], err);
-        ck_assert_msg(spade_host_new(&h, spade_jit_symbol, jit, err, sizeof err) == 0, "jit host %s: %s", envs[e],
+        ck_assert_msg(spade_jit_compile(path, src, n, &jit, err, sizeof err, &line, &kind) == 0, "jit %s: %s", envs[e],
                       err);
+        ck_assert_msg(spade_host_new(&h, spade_jit_symbol, jit, err, sizeof err) == 0, "jit host %s: %s", envs[e], err);
         transcript(h, 20, jit_t, sizeof jit_t);
         spade_host_free(h);
         spade_jit_free(jit);
@@ -1717,8 +1721,7 @@ START_TEST(test_jit_matches_native)
 }
 END_TEST
 
-static Suite *host_suite(void)
-{
+static Suite *host_suite(void) {
     Suite *s = suite_create("host");
     TCase *t = tcase_create("host");
     tcase_set_timeout(t, 60);
@@ -1755,7 +1758,4 @@ static Suite *host_suite(void)
     return s;
 }
 
-int main(void)
-{
-    return tu_run(host_suite());
-}
+int main(void) { return tu_run(host_suite()); }

@@ -59,9 +59,9 @@ static char *heap_secret;
 
 typedef struct program {
     char name[NAME_MAX + 1];
-    int expect;      /* spade_outcome, or -1 when the expect line is missing/unknown */
-    char word[64];   /* the expect word as written */
-    char *src;       /* what is sent to the sandbox (after send:/fill:) */
+    int expect; /* spade_outcome, or -1 when the expect line is missing/unknown */
+    char word[64]; /* the expect word as written */
+    char *src; /* what is sent to the sandbox (after send:/fill:) */
     size_t len;
     char parse_err[256];
 } program;
@@ -84,8 +84,7 @@ static const char REF_ENV[] = "#include <spade/dsl.h>\n"
                               "STEP { if (parse_int(action) == S->n) win(); else say(\"No.\"); }\n"
                               "HINT { say(\"Repeat it.\"); }\n";
 
-static double now_ms(void)
-{
+static double now_ms(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
@@ -93,11 +92,9 @@ static double now_ms(void)
 
 /* ---- reading the programs --------------------------------------------------- */
 
-static int read_file(const char *path, char **out, size_t *len)
-{
+static int read_file(const char *path, char **out, size_t *len) {
     FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return -1;
+    if (!fp) return -1;
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap);
     size_t got;
@@ -113,16 +110,14 @@ static int read_file(const char *path, char **out, size_t *len)
         }
     }
     fclose(fp);
-    if (!buf)
-        return -1;
+    if (!buf) return -1;
     *out = buf;
     *len = n;
     return 0;
 }
 
 /* Decodes the escapes of a fill TEXT in place; returns its length (may hold NULs). */
-static size_t unescape(char *s)
-{
+static size_t unescape(char *s) {
     char *w = s;
     for (char *r = s; *r; r++) {
         if (*r != '\\' || !r[1]) {
@@ -150,20 +145,16 @@ static size_t unescape(char *s)
 
 /* Replaces the first `marker` in buf[from..len) by count copies of text. */
 static int apply_fill(char **buf, size_t *len, size_t from, const char *marker, long count, const char *text,
-                      size_t tlen)
-{
+                      size_t tlen) {
     size_t ml = strlen(marker);
     char *at = memmem(*buf + from, *len - from, marker, ml);
-    if (!at || count < 0 || count > 100000000L)
-        return -1;
+    if (!at || count < 0 || count > 100000000L) return -1;
     size_t pre = (size_t)(at - *buf), add = (size_t)count * tlen;
     size_t nlen = *len - ml + add;
     char *nb = malloc(nlen + 1);
-    if (!nb)
-        return -1;
+    if (!nb) return -1;
     memcpy(nb, *buf, pre);
-    for (long i = 0; i < count; i++)
-        memcpy(nb + pre + (size_t)i * tlen, text, tlen);
+    for (long i = 0; i < count; i++) memcpy(nb + pre + (size_t)i * tlen, text, tlen);
     memcpy(nb + pre + add, at + ml, *len - pre - ml);
     nb[nlen] = '\0';
     free(*buf);
@@ -172,8 +163,7 @@ static int apply_fill(char **buf, size_t *len, size_t from, const char *marker, 
     return 0;
 }
 
-static void parse_program(program *p, const char *path)
-{
+static void parse_program(program *p, const char *path) {
     p->expect = -1;
     if (read_file(path, &p->src, &p->len) != 0) {
         snprintf(p->parse_err, sizeof p->parse_err, "%.100s: cannot read", p->name);
@@ -190,24 +180,21 @@ static void parse_program(program *p, const char *path)
     char *e = strstr(head, "expect:");
     if (e) {
         e += 7;
-        while (*e == ' ')
-            e++;
+        while (*e == ' ') e++;
         size_t k = 0;
-        while (k + 1 < sizeof p->word && ((e[k] >= 'a' && e[k] <= 'z') || e[k] == '_'))
-            k++;
+        while (k + 1 < sizeof p->word && ((e[k] >= 'a' && e[k] <= 'z') || e[k] == '_')) k++;
         memcpy(p->word, e, k);
         p->word[k] = '\0';
         p->expect = spade_outcome_from_name(p->word);
     }
     if (p->expect < 0)
-        snprintf(p->parse_err, sizeof p->parse_err, "%.100s:1: missing or unknown `expect:` word '%.60s'", p->name, p->word);
-    if (!strstr(head, "tries:"))
-        snprintf(p->parse_err, sizeof p->parse_err, "%.100s:1: no `tries:` line", p->name);
+        snprintf(p->parse_err, sizeof p->parse_err, "%.100s:1: missing or unknown `expect:` word '%.60s'", p->name,
+                 p->word);
+    if (!strstr(head, "tries:")) snprintf(p->parse_err, sizeof p->parse_err, "%.100s:1: no `tries:` line", p->name);
 
     for (char *line = strtok(head, "\n"); line; line = strtok(NULL, "\n")) {
         char *f = strstr(line, "fill: ");
-        if (!f)
-            continue;
+        if (!f) continue;
         char marker[64];
         long count;
         int off = 0;
@@ -221,30 +208,24 @@ static void parse_program(program *p, const char *path)
             snprintf(p->parse_err, sizeof p->parse_err, "%.100s: fill marker %s not found", p->name, marker);
         free(text);
     }
-    if (strstr(head, "send: empty"))
-        p->len = 0;
+    if (strstr(head, "send: empty")) p->len = 0;
     free(head);
 }
 
-static int cmp_prog(const void *a, const void *b)
-{
+static int cmp_prog(const void *a, const void *b) {
     return strcmp(((const program *)a)->name, ((const program *)b)->name);
 }
 
-static int load_programs(const char *dir)
-{
+static int load_programs(const char *dir) {
     DIR *d = opendir(dir);
-    if (!d)
-        return -1;
+    if (!d) return -1;
     struct dirent *de;
     const char *only = getenv("SPADE_HOSTILE_ONLY");
     int cap = 0;
     while ((de = readdir(d)) != NULL) {
         size_t n = strlen(de->d_name);
-        if (n < 3 || strcmp(de->d_name + n - 2, ".c") != 0)
-            continue;
-        if (only && *only && !strstr(de->d_name, only))
-            continue;
+        if (n < 3 || strcmp(de->d_name + n - 2, ".c") != 0) continue;
+        if (only && *only && !strstr(de->d_name, only)) continue;
         if (nprogs == cap) {
             cap = cap ? cap * 2 : 64;
             progs = realloc(progs, (size_t)cap * sizeof *progs);
@@ -264,38 +245,31 @@ static int load_programs(const char *dir)
 /* ---- observing the parent's state ------------------------------------------- */
 
 /* Entries in the worker's cwd (it must stay empty). */
-static int count_workdir(char *first, size_t cap)
-{
+static int count_workdir(char *first, size_t cap) {
     DIR *d = opendir(workdir);
     int n = 0;
     struct dirent *de;
-    if (!d)
-        return -1;
+    if (!d) return -1;
     while ((de = readdir(d)) != NULL) {
-        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-            continue;
-        if (n++ == 0)
-            snprintf(first, cap, "%s", de->d_name);
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) continue;
+        if (n++ == 0) snprintf(first, cap, "%s", de->d_name);
     }
     closedir(d);
     return n;
 }
 
-static int count_pwned(char *first, size_t cap)
-{
+static int count_pwned(char *first, size_t cap) {
     glob_t g;
     int n = 0;
     if (glob(PWNED_GLOB, 0, NULL, &g) == 0) {
         n = (int)g.gl_pathc;
-        if (n > 0)
-            snprintf(first, cap, "%s", g.gl_pathv[0]);
+        if (n > 0) snprintf(first, cap, "%s", g.gl_pathv[0]);
         globfree(&g);
     }
     return n;
 }
 
-static void remove_pwned(void)
-{
+static void remove_pwned(void) {
     glob_t g;
     if (glob(PWNED_GLOB, 0, NULL, &g) == 0) {
         for (size_t i = 0; i < g.gl_pathc; i++) {
@@ -317,37 +291,30 @@ typedef struct run {
     int steps_done;
 } run;
 
-static int fail_with(run *r, const spade_failure *f)
-{
+static int fail_with(run *r, const spade_failure *f) {
     r->outcome = f->outcome;
     r->signal = f->signal;
     snprintf(r->message, sizeof r->message, "%s", f->message);
     return -1;
 }
 
-static void look(run *r, const char *text, size_t len)
-{
+static void look(run *r, const char *text, size_t len) {
     for (size_t k = 0; text && k < sizeof leak_marks / sizeof leak_marks[0] && leak_marks[k]; k++)
-        if (memmem(text, len, leak_marks[k], strlen(leak_marks[k])))
-            r->leaked = 1;
+        if (memmem(text, len, leak_marks[k], strlen(leak_marks[k]))) r->leaked = 1;
 }
 
 /* The call sequence every program goes through; stops at the first failure. */
-static int drive(spade_worker *w, run *r)
-{
+static int drive(spade_worker *w, run *r) {
     spade_failure f;
     memset(&f, 0, sizeof f);
     int first;
-    if (spade_worker_add_instances(w, 2, NULL, &first, &f) != 0)
-        return fail_with(r, &f);
+    if (spade_worker_add_instances(w, 2, NULL, &first, &f) != 0) return fail_with(r, &f);
     int ids[2] = {first, first + 1};
     uint64_t seeds[2] = {11, 12};
     spade_step_result res[2];
     int done[2] = {0, 0};
-    if (spade_worker_reset(w, 2, ids, seeds, res, &f) != 0)
-        return fail_with(r, &f);
-    for (int i = 0; i < 2; i++)
-        look(r, res[i].obs, res[i].obs_len);
+    if (spade_worker_reset(w, 2, ids, seeds, res, &f) != 0) return fail_with(r, &f);
+    for (int i = 0; i < 2; i++) look(r, res[i].obs, res[i].obs_len);
 
     static const char binary[] = "x\0y\xff\xfe\0\n\x01\x7f 42 \0";
     const char *acts[] = {"I think it is 17.", "", big_action, binary, "probe(7)", "\\boxed{42}", "probe(7)"};
@@ -355,11 +322,9 @@ static int drive(spade_worker *w, run *r)
     const int nacts = (int)(sizeof acts / sizeof acts[0]);
     for (int a = 0; a < nacts; a++) {
         for (int i = 0; i < 2; i++) {
-            if (!done[i])
-                continue;
+            if (!done[i]) continue;
             uint64_t s = seeds[i] + 100 + (uint64_t)a;
-            if (spade_worker_reset(w, 1, &ids[i], &s, &res[i], &f) != 0)
-                return fail_with(r, &f);
+            if (spade_worker_reset(w, 1, &ids[i], &s, &res[i], &f) != 0) return fail_with(r, &f);
             look(r, res[i].obs, res[i].obs_len);
             done[i] = 0;
         }
@@ -378,28 +343,23 @@ static int drive(spade_worker *w, run *r)
         }
     }
     for (int i = 0; i < 2; i++) {
-        if (!done[i])
-            continue;
-        if (spade_worker_reset(w, 1, &ids[i], &seeds[i], &res[i], &f) != 0)
-            return fail_with(r, &f);
+        if (!done[i]) continue;
+        if (spade_worker_reset(w, 1, &ids[i], &seeds[i], &res[i], &f) != 0) return fail_with(r, &f);
         look(r, res[i].obs, res[i].obs_len);
     }
     const char *text;
     size_t len;
-    if (spade_worker_hint(w, ids[0], &text, &len, &f) != 0)
-        return fail_with(r, &f);
+    if (spade_worker_hint(w, ids[0], &text, &len, &f) != 0) return fail_with(r, &f);
     look(r, text, len);
     const spade_env_info *info = spade_worker_info(w);
     if (info && info->has_solve) {
-        if (spade_worker_solve(w, ids[1], &text, &len, &f) != 0)
-            return fail_with(r, &f);
+        if (spade_worker_solve(w, ids[1], &text, &len, &f) != 0) return fail_with(r, &f);
         look(r, text, len);
     }
     return 0;
 }
 
-static void run_source(const char *name, const char *src, size_t len, run *r)
-{
+static void run_source(const char *name, const char *src, size_t len, run *r) {
     memset(r, 0, sizeof *r);
     r->outcome = SPADE_OUT_OK;
     double t0 = now_ms();
@@ -410,16 +370,14 @@ static void run_source(const char *name, const char *src, size_t len, run *r)
         fail_with(r, &f);
         look(r, f.message, strnlen(f.message, sizeof f.message));
     } else {
-        if (drive(w, r) != 0)
-            look(r, r->message, strlen(r->message));
+        if (drive(w, r) != 0) look(r, r->message, strlen(r->message));
         spade_worker_free(w);
     }
     r->ms = now_ms() - t0;
 }
 
 /* A fresh well-behaved environment loads and plays a whole episode. */
-static int parent_still_serves(char *why, size_t cap)
-{
+static int parent_still_serves(char *why, size_t cap) {
     spade_worker *w = NULL;
     spade_failure f;
     memset(&f, 0, sizeof f);
@@ -452,8 +410,7 @@ static int parent_still_serves(char *why, size_t cap)
 
 /* ---- the test ------------------------------------------------------------------ */
 
-START_TEST(test_program)
-{
+START_TEST(test_program) {
     program *p = &progs[_i];
     ck_assert_msg(p->parse_err[0] == '\0', "%s", p->parse_err);
 
@@ -466,7 +423,8 @@ START_TEST(test_program)
      * reaped, and the zygote refills its pre-forked spare in the background, so
      * the count may be briefly above or below the idle size. */
     int procs = tu_descendants(getpid(), NULL);
-    for (double t = now_ms(); procs != idle_procs && now_ms() - t < IDLE_WAIT_MS; procs = tu_descendants(getpid(), NULL))
+    for (double t = now_ms(); procs != idle_procs && now_ms() - t < IDLE_WAIT_MS;
+         procs = tu_descendants(getpid(), NULL))
         usleep(10000);
     pid_t zygote_now = 0;
     tu_descendants(getpid(), &zygote_now);
@@ -477,17 +435,18 @@ START_TEST(test_program)
     int n_pwned = count_pwned(pwned, sizeof pwned);
     int serves = parent_still_serves(why, sizeof why);
     int good = r.outcome == p->expect && fds_after == fds_before && procs == idle_procs && reaped <= 0 &&
-               zygote_now == zygote_pid &&
-               in_cwd == 0 && n_pwned == 0 && serves && !r.leaked;
+               zygote_now == zygote_pid && in_cwd == 0 && n_pwned == 0 && serves && !r.leaked;
     good ? n_ok++ : n_bad++;
-    printf("hostile: %-28s expect %-18s got %-18s %8.1f ms%s\n", p->name, p->word, spade_outcome_name(r.outcome),
-           r.ms, good ? "" : "   <-- FAIL");
+    printf("hostile: %-28s expect %-18s got %-18s %8.1f ms%s\n", p->name, p->word, spade_outcome_name(r.outcome), r.ms,
+           good ? "" : "   <-- FAIL");
     fflush(stdout);
 
-    ck_assert_msg(r.outcome == p->expect, "%s: expected %s, got %s (signal %d, after %d steps): %s", p->name,
-                  p->word, spade_outcome_name(r.outcome), r.signal, r.steps_done, r.message);
-    ck_assert_msg(!r.leaked, "%s: some text the worker returned contains '%s', '%s', or this test's planted secret (%s=...) or argv token",
-                  p->name, leak_marks[0], leak_marks[1], SECRET_VAR);
+    ck_assert_msg(r.outcome == p->expect, "%s: expected %s, got %s (signal %d, after %d steps): %s", p->name, p->word,
+                  spade_outcome_name(r.outcome), r.signal, r.steps_done, r.message);
+    ck_assert_msg(
+        !r.leaked,
+        "%s: some text the worker returned contains '%s', '%s', or this test's planted secret (%s=...) or argv token",
+        p->name, leak_marks[0], leak_marks[1], SECRET_VAR);
     ck_assert_msg(fds_after == fds_before, "%s: %d fds open before, %d after", p->name, fds_before, fds_after);
     ck_assert_msg(reaped <= 0, "%s: waitpid reaped pid %d, a child of the test itself", p->name, (int)reaped);
     ck_assert_msg(zygote_now == zygote_pid, "%s: the zygote (pid %d) is gone; our child is now %d", p->name,
@@ -502,60 +461,50 @@ END_TEST
 
 /* The set itself: enough programs, each outcome the brief names is exercised, and
  * some must pass, so the runner cannot be "failing everything". */
-START_TEST(test_coverage)
-{
+START_TEST(test_coverage) {
     int per[SPADE_OUT_COUNT_] = {0};
     for (int i = 0; i < nprogs; i++)
-        if (progs[i].expect >= 0 && progs[i].expect < SPADE_OUT_COUNT_)
-            per[progs[i].expect]++;
-    if (getenv("SPADE_HOSTILE_ONLY") && *getenv("SPADE_HOSTILE_ONLY"))
-        return;
+        if (progs[i].expect >= 0 && progs[i].expect < SPADE_OUT_COUNT_) per[progs[i].expect]++;
+    if (getenv("SPADE_HOSTILE_ONLY") && *getenv("SPADE_HOSTILE_ONLY")) return;
     ck_assert_int_ge(nprogs, 45);
     ck_assert_int_ge(per[SPADE_OUT_OK], 5);
-    const spade_outcome must[] = {SPADE_OUT_COMPILE, SPADE_OUT_LINK,  SPADE_OUT_INVALID,  SPADE_OUT_TIMEOUT,
-                                  SPADE_OUT_CRASH,   SPADE_OUT_SYSCALL, SPADE_OUT_OOM, SPADE_OUT_PROTOCOL,
-                                  SPADE_OUT_OUTPUT};
+    const spade_outcome must[] = {SPADE_OUT_COMPILE, SPADE_OUT_LINK,     SPADE_OUT_INVALID,
+                                  SPADE_OUT_TIMEOUT, SPADE_OUT_CRASH,    SPADE_OUT_SYSCALL,
+                                  SPADE_OUT_OOM,     SPADE_OUT_PROTOCOL, SPADE_OUT_OUTPUT};
     for (size_t k = 0; k < sizeof must / sizeof must[0]; k++)
         ck_assert_msg(per[must[k]] > 0, "no program expects %s", spade_outcome_name(must[k]));
 }
 END_TEST
 
-static int resolve_dir(char *out, size_t cap)
-{
+static int resolve_dir(char *out, size_t cap) {
     char base[PATH_MAX];
     const char *s = getenv("srcdir");
     if (s && *s && realpath(s, base)) {
         snprintf(out, cap, "%s/tests/hostile", base);
-        if (access(out, R_OK) == 0)
-            return 0;
+        if (access(out, R_OK) == 0) return 0;
     }
 #ifdef SPADE_SRCDIR
     snprintf(out, cap, "%s/tests/hostile", SPADE_SRCDIR);
-    if (access(out, R_OK) == 0)
-        return 0;
+    if (access(out, R_OK) == 0) return 0;
 #endif
     return -1;
 }
 
 /* ---- the parent's secrets ------------------------------------------------------ */
 
-static void random_hex(char *out, size_t n)
-{
+static void random_hex(char *out, size_t n) {
     unsigned char b[16];
     FILE *f = fopen("/dev/urandom", "rb");
     size_t got = f ? fread(b, 1, sizeof b, f) : 0;
-    if (f)
-        fclose(f);
+    if (f) fclose(f);
     for (size_t i = got; i < sizeof b; i++) /* no urandom: still unlike anything else in memory */
         b[i] = (unsigned char)(rand() ^ (int)getpid() ^ (int)i);
-    for (size_t i = 0; i < sizeof b && 2 * i + 2 < n; i++)
-        snprintf(out + 2 * i, 3, "%02x", b[i]);
+    for (size_t i = 0; i < sizeof b && 2 * i + 2 < n; i++) snprintf(out + 2 * i, 3, "%02x", b[i]);
 }
 
 /* Puts a random secret in our environment and a random token in our argv by
  * re-executing ourselves once; returns only in the re-executed test. */
-static void plant_secrets(int argc, char **argv)
-{
+static void plant_secrets(int argc, char **argv) {
     const char *have = getenv(SECRET_VAR);
     if (argc == 2 && have && strncmp(argv[1], ARGV_PREFIX, strlen(ARGV_PREFIX)) == 0) {
         snprintf(secret, sizeof secret, "%s", have);
@@ -577,18 +526,15 @@ static void plant_secrets(int argc, char **argv)
 }
 
 /* One step of the scanner; its text is checked by look() and appended to all. */
-static int scan_step(spade_worker *w, int id, const char *act, run *r, char **all, size_t *alllen)
-{
+static int scan_step(spade_worker *w, int id, const char *act, run *r, char **all, size_t *alllen) {
     spade_failure f;
     memset(&f, 0, sizeof f);
     spade_step_result res;
     size_t len = strlen(act);
-    if (spade_worker_step(w, 1, &id, &act, &len, &res, &f) != 0)
-        return fail_with(r, &f);
+    if (spade_worker_step(w, 1, &id, &act, &len, &res, &f) != 0) return fail_with(r, &f);
     look(r, res.obs, res.obs_len);
     char *na = realloc(*all, *alllen + res.obs_len + 1);
-    if (!na)
-        return -1;
+    if (!na) return -1;
     memcpy(na + *alllen, res.obs, res.obs_len);
     *alllen += res.obs_len;
     na[*alllen] = '\0';
@@ -599,12 +545,10 @@ static int scan_step(spade_worker *w, int id, const char *act, run *r, char **al
 /* scan_secrets.c over every readable mapping of the zygote (the worker is a
  * fork of it), in steps of at most 8 MiB each so that each meets the call
  * deadline; a planted control value must be found, the secrets must not. */
-START_TEST(test_secret_scan)
-{
+START_TEST(test_secret_scan) {
     const program *p = NULL;
     for (int i = 0; i < nprogs; i++)
-        if (strcmp(progs[i].name, "scan_secrets.c") == 0)
-            p = &progs[i];
+        if (strcmp(progs[i].name, "scan_secrets.c") == 0) p = &progs[i];
     if (!p) {
         printf("hostile: secret scan skipped (scan_secrets.c not selected)\n");
         return;
@@ -640,12 +584,10 @@ START_TEST(test_secret_scan)
     while (fgets(line, sizeof line, m)) {
         unsigned long lo, hi;
         char perms[8] = "";
-        if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3 || perms[0] != 'r')
-            continue;
+        if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3 || perms[0] != 'r') continue;
         /* [vvar] pages can fault when read; [vsyscall] is not the worker's memory;
          * a region over 256 MiB is a reservation (ASan's shadow), not data. */
-        if (strstr(line, "[vvar") || strstr(line, "[vsyscall]") || hi - lo > (256ul << 20))
-            continue;
+        if (strstr(line, "[vvar") || strstr(line, "[vsyscall]") || hi - lo > (256ul << 20)) continue;
         nregions++;
         for (unsigned long at = lo; at < hi;) {
             unsigned long end = hi - at > (8ul << 20) - batch ? at + (8ul << 20) - batch : hi;
@@ -669,15 +611,14 @@ START_TEST(test_secret_scan)
     ck_assert_msg(!strstr(all, secret), "the parent's secret environment variable reached the worker:\n%.2000s", all);
     ck_assert_msg(!strstr(all, argv_token), "the parent's argv reached the worker:\n%.2000s", all);
     ck_assert_msg(!r.leaked, "a leak mark in the scanner's text:\n%.2000s", all);
-    ck_assert_msg(strstr(all, control) != NULL, "the scan did not find the control value planted in its own heap:\n%.2000s",
-                  all);
+    ck_assert_msg(strstr(all, control) != NULL,
+                  "the scan did not find the control value planted in its own heap:\n%.2000s", all);
     ck_assert_msg(nregions > 3, "only %d readable regions in %s", nregions, path);
     free(all);
 }
 END_TEST
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     plant_secrets(argc, argv);
     char dir[PATH_MAX + 32];
     if (resolve_dir(dir, sizeof dir) != 0) {
@@ -695,8 +636,7 @@ int main(int argc, char **argv)
     memcpy(big_action + BIG_ACTION_LEN - 12, " answer: 42 ", 12);
 
     char cwd[PATH_MAX];
-    if (!getcwd(cwd, sizeof cwd))
-        return 1;
+    if (!getcwd(cwd, sizeof cwd)) return 1;
     snprintf(workdir, sizeof workdir, "/tmp/spade_hostile_cwd_XXXXXX");
     if (!mkdtemp(workdir) || chdir(workdir) != 0) {
         perror("test_hostile: mkdtemp");
@@ -761,10 +701,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "test_hostile: %s is not empty (%s); left in place for inspection\n", workdir, left);
     else
         rmdir(workdir);
-    if (chdir(cwd) != 0)
-        return 1;
-    for (int i = 0; i < nprogs; i++)
-        free(progs[i].src);
+    if (chdir(cwd) != 0) return 1;
+    for (int i = 0; i < nprogs; i++) free(progs[i].src);
     free(progs);
     free(big_action);
     return failed == 0 && n_left == 0 ? 0 : 1;

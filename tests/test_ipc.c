@@ -32,20 +32,15 @@ typedef struct bytes {
     size_t n;
 } bytes;
 
-static void put(bytes *b, const void *p, size_t n)
-{
+static void put(bytes *b, const void *p, size_t n) {
     ck_assert_uint_le(b->n + n, sizeof b->p);
     memcpy(b->p + b->n, p, n);
     b->n += n;
 }
 
-static void put_u32(bytes *b, uint32_t v)
-{
-    put(b, &v, sizeof v);
-}
+static void put_u32(bytes *b, uint32_t v) { put(b, &v, sizeof v); }
 
-static void put_result(bytes *b, double reward, uint32_t obs_len, int term, int trunc, int succ, int status)
-{
+static void put_result(bytes *b, double reward, uint32_t obs_len, int term, int trunc, int succ, int status) {
     spade_wire_result r;
     memset(&r, 0, sizeof r);
     r.reward = reward;
@@ -59,8 +54,7 @@ static void put_result(bytes *b, double reward, uint32_t obs_len, int term, int 
 }
 
 /* A well-formed RESULTS payload with two observations. */
-static void good_results(bytes *b)
-{
+static void good_results(bytes *b) {
     b->n = 0;
     put_u32(b, 2);
     put_result(b, 1.5, 2, 1, 0, 1, SPADE_HOST_OK);
@@ -71,8 +65,7 @@ static void good_results(bytes *b)
 
 static char err[512];
 
-START_TEST(results_good)
-{
+START_TEST(results_good) {
     bytes b;
     good_results(&b);
     spade_step_result r[2];
@@ -87,8 +80,7 @@ START_TEST(results_good)
 }
 END_TEST
 
-START_TEST(results_count_lies)
-{
+START_TEST(results_count_lies) {
     bytes b;
     good_results(&b);
     spade_step_result r[3];
@@ -110,8 +102,7 @@ START_TEST(results_count_lies)
 }
 END_TEST
 
-START_TEST(results_truncated)
-{
+START_TEST(results_truncated) {
     bytes b;
     good_results(&b);
     spade_step_result r[2];
@@ -126,8 +117,7 @@ START_TEST(results_truncated)
 }
 END_TEST
 
-START_TEST(results_bad_fields)
-{
+START_TEST(results_bad_fields) {
     spade_step_result r[1];
     int bad, st;
     bytes b;
@@ -178,11 +168,19 @@ START_TEST(results_bad_fields)
         double reward, ret;
         int status;
     } nonfinite[] = {
-        {NAN, 0.0, SPADE_HOST_OK},       {-NAN, 0.0, SPADE_HOST_OK},       {INFINITY, 1.0, SPADE_HOST_OK},
-        {-INFINITY, 1.0, SPADE_HOST_OK}, {1.0, INFINITY, SPADE_HOST_OK},   {0.0, NAN, SPADE_HOST_OK},
-        {0.0, -INFINITY, SPADE_HOST_OK}, {NAN, 0.0, SPADE_HOST_BAD_CALL}, {0.0, INFINITY, SPADE_HOST_OUTPUT_TOO_LARGE},
+        {NAN, 0.0, SPADE_HOST_OK},
+        {-NAN, 0.0, SPADE_HOST_OK},
+        {INFINITY, 1.0, SPADE_HOST_OK},
+        {-INFINITY, 1.0, SPADE_HOST_OK},
+        {1.0, INFINITY, SPADE_HOST_OK},
+        {0.0, NAN, SPADE_HOST_OK},
+        {0.0, -INFINITY, SPADE_HOST_OK},
+        {NAN, 0.0, SPADE_HOST_BAD_CALL},
+        {0.0, INFINITY, SPADE_HOST_OUTPUT_TOO_LARGE},
         /* finite but beyond what the host can return (core/env.h SPADE_REWARD_MAX) */
-        {DBL_MAX, 0.0, SPADE_HOST_OK},   {-SPADE_REWARD_MAX * 2, 0.0, SPADE_HOST_OK}, {0.0, 1e16, SPADE_HOST_OK},
+        {DBL_MAX, 0.0, SPADE_HOST_OK},
+        {-SPADE_REWARD_MAX * 2, 0.0, SPADE_HOST_OK},
+        {0.0, 1e16, SPADE_HOST_OK},
     };
     for (size_t k = 0; k < sizeof nonfinite / sizeof *nonfinite; k++) {
         spade_step_result two[2];
@@ -219,8 +217,7 @@ START_TEST(results_bad_fields)
 }
 END_TEST
 
-START_TEST(text_and_fail_and_added)
-{
+START_TEST(text_and_fail_and_added) {
     bytes b;
     int status;
     const char *t;
@@ -284,8 +281,7 @@ START_TEST(text_and_fail_and_added)
 }
 END_TEST
 
-static spade_env_info fake_info(void)
-{
+static spade_env_info fake_info(void) {
     spade_env_info in;
     memset(&in, 0, sizeof in);
     in.abi = SPADE_ENV_ABI;
@@ -303,8 +299,7 @@ static spade_env_info fake_info(void)
     return in;
 }
 
-START_TEST(info_checked)
-{
+START_TEST(info_checked) {
     spade_env_info in = fake_info(), out;
     ck_assert_int_eq(spade_ipc_decode_info((unsigned char *)&in, sizeof in, &out, err, sizeof err), 0);
     ck_assert_str_eq(out.name, "fake");
@@ -357,8 +352,7 @@ END_TEST
 /* What the host refuses at load, the parent refuses again: a worker runs the
  * environment's code, so a LOADED frame may say anything. These strings reach
  * terminals (spade list, play, run) and loops (max_steps, spade check). */
-START_TEST(info_host_rules)
-{
+START_TEST(info_host_rules) {
     spade_env_info in = fake_info(), out, bad;
     in.n_tools = 1;
     snprintf(in.tools[0].name, sizeof in.tools[0].name, "probe");
@@ -370,8 +364,7 @@ START_TEST(info_host_rules)
     for (size_t i = 0; i < sizeof bad_names / sizeof bad_names[0]; i++) {
         bad = in;
         snprintf(bad.name, sizeof bad.name, "%s", bad_names[i]);
-        if (i == 4)
-            bad.name[1] = 0x1b;
+        if (i == 4) bad.name[1] = 0x1b;
         ck_assert_msg(spade_ipc_decode_info((unsigned char *)&bad, sizeof bad, &out, err, sizeof err) == -1,
                       "name %zu accepted", i);
     }
@@ -428,21 +421,15 @@ START_TEST(info_host_rules)
 END_TEST
 
 /* ---- frames through a socket ------------------------------------------------------- */
-static void pair(int sv[2])
-{
-    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-}
+static void pair(int sv[2]) { ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0); }
 
-static void write_frame(int fd, uint32_t magic, uint32_t type, uint32_t len, const void *payload, size_t n)
-{
+static void write_frame(int fd, uint32_t magic, uint32_t type, uint32_t len, const void *payload, size_t n) {
     uint32_t h[3] = {magic, type, len};
     ck_assert_int_eq(write(fd, h, sizeof h), (ssize_t)sizeof h);
-    if (n)
-        ck_assert_int_eq(write(fd, payload, n), (ssize_t)n);
+    if (n) ck_assert_int_eq(write(fd, payload, n), (ssize_t)n);
 }
 
-START_TEST(recv_frames)
-{
+START_TEST(recv_frames) {
     int sv[2];
     spade_ipc_buf buf = {0};
     uint32_t type;
@@ -521,10 +508,8 @@ START_TEST(recv_frames)
         memcpy(fr, h, 12);
         memset(fr + 12, 'q', 300);
         for (size_t i = 0; i < sizeof fr; i++) {
-            if (write(sv[1], fr + i, 1) != 1)
-                _exit(1);
-            if (i % 50 == 0)
-                usleep(1000);
+            if (write(sv[1], fr + i, 1) != 1) _exit(1);
+            if (i % 50 == 0) usleep(1000);
         }
         _exit(0);
     }
@@ -560,76 +545,56 @@ typedef enum fake {
     FAKE_FORGED_OUTCOME,
     FAKE_TRUNCATED_THEN_EXIT,
     FAKE_FAIL_COMPILE, /* a compile error in reply to a step */
-    FAKE_FAIL_OOM,     /* out of memory in reply to a step: honest */
+    FAKE_FAIL_OOM, /* out of memory in reply to a step: honest */
     FAKE_EXIT_LOCKDOWN, /* exits with SPADE_WORKER_EXIT_LOCKDOWN after it was handed out */
     FAKE_EXIT_COMPILER, /* exits with SPADE_WORKER_EXIT_COMPILER after the load */
 } fake;
 
 /* Reads one request (so that the parent's send completes), or returns -1. */
-static int fake_read_request(int fd)
-{
+static int fake_read_request(int fd) {
     uint32_t h[3];
     size_t got = 0;
     while (got < sizeof h) {
         ssize_t r = read(fd, (char *)h + got, sizeof h - got);
-        if (r <= 0)
-            return -1;
+        if (r <= 0) return -1;
         got += (size_t)r;
     }
     size_t left = h[2];
     char sink[4096];
     while (left) {
         ssize_t r = read(fd, sink, left < sizeof sink ? left : sizeof sink);
-        if (r <= 0)
-            return -1;
+        if (r <= 0) return -1;
         left -= (size_t)r;
     }
     return 0;
 }
 
-static void fake_results(int fd, uint32_t n)
-{
+static void fake_results(int fd, uint32_t n) {
     bytes b;
     b.n = 0;
     put_u32(&b, n);
-    for (uint32_t i = 0; i < n; i++)
-        put_result(&b, 0.5, 2, 0, 0, 0, SPADE_HOST_OK);
-    for (uint32_t i = 0; i < n; i++)
-        put(&b, "ok", 3);
+    for (uint32_t i = 0; i < n; i++) put_result(&b, 0.5, 2, 0, 0, 0, SPADE_HOST_OK);
+    for (uint32_t i = 0; i < n; i++) put(&b, "ok", 3);
     write_frame(fd, SPADE_IPC_MAGIC, SPADE_MSG_RESULTS, (uint32_t)b.n, b.p, b.n);
 }
 
-static void fake_main(int fd, fake kind)
-{
+static void fake_main(int fd, fake kind) {
     /* Default deaths, whatever the test binary installed (ASan catches SEGV). */
     signal(SIGPIPE, SIG_DFL);
     signal(SIGSEGV, SIG_DFL);
     signal(SIGSYS, SIG_DFL);
-    if (fake_read_request(fd) < 0)
-        _exit(0);
+    if (fake_read_request(fd) < 0) _exit(0);
     switch (kind) {
     case FAKE_WRONG_COUNT:
         fake_results(fd, 3); /* the parent asked for 1 */
         break;
-    case FAKE_WRONG_TYPE:
-        write_frame(fd, SPADE_IPC_MAGIC, SPADE_MSG_ADDED, 4, "\0\0\0\0", 4);
-        break;
-    case FAKE_SILENT:
-        break;
-    case FAKE_EXIT:
-        _exit(0);
-    case FAKE_SEGV:
-        raise(SIGSEGV);
-        break;
-    case FAKE_SIGSYS:
-        raise(SIGSYS);
-        break;
-    case FAKE_SIGKILL:
-        raise(SIGKILL);
-        break;
-    case FAKE_HUGE_LEN:
-        write_frame(fd, SPADE_IPC_MAGIC, SPADE_MSG_RESULTS, 0xfffffff0u, NULL, 0);
-        break;
+    case FAKE_WRONG_TYPE: write_frame(fd, SPADE_IPC_MAGIC, SPADE_MSG_ADDED, 4, "\0\0\0\0", 4); break;
+    case FAKE_SILENT: break;
+    case FAKE_EXIT: _exit(0);
+    case FAKE_SEGV: raise(SIGSEGV); break;
+    case FAKE_SIGSYS: raise(SIGSYS); break;
+    case FAKE_SIGKILL: raise(SIGKILL); break;
+    case FAKE_HUGE_LEN: write_frame(fd, SPADE_IPC_MAGIC, SPADE_MSG_RESULTS, 0xfffffff0u, NULL, 0); break;
     case FAKE_BAD_CALL_THEN_OK: {
         bytes b;
         b.n = 0;
@@ -638,8 +603,7 @@ static void fake_main(int fd, fake kind)
         put_u32(&b, 5);
         put(&b, "nope!", 5);
         write_frame(fd, SPADE_IPC_MAGIC, SPADE_MSG_FAIL, (uint32_t)b.n, b.p, b.n);
-        if (fake_read_request(fd) < 0)
-            _exit(0);
+        if (fake_read_request(fd) < 0) _exit(0);
         fake_results(fd, 1);
         break;
     }
@@ -652,10 +616,8 @@ static void fake_main(int fd, fake kind)
         write_frame(fd, SPADE_IPC_MAGIC, SPADE_MSG_FAIL, (uint32_t)b.n, b.p, b.n);
         break;
     }
-    case FAKE_EXIT_LOCKDOWN:
-        _exit(SPADE_WORKER_EXIT_LOCKDOWN);
-    case FAKE_EXIT_COMPILER:
-        _exit(SPADE_WORKER_EXIT_COMPILER);
+    case FAKE_EXIT_LOCKDOWN: _exit(SPADE_WORKER_EXIT_LOCKDOWN);
+    case FAKE_EXIT_COMPILER: _exit(SPADE_WORKER_EXIT_COMPILER);
     case FAKE_FAIL_COMPILE:
     case FAKE_FAIL_OOM: {
         bytes b;
@@ -669,21 +631,18 @@ static void fake_main(int fd, fake kind)
     }
     case FAKE_TRUNCATED_THEN_EXIT: {
         uint32_t h[3] = {SPADE_IPC_MAGIC, SPADE_MSG_RESULTS, 500};
-        if (write(fd, h, sizeof h) != sizeof h || write(fd, "abc", 3) != 3)
-            _exit(1);
+        if (write(fd, h, sizeof h) != sizeof h || write(fd, "abc", 3) != 3) _exit(1);
         _exit(3);
     }
     }
     /* Stay until killed (or the parent closes the socket). */
     for (;;) {
         char c;
-        if (read(fd, &c, 1) <= 0)
-            _exit(0);
+        if (read(fd, &c, 1) <= 0) _exit(0);
     }
 }
 
-static spade_worker *fake_worker(fake kind, double call_timeout, pid_t *pid_out)
-{
+static spade_worker *fake_worker(fake kind, double call_timeout, pid_t *pid_out) {
     int sv[2];
     pair(sv);
     pid_t pid = fork();
@@ -705,21 +664,18 @@ static spade_worker *fake_worker(fake kind, double call_timeout, pid_t *pid_out)
 }
 
 /* After free: the fake process is reaped (no zombie) and our fd is closed. */
-static void assert_gone(spade_worker *w, pid_t pid, int fds_before)
-{
+static void assert_gone(spade_worker *w, pid_t pid, int fds_before) {
     spade_worker_free(w);
     tu_assert_reaped(pid);
     ck_assert_int_eq(tu_count_fds(), fds_before);
 }
 
 /* One step on a fake worker; returns the outcome. */
-static spade_outcome step_fake(spade_worker *w, spade_failure *f)
-{
+static spade_outcome step_fake(spade_worker *w, spade_failure *f) {
     int id = 0;
     const char *a = "x";
     spade_step_result r;
-    if (spade_worker_step(w, 1, &id, &a, NULL, &r, f) == 0)
-        return SPADE_OUT_OK;
+    if (spade_worker_step(w, 1, &id, &a, NULL, &r, f) == 0) return SPADE_OUT_OK;
     return f->outcome;
 }
 
@@ -728,24 +684,17 @@ static const struct {
     spade_outcome want;
     int signal;
 } fake_cases[] = {
-    {FAKE_WRONG_COUNT, SPADE_OUT_PROTOCOL, 0},
-    {FAKE_WRONG_TYPE, SPADE_OUT_PROTOCOL, 0},
-    {FAKE_SILENT, SPADE_OUT_TIMEOUT, SIGKILL},
-    {FAKE_EXIT, SPADE_OUT_PROTOCOL, 0},
-    {FAKE_SEGV, SPADE_OUT_CRASH, SIGSEGV},
-    {FAKE_SIGSYS, SPADE_OUT_SYSCALL, SIGSYS},
-    {FAKE_SIGKILL, SPADE_OUT_OOM, SIGKILL},
-    {FAKE_HUGE_LEN, SPADE_OUT_PROTOCOL, 0},
-    {FAKE_FORGED_OUTCOME, SPADE_OUT_PROTOCOL, 0},
-    {FAKE_TRUNCATED_THEN_EXIT, SPADE_OUT_PROTOCOL, 0},
-    {FAKE_FAIL_COMPILE, SPADE_OUT_PROTOCOL, 0},
-    {FAKE_FAIL_OOM, SPADE_OUT_OOM, 0},
+    {FAKE_WRONG_COUNT, SPADE_OUT_PROTOCOL, 0},    {FAKE_WRONG_TYPE, SPADE_OUT_PROTOCOL, 0},
+    {FAKE_SILENT, SPADE_OUT_TIMEOUT, SIGKILL},    {FAKE_EXIT, SPADE_OUT_PROTOCOL, 0},
+    {FAKE_SEGV, SPADE_OUT_CRASH, SIGSEGV},        {FAKE_SIGSYS, SPADE_OUT_SYSCALL, SIGSYS},
+    {FAKE_SIGKILL, SPADE_OUT_OOM, SIGKILL},       {FAKE_HUGE_LEN, SPADE_OUT_PROTOCOL, 0},
+    {FAKE_FORGED_OUTCOME, SPADE_OUT_PROTOCOL, 0}, {FAKE_TRUNCATED_THEN_EXIT, SPADE_OUT_PROTOCOL, 0},
+    {FAKE_FAIL_COMPILE, SPADE_OUT_PROTOCOL, 0},   {FAKE_FAIL_OOM, SPADE_OUT_OOM, 0},
     {FAKE_EXIT_LOCKDOWN, SPADE_OUT_PROTOCOL, 0}, /* not internal_error: the environment chose the status */
     {FAKE_EXIT_COMPILER, SPADE_OUT_PROTOCOL, 0}, /* not out_of_memory: no compiler runs after a load */
 };
 
-START_TEST(fake_worker_outcome)
-{
+START_TEST(fake_worker_outcome) {
     int fds = tu_count_fds();
     pid_t pid;
     /* A short deadline only for the fake that is meant to time out: the others must answer
@@ -777,8 +726,7 @@ END_TEST
 /* A worker that answers a checked request with bad_call is lying (the parent
  * checks every request before it sends it): protocol_violation, worker gone,
  * and the reply it would have sent next can never answer another request. */
-START_TEST(fake_bad_call_is_a_lie)
-{
+START_TEST(fake_bad_call_is_a_lie) {
     int fds = tu_count_fds();
     pid_t pid;
     spade_worker *w = fake_worker(FAKE_BAD_CALL_THEN_OK, 10.0, &pid);
@@ -791,11 +739,10 @@ START_TEST(fake_bad_call_is_a_lie)
 }
 END_TEST
 
-START_TEST(outcome_names)
-{
-    const char *words[] = {"ok",     "compile_error",     "link_error",         "invalid_env",
-                           "timeout", "crash",            "forbidden_syscall",  "out_of_memory",
-                           "protocol_violation", "output_too_large", "bad_call", "internal_error"};
+START_TEST(outcome_names) {
+    const char *words[] = {"ok",       "compile_error",     "link_error",    "invalid_env",        "timeout",
+                           "crash",    "forbidden_syscall", "out_of_memory", "protocol_violation", "output_too_large",
+                           "bad_call", "internal_error"};
     ck_assert_int_eq(sizeof words / sizeof words[0], SPADE_OUT_COUNT_);
     for (int i = 0; i < SPADE_OUT_COUNT_; i++) {
         ck_assert_str_eq(spade_outcome_name((spade_outcome)i), words[i]);
@@ -807,8 +754,7 @@ START_TEST(outcome_names)
 }
 END_TEST
 
-static Suite *suite(void)
-{
+static Suite *suite(void) {
     Suite *s = suite_create("ipc");
     TCase *t = tcase_create("decode");
     tcase_add_test(t, results_good);
@@ -829,7 +775,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    return tu_run(suite());
-}
+int main(void) { return tu_run(suite()); }

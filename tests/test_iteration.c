@@ -23,8 +23,7 @@
 
 /* Options for a micro iteration: n environments from the given files, no
  * corpus, no memory, small gates. */
-static void micro_opts(spade_selfplay_opts *o, int envs, int plays)
-{
+static void micro_opts(spade_selfplay_opts *o, int envs, int plays) {
     spade_selfplay_opts_default(o);
     o->seed = 7;
     o->envs = envs;
@@ -38,8 +37,7 @@ static void micro_opts(spade_selfplay_opts *o, int envs, int plays)
 }
 
 /* A transcript with one sampled token (so the play is trainable). */
-static void trainable(spade_transcript *t)
-{
+static void trainable(spade_transcript *t) {
     spade_transcript_clear(t);
     spade_transcript_special(t, SPADE_TOK_AGENT);
     int tok = 'a';
@@ -47,8 +45,7 @@ static void trainable(spade_transcript *t)
     spade_transcript_sampled(t, &tok, &lp, 1);
 }
 
-START_TEST(agent_advantages_are_z_scored_within_each_environment)
-{
+START_TEST(agent_advantages_are_z_scored_within_each_environment) {
     spade_selfplay s = {0};
     spade_selfplay_opts o;
     spade_selfplay_metrics m;
@@ -89,8 +86,7 @@ START_TEST(agent_advantages_are_z_scored_within_each_environment)
 }
 END_TEST
 
-START_TEST(invalid_designs_are_penalised_unless_dropped)
-{
+START_TEST(invalid_designs_are_penalised_unless_dropped) {
     for (int drop = 0; drop < 2; drop++) {
         spade_selfplay s = {0};
         spade_selfplay_opts o;
@@ -125,14 +121,13 @@ START_TEST(invalid_designs_are_penalised_unless_dropped)
 }
 END_TEST
 
-START_TEST(memory_negatives_are_labelled_by_the_side_they_miss)
-{
+START_TEST(memory_negatives_are_labelled_by_the_side_they_miss) {
     spade_archive_env hard = {.source = "x", .source_len = 1, .family = "logic", .pass_nohint = 0.02};
     spade_archive_env easy = hard;
     easy.pass_nohint = 0.97;
     ck_assert_int_eq(spade_sp_memory_entry(&hard, 1).kind, -1); /* prompt.h: -1 too hard */
     ck_assert_int_eq(spade_sp_memory_entry(&easy, 1).kind, +1); /* +1 too easy */
-    ck_assert_int_eq(spade_sp_memory_entry(&hard, 0).kind, 0);  /* a positive */
+    ck_assert_int_eq(spade_sp_memory_entry(&hard, 0).kind, 0); /* a positive */
     spade_prompt_opts po;
     spade_prompt_opts_default(&po);
     po.budget = 100000;
@@ -147,13 +142,9 @@ END_TEST
 
 /* Fails allocation number fail_at (0, 1, ...) and every later one. */
 static int allocs, fail_at;
-static void *failing_alloc(size_t n)
-{
-    return allocs++ >= fail_at ? NULL : malloc(n);
-}
+static void *failing_alloc(size_t n) { return allocs++ >= fail_at ? NULL : malloc(n); }
 
-START_TEST(out_of_memory_in_the_writing_phase_stops_the_iteration)
-{
+START_TEST(out_of_memory_in_the_writing_phase_stops_the_iteration) {
     spade_policy *p = tu_tiny_policy(2048, 3);
     spade_selfplay s = {.p = p};
     spade_selfplay_opts o;
@@ -189,8 +180,7 @@ END_TEST
 /* Overwrites the next-page number of the first overflow page holding a run
  * of 'Q' bytes: reading that column finds a corrupt database, the rest of
  * the file reads as before. */
-static void corrupt_overflow(const char *db)
-{
+static void corrupt_overflow(const char *db) {
     FILE *f = fopen(db, "r+b");
     ck_assert_ptr_nonnull(f);
     unsigned char page[4096];
@@ -207,8 +197,7 @@ static void corrupt_overflow(const char *db)
     fclose(f);
 }
 
-START_TEST(an_unreadable_memory_row_stops_the_iteration)
-{
+START_TEST(an_unreadable_memory_row_stops_the_iteration) {
     char dir[4096], db[4200], err[1024];
     tu_mkdtemp(dir, sizeof dir, "iteration");
     snprintf(db, sizeof db, "%s/spade.db", dir);
@@ -218,8 +207,15 @@ START_TEST(an_unreadable_memory_row_stops_the_iteration)
     enum { DIM = 3 * 1024 };
     float *emb = malloc(DIM * sizeof *emb);
     memset(emb, 'Q', DIM * sizeof *emb);
-    spade_archive_env e = {.iteration = 0, .source = "int x;", .source_len = 6, .pass_nohint = 0.5, .pass_hint = 0.8,
-                           .regret = 0.3, .plays = 4, .embedding = emb, .embed_dim = DIM};
+    spade_archive_env e = {.iteration = 0,
+                           .source = "int x;",
+                           .source_len = 6,
+                           .pass_nohint = 0.5,
+                           .pass_hint = 0.8,
+                           .regret = 0.3,
+                           .plays = 4,
+                           .embedding = emb,
+                           .embed_dim = DIM};
     snprintf(e.family, sizeof e.family, "any");
     long id;
     ck_assert_msg(spade_archive_add_env(a, &e, &id, err, sizeof err) == 0, "%s", err);
@@ -248,8 +244,7 @@ START_TEST(an_unreadable_memory_row_stops_the_iteration)
 END_TEST
 
 /* The return hint_seedreturn.c gives seed `seed` (its return is the seed's alone). */
-static double return_of(spade_sandbox *sb, const char *src, size_t len, uint64_t seed)
-{
+static double return_of(spade_sandbox *sb, const char *src, size_t len, uint64_t seed) {
     spade_ep_spec spec = {.filename = "hint_seedreturn.c", .source = src, .len = len};
     spade_ep_request req = {.seed = seed};
     spade_ep_outcome out;
@@ -260,8 +255,7 @@ static double return_of(spade_sandbox *sb, const char *src, size_t len, uint64_t
     return out.ret;
 }
 
-START_TEST(the_archive_keeps_the_seed_each_play_was_played_on)
-{
+START_TEST(the_archive_keeps_the_seed_each_play_was_played_on) {
     char dir[4096], db[4200], err[1024];
     tu_mkdtemp(dir, sizeof dir, "iteration");
     snprintf(db, sizeof db, "%s/spade.db", dir);
@@ -320,8 +314,7 @@ START_TEST(the_archive_keeps_the_seed_each_play_was_played_on)
 }
 END_TEST
 
-START_TEST(the_lookahead_replays_the_paired_plays_stream)
-{
+START_TEST(the_lookahead_replays_the_paired_plays_stream) {
     /* lr = 0: the look-ahead's copy of the policy is the policy, so its replays are the no-hint plays
      * again, play for play, exactly when they draw the same seeds, repeats and sampling stream */
     char err[1024];
@@ -344,7 +337,7 @@ START_TEST(the_lookahead_replays_the_paired_plays_stream)
     spade_selfplay_metrics m;
     spade_sp_iter x;
     ck_assert_msg(spade_sp_begin(&x, &s, &o, 0, NULL, &m, err, sizeof err) == 0, "%s", err);
-    const spade_sp_phase upto[] = {spade_sp_prompts, spade_sp_replays, spade_sp_write, spade_sp_hints,
+    const spade_sp_phase upto[] = {spade_sp_prompts, spade_sp_replays, spade_sp_write,    spade_sp_hints,
                                    spade_sp_gates,   spade_sp_plays,   spade_sp_lookahead};
     for (size_t k = 0; k < sizeof upto / sizeof *upto; k++) ck_assert_msg(upto[k](&x, err, sizeof err) == 0, "%s", err);
     ck_assert_int_eq(m.valid, 3);
@@ -366,8 +359,7 @@ END_TEST
 /* What a slot's prompt showed stays with the slot for its gates: a source that
  * is the prompt's memory environment again (not in any corpus) fails novelty
  * against it, by name; the same source written from no memory passes it. */
-START_TEST(novelty_compares_against_what_the_prompt_showed)
-{
+START_TEST(novelty_compares_against_what_the_prompt_showed) {
     char dir[4096], db[4200], err[1024];
     tu_mkdtemp(dir, sizeof dir, "iteration");
     snprintf(db, sizeof db, "%s/spade.db", dir);
@@ -377,8 +369,15 @@ START_TEST(novelty_compares_against_what_the_prompt_showed)
     spade_archive *a;
     ck_assert_msg(spade_archive_open(&a, db, err, sizeof err) == 0, "%s", err);
     float emb[SPADE_VENDI_DIM] = {0};
-    spade_archive_env e = {.iteration = 0, .source = src, .source_len = len, .pass_nohint = 0.5, .pass_hint = 0.8,
-                           .regret = 0.3, .plays = 4, .embedding = emb, .embed_dim = SPADE_VENDI_DIM};
+    spade_archive_env e = {.iteration = 0,
+                           .source = src,
+                           .source_len = len,
+                           .pass_nohint = 0.5,
+                           .pass_hint = 0.8,
+                           .regret = 0.3,
+                           .plays = 4,
+                           .embedding = emb,
+                           .embed_dim = SPADE_VENDI_DIM};
     snprintf(e.family, sizeof e.family, "any");
     long id;
     ck_assert_msg(spade_archive_add_env(a, &e, &id, err, sizeof err) == 0, "%s", err);
@@ -400,7 +399,8 @@ START_TEST(novelty_compares_against_what_the_prompt_showed)
         ck_assert_msg(spade_sp_gates(&x, err, sizeof err) == 0, "%s", err);
         const spade_gate_report *r = &x.w[0].gates;
         if (memory)
-            ck_assert_msg(r->first_failed == SPADE_GATE_NOVELTY && strstr(r->detail[SPADE_GATE_NOVELTY], "in the memory"),
+            ck_assert_msg(r->first_failed == SPADE_GATE_NOVELTY &&
+                              strstr(r->detail[SPADE_GATE_NOVELTY], "in the memory"),
                           "first failed %d: %s", r->first_failed, r->detail[SPADE_GATE_NOVELTY]);
         else
             ck_assert_msg(r->first_failed < 0, "with no memory shown: first failed %d: %s", r->first_failed,
@@ -415,8 +415,7 @@ START_TEST(novelty_compares_against_what_the_prompt_showed)
 }
 END_TEST
 
-static Suite *suite(void)
-{
+static Suite *suite(void) {
     Suite *s = suite_create("iteration");
     TCase *c = tcase_create("phases");
     tcase_set_timeout(c, 600);
@@ -432,7 +431,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    return tu_run(suite());
-}
+int main(void) { return tu_run(suite()); }

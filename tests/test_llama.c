@@ -101,8 +101,10 @@ static void heat(spade_policy *p, float s) {
         int vocab = !strcmp(name, "wte") || !strcmp(name, "head");
         for (size_t j = 0; j < cnt; j++) {
             if (vocab && j >= (size_t)SPADE_VOCAB * C) break;
-            if (gain) h[off + j] = 1.0f + 0.2f * (float)(urand() - 0.5);
-            else h[off + j] = h[off + j] * s + 0.05f * (float)(urand() - 0.5);
+            if (gain)
+                h[off + j] = 1.0f + 0.2f * (float)(urand() - 0.5);
+            else
+                h[off + j] = h[off + j] * s + 0.05f * (float)(urand() - 0.5);
         }
     }
     ck_assert(spade_policy_set_params(p, h, err, sizeof err) == 0);
@@ -176,8 +178,8 @@ static void rope_checks(const char *backend) {
                     const float *v1 = h + (size_t)i * stride + hh * hs;
                     double ea = v0[a] * cos(th) - v0[b] * sin(th), eb = v0[a] * sin(th) + v0[b] * cos(th);
                     ck_assert_msg(fabs(v1[a] - ea) < 1e-5 && fabs(v1[b] - eb) < 1e-5,
-                                  "%s rope neox=%d row %d head %d pair %d: (%g, %g) expected (%g, %g)", backend,
-                                  neox, i, hh, j, v1[a], v1[b], ea, eb);
+                                  "%s rope neox=%d row %d head %d pair %d: (%g, %g) expected (%g, %g)", backend, neox,
+                                  i, hh, j, v1[a], v1[b], ea, eb);
                 }
         for (int i = 0; i < N; i++) {
             for (int c = nh * hs; c < stride; c++) /* past the heads */
@@ -234,8 +236,7 @@ static void small_op_checks(const char *backend) {
                 int kh = h / (NH / KVH);
                 ck_assert(ex[(size_t)i * 3 * C + h * hs + e] == x[(size_t)i * W + h * hs + e]);
                 ck_assert(ex[(size_t)i * 3 * C + C + h * hs + e] == x[(size_t)i * W + C + kh * hs + e]);
-                ck_assert(ex[(size_t)i * 3 * C + 2 * C + h * hs + e] ==
-                          x[(size_t)i * W + C + KVH * hs + kh * hs + e]);
+                ck_assert(ex[(size_t)i * 3 * C + 2 * C + h * hs + e] == x[(size_t)i * W + C + KVH * hs + kh * hs + e]);
             }
     vt->upload(cx, dy, y, (size_t)N * 3 * C * 4);
     ck_assert(vt->kv_reduce(cx, dx, dy, N, NH, KVH, hs) == 0);
@@ -270,9 +271,17 @@ static void small_op_checks(const char *backend) {
         for (int i = 0; i < N; i++)
             ck_assert(!memcmp(hk + ((size_t)sl[i] * maxT + ps[i]) * KW, x + (size_t)i * W + C, KW * 4));
         ck_assert(vt->attention_forward_kv_at_gqa(cx, o1, dx, kc1, vc1, bsl, bps, N, C, NH, 4, S, maxT, 3) != 0);
-        free(h1); free(h3); free(hk);
-        vt->dealloc(cx, bsl); vt->dealloc(cx, bps); vt->dealloc(cx, kc1); vt->dealloc(cx, vc1);
-        vt->dealloc(cx, kc3); vt->dealloc(cx, vc3); vt->dealloc(cx, o1); vt->dealloc(cx, o3);
+        free(h1);
+        free(h3);
+        free(hk);
+        vt->dealloc(cx, bsl);
+        vt->dealloc(cx, bps);
+        vt->dealloc(cx, kc1);
+        vt->dealloc(cx, vc1);
+        vt->dealloc(cx, kc3);
+        vt->dealloc(cx, vc3);
+        vt->dealloc(cx, o1);
+        vt->dealloc(cx, o3);
     }
     vt->dealloc(cx, dx);
     vt->dealloc(cx, dy);
@@ -294,20 +303,26 @@ static void small_op_checks(const char *backend) {
             double gg = in[i * 2 * F + j], u = in[i * 2 * F + F + j];
             double want = gg / (1 + exp(-gg)) * u;
             ck_assert_msg(fabs(out[i * F + j] - want) < 1e-5, "%s swiglu %g vs %g", backend, out[i * F + j], want);
-            double hh = 1e-3, dg = ((gg + hh) / (1 + exp(-(gg + hh))) - (gg - hh) / (1 + exp(-(gg - hh)))) / (2 * hh) * u;
+            double hh = 1e-3,
+                   dg = ((gg + hh) / (1 + exp(-(gg + hh))) - (gg - hh) / (1 + exp(-(gg - hh)))) / (2 * hh) * u;
             double du = gg / (1 + exp(-gg));
             ck_assert_msg(fabs(din[i * 2 * F + j] - g[i * F + j] * dg) < 1e-4, "%s swiglu dg", backend);
             ck_assert_msg(fabs(din[i * 2 * F + F + j] - g[i * F + j] * du) < 1e-5, "%s swiglu du", backend);
         }
-    vt->dealloc(cx, bi); vt->dealloc(cx, bo); vt->dealloc(cx, bg); vt->dealloc(cx, bd);
+    vt->dealloc(cx, bi);
+    vt->dealloc(cx, bo);
+    vt->dealloc(cx, bg);
+    vt->dealloc(cx, bd);
     /* RMSNorm: forward against the formula, backward (dinp accumulates) against differences */
     int Cn = 9;
     float *xi = malloc((size_t)N * Cn * 4), *w = malloc(Cn * 4), *o = malloc((size_t)N * Cn * 4);
     float *go = malloc((size_t)N * Cn * 4), *rs = malloc(N * 4), *gi = malloc((size_t)N * Cn * 4), *gw = malloc(Cn * 4);
     for (int i = 0; i < N * Cn; i++) xi[i] = (float)(2 * urand() - 1), go[i] = (float)(2 * urand() - 1);
     for (int c = 0; c < Cn; c++) w[c] = (float)(0.5 + urand());
-    float *bx = vt->alloc(cx, (size_t)N * Cn * 4), *bw = vt->alloc(cx, Cn * 4), *bo2 = vt->alloc(cx, (size_t)N * Cn * 4);
-    float *br = vt->alloc(cx, N * 4), *bgo = vt->alloc(cx, (size_t)N * Cn * 4), *bgi = vt->alloc(cx, (size_t)N * Cn * 4);
+    float *bx = vt->alloc(cx, (size_t)N * Cn * 4), *bw = vt->alloc(cx, Cn * 4),
+          *bo2 = vt->alloc(cx, (size_t)N * Cn * 4);
+    float *br = vt->alloc(cx, N * 4), *bgo = vt->alloc(cx, (size_t)N * Cn * 4),
+          *bgi = vt->alloc(cx, (size_t)N * Cn * 4);
     float *bgw = vt->alloc(cx, Cn * 4);
     vt->upload(cx, bx, xi, (size_t)N * Cn * 4);
     vt->upload(cx, bw, w, Cn * 4);
@@ -338,20 +353,39 @@ static void small_op_checks(const char *backend) {
                 for (int c = 0; c < Cn; c++) m2 += xs[c] * xs[c];
                 double s2 = 1 / sqrt(m2 / Cn + eps), L = 0;
                 for (int c = 0; c < Cn; c++) L += go[i * Cn + c] * xs[c] * s2 * w[c];
-                if (sgn < 0) lm = L;
-                else lp = L;
+                if (sgn < 0)
+                    lm = L;
+                else
+                    lp = L;
             }
             double num = (lp - lm) / (2 * hh);
-            ck_assert_msg(fabs(gi[i * Cn + k] - num) < 1e-3 * fmax(1, fabs(num)), "%s rmsnorm dx %g vs %g",
-                          backend, gi[i * Cn + k], num);
+            ck_assert_msg(fabs(gi[i * Cn + k] - num) < 1e-3 * fmax(1, fabs(num)), "%s rmsnorm dx %g vs %g", backend,
+                          gi[i * Cn + k], num);
         }
     }
     for (int c = 0; c < Cn; c++) ck_assert(fabs(gw[c] - gwn[c]) < 1e-4 * fmax(1, fabs(gwn[c])));
-    vt->dealloc(cx, bx); vt->dealloc(cx, bw); vt->dealloc(cx, bo2); vt->dealloc(cx, br);
-    vt->dealloc(cx, bgo); vt->dealloc(cx, bgi); vt->dealloc(cx, bgw);
-    free(xi); free(w); free(o); free(go); free(rs); free(gi); free(gw);
-    free(in); free(out); free(g); free(din);
-    free(x); free(y); free(ex); free(ry);
+    vt->dealloc(cx, bx);
+    vt->dealloc(cx, bw);
+    vt->dealloc(cx, bo2);
+    vt->dealloc(cx, br);
+    vt->dealloc(cx, bgo);
+    vt->dealloc(cx, bgi);
+    vt->dealloc(cx, bgw);
+    free(xi);
+    free(w);
+    free(o);
+    free(go);
+    free(rs);
+    free(gi);
+    free(gw);
+    free(in);
+    free(out);
+    free(g);
+    free(din);
+    free(x);
+    free(y);
+    free(ex);
+    free(ry);
     spade_backend_close(&be);
 }
 
@@ -373,8 +407,8 @@ END_TEST
  * |num - ana| <= 3e-3 * max(|ana|, 0.05 ||grad||). Every tensor must carry
  * gradient (a tensor the backward forgets fails twice: zero analytic,
  * nonzero numeric). */
-static double model_loss(spade_policy *p, const float *w, const int *tok, const int *tg,
-                         const float *mask, int B, int T) {
+static double model_loss(spade_policy *p, const float *w, const int *tok, const int *tg, const float *mask, int B,
+                         int T) {
     ck_assert(spade_policy_set_params(p, w, err, sizeof err) == 0);
     float loss;
     ck_assert_msg(spade_policy_forward(p, tok, tg, mask, B, T, &loss, NULL, err, sizeof err) == 0, "%s", err);
@@ -421,14 +455,17 @@ static void gradient_check(spade_gpt_config c, int want_tensors) {
         double lm = model_loss(p, wd, tok, tg, mask, B, T);
         double num = (lp - lm) / (2 * h);
         double tol = 3e-3 * fmax(fabs(ana), 0.05 * gn);
-        ck_assert_msg(fabs(num - ana) <= tol, "%s tensor %s: numeric %.6g vs analytic %.6g (tol %.2g)", c.arch,
-                      name, num, ana, tol);
-        ck_assert_msg(fabs(ana) > 1e-3 * gn, "%s tensor %s carries no gradient (%.3g, norm %.3g)", c.arch, name,
-                      ana, gn);
+        ck_assert_msg(fabs(num - ana) <= tol, "%s tensor %s: numeric %.6g vs analytic %.6g (tol %.2g)", c.arch, name,
+                      num, ana, tol);
+        ck_assert_msg(fabs(ana) > 1e-3 * gn, "%s tensor %s carries no gradient (%.3g, norm %.3g)", c.arch, name, ana,
+                      gn);
         checked++;
     }
     ck_assert_int_eq(checked, want_tensors);
-    free(w); free(g); free(wd); free(d);
+    free(w);
+    free(g);
+    free(wd);
+    free(d);
     spade_policy_free(p);
 }
 
@@ -477,7 +514,10 @@ static void cpu_vs_ref(spade_gpt_config c) {
     spade_policy_get_params(r, gr, err, sizeof err);
     spade_policy_get_params(f, gf, err, sizeof err);
     for (size_t j = 0; j < P; j++) ck_assert_msg(fabsf(gr[j] - gf[j]) <= 1e-5f, "param %zu", j);
-    free(tok); free(tg); free(gr); free(gf);
+    free(tok);
+    free(tg);
+    free(gr);
+    free(gf);
     spade_policy_free(r);
     spade_policy_free(f);
 }
@@ -504,7 +544,9 @@ static void full_last_logprobs(spade_policy *p, const int *seq, int T, float *ou
         }
     ck_assert_msg(spade_policy_forward(p, toks, tgs, NULL, V, T, NULL, lps, err, sizeof err) == 0, "%s", err);
     for (int v = 0; v < V; v++) out[v] = lps[(size_t)v * T + T - 1];
-    free(toks); free(tgs); free(lps);
+    free(toks);
+    free(tgs);
+    free(lps);
 }
 
 /* Three slots prefilled in one batched pass (prompts of 3, 7 and 5 tokens),
@@ -553,9 +595,11 @@ static void decode_vs_full(spade_gpt_config c, double tol) {
         spade_policy *p2 = make(&c2);
         spade_decoder *d2 = NULL;
         ck_assert(spade_decoder_new(&d2, p2, 4, err, sizeof err) == 0);
-        size_t hs = (size_t)c.width / c.heads, fewer = 2 * (size_t)c.layers * 4 * c.context * (c.heads - c.kv_heads) * hs * 4;
-        ck_assert_msg(spade_decoder_bytes(d2) >= spade_decoder_bytes(d) + fewer, "decoder bytes %zu with %d kv heads, %zu with %d",
-                      spade_decoder_bytes(d), c.kv_heads, spade_decoder_bytes(d2), c.heads);
+        size_t hs = (size_t)c.width / c.heads,
+               fewer = 2 * (size_t)c.layers * 4 * c.context * (c.heads - c.kv_heads) * hs * 4;
+        ck_assert_msg(spade_decoder_bytes(d2) >= spade_decoder_bytes(d) + fewer,
+                      "decoder bytes %zu with %d kv heads, %zu with %d", spade_decoder_bytes(d), c.kv_heads,
+                      spade_decoder_bytes(d2), c.heads);
         spade_decoder_free(d2);
         spade_policy_free(p2);
     }
@@ -756,7 +800,10 @@ START_TEST(test_checkpoint_gpt_versions) {
     spade_policy *z = NULL;
     ck_assert(spade_policy_load(&z, b, NULL, err, sizeof err) == SPADE_POLICY_EFORMAT);
     ck_assert_msg(strstr(err, "kv_heads"), "%s", err);
-    free(w1); free(w2); free(f); free(g);
+    free(w1);
+    free(w2);
+    free(f);
+    free(g);
     spade_policy_free(p);
     tu_rm_rf(tmpdir);
 }
@@ -876,8 +923,13 @@ START_TEST(test_grpo_step) {
     for (int i = 0; i < 4; i++) {
         fill_tokens(comp[i], 5, SPADE_VOCAB);
         ck_assert(spade_policy_completion_logprobs(p, prompt, 4, comp[i], 5, old[i], err, sizeof err) == 0);
-        s[i] = (spade_grpo_sample){.prompt = prompt, .prompt_len = 4, .completion = comp[i], .completion_len = 5,
-                                   .old_logprobs = old[i], .reward = rw[i], .group = i / 2};
+        s[i] = (spade_grpo_sample){.prompt = prompt,
+                                   .prompt_len = 4,
+                                   .completion = comp[i],
+                                   .completion_len = 5,
+                                   .old_logprobs = old[i],
+                                   .reward = rw[i],
+                                   .group = i / 2};
     }
     spade_grpo_opts go;
     spade_grpo_opts_default(&go);
@@ -936,8 +988,13 @@ START_TEST(test_grpo_masked_gradient_check) {
         ck_assert(spade_policy_logprobs(p, tok[e], 1, len[e], lp, err, sizeof err) == 0);
         for (int t = 0; t < len[e]; t++)
             old[e][t] = t && mask[e][t] ? lp[t - 1] + 0.1f * (float)(2 * urand() - 1) : 0.0f;
-        s[e] = (spade_grpo_sample){.tokens = tok[e], .len = len[e], .mask = mask[e], .old_logprobs = old[e],
-                                   .reward = rw[e], .group = e / 2, .role = 0};
+        s[e] = (spade_grpo_sample){.tokens = tok[e],
+                                   .len = len[e],
+                                   .mask = mask[e],
+                                   .old_logprobs = old[e],
+                                   .reward = rw[e],
+                                   .group = e / 2,
+                                   .role = 0};
     }
     spade_grpo_opts o;
     spade_grpo_opts_default(&o);
@@ -966,7 +1023,10 @@ START_TEST(test_grpo_masked_gradient_check) {
         ck_assert_msg(fabs(num - ana) <= 2e-2 * fabs(ana) + 1e-4, "masked grpo: numeric %.6g vs analytic %.6g", num,
                       ana);
     }
-    free(w); free(g); free(wd); free(d);
+    free(w);
+    free(g);
+    free(wd);
+    free(d);
     spade_policy_free(p);
     spade_policy_free(ref);
 }
@@ -1032,7 +1092,10 @@ START_TEST(test_cuda_parity) {
         for (int v = 0; v < SPADE_VOCAB; v++) ck_assert_msg(fabsf(x[v] - y[v]) < 1e-3f, "decode v %d", v);
         spade_decoder_free(dr);
         spade_decoder_free(dg);
-        free(tok); free(tg); free(a); free(b);
+        free(tok);
+        free(tg);
+        free(a);
+        free(b);
         spade_policy_free(r);
         spade_policy_free(g);
     }

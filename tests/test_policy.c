@@ -62,8 +62,10 @@ static void heat(spade_policy *p, float s) {
         int is_gain = !strcmp(name, "ln1w") || !strcmp(name, "ln2w") || !strcmp(name, "lnfw");
         for (size_t j = 0; j < cnt; j++) {
             if (!strcmp(name, "wte") && j >= (size_t)SPADE_VOCAB * spade_policy_config(p)->width) break;
-            if (is_gain) h[off + j] = 1.0f + 0.2f * (float)(urand() - 0.5);
-            else h[off + j] = h[off + j] * s + 0.05f * (float)(urand() - 0.5);
+            if (is_gain)
+                h[off + j] = 1.0f + 0.2f * (float)(urand() - 0.5);
+            else
+                h[off + j] = h[off + j] * s + 0.05f * (float)(urand() - 0.5);
         }
     }
     ck_assert(spade_policy_set_params(p, h, err, sizeof err) == 0);
@@ -225,22 +227,22 @@ static double dotw(const float *w, const float *o, size_t n) {
     return s;
 }
 static void check_close(const char *what, size_t i, double num, double ana) {
-    ck_assert_msg(fabs(num - ana) <= OP_ABS + OP_REL * fabs(ana),
-                  "%s[%zu]: numeric %.6g vs analytic %.6g", what, i, num, ana);
+    ck_assert_msg(fabs(num - ana) <= OP_ABS + OP_REL * fabs(ana), "%s[%zu]: numeric %.6g vs analytic %.6g", what, i,
+                  num, ana);
 }
 
 /* Generic FD loop: perturbs x[i], calls fwd, returns dJ/dx[i] numerically. */
-#define FD_LOOP(what, x, n, grad, FWD, OUT, NOUT, W)                               \
-    for (size_t i_ = 0; i_ < (n); i_++) {                                          \
-        float s_ = (x)[i_];                                                        \
-        (x)[i_] = s_ + OP_H;                                                       \
-        FWD;                                                                       \
-        double jp_ = dotw(W, OUT, NOUT);                                           \
-        (x)[i_] = s_ - OP_H;                                                       \
-        FWD;                                                                       \
-        double jm_ = dotw(W, OUT, NOUT);                                           \
-        (x)[i_] = s_;                                                              \
-        check_close(what, i_, (jp_ - jm_) / (2.0 * OP_H), (grad)[i_]);             \
+#define FD_LOOP(what, x, n, grad, FWD, OUT, NOUT, W)                                                                   \
+    for (size_t i_ = 0; i_ < (n); i_++) {                                                                              \
+        float s_ = (x)[i_];                                                                                            \
+        (x)[i_] = s_ + OP_H;                                                                                           \
+        FWD;                                                                                                           \
+        double jp_ = dotw(W, OUT, NOUT);                                                                               \
+        (x)[i_] = s_ - OP_H;                                                                                           \
+        FWD;                                                                                                           \
+        double jm_ = dotw(W, OUT, NOUT);                                                                               \
+        (x)[i_] = s_;                                                                                                  \
+        check_close(what, i_, (jp_ - jm_) / (2.0 * OP_H), (grad)[i_]);                                                 \
     }
 
 static void op_checks(const char *backend) {
@@ -261,7 +263,16 @@ static void op_checks(const char *backend) {
         FD_LOOP("layernorm dinp", x, (size_t)N * C, dx, LNF, out, (size_t)N * C, dout);
         FD_LOOP("layernorm dweight", w, (size_t)C, dw, LNF, out, (size_t)N * C, dout);
         FD_LOOP("layernorm dbias", b, (size_t)C, db, LNF, out, (size_t)N * C, dout);
-        free(x); free(w); free(b); free(out); free(mean); free(rstd); free(dout); free(dx); free(dw); free(db);
+        free(x);
+        free(w);
+        free(b);
+        free(out);
+        free(mean);
+        free(rstd);
+        free(dout);
+        free(dx);
+        free(dw);
+        free(db);
     }
     /* matmul */
     {
@@ -273,7 +284,14 @@ static void op_checks(const char *backend) {
         FD_LOOP("matmul dinp", x, (size_t)N * C, dx, MMF, out, (size_t)N * OC, dout);
         FD_LOOP("matmul dweight", w, (size_t)OC * C, dw, MMF, out, (size_t)N * OC, dout);
         FD_LOOP("matmul dbias", b, (size_t)OC, db, MMF, out, (size_t)N * OC, dout);
-        free(x); free(w); free(b); free(out); free(dout); free(dx); free(dw); free(db);
+        free(x);
+        free(w);
+        free(b);
+        free(out);
+        free(dout);
+        free(dx);
+        free(dw);
+        free(db);
     }
     /* attention */
     {
@@ -296,7 +314,12 @@ static void op_checks(const char *backend) {
             }
 #define ATF v->attention_forward(cx, out, lse, A, qkv, B, T, C, NH)
         FD_LOOP("attention dqkv", qkv, (size_t)N * 3 * C, dqkv, ATF, out, (size_t)N * C, dout);
-        free(qkv); free(out); free(att); free(lse); free(dout); free(dqkv);
+        free(qkv);
+        free(out);
+        free(att);
+        free(lse);
+        free(dout);
+        free(dqkv);
     }
     /* gelu */
     {
@@ -306,7 +329,10 @@ static void op_checks(const char *backend) {
         v->gelu_backward(cx, dx, x, dout, n);
 #define GF v->gelu_forward(cx, out, x, n)
         FD_LOOP("gelu dinp", x, n, dx, GF, out, n, dout);
-        free(x); free(out); free(dout); free(dx);
+        free(x);
+        free(out);
+        free(dout);
+        free(dx);
     }
     /* softmax + cross-entropy: J = sum_i w_i logp_i */
     {
@@ -320,7 +346,11 @@ static void op_checks(const char *backend) {
         ck_assert(logp[3] == 0.0f);
 #define CEF v->crossentropy_forward(cx, probs, logp, logits, tg, N, V, Vp)
         FD_LOOP("crossentropy dlogits", logits, (size_t)N * Vp, dl, CEF, logp, (size_t)N, w);
-        free(logits); free(probs); free(logp); free(w); free(dl);
+        free(logits);
+        free(probs);
+        free(logp);
+        free(w);
+        free(dl);
     }
     /* encoder (linear: exact up to rounding) */
     {
@@ -332,7 +362,12 @@ static void op_checks(const char *backend) {
 #define EF v->encoder_forward(cx, out, inp, wte, wpe, B, T, C, 0)
         FD_LOOP("encoder dwte", wte, (size_t)Vs * C, dwte, EF, out, (size_t)N * C, dout);
         FD_LOOP("encoder dwpe", wpe, (size_t)maxT * C, dwpe, EF, out, (size_t)N * C, dout);
-        free(wte); free(wpe); free(out); free(dout); free(dwte); free(dwpe);
+        free(wte);
+        free(wpe);
+        free(out);
+        free(dout);
+        free(dwte);
+        free(dwpe);
     }
     /* AdamW: one element against the formula, with clipping scale and decay */
     {
@@ -424,13 +459,15 @@ START_TEST(test_cpu_ops_match_reference_parallel) {
     float *m1 = calloc(N, 4), *m2 = calloc(N, 4), *s1 = calloc(N, 4), *s2 = calloc(N, 4);
 #define BOTH(call_r, call_f) ck_assert((call_r) == 0 && (call_f) == 0)
     /* encoder */
-    BOTH(R->encoder_forward(r.ctx, o1, inp, wte, wpe, B, T, C, 0), F->encoder_forward(f.ctx, o2, inp, wte, wpe, B, T, C, 0));
+    BOTH(R->encoder_forward(r.ctx, o1, inp, wte, wpe, B, T, C, 0),
+         F->encoder_forward(f.ctx, o2, inp, wte, wpe, B, T, C, 0));
     expect_same("encoder_forward", o1, o2, NC, 0);
     BOTH(R->encoder_backward(r.ctx, h1, g1, dy, inp, B, T, C), F->encoder_backward(f.ctx, h2, g2, dy, inp, B, T, C));
     expect_same("encoder_backward dwte", h1, h2, (size_t)5 * C, 0);
     expect_same("encoder_backward dwpe", g1, g2, (size_t)T * C, 0);
     /* layernorm */
-    BOTH(R->layernorm_forward(r.ctx, o1, m1, s1, x, w, bias, N, C), F->layernorm_forward(f.ctx, o2, m2, s2, x, w, bias, N, C));
+    BOTH(R->layernorm_forward(r.ctx, o1, m1, s1, x, w, bias, N, C),
+         F->layernorm_forward(f.ctx, o2, m2, s2, x, w, bias, N, C));
     expect_same("layernorm_forward", o1, o2, NC, 0);
     expect_same("layernorm_forward rstd", s1, s2, N, 0);
     memset(o1, 0, NC * 4);
@@ -442,7 +479,8 @@ START_TEST(test_cpu_ops_match_reference_parallel) {
     expect_same("layernorm_backward dinp", o1, o2, NC, 0);
     expect_same("layernorm_backward dweight, dbias", g1, g2, 2 * (size_t)C, 0);
     /* matmul (cblas on cpu) */
-    float *W = rnd((size_t)OC * C, 0.05f), *Wb = rnd(OC, 0.5f), *dW1 = calloc((size_t)OC * C, 4), *dW2 = calloc((size_t)OC * C, 4);
+    float *W = rnd((size_t)OC * C, 0.05f), *Wb = rnd(OC, 0.5f), *dW1 = calloc((size_t)OC * C, 4),
+          *dW2 = calloc((size_t)OC * C, 4);
     float *db1 = calloc(OC, 4), *db2 = calloc(OC, 4), *dyo = rnd((size_t)N * OC, 1.0f);
     BOTH(R->matmul_forward(r.ctx, o1, x, W, Wb, N, C, OC), F->matmul_forward(f.ctx, o2, x, W, Wb, N, C, OC));
     expect_same("matmul_forward", o1, o2, (size_t)N * OC, 1e-5);
@@ -456,13 +494,17 @@ START_TEST(test_cpu_ops_match_reference_parallel) {
     float *qkv = rnd(NC * 3, 1.0f), *att1 = calloc((size_t)B * NH * T * T, 4);
     float *ls1 = calloc((size_t)B * NH * T, 4), *ls2 = calloc((size_t)B * NH * T, 4);
     float *ay1 = calloc(NC, 4), *ay2 = calloc(NC, 4);
-    BOTH(R->attention_forward(r.ctx, ay1, ls1, att1, qkv, B, T, C, NH), F->attention_forward(f.ctx, ay2, ls2, NULL, qkv, B, T, C, NH));
+    BOTH(R->attention_forward(r.ctx, ay1, ls1, att1, qkv, B, T, C, NH),
+         F->attention_forward(f.ctx, ay2, ls2, NULL, qkv, B, T, C, NH));
     expect_same("attention_forward", ay1, ay2, NC, 1e-5);
     expect_same("attention_forward lse", ls1, ls2, (size_t)B * NH * T, 1e-5);
     BOTH(R->attention_backward(r.ctx, o1, dy, qkv, ay1, ls1, att1, B, T, C, NH),
          F->attention_backward(f.ctx, o2, dy, qkv, ay2, ls2, NULL, B, T, C, NH));
     expect_same("attention_backward", o1, o2, NC * 3, 1e-5);
-    free(ls1); free(ls2); free(ay1); free(ay2);
+    free(ls1);
+    free(ls2);
+    free(ay1);
+    free(ay2);
     float *kc1 = calloc((size_t)B * maxT * C, 4), *kc2 = calloc((size_t)B * maxT * C, 4);
     float *vc1 = calloc((size_t)B * maxT * C, 4), *vc2 = calloc((size_t)B * maxT * C, 4);
     BOTH(R->attention_forward_kv(r.ctx, o1, qkv, kc1, vc1, B, T, C, NH, 0, maxT),
@@ -480,10 +522,12 @@ START_TEST(test_cpu_ops_match_reference_parallel) {
     for (int i = 0; i < NR; i++) tg[i] = i % 7 ? (int)(urand() * V) : -1;
     float *lg = rnd((size_t)NR * Vp, 3.0f), *pr1 = calloc((size_t)NR * Vp, 4), *pr2 = calloc((size_t)NR * Vp, 4);
     float *lp1 = calloc(NR, 4), *lp2 = calloc(NR, 4), *dl = rnd(NR, 1.0f);
-    BOTH(R->crossentropy_forward(r.ctx, pr1, lp1, lg, tg, NR, V, Vp), F->crossentropy_forward(f.ctx, pr2, lp2, lg, tg, NR, V, Vp));
+    BOTH(R->crossentropy_forward(r.ctx, pr1, lp1, lg, tg, NR, V, Vp),
+         F->crossentropy_forward(f.ctx, pr2, lp2, lg, tg, NR, V, Vp));
     expect_same("crossentropy_forward probs", pr1, pr2, (size_t)NR * Vp, 0);
     expect_same("crossentropy_forward logp", lp1, lp2, NR, 0);
-    BOTH(R->crossentropy_backward(r.ctx, o1, pr1, tg, dl, NR, V, Vp), F->crossentropy_backward(f.ctx, o2, pr1, tg, dl, NR, V, Vp));
+    BOTH(R->crossentropy_backward(r.ctx, o1, pr1, tg, dl, NR, V, Vp),
+         F->crossentropy_backward(f.ctx, o2, pr1, tg, dl, NR, V, Vp));
     expect_same("crossentropy_backward", o1, o2, (size_t)NR * Vp, 0);
     /* AdamW on NC elements */
     float *pa = rnd(NC, 1.0f), *pb = malloc(NC * 4), *ma = rnd(NC, 0.1f), *mb = malloc(NC * 4);
@@ -497,11 +541,49 @@ START_TEST(test_cpu_ops_match_reference_parallel) {
     expect_same("adamw m", ma, mb, NC, 0);
     expect_same("adamw v", va, vb, NC, 0);
 #undef BOTH
-    free(inp); free(x); free(dy); free(w); free(bias); free(wte); free(wpe); free(o1); free(o2);
-    free(g1); free(g2); free(h1); free(h2); free(m1); free(m2); free(s1); free(s2);
-    free(W); free(Wb); free(dW1); free(dW2); free(db1); free(db2); free(dyo); free(qkv); free(att1);
-    free(kc1); free(kc2); free(vc1); free(vc2); free(tg); free(lg); free(pr1); free(pr2); free(lp1); free(lp2);
-    free(dl); free(pa); free(pb); free(ma); free(mb); free(va); free(vb);
+    free(inp);
+    free(x);
+    free(dy);
+    free(w);
+    free(bias);
+    free(wte);
+    free(wpe);
+    free(o1);
+    free(o2);
+    free(g1);
+    free(g2);
+    free(h1);
+    free(h2);
+    free(m1);
+    free(m2);
+    free(s1);
+    free(s2);
+    free(W);
+    free(Wb);
+    free(dW1);
+    free(dW2);
+    free(db1);
+    free(db2);
+    free(dyo);
+    free(qkv);
+    free(att1);
+    free(kc1);
+    free(kc2);
+    free(vc1);
+    free(vc2);
+    free(tg);
+    free(lg);
+    free(pr1);
+    free(pr2);
+    free(lp1);
+    free(lp2);
+    free(dl);
+    free(pa);
+    free(pb);
+    free(ma);
+    free(mb);
+    free(va);
+    free(vb);
     spade_backend_close(&r);
     spade_backend_close(&f);
 }
@@ -526,18 +608,24 @@ START_TEST(test_kv_attention_matches_full) {
         float *o2 = calloc(B * T * C, 4), *q1 = malloc(B * 3 * C * 4), *o1 = malloc(B * C * 4);
         /* prefill 4 positions per sequence, one at a time for b, then decode t = 4 */
         for (int b = 0; b < B; b++)
-            be.vt->attention_forward_kv(be.ctx, o2 + b * T * C, qkv + b * T * 3 * C,
-                                        kc + b * maxT * C, vc + b * maxT * C, 1, 4, C, NH, 0, maxT);
+            be.vt->attention_forward_kv(be.ctx, o2 + b * T * C, qkv + b * T * 3 * C, kc + b * maxT * C,
+                                        vc + b * maxT * C, 1, 4, C, NH, 0, maxT);
         for (int b = 0; b < B; b++) memcpy(q1 + b * 3 * C, qkv + (b * T + 4) * 3 * C, 3 * C * 4);
         be.vt->attention_forward_kv(be.ctx, o1, q1, kc, vc, B, 1, C, NH, 4, maxT);
         for (int b = 0; b < B; b++) {
             for (int t = 0; t < 4; t++)
                 for (int c = 0; c < C; c++)
                     ck_assert(fabsf(o2[(b * T + t) * C + c] - out[(b * T + t) * C + c]) < 1e-5f);
-            for (int c = 0; c < C; c++)
-                ck_assert(fabsf(o1[b * C + c] - out[(b * T + 4) * C + c]) < 1e-5f);
+            for (int c = 0; c < C; c++) ck_assert(fabsf(o1[b * C + c] - out[(b * T + 4) * C + c]) < 1e-5f);
         }
-        free(qkv); free(out); free(att); free(kc); free(vc); free(o2); free(q1); free(o1);
+        free(qkv);
+        free(out);
+        free(att);
+        free(kc);
+        free(vc);
+        free(o2);
+        free(q1);
+        free(o1);
         spade_backend_close(&be);
     }
 }
@@ -552,8 +640,8 @@ END_TEST
  * Bound: |num - ana| <= 3e-3 * max(|ana|, 0.05 * ||grad||_2) — float32 loss noise
  * (~1e-6 relative) over 2h gives ~5e-4 absolute at worst; a missing term or
  * factor in any layer's backward is an O(1) relative error. */
-static double model_loss(spade_policy *p, float *params, const int *tok, const int *tg,
-                         const float *mask, int B, int T) {
+static double model_loss(spade_policy *p, float *params, const int *tok, const int *tg, const float *mask, int B,
+                         int T) {
     ck_assert(spade_policy_set_params(p, params, err, sizeof err) == 0);
     float loss;
     ck_assert_msg(spade_policy_forward(p, tok, tg, mask, B, T, &loss, NULL, err, sizeof err) == 0, "%s", err);
@@ -598,11 +686,13 @@ START_TEST(test_model_gradient_check) {
         double lm = model_loss(p, wd, tok, tg, mask, B, T);
         double num = (lp - lm) / (2 * h);
         double tol = 3e-3 * fmax(fabs(ana), 0.05 * gn);
-        ck_assert_msg(fabs(num - ana) <= tol, "tensor %s: numeric %.6g vs analytic %.6g (tol %.2g)",
-                      name, num, ana, tol);
+        ck_assert_msg(fabs(num - ana) <= tol, "tensor %s: numeric %.6g vs analytic %.6g (tol %.2g)", name, num, ana,
+                      tol);
         free(d);
     }
-    free(w); free(g); free(wd);
+    free(w);
+    free(g);
+    free(wd);
     spade_policy_free(p);
 }
 END_TEST
@@ -657,7 +747,10 @@ START_TEST(test_cpu_matches_reference) {
     spade_policy_get_params(r, gr, err, sizeof err);
     spade_policy_get_params(f, gf, err, sizeof err);
     for (size_t j = 0; j < P; j++) ck_assert_msg(fabsf(gr[j] - gf[j]) <= 1e-5f, "param %zu", j);
-    free(tok); free(tg); free(gr); free(gf);
+    free(tok);
+    free(tg);
+    free(gr);
+    free(gf);
     spade_policy_free(r);
     spade_policy_free(f);
 }
@@ -738,7 +831,10 @@ START_TEST(test_cuda_parity) {
     so.max_tokens = 8;
     so.seed = 3;
     ck_assert_msg(spade_policy_sample(g, tok, 4, 2, &so, out, NULL, len, err, sizeof err) == 0, "%s", err);
-    free(tok); free(tg); free(a); free(b);
+    free(tok);
+    free(tg);
+    free(a);
+    free(b);
     spade_policy_free(r);
     spade_policy_free(g);
 #endif
@@ -836,7 +932,11 @@ START_TEST(test_adamw_decay_clip_refusal) {
     }
     ck_assert(spade_policy_get_params(p, w1, err, sizeof err) == 0);
     ck_assert(memcmp(w0, w1, P * 4) == 0);
-    free(dl); free(w0); free(w1); free(g); free(m);
+    free(dl);
+    free(w0);
+    free(w1);
+    free(g);
+    free(m);
     spade_policy_free(p);
 }
 END_TEST
@@ -877,8 +977,8 @@ END_TEST
 
 /* ------------------------------------------------------------ sampling */
 
-static void sample_ok(spade_policy *p, const int *prompt, int plen, int G,
-                      const spade_sample_opts *o, int *tok, float *lp, int *len) {
+static void sample_ok(spade_policy *p, const int *prompt, int plen, int G, const spade_sample_opts *o, int *tok,
+                      float *lp, int *len) {
     int rc = spade_policy_sample(p, prompt, plen, G, o, tok, lp, len, err, sizeof err);
     ck_assert_msg(rc == 0, "sample: %s", err);
 }
@@ -949,7 +1049,11 @@ START_TEST(test_sampling_seeded) {
     ck_assert(la[0] == lb[0] && la[1] == lb[1] && la[0] == la[1]);
     ck_assert(memcmp(a, b, la[0] * 4) == 0);
     ck_assert(memcmp(a, a + M, la[0] * 4) == 0);
-    free(a); free(b); free(pa); free(pb); free(big);
+    free(a);
+    free(b);
+    free(pa);
+    free(pb);
+    free(big);
     spade_policy_free(p);
 }
 END_TEST
@@ -984,8 +1088,8 @@ START_TEST(test_sampling_top_p_nucleus) {
     for (uint64_t seed = 0; seed < 8; seed++) {
         o.seed = seed;
         sample_ok(p, prompt, 3, 1, &o, tok, lp, &len);
-        ck_assert_msg(len == glen && memcmp(tok, greedy, sizeof tok) == 0,
-                      "top_p = 1e-6 differs from greedy (seed %d)", (int)seed);
+        ck_assert_msg(len == glen && memcmp(tok, greedy, sizeof tok) == 0, "top_p = 1e-6 differs from greedy (seed %d)",
+                      (int)seed);
     }
     o.top_p = 0.5f;
     int seq[3 + M], cand;
@@ -1011,8 +1115,8 @@ START_TEST(test_sampling_top_p_nucleus) {
             qsort(probs, SPADE_VOCAB, sizeof probs[0], cmp_desc);
             double before = 0; /* mass of the tokens more likely than the drawn one */
             for (int k = 0; k < SPADE_VOCAB && probs[k] > pt; k++) before += probs[k];
-            ck_assert_msg(before < 0.5 + 1e-4, "seed %d token %d: %g of the mass lies above it, top_p 0.5",
-                          (int)seed, i, before);
+            ck_assert_msg(before < 0.5 + 1e-4, "seed %d token %d: %g of the mass lies above it, top_p 0.5", (int)seed,
+                          i, before);
         }
     }
     spade_policy_free(p);
@@ -1112,7 +1216,10 @@ START_TEST(test_kv_cache_equals_recompute) {
                 ck_assert_msg(fabs(want - pa[g * M + i]) < 1e-4, "logprob %d: %g vs %g", i, want, pa[g * M + i]);
             }
         }
-        free(a); free(b); free(pa); free(pb);
+        free(a);
+        free(b);
+        free(pa);
+        free(pb);
         spade_policy_free(p);
     }
 }
@@ -1145,8 +1252,8 @@ START_TEST(test_checkpoint_roundtrip) {
     ck_assert_msg(spade_policy_load(&q, path, NULL, err, sizeof err) == 0, "%s", err);
     ck_assert_int_eq(spade_policy_steps(q), 3);
     const spade_gpt_config *qc = spade_policy_config(q);
-    ck_assert(qc->layers == c.layers && qc->heads == c.heads && qc->width == c.width &&
-              qc->context == c.context && qc->seed == c.seed);
+    ck_assert(qc->layers == c.layers && qc->heads == c.heads && qc->width == c.width && qc->context == c.context &&
+              qc->seed == c.seed);
     size_t P = spade_policy_num_params(p);
     float *a = malloc(P * 4), *b = malloc(P * 4), *a2 = malloc(P * 4), *b2 = malloc(P * 4);
     spade_policy_get_params(p, a, err, sizeof err);
@@ -1178,7 +1285,10 @@ START_TEST(test_checkpoint_roundtrip) {
     spade_gpt_config rc;
     ck_assert(spade_policy_read_config(path, &rc, err, sizeof err) == 0);
     ck_assert_int_eq(rc.width, c.width);
-    free(a); free(b); free(a2); free(b2);
+    free(a);
+    free(b);
+    free(a2);
+    free(b2);
     spade_policy_free(p);
     spade_policy_free(q);
     ck_assert(tu_rm_rf(tmpdir) == 0);
@@ -1216,13 +1326,13 @@ START_TEST(test_checkpoint_bad_files) {
     ck_assert(system(cmd) == 0);
     expect_bad(bad, "truncated");
     /* one flipped byte in the weights */
-    snprintf(cmd, sizeof cmd, "cp %s %s && printf 'X' | dd of=%s bs=1 seek=1000 conv=notrunc 2>/dev/null",
-             good, bad, bad);
+    snprintf(cmd, sizeof cmd, "cp %s %s && printf 'X' | dd of=%s bs=1 seek=1000 conv=notrunc 2>/dev/null", good, bad,
+             bad);
     ck_assert(system(cmd) == 0);
     expect_bad(bad, "checksum");
     /* a newer format version */
-    snprintf(cmd, sizeof cmd, "cp %s %s && printf '\\011' | dd of=%s bs=1 seek=8 conv=notrunc 2>/dev/null",
-             good, bad, bad);
+    snprintf(cmd, sizeof cmd, "cp %s %s && printf '\\011' | dd of=%s bs=1 seek=8 conv=notrunc 2>/dev/null", good, bad,
+             bad);
     ck_assert(system(cmd) == 0);
     expect_bad(bad, "version 9");
     /* a directory */
@@ -1312,16 +1422,15 @@ typedef struct {
 } grpo_buf;
 
 /* n samples with old log-probs = current log-probs + offset[i] */
-static void make_samples(spade_policy *p, grpo_buf *bufs, spade_grpo_sample *s, int n,
-                         const float *reward, const int *group, const float *offset, int jitter) {
+static void make_samples(spade_policy *p, grpo_buf *bufs, spade_grpo_sample *s, int n, const float *reward,
+                         const int *group, const float *offset, int jitter) {
     for (int i = 0; i < n; i++) {
         fill_tokens(bufs[i].prompt, 4, 256);
         int clen = 3 + i % 4;
         fill_tokens(bufs[i].comp, clen, SPADE_VOCAB);
-        ck_assert(spade_policy_completion_logprobs(p, bufs[i].prompt, 4, bufs[i].comp, clen,
-                                                   bufs[i].old, err, sizeof err) == 0);
-        for (int j = 0; j < clen; j++)
-            bufs[i].old[j] += offset[i] + (jitter ? 0.1f * (float)(2 * urand() - 1) : 0.0f);
+        ck_assert(spade_policy_completion_logprobs(p, bufs[i].prompt, 4, bufs[i].comp, clen, bufs[i].old, err,
+                                                   sizeof err) == 0);
+        for (int j = 0; j < clen; j++) bufs[i].old[j] += offset[i] + (jitter ? 0.1f * (float)(2 * urand() - 1) : 0.0f);
         s[i] = (spade_grpo_sample){.prompt = bufs[i].prompt,
                                    .prompt_len = 4,
                                    .completion = bufs[i].comp,
@@ -1370,7 +1479,8 @@ START_TEST(test_grpo_equal_rewards_zero_gradient) {
     ck_assert(spade_grpo_batch(p, NULL, s, 3, &o, &st, err, sizeof err) == 0);
     spade_policy_get_grads(p, g2, err, sizeof err);
     ck_assert(memcmp(g, g2, P * 4) == 0);
-    free(g); free(g2);
+    free(g);
+    free(g2);
     spade_policy_free(p);
 }
 END_TEST
@@ -1482,8 +1592,7 @@ END_TEST
 static double mean_logprob(spade_policy *p, const int *prompt, int plen, const int *comp, int clen) {
     float lp[16];
     ck_assert(clen <= 16);
-    ck_assert_msg(spade_policy_completion_logprobs(p, prompt, plen, comp, clen, lp, err, sizeof err) == 0,
-                  "%s", err);
+    ck_assert_msg(spade_policy_completion_logprobs(p, prompt, plen, comp, clen, lp, err, sizeof err) == 0, "%s", err);
     double s = 0;
     for (int i = 0; i < clen; i++) s += lp[i];
     return s / clen;
@@ -1521,8 +1630,8 @@ START_TEST(test_grpo_direction_and_kl_value) {
     ao.weight_decay = 0.0f;
     ck_assert(spade_policy_step(p, &ao, NULL, err, sizeof err) == 0);
     double g1 = mean_logprob(p, prompt, 4, good, 3), b1 = mean_logprob(p, prompt, 4, bad, 5);
-    ck_assert_msg(g1 > g0 + 1e-3 && b1 < b0 - 1e-3,
-                  "one GRPO step: good completion %.4f -> %.4f, bad %.4f -> %.4f", g0, g1, b0, b1);
+    ck_assert_msg(g1 > g0 + 1e-3 && b1 < b0 - 1e-3, "one GRPO step: good completion %.4f -> %.4f, bad %.4f -> %.4f", g0,
+                  g1, b0, b1);
 
     /* k3 against a reference that differs: the exact per-token mean */
     spade_policy *ref = NULL;
@@ -1542,8 +1651,7 @@ START_TEST(test_grpo_direction_and_kl_value) {
         }
     }
     ck_assert(spade_grpo_batch(p, ref, s, 2, &o, &st, err, sizeof err) == 0);
-    ck_assert_msg(want > 1e-3 && fabs(st.kl - want) <= 1e-5 * want + 1e-7, "k3 %.7g, expected %.7g", st.kl,
-                  want);
+    ck_assert_msg(want > 1e-3 && fabs(st.kl - want) <= 1e-5 * want + 1e-7, "k3 %.7g, expected %.7g", st.kl, want);
     spade_policy_free(ref);
     spade_policy_free(p);
 }
@@ -1572,9 +1680,11 @@ START_TEST(test_grpo_clip_band_asymmetric) {
         for (int i = 0; i < 2; i++)
             for (int j = 0; j < s[i].completion_len; j++) bufs[i].old[j] = base[i][j] - logf(ratios[k][i]);
         ck_assert(spade_grpo_batch(p, NULL, s, 2, &o, &st, err, sizeof err) == 0);
-        if (k == 0) ck_assert_msg(st.clip_frac == 0.0f, "ratios 1.25 (A>0) and 0.82 (A<0) clipped: %g", st.clip_frac);
-        else ck_assert_msg(fabsf(st.clip_frac - 1.0f) < 1e-6f, "ratios 1.3 (A>0) and 0.78 (A<0) not all clipped: %g",
-                           st.clip_frac);
+        if (k == 0)
+            ck_assert_msg(st.clip_frac == 0.0f, "ratios 1.25 (A>0) and 0.82 (A<0) clipped: %g", st.clip_frac);
+        else
+            ck_assert_msg(fabsf(st.clip_frac - 1.0f) < 1e-6f, "ratios 1.3 (A>0) and 0.78 (A<0) not all clipped: %g",
+                          st.clip_frac);
     }
     spade_policy_free(p);
 }
@@ -1632,8 +1742,8 @@ END_TEST
  * advantages, old log-probs within +-0.1 of the current ones so no token sits
  * at a clip kink): directional derivative along a random direction over all
  * parameters, h = 1e-3, cpu_ref. Bound: |num - ana| <= 2e-2 * |ana| + 1e-4. */
-static double grpo_loss(spade_policy *p, spade_policy *ref, float *w, const spade_grpo_sample *s,
-                        int n, const spade_grpo_opts *o) {
+static double grpo_loss(spade_policy *p, spade_policy *ref, float *w, const spade_grpo_sample *s, int n,
+                        const spade_grpo_opts *o) {
     ck_assert(spade_policy_set_params(p, w, err, sizeof err) == 0);
     spade_grpo_stats st;
     ck_assert_msg(spade_grpo_batch(p, ref, s, n, o, &st, err, sizeof err) == 0, "%s", err);
@@ -1676,10 +1786,12 @@ START_TEST(test_grpo_gradient_check) {
         for (size_t j = 0; j < P; j++) wd[j] = w[j] - (float)h * d[j];
         double lm = grpo_loss(p, ref, wd, s, 6, &o);
         double num = (lp - lm) / (2 * h);
-        ck_assert_msg(fabs(num - ana) <= 2e-2 * fabs(ana) + 1e-4, "grpo: numeric %.6g vs analytic %.6g",
-                      num, ana);
+        ck_assert_msg(fabs(num - ana) <= 2e-2 * fabs(ana) + 1e-4, "grpo: numeric %.6g vs analytic %.6g", num, ana);
     }
-    free(w); free(g); free(wd); free(d);
+    free(w);
+    free(g);
+    free(wd);
+    free(d);
     spade_policy_free(p);
     spade_policy_free(ref);
 }
@@ -1692,8 +1804,7 @@ START_TEST(test_errors_not_exits) {
     ck_assert_int_eq(spade_policy_forward(p, tok, NULL, NULL, 1, 17, NULL, NULL, err, sizeof err),
                      SPADE_POLICY_EINVAL); /* beyond the context of 16 */
     tok[2] = 999;
-    ck_assert_int_eq(spade_policy_forward(p, tok, NULL, NULL, 1, 4, NULL, NULL, err, sizeof err),
-                     SPADE_POLICY_EINVAL);
+    ck_assert_int_eq(spade_policy_forward(p, tok, NULL, NULL, 1, 4, NULL, NULL, err, sizeof err), SPADE_POLICY_EINVAL);
     ck_assert_ptr_nonnull(strstr(err, "999"));
     /* a target is a token or -1 ("nothing to predict"); -5 is a caller's bug */
     int tg[4] = {1, -1, -5, 2};
@@ -1758,6 +1869,4 @@ static Suite *policy_suite(void) {
     return s;
 }
 
-int main(void) {
-    return tu_run(policy_suite());
-}
+int main(void) { return tu_run(policy_suite()); }

@@ -245,8 +245,8 @@ START_TEST(test_pretrain_resume_same_trajectory) {
     ck_assert_msg(killed >= stopped + 9 && killed < 200, "killed at step %ld", killed);
     ck_assert_msg(run(out, sizeof out) == 0, "resumed run failed: %s", out);
     ck_assert_ptr_nonnull(strstr(out, "resuming at step"));
-    fprintf(stderr, "test_policy_pretrain: interrupted at step %ld, killed at step %ld, resumed to 200\n",
-            stopped, killed);
+    fprintf(stderr, "test_policy_pretrain: interrupted at step %ld, killed at step %ld, resumed to 200\n", stopped,
+            killed);
     resume_config("outA");
     ck_assert_msg(run(out, sizeof out) == 0, "run failed: %s", out);
     static char fa[201][96], fb[201][96];

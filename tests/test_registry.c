@@ -47,15 +47,16 @@ static char *path_in(const char *rel) {
 /* An environment that says "version V, seed N" on reset. */
 static void write_env(const char *path, const char *name, int version) {
     char text[2048];
-    snprintf(text, sizeof text,
-             "#include <spade/dsl.h>\n"
-             "ENV(\"%s\", \"Test environment version %d.\", .max_steps = 3, .family = \"test\")\n"
-             "PARAM(int, k, 1, 0, 9)\n"
-             "STATE { long n; };\n"
-             "RESET { say(\"version %d k %%d\", k); }\n"
-             "STEP { if (action_len == 5 && !memcmp(action, \"crash\", 5)) { volatile long *p = 0; *p = 1; } finish(1); }\n"
-             "HINT { say(\"any\"); }\n",
-             name, version, version);
+    snprintf(
+        text, sizeof text,
+        "#include <spade/dsl.h>\n"
+        "ENV(\"%s\", \"Test environment version %d.\", .max_steps = 3, .family = \"test\")\n"
+        "PARAM(int, k, 1, 0, 9)\n"
+        "STATE { long n; };\n"
+        "RESET { say(\"version %d k %%d\", k); }\n"
+        "STEP { if (action_len == 5 && !memcmp(action, \"crash\", 5)) { volatile long *p = 0; *p = 1; } finish(1); }\n"
+        "HINT { say(\"any\"); }\n",
+        name, version, version);
     write_file(path, text);
 }
 
@@ -71,8 +72,8 @@ START_TEST(spec_parsing) {
         {"maze:size=9,walls=0.3", "maze", "size=9,walls=0.3"},
         {"maze:", "maze", ""},
         {"stdenv/maze.c:size=9", "stdenv/maze.c", "size=9"},
-        {"a:b.c", "a:b.c", ""},                              /* ':' inside a path is kept */
-        {"dir:with:colons/f.c", "dir:with:colons/f.c", ""},  /* nothing param-like after the last ':' */
+        {"a:b.c", "a:b.c", ""}, /* ':' inside a path is kept */
+        {"dir:with:colons/f.c", "dir:with:colons/f.c", ""}, /* nothing param-like after the last ':' */
         {"/tmp/x:y/z.c:lo=1,hi=2", "/tmp/x:y/z.c", "lo=1,hi=2"},
         {"add:lo=-5", "add", "lo=-5"},
         {"add: lo = 3 ", "add", " lo = 3 "},

@@ -52,8 +52,8 @@ START_TEST(nan_is_a_gap_not_a_zero) {
     char *svg = cli_plot_svg(p);
     ck_assert_ptr_nonnull(svg);
     ck_assert_int_eq(count(svg, "<polyline fill="), 1); /* 0-1 joined; 3 and 5 stand alone */
-    ck_assert_int_eq(count(svg, "r=\"3.5\""), 2);         /* the lone points are dots */
-    ck_assert_int_eq(count(svg, ",320.00"), 0);           /* nothing drawn at y = 0 */
+    ck_assert_int_eq(count(svg, "r=\"3.5\""), 2); /* the lone points are dots */
+    ck_assert_int_eq(count(svg, ",320.00"), 0); /* nothing drawn at y = 0 */
     free(svg);
     cli_plot_free(p);
 }

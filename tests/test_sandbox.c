@@ -26,8 +26,7 @@
 #include "sandbox/sandbox.h"
 #include "testutil.h"
 
-static spade_sandbox *new_sandbox(double call_timeout)
-{
+static spade_sandbox *new_sandbox(double call_timeout) {
     return tu_sandbox(&(spade_sandbox_opts){.call_timeout_s = call_timeout});
 }
 
@@ -39,15 +38,13 @@ static const char *const with_error_on_5 = "#include <spade/dsl.h>\n"
                                            "STEP { int q = ; }\n"
                                            "HINT { say(\"h\"); }\n";
 
-START_TEST(jit_compile_error_line)
-{
+START_TEST(jit_compile_error_line) {
     spade_jit *j = NULL;
     char err[1024];
     int line = -1;
     spade_jit_status kind;
-    ck_assert_int_eq(spade_jit_compile("bad.c", with_error_on_5, strlen(with_error_on_5), &j, err, sizeof err, &line,
-                                       &kind),
-                     -1);
+    ck_assert_int_eq(
+        spade_jit_compile("bad.c", with_error_on_5, strlen(with_error_on_5), &j, err, sizeof err, &line, &kind), -1);
     ck_assert_ptr_null(j);
     ck_assert_int_eq(kind, SPADE_JIT_COMPILE_ERROR);
     ck_assert_int_eq(line, 5);
@@ -55,8 +52,7 @@ START_TEST(jit_compile_error_line)
 }
 END_TEST
 
-START_TEST(jit_link_and_include_and_nul)
-{
+START_TEST(jit_link_and_include_and_nul) {
     spade_jit *j = NULL;
     char err[1024];
     int line;
@@ -89,8 +85,7 @@ START_TEST(jit_link_and_include_and_nul)
 }
 END_TEST
 
-START_TEST(jit_embedded_headers_and_symbols)
-{
+START_TEST(jit_embedded_headers_and_symbols) {
     size_t len;
     char *src = tu_read_env("counter.c", &len);
     spade_jit *j = NULL;
@@ -111,8 +106,7 @@ START_TEST(jit_embedded_headers_and_symbols)
 END_TEST
 
 /* ---- the sandbox ------------------------------------------------------------------ */
-START_TEST(load_and_play)
-{
+START_TEST(load_and_play) {
     spade_sandbox *sb = new_sandbox(2.0);
     size_t len;
     char *src = tu_read_env("counter.c", &len);
@@ -169,8 +163,7 @@ START_TEST(load_and_play)
 }
 END_TEST
 
-START_TEST(compile_error_through_worker)
-{
+START_TEST(compile_error_through_worker) {
     spade_sandbox *sb = new_sandbox(1.0);
     spade_worker *w = (spade_worker *)1;
     spade_failure f;
@@ -188,8 +181,7 @@ START_TEST(compile_error_through_worker)
 }
 END_TEST
 
-static int moody(spade_sandbox *sb, spade_worker **w, int *id)
-{
+static int moody(spade_sandbox *sb, spade_worker **w, int *id) {
     size_t len;
     char *src = tu_read_env("sb_moody.c", &len);
     spade_failure f;
@@ -203,15 +195,13 @@ static int moody(spade_sandbox *sb, spade_worker **w, int *id)
     return 0;
 }
 
-static spade_outcome act_on(spade_worker *w, int id, const char *action, spade_failure *f)
-{
+static spade_outcome act_on(spade_worker *w, int id, const char *action, spade_failure *f) {
     spade_step_result r;
     const char *acts[1] = {action};
     return spade_worker_step(w, 1, &id, acts, NULL, &r, f) == 0 ? SPADE_OUT_OK : f->outcome;
 }
 
-START_TEST(deadline_then_trainer_goes_on)
-{
+START_TEST(deadline_then_trainer_goes_on) {
     const double timeout = 0.25;
     spade_sandbox *sb = new_sandbox(timeout);
     spade_worker *w;
@@ -238,8 +228,7 @@ START_TEST(deadline_then_trainer_goes_on)
 }
 END_TEST
 
-START_TEST(crash_and_flood_classified)
-{
+START_TEST(crash_and_flood_classified) {
     spade_sandbox *sb = new_sandbox(2.0);
     spade_worker *w;
     int id;
@@ -258,8 +247,7 @@ END_TEST
 
 /* RLIMIT_CPU is a backstop per call, not a budget for a worker's life: a
  * worker that has used many times cpu_limit_s over many calls lives on. */
-START_TEST(cpu_limit_does_not_end_long_lives)
-{
+START_TEST(cpu_limit_does_not_end_long_lives) {
     spade_sandbox *sb = tu_sandbox(&(spade_sandbox_opts){.call_timeout_s = 1.0, .cpu_limit_s = 1});
     spade_worker *w;
     int id;
@@ -285,8 +273,7 @@ START_TEST(cpu_limit_does_not_end_long_lives)
 }
 END_TEST
 
-START_TEST(no_fd_leak_no_zombie)
-{
+START_TEST(no_fd_leak_no_zombie) {
     /* No call here is meant to time out: a deadline a loaded machine cannot miss. */
     spade_sandbox *sb = new_sandbox(5.0);
     size_t len;
@@ -339,8 +326,7 @@ START_TEST(no_fd_leak_no_zombie)
     /* It may be a moment old: named and asleep on its socket soon (up to 30 s on a loaded
      * machine). */
     for (int tries = 0; tries < 6000 && !strstr(buf, "(spade-worker) S"); tries++) {
-        if (tries)
-            usleep(5000);
+        if (tries) usleep(5000);
         FILE *fp = fopen(path, "r");
         ck_assert_ptr_nonnull(fp);
         ck_assert_ptr_nonnull(fgets(buf, sizeof buf, fp));
@@ -357,8 +343,7 @@ START_TEST(no_fd_leak_no_zombie)
 }
 END_TEST
 
-START_TEST(sandbox_freed_before_its_workers)
-{
+START_TEST(sandbox_freed_before_its_workers) {
     spade_sandbox *sb = new_sandbox(1.0);
     spade_worker *w;
     int id;
@@ -375,8 +360,7 @@ START_TEST(sandbox_freed_before_its_workers)
 END_TEST
 
 /* A forked child of the owner cannot use (or break) the owner's sandbox. */
-START_TEST(sandbox_belongs_to_its_process)
-{
+START_TEST(sandbox_belongs_to_its_process) {
     spade_sandbox *sb = new_sandbox(1.0);
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
@@ -403,22 +387,19 @@ END_TEST
 
 /* The worker as the kernel sees it: its own user namespace or not, but
  * seccomp filter mode, no_new_privs, and only fd 3. */
-START_TEST(worker_is_locked_down)
-{
+START_TEST(worker_is_locked_down) {
     spade_sandbox *sb = new_sandbox(1.0);
     pid_t idle = 0;
     /* spade_sandbox_new does not wait for the zygote: its exec and its first fork can take
      * seconds on a loaded machine (this waited 1 s); 30 s, left as soon as the worker is there. */
-    for (int i = 0; i < 6000 && tu_children_of(spade_sandbox_zygote_pid(sb), &idle) < 1; i++)
-        usleep(5000);
+    for (int i = 0; i < 6000 && tu_children_of(spade_sandbox_zygote_pid(sb), &idle) < 1; i++) usleep(5000);
     ck_assert_int_gt(idle, 0);
     char path[64], line[256];
     snprintf(path, sizeof path, "/proc/%d/status", idle);
     int seccomp = -1, nnp = -1;
     /* Just forked, it may still be locking itself down: give it up to 30 s. */
     for (int tries = 0; tries < 6000 && seccomp != 2; tries++) {
-        if (tries)
-            usleep(5000);
+        if (tries) usleep(5000);
         FILE *fp = fopen(path, "r");
         ck_assert_ptr_nonnull(fp);
         while (fgets(line, sizeof line, fp)) {
@@ -447,16 +428,14 @@ START_TEST(worker_is_locked_down)
 }
 END_TEST
 
-static int cmp_double(const void *a, const void *b)
-{
+static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
 }
 
 /* The fastest of n loads: what a load costs, without what the machine's load added to
  * some of them (a median of 15 loads on a loaded machine moved by 3x between two runs). */
-static double min_load_s(spade_sandbox *sb, const char *src, size_t len, int n)
-{
+static double min_load_s(spade_sandbox *sb, const char *src, size_t len, int n) {
     double t[32];
     for (int i = 0; i < n; i++) {
         spade_worker *w;
@@ -473,8 +452,7 @@ static double min_load_s(spade_sandbox *sb, const char *src, size_t len, int n)
 
 /* The reason for the zygote: a parent that grew after spade_sandbox_new does
  * not make spawns slower (a fork of a 1 GiB parent costs many times a load). */
-START_TEST(spawn_cost_independent_of_parent_size)
-{
+START_TEST(spawn_cost_independent_of_parent_size) {
     spade_sandbox *sb = new_sandbox(2.0);
     size_t len;
     char *src = tu_read_env("sb_walk.c", &len);
@@ -484,8 +462,8 @@ START_TEST(spawn_cost_independent_of_parent_size)
     ck_assert_ptr_nonnull(mem);
     memset(mem, 1, big);
     double large = min_load_s(sb, src, len, 15);
-    fprintf(stderr, "fastest load: small parent %.3f ms, parent with 1 GiB touched %.3f ms (ratio %.2f)\n",
-            small * 1e3, large * 1e3, large / small);
+    fprintf(stderr, "fastest load: small parent %.3f ms, parent with 1 GiB touched %.3f ms (ratio %.2f)\n", small * 1e3,
+            large * 1e3, large / small);
     ck_assert_msg(large < 3.0 * small + 0.002, "small %.3f ms, large %.3f ms", small * 1e3, large * 1e3);
     free(mem);
     free(src);
@@ -493,8 +471,7 @@ START_TEST(spawn_cost_independent_of_parent_size)
 }
 END_TEST
 
-static Suite *suite(void)
-{
+static Suite *suite(void) {
     Suite *s = suite_create("sandbox");
     TCase *j = tcase_create("jit");
     tcase_add_test(j, jit_compile_error_line);
@@ -517,7 +494,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    return tu_run(suite());
-}
+int main(void) { return tu_run(suite()); }

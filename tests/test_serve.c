@@ -27,8 +27,9 @@ static spade_json_doc *parse_ok(const char *s) {
 }
 
 START_TEST(reader_reads_json) {
-    spade_json_doc *d = parse_ok(" {\"a\": [1, -2.5e3, true, false, null, \"x\\u00e9\\ud83d\\ude00\\n\\u0000y\"],"
-                                 " \"b\": {}, \"a\": 7, \"big\": 18446744073709551615, \"neg\": -9223372036854775808} ");
+    spade_json_doc *d =
+        parse_ok(" {\"a\": [1, -2.5e3, true, false, null, \"x\\u00e9\\ud83d\\ude00\\n\\u0000y\"],"
+                 " \"b\": {}, \"a\": 7, \"big\": 18446744073709551615, \"neg\": -9223372036854775808} ");
     const spade_json *r = spade_json_root(d);
     ck_assert_int_eq(r->type, SPADE_JSON_OBJECT);
     ck_assert_uint_eq(r->len, 5);
@@ -53,7 +54,8 @@ START_TEST(reader_reads_json) {
     ck_assert_int_eq(spade_json_u64(&a->items[1], &u), -1); /* negative */
     spade_json_doc_free(d);
     /* integers past 2^53 are read from their digits, not through a double */
-    static const char *const exact[] = {"9007199254740993", "-9007199254740993", "1234567890123457", "-999999999999999"};
+    static const char *const exact[] = {"9007199254740993", "-9007199254740993", "1234567890123457",
+                                        "-999999999999999"};
     static const long long want[] = {9007199254740993LL, -9007199254740993LL, 1234567890123457LL, -999999999999999LL};
     for (int i = 0; i < 4; i++) {
         d = parse_ok(exact[i]);
@@ -70,9 +72,13 @@ END_TEST
 
 START_TEST(reader_refuses_what_is_not_json) {
     static const char *const bad[] = {
-        "", " ", "{", "}", "[1,]", "{\"a\":1,}", "'a'", "NaN", "Infinity", "01", "-", "1.", ".5", "1e", "+1",
-        "\"\\x\"", "\"a\tb\"", "\"\\ud800\"", "\"\\udc00\"", "\"\\ud800\\u0041\"", "\"\\u12\"", "tru", "nul",
-        "[1 2]", "{\"a\" 1}", "{1:2}", "1 2", "\"abc", "[", "{\"a\":}", "\"\\", "[-]", "{\"a\":1}x", "\x01",
+        "",           " ",        "{",           "}",           "[1,]",
+        "{\"a\":1,}", "'a'",      "NaN",         "Infinity",    "01",
+        "-",          "1.",       ".5",          "1e",          "+1",
+        "\"\\x\"",    "\"a\tb\"", "\"\\ud800\"", "\"\\udc00\"", "\"\\ud800\\u0041\"",
+        "\"\\u12\"",  "tru",      "nul",         "[1 2]",       "{\"a\" 1}",
+        "{1:2}",      "1 2",      "\"abc",       "[",           "{\"a\":}",
+        "\"\\",       "[-]",      "{\"a\":1}x",  "\x01",
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         spade_json_doc *d = (spade_json_doc *)1;
@@ -125,9 +131,12 @@ START_TEST(writer_output_reads_back) {
             uint64_t r = spade_splitmix64(&rng);
             /* mostly text, some control bytes, some high bytes (valid sequences and not) */
             static const unsigned char high[] = {0xC3, 0xA9, 0xE2, 0x86, 0x92};
-            if (r % 4 == 0) bytes[i] = (unsigned char)((r >> 8) % 256);
-            else if (r % 4 == 1) bytes[i] = high[(r >> 8) % 5];
-            else bytes[i] = (unsigned char)(0x20 + (r >> 8) % 95);
+            if (r % 4 == 0)
+                bytes[i] = (unsigned char)((r >> 8) % 256);
+            else if (r % 4 == 1)
+                bytes[i] = high[(r >> 8) % 5];
+            else
+                bytes[i] = (unsigned char)(0x20 + (r >> 8) % 95);
         }
         double num;
         memcpy(&num, &(uint64_t){spade_splitmix64(&rng)}, sizeof num);
@@ -153,11 +162,14 @@ START_TEST(writer_output_reads_back) {
         ck_assert_msg(spade_json_parse(b.p, b.len, &d, err, sizeof err) == 0, "%s: %s", b.p, err);
         const spade_json *r = spade_json_root(d), *s = spade_json_get(r, "s"), *nv = spade_json_get(r, "n");
         /* valid input comes back byte for byte; invalid bytes as U+FFFD, never dropped silently */
-        if (valid_utf8(bytes, n)) ck_assert(s->len == n && !memcmp(s->str, bytes, n));
-        else ck_assert(memmem(s->str, s->len, "\xEF\xBF\xBD", 3) != NULL);
-        if (isfinite(num)) ck_assert_msg(nv->type == SPADE_JSON_NUMBER && nv->number == num, "%.17g -> %s", num,
-                                         nv->str);
-        else ck_assert_int_eq(nv->type, SPADE_JSON_NULL);
+        if (valid_utf8(bytes, n))
+            ck_assert(s->len == n && !memcmp(s->str, bytes, n));
+        else
+            ck_assert(memmem(s->str, s->len, "\xEF\xBF\xBD", 3) != NULL);
+        if (isfinite(num))
+            ck_assert_msg(nv->type == SPADE_JSON_NUMBER && nv->number == num, "%.17g -> %s", num, nv->str);
+        else
+            ck_assert_int_eq(nv->type, SPADE_JSON_NULL);
         /* and a parsed tree written again is the same text */
         spade_jbuf again = {0};
         spade_jw_value(&again, r);
@@ -255,8 +267,7 @@ START_TEST(handler_answers_and_refuses) {
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         d = ask(c, bad[i].line);
-        ck_assert_msg(!strcmp(error_code(d), bad[i].code), "%s: %s, not %s", bad[i].line, error_code(d),
-                      bad[i].code);
+        ck_assert_msg(!strcmp(error_code(d), bad[i].code), "%s: %s, not %s", bad[i].line, error_code(d), bad[i].code);
         spade_json_doc_free(d);
     }
     d = ask(c, ADD);
@@ -298,7 +309,8 @@ START_TEST(handler_answers_and_refuses) {
     ck_assert_int_eq(spade_json_get(spade_json_root(d), "action")->type, SPADE_JSON_STRING);
     spade_json_doc_free(d);
     /* a compile error: the class and the line */
-    d = ask(c, "{\"op\":\"make\",\"source\":\"#include <spade/dsl.h>\\nENV(\\\"x\\\", \\\"y\\\")\\nSTATE { int a }\\n\"}");
+    d = ask(c,
+            "{\"op\":\"make\",\"source\":\"#include <spade/dsl.h>\\nENV(\\\"x\\\", \\\"y\\\")\\nSTATE { int a }\\n\"}");
     const spade_json *fl = spade_json_get(spade_json_get(spade_json_root(d), "error"), "failure");
     ck_assert_str_eq(error_code(d), "env_failure");
     ck_assert_str_eq(spade_json_get(fl, "outcome")->str, "compile_error");

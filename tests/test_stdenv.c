@@ -193,7 +193,8 @@ static int hint_pieces(const char *hint, size_t len, char pieces[][128], int cap
     for (int digits = 0; digits < 2; digits++) /* words, then numbers */
         for (size_t i = 0; i < len && n < cap;) {
             size_t k = 0;
-            while (i + k < len && (digits ? isdigit((unsigned char)hint[i + k]) : isalpha((unsigned char)hint[i + k]))) k++;
+            while (i + k < len && (digits ? isdigit((unsigned char)hint[i + k]) : isalpha((unsigned char)hint[i + k])))
+                k++;
             if (k) snprintf(pieces[n++], 128, "%.*s", (int)(k < 127 ? k : 127), hint + i);
             i += k ? k : 1;
         }
@@ -235,8 +236,8 @@ START_TEST(scripted_agents_do_not_win) {
     for (int agent = 0; agent < 3; agent++) {
         int wins = 0;
         for (int k = 0; k < GATE_SEEDS; k++) wins += scripted_episode(e.h, inst, agent, 5000 + (uint64_t)k);
-        ck_assert_msg(wins <= most[agent], "%s: the %s agent won %d of %d episodes at the defaults (at most %d)", files[_i],
-                      names[agent], wins, GATE_SEEDS, most[agent]);
+        ck_assert_msg(wins <= most[agent], "%s: the %s agent won %d of %d episodes at the defaults (at most %d)",
+                      files[_i], names[agent], wins, GATE_SEEDS, most[agent]);
     }
     env_close(&e);
 }
@@ -255,8 +256,8 @@ static int code_lines(const char *src, size_t len) {
 }
 
 START_TEST(stdenv_is_a_corpus) {
-    static const char *const families[] = {"grid", "tools", "math", "logic", "pattern", "optimization",
-                                           "deduction", "memory", "strategy"};
+    static const char *const families[] = {"grid",         "tools",     "math",   "logic",   "pattern",
+                                           "optimization", "deduction", "memory", "strategy"};
     enum { N_FAMILIES = sizeof families / sizeof *families };
     int per_family[N_FAMILIES] = {0}, n_stdenv = 0;
     for (int i = 0; i < n_files; i++) {
@@ -267,8 +268,8 @@ START_TEST(stdenv_is_a_corpus) {
         char *src = read_env(i, &len, path, sizeof path);
         snprintf(head, sizeof head, "/* %s — ", files[i] + 7);
         ck_assert_msg(!strncmp(src, head, strlen(head)), "%s must open with \"%s<what it teaches>\"", files[i], head);
-        ck_assert_msg(strstr(src, "Params:") || strstr(src, "Params "), "%s: the header comment must say what the params scale",
-                      files[i]);
+        ck_assert_msg(strstr(src, "Params:") || strstr(src, "Params "),
+                      "%s: the header comment must say what the params scale", files[i]);
         int lines = code_lines(src, len);
         ck_assert_msg(lines >= 15 && lines <= 60, "%s has %d lines of code under its header (15-60)", files[i], lines);
         free(src);
@@ -278,10 +279,13 @@ START_TEST(stdenv_is_a_corpus) {
         const spade_env_info *info = spade_host_info(e.h);
         int f = 0;
         while (f < N_FAMILIES && strcmp(info->family, families[f])) f++;
-        ck_assert_msg(f < N_FAMILIES, "%s: family '%s' is not one of the nine (grid, tools, math, logic, pattern, "
-                      "optimization, deduction, memory, strategy)", files[i], info->family);
+        ck_assert_msg(f < N_FAMILIES,
+                      "%s: family '%s' is not one of the nine (grid, tools, math, logic, pattern, "
+                      "optimization, deduction, memory, strategy)",
+                      files[i], info->family);
         per_family[f]++;
-        ck_assert_msg(info->n_params >= 2, "%s: %d params; difficulty needs at least two knobs", files[i], info->n_params);
+        ck_assert_msg(info->n_params >= 2, "%s: %d params; difficulty needs at least two knobs", files[i],
+                      info->n_params);
         for (int k = 0; k < info->n_params; k++)
             ck_assert_msg(info->params[k].max > info->params[k].min, "%s: param %s has no range", files[i],
                           info->params[k].name);

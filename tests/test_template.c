@@ -89,7 +89,8 @@ static char *replace_holes(const char *text, const char *const *fills) {
         if (p[0] == '@' && p[1] == '@') {
             o += sprintf(o, "%s", fills[k++]);
             p += 2;
-        } else *o++ = *p++;
+        } else
+            *o++ = *p++;
     }
     *o = 0;
     return out;
@@ -127,8 +128,8 @@ static double cosine(const double *a, const double *b, int d) {
 START_TEST(filling_embedding_tells_fillings_apart) {
     enum { D = SPADE_VENDI_DIM };
     static double a[D], b[D], c[D], e[D], z[D];
-    const char *f1[] = {"6, 2, 30)", "4, 1, 30)"}, *f2[] = {"6,2,30)", " 4, 1, 30) "}, *f3[] = {"6, 2, 30)", "5, 1, 30)"},
-               *f4[] = {"7, 2, 30)", "5, 1, 30)"}, *f5[] = {"", ""};
+    const char *f1[] = {"6, 2, 30)", "4, 1, 30)"}, *f2[] = {"6,2,30)", " 4, 1, 30) "},
+               *f3[] = {"6, 2, 30)", "5, 1, 30)"}, *f4[] = {"7, 2, 30)", "5, 1, 30)"}, *f5[] = {"", ""};
     size_t l1[] = {9, 9}, l2[] = {7, 11}, l3[] = {9, 9}, l4[] = {9, 9}, l5[] = {0, 0};
     spade_template_embed(f1, l1, 2, a, D);
     spade_template_embed(f2, l2, 2, b, D);
@@ -179,11 +180,13 @@ START_TEST(game_embedding_counts_games_not_texts) {
     static double X[4 * D];
     double vg, vt;
     char err[200];
-    memcpy(X, a, sizeof a), memcpy(X + D, b, sizeof b), memcpy(X + 2 * D, z, sizeof z), memcpy(X + 3 * D, z2, sizeof z2);
+    memcpy(X, a, sizeof a), memcpy(X + D, b, sizeof b), memcpy(X + 2 * D, z, sizeof z),
+        memcpy(X + 3 * D, z2, sizeof z2);
     ck_assert_int_eq(spade_vendi(X, 4, D, &vg, err, sizeof err), 0);
     spade_template_embed(f4, l4, 2, z, D);
     spade_template_embed(f5, l5, 2, z2, D);
-    memcpy(X, t, sizeof t), memcpy(X + D, u, sizeof u), memcpy(X + 2 * D, z, sizeof z), memcpy(X + 3 * D, z2, sizeof z2);
+    memcpy(X, t, sizeof t), memcpy(X + D, u, sizeof u), memcpy(X + 2 * D, z, sizeof z),
+        memcpy(X + 3 * D, z2, sizeof z2);
     ck_assert_int_eq(spade_vendi(X, 4, D, &vt, err, sizeof err), 0);
     ck_assert_double_eq_tol(vg, 2.0, 1e-9);
     ck_assert_double_eq_tol(vt, pow(2, 1.5), 1e-9);
@@ -193,8 +196,8 @@ END_TEST
 /* Decodes n slots of t; the transcripts are left in tr[]. */
 static float g_temp = 1.0f, g_top_p = 1.0f; /* decode()'s sampling */
 
-static void decode(spade_policy *p, const spade_template *t, int n, uint64_t seed, int hole_tokens, spade_transcript *tr,
-                   spade_template_slot *s) {
+static void decode(spade_policy *p, const spade_template *t, int n, uint64_t seed, int hole_tokens,
+                   spade_transcript *tr, spade_template_slot *s) {
     spade_tokenizer *tok = spade_policy_tokenizer(p);
     char *prompt, err[400];
     size_t plen;
@@ -264,8 +267,10 @@ START_TEST(decode_masks_exactly_the_hole_tokens) {
             int last = x->tok[at - 1];
             size_t ll = 0;
             const unsigned char *lp = spade_tokenizer_piece(tok, last, &ll);
-            if (last == SPADE_TOK_END) stop_end++;
-            else if (lp && memchr(lp, '\n', ll)) stop_nl++;
+            if (last == SPADE_TOK_END)
+                stop_end++;
+            else if (lp && memchr(lp, '\n', ll))
+                stop_nl++;
             else {
                 ck_assert_int_eq(run, HT);
                 stop_max++;
@@ -278,7 +283,8 @@ START_TEST(decode_masks_exactly_the_hole_tokens) {
             /* the hole kept the sampled text before its first newline */
             char text[512];
             size_t got = 0;
-            spade_tokenizer_decode(tok, x->tok + h0, (size_t)(run - (last == SPADE_TOK_END)), 0, text, sizeof text, &got);
+            spade_tokenizer_decode(tok, x->tok + h0, (size_t)(run - (last == SPADE_TOK_END)), 0, text, sizeof text,
+                                   &got);
             size_t kept = spade_template_hole_text(text, got);
             ck_assert_uint_eq(s[i].fill_len[k], kept);
             ck_assert(memcmp(s[i].fill[k], text, kept) == 0);
@@ -299,7 +305,8 @@ START_TEST(decode_masks_exactly_the_hole_tokens) {
         char err[400];
         ck_assert_msg(spade_policy_logprobs(p, x->tok, 1, x->len, lp, err, sizeof err) == 0, "%s", err);
         for (int j = 1; j < x->len; j++)
-            if (x->mask[j]) ck_assert_msg(fabsf(lp[j - 1] - x->logp[j]) < 2e-3f, "token %d: %g vs %g", j, lp[j - 1], x->logp[j]);
+            if (x->mask[j])
+                ck_assert_msg(fabsf(lp[j - 1] - x->logp[j]) < 2e-3f, "token %d: %g vs %g", j, lp[j - 1], x->logp[j]);
         free(lp);
     }
     ck_assert_int_eq(stop_nl + stop_end + stop_max, 2 * N);
@@ -401,8 +408,9 @@ START_TEST(a_hole_stops_at_its_first_newline) {
                     size_t l = 0;
                     const unsigned char *pc = spade_tokenizer_piece(tok, tr[i].tok[j], &l);
                     int nl = pc && memchr(pc, '\n', l);
-                    ck_assert_msg(!nl || j == at[h] + run[h] - 1, "seed %llu slot %d hole %d: a newline at token %d of %d",
-                                  (unsigned long long)seed, i, h, j - at[h], run[h]);
+                    ck_assert_msg(!nl || j == at[h] + run[h] - 1,
+                                  "seed %llu slot %d hole %d: a newline at token %d of %d", (unsigned long long)seed, i,
+                                  h, j - at[h], run[h]);
                     at_newline += nl;
                 }
                 ck_assert(!memchr(s[i].fill[h], '\n', s[i].fill_len[h]));
@@ -465,7 +473,8 @@ START_TEST(a_template_over_the_context_is_refused_by_name) {
     ck_assert_msg(spade_template_load(&t, path, err, sizeof err) == 0, "%s", err);
     spade_policy *p = tu_tiny_policy(256, 1); /* bytes: a token per byte; cups.c is longer */
     ck_assert_int_eq(spade_template_fits(p, t, 8, err, sizeof err), -1);
-    ck_assert_msg(strstr(err, "cups.c") && strstr(err, "2 holes x designer.hole_tokens 8") && strstr(err, "context of 256"),
+    ck_assert_msg(strstr(err, "cups.c") && strstr(err, "2 holes x designer.hole_tokens 8") &&
+                      strstr(err, "context of 256"),
                   "%s", err);
     int pieces, need = spade_template_tokens(p, t, 8, &pieces);
     ck_assert_int_eq(need, pieces + 16 + 3 + (int)strlen("Fill in the blanks of this environment (family logic).\n"));
@@ -508,10 +517,10 @@ START_TEST(cups_fillings_pass_or_fail_the_gates) {
     ck_assert_msg(first_failed("6", "4", &rep) == -1, "%s", rep.detail[rep.first_failed < 0 ? 0 : rep.first_failed]);
     for (int g = 0; g < SPADE_GATE_COUNT; g++) ck_assert_int_eq(rep.status[g], SPADE_GATE_PASS);
     ck_assert_int_eq(first_failed("a row of 10 cups", "5 tries", &rep), -1); /* the last number of each text counts */
-    ck_assert_int_eq(first_failed("10", "2", &rep), SPADE_GATE_SOLVE);            /* too few tries even with the hint */
-    ck_assert_int_eq(first_failed("many", "4", &rep), SPADE_GATE_SOLVE);          /* no number of cups: no game */
-    ck_assert_int_eq(first_failed("1", "30", &rep), SPADE_GATE_RANDOM);           /* one cup, thirty tries: a giveaway */
-    ck_assert_int_eq(first_failed("six \"6\"", "4", &rep), SPADE_GATE_COMPILE);  /* a quote ends the string */
+    ck_assert_int_eq(first_failed("10", "2", &rep), SPADE_GATE_SOLVE); /* too few tries even with the hint */
+    ck_assert_int_eq(first_failed("many", "4", &rep), SPADE_GATE_SOLVE); /* no number of cups: no game */
+    ck_assert_int_eq(first_failed("1", "30", &rep), SPADE_GATE_RANDOM); /* one cup, thirty tries: a giveaway */
+    ck_assert_int_eq(first_failed("six \"6\"", "4", &rep), SPADE_GATE_COMPILE); /* a quote ends the string */
 }
 END_TEST
 

@@ -145,8 +145,7 @@ START_TEST(test_split_covers) {
         unsigned char buf[400];
         static const char alpha[] = "ab_Z09 \n\t(){};=->*&\"\\\xc3\xa9\x00";
         for (size_t i = 0; i < n; i++)
-            buf[i] = trial % 2 ? (unsigned char)rng_next(&s)
-                               : (unsigned char)alpha[rng_next(&s) % (sizeof alpha - 1)];
+            buf[i] = trial % 2 ? (unsigned char)rng_next(&s) : (unsigned char)alpha[rng_next(&s) % (sizeof alpha - 1)];
         if (trial == 7) memset(buf, 'x', n); /* one long word: cut at the limit */
         size_t ends[400], k = spade_tokenizer_split(buf, n, ends), prev = 0;
         for (size_t i = 0; i < k; i++) {
@@ -159,8 +158,7 @@ START_TEST(test_split_covers) {
     /* the rules, on C */
     const char *src = "    if (x->next) return y;\n    z = 0;";
     size_t ends[64], k = spade_tokenizer_split(src, strlen(src), ends), prev = 0;
-    const char *want[] = {"   ", " if", " (", "x", "->next", ")", " return", " y", ";\n   ", " z", " =",
-                          " 0", ";"};
+    const char *want[] = {"   ", " if", " (", "x", "->next", ")", " return", " y", ";\n   ", " z", " =", " 0", ";"};
     ck_assert_uint_eq(k, sizeof want / sizeof *want);
     for (size_t i = 0; i < k; i++) {
         ck_assert_msg(ends[i] - prev == strlen(want[i]) && !memcmp(src + prev, want[i], strlen(want[i])),
@@ -202,9 +200,12 @@ START_TEST(test_roundtrip_random) {
         static const char alpha[] = "int x = 0;\n    return y->z(a, b);\t/* c */ \"s\\n\" #include <a.h>";
         for (size_t i = 0; i < n; i++) {
             uint64_t r = rng_next(&s);
-            if (trial % 3 == 0) buf[i] = (unsigned char)r;
-            else if (trial % 3 == 1) buf[i] = (unsigned char)alpha[r % (sizeof alpha - 1)];
-            else buf[i] = (unsigned char)" e\n\0"[(r >> 8) % 4 * (r % 97 == 0)];
+            if (trial % 3 == 0)
+                buf[i] = (unsigned char)r;
+            else if (trial % 3 == 1)
+                buf[i] = (unsigned char)alpha[r % (sizeof alpha - 1)];
+            else
+                buf[i] = (unsigned char)" e\n\0"[(r >> 8) % 4 * (r % 97 == 0)];
         }
         char what[64];
         snprintf(what, sizeof what, "random trial %d (%zu bytes)", trial, n);
@@ -384,7 +385,7 @@ START_TEST(test_bad_files) {
     expect_bad_lit(path, "spade-tokenizer 1\nsplit regex\nmerges 0\n", "split");
     expect_bad_lit(path, "spade-tokenizer 1\nsplit code-1\nmerges -4\n", "line 3");
     expect_bad_lit(path, "spade-tokenizer 1\nsplit code-1\nmerges 2\n999 5\n",
-                    "line 4: merge 0: token 999 is not defined");
+                   "line 4: merge 0: token 999 is not defined");
     expect_bad_lit(path, "spade-tokenizer 1\nsplit code-1\nmerges 1\n256 97\n", "special token");
     expect_bad_lit(path, "spade-tokenizer 1\nsplit code-1\nmerges 2\n97 98\n97 98\n", "already merge 0");
     expect_bad_lit(path, "spade-tokenizer 1\nsplit code-1\nmerges 1\n97 x\n", "expected two token ids");

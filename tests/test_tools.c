@@ -25,19 +25,16 @@ static long g_balance;
 static int g_void_calls;
 static char g_last[SPADE_TOOL_ARG_MAX + 16];
 
-static int deposit(int amount)
-{
+static int deposit(int amount) {
     g_balance += amount;
     return (int)g_balance;
 }
-static int withdraw(int amount)
-{
+static int withdraw(int amount) {
     g_balance -= amount;
     return (int)g_balance;
 }
 static long balance(void) { return g_balance; }
-static int send(int amount, const char *to)
-{
+static int send(int amount, const char *to) {
     snprintf(g_last, sizeof g_last, "%d->%s", amount, to);
     g_balance -= amount;
     return (int)g_balance;
@@ -45,29 +42,26 @@ static int send(int amount, const char *to)
 static long twice(long x) { return (long)((unsigned long)x * 2u); } /* wraps, no UB under fuzz */
 static double scale(double x, double by) { return x * by; }
 static bool negate(bool b) { return !b; }
-static const char *echo(const char *s)
-{
+static const char *echo(const char *s) {
     snprintf(g_last, sizeof g_last, "%s", s);
     return g_last;
 }
 static long length(const char *s) { return (long)strlen(s); }
-static void reset_all(void)
-{
+static void reset_all(void) {
     g_balance = 0;
     g_void_calls++;
 }
-static const char *mix(int a, long b, double c, bool d, const char *e)
-{
+static const char *mix(int a, long b, double c, bool d, const char *e) {
     snprintf(g_last, sizeof g_last, "a=%d b=%ld c=%g d=%d e=%s", a, b, c, (int)d, e);
     return g_last;
 }
-static double sum8(int a, double b, long c, double d, int e, double f, long g, double h)
-{
+static double sum8(int a, double b, long c, double d, int e, double f, long g, double h) {
     return a + b + (double)c + d + e + f + (double)g + h;
 }
 static const char *nothing(void) { return NULL; }
 
-#define DEF(name, sig, desc) {#name, sig, desc, (void *)name}
+#define DEF(name, sig, desc)                                                                                           \
+    { #name, sig, desc, (void *)name }
 static const spade_tool_def DEFS[] = {
     DEF(deposit, "int (int amount)", "Deposit money."),
     DEF(withdraw, "int (int amount)", "Withdraw money."),
@@ -87,8 +81,7 @@ static const spade_tool_def DEFS[] = {
 static spade_tool_sig SIGS[NDEFS];
 static spade_tool_table *TABLE;
 
-static void setup(void)
-{
+static void setup(void) {
     char err[256];
     for (int i = 0; i < NDEFS; i++)
         ck_assert_msg(spade_tool_sig_parse(DEFS[i].signature, &SIGS[i], err, sizeof err) == 0, "%s: %s",
@@ -99,8 +92,7 @@ static void setup(void)
     g_last[0] = '\0';
 }
 
-static void teardown(void)
-{
+static void teardown(void) {
     spade_tool_table_free(TABLE);
     TABLE = NULL;
 }
@@ -110,8 +102,7 @@ static char OUT[1 << 16];
 /* Dispatches through both entry points and insists they agree, so every
  * test covers the prepared table and the plain function alike. The table runs
  * second, on the state the plain call left, hence the reset of balance. */
-static spade_dispatch run_len(const char *text, size_t len)
-{
+static spade_dispatch run_len(const char *text, size_t len) {
     static char out2[1 << 16];
     long before = g_balance;
     spade_dispatch r1 = spade_tools_dispatch(DEFS, SIGS, NDEFS, text, len, out2, sizeof out2);
@@ -125,35 +116,34 @@ static spade_dispatch run_len(const char *text, size_t len)
 }
 static spade_dispatch run(const char *text) { return run_len(text, strlen(text)); }
 
-#define CALLED(text, expect)                                                      \
-    do {                                                                          \
-        spade_dispatch r_ = run(text);                                            \
-        ck_assert_msg(r_ == SPADE_DISPATCH_CALLED, "%s -> %d: %s", text, r_, OUT); \
-        ck_assert_str_eq(OUT, expect);                                            \
+#define CALLED(text, expect)                                                                                           \
+    do {                                                                                                               \
+        spade_dispatch r_ = run(text);                                                                                 \
+        ck_assert_msg(r_ == SPADE_DISPATCH_CALLED, "%s -> %d: %s", text, r_, OUT);                                     \
+        ck_assert_str_eq(OUT, expect);                                                                                 \
     } while (0)
-#define FAILS(text, expect)                                                      \
-    do {                                                                         \
-        spade_dispatch r_ = run(text);                                           \
-        ck_assert_msg(r_ == SPADE_DISPATCH_ERROR, "%s -> %d: %s", text, r_, OUT); \
-        ck_assert_str_eq(OUT, expect);                                           \
+#define FAILS(text, expect)                                                                                            \
+    do {                                                                                                               \
+        spade_dispatch r_ = run(text);                                                                                 \
+        ck_assert_msg(r_ == SPADE_DISPATCH_ERROR, "%s -> %d: %s", text, r_, OUT);                                      \
+        ck_assert_str_eq(OUT, expect);                                                                                 \
     } while (0)
-#define FAILS_LIKE(text, part)                                                   \
-    do {                                                                         \
-        spade_dispatch r_ = run(text);                                           \
-        ck_assert_msg(r_ == SPADE_DISPATCH_ERROR, "%s -> %d: %s", text, r_, OUT); \
-        ck_assert_msg(strstr(OUT, part) != NULL, "'%s' not in '%s'", part, OUT); \
+#define FAILS_LIKE(text, part)                                                                                         \
+    do {                                                                                                               \
+        spade_dispatch r_ = run(text);                                                                                 \
+        ck_assert_msg(r_ == SPADE_DISPATCH_ERROR, "%s -> %d: %s", text, r_, OUT);                                      \
+        ck_assert_msg(strstr(OUT, part) != NULL, "'%s' not in '%s'", part, OUT);                                       \
     } while (0)
-#define NOT_A_CALL(text)                                                              \
-    do {                                                                              \
-        spade_dispatch r_ = run(text);                                                \
-        ck_assert_msg(r_ == SPADE_DISPATCH_NOT_A_CALL, "%s -> %d: %s", text, r_, OUT); \
-        ck_assert_str_eq(OUT, "");                                                    \
+#define NOT_A_CALL(text)                                                                                               \
+    do {                                                                                                               \
+        spade_dispatch r_ = run(text);                                                                                 \
+        ck_assert_msg(r_ == SPADE_DISPATCH_NOT_A_CALL, "%s -> %d: %s", text, r_, OUT);                                 \
+        ck_assert_str_eq(OUT, "");                                                                                     \
     } while (0)
 
 /* ---- signatures ----------------------------------------------------------- */
 
-START_TEST(sig_good)
-{
+START_TEST(sig_good) {
     spade_tool_sig s;
     char err[256];
     ck_assert_int_eq(spade_tool_sig_parse("int (int amount, const char *to)", &s, err, sizeof err), 0);
@@ -186,9 +176,8 @@ START_TEST(sig_good)
     ck_assert_int_eq(spade_tool_sig_parse("const char*(char const*s)", &s, err, sizeof err), 0);
     ck_assert_int_eq(s.ret, SPADE_T_STRING);
     ck_assert_int_eq(s.args[0], SPADE_T_STRING);
-    ck_assert_int_eq(spade_tool_sig_parse("long int (signed long a, long int b, signed c, signed int d)", &s, err,
-                                          sizeof err),
-                     0);
+    ck_assert_int_eq(
+        spade_tool_sig_parse("long int (signed long a, long int b, signed c, signed int d)", &s, err, sizeof err), 0);
     ck_assert_int_eq(s.ret, SPADE_T_LONG);
     ck_assert_int_eq(s.args[0], SPADE_T_LONG);
     ck_assert_int_eq(s.args[1], SPADE_T_LONG);
@@ -201,23 +190,20 @@ START_TEST(sig_good)
     ck_assert_str_eq(s.argnames[1], "arg2");
     ck_assert_int_eq(s.args[1], SPADE_T_STRING);
     /* exactly the maximum */
-    ck_assert_int_eq(spade_tool_sig_parse("int (int a, int b, int c, int d, int e, int f, int g, int h)", &s, err,
-                                          sizeof err),
-                     0);
+    ck_assert_int_eq(
+        spade_tool_sig_parse("int (int a, int b, int c, int d, int e, int f, int g, int h)", &s, err, sizeof err), 0);
     ck_assert_int_eq(s.nargs, SPADE_TOOL_MAX_ARGS);
 }
 END_TEST
 
-static void sig_bad(const char *sig, const char *part)
-{
+static void sig_bad(const char *sig, const char *part) {
     spade_tool_sig s;
     char err[256] = "";
     ck_assert_msg(spade_tool_sig_parse(sig, &s, err, sizeof err) == -1, "'%s' was accepted", sig);
     ck_assert_msg(strstr(err, part) != NULL, "'%s': '%s' not in '%s'", sig, part, err);
 }
 
-START_TEST(sig_bad_all)
-{
+START_TEST(sig_bad_all) {
     sig_bad("float (int x)", "unsupported return type 'float'");
     sig_bad("int (float x)", "argument 1 ('x'): unsupported type 'float'");
     sig_bad("int (int a, unsigned b)", "argument 2 ('b'): unsupported type 'unsigned'");
@@ -260,8 +246,7 @@ START_TEST(sig_bad_all)
 }
 END_TEST
 
-START_TEST(describe)
-{
+START_TEST(describe) {
     char buf[256];
     int n = spade_tool_describe(&DEFS[0], &SIGS[0], buf, sizeof buf);
     ck_assert_str_eq(buf, "deposit(amount: int) -> int \xe2\x80\x94 Deposit money.");
@@ -278,8 +263,7 @@ END_TEST
 
 /* ---- dispatch: good calls ------------------------------------------------- */
 
-START_TEST(c_form_types)
-{
+START_TEST(c_form_types) {
     CALLED("deposit(5)", "5");
     ck_assert_int_eq(g_balance, 5);
     CALLED("withdraw(2)", "3");
@@ -317,8 +301,7 @@ START_TEST(c_form_types)
 }
 END_TEST
 
-START_TEST(void_and_state)
-{
+START_TEST(void_and_state) {
     CALLED("deposit(100)", "100");
     ck_assert_int_eq(g_balance, 100);
     CALLED("reset_all()", "");
@@ -329,8 +312,7 @@ START_TEST(void_and_state)
 }
 END_TEST
 
-START_TEST(strings)
-{
+START_TEST(strings) {
     CALLED("echo(\"a\\\"b\\\\c\\nd\\te\\rf\\/g\")", "a\"b\\c\nd\te\rf/g");
     CALLED("echo('it\\'s \"quoted\"')", "it's \"quoted\"");
     CALLED("echo(\"caf\\u00e9\")", "caf\xc3\xa9");
@@ -355,8 +337,7 @@ START_TEST(strings)
 }
 END_TEST
 
-START_TEST(huge_arguments)
-{
+START_TEST(huge_arguments) {
     size_t big = 1 << 20;
     char *text = malloc(big + 64);
     ck_assert_ptr_nonnull(text);
@@ -388,8 +369,7 @@ END_TEST
 
 /* ---- dispatch: JSON and tags ---------------------------------------------- */
 
-START_TEST(json_form)
-{
+START_TEST(json_form) {
     CALLED("{\"name\": \"deposit\", \"arguments\": {\"amount\": 12}}", "12");
     CALLED("{\"arguments\": {\"to\": \"bob\", \"amount\": 2}, \"name\": \"send\"}", "10");
     ck_assert_str_eq(g_last, "2->bob");
@@ -401,14 +381,17 @@ START_TEST(json_form)
     CALLED("{\"name\": \"balance\", \"arguments\": null}", "7");
     CALLED("{\"name\": \"send\", \"arguments\": [1, \"x\"]}", "6");
     CALLED("{'name': 'negate', 'arguments': {'b': False}}", "true");
-    CALLED("{\"id\": \"c1\", \"type\": \"function\", \"name\": \"twice\", \"arguments\": {\"x\": -21}, \"extra\": [1, {\"a\": []}]}",
+    CALLED("{\"id\": \"c1\", \"type\": \"function\", \"name\": \"twice\", \"arguments\": {\"x\": -21}, \"extra\": [1, "
+           "{\"a\": []}]}",
            "-42");
     /* OpenAI's nesting: the outer object has no name, the inner one does */
-    CALLED("{\"type\": \"function\", \"function\": {\"name\": \"deposit\", \"arguments\": \"{\\\"amount\\\": 4}\"}}", "10");
+    CALLED("{\"type\": \"function\", \"function\": {\"name\": \"deposit\", \"arguments\": \"{\\\"amount\\\": 4}\"}}",
+           "10");
     CALLED("```json\n{\"name\": \"scale\", \"arguments\": {\"by\": 2, \"x\": 0.25}}\n```", "0.5");
-    FAILS("{\"name\": \"depositt\", \"arguments\": {\"amount\": 1}}",
-          "error: unknown tool 'depositt'; tools: deposit, withdraw, balance, send, twice, scale, negate, echo, length, "
-          "reset_all, mix, sum8, nothing");
+    FAILS(
+        "{\"name\": \"depositt\", \"arguments\": {\"amount\": 1}}",
+        "error: unknown tool 'depositt'; tools: deposit, withdraw, balance, send, twice, scale, negate, echo, length, "
+        "reset_all, mix, sum8, nothing");
     FAILS("{\"name\": \"deposit\", \"arguments\": {\"amt\": 1}}",
           "error: deposit has no argument 'amt'; it takes (amount: int)");
     FAILS("{\"name\": \"send\", \"arguments\": {\"amount\": 1}}",
@@ -416,8 +399,10 @@ START_TEST(json_form)
     FAILS("{\"name\": \"deposit\", \"arguments\": {}}", "error: deposit expects 1 argument (amount: int), got 0");
     FAILS("{\"name\": \"deposit\", \"arguments\": {\"amount\": 1, \"amount\": 2}}",
           "error: argument 'amount' of deposit is given twice");
-    FAILS("{\"name\": \"deposit\", \"arguments\": {\"amount\": 5}", "error: malformed call: unexpected end of the text (missing '}')");
-    FAILS_LIKE("{\"name\": \"deposit\", \"arguments\": \"{\\\"amount\\\": }\"}", "in the arguments string: expected a value");
+    FAILS("{\"name\": \"deposit\", \"arguments\": {\"amount\": 5}",
+          "error: malformed call: unexpected end of the text (missing '}')");
+    FAILS_LIKE("{\"name\": \"deposit\", \"arguments\": \"{\\\"amount\\\": }\"}",
+               "in the arguments string: expected a value");
     FAILS_LIKE("{\"name\": \"deposit\", \"arguments\": \"[1]\"}", "must hold a JSON object");
     FAILS_LIKE("{\"name\": \"deposit\", \"arguments\": 5}", "the arguments must be an object");
     FAILS_LIKE("{\"name\": 5}", "\"name\" must be a string");
@@ -435,8 +420,7 @@ START_TEST(json_form)
 }
 END_TEST
 
-START_TEST(tags)
-{
+START_TEST(tags) {
     CALLED("<tool_call>{\"name\": \"deposit\", \"arguments\": {\"amount\": 3}}</tool_call>", "3");
     CALLED("Let me act.\n<tool_call>\ndeposit(4)\n</tool_call>\n", "7");
     CALLED("<tool_call>  withdraw (1)</tool_call>", "6");
@@ -447,18 +431,17 @@ START_TEST(tags)
     FAILS("<tool_call>frobnicate(1)</tool_call>",
           "error: unknown tool 'frobnicate'; tools: deposit, withdraw, balance, send, twice, scale, negate, echo, "
           "length, reset_all, mix, sum8, nothing");
-    FAILS("<tool_call>just words</tool_call>",
-          "error: malformed call: expected '(' after the tool name, found 'w'");
+    FAILS("<tool_call>just words</tool_call>", "error: malformed call: expected '(' after the tool name, found 'w'");
     FAILS("<tool_call>42</tool_call>",
           "error: malformed call: expected name(arguments) or a JSON object inside <tool_call>");
     FAILS("<tool_call>{\"arguments\": {}}</tool_call>",
           "error: malformed call: the JSON object in <tool_call> has no \"name\"");
-    FAILS("<tool_call></tool_call>", "error: malformed call: expected name(arguments) or a JSON object inside <tool_call>");
+    FAILS("<tool_call></tool_call>",
+          "error: malformed call: expected name(arguments) or a JSON object inside <tool_call>");
 }
 END_TEST
 
-START_TEST(last_call_wins)
-{
+START_TEST(last_call_wins) {
     /* only the last one runs: the balance moves once */
     CALLED("I could deposit(1), or deposit(2); I will deposit(3).", "3");
     ck_assert_int_eq(g_balance, 3);
@@ -476,8 +459,7 @@ START_TEST(last_call_wins)
 }
 END_TEST
 
-START_TEST(prose_is_not_a_call)
-{
+START_TEST(prose_is_not_a_call) {
     NOT_A_CALL("I think f(x) is increasing.");
     NOT_A_CALL("The deposit is 5 and the balance (after) is 3.");
     NOT_A_CALL("redeposit(5) and deposits(3) are other words");
@@ -493,8 +475,7 @@ END_TEST
 
 /* ---- dispatch: bad calls --------------------------------------------------- */
 
-START_TEST(bad_calls)
-{
+START_TEST(bad_calls) {
     FAILS("deposit(1, 2)", "error: deposit expects 1 argument (amount: int), got 2");
     FAILS("deposit()", "error: deposit expects 1 argument (amount: int), got 0");
     FAILS("send(1)", "error: send expects 2 arguments (amount: int, to: string), got 1");
@@ -552,8 +533,7 @@ START_TEST(bad_calls)
 }
 END_TEST
 
-START_TEST(output_truncation)
-{
+START_TEST(output_truncation) {
     char small[6];
     memset(small, '#', sizeof small);
     ck_assert_int_eq(spade_tool_table_dispatch(TABLE, "echo(\"abcdefghij\")", 18, small, 4), SPADE_DISPATCH_CALLED);
@@ -570,8 +550,7 @@ START_TEST(output_truncation)
 }
 END_TEST
 
-START_TEST(table_errors)
-{
+START_TEST(table_errors) {
     spade_tool_table *t = (spade_tool_table *)1;
     char err[256];
     spade_tool_def d[2] = {DEF(deposit, "int (int amount)", ""), DEF(deposit, "int (int amount)", "")};
@@ -609,8 +588,7 @@ END_TEST
 /* ---- fuzz ------------------------------------------------------------------ */
 
 static uint64_t rng_state;
-static uint32_t rnd(void)
-{
+static uint32_t rnd(void) {
     rng_state ^= rng_state << 13;
     rng_state ^= rng_state >> 7;
     rng_state ^= rng_state << 17;
@@ -619,8 +597,7 @@ static uint32_t rnd(void)
 
 /* The output must be a NUL-terminated string inside the buffer, the result a
  * known value; ASan builds (--enable-sanitizers) add the out-of-bounds check. */
-static void fuzz_one(const char *text, size_t len)
-{
+static void fuzz_one(const char *text, size_t len) {
     static char out[512];
     memset(out, 0x5a, sizeof out);
     spade_dispatch r = spade_tool_table_dispatch(TABLE, text, len, out, 300);
@@ -630,13 +607,28 @@ static void fuzz_one(const char *text, size_t len)
     if (r == SPADE_DISPATCH_ERROR) ck_assert_int_eq(strncmp(out, "error: ", 7), 0);
 }
 
-START_TEST(fuzz)
-{
+START_TEST(fuzz) {
     static const char *const pieces[] = {
-        "deposit", "send",  "echo",  "twice", "scale", "negate", "balance", "(",  ")",       ",",       "\"",
-        "'",       "\\",    "\\u",   "d83d",  "\\ude00", "{",    "}",       "[",  "]",       ":",       "=",
-        "\"name\"", "\"arguments\"", "<tool_call>", "</tool_call>", "true", "null", "-", "0x", "1e", "5",
-        "2147483648", " ", "\n", "\xc3\xa9", "\xff", ".", "amount", "to",
+        "deposit",     "send",
+        "echo",        "twice",
+        "scale",       "negate",
+        "balance",     "(",
+        ")",           ",",
+        "\"",          "'",
+        "\\",          "\\u",
+        "d83d",        "\\ude00",
+        "{",           "}",
+        "[",           "]",
+        ":",           "=",
+        "\"name\"",    "\"arguments\"",
+        "<tool_call>", "</tool_call>",
+        "true",        "null",
+        "-",           "0x",
+        "1e",          "5",
+        "2147483648",  " ",
+        "\n",          "\xc3\xa9",
+        "\xff",        ".",
+        "amount",      "to",
     };
     const int np = (int)(sizeof pieces / sizeof pieces[0]);
     char buf[600];
@@ -665,7 +657,8 @@ START_TEST(fuzz)
     }
     /* every prefix of valid calls (truncated JSON, cut strings) */
     static const char *const valid[] = {
-        "<tool_call>{\"name\": \"send\", \"arguments\": \"{\\\"amount\\\": 3, \\\"to\\\": \\\"\\ud83d\\ude00\\\"}\"}</tool_call>",
+        "<tool_call>{\"name\": \"send\", \"arguments\": \"{\\\"amount\\\": 3, \\\"to\\\": "
+        "\\\"\\ud83d\\ude00\\\"}\"}</tool_call>",
         "send(to='x\\n', amount=0x7fffffff,)",
         "{\"type\": \"function\", \"function\": {\"name\": \"scale\", \"arguments\": [1e3, -2.5]}}",
     };
@@ -689,13 +682,23 @@ END_TEST
 
 /* 1 MB of each pathological shape: deep nesting, unbalanced brackets and
  * quotes, many candidate objects. Each must return promptly. */
-START_TEST(big_inputs)
-{
+START_TEST(big_inputs) {
     size_t n = 1 << 20;
     char *text = malloc(n + 128);
     ck_assert_ptr_nonnull(text);
-    static const char *const fills[] = {"[", "{", "{\"a\":", "{\"name\":", "(", "\"", "'", "deposit(", "<tool_call>",
-                                        "\\", "{\"name\": \"deposit\", \"arguments\": [", "}", "deposit(1)"};
+    static const char *const fills[] = {"[",
+                                        "{",
+                                        "{\"a\":",
+                                        "{\"name\":",
+                                        "(",
+                                        "\"",
+                                        "'",
+                                        "deposit(",
+                                        "<tool_call>",
+                                        "\\",
+                                        "{\"name\": \"deposit\", \"arguments\": [",
+                                        "}",
+                                        "deposit(1)"};
     for (size_t f = 0; f < sizeof fills / sizeof fills[0]; f++) {
         size_t m = strlen(fills[f]), len = 0;
         while (len + m <= n) {
@@ -751,8 +754,7 @@ START_TEST(vputf_whole) {
 }
 END_TEST
 
-static Suite *tools_suite(void)
-{
+static Suite *tools_suite(void) {
     Suite *s = suite_create("tools");
     TCase *tc = tcase_create("signatures");
     tcase_add_test(tc, sig_good);
@@ -783,7 +785,4 @@ static Suite *tools_suite(void)
     return s;
 }
 
-int main(void)
-{
-    return tu_run(tools_suite());
-}
+int main(void) { return tu_run(tools_suite()); }

@@ -23,13 +23,9 @@
 
 static spade_sandbox *sb;
 
-static void setup(void)
-{
-    sb = tu_sandbox(&(spade_sandbox_opts){.call_timeout_s = 5.0});
-}
+static void setup(void) { sb = tu_sandbox(&(spade_sandbox_opts){.call_timeout_s = 5.0}); }
 
-static void teardown(void)
-{
+static void teardown(void) {
     spade_sandbox_free(sb);
     sb = NULL;
 }
@@ -42,16 +38,13 @@ typedef struct seen {
     int terminated, truncated, success;
 } seen;
 
-static uint64_t fnv(const char *p, size_t n)
-{
+static uint64_t fnv(const char *p, size_t n) {
     uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
     return h;
 }
 
-static seen see(const spade_step_result *r)
-{
+static seen see(const spade_step_result *r) {
     ck_assert_uint_eq(strlen(r->obs), r->obs_len);
     seen s = {.obs_hash = fnv(r->obs, r->obs_len),
               .obs_len = r->obs_len,
@@ -63,8 +56,7 @@ static seen see(const spade_step_result *r)
     return s;
 }
 
-static void assert_same(const seen *a, const seen *b, int env, int t)
-{
+static void assert_same(const seen *a, const seen *b, int env, int t) {
     ck_assert_msg(a->obs_hash == b->obs_hash && a->obs_len == b->obs_len, "env %d step %d: observation differs", env,
                   t);
     /* Exactly the same bits: the same code ran on the same state. */
@@ -75,8 +67,7 @@ static void assert_same(const seen *a, const seen *b, int env, int t)
                   "env %d step %d: flags differ", env, t);
 }
 
-static const char *action_for(int env, int t)
-{
+static const char *action_for(int env, int t) {
     static const char *const moves[] = {"L", "R", "R", "stay", "<answer>L</answer>", "r", "l", "\\boxed{R}"};
     uint64_t h = (uint64_t)env * 2654435761u + (uint64_t)t * 40503u + 17;
     return moves[(h >> 7) % (sizeof moves / sizeof moves[0])];
@@ -87,8 +78,7 @@ static const uint64_t SEED = 1000;
 
 /* The reference: one worker, each instance reset or stepped in its own call,
  * with the vector env's auto-reset rule and seeds applied by hand. */
-static seen *reference(const char *src, size_t len, int n)
-{
+static seen *reference(const char *src, size_t len, int n) {
     seen *ref = calloc((size_t)(STEPS + 1) * (size_t)n, sizeof *ref);
     ck_assert_ptr_nonnull(ref);
     spade_worker *w;
@@ -127,8 +117,7 @@ static seen *reference(const char *src, size_t len, int n)
 
 static const int sizes[] = {1, 16, 256};
 
-START_TEST(batched_equals_unbatched)
-{
+START_TEST(batched_equals_unbatched) {
     int n = sizes[_i];
     size_t len;
     char *src = tu_read_env("sb_walk.c", &len);
@@ -136,7 +125,8 @@ START_TEST(batched_equals_unbatched)
     int ends = 0;
     for (int t = 1; t <= STEPS; t++)
         for (int i = 0; i < n; i++)
-            ends += ref[(size_t)t * (size_t)n + (size_t)i].terminated || ref[(size_t)t * (size_t)n + (size_t)i].truncated;
+            ends +=
+                ref[(size_t)t * (size_t)n + (size_t)i].terminated || ref[(size_t)t * (size_t)n + (size_t)i].truncated;
     ck_assert_msg(ends > 0, "the walk never ended an episode: the test would not cover auto-reset");
 
     const int workers[] = {1, 4};
@@ -145,9 +135,9 @@ START_TEST(batched_equals_unbatched)
     for (size_t wi = 0; wi < sizeof workers / sizeof workers[0]; wi++) {
         spade_vecenv *v;
         spade_failure f;
-        ck_assert_msg(spade_vecenv_new(sb, "sb_walk.c", src, len, NULL, n, workers[wi], SPADE_AUTORESET_NEXT_STEP, &v,
-                                       &f) == 0,
-                      "%s", f.message);
+        ck_assert_msg(
+            spade_vecenv_new(sb, "sb_walk.c", src, len, NULL, n, workers[wi], SPADE_AUTORESET_NEXT_STEP, &v, &f) == 0,
+            "%s", f.message);
         ck_assert_int_eq(spade_vecenv_num_envs(v), n);
         ck_assert_str_eq(spade_vecenv_info(v)->name, "sb-walk");
         ck_assert_int_eq(spade_vecenv_reset(v, SEED, res, &f), 0);
@@ -156,8 +146,7 @@ START_TEST(batched_equals_unbatched)
             assert_same(&s, &ref[i], i, 0);
         }
         for (int t = 1; t <= STEPS; t++) {
-            for (int i = 0; i < n; i++)
-                acts[i] = action_for(i, t);
+            for (int i = 0; i < n; i++) acts[i] = action_for(i, t);
             /* Alternate the sync call and the split one: they must agree. */
             if (t % 2) {
                 ck_assert_msg(spade_vecenv_step(v, acts, NULL, res, &f) == 0, "%s", f.message);
@@ -183,8 +172,7 @@ END_TEST
 
 /* A worker stepping a batch of instances gives what it gives one at a time,
  * also when the batch repeats an instance or mixes resets and steps. */
-START_TEST(worker_batch_mixed)
-{
+START_TEST(worker_batch_mixed) {
     size_t len;
     char *src = tu_read_env("sb_walk.c", &len);
     spade_worker *a, *b;
@@ -212,8 +200,7 @@ START_TEST(worker_batch_mixed)
     ck_assert_int_eq(spade_worker_batch_send(a, 4, bid, ops, bseed, acts, NULL, &f), 0);
     ck_assert_int_eq(spade_worker_batch_recv(a, rr, &f), 0);
     seen got[4];
-    for (int i = 0; i < 4; i++)
-        got[i] = see(&rr[i]);
+    for (int i = 0; i < 4; i++) got[i] = see(&rr[i]);
     /* The same, one call each, on the twin worker. */
     int tid[4] = {fb, fb + 1, fb + 1, fb + 2};
     for (int i = 0; i < 4; i++) {
@@ -232,27 +219,24 @@ END_TEST
 
 /* Steps (env 0 left, env 1 right, if there is one) until env 0's episode
  * ends; returns the step. */
-static int run_to_end(spade_vecenv *v, spade_step_result *res, int max)
-{
+static int run_to_end(spade_vecenv *v, spade_step_result *res, int max) {
     spade_failure f;
     const char *acts[2] = {"L", "R"};
     for (int t = 1; t <= max; t++) {
         ck_assert_msg(spade_vecenv_step(v, acts, NULL, res, &f) == 0, "%s", f.message);
-        if (res[0].terminated || res[0].truncated)
-            return t;
+        if (res[0].terminated || res[0].truncated) return t;
     }
     return -1;
 }
 
-START_TEST(autoreset_next_step)
-{
+START_TEST(autoreset_next_step) {
     size_t len;
     char *src = tu_read_env("sb_walk.c", &len);
     spade_vecenv *v;
     spade_failure f;
     /* width 99: the goal is far, so episodes end by truncation (max_steps 12). */
-    ck_assert_int_eq(
-        spade_vecenv_new(sb, "sb_walk.c", src, len, "width=99", 2, 2, SPADE_AUTORESET_NEXT_STEP, &v, &f), 0);
+    ck_assert_int_eq(spade_vecenv_new(sb, "sb_walk.c", src, len, "width=99", 2, 2, SPADE_AUTORESET_NEXT_STEP, &v, &f),
+                     0);
     spade_step_result res[2];
     ck_assert_int_eq(spade_vecenv_reset(v, 40, res, &f), 0);
     int end = run_to_end(v, res, 12);
@@ -284,14 +268,13 @@ START_TEST(autoreset_next_step)
 }
 END_TEST
 
-START_TEST(autoreset_disabled)
-{
+START_TEST(autoreset_disabled) {
     size_t len;
     char *src = tu_read_env("sb_walk.c", &len);
     spade_vecenv *v;
     spade_failure f;
-    ck_assert_int_eq(
-        spade_vecenv_new(sb, "sb_walk.c", src, len, "width=99", 1, 1, SPADE_AUTORESET_DISABLED, &v, &f), 0);
+    ck_assert_int_eq(spade_vecenv_new(sb, "sb_walk.c", src, len, "width=99", 1, 1, SPADE_AUTORESET_DISABLED, &v, &f),
+                     0);
     spade_step_result res[2];
     const char *acts[2] = {"L", "R"};
     ck_assert_int_eq(spade_vecenv_step(v, acts, NULL, res, &f), -1); /* before reset */
@@ -313,8 +296,7 @@ START_TEST(autoreset_disabled)
 }
 END_TEST
 
-START_TEST(vecenv_bad_params_and_failures)
-{
+START_TEST(vecenv_bad_params_and_failures) {
     size_t len;
     char *src = tu_read_env("sb_moody.c", &len);
     spade_vecenv *v = (spade_vecenv *)1;
@@ -345,8 +327,7 @@ END_TEST
  * to be left "never reset" by the vector though their results came back,
  * and the episode layer's next step of them was a bad_call (seen as the
  * gates' "internal error: env N: step before its reset" under load). */
-START_TEST(a_partly_failed_reset_keeps_the_live_workers_envs)
-{
+START_TEST(a_partly_failed_reset_keeps_the_live_workers_envs) {
     size_t len;
     char *src = tu_read_env("vec_resethang.c", &len);
     /* 2 s: the hang always reaches it, and a fine reset never does, whatever
@@ -355,7 +336,8 @@ START_TEST(a_partly_failed_reset_keeps_the_live_workers_envs)
     spade_vecenv *v;
     spade_failure f;
     /* envs 0, 1 (workers 0, 1) at the defaults; envs 2, 3 (workers 0, 1) hang in RESET */
-    ck_assert_int_eq(spade_vecenv_new(quick, "vec_resethang.c", src, len, NULL, 2, 2, SPADE_AUTORESET_DISABLED, &v, &f), 0);
+    ck_assert_int_eq(spade_vecenv_new(quick, "vec_resethang.c", src, len, NULL, 2, 2, SPADE_AUTORESET_DISABLED, &v, &f),
+                     0);
     int first;
     ck_assert_msg(spade_vecenv_add_block(v, "hang=1", 2, &first, &f) == 0, "%s", f.message);
     ck_assert_int_eq(first, 2);
@@ -385,8 +367,7 @@ START_TEST(a_partly_failed_reset_keeps_the_live_workers_envs)
 }
 END_TEST
 
-static Suite *suite(void)
-{
+static Suite *suite(void) {
     Suite *s = suite_create("vecenv");
     TCase *t = tcase_create("vecenv");
     tcase_add_checked_fixture(t, setup, teardown);
@@ -401,7 +382,4 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void)
-{
-    return tu_run(suite());
-}
+int main(void) { return tu_run(suite()); }

@@ -165,7 +165,8 @@ END_TEST
 int main(void) {
     Suite *s = suite_create("vendi");
     TCase *c = tcase_create("vendi");
-    tcase_set_timeout(c, 60); /* not Check's default 4 s: the reference path takes 0.3 s here, more on a loaded machine */
+    tcase_set_timeout(c,
+                      60); /* not Check's default 4 s: the reference path takes 0.3 s here, more on a loaded machine */
     tcase_add_test(c, identical_items_score_one);
     tcase_add_test(c, orthogonal_items_score_n);
     tcase_add_test(c, fast_path_equals_reference);

@@ -11,14 +11,12 @@
 #include <string.h>
 #include <sys/wait.h>
 
-const char *tu_srcdir(void)
-{
+const char *tu_srcdir(void) {
     const char *s = getenv("srcdir");
     return s && *s ? s : SPADE_SRCDIR;
 }
 
-char *tu_read_env(const char *name, size_t *len)
-{
+char *tu_read_env(const char *name, size_t *len) {
     char path[4096];
     snprintf(path, sizeof path, "%s/tests/envs/%s", tu_srcdir(), name);
     FILE *f = fopen(path, "rb");
@@ -35,41 +33,35 @@ char *tu_read_env(const char *name, size_t *len)
     return buf;
 }
 
-spade_sandbox *tu_sandbox(const spade_sandbox_opts *o)
-{
+spade_sandbox *tu_sandbox(const spade_sandbox_opts *o) {
     spade_sandbox *sb = NULL;
     char err[512];
     ck_assert_msg(spade_sandbox_new(&sb, o, err, sizeof err) == 0, "sandbox: %s", err);
     return sb;
 }
 
-int tu_count_fds(void)
-{
+int tu_count_fds(void) {
     DIR *d = opendir("/proc/self/fd");
     ck_assert_ptr_nonnull(d);
     int n = 0;
     struct dirent *e;
-    while ((e = readdir(d)))
-        n += e->d_name[0] != '.';
+    while ((e = readdir(d))) n += e->d_name[0] != '.';
     closedir(d);
     return n - 1; /* the directory's own fd */
 }
 
-int tu_children_of(pid_t pid, pid_t *first)
-{
+int tu_children_of(pid_t pid, pid_t *first) {
     DIR *d = opendir("/proc");
     ck_assert_ptr_nonnull(d);
     int n = 0;
     struct dirent *e;
     while ((e = readdir(d))) {
         int p = atoi(e->d_name);
-        if (p <= 0)
-            continue;
+        if (p <= 0) continue;
         char path[64], buf[512];
         snprintf(path, sizeof path, "/proc/%d/stat", p);
         FILE *f = fopen(path, "r");
-        if (!f)
-            continue;
+        if (!f) continue;
         size_t got = fread(buf, 1, sizeof buf - 1, f);
         fclose(f);
         buf[got] = '\0';
@@ -77,8 +69,7 @@ int tu_children_of(pid_t pid, pid_t *first)
         int ppid = 0;
         char state;
         if (rp && sscanf(rp + 1, " %c %d", &state, &ppid) == 2 && ppid == pid) {
-            if (first && n == 0)
-                *first = p;
+            if (first && n == 0) *first = p;
             n++;
         }
     }
@@ -86,8 +77,7 @@ int tu_children_of(pid_t pid, pid_t *first)
     return n;
 }
 
-void tu_assert_reaped_at(pid_t pid, const char *file, int line)
-{
+void tu_assert_reaped_at(pid_t pid, const char *file, int line) {
     int st;
     errno = 0;
     pid_t got = waitpid(pid, &st, WNOHANG);
@@ -96,27 +86,21 @@ void tu_assert_reaped_at(pid_t pid, const char *file, int line)
                   (int)pid, (int)got, got == -1 ? ": " : "", got == -1 ? strerror(e) : "");
 }
 
-void tu_mkdtemp(char *dir, size_t cap, const char *tag)
-{
+void tu_mkdtemp(char *dir, size_t cap, const char *tag) {
     const char *t = getenv("TMPDIR");
     int n = snprintf(dir, cap, "%s/spade-test-%s-XXXXXX", t && *t ? t : "/tmp", tag);
     ck_assert_msg(n > 0 && (size_t)n < cap, "temporary directory name too long for %zu bytes", cap);
     ck_assert_msg(mkdtemp(dir) != NULL, "mkdtemp %s: %s", dir, strerror(errno));
 }
 
-static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    return remove(path);
-}
+static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw) { return remove(path); }
 
-int tu_rm_rf(const char *dir)
-{
+int tu_rm_rf(const char *dir) {
     /* Depth first, and without following links: only what is below dir goes. */
     return nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-int tu_run(Suite *s)
-{
+int tu_run(Suite *s) {
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);
     int failed = srunner_ntests_failed(r);
@@ -124,11 +108,9 @@ int tu_run(Suite *s)
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
-int tu_descendants(pid_t root, pid_t *child)
-{
+int tu_descendants(pid_t root, pid_t *child) {
     DIR *d = opendir("/proc");
-    if (!d)
-        return -1;
+    if (!d) return -1;
     /* Sizes are size_t and every allocation is checked: with an int count,
      * gcc saw calloc's argument as possibly negative (-Walloc-size-larger-than,
      * an error in the --enable-sanitizers build), and a failed realloc lost
@@ -143,28 +125,23 @@ int tu_descendants(pid_t root, pid_t *child)
     }
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
-        if (de->d_name[0] < '0' || de->d_name[0] > '9')
-            continue;
+        if (de->d_name[0] < '0' || de->d_name[0] > '9') continue;
         char path[300], buf[512];
         snprintf(path, sizeof path, "/proc/%s/stat", de->d_name);
         FILE *fp = fopen(path, "r");
-        if (!fp)
-            continue;
+        if (!fp) continue;
         size_t got = fread(buf, 1, sizeof buf - 1, fp);
         fclose(fp);
         buf[got] = '\0';
         char *rp = strrchr(buf, ')');
         int pp;
         char st;
-        if (!rp || sscanf(rp + 1, " %c %d", &st, &pp) != 2)
-            continue;
+        if (!rp || sscanf(rp + 1, " %c %d", &st, &pp) != 2) continue;
         if (n == cap) {
             pid_t *np = realloc(pid, sizeof(pid_t) * cap * 2);
-            if (np)
-                pid = np;
+            if (np) pid = np;
             pid_t *npp = np ? realloc(ppid, sizeof(pid_t) * cap * 2) : NULL;
-            if (npp)
-                ppid = npp;
+            if (npp) ppid = npp;
             if (!np || !npp) {
                 free(pid);
                 free(ppid);
@@ -181,8 +158,7 @@ int tu_descendants(pid_t root, pid_t *child)
     if (child) {
         *child = 0;
         for (size_t i = 0; i < n; i++)
-            if (ppid[i] == root && (*child == 0 || pid[i] < *child))
-                *child = pid[i];
+            if (ppid[i] == root && (*child == 0 || pid[i] < *child)) *child = pid[i];
     }
     /* Mark descendants of root by repeated passes (the tree is small). */
     char *in = calloc(n ? n : 1, 1);
@@ -195,11 +171,9 @@ int tu_descendants(pid_t root, pid_t *child)
     while (changed) {
         changed = 0;
         for (size_t i = 0; i < n; i++) {
-            if (in[i])
-                continue;
+            if (in[i]) continue;
             int under = ppid[i] == root;
-            for (size_t j = 0; !under && j < n; j++)
-                under = in[j] && pid[j] == ppid[i];
+            for (size_t j = 0; !under && j < n; j++) under = in[j] && pid[j] == ppid[i];
             if (under) {
                 in[i] = 1;
                 count++;
@@ -213,8 +187,7 @@ int tu_descendants(pid_t root, pid_t *child)
     return count;
 }
 
-spade_policy *tu_tiny_policy(int context, uint64_t seed)
-{
+spade_policy *tu_tiny_policy(int context, uint64_t seed) {
     spade_gpt_config cfg;
     char err[512];
     spade_gpt_config_default(&cfg);

@@ -36,14 +36,11 @@ typedef struct text {
     int failed; /* an allocation failed; the text is unusable */
 } text;
 
-static void text_add(text *t, const char *s, size_t n)
-{
-    if (t->failed)
-        return;
+static void text_add(text *t, const char *s, size_t n) {
+    if (t->failed) return;
     if (t->len + n + 1 > t->cap) {
         size_t cap = t->cap ? t->cap : 4096;
-        while (cap < t->len + n + 1)
-            cap *= 2;
+        while (cap < t->len + n + 1) cap *= 2;
         char *p = realloc(t->p, cap);
         if (!p) {
             t->failed = 1;
@@ -57,14 +54,10 @@ static void text_add(text *t, const char *s, size_t n)
     t->p[t->len] = '\0';
 }
 
-static void text_put(void *t, const char *s, size_t n)
-{
-    text_add(t, s, n);
-}
+static void text_put(void *t, const char *s, size_t n) { text_add(t, s, n); }
 
 static void text_addf(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void text_addf(text *t, const char *fmt, ...)
-{
+static void text_addf(text *t, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     spade_vputf(text_put, t, fmt, ap);
@@ -75,8 +68,7 @@ static void text_addf(text *t, const char *fmt, ...)
 
 /* The filename as it may appear inside a #line directive and in messages: no
  * quote, backslash or control character can break out of the string literal. */
-static void safe_filename(const char *in, char *out, size_t cap)
-{
+static void safe_filename(const char *in, char *out, size_t cap) {
     size_t n = 0;
     if (in)
         for (; in[n] && n + 1 < cap; n++) {
@@ -86,55 +78,47 @@ static void safe_filename(const char *in, char *out, size_t cap)
             out[n] = ok ? (char)c : '_';
         }
     out[n] = '\0';
-    if (n == 0)
-        snprintf(out, cap, "env.c");
+    if (n == 0) snprintf(out, cap, "env.c");
 }
 
 enum { INC_NONE = 0, INC_ENV = 1, INC_DSL = 2 };
 
-static const char *skip_blank(const char *p, const char *end)
-{
-    while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\f' || *p == '\v'))
-        p++;
+static const char *skip_blank(const char *p, const char *end) {
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\f' || *p == '\v')) p++;
     return p;
 }
 
-static int starts_with(const char *p, const char *end, const char *word)
-{
+static int starts_with(const char *p, const char *end, const char *word) {
     size_t n = strlen(word);
     return (size_t)(end - p) >= n && memcmp(p, word, n) == 0;
 }
 
 /* Is the physical line [p, end) an #include of the DSL or ABI header, with
  * nothing after it but blanks or a comment? */
-static int dsl_include(const char *p, const char *end)
-{
+static int dsl_include(const char *p, const char *end) {
     static const struct {
         const char *spelling;
         int which;
-    } forms[] = {
-        {"<spade/dsl.h>", INC_DSL}, {"\"spade/dsl.h\"", INC_DSL}, {"<spade/env.h>", INC_ENV}, {"\"spade/env.h\"", INC_ENV}};
+    } forms[] = {{"<spade/dsl.h>", INC_DSL},
+                 {"\"spade/dsl.h\"", INC_DSL},
+                 {"<spade/env.h>", INC_ENV},
+                 {"\"spade/env.h\"", INC_ENV}};
     p = skip_blank(p, end);
-    if (p == end || *p != '#')
-        return INC_NONE;
+    if (p == end || *p != '#') return INC_NONE;
     p = skip_blank(p + 1, end);
-    if (!starts_with(p, end, "include"))
-        return INC_NONE;
+    if (!starts_with(p, end, "include")) return INC_NONE;
     p = skip_blank(p + strlen("include"), end);
     for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
-        if (!starts_with(p, end, forms[i].spelling))
-            continue;
+        if (!starts_with(p, end, forms[i].spelling)) continue;
         const char *rest = skip_blank(p + strlen(forms[i].spelling), end);
-        if (rest == end || starts_with(rest, end, "//") || starts_with(rest, end, "/*"))
-            return forms[i].which;
+        if (rest == end || starts_with(rest, end, "//") || starts_with(rest, end, "/*")) return forms[i].which;
     }
     return INC_NONE;
 }
 
 /* The unit tcc compiles: the user's lines, DSL includes replaced by the
  * embedded headers, each followed by #line so numbering stays the user's. */
-static int build_unit(const char *fname, const char *src, size_t len, text *t)
-{
+static int build_unit(const char *fname, const char *src, size_t len, text *t) {
     text_addf(t, "#line 1 \"%s\"\n", fname);
     const char *p = src, *end = src + len;
     long line = 1;
@@ -168,13 +152,11 @@ typedef struct messages {
     const char *fname; /* the user's file as tcc names it */
 } messages;
 
-static void on_tcc_message(void *opaque, const char *msg)
-{
+static void on_tcc_message(void *opaque, const char *msg) {
     messages *m = opaque;
     const char *e = strstr(msg, "error: ");
     const char *w = strstr(msg, "warning: ");
-    if (!e || (w && w < e))
-        return; /* warnings do not fail a compile */
+    if (!e || (w && w < e)) return; /* warnings do not fail a compile */
     /* libtcc says "memory full" for two different things: an allocation that
      * failed ("(malloc)", "(realloc)", or no qualifier), which is the worker's
      * address-space limit, and a fixed-size table of its own overflowing
@@ -190,44 +172,36 @@ static void on_tcc_message(void *opaque, const char *msg)
          * unless it points into the embedded header, whose line means nothing
          * to the user without the include chain. */
         const char *last = strrchr(msg, '\n');
-        if (last && strncmp(last + 1, m->fname, strlen(m->fname)) == 0)
-            msg = last + 1;
+        if (last && strncmp(last + 1, m->fname, strlen(m->fname)) == 0) msg = last + 1;
         size_t n = 0;
-        for (; msg[n] && n + 1 < sizeof m->first; n++)
-            m->first[n] = msg[n] == '\n' ? ' ' : msg[n];
+        for (; msg[n] && n + 1 < sizeof m->first; n++) m->first[n] = msg[n] == '\n' ? ' ' : msg[n];
         m->first[n] = '\0';
     }
 }
 
 /* The user's line in a tcc message: the last "fname:N:" in it (an error inside
  * the embedded header is reported by tcc as included from the user's line). */
-static int line_in_message(const char *msg, const char *fname)
-{
+static int line_in_message(const char *msg, const char *fname) {
     size_t fl = strlen(fname);
     int line = 0;
     for (const char *p = strstr(msg, fname); p; p = strstr(p + 1, fname)) {
         const char *q = p + fl;
-        if (*q != ':' || q[1] < '0' || q[1] > '9')
-            continue;
+        if (*q != ':' || q[1] < '0' || q[1] > '9') continue;
         long v = strtol(q + 1, (char **)&q, 10);
-        if (*q == ':' && v > 0 && v < 1000000000)
-            line = (int)v;
+        if (*q == ':' && v > 0 && v < 1000000000) line = (int)v;
     }
     return line;
 }
 
-static int is_ident_char(char c)
-{
+static int is_ident_char(char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
 
 /* First line of the user's source where identifier `name` appears as a whole
  * word (the use behind an undefined-symbol error), else 0. */
-static int line_of_identifier(const char *src, size_t len, const char *name)
-{
+static int line_of_identifier(const char *src, size_t len, const char *name) {
     size_t n = strlen(name);
-    if (n == 0)
-        return 0;
+    if (n == 0) return 0;
     int line = 1;
     for (size_t i = 0; i + n <= len; i++) {
         if (src[i] == '\n') {
@@ -247,49 +221,38 @@ static int line_of_identifier(const char *src, size_t len, const char *name)
  * line is reported one or two lines late), so the lines before it are where
  * the eye should go. Bytes outside printable ASCII are shown as '?', and each
  * line is cut at 100 columns: the source is untrusted. */
-static void append_excerpt(char *err, size_t errlen, const char *src, size_t len, int line)
-{
-    if (line <= 0 || !err || !errlen)
-        return;
+static void append_excerpt(char *err, size_t errlen, const char *src, size_t len, int line) {
+    if (line <= 0 || !err || !errlen) return;
     int first = line > 2 ? line - 2 : 1, cur = 1;
     size_t i = 0, used = strlen(err);
     while (i < len && cur < first)
-        if (src[i++] == '\n')
-            cur++;
+        if (src[i++] == '\n') cur++;
     for (; i < len && cur <= line; cur++) {
         char text[104];
         size_t n = 0;
         for (; i < len && src[i] != '\n'; i++)
-            if (n < 100)
-                text[n++] = (src[i] >= 0x20 && src[i] < 0x7f) || src[i] == '\t' ? src[i] : '?';
+            if (n < 100) text[n++] = (src[i] >= 0x20 && src[i] < 0x7f) || src[i] == '\t' ? src[i] : '?';
         text[n] = '\0';
         i++; /* the newline */
-        if (used + 1 >= errlen)
-            return;
+        if (used + 1 >= errlen) return;
         int w = snprintf(err + used, errlen - used, "\n  %5d | %s%s", cur, text, n == 100 ? "..." : "");
-        if (w < 0)
-            return;
+        if (w < 0) return;
         used += (size_t)w < errlen - used ? (size_t)w : errlen - used - 1;
     }
 }
 
 /* ---- compile ---------------------------------------------------------------- */
-int spade_jit_compile(const char *filename, const char *source, size_t len, spade_jit **out, char *err,
-                      size_t errlen, int *line, spade_jit_status *kind)
-{
+int spade_jit_compile(const char *filename, const char *source, size_t len, spade_jit **out, char *err, size_t errlen,
+                      int *line, spade_jit_status *kind) {
     char fname[160];
     int dummy_line;
     spade_jit_status dummy_kind;
-    if (!line)
-        line = &dummy_line;
-    if (!kind)
-        kind = &dummy_kind;
+    if (!line) line = &dummy_line;
+    if (!kind) kind = &dummy_kind;
     *line = 0;
     *kind = SPADE_JIT_COMPILE_ERROR;
-    if (out)
-        *out = NULL;
-    if (err && errlen)
-        err[0] = '\0';
+    if (out) *out = NULL;
+    if (err && errlen) err[0] = '\0';
     safe_filename(filename, fname, sizeof fname);
     if (!out || (!source && len)) {
         spade_errf(err, errlen, "%s: no source given", fname);
@@ -300,8 +263,7 @@ int spade_jit_compile(const char *filename, const char *source, size_t len, spad
     const char *nul = len ? memchr(source, '\0', len) : NULL;
     if (nul) {
         int l = 1;
-        for (const char *p = source; p < nul; p++)
-            l += *p == '\n';
+        for (const char *p = source; p < nul; p++) l += *p == '\n';
         *line = l;
         spade_errf(err, errlen, "%s:%d: error: source contains a NUL byte (offset %zu)", fname, l,
                    (size_t)(nul - source));
@@ -385,8 +347,7 @@ int spade_jit_compile(const char *filename, const char *source, size_t len, spad
             sym[n] = '\0';
             *line = line_of_identifier(source, len, sym);
             char more[48] = "";
-            if (msgs.errors > 1)
-                snprintf(more, sizeof more, " (and %d more)", msgs.errors - 1);
+            if (msgs.errors > 1) snprintf(more, sizeof more, " (and %d more)", msgs.errors - 1);
             spade_errf(err, errlen, "%s:%d: error: undefined symbol '%s': not a helper of <spade/dsl.h>%s", fname,
                        *line, sym, more);
             append_excerpt(err, errlen, source, len, *line);
@@ -404,26 +365,17 @@ fail:
     return -1;
 }
 
-void *spade_jit_symbol(void *jit, const char *name)
-{
+void *spade_jit_symbol(void *jit, const char *name) {
     spade_jit *j = jit;
-    if (!j || !j->tcc || !name)
-        return NULL;
+    if (!j || !j->tcc || !name) return NULL;
     return tcc_get_symbol(j->tcc, name);
 }
 
-size_t spade_jit_image_size(const spade_jit *jit)
-{
-    return jit ? jit->image_size : 0;
-}
+size_t spade_jit_image_size(const spade_jit *jit) { return jit ? jit->image_size : 0; }
 
-void spade_jit_free(spade_jit *jit)
-{
-    if (!jit)
-        return;
-    if (jit->tcc)
-        tcc_delete(jit->tcc);
-    if (jit->image)
-        munmap(jit->image, jit->image_size);
+void spade_jit_free(spade_jit *jit) {
+    if (!jit) return;
+    if (jit->tcc) tcc_delete(jit->tcc);
+    if (jit->image) munmap(jit->image, jit->image_size);
     free(jit);
 }

@@ -21,7 +21,7 @@
 typedef enum spade_jit_status {
     SPADE_JIT_OK = 0,
     SPADE_JIT_COMPILE_ERROR, /* tcc rejected the source (or it holds a NUL byte) */
-    SPADE_JIT_LINK_ERROR,    /* calls or uses a symbol outside the allowlist */
+    SPADE_JIT_LINK_ERROR, /* calls or uses a symbol outside the allowlist */
     SPADE_JIT_OUT_OF_MEMORY, /* tcc or the code image ran out of memory */
 } spade_jit_status;
 
@@ -33,8 +33,8 @@ typedef struct spade_jit spade_jit;
  * returned. On failure -1, *out NULL, err holds "file:line: message" (tcc's
  * words), *line the line in the user's file when known (else 0) and *kind the
  * class. line and kind may be NULL. */
-int spade_jit_compile(const char *filename, const char *source, size_t len, spade_jit **out, char *err,
-                      size_t errlen, int *line, spade_jit_status *kind);
+int spade_jit_compile(const char *filename, const char *source, size_t len, spade_jit **out, char *err, size_t errlen,
+                      int *line, spade_jit_status *kind);
 
 /* A spade_symbol_fn (core/host.h): the address of an exported symbol of the
  * compiled code, or NULL. ctx is the spade_jit. */

@@ -10,36 +10,27 @@
 
 #include "jit/jit.h"
 
-int spade_jit_compile(const char *filename, const char *source, size_t len, spade_jit **out, char *err,
-                      size_t errlen, int *line, spade_jit_status *kind)
-{
+int spade_jit_compile(const char *filename, const char *source, size_t len, spade_jit **out, char *err, size_t errlen,
+                      int *line, spade_jit_status *kind) {
     (void)source;
     (void)len;
-    if (out)
-        *out = NULL;
-    if (line)
-        *line = 0;
-    if (kind)
-        *kind = SPADE_JIT_COMPILE_ERROR;
+    if (out) *out = NULL;
+    if (line) *line = 0;
+    if (kind) *kind = SPADE_JIT_COMPILE_ERROR;
     snprintf(err, errlen, "%s: libspade.so has no compiler: environments compile in the sandbox's workers",
              filename ? filename : "env.c");
     return -1;
 }
 
-void *spade_jit_symbol(void *jit, const char *name)
-{
+void *spade_jit_symbol(void *jit, const char *name) {
     (void)jit;
     (void)name;
     return NULL;
 }
 
-size_t spade_jit_image_size(const spade_jit *jit)
-{
+size_t spade_jit_image_size(const spade_jit *jit) {
     (void)jit;
     return 0;
 }
 
-void spade_jit_free(spade_jit *jit)
-{
-    (void)jit;
-}
+void spade_jit_free(spade_jit *jit) { (void)jit; }

@@ -21,12 +21,10 @@ static void cpu_note(char *note, size_t notelen, const char *prefix) {
     char blas[160];
     spade_backend_cpu_blas_note(blas, sizeof blas);
     if (note && notelen)
-        snprintf(note, notelen, "%scpu (%s, %d OpenMP thread%s)", prefix, blas, threads,
-                 threads == 1 ? "" : "s");
+        snprintf(note, notelen, "%scpu (%s, %d OpenMP thread%s)", prefix, blas, threads, threads == 1 ? "" : "s");
 }
 
-int spade_backend_open(const char *which, spade_backend *be, char *note, size_t notelen,
-                       char *err, size_t errlen) {
+int spade_backend_open(const char *which, spade_backend *be, char *note, size_t notelen, char *err, size_t errlen) {
     if (note && notelen) note[0] = 0;
     memset(be, 0, sizeof *be);
     if (!which || !*which) which = "auto";

@@ -253,12 +253,12 @@ extern "C" {
 /* Error codes of the policy layer (0 = success). Kept here so backends can use them. */
 enum {
     SPADE_POLICY_OK = 0,
-    SPADE_POLICY_EINVAL = -1,   /* bad argument or configuration */
-    SPADE_POLICY_ENOMEM = -2,   /* allocation failed (host or device) */
-    SPADE_POLICY_EIO = -3,      /* file system error */
-    SPADE_POLICY_EFORMAT = -4,  /* a file is not what it should be */
-    SPADE_POLICY_ENODEV = -5,   /* backend compiled in but no device present */
-    SPADE_POLICY_EBACKEND = -6  /* a backend op failed (see the message) */
+    SPADE_POLICY_EINVAL = -1, /* bad argument or configuration */
+    SPADE_POLICY_ENOMEM = -2, /* allocation failed (host or device) */
+    SPADE_POLICY_EIO = -3, /* file system error */
+    SPADE_POLICY_EFORMAT = -4, /* a file is not what it should be */
+    SPADE_POLICY_ENODEV = -5, /* backend compiled in but no device present */
+    SPADE_POLICY_EBACKEND = -6 /* a backend op failed (see the message) */
 };
 
 typedef struct spade_backend_vtable {
@@ -278,65 +278,53 @@ typedef struct spade_backend_vtable {
     int (*sync)(void *ctx);
 
     /* layer ops (shapes: see the comment at the top of this file) */
-    int (*encoder_forward)(void *ctx, float *out, const int *inp, const float *wte,
-                           const float *wpe, int B, int T, int C, int pos0);
-    int (*encoder_backward)(void *ctx, float *dwte, float *dwpe, const float *dout,
-                            const int *inp, int B, int T, int C);
-    int (*layernorm_forward)(void *ctx, float *out, float *mean, float *rstd,
-                             const float *inp, const float *weight, const float *bias,
-                             int N, int C);
-    int (*layernorm_backward)(void *ctx, float *dinp, float *dweight, float *dbias,
-                              const float *dout, const float *inp, const float *weight,
-                              const float *mean, const float *rstd, int N, int C);
-    int (*matmul_forward)(void *ctx, float *out, const float *inp, const float *weight,
-                          const float *bias, int N, int IC, int OC);
-    int (*matmul_backward)(void *ctx, float *dinp, float *dweight, float *dbias,
-                           const float *dout, const float *inp, const float *weight,
-                           int N, int IC, int OC);
-    int (*attention_forward)(void *ctx, float *out, float *lse, float *att, const float *qkv,
-                             int B, int T, int C, int NH);
-    int (*attention_backward)(void *ctx, float *dqkv, const float *dout, const float *qkv,
-                              const float *out, const float *lse, const float *att, int B,
-                              int T, int C, int NH);
-    int (*attention_forward_kv)(void *ctx, float *out, const float *qkv, float *kcache,
-                                float *vcache, int B, int T, int C, int NH, int pos0,
-                                int maxT);
+    int (*encoder_forward)(void *ctx, float *out, const int *inp, const float *wte, const float *wpe, int B, int T,
+                           int C, int pos0);
+    int (*encoder_backward)(void *ctx, float *dwte, float *dwpe, const float *dout, const int *inp, int B, int T,
+                            int C);
+    int (*layernorm_forward)(void *ctx, float *out, float *mean, float *rstd, const float *inp, const float *weight,
+                             const float *bias, int N, int C);
+    int (*layernorm_backward)(void *ctx, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                              const float *weight, const float *mean, const float *rstd, int N, int C);
+    int (*matmul_forward)(void *ctx, float *out, const float *inp, const float *weight, const float *bias, int N,
+                          int IC, int OC);
+    int (*matmul_backward)(void *ctx, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                           const float *weight, int N, int IC, int OC);
+    int (*attention_forward)(void *ctx, float *out, float *lse, float *att, const float *qkv, int B, int T, int C,
+                             int NH);
+    int (*attention_backward)(void *ctx, float *dqkv, const float *dout, const float *qkv, const float *out,
+                              const float *lse, const float *att, int B, int T, int C, int NH);
+    int (*attention_forward_kv)(void *ctx, float *out, const float *qkv, float *kcache, float *vcache, int B, int T,
+                                int C, int NH, int pos0, int maxT);
     int (*gelu_forward)(void *ctx, float *out, const float *inp, size_t n);
-    int (*gelu_backward)(void *ctx, float *dinp, const float *inp, const float *dout,
-                         size_t n);
-    int (*residual_forward)(void *ctx, float *out, const float *a, const float *b,
-                            size_t n);
-    int (*crossentropy_forward)(void *ctx, float *probs, float *logp, const float *logits,
-                                const int *targets, int N, int V, int Vp);
-    int (*crossentropy_backward)(void *ctx, float *dlogits, const float *probs,
-                                 const int *targets, const float *dlogp, int N, int V,
-                                 int Vp);
-    int (*adamw)(void *ctx, float *params, const float *grads, float *m, float *v,
-                 size_t n, float lr, float beta1, float beta2, float eps,
-                 float weight_decay, float grad_scale, int t);
+    int (*gelu_backward)(void *ctx, float *dinp, const float *inp, const float *dout, size_t n);
+    int (*residual_forward)(void *ctx, float *out, const float *a, const float *b, size_t n);
+    int (*crossentropy_forward)(void *ctx, float *probs, float *logp, const float *logits, const int *targets, int N,
+                                int V, int Vp);
+    int (*crossentropy_backward)(void *ctx, float *dlogits, const float *probs, const int *targets, const float *dlogp,
+                                 int N, int V, int Vp);
+    int (*adamw)(void *ctx, float *params, const float *grads, float *m, float *v, size_t n, float lr, float beta1,
+                 float beta2, float eps, float weight_decay, float grad_scale, int t);
     int (*sumsq)(void *ctx, const float *x, size_t n, double *out);
     /* the decoding batch (rows of several slots at their own positions) */
-    int (*encoder_forward_at)(void *ctx, float *out, const int *inp, const int *pos,
-                              const float *wte, const float *wpe, int N, int C);
-    int (*attention_forward_kv_at)(void *ctx, float *out, const float *qkv, float *kcache,
-                                   float *vcache, const int *slot, const int *pos, int N,
-                                   int C, int NH, int S, int maxT, int maxlen);
+    int (*encoder_forward_at)(void *ctx, float *out, const int *inp, const int *pos, const float *wte, const float *wpe,
+                              int N, int C);
+    int (*attention_forward_kv_at)(void *ctx, float *out, const float *qkv, float *kcache, float *vcache,
+                                   const int *slot, const int *pos, int N, int C, int NH, int S, int maxT, int maxlen);
     /* the Llama family (see above) */
-    int (*rmsnorm_forward)(void *ctx, float *out, float *rstd, const float *inp,
-                           const float *weight, int N, int C, float eps);
-    int (*rmsnorm_backward)(void *ctx, float *dinp, float *dweight, const float *dout,
-                            const float *inp, const float *weight, const float *rstd, int N,
-                            int C);
-    int (*rope)(void *ctx, float *x, const int *pos, int N, int T, int stride, int nheads, int hs,
-                int rot, float base, int neox, int inverse);
+    int (*rmsnorm_forward)(void *ctx, float *out, float *rstd, const float *inp, const float *weight, int N, int C,
+                           float eps);
+    int (*rmsnorm_backward)(void *ctx, float *dinp, float *dweight, const float *dout, const float *inp,
+                            const float *weight, const float *rstd, int N, int C);
+    int (*rope)(void *ctx, float *x, const int *pos, int N, int T, int stride, int nheads, int hs, int rot, float base,
+                int neox, int inverse);
     int (*swiglu_forward)(void *ctx, float *out, const float *inp, int N, int F);
-    int (*swiglu_backward)(void *ctx, float *dinp, const float *inp, const float *dout, int N,
-                           int F);
+    int (*swiglu_backward)(void *ctx, float *dinp, const float *inp, const float *dout, int N, int F);
     int (*kv_expand)(void *ctx, float *out, const float *inp, int N, int NH, int KVH, int hs);
     int (*kv_reduce)(void *ctx, float *dinp, const float *dout, int N, int NH, int KVH, int hs);
-    int (*attention_forward_kv_at_gqa)(void *ctx, float *out, const float *qkv, float *kcache,
-                                       float *vcache, const int *slot, const int *pos, int N,
-                                       int C, int NH, int KVH, int S, int maxT, int maxlen);
+    int (*attention_forward_kv_at_gqa)(void *ctx, float *out, const float *qkv, float *kcache, float *vcache,
+                                       const int *slot, const int *pos, int N, int C, int NH, int KVH, int S, int maxT,
+                                       int maxlen);
 
     /* 1: attention_forward/backward use the (B,NH,T,T) att buffer, which the
      * policy then allocates (T x T memory); 0: att is NULL. */
@@ -380,8 +368,7 @@ int spade_backend_cuda_load(spade_backend *be, char *err, size_t errlen);
  * auto -> cuda when compiled in and a device is present, otherwise cpu; the
  * choice and the reason are written to note (e.g. "auto: no CUDA device
  * (...); using cpu (OpenBLAS, 2 threads)"), which callers print. note may be NULL. */
-int spade_backend_open(const char *which, spade_backend *be, char *note, size_t notelen,
-                       char *err, size_t errlen);
+int spade_backend_open(const char *which, spade_backend *be, char *note, size_t notelen, char *err, size_t errlen);
 void spade_backend_close(spade_backend *be);
 
 /* Whether the CPU backend uses cblas GEMMs in this build (1) or reference loops (0). */

@@ -33,9 +33,9 @@
 #endif
 
 typedef struct cpu_ctx {
-    int fast;        /* 0: cpu_ref, 1: cpu, 2: cpu_tt (cpu with the T x T attention) */
+    int fast; /* 0: cpu_ref, 1: cpu, 2: cpu_tt (cpu with the T x T attention) */
     char err[256];
-    float *scratch;  /* per-call scratch (attention backward), grown on demand */
+    float *scratch; /* per-call scratch (attention backward), grown on demand */
     size_t scratch_n;
 } cpu_ctx;
 
@@ -90,8 +90,7 @@ static inline float spade_expf(float x) {
  * clone (C11 mode: no FMA contraction); a kernel with a vector reduction sums
  * in an order that depends on the vector width, so on one machine, which is
  * what the cpu-vs-cpu_ref tests compare, both backends still agree bit for bit. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && \
-    __GNUC__ >= 12
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && __GNUC__ >= 12
 #define SPADE_CLONES __attribute__((target_clones("default", "arch=x86-64-v3", "arch=x86-64-v4")))
 #else
 #define SPADE_CLONES
@@ -169,8 +168,8 @@ static int cpu_sync(void *ctx) { return 0; }
 
 /* ---- encoder ---- */
 
-static int cpu_encoder_forward(void *ctx, float *out, const int *inp, const float *wte,
-                               const float *wpe, int B, int T, int C, int pos0) {
+static int cpu_encoder_forward(void *ctx, float *out, const int *inp, const float *wte, const float *wpe, int B, int T,
+                               int C, int pos0) {
     int N = B * T;
 #pragma omp parallel for if (PAR((size_t)N * C))
     for (int i = 0; i < N; i++) {
@@ -187,8 +186,8 @@ static int cpu_encoder_forward(void *ctx, float *out, const int *inp, const floa
     return 0;
 }
 
-static int cpu_encoder_backward(void *ctx, float *dwte, float *dwpe, const float *dout,
-                                const int *inp, int B, int T, int C) {
+static int cpu_encoder_backward(void *ctx, float *dwte, float *dwpe, const float *dout, const int *inp, int B, int T,
+                                int C) {
     /* Parallel over channels: several positions may carry the same token, so
      * each thread owns a strip of columns and adds rows in order
      * (deterministic), sweeping row-major within its strip. */
@@ -213,8 +212,8 @@ static int cpu_encoder_backward(void *ctx, float *dwte, float *dwpe, const float
 
 /* ---- layernorm ---- */
 
-SPADE_CLONES static void layernorm_rows(float *out, float *mean, float *rstd, const float *inp,
-                                        const float *w, const float *b, int r0, int r1, int C) {
+SPADE_CLONES static void layernorm_rows(float *out, float *mean, float *rstd, const float *inp, const float *w,
+                                        const float *b, int r0, int r1, int C) {
     for (int i = r0; i < r1; i++) {
         const float *x = inp + (size_t)i * C;
         float m = 0.0f;
@@ -237,9 +236,8 @@ SPADE_CLONES static void layernorm_rows(float *out, float *mean, float *rstd, co
     }
 }
 
-static int cpu_layernorm_forward(void *ctx, float *out, float *mean, float *rstd,
-                                 const float *inp, const float *w, const float *b, int N,
-                                 int C) {
+static int cpu_layernorm_forward(void *ctx, float *out, float *mean, float *rstd, const float *inp, const float *w,
+                                 const float *b, int N, int C) {
 #pragma omp parallel if (PAR((size_t)N * C))
     {
         int r0, r1;
@@ -252,9 +250,8 @@ static int cpu_layernorm_forward(void *ctx, float *out, float *mean, float *rstd
 /* Rows r0..r1 of dinp; and, for channels c0..c1, dweight and dbias summed over
  * every row in row order (row-major sweeps: the strided column walk was the
  * slow part). Each output's sum has one fixed order whatever the split. */
-SPADE_CLONES static void layernorm_back_rows(float *dinp, const float *dout, const float *inp,
-                                             const float *w, const float *mean, const float *rstd,
-                                             int r0, int r1, int C) {
+SPADE_CLONES static void layernorm_back_rows(float *dinp, const float *dout, const float *inp, const float *w,
+                                             const float *mean, const float *rstd, int r0, int r1, int C) {
     for (int i = r0; i < r1; i++) {
         const float *x = inp + (size_t)i * C, *dy = dout + (size_t)i * C;
         float m = mean[i], s = rstd[i];
@@ -275,9 +272,8 @@ SPADE_CLONES static void layernorm_back_rows(float *dinp, const float *dout, con
         }
     }
 }
-SPADE_CLONES static void layernorm_back_cols(float *dweight, float *dbias, const float *dout,
-                                             const float *inp, const float *mean, const float *rstd,
-                                             int N, int C, int c0, int c1) {
+SPADE_CLONES static void layernorm_back_cols(float *dweight, float *dbias, const float *dout, const float *inp,
+                                             const float *mean, const float *rstd, int N, int C, int c0, int c1) {
     for (int i = 0; i < N; i++) {
         const float *x = inp + (size_t)i * C, *dy = dout + (size_t)i * C;
         float m = mean[i], s = rstd[i];
@@ -289,9 +285,9 @@ SPADE_CLONES static void layernorm_back_cols(float *dweight, float *dbias, const
     }
 }
 
-static int cpu_layernorm_backward(void *ctx, float *dinp, float *dweight, float *dbias,
-                                  const float *dout, const float *inp, const float *w,
-                                  const float *mean, const float *rstd, int N, int C) {
+static int cpu_layernorm_backward(void *ctx, float *dinp, float *dweight, float *dbias, const float *dout,
+                                  const float *inp, const float *w, const float *mean, const float *rstd, int N,
+                                  int C) {
     /* dweight/dbias are summed straight into the gradient, row after row:
      * one fixed order per channel, the same on both backends. */
 #pragma omp parallel if (PAR((size_t)N * C))
@@ -307,8 +303,8 @@ static int cpu_layernorm_backward(void *ctx, float *dinp, float *dweight, float 
 
 /* ---- matmul ---- */
 
-static void ref_matmul_forward(int fast, float *out, const float *inp, const float *w,
-                               const float *bias, int N, int IC, int OC) {
+static void ref_matmul_forward(int fast, float *out, const float *inp, const float *w, const float *bias, int N, int IC,
+                               int OC) {
 #pragma omp parallel for collapse(2) if (fast && (size_t)N * OC * IC >= PAR_MIN_WORK)
     for (int i = 0; i < N; i++) {
         for (int o = 0; o < OC; o++) {
@@ -320,8 +316,8 @@ static void ref_matmul_forward(int fast, float *out, const float *inp, const flo
     }
 }
 
-static int cpu_matmul_forward(void *ctx, float *out, const float *inp, const float *w,
-                              const float *bias, int N, int IC, int OC) {
+static int cpu_matmul_forward(void *ctx, float *out, const float *inp, const float *w, const float *bias, int N, int IC,
+                              int OC) {
 #ifdef SPADE_HAVE_CBLAS
     if (FAST(ctx)) {
         /* One thread pool: OpenMP splits the rows, each thread runs a
@@ -333,8 +329,8 @@ static int cpu_matmul_forward(void *ctx, float *out, const float *inp, const flo
             if (bias)
                 for (int i = r0; i < r1; i++) memcpy(out + (size_t)i * OC, bias, OC * sizeof(float));
             if (r1 > r0)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, OC, IC, 1.0f,
-                            inp + (size_t)r0 * IC, IC, w, IC, bias ? 1.0f : 0.0f, out + (size_t)r0 * OC, OC);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, OC, IC, 1.0f, inp + (size_t)r0 * IC, IC,
+                            w, IC, bias ? 1.0f : 0.0f, out + (size_t)r0 * OC, OC);
         }
         return 0;
     }
@@ -362,9 +358,8 @@ SPADE_CLONES static void bias_colsum(float *dbias, const float *dout, int N, int
     }
 }
 
-static int cpu_matmul_backward(void *ctx, float *dinp, float *dweight, float *dbias,
-                               const float *dout, const float *inp, const float *w, int N,
-                               int IC, int OC) {
+static int cpu_matmul_backward(void *ctx, float *dinp, float *dweight, float *dbias, const float *dout,
+                               const float *inp, const float *w, int N, int IC, int OC) {
     int fast = FAST(ctx);
 #ifdef SPADE_HAVE_CBLAS
     if (fast) {
@@ -374,11 +369,11 @@ static int cpu_matmul_backward(void *ctx, float *dinp, float *dweight, float *db
             split(N, &r0, &r1);
             split(OC, &o0, &o1);
             if (r1 > r0)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r1 - r0, IC, OC, 1.0f,
-                            dout + (size_t)r0 * OC, OC, w, IC, 0.0f, dinp + (size_t)r0 * IC, IC);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r1 - r0, IC, OC, 1.0f, dout + (size_t)r0 * OC,
+                            OC, w, IC, 0.0f, dinp + (size_t)r0 * IC, IC);
             if (o1 > o0)
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, o1 - o0, IC, N, 1.0f, dout + o0,
-                            OC, inp, IC, 1.0f, dweight + (size_t)o0 * IC, IC);
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, o1 - o0, IC, N, 1.0f, dout + o0, OC, inp, IC, 1.0f,
+                            dweight + (size_t)o0 * IC, IC);
         }
         goto bias;
     }
@@ -423,8 +418,8 @@ bias:
  * apart), causal softmax, weighted sum of values. Shared by the training
  * attention and the KV-cache attention so both do identical arithmetic.
  * att receives the nk probabilities. */
-static void attn_row(float *out, float *att, const float *q, const float *k, const float *v,
-                     size_t kstride, int nk, int hs, float scale) {
+static void attn_row(float *out, float *att, const float *q, const float *k, const float *v, size_t kstride, int nk,
+                     int hs, float scale) {
     float mx = -INFINITY;
     for (int j = 0; j < nk; j++) {
         const float *kj = k + (size_t)j * kstride;
@@ -452,8 +447,7 @@ static void attn_row(float *out, float *att, const float *q, const float *k, con
 /* The log-sum-exp of one causal row of scores, recomputed from q and k
  * (attn_row keeps no max or sum, and it is shared with the KV-cache path,
  * so it stays as it is). Only cpu_ref's training forward calls it. */
-static float ref_row_lse(const float *q, const float *k, size_t kstride, int nk, int hs,
-                         float scale) {
+static float ref_row_lse(const float *q, const float *k, size_t kstride, int nk, int hs, float scale) {
     float mx = -INFINITY;
     for (int j = 0; j < nk; j++) {
         const float *kj = k + (size_t)j * kstride;
@@ -475,11 +469,11 @@ static float ref_row_lse(const float *q, const float *k, size_t kstride, int nk,
 /* Row-major C(M,N) = alpha op(A) op(B) + beta C on one thread: cblas when the
  * build has it, plain loops otherwise (then the tiled attention is slow but
  * still linear in memory). */
-static void gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
-                 const float *B, int ldb, float beta, float *Cm, int ldc) {
+static void gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+                 float beta, float *Cm, int ldc) {
 #ifdef SPADE_HAVE_CBLAS
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M,
-                N, K, alpha, A, lda, B, ldb, beta, Cm, ldc);
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda,
+                B, ldb, beta, Cm, ldc);
 #else
     for (int i = 0; i < M; i++)
         for (int j = 0; j < N; j++) {
@@ -571,8 +565,7 @@ SPADE_CLONES static void strip_backward_row(float *s, float *dp, int nv, int n, 
     for (int j = nv; j < n; j++) s[j] = dp[j] = 0.0f;
 }
 
-static int strip_forward(cpu_ctx *ctx, float *out, float *lse, const float *qkv, int B, int T,
-                         int C, int NH) {
+static int strip_forward(cpu_ctx *ctx, float *out, float *lse, const float *qkv, int B, int T, int C, int NH) {
     int hs = C / NH, C3 = 3 * C, nqb = (T + FA_BQ - 1) / FA_BQ;
     float scale = 1.0f / sqrtf((float)hs);
     size_t per = ((size_t)FA_BQ * T + 15) / 16 * 16;
@@ -596,15 +589,15 @@ static int strip_forward(cpu_ctx *ctx, float *out, float *lse, const float *qkv,
     return 0;
 }
 
-static int strip_backward(cpu_ctx *ctx, float *dqkv, const float *dout, const float *qkv,
-                          const float *out, const float *lse, int B, int T, int C, int NH) {
+static int strip_backward(cpu_ctx *ctx, float *dqkv, const float *dout, const float *qkv, const float *out,
+                          const float *lse, int B, int T, int C, int NH) {
     int hs = C / NH, C3 = 3 * C;
     float scale = 1.0f / sqrtf((float)hs);
     size_t per = (2 * (size_t)FA_BQ * T + (size_t)T + 15) / 16 * 16;
     float *ws = scratch(ctx, per * fa_threads());
     if (!ws) return fail(ctx, "out of memory for attention scratch (%d threads x %zu floats)", fa_threads(), per);
-    /* One task per (b, h): it owns that head's columns of dqkv, so every sum
-     * is formed by one thread in one order. */
+        /* One task per (b, h): it owns that head's columns of dqkv, so every sum
+         * is formed by one thread in one order. */
 #pragma omp parallel for collapse(2) schedule(dynamic, 1) if (PAR((size_t)B * NH * T * T * hs))
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
@@ -638,11 +631,13 @@ static int strip_backward(cpu_ctx *ctx, float *dqkv, const float *dout, const fl
     return 0;
 }
 
-static int cpu_attention_forward(void *ctx, float *out, float *lse, float *att, const float *qkv,
-                                 int B, int T, int C, int NH) {
+static int cpu_attention_forward(void *ctx, float *out, float *lse, float *att, const float *qkv, int B, int T, int C,
+                                 int NH) {
     cpu_ctx *cx = ctx;
     if (cx->fast == 1) return strip_forward(cx, out, lse, qkv, B, T, C, NH);
-    if (!att) return fail(cx, "attention_forward: the %s backend needs the T x T att buffer", cx->fast ? "cpu_tt" : "cpu_ref");
+    if (!att)
+        return fail(cx, "attention_forward: the %s backend needs the T x T att buffer",
+                    cx->fast ? "cpu_tt" : "cpu_ref");
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
     size_t C3 = 3 * (size_t)C;
@@ -657,11 +652,10 @@ static int cpu_attention_forward(void *ctx, float *out, float *lse, float *att, 
                 const float *q = qkv + b * T * C3 + h * hs;
                 float *a = att + ((size_t)b * NH + h) * T * T;
                 float *lo = lse + ((size_t)b * NH + h) * T;
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, scale, q, C3,
-                            q + C, C3, 0.0f, a, T);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, scale, q, C3, q + C, C3, 0.0f, a, T);
                 for (int t = 0; t < T; t++) lo[t] = causal_softmax_row(a + (size_t)t * T, t, T);
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, 1.0f, a, T, q + 2 * C,
-                            C3, 0.0f, out + (size_t)b * T * C + h * hs, C);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, 1.0f, a, T, q + 2 * C, C3, 0.0f,
+                            out + (size_t)b * T * C + h * hs, C);
             }
         return 0;
     }
@@ -671,20 +665,20 @@ static int cpu_attention_forward(void *ctx, float *out, float *lse, float *att, 
             for (int t = 0; t < T; t++) {
                 const float *base = qkv + (size_t)b * T * C3 + h * hs;
                 float *a = att + (((size_t)b * NH + h) * T + t) * T;
-                attn_row(out + ((size_t)b * T + t) * C + h * hs, a, base + t * C3, base + C,
-                         base + 2 * C, C3, t + 1, hs, scale);
+                attn_row(out + ((size_t)b * T + t) * C + h * hs, a, base + t * C3, base + C, base + 2 * C, C3, t + 1,
+                         hs, scale);
                 for (int j = t + 1; j < T; j++) a[j] = 0.0f;
                 lse[((size_t)b * NH + h) * T + t] = ref_row_lse(base + t * C3, base + C, C3, t + 1, hs, scale);
             }
     return 0;
 }
 
-static int cpu_attention_backward(void *ctx, float *dqkv, const float *dout, const float *qkv,
-                                  const float *out, const float *lse, const float *att, int B,
-                                  int T, int C, int NH) {
+static int cpu_attention_backward(void *ctx, float *dqkv, const float *dout, const float *qkv, const float *out,
+                                  const float *lse, const float *att, int B, int T, int C, int NH) {
     cpu_ctx *c = ctx;
     if (c->fast == 1) return strip_backward(c, dqkv, dout, qkv, out, lse, B, T, C, NH);
-    if (!att) return fail(c, "attention_backward: the %s backend needs the T x T att buffer", c->fast ? "cpu_tt" : "cpu_ref");
+    if (!att)
+        return fail(c, "attention_backward: the %s backend needs the T x T att buffer", c->fast ? "cpu_tt" : "cpu_ref");
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
     size_t C3 = 3 * (size_t)C;
@@ -701,8 +695,7 @@ static int cpu_attention_backward(void *ctx, float *dqkv, const float *dout, con
                 const float *a = att + ((size_t)b * NH + h) * T * T;
                 float *da = dall + ((size_t)b * NH + h) * T * T;
                 /* datt = dy @ v^T, then the softmax backward row by row */
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, 1.0f, dy, C, v, C3,
-                            0.0f, da, T);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, 1.0f, dy, C, v, C3, 0.0f, da, T);
                 for (int t = 0; t < T; t++) {
                     const float *ar = a + (size_t)t * T;
                     float *dr = da + (size_t)t * T;
@@ -711,12 +704,9 @@ static int cpu_attention_backward(void *ctx, float *dqkv, const float *dout, con
                     for (int j = 0; j <= t; j++) dr[j] = ar[j] * (dr[j] - sum);
                     for (int j = t + 1; j < T; j++) dr[j] = 0.0f;
                 }
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, scale, da, T, k,
-                            C3, 0.0f, dq, C3);
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, scale, da, T, q,
-                            C3, 0.0f, dk, C3);
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, 1.0f, a, T, dy, C,
-                            0.0f, dv, C3);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, scale, da, T, k, C3, 0.0f, dq, C3);
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, scale, da, T, q, C3, 0.0f, dk, C3);
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, 1.0f, a, T, dy, C, 0.0f, dv, C3);
             }
         return 0;
     }
@@ -758,16 +748,14 @@ static int cpu_attention_backward(void *ctx, float *dqkv, const float *dout, con
     return 0;
 }
 
-static int cpu_attention_forward_kv(void *ctx, float *out, const float *qkv, float *kcache,
-                                    float *vcache, int B, int T, int C, int NH, int pos0,
-                                    int maxT) {
+static int cpu_attention_forward_kv(void *ctx, float *out, const float *qkv, float *kcache, float *vcache, int B, int T,
+                                    int C, int NH, int pos0, int maxT) {
     cpu_ctx *c = ctx;
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
     size_t C3 = 3 * (size_t)C;
     if (pos0 < 0 || pos0 + T > maxT)
-        return fail(c, "attention_forward_kv: positions %d..%d outside the context %d", pos0,
-                    pos0 + T - 1, maxT);
+        return fail(c, "attention_forward_kv: positions %d..%d outside the context %d", pos0, pos0 + T - 1, maxT);
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++) {
             const float *row = qkv + ((size_t)b * T + t) * C3;
@@ -783,17 +771,16 @@ static int cpu_attention_forward_kv(void *ctx, float *out, const float *qkv, flo
                 float *a = att + (((size_t)b * NH + h) * T + t) * maxT;
                 const float *kb = kcache + (size_t)b * maxT * C + h * hs;
                 const float *vb = vcache + (size_t)b * maxT * C + h * hs;
-                attn_row(out + ((size_t)b * T + t) * C + h * hs, a,
-                         qkv + ((size_t)b * T + t) * C3 + h * hs, kb, vb, C, pos0 + t + 1, hs,
-                         scale);
+                attn_row(out + ((size_t)b * T + t) * C + h * hs, a, qkv + ((size_t)b * T + t) * C3 + h * hs, kb, vb, C,
+                         pos0 + t + 1, hs, scale);
             }
     return 0;
 }
 
 /* ---- the decoding batch: rows of several slots at their own positions ---- */
 
-static int cpu_encoder_forward_at(void *ctx, float *out, const int *inp, const int *pos,
-                                  const float *wte, const float *wpe, int N, int C) {
+static int cpu_encoder_forward_at(void *ctx, float *out, const int *inp, const int *pos, const float *wte,
+                                  const float *wpe, int N, int C) {
 #pragma omp parallel for if (PAR((size_t)N * C))
     for (int i = 0; i < N; i++) {
         const float *we = wte + (size_t)inp[i] * C;
@@ -811,9 +798,8 @@ static int cpu_encoder_forward_at(void *ctx, float *out, const int *inp, const i
 /* KVH = NH with the GPT's (N, 3C) rows is attention_forward_kv_at; KVH < NH
  * reads compact (N, C + 2KW) rows (KW = KVH hs) into a cache of KW floats a
  * position, query head h reading key/value head h / (NH / KVH). */
-static int kv_at_impl(void *ctx, float *out, const float *qkv, float *kcache, float *vcache,
-                      const int *slot, const int *pos, int N, int C, int NH, int KVH, int S,
-                      int maxT, int maxlen) {
+static int kv_at_impl(void *ctx, float *out, const float *qkv, float *kcache, float *vcache, const int *slot,
+                      const int *pos, int N, int C, int NH, int KVH, int S, int maxT, int maxlen) {
     cpu_ctx *c = ctx;
     int hs = C / NH, group = NH / KVH;
     size_t KW = (size_t)KVH * hs;
@@ -822,8 +808,8 @@ static int kv_at_impl(void *ctx, float *out, const float *qkv, float *kcache, fl
     if (maxlen > maxT) return fail(c, "attention_forward_kv_at: maxlen %d > context %d", maxlen, maxT);
     for (int i = 0; i < N; i++) {
         if (slot[i] < 0 || slot[i] >= S || pos[i] < 0 || pos[i] >= maxlen)
-            return fail(c, "attention_forward_kv_at: row %d is slot %d position %d, outside %d slots x %d positions",
-                        i, slot[i], pos[i], S, maxlen);
+            return fail(c, "attention_forward_kv_at: row %d is slot %d position %d, outside %d slots x %d positions", i,
+                        slot[i], pos[i], S, maxlen);
         work += (size_t)(pos[i] + 1) * C;
     }
     /* Every row is stored before any is read: a slot's later rows in this
@@ -863,8 +849,7 @@ static int kv_at_impl(void *ctx, float *out, const float *qkv, float *kcache, fl
                      * (a float sum, -O2) stay scalar, and decoding spends a
                      * third of its time here at the default width. */
                     int nk = pos[i] + 1;
-                    cblas_sgemv(CblasRowMajor, CblasNoTrans, nk, hs, scale, kcache + base, (int)KW, q, 1,
-                                0.0f, a, 1);
+                    cblas_sgemv(CblasRowMajor, CblasNoTrans, nk, hs, scale, kcache + base, (int)KW, q, 1, 0.0f, a, 1);
                     float mx = -INFINITY, sum = 0.0f;
                     for (int j = 0; j < nk; j++)
                         if (a[j] > mx) mx = a[j];
@@ -872,8 +857,8 @@ static int kv_at_impl(void *ctx, float *out, const float *qkv, float *kcache, fl
                         a[j] = expf(a[j] - mx);
                         sum += a[j];
                     }
-                    cblas_sgemv(CblasRowMajor, CblasTrans, nk, hs, 1.0f / sum, vcache + base, (int)KW, a, 1,
-                                0.0f, o, 1);
+                    cblas_sgemv(CblasRowMajor, CblasTrans, nk, hs, 1.0f / sum, vcache + base, (int)KW, a, 1, 0.0f, o,
+                                1);
                     continue;
                 }
 #endif
@@ -883,15 +868,15 @@ static int kv_at_impl(void *ctx, float *out, const float *qkv, float *kcache, fl
     return 0;
 }
 
-static int cpu_attention_forward_kv_at(void *ctx, float *out, const float *qkv, float *kcache,
-                                       float *vcache, const int *slot, const int *pos, int N,
-                                       int C, int NH, int S, int maxT, int maxlen) {
+static int cpu_attention_forward_kv_at(void *ctx, float *out, const float *qkv, float *kcache, float *vcache,
+                                       const int *slot, const int *pos, int N, int C, int NH, int S, int maxT,
+                                       int maxlen) {
     return kv_at_impl(ctx, out, qkv, kcache, vcache, slot, pos, N, C, NH, NH, S, maxT, maxlen);
 }
 
-static int cpu_attention_forward_kv_at_gqa(void *ctx, float *out, const float *qkv, float *kcache,
-                                           float *vcache, const int *slot, const int *pos, int N,
-                                           int C, int NH, int KVH, int S, int maxT, int maxlen) {
+static int cpu_attention_forward_kv_at_gqa(void *ctx, float *out, const float *qkv, float *kcache, float *vcache,
+                                           const int *slot, const int *pos, int N, int C, int NH, int KVH, int S,
+                                           int maxT, int maxlen) {
     if (KVH < 1 || NH % KVH)
         return fail(ctx, "attention_forward_kv_at_gqa: %d key/value heads do not divide %d heads", KVH, NH);
     return kv_at_impl(ctx, out, qkv, kcache, vcache, slot, pos, N, C, NH, KVH, S, maxT, maxlen);
@@ -913,8 +898,7 @@ SPADE_CLONES static void gelu_fwd_range(float *out, const float *inp, size_t i0,
     }
 }
 
-SPADE_CLONES static void gelu_bwd_range(float *dinp, const float *inp, const float *dout, size_t i0,
-                                        size_t i1) {
+SPADE_CLONES static void gelu_bwd_range(float *dinp, const float *inp, const float *dout, size_t i0, size_t i1) {
 #pragma omp simd
     for (size_t i = i0; i < i1; i++) {
         float x = inp[i];
@@ -936,8 +920,7 @@ static int cpu_gelu_forward(void *ctx, float *out, const float *inp, size_t n) {
     return 0;
 }
 
-static int cpu_gelu_backward(void *ctx, float *dinp, const float *inp, const float *dout,
-                             size_t n) {
+static int cpu_gelu_backward(void *ctx, float *dinp, const float *inp, const float *dout, size_t n) {
 #pragma omp parallel if (PAR(n))
     {
         size_t i0, i1;
@@ -947,8 +930,7 @@ static int cpu_gelu_backward(void *ctx, float *dinp, const float *inp, const flo
     return 0;
 }
 
-static int cpu_residual_forward(void *ctx, float *out, const float *a, const float *b,
-                                size_t n) {
+static int cpu_residual_forward(void *ctx, float *out, const float *a, const float *b, size_t n) {
 #pragma omp parallel for simd if (PAR(n))
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
     return 0;
@@ -956,8 +938,8 @@ static int cpu_residual_forward(void *ctx, float *out, const float *a, const flo
 
 /* ---- softmax / cross-entropy ---- */
 
-SPADE_CLONES static void crossentropy_rows(float *probs, float *logp, const float *logits,
-                                           const int *targets, int r0, int r1, int V, int Vp) {
+SPADE_CLONES static void crossentropy_rows(float *probs, float *logp, const float *logits, const int *targets, int r0,
+                                           int r1, int V, int Vp) {
     for (int i = r0; i < r1; i++) {
         const float *l = logits + (size_t)i * Vp;
         float *p = probs + (size_t)i * Vp;
@@ -979,8 +961,8 @@ SPADE_CLONES static void crossentropy_rows(float *probs, float *logp, const floa
     }
 }
 
-static int cpu_crossentropy_forward(void *ctx, float *probs, float *logp, const float *logits,
-                                    const int *targets, int N, int V, int Vp) {
+static int cpu_crossentropy_forward(void *ctx, float *probs, float *logp, const float *logits, const int *targets,
+                                    int N, int V, int Vp) {
 #pragma omp parallel if (PAR((size_t)N * Vp))
     {
         int r0, r1;
@@ -990,9 +972,8 @@ static int cpu_crossentropy_forward(void *ctx, float *probs, float *logp, const 
     return 0;
 }
 
-static int cpu_crossentropy_backward(void *ctx, float *dlogits, const float *probs,
-                                     const int *targets, const float *dlogp, int N, int V,
-                                     int Vp) {
+static int cpu_crossentropy_backward(void *ctx, float *dlogits, const float *probs, const int *targets,
+                                     const float *dlogp, int N, int V, int Vp) {
 #pragma omp parallel for if (PAR((size_t)N * Vp))
     for (int i = 0; i < N; i++) {
         float *d = dlogits + (size_t)i * Vp;
@@ -1013,9 +994,9 @@ static int cpu_crossentropy_backward(void *ctx, float *dlogits, const float *pro
 
 /* ---- optimizer ---- */
 
-SPADE_CLONES static void adamw_range(float *params, const float *grads, float *m, float *v,
-                                     size_t i0, size_t i1, float lr, float beta1, float beta2,
-                                     float eps, float wd, float grad_scale, float c1, float c2) {
+SPADE_CLONES static void adamw_range(float *params, const float *grads, float *m, float *v, size_t i0, size_t i1,
+                                     float lr, float beta1, float beta2, float eps, float wd, float grad_scale,
+                                     float c1, float c2) {
 #pragma omp simd
     for (size_t i = i0; i < i1; i++) {
         float g = grads[i] * grad_scale;
@@ -1028,9 +1009,8 @@ SPADE_CLONES static void adamw_range(float *params, const float *grads, float *m
     }
 }
 
-static int cpu_adamw(void *ctx, float *params, const float *grads, float *m, float *v,
-                     size_t n, float lr, float beta1, float beta2, float eps, float wd,
-                     float grad_scale, int t) {
+static int cpu_adamw(void *ctx, float *params, const float *grads, float *m, float *v, size_t n, float lr, float beta1,
+                     float beta2, float eps, float wd, float grad_scale, int t) {
     float c1 = 1.0f - powf(beta1, (float)t), c2 = 1.0f - powf(beta2, (float)t);
 #pragma omp parallel if (PAR(n))
     {
@@ -1068,8 +1048,8 @@ static int cpu_sumsq(void *ctx, const float *x, size_t n, double *out) {
 
 /* ---- the Llama family: RMSNorm, rotary positions, SwiGLU, grouped KV heads ---- */
 
-SPADE_CLONES static void rmsnorm_rows(float *out, float *rstd, const float *inp, const float *w,
-                                      int r0, int r1, int C, float eps) {
+SPADE_CLONES static void rmsnorm_rows(float *out, float *rstd, const float *inp, const float *w, int r0, int r1, int C,
+                                      float eps) {
     for (int i = r0; i < r1; i++) {
         const float *x = inp + (size_t)i * C;
         float v = 0.0f;
@@ -1083,8 +1063,8 @@ SPADE_CLONES static void rmsnorm_rows(float *out, float *rstd, const float *inp,
     }
 }
 
-static int cpu_rmsnorm_forward(void *ctx, float *out, float *rstd, const float *inp,
-                               const float *w, int N, int C, float eps) {
+static int cpu_rmsnorm_forward(void *ctx, float *out, float *rstd, const float *inp, const float *w, int N, int C,
+                               float eps) {
 #pragma omp parallel if (PAR((size_t)N * C))
     {
         int r0, r1;
@@ -1094,9 +1074,8 @@ static int cpu_rmsnorm_forward(void *ctx, float *out, float *rstd, const float *
     return 0;
 }
 
-SPADE_CLONES static void rmsnorm_back_rows(float *dinp, const float *dout, const float *inp,
-                                           const float *w, const float *rstd, int r0, int r1,
-                                           int C) {
+SPADE_CLONES static void rmsnorm_back_rows(float *dinp, const float *dout, const float *inp, const float *w,
+                                           const float *rstd, int r0, int r1, int C) {
     for (int i = r0; i < r1; i++) {
         const float *x = inp + (size_t)i * C, *dy = dout + (size_t)i * C;
         float s = rstd[i], dnx_mean = 0.0f;
@@ -1108,8 +1087,8 @@ SPADE_CLONES static void rmsnorm_back_rows(float *dinp, const float *dout, const
         for (int c = 0; c < C; c++) dx[c] += s * (w[c] * dy[c] - x[c] * s * dnx_mean);
     }
 }
-SPADE_CLONES static void rmsnorm_back_cols(float *dweight, const float *dout, const float *inp,
-                                           const float *rstd, int N, int C, int c0, int c1) {
+SPADE_CLONES static void rmsnorm_back_cols(float *dweight, const float *dout, const float *inp, const float *rstd,
+                                           int N, int C, int c0, int c1) {
     for (int i = 0; i < N; i++) {
         const float *x = inp + (size_t)i * C, *dy = dout + (size_t)i * C;
         float s = rstd[i];
@@ -1118,9 +1097,8 @@ SPADE_CLONES static void rmsnorm_back_cols(float *dweight, const float *dout, co
     }
 }
 
-static int cpu_rmsnorm_backward(void *ctx, float *dinp, float *dweight, const float *dout,
-                                const float *inp, const float *w, const float *rstd, int N,
-                                int C) {
+static int cpu_rmsnorm_backward(void *ctx, float *dinp, float *dweight, const float *dout, const float *inp,
+                                const float *w, const float *rstd, int N, int C) {
 #pragma omp parallel if (PAR((size_t)N * C))
     {
         int r0, r1, c0, c1;
@@ -1135,8 +1113,8 @@ static int cpu_rmsnorm_backward(void *ctx, float *dinp, float *dweight, const fl
 /* The angles are formed in double from the position and the pair index
  * alone, so a row at position p rotates the same whichever pass (a full
  * forward, a prefill, one decode step) it is in. */
-static int cpu_rope(void *ctx, float *x, const int *pos, int N, int T, int stride, int nheads,
-                    int hs, int rot, float base, int neox, int inverse) {
+static int cpu_rope(void *ctx, float *x, const int *pos, int N, int T, int stride, int nheads, int hs, int rot,
+                    float base, int neox, int inverse) {
     int half = rot / 2;
     double lb = log((double)base);
 #pragma omp parallel for if (PAR((size_t)N * nheads * rot))
@@ -1168,8 +1146,7 @@ SPADE_CLONES static void swiglu_fwd_rows(float *out, const float *inp, int r0, i
         for (int j = 0; j < F; j++) o[j] = g[j] * silu_sig(g[j]) * u[j];
     }
 }
-SPADE_CLONES static void swiglu_bwd_rows(float *dinp, const float *inp, const float *dout, int r0,
-                                         int r1, int F) {
+SPADE_CLONES static void swiglu_bwd_rows(float *dinp, const float *inp, const float *dout, int r0, int r1, int F) {
     for (int i = r0; i < r1; i++) {
         const float *g = inp + (size_t)i * 2 * F, *u = g + F, *dy = dout + (size_t)i * F;
         float *dg = dinp + (size_t)i * 2 * F, *du = dg + F;
@@ -1191,8 +1168,7 @@ static int cpu_swiglu_forward(void *ctx, float *out, const float *inp, int N, in
     }
     return 0;
 }
-static int cpu_swiglu_backward(void *ctx, float *dinp, const float *inp, const float *dout,
-                               int N, int F) {
+static int cpu_swiglu_backward(void *ctx, float *dinp, const float *inp, const float *dout, int N, int F) {
 #pragma omp parallel if (PAR((size_t)N * F))
     {
         int r0, r1;
@@ -1212,8 +1188,7 @@ static int cpu_kv_expand(void *ctx, float *out, const float *inp, int N, int NH,
         memcpy(o, in, C * sizeof(float));
         for (int h = 0; h < NH; h++) {
             memcpy(o + C + (size_t)h * hs, in + C + (size_t)(h / g) * hs, (size_t)hs * sizeof(float));
-            memcpy(o + 2 * C + (size_t)h * hs, in + C + KV + (size_t)(h / g) * hs,
-                   (size_t)hs * sizeof(float));
+            memcpy(o + 2 * C + (size_t)h * hs, in + C + KV + (size_t)(h / g) * hs, (size_t)hs * sizeof(float));
         }
     }
     return 0;
@@ -1240,18 +1215,15 @@ static int cpu_kv_reduce(void *ctx, float *dinp, const float *dout, int N, int N
     return 0;
 }
 
-#define CPU_VTABLE(NAME, PROBS)                                                                  \
-    {                                                                                       \
-        NAME, cpu_free, cpu_last_error, cpu_alloc, cpu_dealloc, cpu_memcpy, cpu_memcpy,     \
-            cpu_memcpy, cpu_zero, cpu_sync, cpu_encoder_forward, cpu_encoder_backward,       \
-            cpu_layernorm_forward, cpu_layernorm_backward, cpu_matmul_forward,               \
-            cpu_matmul_backward, cpu_attention_forward, cpu_attention_backward,              \
-            cpu_attention_forward_kv, cpu_gelu_forward, cpu_gelu_backward,                   \
-            cpu_residual_forward, cpu_crossentropy_forward, cpu_crossentropy_backward,       \
-            cpu_adamw, cpu_sumsq, cpu_encoder_forward_at, cpu_attention_forward_kv_at,          \
-            cpu_rmsnorm_forward, cpu_rmsnorm_backward, cpu_rope, cpu_swiglu_forward,         \
-            cpu_swiglu_backward, cpu_kv_expand, cpu_kv_reduce,                               \
-            cpu_attention_forward_kv_at_gqa, PROBS                                           \
+#define CPU_VTABLE(NAME, PROBS)                                                                                        \
+    {                                                                                                                  \
+        NAME, cpu_free, cpu_last_error, cpu_alloc, cpu_dealloc, cpu_memcpy, cpu_memcpy, cpu_memcpy, cpu_zero,          \
+            cpu_sync, cpu_encoder_forward, cpu_encoder_backward, cpu_layernorm_forward, cpu_layernorm_backward,        \
+            cpu_matmul_forward, cpu_matmul_backward, cpu_attention_forward, cpu_attention_backward,                    \
+            cpu_attention_forward_kv, cpu_gelu_forward, cpu_gelu_backward, cpu_residual_forward,                       \
+            cpu_crossentropy_forward, cpu_crossentropy_backward, cpu_adamw, cpu_sumsq, cpu_encoder_forward_at,         \
+            cpu_attention_forward_kv_at, cpu_rmsnorm_forward, cpu_rmsnorm_backward, cpu_rope, cpu_swiglu_forward,      \
+            cpu_swiglu_backward, cpu_kv_expand, cpu_kv_reduce, cpu_attention_forward_kv_at_gqa, PROBS                  \
     }
 
 static const spade_backend_vtable cpu_ref_vt = CPU_VTABLE("cpu_ref", 1);
@@ -1277,15 +1249,9 @@ static int cpu_new(spade_backend *be, int fast, char *err, size_t errlen) {
     return 0;
 }
 
-int spade_backend_cpu_ref_new(spade_backend *be, char *err, size_t errlen) {
-    return cpu_new(be, 0, err, errlen);
-}
-int spade_backend_cpu_new(spade_backend *be, char *err, size_t errlen) {
-    return cpu_new(be, 1, err, errlen);
-}
-int spade_backend_cpu_tt_new(spade_backend *be, char *err, size_t errlen) {
-    return cpu_new(be, 2, err, errlen);
-}
+int spade_backend_cpu_ref_new(spade_backend *be, char *err, size_t errlen) { return cpu_new(be, 0, err, errlen); }
+int spade_backend_cpu_new(spade_backend *be, char *err, size_t errlen) { return cpu_new(be, 1, err, errlen); }
+int spade_backend_cpu_tt_new(spade_backend *be, char *err, size_t errlen) { return cpu_new(be, 2, err, errlen); }
 
 int spade_backend_cpu_blas_note(char *buf, size_t len) {
 #if defined(SPADE_HAVE_CBLAS) && defined(OPENBLAS_VERSION)

@@ -49,10 +49,10 @@ struct cuda_ctx {
     cudaStream_t stream;
     cublasHandle_t blas;
     char err[512];
-    float *scratch;      /* device scratch (attention backward's row dots) */
-    size_t scratch_n;    /* floats */
-    double *partials;    /* (SUMSQ_MAX_BLOCKS) device partial sums of sumsq */
-    size_t kv_smem_ok;   /* dynamic shared memory kv_attend_kernel may use (bytes) */
+    float *scratch; /* device scratch (attention backward's row dots) */
+    size_t scratch_n; /* floats */
+    double *partials; /* (SUMSQ_MAX_BLOCKS) device partial sums of sumsq */
+    size_t kv_smem_ok; /* dynamic shared memory kv_attend_kernel may use (bytes) */
     size_t kv_at_smem_ok; /* the same for kv_attend_at_kernel */
 };
 
@@ -73,27 +73,25 @@ static int fail_at(cuda_ctx *c, int line, const char *fmt, ...) {
 #define FAIL(c, ...) fail_at((c), __LINE__, __VA_ARGS__)
 
 /* Checks a CUDA runtime call; on failure records the message and returns. */
-#define CU(c, call)                                                                     \
-    do {                                                                                \
-        cudaError_t e_ = (call);                                                        \
-        if (e_ != cudaSuccess)                                                          \
-            return fail_at((c), __LINE__, "%s: %s", #call, cudaGetErrorString(e_));     \
+#define CU(c, call)                                                                                                    \
+    do {                                                                                                               \
+        cudaError_t e_ = (call);                                                                                       \
+        if (e_ != cudaSuccess) return fail_at((c), __LINE__, "%s: %s", #call, cudaGetErrorString(e_));                 \
     } while (0)
 
 /* Checks that a kernel launch was accepted (bad configuration, or a sticky
  * error left by an earlier kernel). */
-#define LAUNCHED(c, what)                                                                \
-    do {                                                                                 \
-        cudaError_t e_ = cudaGetLastError();                                             \
-        if (e_ != cudaSuccess)                                                           \
-            return fail_at((c), __LINE__, "%s kernel: %s", (what), cudaGetErrorString(e_)); \
+#define LAUNCHED(c, what)                                                                                              \
+    do {                                                                                                               \
+        cudaError_t e_ = cudaGetLastError();                                                                           \
+        if (e_ != cudaSuccess) return fail_at((c), __LINE__, "%s kernel: %s", (what), cudaGetErrorString(e_));         \
     } while (0)
 
-#define BLAS(c, what, call)                                                              \
-    do {                                                                                 \
-        cublasStatus_t s_ = (call);                                                      \
-        if (s_ != CUBLAS_STATUS_SUCCESS)                                                 \
-            return fail_at((c), __LINE__, "cuBLAS %s: %s", (what), cublasGetStatusString(s_)); \
+#define BLAS(c, what, call)                                                                                            \
+    do {                                                                                                               \
+        cublasStatus_t s_ = (call);                                                                                    \
+        if (s_ != CUBLAS_STATUS_SUCCESS)                                                                               \
+            return fail_at((c), __LINE__, "cuBLAS %s: %s", (what), cublasGetStatusString(s_));                         \
     } while (0)
 
 #define CTX(ctx) ((cuda_ctx *)(ctx))
@@ -109,8 +107,7 @@ static float *scratch(cuda_ctx *c, size_t n) {
     if (e != cudaSuccess) {
         c->scratch = NULL;
         cudaGetLastError(); /* an allocation failure is not sticky; clear it */
-        FAIL(c, "cudaMalloc of %zu bytes of scratch: %s", n * sizeof(float),
-             cudaGetErrorString(e));
+        FAIL(c, "cudaMalloc of %zu bytes of scratch: %s", n * sizeof(float), cudaGetErrorString(e));
         return NULL;
     }
     c->scratch_n = n;
@@ -237,34 +234,30 @@ static int cuda_sync(void *ctx) {
 
 /* ----------------------------------------------------------------- encoder */
 
-__global__ void encoder_forward_kernel(float *out, const int *inp, const float *wte,
-                                       const float *wpe, size_t N, int T, int C, int pos0) {
+__global__ void encoder_forward_kernel(float *out, const int *inp, const float *wte, const float *wpe, size_t N, int T,
+                                       int C, int pos0) {
     size_t n = N * C;
-    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n;
-         idx += (size_t)gridDim.x * blockDim.x) {
+    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n; idx += (size_t)gridDim.x * blockDim.x) {
         size_t i = idx / C;
         int c = (int)(idx % C), t = (int)(i % T);
         out[idx] = wte[(size_t)inp[i] * C + c] + (wpe ? wpe[(size_t)(pos0 + t) * C + c] : 0.0f);
     }
 }
 
-static int cuda_encoder_forward(void *ctx, float *out, const int *inp, const float *wte,
-                                const float *wpe, int B, int T, int C, int pos0) {
+static int cuda_encoder_forward(void *ctx, float *out, const int *inp, const float *wte, const float *wpe, int B, int T,
+                                int C, int pos0) {
     cuda_ctx *c = CTX(ctx);
     size_t N = (size_t)B * T;
     if (!N || !C) return 0;
-    encoder_forward_kernel<<<grid_for(N * C, 256), 256, 0, c->stream>>>(out, inp, wte, wpe, N,
-                                                                          T, C, pos0);
+    encoder_forward_kernel<<<grid_for(N * C, 256), 256, 0, c->stream>>>(out, inp, wte, wpe, N, T, C, pos0);
     LAUNCHED(c, "encoder_forward");
     return 0;
 }
 
 /* Token rows: several positions may carry the same token, so the adds are atomic. */
-__global__ void encoder_backward_wte_kernel(float *dwte, const float *dout, const int *inp,
-                                            size_t N, int C) {
+__global__ void encoder_backward_wte_kernel(float *dwte, const float *dout, const int *inp, size_t N, int C) {
     size_t n = N * C;
-    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n;
-         idx += (size_t)gridDim.x * blockDim.x) {
+    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n; idx += (size_t)gridDim.x * blockDim.x) {
         size_t i = idx / C;
         int c = (int)(idx % C);
         atomicAdd(&dwte[(size_t)inp[i] * C + c], dout[idx]);
@@ -274,25 +267,22 @@ __global__ void encoder_backward_wte_kernel(float *dwte, const float *dout, cons
 /* Position rows: one thread per (t, c) adds the B rows in order (deterministic). */
 __global__ void encoder_backward_wpe_kernel(float *dwpe, const float *dout, int B, int T, int C) {
     size_t n = (size_t)T * C;
-    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n;
-         idx += (size_t)gridDim.x * blockDim.x) {
+    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n; idx += (size_t)gridDim.x * blockDim.x) {
         float s = dwpe[idx];
         for (int b = 0; b < B; b++) s += dout[(size_t)b * T * C + idx];
         dwpe[idx] = s;
     }
 }
 
-static int cuda_encoder_backward(void *ctx, float *dwte, float *dwpe, const float *dout,
-                                 const int *inp, int B, int T, int C) {
+static int cuda_encoder_backward(void *ctx, float *dwte, float *dwpe, const float *dout, const int *inp, int B, int T,
+                                 int C) {
     cuda_ctx *c = CTX(ctx);
     size_t N = (size_t)B * T;
     if (!N || !C) return 0;
-    encoder_backward_wte_kernel<<<grid_for(N * C, 256), 256, 0, c->stream>>>(dwte, dout, inp, N,
-                                                                               C);
+    encoder_backward_wte_kernel<<<grid_for(N * C, 256), 256, 0, c->stream>>>(dwte, dout, inp, N, C);
     LAUNCHED(c, "encoder_backward (wte)");
     if (!dwpe) return 0; /* no learned positions (the Llama family) */
-    encoder_backward_wpe_kernel<<<grid_for((size_t)T * C, 256), 256, 0, c->stream>>>(dwpe, dout,
-                                                                                       B, T, C);
+    encoder_backward_wpe_kernel<<<grid_for((size_t)T * C, 256), 256, 0, c->stream>>>(dwpe, dout, B, T, C);
     LAUNCHED(c, "encoder_backward (wpe)");
     return 0;
 }
@@ -302,8 +292,8 @@ static int cuda_encoder_backward(void *ctx, float *dwte, float *dwpe, const floa
 /* One warp per row; 8 rows per 256-thread block. */
 #define ROWS_PER_BLOCK 8
 
-__global__ void layernorm_forward_kernel(float *out, float *mean, float *rstd, const float *inp,
-                                         const float *w, const float *b, int N, int C) {
+__global__ void layernorm_forward_kernel(float *out, float *mean, float *rstd, const float *inp, const float *w,
+                                         const float *b, int N, int C) {
     int row = blockIdx.x * ROWS_PER_BLOCK + (threadIdx.x >> 5), lane = threadIdx.x & 31;
     if (row >= N) return; /* whole warps leave together; no block barrier follows */
     const float *x = inp + (size_t)row * C;
@@ -325,22 +315,19 @@ __global__ void layernorm_forward_kernel(float *out, float *mean, float *rstd, c
     }
 }
 
-static int cuda_layernorm_forward(void *ctx, float *out, float *mean, float *rstd,
-                                  const float *inp, const float *weight, const float *bias,
-                                  int N, int C) {
+static int cuda_layernorm_forward(void *ctx, float *out, float *mean, float *rstd, const float *inp,
+                                  const float *weight, const float *bias, int N, int C) {
     cuda_ctx *c = CTX(ctx);
     if (N <= 0 || C <= 0) return 0;
     unsigned grid = (unsigned)((N + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK);
-    layernorm_forward_kernel<<<grid, 32 * ROWS_PER_BLOCK, 0, c->stream>>>(out, mean, rstd, inp,
-                                                                          weight, bias, N, C);
+    layernorm_forward_kernel<<<grid, 32 * ROWS_PER_BLOCK, 0, c->stream>>>(out, mean, rstd, inp, weight, bias, N, C);
     LAUNCHED(c, "layernorm_forward");
     return 0;
 }
 
 /* dinp rows: one warp per row. */
-__global__ void layernorm_backward_rows_kernel(float *dinp, const float *dout, const float *inp,
-                                               const float *w, const float *mean,
-                                               const float *rstd, int N, int C) {
+__global__ void layernorm_backward_rows_kernel(float *dinp, const float *dout, const float *inp, const float *w,
+                                               const float *mean, const float *rstd, int N, int C) {
     int row = blockIdx.x * ROWS_PER_BLOCK + (threadIdx.x >> 5), lane = threadIdx.x & 31;
     if (row >= N) return;
     const float *x = inp + (size_t)row * C, *dy = dout + (size_t)row * C;
@@ -364,9 +351,8 @@ __global__ void layernorm_backward_rows_kernel(float *dinp, const float *dout, c
  * the 16 partial sums are added in a fixed order (deterministic, no atomics). */
 #define COL_ROWS 16
 
-__global__ void layernorm_backward_cols_kernel(float *dweight, float *dbias, const float *dout,
-                                               const float *inp, const float *mean,
-                                               const float *rstd, int N, int C) {
+__global__ void layernorm_backward_cols_kernel(float *dweight, float *dbias, const float *dout, const float *inp,
+                                               const float *mean, const float *rstd, int N, int C) {
     __shared__ float sw[COL_ROWS][33], sb[COL_ROWS][33];
     int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
     int c = blockIdx.x * 32 + tx;
@@ -409,17 +395,17 @@ __global__ void colsum_add_kernel(float *dst, const float *src, int N, int M) {
     }
 }
 
-static int cuda_layernorm_backward(void *ctx, float *dinp, float *dweight, float *dbias,
-                                   const float *dout, const float *inp, const float *weight,
-                                   const float *mean, const float *rstd, int N, int C) {
+static int cuda_layernorm_backward(void *ctx, float *dinp, float *dweight, float *dbias, const float *dout,
+                                   const float *inp, const float *weight, const float *mean, const float *rstd, int N,
+                                   int C) {
     cuda_ctx *c = CTX(ctx);
     if (N <= 0 || C <= 0) return 0;
     unsigned grid = (unsigned)((N + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK);
-    layernorm_backward_rows_kernel<<<grid, 32 * ROWS_PER_BLOCK, 0, c->stream>>>(
-        dinp, dout, inp, weight, mean, rstd, N, C);
+    layernorm_backward_rows_kernel<<<grid, 32 * ROWS_PER_BLOCK, 0, c->stream>>>(dinp, dout, inp, weight, mean, rstd, N,
+                                                                                C);
     LAUNCHED(c, "layernorm_backward (rows)");
-    layernorm_backward_cols_kernel<<<(unsigned)((C + 31) / 32), 32 * COL_ROWS, 0, c->stream>>>(
-        dweight, dbias, dout, inp, mean, rstd, N, C);
+    layernorm_backward_cols_kernel<<<(unsigned)((C + 31) / 32), 32 * COL_ROWS, 0, c->stream>>>(dweight, dbias, dout,
+                                                                                               inp, mean, rstd, N, C);
     LAUNCHED(c, "layernorm_backward (columns)");
     return 0;
 }
@@ -428,22 +414,20 @@ static int cuda_layernorm_backward(void *ctx, float *dinp, float *dweight, float
 
 __global__ void add_bias_kernel(float *out, const float *bias, size_t N, int OC) {
     size_t n = N * OC;
-    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n;
-         idx += (size_t)gridDim.x * blockDim.x)
+    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n; idx += (size_t)gridDim.x * blockDim.x)
         out[idx] += bias[idx % OC];
 }
 
 /* Row-major (N,OC) = (N,IC) @ (OC,IC)^T is, column-major, out^T = W^T-as-stored
  * @ inp^T: see the comment in backend.h. */
-static int cuda_matmul_forward(void *ctx, float *out, const float *inp, const float *weight,
-                               const float *bias, int N, int IC, int OC) {
+static int cuda_matmul_forward(void *ctx, float *out, const float *inp, const float *weight, const float *bias, int N,
+                               int IC, int OC) {
     cuda_ctx *c = CTX(ctx);
     if (N <= 0 || OC <= 0) return 0;
     const float one = 1.0f, zero = 0.0f;
     if (IC <= 0) return cuda_zero(ctx, out, (size_t)N * OC * sizeof(float));
     BLAS(c, "matmul_forward sgemm",
-         cublasSgemm(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, OC, N, IC, &one, weight, IC, inp, IC,
-                     &zero, out, OC));
+         cublasSgemm(c->blas, CUBLAS_OP_T, CUBLAS_OP_N, OC, N, IC, &one, weight, IC, inp, IC, &zero, out, OC));
     if (bias) {
         add_bias_kernel<<<grid_for((size_t)N * OC, 256), 256, 0, c->stream>>>(out, bias, N, OC);
         LAUNCHED(c, "matmul_forward (bias)");
@@ -451,23 +435,19 @@ static int cuda_matmul_forward(void *ctx, float *out, const float *inp, const fl
     return 0;
 }
 
-static int cuda_matmul_backward(void *ctx, float *dinp, float *dweight, float *dbias,
-                                const float *dout, const float *inp, const float *weight, int N,
-                                int IC, int OC) {
+static int cuda_matmul_backward(void *ctx, float *dinp, float *dweight, float *dbias, const float *dout,
+                                const float *inp, const float *weight, int N, int IC, int OC) {
     cuda_ctx *c = CTX(ctx);
     if (N <= 0 || IC <= 0 || OC <= 0) return 0;
     const float one = 1.0f, zero = 0.0f;
     /* dinp (N,IC) = dout (N,OC) @ W (OC,IC): column-major dinp^T = W^T @ dout^T */
     BLAS(c, "matmul_backward dinp sgemm",
-         cublasSgemm(c->blas, CUBLAS_OP_N, CUBLAS_OP_N, IC, N, OC, &one, weight, IC, dout, OC,
-                     &zero, dinp, IC));
+         cublasSgemm(c->blas, CUBLAS_OP_N, CUBLAS_OP_N, IC, N, OC, &one, weight, IC, dout, OC, &zero, dinp, IC));
     /* dW (OC,IC) += dout^T @ inp: column-major dW^T (IC,OC) += inp^T @ dout */
     BLAS(c, "matmul_backward dweight sgemm",
-         cublasSgemm(c->blas, CUBLAS_OP_N, CUBLAS_OP_T, IC, OC, N, &one, inp, IC, dout, OC, &one,
-                     dweight, IC));
+         cublasSgemm(c->blas, CUBLAS_OP_N, CUBLAS_OP_T, IC, OC, N, &one, inp, IC, dout, OC, &one, dweight, IC));
     if (dbias) {
-        colsum_add_kernel<<<(unsigned)((OC + 31) / 32), 32 * COL_ROWS, 0, c->stream>>>(dbias, dout,
-                                                                                      N, OC);
+        colsum_add_kernel<<<(unsigned)((OC + 31) / 32), 32 * COL_ROWS, 0, c->stream>>>(dbias, dout, N, OC);
         LAUNCHED(c, "matmul_backward (bias)");
     }
     return 0;
@@ -486,12 +466,17 @@ static int cuda_matmul_backward(void *ctx, float *dinp, float *dweight, float *d
  * so the 32 threads of a warp reading element i of their rows hit 32 banks. */
 #define FA_ROWS 32
 
-static size_t fa_fwd_smem(int hs) { return sizeof(float) * (2 * (size_t)FA_ROWS * hs + 2 * (size_t)FA_ROWS * (hs + 1)); }
-static size_t fa_dkdv_smem(int hs) { return sizeof(float) * (2 * (size_t)FA_ROWS * hs + 2 * FA_ROWS + 4 * (size_t)FA_ROWS * (hs + 1)); }
-static size_t fa_dq_smem(int hs) { return sizeof(float) * (2 * (size_t)FA_ROWS * hs + FA_ROWS + 3 * (size_t)FA_ROWS * (hs + 1)); }
+static size_t fa_fwd_smem(int hs) {
+    return sizeof(float) * (2 * (size_t)FA_ROWS * hs + 2 * (size_t)FA_ROWS * (hs + 1));
+}
+static size_t fa_dkdv_smem(int hs) {
+    return sizeof(float) * (2 * (size_t)FA_ROWS * hs + 2 * FA_ROWS + 4 * (size_t)FA_ROWS * (hs + 1));
+}
+static size_t fa_dq_smem(int hs) {
+    return sizeof(float) * (2 * (size_t)FA_ROWS * hs + FA_ROWS + 3 * (size_t)FA_ROWS * (hs + 1));
+}
 
-__global__ void fa_forward_kernel(float *out, float *lse, const float *qkv, int T, int C, int NH,
-                                  float scale) {
+__global__ void fa_forward_kernel(float *out, float *lse, const float *qkv, int T, int C, int NH, float scale) {
     extern __shared__ float sm[];
     int hs = C / NH, hp = hs + 1, C3 = 3 * C;
     int h = blockIdx.y, b = blockIdx.z, i0 = blockIdx.x * FA_ROWS, r = threadIdx.x, t = i0 + r;
@@ -552,12 +537,10 @@ __global__ void fa_forward_kernel(float *out, float *lse, const float *qkv, int 
 }
 
 /* D[b,h,t] = dout[b,t,h] . out[b,t,h], one thread per (b, h, t). */
-__global__ void fa_rowdot_kernel(float *D, const float *dout, const float *out, int B, int T,
-                                 int C, int NH) {
+__global__ void fa_rowdot_kernel(float *D, const float *dout, const float *out, int B, int T, int C, int NH) {
     size_t n = (size_t)B * NH * T;
     int hs = C / NH;
-    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n;
-         idx += (size_t)gridDim.x * blockDim.x) {
+    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n; idx += (size_t)gridDim.x * blockDim.x) {
         int t = (int)(idx % T), h = (int)(idx / T % NH), b = (int)(idx / T / NH);
         const float *dy = dout + ((size_t)b * T + t) * C + h * hs, *o = out + ((size_t)b * T + t) * C + h * hs;
         float s = 0.0f;
@@ -567,8 +550,8 @@ __global__ void fa_rowdot_kernel(float *D, const float *dout, const float *out, 
 }
 
 /* dk and dv of key row j = j0 + threadIdx.x: queries t >= j streamed in tiles. */
-__global__ void fa_dkdv_kernel(float *dqkv, const float *dout, const float *qkv, const float *lse,
-                               const float *D, int T, int C, int NH, float scale) {
+__global__ void fa_dkdv_kernel(float *dqkv, const float *dout, const float *qkv, const float *lse, const float *D,
+                               int T, int C, int NH, float scale) {
     extern __shared__ float sm[];
     int hs = C / NH, hp = hs + 1, C3 = 3 * C;
     int h = blockIdx.y, b = blockIdx.z, j0 = blockIdx.x * FA_ROWS, r = threadIdx.x, j = j0 + r;
@@ -621,8 +604,8 @@ __global__ void fa_dkdv_kernel(float *dqkv, const float *dout, const float *qkv,
 }
 
 /* dq of query row t = i0 + threadIdx.x: keys j <= t streamed in tiles. */
-__global__ void fa_dq_kernel(float *dqkv, const float *dout, const float *qkv, const float *lse,
-                             const float *D, int T, int C, int NH, float scale) {
+__global__ void fa_dq_kernel(float *dqkv, const float *dout, const float *qkv, const float *lse, const float *D, int T,
+                             int C, int NH, float scale) {
     extern __shared__ float sm[];
     int hs = C / NH, hp = hs + 1, C3 = 3 * C;
     int h = blockIdx.y, b = blockIdx.z, i0 = blockIdx.x * FA_ROWS, r = threadIdx.x, t = i0 + r;
@@ -666,8 +649,7 @@ __global__ void fa_dq_kernel(float *dqkv, const float *dout, const float *qkv, c
 }
 
 static int check_heads(cuda_ctx *c, const char *op, int C, int NH) {
-    if (NH <= 0 || C % NH != 0)
-        return FAIL(c, "%s: width %d is not a multiple of the head count %d", op, C, NH);
+    if (NH <= 0 || C % NH != 0) return FAIL(c, "%s: width %d is not a multiple of the head count %d", op, C, NH);
     return 0;
 }
 
@@ -677,38 +659,37 @@ static int fa_smem(cuda_ctx *c, const void *kernel, size_t smem, const char *op,
     int optin = 0;
     CU(c, cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, c->device));
     if (smem > (size_t)optin)
-        return FAIL(c, "%s: head size %d needs %zu bytes of shared memory per block, the device has %d",
-                    op, hs, smem, optin);
-    if (smem > 48 * 1024)
-        CU(c, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        return FAIL(c, "%s: head size %d needs %zu bytes of shared memory per block, the device has %d", op, hs, smem,
+                    optin);
+    if (smem > 48 * 1024) CU(c, cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
     return 0;
 }
 
-static int cuda_attention_forward(void *ctx, float *out, float *lse, float *att, const float *qkv,
-                                  int B, int T, int C, int NH) {
+static int cuda_attention_forward(void *ctx, float *out, float *lse, float *att, const float *qkv, int B, int T, int C,
+                                  int NH) {
     cuda_ctx *c = CTX(ctx);
     if (check_heads(c, "attention_forward", C, NH)) return SPADE_POLICY_EBACKEND;
     if (B <= 0 || T <= 0) return 0;
     int hs = C / NH;
-    if (B > 65535 || NH > 65535) return FAIL(c, "attention_forward: batch %d x heads %d: at most 65535 each (grid)", B, NH);
+    if (B > 65535 || NH > 65535)
+        return FAIL(c, "attention_forward: batch %d x heads %d: at most 65535 each (grid)", B, NH);
     size_t smem = fa_fwd_smem(hs);
     if (fa_smem(c, (const void *)fa_forward_kernel, smem, "attention_forward", hs)) return SPADE_POLICY_EBACKEND;
     dim3 grid((unsigned)((T + FA_ROWS - 1) / FA_ROWS), (unsigned)NH, (unsigned)B);
-    fa_forward_kernel<<<grid, FA_ROWS, smem, c->stream>>>(out, lse, qkv, T, C, NH,
-                                                         1.0f / sqrtf((float)hs));
+    fa_forward_kernel<<<grid, FA_ROWS, smem, c->stream>>>(out, lse, qkv, T, C, NH, 1.0f / sqrtf((float)hs));
     LAUNCHED(c, "attention_forward");
     return 0;
 }
 
-static int cuda_attention_backward(void *ctx, float *dqkv, const float *dout, const float *qkv,
-                                   const float *out, const float *lse, const float *att, int B,
-                                   int T, int C, int NH) {
+static int cuda_attention_backward(void *ctx, float *dqkv, const float *dout, const float *qkv, const float *out,
+                                   const float *lse, const float *att, int B, int T, int C, int NH) {
     cuda_ctx *c = CTX(ctx);
     if (check_heads(c, "attention_backward", C, NH)) return SPADE_POLICY_EBACKEND;
     if (B <= 0 || T <= 0) return 0;
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
-    if (B > 65535 || NH > 65535) return FAIL(c, "attention_backward: batch %d x heads %d: at most 65535 each (grid)", B, NH);
+    if (B > 65535 || NH > 65535)
+        return FAIL(c, "attention_backward: batch %d x heads %d: at most 65535 each (grid)", B, NH);
     size_t s1 = fa_dkdv_smem(hs), s2 = fa_dq_smem(hs);
     if (fa_smem(c, (const void *)fa_dkdv_kernel, s1, "attention_backward", hs) ||
         fa_smem(c, (const void *)fa_dq_kernel, s2, "attention_backward", hs))
@@ -725,11 +706,10 @@ static int cuda_attention_backward(void *ctx, float *dqkv, const float *dout, co
     return 0;
 }
 
-__global__ void kv_store_kernel(float *kcache, float *vcache, const float *qkv, int B, int T,
-                                int C, int pos0, int maxT) {
+__global__ void kv_store_kernel(float *kcache, float *vcache, const float *qkv, int B, int T, int C, int pos0,
+                                int maxT) {
     size_t n = (size_t)B * T * C;
-    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n;
-         idx += (size_t)gridDim.x * blockDim.x) {
+    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n; idx += (size_t)gridDim.x * blockDim.x) {
         size_t bt = idx / C;
         int c = (int)(idx % C), t = (int)(bt % T), b = (int)(bt / T);
         const float *row = qkv + bt * 3 * C;
@@ -745,9 +725,8 @@ __global__ void kv_store_kernel(float *kcache, float *vcache, const float *qkv, 
  * max are tree reductions. Dynamic shared memory: hs + pos0 + T floats. */
 #define KV_THREADS 128
 
-__global__ void kv_attend_kernel(float *out, const float *qkv, const float *kcache,
-                                 const float *vcache, int T, int C, int NH, int pos0, int maxT,
-                                 float scale) {
+__global__ void kv_attend_kernel(float *out, const float *qkv, const float *kcache, const float *vcache, int T, int C,
+                                 int NH, int pos0, int maxT, float scale) {
     extern __shared__ float smem[];
     __shared__ float red[32];
     int hs = C / NH;
@@ -784,18 +763,15 @@ __global__ void kv_attend_kernel(float *out, const float *qkv, const float *kcac
     }
 }
 
-static int cuda_attention_forward_kv(void *ctx, float *out, const float *qkv, float *kcache,
-                                     float *vcache, int B, int T, int C, int NH, int pos0,
-                                     int maxT) {
+static int cuda_attention_forward_kv(void *ctx, float *out, const float *qkv, float *kcache, float *vcache, int B,
+                                     int T, int C, int NH, int pos0, int maxT) {
     cuda_ctx *c = CTX(ctx);
     if (check_heads(c, "attention_forward_kv", C, NH)) return SPADE_POLICY_EBACKEND;
     if (pos0 < 0 || pos0 + T > maxT)
-        return FAIL(c, "attention_forward_kv: positions %d..%d outside the context %d", pos0,
-                    pos0 + T - 1, maxT);
+        return FAIL(c, "attention_forward_kv: positions %d..%d outside the context %d", pos0, pos0 + T - 1, maxT);
     if (B <= 0 || T <= 0) return 0;
     int hs = C / NH;
-    kv_store_kernel<<<grid_for((size_t)B * T * C, 256), 256, 0, c->stream>>>(
-        kcache, vcache, qkv, B, T, C, pos0, maxT);
+    kv_store_kernel<<<grid_for((size_t)B * T * C, 256), 256, 0, c->stream>>>(kcache, vcache, qkv, B, T, C, pos0, maxT);
     LAUNCHED(c, "attention_forward_kv (cache store)");
     size_t smem = (size_t)(hs + pos0 + T) * sizeof(float);
     if (smem > 48 * 1024 && smem > c->kv_smem_ok) {
@@ -807,36 +783,33 @@ static int cuda_attention_forward_kv(void *ctx, float *out, const float *qkv, fl
                         "attention_forward_kv: %d cached positions need %zu bytes of shared "
                         "memory; this GPU allows %d per block (use a shorter policy.context)",
                         pos0 + T, smem, maxopt);
-        CU(c, cudaFuncSetAttribute(kv_attend_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                   (int)smem));
+        CU(c, cudaFuncSetAttribute(kv_attend_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         c->kv_smem_ok = smem;
     }
     float scale = 1.0f / sqrtf((float)hs);
-    kv_attend_kernel<<<(unsigned)((size_t)B * NH * T), KV_THREADS, smem, c->stream>>>(
-        out, qkv, kcache, vcache, T, C, NH, pos0, maxT, scale);
+    kv_attend_kernel<<<(unsigned)((size_t)B * NH * T), KV_THREADS, smem, c->stream>>>(out, qkv, kcache, vcache, T, C,
+                                                                                      NH, pos0, maxT, scale);
     LAUNCHED(c, "attention_forward_kv (attend)");
     return 0;
 }
 
 /* ------------------------------------------- the decoding batch (per-row slots) */
 
-__global__ void encoder_forward_at_kernel(float *out, const int *inp, const int *pos,
-                                          const float *wte, const float *wpe, int N, int C) {
+__global__ void encoder_forward_at_kernel(float *out, const int *inp, const int *pos, const float *wte,
+                                          const float *wpe, int N, int C) {
     size_t n = (size_t)N * C;
-    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n;
-         idx += (size_t)gridDim.x * blockDim.x) {
+    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n; idx += (size_t)gridDim.x * blockDim.x) {
         size_t i = idx / C;
         int c = (int)(idx % C);
         out[idx] = wte[(size_t)inp[i] * C + c] + (wpe ? wpe[(size_t)pos[i] * C + c] : 0.0f);
     }
 }
 
-static int cuda_encoder_forward_at(void *ctx, float *out, const int *inp, const int *pos,
-                                   const float *wte, const float *wpe, int N, int C) {
+static int cuda_encoder_forward_at(void *ctx, float *out, const int *inp, const int *pos, const float *wte,
+                                   const float *wpe, int N, int C) {
     cuda_ctx *c = CTX(ctx);
     if (N <= 0) return 0;
-    encoder_forward_at_kernel<<<grid_for((size_t)N * C, 256), 256, 0, c->stream>>>(
-        out, inp, pos, wte, wpe, N, C);
+    encoder_forward_at_kernel<<<grid_for((size_t)N * C, 256), 256, 0, c->stream>>>(out, inp, pos, wte, wpe, N, C);
     LAUNCHED(c, "encoder_forward_at");
     return 0;
 }
@@ -844,11 +817,10 @@ static int cuda_encoder_forward_at(void *ctx, float *out, const int *inp, const 
 /* Rows of qkv are qstride apart with k at [C, C+KW) and v at [C+KW, C+2KW);
  * a cache position holds KW floats (the GPT: qstride 3C, KW = C; grouped
  * key/value heads: qstride C+2KW, KW = KVH*hs). */
-__global__ void kv_store_at_kernel(float *kcache, float *vcache, const float *qkv, const int *slot,
-                                   const int *pos, int N, int C, int maxT, int qstride, int KW) {
+__global__ void kv_store_at_kernel(float *kcache, float *vcache, const float *qkv, const int *slot, const int *pos,
+                                   int N, int C, int maxT, int qstride, int KW) {
     size_t n = (size_t)N * KW;
-    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n;
-         idx += (size_t)gridDim.x * blockDim.x) {
+    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n; idx += (size_t)gridDim.x * blockDim.x) {
         size_t i = idx / KW;
         int c = (int)(idx % KW);
         const float *row = qkv + i * qstride;
@@ -861,9 +833,9 @@ __global__ void kv_store_at_kernel(float *kcache, float *vcache, const float *qk
 /* kv_attend_kernel with the row's own slot and length: one block per (row,
  * head), the same order of operations inside each output. Dynamic shared
  * memory: hs + maxlen floats. */
-__global__ void kv_attend_at_kernel(float *out, const float *qkv, const float *kcache,
-                                    const float *vcache, const int *slot, const int *pos, int C,
-                                    int NH, int maxT, float scale, int qstride, int KW, int group) {
+__global__ void kv_attend_at_kernel(float *out, const float *qkv, const float *kcache, const float *vcache,
+                                    const int *slot, const int *pos, int C, int NH, int maxT, float scale, int qstride,
+                                    int KW, int group) {
     extern __shared__ float smem[];
     __shared__ float red[32];
     int hs = C / NH;
@@ -901,20 +873,19 @@ __global__ void kv_attend_at_kernel(float *out, const float *qkv, const float *k
     }
 }
 
-static int kv_at_launch(cuda_ctx *c, float *out, const float *qkv, float *kcache, float *vcache,
-                        const int *slot, const int *pos, int N, int C, int NH, int KVH, int maxT,
-                        int maxlen);
+static int kv_at_launch(cuda_ctx *c, float *out, const float *qkv, float *kcache, float *vcache, const int *slot,
+                        const int *pos, int N, int C, int NH, int KVH, int maxT, int maxlen);
 
-static int cuda_attention_forward_kv_at(void *ctx, float *out, const float *qkv, float *kcache,
-                                        float *vcache, const int *slot, const int *pos, int N,
-                                        int C, int NH, int S, int maxT, int maxlen) {
+static int cuda_attention_forward_kv_at(void *ctx, float *out, const float *qkv, float *kcache, float *vcache,
+                                        const int *slot, const int *pos, int N, int C, int NH, int S, int maxT,
+                                        int maxlen) {
     (void)S;
     return kv_at_launch(CTX(ctx), out, qkv, kcache, vcache, slot, pos, N, C, NH, NH, maxT, maxlen);
 }
 
-static int cuda_attention_forward_kv_at_gqa(void *ctx, float *out, const float *qkv, float *kcache,
-                                            float *vcache, const int *slot, const int *pos, int N,
-                                            int C, int NH, int KVH, int S, int maxT, int maxlen) {
+static int cuda_attention_forward_kv_at_gqa(void *ctx, float *out, const float *qkv, float *kcache, float *vcache,
+                                            const int *slot, const int *pos, int N, int C, int NH, int KVH, int S,
+                                            int maxT, int maxlen) {
     cuda_ctx *c = CTX(ctx);
     (void)S;
     if (KVH < 1 || NH % KVH)
@@ -924,16 +895,15 @@ static int cuda_attention_forward_kv_at_gqa(void *ctx, float *out, const float *
 
 /* KVH = NH with the GPT's (N, 3C) rows is attention_forward_kv_at; KVH < NH
  * reads compact (N, C + 2 KVH hs) rows and a cache of KVH heads. */
-static int kv_at_launch(cuda_ctx *c, float *out, const float *qkv, float *kcache, float *vcache,
-                        const int *slot, const int *pos, int N, int C, int NH, int KVH, int maxT,
-                        int maxlen) {
+static int kv_at_launch(cuda_ctx *c, float *out, const float *qkv, float *kcache, float *vcache, const int *slot,
+                        const int *pos, int N, int C, int NH, int KVH, int maxT, int maxlen) {
     if (check_heads(c, "attention_forward_kv_at", C, NH)) return SPADE_POLICY_EBACKEND;
     if (maxlen < 1 || maxlen > maxT)
         return FAIL(c, "attention_forward_kv_at: maxlen %d outside 1..%d (the context)", maxlen, maxT);
     if (N <= 0) return 0;
     int hs = C / NH, KW = KVH * hs, qstride = KVH == NH ? 3 * C : C + 2 * KW;
-    kv_store_at_kernel<<<grid_for((size_t)N * KW, 256), 256, 0, c->stream>>>(
-        kcache, vcache, qkv, slot, pos, N, C, maxT, qstride, KW);
+    kv_store_at_kernel<<<grid_for((size_t)N * KW, 256), 256, 0, c->stream>>>(kcache, vcache, qkv, slot, pos, N, C, maxT,
+                                                                             qstride, KW);
     LAUNCHED(c, "attention_forward_kv_at (cache store)");
     size_t smem = (size_t)(hs + maxlen) * sizeof(float);
     if (smem > 48 * 1024 && smem > c->kv_at_smem_ok) {
@@ -944,8 +914,7 @@ static int kv_at_launch(cuda_ctx *c, float *out, const float *qkv, float *kcache
                         "attention_forward_kv_at: %d cached positions need %zu bytes of shared "
                         "memory; this GPU allows %d per block (use a shorter policy.context)",
                         maxlen, smem, maxopt);
-        CU(c, cudaFuncSetAttribute(kv_attend_at_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                   (int)smem));
+        CU(c, cudaFuncSetAttribute(kv_attend_at_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         c->kv_at_smem_ok = smem;
     }
     float scale = 1.0f / sqrtf((float)hs);
@@ -960,29 +929,25 @@ static int kv_at_launch(cuda_ctx *c, float *out, const float *qkv, float *kcache
 #define GELU_K 0.7978845608028654f /* sqrt(2/pi) */
 
 __global__ void gelu_forward_kernel(float *out, const float *inp, size_t n) {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
         float x = inp[i];
         out[i] = 0.5f * x * (1.0f + tanhf(GELU_K * (x + 0.044715f * x * x * x)));
     }
 }
 
 __global__ void gelu_backward_kernel(float *dinp, const float *inp, const float *dout, size_t n) {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
         float x = inp[i];
         float u = GELU_K * (x + 0.044715f * x * x * x);
         float th = tanhf(u);
         float sech2 = 1.0f - th * th;
-        float g = 0.5f * (1.0f + th) +
-                  0.5f * x * sech2 * GELU_K * (1.0f + 3.0f * 0.044715f * x * x);
+        float g = 0.5f * (1.0f + th) + 0.5f * x * sech2 * GELU_K * (1.0f + 3.0f * 0.044715f * x * x);
         dinp[i] = g * dout[i];
     }
 }
 
 __global__ void residual_forward_kernel(float *out, const float *a, const float *b, size_t n) {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x)
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
         out[i] = a[i] + b[i];
 }
 
@@ -994,8 +959,7 @@ static int cuda_gelu_forward(void *ctx, float *out, const float *inp, size_t n) 
     return 0;
 }
 
-static int cuda_gelu_backward(void *ctx, float *dinp, const float *inp, const float *dout,
-                              size_t n) {
+static int cuda_gelu_backward(void *ctx, float *dinp, const float *inp, const float *dout, size_t n) {
     cuda_ctx *c = CTX(ctx);
     if (!n) return 0;
     gelu_backward_kernel<<<grid_for(n, 256), 256, 0, c->stream>>>(dinp, inp, dout, n);
@@ -1003,8 +967,7 @@ static int cuda_gelu_backward(void *ctx, float *dinp, const float *inp, const fl
     return 0;
 }
 
-static int cuda_residual_forward(void *ctx, float *out, const float *a, const float *b,
-                                 size_t n) {
+static int cuda_residual_forward(void *ctx, float *out, const float *a, const float *b, size_t n) {
     cuda_ctx *c = CTX(ctx);
     if (!n) return 0;
     residual_forward_kernel<<<grid_for(n, 256), 256, 0, c->stream>>>(out, a, b, n);
@@ -1014,8 +977,8 @@ static int cuda_residual_forward(void *ctx, float *out, const float *a, const fl
 
 /* ------------------------------- the Llama family: RMSNorm, RoPE, SwiGLU, GQA */
 
-__global__ void rmsnorm_forward_kernel(float *out, float *rstd, const float *inp, const float *w,
-                                       int N, int C, float eps) {
+__global__ void rmsnorm_forward_kernel(float *out, float *rstd, const float *inp, const float *w, int N, int C,
+                                       float eps) {
     int row = blockIdx.x * ROWS_PER_BLOCK + (threadIdx.x >> 5), lane = threadIdx.x & 31;
     if (row >= N) return;
     const float *x = inp + (size_t)row * C;
@@ -1027,19 +990,18 @@ __global__ void rmsnorm_forward_kernel(float *out, float *rstd, const float *inp
     if (lane == 0 && rstd) rstd[row] = rs;
 }
 
-static int cuda_rmsnorm_forward(void *ctx, float *out, float *rstd, const float *inp,
-                                const float *weight, int N, int C, float eps) {
+static int cuda_rmsnorm_forward(void *ctx, float *out, float *rstd, const float *inp, const float *weight, int N, int C,
+                                float eps) {
     cuda_ctx *c = CTX(ctx);
     if (N <= 0 || C <= 0) return 0;
     unsigned grid = (unsigned)((N + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK);
-    rmsnorm_forward_kernel<<<grid, 32 * ROWS_PER_BLOCK, 0, c->stream>>>(out, rstd, inp, weight, N,
-                                                                        C, eps);
+    rmsnorm_forward_kernel<<<grid, 32 * ROWS_PER_BLOCK, 0, c->stream>>>(out, rstd, inp, weight, N, C, eps);
     LAUNCHED(c, "rmsnorm_forward");
     return 0;
 }
 
-__global__ void rmsnorm_backward_rows_kernel(float *dinp, const float *dout, const float *inp,
-                                             const float *w, const float *rstd, int N, int C) {
+__global__ void rmsnorm_backward_rows_kernel(float *dinp, const float *dout, const float *inp, const float *w,
+                                             const float *rstd, int N, int C) {
     int row = blockIdx.x * ROWS_PER_BLOCK + (threadIdx.x >> 5), lane = threadIdx.x & 31;
     if (row >= N) return;
     const float *x = inp + (size_t)row * C, *dy = dout + (size_t)row * C;
@@ -1050,15 +1012,14 @@ __global__ void rmsnorm_backward_rows_kernel(float *dinp, const float *dout, con
     for (int i = lane; i < C; i += 32) dx[i] += s * (w[i] * dy[i] - x[i] * s * dnx);
 }
 
-__global__ void rmsnorm_backward_cols_kernel(float *dweight, const float *dout, const float *inp,
-                                             const float *rstd, int N, int C) {
+__global__ void rmsnorm_backward_cols_kernel(float *dweight, const float *dout, const float *inp, const float *rstd,
+                                             int N, int C) {
     __shared__ float sw[COL_ROWS][33];
     int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
     int c = blockIdx.x * 32 + tx;
     float dw = 0.0f;
     if (c < C)
-        for (int i = ty; i < N; i += COL_ROWS)
-            dw += inp[(size_t)i * C + c] * rstd[i] * dout[(size_t)i * C + c];
+        for (int i = ty; i < N; i += COL_ROWS) dw += inp[(size_t)i * C + c] * rstd[i] * dout[(size_t)i * C + c];
     sw[ty][tx] = dw;
     __syncthreads();
     if (ty == 0 && c < C) {
@@ -1068,28 +1029,25 @@ __global__ void rmsnorm_backward_cols_kernel(float *dweight, const float *dout, 
     }
 }
 
-static int cuda_rmsnorm_backward(void *ctx, float *dinp, float *dweight, const float *dout,
-                                 const float *inp, const float *weight, const float *rstd, int N,
-                                 int C) {
+static int cuda_rmsnorm_backward(void *ctx, float *dinp, float *dweight, const float *dout, const float *inp,
+                                 const float *weight, const float *rstd, int N, int C) {
     cuda_ctx *c = CTX(ctx);
     if (N <= 0 || C <= 0) return 0;
     unsigned grid = (unsigned)((N + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK);
-    rmsnorm_backward_rows_kernel<<<grid, 32 * ROWS_PER_BLOCK, 0, c->stream>>>(dinp, dout, inp,
-                                                                              weight, rstd, N, C);
+    rmsnorm_backward_rows_kernel<<<grid, 32 * ROWS_PER_BLOCK, 0, c->stream>>>(dinp, dout, inp, weight, rstd, N, C);
     LAUNCHED(c, "rmsnorm_backward (rows)");
-    rmsnorm_backward_cols_kernel<<<(unsigned)((C + 31) / 32), 32 * COL_ROWS, 0, c->stream>>>(
-        dweight, dout, inp, rstd, N, C);
+    rmsnorm_backward_cols_kernel<<<(unsigned)((C + 31) / 32), 32 * COL_ROWS, 0, c->stream>>>(dweight, dout, inp, rstd,
+                                                                                             N, C);
     LAUNCHED(c, "rmsnorm_backward (columns)");
     return 0;
 }
 
 /* One thread per (row, pair): the angle in double, as on the CPU. */
-__global__ void rope_kernel(float *x, const int *pos, int N, int T, int stride, int nheads,
-                            int hs, int rot, double lb, int neox, int inverse) {
+__global__ void rope_kernel(float *x, const int *pos, int N, int T, int stride, int nheads, int hs, int rot, double lb,
+                            int neox, int inverse) {
     int half = rot / 2;
     size_t n = (size_t)N * half;
-    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n;
-         idx += (size_t)gridDim.x * blockDim.x) {
+    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n; idx += (size_t)gridDim.x * blockDim.x) {
         int i = (int)(idx / half), j = (int)(idx % half);
         double p = pos ? pos[i] : i % T;
         double th = p * exp(-2.0 * j / rot * lb);
@@ -1105,31 +1063,28 @@ __global__ void rope_kernel(float *x, const int *pos, int N, int T, int stride, 
     }
 }
 
-static int cuda_rope(void *ctx, float *x, const int *pos, int N, int T, int stride, int nheads,
-                     int hs, int rot, float base, int neox, int inverse) {
+static int cuda_rope(void *ctx, float *x, const int *pos, int N, int T, int stride, int nheads, int hs, int rot,
+                     float base, int neox, int inverse) {
     cuda_ctx *c = CTX(ctx);
     if (N <= 0 || rot < 2) return 0;
-    rope_kernel<<<grid_for((size_t)N * (rot / 2), 256), 256, 0, c->stream>>>(
-        x, pos, N, T, stride, nheads, hs, rot, log((double)base), neox, inverse);
+    rope_kernel<<<grid_for((size_t)N * (rot / 2), 256), 256, 0, c->stream>>>(x, pos, N, T, stride, nheads, hs, rot,
+                                                                             log((double)base), neox, inverse);
     LAUNCHED(c, "rope");
     return 0;
 }
 
 __global__ void swiglu_forward_kernel(float *out, const float *inp, int N, int F) {
     size_t n = (size_t)N * F;
-    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n;
-         idx += (size_t)gridDim.x * blockDim.x) {
+    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n; idx += (size_t)gridDim.x * blockDim.x) {
         size_t i = idx / F, j = idx % F;
         float g = inp[i * 2 * F + j], u = inp[i * 2 * F + F + j];
         out[idx] = g / (1.0f + expf(-g)) * u;
     }
 }
 
-__global__ void swiglu_backward_kernel(float *dinp, const float *inp, const float *dout, int N,
-                                       int F) {
+__global__ void swiglu_backward_kernel(float *dinp, const float *inp, const float *dout, int N, int F) {
     size_t n = (size_t)N * F;
-    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n;
-         idx += (size_t)gridDim.x * blockDim.x) {
+    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n; idx += (size_t)gridDim.x * blockDim.x) {
         size_t i = idx / F, j = idx % F;
         float g = inp[i * 2 * F + j], u = inp[i * 2 * F + F + j], dy = dout[idx];
         float sg = 1.0f / (1.0f + expf(-g));
@@ -1146,12 +1101,10 @@ static int cuda_swiglu_forward(void *ctx, float *out, const float *inp, int N, i
     return 0;
 }
 
-static int cuda_swiglu_backward(void *ctx, float *dinp, const float *inp, const float *dout,
-                                int N, int F) {
+static int cuda_swiglu_backward(void *ctx, float *dinp, const float *inp, const float *dout, int N, int F) {
     cuda_ctx *c = CTX(ctx);
     if (N <= 0 || F <= 0) return 0;
-    swiglu_backward_kernel<<<grid_for((size_t)N * F, 256), 256, 0, c->stream>>>(dinp, inp, dout,
-                                                                                N, F);
+    swiglu_backward_kernel<<<grid_for((size_t)N * F, 256), 256, 0, c->stream>>>(dinp, inp, dout, N, F);
     LAUNCHED(c, "swiglu_backward");
     return 0;
 }
@@ -1160,8 +1113,7 @@ static int cuda_swiglu_backward(void *ctx, float *dinp, const float *inp, const 
 __global__ void kv_expand_kernel(float *out, const float *inp, int N, int NH, int KVH, int hs) {
     size_t C = (size_t)NH * hs, KV = (size_t)KVH * hs, W = C + 2 * KV, n = (size_t)N * 3 * C;
     int g = NH / KVH;
-    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n;
-         idx += (size_t)gridDim.x * blockDim.x) {
+    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n; idx += (size_t)gridDim.x * blockDim.x) {
         size_t i = idx / (3 * C), col = idx % (3 * C);
         const float *in = inp + i * W;
         if (col < C) {
@@ -1179,8 +1131,7 @@ __global__ void kv_expand_kernel(float *out, const float *inp, int N, int NH, in
 __global__ void kv_reduce_kernel(float *dinp, const float *dout, int N, int NH, int KVH, int hs) {
     size_t C = (size_t)NH * hs, KV = (size_t)KVH * hs, W = C + 2 * KV, n = (size_t)N * W;
     int g = NH / KVH;
-    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n;
-         idx += (size_t)gridDim.x * blockDim.x) {
+    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n; idx += (size_t)gridDim.x * blockDim.x) {
         size_t i = idx / W, col = idx % W;
         const float *d = dout + i * 3 * C;
         if (col < C) {
@@ -1195,22 +1146,18 @@ __global__ void kv_reduce_kernel(float *dinp, const float *dout, int N, int NH, 
     }
 }
 
-static int cuda_kv_expand(void *ctx, float *out, const float *inp, int N, int NH, int KVH,
-                          int hs) {
+static int cuda_kv_expand(void *ctx, float *out, const float *inp, int N, int NH, int KVH, int hs) {
     cuda_ctx *c = CTX(ctx);
     if (N <= 0) return 0;
-    kv_expand_kernel<<<grid_for((size_t)N * 3 * NH * hs, 256), 256, 0, c->stream>>>(out, inp, N, NH,
-                                                                                    KVH, hs);
+    kv_expand_kernel<<<grid_for((size_t)N * 3 * NH * hs, 256), 256, 0, c->stream>>>(out, inp, N, NH, KVH, hs);
     LAUNCHED(c, "kv_expand");
     return 0;
 }
 
-static int cuda_kv_reduce(void *ctx, float *dinp, const float *dout, int N, int NH, int KVH,
-                          int hs) {
+static int cuda_kv_reduce(void *ctx, float *dinp, const float *dout, int N, int NH, int KVH, int hs) {
     cuda_ctx *c = CTX(ctx);
     if (N <= 0) return 0;
-    kv_reduce_kernel<<<grid_for((size_t)N * (NH + 2 * KVH) * hs, 256), 256, 0, c->stream>>>(
-        dinp, dout, N, NH, KVH, hs);
+    kv_reduce_kernel<<<grid_for((size_t)N * (NH + 2 * KVH) * hs, 256), 256, 0, c->stream>>>(dinp, dout, N, NH, KVH, hs);
     LAUNCHED(c, "kv_reduce");
     return 0;
 }
@@ -1220,8 +1167,8 @@ static int cuda_kv_reduce(void *ctx, float *dinp, const float *dout, int N, int 
 #define CE_THREADS 256
 
 /* One block per row. */
-__global__ void crossentropy_forward_kernel(float *probs, float *logp, const float *logits,
-                                            const int *targets, int V, int Vp) {
+__global__ void crossentropy_forward_kernel(float *probs, float *logp, const float *logits, const int *targets, int V,
+                                            int Vp) {
     __shared__ float red[32];
     size_t i = blockIdx.x;
     const float *l = logits + i * Vp;
@@ -1245,12 +1192,10 @@ __global__ void crossentropy_forward_kernel(float *probs, float *logp, const flo
     }
 }
 
-__global__ void crossentropy_backward_kernel(float *dlogits, const float *probs,
-                                             const int *targets, const float *dlogp, size_t N,
-                                             int V, int Vp) {
+__global__ void crossentropy_backward_kernel(float *dlogits, const float *probs, const int *targets, const float *dlogp,
+                                             size_t N, int V, int Vp) {
     size_t n = N * Vp;
-    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n;
-         idx += (size_t)gridDim.x * blockDim.x) {
+    for (size_t idx = blockIdx.x * (size_t)blockDim.x + threadIdx.x; idx < n; idx += (size_t)gridDim.x * blockDim.x) {
         size_t i = idx / Vp;
         int v = (int)(idx % Vp), t = targets[i];
         float w = dlogp[i], d = 0.0f;
@@ -1262,35 +1207,31 @@ __global__ void crossentropy_backward_kernel(float *dlogits, const float *probs,
     }
 }
 
-static int cuda_crossentropy_forward(void *ctx, float *probs, float *logp, const float *logits,
-                                     const int *targets, int N, int V, int Vp) {
+static int cuda_crossentropy_forward(void *ctx, float *probs, float *logp, const float *logits, const int *targets,
+                                     int N, int V, int Vp) {
     cuda_ctx *c = CTX(ctx);
     if (N <= 0) return 0;
     if (V <= 0 || V > Vp) return FAIL(c, "crossentropy_forward: vocabulary %d of padded %d", V, Vp);
-    crossentropy_forward_kernel<<<(unsigned)N, CE_THREADS, 0, c->stream>>>(probs, logp, logits,
-                                                                            targets, V, Vp);
+    crossentropy_forward_kernel<<<(unsigned)N, CE_THREADS, 0, c->stream>>>(probs, logp, logits, targets, V, Vp);
     LAUNCHED(c, "crossentropy_forward");
     return 0;
 }
 
-static int cuda_crossentropy_backward(void *ctx, float *dlogits, const float *probs,
-                                      const int *targets, const float *dlogp, int N, int V,
-                                      int Vp) {
+static int cuda_crossentropy_backward(void *ctx, float *dlogits, const float *probs, const int *targets,
+                                      const float *dlogp, int N, int V, int Vp) {
     cuda_ctx *c = CTX(ctx);
     if (N <= 0 || Vp <= 0) return 0;
-    crossentropy_backward_kernel<<<grid_for((size_t)N * Vp, 256), 256, 0, c->stream>>>(
-        dlogits, probs, targets, dlogp, (size_t)N, V, Vp);
+    crossentropy_backward_kernel<<<grid_for((size_t)N * Vp, 256), 256, 0, c->stream>>>(dlogits, probs, targets, dlogp,
+                                                                                       (size_t)N, V, Vp);
     LAUNCHED(c, "crossentropy_backward");
     return 0;
 }
 
 /* --------------------------------------------------------------- optimizer */
 
-__global__ void adamw_kernel(float *params, const float *grads, float *m, float *v, size_t n,
-                             float lr, float beta1, float beta2, float eps, float wd,
-                             float grad_scale, float c1, float c2) {
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x) {
+__global__ void adamw_kernel(float *params, const float *grads, float *m, float *v, size_t n, float lr, float beta1,
+                             float beta2, float eps, float wd, float grad_scale, float c1, float c2) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
         float g = grads[i] * grad_scale;
         float mi = beta1 * m[i] + (1.0f - beta1) * g;
         float vi = beta2 * v[i] + (1.0f - beta2) * g * g;
@@ -1301,16 +1242,15 @@ __global__ void adamw_kernel(float *params, const float *grads, float *m, float 
     }
 }
 
-static int cuda_adamw(void *ctx, float *params, const float *grads, float *m, float *v, size_t n,
-                      float lr, float beta1, float beta2, float eps, float weight_decay,
-                      float grad_scale, int t) {
+static int cuda_adamw(void *ctx, float *params, const float *grads, float *m, float *v, size_t n, float lr, float beta1,
+                      float beta2, float eps, float weight_decay, float grad_scale, int t) {
     cuda_ctx *c = CTX(ctx);
     if (t < 1) return FAIL(c, "adamw: step number %d (must be >= 1)", t);
     if (!n) return 0;
     /* the bias corrections exactly as the reference forms them, on the host */
     float c1 = 1.0f - powf(beta1, (float)t), c2 = 1.0f - powf(beta2, (float)t);
-    adamw_kernel<<<grid_for(n, 256), 256, 0, c->stream>>>(params, grads, m, v, n, lr, beta1, beta2,
-                                                           eps, weight_decay, grad_scale, c1, c2);
+    adamw_kernel<<<grid_for(n, 256), 256, 0, c->stream>>>(params, grads, m, v, n, lr, beta1, beta2, eps, weight_decay,
+                                                          grad_scale, c1, c2);
     LAUNCHED(c, "adamw");
     return 0;
 }
@@ -1320,8 +1260,7 @@ static int cuda_adamw(void *ctx, float *params, const float *grads, float *m, fl
 __global__ void sumsq_kernel(double *partials, const float *x, size_t n) {
     __shared__ double red[32];
     double s = 0.0;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
         double d = x[i];
         s += d * d;
     }
@@ -1344,8 +1283,7 @@ static int cuda_sumsq(void *ctx, const float *x, size_t n, double *out) {
     sumsq_kernel<<<blocks, 256, 0, c->stream>>>(c->partials, x, n);
     LAUNCHED(c, "sumsq");
     double host[SUMSQ_MAX_BLOCKS];
-    CU(c, cudaMemcpyAsync(host, c->partials, blocks * sizeof(double), cudaMemcpyDeviceToHost,
-                          c->stream));
+    CU(c, cudaMemcpyAsync(host, c->partials, blocks * sizeof(double), cudaMemcpyDeviceToHost, c->stream));
     CU(c, cudaStreamSynchronize(c->stream));
     double s = 0.0;
     for (unsigned i = 0; i < blocks; i++) s += host[i];
@@ -1441,8 +1379,8 @@ extern "C" int spade_backend_cuda_new(spade_backend *be, char *err, size_t errle
     if (e != cudaSuccess) {
         cudaGetLastError();
         snprintf(err, errlen, "%s device %d: %s: %s",
-                 rc == SPADE_POLICY_ENODEV ? "no CUDA device: cannot use" : "CUDA backend on",
-                 c->device, step, cudaGetErrorString(e));
+                 rc == SPADE_POLICY_ENODEV ? "no CUDA device: cannot use" : "CUDA backend on", c->device, step,
+                 cudaGetErrorString(e));
         cuda_free(c);
         return rc;
     }
@@ -1453,8 +1391,7 @@ extern "C" int spade_backend_cuda_new(spade_backend *be, char *err, size_t errle
         if (tf32 && !strcmp(tf32, "1")) bs = cublasSetMathMode(c->blas, CUBLAS_TF32_TENSOR_OP_MATH);
     }
     if (bs != CUBLAS_STATUS_SUCCESS) {
-        snprintf(err, errlen, "CUDA backend on device %d: cuBLAS set-up: %s", c->device,
-                 cublasGetStatusString(bs));
+        snprintf(err, errlen, "CUDA backend on device %d: cuBLAS set-up: %s", c->device, cublasGetStatusString(bs));
         cuda_free(c);
         return SPADE_POLICY_EBACKEND;
     }

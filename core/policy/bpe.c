@@ -87,26 +87,18 @@ struct spade_bpe {
 
 /* GPT-2's bytes_to_unicode: printable Latin-1 bytes map to themselves, the
  * other 68 (0x00..0x20, 0x7f..0xa0, 0xad) to U+0100.. in byte order. */
-static uint32_t byte_to_cp(int b)
-{
-    if (b <= 0x20)
-        return 256u + (uint32_t)b;
-    if (b >= 0x7f && b <= 0xa0)
-        return 256u + 33u + (uint32_t)(b - 0x7f);
-    if (b == 0xad)
-        return 256u + 67u;
+static uint32_t byte_to_cp(int b) {
+    if (b <= 0x20) return 256u + (uint32_t)b;
+    if (b >= 0x7f && b <= 0xa0) return 256u + 33u + (uint32_t)(b - 0x7f);
+    if (b == 0xad) return 256u + 67u;
     return (uint32_t)b;
 }
 
 /* The inverse: the byte a code point stands for, -1 when it is not in the mapping. */
-static int cp_to_byte(uint32_t cp)
-{
-    if (cp < 256)
-        return byte_to_cp((int)cp) == cp ? (int)cp : -1;
-    if (cp < 256 + 33)
-        return (int)(cp - 256);
-    if (cp < 256 + 67)
-        return 0x7f + (int)(cp - 256 - 33);
+static int cp_to_byte(uint32_t cp) {
+    if (cp < 256) return byte_to_cp((int)cp) == cp ? (int)cp : -1;
+    if (cp < 256 + 33) return (int)(cp - 256);
+    if (cp < 256 + 67) return 0x7f + (int)(cp - 256 - 33);
     return cp == 256 + 67 ? 0xad : -1;
 }
 
@@ -116,24 +108,19 @@ static int cp_to_byte(uint32_t cp)
  * and surrogates accepted, continuation bytes checked); 0 with *cp = U+FFFD
  * and one byte consumed on a bad sequence. Values above U+10FFFF, which
  * llama.cpp cannot encode back (it throws), are bad here too. */
-static size_t utf8_next(const unsigned char *s, size_t len, uint32_t *cp)
-{
+static size_t utf8_next(const unsigned char *s, size_t len, uint32_t *cp) {
     unsigned c = s[0];
     if (!(c & 0x80)) {
         *cp = c;
         return 1;
     }
     size_t need = !(c & 0x40) ? 0 : !(c & 0x20) ? 2 : !(c & 0x10) ? 3 : !(c & 0x08) ? 4 : 0;
-    if (!need || need > len)
-        goto bad;
+    if (!need || need > len) goto bad;
     for (size_t i = 1; i < need; i++)
-        if ((s[i] & 0xc0) != 0x80)
-            goto bad;
+        if ((s[i] & 0xc0) != 0x80) goto bad;
     uint32_t v = need == 2 ? (c & 0x1fu) : need == 3 ? (c & 0x0fu) : (c & 0x07u);
-    for (size_t i = 1; i < need; i++)
-        v = (v << 6) | (s[i] & 0x3fu);
-    if (v > 0x10ffff)
-        goto bad;
+    for (size_t i = 1; i < need; i++) v = (v << 6) | (s[i] & 0x3fu);
+    if (v > 0x10ffff) goto bad;
     *cp = v;
     return need;
 bad:
@@ -141,8 +128,7 @@ bad:
     return 1;
 }
 
-static size_t utf8_put(uint32_t cp, char *o)
-{
+static size_t utf8_put(uint32_t cp, char *o) {
     if (cp < 0x80) {
         o[0] = (char)cp;
         return 1;
@@ -165,24 +151,20 @@ static size_t utf8_put(uint32_t cp, char *o)
     return 4;
 }
 
-size_t spade_bpe_utf8_complete(const char *s, size_t len)
-{
+size_t spade_bpe_utf8_complete(const char *s, size_t len) {
     const unsigned char *u = (const unsigned char *)s;
     /* Look back at most 3 bytes for a lead byte whose sequence runs past the end. */
     for (size_t back = 1; back <= 3 && back <= len; back++) {
         unsigned c = u[len - back];
-        if ((c & 0xc0) == 0x80)
-            continue;
+        if ((c & 0xc0) == 0x80) continue;
         size_t need = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 1;
         return need > back ? len - back : len;
     }
     return len;
 }
 
-static int ucd(uint32_t cp)
-{
-    if (cp >= 0x110000)
-        return UCD_NONE;
+static int ucd(uint32_t cp) {
+    if (cp >= 0x110000) return UCD_NONE;
     size_t lo = 0, hi = SPADE_UCD_NRANGES;
     while (hi - lo > 1) {
         size_t mid = (lo + hi) / 2;
@@ -196,20 +178,16 @@ static int ucd(uint32_t cp)
 
 /* ---------------------------------------------------------------- pool and tables */
 
-static int pool_add(spade_bpe *b, const char *p, size_t n, size_t *off)
-{
+static int pool_add(spade_bpe *b, const char *p, size_t n, size_t *off) {
     if (b->pool_len + n + 1 > b->pool_cap) {
         size_t cap = b->pool_cap ? b->pool_cap : 4096;
-        while (cap < b->pool_len + n + 1)
-            cap *= 2;
+        while (cap < b->pool_len + n + 1) cap *= 2;
         char *np = realloc(b->pool, cap);
-        if (!np)
-            return -1;
+        if (!np) return -1;
         b->pool = np;
         b->pool_cap = cap;
     }
-    if (n)
-        memcpy(b->pool + b->pool_len, p, n);
+    if (n) memcpy(b->pool + b->pool_len, p, n);
     b->pool[b->pool_len + n] = 0;
     *off = b->pool_len;
     b->pool_len += n + 1;
@@ -218,23 +196,17 @@ static int pool_add(spade_bpe *b, const char *p, size_t n, size_t *off)
 
 /* FNV-1a, streamed over the two parts so that a key split in two hashes as
  * the same key whole; the split point (merges) is mixed in at the end. */
-static uint64_t fnv(uint64_t h, const char *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
+static uint64_t fnv(uint64_t h, const char *p, size_t n) {
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 1099511628211ull;
     return h;
 }
 
-static int table_init(table *t, size_t n)
-{
+static int table_init(table *t, size_t n) {
     size_t cap = 16;
-    while (cap < n * 2)
-        cap *= 2;
+    while (cap < n * 2) cap *= 2;
     t->s = malloc(cap * sizeof *t->s);
-    if (!t->s)
-        return -1;
-    for (size_t i = 0; i < cap; i++)
-        t->s[i].val = -1;
+    if (!t->s) return -1;
+    for (size_t i = 0; i < cap; i++) t->s[i].val = -1;
     t->mask = cap - 1;
     return 0;
 }
@@ -242,15 +214,13 @@ static int table_init(table *t, size_t n)
 /* Finds key (in memory a, la bytes, then b, lb bytes) among slots whose
  * strings live in pool; returns the slot (empty when absent). */
 static slot *table_find(const table *t, const char *pool, const char *a, size_t la, const char *bb, size_t lb,
-                        uint32_t split)
-{
+                        uint32_t split) {
     uint64_t h = fnv(fnv(1469598103934665603ull, a, la), bb, lb);
     h ^= (uint64_t)split * 0x9e3779b97f4a7c15ull;
     h ^= h >> 29;
     for (size_t i = (size_t)h & t->mask;; i = (i + 1) & t->mask) {
         slot *s = &t->s[i];
-        if (s->val < 0)
-            return s;
+        if (s->val < 0) return s;
         if (s->len == la + lb && s->split == split && !memcmp(pool + s->off, a, la) &&
             (!lb || !memcmp(pool + s->off + la, bb, lb)))
             return s;
@@ -288,8 +258,7 @@ static const char *const eog_names[] = {
     "[e~[",
 };
 
-static int pre_parse(const char *pre, pre_kind *k, int *ignore_merges, int *add_bos_default)
-{
+static int pre_parse(const char *pre, pre_kind *k, int *ignore_merges, int *add_bos_default) {
     static const struct {
         const char *name;
         pre_kind k;
@@ -317,15 +286,13 @@ static int pre_parse(const char *pre, pre_kind *k, int *ignore_merges, int *add_
 
 /* Undoes the byte-to-unicode mapping of s[0..n) into out (n bytes at least);
  * -1 when s has a character outside it (or is not UTF-8). */
-static long unmap(const char *s, size_t n, char *out)
-{
+static long unmap(const char *s, size_t n, char *out) {
     size_t o = 0;
     for (size_t i = 0; i < n;) {
         uint32_t cp;
         size_t k = utf8_next((const unsigned char *)s + i, n - i, &cp);
         int by = cp_to_byte(cp);
-        if (by < 0)
-            return -1;
+        if (by < 0) return -1;
         out[o++] = (char)by;
         i += k;
     }
@@ -334,16 +301,13 @@ static long unmap(const char *s, size_t n, char *out)
 
 /* Special tokens sorted as (~length << 32 | id): longest first, then by id
  * (llama.cpp's std::sort leaves equal lengths in an unspecified order). */
-static int cmp_u64(const void *x, const void *y)
-{
+static int cmp_u64(const void *x, const void *y) {
     uint64_t a = *(const uint64_t *)x, c = *(const uint64_t *)y;
     return a < c ? -1 : a > c;
 }
 
-void spade_bpe_free(spade_bpe *b)
-{
-    if (!b)
-        return;
+void spade_bpe_free(spade_bpe *b) {
+    if (!b) return;
     free(b->tok);
     free(b->pool);
     free(b->by_bytes.s);
@@ -354,11 +318,9 @@ void spade_bpe_free(spade_bpe *b)
     free(b);
 }
 
-int spade_bpe_new(spade_bpe **out, const spade_bpe_config *cfg, const char *name, char *err, size_t errlen)
-{
+int spade_bpe_new(spade_bpe **out, const spade_bpe_config *cfg, const char *name, char *err, size_t errlen) {
     *out = NULL;
-    if (!name)
-        name = "tokenizer";
+    if (!name) name = "tokenizer";
     if (!cfg || cfg->n_tokens < 1 || cfg->n_tokens > SPADE_BPE_MAX_TOKENS || !cfg->tokens) {
         spade_errf(err, errlen, "%s: tokenizer.ggml.tokens: %d tokens (want 1..%d)", name, cfg ? cfg->n_tokens : 0,
                    SPADE_BPE_MAX_TOKENS);
@@ -373,8 +335,7 @@ int spade_bpe_new(spade_bpe **out, const spade_bpe_config *cfg, const char *name
      * which spade does not implement (no model spade targets uses it). */
     const char *pre = cfg->pre ? cfg->pre : "(missing)";
     spade_bpe *b = calloc(1, sizeof *b);
-    if (!b)
-        goto oom;
+    if (!b) goto oom;
     int bos_default;
     if (pre_parse(pre, &b->pre, &b->ignore_merges, &bos_default)) {
         spade_errf(
@@ -394,8 +355,7 @@ int spade_bpe_new(spade_bpe **out, const spade_bpe_config *cfg, const char *name
         free(scratch);
         goto oom;
     }
-    for (int i = 0; i < 256; i++)
-        b->single[i] = -1;
+    for (int i = 0; i < 256; i++) b->single[i] = -1;
 
     for (int i = 0; i < n; i++) {
         const char *t = cfg->tokens[i];
@@ -427,8 +387,7 @@ int spade_bpe_new(spade_bpe **out, const spade_bpe_config *cfg, const char *name
                   : ty == SPADE_BPE_TYPE_BYTE         ? A_BYTE
                                                       : A_UNDEFINED;
         const char *tt = b->pool + k->text;
-        if (tl == 1)
-            b->single[(unsigned char)tt[0]] = i;
+        if (tl == 1) b->single[(unsigned char)tt[0]] = i;
         slot *s = table_find(&b->by_text, b->pool, tt, tl, NULL, 0, UINT32_MAX);
         *s = (slot){.off = k->text, .len = (uint32_t)tl, .split = UINT32_MAX, .val = i};
         long rl = unmap(tt, tl, scratch);
@@ -475,8 +434,7 @@ int spade_bpe_new(spade_bpe **out, const spade_bpe_config *cfg, const char *name
                 }
                 p += m;
             }
-            if (k->attr & A_BYTE && pl != 1)
-                pl = 0;
+            if (k->attr & A_BYTE && pl != 1) pl = 0;
         }
         if (pool_add(b, scratch, pl, &k->piece)) {
             free(scratch);
@@ -495,15 +453,12 @@ int spade_bpe_new(spade_bpe **out, const spade_bpe_config *cfg, const char *name
             return -1;
         }
         const char *sp = ml > 1 ? memchr(m + 1, ' ', ml - 1) : NULL;
-        if (!sp)
-            continue; /* llama.cpp keys it as ("", ""), which no pair of symbols is */
+        if (!sp) continue; /* llama.cpp keys it as ("", ""), which no pair of symbols is */
         long l1 = unmap(m, (size_t)(sp - m), scratch);
         long l2 = l1 >= 0 ? unmap(sp + 1, ml - (size_t)(sp + 1 - m), scratch + l1) : -1;
-        if (l1 <= 0 || l2 <= 0)
-            continue; /* a side BPE can never produce */
+        if (l1 <= 0 || l2 <= 0) continue; /* a side BPE can never produce */
         slot *s = table_find(&b->merge, b->pool, scratch, (size_t)(l1 + l2), NULL, 0, (uint32_t)l1);
-        if (s->val >= 0)
-            continue; /* the first rank stays */
+        if (s->val >= 0) continue; /* the first rank stays */
         size_t off;
         if (pool_add(b, scratch, (size_t)(l1 + l2), &off)) {
             free(scratch);
@@ -511,8 +466,7 @@ int spade_bpe_new(spade_bpe **out, const spade_bpe_config *cfg, const char *name
         }
         s = table_find(&b->merge, b->pool, scratch, (size_t)(l1 + l2), NULL, 0, (uint32_t)l1);
         *s = (slot){.off = off, .len = (uint32_t)(l1 + l2), .split = (uint32_t)l1, .val = i};
-        if ((size_t)(l1 + l2) > b->max_merge)
-            b->max_merge = (size_t)(l1 + l2);
+        if ((size_t)(l1 + l2) > b->max_merge) b->max_merge = (size_t)(l1 + l2);
     }
     free(scratch);
 
@@ -526,8 +480,7 @@ int spade_bpe_new(spade_bpe **out, const spade_bpe_config *cfg, const char *name
         if (b->tok[i].attr & (A_CONTROL | A_USER | A_UNKNOWN))
             keys[b->n_special++] = (uint64_t)(uint32_t) ~(uint32_t)b->tok[i].text_len << 32 | (uint32_t)i;
     qsort(keys, (size_t)b->n_special, sizeof *keys, cmp_u64);
-    for (int i = 0; i < b->n_special; i++)
-        b->special[i] = (int)(keys[i] & 0xffffffffu);
+    for (int i = 0; i < b->n_special; i++) b->special[i] = (int)(keys[i] & 0xffffffffu);
     free(keys);
 
     /* Absent keys: llama.cpp's default id 11, when the vocabulary has one. */
@@ -542,8 +495,7 @@ int spade_bpe_new(spade_bpe **out, const spade_bpe_config *cfg, const char *name
     }
     b->bos = bos;
     b->eos = eos;
-    if (eos >= 0)
-        b->eog[eos] = 1;
+    if (eos >= 0) b->eog[eos] = 1;
     b->add_bos = cfg->add_bos == SPADE_BPE_UNSET ? bos_default : !!cfg->add_bos;
     b->add_eos = cfg->add_eos == SPADE_BPE_UNSET ? 0 : !!cfg->add_eos;
     if ((b->add_bos && bos < 0) || (b->add_eos && eos < 0)) {
@@ -562,31 +514,14 @@ oom:
     return -1;
 }
 
-int spade_bpe_vocab(const spade_bpe *b)
-{
-    return b->n;
-}
-int spade_bpe_bos(const spade_bpe *b)
-{
-    return b->bos;
-}
-int spade_bpe_eos(const spade_bpe *b)
-{
-    return b->eos;
-}
-int spade_bpe_add_bos(const spade_bpe *b)
-{
-    return b->add_bos;
-}
-const char *spade_bpe_pre(const spade_bpe *b)
-{
-    return b->pre_name;
-}
+int spade_bpe_vocab(const spade_bpe *b) { return b->n; }
+int spade_bpe_bos(const spade_bpe *b) { return b->bos; }
+int spade_bpe_eos(const spade_bpe *b) { return b->eos; }
+int spade_bpe_add_bos(const spade_bpe *b) { return b->add_bos; }
+const char *spade_bpe_pre(const spade_bpe *b) { return b->pre_name; }
 
-int spade_bpe_type(const spade_bpe *b, int id)
-{
-    if (id < 0 || id >= b->n)
-        return -1;
+int spade_bpe_type(const spade_bpe *b, int id) {
+    if (id < 0 || id >= b->n) return -1;
     int a = b->tok[id].attr;
     return a & A_CONTROL   ? SPADE_BPE_TYPE_CONTROL
            : a & A_USER    ? SPADE_BPE_TYPE_USER_DEFINED
@@ -597,52 +532,40 @@ int spade_bpe_type(const spade_bpe *b, int id)
                            : SPADE_BPE_TYPE_UNDEFINED;
 }
 
-int spade_bpe_is_eog(const spade_bpe *b, int id)
-{
-    return id >= 0 && id < b->n && b->eog[id];
-}
+int spade_bpe_is_eog(const spade_bpe *b, int id) { return id >= 0 && id < b->n && b->eog[id]; }
 
-int spade_bpe_find(const spade_bpe *b, const char *text)
-{
+int spade_bpe_find(const spade_bpe *b, const char *text) {
     const slot *s = table_find(&b->by_text, b->pool, text, strlen(text), NULL, 0, UINT32_MAX);
     return s->val;
 }
 
-const char *spade_bpe_piece(const spade_bpe *b, int id, int special, size_t *len)
-{
+const char *spade_bpe_piece(const spade_bpe *b, int id, int special, size_t *len) {
     *len = 0;
-    if (id < 0 || id >= b->n)
-        return NULL;
+    if (id < 0 || id >= b->n) return NULL;
     const token *k = &b->tok[id];
-    if (!special && (k->attr & (A_CONTROL | A_UNKNOWN)))
-        return "";
+    if (!special && (k->attr & (A_CONTROL | A_UNKNOWN))) return "";
     *len = k->piece_len;
     return b->pool + k->piece;
 }
 
 /* ---------------------------------------------------------------- output */
 
-void spade_bpe_out_free(spade_bpe_out *o)
-{
+void spade_bpe_out_free(spade_bpe_out *o) {
     free(o->ids);
     free(o->start);
     free(o->end);
     *o = (spade_bpe_out){0};
 }
 
-static int out_push(spade_bpe_out *o, int32_t id, size_t s, size_t e)
-{
+static int out_push(spade_bpe_out *o, int32_t id, size_t s, size_t e) {
     if (o->n == o->cap) {
         size_t cap = o->cap ? o->cap * 2 : 256;
         int32_t *ni = realloc(o->ids, cap * sizeof *ni);
-        if (ni)
-            o->ids = ni;
+        if (ni) o->ids = ni;
         size_t *ns = ni ? realloc(o->start, cap * sizeof *ns) : NULL;
-        if (ns)
-            o->start = ns;
+        if (ns) o->start = ns;
         size_t *ne = ns ? realloc(o->end, cap * sizeof *ne) : NULL;
-        if (!ne)
-            return -1;
+        if (!ne) return -1;
         o->end = ne;
         o->cap = cap;
     }
@@ -665,15 +588,12 @@ typedef struct {
     size_t *cuts, ncuts, cap; /* word lengths, in code points */
 } words;
 
-static int cut(words *w, size_t len)
-{
-    if (!len)
-        return 0;
+static int cut(words *w, size_t len) {
+    if (!len) return 0;
     if (w->ncuts == w->cap) {
         size_t cap = w->cap ? w->cap * 2 : 64;
         size_t *nc = realloc(w->cuts, cap * sizeof *nc);
-        if (!nc)
-            return -1;
+        if (!nc) return -1;
         w->cuts = nc;
         w->cap = cap;
     }
@@ -689,20 +609,15 @@ static int cut(words *w, size_t len)
 #define IS_OTHER(f) ((f) != UCD_NONE && !IS_WS(f) && !IS_L(f) && !IS_N(f))
 #define EMIT(to)                                                                                                       \
     do {                                                                                                               \
-        if (cut(&o, (to)-prev))                                                                                        \
-            return -1;                                                                                                 \
+        if (cut(&o, (to)-prev)) return -1;                                                                             \
         prev = (to);                                                                                                   \
     } while (0)
 
-static uint32_t ascii_lower(uint32_t c)
-{
-    return c >= 'A' && c <= 'Z' ? c + 32 : c;
-}
+static uint32_t ascii_lower(uint32_t c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
 
 /* Each number code point alone (smollm's first regex, \p{N}, through
  * std::regex: the text between matches stays one piece). */
-static int split_digits(words *w, words *outw)
-{
+static int split_digits(words *w, words *outw) {
     words o = *outw;
     size_t ini = 0;
     for (size_t c = 0; c < w->ncuts; c++) {
@@ -721,8 +636,7 @@ static int split_digits(words *w, words *outw)
 
 /* 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S) as
  * llama.cpp's unicode_regex_split_custom_gpt2 matches it. */
-static int split_gpt2(words *w, words *outw)
-{
+static int split_gpt2(words *w, words *outw) {
     words o = *outw;
     size_t ini = 0;
     for (size_t c = 0; c < w->ncuts; c++) {
@@ -752,16 +666,14 @@ static int split_gpt2(words *w, words *outw)
                 pos += cpt == ' ';
                 for (;;) {
                     int g = FL(pos);
-                    if (!(kind == 1 ? IS_L(g) : kind == 2 ? IS_N(g) : IS_OTHER(g)))
-                        break;
+                    if (!(kind == 1 ? IS_L(g) : kind == 2 ? IS_N(g) : IS_OTHER(g))) break;
                     pos++;
                 }
                 EMIT(pos);
                 continue;
             }
             size_t nws = 0;
-            while (IS_WS(FL(pos + nws)))
-                nws++;
+            while (IS_WS(FL(pos + nws))) nws++;
             if (nws > 1 && CP(pos + nws) != 0xffffffffu) {
                 pos += nws - 1;
                 EMIT(pos);
@@ -783,8 +695,7 @@ static int split_gpt2(words *w, words *outw)
 /* (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,D}|
  *  ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+ as llama.cpp's
  * llama3 (D = 3) and qwen2 (D = 1) matchers do it. */
-static int split_llama3(words *w, words *outw, size_t maxd)
-{
+static int split_llama3(words *w, words *outw, size_t maxd) {
     words o = *outw;
     size_t ini = 0;
     for (size_t c = 0; c < w->ncuts; c++) {
@@ -810,8 +721,7 @@ static int split_llama3(words *w, words *outw, size_t maxd)
             }
             if (!(cpt == '\r' || cpt == '\n' || IS_N(f)) && (IS_L(f) || IS_L(FL(pos + 1)))) {
                 pos++;
-                while (IS_L(FL(pos)))
-                    pos++;
+                while (IS_L(FL(pos))) pos++;
                 EMIT(pos);
                 continue;
             }
@@ -829,18 +739,15 @@ static int split_llama3(words *w, words *outw, size_t maxd)
             int f2 = cpt == ' ' ? FL(pos + 1) : f;
             if (IS_OTHER(f2)) {
                 pos += cpt == ' ';
-                while (IS_OTHER(FL(pos)))
-                    pos++;
-                while (CP(pos) == '\r' || CP(pos) == '\n')
-                    pos++;
+                while (IS_OTHER(FL(pos))) pos++;
+                while (CP(pos) == '\r' || CP(pos) == '\n') pos++;
                 EMIT(pos);
                 continue;
             }
             size_t nws = 0, last_rn = 0;
             while (IS_WS(FL(pos + nws))) {
                 uint32_t c2 = CP(pos + nws);
-                if (c2 == '\r' || c2 == '\n')
-                    last_rn = pos + nws + 1;
+                if (c2 == '\r' || c2 == '\n') last_rn = pos + nws + 1;
                 nws++;
             }
             if (last_rn > 0) {
@@ -890,26 +797,22 @@ typedef struct {
     size_t nb, bcap;
 } scratch;
 
-static int bg_less(const bigram *a, const bigram *b)
-{
+static int bg_less(const bigram *a, const bigram *b) {
     return a->rank < b->rank || (a->rank == b->rank && a->left < b->left);
 }
 
-static int heap_push(scratch *sc, bigram g)
-{
+static int heap_push(scratch *sc, bigram g) {
     if (sc->n == sc->cap) {
         size_t cap = sc->cap ? sc->cap * 2 : 64;
         bigram *nh = realloc(sc->h, cap * sizeof *nh);
-        if (!nh)
-            return -1;
+        if (!nh) return -1;
         sc->h = nh;
         sc->cap = cap;
     }
     size_t i = sc->n++;
     while (i > 0) {
         size_t p = (i - 1) / 2;
-        if (!bg_less(&g, &sc->h[p]))
-            break;
+        if (!bg_less(&g, &sc->h[p])) break;
         sc->h[i] = sc->h[p];
         i = p;
     }
@@ -917,8 +820,7 @@ static int heap_push(scratch *sc, bigram g)
     return 0;
 }
 
-static bigram heap_pop(scratch *sc)
-{
+static bigram heap_pop(scratch *sc) {
     bigram top = sc->h[0], last = sc->h[--sc->n];
     size_t i = 0;
     for (;;) {
@@ -928,43 +830,34 @@ static bigram heap_pop(scratch *sc)
             m = l;
             mv = &sc->h[l];
         }
-        if (r < sc->n && bg_less(&sc->h[r], mv))
-            m = r;
-        if (m == i)
-            break;
+        if (r < sc->n && bg_less(&sc->h[r], mv)) m = r;
+        if (m == i) break;
         sc->h[i] = sc->h[m];
         i = m;
     }
-    if (sc->n)
-        sc->h[i] = last;
+    if (sc->n) sc->h[i] = last;
     return top;
 }
 
-static int try_pair(const spade_bpe *b, scratch *sc, int l, int r)
-{
-    if (l < 0 || r < 0)
-        return 0;
+static int try_pair(const spade_bpe *b, scratch *sc, int l, int r) {
+    if (l < 0 || r < 0) return 0;
     const sym *L = &sc->s[l], *R = &sc->s[r];
-    if (L->len + R->len > b->max_merge)
-        return 0;
+    if (L->len + R->len > b->max_merge) return 0;
     const slot *s =
         table_find(&b->merge, b->pool, sc->bytes + L->off, L->len, sc->bytes + R->off, R->len, (uint32_t)L->len);
-    if (s->val < 0)
-        return 0;
+    if (s->val < 0) return 0;
     return heap_push(sc, (bigram){.rank = s->val, .left = l, .llen = (uint32_t)L->len, .rlen = (uint32_t)R->len});
 }
 
 /* Encodes the word sc->bytes[0..nb) (code points w->cp[c0..]) and appends
  * its tokens, with source offsets, to out. */
-static int bpe_word(const spade_bpe *b, scratch *sc, const words *w, spade_bpe_out *out)
-{
+static int bpe_word(const spade_bpe *b, scratch *sc, const words *w, spade_bpe_out *out) {
     size_t nb = sc->nb;
     sc->ns = 0;
     sc->n = 0;
     if (nb > sc->scap) {
         sym *ns = realloc(sc->s, nb * sizeof *ns);
-        if (!ns)
-            return -1;
+        if (!ns) return -1;
         sc->s = ns;
         sc->scap = nb;
     }
@@ -978,34 +871,27 @@ static int bpe_word(const spade_bpe *b, scratch *sc, const words *w, spade_bpe_o
             sc->s[i] = (sym){.off = i, .len = 1, .prev = (int)i - 1, .next = i + 1 < nb ? (int)i + 1 : -1};
         sc->ns = nb;
         for (size_t i = 1; i < nb; i++)
-            if (try_pair(b, sc, (int)i - 1, (int)i))
-                return -1;
+            if (try_pair(b, sc, (int)i - 1, (int)i)) return -1;
         while (sc->n) {
             bigram g = heap_pop(sc);
             sym *L = &sc->s[g.left];
-            if (!L->len || L->len != g.llen || L->next < 0)
-                continue;
+            if (!L->len || L->len != g.llen || L->next < 0) continue;
             sym *R = &sc->s[L->next];
-            if (!R->len || R->len != g.rlen)
-                continue; /* stale: a side has grown since */
+            if (!R->len || R->len != g.rlen) continue; /* stale: a side has grown since */
             L->len += R->len;
             R->len = 0;
             L->next = R->next;
-            if (R->next >= 0)
-                sc->s[R->next].prev = g.left;
-            if (try_pair(b, sc, L->prev, g.left) || try_pair(b, sc, g.left, L->next))
-                return -1;
+            if (R->next >= 0) sc->s[R->next].prev = g.left;
+            if (try_pair(b, sc, L->prev, g.left) || try_pair(b, sc, g.left, L->next)) return -1;
         }
     }
     for (int i = 0; i >= 0 && (size_t)i < sc->ns; i = sc->s[i].next) {
         const sym *S = &sc->s[i];
-        if (!S->len)
-            continue;
+        if (!S->len) continue;
         size_t s0 = w->src[sc->bsrc[S->off]], s1 = w->src[sc->bsrc[S->off + S->len - 1] + 1];
         const slot *t = table_find(&b->by_bytes, b->pool, sc->bytes + S->off, S->len, NULL, 0, UINT32_MAX);
         if (t->val >= 0) {
-            if (out_push(out, t->val, s0, s1))
-                return -1;
+            if (out_push(out, t->val, s0, s1)) return -1;
             continue;
         }
         /* Not a token: llama.cpp looks up each byte of the symbol's
@@ -1015,8 +901,7 @@ static int bpe_word(const spade_bpe *b, scratch *sc, const words *w, spade_bpe_o
             size_t el = utf8_put(byte_to_cp((unsigned char)sc->bytes[S->off + k]), enc);
             for (size_t e = 0; e < el; e++) {
                 int id = b->single[(unsigned char)enc[e]];
-                if (id >= 0 && out_push(out, id, s0, s1))
-                    return -1;
+                if (id >= 0 && out_push(out, id, s0, s1)) return -1;
             }
         }
     }
@@ -1024,15 +909,13 @@ static int bpe_word(const spade_bpe *b, scratch *sc, const words *w, spade_bpe_o
 }
 
 /* Reads t[0..len) into code points (w) and cuts it into words (w2->cuts). */
-static int pretokenize(const spade_bpe *b, const char *t, size_t len, size_t base, words *w, words *w2)
-{
+static int pretokenize(const spade_bpe *b, const char *t, size_t len, size_t base, words *w, words *w2) {
     *w = (words){0};
     *w2 = (words){0};
     w->cp = malloc((len + 1) * sizeof *w->cp);
     w->fl = malloc(len + 1);
     w->src = malloc((len + 1) * sizeof *w->src);
-    if (!w->cp || !w->fl || !w->src)
-        return -1;
+    if (!w->cp || !w->fl || !w->src) return -1;
     for (size_t i = 0; i < len;) {
         uint32_t cp;
         size_t k = utf8_next((const unsigned char *)t + i, len - i, &cp);
@@ -1043,11 +926,9 @@ static int pretokenize(const spade_bpe *b, const char *t, size_t len, size_t bas
         i += k;
     }
     w->src[w->n] = base + len;
-    if (cut(w, w->n))
-        return -1;
+    if (cut(w, w->n)) return -1;
     if (b->pre == PRE_SMOLLM) {
-        if (split_digits(w, w2))
-            return -1;
+        if (split_digits(w, w2)) return -1;
         free(w->cuts);
         w->cuts = w2->cuts;
         w->ncuts = w2->ncuts;
@@ -1059,8 +940,7 @@ static int pretokenize(const spade_bpe *b, const char *t, size_t len, size_t bas
                                                       : split_llama3(w, w2, b->pre == PRE_LLAMA3 ? 3 : 1);
 }
 
-static void words_free(words *w, words *w2)
-{
+static void words_free(words *w, words *w2) {
     free(w->cp);
     free(w->fl);
     free(w->src);
@@ -1069,8 +949,7 @@ static void words_free(words *w, words *w2)
 }
 
 int spade_bpe_words(const spade_bpe *b, const char *text, size_t len, size_t **ends, size_t *n, char *err,
-                    size_t errlen)
-{
+                    size_t errlen) {
     words w, w2;
     *ends = NULL;
     *n = 0;
@@ -1093,36 +972,30 @@ int spade_bpe_words(const spade_bpe *b, const char *text, size_t len, size_t **e
 }
 
 /* Pre-tokenizes and encodes raw text t[0..len) (source offsets from base). */
-static int encode_text(const spade_bpe *b, const char *t, size_t len, size_t base, spade_bpe_out *out)
-{
+static int encode_text(const spade_bpe *b, const char *t, size_t len, size_t base, spade_bpe_out *out) {
     words w, w2;
     scratch sc = {0};
     int rc = -1;
-    if (pretokenize(b, t, len, base, &w, &w2))
-        goto done;
+    if (pretokenize(b, t, len, base, &w, &w2)) goto done;
     size_t c0 = 0;
     for (size_t c = 0; c < w2.ncuts; c++) {
         size_t nc = w2.cuts[c];
         if (sc.bcap < nc * 4) {
             size_t cap = nc * 4;
             char *nb = realloc(sc.bytes, cap);
-            if (nb)
-                sc.bytes = nb;
+            if (nb) sc.bytes = nb;
             size_t *ns = nb ? realloc(sc.bsrc, cap * sizeof *ns) : NULL;
-            if (!ns)
-                goto done;
+            if (!ns) goto done;
             sc.bsrc = ns;
             sc.bcap = cap;
         }
         sc.nb = 0;
         for (size_t i = c0; i < c0 + nc; i++) {
             size_t k = utf8_put(w.cp[i], sc.bytes + sc.nb);
-            for (size_t j = 0; j < k; j++)
-                sc.bsrc[sc.nb + j] = i;
+            for (size_t j = 0; j < k; j++) sc.bsrc[sc.nb + j] = i;
             sc.nb += k;
         }
-        if (bpe_word(b, &sc, &w, out))
-            goto done;
+        if (bpe_word(b, &sc, &w, out)) goto done;
         c0 += nc;
     }
     rc = 0;
@@ -1143,45 +1016,36 @@ typedef struct {
 } frag;
 
 /* The first occurrence of st[0..sl) in text[p..e), or e. */
-static size_t find(const char *text, size_t p, size_t e, const char *st, size_t sl)
-{
-    if (!sl)
-        return e;
+static size_t find(const char *text, size_t p, size_t e, const char *st, size_t sl) {
+    if (!sl) return e;
     for (; p + sl <= e; p++) {
         const char *m = memchr(text + p, st[0], e - sl + 1 - p);
-        if (!m)
-            return e;
+        if (!m) return e;
         p = (size_t)(m - text);
-        if (!memcmp(m, st, sl))
-            return p;
+        if (!memcmp(m, st, sl)) return p;
     }
     return e;
 }
 
 int spade_bpe_encode(const spade_bpe *b, const char *text, size_t len, unsigned flags, spade_bpe_out *out, char *err,
-                     size_t errlen)
-{
+                     size_t errlen) {
     int parse = !!(flags & SPADE_BPE_PARSE_SPECIAL);
     frag *f = NULL, *g = NULL;
     size_t nf = 0, cap = 0;
-    if (flags & SPADE_BPE_ADD_SPECIAL && b->add_bos && out_push(out, b->bos, 0, 0))
-        goto oom;
+    if (flags & SPADE_BPE_ADD_SPECIAL && b->add_bos && out_push(out, b->bos, 0, 0)) goto oom;
     if (len) {
         cap = 16;
-        if (!(f = malloc(cap * sizeof *f)))
-            goto oom;
+        if (!(f = malloc(cap * sizeof *f))) goto oom;
         f[nf++] = (frag){.off = 0, .len = len, .id = -1};
     }
     /* llama.cpp's tokenizer_st_partition: each special token in turn, longest
      * first, splits every raw fragment at each of its occurrences. */
     for (int si = 0; si < b->n_special && nf; si++) {
         const token *k = &b->tok[b->special[si]];
-        if (!parse && (k->attr & (A_CONTROL | A_UNKNOWN)))
-            continue;
+        if (!parse && (k->attr & (A_CONTROL | A_UNKNOWN))) continue;
         const char *st = b->pool + k->text;
         size_t sl = k->text_len, ng = 0, gcap = nf + 16;
-        if (!(g = malloc(gcap * sizeof *g)))
-            goto oom;
+        if (!(g = malloc(gcap * sizeof *g))) goto oom;
         for (size_t i = 0; i < nf; i++) {
             size_t p = f[i].off, e = f[i].off + f[i].len;
             for (;;) {
@@ -1189,15 +1053,12 @@ int spade_bpe_encode(const spade_bpe *b, const char *text, size_t len, unsigned 
                 if (ng + 3 > gcap) {
                     gcap = gcap * 2 + 4;
                     frag *ng2 = realloc(g, gcap * sizeof *g);
-                    if (!ng2)
-                        goto oom;
+                    if (!ng2) goto oom;
                     g = ng2;
                 }
                 size_t mo = f[i].id < 0 ? find(text, p, e, st, sl) : e;
-                if (mo == e)
-                    break;
-                if (mo > p)
-                    g[ng++] = (frag){.off = p, .len = mo - p, .id = -1};
+                if (mo == e) break;
+                if (mo > p) g[ng++] = (frag){.off = p, .len = mo - p, .id = -1};
                 g[ng++] = (frag){.off = mo, .len = sl, .id = b->special[si]};
                 p = mo + sl;
             }
@@ -1213,13 +1074,11 @@ int spade_bpe_encode(const spade_bpe *b, const char *text, size_t len, unsigned 
     }
     for (size_t i = 0; i < nf; i++) {
         if (f[i].id >= 0) {
-            if (out_push(out, f[i].id, f[i].off, f[i].off + f[i].len))
-                goto oom;
+            if (out_push(out, f[i].id, f[i].off, f[i].off + f[i].len)) goto oom;
         } else if (encode_text(b, text + f[i].off, f[i].len, f[i].off, out))
             goto oom;
     }
-    if (flags & SPADE_BPE_ADD_SPECIAL && b->add_eos && out_push(out, b->eos, len, len))
-        goto oom;
+    if (flags & SPADE_BPE_ADD_SPECIAL && b->add_eos && out_push(out, b->eos, len, len)) goto oom;
     free(f);
     return 0;
 oom:
@@ -1230,8 +1089,7 @@ oom:
 }
 
 int spade_bpe_decode(const spade_bpe *b, const int32_t *ids, size_t n, int special, char **text, size_t *len, char *err,
-                     size_t errlen)
-{
+                     size_t errlen) {
     *text = NULL;
     *len = 0;
     size_t total = 0;
@@ -1264,8 +1122,7 @@ int spade_bpe_decode(const spade_bpe *b, const int32_t *ids, size_t n, int speci
 /* ---------------------------------------------------------------- ChatML */
 
 int spade_bpe_chat(const spade_bpe *b, const spade_chat_msg *msgs, size_t n, int gen_prompt, spade_bpe_out *out,
-                   uint8_t **trainable, char *err, size_t errlen)
-{
+                   uint8_t **trainable, char *err, size_t errlen) {
     *trainable = NULL;
     if (b->im_start < 0 || b->im_end < 0) {
         spade_errf(err, errlen,
@@ -1280,51 +1137,41 @@ int spade_bpe_chat(const spade_bpe *b, const spade_chat_msg *msgs, size_t n, int
     size_t bcap = 0;
     for (size_t m = 0; m <= n; m++) {
         int last = m == n;
-        if (last && !gen_prompt)
-            break;
+        if (last && !gen_prompt) break;
         const char *role = last ? "assistant" : msgs[m].role;
         size_t rl = strlen(role), cl = last ? 0 : msgs[m].len;
         int train = !last && !strcmp(role, "assistant");
         if (rl + 1 + cl > bcap) {
             bcap = rl + 1 + cl + 64;
             char *nb = realloc(buf, bcap);
-            if (!nb)
-                goto oom;
+            if (!nb) goto oom;
             buf = nb;
         }
         memcpy(buf, role, rl);
         buf[rl] = '\n';
-        if (cl)
-            memcpy(buf + rl + 1, msgs[m].content, cl);
+        if (cl) memcpy(buf + rl + 1, msgs[m].content, cl);
         size_t at = out->n;
-        if (out_push(out, b->im_start, 0, 0) || spade_bpe_encode(b, buf, rl + 1 + cl, 0, out, err, errlen))
-            goto oom;
+        if (out_push(out, b->im_start, 0, 0) || spade_bpe_encode(b, buf, rl + 1 + cl, 0, out, err, errlen)) goto oom;
         size_t body = out->n;
-        if (!last && (out_push(out, b->im_end, 0, 0) || spade_bpe_encode(b, "\n", 1, 0, out, err, errlen)))
-            goto oom;
+        if (!last && (out_push(out, b->im_end, 0, 0) || spade_bpe_encode(b, "\n", 1, 0, out, err, errlen))) goto oom;
         if (out->n - first > mcap) {
             mcap = (out->n - first) * 2;
             uint8_t *nm = realloc(mask, mcap);
-            if (!nm)
-                goto oom;
+            if (!nm) goto oom;
             mask = nm;
         }
         for (size_t i = at; i < out->n; i++) {
             int t = 0;
-            if (train && i > at && i < body)
-                t = out->end[i] > rl + 1; /* carries content bytes */
-            if (train && i == body)
-                t = 1; /* its <|im_end|> */
+            if (train && i > at && i < body) t = out->end[i] > rl + 1; /* carries content bytes */
+            if (train && i == body) t = 1; /* its <|im_end|> */
             mask[i - first] = (uint8_t)t;
         }
         /* Offsets name bytes of this message's own buffer: make them 0 so
          * nobody reads them as offsets into something else. */
-        for (size_t i = at; i < out->n; i++)
-            out->start[i] = out->end[i] = 0;
+        for (size_t i = at; i < out->n; i++) out->start[i] = out->end[i] = 0;
     }
     free(buf);
-    if (!mask && !(mask = malloc(1)))
-        goto oom;
+    if (!mask && !(mask = malloc(1))) goto oom;
     *trainable = mask;
     return 0;
 oom:
@@ -1336,8 +1183,7 @@ oom:
 
 /* ---------------------------------------------------------------- the fixture file */
 
-static int hexval(char h)
-{
+static int hexval(char h) {
     return h >= '0' && h <= '9'   ? h - '0'
            : h >= 'a' && h <= 'f' ? h - 'a' + 10
            : h >= 'A' && h <= 'F' ? h - 'A' + 10
@@ -1345,16 +1191,14 @@ static int hexval(char h)
 }
 
 /* Undoes the fixture's escapes (\\ \n \r \t \xHH) in place; -1 on a bad one. */
-static long unescape(char *s, size_t n)
-{
+static long unescape(char *s, size_t n) {
     size_t o = 0;
     for (size_t i = 0; i < n; i++) {
         if (s[i] != '\\') {
             s[o++] = s[i];
             continue;
         }
-        if (++i >= n)
-            return -1;
+        if (++i >= n) return -1;
         char c = s[i];
         if (c == '\\')
             s[o++] = '\\';
@@ -1373,19 +1217,16 @@ static long unescape(char *s, size_t n)
     return (long)o;
 }
 
-static int parse_int(const char *s, long lo, long hi, long *v)
-{
+static int parse_int(const char *s, long lo, long hi, long *v) {
     char *e;
     errno = 0;
     long x = strtol(s, &e, 10);
-    if (e == s || *e || errno || x < lo || x > hi)
-        return -1;
+    if (e == s || *e || errno || x < lo || x > hi) return -1;
     *v = x;
     return 0;
 }
 
-int spade_bpe_load(spade_bpe **out, const char *path, char *err, size_t errlen)
-{
+int spade_bpe_load(spade_bpe **out, const char *path, char *err, size_t errlen) {
     *out = NULL;
     FILE *fp = fopen(path, "rb");
     if (!fp) {
@@ -1423,64 +1264,52 @@ int spade_bpe_load(spade_bpe **out, const char *path, char *err, size_t errlen)
         if (nt >= 0 && it < nt) { /* "TYPE TEXT" */
             char *sp = strchr(line, ' ');
             long v;
-            if (!sp)
-                goto bad;
+            if (!sp) goto bad;
             *sp = 0;
-            if (parse_int(line, 0, 255, &v))
-                goto bad;
+            if (parse_int(line, 0, 255, &v)) goto bad;
             long l = unescape(sp + 1, strlen(sp + 1));
-            if (l < 0)
-                goto bad;
+            if (l < 0) goto bad;
             ty[it] = (int32_t)v;
             tl[it] = (size_t)l;
-            if (!(tok[it] = malloc((size_t)l + 1)))
-                goto oom;
+            if (!(tok[it] = malloc((size_t)l + 1))) goto oom;
             memcpy(tok[it], sp + 1, (size_t)l);
             it++;
             continue;
         }
         if (nm >= 0 && im < nm) {
             long l = unescape(line, n);
-            if (l < 0)
-                goto bad;
+            if (l < 0) goto bad;
             ml[im] = (size_t)l;
-            if (!(mer[im] = malloc((size_t)l + 1)))
-                goto oom;
+            if (!(mer[im] = malloc((size_t)l + 1))) goto oom;
             memcpy(mer[im], line, (size_t)l);
             im++;
             continue;
         }
         char *sp = strchr(line, ' ');
-        if (!sp)
-            goto bad;
+        if (!sp) goto bad;
         *sp++ = 0;
         long v;
         if (!strcmp(line, "pre")) {
             snprintf(pre, sizeof pre, "%s", sp);
         } else if (!strcmp(line, "bos") || !strcmp(line, "eos") || !strcmp(line, "add_bos") ||
                    !strcmp(line, "add_eos")) {
-            if (parse_int(sp, -1, SPADE_BPE_MAX_TOKENS, &v))
-                goto bad;
+            if (parse_int(sp, -1, SPADE_BPE_MAX_TOKENS, &v)) goto bad;
             int *f = !strcmp(line, "bos")       ? &cfg.bos_id
                      : !strcmp(line, "eos")     ? &cfg.eos_id
                      : !strcmp(line, "add_bos") ? &cfg.add_bos
                                                 : &cfg.add_eos;
             *f = (int)v;
         } else if (!strcmp(line, "tokens") && nt < 0) {
-            if (parse_int(sp, 1, SPADE_BPE_MAX_TOKENS, &nt))
-                goto bad;
+            if (parse_int(sp, 1, SPADE_BPE_MAX_TOKENS, &nt)) goto bad;
             tok = calloc((size_t)nt, sizeof *tok);
             tl = calloc((size_t)nt, sizeof *tl);
             ty = calloc((size_t)nt, sizeof *ty);
-            if (!tok || !tl || !ty)
-                goto oom;
+            if (!tok || !tl || !ty) goto oom;
         } else if (!strcmp(line, "merges") && nm < 0 && nt >= 0 && it == nt) {
-            if (parse_int(sp, 0, SPADE_BPE_MAX_MERGES, &nm))
-                goto bad;
+            if (parse_int(sp, 0, SPADE_BPE_MAX_MERGES, &nm)) goto bad;
             mer = calloc((size_t)nm + 1, sizeof *mer);
             ml = calloc((size_t)nm + 1, sizeof *ml);
-            if (!mer || !ml)
-                goto oom;
+            if (!mer || !ml) goto oom;
         } else {
             goto bad;
         }
@@ -1511,11 +1340,9 @@ oom:
     spade_errf(err, errlen, "%s: out of memory", path);
 done:
     if (tok)
-        for (long i = 0; i < nt; i++)
-            free(tok[i]);
+        for (long i = 0; i < nt; i++) free(tok[i]);
     if (mer)
-        for (long i = 0; i < nm; i++)
-            free(mer[i]);
+        for (long i = 0; i < nm; i++) free(mer[i]);
     free(tok);
     free(mer);
     free(tl);

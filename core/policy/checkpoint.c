@@ -61,8 +61,16 @@ static uint64_t fnv1a(uint64_t h, const void *data, size_t n) {
 
 static void put32(unsigned char *b, uint32_t v) { memcpy(b, &v, 4); }
 static void put64(unsigned char *b, uint64_t v) { memcpy(b, &v, 8); }
-static uint32_t get32(const unsigned char *b) { uint32_t v; memcpy(&v, b, 4); return v; }
-static uint64_t get64(const unsigned char *b) { uint64_t v; memcpy(&v, b, 8); return v; }
+static uint32_t get32(const unsigned char *b) {
+    uint32_t v;
+    memcpy(&v, b, 4);
+    return v;
+}
+static uint64_t get64(const unsigned char *b) {
+    uint64_t v;
+    memcpy(&v, b, 8);
+    return v;
+}
 
 static int write_all(int fd, const void *buf, size_t n, uint64_t *h) {
     const char *c = buf;
@@ -157,8 +165,7 @@ int spade_policy_save(spade_policy *p, const char *path, char *err, size_t errle
     uint64_t dummy = 0;
     if (!rc && write_all(fd, tr, 8, &dummy)) rc = SPADE_POLICY_EIO;
     if (!rc && fsync(fd)) rc = SPADE_POLICY_EIO;
-    if (rc == SPADE_POLICY_EIO)
-        snprintf(err, errlen, "checkpoint '%s': writing '%s': %s", path, tmp, strerror(errno));
+    if (rc == SPADE_POLICY_EIO) snprintf(err, errlen, "checkpoint '%s': writing '%s': %s", path, tmp, strerror(errno));
     if (close(fd) && !rc) {
         snprintf(err, errlen, "checkpoint '%s': closing '%s': %s", path, tmp, strerror(errno));
         rc = SPADE_POLICY_EIO;
@@ -176,8 +183,7 @@ int spade_policy_save(spade_policy *p, const char *path, char *err, size_t errle
             int dfd = open(dirname(dup), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
             if (dfd >= 0) {
                 if (fsync(dfd) && errno != EINVAL) {
-                    snprintf(err, errlen, "checkpoint '%s': fsync of its directory: %s", path,
-                             strerror(errno));
+                    snprintf(err, errlen, "checkpoint '%s': fsync of its directory: %s", path, strerror(errno));
                     rc = SPADE_POLICY_EIO;
                 }
                 close(dfd);
@@ -191,9 +197,8 @@ int spade_policy_save(spade_policy *p, const char *path, char *err, size_t errle
 }
 
 /* Reads and checks the header; fills cfg, *step, *P, *flags and the file size. */
-static int read_header(FILE *f, const char *path, spade_gpt_config *cfg, uint64_t *step,
-                       uint64_t *P, uint32_t *flags, uint64_t *toklen, uint64_t *h, char *err,
-                       size_t errlen) {
+static int read_header(FILE *f, const char *path, spade_gpt_config *cfg, uint64_t *step, uint64_t *P, uint32_t *flags,
+                       uint64_t *toklen, uint64_t *h, char *err, size_t errlen) {
     struct stat st;
     if (fstat(fileno(f), &st)) {
         snprintf(err, errlen, "checkpoint '%s': %s", path, strerror(errno));
@@ -206,14 +211,13 @@ static int read_header(FILE *f, const char *path, spade_gpt_config *cfg, uint64_
     unsigned char hdr[CKPT_HEADER] = {0};
     size_t got = fread(hdr, 1, CKPT_HEADER_V2, f);
     if (got >= 8 && memcmp(hdr, CKPT_MAGIC, 8)) {
-        snprintf(err, errlen,
-                 "checkpoint '%s': not a spade policy checkpoint (it does not start with \"%s\")",
-                 path, CKPT_MAGIC);
+        snprintf(err, errlen, "checkpoint '%s': not a spade policy checkpoint (it does not start with \"%s\")", path,
+                 CKPT_MAGIC);
         return SPADE_POLICY_EFORMAT;
     }
     if (got < CKPT_HEADER_V2) {
-        snprintf(err, errlen, "checkpoint '%s': truncated: %zu bytes, shorter than the %u-byte header",
-                 path, got, CKPT_HEADER_V2);
+        snprintf(err, errlen, "checkpoint '%s': truncated: %zu bytes, shorter than the %u-byte header", path, got,
+                 CKPT_HEADER_V2);
         return SPADE_POLICY_EFORMAT;
     }
     uint32_t ver = get32(hdr + 8);
@@ -222,18 +226,17 @@ static int read_header(FILE *f, const char *path, spade_gpt_config *cfg, uint64_
         return SPADE_POLICY_EFORMAT;
     }
     if (ver < 1 || ver > CKPT_VERSION) {
-        snprintf(err, errlen, "checkpoint '%s': format version %u, this build reads versions 1 to %u",
-                 path, ver, CKPT_VERSION);
+        snprintf(err, errlen, "checkpoint '%s': format version %u, this build reads versions 1 to %u", path, ver,
+                 CKPT_VERSION);
         return SPADE_POLICY_EFORMAT;
     }
     uint32_t hsize = ver >= 3 ? CKPT_HEADER : CKPT_HEADER_V2;
     if (get32(hdr + 16) != hsize) {
-        snprintf(err, errlen, "checkpoint '%s': header size %u, expected %u for version %u", path,
-                 get32(hdr + 16), hsize, ver);
+        snprintf(err, errlen, "checkpoint '%s': header size %u, expected %u for version %u", path, get32(hdr + 16),
+                 hsize, ver);
         return SPADE_POLICY_EFORMAT;
     }
-    if (hsize > CKPT_HEADER_V2 && fread(hdr + CKPT_HEADER_V2, 1, hsize - CKPT_HEADER_V2, f) !=
-                                      hsize - CKPT_HEADER_V2) {
+    if (hsize > CKPT_HEADER_V2 && fread(hdr + CKPT_HEADER_V2, 1, hsize - CKPT_HEADER_V2, f) != hsize - CKPT_HEADER_V2) {
         snprintf(err, errlen, "checkpoint '%s': truncated: %llu bytes, shorter than the %u-byte header", path,
                  (unsigned long long)st.st_size, hsize);
         return SPADE_POLICY_EFORMAT;
@@ -289,8 +292,8 @@ static int read_header(FILE *f, const char *path, spade_gpt_config *cfg, uint64_
         return SPADE_POLICY_EFORMAT;
     }
     if (dims[5] != SPADE_VOCAB_PAD(dims[4])) {
-        snprintf(err, errlen, "checkpoint '%s': padded vocabulary %d, expected %d for vocabulary %d", path,
-                 dims[5], SPADE_VOCAB_PAD(dims[4]), dims[4]);
+        snprintf(err, errlen, "checkpoint '%s': padded vocabulary %d, expected %d for vocabulary %d", path, dims[5],
+                 SPADE_VOCAB_PAD(dims[4]), dims[4]);
         return SPADE_POLICY_EFORMAT;
     }
     cfg->vocab = dims[4];
@@ -312,8 +315,8 @@ static int read_header(FILE *f, const char *path, spade_gpt_config *cfg, uint64_
     uint64_t want = hsize + *toklen + (*P) * 4 * ((*flags & 1) ? 3 : 1) + 8;
     if ((uint64_t)st.st_size != want) {
         snprintf(err, errlen, "checkpoint '%s': %s: %llu bytes, the header promises %llu", path,
-                 (uint64_t)st.st_size < want ? "truncated" : "trailing garbage",
-                 (unsigned long long)st.st_size, (unsigned long long)want);
+                 (uint64_t)st.st_size < want ? "truncated" : "trailing garbage", (unsigned long long)st.st_size,
+                 (unsigned long long)want);
         return SPADE_POLICY_EFORMAT;
     }
     *h = fnv1a(FNV_INIT, hdr, hsize);
@@ -335,8 +338,8 @@ int spade_policy_read_config(const char *path, spade_gpt_config *cfg, char *err,
 
 /* Reads the K bytes of tokenizer text that follow the header (or makes the
  * byte tokenizer when K = 0) and hashes them into *h. */
-static int read_tokenizer(FILE *f, const char *path, spade_gpt_config *cfg, uint64_t toklen,
-                          uint64_t *h, spade_tokenizer **out, char *err, size_t errlen) {
+static int read_tokenizer(FILE *f, const char *path, spade_gpt_config *cfg, uint64_t toklen, uint64_t *h,
+                          spade_tokenizer **out, char *err, size_t errlen) {
     *out = NULL;
     if (!toklen) return spade_tokenizer_new_bytes(out, err, errlen);
     char *buf = malloc((size_t)toklen);
@@ -422,8 +425,7 @@ int spade_policy_read_tokenizer(const char *path, spade_tokenizer **out, char *e
     return 0;
 }
 
-int spade_policy_load(spade_policy **out, const char *path, const char *backend, char *err,
-                      size_t errlen) {
+int spade_policy_load(spade_policy **out, const char *path, const char *backend, char *err, size_t errlen) {
     *out = NULL;
     FILE *f = fopen(path, "rb");
     if (!f) {

@@ -29,23 +29,19 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static cuda_new_fn cuda_new;
 static char why[1024];
 
-static void load(void)
-{
+static void load(void) {
     const char *paths[3];
     int n = 0;
     const char *env = getenv("SPADE_CUDA_MODULE");
-    if (env && *env)
-        paths[n++] = env;
-    if (spade_registry_uninstalled())
-        paths[n++] = SPADE_PATHS_BUILDDIR "/spade-cuda.so";
+    if (env && *env) paths[n++] = env;
+    if (spade_registry_uninstalled()) paths[n++] = SPADE_PATHS_BUILDDIR "/spade-cuda.so";
     paths[n++] = SPADE_PATHS_LIBEXECDIR "/spade-cuda.so";
     size_t at = (size_t)snprintf(why, sizeof why, "cannot load the CUDA module:");
     for (int i = 0; i < n; i++) {
         void *h = dlopen(paths[i], RTLD_NOW | RTLD_LOCAL);
         if (h) {
             cuda_new = (cuda_new_fn)(size_t)dlsym(h, "spade_backend_cuda_new");
-            if (cuda_new)
-                return; /* kept loaded: the backend's code and cuBLAS's handles live in it */
+            if (cuda_new) return; /* kept loaded: the backend's code and cuBLAS's handles live in it */
             dlclose(h);
         }
         const char *e = dlerror();
@@ -55,8 +51,7 @@ static void load(void)
     }
 }
 
-int spade_backend_cuda_load(spade_backend *be, char *err, size_t errlen)
-{
+int spade_backend_cuda_load(spade_backend *be, char *err, size_t errlen) {
     pthread_once(&once, load);
     if (!cuda_new) {
         snprintf(err, errlen, "%s", why);

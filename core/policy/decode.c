@@ -37,25 +37,25 @@ typedef struct {
 
 struct spade_decoder {
     spade_policy *p;
-    int S, R;                 /* slots; rows per pass (>= S: a decode pass has one row per slot) */
-    float *cache_mem;         /* (2, L, S, maxT, C): kcache then vcache */
-    float *rows_mem;          /* the row workspace and the (S, Vp) logits, see SampleTensors */
-    int *rows_dev;            /* (3, R) token, slot, position of each row of a pass */
+    int S, R; /* slots; rows per pass (>= S: a decode pass has one row per slot) */
+    float *cache_mem; /* (2, L, S, maxT, C): kcache then vcache */
+    float *rows_mem; /* the row workspace and the (S, Vp) logits, see SampleTensors */
+    int *rows_dev; /* (3, R) token, slot, position of each row of a pass */
     SampleTensors s;
-    int *hist;                /* (S, maxT) tokens of each slot */
-    int *len, *cached;        /* (S) */
-    unsigned char *fresh;     /* (S) */
-    unsigned char *mark;      /* (S) scratch: which slots a call lists */
-    float *logits;            /* (S, Vp) host: next-token logits of each fresh slot */
-    float *stage;             /* (S, Vp) host: one pass's downloaded logits */
-    int *rows_host;           /* (3, R) */
+    int *hist; /* (S, maxT) tokens of each slot */
+    int *len, *cached; /* (S) */
+    unsigned char *fresh; /* (S) */
+    unsigned char *mark; /* (S) scratch: which slots a call lists */
+    float *logits; /* (S, Vp) host: next-token logits of each fresh slot */
+    float *stage; /* (S, Vp) host: one pass's downloaded logits */
+    int *rows_host; /* (3, R) */
     int *ent_slot, *ent_row, *ent_k; /* (S) a pass's entries: slot, first row, rows */
-    int *live;                /* (S) request indices still sampling */
-    int *work;                /* (S) slot lists handed to a pass */
-    int *fin;                 /* (S) a pass's entries that finish their slot */
-    uint64_t *rng;            /* (S) one stream per request */
-    cand *buf;                /* (V) the draw's candidates */
-    size_t bytes;             /* everything above, backend and host */
+    int *live; /* (S) request indices still sampling */
+    int *work; /* (S) slot lists handed to a pass */
+    int *fin; /* (S) a pass's entries that finish their slot */
+    uint64_t *rng; /* (S) one stream per request */
+    cand *buf; /* (V) the draw's candidates */
+    size_t bytes; /* everything above, backend and host */
 };
 
 /* ------------------------------------------------------------ lifetime */
@@ -85,8 +85,7 @@ void spade_decoder_free(spade_decoder *d) {
     free(d);
 }
 
-int spade_decoder_new(spade_decoder **out, spade_policy *p, int max_slots, char *err,
-                      size_t errlen) {
+int spade_decoder_new(spade_decoder **out, spade_policy *p, int max_slots, char *err, size_t errlen) {
     if (!out || !p) {
         snprintf(err, errlen, "decoder_new: %s is NULL", out ? "the policy" : "out");
         return SPADE_POLICY_EINVAL;
@@ -144,17 +143,16 @@ int spade_decoder_new(spade_decoder **out, spade_policy *p, int max_slots, char 
         spade_decoder_free(d);
         return SPADE_POLICY_ENOMEM;
     }
-    if (!d->hist || !d->len || !d->cached || !d->fresh || !d->mark || !d->logits || !d->stage ||
-        !d->rows_host || !d->ent_slot || !d->ent_row || !d->ent_k || !d->live || !d->work || !d->fin ||
-        !d->rng || !d->buf) {
+    if (!d->hist || !d->len || !d->cached || !d->fresh || !d->mark || !d->logits || !d->stage || !d->rows_host ||
+        !d->ent_slot || !d->ent_row || !d->ent_k || !d->live || !d->work || !d->fin || !d->rng || !d->buf) {
         snprintf(err, errlen, "decoder_new: out of host memory for %d slots", max_slots);
         spade_decoder_free(d);
         return SPADE_POLICY_ENOMEM;
     }
     d->s.kcache = d->cache_mem;
     d->s.vcache = d->cache_mem + cache;
-    float **ptr[10] = {&d->s.res, &d->s.res2, &d->s.ln, &d->s.qkv, &d->s.atty,
-                       &d->s.proj, &d->s.fch, &d->s.fchg, &d->s.qkvc, &d->s.logits};
+    float **ptr[10] = {&d->s.res,  &d->s.res2, &d->s.ln,   &d->s.qkv,  &d->s.atty,
+                       &d->s.proj, &d->s.fch,  &d->s.fchg, &d->s.qkvc, &d->s.logits};
     float *m = d->rows_mem;
     for (int i = 0; i < 10; i++) {
         *ptr[i] = m;
@@ -162,8 +160,7 @@ int spade_decoder_new(spade_decoder **out, spade_policy *p, int max_slots, char 
     }
     d->bytes = sizeof *d + (2 * cache + nrow) * sizeof(float) + 3 * R * sizeof(int) /* backend */
                + S * maxT * sizeof(int) + 2 * S * sizeof(int) + 2 * S + 2 * S * Vp * sizeof(float) +
-               3 * R * sizeof(int) + 6 * S * sizeof(int) + S * sizeof(uint64_t) +
-               (size_t)p->V * sizeof(cand);
+               3 * R * sizeof(int) + 6 * S * sizeof(int) + S * sizeof(uint64_t) + (size_t)p->V * sizeof(cand);
     *out = d;
     return 0;
 }
@@ -181,15 +178,13 @@ const int *spade_decoder_tokens(const spade_decoder *d, int slot) {
     return d->hist + (size_t)slot * d->p->maxT;
 }
 
-static int bad_slot(const spade_decoder *d, const char *who, const char *what, int slot, char *err,
-                    size_t errlen) {
+static int bad_slot(const spade_decoder *d, const char *who, const char *what, int slot, char *err, size_t errlen) {
     if (!d) {
         snprintf(err, errlen, "%s: the decoder is NULL", who);
         return SPADE_POLICY_EINVAL;
     }
     if (slot < 0 || slot >= d->S) {
-        snprintf(err, errlen, "%s: %s %d outside 0..%d (the decoder has %d slots)", who, what, slot,
-                 d->S - 1, d->S);
+        snprintf(err, errlen, "%s: %s %d outside 0..%d (the decoder has %d slots)", who, what, slot, d->S - 1, d->S);
         return SPADE_POLICY_EINVAL;
     }
     return 0;
@@ -232,8 +227,8 @@ int spade_decoder_copy(spade_decoder *d, int dst, int src, char *err, size_t err
 /* One pass over rows already in d->rows_host (r rows, ne entries): the
  * model's layers over all rows, then the head over the last row of every
  * entry that finishes its slot (nf of them, listed first to last). */
-static int run_pass(spade_decoder *d, int r, int ne, int maxlen, const int *finishing, int nf,
-                    char *err, size_t errlen) {
+static int run_pass(spade_decoder *d, int r, int ne, int maxlen, const int *finishing, int nf, char *err,
+                    size_t errlen) {
     spade_policy *p = d->p;
     int L = p->L, C = p->C, NH = p->NH, maxT = p->maxT;
     size_t R = (size_t)r, C3 = 3 * (size_t)C, C4 = 4 * (size_t)C, CC = (size_t)C * C;
@@ -257,8 +252,8 @@ static int run_pass(spade_decoder *d, int r, int ne, int maxlen, const int *fini
     for (int l = 0; l < L; l++) {
         CK(BE->layernorm_forward(BX, s.ln, NULL, NULL, x, w.ln1w + l * C, w.ln1b + l * C, r, C));
         CK(BE->matmul_forward(BX, s.qkv, s.ln, w.qkvw + l * C3 * C, w.qkvb + l * C3, r, C, 3 * C));
-        CK(BE->attention_forward_kv_at(BX, s.atty, s.qkv, s.kcache + l * cstride, s.vcache + l * cstride,
-                                       slot, pos, r, C, NH, d->S, maxT, maxlen));
+        CK(BE->attention_forward_kv_at(BX, s.atty, s.qkv, s.kcache + l * cstride, s.vcache + l * cstride, slot, pos, r,
+                                       C, NH, d->S, maxT, maxlen));
         CK(BE->matmul_forward(BX, s.proj, s.atty, w.attprojw + l * CC, w.attprojb + l * C, r, C, C));
         CK(BE->residual_forward(BX, y, x, s.proj, R * C));
         CK(BE->layernorm_forward(BX, s.ln, NULL, NULL, y, w.ln2w + l * C, w.ln2b + l * C, r, C));
@@ -366,24 +361,23 @@ static int recompute(spade_decoder *d, const int *slots, int n, char *err, size_
 
 /* ------------------------------------------------------------ append */
 
-static int check_tokens(const spade_decoder *d, const char *who, int slot, const int *t, int n,
-                        char *err, size_t errlen) {
+static int check_tokens(const spade_decoder *d, const char *who, int slot, const int *t, int n, char *err,
+                        size_t errlen) {
     if (n < 1 || !t) {
-        snprintf(err, errlen, "%s: slot %d: %d tokens at %p: expected n >= 1 and a token array", who, slot,
-                 n, (const void *)t);
+        snprintf(err, errlen, "%s: slot %d: %d tokens at %p: expected n >= 1 and a token array", who, slot, n,
+                 (const void *)t);
         return SPADE_POLICY_EINVAL;
     }
     for (int i = 0; i < n; i++)
         if (t[i] < 0 || t[i] >= d->p->V) {
-            snprintf(err, errlen, "%s: slot %d: token %d at %d is outside the vocabulary [0, %d)", who, slot,
-                     t[i], i, d->p->V);
+            snprintf(err, errlen, "%s: slot %d: token %d at %d is outside the vocabulary [0, %d)", who, slot, t[i], i,
+                     d->p->V);
             return SPADE_POLICY_EINVAL;
         }
     return 0;
 }
 
-int gpt_decoder_push(spade_decoder *d, int slot, const int *tokens, int n, char *err,
-                     size_t errlen) {
+int gpt_decoder_push(spade_decoder *d, int slot, const int *tokens, int n, char *err, size_t errlen) {
     int rc = bad_slot(d, "decoder_append", "slot", slot, err, errlen);
     if (!rc) rc = check_tokens(d, "decoder_append", slot, tokens, n, err, errlen);
     if (rc) return rc;
@@ -394,12 +388,12 @@ int gpt_decoder_push(spade_decoder *d, int slot, const int *tokens, int n, char 
     return 0;
 }
 
-int spade_decoder_append_batch(spade_decoder *d, const int *slots, const int *const *tokens,
-                               const int *n, int count, int *status, char *err, size_t errlen) {
+int spade_decoder_append_batch(spade_decoder *d, const int *slots, const int *const *tokens, const int *n, int count,
+                               int *status, char *err, size_t errlen) {
     const char *who = "decoder_append";
     if (!d || count < 1 || !slots || !tokens || !n) {
-        snprintf(err, errlen, "%s: decoder %p, %d slots at %p, tokens %p, counts %p: need all, count >= 1",
-                 who, (void *)d, count, (const void *)slots, (const void *)tokens, (const void *)n);
+        snprintf(err, errlen, "%s: decoder %p, %d slots at %p, tokens %p, counts %p: need all, count >= 1", who,
+                 (void *)d, count, (const void *)slots, (const void *)tokens, (const void *)n);
         return SPADE_POLICY_EINVAL;
     }
     if (count > d->S) {
@@ -428,14 +422,13 @@ int spade_decoder_append_batch(spade_decoder *d, const int *slots, const int *co
     return m ? catch_up(d, d->work, m, err, errlen) : 0;
 }
 
-int spade_decoder_append(spade_decoder *d, int slot, const int *tokens, int n, char *err,
-                         size_t errlen) {
+int spade_decoder_append(spade_decoder *d, int slot, const int *tokens, int n, char *err, size_t errlen) {
     int st = 0;
     int rc = spade_decoder_append_batch(d, &slot, &tokens, &n, 1, &st, err, errlen);
     if (rc) return rc;
     if (st == SPADE_SLOT_CONTEXT_FULL)
-        snprintf(err, errlen, "decoder_append: slot %d holds %d tokens; %d more would pass the context %d",
-                 slot, d->len[slot], n, d->p->maxT);
+        snprintf(err, errlen, "decoder_append: slot %d holds %d tokens; %d more would pass the context %d", slot,
+                 d->len[slot], n, d->p->maxT);
     return st;
 }
 
@@ -485,8 +478,7 @@ static int nucleus(const float *logits, int V, float temp, float top_p, cand *bu
  * with top_p < 1 that renormalised over the nucleus; greedy (temp 0) draws
  * from a point mass, log-prob 0. (GRPO's old log-prob: docs/policy.md,
  * "What the loss optimises".) Returns -1 when the logits are not finite. */
-static int draw(const float *logits, int V, float temp, float top_p, uint64_t *rng, cand *buf,
-                float *lp) {
+static int draw(const float *logits, int V, float temp, float top_p, uint64_t *rng, cand *buf, float *lp) {
     if (temp <= 0.0f) {
         int arg = 0;
         for (int v = 1; v < V; v++)
@@ -513,8 +505,7 @@ static int draw(const float *logits, int V, float temp, float top_p, uint64_t *r
     return buf[at].tok;
 }
 
-double gpt_sampled_dist(const float *logits, int V, float temp, float top_p, int tok, void *scratch,
-                        float *probs) {
+double gpt_sampled_dist(const float *logits, int V, float temp, float top_p, int tok, void *scratch, float *probs) {
     cand *buf = scratch;
     double total;
     int k = nucleus(logits, V, temp, top_p, buf, &total);
@@ -542,18 +533,17 @@ double gpt_sampled_dist(const float *logits, int V, float temp, float top_p, int
 
 size_t gpt_sampled_dist_scratch(int V) { return (size_t)V * sizeof(cand); }
 
-int gpt_decoder_sample(spade_decoder *d, const int *slots, int n, const spade_sample_opts *o,
-                       const uint64_t *seeds, const int *max_tokens, int *out_tokens,
-                       float *out_logprobs, int *out_len, int *out_status, const char *who,
-                       const char *index_name, char *err, size_t errlen) {
+int gpt_decoder_sample(spade_decoder *d, const int *slots, int n, const spade_sample_opts *o, const uint64_t *seeds,
+                       const int *max_tokens, int *out_tokens, float *out_logprobs, int *out_len, int *out_status,
+                       const char *who, const char *index_name, char *err, size_t errlen) {
     spade_sample_opts def;
     if (!o) {
         spade_sample_opts_default(&def);
         o = &def;
     }
     if (!d || !slots || n < 1 || !out_tokens || !out_len) {
-        snprintf(err, errlen, "%s: decoder %p, %d slots at %p, out_tokens %p, out_len %p: need all, n >= 1",
-                 who, (void *)d, n, (const void *)slots, (void *)out_tokens, (void *)out_len);
+        snprintf(err, errlen, "%s: decoder %p, %d slots at %p, out_tokens %p, out_len %p: need all, n >= 1", who,
+                 (void *)d, n, (const void *)slots, (void *)out_tokens, (void *)out_len);
         return SPADE_POLICY_EINVAL;
     }
     if (n > d->S) {
@@ -579,8 +569,8 @@ int gpt_decoder_sample(spade_decoder *d, const int *slots, int n, const spade_sa
             return SPADE_POLICY_EINVAL;
         }
         if (max_tokens && (max_tokens[i] < 1 || max_tokens[i] > o->max_tokens)) {
-            snprintf(err, errlen, "%s: max_tokens[%d] = %d: expected 1..%d (opts max_tokens, the row stride)",
-                     who, i, max_tokens[i], o->max_tokens);
+            snprintf(err, errlen, "%s: max_tokens[%d] = %d: expected 1..%d (opts max_tokens, the row stride)", who, i,
+                     max_tokens[i], o->max_tokens);
             return SPADE_POLICY_EINVAL;
         }
     }
@@ -621,12 +611,12 @@ int gpt_decoder_sample(spade_decoder *d, const int *slots, int n, const spade_sa
             if (t < 0) {
                 if (index_name)
                     snprintf(err, errlen,
-                             "%s: the logits of %s %d at token %d are not finite (NaN or inf in the weights?)",
-                             who, index_name, i, step);
+                             "%s: the logits of %s %d at token %d are not finite (NaN or inf in the weights?)", who,
+                             index_name, i, step);
                 else
                     snprintf(err, errlen,
-                             "%s: the logits of slot %d at token %d are not finite (NaN or inf in the weights?)",
-                             who, s, step);
+                             "%s: the logits of slot %d at token %d are not finite (NaN or inf in the weights?)", who,
+                             s, step);
                 return SPADE_POLICY_EINVAL;
             }
             out_tokens[(size_t)i * o->max_tokens + out_len[i]] = t;
@@ -650,12 +640,11 @@ int gpt_decoder_sample(spade_decoder *d, const int *slots, int n, const spade_sa
     return 0;
 }
 
-int spade_decoder_sample(spade_decoder *d, const int *slots, int n, const spade_sample_opts *o,
-                         const uint64_t *seeds, const int *max_tokens, int *out_tokens,
-                         float *out_logprobs, int *out_len, int *out_status, char *err,
-                         size_t errlen) {
-    return gpt_decoder_sample(d, slots, n, o, seeds, max_tokens, out_tokens, out_logprobs, out_len,
-                              out_status, "decoder_sample", NULL, err, errlen);
+int spade_decoder_sample(spade_decoder *d, const int *slots, int n, const spade_sample_opts *o, const uint64_t *seeds,
+                         const int *max_tokens, int *out_tokens, float *out_logprobs, int *out_len, int *out_status,
+                         char *err, size_t errlen) {
+    return gpt_decoder_sample(d, slots, n, o, seeds, max_tokens, out_tokens, out_logprobs, out_len, out_status,
+                              "decoder_sample", NULL, err, errlen);
 }
 
 int spade_decoder_next_logprobs(spade_decoder *d, int slot, float *out, char *err, size_t errlen) {

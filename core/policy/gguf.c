@@ -68,10 +68,7 @@ static const uint8_t vsize[SPADE_GGUF_NVTYPES] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 
 static const char *const vname[SPADE_GGUF_NVTYPES] = {"u8",   "i8",     "u16",   "i16", "u32", "i32", "f32",
                                                       "bool", "string", "array", "u64", "i64", "f64"};
 
-const char *spade_gguf_vtype_name(int type)
-{
-    return type >= 0 && type < SPADE_GGUF_NVTYPES ? vname[type] : "?";
-}
+const char *spade_gguf_vtype_name(int type) { return type >= 0 && type < SPADE_GGUF_NVTYPES ? vname[type] : "?"; }
 
 typedef struct ttype {
     const char *name;
@@ -92,24 +89,16 @@ static const ttype ttypes[] = {
 };
 #define N_TTYPES (int)(sizeof ttypes / sizeof *ttypes)
 
-const char *spade_ggml_type_name(int type)
-{
-    return type >= 0 && type < N_TTYPES ? ttypes[type].name : NULL;
-}
+const char *spade_ggml_type_name(int type) { return type >= 0 && type < N_TTYPES ? ttypes[type].name : NULL; }
 
-int spade_ggml_type_size(int type, uint32_t *block_elems, uint32_t *block_bytes)
-{
-    if (!spade_ggml_type_name(type))
-        return -1;
-    if (block_elems)
-        *block_elems = ttypes[type].blck;
-    if (block_bytes)
-        *block_bytes = ttypes[type].bytes;
+int spade_ggml_type_size(int type, uint32_t *block_elems, uint32_t *block_bytes) {
+    if (!spade_ggml_type_name(type)) return -1;
+    if (block_elems) *block_elems = ttypes[type].blck;
+    if (block_bytes) *block_bytes = ttypes[type].bytes;
     return 0;
 }
 
-int spade_ggml_can_dequantize(int type)
-{
+int spade_ggml_can_dequantize(int type) {
     switch (type) {
     case SPADE_GGML_F32:
     case SPADE_GGML_F16:
@@ -121,32 +110,22 @@ int spade_ggml_can_dequantize(int type)
     case SPADE_GGML_Q5_1:
     case SPADE_GGML_Q4_K:
     case SPADE_GGML_Q5_K:
-    case SPADE_GGML_Q6_K:
-        return 1;
-    default:
-        return 0;
+    case SPADE_GGML_Q6_K: return 1;
+    default: return 0;
     }
 }
 
 /* ---- little-endian loads (the file's byte order, whatever the host's alignment) ---- */
 
-static uint16_t ld16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] | p[1] << 8);
-}
+static uint16_t ld16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
 
-static uint32_t ld32(const uint8_t *p)
-{
+static uint32_t ld32(const uint8_t *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-static uint64_t ld64(const uint8_t *p)
-{
-    return (uint64_t)ld32(p) | (uint64_t)ld32(p + 4) << 32;
-}
+static uint64_t ld64(const uint8_t *p) { return (uint64_t)ld32(p) | (uint64_t)ld32(p + 4) << 32; }
 
-static float ldf32(const uint8_t *p)
-{
+static float ldf32(const uint8_t *p) {
     uint32_t u = ld32(p);
     float f;
     memcpy(&f, &u, 4);
@@ -155,8 +134,7 @@ static float ldf32(const uint8_t *p)
 
 /* ---- half precision ---- */
 
-float spade_fp16_to_f32(uint16_t h)
-{
+float spade_fp16_to_f32(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, u;
     if (exp == 0x1f) {
         u = sign | 0x7f800000 | man << 13; /* inf, nan (payload kept) */
@@ -177,24 +155,20 @@ float spade_fp16_to_f32(uint16_t h)
     return f;
 }
 
-uint16_t spade_f32_to_fp16(float f)
-{
+uint16_t spade_f32_to_fp16(float f) {
     uint32_t u;
     memcpy(&u, &f, 4);
     uint32_t sign = (u >> 16) & 0x8000, exp = (u >> 23) & 0xff, man = u & 0x7fffff;
     if (exp == 0xff) /* inf stays inf; nan stays a quiet nan */
         return (uint16_t)(sign | 0x7c00 | (man ? 0x200 | (man >> 13) : 0));
     int e = (int)exp - 127 + 15;
-    if (e >= 0x1f)
-        return (uint16_t)(sign | 0x7c00);
+    if (e >= 0x1f) return (uint16_t)(sign | 0x7c00);
     if (e <= 0) {
-        if (e < -10)
-            return (uint16_t)sign; /* below half the smallest subnormal: zero */
+        if (e < -10) return (uint16_t)sign; /* below half the smallest subnormal: zero */
         man |= 0x800000;
         int shift = 14 - e;
         uint32_t half = man >> shift, rem = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
-        if (rem > mid || (rem == mid && (half & 1)))
-            half++;
+        if (rem > mid || (rem == mid && (half & 1))) half++;
         return (uint16_t)(sign | half);
     }
     uint32_t half = (uint32_t)e << 10 | man >> 13, rem = man & 0x1fff;
@@ -203,8 +177,7 @@ uint16_t spade_f32_to_fp16(float f)
     return (uint16_t)(sign | half);
 }
 
-float spade_bf16_to_f32(uint16_t h)
-{
+float spade_bf16_to_f32(uint16_t h) {
     uint32_t u = (uint32_t)h << 16;
     float f;
     memcpy(&f, &u, 4);
@@ -213,8 +186,7 @@ float spade_bf16_to_f32(uint16_t h)
 
 /* ---- dequantization: one block of each type (layouts as GGML defines them) ---- */
 
-static void dq_q4_0(const uint8_t *b, float *y)
-{
+static void dq_q4_0(const uint8_t *b, float *y) {
     float d = spade_fp16_to_f32(ld16(b));
     for (int j = 0; j < 16; j++) {
         y[j] = d * (float)((b[2 + j] & 0xf) - 8);
@@ -222,8 +194,7 @@ static void dq_q4_0(const uint8_t *b, float *y)
     }
 }
 
-static void dq_q4_1(const uint8_t *b, float *y)
-{
+static void dq_q4_1(const uint8_t *b, float *y) {
     float d = spade_fp16_to_f32(ld16(b)), m = spade_fp16_to_f32(ld16(b + 2));
     for (int j = 0; j < 16; j++) {
         y[j] = d * (float)(b[4 + j] & 0xf) + m;
@@ -231,8 +202,7 @@ static void dq_q4_1(const uint8_t *b, float *y)
     }
 }
 
-static void dq_q5_0(const uint8_t *b, float *y)
-{
+static void dq_q5_0(const uint8_t *b, float *y) {
     float d = spade_fp16_to_f32(ld16(b));
     uint32_t qh = ld32(b + 2);
     for (int j = 0; j < 16; j++) {
@@ -242,8 +212,7 @@ static void dq_q5_0(const uint8_t *b, float *y)
     }
 }
 
-static void dq_q5_1(const uint8_t *b, float *y)
-{
+static void dq_q5_1(const uint8_t *b, float *y) {
     float d = spade_fp16_to_f32(ld16(b)), m = spade_fp16_to_f32(ld16(b + 2));
     uint32_t qh = ld32(b + 4);
     for (int j = 0; j < 16; j++) {
@@ -253,18 +222,15 @@ static void dq_q5_1(const uint8_t *b, float *y)
     }
 }
 
-static void dq_q8_0(const uint8_t *b, float *y)
-{
+static void dq_q8_0(const uint8_t *b, float *y) {
     float d = spade_fp16_to_f32(ld16(b));
-    for (int j = 0; j < 32; j++)
-        y[j] = (float)(int8_t)b[2 + j] * d;
+    for (int j = 0; j < 32; j++) y[j] = (float)(int8_t)b[2 + j] * d;
 }
 
 /* The 6-bit scales and mins of Q4_K/Q5_K's eight sub-blocks, packed in 12 bytes:
  * bytes 0-3 hold scales 0-3 (low 6 bits) and the top 2 bits of scales 4-7,
  * bytes 4-7 the same for the mins, bytes 8-11 the low 4 bits of scale and min 4-7. */
-static void k_scale_min(const uint8_t *s, int j, int *sc, int *m)
-{
+static void k_scale_min(const uint8_t *s, int j, int *sc, int *m) {
     if (j < 4) {
         *sc = s[j] & 63;
         *m = s[j + 4] & 63;
@@ -274,8 +240,7 @@ static void k_scale_min(const uint8_t *s, int j, int *sc, int *m)
     }
 }
 
-static void dq_q4_k(const uint8_t *b, float *y)
-{
+static void dq_q4_k(const uint8_t *b, float *y) {
     float d = spade_fp16_to_f32(ld16(b)), dmin = spade_fp16_to_f32(ld16(b + 2));
     const uint8_t *sc = b + 4, *q = b + 16;
     for (int g = 0; g < 4; g++) {
@@ -283,14 +248,12 @@ static void dq_q4_k(const uint8_t *b, float *y)
             int s, m;
             k_scale_min(sc, 2 * g + h, &s, &m);
             float d1 = d * (float)s, m1 = dmin * (float)m;
-            for (int l = 0; l < 32; l++)
-                *y++ = d1 * (float)((q[32 * g + l] >> (4 * h)) & 0xf) - m1;
+            for (int l = 0; l < 32; l++) *y++ = d1 * (float)((q[32 * g + l] >> (4 * h)) & 0xf) - m1;
         }
     }
 }
 
-static void dq_q5_k(const uint8_t *b, float *y)
-{
+static void dq_q5_k(const uint8_t *b, float *y) {
     float d = spade_fp16_to_f32(ld16(b)), dmin = spade_fp16_to_f32(ld16(b + 2));
     const uint8_t *sc = b + 4, *qh = b + 16, *q = b + 48;
     for (int g = 0; g < 4; g++) {
@@ -304,8 +267,7 @@ static void dq_q5_k(const uint8_t *b, float *y)
     }
 }
 
-static void dq_q6_k(const uint8_t *b, float *y)
-{
+static void dq_q6_k(const uint8_t *b, float *y) {
     const uint8_t *ql = b, *qh = b + 128;
     const int8_t *sc = (const int8_t *)(b + 192);
     float d = spade_fp16_to_f32(ld16(b + 208));
@@ -317,8 +279,8 @@ static void dq_q6_k(const uint8_t *b, float *y)
     }
 }
 
-int spade_ggml_dequantize(int type, const void *src, size_t src_bytes, float *out, uint64_t n, char *err, size_t errlen)
-{
+int spade_ggml_dequantize(int type, const void *src, size_t src_bytes, float *out, uint64_t n, char *err,
+                          size_t errlen) {
     uint32_t blck, bytes;
     if (spade_ggml_type_size(type, &blck, &bytes) < 0 || !spade_ggml_can_dequantize(type)) {
         const char *nm = spade_ggml_type_name(type);
@@ -334,16 +296,13 @@ int spade_ggml_dequantize(int type, const void *src, size_t src_bytes, float *ou
     uint64_t nb = n / blck;
     switch (type) {
     case SPADE_GGML_F32:
-        for (uint64_t i = 0; i < n; i++)
-            out[i] = ldf32(b + 4 * i);
+        for (uint64_t i = 0; i < n; i++) out[i] = ldf32(b + 4 * i);
         break;
     case SPADE_GGML_F16:
-        for (uint64_t i = 0; i < n; i++)
-            out[i] = spade_fp16_to_f32(ld16(b + 2 * i));
+        for (uint64_t i = 0; i < n; i++) out[i] = spade_fp16_to_f32(ld16(b + 2 * i));
         break;
     case SPADE_GGML_BF16:
-        for (uint64_t i = 0; i < n; i++)
-            out[i] = spade_bf16_to_f32(ld16(b + 2 * i));
+        for (uint64_t i = 0; i < n; i++) out[i] = spade_bf16_to_f32(ld16(b + 2 * i));
         break;
     default: {
         void (*fn)(const uint8_t *, float *) = type == SPADE_GGML_Q4_0   ? dq_q4_0
@@ -354,15 +313,13 @@ int spade_ggml_dequantize(int type, const void *src, size_t src_bytes, float *ou
                                                : type == SPADE_GGML_Q4_K ? dq_q4_k
                                                : type == SPADE_GGML_Q5_K ? dq_q5_k
                                                                          : dq_q6_k;
-        for (uint64_t i = 0; i < nb; i++)
-            fn(b + i * bytes, out + i * blck);
+        for (uint64_t i = 0; i < nb; i++) fn(b + i * bytes, out + i * blck);
     }
     }
     return 0;
 }
 
-int spade_gguf_dequantize(const spade_gguf_tensor *t, float *out, uint64_t n_out, char *err, size_t errlen)
-{
+int spade_gguf_dequantize(const spade_gguf_tensor *t, float *out, uint64_t n_out, char *err, size_t errlen) {
     if (n_out < t->n_elements) {
         spade_errf(err, errlen, "tensor '%s': %llu elements do not fit in %llu floats", t->name,
                    (unsigned long long)t->n_elements, (unsigned long long)n_out);
@@ -377,8 +334,7 @@ int spade_gguf_dequantize(const spade_gguf_tensor *t, float *out, uint64_t n_out
 }
 
 int spade_gguf_dequantize_rows(const spade_gguf_tensor *t, uint64_t row0, uint64_t n_rows, float *out, char *err,
-                               size_t errlen)
-{
+                               size_t errlen) {
     uint64_t row = (uint64_t)t->dims[0], rows = t->n_elements / row, row_bytes = t->n_bytes / rows;
     if (row0 > rows || n_rows > rows - row0) {
         spade_errf(err, errlen, "tensor '%s': rows %llu..%llu asked, it has %llu", t->name, (unsigned long long)row0,
@@ -405,8 +361,7 @@ typedef struct rd {
 } rd;
 
 static int fail(rd *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail(rd *r, const char *fmt, ...)
-{
+static int fail(rd *r, const char *fmt, ...) {
     char msg[768];
     va_list ap;
     va_start(ap, fmt);
@@ -416,44 +371,33 @@ static int fail(rd *r, const char *fmt, ...)
     return -1;
 }
 
-static uint64_t left(const rd *r)
-{
-    return r->size - r->pos;
-}
+static uint64_t left(const rd *r) { return r->size - r->pos; }
 
-static int need(rd *r, uint64_t n, const char *what)
-{
-    if (n <= left(r))
-        return 0;
+static int need(rd *r, uint64_t n, const char *what) {
+    if (n <= left(r)) return 0;
     return fail(r, "%s at byte %llu: the file ends there (truncated: %llu bytes needed, %llu left)", what,
                 (unsigned long long)r->pos, (unsigned long long)n, (unsigned long long)left(r));
 }
 
-static int rd_u32(rd *r, uint32_t *v, const char *what)
-{
-    if (need(r, 4, what) < 0)
-        return -1;
+static int rd_u32(rd *r, uint32_t *v, const char *what) {
+    if (need(r, 4, what) < 0) return -1;
     *v = ld32(r->p + r->pos);
     r->pos += 4;
     return 0;
 }
 
-static int rd_u64(rd *r, uint64_t *v, const char *what)
-{
-    if (need(r, 8, what) < 0)
-        return -1;
+static int rd_u64(rd *r, uint64_t *v, const char *what) {
+    if (need(r, 8, what) < 0) return -1;
     *v = ld64(r->p + r->pos);
     r->pos += 8;
     return 0;
 }
 
 /* A string's length and bytes: *off, *len. */
-static int rd_str(rd *r, uint64_t *off, uint64_t *len, const char *what)
-{
+static int rd_str(rd *r, uint64_t *off, uint64_t *len, const char *what) {
     char w[320];
     snprintf(w, sizeof w, "%s: length", what);
-    if (rd_u64(r, len, w) < 0)
-        return -1;
+    if (rd_u64(r, len, w) < 0) return -1;
     if (*len > left(r))
         return fail(r, "%s: a string of %llu bytes at byte %llu runs past the end of the file (%llu bytes left)", what,
                     (unsigned long long)*len, (unsigned long long)r->pos, (unsigned long long)left(r));
@@ -462,27 +406,21 @@ static int rd_str(rd *r, uint64_t *off, uint64_t *len, const char *what)
     return 0;
 }
 
-static void value_free(spade_gguf_value *v)
-{
+static void value_free(spade_gguf_value *v) {
     if (v->sub)
-        for (uint64_t i = 0; i < v->n; i++)
-            value_free(&v->sub[i]);
+        for (uint64_t i = 0; i < v->n; i++) value_free(&v->sub[i]);
     free(v->sub);
     free(v->str_off);
     v->sub = NULL;
     v->str_off = NULL;
 }
 
-static int parse_value(rd *r, spade_gguf_value *v, uint32_t type, int depth, const char *what)
-{
+static int parse_value(rd *r, spade_gguf_value *v, uint32_t type, int depth, const char *what) {
     *v = (spade_gguf_value){.b = r->p, .type = (uint8_t)type};
-    if (type >= SPADE_GGUF_NVTYPES)
-        return fail(r, "%s: unknown value type %u", what, type);
-    if (type == SPADE_GGUF_STRING)
-        return rd_str(r, &v->off, &v->n, what);
+    if (type >= SPADE_GGUF_NVTYPES) return fail(r, "%s: unknown value type %u", what, type);
+    if (type == SPADE_GGUF_STRING) return rd_str(r, &v->off, &v->n, what);
     if (type != SPADE_GGUF_ARRAY) {
-        if (need(r, vsize[type], what) < 0)
-            return -1;
+        if (need(r, vsize[type], what) < 0) return -1;
         if (type == SPADE_GGUF_BOOL && r->p[r->pos] > 1)
             return fail(r, "%s: a bool of value %u (not 0 or 1)", what, r->p[r->pos]);
         v->off = r->pos;
@@ -492,16 +430,13 @@ static int parse_value(rd *r, spade_gguf_value *v, uint32_t type, int depth, con
     char w[320];
     uint32_t elem;
     snprintf(w, sizeof w, "%s: array element type", what);
-    if (rd_u32(r, &elem, w) < 0)
-        return -1;
-    if (elem >= SPADE_GGUF_NVTYPES)
-        return fail(r, "%s: array of unknown value type %u", what, elem);
+    if (rd_u32(r, &elem, w) < 0) return -1;
+    if (elem >= SPADE_GGUF_NVTYPES) return fail(r, "%s: array of unknown value type %u", what, elem);
     if (elem == SPADE_GGUF_ARRAY && depth >= SPADE_GGUF_MAX_DEPTH)
         return fail(r, "%s: arrays nested more than %d deep", what, SPADE_GGUF_MAX_DEPTH);
     v->elem = (uint8_t)elem;
     snprintf(w, sizeof w, "%s: array length", what);
-    if (rd_u64(r, &v->n, w) < 0)
-        return -1;
+    if (rd_u64(r, &v->n, w) < 0) return -1;
     v->off = r->pos;
     /* The cap before any allocation: each element takes at least min bytes. */
     uint64_t min = elem == SPADE_GGUF_STRING ? 8 : elem == SPADE_GGUF_ARRAY ? 12 : vsize[elem];
@@ -528,8 +463,7 @@ static int parse_value(rd *r, spade_gguf_value *v, uint32_t type, int depth, con
         for (uint64_t i = 0; i < n; i++) {
             uint64_t len;
             snprintf(w, sizeof w, "%s[%llu]", what, (unsigned long long)i);
-            if (rd_str(r, &v->str_off[i], &len, w) < 0)
-                return -1;
+            if (rd_str(r, &v->str_off[i], &len, w) < 0) return -1;
         }
         return 0;
     }
@@ -539,39 +473,29 @@ static int parse_value(rd *r, spade_gguf_value *v, uint32_t type, int depth, con
     for (uint64_t i = 0; i < n; i++) {
         snprintf(w, sizeof w, "%s[%llu]", what, (unsigned long long)i);
         v->n = i + 1;
-        if (parse_value(r, &v->sub[i], SPADE_GGUF_ARRAY, depth + 1, w) < 0)
-            return -1;
+        if (parse_value(r, &v->sub[i], SPADE_GGUF_ARRAY, depth + 1, w) < 0) return -1;
     }
     return 0;
 }
 
 /* A printable excerpt of a name for messages (at most 80 bytes, control bytes as '?'). */
-static void excerpt(const uint8_t *s, uint64_t len, char out[96])
-{
+static void excerpt(const uint8_t *s, uint64_t len, char out[96]) {
     size_t n = len > 80 ? 80 : (size_t)len, k = 0;
-    for (size_t i = 0; i < n; i++)
-        out[k++] = s[i] < 0x20 || s[i] == 0x7f ? '?' : (char)s[i];
-    if (len > 80)
-        out[k++] = '.', out[k++] = '.', out[k++] = '.';
+    for (size_t i = 0; i < n; i++) out[k++] = s[i] < 0x20 || s[i] == 0x7f ? '?' : (char)s[i];
+    if (len > 80) out[k++] = '.', out[k++] = '.', out[k++] = '.';
     out[k] = 0;
 }
 
 /* Sorting entries carry what they are sorted by: qsort has no context argument
  * in C11, and a static one would race between threads opening files. */
-static int cmp_ent_s(const void *a, const void *b)
-{
-    return strcmp(((const ent *)a)->s, ((const ent *)b)->s);
-}
-static int cmp_ent_off(const void *a, const void *b)
-{
+static int cmp_ent_s(const void *a, const void *b) { return strcmp(((const ent *)a)->s, ((const ent *)b)->s); }
+static int cmp_ent_off(const void *a, const void *b) {
     uint64_t x = ((const ent *)a)->off, y = ((const ent *)b)->off;
     return x < y ? -1 : x > y;
 }
 
-void spade_gguf_free(spade_gguf *g)
-{
-    if (!g)
-        return;
+void spade_gguf_free(spade_gguf *g) {
+    if (!g) return;
     for (size_t i = 0; i < g->n_kv; i++) {
         free(g->kvs[i].key);
         value_free(&g->kvs[i].v);
@@ -581,13 +505,11 @@ void spade_gguf_free(spade_gguf *g)
     free(g->tensors);
     free(g->t_sorted);
     free(g->names);
-    if (g->map)
-        munmap(g->map, (size_t)g->size);
+    if (g->map) munmap(g->map, (size_t)g->size);
     free(g);
 }
 
-static int parse_kvs(spade_gguf *g, rd *r, uint64_t n_kv)
-{
+static int parse_kvs(spade_gguf *g, rd *r, uint64_t n_kv) {
     /* the smallest key-value: an 8-byte length, a 1-byte key, a type, a 1-byte value */
     if (n_kv > MAX_KV || n_kv > left(r) / 14)
         return fail(r, "header: %llu metadata keys is absurd for a file with %llu bytes left (at most %llu fit)",
@@ -600,33 +522,26 @@ static int parse_kvs(spade_gguf *g, rd *r, uint64_t n_kv)
         uint64_t off, len;
         uint32_t type;
         snprintf(w, sizeof w, "key %llu", (unsigned long long)i);
-        if (rd_str(r, &off, &len, w) < 0)
-            return -1;
+        if (rd_str(r, &off, &len, w) < 0) return -1;
         excerpt(r->p + off, len, ex);
-        if (!len)
-            return fail(r, "key %llu: an empty key", (unsigned long long)i);
+        if (!len) return fail(r, "key %llu: an empty key", (unsigned long long)i);
         if (len > MAX_KEY)
             return fail(r, "key %llu '%s': %llu bytes long (at most %d)", (unsigned long long)i, ex,
                         (unsigned long long)len, MAX_KEY);
         if (memchr(r->p + off, 0, (size_t)len))
             return fail(r, "key %llu '%s': holds a NUL byte", (unsigned long long)i, ex);
         kv *k = &g->kvs[i];
-        if (!(k->key = malloc((size_t)len + 1)))
-            return fail(r, "out of memory");
+        if (!(k->key = malloc((size_t)len + 1))) return fail(r, "out of memory");
         memcpy(k->key, r->p + off, (size_t)len);
         k->key[len] = 0;
         g->n_kv = (size_t)i + 1;
         snprintf(w, sizeof w, "key %llu '%s': value type", (unsigned long long)i, ex);
-        if (rd_u32(r, &type, w) < 0)
-            return -1;
+        if (rd_u32(r, &type, w) < 0) return -1;
         snprintf(w, sizeof w, "key %llu '%s'", (unsigned long long)i, ex);
-        if (parse_value(r, &k->v, type, 0, w) < 0)
-            return -1;
+        if (parse_value(r, &k->v, type, 0, w) < 0) return -1;
     }
-    if (g->n_kv && !(g->kv_sorted = malloc(g->n_kv * sizeof *g->kv_sorted)))
-        return fail(r, "out of memory");
-    for (size_t i = 0; i < g->n_kv; i++)
-        g->kv_sorted[i] = (ent){.s = g->kvs[i].key, .i = i};
+    if (g->n_kv && !(g->kv_sorted = malloc(g->n_kv * sizeof *g->kv_sorted))) return fail(r, "out of memory");
+    for (size_t i = 0; i < g->n_kv; i++) g->kv_sorted[i] = (ent){.s = g->kvs[i].key, .i = i};
     if (g->n_kv) /* qsort's pointer must not be NULL, even for no elements */
         qsort(g->kv_sorted, g->n_kv, sizeof *g->kv_sorted, cmp_ent_s);
     for (size_t i = 1; i < g->n_kv; i++) {
@@ -640,8 +555,7 @@ static int parse_kvs(spade_gguf *g, rd *r, uint64_t n_kv)
     return 0;
 }
 
-static int parse_tensors(spade_gguf *g, rd *r, uint64_t n_t)
-{
+static int parse_tensors(spade_gguf *g, rd *r, uint64_t n_t) {
     /* the smallest tensor info: name length 8 + 1, n_dims 4, one dim 8, type 4, offset 8 */
     if (n_t > MAX_TENSORS || n_t > left(r) / 33)
         return fail(r, "header: %llu tensors is absurd for a file with %llu bytes left (at most %llu fit)",
@@ -657,16 +571,13 @@ static int parse_tensors(spade_gguf *g, rd *r, uint64_t n_t)
         uint64_t off, len;
         spade_gguf_tensor *t = &g->tensors[i];
         snprintf(w, sizeof w, "tensor %llu: name", ii);
-        if (rd_str(r, &off, &len, w) < 0)
-            return -1;
+        if (rd_str(r, &off, &len, w) < 0) return -1;
         excerpt(r->p + off, len, ex);
-        if (!len)
-            return fail(r, "tensor %llu: an empty name", ii);
+        if (!len) return fail(r, "tensor %llu: an empty name", ii);
         if (len > SPADE_GGUF_MAX_NAME)
             return fail(r, "tensor %llu '%s': a name of %llu bytes (at most %d)", ii, ex, (unsigned long long)len,
                         SPADE_GGUF_MAX_NAME);
-        if (memchr(r->p + off, 0, (size_t)len))
-            return fail(r, "tensor %llu '%s': the name holds a NUL byte", ii, ex);
+        if (memchr(r->p + off, 0, (size_t)len)) return fail(r, "tensor %llu '%s': the name holds a NUL byte", ii, ex);
         char *name = g->names + i * (SPADE_GGUF_MAX_NAME + 1);
         memcpy(name, r->p + off, (size_t)len);
         name[len] = 0;
@@ -674,8 +585,7 @@ static int parse_tensors(spade_gguf *g, rd *r, uint64_t n_t)
         g->n_tensors = (size_t)i + 1;
         uint32_t nd, type;
         snprintf(w, sizeof w, "tensor %llu '%s': n_dims", ii, name);
-        if (rd_u32(r, &nd, w) < 0)
-            return -1;
+        if (rd_u32(r, &nd, w) < 0) return -1;
         if (nd < 1 || nd > SPADE_GGUF_MAX_DIMS)
             return fail(r, "tensor %llu '%s': n_dims %u (1 to %d allowed)", ii, name, nd, SPADE_GGUF_MAX_DIMS);
         t->n_dims = (int)nd;
@@ -683,8 +593,7 @@ static int parse_tensors(spade_gguf *g, rd *r, uint64_t n_t)
         for (int d = 0; d < SPADE_GGUF_MAX_DIMS; d++) {
             uint64_t dim = 1;
             snprintf(w, sizeof w, "tensor %llu '%s': dimension %d", ii, name, d);
-            if (d < (int)nd && rd_u64(r, &dim, w) < 0)
-                return -1;
+            if (d < (int)nd && rd_u64(r, &dim, w) < 0) return -1;
             if (dim == 0 || dim > (uint64_t)INT64_MAX)
                 return fail(r, "tensor %llu '%s': dimension %d is %llu", ii, name, d, (unsigned long long)dim);
             if (ne > (uint64_t)INT64_MAX / dim)
@@ -695,8 +604,7 @@ static int parse_tensors(spade_gguf *g, rd *r, uint64_t n_t)
         }
         t->n_elements = ne;
         snprintf(w, sizeof w, "tensor %llu '%s': type", ii, name);
-        if (rd_u32(r, &type, w) < 0)
-            return -1;
+        if (rd_u32(r, &type, w) < 0) return -1;
         uint32_t blck, bytes;
         if (type > INT32_MAX || spade_ggml_type_size((int)type, &blck, &bytes) < 0)
             return fail(r, "tensor %llu '%s': type %u is not a GGML tensor type this reader knows", ii, name, type);
@@ -704,17 +612,14 @@ static int parse_tensors(spade_gguf *g, rd *r, uint64_t n_t)
         if ((uint64_t)t->dims[0] % blck)
             return fail(r, "tensor %llu '%s': dimension 0 (%lld) is not a multiple of %s's block of %u", ii, name,
                         (long long)t->dims[0], ttypes[type].name, blck);
-        if (ne / blck > UINT64_MAX / bytes)
-            return fail(r, "tensor %llu '%s': its size in bytes overflows", ii, name);
+        if (ne / blck > UINT64_MAX / bytes) return fail(r, "tensor %llu '%s': its size in bytes overflows", ii, name);
         t->n_bytes = ne / blck * bytes;
         snprintf(w, sizeof w, "tensor %llu '%s': offset", ii, name);
-        if (rd_u64(r, &t->offset, w) < 0)
-            return -1;
+        if (rd_u64(r, &t->offset, w) < 0) return -1;
     }
     for (size_t i = 0; i < g->n_tensors; i++)
         g->t_sorted[i] = (ent){.s = g->tensors[i].name, .off = g->tensors[i].offset, .i = i};
-    if (g->n_tensors)
-        qsort(g->t_sorted, g->n_tensors, sizeof *g->t_sorted, cmp_ent_s);
+    if (g->n_tensors) qsort(g->t_sorted, g->n_tensors, sizeof *g->t_sorted, cmp_ent_s);
     for (size_t i = 1; i < g->n_tensors; i++) {
         size_t a = g->t_sorted[i - 1].i, b = g->t_sorted[i].i;
         if (!strcmp(g->tensors[a].name, g->tensors[b].name))
@@ -724,8 +629,7 @@ static int parse_tensors(spade_gguf *g, rd *r, uint64_t n_t)
     return 0;
 }
 
-static int place_tensors(spade_gguf *g, rd *r)
-{
+static int place_tensors(spade_gguf *g, rd *r) {
     uint64_t a = g->alignment, data = r->pos + (a - r->pos % a) % a;
     if (!g->n_tensors) {
         g->data_off = data > r->size ? r->size : data;
@@ -766,45 +670,36 @@ static int place_tensors(spade_gguf *g, rd *r)
     return 0;
 }
 
-static int parse(spade_gguf *g, const char *name, char *err, size_t errlen)
-{
+static int parse(spade_gguf *g, const char *name, char *err, size_t errlen) {
     rd r = {.p = g->p, .size = g->size, .name = name, .err = err, .errlen = errlen};
     uint32_t magic, version;
     uint64_t n_t, n_kv;
-    if (rd_u32(&r, &magic, "header: magic") < 0)
-        return -1;
+    if (rd_u32(&r, &magic, "header: magic") < 0) return -1;
     if (magic != 0x46554747u) /* "GGUF" */
         return fail(&r, "header: not a GGUF file (the first 4 bytes are not \"GGUF\")");
-    if (rd_u32(&r, &version, "header: version") < 0)
-        return -1;
+    if (rd_u32(&r, &version, "header: version") < 0) return -1;
     if (version == 0x02000000u || version == 0x03000000u)
         return fail(&r, "header: a big-endian GGUF file (this reader reads little-endian ones)");
     if (version == 1)
         return fail(&r, "header: GGUF version 1 (from 2023, before v2) is not read; convert the file again");
-    if (version != 2 && version != 3)
-        return fail(&r, "header: GGUF version %u (versions 2 and 3 are read)", version);
+    if (version != 2 && version != 3) return fail(&r, "header: GGUF version %u (versions 2 and 3 are read)", version);
     g->version = version;
-    if (rd_u64(&r, &n_t, "header: tensor count") < 0 || rd_u64(&r, &n_kv, "header: metadata key count") < 0)
-        return -1;
-    if (parse_kvs(g, &r, n_kv) < 0)
-        return -1;
+    if (rd_u64(&r, &n_t, "header: tensor count") < 0 || rd_u64(&r, &n_kv, "header: metadata key count") < 0) return -1;
+    if (parse_kvs(g, &r, n_kv) < 0) return -1;
     g->alignment = SPADE_GGUF_DEFAULT_ALIGNMENT;
     const spade_gguf_value *al = spade_gguf_get(g, "general.alignment");
     if (al) {
         if (al->type != SPADE_GGUF_U32)
             return fail(&r, "key 'general.alignment': has type %s, not u32", vname[al->type]);
         uint32_t a = ld32(g->p + al->off);
-        if (!a || (a & (a - 1)))
-            return fail(&r, "key 'general.alignment': %u is not a power of two", a);
+        if (!a || (a & (a - 1))) return fail(&r, "key 'general.alignment': %u is not a power of two", a);
         g->alignment = a;
     }
-    if (parse_tensors(g, &r, n_t) < 0)
-        return -1;
+    if (parse_tensors(g, &r, n_t) < 0) return -1;
     return place_tensors(g, &r);
 }
 
-int spade_gguf_open_memory(spade_gguf **out, const void *data, size_t len, const char *name, char *err, size_t errlen)
-{
+int spade_gguf_open_memory(spade_gguf **out, const void *data, size_t len, const char *name, char *err, size_t errlen) {
     *out = NULL;
     spade_gguf *g = calloc(1, sizeof *g);
     if (!g) {
@@ -821,8 +716,7 @@ int spade_gguf_open_memory(spade_gguf **out, const void *data, size_t len, const
     return 0;
 }
 
-int spade_gguf_open(spade_gguf **out, const char *path, char *err, size_t errlen)
-{
+int spade_gguf_open(spade_gguf **out, const char *path, char *err, size_t errlen) {
     *out = NULL;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -854,48 +748,25 @@ int spade_gguf_open(spade_gguf **out, const char *path, char *err, size_t errlen
     return 0;
 }
 
-uint32_t spade_gguf_version(const spade_gguf *g)
-{
-    return g->version;
-}
-uint64_t spade_gguf_alignment(const spade_gguf *g)
-{
-    return g->alignment;
-}
-uint64_t spade_gguf_file_size(const spade_gguf *g)
-{
-    return g->size;
-}
-uint64_t spade_gguf_data_offset(const spade_gguf *g)
-{
-    return g->data_off;
-}
+uint32_t spade_gguf_version(const spade_gguf *g) { return g->version; }
+uint64_t spade_gguf_alignment(const spade_gguf *g) { return g->alignment; }
+uint64_t spade_gguf_file_size(const spade_gguf *g) { return g->size; }
+uint64_t spade_gguf_data_offset(const spade_gguf *g) { return g->data_off; }
 
 /* ---- metadata access ---- */
 
-size_t spade_gguf_n_kv(const spade_gguf *g)
-{
-    return g->n_kv;
-}
+size_t spade_gguf_n_kv(const spade_gguf *g) { return g->n_kv; }
 
-const char *spade_gguf_key(const spade_gguf *g, size_t i)
-{
-    return i < g->n_kv ? g->kvs[i].key : NULL;
-}
+const char *spade_gguf_key(const spade_gguf *g, size_t i) { return i < g->n_kv ? g->kvs[i].key : NULL; }
 
-const spade_gguf_value *spade_gguf_kv_value(const spade_gguf *g, size_t i)
-{
-    return i < g->n_kv ? &g->kvs[i].v : NULL;
-}
+const spade_gguf_value *spade_gguf_kv_value(const spade_gguf *g, size_t i) { return i < g->n_kv ? &g->kvs[i].v : NULL; }
 
-const spade_gguf_value *spade_gguf_get(const spade_gguf *g, const char *key)
-{
+const spade_gguf_value *spade_gguf_get(const spade_gguf *g, const char *key) {
     size_t lo = 0, hi = g->n_kv;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         int c = strcmp(g->kv_sorted[mid].s, key);
-        if (!c)
-            return &g->kvs[g->kv_sorted[mid].i].v;
+        if (!c) return &g->kvs[g->kv_sorted[mid].i].v;
         if (c < 0)
             lo = mid + 1;
         else
@@ -904,10 +775,7 @@ const spade_gguf_value *spade_gguf_get(const spade_gguf *g, const char *key)
     return NULL;
 }
 
-int spade_gguf_value_type(const spade_gguf_value *v)
-{
-    return v->type;
-}
+int spade_gguf_value_type(const spade_gguf_value *v) { return v->type; }
 
 /* The scalar of type t at p, as an integer (*is_int) or a double. */
 typedef struct num {
@@ -916,35 +784,26 @@ typedef struct num {
     double f;
 } num;
 
-static int load_num(int t, const uint8_t *p, num *n)
-{
+static int load_num(int t, const uint8_t *p, num *n) {
     *n = (num){.is_int = 1};
     switch (t) {
     case SPADE_GGUF_U8:
-    case SPADE_GGUF_BOOL:
-        n->u = p[0];
-        break;
+    case SPADE_GGUF_BOOL: n->u = p[0]; break;
     case SPADE_GGUF_I8:
         n->u = (uint64_t)(int64_t)(int8_t)p[0];
         n->is_neg = (int8_t)p[0] < 0;
         break;
-    case SPADE_GGUF_U16:
-        n->u = ld16(p);
-        break;
+    case SPADE_GGUF_U16: n->u = ld16(p); break;
     case SPADE_GGUF_I16:
         n->u = (uint64_t)(int64_t)(int16_t)ld16(p);
         n->is_neg = (int16_t)ld16(p) < 0;
         break;
-    case SPADE_GGUF_U32:
-        n->u = ld32(p);
-        break;
+    case SPADE_GGUF_U32: n->u = ld32(p); break;
     case SPADE_GGUF_I32:
         n->u = (uint64_t)(int64_t)(int32_t)ld32(p);
         n->is_neg = (int32_t)ld32(p) < 0;
         break;
-    case SPADE_GGUF_U64:
-        n->u = ld64(p);
-        break;
+    case SPADE_GGUF_U64: n->u = ld64(p); break;
     case SPADE_GGUF_I64:
         n->u = ld64(p);
         n->is_neg = (int64_t)ld64(p) < 0;
@@ -959,72 +818,55 @@ static int load_num(int t, const uint8_t *p, num *n)
         memcpy(&n->f, &u, 8);
         break;
     }
-    default:
-        return -1;
+    default: return -1;
     }
     return 0;
 }
 
-static int num_i64(const num *n, int t, int64_t *out)
-{
-    if (!n->is_int || (!n->is_neg && t == SPADE_GGUF_U64 && n->u > (uint64_t)INT64_MAX))
-        return -1;
+static int num_i64(const num *n, int t, int64_t *out) {
+    if (!n->is_int || (!n->is_neg && t == SPADE_GGUF_U64 && n->u > (uint64_t)INT64_MAX)) return -1;
     *out = (int64_t)n->u;
     return 0;
 }
 
-static int num_f64(const num *n, double *out)
-{
+static int num_f64(const num *n, double *out) {
     *out = n->is_int ? (n->is_neg ? (double)(int64_t)n->u : (double)n->u) : n->f;
     return 0;
 }
 
-int spade_gguf_value_i64(const spade_gguf_value *v, int64_t *out)
-{
+int spade_gguf_value_i64(const spade_gguf_value *v, int64_t *out) {
     num n;
-    if (load_num(v->type, v->b + v->off, &n) < 0)
-        return -1;
+    if (load_num(v->type, v->b + v->off, &n) < 0) return -1;
     return num_i64(&n, v->type, out);
 }
 
-int spade_gguf_value_u64(const spade_gguf_value *v, uint64_t *out)
-{
+int spade_gguf_value_u64(const spade_gguf_value *v, uint64_t *out) {
     num n;
-    if (load_num(v->type, v->b + v->off, &n) < 0 || !n.is_int || n.is_neg)
-        return -1;
+    if (load_num(v->type, v->b + v->off, &n) < 0 || !n.is_int || n.is_neg) return -1;
     *out = n.u;
     return 0;
 }
 
-int spade_gguf_value_f64(const spade_gguf_value *v, double *out)
-{
+int spade_gguf_value_f64(const spade_gguf_value *v, double *out) {
     num n;
-    if (load_num(v->type, v->b + v->off, &n) < 0)
-        return -1;
+    if (load_num(v->type, v->b + v->off, &n) < 0) return -1;
     return num_f64(&n, out);
 }
 
-int spade_gguf_value_str(const spade_gguf_value *v, const char **s, size_t *len)
-{
-    if (v->type != SPADE_GGUF_STRING)
-        return -1;
+int spade_gguf_value_str(const spade_gguf_value *v, const char **s, size_t *len) {
+    if (v->type != SPADE_GGUF_STRING) return -1;
     *s = (const char *)v->b + v->off;
     *len = (size_t)v->n;
     return 0;
 }
 
-int spade_gguf_array_type(const spade_gguf_value *v)
-{
+int spade_gguf_array_type(const spade_gguf_value *v) {
     return v->type == SPADE_GGUF_ARRAY ? v->elem : SPADE_GGUF_NVTYPES;
 }
 
-uint64_t spade_gguf_array_len(const spade_gguf_value *v)
-{
-    return v->type == SPADE_GGUF_ARRAY ? v->n : 0;
-}
+uint64_t spade_gguf_array_len(const spade_gguf_value *v) { return v->type == SPADE_GGUF_ARRAY ? v->n : 0; }
 
-int spade_gguf_array_i64(const spade_gguf_value *v, uint64_t i, int64_t *out)
-{
+int spade_gguf_array_i64(const spade_gguf_value *v, uint64_t i, int64_t *out) {
     num n;
     if (v->type != SPADE_GGUF_ARRAY || i >= v->n || !vsize[v->elem] ||
         load_num(v->elem, v->b + v->off + i * vsize[v->elem], &n) < 0)
@@ -1032,8 +874,7 @@ int spade_gguf_array_i64(const spade_gguf_value *v, uint64_t i, int64_t *out)
     return num_i64(&n, v->elem, out);
 }
 
-int spade_gguf_array_f64(const spade_gguf_value *v, uint64_t i, double *out)
-{
+int spade_gguf_array_f64(const spade_gguf_value *v, uint64_t i, double *out) {
     num n;
     if (v->type != SPADE_GGUF_ARRAY || i >= v->n || !vsize[v->elem] ||
         load_num(v->elem, v->b + v->off + i * vsize[v->elem], &n) < 0)
@@ -1041,39 +882,31 @@ int spade_gguf_array_f64(const spade_gguf_value *v, uint64_t i, double *out)
     return num_f64(&n, out);
 }
 
-int spade_gguf_array_str(const spade_gguf_value *v, uint64_t i, const char **s, size_t *len)
-{
-    if (v->type != SPADE_GGUF_ARRAY || v->elem != SPADE_GGUF_STRING || i >= v->n)
-        return -1;
+int spade_gguf_array_str(const spade_gguf_value *v, uint64_t i, const char **s, size_t *len) {
+    if (v->type != SPADE_GGUF_ARRAY || v->elem != SPADE_GGUF_STRING || i >= v->n) return -1;
     const uint8_t *b = v->b;
     *s = (const char *)b + v->str_off[i];
     *len = (size_t)ld64(b + v->str_off[i] - 8);
     return 0;
 }
 
-const spade_gguf_value *spade_gguf_array_sub(const spade_gguf_value *v, uint64_t i)
-{
-    if (v->type != SPADE_GGUF_ARRAY || v->elem != SPADE_GGUF_ARRAY || i >= v->n)
-        return NULL;
+const spade_gguf_value *spade_gguf_array_sub(const spade_gguf_value *v, uint64_t i) {
+    if (v->type != SPADE_GGUF_ARRAY || v->elem != SPADE_GGUF_ARRAY || i >= v->n) return NULL;
     return &v->sub[i];
 }
 
 /* ---- typed getters by key ---- */
 
-static const spade_gguf_value *get_typed(const spade_gguf *g, const char *key, char *err, size_t errlen)
-{
+static const spade_gguf_value *get_typed(const spade_gguf *g, const char *key, char *err, size_t errlen) {
     const spade_gguf_value *v = spade_gguf_get(g, key);
-    if (!v)
-        spade_errf(err, errlen, "key '%s' is missing", key);
+    if (!v) spade_errf(err, errlen, "key '%s' is missing", key);
     return v;
 }
 
 static int int_getter(const spade_gguf *g, const char *key, int64_t lo, uint64_t hi, const char *tname, uint64_t *u,
-                      int64_t *s, char *err, size_t errlen)
-{
+                      int64_t *s, char *err, size_t errlen) {
     const spade_gguf_value *v = get_typed(g, key, err, errlen);
-    if (!v)
-        return -1;
+    if (!v) return -1;
     num n;
     if (v->type == SPADE_GGUF_BOOL || load_num(v->type, v->b + v->off, &n) < 0 || !n.is_int) {
         spade_errf(err, errlen, "key '%s' has type %s, not an integer", key, vname[v->type]);
@@ -1087,37 +920,29 @@ static int int_getter(const spade_gguf *g, const char *key, int64_t lo, uint64_t
             spade_errf(err, errlen, "key '%s' = %llu does not fit in %s", key, (unsigned long long)n.u, tname);
         return -1;
     }
-    if (u)
-        *u = n.u;
-    if (s)
-        *s = (int64_t)n.u;
+    if (u) *u = n.u;
+    if (s) *s = (int64_t)n.u;
     return 0;
 }
 
-int spade_gguf_get_u32(const spade_gguf *g, const char *key, uint32_t *out, char *err, size_t errlen)
-{
+int spade_gguf_get_u32(const spade_gguf *g, const char *key, uint32_t *out, char *err, size_t errlen) {
     uint64_t u;
-    if (int_getter(g, key, 0, UINT32_MAX, "u32", &u, NULL, err, errlen) < 0)
-        return -1;
+    if (int_getter(g, key, 0, UINT32_MAX, "u32", &u, NULL, err, errlen) < 0) return -1;
     *out = (uint32_t)u;
     return 0;
 }
 
-int spade_gguf_get_u64(const spade_gguf *g, const char *key, uint64_t *out, char *err, size_t errlen)
-{
+int spade_gguf_get_u64(const spade_gguf *g, const char *key, uint64_t *out, char *err, size_t errlen) {
     return int_getter(g, key, 0, UINT64_MAX, "u64", out, NULL, err, errlen);
 }
 
-int spade_gguf_get_i64(const spade_gguf *g, const char *key, int64_t *out, char *err, size_t errlen)
-{
+int spade_gguf_get_i64(const spade_gguf *g, const char *key, int64_t *out, char *err, size_t errlen) {
     return int_getter(g, key, INT64_MIN, INT64_MAX, "i64", NULL, out, err, errlen);
 }
 
-int spade_gguf_get_f32(const spade_gguf *g, const char *key, float *out, char *err, size_t errlen)
-{
+int spade_gguf_get_f32(const spade_gguf *g, const char *key, float *out, char *err, size_t errlen) {
     const spade_gguf_value *v = get_typed(g, key, err, errlen);
-    if (!v)
-        return -1;
+    if (!v) return -1;
     if (v->type != SPADE_GGUF_F32 && v->type != SPADE_GGUF_F64) {
         spade_errf(err, errlen, "key '%s' has type %s, not f32", key, vname[v->type]);
         return -1;
@@ -1128,11 +953,9 @@ int spade_gguf_get_f32(const spade_gguf *g, const char *key, float *out, char *e
     return 0;
 }
 
-int spade_gguf_get_bool(const spade_gguf *g, const char *key, int *out, char *err, size_t errlen)
-{
+int spade_gguf_get_bool(const spade_gguf *g, const char *key, int *out, char *err, size_t errlen) {
     const spade_gguf_value *v = get_typed(g, key, err, errlen);
-    if (!v)
-        return -1;
+    if (!v) return -1;
     if (v->type != SPADE_GGUF_BOOL) {
         spade_errf(err, errlen, "key '%s' has type %s, not bool", key, vname[v->type]);
         return -1;
@@ -1141,11 +964,9 @@ int spade_gguf_get_bool(const spade_gguf *g, const char *key, int *out, char *er
     return 0;
 }
 
-int spade_gguf_get_str(const spade_gguf *g, const char *key, const char **s, size_t *len, char *err, size_t errlen)
-{
+int spade_gguf_get_str(const spade_gguf *g, const char *key, const char **s, size_t *len, char *err, size_t errlen) {
     const spade_gguf_value *v = get_typed(g, key, err, errlen);
-    if (!v)
-        return -1;
+    if (!v) return -1;
     if (spade_gguf_value_str(v, s, len) < 0) {
         spade_errf(err, errlen, "key '%s' has type %s, not string", key, vname[v->type]);
         return -1;
@@ -1153,12 +974,10 @@ int spade_gguf_get_str(const spade_gguf *g, const char *key, const char **s, siz
     return 0;
 }
 
-int spade_gguf_get_cstr(const spade_gguf *g, const char *key, char *buf, size_t cap, char *err, size_t errlen)
-{
+int spade_gguf_get_cstr(const spade_gguf *g, const char *key, char *buf, size_t cap, char *err, size_t errlen) {
     const char *s;
     size_t len;
-    if (spade_gguf_get_str(g, key, &s, &len, err, errlen) < 0)
-        return -1;
+    if (spade_gguf_get_str(g, key, &s, &len, err, errlen) < 0) return -1;
     if (len >= cap || memchr(s, 0, len)) {
         spade_errf(err, errlen, "key '%s': a string of %zu bytes %s", key, len,
                    len >= cap ? "is too long here" : "holding a NUL byte");
@@ -1170,11 +989,9 @@ int spade_gguf_get_cstr(const spade_gguf *g, const char *key, char *buf, size_t 
 }
 
 int spade_gguf_get_array(const spade_gguf *g, const char *key, int elem, const spade_gguf_value **vp, uint64_t *n,
-                         char *err, size_t errlen)
-{
+                         char *err, size_t errlen) {
     const spade_gguf_value *v = get_typed(g, key, err, errlen);
-    if (!v)
-        return -1;
+    if (!v) return -1;
     if (v->type != SPADE_GGUF_ARRAY || (elem != SPADE_GGUF_NVTYPES && v->elem != elem)) {
         if (v->type != SPADE_GGUF_ARRAY)
             spade_errf(err, errlen, "key '%s' has type %s, not array", key, vname[v->type]);
@@ -1183,24 +1000,19 @@ int spade_gguf_get_array(const spade_gguf *g, const char *key, int elem, const s
                        spade_gguf_vtype_name(elem));
         return -1;
     }
-    if (vp)
-        *vp = v;
-    if (n)
-        *n = v->n;
+    if (vp) *vp = v;
+    if (n) *n = v->n;
     return 0;
 }
 
-static int arr_len_ok(const spade_gguf_value *v, const char *key, uint64_t n, char *err, size_t errlen)
-{
-    if (v->n == n)
-        return 0;
+static int arr_len_ok(const spade_gguf_value *v, const char *key, uint64_t n, char *err, size_t errlen) {
+    if (v->n == n) return 0;
     spade_errf(err, errlen, "key '%s' has %llu elements, %llu expected", key, (unsigned long long)v->n,
                (unsigned long long)n);
     return -1;
 }
 
-int spade_gguf_get_arr_i32(const spade_gguf *g, const char *key, int32_t *out, uint64_t n, char *err, size_t errlen)
-{
+int spade_gguf_get_arr_i32(const spade_gguf *g, const char *key, int32_t *out, uint64_t n, char *err, size_t errlen) {
     const spade_gguf_value *v;
     if (spade_gguf_get_array(g, key, SPADE_GGUF_NVTYPES, &v, NULL, err, errlen) < 0 ||
         arr_len_ok(v, key, n, err, errlen) < 0)
@@ -1218,8 +1030,7 @@ int spade_gguf_get_arr_i32(const spade_gguf *g, const char *key, int32_t *out, u
     return 0;
 }
 
-int spade_gguf_get_arr_f32(const spade_gguf *g, const char *key, float *out, uint64_t n, char *err, size_t errlen)
-{
+int spade_gguf_get_arr_f32(const spade_gguf *g, const char *key, float *out, uint64_t n, char *err, size_t errlen) {
     const spade_gguf_value *v;
     if (spade_gguf_get_array(g, key, SPADE_GGUF_NVTYPES, &v, NULL, err, errlen) < 0 ||
         arr_len_ok(v, key, n, err, errlen) < 0)
@@ -1243,18 +1054,14 @@ typedef struct sbuf {
     size_t cap, len;
 } sbuf;
 
-static void sb_put(sbuf *s, const char *p, size_t n)
-{
+static void sb_put(sbuf *s, const char *p, size_t n) {
     for (size_t i = 0; i < n; i++, s->len++)
-        if (s->len + 1 < s->cap)
-            s->buf[s->len] = p[i];
-    if (s->cap)
-        s->buf[s->len < s->cap ? s->len : s->cap - 1] = 0;
+        if (s->len + 1 < s->cap) s->buf[s->len] = p[i];
+    if (s->cap) s->buf[s->len < s->cap ? s->len : s->cap - 1] = 0;
 }
 
 static void sb_printf(sbuf *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(sbuf *s, const char *fmt, ...)
-{
+static void sb_printf(sbuf *s, const char *fmt, ...) {
     char t[64];
     va_list ap;
     va_start(ap, fmt);
@@ -1263,8 +1070,7 @@ static void sb_printf(sbuf *s, const char *fmt, ...)
     sb_put(s, t, n < 0 ? 0 : (size_t)n < sizeof t ? (size_t)n : sizeof t - 1);
 }
 
-static void sb_str(sbuf *s, const uint8_t *p, uint64_t n)
-{
+static void sb_str(sbuf *s, const uint8_t *p, uint64_t n) {
     sb_put(s, "\"", 1);
     for (uint64_t i = 0; i < n; i++) {
         uint8_t c = p[i];
@@ -1280,8 +1086,7 @@ static void sb_str(sbuf *s, const uint8_t *p, uint64_t n)
     sb_put(s, "\"", 1);
 }
 
-static void sb_scalar(sbuf *s, int t, const uint8_t *p)
-{
+static void sb_scalar(sbuf *s, int t, const uint8_t *p) {
     num n;
     load_num(t, p, &n);
     if (t == SPADE_GGUF_BOOL)
@@ -1297,8 +1102,7 @@ static void sb_scalar(sbuf *s, int t, const uint8_t *p)
         }
         for (int prec = 6; prec <= max; prec++) {
             snprintf(b, sizeof b, "%.*g", prec, n.f);
-            if (prec == max || (f32 ? strtof(b, NULL) == (float)n.f : strtod(b, NULL) == n.f))
-                break;
+            if (prec == max || (f32 ? strtof(b, NULL) == (float)n.f : strtod(b, NULL) == n.f)) break;
         }
         sb_printf(s, "%s", b);
     } else if (n.is_neg)
@@ -1307,8 +1111,7 @@ static void sb_scalar(sbuf *s, int t, const uint8_t *p)
         sb_printf(s, "%llu", (unsigned long long)n.u);
 }
 
-static void sb_value(sbuf *s, const spade_gguf_value *v, size_t max_items)
-{
+static void sb_value(sbuf *s, const spade_gguf_value *v, size_t max_items) {
     if (v->type == SPADE_GGUF_STRING) {
         sb_str(s, v->b + v->off, v->n);
         return;
@@ -1319,8 +1122,7 @@ static void sb_value(sbuf *s, const spade_gguf_value *v, size_t max_items)
     }
     sb_put(s, "[", 1);
     for (uint64_t i = 0; i < v->n; i++) {
-        if (i)
-            sb_put(s, ", ", 2);
+        if (i) sb_put(s, ", ", 2);
         if (i == max_items) {
             sb_printf(s, "... (%llu in all)", (unsigned long long)v->n);
             break;
@@ -1339,35 +1141,27 @@ static void sb_value(sbuf *s, const spade_gguf_value *v, size_t max_items)
     sb_put(s, "]", 1);
 }
 
-size_t spade_gguf_value_format(const spade_gguf_value *v, char *buf, size_t cap, size_t max_items)
-{
+size_t spade_gguf_value_format(const spade_gguf_value *v, char *buf, size_t cap, size_t max_items) {
     sbuf s = {.buf = buf, .cap = cap};
-    if (cap)
-        buf[0] = 0;
+    if (cap) buf[0] = 0;
     sb_value(&s, v, max_items);
     return s.len;
 }
 
 /* ---- tensors ---- */
 
-size_t spade_gguf_n_tensors(const spade_gguf *g)
-{
-    return g->n_tensors;
-}
+size_t spade_gguf_n_tensors(const spade_gguf *g) { return g->n_tensors; }
 
-const spade_gguf_tensor *spade_gguf_tensor_at(const spade_gguf *g, size_t i)
-{
+const spade_gguf_tensor *spade_gguf_tensor_at(const spade_gguf *g, size_t i) {
     return i < g->n_tensors ? &g->tensors[i] : NULL;
 }
 
-const spade_gguf_tensor *spade_gguf_find_tensor(const spade_gguf *g, const char *name)
-{
+const spade_gguf_tensor *spade_gguf_find_tensor(const spade_gguf *g, const char *name) {
     size_t lo = 0, hi = g->n_tensors;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         int c = strcmp(g->t_sorted[mid].s, name);
-        if (!c)
-            return &g->tensors[g->t_sorted[mid].i];
+        if (!c) return &g->tensors[g->t_sorted[mid].i];
         if (c < 0)
             lo = mid + 1;
         else
@@ -1378,8 +1172,7 @@ const spade_gguf_tensor *spade_gguf_find_tensor(const spade_gguf *g, const char 
 
 /* ---- quantizers (GGML's reference ones) ---- */
 
-void spade_ggml_quantize_f16(const float *x, uint64_t n, void *out)
-{
+void spade_ggml_quantize_f16(const float *x, uint64_t n, void *out) {
     uint8_t *o = out;
     for (uint64_t i = 0; i < n; i++) {
         uint16_t h = spade_f32_to_fp16(x[i]);
@@ -1387,18 +1180,15 @@ void spade_ggml_quantize_f16(const float *x, uint64_t n, void *out)
     }
 }
 
-void spade_ggml_quantize_q8_0(const float *x, uint64_t n, void *out)
-{
+void spade_ggml_quantize_q8_0(const float *x, uint64_t n, void *out) {
     uint8_t *o = out;
     for (uint64_t b = 0; b < n / 32; b++, x += 32, o += 34) {
         float amax = 0;
-        for (int j = 0; j < 32; j++)
-            amax = fmaxf(amax, fabsf(x[j]));
+        for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[j]));
         float d = amax / 127.0f, id = d != 0 ? 1.0f / d : 0.0f;
         uint16_t h = spade_f32_to_fp16(d);
         o[0] = (uint8_t)h, o[1] = (uint8_t)(h >> 8);
-        for (int j = 0; j < 32; j++)
-            o[2 + j] = (uint8_t)(int8_t)roundf(x[j] * id);
+        for (int j = 0; j < 32; j++) o[2 + j] = (uint8_t)(int8_t)roundf(x[j] * id);
     }
 }
 
@@ -1422,8 +1212,7 @@ struct spade_gguf_writer {
     int oom;
 };
 
-int spade_gguf_writer_new(spade_gguf_writer **out, char *err, size_t errlen)
-{
+int spade_gguf_writer_new(spade_gguf_writer **out, char *err, size_t errlen) {
     if (!(*out = calloc(1, sizeof **out))) {
         spade_errf(err, errlen, "out of memory");
         return -1;
@@ -1432,26 +1221,20 @@ int spade_gguf_writer_new(spade_gguf_writer **out, char *err, size_t errlen)
     return 0;
 }
 
-void spade_gguf_writer_free(spade_gguf_writer *w)
-{
-    if (!w)
-        return;
-    for (size_t i = 0; i < w->n_kv; i++)
-        free(w->keys[i]);
+void spade_gguf_writer_free(spade_gguf_writer *w) {
+    if (!w) return;
+    for (size_t i = 0; i < w->n_kv; i++) free(w->keys[i]);
     free(w->keys);
     free(w->kv);
     free(w->t);
     free(w);
 }
 
-static void w_put(spade_gguf_writer *w, const void *p, size_t n)
-{
-    if (w->oom)
-        return;
+static void w_put(spade_gguf_writer *w, const void *p, size_t n) {
+    if (w->oom) return;
     if (w->kv_len + n > w->kv_cap) {
         size_t cap = w->kv_cap ? w->kv_cap : 4096;
-        while (cap < w->kv_len + n)
-            cap *= 2;
+        while (cap < w->kv_len + n) cap *= 2;
         uint8_t *nb = realloc(w->kv, cap);
         if (!nb) {
             w->oom = 1;
@@ -1464,32 +1247,27 @@ static void w_put(spade_gguf_writer *w, const void *p, size_t n)
     w->kv_len += n;
 }
 
-static void w_u32(spade_gguf_writer *w, uint32_t v)
-{
+static void w_u32(spade_gguf_writer *w, uint32_t v) {
     uint8_t b[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
     w_put(w, b, 4);
 }
 
-static void w_u64(spade_gguf_writer *w, uint64_t v)
-{
+static void w_u64(spade_gguf_writer *w, uint64_t v) {
     w_u32(w, (uint32_t)v);
     w_u32(w, (uint32_t)(v >> 32));
 }
 
-static void w_str(spade_gguf_writer *w, const char *s)
-{
+static void w_str(spade_gguf_writer *w, const char *s) {
     size_t n = strlen(s);
     w_u64(w, n);
     w_put(w, s, n);
 }
 
 /* Starts a key-value: the key and its type. */
-static int w_key(spade_gguf_writer *w, const char *key, int type)
-{
+static int w_key(spade_gguf_writer *w, const char *key, int type) {
     char **nk = realloc(w->keys, (w->n_kv + 1) * sizeof *nk);
     if (!nk || !(nk[w->n_kv] = strdup(key))) {
-        if (nk)
-            w->keys = nk;
+        if (nk) w->keys = nk;
         w->oom = 1;
         return -1;
     }
@@ -1502,48 +1280,37 @@ static int w_key(spade_gguf_writer *w, const char *key, int type)
 
 /* Numbers go out little-endian; the host is assumed to be little-endian too
  * (x86-64, aarch64), as GGML assumes. */
-int spade_gguf_writer_set_scalar(spade_gguf_writer *w, const char *key, int type, const void *bytes)
-{
-    if (type < 0 || type >= SPADE_GGUF_NVTYPES || !vsize[type] || w_key(w, key, type) < 0)
-        return -1;
+int spade_gguf_writer_set_scalar(spade_gguf_writer *w, const char *key, int type, const void *bytes) {
+    if (type < 0 || type >= SPADE_GGUF_NVTYPES || !vsize[type] || w_key(w, key, type) < 0) return -1;
     w_put(w, bytes, vsize[type]);
-    if (!strcmp(key, "general.alignment") && type == SPADE_GGUF_U32)
-        memcpy(&w->alignment, bytes, 4);
+    if (!strcmp(key, "general.alignment") && type == SPADE_GGUF_U32) memcpy(&w->alignment, bytes, 4);
     return w->oom ? -1 : 0;
 }
 
-int spade_gguf_writer_set_u32(spade_gguf_writer *w, const char *key, uint32_t v)
-{
+int spade_gguf_writer_set_u32(spade_gguf_writer *w, const char *key, uint32_t v) {
     return spade_gguf_writer_set_scalar(w, key, SPADE_GGUF_U32, &v);
 }
-int spade_gguf_writer_set_i32(spade_gguf_writer *w, const char *key, int32_t v)
-{
+int spade_gguf_writer_set_i32(spade_gguf_writer *w, const char *key, int32_t v) {
     return spade_gguf_writer_set_scalar(w, key, SPADE_GGUF_I32, &v);
 }
-int spade_gguf_writer_set_u64(spade_gguf_writer *w, const char *key, uint64_t v)
-{
+int spade_gguf_writer_set_u64(spade_gguf_writer *w, const char *key, uint64_t v) {
     return spade_gguf_writer_set_scalar(w, key, SPADE_GGUF_U64, &v);
 }
-int spade_gguf_writer_set_f32(spade_gguf_writer *w, const char *key, float v)
-{
+int spade_gguf_writer_set_f32(spade_gguf_writer *w, const char *key, float v) {
     return spade_gguf_writer_set_scalar(w, key, SPADE_GGUF_F32, &v);
 }
-int spade_gguf_writer_set_bool(spade_gguf_writer *w, const char *key, int v)
-{
+int spade_gguf_writer_set_bool(spade_gguf_writer *w, const char *key, int v) {
     uint8_t b = v != 0;
     return spade_gguf_writer_set_scalar(w, key, SPADE_GGUF_BOOL, &b);
 }
 
-int spade_gguf_writer_set_str(spade_gguf_writer *w, const char *key, const char *s)
-{
-    if (w_key(w, key, SPADE_GGUF_STRING) < 0)
-        return -1;
+int spade_gguf_writer_set_str(spade_gguf_writer *w, const char *key, const char *s) {
+    if (w_key(w, key, SPADE_GGUF_STRING) < 0) return -1;
     w_str(w, s);
     return w->oom ? -1 : 0;
 }
 
-int spade_gguf_writer_set_array(spade_gguf_writer *w, const char *key, int elem, const void *elems, uint64_t n)
-{
+int spade_gguf_writer_set_array(spade_gguf_writer *w, const char *key, int elem, const void *elems, uint64_t n) {
     if (elem < 0 || elem >= SPADE_GGUF_NVTYPES || !vsize[elem] || n > SIZE_MAX / 8 ||
         w_key(w, key, SPADE_GGUF_ARRAY) < 0)
         return -1;
@@ -1553,20 +1320,16 @@ int spade_gguf_writer_set_array(spade_gguf_writer *w, const char *key, int elem,
     return w->oom ? -1 : 0;
 }
 
-int spade_gguf_writer_set_arr_str(spade_gguf_writer *w, const char *key, const char *const *s, uint64_t n)
-{
-    if (w_key(w, key, SPADE_GGUF_ARRAY) < 0)
-        return -1;
+int spade_gguf_writer_set_arr_str(spade_gguf_writer *w, const char *key, const char *const *s, uint64_t n) {
+    if (w_key(w, key, SPADE_GGUF_ARRAY) < 0) return -1;
     w_u32(w, SPADE_GGUF_STRING);
     w_u64(w, n);
-    for (uint64_t i = 0; i < n; i++)
-        w_str(w, s[i]);
+    for (uint64_t i = 0; i < n; i++) w_str(w, s[i]);
     return w->oom ? -1 : 0;
 }
 
 int spade_gguf_writer_add_tensor(spade_gguf_writer *w, const char *name, int type, int n_dims, const int64_t *dims,
-                                 const float *data, char *err, size_t errlen)
-{
+                                 const float *data, char *err, size_t errlen) {
     if (type != SPADE_GGML_F32 && type != SPADE_GGML_F16 && type != SPADE_GGML_Q8_0) {
         spade_errf(err, errlen, "tensor '%s': the writer writes F32, F16 and Q8_0, not type %d", name, type);
         return -1;
@@ -1612,22 +1375,16 @@ int spade_gguf_writer_add_tensor(spade_gguf_writer *w, const char *name, int typ
     return 0;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-static int pad_to(FILE *f, uint64_t pos, uint64_t a)
-{
+static int pad_to(FILE *f, uint64_t pos, uint64_t a) {
     static const uint8_t zero[64];
     for (uint64_t n = (a - pos % a) % a; n; n -= n > 64 ? 64 : n)
-        if (fwrite(zero, 1, n > 64 ? 64 : (size_t)n, f) != (n > 64 ? 64 : n))
-            return -1;
+        if (fwrite(zero, 1, n > 64 ? 64 : (size_t)n, f) != (n > 64 ? 64 : n)) return -1;
     return 0;
 }
 
-int spade_gguf_writer_write(spade_gguf_writer *w, FILE *f, char *err, size_t errlen)
-{
+int spade_gguf_writer_write(spade_gguf_writer *w, FILE *f, char *err, size_t errlen) {
     if (w->oom) {
         spade_errf(err, errlen, "out of memory while building the metadata");
         return -1;
@@ -1643,8 +1400,7 @@ int spade_gguf_writer_write(spade_gguf_writer *w, FILE *f, char *err, size_t err
         spade_errf(err, errlen, "out of memory");
         return -1;
     }
-    for (size_t i = 0; i < w->n_kv; i++)
-        sorted[i] = w->keys[i];
+    for (size_t i = 0; i < w->n_kv; i++) sorted[i] = w->keys[i];
     qsort(sorted, w->n_kv, sizeof *sorted, cmp_str);
     for (size_t i = 1; i < w->n_kv; i++)
         if (!strcmp(sorted[i - 1], sorted[i])) {
@@ -1652,8 +1408,7 @@ int spade_gguf_writer_write(spade_gguf_writer *w, FILE *f, char *err, size_t err
             free(sorted);
             return -1;
         }
-    for (size_t i = 0; i < w->n_t; i++)
-        sorted[i] = w->t[i].name;
+    for (size_t i = 0; i < w->n_t; i++) sorted[i] = w->t[i].name;
     qsort(sorted, w->n_t, sizeof *sorted, cmp_str);
     for (size_t i = 1; i < w->n_t; i++)
         if (!strcmp(sorted[i - 1], sorted[i])) {
@@ -1670,8 +1425,7 @@ int spade_gguf_writer_write(spade_gguf_writer *w, FILE *f, char *err, size_t err
         wtensor *t = &w->t[i];
         w_str(w, t->name);
         w_u32(w, (uint32_t)t->n_dims);
-        for (int d = 0; d < t->n_dims; d++)
-            w_u64(w, (uint64_t)t->dims[d]);
+        for (int d = 0; d < t->n_dims; d++) w_u64(w, (uint64_t)t->dims[d]);
         w_u32(w, (uint32_t)t->type);
         w_u64(w, off);
         off += t->n_bytes + (a - t->n_bytes % a) % a;
@@ -1698,8 +1452,7 @@ int spade_gguf_writer_write(spade_gguf_writer *w, FILE *f, char *err, size_t err
                 for (uint64_t j = 0; j < n; j++) {
                     uint32_t u;
                     memcpy(&u, &t->data[e + j], 4);
-                    for (int k = 0; k < 4; k++)
-                        buf[4 * j + k] = (uint8_t)(u >> (8 * k));
+                    for (int k = 0; k < 4; k++) buf[4 * j + k] = (uint8_t)(u >> (8 * k));
                 }
                 nb = (size_t)n * 4;
             } else if (t->type == SPADE_GGML_F16) {
@@ -1720,8 +1473,7 @@ int spade_gguf_writer_write(spade_gguf_writer *w, FILE *f, char *err, size_t err
     return 0;
 }
 
-int spade_gguf_writer_write_path(spade_gguf_writer *w, const char *path, char *err, size_t errlen)
-{
+int spade_gguf_writer_write_path(spade_gguf_writer *w, const char *path, char *err, size_t errlen) {
     FILE *f = fopen(path, "wb");
     if (!f) {
         spade_errf(err, errlen, "%s: %s", path, strerror(errno));

@@ -164,8 +164,7 @@ fail:
     return SPADE_POLICY_EFORMAT;
 }
 
-int spade_model_config(const char *spec, const spade_model_opts *o, spade_gpt_config *cfg, char *err,
-                       size_t errlen) {
+int spade_model_config(const char *spec, const spade_model_opts *o, spade_gpt_config *cfg, char *err, size_t errlen) {
     model_file m;
     int rc = model_open(&m, spec, o, err, errlen);
     if (rc) return rc;
@@ -210,8 +209,7 @@ static int fill_params(spade_policy *p, const model_file *m, float *h, char *err
     int64_t F = c->ffn, V = c->vocab;
     size_t off[16] = {0}, cnt[16] = {0};
     const char *nm;
-    for (int i = 0; i < 16 && !spade_policy_tensor(p, i, &nm, &off[i], &cnt[i]); i++) {
-    }
+    for (int i = 0; i < 16 && !spade_policy_tensor(p, i, &nm, &off[i], &cnt[i]); i++) {}
     /* the order of llama_param_names (llama.c) */
     float *wte = h + off[0], *ln1 = h + off[1], *qkvw = h + off[2], *qkvb = h + off[3], *proj = h + off[4];
     float *ln2 = h + off[5], *fcw = h + off[6], *fcp = h + off[7], *lnf = h + off[8], *head = h + off[9];
@@ -260,10 +258,10 @@ static int fill_params(spade_policy *p, const model_file *m, float *h, char *err
             long long bl;
             char rest[64];
             if (!known && sscanf(tn, "blk.%lld.%63s", &bl, rest) == 2 && bl >= 0 && bl < L) {
-                static const char *const per[] = {"attn_norm.weight", "attn_q.weight", "attn_k.weight",
-                                                  "attn_v.weight", "attn_output.weight", "ffn_norm.weight",
-                                                  "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight",
-                                                  "attn_q.bias", "attn_k.bias", "attn_v.bias"};
+                static const char *const per[] = {"attn_norm.weight", "attn_q.weight",      "attn_k.weight",
+                                                  "attn_v.weight",    "attn_output.weight", "ffn_norm.weight",
+                                                  "ffn_gate.weight",  "ffn_up.weight",      "ffn_down.weight",
+                                                  "attn_q.bias",      "attn_k.bias",        "attn_v.bias"};
                 for (size_t k = 0; k < sizeof per / sizeof *per; k++)
                     if (!strcmp(rest, per[k]) && (k < 9 || c->qkv_bias)) known = 1;
             }
@@ -277,8 +275,7 @@ static int fill_params(spade_policy *p, const model_file *m, float *h, char *err
     return 0;
 }
 
-int spade_policy_from_model(spade_policy **out, const char *spec, const spade_model_opts *o, char *err,
-                            size_t errlen) {
+int spade_policy_from_model(spade_policy **out, const char *spec, const spade_model_opts *o, char *err, size_t errlen) {
     *out = NULL;
     model_file m;
     int rc = model_open(&m, spec, o, err, errlen);

@@ -19,8 +19,8 @@
 #include "policy/gpt_internal.h"
 
 const char *const gpt_param_names[NUM_PARAM_TENSORS] = {
-    "wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
-    "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb",
+    "wte",  "wpe",  "ln1w", "ln1b", "qkvw",    "qkvb",    "attprojw", "attprojb",
+    "ln2w", "ln2b", "fcw",  "fcb",  "fcprojw", "fcprojb", "lnfw",     "lnfb",
 };
 /* Weight decay applies to matrices only: decaying gains and biases pulls
  * layernorm toward zero output, which is not regularisation but damage. */
@@ -43,8 +43,7 @@ void spade_gpt_config_default(spade_gpt_config *cfg) {
 /* 1 for the Llama family, 0 for the GPT ("" is a GPT: configs zeroed by hand). */
 static int cfg_is_llama(const spade_gpt_config *c) { return !strcmp(c->arch, "llama"); }
 
-static int parse_int(const char *key, const char *v, long lo, long hi, int *out, char *err,
-                     size_t errlen) {
+static int parse_int(const char *key, const char *v, long lo, long hi, int *out, char *err, size_t errlen) {
     char *end;
     errno = 0;
     long x = strtol(v, &end, 10);
@@ -57,8 +56,7 @@ static int parse_int(const char *key, const char *v, long lo, long hi, int *out,
     return 0;
 }
 
-int spade_gpt_config_set(spade_gpt_config *cfg, const char *key, const char *value, char *err,
-                         size_t errlen) {
+int spade_gpt_config_set(spade_gpt_config *cfg, const char *key, const char *value, char *err, size_t errlen) {
     const char *k = key;
     if (!strncmp(k, "policy.", 7)) k += 7;
     if (!value) value = "";
@@ -124,8 +122,8 @@ int spade_gpt_config_set(spade_gpt_config *cfg, const char *key, const char *val
     }
     if (!strcmp(k, "rope_pairing")) {
         if (strcmp(value, "adjacent") && strcmp(value, "half")) {
-            snprintf(err, errlen, "%s = '%s': expected adjacent (llama.cpp's LLAMA rope) or half (NEOX: qwen2)",
-                     key, value);
+            snprintf(err, errlen, "%s = '%s': expected adjacent (llama.cpp's LLAMA rope) or half (NEOX: qwen2)", key,
+                     value);
             return SPADE_POLICY_EINVAL;
         }
         cfg->rope_neox = !strcmp(value, "half");
@@ -139,17 +137,20 @@ int spade_gpt_config_set(spade_gpt_config *cfg, const char *key, const char *val
         int base = k[0] == 'r';
         /* the base must make the angles shrink with the pair index; eps keeps 1/sqrt finite */
         if (errno || end == value || *end || !isfinite(x) || (base ? x <= 1.0 || x > 1e12 : x <= 0 || x > 1.0)) {
-            snprintf(err, errlen, "%s = '%s': expected a number in %s", key, value,
-                     base ? "(1, 1e12]" : "(0, 1]");
+            snprintf(err, errlen, "%s = '%s': expected a number in %s", key, value, base ? "(1, 1e12]" : "(0, 1]");
             return SPADE_POLICY_EINVAL;
         }
-        if (base) cfg->rope_base = x;
-        else cfg->norm_eps = (float)x;
+        if (base)
+            cfg->rope_base = x;
+        else
+            cfg->norm_eps = (float)x;
         return 0;
     }
-    snprintf(err, errlen, "unknown key '%s' (policy keys: layers, heads, width, context, backend, seed, "
+    snprintf(err, errlen,
+             "unknown key '%s' (policy keys: layers, heads, width, context, backend, seed, "
              "tokenizer, tokenizer_file, arch, kv_heads, ffn, rope_base, rope_dims, rope_pairing, norm_eps, "
-             "tied, qkv_bias)", key);
+             "tied, qkv_bias)",
+             key);
     return SPADE_POLICY_ENOKEY;
 }
 
@@ -166,8 +167,7 @@ int spade_gpt_config_validate(const spade_gpt_config *c, char *err, size_t errle
         return SPADE_POLICY_EINVAL;
     }
     if (c->heads < 1 || c->heads > 256 || c->width % c->heads) {
-        snprintf(err, errlen, "policy.heads = %d must be in 1..256 and divide policy.width = %d", c->heads,
-                 c->width);
+        snprintf(err, errlen, "policy.heads = %d must be in 1..256 and divide policy.width = %d", c->heads, c->width);
         return SPADE_POLICY_EINVAL;
     }
     if (c->context < 2 || c->context > 65536) {
@@ -185,12 +185,13 @@ int spade_gpt_config_validate(const spade_gpt_config *c, char *err, size_t errle
     }
     if (!cfg_is_llama(c)) {
         /* the GPT has none of these: a value set for it is a mistake worth naming */
-        const char *bad = c->kv_heads && c->kv_heads != c->heads ? "kv_heads"
-                          : c->ffn && c->ffn != 4 * c->width    ? "ffn"
-                          : c->rope_dims || c->rope_neox        ? "rope_dims / rope_pairing"
-                          : c->untied                           ? "tied = 0"
-                          : c->qkv_bias                         ? "qkv_bias"
-                          : c->rope_base != 0 || c->norm_eps != 0 ? "rope_base / norm_eps" : NULL;
+        const char *bad = c->kv_heads && c->kv_heads != c->heads  ? "kv_heads"
+                          : c->ffn && c->ffn != 4 * c->width      ? "ffn"
+                          : c->rope_dims || c->rope_neox          ? "rope_dims / rope_pairing"
+                          : c->untied                             ? "tied = 0"
+                          : c->qkv_bias                           ? "qkv_bias"
+                          : c->rope_base != 0 || c->norm_eps != 0 ? "rope_base / norm_eps"
+                                                                  : NULL;
         if (bad) {
             snprintf(err, errlen, "policy.%s applies to policy.arch = llama, not gpt", bad);
             return SPADE_POLICY_EINVAL;
@@ -203,8 +204,7 @@ int spade_gpt_config_validate(const spade_gpt_config *c, char *err, size_t errle
             return SPADE_POLICY_EINVAL;
         }
         if (rot < 2 || rot > hs || rot % 2) {
-            snprintf(err, errlen, "policy.rope_dims = %d: expected an even number in 2..%d (the head size)",
-                     rot, hs);
+            snprintf(err, errlen, "policy.rope_dims = %d: expected an even number in 2..%d (the head size)", rot, hs);
             return SPADE_POLICY_EINVAL;
         }
         if (c->ffn < 0 || c->ffn > 65536) {
@@ -214,18 +214,22 @@ int spade_gpt_config_validate(const spade_gpt_config *c, char *err, size_t errle
         if (!(c->rope_base == 0 || (c->rope_base > 1 && c->rope_base <= 1e12)) ||
             !(c->norm_eps >= 0 && c->norm_eps <= 1) || (c->untied != 0 && c->untied != 1) ||
             (c->qkv_bias != 0 && c->qkv_bias != 1) || (c->rope_neox != 0 && c->rope_neox != 1)) {
-            snprintf(err, errlen, "policy.rope_base = %g, norm_eps = %g, tied = %d, qkv_bias = %d, rope_pairing = %d: "
-                     "expected base in (1, 1e12], eps in (0, 1], the switches 0 or 1", c->rope_base,
-                     (double)c->norm_eps, !c->untied, c->qkv_bias, c->rope_neox);
+            snprintf(err, errlen,
+                     "policy.rope_base = %g, norm_eps = %g, tied = %d, qkv_bias = %d, rope_pairing = %d: "
+                     "expected base in (1, 1e12], eps in (0, 1], the switches 0 or 1",
+                     c->rope_base, (double)c->norm_eps, !c->untied, c->qkv_bias, c->rope_neox);
             return SPADE_POLICY_EINVAL;
         }
     }
     /* a pretrained model's vocabulary (gguf) may be small or past spade's BPE cap */
     int gg = !strcmp(c->tokenizer, "gguf");
-    if (c->vocab && (c->vocab < (gg ? 1 : SPADE_VOCAB) || c->vocab > (gg ? SPADE_POLICY_MAX_VOCAB : SPADE_TOK_MAX_VOCAB) ||
-                     (c->vocab != SPADE_VOCAB && !strcmp(c->tokenizer, "bytes")))) {
+    if (c->vocab &&
+        (c->vocab < (gg ? 1 : SPADE_VOCAB) || c->vocab > (gg ? SPADE_POLICY_MAX_VOCAB : SPADE_TOK_MAX_VOCAB) ||
+         (c->vocab != SPADE_VOCAB && !strcmp(c->tokenizer, "bytes")))) {
         snprintf(err, errlen, "vocabulary %d with policy.tokenizer = %s: expected %s", c->vocab, c->tokenizer,
-                 gg ? "1..262144" : strcmp(c->tokenizer, "bytes") ? "263..65536" : "263 (the byte tokenizer)");
+                 gg                              ? "1..262144"
+                 : strcmp(c->tokenizer, "bytes") ? "263..65536"
+                                                 : "263 (the byte tokenizer)");
         return SPADE_POLICY_EINVAL;
     }
     return 0;
@@ -282,15 +286,14 @@ size_t spade_gpt_config_num_params(const spade_gpt_config *cfg) {
 /* ---------------------------------------------------------------- memory */
 
 int gpt_backend_fail(spade_policy *p, const char *what, char *err, size_t errlen) {
-    snprintf(err, errlen, "%s (%s backend): %s", what, p->be.vt->name,
-             p->be.vt->last_error(p->be.ctx));
+    snprintf(err, errlen, "%s (%s backend): %s", what, p->be.vt->name, p->be.vt->last_error(p->be.ctx));
     return SPADE_POLICY_EBACKEND;
 }
 
 static void point_params(ParameterTensors *t, float *mem, const size_t *sizes) {
     float **ptrs[NUM_PARAM_TENSORS] = {
-        &t->wte, &t->wpe, &t->ln1w, &t->ln1b, &t->qkvw, &t->qkvb, &t->attprojw, &t->attprojb,
-        &t->ln2w, &t->ln2b, &t->fcw, &t->fcb, &t->fcprojw, &t->fcprojb, &t->lnfw, &t->lnfb,
+        &t->wte,  &t->wpe,  &t->ln1w, &t->ln1b, &t->qkvw,    &t->qkvb,    &t->attprojw, &t->attprojb,
+        &t->ln2w, &t->ln2b, &t->fcw,  &t->fcb,  &t->fcprojw, &t->fcprojb, &t->lnfw,     &t->lnfb,
     };
     for (int i = 0; i < NUM_PARAM_TENSORS; i++) {
         *ptrs[i] = mem;
@@ -339,8 +342,8 @@ int gpt_alloc(spade_policy **out, const spade_gpt_config *cfg, char *err, size_t
     p->m_mem = BE->alloc(BX, bytes);
     p->v_mem = BE->alloc(BX, bytes);
     if (!p->params_mem || !p->grads_mem || !p->m_mem || !p->v_mem) {
-        snprintf(err, errlen, "cannot allocate 4 x %zu bytes for %zu parameters on %s: %s", bytes,
-                 p->num_params, BE->name, BE->last_error(BX));
+        snprintf(err, errlen, "cannot allocate 4 x %zu bytes for %zu parameters on %s: %s", bytes, p->num_params,
+                 BE->name, BE->last_error(BX));
         spade_policy_free(p);
         return SPADE_POLICY_ENOMEM;
     }
@@ -407,24 +410,35 @@ int gpt_ensure_acts(spade_policy *p, int B, int T, char *err, size_t errlen) {
     size_t MN = llama ? 0 : 1, QC = llama ? (size_t)p->QKV : 0;
     size_t per_row = C + L * (10 * C + FF + FH + 4 + NH * att_T + NH) + C + 3 + 3 * Vp + 6 * C + FF + FH + 1 + QC;
     if (BT > INT_MAX || BT > SIZE_MAX / sizeof(float) / per_row) {
-        snprintf(err, errlen, "activations for batch %d x %d: %.3g bytes, more than this machine can address",
-                 nB, nT, (double)BT * per_row * sizeof(float));
+        snprintf(err, errlen, "activations for batch %d x %d: %.3g bytes, more than this machine can address", nB, nT,
+                 (double)BT * per_row * sizeof(float));
         return SPADE_POLICY_ENOMEM;
     }
     free_acts(p);
     size_t as[NUM_ACT_TENSORS] = {
-        BT * C,                 /* encoded */
-        L * BT * C, L * BT * MN, L * BT,   /* ln1, mean, rstd */
-        L * BT * 3 * C,         /* qkv */
-        L * BT * C,             /* atty */
+        BT * C, /* encoded */
+        L * BT * C,
+        L * BT * MN,
+        L * BT, /* ln1, mean, rstd */
+        L * BT * 3 * C, /* qkv */
+        L * BT * C, /* atty */
         L * nB * NH * nT * att_T, /* att: T x T backends only */
-        L * nB * NH * nT,       /* lse */
-        L * BT * C, L * BT * C, /* attproj, residual2 */
-        L * BT * C, L * BT * MN, L * BT,   /* ln2, mean, rstd */
-        L * BT * FF, L * BT * FH, /* fch, fch_gelu */
-        L * BT * C, L * BT * C, /* fcproj, residual3 */
-        BT * C, BT * MN, BT,    /* lnf, mean, rstd */
-        BT * Vp, BT * Vp, BT,   /* logits, probs, logp */
+        L * nB * NH * nT, /* lse */
+        L * BT * C,
+        L * BT * C, /* attproj, residual2 */
+        L * BT * C,
+        L * BT * MN,
+        L * BT, /* ln2, mean, rstd */
+        L * BT * FF,
+        L * BT * FH, /* fch, fch_gelu */
+        L * BT * C,
+        L * BT * C, /* fcproj, residual3 */
+        BT * C,
+        BT * MN,
+        BT, /* lnf, mean, rstd */
+        BT * Vp,
+        BT * Vp,
+        BT, /* logits, probs, logp */
     };
     size_t gs[NUM_GACT_TENSORS] = {BT * Vp, BT * C, BT * C, BT * 3 * C, BT * C, BT * FF, BT * FH, BT, BT * QC};
     size_t na = 0, ng = 0;
@@ -436,17 +450,17 @@ int gpt_ensure_acts(spade_policy *p, int B, int T, char *err, size_t errlen) {
     p->mask_host = malloc(BT * sizeof(float));
     p->logp_host = malloc(BT * sizeof(float));
     if (!p->acts_mem || !p->gacts_mem || !p->io_mem || !p->mask_host || !p->logp_host) {
-        snprintf(err, errlen, "cannot allocate activations for batch %d x %d (%.1f MiB) on %s",
-                 nB, nT, (double)(na + ng) * 4 / 1048576.0, BE->name);
+        snprintf(err, errlen, "cannot allocate activations for batch %d x %d (%.1f MiB) on %s", nB, nT,
+                 (double)(na + ng) * 4 / 1048576.0, BE->name);
         free_acts(p);
         return SPADE_POLICY_ENOMEM;
     }
     float **ap[NUM_ACT_TENSORS] = {
-        &p->acts.encoded, &p->acts.ln1, &p->acts.ln1_mean, &p->acts.ln1_rstd, &p->acts.qkv,
-        &p->acts.atty, &p->acts.att, &p->acts.lse, &p->acts.attproj, &p->acts.residual2, &p->acts.ln2,
-        &p->acts.ln2_mean, &p->acts.ln2_rstd, &p->acts.fch, &p->acts.fch_gelu, &p->acts.fcproj,
-        &p->acts.residual3, &p->acts.lnf, &p->acts.lnf_mean, &p->acts.lnf_rstd, &p->acts.logits,
-        &p->acts.probs, &p->acts.logp,
+        &p->acts.encoded, &p->acts.ln1,       &p->acts.ln1_mean, &p->acts.ln1_rstd, &p->acts.qkv,
+        &p->acts.atty,    &p->acts.att,       &p->acts.lse,      &p->acts.attproj,  &p->acts.residual2,
+        &p->acts.ln2,     &p->acts.ln2_mean,  &p->acts.ln2_rstd, &p->acts.fch,      &p->acts.fch_gelu,
+        &p->acts.fcproj,  &p->acts.residual3, &p->acts.lnf,      &p->acts.lnf_mean, &p->acts.lnf_rstd,
+        &p->acts.logits,  &p->acts.probs,     &p->acts.logp,
     };
     float *m = p->acts_mem;
     for (int i = 0; i < NUM_ACT_TENSORS; i++) {
@@ -454,8 +468,8 @@ int gpt_ensure_acts(spade_policy *p, int B, int T, char *err, size_t errlen) {
         m += as[i];
     }
     float **gp[NUM_GACT_TENSORS] = {
-        &p->gacts.dlogits, &p->gacts.dresidual, &p->gacts.dln, &p->gacts.dqkv,
-        &p->gacts.datty, &p->gacts.dfch, &p->gacts.dfch_gelu, &p->gacts.dlogp, &p->gacts.dqkvc,
+        &p->gacts.dlogits, &p->gacts.dresidual, &p->gacts.dln,   &p->gacts.dqkv,  &p->gacts.datty,
+        &p->gacts.dfch,    &p->gacts.dfch_gelu, &p->gacts.dlogp, &p->gacts.dqkvc,
     };
     m = p->gacts_mem;
     for (int i = 0; i < NUM_GACT_TENSORS; i++) {
@@ -516,17 +530,21 @@ static void init_weights(spade_policy *p, float *h) {
         case 0: /* wte: real vocabulary rows only */
             for (size_t j = 0; j < (size_t)p->V * p->C; j++) t[j] = (float)(0.02 * normal(&r));
             break;
-        case 1: case 4: case 10: /* wpe, qkvw, fcw */
+        case 1:
+        case 4:
+        case 10: /* wpe, qkvw, fcw */
             for (size_t j = 0; j < n; j++) t[j] = (float)(0.02 * normal(&r));
             break;
-        case 6: case 12: /* attprojw, fcprojw */
+        case 6:
+        case 12: /* attprojw, fcprojw */
             for (size_t j = 0; j < n; j++) t[j] = (float)(resid_std * normal(&r));
             break;
-        case 2: case 8: case 14: /* layernorm gains */
+        case 2:
+        case 8:
+        case 14: /* layernorm gains */
             for (size_t j = 0; j < n; j++) t[j] = 1.0f;
             break;
-        default: /* biases */
-            break;
+        default: /* biases */ break;
         }
     }
 }
@@ -535,8 +553,8 @@ int spade_policy_new(spade_policy **out, const spade_gpt_config *cfg, char *err,
     return spade_policy_new_with_tokenizer(out, cfg, NULL, err, errlen);
 }
 
-int spade_policy_new_with_tokenizer(spade_policy **out, const spade_gpt_config *cfg,
-                                    const spade_tokenizer *tok, char *err, size_t errlen) {
+int spade_policy_new_with_tokenizer(spade_policy **out, const spade_gpt_config *cfg, const spade_tokenizer *tok,
+                                    char *err, size_t errlen) {
     *out = NULL;
     spade_tokenizer *tk = NULL;
     int rc;
@@ -544,7 +562,8 @@ int spade_policy_new_with_tokenizer(spade_policy **out, const spade_gpt_config *
         rc = spade_tokenizer_clone(&tk, tok, err, errlen);
     } else if (!strcmp(cfg->tokenizer, "bpe")) {
         if (!cfg->tokenizer_file[0]) {
-            snprintf(err, errlen, "policy.tokenizer = bpe needs policy.tokenizer_file (a file written by "
+            snprintf(err, errlen,
+                     "policy.tokenizer = bpe needs policy.tokenizer_file (a file written by "
                      "spade tokenizer train)");
             return SPADE_POLICY_EINVAL;
         }
@@ -597,8 +616,7 @@ void spade_policy_free(spade_policy *p) {
     free(p);
 }
 
-int spade_policy_clone(spade_policy **out, const spade_policy *src, const char *backend,
-                       char *err, size_t errlen) {
+int spade_policy_clone(spade_policy **out, const spade_policy *src, const char *backend, char *err, size_t errlen) {
     spade_gpt_config cfg = src->cfg;
     if (backend) snprintf(cfg.backend, sizeof cfg.backend, "%s", backend);
     spade_policy *p;
@@ -638,8 +656,7 @@ spade_tokenizer *spade_policy_tokenizer(spade_policy *p) {
     return p->tok;
 }
 
-int spade_policy_tensor(const spade_policy *p, int i, const char **name, size_t *offset,
-                        size_t *count) {
+int spade_policy_tensor(const spade_policy *p, int i, const char **name, size_t *offset, size_t *count) {
     if (i < 0 || i >= p->ntensors) return -1;
     size_t o = 0;
     for (int j = 0; j < i; j++) o += p->param_sizes[j];
@@ -674,26 +691,24 @@ int spade_policy_set_moments(spade_policy *p, const float *m, const float *v, ch
 
 /* ---------------------------------------------------------------- forward */
 
-int spade_policy_forward(spade_policy *p, const int *tokens, const int *targets,
-                         const float *mask, int B, int T, float *loss, float *logp, char *err,
-                         size_t errlen) {
+int spade_policy_forward(spade_policy *p, const int *tokens, const int *targets, const float *mask, int B, int T,
+                         float *loss, float *logp, char *err, size_t errlen) {
     /* The ops count rows (B*T) in int: more would wrap, so it is refused
      * before anything, the caller's tokens included, is read. */
     if (B < 1 || T < 1 || T > p->maxT || (size_t)B * T > INT_MAX) {
-        snprintf(err, errlen, "forward: batch %d x %d outside 1.. x 1..%d (policy.context), %d rows at most",
-                 B, T, p->maxT, INT_MAX);
+        snprintf(err, errlen, "forward: batch %d x %d outside 1.. x 1..%d (policy.context), %d rows at most", B, T,
+                 p->maxT, INT_MAX);
         return SPADE_POLICY_EINVAL;
     }
     size_t N = (size_t)B * T;
     for (size_t i = 0; i < N; i++) {
         if (tokens[i] < 0 || tokens[i] >= p->V) {
-            snprintf(err, errlen, "forward: token %d at index %zu is outside the vocabulary [0, %d)",
-                     tokens[i], i, p->V);
+            snprintf(err, errlen, "forward: token %d at index %zu is outside the vocabulary [0, %d)", tokens[i], i,
+                     p->V);
             return SPADE_POLICY_EINVAL;
         }
         if (targets && (targets[i] < -1 || targets[i] >= p->V)) {
-            snprintf(err, errlen, "forward: target %d at index %zu is neither -1 nor in [0, %d)",
-                     targets[i], i, p->V);
+            snprintf(err, errlen, "forward: target %d at index %zu is neither -1 nor in [0, %d)", targets[i], i, p->V);
             return SPADE_POLICY_EINVAL;
         }
     }
@@ -784,8 +799,7 @@ int spade_policy_backward_logp(spade_policy *p, const float *dlogp, char *err, s
     CK(BE->matmul_backward(BX, d.dln, g.wte, NULL, d.dlogits, a.lnf, w.wte, BT, C, Vp));
     CK(BE->zero(BX, d.dresidual, BT * C * sizeof(float)));
     float *last = a.residual3 + (L - 1) * LBT * C;
-    CK(BE->layernorm_backward(BX, d.dresidual, g.lnfw, g.lnfb, d.dln, last, w.lnfw, a.lnf_mean,
-                              a.lnf_rstd, BT, C));
+    CK(BE->layernorm_backward(BX, d.dresidual, g.lnfw, g.lnfb, d.dln, last, w.lnfw, a.lnf_mean, a.lnf_rstd, BT, C));
     for (int l = L - 1; l >= 0; l--) {
         float *residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * LBT * C;
         float *ln1 = a.ln1 + l * LBT * C, *ln1m = a.ln1_mean + l * LBT, *ln1r = a.ln1_rstd + l * LBT;
@@ -796,21 +810,21 @@ int spade_policy_backward_logp(spade_policy *p, const float *dlogp, char *err, s
         float *ln2 = a.ln2 + l * LBT * C, *ln2m = a.ln2_mean + l * LBT, *ln2r = a.ln2_rstd + l * LBT;
         float *fch = a.fch + l * LBT * C4, *fchg = a.fch_gelu + l * LBT * C4;
         /* MLP: residual3 = residual2 + fcproj(gelu(fc(ln2(residual2)))) */
-        CK(BE->matmul_backward(BX, d.dfch_gelu, g.fcprojw + l * C * C4, g.fcprojb + l * C,
-                               d.dresidual, fchg, w.fcprojw + l * C * C4, BT, 4 * C, C));
+        CK(BE->matmul_backward(BX, d.dfch_gelu, g.fcprojw + l * C * C4, g.fcprojb + l * C, d.dresidual, fchg,
+                               w.fcprojw + l * C * C4, BT, 4 * C, C));
         CK(BE->gelu_backward(BX, d.dfch, fch, d.dfch_gelu, BT * C4));
-        CK(BE->matmul_backward(BX, d.dln, g.fcw + l * C4 * C, g.fcb + l * C4, d.dfch, ln2,
-                               w.fcw + l * C4 * C, BT, C, 4 * C));
-        CK(BE->layernorm_backward(BX, d.dresidual, g.ln2w + l * C, g.ln2b + l * C, d.dln, res2,
-                                  w.ln2w + l * C, ln2m, ln2r, BT, C));
+        CK(BE->matmul_backward(BX, d.dln, g.fcw + l * C4 * C, g.fcb + l * C4, d.dfch, ln2, w.fcw + l * C4 * C, BT, C,
+                               4 * C));
+        CK(BE->layernorm_backward(BX, d.dresidual, g.ln2w + l * C, g.ln2b + l * C, d.dln, res2, w.ln2w + l * C, ln2m,
+                                  ln2r, BT, C));
         /* attention: residual2 = residual + attproj(attention(qkv(ln1(residual)))) */
-        CK(BE->matmul_backward(BX, d.datty, g.attprojw + l * CC, g.attprojb + l * C, d.dresidual,
-                               atty, w.attprojw + l * CC, BT, C, C));
+        CK(BE->matmul_backward(BX, d.datty, g.attprojw + l * CC, g.attprojb + l * C, d.dresidual, atty,
+                               w.attprojw + l * CC, BT, C, C));
         CK(BE->attention_backward(BX, d.dqkv, d.datty, qkv, atty, lse, att, B, T, C, NH));
-        CK(BE->matmul_backward(BX, d.dln, g.qkvw + l * C3 * C, g.qkvb + l * C3, d.dqkv, ln1,
-                               w.qkvw + l * C3 * C, BT, C, 3 * C));
-        CK(BE->layernorm_backward(BX, d.dresidual, g.ln1w + l * C, g.ln1b + l * C, d.dln,
-                                  residual, w.ln1w + l * C, ln1m, ln1r, BT, C));
+        CK(BE->matmul_backward(BX, d.dln, g.qkvw + l * C3 * C, g.qkvb + l * C3, d.dqkv, ln1, w.qkvw + l * C3 * C, BT, C,
+                               3 * C));
+        CK(BE->layernorm_backward(BX, d.dresidual, g.ln1w + l * C, g.ln1b + l * C, d.dln, residual, w.ln1w + l * C,
+                                  ln1m, ln1r, BT, C));
     }
     CK(BE->encoder_backward(BX, g.wte, g.wpe, d.dresidual, p->tokens_dev, B, T, C));
     return 0;
@@ -851,14 +865,13 @@ void spade_adamw_opts_default(spade_adamw_opts *o) {
     o->grad_clip = 1.0f;
 }
 
-int spade_policy_step(spade_policy *p, const spade_adamw_opts *o, float *grad_norm, char *err,
-                      size_t errlen) {
+int spade_policy_step(spade_policy *p, const spade_adamw_opts *o, float *grad_norm, char *err, size_t errlen) {
     /* Checked before anything changes: each of these writes NaN or inf into
      * every weight (beta = 1 makes the bias correction 1 - 1^t = 0; eps = 0
      * makes 0/0 wherever a gradient and its moments are 0). NaN fails every test. */
-    if (!(o->lr >= 0 && isfinite(o->lr)) || !(o->beta1 >= 0 && o->beta1 < 1) ||
-        !(o->beta2 >= 0 && o->beta2 < 1) || !(o->eps > 0 && isfinite(o->eps)) ||
-        !(o->weight_decay >= 0 && isfinite(o->weight_decay)) || isnan(o->grad_clip)) {
+    if (!(o->lr >= 0 && isfinite(o->lr)) || !(o->beta1 >= 0 && o->beta1 < 1) || !(o->beta2 >= 0 && o->beta2 < 1) ||
+        !(o->eps > 0 && isfinite(o->eps)) || !(o->weight_decay >= 0 && isfinite(o->weight_decay)) ||
+        isnan(o->grad_clip)) {
         snprintf(err, errlen,
                  "adamw: lr = %g, beta1 = %g, beta2 = %g, eps = %g, weight_decay = %g, grad_clip = %g: "
                  "need finite lr >= 0, betas in [0, 1), eps > 0, weight_decay >= 0, grad_clip not NaN",
@@ -883,9 +896,8 @@ int spade_policy_step(spade_policy *p, const spade_adamw_opts *o, float *grad_no
     for (int i = 0; i < p->ntensors; i++) {
         size_t n = p->param_sizes[i];
         if (!n) continue; /* a Llama without biases or with a tied head */
-        CK(BE->adamw(BX, p->params_mem + off, p->grads_mem + off, p->m_mem + off, p->v_mem + off,
-                     n, o->lr, o->beta1, o->beta2, o->eps, decay[i] ? o->weight_decay : 0.0f,
-                     scale, (int)p->step));
+        CK(BE->adamw(BX, p->params_mem + off, p->grads_mem + off, p->m_mem + off, p->v_mem + off, n, o->lr, o->beta1,
+                     o->beta2, o->eps, decay[i] ? o->weight_decay : 0.0f, scale, (int)p->step));
         off += n;
     }
     return spade_policy_zero_grad(p, err, errlen);
@@ -893,8 +905,7 @@ int spade_policy_step(spade_policy *p, const spade_adamw_opts *o, float *grad_no
 
 /* ---------------------------------------------------------------- log-probs */
 
-int spade_policy_logprobs(spade_policy *p, const int *tokens, int B, int T, float *logp,
-                          char *err, size_t errlen) {
+int spade_policy_logprobs(spade_policy *p, const int *tokens, int B, int T, float *logp, char *err, size_t errlen) {
     size_t N = (size_t)B * T;
     int *tg = malloc((N ? N : 1) * sizeof(int));
     if (!tg) {
@@ -908,12 +919,11 @@ int spade_policy_logprobs(spade_policy *p, const int *tokens, int B, int T, floa
     return rc;
 }
 
-int spade_policy_completion_logprobs(spade_policy *p, const int *prompt, int plen,
-                                     const int *completion, int clen, float *out, char *err,
-                                     size_t errlen) {
+int spade_policy_completion_logprobs(spade_policy *p, const int *prompt, int plen, const int *completion, int clen,
+                                     float *out, char *err, size_t errlen) {
     if (plen < 1 || clen < 1 || plen + clen - 1 > p->maxT) {
-        snprintf(err, errlen, "completion_logprobs: prompt %d + completion %d tokens exceed the context %d",
-                 plen, clen, p->maxT);
+        snprintf(err, errlen, "completion_logprobs: prompt %d + completion %d tokens exceed the context %d", plen, clen,
+                 p->maxT);
         return SPADE_POLICY_EINVAL;
     }
     /* Checked here, not left to forward: a completion token < 0 as the last

@@ -18,22 +18,22 @@
 
 #define NUM_PARAM_TENSORS 16
 typedef struct {
-    float *wte;      /* (Vp, C)    token embeddings; also the output head (tied) */
-    float *wpe;      /* (maxT, C)  learned positions */
-    float *ln1w;     /* (L, C) */
-    float *ln1b;     /* (L, C) */
-    float *qkvw;     /* (L, 3C, C) */
-    float *qkvb;     /* (L, 3C) */
+    float *wte; /* (Vp, C)    token embeddings; also the output head (tied) */
+    float *wpe; /* (maxT, C)  learned positions */
+    float *ln1w; /* (L, C) */
+    float *ln1b; /* (L, C) */
+    float *qkvw; /* (L, 3C, C) */
+    float *qkvb; /* (L, 3C) */
     float *attprojw; /* (L, C, C) */
     float *attprojb; /* (L, C) */
-    float *ln2w;     /* (L, C) */
-    float *ln2b;     /* (L, C) */
-    float *fcw;      /* (L, 4C, C) */
-    float *fcb;      /* (L, 4C) */
-    float *fcprojw;  /* (L, C, 4C) */
-    float *fcprojb;  /* (L, C) */
-    float *lnfw;     /* (C) */
-    float *lnfb;     /* (C) */
+    float *ln2w; /* (L, C) */
+    float *ln2b; /* (L, C) */
+    float *fcw; /* (L, 4C, C) */
+    float *fcb; /* (L, 4C) */
+    float *fcprojw; /* (L, C, 4C) */
+    float *fcprojb; /* (L, C) */
+    float *lnfw; /* (C) */
+    float *lnfb; /* (C) */
 } ParameterTensors;
 
 /* The Llama family (policy.arch = llama, llama.c): KVH key/value heads,
@@ -41,16 +41,16 @@ typedef struct {
  * width. Each field names the GGUF tensor it is loaded from (blk.N.* per layer). */
 #define NUM_LLAMA_PARAM_TENSORS 10
 typedef struct {
-    float *wte;      /* (Vp, C)      token_embd; also the output head when tied */
-    float *ln1w;     /* (L, C)       attn_norm */
-    float *qkvw;     /* (L, QKV, C)  attn_q rows [0,C), attn_k rows [C,C+KV), attn_v [C+KV,QKV) */
-    float *qkvb;     /* (L, QKV)     attn_q|k|v bias (Qwen2); 0 floats without policy.qkv_bias */
+    float *wte; /* (Vp, C)      token_embd; also the output head when tied */
+    float *ln1w; /* (L, C)       attn_norm */
+    float *qkvw; /* (L, QKV, C)  attn_q rows [0,C), attn_k rows [C,C+KV), attn_v [C+KV,QKV) */
+    float *qkvb; /* (L, QKV)     attn_q|k|v bias (Qwen2); 0 floats without policy.qkv_bias */
     float *attprojw; /* (L, C, C)    attn_output */
-    float *ln2w;     /* (L, C)       ffn_norm */
-    float *fcw;      /* (L, 2F, C)   ffn_gate rows [0,F), then ffn_up rows [F,2F) */
-    float *fcprojw;  /* (L, C, F)    ffn_down */
-    float *lnfw;     /* (C)          output_norm */
-    float *head;     /* (Vp, C)      output; 0 floats when tied */
+    float *ln2w; /* (L, C)       ffn_norm */
+    float *fcw; /* (L, 2F, C)   ffn_gate rows [0,F), then ffn_up rows [F,2F) */
+    float *fcprojw; /* (L, C, F)    ffn_down */
+    float *lnfw; /* (C)          output_norm */
+    float *head; /* (Vp, C)      output; 0 floats when tied */
 } LlamaParameterTensors;
 
 /* The GPT's activations; a Llama uses the same buffers with: ln*_mean 0
@@ -59,31 +59,31 @@ typedef struct {
  * (L,B,T,2F) gate|up, fch_gelu (L,B,T,F) the SwiGLU output. */
 #define NUM_ACT_TENSORS 23
 typedef struct {
-    float *encoded;   /* (B, T, C)       wte[tok] + wpe[t] */
-    float *ln1;       /* (L, B, T, C) */
-    float *ln1_mean;  /* (L, B, T) */
-    float *ln1_rstd;  /* (L, B, T) */
-    float *qkv;       /* (L, B, T, 3C) */
-    float *atty;      /* (L, B, T, C)    attention output before the projection */
-    float *att;       /* (L, B, NH, T, T) softmax probabilities, only for backends
-                       * with attention_probs (cpu_ref, cpu_tt); 0 floats otherwise */
-    float *lse;       /* (L, B, NH, T)   log-sum-exp of each score row: backward
-                       * recomputes the probabilities from it, tile by tile */
-    float *attproj;   /* (L, B, T, C) */
+    float *encoded; /* (B, T, C)       wte[tok] + wpe[t] */
+    float *ln1; /* (L, B, T, C) */
+    float *ln1_mean; /* (L, B, T) */
+    float *ln1_rstd; /* (L, B, T) */
+    float *qkv; /* (L, B, T, 3C) */
+    float *atty; /* (L, B, T, C)    attention output before the projection */
+    float *att; /* (L, B, NH, T, T) softmax probabilities, only for backends
+                 * with attention_probs (cpu_ref, cpu_tt); 0 floats otherwise */
+    float *lse; /* (L, B, NH, T)   log-sum-exp of each score row: backward
+                 * recomputes the probabilities from it, tile by tile */
+    float *attproj; /* (L, B, T, C) */
     float *residual2; /* (L, B, T, C)    residual + attention */
-    float *ln2;       /* (L, B, T, C) */
-    float *ln2_mean;  /* (L, B, T) */
-    float *ln2_rstd;  /* (L, B, T) */
-    float *fch;       /* (L, B, T, 4C) */
-    float *fch_gelu;  /* (L, B, T, 4C) */
-    float *fcproj;    /* (L, B, T, C) */
+    float *ln2; /* (L, B, T, C) */
+    float *ln2_mean; /* (L, B, T) */
+    float *ln2_rstd; /* (L, B, T) */
+    float *fch; /* (L, B, T, 4C) */
+    float *fch_gelu; /* (L, B, T, 4C) */
+    float *fcproj; /* (L, B, T, C) */
     float *residual3; /* (L, B, T, C)    residual2 + MLP: the layer's output */
-    float *lnf;       /* (B, T, C) */
-    float *lnf_mean;  /* (B, T) */
-    float *lnf_rstd;  /* (B, T) */
-    float *logits;    /* (B, T, Vp) */
-    float *probs;     /* (B, T, Vp) */
-    float *logp;      /* (B, T)          log p(target) per position */
+    float *lnf; /* (B, T, C) */
+    float *lnf_mean; /* (B, T) */
+    float *lnf_rstd; /* (B, T) */
+    float *logits; /* (B, T, Vp) */
+    float *probs; /* (B, T, Vp) */
+    float *logp; /* (B, T)          log p(target) per position */
 } ActivationTensors;
 
 /* Gradients of activations: only what one layer's backward needs at a time
@@ -91,16 +91,16 @@ typedef struct {
  * is a few (B, T, *) buffers rather than a mirror of ActivationTensors. */
 #define NUM_GACT_TENSORS 9
 typedef struct {
-    float *dlogits;   /* (B, T, Vp) */
+    float *dlogits; /* (B, T, Vp) */
     float *dresidual; /* (B, T, C)  d loss / d residual stream at the current layer */
-    float *dln;       /* (B, T, C)  d loss / d layernorm output (scratch) */
-    float *dqkv;      /* (B, T, 3C) */
-    float *datty;     /* (B, T, C) */
-    float *dfch;      /* (B, T, 4C) */
+    float *dln; /* (B, T, C)  d loss / d layernorm output (scratch) */
+    float *dqkv; /* (B, T, 3C) */
+    float *datty; /* (B, T, C) */
+    float *dfch; /* (B, T, 4C) */
     float *dfch_gelu; /* (B, T, 4C) */
-    float *dlogp;     /* (B, T)     loss weights uploaded by the host */
-    float *dqkvc;     /* (B, T, QKV) Llama only (0 floats for a GPT): the compact q|k|v
-                       * rows, in forward before kv_expand, in backward after kv_reduce */
+    float *dlogp; /* (B, T)     loss weights uploaded by the host */
+    float *dqkvc; /* (B, T, QKV) Llama only (0 floats for a GPT): the compact q|k|v
+                   * rows, in forward before kv_expand, in backward after kv_reduce */
 } GradActTensors;
 
 /* Inference with a KV cache, owned by a decoding batch (decode.c): R rows of
@@ -108,15 +108,15 @@ typedef struct {
  * slots that pass finishes, and the per-layer caches of its S slots. */
 #define NUM_SAMPLE_TENSORS 12
 typedef struct {
-    float *res;    /* (R, C)  residual stream */
-    float *res2;   /* (R, C)  residual stream (the other half of a ping-pong) */
-    float *ln;     /* (R, C) */
-    float *qkv;    /* (R, 3C); 0 floats for a Llama */
-    float *atty;   /* (R, C) */
-    float *proj;   /* (R, C) */
-    float *fch;    /* (R, 4C); a Llama's (R, 2F) gate|up */
-    float *fchg;   /* (R, 4C); a Llama's (R, F) */
-    float *qkvc;   /* (R, QKV) a Llama's compact q|k|v rows; 0 floats for a GPT */
+    float *res; /* (R, C)  residual stream */
+    float *res2; /* (R, C)  residual stream (the other half of a ping-pong) */
+    float *ln; /* (R, C) */
+    float *qkv; /* (R, 3C); 0 floats for a Llama */
+    float *atty; /* (R, C) */
+    float *proj; /* (R, C) */
+    float *fch; /* (R, 4C); a Llama's (R, 2F) gate|up */
+    float *fchg; /* (R, 4C); a Llama's (R, F) */
+    float *qkvc; /* (R, QKV) a Llama's compact q|k|v rows; 0 floats for a GPT */
     float *logits; /* (S, Vp) last position of each slot the pass finishes */
     float *kcache; /* (L, S, maxT, KW)  KW = kvw: C for a GPT; KV for a Llama (its KVH
                     * key/value heads, rotated, not repeated) */
@@ -128,39 +128,43 @@ enum { SPADE_ARCH_GPT = 0, SPADE_ARCH_LLAMA = 1 };
 struct spade_policy {
     spade_gpt_config cfg;
     int L, NH, C, maxT, V, Vp;
-    int arch;                                   /* SPADE_ARCH_* */
-    int KVH, QKV, F;                            /* Llama: kv heads, q|k|v row width, SwiGLU width */
-    int rot, neox, tied, qkvbias;               /* Llama: rotary dims, pairing, head, biases */
-    int kvw;                                    /* KV cache floats per position and layer */
-    float eps, rope_base;                       /* Llama: RMSNorm epsilon, rotary base */
-    int ntensors;                               /* parameter tensors of this arch */
-    float *head;                                /* (Vp, C) the output head: wte or lparams.head */
+    int arch; /* SPADE_ARCH_* */
+    int KVH, QKV, F; /* Llama: kv heads, q|k|v row width, SwiGLU width */
+    int rot, neox, tied, qkvbias; /* Llama: rotary dims, pairing, head, biases */
+    int kvw; /* KV cache floats per position and layer */
+    float eps, rope_base; /* Llama: RMSNorm epsilon, rotary base */
+    int ntensors; /* parameter tensors of this arch */
+    float *head; /* (Vp, C) the output head: wte or lparams.head */
     spade_backend be;
     char be_note[512];
 
     size_t param_sizes[NUM_PARAM_TENSORS];
     size_t num_params;
-    float *params_mem; ParameterTensors params; /* the weights (a Llama: wte only, wpe NULL) */
-    float *grads_mem;  ParameterTensors grads;  /* d loss / d weights, accumulated */
-    LlamaParameterTensors lparams, lgrads;      /* a Llama's weights and gradients */
-    float *m_mem;                               /* (num_params) AdamW first moment */
-    float *v_mem;                               /* (num_params) AdamW second moment */
-    long step;                                  /* AdamW steps taken */
+    float *params_mem;
+    ParameterTensors params; /* the weights (a Llama: wte only, wpe NULL) */
+    float *grads_mem;
+    ParameterTensors grads; /* d loss / d weights, accumulated */
+    LlamaParameterTensors lparams, lgrads; /* a Llama's weights and gradients */
+    float *m_mem; /* (num_params) AdamW first moment */
+    float *v_mem; /* (num_params) AdamW second moment */
+    long step; /* AdamW steps taken */
 
-    int actB, actT;                             /* activation capacity */
-    float *acts_mem;   ActivationTensors acts;
-    float *gacts_mem;  GradActTensors gacts;
-    int *io_mem;                                /* (2, actB, actT) tokens then targets */
-    int *tokens_dev, *targets_dev;              /* views of io_mem */
-    float *mask_host;                           /* (actB, actT) loss mask of the last forward */
-    float *logp_host;                           /* (actB, actT) log-probs of the last forward */
-    int fwdB, fwdT;                             /* shape of the last forward (0: none) */
+    int actB, actT; /* activation capacity */
+    float *acts_mem;
+    ActivationTensors acts;
+    float *gacts_mem;
+    GradActTensors gacts;
+    int *io_mem; /* (2, actB, actT) tokens then targets */
+    int *tokens_dev, *targets_dev; /* views of io_mem */
+    float *mask_host; /* (actB, actT) loss mask of the last forward */
+    float *logp_host; /* (actB, actT) log-probs of the last forward */
+    int fwdB, fwdT; /* shape of the last forward (0: none) */
     int fwd_has_targets;
     double mask_sum;
 
-    spade_decoder *dec;                         /* spade_policy_sample's decoding batch */
+    spade_decoder *dec; /* spade_policy_sample's decoding batch */
 
-    spade_tokenizer *tok;                       /* owned; NULL only inside gpt_alloc's callers */
+    spade_tokenizer *tok; /* owned; NULL only inside gpt_alloc's callers */
 };
 
 /* Grows the training activations to hold (B, T). */
@@ -183,9 +187,8 @@ int llama_forward(spade_policy *p, int B, int T, char *err, size_t errlen);
 int llama_backward(spade_policy *p, int B, int T, char *err, size_t errlen);
 /* The decoding batch's layers over r rows (decode.c), residual stream in and
  * out of s->res; tok/slot/pos are the rows' backend arrays. */
-int llama_pass_layers(spade_policy *p, const SampleTensors *s, int r, const int *tok,
-                      const int *slot, const int *pos, int S, int maxlen, char *err,
-                      size_t errlen);
+int llama_pass_layers(spade_policy *p, const SampleTensors *s, int r, const int *tok, const int *slot, const int *pos,
+                      int S, int maxlen, char *err, size_t errlen);
 /* The final norm of either architecture over n rows (inference: no statistics kept). */
 int gpt_final_norm(spade_policy *p, float *out, const float *inp, int n, char *err, size_t errlen);
 /* Formats the backend's last error into err with a prefix; returns SPADE_POLICY_EBACKEND. */
@@ -196,9 +199,9 @@ int gpt_backend_fail(spade_policy *p, const char *what, char *err, size_t errlen
  * message says which op it was. */
 #define BE (p->be.vt)
 #define BX (p->be.ctx)
-#define CK(call)                                                              \
-    do {                                                                      \
-        if ((call) != 0) return gpt_backend_fail(p, #call, err, errlen);      \
+#define CK(call)                                                                                                       \
+    do {                                                                                                               \
+        if ((call) != 0) return gpt_backend_fail(p, #call, err, errlen);                                               \
     } while (0)
 /* Allocates a policy for cfg without initialising the weights (checkpoint load). */
 int gpt_alloc(spade_policy **out, const spade_gpt_config *cfg, char *err, size_t errlen);
@@ -207,12 +210,10 @@ int gpt_alloc(spade_policy **out, const spade_gpt_config *cfg, char *err, size_t
  * tokens in a slot without running them (the full-recompute path needs no
  * cache); gpt_decoder_sample is spade_decoder_sample with `who` naming the
  * caller in messages and `index_name` what a request is called there. */
-int gpt_decoder_push(spade_decoder *d, int slot, const int *tokens, int n, char *err,
-                     size_t errlen);
-int gpt_decoder_sample(spade_decoder *d, const int *slots, int n, const spade_sample_opts *o,
-                       const uint64_t *seeds, const int *max_tokens, int *out_tokens,
-                       float *out_logprobs, int *out_len, int *out_status, const char *who,
-                       const char *index_name, char *err, size_t errlen);
+int gpt_decoder_push(spade_decoder *d, int slot, const int *tokens, int n, char *err, size_t errlen);
+int gpt_decoder_sample(spade_decoder *d, const int *slots, int n, const spade_sample_opts *o, const uint64_t *seeds,
+                       const int *max_tokens, int *out_tokens, float *out_logprobs, int *out_len, int *out_status,
+                       const char *who, const char *index_name, char *err, size_t errlen);
 /* Checks temperature, top_p and the stop list; messages start with who. */
 int gpt_check_sample_opts(const spade_sample_opts *o, const char *who, char *err, size_t errlen);
 /* The distribution a draw at (temp > 0, top_p) samples from, for GRPO's
@@ -220,8 +221,7 @@ int gpt_check_sample_opts(const spade_sample_opts *o, const char *who, char *err
  * the nucleus, 0 outside; tok is kept in it even when it has fallen out
  * (with its own weight), so its log-prob, the return value, is finite. NaN
  * for logits that are not finite. scratch: gpt_sampled_dist_scratch(V) bytes. */
-double gpt_sampled_dist(const float *logits, int V, float temp, float top_p, int tok, void *scratch,
-                        float *probs);
+double gpt_sampled_dist(const float *logits, int V, float temp, float top_p, int tok, void *scratch, float *probs);
 size_t gpt_sampled_dist_scratch(int V);
 
 /* A small seeded generator (splitmix64): identical streams on every platform. */

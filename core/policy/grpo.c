@@ -47,9 +47,8 @@ void spade_grpo_opts_default(spade_grpo_opts *o) {
     o->minibatch = 0;
 }
 
-int spade_grpo_advantages(const spade_grpo_sample *s, int n, const spade_grpo_opts *o,
-                          float *adv, int *kept, int *n_groups, int *n_dropped, char *err,
-                          size_t errlen) {
+int spade_grpo_advantages(const spade_grpo_sample *s, int n, const spade_grpo_opts *o, float *adv, int *kept,
+                          int *n_groups, int *n_dropped, char *err, size_t errlen) {
     int ng = 0, nd = 0;
     int given = o->adv_mode == SPADE_GRPO_ADV_GIVEN;
     int zscore = o->std_norm || o->adv_mode == SPADE_GRPO_ADV_GROUP_Z;
@@ -66,8 +65,7 @@ int spade_grpo_advantages(const spade_grpo_sample *s, int n, const spade_grpo_op
         if (s[i].role < 0 || s[i].role >= SPADE_GRPO_MAX_ROLES) {
             free(seen);
             free(own);
-            snprintf(err, errlen, "grpo: sample %d has role %d outside 0..%d", i, s[i].role,
-                     SPADE_GRPO_MAX_ROLES - 1);
+            snprintf(err, errlen, "grpo: sample %d has role %d outside 0..%d", i, s[i].role, SPADE_GRPO_MAX_ROLES - 1);
             return SPADE_POLICY_EINVAL;
         }
         if (!isfinite(s[i].reward)) {
@@ -79,8 +77,8 @@ int spade_grpo_advantages(const spade_grpo_sample *s, int n, const spade_grpo_op
         if (given && !isfinite(s[i].advantage)) {
             free(seen);
             free(own);
-            snprintf(err, errlen, "grpo: sample %d has a non-finite advantage %g (adv_mode = given)",
-                     i, s[i].advantage);
+            snprintf(err, errlen, "grpo: sample %d has a non-finite advantage %g (adv_mode = given)", i,
+                     s[i].advantage);
             return SPADE_POLICY_EINVAL;
         }
         adv[i] = given ? s[i].advantage : 0.0f;
@@ -149,9 +147,7 @@ static int seq_tok(const spade_grpo_sample *x, int t) {
     if (x->tokens) return x->tokens[t];
     return t < x->prompt_len ? x->prompt[t] : x->completion[t - x->prompt_len];
 }
-static int seq_trained(const spade_grpo_sample *x, int t) {
-    return x->tokens ? x->mask[t] != 0 : t >= x->prompt_len;
-}
+static int seq_trained(const spade_grpo_sample *x, int t) { return x->tokens ? x->mask[t] != 0 : t >= x->prompt_len; }
 static double seq_old(const spade_grpo_sample *x, int t) {
     return x->tokens ? x->old_logprobs[t] : x->old_logprobs[t - x->prompt_len];
 }
@@ -161,18 +157,16 @@ static float samp_top(const spade_grpo_sample *x) { return x->top_p > 0 ? x->top
 static int samp_plain(const spade_grpo_sample *x) { return samp_temp(x) == 1.0f && samp_top(x) >= 1.0f; }
 
 typedef struct {
-    int last;   /* index of the last trained token (0: none); the row is tokens[0..last) */
+    int last; /* index of the last trained token (0: none); the row is tokens[0..last) */
     int ntrain; /* trained tokens */
 } seqinfo;
 
-static int check_opts(spade_policy *p, spade_policy *ref, const spade_grpo_opts *o, char *err,
-                      size_t errlen) {
+static int check_opts(spade_policy *p, spade_policy *ref, const spade_grpo_opts *o, char *err, size_t errlen) {
     if (o->beta > 0 && !ref) {
         snprintf(err, errlen, "grpo: beta = %g needs a reference policy", o->beta);
         return SPADE_POLICY_EINVAL;
     }
-    if (ref && (ref->L != p->L || ref->C != p->C || ref->NH != p->NH || ref->maxT != p->maxT ||
-                ref->V != p->V)) {
+    if (ref && (ref->L != p->L || ref->C != p->C || ref->NH != p->NH || ref->maxT != p->maxT || ref->V != p->V)) {
         snprintf(err, errlen, "grpo: the reference policy's config differs from the policy's");
         return SPADE_POLICY_EINVAL;
     }
@@ -186,8 +180,8 @@ static int check_opts(spade_policy *p, spade_policy *ref, const spade_grpo_opts 
         return SPADE_POLICY_EINVAL;
     }
     if (o->adv_mode < SPADE_GRPO_ADV_GROUP_MEAN || o->adv_mode > SPADE_GRPO_ADV_GIVEN ||
-        o->token_norm < SPADE_GRPO_NORM_BATCH || o->token_norm > SPADE_GRPO_NORM_ROLE ||
-        o->epochs < 1 || o->minibatch < 0) {
+        o->token_norm < SPADE_GRPO_NORM_BATCH || o->token_norm > SPADE_GRPO_NORM_ROLE || o->epochs < 1 ||
+        o->minibatch < 0) {
         snprintf(err, errlen,
                  "grpo: adv_mode = %d (0..2), token_norm = %d (0..1), epochs = %d (>= 1), "
                  "minibatch = %d (>= 0): out of range",
@@ -197,11 +191,9 @@ static int check_opts(spade_policy *p, spade_policy *ref, const spade_grpo_opts 
     return 0;
 }
 
-static int check_sample(spade_policy *p, const spade_grpo_sample *x, int i, seqinfo *info,
-                        char *err, size_t errlen) {
+static int check_sample(spade_policy *p, const spade_grpo_sample *x, int i, seqinfo *info, char *err, size_t errlen) {
     if (x->role < 0 || x->role >= SPADE_GRPO_MAX_ROLES) {
-        snprintf(err, errlen, "grpo: sample %d has role %d outside 0..%d", i, x->role,
-                 SPADE_GRPO_MAX_ROLES - 1);
+        snprintf(err, errlen, "grpo: sample %d has role %d outside 0..%d", i, x->role, SPADE_GRPO_MAX_ROLES - 1);
         return SPADE_POLICY_EINVAL;
     }
     info->last = 0;
@@ -215,19 +207,18 @@ static int check_sample(spade_policy *p, const spade_grpo_sample *x, int i, seqi
     }
     if (x->tokens) {
         if (x->prompt || x->completion || x->prompt_len || x->completion_len) {
-            snprintf(err, errlen,
-                     "grpo: sample %d sets both tokens (the masked form) and prompt/completion", i);
+            snprintf(err, errlen, "grpo: sample %d sets both tokens (the masked form) and prompt/completion", i);
             return SPADE_POLICY_EINVAL;
         }
         if (x->len < 1 || !x->mask) {
-            snprintf(err, errlen, "grpo: sample %d: a masked sequence needs len >= 1 (got %d) and a mask of len entries",
-                     i, x->len);
+            snprintf(err, errlen,
+                     "grpo: sample %d: a masked sequence needs len >= 1 (got %d) and a mask of len entries", i, x->len);
             return SPADE_POLICY_EINVAL;
         }
         for (int t = 0; t < x->len; t++) {
             if (x->tokens[t] < 0 || x->tokens[t] >= p->V) {
-                snprintf(err, errlen, "grpo: sample %d: token %d at %d is outside the vocabulary [0, %d)",
-                         i, x->tokens[t], t, p->V);
+                snprintf(err, errlen, "grpo: sample %d: token %d at %d is outside the vocabulary [0, %d)", i,
+                         x->tokens[t], t, p->V);
                 return SPADE_POLICY_EINVAL;
             }
             if (x->mask[t] > 1 || (t == 0 && x->mask[t])) {
@@ -243,8 +234,8 @@ static int check_sample(spade_policy *p, const spade_grpo_sample *x, int i, seqi
                     return SPADE_POLICY_EINVAL;
                 }
                 if (!isfinite(x->old_logprobs[t])) {
-                    snprintf(err, errlen, "grpo: sample %d: old log-prob %g at trained position %d is not finite",
-                             i, x->old_logprobs[t], t);
+                    snprintf(err, errlen, "grpo: sample %d: old log-prob %g at trained position %d is not finite", i,
+                             x->old_logprobs[t], t);
                     return SPADE_POLICY_EINVAL;
                 }
                 info->last = t;
@@ -260,9 +251,8 @@ static int check_sample(spade_policy *p, const spade_grpo_sample *x, int i, seqi
         }
         return 0;
     }
-    if (x->prompt_len < 1 || x->completion_len < 1 ||
-        x->prompt_len + x->completion_len - 1 > p->maxT || !x->old_logprobs || !x->prompt ||
-        !x->completion) {
+    if (x->prompt_len < 1 || x->completion_len < 1 || x->prompt_len + x->completion_len - 1 > p->maxT ||
+        !x->old_logprobs || !x->prompt || !x->completion) {
         snprintf(err, errlen,
                  "grpo: sample %d: prompt %d + completion %d tokens must be >= 1 each, fit "
                  "the context %d, and come with old log-probs",
@@ -271,21 +261,20 @@ static int check_sample(spade_policy *p, const spade_grpo_sample *x, int i, seqi
     }
     for (int j = 0; j < x->prompt_len; j++)
         if (x->prompt[j] < 0 || x->prompt[j] >= p->V) {
-            snprintf(err, errlen, "grpo: sample %d: prompt token %d at %d is outside the vocabulary [0, %d)",
-                     i, x->prompt[j], j, p->V);
+            snprintf(err, errlen, "grpo: sample %d: prompt token %d at %d is outside the vocabulary [0, %d)", i,
+                     x->prompt[j], j, p->V);
             return SPADE_POLICY_EINVAL;
         }
     /* The last completion token is only a target, where -1 means "nothing
      * to predict": checked here or it would count as a token of log-prob 0. */
     for (int j = 0; j < x->completion_len; j++) {
         if (x->completion[j] < 0 || x->completion[j] >= p->V) {
-            snprintf(err, errlen, "grpo: sample %d: completion token %d at %d is outside the vocabulary [0, %d)",
-                     i, x->completion[j], j, p->V);
+            snprintf(err, errlen, "grpo: sample %d: completion token %d at %d is outside the vocabulary [0, %d)", i,
+                     x->completion[j], j, p->V);
             return SPADE_POLICY_EINVAL;
         }
         if (!isfinite(x->old_logprobs[j])) {
-            snprintf(err, errlen, "grpo: sample %d: old log-prob %g at %d is not finite", i,
-                     x->old_logprobs[j], j);
+            snprintf(err, errlen, "grpo: sample %d: old log-prob %g at %d is not finite", i, x->old_logprobs[j], j);
             return SPADE_POLICY_EINVAL;
         }
     }
@@ -302,13 +291,13 @@ typedef struct {
     const seqinfo *info;
     const float *adv;
     const spade_grpo_opts *o;
-    int mb;                      /* sequences per micro-batch */
-    int *tok, *tgt;              /* (mb, Tcap) host rows */
-    float *lp, *rlp, *dl;        /* (mb, Tcap) */
-    float *rows;                 /* (SAMP_ROWS, Vp) host: logits, then the sampling distribution; lazy */
-    void *scr;                   /* gpt_sampled_dist's scratch; lazy */
-    float *scratch;              /* (num_params) backend memory, one role's gradient; lazy */
-    float *gh, *gtmp;            /* (num_params) host: the real gradient, a role's; lazy */
+    int mb; /* sequences per micro-batch */
+    int *tok, *tgt; /* (mb, Tcap) host rows */
+    float *lp, *rlp, *dl; /* (mb, Tcap) */
+    float *rows; /* (SAMP_ROWS, Vp) host: logits, then the sampling distribution; lazy */
+    void *scr; /* gpt_sampled_dist's scratch; lazy */
+    float *scratch; /* (num_params) backend memory, one role's gradient; lazy */
+    float *gh, *gtmp; /* (num_params) host: the real gradient, a role's; lazy */
 } grpo_work;
 
 typedef struct {
@@ -333,8 +322,8 @@ static void grads_point(spade_policy *p, float *mem) { gpt_point_grads(p, mem); 
  * too, so that crossentropy_backward's dlogp * ([v == tok] - probs) with
  * dlogp / temperature (run_rows) is d/dz of its log-prob: (onehot - pi) / T
  * on the nucleus, 0 off it (the nucleus is piecewise constant in z). */
-static int sampled_rows(grpo_work *w, spade_policy *p, const int *idx, int B, int T, float *lp, int grad_too,
-                        char *err, size_t errlen) {
+static int sampled_rows(grpo_work *w, spade_policy *p, const int *idx, int B, int T, float *lp, int grad_too, char *err,
+                        size_t errlen) {
     int V = p->V, Vp = p->Vp;
     for (int b = 0; b < B; b++) {
         const spade_grpo_sample *x = &w->s[idx[b]];
@@ -363,16 +352,14 @@ static int sampled_rows(grpo_work *w, spade_policy *p, const int *idx, int B, in
                 double l = gpt_sampled_dist(row, V, samp_temp(x), samp_top(x), seq_tok(x, t0 + j), w->scr,
                                             grad_too ? row : NULL);
                 if (isnan(l)) {
-                    snprintf(err, errlen, "grpo: sample %d: the logits at position %d are not finite", idx[b],
-                             t0 + j);
+                    snprintf(err, errlen, "grpo: sample %d: the logits at position %d are not finite", idx[b], t0 + j);
                     return SPADE_POLICY_EINVAL;
                 }
                 lp[pos0 + j] = (float)l;
                 if (grad_too)
                     for (int v = V; v < Vp; v++) row[v] = 0.0f;
             }
-            if (grad_too &&
-                BE->upload(BX, p->acts.probs + pos0 * Vp, w->rows, (size_t)n * Vp * sizeof(float)))
+            if (grad_too && BE->upload(BX, p->acts.probs + pos0 * Vp, w->rows, (size_t)n * Vp * sizeof(float)))
                 return gpt_backend_fail(p, "upload probabilities", err, errlen);
         }
     }
@@ -381,8 +368,7 @@ static int sampled_rows(grpo_work *w, spade_policy *p, const int *idx, int B, in
 
 /* Forward/backward of samples idx[0..m) (one role), each token's loss times
  * scale, into whatever p->grads points at. */
-static int run_rows(grpo_work *w, const int *idx, int m, double scale, pass_out *out, char *err,
-                    size_t errlen) {
+static int run_rows(grpo_work *w, const int *idx, int m, double scale, pass_out *out, char *err, size_t errlen) {
     spade_policy *p = w->p, *ref = w->ref;
     const spade_grpo_opts *o = w->o;
     int use_ref = ref && o->beta > 0, tis = o->tis_cap > 0;
@@ -548,7 +534,7 @@ typedef struct {
     float *adv;
     int *kept;
     seqinfo *info;
-    int *idx;   /* kept samples with trained tokens, in input order */
+    int *idx; /* kept samples with trained tokens, in input order */
     int nk;
     long ntok;
 } grpo_prep;
@@ -571,8 +557,8 @@ static void prep_free(spade_policy *p, grpo_prep *g) {
 }
 
 /* Checks everything, computes advantages, sizes the host rows. */
-static int prep(grpo_prep *g, spade_policy *p, spade_policy *ref, const spade_grpo_sample *s,
-                int n, const spade_grpo_opts *o, spade_grpo_stats *st, char *err, size_t errlen) {
+static int prep(grpo_prep *g, spade_policy *p, spade_policy *ref, const spade_grpo_sample *s, int n,
+                const spade_grpo_opts *o, spade_grpo_stats *st, char *err, size_t errlen) {
     memset(g, 0, sizeof *g);
     int rc = check_opts(p, ref, o, err, errlen);
     if (rc) return rc;
@@ -602,7 +588,12 @@ static int prep(grpo_prep *g, spade_policy *p, spade_policy *ref, const spade_gr
         }
     st->n_samples = g->nk;
     st->n_tokens = g->ntok;
-    g->w = (grpo_work){.p = p, .ref = ref, .s = s, .info = g->info, .adv = g->adv, .o = o,
+    g->w = (grpo_work){.p = p,
+                       .ref = ref,
+                       .s = s,
+                       .info = g->info,
+                       .adv = g->adv,
+                       .o = o,
                        .mb = o->micro_batch > 0 ? o->micro_batch : 8};
     if (!g->nk) return 0;
     size_t cap = (size_t)g->w.mb * Tcap;
@@ -618,8 +609,8 @@ static int prep(grpo_prep *g, spade_policy *p, spade_policy *ref, const spade_gr
     return 0;
 }
 
-int spade_grpo_batch(spade_policy *p, spade_policy *ref, const spade_grpo_sample *s, int n,
-                     const spade_grpo_opts *o, spade_grpo_stats *st, char *err, size_t errlen) {
+int spade_grpo_batch(spade_policy *p, spade_policy *ref, const spade_grpo_sample *s, int n, const spade_grpo_opts *o,
+                     spade_grpo_stats *st, char *err, size_t errlen) {
     spade_grpo_opts def;
     if (!o) {
         spade_grpo_opts_default(&def);
@@ -646,9 +637,8 @@ int spade_grpo_batch(spade_policy *p, spade_policy *ref, const spade_grpo_sample
     return rc;
 }
 
-int spade_grpo_update(spade_policy *p, spade_policy *ref, const spade_grpo_sample *s, int n,
-                      const spade_grpo_opts *o, const spade_adamw_opts *ao,
-                      spade_grpo_stats *st, char *err, size_t errlen) {
+int spade_grpo_update(spade_policy *p, spade_policy *ref, const spade_grpo_sample *s, int n, const spade_grpo_opts *o,
+                      const spade_adamw_opts *ao, spade_grpo_stats *st, char *err, size_t errlen) {
     spade_grpo_opts def;
     if (!o) {
         spade_grpo_opts_default(&def);

@@ -47,8 +47,7 @@ void llama_param_sizes(const spade_gpt_config *c, size_t *s) {
 
 void llama_point_params(LlamaParameterTensors *t, float *mem, const size_t *sizes) {
     float **ptrs[NUM_LLAMA_PARAM_TENSORS] = {
-        &t->wte, &t->ln1w, &t->qkvw, &t->qkvb, &t->attprojw, &t->ln2w, &t->fcw, &t->fcprojw,
-        &t->lnfw, &t->head,
+        &t->wte, &t->ln1w, &t->qkvw, &t->qkvb, &t->attprojw, &t->ln2w, &t->fcw, &t->fcprojw, &t->lnfw, &t->head,
     };
     for (int i = 0; i < NUM_LLAMA_PARAM_TENSORS; i++) {
         *ptrs[i] = sizes[i] ? mem : NULL;
@@ -86,21 +85,25 @@ void llama_init_weights(spade_policy *p, float *h, uint64_t seed) {
         size_t n = p->param_sizes[i];
         o += n;
         switch (i) {
-        case 0: case 9: /* wte, head: real vocabulary rows only */
+        case 0:
+        case 9: /* wte, head: real vocabulary rows only */
             if (n)
                 for (size_t j = 0; j < (size_t)p->V * p->C; j++) t[j] = (float)(0.02 * llama_normal(&s, &have, &spare));
             break;
-        case 2: case 6: /* qkvw, fcw */
+        case 2:
+        case 6: /* qkvw, fcw */
             for (size_t j = 0; j < n; j++) t[j] = (float)(0.02 * llama_normal(&s, &have, &spare));
             break;
-        case 4: case 7: /* attprojw, fcprojw */
+        case 4:
+        case 7: /* attprojw, fcprojw */
             for (size_t j = 0; j < n; j++) t[j] = (float)(resid_std * llama_normal(&s, &have, &spare));
             break;
-        case 1: case 5: case 8: /* RMSNorm gains */
+        case 1:
+        case 5:
+        case 8: /* RMSNorm gains */
             for (size_t j = 0; j < n; j++) t[j] = 1.0f;
             break;
-        default: /* qkvb */
-            break;
+        default: /* qkvb */ break;
         }
     }
 }
@@ -128,8 +131,7 @@ int llama_forward(spade_policy *p, int B, int T, char *err, size_t errlen) {
         float *fcproj = a.fcproj + l * LBT * C, *res3 = a.residual3 + l * LBT * C;
         float *qc = gqa ? p->gacts.dqkvc : qkv; /* (BT, QKV) */
         CK(BE->rmsnorm_forward(BX, ln1, ln1r, residual, w.ln1w + l * C, BT, C, p->eps));
-        CK(BE->matmul_forward(BX, qc, ln1, w.qkvw + l * QKV * C, w.qkvb ? w.qkvb + l * QKV : NULL, BT, C,
-                              QKV));
+        CK(BE->matmul_forward(BX, qc, ln1, w.qkvw + l * QKV * C, w.qkvb ? w.qkvb + l * QKV : NULL, BT, C, QKV));
         CK(BE->rope(BX, qc, NULL, BT, T, QKV, NH + KVH, hs, p->rot, p->rope_base, p->neox, 0));
         if (gqa) CK(BE->kv_expand(BX, qkv, qc, BT, NH, KVH, hs));
         CK(BE->attention_forward(BX, atty, lse, att, qkv, B, T, C, NH));
@@ -170,15 +172,15 @@ int llama_backward(spade_policy *p, int B, int T, char *err, size_t errlen) {
         float *ln2 = a.ln2 + l * LBT * C, *ln2r = a.ln2_rstd + l * LBT;
         float *fch = a.fch + l * LBT * 2 * F, *fchg = a.fch_gelu + l * LBT * F;
         /* MLP: residual3 = residual2 + down(swiglu(gate|up(rmsnorm(residual2)))) */
-        CK(BE->matmul_backward(BX, d.dfch_gelu, g.fcprojw + l * C * F, NULL, d.dresidual, fchg,
-                               w.fcprojw + l * C * F, BT, F, C));
+        CK(BE->matmul_backward(BX, d.dfch_gelu, g.fcprojw + l * C * F, NULL, d.dresidual, fchg, w.fcprojw + l * C * F,
+                               BT, F, C));
         CK(BE->swiglu_backward(BX, d.dfch, fch, d.dfch_gelu, BT, F));
-        CK(BE->matmul_backward(BX, d.dln, g.fcw + l * 2 * F * C, NULL, d.dfch, ln2, w.fcw + l * 2 * F * C,
-                               BT, C, 2 * F));
+        CK(BE->matmul_backward(BX, d.dln, g.fcw + l * 2 * F * C, NULL, d.dfch, ln2, w.fcw + l * 2 * F * C, BT, C,
+                               2 * F));
         CK(BE->rmsnorm_backward(BX, d.dresidual, g.ln2w + l * C, d.dln, res2, w.ln2w + l * C, ln2r, BT, C));
         /* attention: residual2 = residual + o(attention(expand(rope(qkv(rmsnorm(residual)))))) */
-        CK(BE->matmul_backward(BX, d.datty, g.attprojw + l * CC, NULL, d.dresidual, atty,
-                               w.attprojw + l * CC, BT, C, C));
+        CK(BE->matmul_backward(BX, d.datty, g.attprojw + l * CC, NULL, d.dresidual, atty, w.attprojw + l * CC, BT, C,
+                               C));
         CK(BE->attention_backward(BX, d.dqkv, d.datty, qkv, atty, lse, att, B, T, C, NH));
         float *dq = d.dqkv;
         if (gqa) {
@@ -197,9 +199,8 @@ int llama_backward(spade_policy *p, int B, int T, char *err, size_t errlen) {
 
 /* ---------------------------------------------------------------- decoding */
 
-int llama_pass_layers(spade_policy *p, const SampleTensors *s, int r, const int *tok,
-                      const int *slot, const int *pos, int S, int maxlen, char *err,
-                      size_t errlen) {
+int llama_pass_layers(spade_policy *p, const SampleTensors *s, int r, const int *tok, const int *slot, const int *pos,
+                      int S, int maxlen, char *err, size_t errlen) {
     int L = p->L, C = p->C, NH = p->NH, KVH = p->KVH, hs = C / NH, maxT = p->maxT;
     size_t R = (size_t)r, QKV = p->QKV, F = p->F, CC = (size_t)C * C;
     size_t cstride = (size_t)S * maxT * p->kvw; /* one layer's cache: KVH heads a position */
@@ -209,11 +210,10 @@ int llama_pass_layers(spade_policy *p, const SampleTensors *s, int r, const int 
     float *x = s->res, *y = s->res2;
     for (int l = 0; l < L; l++) {
         CK(BE->rmsnorm_forward(BX, s->ln, NULL, x, w.ln1w + l * C, r, C, p->eps));
-        CK(BE->matmul_forward(BX, qc, s->ln, w.qkvw + l * QKV * C, w.qkvb ? w.qkvb + l * QKV : NULL, r, C,
-                              QKV));
+        CK(BE->matmul_forward(BX, qc, s->ln, w.qkvw + l * QKV * C, w.qkvb ? w.qkvb + l * QKV : NULL, r, C, QKV));
         CK(BE->rope(BX, qc, pos, r, 1, QKV, NH + KVH, hs, p->rot, p->rope_base, p->neox, 0));
-        CK(BE->attention_forward_kv_at_gqa(BX, s->atty, qc, s->kcache + l * cstride, s->vcache + l * cstride,
-                                           slot, pos, r, C, NH, KVH, S, maxT, maxlen));
+        CK(BE->attention_forward_kv_at_gqa(BX, s->atty, qc, s->kcache + l * cstride, s->vcache + l * cstride, slot, pos,
+                                           r, C, NH, KVH, S, maxT, maxlen));
         CK(BE->matmul_forward(BX, s->proj, s->atty, w.attprojw + l * CC, NULL, r, C, C));
         CK(BE->residual_forward(BX, y, x, s->proj, R * C));
         CK(BE->rmsnorm_forward(BX, s->ln, NULL, y, w.ln2w + l * C, r, C, p->eps));

@@ -46,22 +46,18 @@ static const spade_known_model known[] = {
     },
 };
 
-const spade_known_model *spade_known_models(size_t *n)
-{
+const spade_known_model *spade_known_models(size_t *n) {
     *n = sizeof known / sizeof *known;
     return known;
 }
 
-const spade_known_model *spade_model_find(const char *name)
-{
+const spade_known_model *spade_model_find(const char *name) {
     for (size_t i = 0; i < sizeof known / sizeof *known; i++)
-        if (!strcmp(known[i].name, name))
-            return &known[i];
+        if (!strcmp(known[i].name, name)) return &known[i];
     return NULL;
 }
 
-int spade_models_dir(char *buf, size_t cap, char *err, size_t errlen)
-{
+int spade_models_dir(char *buf, size_t cap, char *err, size_t errlen) {
     const char *env = getenv("SPADE_MODELS"), *home = getenv("HOME");
     int n;
     if (env && *env)
@@ -79,11 +75,9 @@ int spade_models_dir(char *buf, size_t cap, char *err, size_t errlen)
     return 0;
 }
 
-int spade_model_path(const char *name, char *buf, size_t cap, char *err, size_t errlen)
-{
+int spade_model_path(const char *name, char *buf, size_t cap, char *err, size_t errlen) {
     char dir[4096];
-    if (spade_models_dir(dir, sizeof dir, err, errlen) < 0)
-        return -1;
+    if (spade_models_dir(dir, sizeof dir, err, errlen) < 0) return -1;
     int n = snprintf(buf, cap, "%s/%s.gguf", dir, name);
     if (n < 0 || (size_t)n >= cap) {
         spade_errf(err, errlen, "the model's path is too long");
@@ -92,8 +86,7 @@ int spade_model_path(const char *name, char *buf, size_t cap, char *err, size_t 
     return 0;
 }
 
-int spade_model_resolve(const char *spec, char *buf, size_t cap, char *err, size_t errlen)
-{
+int spade_model_resolve(const char *spec, char *buf, size_t cap, char *err, size_t errlen) {
     size_t len = strlen(spec);
     if (strchr(spec, '/') || (len > 5 && !strcmp(spec + len - 5, ".gguf"))) {
         if (len >= cap) {
@@ -114,8 +107,7 @@ int spade_model_resolve(const char *spec, char *buf, size_t cap, char *err, size
         spade_errf(err, errlen, "no model named '%s' (known: %s; or give a path to a .gguf file)", spec, names);
         return -1;
     }
-    if (spade_model_path(spec, buf, cap, err, errlen) < 0)
-        return -1;
+    if (spade_model_path(spec, buf, cap, err, errlen) < 0) return -1;
     if (access(buf, R_OK) != 0) {
         spade_errf(err, errlen, "model '%s' is not fetched (no %s): run spade model fetch %s", spec, buf, spec);
         return -1;

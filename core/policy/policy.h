@@ -32,34 +32,34 @@ extern "C" {
 /* ---- configuration ([policy] section of a run's .ini) ---- */
 
 typedef struct spade_gpt_config {
-    int layers;        /* policy.layers   L, >= 1 */
-    int heads;         /* policy.heads    NH, divides width */
-    int width;         /* policy.width    C, channels */
-    int context;       /* policy.context  maxT, positions (prompt + completion) */
-    char backend[16];  /* policy.backend  auto | cpu | cuda | cpu_ref */
-    uint64_t seed;     /* policy.seed     initialisation seed */
+    int layers; /* policy.layers   L, >= 1 */
+    int heads; /* policy.heads    NH, divides width */
+    int width; /* policy.width    C, channels */
+    int context; /* policy.context  maxT, positions (prompt + completion) */
+    char backend[16]; /* policy.backend  auto | cpu | cuda | cpu_ref */
+    uint64_t seed; /* policy.seed     initialisation seed */
     char tokenizer[8]; /* policy.tokenizer  bytes | bpe */
     char tokenizer_file[1024]; /* policy.tokenizer_file  the BPE file (spade tokenizer train) that
                                 * spade_policy_new loads when tokenizer = bpe */
-    int vocab;         /* V of the policy's tokenizer; not a key: 0 until a tokenizer is known
-                        * (then the byte tokenizer's 263 is assumed), set by spade_policy_new*
-                        * and read from checkpoints. Vp = SPADE_VOCAB_PAD(V). */
+    int vocab; /* V of the policy's tokenizer; not a key: 0 until a tokenizer is known
+                * (then the byte tokenizer's 263 is assumed), set by spade_policy_new*
+                * and read from checkpoints. Vp = SPADE_VOCAB_PAD(V). */
     /* The architecture, and the keys only the Llama family reads. Every one of
      * them is 0 / empty in its default, so a config zeroed by hand is a GPT, and
      * a Llama with zeros takes the Llama defaults named here. A GGUF loader
      * fills them from the file's llama.* / qwen2.* metadata (core/policy/llama.c). */
-    char arch[8];      /* policy.arch       gpt (default; "" reads as gpt) | llama (Llama, SmolLM2,
-                        * Qwen2: RMSNorm, rotary positions, grouped-query attention, SwiGLU) */
-    int kv_heads;      /* policy.kv_heads   KVH, key/value heads, divides heads; 0 = heads */
-    int ffn;           /* policy.ffn        F, the SwiGLU hidden width; 0 = 4 x width */
-    double rope_base;  /* policy.rope_base  the rotary base; 0 = 10000 */
-    int rope_dims;     /* policy.rope_dims  rotated dimensions per head, even; 0 = the head size */
-    int rope_neox;     /* policy.rope_pairing  adjacent (0: pairs (2j, 2j+1), llama.cpp's LLAMA rope,
-                        * GGUF llama files) | half (1: pairs (j, j + rot/2), llama.cpp's NEOX rope,
-                        * GGUF qwen2 files and Hugging Face checkpoints) */
-    float norm_eps;    /* policy.norm_eps   the RMSNorm epsilon; 0 = 1e-5 */
-    int untied;        /* policy.tied       1 (default): the output head is wte; 0: its own (Vp, C) */
-    int qkv_bias;      /* policy.qkv_bias   0 (default) | 1: Q/K/V biases (Qwen2) */
+    char arch[8]; /* policy.arch       gpt (default; "" reads as gpt) | llama (Llama, SmolLM2,
+                   * Qwen2: RMSNorm, rotary positions, grouped-query attention, SwiGLU) */
+    int kv_heads; /* policy.kv_heads   KVH, key/value heads, divides heads; 0 = heads */
+    int ffn; /* policy.ffn        F, the SwiGLU hidden width; 0 = 4 x width */
+    double rope_base; /* policy.rope_base  the rotary base; 0 = 10000 */
+    int rope_dims; /* policy.rope_dims  rotated dimensions per head, even; 0 = the head size */
+    int rope_neox; /* policy.rope_pairing  adjacent (0: pairs (2j, 2j+1), llama.cpp's LLAMA rope,
+                    * GGUF llama files) | half (1: pairs (j, j + rot/2), llama.cpp's NEOX rope,
+                    * GGUF qwen2 files and Hugging Face checkpoints) */
+    float norm_eps; /* policy.norm_eps   the RMSNorm epsilon; 0 = 1e-5 */
+    int untied; /* policy.tied       1 (default): the output head is wte; 0: its own (Vp, C) */
+    int qkv_bias; /* policy.qkv_bias   0 (default) | 1: Q/K/V biases (Qwen2) */
 } spade_gpt_config;
 
 /* Defaults: 4 layers, 4 heads, width 128, context 256, backend auto, seed 1337,
@@ -70,8 +70,7 @@ void spade_gpt_config_default(spade_gpt_config *cfg);
  * key, the value and the accepted range); SPADE_POLICY_ENOKEY for a key that is
  * not a policy key (err names it). */
 #define SPADE_POLICY_ENOKEY (-7)
-int spade_gpt_config_set(spade_gpt_config *cfg, const char *key, const char *value, char *err,
-                         size_t errlen);
+int spade_gpt_config_set(spade_gpt_config *cfg, const char *key, const char *value, char *err, size_t errlen);
 /* Cross-key checks (heads divides width, ...); err names the keys involved. */
 int spade_gpt_config_validate(const spade_gpt_config *cfg, char *err, size_t errlen);
 /* 1 when a and b are the same architecture (policy.arch and every Llama key,
@@ -92,8 +91,8 @@ typedef struct spade_policy spade_policy;
 int spade_policy_new(spade_policy **out, const spade_gpt_config *cfg, char *err, size_t errlen);
 /* The same with the tokenizer given (copied; NULL: as spade_policy_new). The
  * vocabulary, hence the embedding size, follows from it. */
-int spade_policy_new_with_tokenizer(spade_policy **out, const spade_gpt_config *cfg,
-                                    const spade_tokenizer *tok, char *err, size_t errlen);
+int spade_policy_new_with_tokenizer(spade_policy **out, const spade_gpt_config *cfg, const spade_tokenizer *tok,
+                                    char *err, size_t errlen);
 /* The policy's tokenizer (owned by the policy; saved inside its checkpoints).
  * Not const: encoding fills its cache. */
 spade_tokenizer *spade_policy_tokenizer(spade_policy *p);
@@ -101,8 +100,7 @@ void spade_policy_free(spade_policy *p);
 /* A new policy with the same config, parameters and step (not optimizer
  * state), on backend `backend` (NULL: the source's config value). Used for a
  * frozen GRPO reference and for cross-backend tests. */
-int spade_policy_clone(spade_policy **out, const spade_policy *src, const char *backend,
-                       char *err, size_t errlen);
+int spade_policy_clone(spade_policy **out, const spade_policy *src, const char *backend, char *err, size_t errlen);
 
 const spade_gpt_config *spade_policy_config(const spade_policy *p);
 /* The backend in use ("cpu", "cuda", "cpu_ref") and how it was chosen
@@ -115,8 +113,7 @@ long spade_policy_steps(const spade_policy *p);
 
 /* Parameter tensors by index 0..n-1 (wte, wpe, ln1w, ... lnfb): name, offset
  * into the flat parameter vector, element count. Returns -1 past the end. */
-int spade_policy_tensor(const spade_policy *p, int i, const char **name, size_t *offset,
-                        size_t *count);
+int spade_policy_tensor(const spade_policy *p, int i, const char **name, size_t *offset, size_t *count);
 /* Host copies of the flat parameter / gradient vectors (num_params floats). */
 int spade_policy_get_params(spade_policy *p, float *host, char *err, size_t errlen);
 int spade_policy_set_params(spade_policy *p, const float *host, char *err, size_t errlen);
@@ -137,9 +134,8 @@ int spade_policy_set_moments(spade_policy *p, const float *m, const float *v, ch
  * loss (may be NULL): sum(mask * -log p(target)) / sum(mask) (0 if sum(mask) = 0).
  * logp (may be NULL, B*T floats): log p(targets[b,t]) per position (0 where -1).
  * The activations are kept for spade_policy_backward. */
-int spade_policy_forward(spade_policy *p, const int *tokens, const int *targets,
-                         const float *mask, int B, int T, float *loss, float *logp, char *err,
-                         size_t errlen);
+int spade_policy_forward(spade_policy *p, const int *tokens, const int *targets, const float *mask, int B, int T,
+                         float *loss, float *logp, char *err, size_t errlen);
 /* Backward pass of the last forward's masked mean loss, times scale (use 1/k
  * when accumulating k micro-batches). Gradients ACCUMULATE into the policy. */
 int spade_policy_backward(spade_policy *p, float scale, char *err, size_t errlen);
@@ -149,11 +145,11 @@ int spade_policy_backward_logp(spade_policy *p, const float *dlogp, char *err, s
 int spade_policy_zero_grad(spade_policy *p, char *err, size_t errlen);
 
 typedef struct spade_adamw_opts {
-    float lr;            /* learning rate (3e-4) */
-    float beta1, beta2;  /* 0.9, 0.95 */
-    float eps;           /* 1e-8 */
-    float weight_decay;  /* 0.1, applied to matrices (wte, wpe, qkvw, attprojw, fcw, fcprojw) only */
-    float grad_clip;     /* clip the global gradient L2 norm to this (1.0); <= 0: no clipping */
+    float lr; /* learning rate (3e-4) */
+    float beta1, beta2; /* 0.9, 0.95 */
+    float eps; /* 1e-8 */
+    float weight_decay; /* 0.1, applied to matrices (wte, wpe, qkvw, attprojw, fcw, fcprojw) only */
+    float grad_clip; /* clip the global gradient L2 norm to this (1.0); <= 0: no clipping */
 } spade_adamw_opts;
 void spade_adamw_opts_default(spade_adamw_opts *o);
 /* One AdamW step with the accumulated gradients (clipped by global norm), then
@@ -162,32 +158,29 @@ void spade_adamw_opts_default(spade_adamw_opts *o);
  * gradients zeroed) and returns SPADE_POLICY_EINVAL; so do options that would
  * make the update non-finite (lr NaN, a beta outside [0, 1), eps <= 0, ...),
  * checked before anything changes. */
-int spade_policy_step(spade_policy *p, const spade_adamw_opts *o, float *grad_norm, char *err,
-                      size_t errlen);
+int spade_policy_step(spade_policy *p, const spade_adamw_opts *o, float *grad_norm, char *err, size_t errlen);
 
 /* ---- log-probs ---- */
 
 /* logp[b*T+t] = log p(tokens[b,t+1] | tokens[b,0..t]) for t < T-1, and 0 at t = T-1.
  * Temperature 1, no top-p: the policy itself. GRPO differentiates the same
  * model at each sample's own temperature and top-p (spade_grpo_sample). */
-int spade_policy_logprobs(spade_policy *p, const int *tokens, int B, int T, float *logp,
-                          char *err, size_t errlen);
+int spade_policy_logprobs(spade_policy *p, const int *tokens, int B, int T, float *logp, char *err, size_t errlen);
 /* Per-token log-probs of one completion after one prompt: out[i] = log p(completion[i] |
  * prompt, completion[0..i)) for i < clen. Every token must be in [0, V). */
-int spade_policy_completion_logprobs(spade_policy *p, const int *prompt, int plen,
-                                     const int *completion, int clen, float *out, char *err,
-                                     size_t errlen);
+int spade_policy_completion_logprobs(spade_policy *p, const int *prompt, int plen, const int *completion, int clen,
+                                     float *out, char *err, size_t errlen);
 
 /* ---- sampling ---- */
 
 typedef struct spade_sample_opts {
-    float temperature;   /* 1.0; 0 = greedy (argmax); finite, >= 0 */
-    float top_p;         /* 1.0 = off; keep the smallest set of tokens with mass >= top_p; (0, 1] */
-    int max_tokens;      /* completion length limit (also bounded by the context) */
-    const int *stop;     /* stop tokens (the stop token is kept as the last completion token) */
+    float temperature; /* 1.0; 0 = greedy (argmax); finite, >= 0 */
+    float top_p; /* 1.0 = off; keep the smallest set of tokens with mass >= top_p; (0, 1] */
+    int max_tokens; /* completion length limit (also bounded by the context) */
+    const int *stop; /* stop tokens (the stop token is kept as the last completion token) */
     int n_stop;
-    uint64_t seed;       /* completion g draws from its own stream seeded by (seed, g) */
-    int no_kv_cache;     /* 1: recompute the whole sequence each token (slow; for tests/bench) */
+    uint64_t seed; /* completion g draws from its own stream seeded by (seed, g) */
+    int no_kv_cache; /* 1: recompute the whole sequence each token (slow; for tests/bench) */
 } spade_sample_opts;
 /* temperature 1, top_p 1, max_tokens 256, stop = {<|end|>}, seed 0, KV cache on. */
 void spade_sample_opts_default(spade_sample_opts *o);
@@ -199,9 +192,8 @@ void spade_sample_opts_default(spade_sample_opts *o);
  * nucleus when top_p < 1; 0 for greedy, a point mass): GRPO's "old
  * log-probs", given with the same temperature and top_p in the sample.
  * Logits that are not finite (a model with NaN/inf weights) are an error. */
-int spade_policy_sample(spade_policy *p, const int *prompt, int plen, int G,
-                        const spade_sample_opts *o, int *out_tokens, float *out_logprobs,
-                        int *out_len, char *err, size_t errlen);
+int spade_policy_sample(spade_policy *p, const int *prompt, int plen, int G, const spade_sample_opts *o,
+                        int *out_tokens, float *out_logprobs, int *out_len, char *err, size_t errlen);
 
 /* ---- the decoding batch ---- */
 
@@ -231,15 +223,14 @@ typedef struct spade_decoder spade_decoder;
 
 /* Per-slot outcome of spade_decoder_sample (and of an append that did not fit). */
 enum {
-    SPADE_SLOT_STOP = 1,         /* drew a stop token (kept as its last token) */
-    SPADE_SLOT_MAX_TOKENS = 2,   /* drew its max_tokens */
-    SPADE_SLOT_CONTEXT_FULL = 3  /* the slot holds policy.context tokens */
+    SPADE_SLOT_STOP = 1, /* drew a stop token (kept as its last token) */
+    SPADE_SLOT_MAX_TOKENS = 2, /* drew its max_tokens */
+    SPADE_SLOT_CONTEXT_FULL = 3 /* the slot holds policy.context tokens */
 };
 
 /* max_slots in 1..65536; err says how many bytes the caches needed when they
  * do not fit. All slots start empty. */
-int spade_decoder_new(spade_decoder **out, spade_policy *p, int max_slots, char *err,
-                      size_t errlen);
+int spade_decoder_new(spade_decoder **out, spade_policy *p, int max_slots, char *err, size_t errlen);
 void spade_decoder_free(spade_decoder *d);
 int spade_decoder_slots(const spade_decoder *d);
 /* Tokens in slot (appended + sampled); -1 when slot is out of range. */
@@ -257,15 +248,14 @@ int spade_decoder_copy(spade_decoder *d, int dst, int src, char *err, size_t err
  * model (prefill), continuing after whatever the slot holds (a sampled last
  * token included). Returns 0, SPADE_SLOT_CONTEXT_FULL (nothing appended), or
  * a negative error. */
-int spade_decoder_append(spade_decoder *d, int slot, const int *tokens, int n, char *err,
-                         size_t errlen);
+int spade_decoder_append(spade_decoder *d, int slot, const int *tokens, int n, char *err, size_t errlen);
 /* The same for count distinct slots in ONE batched pass (chunked only past
  * the row workspace, 512 rows or max_slots): slot slots[i] gets n[i] tokens
  * tokens[i]. status[i] (may be NULL): 0, or SPADE_SLOT_CONTEXT_FULL for a
  * slot that did not fit (left unchanged; the others still run). Bad input
  * (any slot, token or count) is an error before anything changes. */
-int spade_decoder_append_batch(spade_decoder *d, const int *slots, const int *const *tokens,
-                               const int *n, int count, int *status, char *err, size_t errlen);
+int spade_decoder_append_batch(spade_decoder *d, const int *slots, const int *const *tokens, const int *n, int count,
+                               int *status, char *err, size_t errlen);
 
 /* Samples continuations of n distinct, non-empty slots together, one token
  * per slot per pass, until each stops (stop token, its max tokens, or the
@@ -282,10 +272,9 @@ int spade_decoder_append_batch(spade_decoder *d, const int *slots, const int *co
  * drawn from, as spade_policy_sample's (GRPO's old log-probs); out_len (n);
  * out_status (n, may be NULL):
  * SPADE_SLOT_*. The drawn tokens are appended to the slots. */
-int spade_decoder_sample(spade_decoder *d, const int *slots, int n, const spade_sample_opts *o,
-                         const uint64_t *seeds, const int *max_tokens, int *out_tokens,
-                         float *out_logprobs, int *out_len, int *out_status, char *err,
-                         size_t errlen);
+int spade_decoder_sample(spade_decoder *d, const int *slots, int n, const spade_sample_opts *o, const uint64_t *seeds,
+                         const int *max_tokens, int *out_tokens, float *out_logprobs, int *out_len, int *out_status,
+                         char *err, size_t errlen);
 /* log p(v | the slot's tokens) for v in [0, V) at temperature 1: the
  * distribution the next sample of this slot draws from at temperature 1
  * without top-p (other options draw from it tempered and truncated, as
@@ -303,8 +292,7 @@ int spade_policy_save(spade_policy *p, const char *path, char *err, size_t errle
 /* Reads a checkpoint into a new policy; backend overrides the file's
  * policy.backend when not NULL. A missing, foreign, truncated, corrupt or
  * newer-version file is an error whose message names the file and the fault. */
-int spade_policy_load(spade_policy **out, const char *path, const char *backend, char *err,
-                      size_t errlen);
+int spade_policy_load(spade_policy **out, const char *path, const char *backend, char *err, size_t errlen);
 /* Reads only the config header of a checkpoint (same checks on the header). */
 int spade_policy_read_config(const char *path, spade_gpt_config *cfg, char *err, size_t errlen);
 /* Reads the tokenizer stored in a checkpoint (the byte tokenizer for one
@@ -336,18 +324,18 @@ int spade_policy_read_tokenizer(const char *path, spade_tokenizer **out, char *e
  *
  * advantage is read only with adv_mode = SPADE_GRPO_ADV_GIVEN. */
 typedef struct spade_grpo_sample {
-    const int *prompt;            /* (prompt_len) */
+    const int *prompt; /* (prompt_len) */
     int prompt_len;
-    const int *completion;        /* (completion_len) sampled tokens */
+    const int *completion; /* (completion_len) sampled tokens */
     int completion_len;
-    const float *old_logprobs;    /* (completion_len), or (len) in the masked form */
+    const float *old_logprobs; /* (completion_len), or (len) in the masked form */
     float reward;
-    int group;                    /* samples of one prompt share a group id */
-    int role;                     /* role tag (e.g. 0 designer, 1 agent), 0..SPADE_GRPO_MAX_ROLES-1 */
-    const int *tokens;            /* (len) the masked form's sequence, or NULL */
+    int group; /* samples of one prompt share a group id */
+    int role; /* role tag (e.g. 0 designer, 1 agent), 0..SPADE_GRPO_MAX_ROLES-1 */
+    const int *tokens; /* (len) the masked form's sequence, or NULL */
     int len;
-    const unsigned char *mask;    /* (len) 1 = trained, 0 = context only */
-    float advantage;              /* the caller's advantage (adv_mode = GIVEN) */
+    const unsigned char *mask; /* (len) 1 = trained, 0 = context only */
+    float advantage; /* the caller's advantage (adv_mode = GIVEN) */
     /* How the trained tokens were drawn (the spade_sample_opts they came
      * from), so that the ratio compares the distribution they were sampled
      * from with the same distribution under the current weights:
@@ -373,35 +361,35 @@ enum { SPADE_GRPO_NORM_BATCH = 0, SPADE_GRPO_NORM_ROLE = 1 };
 
 typedef struct spade_grpo_opts {
     float eps_low, eps_high; /* ratio clip range [1-eps_low, 1+eps_high]: 0.2, 0.28 */
-    float beta;              /* k3 KL coefficient against the reference policy (0 = off) */
-    int std_norm;            /* divide group advantages by the group's std (0) */
-    int role_norm;           /* scale each role's advantages to unit RMS (1) */
-    int micro_batch;         /* sequences per forward/backward (8) */
-    int adv_mode;            /* SPADE_GRPO_ADV_* (GROUP_MEAN) */
-    int token_norm;          /* SPADE_GRPO_NORM_* (BATCH) */
-    float tis_cap;           /* > 0: truncated importance sampling instead of the clipped
-                              * surrogate, weight min(r, tis_cap); 0 = off (0) */
-    int epochs;              /* spade_grpo_update: passes over the batch (1) */
-    int minibatch;           /* spade_grpo_update: sequences per optimiser step; 0 = all (0) */
+    float beta; /* k3 KL coefficient against the reference policy (0 = off) */
+    int std_norm; /* divide group advantages by the group's std (0) */
+    int role_norm; /* scale each role's advantages to unit RMS (1) */
+    int micro_batch; /* sequences per forward/backward (8) */
+    int adv_mode; /* SPADE_GRPO_ADV_* (GROUP_MEAN) */
+    int token_norm; /* SPADE_GRPO_NORM_* (BATCH) */
+    float tis_cap; /* > 0: truncated importance sampling instead of the clipped
+                    * surrogate, weight min(r, tis_cap); 0 = off (0) */
+    int epochs; /* spade_grpo_update: passes over the batch (1) */
+    int minibatch; /* spade_grpo_update: sequences per optimiser step; 0 = all (0) */
 } spade_grpo_opts;
 void spade_grpo_opts_default(spade_grpo_opts *o);
 
 typedef struct spade_grpo_stats {
-    float loss;            /* the surrogate loss (+ beta * KL) that was differentiated */
-    float clip_frac;       /* fraction of tokens whose clipped branch was active
-                            * (with tis_cap: whose ratio was truncated) */
-    float kl;              /* mean k3 KL per token (0 without a reference) */
-    float mean_ratio;      /* mean exp(logp - old_logp) per token */
-    int n_groups;          /* distinct groups in the batch */
-    int n_dropped_groups;  /* groups dropped because all their rewards were equal */
-    int n_samples;         /* samples that contributed */
-    long n_tokens;         /* trained tokens that contributed (one pass) */
+    float loss; /* the surrogate loss (+ beta * KL) that was differentiated */
+    float clip_frac; /* fraction of tokens whose clipped branch was active
+                      * (with tis_cap: whose ratio was truncated) */
+    float kl; /* mean k3 KL per token (0 without a reference) */
+    float mean_ratio; /* mean exp(logp - old_logp) per token */
+    int n_groups; /* distinct groups in the batch */
+    int n_dropped_groups; /* groups dropped because all their rewards were equal */
+    int n_samples; /* samples that contributed */
+    long n_tokens; /* trained tokens that contributed (one pass) */
     /* The L2 norm of each role's own contribution to the gradient (before
      * any clipping): role r's tokens are back-propagated alone into a zeroed
      * buffer, measured, then added to the gradient. 0 for absent roles. */
     float role_grad_norm[SPADE_GRPO_MAX_ROLES];
-    float grad_norm;       /* spade_grpo_update: pre-clip global norm (0 from spade_grpo_batch) */
-    int n_steps;           /* spade_grpo_update: optimiser steps taken (0 from spade_grpo_batch) */
+    float grad_norm; /* spade_grpo_update: pre-clip global norm (0 from spade_grpo_batch) */
+    int n_steps; /* spade_grpo_update: optimiser steps taken (0 from spade_grpo_batch) */
 } spade_grpo_stats;
 
 /* Group advantages only (what spade_grpo_batch uses): adv[i] for every
@@ -410,9 +398,8 @@ typedef struct spade_grpo_stats {
  * rewards that differ only by float rounding are equal. With adv_mode GIVEN
  * every sample is kept with its advantage (then role_norm). */
 #define SPADE_GRPO_EQUAL_TOL 1e-6
-int spade_grpo_advantages(const spade_grpo_sample *s, int n, const spade_grpo_opts *o,
-                          float *adv, int *kept, int *n_groups, int *n_dropped, char *err,
-                          size_t errlen);
+int spade_grpo_advantages(const spade_grpo_sample *s, int n, const spade_grpo_opts *o, float *adv, int *kept,
+                          int *n_groups, int *n_dropped, char *err, size_t errlen);
 
 /* The GRPO loss of a batch: per trained token t of sample i with ratio
  * r = exp(logp - old_logp) and advantage A_i, where logp is the current
@@ -432,9 +419,8 @@ int spade_grpo_advantages(const spade_grpo_sample *s, int n, const spade_grpo_op
  * context), a non-finite old log-prob at a trained position, a role out of
  * range, a non-finite reward or given advantage, or opts outside eps_low in
  * [0, 1), eps_high >= 0, beta >= 0, tis_cap >= 0 (NaN included). */
-int spade_grpo_batch(spade_policy *p, spade_policy *ref, const spade_grpo_sample *s, int n,
-                     const spade_grpo_opts *o, spade_grpo_stats *stats, char *err,
-                     size_t errlen);
+int spade_grpo_batch(spade_policy *p, spade_policy *ref, const spade_grpo_sample *s, int n, const spade_grpo_opts *o,
+                     spade_grpo_stats *stats, char *err, size_t errlen);
 
 /* PPO-style update: advantages once for the whole batch, then `epochs` passes,
  * each over consecutive minibatches of `minibatch` kept samples (in input
@@ -444,9 +430,8 @@ int spade_grpo_batch(spade_policy *p, spade_policy *ref, const spade_grpo_sample
  * are means over the steps; n_steps counts them. epochs = 1, minibatch = 0 is
  * exactly spade_grpo_batch then spade_policy_step. A step refused for a
  * non-finite gradient stops the update with its error. */
-int spade_grpo_update(spade_policy *p, spade_policy *ref, const spade_grpo_sample *s, int n,
-                      const spade_grpo_opts *o, const spade_adamw_opts *adamw,
-                      spade_grpo_stats *stats, char *err, size_t errlen);
+int spade_grpo_update(spade_policy *p, spade_policy *ref, const spade_grpo_sample *s, int n, const spade_grpo_opts *o,
+                      const spade_adamw_opts *adamw, spade_grpo_stats *stats, char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -21,16 +21,14 @@
 
 typedef struct spade_model_opts {
     const char *backend; /* policy.backend (NULL: auto) */
-    int context;         /* positions the policy holds; 0: the model's context_length (at most 65536),
-                          * larger than the model's is an error */
+    int context; /* positions the policy holds; 0: the model's context_length (at most 65536),
+                  * larger than the model's is an error */
 } spade_model_opts;
 
 /* The config a model file makes (vocab included), without reading its
  * tensors' data: what `spade model info` and checkpoint checks compare. */
-int spade_model_config(const char *spec, const spade_model_opts *o, spade_gpt_config *cfg, char *err,
-                       size_t errlen);
+int spade_model_config(const char *spec, const spade_model_opts *o, spade_gpt_config *cfg, char *err, size_t errlen);
 /* Loads the model named by spec (a known NAME or a PATH.gguf). o may be NULL. */
-int spade_policy_from_model(spade_policy **out, const char *spec, const spade_model_opts *o, char *err,
-                            size_t errlen);
+int spade_policy_from_model(spade_policy **out, const char *spec, const spade_model_opts *o, char *err, size_t errlen);
 
 #endif /* SPADE_POLICY_PRETRAINED_H */

@@ -30,8 +30,7 @@ int gpt_check_sample_opts(const spade_sample_opts *o, const char *who, char *err
     /* Written so that NaN fails too: a NaN or negative temperature used to
      * mean greedy and a NaN top_p "off", silently. */
     if (!(o->temperature >= 0.0f && isfinite(o->temperature))) {
-        snprintf(err, errlen, "%s: temperature = %g: expected a finite value >= 0 (0 = greedy)", who,
-                 o->temperature);
+        snprintf(err, errlen, "%s: temperature = %g: expected a finite value >= 0 (0 = greedy)", who, o->temperature);
         return SPADE_POLICY_EINVAL;
     }
     if (!(o->top_p > 0.0f && o->top_p <= 1.0f)) {
@@ -45,9 +44,8 @@ int gpt_check_sample_opts(const spade_sample_opts *o, const char *who, char *err
     return 0;
 }
 
-int spade_policy_sample(spade_policy *p, const int *prompt, int plen, int G,
-                        const spade_sample_opts *o, int *out_tokens, float *out_logprobs,
-                        int *out_len, char *err, size_t errlen) {
+int spade_policy_sample(spade_policy *p, const int *prompt, int plen, int G, const spade_sample_opts *o,
+                        int *out_tokens, float *out_logprobs, int *out_len, char *err, size_t errlen) {
     spade_sample_opts def;
     if (!o) {
         spade_sample_opts_default(&def);
@@ -89,8 +87,8 @@ int spade_policy_sample(spade_policy *p, const int *prompt, int plen, int G,
                         : spade_decoder_append(d, 0, prompt, plen, err, errlen);
     for (int g = 1; g < G && !rc; g++) rc = spade_decoder_copy(d, g, 0, err, errlen);
     if (!rc)
-        rc = gpt_decoder_sample(d, slots, G, o, NULL, NULL, out_tokens, out_logprobs, out_len, NULL,
-                                "sample", "completion", err, errlen);
+        rc = gpt_decoder_sample(d, slots, G, o, NULL, NULL, out_tokens, out_logprobs, out_len, NULL, "sample",
+                                "completion", err, errlen);
     free(slots);
     return rc;
 }

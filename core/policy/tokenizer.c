@@ -28,7 +28,6 @@ static const char *const special_names[SPADE_TOK_COUNT - 256] = {
     "end", "designer", "agent", "observation", "action", "hint", "source",
 };
 
-
 /* ================================================================ bytes */
 
 size_t spade_tok_encode(const void *bytes, size_t n, int *out) {
@@ -103,13 +102,12 @@ int spade_tok_add_merge(spade_tokenizer *t, int a, int b, char *why, size_t whyl
     int ab[2] = {a, b};
     for (int k = 0; k < 2; k++) {
         if (ab[k] < 0 || ab[k] >= defined) {
-            spade_errf(why, whylen, "token %d is not defined before merge %d (ids 0..%d are)", ab[k], i,
-                   defined - 1);
+            spade_errf(why, whylen, "token %d is not defined before merge %d (ids 0..%d are)", ab[k], i, defined - 1);
             return -1;
         }
         if (ab[k] >= 256 && ab[k] < SPADE_TOK_COUNT) {
             spade_errf(why, whylen, "token %d is the special token <|%s|>, which never merges", ab[k],
-                   special_names[ab[k] - 256]);
+                       special_names[ab[k] - 256]);
             return -1;
         }
     }
@@ -120,8 +118,7 @@ int spade_tok_add_merge(spade_tokenizer *t, int a, int b, char *why, size_t whyl
     }
     size_t la = t->off[a + 1] - t->off[a], lb = t->off[b + 1] - t->off[b];
     if (la + lb > MAXC) {
-        spade_errf(why, whylen, "the merged token would be %zu bytes, over the %d-byte chunk limit", la + lb,
-               MAXC);
+        spade_errf(why, whylen, "the merged token would be %zu bytes, over the %d-byte chunk limit", la + lb, MAXC);
         return -1;
     }
     uint32_t o = t->off[defined];
@@ -213,23 +210,127 @@ enum { C_SPACE, C_WS, C_WORD, C_PUNCT };
  * punctuation. */
 static const unsigned char byte_class[256] = {
 #define R16(x) x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x
-    /* 0x00 */ C_PUNCT, C_PUNCT, C_PUNCT, C_PUNCT, C_PUNCT, C_PUNCT, C_PUNCT, C_PUNCT,
-    C_PUNCT, C_WS, C_WS, C_WS, C_WS, C_WS, C_PUNCT, C_PUNCT,
+    /* 0x00 */ C_PUNCT,
+    C_PUNCT,
+    C_PUNCT,
+    C_PUNCT,
+    C_PUNCT,
+    C_PUNCT,
+    C_PUNCT,
+    C_PUNCT,
+    C_PUNCT,
+    C_WS,
+    C_WS,
+    C_WS,
+    C_WS,
+    C_WS,
+    C_PUNCT,
+    C_PUNCT,
     /* 0x10 */ R16(C_PUNCT),
-    /* 0x20 */ C_SPACE, C_PUNCT, C_PUNCT, C_PUNCT, C_PUNCT, C_PUNCT, C_PUNCT, C_PUNCT,
-    C_PUNCT, C_PUNCT, C_PUNCT, C_PUNCT, C_PUNCT, C_PUNCT, C_PUNCT, C_PUNCT,
-    /* 0x30 */ C_WORD, C_WORD, C_WORD, C_WORD, C_WORD, C_WORD, C_WORD, C_WORD,
-    C_WORD, C_WORD, C_PUNCT, C_PUNCT, C_PUNCT, C_PUNCT, C_PUNCT, C_PUNCT,
-    /* 0x40 */ C_PUNCT, C_WORD, C_WORD, C_WORD, C_WORD, C_WORD, C_WORD, C_WORD,
-    C_WORD, C_WORD, C_WORD, C_WORD, C_WORD, C_WORD, C_WORD, C_WORD,
-    /* 0x50 */ C_WORD, C_WORD, C_WORD, C_WORD, C_WORD, C_WORD, C_WORD, C_WORD,
-    C_WORD, C_WORD, C_WORD, C_PUNCT, C_PUNCT, C_PUNCT, C_PUNCT, C_WORD,
-    /* 0x60 */ C_PUNCT, C_WORD, C_WORD, C_WORD, C_WORD, C_WORD, C_WORD, C_WORD,
-    C_WORD, C_WORD, C_WORD, C_WORD, C_WORD, C_WORD, C_WORD, C_WORD,
-    /* 0x70 */ C_WORD, C_WORD, C_WORD, C_WORD, C_WORD, C_WORD, C_WORD, C_WORD,
-    C_WORD, C_WORD, C_WORD, C_PUNCT, C_PUNCT, C_PUNCT, C_PUNCT, C_PUNCT,
-    /* 0x80..0xff */ R16(C_WORD), R16(C_WORD), R16(C_WORD), R16(C_WORD),
-    R16(C_WORD), R16(C_WORD), R16(C_WORD), R16(C_WORD),
+    /* 0x20 */ C_SPACE,
+    C_PUNCT,
+    C_PUNCT,
+    C_PUNCT,
+    C_PUNCT,
+    C_PUNCT,
+    C_PUNCT,
+    C_PUNCT,
+    C_PUNCT,
+    C_PUNCT,
+    C_PUNCT,
+    C_PUNCT,
+    C_PUNCT,
+    C_PUNCT,
+    C_PUNCT,
+    C_PUNCT,
+    /* 0x30 */ C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_PUNCT,
+    C_PUNCT,
+    C_PUNCT,
+    C_PUNCT,
+    C_PUNCT,
+    C_PUNCT,
+    /* 0x40 */ C_PUNCT,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    /* 0x50 */ C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_PUNCT,
+    C_PUNCT,
+    C_PUNCT,
+    C_PUNCT,
+    C_WORD,
+    /* 0x60 */ C_PUNCT,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    /* 0x70 */ C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_WORD,
+    C_PUNCT,
+    C_PUNCT,
+    C_PUNCT,
+    C_PUNCT,
+    C_PUNCT,
+    /* 0x80..0xff */ R16(C_WORD),
+    R16(C_WORD),
+    R16(C_WORD),
+    R16(C_WORD),
+    R16(C_WORD),
+    R16(C_WORD),
+    R16(C_WORD),
+    R16(C_WORD),
 #undef R16
 };
 
@@ -289,15 +390,15 @@ static size_t encode_chunk(const spade_tokenizer *t, const unsigned char *s, siz
     int8_t nxt[MAXC], prv[MAXC], alive[MAXC];
     uint32_t heap[3 * MAXC];
     size_t hn = 0;
-#define HPUSH(v)                                                              \
-    do {                                                                      \
-        uint32_t x_ = (v);                                                    \
-        size_t c_ = hn++;                                                     \
-        while (c_ && heap[(c_ - 1) / 2] > x_) {                               \
-            heap[c_] = heap[(c_ - 1) / 2];                                    \
-            c_ = (c_ - 1) / 2;                                                \
-        }                                                                     \
-        heap[c_] = x_;                                                        \
+#define HPUSH(v)                                                                                                       \
+    do {                                                                                                               \
+        uint32_t x_ = (v);                                                                                             \
+        size_t c_ = hn++;                                                                                              \
+        while (c_ && heap[(c_ - 1) / 2] > x_) {                                                                        \
+            heap[c_] = heap[(c_ - 1) / 2];                                                                             \
+            c_ = (c_ - 1) / 2;                                                                                         \
+        }                                                                                                              \
+        heap[c_] = x_;                                                                                                 \
     } while (0)
     for (size_t i = 0; i < n; i++) {
         sym[i] = s[i];
@@ -460,14 +561,14 @@ size_t spade_tokenizer_encode_ref(const spade_tokenizer *t, const void *bytes, s
 
 /* ================================================================ decode */
 
-static int decode_v(const spade_tokenizer *t, int V, const int *toks, size_t n, int render_special,
-                    char *out, size_t outcap, size_t *outlen) {
+static int decode_v(const spade_tokenizer *t, int V, const int *toks, size_t n, int render_special, char *out,
+                    size_t outcap, size_t *outlen) {
     size_t len = 0;
     int rc = 0;
-#define PUT(ch)                                                               \
-    do {                                                                      \
-        if (len + 1 < outcap) out[len] = (char)(ch);                          \
-        len++;                                                                \
+#define PUT(ch)                                                                                                        \
+    do {                                                                                                               \
+        if (len + 1 < outcap) out[len] = (char)(ch);                                                                   \
+        len++;                                                                                                         \
     } while (0)
     for (size_t i = 0; i < n; i++) {
         int tk = toks[i];
@@ -497,14 +598,12 @@ static int decode_v(const spade_tokenizer *t, int V, const int *toks, size_t n, 
     return rc;
 }
 
-int spade_tok_decode(const int *toks, size_t n, int render_special, char *out, size_t outcap,
-                     size_t *outlen) {
+int spade_tok_decode(const int *toks, size_t n, int render_special, char *out, size_t outcap, size_t *outlen) {
     return decode_v(NULL, SPADE_TOK_COUNT, toks, n, render_special, out, outcap, outlen);
 }
 
-int spade_tokenizer_decode(const spade_tokenizer *t, const int *toks, size_t n, int render_special,
-                           char *out, size_t outcap, size_t *outlen) {
+int spade_tokenizer_decode(const spade_tokenizer *t, const int *toks, size_t n, int render_special, char *out,
+                           size_t outcap, size_t *outlen) {
     if (t->gg) return gguf_tok_decode(t, toks, n, render_special, out, outcap, outlen);
     return decode_v(t, SPADE_TOK_COUNT + t->nmerges, toks, n, render_special, out, outcap, outlen);
 }
-

@@ -33,25 +33,25 @@
 #include <stddef.h>
 
 enum {
-    SPADE_TOK_END = 256,     /* end of a document / turn / completion: the usual stop token */
-    SPADE_TOK_DESIGNER,      /* role: the designer speaks (writes an environment) */
-    SPADE_TOK_AGENT,         /* role: the agent speaks (plays an environment) */
-    SPADE_TOK_OBSERVATION,   /* an observation from the environment follows */
-    SPADE_TOK_ACTION,        /* an action follows */
-    SPADE_TOK_HINT,          /* the privileged hint follows */
-    SPADE_TOK_SOURCE,        /* environment source code follows */
-    SPADE_TOK_COUNT          /* = the byte tokenizer's vocabulary size V; BPE merges start here */
+    SPADE_TOK_END = 256, /* end of a document / turn / completion: the usual stop token */
+    SPADE_TOK_DESIGNER, /* role: the designer speaks (writes an environment) */
+    SPADE_TOK_AGENT, /* role: the agent speaks (plays an environment) */
+    SPADE_TOK_OBSERVATION, /* an observation from the environment follows */
+    SPADE_TOK_ACTION, /* an action follows */
+    SPADE_TOK_HINT, /* the privileged hint follows */
+    SPADE_TOK_SOURCE, /* environment source code follows */
+    SPADE_TOK_COUNT /* = the byte tokenizer's vocabulary size V; BPE merges start here */
 };
 
 #define SPADE_VOCAB SPADE_TOK_COUNT /* V = 263 of the byte tokenizer */
-#define SPADE_VOCAB_PADDED 320      /* its Vp: V rounded up to a multiple of 64 (GEMM-friendly) */
+#define SPADE_VOCAB_PADDED 320 /* its Vp: V rounded up to a multiple of 64 (GEMM-friendly) */
 /* Vp for any V: the embedding/head rows a policy allocates. */
 #define SPADE_VOCAB_PAD(V) ((((V) + 63) / 64) * 64)
-#define SPADE_TOK_MAX_VOCAB 65536   /* spade's own BPE: ids stay below this (its cache keeps 16 bits) */
+#define SPADE_TOK_MAX_VOCAB 65536 /* spade's own BPE: ids stay below this (its cache keeps 16 bits) */
 /* Any policy's vocabulary: a pretrained model's own tokenizer (the "gguf"
  * kind) may be larger than spade's BPE (Qwen2.5: 151,936). */
 #define SPADE_POLICY_MAX_VOCAB 262144
-#define SPADE_BPE_MAX_CHUNK 64      /* bytes per pre-split chunk, hence per token */
+#define SPADE_BPE_MAX_CHUNK 64 /* bytes per pre-split chunk, hence per token */
 
 /* ---- the byte tokenizer as plain functions (no object needed) ---- */
 
@@ -63,8 +63,7 @@ size_t spade_tok_encode(const void *bytes, size_t n, int *out);
  * "<|name|>" when render_special is nonzero and nothing otherwise. *outlen gets
  * the full decoded length (which may exceed outcap-1: then out is truncated).
  * Returns 0, or SPADE_POLICY_EINVAL for a token outside [0, 263). */
-int spade_tok_decode(const int *toks, size_t n, int render_special, char *out, size_t outcap,
-                     size_t *outlen);
+int spade_tok_decode(const int *toks, size_t n, int render_special, char *out, size_t outcap, size_t *outlen);
 
 /* "end", "designer", ... for a special token; NULL for bytes and invalid ids. */
 const char *spade_tok_name(int tok);
@@ -106,8 +105,8 @@ size_t spade_tokenizer_encode_ref(const spade_tokenizer *t, const void *bytes, s
  * chunk k (ends must have room for n entries); returns the number of chunks. */
 size_t spade_tokenizer_split(const void *bytes, size_t n, size_t *ends);
 /* Like spade_tok_decode, for t's vocabulary. */
-int spade_tokenizer_decode(const spade_tokenizer *t, const int *toks, size_t n, int render_special,
-                           char *out, size_t outcap, size_t *outlen);
+int spade_tokenizer_decode(const spade_tokenizer *t, const int *toks, size_t n, int render_special, char *out,
+                           size_t outcap, size_t *outlen);
 /* Encoding-cache counters since t was made (for the benchmark). */
 void spade_tokenizer_cache_stats(const spade_tokenizer *t, size_t *hits, size_t *misses);
 /* 0 turns the cache off (every chunk is merged afresh), 1 on (the default). */
@@ -141,13 +140,11 @@ typedef struct spade_bpe_trainer spade_bpe_trainer;
 int spade_bpe_trainer_new(spade_bpe_trainer **out, char *err, size_t errlen);
 void spade_bpe_trainer_free(spade_bpe_trainer *tr);
 /* Adds one document (chunks never span two documents). */
-int spade_bpe_trainer_add(spade_bpe_trainer *tr, const void *bytes, size_t n, char *err,
-                          size_t errlen);
+int spade_bpe_trainer_add(spade_bpe_trainer *tr, const void *bytes, size_t n, char *err, size_t errlen);
 /* Learns merges until the vocabulary is `vocab` (263..65536) or no adjacent
  * pair occurs at least twice (then the tokenizer is smaller: check
  * spade_tokenizer_vocab). The trainer can be finished more than once. */
-int spade_bpe_trainer_finish(spade_bpe_trainer *tr, int vocab, spade_tokenizer **out, char *err,
-                             size_t errlen);
+int spade_bpe_trainer_finish(spade_bpe_trainer *tr, int vocab, spade_tokenizer **out, char *err, size_t errlen);
 /* Bytes and unique chunks added so far. */
 void spade_bpe_trainer_counts(const spade_bpe_trainer *tr, size_t *bytes, size_t *unique_chunks);
 
@@ -163,10 +160,9 @@ void spade_bpe_trainer_counts(const spade_bpe_trainer *tr, size_t *bytes, size_t
 int spade_tokenizer_save(const spade_tokenizer *t, const char *path, char *err, size_t errlen);
 int spade_tokenizer_load(spade_tokenizer **out, const char *path, char *err, size_t errlen);
 /* The file's text in a malloc()ed buffer (*len bytes, also NUL-terminated). */
-int spade_tokenizer_serialize(const spade_tokenizer *t, char **buf, size_t *len, char *err,
-                              size_t errlen);
+int spade_tokenizer_serialize(const spade_tokenizer *t, char **buf, size_t *len, char *err, size_t errlen);
 /* Parses the file's text; name (a path, or "checkpoint 'X'") starts every message. */
-int spade_tokenizer_parse(spade_tokenizer **out, const char *buf, size_t len, const char *name,
-                          char *err, size_t errlen);
+int spade_tokenizer_parse(spade_tokenizer **out, const char *buf, size_t len, const char *name, char *err,
+                          size_t errlen);
 
 #endif

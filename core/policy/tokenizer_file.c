@@ -66,8 +66,7 @@ static void sb_printf(sbuf *s, const char *fmt, ...) {
     if (k > 0) sb_put(s, tmp, (size_t)k < sizeof tmp ? (size_t)k : sizeof tmp - 1);
 }
 
-int spade_tokenizer_serialize(const spade_tokenizer *t, char **buf, size_t *len, char *err,
-                              size_t errlen) {
+int spade_tokenizer_serialize(const spade_tokenizer *t, char **buf, size_t *len, char *err, size_t errlen) {
     if (t->gg) return gguf_tok_serialize(t, buf, len, err, errlen);
     sbuf s = {0};
     sb_printf(&s, "%s %d\nsplit %s\nmerges %d\n", FILE_MAGIC, FILE_VERSION, SPLIT_NAME, t->nmerges);
@@ -76,12 +75,18 @@ int spade_tokenizer_serialize(const spade_tokenizer *t, char **buf, size_t *len,
         int id = SPADE_TOK_COUNT + i;
         for (uint32_t j = t->off[id]; j < t->off[id + 1]; j++) {
             unsigned char c = t->pieces[j];
-            if (c == '"' || c == '\\') sb_printf(&s, "\\%c", c);
-            else if (c == '\n') sb_put(&s, "\\n", 2);
-            else if (c == '\t') sb_put(&s, "\\t", 2);
-            else if (c == '\r') sb_put(&s, "\\r", 2);
-            else if (c >= 0x20 && c < 0x7f) sb_put(&s, (const char *)&c, 1);
-            else sb_printf(&s, "\\x%02x", c);
+            if (c == '"' || c == '\\')
+                sb_printf(&s, "\\%c", c);
+            else if (c == '\n')
+                sb_put(&s, "\\n", 2);
+            else if (c == '\t')
+                sb_put(&s, "\\t", 2);
+            else if (c == '\r')
+                sb_put(&s, "\\r", 2);
+            else if (c >= 0x20 && c < 0x7f)
+                sb_put(&s, (const char *)&c, 1);
+            else
+                sb_printf(&s, "\\x%02x", c);
         }
         sb_put(&s, "\"\n", 2);
     }
@@ -116,8 +121,8 @@ static int parse_merge_line(const char *line, int *a, int *b) {
     return 0;
 }
 
-int spade_tokenizer_parse(spade_tokenizer **out, const char *buf, size_t len, const char *name,
-                          char *err, size_t errlen) {
+int spade_tokenizer_parse(spade_tokenizer **out, const char *buf, size_t len, const char *name, char *err,
+                          size_t errlen) {
     *out = NULL;
     if (gguf_tok_is_serialized(buf, len)) return gguf_tok_parse(out, buf, len, name, err, errlen);
     char line[1024], why[200];
@@ -136,8 +141,8 @@ int spade_tokenizer_parse(spade_tokenizer **out, const char *buf, size_t len, co
         }
         if (ll >= sizeof line || memchr(buf + pos, 0, ll)) {
             spade_errf(err, errlen, "%s: line %d: %s", name, lineno,
-                   ll >= sizeof line ? "line too long: not a spade tokenizer file, or corrupt"
-                                     : "NUL byte in the line: the file is corrupt");
+                       ll >= sizeof line ? "line too long: not a spade tokenizer file, or corrupt"
+                                         : "NUL byte in the line: the file is corrupt");
             goto fail;
         }
         memcpy(line, buf + pos, ll);
@@ -149,18 +154,19 @@ int spade_tokenizer_parse(spade_tokenizer **out, const char *buf, size_t len, co
             char tail;
             if (strncmp(line, FILE_MAGIC " ", sizeof FILE_MAGIC)) {
                 spade_errf(err, errlen, "%s: not a spade tokenizer file (it does not start with \"%s\")", name,
-                       FILE_MAGIC);
+                           FILE_MAGIC);
                 goto fail;
             }
             if (sscanf(line + sizeof FILE_MAGIC, "%d%c", &ver, &tail) != 1 || ver != FILE_VERSION) {
                 spade_errf(err, errlen, "%s: line 1: format version '%s', this build reads version %d", name,
-                       line + sizeof FILE_MAGIC, FILE_VERSION);
+                           line + sizeof FILE_MAGIC, FILE_VERSION);
                 goto fail;
             }
         } else if (lineno == 2) {
             if (strcmp(line, "split " SPLIT_NAME)) {
-                spade_errf(err, errlen, "%s: line 2: expected 'split %s' (the only pre-split rule this build has), got '%.80s'",
-                       name, SPLIT_NAME, line);
+                spade_errf(err, errlen,
+                           "%s: line 2: expected 'split %s' (the only pre-split rule this build has), got '%.80s'",
+                           name, SPLIT_NAME, line);
                 goto fail;
             }
         } else if (lineno == 3) {
@@ -169,7 +175,7 @@ int spade_tokenizer_parse(spade_tokenizer **out, const char *buf, size_t len, co
             long m = strncmp(line, "merges ", 7) ? -1 : strtol(line + 7, &e, 10);
             if (m < 0 || errno || *e || line[7] < '0' || line[7] > '9' || m > MAX_MERGES) {
                 spade_errf(err, errlen, "%s: line 3: expected 'merges M' with M in [0, %d], got '%.80s'", name,
-                       MAX_MERGES, line);
+                           MAX_MERGES, line);
                 goto fail;
             }
             nm = (int)m;
@@ -182,13 +188,13 @@ int spade_tokenizer_parse(spade_tokenizer **out, const char *buf, size_t len, co
         } else if (got < nm) {
             int a, b;
             if (!strncmp(line, "end ", 4)) {
-                spade_errf(err, errlen, "%s: line %d: truncated: 'end' after %d of the %d merges", name, lineno,
-                       got, nm);
+                spade_errf(err, errlen, "%s: line %d: truncated: 'end' after %d of the %d merges", name, lineno, got,
+                           nm);
                 goto fail;
             }
             if (parse_merge_line(line, &a, &b)) {
                 spade_errf(err, errlen, "%s: line %d: merge %d: expected two token ids 'A B', got '%.80s'", name,
-                       lineno, got, line);
+                           lineno, got, line);
                 goto fail;
             }
             if (spade_tok_add_merge(t, a, b, why, sizeof why)) {
@@ -201,16 +207,16 @@ int spade_tokenizer_parse(spade_tokenizer **out, const char *buf, size_t len, co
             char *e;
             if (strncmp(line, "end fnv1a ", 10) || strlen(line + 10) != 16 ||
                 (errno = 0, want = strtoull(line + 10, &e, 16), errno || *e)) {
-                spade_errf(err, errlen, "%s: line %d: expected 'end fnv1a HASH' after the %d merges, got '%.80s'",
-                       name, lineno, nm, line);
+                spade_errf(err, errlen, "%s: line %d: expected 'end fnv1a HASH' after the %d merges, got '%.80s'", name,
+                           lineno, nm, line);
                 goto fail;
             }
             uint64_t h = fnv1a(buf, start);
             if (h != want) {
                 spade_errf(err, errlen,
-                       "%s: checksum mismatch (the end line says %016llx, the contents hash to %016llx): "
-                       "the file is corrupt or was edited",
-                       name, want, (unsigned long long)h);
+                           "%s: checksum mismatch (the end line says %016llx, the contents hash to %016llx): "
+                           "the file is corrupt or was edited",
+                           name, want, (unsigned long long)h);
                 goto fail;
             }
             end_at = pos;
@@ -220,10 +226,10 @@ int spade_tokenizer_parse(spade_tokenizer **out, const char *buf, size_t len, co
     if (!end_at) {
         if (lineno < 3)
             spade_errf(err, errlen, "%s: truncated: %s", name,
-                   lineno == 0 ? "the file is empty" : "it ends before the 'merges M' line");
+                       lineno == 0 ? "the file is empty" : "it ends before the 'merges M' line");
         else
-            spade_errf(err, errlen, "%s: truncated: it ends after %d of the %d merges, with no 'end' line", name,
-                   got, nm);
+            spade_errf(err, errlen, "%s: truncated: it ends after %d of the %d merges, with no 'end' line", name, got,
+                       nm);
         goto fail;
     }
     if (end_at < len) {
@@ -255,8 +261,10 @@ int spade_tokenizer_save(const spade_tokenizer *t, const char *path, char *err, 
     for (size_t o = 0; !rc && o < len;) {
         ssize_t w = write(fd, buf + o, len - o);
         if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) rc = -1;
-        else o += (size_t)w;
+        if (w <= 0)
+            rc = -1;
+        else
+            o += (size_t)w;
     }
     if (!rc && fsync(fd)) rc = -1;
     int saved = errno;

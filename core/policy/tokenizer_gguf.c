@@ -156,8 +156,7 @@ done:
     return rc;
 }
 
-int spade_tokenizer_from_gguf(spade_tokenizer **out, const spade_gguf *g, const char *spec, char *err,
-                              size_t errlen) {
+int spade_tokenizer_from_gguf(spade_tokenizer **out, const spade_gguf *g, const char *spec, char *err, size_t errlen) {
     *out = NULL;
     if (strlen(spec) >= sizeof((struct spade_gguf_tok *)0)->spec || strchr(spec, '\n')) {
         spade_errf(err, errlen, "%s: model name or path too long (or holds a newline)", spec);
@@ -247,8 +246,8 @@ size_t gguf_tok_encode(const spade_tokenizer *t, const void *bytes, size_t n, in
     return k;
 }
 
-int gguf_tok_decode(const spade_tokenizer *t, const int *toks, size_t n, int render_special, char *out,
-                    size_t outcap, size_t *outlen) {
+int gguf_tok_decode(const spade_tokenizer *t, const int *toks, size_t n, int render_special, char *out, size_t outcap,
+                    size_t *outlen) {
     size_t total = 0;
     int rc = 0;
     for (size_t i = 0; i < n; i++) {

@@ -38,15 +38,15 @@ typedef struct {
 
 struct spade_tokenizer {
     int nmerges, cap;
-    int (*merges)[2];         /* merge i: tokens merges[i][0], merges[i][1] -> 263 + i */
-    uint32_t *off;            /* (263 + cap + 1) offsets of each token's bytes in pieces */
+    int (*merges)[2]; /* merge i: tokens merges[i][0], merges[i][1] -> 263 + i */
+    uint32_t *off; /* (263 + cap + 1) offsets of each token's bytes in pieces */
     unsigned char *pieces;
-    uint64_t *mkey;           /* pair -> merge index: open addressing, mval -1 = empty */
+    uint64_t *mkey; /* pair -> merge index: open addressing, mval -1 = empty */
     int32_t *mval;
     size_t mmask;
-    int32_t *bytepair;        /* (256 * 256) merge of two byte tokens, -1 none: every chunk starts as bytes */
+    int32_t *bytepair; /* (256 * 256) merge of two byte tokens, -1 none: every chunk starts as bytes */
     int cache_on;
-    chunk_cache *cache;       /* allocated on first use */
+    chunk_cache *cache; /* allocated on first use */
     size_t hits, misses;
     struct spade_gguf_tok *gg; /* non-NULL: the "gguf" kind (tokenizer_gguf.c); the rest is unused */
 };
@@ -77,8 +77,8 @@ int gguf_tok_equal(const spade_tokenizer *a, const spade_tokenizer *b);
 int gguf_tok_vocab(const spade_tokenizer *t);
 const unsigned char *gguf_tok_piece(const spade_tokenizer *t, int id, size_t *len);
 size_t gguf_tok_encode(const spade_tokenizer *t, const void *bytes, size_t n, int *out);
-int gguf_tok_decode(const spade_tokenizer *t, const int *toks, size_t n, int render_special, char *out,
-                    size_t outcap, size_t *outlen);
+int gguf_tok_decode(const spade_tokenizer *t, const int *toks, size_t n, int render_special, char *out, size_t outcap,
+                    size_t *outlen);
 int gguf_tok_serialize(const spade_tokenizer *t, char **buf, size_t *len, char *err, size_t errlen);
 int gguf_tok_is_serialized(const char *buf, size_t len);
 int gguf_tok_parse(spade_tokenizer **out, const char *buf, size_t len, const char *name, char *err, size_t errlen);

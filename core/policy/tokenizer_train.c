@@ -23,7 +23,7 @@
 
 typedef struct {
     uint64_t h;
-    uint32_t off;   /* in the trainer's byte arena */
+    uint32_t off; /* in the trainer's byte arena */
     uint32_t len;
     int64_t count;
 } tchunk;
@@ -33,7 +33,7 @@ struct spade_bpe_trainer {
     size_t alen, acap;
     tchunk *ch;
     size_t nch, chcap;
-    int32_t *tab;   /* open addressing over ch indices, -1 empty */
+    int32_t *tab; /* open addressing over ch indices, -1 empty */
     size_t tmask;
     size_t bytes;
 };
@@ -84,8 +84,7 @@ static int trainer_grow(spade_bpe_trainer *tr) {
     return 0;
 }
 
-int spade_bpe_trainer_add(spade_bpe_trainer *tr, const void *bytes, size_t n, char *err,
-                          size_t errlen) {
+int spade_bpe_trainer_add(spade_bpe_trainer *tr, const void *bytes, size_t n, char *err, size_t errlen) {
     const unsigned char *s = bytes;
     for (size_t i = 0; i < n;) {
         size_t e = spade_tok_chunk_end(s, n, i), len = e - i;
@@ -143,7 +142,7 @@ typedef struct {
     int64_t count;
     uint32_t *list;
     uint32_t llen, lcap;
-    int touched;    /* merge index that last pushed it */
+    int touched; /* merge index that last pushed it */
 } tpair;
 typedef struct {
     int64_t count;
@@ -246,12 +245,11 @@ static int pair_list_add(tpair *p, uint32_t w) {
     return 0;
 }
 
-int spade_bpe_trainer_finish(spade_bpe_trainer *tr, int vocab, spade_tokenizer **out, char *err,
-                             size_t errlen) {
+int spade_bpe_trainer_finish(spade_bpe_trainer *tr, int vocab, spade_tokenizer **out, char *err, size_t errlen) {
     *out = NULL;
     if (vocab < SPADE_TOK_COUNT || vocab > SPADE_TOK_MAX_VOCAB) {
         spade_errf(err, errlen, "tokenizer training: vocabulary %d outside [%d, %d]", vocab, SPADE_TOK_COUNT,
-               SPADE_TOK_MAX_VOCAB);
+                   SPADE_TOK_MAX_VOCAB);
         return SPADE_POLICY_EINVAL;
     }
     int want = vocab - SPADE_TOK_COUNT, rc = SPADE_POLICY_ENOMEM;

@@ -27,34 +27,34 @@
 
 struct spade_sandbox {
     spade_sandbox_opts opts;
-    int ctl;       /* SOCK_SEQPACKET to the zygote; -1 once closed */
-    pid_t zygote;  /* our child */
-    pid_t owner;   /* the process that forked the zygote; only it may use the sandbox */
-    uint32_t seq;  /* request numbering, to drop late replies */
-    int broken;    /* the zygote stopped answering */
+    int ctl; /* SOCK_SEQPACKET to the zygote; -1 once closed */
+    pid_t zygote; /* our child */
+    pid_t owner; /* the process that forked the zygote; only it may use the sandbox */
+    uint32_t seq; /* request numbering, to drop late replies */
+    int broken; /* the zygote stopped answering */
     int zygote_up; /* it has answered once (spade_sandbox_new does not wait for it) */
-    int refs;      /* live workers (they talk to the zygote to be reaped) */
-    int freed;     /* spade_sandbox_free was called; destroy when refs drops to 0 */
+    int refs; /* live workers (they talk to the zygote to be reaped) */
+    int freed; /* spade_sandbox_free was called; destroy when refs drops to 0 */
     pthread_mutex_t mu;
 };
 
 struct spade_worker {
     spade_sandbox *sb; /* NULL for an adopted (test) worker */
-    char name[256];    /* the file name, for messages */
+    char name[256]; /* the file name, for messages */
     spade_sandbox_opts opts;
     pid_t pid;
     int sock;
-    int pidfd;        /* -1 when the kernel has no pidfd_open */
-    int reaped;       /* the process is gone and its status collected */
-    int failed;       /* fail holds the sticky failure */
+    int pidfd; /* -1 when the kernel has no pidfd_open */
+    int reaped; /* the process is gone and its status collected */
+    int failed; /* fail holds the sticky failure */
     spade_failure fail;
     int loaded;
     spade_env_info info;
     spade_ipc_buf out, in;
-    double sent_at;       /* when the request in flight was sent */
-    double busy_s;        /* wall time spent in calls: bounds the worker's CPU time */
+    double sent_at; /* when the request in flight was sent */
+    double busy_s; /* wall time spent in calls: bounds the worker's CPU time */
     double cpu_granted_s; /* its RLIMIT_CPU soft limit */
-    int pending;          /* a batch was sent; its results are not received yet */
+    int pending; /* a batch was sent; its results are not received yet */
     uint32_t pending_n;
     double pending_deadline;
 };
@@ -67,12 +67,10 @@ int spade_zygote_exec_entry(int argc, char **argv);
 /* Forks the zygote; in the parent returns its pid and the control socket. */
 int spade_zygote_start(const spade_sandbox_opts *opts, int *ctl, pid_t *pid, char *err, size_t errlen);
 /* A locked-down worker, waiting for its LOAD frame. */
-int spade_zygote_spawn(spade_sandbox *sb, double deadline, pid_t *pid, int *sock, int *pidfd, char *err,
-                       size_t errlen);
+int spade_zygote_spawn(spade_sandbox *sb, double deadline, pid_t *pid, int *sock, int *pidfd, char *err, size_t errlen);
 /* Waits up to grace_ms for worker pid to exit, kills it if it has not, reaps
  * it. *status is the wait status, *killed whether the zygote had to kill it. */
-int spade_zygote_reap(spade_sandbox *sb, pid_t pid, int grace_ms, int *status, int *killed, char *err,
-                      size_t errlen);
+int spade_zygote_reap(spade_sandbox *sb, pid_t pid, int grace_ms, int *status, int *killed, char *err, size_t errlen);
 /* Round trip to the zygote: is it alive and answering? */
 int spade_zygote_ping(spade_sandbox *sb, double deadline, char *err, size_t errlen);
 
@@ -80,8 +78,8 @@ int spade_zygote_ping(spade_sandbox *sb, double deadline, char *err, size_t errl
 /* Locks the process down (rlimits, fds, no_new_privs, seccomp prog), then
  * serves requests on sock until the parent goes away. Never returns. */
 struct sock_fprog;
-void spade_worker_process(int sock, const spade_sandbox_opts *opts, uint64_t vm_base,
-                          const struct sock_fprog *filter) __attribute__((noreturn));
+void spade_worker_process(int sock, const spade_sandbox_opts *opts, uint64_t vm_base, const struct sock_fprog *filter)
+    __attribute__((noreturn));
 /* The seccomp allowlist as a BPF program (built once with libseccomp). */
 int spade_worker_filter(struct sock_fprog *out, char *err, size_t errlen);
 /* Bytes of address space this process maps now (/proc/self/statm): the base
@@ -98,8 +96,8 @@ int spade_worker_adopt(int sock, pid_t pid, const spade_sandbox_opts *opts, cons
 /* spade_worker_load in two halves, so that several workers compile at once
  * (the vector env): begin spawns and sends the source; finish waits for the
  * reply. On failure each frees the worker and fills f. */
-int spade_worker_load_begin(spade_sandbox *sb, const char *filename, const char *source, size_t len,
-                            spade_worker **out, spade_failure *f);
+int spade_worker_load_begin(spade_sandbox *sb, const char *filename, const char *source, size_t len, spade_worker **out,
+                            spade_failure *f);
 int spade_worker_load_finish(spade_worker *w, spade_failure *f);
 /* begin with the worker's fresh memory poisoned by seed poison (0: off), as
  * spade_worker_load_poisoned. */

@@ -24,87 +24,69 @@
 #include "tools/tools.h"
 
 /* ---- buffers ----------------------------------------------------------------- */
-int spade_ipc_buf_reserve(spade_ipc_buf *b, size_t cap)
-{
-    if (cap <= b->cap)
-        return 0;
+int spade_ipc_buf_reserve(spade_ipc_buf *b, size_t cap) {
+    if (cap <= b->cap) return 0;
     size_t n = b->cap ? b->cap : 4096;
     while (n < cap) {
-        if (n > SIZE_MAX / 2)
-            return -1;
+        if (n > SIZE_MAX / 2) return -1;
         n *= 2;
     }
     unsigned char *p = realloc(b->p, n);
-    if (!p)
-        return -1;
+    if (!p) return -1;
     b->p = p;
     b->cap = n;
     return 0;
 }
 
-void spade_ipc_buf_free(spade_ipc_buf *b)
-{
+void spade_ipc_buf_free(spade_ipc_buf *b) {
     free(b->p);
     b->p = NULL;
     b->len = b->cap = 0;
 }
 
-int spade_ipc_begin(spade_ipc_buf *b, uint32_t type)
-{
+int spade_ipc_begin(spade_ipc_buf *b, uint32_t type) {
     b->len = 0;
-    if (spade_ipc_buf_reserve(b, SPADE_IPC_HDR + 256) < 0)
-        return -1;
+    if (spade_ipc_buf_reserve(b, SPADE_IPC_HDR + 256) < 0) return -1;
     uint32_t h[3] = {SPADE_IPC_MAGIC, type, 0};
     memcpy(b->p, h, sizeof h);
     b->len = SPADE_IPC_HDR;
     return 0;
 }
 
-int spade_ipc_put(spade_ipc_buf *b, const void *p, size_t n)
-{
-    if (n > SIZE_MAX - b->len || spade_ipc_buf_reserve(b, b->len + n) < 0)
-        return -1;
-    if (n)
-        memcpy(b->p + b->len, p, n);
+int spade_ipc_put(spade_ipc_buf *b, const void *p, size_t n) {
+    if (n > SIZE_MAX - b->len || spade_ipc_buf_reserve(b, b->len + n) < 0) return -1;
+    if (n) memcpy(b->p + b->len, p, n);
     b->len += n;
     return 0;
 }
 
-void spade_ipc_end(spade_ipc_buf *b)
-{
+void spade_ipc_end(spade_ipc_buf *b) {
     uint32_t len = (uint32_t)(b->len - SPADE_IPC_HDR);
     memcpy(b->p + 8, &len, sizeof len);
 }
 
 /* ---- deadline I/O -------------------------------------------------------------- */
-double spade_ipc_now(void)
-{
+double spade_ipc_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* Waits for events on fd until the deadline: 1 ready, 0 timeout, -1 error. */
-static int wait_fd(int fd, short events, double deadline)
-{
+static int wait_fd(int fd, short events, double deadline) {
     for (;;) {
         double left = deadline - spade_ipc_now();
-        if (left <= 0)
-            return 0;
+        if (left <= 0) return 0;
         int ms = left > 1e6 ? 1000000000 : (int)(left * 1000.0) + 1;
         struct pollfd p = {fd, events, 0};
         int r = poll(&p, 1, ms);
-        if (r > 0)
-            return 1; /* POLLHUP/POLLERR too: the next send/recv tells what happened */
-        if (r == 0)
-            continue; /* re-check the clock: poll may wake a little early */
-        if (errno != EINTR)
-            return -1;
+        if (r > 0) return 1; /* POLLHUP/POLLERR too: the next send/recv tells what happened */
+        if (r == 0) continue; /* re-check the clock: poll may wake a little early */
+        if (errno != EINTR) return -1;
     }
 }
 
-spade_ipc_io spade_ipc_send(int fd, const void *p, size_t n, double deadline, char *err, size_t errlen)
-{
+spade_ipc_io spade_ipc_send(int fd, const void *p, size_t n, double deadline, char *err, size_t errlen) {
     const unsigned char *c = p;
     while (n > 0) {
         ssize_t w = send(fd, c, n, MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -113,8 +95,7 @@ spade_ipc_io spade_ipc_send(int fd, const void *p, size_t n, double deadline, ch
             n -= (size_t)w;
             continue;
         }
-        if (w < 0 && errno == EINTR)
-            continue;
+        if (w < 0 && errno == EINTR) continue;
         if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
             int r = wait_fd(fd, POLLOUT, deadline);
             if (r == 0) {
@@ -137,9 +118,8 @@ spade_ipc_io spade_ipc_send(int fd, const void *p, size_t n, double deadline, ch
     return SPADE_IO_OK;
 }
 
-spade_ipc_io spade_ipc_recv(int fd, spade_ipc_buf *b, size_t max_frame, double deadline, uint32_t *type,
-                            size_t *len, char *err, size_t errlen)
-{
+spade_ipc_io spade_ipc_recv(int fd, spade_ipc_buf *b, size_t max_frame, double deadline, uint32_t *type, size_t *len,
+                            char *err, size_t errlen) {
     size_t want = SPADE_IPC_HDR; /* bytes the frame has, once the header is known */
     int have_hdr = 0;
     b->len = 0;
@@ -182,8 +162,7 @@ spade_ipc_io spade_ipc_recv(int fd, spade_ipc_buf *b, size_t max_frame, double d
             }
         }
         size_t room = b->cap - b->len;
-        if (have_hdr && room > want + 1 - b->len)
-            room = want + 1 - b->len;
+        if (have_hdr && room > want + 1 - b->len) room = want + 1 - b->len;
         ssize_t r = recv(fd, b->p + b->len, room, MSG_DONTWAIT);
         if (r > 0) {
             b->len += (size_t)r;
@@ -196,8 +175,7 @@ spade_ipc_io spade_ipc_recv(int fd, spade_ipc_buf *b, size_t max_frame, double d
                 spade_errf(err, errlen, "worker closed its socket");
             return SPADE_IO_CLOSED;
         }
-        if (errno == EINTR)
-            continue;
+        if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) {
             int w = wait_fd(fd, POLLIN, deadline);
             if (w == 0) {
@@ -221,8 +199,7 @@ spade_ipc_io spade_ipc_recv(int fd, spade_ipc_buf *b, size_t max_frame, double d
 
 /* ---- decoders -------------------------------------------------------------------- */
 int spade_ipc_decode_results(const unsigned char *payload, size_t len, uint32_t want_n, spade_step_result *results,
-                             int *first_bad, int *bad_status, char *err, size_t errlen)
-{
+                             int *first_bad, int *bad_status, char *err, size_t errlen) {
     *first_bad = -1;
     *bad_status = SPADE_HOST_OK;
     uint32_t n;
@@ -309,8 +286,7 @@ int spade_ipc_decode_results(const unsigned char *payload, size_t len, uint32_t 
 }
 
 int spade_ipc_decode_text(const unsigned char *payload, size_t len, int *status, const char **text, size_t *tlen,
-                          char *err, size_t errlen)
-{
+                          char *err, size_t errlen) {
     uint32_t h[2];
     if (len < sizeof h) {
         spade_errf(err, errlen, "text frame of %zu bytes too short", len);
@@ -335,8 +311,7 @@ int spade_ipc_decode_text(const unsigned char *payload, size_t len, int *status,
     return 0;
 }
 
-int spade_ipc_decode_fail(const unsigned char *payload, size_t len, spade_failure *f, char *err, size_t errlen)
-{
+int spade_ipc_decode_fail(const unsigned char *payload, size_t len, spade_failure *f, char *err, size_t errlen) {
     uint32_t outcome, mlen;
     int32_t line;
     if (len < 12) {
@@ -353,8 +328,7 @@ int spade_ipc_decode_fail(const unsigned char *payload, size_t len, spade_failur
     case SPADE_OUT_OOM:
     case SPADE_OUT_OUTPUT:
     case SPADE_OUT_BAD_CALL:
-    case SPADE_OUT_INTERNAL:
-        break;
+    case SPADE_OUT_INTERNAL: break;
     default:
         spade_errf(err, errlen, "failure frame with outcome %u, which a worker may not report", outcome);
         return -1;
@@ -376,30 +350,22 @@ int spade_ipc_decode_fail(const unsigned char *payload, size_t len, spade_failur
     /* The message is shown to people and logged: no control bytes but tab and
      * newline (a compile error ends with lines of the user's source). */
     for (size_t i = 0; i < n; i++)
-        if ((unsigned char)f->message[i] < 0x20 && f->message[i] != '\t' && f->message[i] != '\n')
-            f->message[i] = ' ';
+        if ((unsigned char)f->message[i] < 0x20 && f->message[i] != '\t' && f->message[i] != '\n') f->message[i] = ' ';
     return 0;
 }
 
 /* A field the host filled with strncpy-like care must hold its NUL: one that
  * does not was not written by the host. */
-static int terminated(const char *s, size_t cap)
-{
-    return memchr(s, '\0', cap) != NULL;
-}
+static int terminated(const char *s, size_t cap) { return memchr(s, '\0', cap) != NULL; }
 
-static int finite3(double a, double b, double c)
-{
-    return isfinite(a) && isfinite(b) && isfinite(c);
-}
+static int finite3(double a, double b, double c) { return isfinite(a) && isfinite(b) && isfinite(c); }
 
 /* The rules core/host.c applies to what an environment declares
  * (spade_info_*_ok in host.h) are applied again here: the worker runs the
  * environment's code, so the host's checks in it prove nothing. The parent
  * prints these strings on terminals (spade list, play, run) and in logs, and
  * loops up to max_steps (spade check). */
-static int decode_info(const unsigned char *payload, size_t len, spade_env_info *info, char *err, size_t errlen)
-{
+static int decode_info(const unsigned char *payload, size_t len, spade_env_info *info, char *err, size_t errlen) {
     if (len != sizeof *info) {
         spade_errf(err, errlen, "environment info of %zu bytes, expected %zu", len, sizeof *info);
         return -1;
@@ -452,10 +418,8 @@ static int decode_info(const unsigned char *payload, size_t len, spade_env_info 
         spade_errf(err, errlen, "info: n_tools %d", info->n_tools);
         return -1;
     }
-    for (int i = info->n_params; i < SPADE_INFO_MAX_PARAMS; i++)
-        memset(&info->params[i], 0, sizeof info->params[i]);
-    for (int i = info->n_tools; i < SPADE_INFO_MAX_TOOLS; i++)
-        memset(&info->tools[i], 0, sizeof info->tools[i]);
+    for (int i = info->n_params; i < SPADE_INFO_MAX_PARAMS; i++) memset(&info->params[i], 0, sizeof info->params[i]);
+    for (int i = info->n_tools; i < SPADE_INFO_MAX_TOOLS; i++) memset(&info->tools[i], 0, sizeof info->tools[i]);
     for (int i = 0; i < info->n_params; i++) {
         spade_param_info *p = &info->params[i];
         if (!terminated(p->name, sizeof p->name) || !spade_info_c_ident_ok(p->name)) {
@@ -475,7 +439,8 @@ static int decode_info(const unsigned char *payload, size_t len, spade_env_info 
             spade_errf(err, errlen, "info: param %d (%s): default/min/max out of order or not finite", i, p->name);
             return -1;
         }
-        if (p->type == SPADE_PARAM_INT && !(spade_info_whole_int(p->def) && spade_info_whole_int(p->min) && spade_info_whole_int(p->max))) {
+        if (p->type == SPADE_PARAM_INT &&
+            !(spade_info_whole_int(p->def) && spade_info_whole_int(p->min) && spade_info_whole_int(p->max))) {
             spade_errf(err, errlen, "info: int param %d (%s): default/min/max not all ints", i, p->name);
             return -1;
         }
@@ -489,8 +454,8 @@ static int decode_info(const unsigned char *payload, size_t len, spade_env_info 
         }
         spade_tool_sig sig;
         char why[128];
-        if (!spade_info_c_ident_ok(t->name) || !spade_info_one_line_ok(t->description) || !spade_info_one_line_ok(t->signature) ||
-            spade_tool_sig_parse(t->signature, &sig, why, sizeof why) != 0) {
+        if (!spade_info_c_ident_ok(t->name) || !spade_info_one_line_ok(t->description) ||
+            !spade_info_one_line_ok(t->signature) || spade_tool_sig_parse(t->signature, &sig, why, sizeof why) != 0) {
             spade_errf(err, errlen, "info: tool %d: bad name, description or signature", i);
             return -1;
         }
@@ -503,16 +468,13 @@ static int decode_info(const unsigned char *payload, size_t len, spade_env_info 
     return 0;
 }
 
-int spade_ipc_decode_info(const unsigned char *payload, size_t len, spade_env_info *info, char *err, size_t errlen)
-{
-    if (decode_info(payload, len, info, err, errlen) == 0)
-        return 0;
+int spade_ipc_decode_info(const unsigned char *payload, size_t len, spade_env_info *info, char *err, size_t errlen) {
+    if (decode_info(payload, len, info, err, errlen) == 0) return 0;
     memset(info, 0, sizeof *info); /* a rejected info leaves nothing half-checked behind */
     return -1;
 }
 
-int spade_ipc_decode_added(const unsigned char *payload, size_t len, int n, int *first_id, char *err, size_t errlen)
-{
+int spade_ipc_decode_added(const unsigned char *payload, size_t len, int n, int *first_id, char *err, size_t errlen) {
     int32_t id;
     if (len != sizeof id) {
         spade_errf(err, errlen, "added frame of %zu bytes, expected 4", len);

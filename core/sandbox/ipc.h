@@ -24,23 +24,23 @@
 
 typedef enum spade_msg_type {
     /* parent -> worker */
-    SPADE_MSG_LOAD = 1,  /* u32 name_len, u32 src_len, name, source */
-    SPADE_MSG_ADD = 2,   /* i32 n, i32 n_values, f64 values[n_values] (0 values: defaults) */
+    SPADE_MSG_LOAD = 1, /* u32 name_len, u32 src_len, name, source */
+    SPADE_MSG_ADD = 2, /* i32 n, i32 n_values, f64 values[n_values] (0 values: defaults) */
     SPADE_MSG_BATCH = 3, /* u32 n, n x spade_wire_item, then each action + NUL */
-    SPADE_MSG_HINT = 4,  /* i32 id */
+    SPADE_MSG_HINT = 4, /* i32 id */
     SPADE_MSG_SOLVE = 5, /* i32 id */
     /* worker -> parent */
-    SPADE_MSG_LOADED = 0x101,  /* spade_env_info, raw */
-    SPADE_MSG_ADDED = 0x102,   /* i32 first_id */
+    SPADE_MSG_LOADED = 0x101, /* spade_env_info, raw */
+    SPADE_MSG_ADDED = 0x102, /* i32 first_id */
     SPADE_MSG_RESULTS = 0x103, /* u32 n, n x spade_wire_result, then each obs + NUL */
-    SPADE_MSG_TEXT = 0x104,    /* u32 status, u32 len, text + NUL */
-    SPADE_MSG_FAIL = 0x105,    /* u32 outcome, i32 line, u32 msg_len, msg */
+    SPADE_MSG_TEXT = 0x104, /* u32 status, u32 len, text + NUL */
+    SPADE_MSG_FAIL = 0x105, /* u32 outcome, i32 line, u32 msg_len, msg */
 } spade_msg_type;
 
 typedef enum spade_wire_op {
     SPADE_OP_RESET = SPADE_BATCH_RESET, /* the public ops of sandbox.h's mixed batch, on the wire as they are */
     SPADE_OP_STEP = SPADE_BATCH_STEP,
-    SPADE_OP_HINT = SPADE_BATCH_HINT,   /* the result's obs is the hint (reward, return and flags 0) */
+    SPADE_OP_HINT = SPADE_BATCH_HINT, /* the result's obs is the hint (reward, return and flags 0) */
     SPADE_OP_SOLVE = SPADE_BATCH_SOLVE, /* the result's obs is SOLVE's action */
     SPADE_OP_POISON = 5, /* the worker's poison seed becomes seed (spade_host_set_poison; 0: off); empty result */
 } spade_wire_op;
@@ -81,10 +81,10 @@ double spade_ipc_now(void);
 
 typedef enum spade_ipc_io {
     SPADE_IO_OK = 0,
-    SPADE_IO_TIMEOUT,  /* the deadline passed */
-    SPADE_IO_CLOSED,   /* EOF, EPIPE or ECONNRESET: the worker is gone or going */
+    SPADE_IO_TIMEOUT, /* the deadline passed */
+    SPADE_IO_CLOSED, /* EOF, EPIPE or ECONNRESET: the worker is gone or going */
     SPADE_IO_PROTOCOL, /* bad header: magic, length over the cap, bytes past the frame */
-    SPADE_IO_ERROR,    /* our own failure (memory, unexpected errno) */
+    SPADE_IO_ERROR, /* our own failure (memory, unexpected errno) */
 } spade_ipc_io;
 
 /* Sends all of p[0..n) on a non-blocking socket (MSG_NOSIGNAL: a dead worker
@@ -95,8 +95,8 @@ spade_ipc_io spade_ipc_send(int fd, const void *p, size_t n, double deadline, ch
  * any byte past the frame is a protocol violation (one request is in flight at
  * a time, so a worker has nothing else to say). On OK, *type and the payload
  * (b->p + SPADE_IPC_HDR, *len bytes). */
-spade_ipc_io spade_ipc_recv(int fd, spade_ipc_buf *b, size_t max_frame, double deadline, uint32_t *type,
-                            size_t *len, char *err, size_t errlen);
+spade_ipc_io spade_ipc_recv(int fd, spade_ipc_buf *b, size_t max_frame, double deadline, uint32_t *type, size_t *len,
+                            char *err, size_t errlen);
 
 /* ---- parent side: decoders. Each returns 0, or -1 with err naming the field */
 /* RESULTS for a batch of want_n items. results[i].obs point into payload

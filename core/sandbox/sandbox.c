@@ -56,26 +56,20 @@ static const char *const outcome_names[SPADE_OUT_COUNT_] = {
     [SPADE_OUT_INTERNAL] = "internal_error",
 };
 
-const char *spade_outcome_name(spade_outcome o)
-{
-    if ((int)o < 0 || o >= SPADE_OUT_COUNT_)
-        return "unknown";
+const char *spade_outcome_name(spade_outcome o) {
+    if ((int)o < 0 || o >= SPADE_OUT_COUNT_) return "unknown";
     return outcome_names[o];
 }
 
-int spade_outcome_from_name(const char *name)
-{
-    if (!name)
-        return -1;
+int spade_outcome_from_name(const char *name) {
+    if (!name) return -1;
     for (int i = 0; i < SPADE_OUT_COUNT_; i++)
-        if (strcmp(outcome_names[i], name) == 0)
-            return i;
+        if (strcmp(outcome_names[i], name) == 0) return i;
     return -1;
 }
 
 /* ---- options ------------------------------------------------------------------- */
-void spade_sandbox_opts_fill(spade_sandbox_opts *o, const spade_sandbox_opts *given)
-{
+void spade_sandbox_opts_fill(spade_sandbox_opts *o, const spade_sandbox_opts *given) {
     spade_sandbox_opts d = {.compile_timeout_s = 2.0,
                             .call_timeout_s = 1.0,
                             .cpu_limit_s = 10,
@@ -84,31 +78,23 @@ void spade_sandbox_opts_fill(spade_sandbox_opts *o, const spade_sandbox_opts *gi
     if (given) {
         if (given->compile_timeout_s > 0 && isfinite(given->compile_timeout_s))
             d.compile_timeout_s = given->compile_timeout_s;
-        if (given->call_timeout_s > 0 && isfinite(given->call_timeout_s))
-            d.call_timeout_s = given->call_timeout_s;
-        if (given->cpu_limit_s > 0)
-            d.cpu_limit_s = given->cpu_limit_s;
-        if (given->mem_limit > 0)
-            d.mem_limit = given->mem_limit;
-        if (given->max_frame > 0)
-            d.max_frame = given->max_frame;
+        if (given->call_timeout_s > 0 && isfinite(given->call_timeout_s)) d.call_timeout_s = given->call_timeout_s;
+        if (given->cpu_limit_s > 0) d.cpu_limit_s = given->cpu_limit_s;
+        if (given->mem_limit > 0) d.mem_limit = given->mem_limit;
+        if (given->max_frame > 0) d.max_frame = given->max_frame;
     }
     /* A frame must hold the largest legitimate reply: the info, or a batch of
      * observations; below 1 MiB nothing useful fits. Above 4 GiB the 32-bit
      * length cannot say it. */
-    if (d.max_frame < ((size_t)1 << 20))
-        d.max_frame = (size_t)1 << 20;
-    if (d.max_frame > UINT32_MAX)
-        d.max_frame = UINT32_MAX;
+    if (d.max_frame < ((size_t)1 << 20)) d.max_frame = (size_t)1 << 20;
+    if (d.max_frame > UINT32_MAX) d.max_frame = UINT32_MAX;
     *o = d;
 }
 
 static void vfailf(spade_failure *f, spade_outcome o, int sig, int line, const char *fmt, va_list ap)
     __attribute__((format(printf, 5, 0)));
-static void vfailf(spade_failure *f, spade_outcome o, int sig, int line, const char *fmt, va_list ap)
-{
-    if (!f)
-        return;
+static void vfailf(spade_failure *f, spade_outcome o, int sig, int line, const char *fmt, va_list ap) {
+    if (!f) return;
     f->outcome = o;
     f->signal = sig;
     f->line = line;
@@ -117,16 +103,14 @@ static void vfailf(spade_failure *f, spade_outcome o, int sig, int line, const c
 
 static void failf(spade_failure *f, spade_outcome o, int sig, int line, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
-static void failf(spade_failure *f, spade_outcome o, int sig, int line, const char *fmt, ...)
-{
+static void failf(spade_failure *f, spade_outcome o, int sig, int line, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     vfailf(f, o, sig, line, fmt, ap);
     va_end(ap);
 }
 
-int spade_bad_call(spade_failure *f, const char *fmt, ...)
-{
+int spade_bad_call(spade_failure *f, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     vfailf(f, SPADE_OUT_BAD_CALL, 0, 0, fmt, ap);
@@ -134,13 +118,11 @@ int spade_bad_call(spade_failure *f, const char *fmt, ...)
     return -1;
 }
 
-void spade_failure_prefix(spade_failure *f, const char *prefix)
-{
+void spade_failure_prefix(spade_failure *f, const char *prefix) {
     size_t cap = sizeof f->message;
     size_t pl = strnlen(prefix, cap / 2);
     size_t ml = strnlen(f->message, cap - 1);
-    if (pl + 2 + ml > cap - 1)
-        ml = cap - 1 - pl - 2;
+    if (pl + 2 + ml > cap - 1) ml = cap - 1 - pl - 2;
     memmove(f->message + pl + 2, f->message, ml);
     memcpy(f->message, prefix, pl);
     f->message[pl] = ':';
@@ -148,8 +130,7 @@ void spade_failure_prefix(spade_failure *f, const char *prefix)
     f->message[pl + 2 + ml] = '\0';
 }
 
-void spade_failure_clear(spade_failure *f)
-{
+void spade_failure_clear(spade_failure *f) {
     if (f) {
         f->outcome = SPADE_OUT_OK;
         f->signal = 0;
@@ -159,20 +140,17 @@ void spade_failure_clear(spade_failure *f)
 }
 
 /* ---- the sandbox ------------------------------------------------------------------- */
-static void sleep_ms(int ms)
-{
+static void sleep_ms(int ms) {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
         ;
 }
 
-static void sandbox_destroy(spade_sandbox *sb)
-{
+static void sandbox_destroy(spade_sandbox *sb) {
     if (sb->owner != getpid()) {
         /* A forked copy of the owner: the zygote is not our child and the
          * control socket is shared with the owner; only our copy of it goes. */
-        if (sb->ctl >= 0)
-            close(sb->ctl);
+        if (sb->ctl >= 0) close(sb->ctl);
         pthread_mutex_destroy(&sb->mu);
         free(sb);
         return;
@@ -184,8 +162,7 @@ static void sandbox_destroy(spade_sandbox *sb)
     if (sb->zygote > 0) {
         int st;
         pid_t r = 0;
-        for (int i = 0; i < 2000 && (r = waitpid(sb->zygote, &st, WNOHANG)) == 0; i++)
-            sleep_ms(1);
+        for (int i = 0; i < 2000 && (r = waitpid(sb->zygote, &st, WNOHANG)) == 0; i++) sleep_ms(1);
         if (r == 0) {
             kill(sb->zygote, SIGKILL);
             while (waitpid(sb->zygote, &st, 0) < 0 && errno == EINTR)
@@ -197,8 +174,7 @@ static void sandbox_destroy(spade_sandbox *sb)
     free(sb);
 }
 
-int spade_sandbox_new(spade_sandbox **out, const spade_sandbox_opts *opts, char *err, size_t errlen)
-{
+int spade_sandbox_new(spade_sandbox **out, const spade_sandbox_opts *opts, char *err, size_t errlen) {
     char dummy[8];
     if (!err || !errlen) {
         err = dummy;
@@ -231,52 +207,39 @@ int spade_sandbox_new(spade_sandbox **out, const spade_sandbox_opts *opts, char 
     return 0;
 }
 
-void spade_sandbox_free(spade_sandbox *sb)
-{
-    if (!sb)
-        return;
+void spade_sandbox_free(spade_sandbox *sb) {
+    if (!sb) return;
     pthread_mutex_lock(&sb->mu);
     sb->freed = 1;
     int refs = sb->refs;
     pthread_mutex_unlock(&sb->mu);
-    if (refs == 0)
-        sandbox_destroy(sb);
+    if (refs == 0) sandbox_destroy(sb);
 }
 
-int spade_sandbox_zygote_pid(const spade_sandbox *sb)
-{
-    return sb ? sb->zygote : -1;
-}
+int spade_sandbox_zygote_pid(const spade_sandbox *sb) { return sb ? sb->zygote : -1; }
 
-static void sandbox_unref(spade_sandbox *sb)
-{
+static void sandbox_unref(spade_sandbox *sb) {
     pthread_mutex_lock(&sb->mu);
     int last = --sb->refs == 0 && sb->freed;
     pthread_mutex_unlock(&sb->mu);
-    if (last)
-        sandbox_destroy(sb);
+    if (last) sandbox_destroy(sb);
 }
 
 /* ---- a worker's end ------------------------------------------------------------------ */
-static int pidfd_dead(int pidfd, int wait_ms)
-{
+static int pidfd_dead(int pidfd, int wait_ms) {
     struct pollfd p = {pidfd, POLLIN, 0};
     double end = spade_ipc_now() + wait_ms / 1000.0;
     for (;;) {
         int left = (int)((end - spade_ipc_now()) * 1000.0);
         int r = poll(&p, 1, left > 0 ? left : 0);
-        if (r > 0)
-            return 1;
-        if (r == 0 || errno != EINTR)
-            return 0;
+        if (r > 0) return 1;
+        if (r == 0 || errno != EINTR) return 0;
     }
 }
 
-static int send_kill(spade_worker *w)
-{
+static int send_kill(spade_worker *w) {
 #ifdef SYS_pidfd_send_signal
-    if (w->pidfd >= 0 && syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0) == 0)
-        return 0;
+    if (w->pidfd >= 0 && syscall(SYS_pidfd_send_signal, w->pidfd, SIGKILL, NULL, 0) == 0) return 0;
 #endif
     /* No pidfd: kill by pid. While the zygote lives, the pid cannot have been
      * reused: the worker is the zygote's child and stays a zombie until it is
@@ -299,12 +262,10 @@ static int send_kill(spade_worker *w)
  * die by itself (it closed its socket, so it is exiting) before SIGKILL.
  * Returns 1 with *status when the wait status is known; *we_killed says whether
  * a SIGKILL from us (or the zygote on our behalf) may be what ended it. */
-static int worker_finish(spade_worker *w, int grace_ms, int *status, int *we_killed)
-{
+static int worker_finish(spade_worker *w, int grace_ms, int *status, int *we_killed) {
     *status = 0;
     *we_killed = 0;
-    if (w->reaped || w->pid <= 0)
-        return 0;
+    if (w->reaped || w->pid <= 0) return 0;
     int known = 0;
     if (w->pidfd >= 0) {
         if (!pidfd_dead(w->pidfd, grace_ms)) {
@@ -327,8 +288,7 @@ static int worker_finish(spade_worker *w, int grace_ms, int *status, int *we_kil
     } else {
         /* An adopted worker is the caller's child: reap it here. */
         pid_t r = 0;
-        for (int i = 0; i < grace_ms && (r = waitpid(w->pid, status, WNOHANG)) == 0; i++)
-            sleep_ms(1);
+        for (int i = 0; i < grace_ms && (r = waitpid(w->pid, status, WNOHANG)) == 0; i++) sleep_ms(1);
         if (r == 0) {
             kill(w->pid, SIGKILL);
             *we_killed = 1;
@@ -351,12 +311,11 @@ static int worker_finish(spade_worker *w, int grace_ms, int *status, int *we_kil
 
 enum end_reason {
     END_DEADLINE, /* no reply in time */
-    END_CLOSED,   /* the socket closed under us */
-    END_KILL,     /* we decided: protocol violation, reported failure, our own error */
+    END_CLOSED, /* the socket closed under us */
+    END_KILL, /* we decided: protocol violation, reported failure, our own error */
 };
 
-static const char *signal_word(int sig)
-{
+static const char *signal_word(int sig) {
     switch (sig) {
     case SIGSEGV: return "SIGSEGV";
     case SIGBUS: return "SIGBUS";
@@ -374,18 +333,19 @@ static const char *signal_word(int sig)
 }
 
 /* The outcome of a death from its wait status. */
-static void classify_status(const spade_worker *w, int status, int we_killed, spade_failure *f)
-{
+static void classify_status(const spade_worker *w, int status, int we_killed, spade_failure *f) {
     if (WIFSIGNALED(status)) {
         int sig = WTERMSIG(status);
         if (sig == SIGSYS)
-            failf(f, SPADE_OUT_SYSCALL, sig, 0, "worker killed by the seccomp filter (SIGSYS): a forbidden system call");
+            failf(f, SPADE_OUT_SYSCALL, sig, 0,
+                  "worker killed by the seccomp filter (SIGSYS): a forbidden system call");
         else if (sig == SIGXCPU)
             failf(f, SPADE_OUT_TIMEOUT, sig, 0, "worker exceeded its CPU limit of %d s (SIGXCPU)", w->opts.cpu_limit_s);
         else if (sig == SIGKILL && we_killed)
             failf(f, SPADE_OUT_PROTOCOL, sig, 0, "worker closed its socket but did not exit; killed");
         else if (sig == SIGKILL)
-            failf(f, SPADE_OUT_OOM, sig, 0, "worker killed by a SIGKILL it was not sent by us (the kernel's OOM killer?)");
+            failf(f, SPADE_OUT_OOM, sig, 0,
+                  "worker killed by a SIGKILL it was not sent by us (the kernel's OOM killer?)");
         else
             failf(f, SPADE_OUT_CRASH, sig, 0, "worker crashed: %s (signal %d)", signal_word(sig), sig);
     } else if (WIFEXITED(status)) {
@@ -406,8 +366,7 @@ static void classify_status(const spade_worker *w, int status, int we_killed, sp
 
 /* Ends the worker and records the sticky failure. For END_KILL, given holds the
  * outcome already decided. Returns -1 for the caller to pass on. */
-static int worker_end(spade_worker *w, enum end_reason why, const spade_failure *given, spade_failure *f)
-{
+static int worker_end(spade_worker *w, enum end_reason why, const spade_failure *given, spade_failure *f) {
     spade_failure res;
     int status = 0, we_killed = 0;
     int known = worker_finish(w, why == END_CLOSED ? 1000 : 0, &status, &we_killed);
@@ -426,60 +385,46 @@ static int worker_end(spade_worker *w, enum end_reason why, const spade_failure 
         failf(&res, SPADE_OUT_INTERNAL, 0, 0, "worker closed its socket; its exit status is unknown");
     }
     /* Name the environment in every message. */
-    if (w->loaded && w->info.name[0])
-        spade_failure_prefix(&res, w->info.name);
+    if (w->loaded && w->info.name[0]) spade_failure_prefix(&res, w->info.name);
     w->failed = 1;
     w->fail = res;
     w->pending = 0;
-    if (f)
-        *f = res;
+    if (f) *f = res;
     return -1;
 }
 
-static int worker_kill_with(spade_worker *w, spade_outcome o, const char *msg, spade_failure *f)
-{
+static int worker_kill_with(spade_worker *w, spade_outcome o, const char *msg, spade_failure *f) {
     spade_failure g;
     failf(&g, o, 0, 0, "%s", msg);
     return worker_end(w, END_KILL, &g, f);
 }
 
-static int io_failure(spade_worker *w, spade_ipc_io io, const char *msg, spade_failure *f)
-{
+static int io_failure(spade_worker *w, spade_ipc_io io, const char *msg, spade_failure *f) {
     switch (io) {
-    case SPADE_IO_TIMEOUT:
-        return worker_end(w, END_DEADLINE, NULL, f);
-    case SPADE_IO_CLOSED:
-        return worker_end(w, END_CLOSED, NULL, f);
-    case SPADE_IO_PROTOCOL:
-        return worker_kill_with(w, SPADE_OUT_PROTOCOL, msg, f);
-    default:
-        return worker_kill_with(w, SPADE_OUT_INTERNAL, msg, f);
+    case SPADE_IO_TIMEOUT: return worker_end(w, END_DEADLINE, NULL, f);
+    case SPADE_IO_CLOSED: return worker_end(w, END_CLOSED, NULL, f);
+    case SPADE_IO_PROTOCOL: return worker_kill_with(w, SPADE_OUT_PROTOCOL, msg, f);
+    default: return worker_kill_with(w, SPADE_OUT_INTERNAL, msg, f);
     }
 }
 
 /* The first check of every call: a dead worker answers with its failure. */
-static int usable(spade_worker *w, spade_failure *f)
-{
+static int usable(spade_worker *w, spade_failure *f) {
     spade_failure_clear(f);
-    if (!w)
-        return spade_bad_call(f, "worker handle is NULL");
+    if (!w) return spade_bad_call(f, "worker handle is NULL");
     if (w->failed) {
-        if (f)
-            *f = w->fail;
+        if (f) *f = w->fail;
         return -1;
     }
     return 0;
 }
 
 /* Common entry checks: usable, and a batch in flight must be received first. */
-static int enter(spade_worker *w, spade_failure *f, int need_loaded)
-{
-    if (usable(w, f) < 0)
-        return -1;
+static int enter(spade_worker *w, spade_failure *f, int need_loaded) {
+    if (usable(w, f) < 0) return -1;
     if (w->pending)
         return spade_bad_call(f, "a batch is in flight: receive its results first (spade_worker_step_recv)");
-    if (need_loaded && !w->loaded)
-        return spade_bad_call(f, "no environment is loaded in this worker");
+    if (need_loaded && !w->loaded) return spade_bad_call(f, "no environment is loaded in this worker");
     return 0;
 }
 
@@ -489,11 +434,9 @@ static int enter(spade_worker *w, spade_failure *f, int need_loaded)
  * have said EAGAIN: two system calls per round trip instead of three. Only an
  * optimization: whatever happens here, spade_ipc_recv reads, waits and times
  * out as it always does. */
-static void wait_readable(int fd, double deadline)
-{
+static void wait_readable(int fd, double deadline) {
     double left = deadline - spade_ipc_now();
-    if (left <= 0)
-        return;
+    if (left <= 0) return;
     struct pollfd p = {fd, POLLIN, 0};
     (void)poll(&p, 1, left > 1e6 ? 1000000000 : (int)(left * 1000.0) + 1);
 }
@@ -501,20 +444,17 @@ static void wait_readable(int fd, double deadline)
 /* Receives one reply of type want. A FAIL frame becomes the failure and ends
  * the worker, when it is one the request can honestly get. */
 static int receive(spade_worker *w, double deadline, uint32_t want, size_t want_max, const unsigned char **payload,
-                   size_t *len, spade_failure *f)
-{
+                   size_t *len, spade_failure *f) {
     char err[512];
     uint32_t type = 0;
     /* No honest reply is longer than what was asked for allows (a failure
      * message is at most a few KiB). */
     size_t cap = want_max > 16384 ? want_max : 16384;
-    if (cap > w->opts.max_frame)
-        cap = w->opts.max_frame;
+    if (cap > w->opts.max_frame) cap = w->opts.max_frame;
     wait_readable(w->sock, deadline);
     spade_ipc_io io = spade_ipc_recv(w->sock, &w->in, cap, deadline, &type, len, err, sizeof err);
     w->busy_s += spade_ipc_now() - w->sent_at;
-    if (io != SPADE_IO_OK)
-        return io_failure(w, io, err, f);
+    if (io != SPADE_IO_OK) return io_failure(w, io, err, f);
     *payload = w->in.p + SPADE_IPC_HDR;
     if (type == SPADE_MSG_FAIL) {
         spade_failure g;
@@ -549,22 +489,17 @@ static int receive(spade_worker *w, double deadline, uint32_t want, size_t want_
  * thread, idle between calls). So one prlimit per cpu_limit_s / 2 seconds of
  * calls keeps the limit a backstop to the deadlines, for a stopped or
  * starved parent. */
-static void cpu_refresh(spade_worker *w)
-{
-    if (!w->sb || w->pid <= 0)
-        return;
+static void cpu_refresh(spade_worker *w) {
+    if (!w->sb || w->pid <= 0) return;
     double need = w->busy_s + w->opts.call_timeout_s;
-    if (need < w->cpu_granted_s - w->opts.cpu_limit_s / 2.0)
-        return;
+    if (need < w->cpu_granted_s - w->opts.cpu_limit_s / 2.0) return;
     struct rlimit r = {(rlim_t)(need + w->opts.cpu_limit_s) + 1, RLIM_INFINITY};
-    if (prlimit(w->pid, RLIMIT_CPU, &r, NULL) == 0)
-        w->cpu_granted_s = (double)r.rlim_cur;
+    if (prlimit(w->pid, RLIMIT_CPU, &r, NULL) == 0) w->cpu_granted_s = (double)r.rlim_cur;
 }
 
 /* Sends w->out. now: the clock read the caller took its deadline from (one
  * read per request, not two). */
-static int transmit_at(spade_worker *w, double now, double deadline, spade_failure *f)
-{
+static int transmit_at(spade_worker *w, double now, double deadline, spade_failure *f) {
     char err[256];
     cpu_refresh(w);
     w->sent_at = now;
@@ -585,43 +520,35 @@ static int transmit_at(spade_worker *w, double now, double deadline, spade_failu
     return io == SPADE_IO_OK ? 0 : io_failure(w, io, err, f);
 }
 
-static int transmit(spade_worker *w, double deadline, spade_failure *f)
-{
+static int transmit(spade_worker *w, double deadline, spade_failure *f) {
     return transmit_at(w, spade_ipc_now(), deadline, f);
 }
 
-static spade_worker *worker_alloc(spade_sandbox *sb, const spade_sandbox_opts *opts)
-{
+static spade_worker *worker_alloc(spade_sandbox *sb, const spade_sandbox_opts *opts) {
     spade_worker *w = calloc(1, sizeof *w);
-    if (!w)
-        return NULL;
+    if (!w) return NULL;
     w->sb = sb;
     spade_sandbox_opts_fill(&w->opts, opts);
     w->sock = w->pidfd = -1;
     return w;
 }
 
-static void worker_release(spade_worker *w)
-{
+static void worker_release(spade_worker *w) {
     spade_sandbox *sb = w->sb;
     spade_ipc_buf_free(&w->out);
     spade_ipc_buf_free(&w->in);
     free(w);
-    if (sb)
-        sandbox_unref(sb);
+    if (sb) sandbox_unref(sb);
 }
 
 /* ---- the worker handle --------------------------------------------------------------- */
 static int load_begin(spade_sandbox *sb, const char *filename, const char *source, size_t len, uint64_t poison,
-                      spade_worker **out, spade_failure *f)
-{
+                      spade_worker **out, spade_failure *f) {
     spade_failure_clear(f);
-    if (out)
-        *out = NULL;
-    if (!sb || !out || (!source && len))
-        return spade_bad_call(f, "spade_worker_load: NULL sandbox, source or out");
+    if (out) *out = NULL;
+    if (!sb || !out || (!source && len)) return spade_bad_call(f, "spade_worker_load: NULL sandbox, source or out");
     const char *name = filename && *filename ? filename : "env.c";
-    size_t nlen = strnlen(name, sizeof ((spade_worker *)0)->name - 1);
+    size_t nlen = strnlen(name, sizeof((spade_worker *)0)->name - 1);
     if (len > sb->opts.max_frame - 16 - nlen)
         return spade_bad_call(f, "%s: source of %zu bytes exceeds the frame cap (%zu)", name, len, sb->opts.max_frame);
     if (sb->owner != getpid())
@@ -638,8 +565,7 @@ static int load_begin(spade_sandbox *sb, const char *filename, const char *sourc
     w->name[nlen] = '\0';
     pthread_mutex_lock(&sb->mu);
     int usable = !sb->freed;
-    if (usable)
-        sb->refs++;
+    if (usable) sb->refs++;
     pthread_mutex_unlock(&sb->mu);
     if (!usable) {
         w->sb = NULL;
@@ -668,14 +594,12 @@ static int load_begin(spade_sandbox *sb, const char *filename, const char *sourc
             return 0;
         }
     }
-    if (f && strncmp(f->message, name, nlen) != 0)
-        spade_failure_prefix(f, name);
+    if (f && strncmp(f->message, name, nlen) != 0) spade_failure_prefix(f, name);
     spade_worker_free(w);
     return -1;
 }
 
-int spade_worker_load_finish(spade_worker *w, spade_failure *f)
-{
+int spade_worker_load_finish(spade_worker *w, spade_failure *f) {
     spade_failure_clear(f);
     const unsigned char *payload;
     size_t plen;
@@ -698,31 +622,25 @@ int spade_worker_load_finish(spade_worker *w, spade_failure *f)
     return -1;
 }
 
-int spade_worker_load_begin(spade_sandbox *sb, const char *filename, const char *source, size_t len,
-                            spade_worker **out, spade_failure *f)
-{
+int spade_worker_load_begin(spade_sandbox *sb, const char *filename, const char *source, size_t len, spade_worker **out,
+                            spade_failure *f) {
     return load_begin(sb, filename, source, len, 0, out, f);
 }
 
 int spade_worker_load_begin_poisoned(spade_sandbox *sb, const char *filename, const char *source, size_t len,
-                                     uint64_t poison, spade_worker **out, spade_failure *f)
-{
+                                     uint64_t poison, spade_worker **out, spade_failure *f) {
     return load_begin(sb, filename, source, len, poison, out, f);
 }
 
-int spade_worker_load_poisoned(spade_sandbox *sb, const char *filename, const char *source, size_t len,
-                               uint64_t poison, spade_worker **out, spade_failure *f)
-{
-    if (load_begin(sb, filename, source, len, poison, out, f) < 0)
-        return -1;
+int spade_worker_load_poisoned(spade_sandbox *sb, const char *filename, const char *source, size_t len, uint64_t poison,
+                               spade_worker **out, spade_failure *f) {
+    if (load_begin(sb, filename, source, len, poison, out, f) < 0) return -1;
     return spade_worker_load_finish(*out, f);
 }
 
 int spade_worker_load(spade_sandbox *sb, const char *filename, const char *source, size_t len, spade_worker **out,
-                      spade_failure *f)
-{
-    if (spade_worker_load_begin(sb, filename, source, len, out, f) < 0)
-        return -1;
+                      spade_failure *f) {
+    if (spade_worker_load_begin(sb, filename, source, len, out, f) < 0) return -1;
     if (spade_worker_load_finish(*out, f) < 0) {
         *out = NULL;
         return -1;
@@ -730,37 +648,23 @@ int spade_worker_load(spade_sandbox *sb, const char *filename, const char *sourc
     return 0;
 }
 
-const spade_env_info *spade_worker_info(const spade_worker *w)
-{
-    return w && w->loaded ? &w->info : NULL;
-}
+const spade_env_info *spade_worker_info(const spade_worker *w) { return w && w->loaded ? &w->info : NULL; }
 
-int spade_worker_pid(const spade_worker *w)
-{
-    return w ? w->pid : -1;
-}
+int spade_worker_pid(const spade_worker *w) { return w ? w->pid : -1; }
 
-int spade_worker_alive(const spade_worker *w)
-{
-    return w && !w->failed && !w->reaped;
-}
+int spade_worker_alive(const spade_worker *w) { return w && !w->failed && !w->reaped; }
 
-void spade_worker_free(spade_worker *w)
-{
-    if (!w)
-        return;
+void spade_worker_free(spade_worker *w) {
+    if (!w) return;
     int status, killed;
-    if (!w->reaped)
-        worker_finish(w, 0, &status, &killed);
+    if (!w->reaped) worker_finish(w, 0, &status, &killed);
     worker_release(w);
 }
 
 int spade_worker_adopt(int sock, pid_t pid, const spade_sandbox_opts *opts, const spade_env_info *info,
-                       spade_worker **out)
-{
+                       spade_worker **out) {
     spade_worker *w = worker_alloc(NULL, opts);
-    if (!w)
-        return -1;
+    if (!w) return -1;
     w->sock = sock;
     w->pid = pid;
     fcntl(sock, F_SETFL, fcntl(sock, F_GETFL) | O_NONBLOCK);
@@ -772,10 +676,8 @@ int spade_worker_adopt(int sock, pid_t pid, const spade_sandbox_opts *opts, cons
     return 0;
 }
 
-int spade_worker_add_instances(spade_worker *w, int n, const double *param_values, int *first_id, spade_failure *f)
-{
-    if (enter(w, f, 1) < 0)
-        return -1;
+int spade_worker_add_instances(spade_worker *w, int n, const double *param_values, int *first_id, spade_failure *f) {
+    if (enter(w, f, 1) < 0) return -1;
     if (n <= 0 || n > (1 << 20) || !first_id)
         return spade_bad_call(f, "add_instances: n = %d (1 .. 1048576) or first_id NULL", n);
     int np = param_values ? w->info.n_params : 0;
@@ -795,8 +697,7 @@ int spade_worker_add_instances(spade_worker *w, int n, const double *param_value
     const unsigned char *payload;
     size_t len;
     char err[256];
-    if (transmit(w, deadline, f) < 0 || receive(w, deadline, SPADE_MSG_ADDED, 4, &payload, &len, f) < 0)
-        return -1;
+    if (transmit(w, deadline, f) < 0 || receive(w, deadline, SPADE_MSG_ADDED, 4, &payload, &len, f) < 0) return -1;
     if (spade_ipc_decode_added(payload, len, n, first_id, err, sizeof err) < 0)
         return worker_kill_with(w, SPADE_OUT_PROTOCOL, err, f);
     return 0;
@@ -809,10 +710,8 @@ int spade_worker_add_instances(spade_worker *w, int n, const double *param_value
  * pass with bad_call before anything is sent (the half-built frame is simply
  * rebuilt by the next call). */
 static int batch_send(spade_worker *w, int n, const int *ids, const uint32_t *ops, uint32_t op_all,
-                      const uint64_t *seeds, const char *const *actions, const size_t *lens, spade_failure *f)
-{
-    if (enter(w, f, 1) < 0)
-        return -1;
+                      const uint64_t *seeds, const char *const *actions, const size_t *lens, spade_failure *f) {
+    if (enter(w, f, 1) < 0) return -1;
     if (n <= 0 || n > (1 << 20) || !ids)
         return spade_bad_call(f, "batch of %d instances (1 .. 1048576) or ids NULL", n);
     spade_ipc_buf *b = &w->out;
@@ -829,16 +728,13 @@ static int batch_send(spade_worker *w, int n, const int *ids, const uint32_t *op
         uint32_t op = ops ? ops[i] : op_all;
         spade_wire_item it = {.id = ids[i], .op = op};
         if (op == SPADE_OP_RESET || op == SPADE_OP_POISON) {
-            if (!seeds)
-                return spade_bad_call(f, "reset without seeds");
+            if (!seeds) return spade_bad_call(f, "reset without seeds");
             it.seed = seeds[i];
         } else if (op == SPADE_OP_STEP) {
             const char *a = actions ? actions[i] : NULL;
             size_t l = lens ? lens[i] : a ? strlen(a) : 0;
-            if (l > SPADE_ACTION_MAX)
-                return spade_bad_call(f, "action %d of %zu bytes exceeds SPADE_ACTION_MAX", i, l);
-            if (l && !a)
-                return spade_bad_call(f, "action %d is NULL", i);
+            if (l > SPADE_ACTION_MAX) return spade_bad_call(f, "action %d of %zu bytes exceeds SPADE_ACTION_MAX", i, l);
+            if (l && !a) return spade_bad_call(f, "action %d is NULL", i);
             if (l + 1 > UINT32_MAX - len)
                 return spade_bad_call(f, "batch of more than %u bytes is too large for one frame", UINT32_MAX);
             if (cap - len < l + 1) {
@@ -850,8 +746,7 @@ static int batch_send(spade_worker *w, int n, const int *ids, const uint32_t *op
             }
             unsigned char *d = base + len;
             if (l <= 16) /* most actions: a call of memcpy would cost more than the bytes */
-                for (size_t k = 0; k < l; k++)
-                    d[k] = (unsigned char)a[k];
+                for (size_t k = 0; k < l; k++) d[k] = (unsigned char)a[k];
             else
                 memcpy(d, a, l);
             d[l] = '\0';
@@ -865,8 +760,7 @@ static int batch_send(spade_worker *w, int n, const int *ids, const uint32_t *op
     b->len = len;
     spade_ipc_end(b);
     double now = spade_ipc_now(), deadline = now + w->opts.call_timeout_s;
-    if (transmit_at(w, now, deadline, f) < 0)
-        return -1;
+    if (transmit_at(w, now, deadline, f) < 0) return -1;
     w->pending = 1;
     w->pending_n = (uint32_t)n;
     w->pending_deadline = deadline;
@@ -874,21 +768,15 @@ static int batch_send(spade_worker *w, int n, const int *ids, const uint32_t *op
 }
 
 int spade_worker_batch_send(spade_worker *w, int n, const int *ids, const uint32_t *ops, const uint64_t *seeds,
-                            const char *const *actions, const size_t *lens, spade_failure *f)
-{
-    if (!ops)
-        return spade_bad_call(f, "batch without operations");
+                            const char *const *actions, const size_t *lens, spade_failure *f) {
+    if (!ops) return spade_bad_call(f, "batch without operations");
     return batch_send(w, n, ids, ops, 0, seeds, actions, lens, f);
 }
 
-int spade_worker_batch_recv(spade_worker *w, spade_step_result *results, spade_failure *f)
-{
-    if (usable(w, f) < 0)
-        return -1;
-    if (!w->pending)
-        return spade_bad_call(f, "no batch in flight");
-    if (!results)
-        return spade_bad_call(f, "results array is NULL");
+int spade_worker_batch_recv(spade_worker *w, spade_step_result *results, spade_failure *f) {
+    if (usable(w, f) < 0) return -1;
+    if (!w->pending) return spade_bad_call(f, "no batch in flight");
+    if (!results) return spade_bad_call(f, "results array is NULL");
     w->pending = 0;
     const unsigned char *payload;
     size_t len;
@@ -917,38 +805,29 @@ int spade_worker_batch_recv(spade_worker *w, spade_step_result *results, spade_f
 }
 
 int spade_worker_reset(spade_worker *w, int n, const int *ids, const uint64_t *seeds, spade_step_result *results,
-                       spade_failure *f)
-{
-    if (batch_send(w, n, ids, NULL, SPADE_OP_RESET, seeds, NULL, NULL, f) < 0)
-        return -1;
+                       spade_failure *f) {
+    if (batch_send(w, n, ids, NULL, SPADE_OP_RESET, seeds, NULL, NULL, f) < 0) return -1;
     return spade_worker_batch_recv(w, results, f);
 }
 
 int spade_worker_step(spade_worker *w, int n, const int *ids, const char *const *actions, const size_t *lens,
-                      spade_step_result *results, spade_failure *f)
-{
-    if (batch_send(w, n, ids, NULL, SPADE_OP_STEP, NULL, actions, lens, f) < 0)
-        return -1;
+                      spade_step_result *results, spade_failure *f) {
+    if (batch_send(w, n, ids, NULL, SPADE_OP_STEP, NULL, actions, lens, f) < 0) return -1;
     return spade_worker_batch_recv(w, results, f);
 }
 
 int spade_worker_step_send(spade_worker *w, int n, const int *ids, const char *const *actions, const size_t *lens,
-                           spade_failure *f)
-{
+                           spade_failure *f) {
     return batch_send(w, n, ids, NULL, SPADE_OP_STEP, NULL, actions, lens, f);
 }
 
-int spade_worker_step_recv(spade_worker *w, spade_step_result *results, spade_failure *f)
-{
+int spade_worker_step_recv(spade_worker *w, spade_step_result *results, spade_failure *f) {
     return spade_worker_batch_recv(w, results, f);
 }
 
-static int text_call(spade_worker *w, uint32_t type, int id, const char **text, size_t *tlen, spade_failure *f)
-{
-    if (enter(w, f, 1) < 0)
-        return -1;
-    if (!text || !tlen)
-        return spade_bad_call(f, "text or len is NULL");
+static int text_call(spade_worker *w, uint32_t type, int id, const char **text, size_t *tlen, spade_failure *f) {
+    if (enter(w, f, 1) < 0) return -1;
+    if (!text || !tlen) return spade_bad_call(f, "text or len is NULL");
     int32_t id32 = id;
     if (spade_ipc_begin(&w->out, type) < 0 || spade_ipc_put(&w->out, &id32, sizeof id32) < 0)
         return worker_kill_with(w, SPADE_OUT_INTERNAL, "out of memory building a request", f);
@@ -956,7 +835,8 @@ static int text_call(spade_worker *w, uint32_t type, int id, const char **text, 
     double deadline = spade_ipc_now() + w->opts.call_timeout_s;
     const unsigned char *payload;
     size_t len;
-    if (transmit(w, deadline, f) < 0 || receive(w, deadline, SPADE_MSG_TEXT, 8 + SPADE_OBS_MAX + 1, &payload, &len, f) < 0)
+    if (transmit(w, deadline, f) < 0 ||
+        receive(w, deadline, SPADE_MSG_TEXT, 8 + SPADE_OBS_MAX + 1, &payload, &len, f) < 0)
         return -1;
     char err[256];
     int status;
@@ -974,12 +854,10 @@ static int text_call(spade_worker *w, uint32_t type, int id, const char **text, 
     return 0;
 }
 
-int spade_worker_hint(spade_worker *w, int id, const char **text, size_t *len, spade_failure *f)
-{
+int spade_worker_hint(spade_worker *w, int id, const char **text, size_t *len, spade_failure *f) {
     return text_call(w, SPADE_MSG_HINT, id, text, len, f);
 }
 
-int spade_worker_solve(spade_worker *w, int id, const char **text, size_t *len, spade_failure *f)
-{
+int spade_worker_solve(spade_worker *w, int id, const char **text, size_t *len, spade_failure *f) {
     return text_call(w, SPADE_MSG_SOLVE, id, text, len, f);
 }

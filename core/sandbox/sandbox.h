@@ -22,18 +22,18 @@
 /* Every way a call into a worker can end. Names (spade_outcome_name) are the
  * words tests/hostile/ files declare in their `expect:` line. */
 typedef enum spade_outcome {
-    SPADE_OUT_OK = 0,       /* "ok" */
-    SPADE_OUT_COMPILE,      /* "compile_error": tcc rejected the source (message has the line) */
-    SPADE_OUT_LINK,         /* "link_error": calls a symbol outside the allowlist */
-    SPADE_OUT_INVALID,      /* "invalid_env": compiled, but not a valid environment (host validation) */
-    SPADE_OUT_TIMEOUT,      /* "timeout": wall-clock deadline or CPU limit */
-    SPADE_OUT_CRASH,        /* "crash": killed by a signal (SEGV, FPE, ABRT, ILL, BUS, TRAP) */
-    SPADE_OUT_SYSCALL,      /* "forbidden_syscall": killed by the seccomp filter (SIGSYS) */
-    SPADE_OUT_OOM,          /* "out_of_memory": address-space limit hit */
-    SPADE_OUT_PROTOCOL,     /* "protocol_violation": malformed frame from the worker */
-    SPADE_OUT_OUTPUT,       /* "output_too_large": observation/hint/action over the cap */
-    SPADE_OUT_BAD_CALL,     /* "bad_call": the caller's mistake (step before reset, ...) */
-    SPADE_OUT_INTERNAL,     /* "internal_error": the sandbox itself failed (spawn, socket) */
+    SPADE_OUT_OK = 0, /* "ok" */
+    SPADE_OUT_COMPILE, /* "compile_error": tcc rejected the source (message has the line) */
+    SPADE_OUT_LINK, /* "link_error": calls a symbol outside the allowlist */
+    SPADE_OUT_INVALID, /* "invalid_env": compiled, but not a valid environment (host validation) */
+    SPADE_OUT_TIMEOUT, /* "timeout": wall-clock deadline or CPU limit */
+    SPADE_OUT_CRASH, /* "crash": killed by a signal (SEGV, FPE, ABRT, ILL, BUS, TRAP) */
+    SPADE_OUT_SYSCALL, /* "forbidden_syscall": killed by the seccomp filter (SIGSYS) */
+    SPADE_OUT_OOM, /* "out_of_memory": address-space limit hit */
+    SPADE_OUT_PROTOCOL, /* "protocol_violation": malformed frame from the worker */
+    SPADE_OUT_OUTPUT, /* "output_too_large": observation/hint/action over the cap */
+    SPADE_OUT_BAD_CALL, /* "bad_call": the caller's mistake (step before reset, ...) */
+    SPADE_OUT_INTERNAL, /* "internal_error": the sandbox itself failed (spawn, socket) */
     SPADE_OUT_COUNT_
 } spade_outcome;
 
@@ -43,25 +43,25 @@ int spade_outcome_from_name(const char *name);
 
 typedef struct spade_failure {
     spade_outcome outcome;
-    int signal;         /* for CRASH/SYSCALL/TIMEOUT kills, else 0 */
-    int line;           /* source line for COMPILE/LINK when known, else 0 */
+    int signal; /* for CRASH/SYSCALL/TIMEOUT kills, else 0 */
+    int line; /* source line for COMPILE/LINK when known, else 0 */
     char message[1024]; /* human-readable; names the file and line when known */
 } spade_failure;
 
 typedef struct spade_sandbox_opts {
     double compile_timeout_s; /* wall clock for load (compile + validate), default 2.0 */
-    double call_timeout_s;    /* wall clock for one reset/step/hint/solve batch, default 1.0 */
-    int cpu_limit_s;          /* RLIMIT_CPU backstop of a worker, default 10: CPU seconds it may use beyond
-                                 the wall time of its calls so far plus the next deadline (the parent
-                                 raises the soft limit as a worker lives on); SIGXCPU -> timeout */
-    size_t mem_limit;         /* address space a worker may add to what it inherits, default 1 GiB
-                                 (RLIMIT_AS = inherited mappings + mem_limit: linked CUDA/BLAS libraries
-                                 alone map ~700 MiB) */
-    size_t max_frame;         /* largest frame accepted from a worker, default 64 MiB */
+    double call_timeout_s; /* wall clock for one reset/step/hint/solve batch, default 1.0 */
+    int cpu_limit_s; /* RLIMIT_CPU backstop of a worker, default 10: CPU seconds it may use beyond
+                        the wall time of its calls so far plus the next deadline (the parent
+                        raises the soft limit as a worker lives on); SIGXCPU -> timeout */
+    size_t mem_limit; /* address space a worker may add to what it inherits, default 1 GiB
+                         (RLIMIT_AS = inherited mappings + mem_limit: linked CUDA/BLAS libraries
+                         alone map ~700 MiB) */
+    size_t max_frame; /* largest frame accepted from a worker, default 64 MiB */
 } spade_sandbox_opts;
 
 typedef struct spade_sandbox spade_sandbox; /* the zygote */
-typedef struct spade_worker spade_worker;   /* one worker process, one environment */
+typedef struct spade_worker spade_worker; /* one worker process, one environment */
 
 /* Starts the zygote (a fresh exec of spade-zygote with an empty environment:
  * core/sandbox/zygote.c) and returns without waiting for it; the first spawn
@@ -78,8 +78,8 @@ void spade_sandbox_free(spade_sandbox *sb);
 /* Spawns a worker and loads source into it (compile + validate). On failure
  * *out is NULL and f says why; the worker is already reaped. filename is used
  * in messages only. */
-int spade_worker_load(spade_sandbox *sb, const char *filename, const char *source, size_t len,
-                      spade_worker **out, spade_failure *f);
+int spade_worker_load(spade_sandbox *sb, const char *filename, const char *source, size_t len, spade_worker **out,
+                      spade_failure *f);
 /* The same, with the worker's memory poisoned for uninitialised reads: before
  * every call into the environment the host fills the stack the call will use
  * (32 KiB below its frame) and the 256 bytes after the action's NUL with a
@@ -87,8 +87,8 @@ int spade_worker_load(spade_sandbox *sb, const char *filename, const char *sourc
  * two instances that read uninitialised memory see different bytes and an
  * environment that depends on them fails a determinism check. poison 0 = off
  * (spade_worker_load). Used by the checker (core/check.c); costs ~2 us a call. */
-int spade_worker_load_poisoned(spade_sandbox *sb, const char *filename, const char *source, size_t len,
-                               uint64_t poison, spade_worker **out, spade_failure *f);
+int spade_worker_load_poisoned(spade_sandbox *sb, const char *filename, const char *source, size_t len, uint64_t poison,
+                               spade_worker **out, spade_failure *f);
 const spade_env_info *spade_worker_info(const spade_worker *w);
 /* Kills (if alive) and reaps the worker, closes its socket. */
 void spade_worker_free(spade_worker *w);
@@ -105,8 +105,8 @@ int spade_worker_add_instances(spade_worker *w, int n, const double *param_value
  * the end, a param out of range), which leaves the worker alive (in a batch,
  * the other items were carried out and their results filled). lens may be
  * NULL: the actions are then NUL-terminated strings. */
-int spade_worker_reset(spade_worker *w, int n, const int *ids, const uint64_t *seeds,
-                       spade_step_result *results, spade_failure *f);
+int spade_worker_reset(spade_worker *w, int n, const int *ids, const uint64_t *seeds, spade_step_result *results,
+                       spade_failure *f);
 int spade_worker_step(spade_worker *w, int n, const int *ids, const char *const *actions, const size_t *lens,
                       spade_step_result *results, spade_failure *f);
 /* Split-phase stepping: send now, receive later (the vector env overlaps workers). */
@@ -134,16 +134,15 @@ int spade_worker_solve(spade_worker *w, int id, const char **text, size_t *len, 
 typedef enum spade_autoreset {
     SPADE_AUTORESET_NEXT_STEP = 0, /* Gymnasium's default: the step after an episode ends resets it
                                       (the action is ignored; reward 0, not done) */
-    SPADE_AUTORESET_DISABLED = 1,  /* the caller resets finished envs with spade_vecenv_reset_one */
+    SPADE_AUTORESET_DISABLED = 1, /* the caller resets finished envs with spade_vecenv_reset_one */
 } spade_autoreset;
 
 typedef struct spade_vecenv spade_vecenv;
 
 /* params: "key=value,..." or NULL. Seeds: env i's first episode uses seed + i;
  * later episodes of env i use seed + i + k * num_envs. */
-int spade_vecenv_new(spade_sandbox *sb, const char *filename, const char *source, size_t len,
-                     const char *params, int num_envs, int num_workers, spade_autoreset mode,
-                     spade_vecenv **out, spade_failure *f);
+int spade_vecenv_new(spade_sandbox *sb, const char *filename, const char *source, size_t len, const char *params,
+                     int num_envs, int num_workers, spade_autoreset mode, spade_vecenv **out, spade_failure *f);
 /* The same, each worker's fresh stack and heap poisoned by its own seed
  * (poison + worker index; 0: off): two vector envs with different poisons see
  * different garbage, so an environment that reads uninitialised memory plays
@@ -191,8 +190,8 @@ int spade_vecenv_step_wait(spade_vecenv *v, spade_step_result *results, spade_fa
  * reset reached may step after spade_vecenv_revive; a bad_call (the caller's
  * mistake) fills nothing. _step_some_async pairs with
  * spade_vecenv_step_wait (results then indexed as envs[]). */
-int spade_vecenv_reset_some(spade_vecenv *v, int n, const int *envs, const uint64_t *seeds,
-                            spade_step_result *results, spade_failure *f);
+int spade_vecenv_reset_some(spade_vecenv *v, int n, const int *envs, const uint64_t *seeds, spade_step_result *results,
+                            spade_failure *f);
 int spade_vecenv_step_some(spade_vecenv *v, int n, const int *envs, const char *const *actions, const size_t *lens,
                            spade_step_result *results, spade_failure *f);
 int spade_vecenv_step_some_async(spade_vecenv *v, int n, const int *envs, const char *const *actions,
@@ -200,8 +199,8 @@ int spade_vecenv_step_some_async(spade_vecenv *v, int n, const int *envs, const 
 /* The same chosen by a mask: env i steps when mask[i]; actions, lens and
  * results are [num_envs] (entries of unmasked envs are neither read nor
  * written). */
-int spade_vecenv_step_mask(spade_vecenv *v, const unsigned char *mask, const char *const *actions,
-                           const size_t *lens, spade_step_result *results, spade_failure *f);
+int spade_vecenv_step_mask(spade_vecenv *v, const unsigned char *mask, const char *const *actions, const size_t *lens,
+                           spade_step_result *results, spade_failure *f);
 /* The hint / SOLVE's action for env's current state (one round trip; text is
  * valid until the next call on the vector). A failure is sticky as above. */
 int spade_vecenv_hint(spade_vecenv *v, int env, const char **text, size_t *len, spade_failure *f);

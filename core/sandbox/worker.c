@@ -71,19 +71,33 @@
  * every process that maps it, the parent included. The kernel reads the
  * advice as an int; values with high bits set are refused too. Each value is
  * listed: a rule without a condition would override the conditional ones. */
-static int madvise_rules(scmp_filter_ctx c)
-{
-    static const int ok[] = {0 /* NORMAL */,      1 /* RANDOM */,     2 /* SEQUENTIAL */,  3 /* WILLNEED */,
-                             4 /* DONTNEED */,    8 /* FREE */,       9 /* REMOVE */,      10 /* DONTFORK */,
-                             11 /* DOFORK */,     13 /* UNMERGEABLE */, 14 /* HUGEPAGE */, 15 /* NOHUGEPAGE */,
-                             16 /* DONTDUMP */,   17 /* DODUMP */,    18 /* WIPEONFORK */, 19 /* KEEPONFORK */,
-                             22 /* POPULATE_READ */, 23 /* POPULATE_WRITE */, 24 /* DONTNEED_LOCKED */};
+static int madvise_rules(scmp_filter_ctx c) {
+    static const int ok[] = {0 /* NORMAL */,
+                             1 /* RANDOM */,
+                             2 /* SEQUENTIAL */,
+                             3 /* WILLNEED */,
+                             4 /* DONTNEED */,
+                             8 /* FREE */,
+                             9 /* REMOVE */,
+                             10 /* DONTFORK */,
+                             11 /* DOFORK */,
+                             13 /* UNMERGEABLE */,
+                             14 /* HUGEPAGE */,
+                             15 /* NOHUGEPAGE */,
+                             16 /* DONTDUMP */,
+                             17 /* DODUMP */,
+                             18 /* WIPEONFORK */,
+                             19 /* KEEPONFORK */,
+                             22 /* POPULATE_READ */,
+                             23 /* POPULATE_WRITE */,
+                             24 /* DONTNEED_LOCKED */};
     static const int no[] = {5, 6, 7, 12 /* MERGEABLE */, 20 /* COLD */, 21 /* PAGEOUT */, 25 /* COLLAPSE */};
     int rc = 0;
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
         rc |= seccomp_rule_add(c, SCMP_ACT_ALLOW, SCMP_SYS(madvise), 1, SCMP_A2(SCMP_CMP_EQ, (scmp_datum_t)ok[i]));
     for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
-        rc |= seccomp_rule_add(c, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(madvise), 1, SCMP_A2(SCMP_CMP_EQ, (scmp_datum_t)no[i]));
+        rc |=
+            seccomp_rule_add(c, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(madvise), 1, SCMP_A2(SCMP_CMP_EQ, (scmp_datum_t)no[i]));
     rc |= seccomp_rule_add(c, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(madvise), 1, SCMP_A2(SCMP_CMP_GE, 26));
     return rc;
 }
@@ -93,8 +107,7 @@ static int madvise_rules(scmp_filter_ctx c)
  * reserved it), and locked pages are unswappable memory a root worker refused
  * its user namespace could pin despite RLIMIT_MEMLOCK 0 (CAP_IPC_LOCK). Nothing
  * the worker runs (malloc, libtcc, ASan) asks for either; EPERM if asked. */
-static int mmap_rules(scmp_filter_ctx c)
-{
+static int mmap_rules(scmp_filter_ctx c) {
     const scmp_datum_t hugetlb = MAP_HUGETLB, locked = MAP_LOCKED;
     int rc = seccomp_rule_add(c, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 1, SCMP_A3(SCMP_CMP_MASKED_EQ, hugetlb | locked, 0));
     rc |= seccomp_rule_add(c, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(mmap), 1, SCMP_A3(SCMP_CMP_MASKED_EQ, hugetlb, hugetlb));
@@ -102,28 +115,24 @@ static int mmap_rules(scmp_filter_ctx c)
     return rc;
 }
 
-static int add_rules(scmp_filter_ctx c)
-{
+static int add_rules(scmp_filter_ctx c) {
     int rc = 0;
-    const int fd_io[] = {SCMP_SYS(read),  SCMP_SYS(write),   SCMP_SYS(readv),   SCMP_SYS(writev),
+    const int fd_io[] = {SCMP_SYS(read),     SCMP_SYS(write),  SCMP_SYS(readv),   SCMP_SYS(writev),
                          SCMP_SYS(recvfrom), SCMP_SYS(sendto), SCMP_SYS(recvmsg), SCMP_SYS(sendmsg)};
     for (size_t i = 0; i < sizeof fd_io / sizeof fd_io[0]; i++)
         rc |= seccomp_rule_add(c, SCMP_ACT_ALLOW, fd_io[i], 1, SCMP_A0(SCMP_CMP_EQ, SPADE_WORKER_FD));
     rc |= seccomp_rule_add(c, SCMP_ACT_ERRNO(EBADF), SCMP_SYS(write), 1, SCMP_A0(SCMP_CMP_EQ, 2));
     rc |= seccomp_rule_add(c, SCMP_ACT_ERRNO(EBADF), SCMP_SYS(writev), 1, SCMP_A0(SCMP_CMP_EQ, 2));
-    const int allow[] = {SCMP_SYS(munmap),      SCMP_SYS(mprotect),
-                         SCMP_SYS(mremap),      SCMP_SYS(brk),
-                         SCMP_SYS(exit),        SCMP_SYS(exit_group),      SCMP_SYS(rt_sigreturn),
-                         SCMP_SYS(restart_syscall), SCMP_SYS(clock_gettime)};
-    for (size_t i = 0; i < sizeof allow / sizeof allow[0]; i++)
-        rc |= seccomp_rule_add(c, SCMP_ACT_ALLOW, allow[i], 0);
+    const int allow[] = {
+        SCMP_SYS(munmap),     SCMP_SYS(mprotect),     SCMP_SYS(mremap),          SCMP_SYS(brk),          SCMP_SYS(exit),
+        SCMP_SYS(exit_group), SCMP_SYS(rt_sigreturn), SCMP_SYS(restart_syscall), SCMP_SYS(clock_gettime)};
+    for (size_t i = 0; i < sizeof allow / sizeof allow[0]; i++) rc |= seccomp_rule_add(c, SCMP_ACT_ALLOW, allow[i], 0);
     rc |= madvise_rules(c);
     rc |= mmap_rules(c);
     rc |= seccomp_rule_add(c, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(open), 0);
     rc |= seccomp_rule_add(c, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(openat), 0);
-    const int refuse[] = {SCMP_SYS(rt_sigaction), SCMP_SYS(rt_sigprocmask), SCMP_SYS(getpid),
-                          SCMP_SYS(gettid),       SCMP_SYS(tgkill),         SCMP_SYS(tkill),
-                          SCMP_SYS(sysinfo)};
+    const int refuse[] = {SCMP_SYS(rt_sigaction), SCMP_SYS(rt_sigprocmask), SCMP_SYS(getpid), SCMP_SYS(gettid),
+                          SCMP_SYS(tgkill),       SCMP_SYS(tkill),          SCMP_SYS(sysinfo)};
     for (size_t i = 0; i < sizeof refuse / sizeof refuse[0]; i++)
         rc |= seccomp_rule_add(c, SCMP_ACT_ERRNO(EPERM), refuse[i], 0);
 #if defined(__SANITIZE_ADDRESS__)
@@ -142,8 +151,7 @@ static int add_rules(scmp_filter_ctx c)
     return rc;
 }
 
-int spade_worker_filter(struct sock_fprog *out, char *err, size_t errlen)
-{
+int spade_worker_filter(struct sock_fprog *out, char *err, size_t errlen) {
     out->len = 0;
     out->filter = NULL;
     scmp_filter_ctx c = seccomp_init(SCMP_ACT_KILL_PROCESS);
@@ -183,10 +191,8 @@ int spade_worker_filter(struct sock_fprog *out, char *err, size_t errlen)
             buf = nb;
         }
         ssize_t r = read(p[0], buf + len, cap - len);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
         len += (size_t)r;
     }
     close(p[0]);
@@ -201,14 +207,12 @@ int spade_worker_filter(struct sock_fprog *out, char *err, size_t errlen)
 }
 
 /* ---- lockdown ------------------------------------------------------------------ */
-static int limit(int resource, rlim_t soft, rlim_t hard)
-{
+static int limit(int resource, rlim_t soft, rlim_t hard) {
     struct rlimit r = {soft, hard};
     return setrlimit(resource, &r);
 }
 
-static int close_all_but(int keep)
-{
+static int close_all_but(int keep) {
 #ifdef SYS_close_range
     if (syscall(SYS_close_range, 0u, (unsigned)keep - 1, 0u) == 0 &&
         syscall(SYS_close_range, (unsigned)keep + 1, ~0u, 0u) == 0)
@@ -220,16 +224,13 @@ static int close_all_but(int keep)
                    ? (long)r.rlim_cur
                    : 65536;
     for (long fd = 0; fd < max; fd++)
-        if (fd != keep)
-            close((int)fd);
+        if (fd != keep) close((int)fd);
     return 0;
 }
 
-static int lockdown(int sock, const spade_sandbox_opts *o, uint64_t vm_base, const struct sock_fprog *filter)
-{
+static int lockdown(int sock, const spade_sandbox_opts *o, uint64_t vm_base, const struct sock_fprog *filter) {
     if (sock != SPADE_WORKER_FD) {
-        if (dup2(sock, SPADE_WORKER_FD) < 0)
-            return -1;
+        if (dup2(sock, SPADE_WORKER_FD) < 0) return -1;
         close(sock);
     }
     /* The socket was CLOEXEC in the zygote; a worker never execs, but keep the
@@ -240,29 +241,23 @@ static int lockdown(int sock, const spade_sandbox_opts *o, uint64_t vm_base, con
      * the parent raises the soft limit as a long-lived worker's life goes on
      * (sandbox.c, cpu_refresh), which an unlimited hard limit lets it do. */
     rlim_t cpu = o->cpu_limit_s > 0 ? (rlim_t)o->cpu_limit_s : 10;
-    if (limit(RLIMIT_CPU, cpu, RLIM_INFINITY) < 0 && limit(RLIMIT_CPU, cpu, cpu + 1) < 0)
-        return -1;
+    if (limit(RLIMIT_CPU, cpu, RLIM_INFINITY) < 0 && limit(RLIMIT_CPU, cpu, cpu + 1) < 0) return -1;
     /* mem_limit is what the environment may add to the address space the
      * worker inherits from the zygote (shared libraries alone can be hundreds
      * of MiB of mappings when CUDA and BLAS are linked; in a sanitizer build
      * ASan's shadow and allocator reservations are terabytes of it, already
      * mapped, so the limit still means the same). */
     rlim_t as = (rlim_t)vm_base + (rlim_t)o->mem_limit;
-    if (limit(RLIMIT_AS, as, as) < 0)
-        return -1;
-    if (limit(RLIMIT_CORE, 0, 0) < 0 || limit(RLIMIT_FSIZE, 0, 0) < 0)
-        return -1;
+    if (limit(RLIMIT_AS, as, as) < 0) return -1;
+    if (limit(RLIMIT_CORE, 0, 0) < 0 || limit(RLIMIT_FSIZE, 0, 0) < 0) return -1;
     limit(RLIMIT_NPROC, 0, 0); /* per user, and root ignores it: seccomp is what stops fork */
     limit(RLIMIT_MEMLOCK, 0, 0);
     limit(RLIMIT_MSGQUEUE, 0, 0);
-    if (close_all_but(SPADE_WORKER_FD) < 0)
-        return -1;
-    if (limit(RLIMIT_NOFILE, 0, 0) < 0)
-        return -1;
+    if (close_all_but(SPADE_WORKER_FD) < 0) return -1;
+    if (limit(RLIMIT_NOFILE, 0, 0) < 0) return -1;
 
     /* The zygote is our parent: if it dies, so do we. */
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
-        return -1;
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0) return -1;
 
     /* Outer layers, best effort (refused in many containers; then skipped).
      * A user namespace costs ~10 us and leaves the worker without any
@@ -272,15 +267,11 @@ static int lockdown(int sock, const spade_sandbox_opts *o, uint64_t vm_base, con
      * user namespace off. */
     const char *userns = getenv("SPADE_SANDBOX_USERNS"), *netns = getenv("SPADE_SANDBOX_NETNS");
     int ns = (userns && strcmp(userns, "0") == 0) ? 0 : CLONE_NEWUSER;
-    if (ns && netns && strcmp(netns, "1") == 0)
-        ns |= CLONE_NEWNET;
-    if (ns && unshare(ns) < 0 && ns != CLONE_NEWUSER)
-        (void)unshare(CLONE_NEWUSER);
+    if (ns && netns && strcmp(netns, "1") == 0) ns |= CLONE_NEWNET;
+    if (ns && unshare(ns) < 0 && ns != CLONE_NEWUSER) (void)unshare(CLONE_NEWUSER);
 
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-        return -1;
-    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
-        return -1;
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) return -1;
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0) return -1;
     if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, filter) < 0 &&
         prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, filter, 0, 0) < 0)
         return -1;
@@ -291,17 +282,14 @@ static int lockdown(int sock, const spade_sandbox_opts *o, uint64_t vm_base, con
 static spade_ipc_buf g_in, g_out, g_text;
 static int g_compiling; /* libtcc is running: an exit() now is the compiler giving up */
 
-static void write_all(const struct iovec *iov, int n)
-{
+static void write_all(const struct iovec *iov, int n) {
     struct iovec v[4];
     memcpy(v, iov, (size_t)n * sizeof *v);
     int i = 0;
     while (i < n) {
         ssize_t w = writev(SPADE_WORKER_FD, v + i, n - i);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            _exit(0); /* the parent is gone */
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) _exit(0); /* the parent is gone */
         size_t left = (size_t)w;
         while (i < n && left >= v[i].iov_len) {
             left -= v[i].iov_len;
@@ -314,42 +302,35 @@ static void write_all(const struct iovec *iov, int n)
     }
 }
 
-static void send_frame(uint32_t type, const void *a, size_t alen, const void *b, size_t blen)
-{
+static void send_frame(uint32_t type, const void *a, size_t alen, const void *b, size_t blen) {
     uint32_t h[3] = {SPADE_IPC_MAGIC, type, (uint32_t)(alen + blen)};
     struct iovec v[3] = {{h, sizeof h}, {(void *)a, alen}, {(void *)b, blen}};
     write_all(v, 3);
 }
 
-static void send_fail(spade_outcome outcome, int line, const char *msg)
-{
+static void send_fail(spade_outcome outcome, int line, const char *msg) {
     size_t n = strlen(msg);
-    if (n > 1000)
-        n = 1000;
+    if (n > 1000) n = 1000;
     uint32_t head[3] = {(uint32_t)outcome, (uint32_t)(line > 0 ? line : 0), (uint32_t)n};
     send_frame(SPADE_MSG_FAIL, head, sizeof head, msg, n);
 }
 
-static void on_exit_while_compiling(void)
-{
+static void on_exit_while_compiling(void) {
     /* Registered last, so it runs first: whatever else was registered (in the
      * parent, before the zygote forked) must not run here. */
-    if (g_compiling)
-        send_fail(SPADE_OUT_OOM, 0, "the compiler ran out of memory");
+    if (g_compiling) send_fail(SPADE_OUT_OOM, 0, "the compiler ran out of memory");
     _exit(g_compiling ? SPADE_WORKER_EXIT_COMPILER : 0);
 }
 
 /* Reads one frame; exits when the parent closes the socket. */
-static void read_frame(uint32_t *type, unsigned char **payload, size_t *len)
-{
+static void read_frame(uint32_t *type, unsigned char **payload, size_t *len) {
     size_t need = SPADE_IPC_HDR;
     g_in.len = 0;
     for (;;) {
         if (g_in.len >= SPADE_IPC_HDR) {
             uint32_t h[3];
             memcpy(h, g_in.p, sizeof h);
-            if (h[0] != SPADE_IPC_MAGIC)
-                _exit(0);
+            if (h[0] != SPADE_IPC_MAGIC) _exit(0);
             need = SPADE_IPC_HDR + (size_t)h[2];
             *type = h[1];
             if (g_in.len >= need) {
@@ -368,23 +349,19 @@ static void read_frame(uint32_t *type, unsigned char **payload, size_t *len)
         if (g_in.len < SPADE_IPC_HDR)
             want = g_in.cap - g_in.len; /* header unknown: take what came (usually the whole frame) */
         ssize_t r = read(SPADE_WORKER_FD, g_in.p + g_in.len, want);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            _exit(0);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) _exit(0);
         g_in.len += (size_t)r;
     }
 }
 
-static uint32_t get_u32(const unsigned char *p)
-{
+static uint32_t get_u32(const unsigned char *p) {
     uint32_t v;
     memcpy(&v, p, sizeof v);
     return v;
 }
 
-static void serve_load(const unsigned char *p, size_t len, spade_host **host, spade_jit **jit)
-{
+static void serve_load(const unsigned char *p, size_t len, spade_host **host, spade_jit **jit) {
     char err[1024];
     if (*host || len < 16 || (size_t)get_u32(p) + get_u32(p + 4) != len - 16 || get_u32(p) > 255) {
         send_fail(SPADE_OUT_INTERNAL, 0, *host ? "environment already loaded" : "malformed load request");
@@ -418,8 +395,7 @@ static void serve_load(const unsigned char *p, size_t len, spade_host **host, sp
     send_frame(SPADE_MSG_LOADED, info, sizeof *info, NULL, 0);
 }
 
-static void serve_add(const unsigned char *p, size_t len, spade_host *h)
-{
+static void serve_add(const unsigned char *p, size_t len, spade_host *h) {
     if (!h || len < 8) {
         send_fail(SPADE_OUT_BAD_CALL, 0, h ? "malformed add request" : "no environment loaded");
         return;
@@ -433,8 +409,7 @@ static void serve_add(const unsigned char *p, size_t len, spade_host *h)
         return;
     }
     double values[SPADE_INFO_MAX_PARAMS];
-    if (nv)
-        memcpy(values, p + 8, (size_t)nv * sizeof(double));
+    if (nv) memcpy(values, p + 8, (size_t)nv * sizeof(double));
     int32_t first = -1;
     for (int32_t i = 0; i < n; i++) {
         int id = spade_host_add_instance(h, nv ? values : NULL);
@@ -442,14 +417,12 @@ static void serve_add(const unsigned char *p, size_t len, spade_host *h)
             send_fail(SPADE_OUT_OOM, 0, "out of memory adding instances");
             return;
         }
-        if (i == 0)
-            first = id;
+        if (i == 0) first = id;
     }
     send_frame(SPADE_MSG_ADDED, &first, sizeof first, NULL, 0);
 }
 
-static void serve_batch(const unsigned char *p, size_t len, spade_host *h)
-{
+static void serve_batch(const unsigned char *p, size_t len, spade_host *h) {
     if (!h || len < 4) {
         send_fail(SPADE_OUT_BAD_CALL, 0, h ? "malformed batch" : "no environment loaded");
         return;
@@ -489,9 +462,9 @@ static void serve_batch(const unsigned char *p, size_t len, spade_host *h)
         } else if (it.op == SPADE_OP_HINT || it.op == SPADE_OP_SOLVE) {
             const char *text = NULL;
             size_t tl = 0;
-            st = it.op == SPADE_OP_SOLVE ? spade_host_solve(h, it.id, &text, &tl) : spade_host_hint(h, it.id, &text, &tl);
-            if (st == SPADE_HOST_OK && (!text || tl > SPADE_OBS_MAX))
-                st = SPADE_HOST_OUTPUT_TOO_LARGE;
+            st = it.op == SPADE_OP_SOLVE ? spade_host_solve(h, it.id, &text, &tl)
+                                         : spade_host_hint(h, it.id, &text, &tl);
+            if (st == SPADE_HOST_OK && (!text || tl > SPADE_OBS_MAX)) st = SPADE_HOST_OUTPUT_TOO_LARGE;
             r.obs = text;
             r.obs_len = tl;
         } else {
@@ -517,8 +490,7 @@ static void serve_batch(const unsigned char *p, size_t len, spade_host *h)
         }
         unsigned char *t = g_text.p + g_text.len;
         if (ol <= 16) /* short observations: a call of memcpy would cost more than the bytes */
-            for (size_t k = 0; k < ol; k++)
-                t[k] = (unsigned char)r.obs[k];
+            for (size_t k = 0; k < ol; k++) t[k] = (unsigned char)r.obs[k];
         else
             memcpy(t, r.obs, ol);
         t[ol] = '\0';
@@ -528,8 +500,7 @@ static void serve_batch(const unsigned char *p, size_t len, spade_host *h)
     send_frame(SPADE_MSG_RESULTS, g_out.p, 4 + (size_t)n * sizeof(spade_wire_result), g_text.p, g_text.len);
 }
 
-static void serve_text(const unsigned char *p, size_t len, spade_host *h, int solve)
-{
+static void serve_text(const unsigned char *p, size_t len, spade_host *h, int solve) {
     if (!h || len != 4) {
         send_fail(SPADE_OUT_BAD_CALL, 0, h ? "malformed hint/solve request" : "no environment loaded");
         return;
@@ -542,8 +513,7 @@ static void serve_text(const unsigned char *p, size_t len, spade_host *h, int so
     if (st != SPADE_HOST_OK || !text || tl > SPADE_OBS_MAX) {
         text = "";
         tl = 0;
-        if (st == SPADE_HOST_OK)
-            st = SPADE_HOST_OUTPUT_TOO_LARGE;
+        if (st == SPADE_HOST_OK) st = SPADE_HOST_OUTPUT_TOO_LARGE;
     }
     uint32_t head[2] = {(uint32_t)st, (uint32_t)tl};
     /* text is NUL-terminated by the host: send the NUL with it. */
@@ -575,38 +545,28 @@ static void serve_text(const unsigned char *p, size_t len, spade_host *h, int so
 
 static volatile int g_locked_down; /* set in the worker only, after lockdown */
 
-void __asan_on_error(void)
-{
-    if (g_locked_down)
-        __builtin_trap();
+void __asan_on_error(void) {
+    if (g_locked_down) __builtin_trap();
 }
 
 void __ubsan_on_report(void); /* libubsan's hook; it has no public header */
-void __ubsan_on_report(void)
-{
-    if (g_locked_down)
-        __builtin_trap();
+void __ubsan_on_report(void) {
+    if (g_locked_down) __builtin_trap();
 }
 
-const char *__asan_default_options(void)
-{
-    return "allocator_may_return_null=1";
-}
+const char *__asan_default_options(void) { return "allocator_may_return_null=1"; }
 #define SPADE_WORKER_LOCKED_DOWN() (g_locked_down = 1)
 #else
 #define SPADE_WORKER_LOCKED_DOWN() ((void)0)
 #endif
 
-void spade_worker_process(int sock, const spade_sandbox_opts *opts, uint64_t vm_base, const struct sock_fprog *filter)
-{
-    if (lockdown(sock, opts, vm_base, filter) < 0)
-        _exit(SPADE_WORKER_EXIT_LOCKDOWN);
+void spade_worker_process(int sock, const spade_sandbox_opts *opts, uint64_t vm_base, const struct sock_fprog *filter) {
+    if (lockdown(sock, opts, vm_base, filter) < 0) _exit(SPADE_WORKER_EXIT_LOCKDOWN);
     SPADE_WORKER_LOCKED_DOWN();
     /* From here on, seccomp: only the IPC socket, memory, and exit. Tell the
      * zygote, which hands out only workers that said so (and so never one
      * whose own setrlimit could still undo a later prlimit of the parent). */
-    if (write(SPADE_WORKER_FD, "R", 1) != 1)
-        _exit(0);
+    if (write(SPADE_WORKER_FD, "R", 1) != 1) _exit(0);
     atexit(on_exit_while_compiling);
     spade_host *host = NULL;
     spade_jit *jit = NULL;
@@ -616,24 +576,12 @@ void spade_worker_process(int sock, const spade_sandbox_opts *opts, uint64_t vm_
         size_t len;
         read_frame(&type, &payload, &len);
         switch (type) {
-        case SPADE_MSG_LOAD:
-            serve_load(payload, len, &host, &jit);
-            break;
-        case SPADE_MSG_ADD:
-            serve_add(payload, len, host);
-            break;
-        case SPADE_MSG_BATCH:
-            serve_batch(payload, len, host);
-            break;
-        case SPADE_MSG_HINT:
-            serve_text(payload, len, host, 0);
-            break;
-        case SPADE_MSG_SOLVE:
-            serve_text(payload, len, host, 1);
-            break;
-        default:
-            send_fail(SPADE_OUT_INTERNAL, 0, "unknown request");
-            break;
+        case SPADE_MSG_LOAD: serve_load(payload, len, &host, &jit); break;
+        case SPADE_MSG_ADD: serve_add(payload, len, host); break;
+        case SPADE_MSG_BATCH: serve_batch(payload, len, host); break;
+        case SPADE_MSG_HINT: serve_text(payload, len, host, 0); break;
+        case SPADE_MSG_SOLVE: serve_text(payload, len, host, 1); break;
+        default: send_fail(SPADE_OUT_INTERNAL, 0, "unknown request"); break;
         }
     }
 }

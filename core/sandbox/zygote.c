@@ -90,9 +90,9 @@ typedef struct zrep {
     uint32_t seq;
     int32_t pid;
     int32_t status; /* REAP: the wait status */
-    int32_t err;    /* errno of a failure, else 0 */
+    int32_t err; /* errno of a failure, else 0 */
     int32_t killed; /* REAP: the zygote had to kill it */
-    int32_t nfds;   /* SPAWN: fds passed (socket, then pidfd when there is one) */
+    int32_t nfds; /* SPAWN: fds passed (socket, then pidfd when there is one) */
 } zrep;
 
 /* ---- inside the zygote ----------------------------------------------------------- */
@@ -107,12 +107,10 @@ typedef struct zygote {
     int idle_sock, idle_pidfd;
 } zygote;
 
-static int pidfd_open_(pid_t pid)
-{
+static int pidfd_open_(pid_t pid) {
 #ifdef SYS_pidfd_open
     int fd = (int)syscall(SYS_pidfd_open, pid, 0);
-    if (fd >= 0)
-        fcntl(fd, F_SETFD, FD_CLOEXEC);
+    if (fd >= 0) fcntl(fd, F_SETFD, FD_CLOEXEC);
     return fd;
 #else
     (void)pid;
@@ -121,21 +119,18 @@ static int pidfd_open_(pid_t pid)
 #endif
 }
 
-static void kid_add(zygote *z, pid_t pid)
-{
+static void kid_add(zygote *z, pid_t pid) {
     if (z->nkids == z->capkids) {
         size_t cap = z->capkids ? z->capkids * 2 : 64;
         pid_t *k = realloc(z->kids, cap * sizeof *k);
-        if (!k)
-            return; /* still reaped when the zygote exits (it kills its whole list, then waits for all) */
+        if (!k) return; /* still reaped when the zygote exits (it kills its whole list, then waits for all) */
         z->kids = k;
         z->capkids = cap;
     }
     z->kids[z->nkids++] = pid;
 }
 
-static int kid_remove(zygote *z, pid_t pid)
-{
+static int kid_remove(zygote *z, pid_t pid) {
     for (size_t i = 0; i < z->nkids; i++)
         if (z->kids[i] == pid) {
             z->kids[i] = z->kids[--z->nkids];
@@ -144,25 +139,20 @@ static int kid_remove(zygote *z, pid_t pid)
     return -1;
 }
 
-uint64_t spade_sandbox_vm_size(void)
-{
+uint64_t spade_sandbox_vm_size(void) {
     FILE *f = fopen("/proc/self/statm", "r");
     unsigned long pages = 0;
     if (f) {
-        if (fscanf(f, "%lu", &pages) != 1)
-            pages = 0;
+        if (fscanf(f, "%lu", &pages) != 1) pages = 0;
         fclose(f);
     }
     return (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
-static void fork_idle(zygote *z)
-{
-    if (z->idle_pid > 0)
-        return;
+static void fork_idle(zygote *z) {
+    if (z->idle_pid > 0) return;
     int sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-        return;
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) return;
     /* Bigger buffers: a batch of 256 observations goes in one write. The kernel
      * caps these at net.core.[rw]mem_max; that is fine. */
     int sz = 1 << 20;
@@ -188,8 +178,7 @@ static void fork_idle(zygote *z)
     z->idle_pidfd = pidfd_open_(pid);
 }
 
-static void reply(zygote *z, const zrep *r, const int *fds, int nfds)
-{
+static void reply(zygote *z, const zrep *r, const int *fds, int nfds) {
     struct iovec iov = {(void *)r, sizeof *r};
     union {
         char buf[CMSG_SPACE(2 * sizeof(int))];
@@ -212,20 +201,17 @@ static void reply(zygote *z, const zrep *r, const int *fds, int nfds)
         ;
 }
 
-static void sleep_ms(int ms)
-{
+static void sleep_ms(int ms) {
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
         ;
 }
 
-static void do_reap(zygote *z, const zreq *q)
-{
+static void do_reap(zygote *z, const zreq *q) {
     zrep r = {.op = Z_REAP, .seq = q->seq, .pid = q->pid};
     pid_t pid = q->pid;
     int found = 0;
-    for (size_t i = 0; i < z->nkids; i++)
-        found |= z->kids[i] == pid;
+    for (size_t i = 0; i < z->nkids; i++) found |= z->kids[i] == pid;
     if (pid <= 0 || !found || pid == z->idle_pid) {
         r.err = ESRCH;
         reply(z, &r, NULL, 0);
@@ -243,47 +229,40 @@ static void do_reap(zygote *z, const zreq *q)
         while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
             ;
     }
-    if (w < 0)
-        r.err = errno;
+    if (w < 0) r.err = errno;
     r.status = st;
     kid_remove(z, pid);
     reply(z, &r, NULL, 0);
 }
 
 /* Drops the idle worker (it failed to get ready): killed and reaped. */
-static void drop_idle(zygote *z)
-{
+static void drop_idle(zygote *z) {
     kill(z->idle_pid, SIGKILL);
     while (waitpid(z->idle_pid, NULL, 0) < 0 && errno == EINTR)
         ;
     kid_remove(z, z->idle_pid);
     close(z->idle_sock);
-    if (z->idle_pidfd >= 0)
-        close(z->idle_pidfd);
+    if (z->idle_pidfd >= 0) close(z->idle_pidfd);
     z->idle_pid = 0;
     z->idle_sock = z->idle_pidfd = -1;
 }
 
 /* Waits for the idle worker's "locked down" byte. */
-static int idle_ready(zygote *z)
-{
+static int idle_ready(zygote *z) {
     struct pollfd p = {z->idle_sock, POLLIN, 0};
     int r;
     while ((r = poll(&p, 1, 5000)) < 0 && errno == EINTR)
         ;
     char c = 0;
-    if (r != 1 || read(z->idle_sock, &c, 1) != 1 || c != 'R')
-        return -1;
+    if (r != 1 || read(z->idle_sock, &c, 1) != 1 || c != 'R') return -1;
     return 0;
 }
 
-static void do_spawn(zygote *z, const zreq *q)
-{
+static void do_spawn(zygote *z, const zreq *q) {
     zrep r = {.op = Z_SPAWN, .seq = q->seq};
     for (int attempt = 0; attempt < 2; attempt++) {
         fork_idle(z);
-        if (z->idle_pid <= 0 || idle_ready(z) == 0)
-            break;
+        if (z->idle_pid <= 0 || idle_ready(z) == 0) break;
         drop_idle(z);
         errno = ECHILD;
     }
@@ -297,18 +276,15 @@ static void do_spawn(zygote *z, const zreq *q)
     r.nfds = z->idle_pidfd >= 0 ? 2 : 1;
     reply(z, &r, fds, r.nfds);
     close(z->idle_sock);
-    if (z->idle_pidfd >= 0)
-        close(z->idle_pidfd);
+    if (z->idle_pidfd >= 0) close(z->idle_pidfd);
     z->idle_pid = 0;
     z->idle_sock = z->idle_pidfd = -1;
     fork_idle(z); /* the next spawn finds one ready */
 }
 
 static void zygote_exit(zygote *z) __attribute__((noreturn));
-static void zygote_exit(zygote *z)
-{
-    for (size_t i = 0; i < z->nkids; i++)
-        kill(z->kids[i], SIGKILL);
+static void zygote_exit(zygote *z) {
+    for (size_t i = 0; i < z->nkids; i++) kill(z->kids[i], SIGKILL);
     /* Everything we forked, including any the list lost. */
     while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
         ;
@@ -316,10 +292,8 @@ static void zygote_exit(zygote *z)
 }
 
 static void zygote_main(int ctl, const spade_sandbox_opts *opts, pid_t parent) __attribute__((noreturn));
-static void zygote_main(int ctl, const spade_sandbox_opts *opts, pid_t parent)
-{
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != parent)
-        _exit(0);
+static void zygote_main(int ctl, const spade_sandbox_opts *opts, pid_t parent) {
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || getppid() != parent) _exit(0);
     prctl(PR_SET_NAME, "spade-zygote", 0, 0, 0);
     /* Out of the parent's process group: a Ctrl-C at the terminal is the
      * parent's to handle; we go when its socket closes. */
@@ -330,15 +304,13 @@ static void zygote_main(int ctl, const spade_sandbox_opts *opts, pid_t parent)
     sigemptyset(&all);
     sigprocmask(SIG_SETMASK, &all, NULL);
     for (int s = 1; s < NSIG; s++)
-        if (s != SIGKILL && s != SIGSTOP)
-            signal(s, SIG_DFL);
+        if (s != SIGKILL && s != SIGSTOP) signal(s, SIG_DFL);
     signal(SIGPIPE, SIG_IGN);
 
     /* Only the control socket and stderr (for nothing but a last-resort
      * message); stdin/stdout become /dev/null. */
     if (ctl != 3) {
-        if (dup2(ctl, 3) < 0)
-            _exit(1);
+        if (dup2(ctl, 3) < 0) _exit(1);
         ctl = 3;
     }
     int nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -349,8 +321,7 @@ static void zygote_main(int ctl, const spade_sandbox_opts *opts, pid_t parent)
 #ifdef SYS_close_range
     if (syscall(SYS_close_range, 4u, ~0u, 0u) < 0)
 #endif
-        for (int fd = 4; fd < 65536; fd++)
-            close(fd);
+        for (int fd = 4; fd < 65536; fd++) close(fd);
     fcntl(ctl, F_SETFD, FD_CLOEXEC);
 
     zygote z = {0};
@@ -367,27 +338,21 @@ static void zygote_main(int ctl, const spade_sandbox_opts *opts, pid_t parent)
     for (;;) {
         zreq q;
         ssize_t n = recv(ctl, &q, sizeof q, 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            zygote_exit(&z); /* the parent closed its end or died */
-        if ((size_t)n != sizeof q)
-            continue;
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) zygote_exit(&z); /* the parent closed its end or died */
+        if ((size_t)n != sizeof q) continue;
         switch (q.op) {
         case Z_SPAWN:
             errno = 0;
             do_spawn(&z, &q);
             break;
-        case Z_REAP:
-            do_reap(&z, &q);
-            break;
+        case Z_REAP: do_reap(&z, &q); break;
         case Z_PING: {
             zrep r = {.op = Z_PING, .seq = q.seq, .pid = getpid()};
             reply(&z, &r, NULL, 0);
             break;
         }
-        default:
-            break;
+        default: break;
         }
     }
 }
@@ -397,26 +362,21 @@ static void zygote_main(int ctl, const spade_sandbox_opts *opts, pid_t parent)
  * process is a zygote that spade_zygote_start exec'd (argv exactly
  * {"spade-zygote", ZYGOTE_ARG, parent pid}). glibc passes argc, argv and envp
  * to ELF constructors. */
-int spade_zygote_exec_entry(int argc, char **argv)
-{
-    if (argc != 3 || !argv || !argv[1] || strcmp(argv[1], ZYGOTE_ARG) != 0)
-        return -1;
+int spade_zygote_exec_entry(int argc, char **argv) {
+    if (argc != 3 || !argv || !argv[1] || strcmp(argv[1], ZYGOTE_ARG) != 0) return -1;
     char *end = NULL;
     long parent = strtol(argv[2], &end, 10);
-    if (!end || *end || parent <= 1)
-        _exit(1);
+    if (!end || *end || parent <= 1) _exit(1);
     spade_sandbox_opts opts;
     ssize_t n;
     while ((n = recv(ZYGOTE_FD, &opts, sizeof opts, 0)) < 0 && errno == EINTR)
         ;
-    if (n != (ssize_t)sizeof opts)
-        _exit(1);
+    if (n != (ssize_t)sizeof opts) _exit(1);
     zygote_main(ZYGOTE_FD, &opts, (pid_t)parent);
 }
 
 #ifndef SPADE_SHARED_LIB
-__attribute__((constructor)) static void spade_zygote_entry(int argc, char **argv, char **envp)
-{
+__attribute__((constructor)) static void spade_zygote_entry(int argc, char **argv, char **envp) {
     (void)envp;
     (void)spade_zygote_exec_entry(argc, argv);
 }
@@ -429,7 +389,7 @@ __attribute__((constructor)) static void spade_zygote_entry(int argc, char **arg
  * start-up, and the sandbox's own switches (worker.c). Paths and options, not
  * credentials; everything else the parent was started with stays with it. */
 static const char *const zygote_env_allow[] = {
-    "LD_LIBRARY_PATH", "LD_PRELOAD",           "ASAN_OPTIONS",         "UBSAN_OPTIONS",
+    "LD_LIBRARY_PATH", "LD_PRELOAD",           "ASAN_OPTIONS",        "UBSAN_OPTIONS",
     "LSAN_OPTIONS",    "SPADE_SANDBOX_USERNS", "SPADE_SANDBOX_NETNS",
 };
 #define ZYGOTE_ENV_N (sizeof zygote_env_allow / sizeof zygote_env_allow[0])
@@ -438,11 +398,9 @@ static const char *const zygote_env_allow[] = {
  * may have threads). Never returns. */
 static void exec_zygote(int sock, pid_t parent, const char *helper, const char *fallback, char *const envp[])
     __attribute__((noreturn));
-static void exec_zygote(int sock, pid_t parent, const char *helper, const char *fallback, char *const envp[])
-{
+static void exec_zygote(int sock, pid_t parent, const char *helper, const char *fallback, char *const envp[]) {
     if (sock != ZYGOTE_FD) {
-        if (dup2(sock, ZYGOTE_FD) < 0)
-            _exit(127);
+        if (dup2(sock, ZYGOTE_FD) < 0) _exit(127);
         close(sock);
     }
     fcntl(ZYGOTE_FD, F_SETFD, 0); /* kept across exec, unlike every other fd */
@@ -470,13 +428,11 @@ static void exec_zygote(int sock, pid_t parent, const char *helper, const char *
     static const char tail[] = " failed\n";
     if (write(2, msg, sizeof msg - 1) < 0 || write(2, helper, strlen(helper)) < 0 || write(2, ", ", 2) < 0 ||
         write(2, fallback, strlen(fallback)) < 0 || write(2, ", " ZYGOTE_EXE, sizeof(", " ZYGOTE_EXE) - 1) < 0 ||
-        write(2, tail, sizeof tail - 1) < 0) {
-    }
+        write(2, tail, sizeof tail - 1) < 0) {}
     _exit(127);
 }
 
-int spade_zygote_start(const spade_sandbox_opts *opts, int *ctl, pid_t *pid, char *err, size_t errlen)
-{
+int spade_zygote_start(const spade_sandbox_opts *opts, int *ctl, pid_t *pid, char *err, size_t errlen) {
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
         snprintf(err, errlen, "socketpair: %s", strerror(errno));
@@ -488,12 +444,10 @@ int spade_zygote_start(const spade_sandbox_opts *opts, int *ctl, pid_t *pid, cha
     char *envp[ZYGOTE_ENV_N + 1];
     for (size_t i = 0; i < ZYGOTE_ENV_N; i++) {
         const char *v = getenv(zygote_env_allow[i]);
-        if (!v)
-            continue;
+        if (!v) continue;
         size_t nl = strlen(zygote_env_allow[i]), vl = strlen(v);
         char *kv = malloc(nl + vl + 2);
-        if (!kv)
-            continue;
+        if (!kv) continue;
         memcpy(kv, zygote_env_allow[i], nl);
         kv[nl] = '=';
         memcpy(kv + nl + 1, v, vl + 1);
@@ -509,8 +463,7 @@ int spade_zygote_start(const spade_sandbox_opts *opts, int *ctl, pid_t *pid, cha
     if (xl > 0 && realpath(SPADE_PATHS_BUILDDIR, build)) {
         exe[xl] = '\0';
         size_t bl = strlen(build);
-        if (strncmp(exe, build, bl) == 0 && exe[bl] == '/')
-            helper = ZYGOTE_HELPER_BUILD;
+        if (strncmp(exe, build, bl) == 0 && exe[bl] == '/') helper = ZYGOTE_HELPER_BUILD;
     }
     const char *fallback = ZYGOTE_FALLBACK;
 #ifdef SPADE_SHARED_LIB
@@ -522,8 +475,7 @@ int spade_zygote_start(const spade_sandbox_opts *opts, int *ctl, pid_t *pid, cha
     char libreal[4096], libdir_real[4096];
     if (dladdr((void *)&spade_zygote_start, &di) && di.dli_fname && realpath(di.dli_fname, libreal)) {
         char *slash = strrchr(libreal, '/');
-        if (slash)
-            *slash = '\0';
+        if (slash) *slash = '\0';
         size_t ll = strlen(libreal), cl = strlen(SPADE_PATHS_LIBDIR);
         int configured = realpath(SPADE_PATHS_LIBDIR, libdir_real) && !strcmp(libdir_real, libreal);
         if (!configured && ll > cl && !strcmp(libreal + ll - cl, SPADE_PATHS_LIBDIR)) {
@@ -539,16 +491,13 @@ int spade_zygote_start(const spade_sandbox_opts *opts, int *ctl, pid_t *pid, cha
     pid_t p = fork();
     if (p < 0) {
         snprintf(err, errlen, "fork: %s", strerror(errno));
-        for (size_t i = 0; i < ne; i++)
-            free(envp[i]);
+        for (size_t i = 0; i < ne; i++) free(envp[i]);
         close(sv[0]);
         close(sv[1]);
         return -1;
     }
-    if (p == 0)
-        exec_zygote(sv[1], parent, helper, fallback, envp);
-    for (size_t i = 0; i < ne; i++)
-        free(envp[i]);
+    if (p == 0) exec_zygote(sv[1], parent, helper, fallback, envp);
+    for (size_t i = 0; i < ne; i++) free(envp[i]);
     close(sv[1]);
     /* The options are the zygote's first message (SEQPACKET: one record); it
      * reads them once its constructor runs. */
@@ -565,33 +514,27 @@ int spade_zygote_start(const spade_sandbox_opts *opts, int *ctl, pid_t *pid, cha
     return 0;
 }
 
-static void close_fds_of(struct msghdr *m)
-{
+static void close_fds_of(struct msghdr *m) {
     for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
-        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-            continue;
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
         size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
         int fds[8];
-        if (n > 8)
-            n = 8;
+        if (n > 8) n = 8;
         memcpy(fds, CMSG_DATA(c), n * sizeof(int));
-        for (size_t i = 0; i < n; i++)
-            close(fds[i]);
+        for (size_t i = 0; i < n; i++) close(fds[i]);
     }
 }
 
 /* One request, one reply (late replies to earlier, abandoned requests are
  * dropped, with any fds they carry). Called with sb->mu held. */
-static int zcall(spade_sandbox *sb, zreq *q, double deadline, zrep *r, int *fds, int *nfds, char *err, size_t errlen)
-{
+static int zcall(spade_sandbox *sb, zreq *q, double deadline, zrep *r, int *fds, int *nfds, char *err, size_t errlen) {
     if (sb->broken || sb->ctl < 0) {
         snprintf(err, errlen, "the sandbox zygote is gone");
         return -1;
     }
     q->seq = ++sb->seq;
     while (send(sb->ctl, q, sizeof *q, MSG_NOSIGNAL) < 0) {
-        if (errno == EINTR)
-            continue;
+        if (errno == EINTR) continue;
         snprintf(err, errlen, "zygote: send: %s", strerror(errno));
         sb->broken = 1;
         return -1;
@@ -604,10 +547,8 @@ static int zcall(spade_sandbox *sb, zreq *q, double deadline, zrep *r, int *fds,
         }
         struct pollfd p = {sb->ctl, POLLIN, 0};
         int pr = poll(&p, 1, (int)(left * 1000.0) + 1);
-        if (pr < 0 && errno == EINTR)
-            continue;
-        if (pr <= 0)
-            continue;
+        if (pr < 0 && errno == EINTR) continue;
+        if (pr <= 0) continue;
         union {
             char buf[CMSG_SPACE(4 * sizeof(int))];
             struct cmsghdr align;
@@ -619,8 +560,7 @@ static int zcall(spade_sandbox *sb, zreq *q, double deadline, zrep *r, int *fds,
         m.msg_control = u.buf;
         m.msg_controllen = sizeof u.buf;
         ssize_t n = recvmsg(sb->ctl, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-        if (n < 0 && (errno == EINTR || errno == EAGAIN))
-            continue;
+        if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
         if (n <= 0) {
             snprintf(err, errlen, "zygote: %s", n == 0 ? "closed its socket" : strerror(errno));
             sb->broken = 1;
@@ -628,16 +568,14 @@ static int zcall(spade_sandbox *sb, zreq *q, double deadline, zrep *r, int *fds,
         }
         if ((size_t)n != sizeof *r || r->seq != q->seq || r->op != q->op || (m.msg_flags & MSG_CTRUNC)) {
             close_fds_of(&m);
-            if ((size_t)n == sizeof *r && r->seq != q->seq)
-                continue; /* a late reply */
+            if ((size_t)n == sizeof *r && r->seq != q->seq) continue; /* a late reply */
             snprintf(err, errlen, "zygote: malformed reply%s",
                      (m.msg_flags & MSG_CTRUNC) ? " (fds truncated: out of file descriptors?)" : "");
             return -1;
         }
         int got = 0;
         for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
-            if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-                continue;
+            if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
             size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
             for (size_t i = 0; i < k; i++) {
                 int fd;
@@ -651,15 +589,13 @@ static int zcall(spade_sandbox *sb, zreq *q, double deadline, zrep *r, int *fds,
         if (nfds)
             *nfds = got;
         else
-            for (int i = 0; i < got; i++)
-                close(fds[i]);
+            for (int i = 0; i < got; i++) close(fds[i]);
         return 0;
     }
 }
 
 int spade_zygote_spawn(spade_sandbox *sb, double deadline, pid_t *pid, int *sock, int *pidfd, char *err,
-                       size_t errlen)
-{
+                       size_t errlen) {
     zreq q = {.op = Z_SPAWN};
     zrep r;
     int fds[2] = {-1, -1}, nfds = 0;
@@ -669,8 +605,7 @@ int spade_zygote_spawn(spade_sandbox *sb, double deadline, pid_t *pid, int *sock
      * start-up takes, whatever the call's own deadline. */
     double d = sb->zygote_up ? deadline : spade_ipc_now() + 10.0;
     int rc = zcall(sb, &q, d > deadline ? d : deadline, &r, fds, &nfds, err, errlen);
-    if (rc == 0)
-        sb->zygote_up = 1;
+    if (rc == 0) sb->zygote_up = 1;
     pthread_mutex_unlock(&sb->mu);
     if (rc < 0) {
         if (!sb->zygote_up) {
@@ -682,8 +617,7 @@ int spade_zygote_spawn(spade_sandbox *sb, double deadline, pid_t *pid, int *sock
         return -1;
     }
     if (r.err || r.pid <= 0 || nfds != r.nfds || nfds < 1) {
-        for (int i = 0; i < nfds; i++)
-            close(fds[i]);
+        for (int i = 0; i < nfds; i++) close(fds[i]);
         if (r.err == ECHILD)
             snprintf(err, errlen, "workers fail to lock themselves down (rlimits, seccomp or prctl refused)");
         else
@@ -696,9 +630,7 @@ int spade_zygote_spawn(spade_sandbox *sb, double deadline, pid_t *pid, int *sock
     return 0;
 }
 
-int spade_zygote_reap(spade_sandbox *sb, pid_t pid, int grace_ms, int *status, int *killed, char *err,
-                      size_t errlen)
-{
+int spade_zygote_reap(spade_sandbox *sb, pid_t pid, int grace_ms, int *status, int *killed, char *err, size_t errlen) {
     zreq q = {.op = Z_REAP, .pid = pid, .grace_ms = grace_ms};
     zrep r;
     /* A killed process is gone within milliseconds; the grace is the worker's
@@ -707,8 +639,7 @@ int spade_zygote_reap(spade_sandbox *sb, pid_t pid, int grace_ms, int *status, i
     pthread_mutex_lock(&sb->mu);
     int rc = zcall(sb, &q, deadline, &r, NULL, NULL, err, errlen);
     pthread_mutex_unlock(&sb->mu);
-    if (rc < 0)
-        return -1;
+    if (rc < 0) return -1;
     if (r.err) {
         snprintf(err, errlen, "zygote could not reap worker %d: %s", (int)pid, strerror(r.err));
         return -1;
@@ -718,8 +649,7 @@ int spade_zygote_reap(spade_sandbox *sb, pid_t pid, int grace_ms, int *status, i
     return 0;
 }
 
-int spade_zygote_ping(spade_sandbox *sb, double deadline, char *err, size_t errlen)
-{
+int spade_zygote_ping(spade_sandbox *sb, double deadline, char *err, size_t errlen) {
     zreq q = {.op = Z_PING};
     zrep r;
     pthread_mutex_lock(&sb->mu);

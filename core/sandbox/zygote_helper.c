@@ -7,8 +7,7 @@
 
 #include "sandbox/internal.h"
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     spade_zygote_exec_entry(argc, argv); /* returns only when argv is not the zygote's */
     fprintf(stderr, "spade-zygote: the sandbox starts this program itself; it takes no commands\n");
     return 2;

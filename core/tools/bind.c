@@ -14,8 +14,7 @@
 /* ------------------------------------------------------------------------ */
 /* type-checking and the call                                                 */
 
-static void sb_value_desc(sbuf *b, const value *v)
-{
+static void sb_value_desc(sbuf *b, const value *v) {
     switch (v->kind) {
     case V_INT:
         sb_str(b, "int ");
@@ -42,8 +41,7 @@ static void sb_value_desc(sbuf *b, const value *v)
     }
 }
 
-static double value_to_double(const value *v)
-{
+static double value_to_double(const value *v) {
     if (v->kind == V_INT && !v->out_of_long) return (double)v->i;
     char small[64];
     char *buf = small;
@@ -59,8 +57,7 @@ static double value_to_double(const value *v)
 }
 
 /* Converts v for argument k of tool `name`; 0, or -1 with the message in e. */
-static int convert_arg(const char *tool, const spade_tool_sig *sig, int k, const value *v, slot *out, sbuf *e)
-{
+static int convert_arg(const char *tool, const spade_tool_sig *sig, int k, const value *v, slot *out, sbuf *e) {
     const char *an = sig->argnames[k];
     spade_type t = sig->args[k];
     int ok = 0;
@@ -85,8 +82,10 @@ static int convert_arg(const char *tool, const spade_tool_sig *sig, int k, const
     case SPADE_T_DOUBLE:
         if (v->kind == V_INT || v->kind == V_DOUBLE) {
             out->d = value_to_double(v);
-            if (isfinite(out->d)) ok = 1;
-            else range = " (finite)";
+            if (isfinite(out->d))
+                ok = 1;
+            else
+                range = " (finite)";
         }
         break;
     case SPADE_T_BOOL:
@@ -116,8 +115,7 @@ static int convert_arg(const char *tool, const spade_tool_sig *sig, int k, const
     return -1;
 }
 
-static void sb_arity(sbuf *e, const char *tool, const spade_tool_sig *sig, int got)
-{
+static void sb_arity(sbuf *e, const char *tool, const spade_tool_sig *sig, int got) {
     if (sig->nargs == 0) {
         sb_printf(e, "error: %s expects no arguments, got %d", tool, got);
         return;
@@ -128,8 +126,7 @@ static void sb_arity(sbuf *e, const char *tool, const spade_tool_sig *sig, int g
 }
 
 /* Binds the call's arguments to the signature: -1 with the message in e. */
-int spade_tools_bind_args(const char *tool, const spade_tool_sig *sig, const call *c, slot *slots, sbuf *e)
-{
+int spade_tools_bind_args(const char *tool, const spade_tool_sig *sig, const call *c, slot *slots, sbuf *e) {
     int got = c->npos + c->nkw + c->nextra;
     const value *bound[SPADE_TOOL_MAX_ARGS] = {0};
     if (c->nextra || c->npos > sig->nargs || (c->nkw == 0 && c->npos != sig->nargs)) {

@@ -29,23 +29,20 @@
 #include "tools/internal.h"
 
 static int is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
-static int hex_val(unsigned char c)
-{
+static int hex_val(unsigned char c) {
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;
     if (c >= 'A' && c <= 'F') return c - 'A' + 10;
     return -1;
 }
 
-void spade_tools_arena_init(arena *a)
-{
+void spade_tools_arena_init(arena *a) {
     a->cur = a->inline_buf;
     a->left = sizeof a->inline_buf;
     a->chunks = NULL;
 }
 
-void spade_tools_arena_reset(arena *a)
-{
+void spade_tools_arena_reset(arena *a) {
     while (a->chunks) {
         chunk *c = a->chunks;
         a->chunks = c->next;
@@ -54,8 +51,7 @@ void spade_tools_arena_reset(arena *a)
     spade_tools_arena_init(a);
 }
 
-static char *arena_alloc(arena *a, size_t n)
-{
+static char *arena_alloc(arena *a, size_t n) {
     if (n > a->left) {
         size_t size = n > ARENA_CHUNK ? n : ARENA_CHUNK;
         if (size > SIZE_MAX - sizeof(chunk)) return NULL;
@@ -82,8 +78,7 @@ typedef struct parser {
 } parser;
 
 static int fail(parser *ps, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail(parser *ps, const char *fmt, ...)
-{
+static int fail(parser *ps, const char *fmt, ...) {
     if (!ps->err[0]) {
         va_list ap;
         va_start(ap, fmt);
@@ -93,14 +88,12 @@ static int fail(parser *ps, const char *fmt, ...)
     return -1;
 }
 
-static void skip_ws(parser *ps)
-{
+static void skip_ws(parser *ps) {
     while (ps->p < ps->end && is_space((unsigned char)*ps->p)) ps->p++;
 }
 
 /* "found 'x'" for messages about the next byte. */
-static const char *found_here(const parser *ps, char *buf, size_t cap)
-{
+static const char *found_here(const parser *ps, char *buf, size_t cap) {
     if (ps->p >= ps->end) return "the end of the text";
     unsigned char c = (unsigned char)*ps->p;
     if (c >= 0x20 && c < 0x7f && c != '\'')
@@ -110,8 +103,7 @@ static const char *found_here(const parser *ps, char *buf, size_t cap)
     return buf;
 }
 
-static int read_hex4(const char *p, const char *end, unsigned *out)
-{
+static int read_hex4(const char *p, const char *end, unsigned *out) {
     if (end - p < 4) return -1;
     unsigned v = 0;
     for (int i = 0; i < 4; i++) {
@@ -123,8 +115,7 @@ static int read_hex4(const char *p, const char *end, unsigned *out)
     return 0;
 }
 
-static size_t utf8_put(char *d, unsigned cp)
-{
+static size_t utf8_put(char *d, unsigned cp) {
     if (cp < 0x80) {
         d[0] = (char)cp;
         return 1;
@@ -150,8 +141,7 @@ static size_t utf8_put(char *d, unsigned cp)
 /* A "double" or 'single' quoted string at ps->p. Decodes at most `limit`
  * bytes; past that the value is marked too_large and the rest skipped, so the
  * caller can name the argument in its message. */
-static int lex_string(parser *ps, value *v, size_t limit)
-{
+static int lex_string(parser *ps, value *v, size_t limit) {
     const char q = *ps->p;
     const char *s = ps->p + 1, *e = s;
     while (e < ps->end && *e != q) {
@@ -248,9 +238,7 @@ static int lex_string(parser *ps, value *v, size_t limit)
                 k = utf8_put(tmp, cp);
                 break;
             }
-            case '0':
-                ps->p = r;
-                return fail(ps, "NUL byte in a string (\\0)");
+            case '0': ps->p = r; return fail(ps, "NUL byte in a string (\\0)");
             default:
                 ps->p = r;
                 if (x >= 0x20 && x < 0x7f) return fail(ps, "invalid escape '\\%c' in a string", x);
@@ -271,8 +259,7 @@ static int lex_string(parser *ps, value *v, size_t limit)
     return 0;
 }
 
-static int lex_number(parser *ps, value *v)
-{
+static int lex_number(parser *ps, value *v) {
     const char *s = ps->p, *r = s, *end = ps->end;
     int neg = 0, is_double = 0, ovf = 0;
     uint64_t u = 0;
@@ -284,8 +271,10 @@ static int lex_number(parser *ps, value *v)
         r += 2;
         const char *h = r;
         while (r < end && hex_val((unsigned char)*r) >= 0) {
-            if (u > (UINT64_MAX >> 4)) ovf = 1;
-            else u = u * 16 + (unsigned)hex_val((unsigned char)*r);
+            if (u > (UINT64_MAX >> 4))
+                ovf = 1;
+            else
+                u = u * 16 + (unsigned)hex_val((unsigned char)*r);
             r++;
         }
         if (r == h) {
@@ -296,8 +285,10 @@ static int lex_number(parser *ps, value *v)
         size_t ds = 0, fs = 0;
         while (r < end && is_digit((unsigned char)*r)) {
             unsigned d = (unsigned)(*r - '0');
-            if (u > (UINT64_MAX - d) / 10) ovf = 1;
-            else u = u * 10 + d;
+            if (u > (UINT64_MAX - d) / 10)
+                ovf = 1;
+            else
+                u = u * 10 + d;
             r++;
             ds++;
         }
@@ -336,9 +327,12 @@ static int lex_number(parser *ps, value *v)
         v->kind = V_DOUBLE;
     } else {
         v->kind = V_INT;
-        if (ovf || u > (uint64_t)LONG_MAX + (neg ? 1u : 0u)) v->out_of_long = 1;
-        else if (neg) v->i = u == (uint64_t)LONG_MAX + 1u ? LONG_MIN : -(long)u;
-        else v->i = (long)u;
+        if (ovf || u > (uint64_t)LONG_MAX + (neg ? 1u : 0u))
+            v->out_of_long = 1;
+        else if (neg)
+            v->i = u == (uint64_t)LONG_MAX + 1u ? LONG_MIN : -(long)u;
+        else
+            v->i = (long)u;
     }
     ps->p = r;
     return 0;
@@ -348,8 +342,7 @@ static int skip_container(parser *ps, int depth);
 
 /* One value at ps->p (after blanks). Arrays and objects are only checked and
  * skipped: no tool takes them, the caller only names their kind. */
-static int parse_value(parser *ps, value *v, int depth, size_t strlimit)
-{
+static int parse_value(parser *ps, value *v, int depth, size_t strlimit) {
     char fb[24];
     skip_ws(ps);
     if (ps->p >= ps->end) return fail(ps, "unexpected end of the text (a value was expected)");
@@ -375,16 +368,15 @@ static int parse_value(parser *ps, value *v, int depth, size_t strlimit)
             v->kind = V_NULL;
         } else {
             ps->p = s;
-            return fail(ps, "expected a value (number, \"string\", true or false), found '%.*s'", (int)(n > 40 ? 40 : n),
-                        s);
+            return fail(ps, "expected a value (number, \"string\", true or false), found '%.*s'",
+                        (int)(n > 40 ? 40 : n), s);
         }
         return 0;
     }
     return fail(ps, "expected a value, found %s", found_here(ps, fb, sizeof fb));
 }
 
-static int skip_container(parser *ps, int depth)
-{
+static int skip_container(parser *ps, int depth) {
     char fb[24];
     if (depth > TOOLS_MAX_DEPTH) return fail(ps, "nesting deeper than %d levels", TOOLS_MAX_DEPTH);
     const char close = *ps->p == '{' ? '}' : ']';
@@ -398,10 +390,12 @@ static int skip_container(parser *ps, int depth)
         }
         value tmp;
         if (close == '}') {
-            if (*ps->p != '"' && *ps->p != '\'') return fail(ps, "expected a \"key\" in an object, found %s", found_here(ps, fb, sizeof fb));
+            if (*ps->p != '"' && *ps->p != '\'')
+                return fail(ps, "expected a \"key\" in an object, found %s", found_here(ps, fb, sizeof fb));
             if (lex_string(ps, &tmp, SPADE_TOOL_ARG_MAX) < 0) return -1;
             skip_ws(ps);
-            if (ps->p >= ps->end || *ps->p != ':') return fail(ps, "expected ':' after a key, found %s", found_here(ps, fb, sizeof fb));
+            if (ps->p >= ps->end || *ps->p != ':')
+                return fail(ps, "expected ':' after a key, found %s", found_here(ps, fb, sizeof fb));
             ps->p++;
         }
         if (parse_value(ps, &tmp, depth, SPADE_TOOL_ARG_MAX) < 0) return -1;
@@ -416,24 +410,23 @@ static int skip_container(parser *ps, int depth)
     }
 }
 
-static void call_init(call *c)
-{
+static void call_init(call *c) {
     memset(&c->name, 0, sizeof c->name);
     c->npos = c->nkw = c->nextra = 0;
     c->err[0] = '\0';
 }
 
-static int add_positional(parser *ps, call *c, int depth)
-{
+static int add_positional(parser *ps, call *c, int depth) {
     value v;
     if (parse_value(ps, &v, depth, SPADE_TOOL_ARG_MAX) < 0) return -1;
-    if (c->npos < TOOLS_MAX_STORED) c->pos[c->npos++] = v;
-    else c->nextra++;
+    if (c->npos < TOOLS_MAX_STORED)
+        c->pos[c->npos++] = v;
+    else
+        c->nextra++;
     return 0;
 }
 
-static int add_keyword(call *c, const value *key, const value *v)
-{
+static int add_keyword(call *c, const value *key, const value *v) {
     if (c->nkw < TOOLS_MAX_STORED) {
         c->kw[c->nkw].key = *key;
         c->kw[c->nkw].v = *v;
@@ -445,8 +438,7 @@ static int add_keyword(call *c, const value *key, const value *v)
 }
 
 /* {"amount": 5, "to": "bob"} at ps->p */
-static int parse_args_object(parser *ps, call *c, int depth)
-{
+static int parse_args_object(parser *ps, call *c, int depth) {
     char fb[24];
     if (depth > TOOLS_MAX_DEPTH) return fail(ps, "nesting deeper than %d levels", TOOLS_MAX_DEPTH);
     ps->p++;
@@ -457,11 +449,13 @@ static int parse_args_object(parser *ps, call *c, int depth)
             ps->p++;
             return 0;
         }
-        if (*ps->p != '"' && *ps->p != '\'') return fail(ps, "expected an argument name in quotes, found %s", found_here(ps, fb, sizeof fb));
+        if (*ps->p != '"' && *ps->p != '\'')
+            return fail(ps, "expected an argument name in quotes, found %s", found_here(ps, fb, sizeof fb));
         value key, v;
         if (lex_string(ps, &key, TOOLS_NAME_MAX) < 0) return -1;
         skip_ws(ps);
-        if (ps->p >= ps->end || *ps->p != ':') return fail(ps, "expected ':' after an argument name, found %s", found_here(ps, fb, sizeof fb));
+        if (ps->p >= ps->end || *ps->p != ':')
+            return fail(ps, "expected ':' after an argument name, found %s", found_here(ps, fb, sizeof fb));
         ps->p++;
         if (parse_value(ps, &v, depth, SPADE_TOOL_ARG_MAX) < 0) return -1;
         add_keyword(c, &key, &v);
@@ -477,8 +471,7 @@ static int parse_args_object(parser *ps, call *c, int depth)
 }
 
 /* [5, "bob"] at ps->p: positional arguments */
-static int parse_args_array(parser *ps, call *c, int depth)
-{
+static int parse_args_array(parser *ps, call *c, int depth) {
     char fb[24];
     if (depth > TOOLS_MAX_DEPTH) return fail(ps, "nesting deeper than %d levels", TOOLS_MAX_DEPTH);
     ps->p++;
@@ -501,8 +494,7 @@ static int parse_args_array(parser *ps, call *c, int depth)
     }
 }
 
-static int is_args_key(const value *k)
-{
+static int is_args_key(const value *k) {
     return span_is(k->s, k->slen, "arguments") || span_is(k->s, k->slen, "parameters") ||
            span_is(k->s, k->slen, "input") || span_is(k->s, k->slen, "args");
 }
@@ -510,8 +502,7 @@ static int is_args_key(const value *k)
 /* The JSON form at ps->p ('{'). Returns 0 with *has_name telling whether it is
  * a call; -1 when malformed (*has_name says whether a top-level "name" key was
  * seen first, i.e. whether the malformed object was a call attempt). */
-static int parse_json_call(parser *ps, call *c, int *has_name)
-{
+static int parse_json_call(parser *ps, call *c, int *has_name) {
     char fb[24];
     int has_args = 0;
     *has_name = 0;
@@ -523,11 +514,13 @@ static int parse_json_call(parser *ps, call *c, int *has_name)
             ps->p++;
             return 0;
         }
-        if (*ps->p != '"' && *ps->p != '\'') return fail(ps, "expected a \"key\" in an object, found %s", found_here(ps, fb, sizeof fb));
+        if (*ps->p != '"' && *ps->p != '\'')
+            return fail(ps, "expected a \"key\" in an object, found %s", found_here(ps, fb, sizeof fb));
         value key;
         if (lex_string(ps, &key, SPADE_TOOL_ARG_MAX) < 0) return -1;
         skip_ws(ps);
-        if (ps->p >= ps->end || *ps->p != ':') return fail(ps, "expected ':' after a key, found %s", found_here(ps, fb, sizeof fb));
+        if (ps->p >= ps->end || *ps->p != ':')
+            return fail(ps, "expected ':' after a key, found %s", found_here(ps, fb, sizeof fb));
         ps->p++;
         if (span_is(key.s, key.slen, "name")) {
             if (*has_name) return fail(ps, "\"name\" given twice");
@@ -581,8 +574,7 @@ static int parse_json_call(parser *ps, call *c, int *has_name)
 }
 
 /* name(arg, ..., key=value, ...) at ps->p (an identifier). */
-static int parse_c_call(parser *ps, call *c)
-{
+static int parse_c_call(parser *ps, call *c) {
     char fb[24];
     const char *s = ps->p;
     while (ps->p < ps->end && is_ident_char((unsigned char)*ps->p)) ps->p++;
@@ -592,7 +584,8 @@ static int parse_c_call(parser *ps, call *c)
     c->name.slen = (size_t)(ps->p - s);
     if (c->name.slen >= TOOLS_NAME_MAX) c->name.too_large = 1;
     skip_ws(ps);
-    if (ps->p >= ps->end || *ps->p != '(') return fail(ps, "expected '(' after the tool name, found %s", found_here(ps, fb, sizeof fb));
+    if (ps->p >= ps->end || *ps->p != '(')
+        return fail(ps, "expected '(' after the tool name, found %s", found_here(ps, fb, sizeof fb));
     ps->p++;
     int nargs = 0;
     for (;;) {
@@ -641,8 +634,7 @@ static int parse_c_call(parser *ps, call *c)
 /* ------------------------------------------------------------------------ */
 /* finding the call                                                           */
 
-static int tool_lookup(const toolset *T, const char *s, size_t n)
-{
+static int tool_lookup(const toolset *T, const char *s, size_t n) {
     for (int i = 0; i < T->n; i++) {
         const char *nm = T->defs[i].name;
         if (nm && nm[0] == s[0] && strncmp(nm, s, n) == 0 && nm[n] == '\0') return i;
@@ -650,12 +642,10 @@ static int tool_lookup(const toolset *T, const char *s, size_t n)
     return -1;
 }
 
-
 static const char TAG_OPEN[] = "<tool_call>";
 static const char TAG_CLOSE[] = "</tool_call>";
 
-static const char *find_bytes(const char *h, const char *end, const char *needle, size_t nn)
-{
+static const char *find_bytes(const char *h, const char *end, const char *needle, size_t nn) {
     if ((size_t)(end - h) < nn) return NULL;
     const char *last = end - nn;
     for (const char *p = h; p <= last; p++) {
@@ -667,8 +657,7 @@ static const char *find_bytes(const char *h, const char *end, const char *needle
 }
 
 /* Inside <tool_call>: a JSON object or name(args), whatever the name. */
-static int parse_tagged(parser *ps, call *c)
-{
+static int parse_tagged(parser *ps, call *c) {
     skip_ws(ps);
     if (ps->end - ps->p >= 3 && memcmp(ps->p, "```", 3) == 0) { /* a fenced block: skip the fence line */
         while (ps->p < ps->end && *ps->p != '\n') ps->p++;
@@ -693,8 +682,7 @@ static int parse_tagged(parser *ps, call *c)
 
 /* Finds the last call attempt in text[0..len) and leaves it in *best
  * (CAND_CALL or CAND_MALFORMED with best->err); CAND_NONE when there is none. */
-int spade_tools_find_last_call(const toolset *T, const char *text, size_t len, call *calls, arena *ars, int *best_idx)
-{
+int spade_tools_find_last_call(const toolset *T, const char *text, size_t len, call *calls, arena *ars, int *best_idx) {
     int best = -1, best_kind = CAND_NONE;
     const char *end = text + len, *p = text;
     /* Inside a JSON object that is not a call, only nested objects are looked
@@ -706,7 +694,8 @@ int spade_tools_find_last_call(const toolset *T, const char *text, size_t len, c
             p++;
             continue;
         }
-        if ((CLASS[ch] & CL_IDENT) && !((CLASS[ch] & CL_START) && (p == text || !is_ident_char((unsigned char)p[-1])))) {
+        if ((CLASS[ch] & CL_IDENT) &&
+            !((CLASS[ch] & CL_START) && (p == text || !is_ident_char((unsigned char)p[-1])))) {
             p++; /* inside a word or a number */
             continue;
         }

@@ -15,9 +15,9 @@
 /* The parts' shared names stay inside libspade.so (libspade.map exports spade_*). */
 #pragma GCC visibility push(hidden)
 
-#define TOOLS_MAX_DEPTH 64                         /* nesting of JSON values */
+#define TOOLS_MAX_DEPTH 64 /* nesting of JSON values */
 #define TOOLS_MAX_STORED (SPADE_TOOL_MAX_ARGS + 1) /* enough to say "got 9" */
-#define TOOLS_NAME_MAX 64                          /* bytes of a tool name, NUL included */
+#define TOOLS_NAME_MAX 64 /* bytes of a tool name, NUL included */
 #define TOOLS_ERR_MAX 256
 
 /* Byte classes for the scan over agent text, which is mostly prose: one load
@@ -26,20 +26,12 @@ enum { CL_IDENT = 1, CL_START = 2, CL_OPEN = 4 /* '<' or '{' */ };
 extern const unsigned char spade_tools_class[256];
 #define CLASS spade_tools_class
 
-static inline int is_ident_start(unsigned char c)
-{
-    return (CLASS[c] & CL_START) != 0;
-}
-static inline int is_ident_char(unsigned char c)
-{
-    return (CLASS[c] & CL_IDENT) != 0;
-}
-static inline int is_space(unsigned char c)
-{
+static inline int is_ident_start(unsigned char c) { return (CLASS[c] & CL_START) != 0; }
+static inline int is_ident_char(unsigned char c) { return (CLASS[c] & CL_IDENT) != 0; }
+static inline int is_space(unsigned char c) {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
 }
-static inline int span_is(const char *s, size_t n, const char *lit)
-{
+static inline int span_is(const char *s, size_t n, const char *lit) {
     size_t m = strlen(lit);
     return n == m && memcmp(s, lit, m) == 0;
 }
@@ -51,16 +43,13 @@ typedef struct sbuf {
     size_t cap, len;
 } sbuf;
 
-static inline void sb_init(sbuf *b, char *buf, size_t cap)
-{
+static inline void sb_init(sbuf *b, char *buf, size_t cap) {
     b->buf = buf;
     b->cap = buf ? cap : 0;
     b->len = 0;
-    if (b->cap)
-        b->buf[0] = '\0';
+    if (b->cap) b->buf[0] = '\0';
 }
-static inline void sb_put(sbuf *b, const char *s, size_t n)
-{
+static inline void sb_put(sbuf *b, const char *s, size_t n) {
     if (b->cap && b->len + 1 < b->cap) {
         size_t room = b->cap - 1 - b->len;
         memcpy(b->buf + b->len, s, n < room ? n : room);
@@ -68,10 +57,7 @@ static inline void sb_put(sbuf *b, const char *s, size_t n)
     }
     b->len += n;
 }
-static inline void sb_str(sbuf *b, const char *s)
-{
-    sb_put(b, s, strlen(s));
-}
+static inline void sb_str(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
 void spade_tools_sb_printf(sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 #define sb_printf spade_tools_sb_printf
 
@@ -96,8 +82,8 @@ typedef struct chunk {
 /* Bump allocation: first from inline_buf, then from heap chunks of at least
  * ARENA_CHUNK bytes, so an object with many keys costs few mallocs. */
 typedef struct arena {
-    char *cur;    /* next free byte */
-    size_t left;  /* bytes free at cur */
+    char *cur; /* next free byte */
+    size_t left; /* bytes free at cur */
     chunk *chunks;
     char inline_buf[2048];
 } arena;
@@ -109,7 +95,7 @@ typedef enum vkind { V_NONE = 0, V_INT, V_DOUBLE, V_BOOL, V_STRING, V_NULL, V_AR
 typedef struct value {
     vkind kind;
     int out_of_long; /* V_INT beyond [LONG_MIN, LONG_MAX] */
-    int too_large;   /* V_STRING longer than its limit (s holds the first part) */
+    int too_large; /* V_STRING longer than its limit (s holds the first part) */
     long i;
     int b;
     const char *src; /* number text, for strtod and messages */

@@ -11,8 +11,7 @@
 
 #include "tools/internal.h"
 
-const char *spade_type_name(spade_type t)
-{
+const char *spade_type_name(spade_type t) {
     switch (t) {
     case SPADE_T_VOID: return "void";
     case SPADE_T_INT: return "int";
@@ -24,7 +23,6 @@ const char *spade_type_name(spade_type t)
     return "?";
 }
 
-
 typedef struct tok {
     const char *s;
     size_t n;
@@ -32,11 +30,10 @@ typedef struct tok {
 
 #define SIG_MAX_TOKENS 12
 
-static int is_type_word(const tok *t)
-{
-    static const char *const words[] = {"int",   "long",  "short", "signed", "unsigned", "double",
-                                        "float", "bool",  "_Bool", "char",   "void",     "const",
-                                        "volatile", "struct", "union", "enum", "restrict", NULL};
+static int is_type_word(const tok *t) {
+    static const char *const words[] = {"int",      "long",   "short", "signed", "unsigned", "double",
+                                        "float",    "bool",   "_Bool", "char",   "void",     "const",
+                                        "volatile", "struct", "union", "enum",   "restrict", NULL};
     for (int i = 0; words[i]; i++)
         if (span_is(t->s, t->n, words[i])) return 1;
     return 0;
@@ -44,8 +41,7 @@ static int is_type_word(const tok *t)
 
 /* Splits one declaration ("const char *to") into identifier and '*' tokens.
  * Anything else (brackets, digits, parentheses) makes it unsupported. */
-static int decl_tokens(const char *p, const char *end, tok *toks, int *ntok, char *badc)
-{
+static int decl_tokens(const char *p, const char *end, tok *toks, int *ntok, char *badc) {
     int n = 0;
     while (p < end) {
         unsigned char c = (unsigned char)*p;
@@ -75,8 +71,7 @@ static int decl_tokens(const char *p, const char *end, tok *toks, int *ntok, cha
     return 0;
 }
 
-static void type_text(const tok *toks, int n, char *buf, size_t cap)
-{
+static void type_text(const tok *toks, int n, char *buf, size_t cap) {
     sbuf b;
     sb_init(&b, buf, cap);
     for (int i = 0; i < n; i++) {
@@ -87,8 +82,7 @@ static void type_text(const tok *toks, int n, char *buf, size_t cap)
 }
 
 /* The type named by toks[0..n) (qualifiers in any order, `const` ignored), or -1. */
-static int classify(const tok *toks, int n)
-{
+static int classify(const tok *toks, int n) {
     int stars = 0, n_int = 0, n_long = 0, n_signed = 0, n_double = 0, n_bool = 0, n_char = 0, n_void = 0, other = 0,
         words = 0;
     for (int i = 0; i < n; i++) {
@@ -99,14 +93,22 @@ static int classify(const tok *toks, int n)
         }
         if (span_is(t->s, t->n, "const")) continue;
         words++;
-        if (span_is(t->s, t->n, "int")) n_int++;
-        else if (span_is(t->s, t->n, "long")) n_long++;
-        else if (span_is(t->s, t->n, "signed")) n_signed++;
-        else if (span_is(t->s, t->n, "double")) n_double++;
-        else if (span_is(t->s, t->n, "bool") || span_is(t->s, t->n, "_Bool")) n_bool++;
-        else if (span_is(t->s, t->n, "char")) n_char++;
-        else if (span_is(t->s, t->n, "void")) n_void++;
-        else other++;
+        if (span_is(t->s, t->n, "int"))
+            n_int++;
+        else if (span_is(t->s, t->n, "long"))
+            n_long++;
+        else if (span_is(t->s, t->n, "signed"))
+            n_signed++;
+        else if (span_is(t->s, t->n, "double"))
+            n_double++;
+        else if (span_is(t->s, t->n, "bool") || span_is(t->s, t->n, "_Bool"))
+            n_bool++;
+        else if (span_is(t->s, t->n, "char"))
+            n_char++;
+        else if (span_is(t->s, t->n, "void"))
+            n_void++;
+        else
+            other++;
     }
     if (other || words == 0) return -1;
     if (stars == 1 && n_char == 1 && words == 1) return SPADE_T_STRING;
@@ -122,8 +124,7 @@ static int classify(const tok *toks, int n)
 
 #define SUPPORTED_TYPES "int, long, double, bool, const char *"
 
-int spade_tool_sig_parse(const char *signature, spade_tool_sig *out, char *err, size_t errlen)
-{
+int spade_tool_sig_parse(const char *signature, spade_tool_sig *out, char *err, size_t errlen) {
     sbuf e;
     sb_init(&e, err, errlen);
     if (!signature || !out) {
@@ -196,8 +197,11 @@ int spade_tool_sig_parse(const char *signature, spade_tool_sig *out, char *err, 
             return -1;
         }
         if (decl_tokens(a, b, toks, &nt, &badc) < 0) {
-            sb_printf(&e, "tool signature \"%.80s\": argument %d ('%.*s'): unsupported declaration (tools take " SUPPORTED_TYPES ")",
-                      signature, idx, (int)(b - a > 60 ? 60 : b - a), a);
+            sb_printf(
+                &e,
+                "tool signature \"%.80s\": argument %d ('%.*s'): unsupported declaration (tools take " SUPPORTED_TYPES
+                ")",
+                signature, idx, (int)(b - a > 60 ? 60 : b - a), a);
             return -1;
         }
         /* a trailing identifier that is not a type word is the name */
@@ -223,8 +227,11 @@ int spade_tool_sig_parse(const char *signature, spade_tool_sig *out, char *err, 
                 sb_printf(&e, "tool signature \"%.80s\": argument %d ('%s') has no type", signature, idx, name);
             else {
                 type_text(toks, ntype, tt, sizeof tt);
-                sb_printf(&e, "tool signature \"%.80s\": argument %d ('%s'): unsupported type '%s' (tools take " SUPPORTED_TYPES ")",
-                          signature, idx, name, tt);
+                sb_printf(
+                    &e,
+                    "tool signature \"%.80s\": argument %d ('%s'): unsupported type '%s' (tools take " SUPPORTED_TYPES
+                    ")",
+                    signature, idx, name, tt);
             }
             return -1;
         }
@@ -242,8 +249,7 @@ int spade_tool_sig_parse(const char *signature, spade_tool_sig *out, char *err, 
     return 0;
 }
 
-int spade_tools_sig_is_sane(const spade_tool_sig *sig)
-{
+int spade_tools_sig_is_sane(const spade_tool_sig *sig) {
     if (sig->nargs < 0 || sig->nargs > SPADE_TOOL_MAX_ARGS) return 0;
     if ((int)sig->ret < SPADE_T_VOID || sig->ret > SPADE_T_STRING) return 0;
     for (int i = 0; i < sig->nargs; i++)
@@ -251,8 +257,7 @@ int spade_tools_sig_is_sane(const spade_tool_sig *sig)
     return 1;
 }
 
-void spade_tools_sb_arglist(sbuf *b, const spade_tool_sig *sig)
-{
+void spade_tools_sb_arglist(sbuf *b, const spade_tool_sig *sig) {
     for (int i = 0; i < sig->nargs; i++) {
         char nm[sizeof sig->argnames[0]];
         memcpy(nm, sig->argnames[i], sizeof nm);
@@ -261,8 +266,7 @@ void spade_tools_sb_arglist(sbuf *b, const spade_tool_sig *sig)
     }
 }
 
-int spade_tool_describe(const spade_tool_def *def, const spade_tool_sig *sig, char *out, size_t cap)
-{
+int spade_tool_describe(const spade_tool_def *def, const spade_tool_sig *sig, char *out, size_t cap) {
     if (!def || !sig || !def->name || !spade_tools_sig_is_sane(sig)) return -1;
     sbuf b;
     sb_init(&b, out, cap);
@@ -276,4 +280,3 @@ int spade_tool_describe(const spade_tool_def *def, const spade_tool_sig *sig, ch
     }
     return b.len > INT_MAX ? INT_MAX : (int)b.len;
 }
-

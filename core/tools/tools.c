@@ -27,19 +27,17 @@
 /* Byte classes for the scan over agent text, which is mostly prose: one load
  * decides whether a byte can start anything. */
 const unsigned char spade_tools_class[256] = {
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 4, 0, 0, 0,
-    0, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 3,
-    0, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 4, 0, 0, 0, 0,
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 4, 0, 0, 0, 0, 3, 3, 3, 3, 3, 3, 3, 3, 3,
+    3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 3, 0, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3,
+    3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 };
 
 /* %ld without printf's machinery: results are printed on every call. */
-static void sb_long(sbuf *b, long v)
-{
+static void sb_long(sbuf *b, long v) {
     char tmp[24];
     char *p = tmp + sizeof tmp;
     unsigned long u = v < 0 ? 0ul - (unsigned long)v : (unsigned long)v;
@@ -53,8 +51,7 @@ static void sb_long(sbuf *b, long v)
 
 static void sb_put_fn(void *b, const char *s, size_t n) { sb_put(b, s, n); }
 
-void spade_tools_sb_printf(sbuf *b, const char *fmt, ...)
-{
+void spade_tools_sb_printf(sbuf *b, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     spade_vputf(sb_put_fn, b, fmt, ap);
@@ -63,8 +60,7 @@ void spade_tools_sb_printf(sbuf *b, const char *fmt, ...)
 
 /* Agent text quoted back in a message: at most `max` bytes, escaped so the
  * message stays one printable line. */
-void spade_tools_sb_quoted(sbuf *b, const char *s, size_t n, size_t max)
-{
+void spade_tools_sb_quoted(sbuf *b, const char *s, size_t n, size_t max) {
     size_t i;
     for (i = 0; i < n && i < max; i++) {
         unsigned char c = (unsigned char)s[i];
@@ -84,8 +80,7 @@ void spade_tools_sb_quoted(sbuf *b, const char *s, size_t n, size_t max)
     if (i < n) sb_str(b, "...");
 }
 
-static ffi_type *ffi_of(spade_type t)
-{
+static ffi_type *ffi_of(spade_type t) {
     switch (t) {
     case SPADE_T_INT: return &ffi_type_sint;
     case SPADE_T_LONG: return &ffi_type_slong;
@@ -97,15 +92,13 @@ static ffi_type *ffi_of(spade_type t)
     return &ffi_type_void;
 }
 
-static int prep_cif(ffi_cif *cif, ffi_type **atypes, const spade_tool_sig *sig)
-{
+static int prep_cif(ffi_cif *cif, ffi_type **atypes, const spade_tool_sig *sig) {
     for (int i = 0; i < sig->nargs; i++) atypes[i] = ffi_of(sig->args[i]);
     return ffi_prep_cif(cif, FFI_DEFAULT_ABI, (unsigned)sig->nargs, ffi_of(sig->ret), atypes) == FFI_OK ? 0 : -1;
 }
 
 /* Shortest %g that reads back as the same double (at most 17 digits). */
-static void sb_double(sbuf *b, double d)
-{
+static void sb_double(sbuf *b, double d) {
     if (isnan(d)) {
         sb_str(b, "nan");
         return;
@@ -122,8 +115,7 @@ static void sb_double(sbuf *b, double d)
     sb_str(b, tmp);
 }
 
-static spade_dispatch invoke(const toolset *T, int k, const call *c, sbuf *o)
-{
+static spade_dispatch invoke(const toolset *T, int k, const call *c, sbuf *o) {
     const spade_tool_def *def = &T->defs[k];
     const spade_tool_sig *sig = &T->sigs[k];
     const char *tool = def->name;
@@ -164,8 +156,7 @@ static spade_dispatch invoke(const toolset *T, int k, const call *c, sbuf *o)
     return SPADE_DISPATCH_CALLED;
 }
 
-static spade_dispatch dispatch(const toolset *T, const char *action, size_t len, char *out, size_t cap)
-{
+static spade_dispatch dispatch(const toolset *T, const char *action, size_t len, char *out, size_t cap) {
     sbuf o;
     sb_init(&o, out, cap);
     if (!action || len == 0) return SPADE_DISPATCH_NOT_A_CALL;
@@ -205,8 +196,7 @@ static spade_dispatch dispatch(const toolset *T, const char *action, size_t len,
 }
 
 spade_dispatch spade_tools_dispatch(const spade_tool_def *defs, const spade_tool_sig *sigs, int n, const char *action,
-                                    size_t len, char *out, size_t cap)
-{
+                                    size_t len, char *out, size_t cap) {
     toolset T = {(defs && sigs && n > 0) ? n : 0, defs, sigs, NULL};
     return dispatch(&T, action, len, out, cap);
 }
@@ -223,8 +213,7 @@ struct spade_tool_table {
     char (*names)[TOOLS_NAME_MAX];
 };
 
-void spade_tool_table_free(spade_tool_table *t)
-{
+void spade_tool_table_free(spade_tool_table *t) {
     if (!t) return;
     free(t->defs);
     free(t->sigs);
@@ -237,8 +226,7 @@ void spade_tool_table_free(spade_tool_table *t)
 int spade_tool_table_size(const spade_tool_table *t) { return t ? t->n : 0; }
 
 int spade_tool_table_new(spade_tool_table **out, const spade_tool_def *defs, const spade_tool_sig *sigs, int n,
-                         char *err, size_t errlen)
-{
+                         char *err, size_t errlen) {
     sbuf e;
     sb_init(&e, err, errlen);
     if (!out) return -1;
@@ -312,8 +300,7 @@ int spade_tool_table_new(spade_tool_table **out, const spade_tool_def *defs, con
 }
 
 spade_dispatch spade_tool_table_dispatch(const spade_tool_table *t, const char *action, size_t len, char *out,
-                                         size_t cap)
-{
+                                         size_t cap) {
     toolset T = {t ? t->n : 0, t ? t->defs : NULL, t ? t->sigs : NULL, t ? t->cifs : NULL};
     return dispatch(&T, action, len, out, cap);
 }

@@ -45,17 +45,17 @@ int spade_tool_describe(const spade_tool_def *def, const spade_tool_sig *sig, ch
 
 typedef enum spade_dispatch {
     SPADE_DISPATCH_NOT_A_CALL = 0, /* no call to a declared tool in the text: hand it to step */
-    SPADE_DISPATCH_CALLED = 1,     /* out holds the printed result */
-    SPADE_DISPATCH_ERROR = 2,      /* a call was attempted but is wrong; out says what
-                                      (unknown tool, arity, type, malformed) */
+    SPADE_DISPATCH_CALLED = 1, /* out holds the printed result */
+    SPADE_DISPATCH_ERROR = 2, /* a call was attempted but is wrong; out says what
+                                 (unknown tool, arity, type, malformed) */
 } spade_dispatch;
 
 /* Finds the call in action[0..len), checks it against sigs[i] of defs[i], and
  * invokes defs[i].fn through libffi with the parsed arguments. The result is
  * printed into out (ints as %d/%ld, doubles %.17g trimmed, bool true/false,
  * strings as returned; void prints nothing). Never crashes on any input. */
-spade_dispatch spade_tools_dispatch(const spade_tool_def *defs, const spade_tool_sig *sigs, int n,
-                                    const char *action, size_t len, char *out, size_t cap);
+spade_dispatch spade_tools_dispatch(const spade_tool_def *defs, const spade_tool_sig *sigs, int n, const char *action,
+                                    size_t len, char *out, size_t cap);
 
 /* ---- additions (compatible with the above) -------------------------------- */
 

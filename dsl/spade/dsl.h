@@ -92,21 +92,21 @@ double cos(double x);
  * reference action (in SOLVE). Output past SPADE_OBS_MAX fails the environment. */
 void spade_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void spade_act(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void spade_reward(double r);    /* add r to this step's reward */
+void spade_reward(double r); /* add r to this step's reward */
 void spade_finish(int success); /* end the episode (terminated); success adds reward 1 */
-long spade_steps(void);         /* steps taken in this episode before the current one */
+long spade_steps(void); /* steps taken in this episode before the current one */
 /* Seeded randomness: the only source an environment has. */
 long spade_rand_range(long lo, long hi); /* uniform in [lo, hi] (inclusive) */
-double spade_rand_real(void);            /* uniform in [0, 1) */
-int spade_chance(double p);              /* 1 with probability p */
+double spade_rand_real(void); /* uniform in [0, 1) */
+int spade_chance(double p); /* 1 with probability p */
 void spade_shuffle(void *base, long n, long size);
 /* Parsing agent text. LLM agents think aloud, so these take the final answer:
  * the last \boxed{...}, else the last <answer>...</answer>, else the whole text. */
-const char *spade_answer(const char *text);    /* runtime-owned copy, valid until the next call */
-long spade_parse_int(const char *text);         /* last integer of the answer; SPADE_NO_INT if none */
-double spade_parse_real(const char *text);      /* last number of the answer; NaN if none */
+const char *spade_answer(const char *text); /* runtime-owned copy, valid until the next call */
+long spade_parse_int(const char *text); /* last integer of the answer; SPADE_NO_INT if none */
+double spade_parse_real(const char *text); /* last number of the answer; NaN if none */
 int spade_parse_word(const char *text, char *out, long cap); /* last word (letters/digits/_-) -> length, 0 if none */
-int spade_parse_ints(const char *text, long *out, int cap);  /* every integer of the answer -> count */
+int spade_parse_ints(const char *text, long *out, int cap); /* every integer of the answer -> count */
 int spade_str_ieq(const char *a, const char *b); /* equal ignoring case and surrounding blanks */
 #define SPADE_NO_INT LONG_MIN
 
@@ -137,24 +137,24 @@ int spade_str_ieq(const char *a, const char *b); /* equal ignoring case and surr
 #define SPADE_PTYPE_double SPADE_PARAM_REAL
 
 /* ENV(name, description, .max_steps = N, .success = R, .family = "...") */
-#define ENV(name_, desc_, ...) \
+#define ENV(name_, desc_, ...)                                                                                         \
     const spade_env_meta spade_meta = {.abi = SPADE_ENV_ABI, .name = name_, .description = desc_, __VA_ARGS__};
 
 /* PARAM(int|double, name, default, min, max) — a global `name` the runtime sets. */
-#define PARAM(type_, name_, def_, min_, max_) \
-    static type_ name_ = def_;                \
+#define PARAM(type_, name_, def_, min_, max_)                                                                          \
+    static type_ name_ = def_;                                                                                         \
     spade_param_def SPADE_CAT(spade_param_, __COUNTER__) = {#name_, SPADE_PTYPE_##type_, &name_, def_, min_, max_, ""};
 
 /* STATE { fields }; — per-instance state, zeroed before reset; S points at it. */
-#define STATE                  \
-    struct spade_state;        \
-    struct spade_state *spade_S; \
+#define STATE                                                                                                          \
+    struct spade_state;                                                                                                \
+    struct spade_state *spade_S;                                                                                       \
     struct spade_state
 
 #define S spade_S
 
-#define RESET                                                              \
-    size_t spade_state_size(void) { return sizeof(struct spade_state); } \
+#define RESET                                                                                                          \
+    size_t spade_state_size(void) { return sizeof(struct spade_state); }                                               \
     void spade_reset(void)
 
 #define STEP void spade_step(__attribute__((unused)) const char *action, __attribute__((unused)) size_t action_len)
@@ -163,9 +163,9 @@ int spade_str_ieq(const char *a, const char *b); /* equal ignoring case and surr
 
 /* TOOL(name, "description", ret, (args)) { body } — args may be (void). The
  * body sees S like every block; the return value is printed as the result. */
-#define TOOL(name_, desc_, ret_, args_)                                                       \
-    static ret_ name_ args_;                                                                  \
-    spade_tool_def SPADE_CAT(spade_tool_, __COUNTER__) = {#name_, #ret_ " " #args_, desc_, (void *)name_}; \
+#define TOOL(name_, desc_, ret_, args_)                                                                                \
+    static ret_ name_ args_;                                                                                           \
+    spade_tool_def SPADE_CAT(spade_tool_, __COUNTER__) = {#name_, #ret_ " " #args_, desc_, (void *)name_};             \
     static ret_ name_ args_
 
 #endif /* SPADE_DSL_H */

@@ -43,13 +43,13 @@ typedef struct spade_env spade_env;
 /* What one instance returned. obs points into the env's memory, valid until
  * the next call on it. */
 typedef struct spade_result {
-    const char *obs;       /* observation text, NUL-terminated */
+    const char *obs; /* observation text, NUL-terminated */
     size_t obs_len;
-    double reward;         /* this step's; finite, at most 1e9 in magnitude */
+    double reward; /* this step's; finite, at most 1e9 in magnitude */
     double episode_return; /* so far */
-    int terminated;        /* the task ended */
-    int truncated;         /* max_steps reached */
-    int success;           /* episode_return >= the environment's success threshold */
+    int terminated; /* the task ended */
+    int truncated; /* max_steps reached */
+    int success; /* episode_return >= the environment's success threshold */
 } spade_result;
 
 /* Loads spec ("maze", "maze:size=9", "plugins/lock.c:wheels=3") into the
