@@ -199,6 +199,27 @@ static int model_encode(const char *model, const char *input, int special, int p
     return rc;
 }
 
+/* The next token id of the space-separated list at *p (text ends at end), checked against [0, V):
+ * 1 with *id and *p past it, 0 at the list's end, -1 (said, naming the input and the token's
+ * place) on anything else. */
+static int next_id(char **p, const char *end, int V, const char *name, size_t idx, long *id) {
+    char *q = *p;
+    while (*q == ' ' || *q == '\n' || *q == '\t' || *q == '\r') q++;
+    if (q >= end) return 0;
+    char *after;
+    errno = 0;
+    *id = strtol(q, &after, 10);
+    if (after == q || errno || (*after && *after != ' ' && *after != '\n' && *after != '\t' && *after != '\r') ||
+        *id < 0 || *id >= V) {
+        int w = 0;
+        while (q[w] && q[w] != ' ' && q[w] != '\n' && q[w] != '\t' && w < 20) w++;
+        cli_err(CLI_FAIL, CMD, "%s: token %zu is '%.*s': expected a token id in [0, %d)", name, idx, w, q, V);
+        return -1;
+    }
+    *p = after;
+    return 1;
+}
+
 static int model_decode(const char *model, const char *input, int special) {
     spade_bpe *b = open_model(model);
     if (!b) return CLI_FAIL;
@@ -211,24 +232,16 @@ static int model_decode(const char *model, const char *input, int special) {
     const char *name = input && strcmp(input, "-") ? input : "standard input";
     int V = spade_bpe_vocab(b), rc = 0;
     size_t idx = 0;
-    for (char *p = text; !rc;) {
-        while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r') p++;
-        if (p >= text + len) break;
-        char *end;
-        errno = 0;
-        long id = strtol(p, &end, 10);
-        if (end == p || errno || (*end && *end != ' ' && *end != '\n' && *end != '\t' && *end != '\r') || id < 0 ||
-            id >= V) {
-            int w = 0;
-            while (p[w] && p[w] != ' ' && p[w] != '\n' && p[w] != '\t' && w < 20) w++;
-            rc = cli_err(CLI_FAIL, CMD, "%s: token %zu is '%.*s': expected a token id in [0, %d)", name, idx, w, p, V);
+    long id;
+    for (char *p = text; !rc; idx++) {
+        int got = next_id(&p, text + len, V, name, idx, &id);
+        if (got <= 0) {
+            rc = got < 0 ? CLI_FAIL : 0;
             break;
         }
         size_t pl;
         const char *piece = spade_bpe_piece(b, (int)id, special, &pl);
         fwrite(piece, 1, pl, stdout);
-        p = end;
-        idx++;
     }
     free(text);
     spade_bpe_free(b);
@@ -434,17 +447,11 @@ static int cmd_decode(int argc, char **argv) {
     const char *name = input && strcmp(input, "-") ? input : "standard input";
     int V = spade_tokenizer_vocab(t), rc = 0;
     size_t idx = 0;
-    for (char *p = b; !rc;) {
-        while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r') p++;
-        if (p >= b + len) break;
-        char *end;
-        errno = 0;
-        long id = strtol(p, &end, 10);
-        if (end == p || errno || (*end && *end != ' ' && *end != '\n' && *end != '\t' && *end != '\r') || id < 0 ||
-            id >= V) {
-            int w = 0;
-            while (p[w] && p[w] != ' ' && p[w] != '\n' && p[w] != '\t' && w < 20) w++;
-            rc = cli_err(CLI_FAIL, CMD, "%s: token %zu is '%.*s': expected a token id in [0, %d)", name, idx, w, p, V);
+    long id;
+    for (char *p = b; !rc; idx++) {
+        int got = next_id(&p, b + len, V, name, idx, &id);
+        if (got <= 0) {
+            rc = got < 0 ? CLI_FAIL : 0;
             break;
         }
         int tk = (int)id;
@@ -452,8 +459,6 @@ static int cmd_decode(int argc, char **argv) {
         size_t ol;
         spade_tokenizer_decode(t, &tk, 1, special, buf, sizeof buf, &ol);
         fwrite(buf, 1, ol, stdout);
-        p = end;
-        idx++;
     }
     free(b);
     spade_tokenizer_free(t);
