@@ -72,7 +72,8 @@ bench_bench_rollout_LDADD = $(SPADE_LIBS)
 # (model time left out: a scripted agent), against one plain load, same run.
 bench_programs += bench/bench_gates
 noinst_PROGRAMS += bench/bench_gates
-bench_bench_gates_SOURCES = bench/bench_gates.c designer/gates.c designer/corpus.c designer/plays.c designer/reward.c
+bench_bench_gates_SOURCES = bench/bench_gates.c designer/gates.c designer/gates_play.c designer/gates_determinism.c \
+	designer/gates_agents.c designer/gates_novelty.c designer/corpus.c designer/plays.c designer/reward.c
 bench_bench_gates_LDADD = $(SPADE_LIBS)
 # bench_crn: the variance of paired-play regret over 100 replications with
 # both arms on one sampling stream (common random numbers) and with the hint

@@ -7,7 +7,7 @@
  * mixed agent (check_play.c): same seed and actions give the same episode, and
  * different seeds give different ones.
  * What it is not: the other checks (check_checks.c) or the self-play loop's
- * determinism gates (designer/gates.c, which play two workers in opposite orders).
+ * determinism gates (designer/gates_determinism.c, which play two workers in opposite orders).
  */
 #include <math.h>
 #include <stdio.h>

@@ -1,9 +1,12 @@
 # designer/local.mk — build rules for designer/ (included by the top-level Makefile.am).
 # The designer role: the grounding corpus (corpus), the prompt within a token
-# budget (prompt), the reward arithmetic (reward), and the validation gates (gates). designer/ may include
+# budget (prompt), the reward arithmetic (reward), and the validation gates (gates: the runner in gates.c,
+# the shared run, determinism, the behavioural gates and novelty in gates_*.c). designer/ may include
 # core/; core never includes designer/.
 designer_sources = designer/corpus.c designer/prompt.c designer/reward.c designer/gates.c designer/plays.c designer/hints.c
+designer_sources += designer/gates_play.c designer/gates_determinism.c designer/gates_agents.c designer/gates_novelty.c
 noinst_HEADERS += designer/corpus.h designer/prompt.h designer/reward.h designer/gates.h designer/plays.h designer/hints.h
+noinst_HEADERS += designer/gates_internal.h
 designer_sources += designer/variants.c
 noinst_HEADERS += designer/variants.h
 spade_SOURCES += $(designer_sources)
