@@ -63,11 +63,33 @@ static double now_s(void) {
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-int spade_rl_iteration(spade_policy *p, spade_policy *ref, spade_sandbox *sb, const spade_pool *pool, int it,
-                       const spade_rl_opts *o, const volatile sig_atomic_t *stop, spade_rl_metrics *m, char *err,
-                       size_t errlen) {
-    memset(m, 0, sizeof *m);
-    m->iteration = it;
+/* One iteration's state, phase to phase: the environments picked, their
+ * episodes' requests, what the plays kept, and the samples for GRPO. */
+typedef struct rl_iter {
+    spade_policy *p, *ref;
+    spade_sandbox *sb;
+    const spade_pool *pool;
+    int it;
+    const spade_rl_opts *o;
+    const volatile sig_atomic_t *stop;
+    spade_rl_metrics *m;
+    int picked[SPADE_RL_MAX_ENVS], ne;
+    long n; /* episodes: ne * plays */
+    spade_ep_spec specs[SPADE_RL_MAX_ENVS];
+    spade_ep_request *req; /* [n] */
+    spade_kept_episodes c; /* [n] the transcripts, by episode */
+    spade_ep_outcome *out; /* [n] */
+    spade_grpo_sample *s; /* [n] of which ns are filled */
+    int ns;
+    spade_agent *agent;
+} rl_iter;
+
+/* Refuses what cannot train (too few plays, greedy plays, an empty pool),
+ * picks the iteration's environments and makes room for their episodes. */
+static int rl_begin(rl_iter *x, char *err, size_t errlen) {
+    const spade_rl_opts *o = x->o;
+    memset(x->m, 0, sizeof *x->m);
+    x->m->iteration = x->it;
     if (o->plays < 2) {
         spade_errf(err, errlen, "agent.plays = %d: a group needs at least 2 plays", o->plays);
         return -1;
@@ -77,39 +99,48 @@ int spade_rl_iteration(spade_policy *p, spade_policy *ref, spade_sandbox *sb, co
                    o->temperature);
         return -1;
     }
-    int picked[SPADE_RL_MAX_ENVS];
-    int ne = spade_rl_pick(spade_pool_count(pool), o->envs_per_iter, o->seed, it, picked);
-    if (ne <= 0) {
+    x->ne = spade_rl_pick(spade_pool_count(x->pool), o->envs_per_iter, o->seed, x->it, x->picked);
+    if (x->ne <= 0) {
         spade_errf(err, errlen, "the pool is empty");
         return -1;
     }
-    m->envs = ne;
-    long n = (long)ne * o->plays;
-    spade_ep_spec specs[SPADE_RL_MAX_ENVS];
-    spade_ep_request *req = calloc((size_t)n, sizeof *req);
-    spade_kept_episodes c = {.tr = calloc((size_t)n, sizeof(spade_transcript)),
-                             .o = calloc((size_t)n, sizeof(spade_ep_outcome)),
-                             .have = calloc((size_t)n, sizeof(int)),
-                             .n = n};
-    spade_ep_outcome *out = calloc((size_t)n, sizeof *out);
-    spade_grpo_sample *s = calloc((size_t)n, sizeof *s);
-    spade_agent *agent = NULL;
-    int rc = -1;
-    if (!req || !c.tr || !c.o || !c.have || !out || !s) {
+    x->m->envs = x->ne;
+    long n = x->n = (long)x->ne * o->plays;
+    x->req = calloc((size_t)n, sizeof *x->req);
+    x->c = (spade_kept_episodes){.tr = calloc((size_t)n, sizeof(spade_transcript)),
+                                 .o = calloc((size_t)n, sizeof(spade_ep_outcome)),
+                                 .have = calloc((size_t)n, sizeof(int)),
+                                 .n = n};
+    x->out = calloc((size_t)n, sizeof *x->out);
+    x->s = calloc((size_t)n, sizeof *x->s);
+    if (!x->req || !x->c.tr || !x->c.o || !x->c.have || !x->out || !x->s) {
         spade_errf(err, errlen, "out of memory for %ld episodes", n);
-        goto done;
+        return -1;
     }
-    for (int e = 0; e < ne; e++) {
-        const spade_pool_entry *pe = spade_pool_entry_at(pool, picked[e]);
-        m->env_index[e] = picked[e];
+    return 0;
+}
+
+/* Each picked environment (at its pool params, or the curriculum's) on
+ * agent.plays seeds of its own. */
+static void rl_requests(rl_iter *x) {
+    const spade_rl_opts *o = x->o;
+    for (int e = 0; e < x->ne; e++) {
+        const spade_pool_entry *pe = spade_pool_entry_at(x->pool, x->picked[e]);
+        x->m->env_index[e] = x->picked[e];
         const char *params = pe->params[0] ? pe->params : NULL;
-        if (o->params_override && picked[e] < o->n_override && o->params_override[picked[e]])
-            params = o->params_override[picked[e]];
-        specs[e] = (spade_ep_spec){
+        if (o->params_override && x->picked[e] < o->n_override && o->params_override[x->picked[e]])
+            params = o->params_override[x->picked[e]];
+        x->specs[e] = (spade_ep_spec){
             .filename = pe->path, .source = pe->source, .len = pe->len, .params = params, .expected = o->plays};
         for (int k = 0; k < o->plays; k++)
-            req[(long)e * o->plays + k] = (spade_ep_request){.spec = e, .seed = spade_rl_seed(o->seed, it, e, k)};
+            x->req[(long)e * o->plays + k] = (spade_ep_request){.spec = e, .seed = spade_rl_seed(o->seed, x->it, e, k)};
     }
+}
+
+/* The plays: one policy agent over every episode, its transcripts kept for
+ * the update. 0, 1 stopped, or -1 (err). */
+static int rl_play(rl_iter *x, char *err, size_t errlen) {
+    const spade_rl_opts *o = x->o;
     spade_policy_agent_opts ao;
     spade_policy_agent_opts_default(&ao);
     ao.max_live = o->max_live;
@@ -118,31 +149,34 @@ int spade_rl_iteration(spade_policy *p, spade_policy *ref, spade_sandbox *sb, co
     ao.top_p = o->top_p;
     ao.seed = spade_mix64(o->seed ^ 0x6167656e74ULL);
     ao.on_episode = spade_keep_episode;
-    ao.ctx = &c;
-    if (!(agent = spade_agent_policy(p, &ao, err, errlen))) goto done;
+    ao.ctx = &x->c;
+    if (!(x->agent = spade_agent_policy(x->p, &ao, err, errlen))) return -1;
     spade_episodes_opts eo;
     spade_episodes_opts_default(&eo);
     eo.max_live = o->max_live;
     eo.workers = o->workers;
-    eo.stop = stop;
+    eo.stop = x->stop;
     double t0 = now_s();
-    int run = spade_episodes_play(sb, specs, ne, req, n, agent, &eo, out, err, errlen);
-    m->t_play = now_s() - t0;
-    spade_killpoint("plays", it);
-    spade_policy_agent_counts(agent, &m->sampled_tokens, &m->turns);
-    if (run < 0) goto done;
-    if (run == SPADE_EPISODES_STOPPED) {
-        rc = 1;
-        goto done;
-    }
-    if (c.oom) {
-        spade_errf(err, errlen, "out of memory keeping transcripts");
-        goto done;
-    }
+    int run = spade_episodes_play(x->sb, x->specs, x->ne, x->req, x->n, x->agent, &eo, x->out, err, errlen);
+    x->m->t_play = now_s() - t0;
+    spade_killpoint("plays", x->it);
+    spade_policy_agent_counts(x->agent, &x->m->sampled_tokens, &x->m->turns);
+    if (run < 0) return -1;
+    if (run == SPADE_EPISODES_STOPPED) return 1;
+    if (x->c.oom) return spade_errf(err, errlen, "out of memory keeping transcripts"), -1;
+    return 0;
+}
+
+/* The outcomes into the metrics, and every play that reached the policy
+ * and trained a token into a sample of its environment's group (its
+ * return clamped to [-1, 1]; failed episodes are counted, not trained). */
+static void rl_samples(rl_iter *x) {
+    const spade_rl_opts *o = x->o;
+    spade_rl_metrics *m = x->m;
     double ret = 0, steps = 0;
-    int ns = 0;
-    for (long i = 0; i < n; i++) {
-        const spade_ep_outcome *eo_ = &out[i];
+    for (long i = 0; i < x->n; i++) {
+        const spade_ep_outcome *eo_ = &x->out[i];
+        const spade_transcript *tr = &x->c.tr[i];
         int e = (int)(i / o->plays);
         m->episodes++;
         m->successes += eo_->success;
@@ -155,34 +189,42 @@ int spade_rl_iteration(spade_policy *p, spade_policy *ref, spade_sandbox *sb, co
         }
         if (eo_->end == SPADE_EP_TRUNCATED) m->truncated++;
         if (eo_->end == SPADE_EP_AGENT_STOP && !strcmp(eo_->stop_reason, "context_full")) m->context_full++;
-        if (!c.have[i] || c.tr[i].len < 2) continue; /* never reached the policy */
+        if (!x->c.have[i] || tr->len < 2) continue; /* never reached the policy */
         int trained = 0;
-        for (int t = 0; t < c.tr[i].len; t++) trained += c.tr[i].mask[t];
+        for (int t = 0; t < tr->len; t++) trained += tr->mask[t];
         if (!trained) continue;
-        spade_grpo_sample *g = &s[ns++];
-        g->tokens = c.tr[i].tok;
-        g->len = c.tr[i].len;
-        g->mask = c.tr[i].mask;
-        g->old_logprobs = c.tr[i].logp;
-        g->reward = (float)(eo_->ret > 1 ? 1 : eo_->ret < -1 ? -1 : eo_->ret);
-        g->group = e;
-        g->role = 1;
-        g->temperature = o->temperature, g->top_p = o->top_p; /* its old log-probs' distribution */
+        x->s[x->ns++] = (spade_grpo_sample){
+            .tokens = tr->tok,
+            .len = tr->len,
+            .mask = tr->mask,
+            .old_logprobs = tr->logp,
+            .reward = (float)(eo_->ret > 1    ? 1
+                              : eo_->ret < -1 ? -1
+                                              : eo_->ret),
+            .group = e,
+            .role = 1,
+            .temperature = o->temperature, /* its old log-probs' distribution */
+            .top_p = o->top_p,
+        };
     }
     m->success_rate = (double)m->successes / (double)m->episodes;
     m->mean_return = ret / (double)m->episodes;
     m->mean_steps = steps / (double)m->episodes;
+}
+
+/* One GRPO update on the samples (advantages z-scored, or centred, within
+ * each environment's group), and its statistics into the metrics. */
+static int rl_update(rl_iter *x, char *err, size_t errlen) {
+    const spade_rl_opts *o = x->o;
+    spade_rl_metrics *m = x->m;
     spade_grpo_opts go = o->grpo;
     go.adv_mode = o->zscore ? SPADE_GRPO_ADV_GROUP_Z : SPADE_GRPO_ADV_GROUP_MEAN;
     spade_grpo_stats st;
     memset(&st, 0, sizeof st);
     double t1 = now_s();
-    if (ns > 0) {
-        int up = spade_grpo_update(p, ref, s, ns, &go, &o->adamw, &st, err, errlen);
-        if (up < 0) goto done;
-    }
+    if (x->ns > 0 && spade_grpo_update(x->p, x->ref, x->s, x->ns, &go, &o->adamw, &st, err, errlen) < 0) return -1;
     m->t_update = now_s() - t1;
-    spade_killpoint("update", it);
+    spade_killpoint("update", x->it);
     m->n_samples = st.n_samples;
     m->n_groups = st.n_groups;
     m->n_dropped = st.n_dropped_groups;
@@ -193,15 +235,34 @@ int spade_rl_iteration(spade_policy *p, spade_policy *ref, spade_sandbox *sb, co
     m->kl = st.kl;
     m->mean_ratio = st.mean_ratio;
     m->updated = st.n_steps > 0;
-    rc = 0;
-done:
-    if (agent) spade_agent_free(agent);
-    for (long i = 0; c.tr && i < n; i++) spade_transcript_free(&c.tr[i]);
-    free(c.tr);
-    free(c.o);
-    free(c.have);
-    free(req);
-    free(out);
-    free(s);
+    return 0;
+}
+
+static void rl_end(rl_iter *x) {
+    if (x->agent) spade_agent_free(x->agent);
+    for (long i = 0; x->c.tr && i < x->n; i++) spade_transcript_free(&x->c.tr[i]);
+    free(x->c.tr);
+    free(x->c.o);
+    free(x->c.have);
+    free(x->req);
+    free(x->out);
+    free(x->s);
+}
+
+int spade_rl_iteration(spade_policy *p, spade_policy *ref, spade_sandbox *sb, const spade_pool *pool, int it,
+                       const spade_rl_opts *o, const volatile sig_atomic_t *stop, spade_rl_metrics *m, char *err,
+                       size_t errlen) {
+    rl_iter x = {.p = p, .ref = ref, .sb = sb, .pool = pool, .it = it, .o = o, .stop = stop, .m = m};
+    /* the phases in order: each hands the next what it made in x */
+    int rc = rl_begin(&x, err, errlen);
+    if (rc == 0) {
+        rl_requests(&x);
+        rc = rl_play(&x, err, errlen);
+    }
+    if (rc == 0) {
+        rl_samples(&x);
+        rc = rl_update(&x, err, errlen);
+    }
+    rl_end(&x);
     return rc;
 }
