@@ -318,53 +318,21 @@ void spade_bpe_free(spade_bpe *b) {
     free(b);
 }
 
-int spade_bpe_new(spade_bpe **out, const spade_bpe_config *cfg, const char *name, char *err, size_t errlen) {
-    *out = NULL;
-    if (!name) name = "tokenizer";
-    if (!cfg || cfg->n_tokens < 1 || cfg->n_tokens > SPADE_BPE_MAX_TOKENS || !cfg->tokens) {
-        spade_errf(err, errlen, "%s: tokenizer.ggml.tokens: %d tokens (want 1..%d)", name, cfg ? cfg->n_tokens : 0,
-                   SPADE_BPE_MAX_TOKENS);
-        return -1;
-    }
-    if (cfg->n_merges < 0 || cfg->n_merges > SPADE_BPE_MAX_MERGES || (cfg->n_merges && !cfg->merges)) {
-        spade_errf(err, errlen, "%s: tokenizer.ggml.merges: %d merges (want 0..%d)", name, cfg->n_merges,
-                   SPADE_BPE_MAX_MERGES);
-        return -1;
-    }
-    /* No pre-tokenizer named: llama.cpp then runs its "default" regex set,
-     * which spade does not implement (no model spade targets uses it). */
-    const char *pre = cfg->pre ? cfg->pre : "(missing)";
-    spade_bpe *b = calloc(1, sizeof *b);
-    if (!b) goto oom;
-    int bos_default;
-    if (pre_parse(pre, &b->pre, &b->ignore_merges, &bos_default)) {
-        spade_errf(
-            err, errlen,
-            "%s: tokenizer.ggml.pre: '%.40s' is not a pre-tokenizer spade knows (gpt-2, llama-bpe, qwen2, smollm)",
-            name, pre);
-        free(b);
-        return -1;
-    }
-    snprintf(b->pre_name, sizeof b->pre_name, "%s", pre);
-    int n = b->n = cfg->n_tokens;
-    b->tok = calloc((size_t)n, sizeof *b->tok);
-    b->eog = calloc((size_t)n, 1);
-    char *scratch = malloc(SPADE_BPE_MAX_TEXT * 2 + 16);
-    if (!b->tok || !b->eog || !scratch || table_init(&b->by_bytes, (size_t)n) || table_init(&b->by_text, (size_t)n) ||
-        table_init(&b->merge, (size_t)cfg->n_merges)) {
-        free(scratch);
-        goto oom;
-    }
-    for (int i = 0; i < 256; i++) b->single[i] = -1;
+static int bpe_oom(char *err, size_t errlen, const char *name) {
+    spade_errf(err, errlen, "%s: out of memory building the tokenizer", name);
+    return -1;
+}
 
-    for (int i = 0; i < n; i++) {
+/* Each token's text, attributes and lookups (by text, by the bytes it maps
+ * to, single bytes). 0, or -1 (err). */
+static int bpe_tokens(spade_bpe *b, const spade_bpe_config *cfg, const char *name, char *scratch, char *err,
+                      size_t errlen) {
+    for (int i = 0; i < b->n; i++) {
         const char *t = cfg->tokens[i];
         size_t tl = t ? (cfg->token_lens ? cfg->token_lens[i] : strlen(t)) : 0;
         if (tl > SPADE_BPE_MAX_TEXT) {
             spade_errf(err, errlen, "%s: tokenizer.ggml.tokens[%d]: %zu bytes (at most %d)", name, i, tl,
                        SPADE_BPE_MAX_TEXT);
-            free(scratch);
-            spade_bpe_free(b);
             return -1;
         }
         char empty[32];
@@ -373,10 +341,7 @@ int spade_bpe_new(spade_bpe **out, const spade_bpe_config *cfg, const char *name
             t = empty;
         }
         token *k = &b->tok[i];
-        if (pool_add(b, t, tl, &k->text)) {
-            free(scratch);
-            goto oom;
-        }
+        if (pool_add(b, t, tl, &k->text)) return bpe_oom(err, errlen, name);
         k->text_len = tl;
         int ty = cfg->token_types ? cfg->token_types[i] : SPADE_BPE_TYPE_NORMAL;
         k->attr = ty == SPADE_BPE_TYPE_UNKNOWN        ? A_UNKNOWN
@@ -393,10 +358,7 @@ int spade_bpe_new(spade_bpe **out, const spade_bpe_config *cfg, const char *name
         long rl = unmap(tt, tl, scratch);
         if (rl >= 0) {
             size_t off;
-            if (pool_add(b, scratch, (size_t)rl, &off)) {
-                free(scratch);
-                goto oom;
-            }
+            if (pool_add(b, scratch, (size_t)rl, &off)) return bpe_oom(err, errlen, name);
             s = table_find(&b->by_bytes, b->pool, scratch, (size_t)rl, NULL, 0, UINT32_MAX);
             *s = (slot){.off = off, .len = (uint32_t)rl, .split = UINT32_MAX, .val = i};
         }
@@ -409,8 +371,12 @@ int spade_bpe_new(spade_bpe **out, const spade_bpe_config *cfg, const char *name
             b->tok[id].attr |= A_CONTROL;
         }
     }
-    /* What each token decodes to (llama.cpp's token_to_piece). */
-    for (int i = 0; i < n; i++) {
+    return 0;
+}
+
+/* What each token decodes to (llama.cpp's token_to_piece). 0, or -1 (err). */
+static int bpe_pieces(spade_bpe *b, const char *name, char *scratch, char *err, size_t errlen) {
+    for (int i = 0; i < b->n; i++) {
         token *k = &b->tok[i];
         const char *tt = b->pool + k->text;
         size_t pl = 0;
@@ -436,20 +402,22 @@ int spade_bpe_new(spade_bpe **out, const spade_bpe_config *cfg, const char *name
             }
             if (k->attr & A_BYTE && pl != 1) pl = 0;
         }
-        if (pool_add(b, scratch, pl, &k->piece)) {
-            free(scratch);
-            goto oom;
-        }
+        if (pool_add(b, scratch, pl, &k->piece)) return bpe_oom(err, errlen, name);
         k->piece_len = pl;
     }
+    return 0;
+}
+
+/* The merges, keyed by the bytes of both sides with the split between them;
+ * the first rank of a pair stays. 0, or -1 (err). */
+static int bpe_merges(spade_bpe *b, const spade_bpe_config *cfg, const char *name, char *scratch, char *err,
+                      size_t errlen) {
     for (int i = 0; i < cfg->n_merges; i++) {
         const char *m = cfg->merges[i];
         size_t ml = m ? (cfg->merge_lens ? cfg->merge_lens[i] : strlen(m)) : 0;
         if (ml > SPADE_BPE_MAX_TEXT) {
             spade_errf(err, errlen, "%s: tokenizer.ggml.merges[%d]: %zu bytes (at most %d)", name, i, ml,
                        SPADE_BPE_MAX_TEXT);
-            free(scratch);
-            spade_bpe_free(b);
             return -1;
         }
         const char *sp = ml > 1 ? memchr(m + 1, ' ', ml - 1) : NULL;
@@ -460,21 +428,22 @@ int spade_bpe_new(spade_bpe **out, const spade_bpe_config *cfg, const char *name
         slot *s = table_find(&b->merge, b->pool, scratch, (size_t)(l1 + l2), NULL, 0, (uint32_t)l1);
         if (s->val >= 0) continue; /* the first rank stays */
         size_t off;
-        if (pool_add(b, scratch, (size_t)(l1 + l2), &off)) {
-            free(scratch);
-            goto oom;
-        }
+        if (pool_add(b, scratch, (size_t)(l1 + l2), &off)) return bpe_oom(err, errlen, name);
         s = table_find(&b->merge, b->pool, scratch, (size_t)(l1 + l2), NULL, 0, (uint32_t)l1);
         *s = (slot){.off = off, .len = (uint32_t)(l1 + l2), .split = (uint32_t)l1, .val = i};
         if ((size_t)(l1 + l2) > b->max_merge) b->max_merge = (size_t)(l1 + l2);
     }
-    free(scratch);
+    return 0;
+}
 
+/* The special tokens, longest first (cmp_u64). 0, or -1 (err). */
+static int bpe_specials(spade_bpe *b, const char *name, char *err, size_t errlen) {
+    int n = b->n;
     uint64_t *keys = malloc((size_t)n * sizeof *keys);
     b->special = malloc((size_t)n * sizeof *b->special);
     if (!keys || !b->special) {
         free(keys);
-        goto oom;
+        return bpe_oom(err, errlen, name);
     }
     for (int i = 0; i < n; i++)
         if (b->tok[i].attr & (A_CONTROL | A_USER | A_UNKNOWN))
@@ -482,15 +451,21 @@ int spade_bpe_new(spade_bpe **out, const spade_bpe_config *cfg, const char *name
     qsort(keys, (size_t)b->n_special, sizeof *keys, cmp_u64);
     for (int i = 0; i < b->n_special; i++) b->special[i] = (int)(keys[i] & 0xffffffffu);
     free(keys);
+    return 0;
+}
 
-    /* Absent keys: llama.cpp's default id 11, when the vocabulary has one. */
+/* BOS, EOS and whether to add them (absent keys: llama.cpp's default id 11,
+ * when the vocabulary has one; add_bos: the pre-tokenizer's default). 0, or
+ * -1 (err). */
+static int bpe_bos_eos(spade_bpe *b, const spade_bpe_config *cfg, const char *name, int bos_default, char *err,
+                       size_t errlen) {
+    int n = b->n;
     int dflt = n > 11 ? 11 : -1;
     int bos = cfg->bos_id == SPADE_BPE_UNSET ? dflt : cfg->bos_id,
         eos = cfg->eos_id == SPADE_BPE_UNSET ? dflt : cfg->eos_id;
     if (bos >= n || bos < -1 || eos >= n || eos < -1) {
         spade_errf(err, errlen, "%s: tokenizer.ggml.%s_token_id: %d is not a token id (vocabulary %d)", name,
                    bos >= n || bos < -1 ? "bos" : "eos", bos >= n || bos < -1 ? bos : eos, n);
-        spade_bpe_free(b);
         return -1;
     }
     b->bos = bos;
@@ -501,6 +476,58 @@ int spade_bpe_new(spade_bpe **out, const spade_bpe_config *cfg, const char *name
     if ((b->add_bos && bos < 0) || (b->add_eos && eos < 0)) {
         spade_errf(err, errlen, "%s: tokenizer.ggml.add_%s_token is set but there is no %s token", name,
                    b->add_bos && bos < 0 ? "bos" : "eos", b->add_bos && bos < 0 ? "BOS" : "EOS");
+        return -1;
+    }
+    return 0;
+}
+
+int spade_bpe_new(spade_bpe **out, const spade_bpe_config *cfg, const char *name, char *err, size_t errlen) {
+    *out = NULL;
+    if (!name) name = "tokenizer";
+    if (!cfg || cfg->n_tokens < 1 || cfg->n_tokens > SPADE_BPE_MAX_TOKENS || !cfg->tokens) {
+        spade_errf(err, errlen, "%s: tokenizer.ggml.tokens: %d tokens (want 1..%d)", name, cfg ? cfg->n_tokens : 0,
+                   SPADE_BPE_MAX_TOKENS);
+        return -1;
+    }
+    if (cfg->n_merges < 0 || cfg->n_merges > SPADE_BPE_MAX_MERGES || (cfg->n_merges && !cfg->merges)) {
+        spade_errf(err, errlen, "%s: tokenizer.ggml.merges: %d merges (want 0..%d)", name, cfg->n_merges,
+                   SPADE_BPE_MAX_MERGES);
+        return -1;
+    }
+    /* No pre-tokenizer named: llama.cpp then runs its "default" regex set,
+     * which spade does not implement (no model spade targets uses it). */
+    const char *pre = cfg->pre ? cfg->pre : "(missing)";
+    spade_bpe *b = calloc(1, sizeof *b);
+    if (!b) return bpe_oom(err, errlen, name);
+    int bos_default;
+    if (pre_parse(pre, &b->pre, &b->ignore_merges, &bos_default)) {
+        spade_errf(
+            err, errlen,
+            "%s: tokenizer.ggml.pre: '%.40s' is not a pre-tokenizer spade knows (gpt-2, llama-bpe, qwen2, smollm)",
+            name, pre);
+        free(b);
+        return -1;
+    }
+    snprintf(b->pre_name, sizeof b->pre_name, "%s", pre);
+    int n = b->n = cfg->n_tokens;
+    b->tok = calloc((size_t)n, sizeof *b->tok);
+    b->eog = calloc((size_t)n, 1);
+    /* one token's or merge's bytes, unmapped (both sides of a merge at once) */
+    char *scratch = malloc(SPADE_BPE_MAX_TEXT * 2 + 16);
+    int rc = -1;
+    if (!b->tok || !b->eog || !scratch || table_init(&b->by_bytes, (size_t)n) || table_init(&b->by_text, (size_t)n) ||
+        table_init(&b->merge, (size_t)cfg->n_merges))
+        bpe_oom(err, errlen, name);
+    else {
+        for (int i = 0; i < 256; i++) b->single[i] = -1;
+        rc = bpe_tokens(b, cfg, name, scratch, err, errlen);
+        if (!rc) rc = bpe_pieces(b, name, scratch, err, errlen);
+        if (!rc) rc = bpe_merges(b, cfg, name, scratch, err, errlen);
+    }
+    free(scratch);
+    if (!rc) rc = bpe_specials(b, name, err, errlen);
+    if (!rc) rc = bpe_bos_eos(b, cfg, name, bos_default, err, errlen);
+    if (rc) {
         spade_bpe_free(b);
         return -1;
     }
@@ -508,10 +535,6 @@ int spade_bpe_new(spade_bpe **out, const spade_bpe_config *cfg, const char *name
     b->im_end = spade_bpe_find(b, "<|im_end|>");
     *out = b;
     return 0;
-oom:
-    spade_errf(err, errlen, "%s: out of memory building the tokenizer", name);
-    spade_bpe_free(b);
-    return -1;
 }
 
 int spade_bpe_vocab(const spade_bpe *b) { return b->n; }
