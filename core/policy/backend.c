@@ -13,6 +13,8 @@
 #include <omp.h>
 #endif
 
+#include "errbuf.h"
+
 static void cpu_note(char *note, size_t notelen, const char *prefix) {
     int threads = 1;
 #ifdef _OPENMP
@@ -53,7 +55,7 @@ int spade_backend_open(const char *which, spade_backend *be, char *note, size_t 
             return 0;
         }
         if (want_cuda) {
-            snprintf(err, errlen, "policy.backend = cuda: %s", cerr);
+            spade_errf(err, errlen, "policy.backend = cuda: %s", cerr);
             return rc;
         }
         char prefix[1100];
@@ -61,16 +63,16 @@ int spade_backend_open(const char *which, spade_backend *be, char *note, size_t 
         cpu_note(note, notelen, prefix);
 #else
         if (want_cuda) {
-            snprintf(err, errlen,
-                     "policy.backend = cuda, but this build has no CUDA backend "
-                     "(configure did not find nvcc/cuBLAS); use auto or cpu");
+            spade_errf(err, errlen,
+                       "policy.backend = cuda, but this build has no CUDA backend "
+                       "(configure did not find nvcc/cuBLAS); use auto or cpu");
             return SPADE_POLICY_ENODEV;
         }
         cpu_note(note, notelen, "auto: built without CUDA; using ");
 #endif
         return spade_backend_cpu_new(be, err, errlen);
     }
-    snprintf(err, errlen, "unknown backend '%s' (expected auto, cpu, cuda or cpu_ref)", which);
+    spade_errf(err, errlen, "unknown backend '%s' (expected auto, cpu, cuda or cpu_ref)", which);
     return SPADE_POLICY_EINVAL;
 }
 

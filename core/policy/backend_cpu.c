@@ -32,6 +32,8 @@
 #include <cblas.h>
 #endif
 
+#include "errbuf.h"
+
 typedef struct cpu_ctx {
     int fast; /* 0: cpu_ref, 1: cpu, 2: cpu_tt (cpu with the T x T attention) */
     char err[256];
@@ -1233,7 +1235,7 @@ static const spade_backend_vtable cpu_tt_vt = CPU_VTABLE("cpu_tt", 1);
 static int cpu_new(spade_backend *be, int fast, char *err, size_t errlen) {
     cpu_ctx *c = calloc(1, sizeof *c);
     if (!c) {
-        snprintf(err, errlen, "out of memory creating the CPU backend");
+        spade_errf(err, errlen, "out of memory creating the CPU backend");
         return SPADE_POLICY_ENOMEM;
     }
     c->fast = fast;

@@ -40,6 +40,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "errbuf.h"
 #include "policy/gpt_internal.h"
 
 #define CKPT_MAGIC "SPADEGPT"
@@ -91,7 +92,7 @@ int spade_policy_save(spade_policy *p, const char *path, char *err, size_t errle
     size_t P = p->num_params;
     float *host = malloc(P * sizeof(float));
     if (!host) {
-        snprintf(err, errlen, "checkpoint '%s': out of host memory", path);
+        spade_errf(err, errlen, "checkpoint '%s': out of host memory", path);
         return SPADE_POLICY_ENOMEM;
     }
     /* A GPT is written as version 2, byte for byte what it was before there
@@ -125,7 +126,7 @@ int spade_policy_save(spade_policy *p, const char *path, char *err, size_t errle
         char e[200];
         if (spade_tokenizer_serialize(tok, &tokbuf, &toklen, e, sizeof e)) {
             free(host);
-            snprintf(err, errlen, "checkpoint '%s': %s", path, e);
+            spade_errf(err, errlen, "checkpoint '%s': %s", path, e);
             return SPADE_POLICY_ENOMEM;
         }
     }
@@ -135,14 +136,14 @@ int spade_policy_save(spade_policy *p, const char *path, char *err, size_t errle
     char *tmp = malloc(tl);
     if (!tmp) {
         free(host);
-        snprintf(err, errlen, "checkpoint '%s': out of host memory", path);
+        spade_errf(err, errlen, "checkpoint '%s': out of host memory", path);
         return SPADE_POLICY_ENOMEM;
     }
     snprintf(tmp, tl, "%s.tmp.%ld", path, (long)getpid());
     int rc = 0;
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
-        snprintf(err, errlen, "checkpoint '%s': cannot create '%s': %s", path, tmp, strerror(errno));
+        spade_errf(err, errlen, "checkpoint '%s': cannot create '%s': %s", path, tmp, strerror(errno));
         free(tmp);
         free(host);
         free(tokbuf);
@@ -165,13 +166,14 @@ int spade_policy_save(spade_policy *p, const char *path, char *err, size_t errle
     uint64_t dummy = 0;
     if (!rc && write_all(fd, tr, 8, &dummy)) rc = SPADE_POLICY_EIO;
     if (!rc && fsync(fd)) rc = SPADE_POLICY_EIO;
-    if (rc == SPADE_POLICY_EIO) snprintf(err, errlen, "checkpoint '%s': writing '%s': %s", path, tmp, strerror(errno));
+    if (rc == SPADE_POLICY_EIO)
+        spade_errf(err, errlen, "checkpoint '%s': writing '%s': %s", path, tmp, strerror(errno));
     if (close(fd) && !rc) {
-        snprintf(err, errlen, "checkpoint '%s': closing '%s': %s", path, tmp, strerror(errno));
+        spade_errf(err, errlen, "checkpoint '%s': closing '%s': %s", path, tmp, strerror(errno));
         rc = SPADE_POLICY_EIO;
     }
     if (!rc && rename(tmp, path)) {
-        snprintf(err, errlen, "checkpoint '%s': rename from '%s': %s", path, tmp, strerror(errno));
+        spade_errf(err, errlen, "checkpoint '%s': rename from '%s': %s", path, tmp, strerror(errno));
         rc = SPADE_POLICY_EIO;
     }
     if (rc) {
@@ -183,7 +185,7 @@ int spade_policy_save(spade_policy *p, const char *path, char *err, size_t errle
             int dfd = open(dirname(dup), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
             if (dfd >= 0) {
                 if (fsync(dfd) && errno != EINVAL) {
-                    snprintf(err, errlen, "checkpoint '%s': fsync of its directory: %s", path, strerror(errno));
+                    spade_errf(err, errlen, "checkpoint '%s': fsync of its directory: %s", path, strerror(errno));
                     rc = SPADE_POLICY_EIO;
                 }
                 close(dfd);
@@ -201,44 +203,44 @@ static int read_header(FILE *f, const char *path, spade_gpt_config *cfg, uint64_
                        uint64_t *toklen, uint64_t *h, char *err, size_t errlen) {
     struct stat st;
     if (fstat(fileno(f), &st)) {
-        snprintf(err, errlen, "checkpoint '%s': %s", path, strerror(errno));
+        spade_errf(err, errlen, "checkpoint '%s': %s", path, strerror(errno));
         return SPADE_POLICY_EIO;
     }
     if (!S_ISREG(st.st_mode)) {
-        snprintf(err, errlen, "checkpoint '%s': not a regular file", path);
+        spade_errf(err, errlen, "checkpoint '%s': not a regular file", path);
         return SPADE_POLICY_EFORMAT;
     }
     unsigned char hdr[CKPT_HEADER] = {0};
     size_t got = fread(hdr, 1, CKPT_HEADER_V2, f);
     if (got >= 8 && memcmp(hdr, CKPT_MAGIC, 8)) {
-        snprintf(err, errlen, "checkpoint '%s': not a spade policy checkpoint (it does not start with \"%s\")", path,
-                 CKPT_MAGIC);
+        spade_errf(err, errlen, "checkpoint '%s': not a spade policy checkpoint (it does not start with \"%s\")", path,
+                   CKPT_MAGIC);
         return SPADE_POLICY_EFORMAT;
     }
     if (got < CKPT_HEADER_V2) {
-        snprintf(err, errlen, "checkpoint '%s': truncated: %zu bytes, shorter than the %u-byte header", path, got,
-                 CKPT_HEADER_V2);
+        spade_errf(err, errlen, "checkpoint '%s': truncated: %zu bytes, shorter than the %u-byte header", path, got,
+                   CKPT_HEADER_V2);
         return SPADE_POLICY_EFORMAT;
     }
     uint32_t ver = get32(hdr + 8);
     if (get32(hdr + 12) != 0x01020304u) {
-        snprintf(err, errlen, "checkpoint '%s': written on a machine with the other byte order", path);
+        spade_errf(err, errlen, "checkpoint '%s': written on a machine with the other byte order", path);
         return SPADE_POLICY_EFORMAT;
     }
     if (ver < 1 || ver > CKPT_VERSION) {
-        snprintf(err, errlen, "checkpoint '%s': format version %u, this build reads versions 1 to %u", path, ver,
-                 CKPT_VERSION);
+        spade_errf(err, errlen, "checkpoint '%s': format version %u, this build reads versions 1 to %u", path, ver,
+                   CKPT_VERSION);
         return SPADE_POLICY_EFORMAT;
     }
     uint32_t hsize = ver >= 3 ? CKPT_HEADER : CKPT_HEADER_V2;
     if (get32(hdr + 16) != hsize) {
-        snprintf(err, errlen, "checkpoint '%s': header size %u, expected %u for version %u", path, get32(hdr + 16),
-                 hsize, ver);
+        spade_errf(err, errlen, "checkpoint '%s': header size %u, expected %u for version %u", path, get32(hdr + 16),
+                   hsize, ver);
         return SPADE_POLICY_EFORMAT;
     }
     if (hsize > CKPT_HEADER_V2 && fread(hdr + CKPT_HEADER_V2, 1, hsize - CKPT_HEADER_V2, f) != hsize - CKPT_HEADER_V2) {
-        snprintf(err, errlen, "checkpoint '%s': truncated: %llu bytes, shorter than the %u-byte header", path,
-                 (unsigned long long)st.st_size, hsize);
+        spade_errf(err, errlen, "checkpoint '%s': truncated: %llu bytes, shorter than the %u-byte header", path,
+                   (unsigned long long)st.st_size, hsize);
         return SPADE_POLICY_EFORMAT;
     }
     int32_t dims[6];
@@ -257,7 +259,7 @@ static int read_header(FILE *f, const char *path, spade_gpt_config *cfg, uint64_
         char arch[9] = {0};
         memcpy(arch, hdr + 96, 8);
         if (strcmp(arch, "gpt") && strcmp(arch, "llama")) {
-            snprintf(err, errlen, "checkpoint '%s': architecture '%.8s': expected gpt or llama", path, arch);
+            spade_errf(err, errlen, "checkpoint '%s': architecture '%.8s': expected gpt or llama", path, arch);
             return SPADE_POLICY_EFORMAT;
         }
         snprintf(cfg->arch, sizeof cfg->arch, "%s", arch);
@@ -268,7 +270,7 @@ static int read_header(FILE *f, const char *path, spade_gpt_config *cfg, uint64_
         cfg->rope_dims = ld[2];
         uint32_t bits = get32(hdr + 116);
         if (bits > 7) {
-            snprintf(err, errlen, "checkpoint '%s': bad header: architecture flags 0x%x", path, bits);
+            spade_errf(err, errlen, "checkpoint '%s': bad header: architecture flags 0x%x", path, bits);
             return SPADE_POLICY_EFORMAT;
         }
         cfg->rope_neox = bits & 1;
@@ -280,20 +282,20 @@ static int read_header(FILE *f, const char *path, spade_gpt_config *cfg, uint64_
     /* Version 1 had only the byte tokenizer, and 0 in the tokenizer length's place. */
     *toklen = ver >= 2 ? get64(hdr + 72) : 0;
     if (*toklen > CKPT_MAX_TOKENIZER) {
-        snprintf(err, errlen, "checkpoint '%s': bad header: %llu bytes of tokenizer", path,
-                 (unsigned long long)*toklen);
+        spade_errf(err, errlen, "checkpoint '%s': bad header: %llu bytes of tokenizer", path,
+                   (unsigned long long)*toklen);
         return SPADE_POLICY_EFORMAT;
     }
     /* a stored tokenizer may be a pretrained model's (any size up to SPADE_POLICY_MAX_VOCAB);
      * read_tokenizer checks the stored one's vocabulary against this */
     if (*toklen ? (dims[4] < 1 || dims[4] > SPADE_POLICY_MAX_VOCAB) : dims[4] != SPADE_VOCAB) {
-        snprintf(err, errlen, "checkpoint '%s': vocabulary %d with %s tokenizer: expected %s", path, dims[4],
-                 *toklen ? "a stored" : "the byte", *toklen ? "1..262144" : "263");
+        spade_errf(err, errlen, "checkpoint '%s': vocabulary %d with %s tokenizer: expected %s", path, dims[4],
+                   *toklen ? "a stored" : "the byte", *toklen ? "1..262144" : "263");
         return SPADE_POLICY_EFORMAT;
     }
     if (dims[5] != SPADE_VOCAB_PAD(dims[4])) {
-        snprintf(err, errlen, "checkpoint '%s': padded vocabulary %d, expected %d for vocabulary %d", path, dims[5],
-                 SPADE_VOCAB_PAD(dims[4]), dims[4]);
+        spade_errf(err, errlen, "checkpoint '%s': padded vocabulary %d, expected %d for vocabulary %d", path, dims[5],
+                   SPADE_VOCAB_PAD(dims[4]), dims[4]);
         return SPADE_POLICY_EFORMAT;
     }
     cfg->vocab = dims[4];
@@ -301,22 +303,22 @@ static int read_header(FILE *f, const char *path, spade_gpt_config *cfg, uint64_
     snprintf(cfg->tokenizer, sizeof cfg->tokenizer, "%s", *toklen ? "bpe" : "bytes");
     char cerr[200];
     if (spade_gpt_config_validate(cfg, cerr, sizeof cerr)) {
-        snprintf(err, errlen, "checkpoint '%s': bad config header: %s", path, cerr);
+        spade_errf(err, errlen, "checkpoint '%s': bad config header: %s", path, cerr);
         return SPADE_POLICY_EFORMAT;
     }
     *flags = get32(hdr + 44);
     *step = get64(hdr + 56);
     *P = get64(hdr + 64);
     if (*P != spade_gpt_config_num_params(cfg)) {
-        snprintf(err, errlen, "checkpoint '%s': %llu parameters, but its config needs %zu", path,
-                 (unsigned long long)*P, spade_gpt_config_num_params(cfg));
+        spade_errf(err, errlen, "checkpoint '%s': %llu parameters, but its config needs %zu", path,
+                   (unsigned long long)*P, spade_gpt_config_num_params(cfg));
         return SPADE_POLICY_EFORMAT;
     }
     uint64_t want = hsize + *toklen + (*P) * 4 * ((*flags & 1) ? 3 : 1) + 8;
     if ((uint64_t)st.st_size != want) {
-        snprintf(err, errlen, "checkpoint '%s': %s: %llu bytes, the header promises %llu", path,
-                 (uint64_t)st.st_size < want ? "truncated" : "trailing garbage", (unsigned long long)st.st_size,
-                 (unsigned long long)want);
+        spade_errf(err, errlen, "checkpoint '%s': %s: %llu bytes, the header promises %llu", path,
+                   (uint64_t)st.st_size < want ? "truncated" : "trailing garbage", (unsigned long long)st.st_size,
+                   (unsigned long long)want);
         return SPADE_POLICY_EFORMAT;
     }
     *h = fnv1a(FNV_INIT, hdr, hsize);
@@ -326,7 +328,7 @@ static int read_header(FILE *f, const char *path, spade_gpt_config *cfg, uint64_
 int spade_policy_read_config(const char *path, spade_gpt_config *cfg, char *err, size_t errlen) {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        snprintf(err, errlen, "checkpoint '%s': %s", path, strerror(errno));
+        spade_errf(err, errlen, "checkpoint '%s': %s", path, strerror(errno));
         return SPADE_POLICY_EIO;
     }
     uint64_t step, P, h, toklen;
@@ -344,12 +346,12 @@ static int read_tokenizer(FILE *f, const char *path, spade_gpt_config *cfg, uint
     if (!toklen) return spade_tokenizer_new_bytes(out, err, errlen);
     char *buf = malloc((size_t)toklen);
     if (!buf) {
-        snprintf(err, errlen, "checkpoint '%s': out of host memory", path);
+        spade_errf(err, errlen, "checkpoint '%s': out of host memory", path);
         return SPADE_POLICY_ENOMEM;
     }
     if (fread(buf, 1, (size_t)toklen, f) != (size_t)toklen) {
         free(buf);
-        snprintf(err, errlen, "checkpoint '%s': read error or file changed while reading", path);
+        spade_errf(err, errlen, "checkpoint '%s': read error or file changed while reading", path);
         return SPADE_POLICY_EIO;
     }
     *h = fnv1a(*h, buf, (size_t)toklen);
@@ -357,7 +359,7 @@ static int read_tokenizer(FILE *f, const char *path, spade_gpt_config *cfg, uint
     char *name = malloc(nl);
     if (!name) {
         free(buf);
-        snprintf(err, errlen, "checkpoint '%s': out of host memory", path);
+        spade_errf(err, errlen, "checkpoint '%s': out of host memory", path);
         return SPADE_POLICY_ENOMEM;
     }
     snprintf(name, nl, "checkpoint '%s': tokenizer", path);
@@ -366,8 +368,8 @@ static int read_tokenizer(FILE *f, const char *path, spade_gpt_config *cfg, uint
     free(buf);
     if (!rc) snprintf(cfg->tokenizer, sizeof cfg->tokenizer, "%s", spade_tokenizer_kind(*out));
     if (!rc && spade_tokenizer_vocab(*out) != cfg->vocab) {
-        snprintf(err, errlen, "checkpoint '%s': its tokenizer has %d tokens, its header says %d", path,
-                 spade_tokenizer_vocab(*out), cfg->vocab);
+        spade_errf(err, errlen, "checkpoint '%s': its tokenizer has %d tokens, its header says %d", path,
+                   spade_tokenizer_vocab(*out), cfg->vocab);
         spade_tokenizer_free(*out);
         *out = NULL;
         rc = SPADE_POLICY_EFORMAT;
@@ -379,7 +381,7 @@ int spade_policy_read_tokenizer(const char *path, spade_tokenizer **out, char *e
     *out = NULL;
     FILE *f = fopen(path, "rb");
     if (!f) {
-        snprintf(err, errlen, "checkpoint '%s': %s", path, strerror(errno));
+        spade_errf(err, errlen, "checkpoint '%s': %s", path, strerror(errno));
         return SPADE_POLICY_EIO;
     }
     spade_gpt_config cfg;
@@ -392,14 +394,14 @@ int spade_policy_read_tokenizer(const char *path, spade_tokenizer **out, char *e
     enum { BLK = 1 << 16 };
     unsigned char *blk = rc ? NULL : malloc(BLK);
     if (!rc && !blk) {
-        snprintf(err, errlen, "checkpoint '%s': out of host memory", path);
+        spade_errf(err, errlen, "checkpoint '%s': out of host memory", path);
         rc = SPADE_POLICY_ENOMEM;
     }
     uint64_t left = P * 4 * ((flags & 1) ? 3 : 1);
     while (!rc && left) {
         size_t k = left > BLK ? BLK : (size_t)left;
         if (fread(blk, 1, k, f) != k) {
-            snprintf(err, errlen, "checkpoint '%s': read error or file changed while reading", path);
+            spade_errf(err, errlen, "checkpoint '%s': read error or file changed while reading", path);
             rc = SPADE_POLICY_EIO;
             break;
         }
@@ -409,11 +411,11 @@ int spade_policy_read_tokenizer(const char *path, spade_tokenizer **out, char *e
     free(blk);
     unsigned char tr[8];
     if (!rc && fread(tr, 1, 8, f) != 8) {
-        snprintf(err, errlen, "checkpoint '%s': read error or file changed while reading", path);
+        spade_errf(err, errlen, "checkpoint '%s': read error or file changed while reading", path);
         rc = SPADE_POLICY_EIO;
     }
     if (!rc && h != get64(tr)) {
-        snprintf(err, errlen, "checkpoint '%s': checksum mismatch: the file is corrupt", path);
+        spade_errf(err, errlen, "checkpoint '%s': checksum mismatch: the file is corrupt", path);
         rc = SPADE_POLICY_EFORMAT;
     }
     fclose(f);
@@ -429,7 +431,7 @@ int spade_policy_load(spade_policy **out, const char *path, const char *backend,
     *out = NULL;
     FILE *f = fopen(path, "rb");
     if (!f) {
-        snprintf(err, errlen, "checkpoint '%s': %s", path, strerror(errno));
+        spade_errf(err, errlen, "checkpoint '%s': %s", path, strerror(errno));
         return SPADE_POLICY_EIO;
     }
     spade_gpt_config cfg;
@@ -448,12 +450,12 @@ int spade_policy_load(spade_policy **out, const char *path, const char *backend,
     if (!host) {
         fclose(f);
         spade_tokenizer_free(tok);
-        snprintf(err, errlen, "checkpoint '%s': out of host memory", path);
+        spade_errf(err, errlen, "checkpoint '%s': out of host memory", path);
         return SPADE_POLICY_ENOMEM;
     }
     unsigned char tr[8];
     if (fread(host, sizeof(float), (size_t)P * nt, f) != (size_t)P * nt || fread(tr, 1, 8, f) != 8) {
-        snprintf(err, errlen, "checkpoint '%s': read error or file changed while reading", path);
+        spade_errf(err, errlen, "checkpoint '%s': read error or file changed while reading", path);
         free(host);
         fclose(f);
         spade_tokenizer_free(tok);
@@ -462,7 +464,7 @@ int spade_policy_load(spade_policy **out, const char *path, const char *backend,
     fclose(f);
     h = fnv1a(h, host, (size_t)P * nt * sizeof(float));
     if (h != get64(tr)) {
-        snprintf(err, errlen, "checkpoint '%s': checksum mismatch: the file is corrupt", path);
+        spade_errf(err, errlen, "checkpoint '%s': checksum mismatch: the file is corrupt", path);
         free(host);
         spade_tokenizer_free(tok);
         return SPADE_POLICY_EFORMAT;

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "errbuf.h"
 #include "paths.h"
 #include "registry.h"
 
@@ -54,7 +55,7 @@ static void load(void) {
 int spade_backend_cuda_load(spade_backend *be, char *err, size_t errlen) {
     pthread_once(&once, load);
     if (!cuda_new) {
-        snprintf(err, errlen, "%s", why);
+        spade_errf(err, errlen, "%s", why);
         return SPADE_POLICY_ENODEV;
     }
     return cuda_new(be, err, errlen);

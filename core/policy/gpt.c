@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "errbuf.h"
 #include "policy/gpt_internal.h"
 
 const char *const gpt_param_names[NUM_PARAM_TENSORS] = {
@@ -49,7 +50,7 @@ static int parse_int(const char *key, const char *v, long lo, long hi, int *out,
     long x = strtol(v, &end, 10);
     while (*end == ' ' || *end == '\t') end++;
     if (errno || end == v || *end || x < lo || x > hi) {
-        snprintf(err, errlen, "%s = '%s': expected an integer in [%ld, %ld]", key, v, lo, hi);
+        spade_errf(err, errlen, "%s = '%s': expected an integer in [%ld, %ld]", key, v, lo, hi);
         return SPADE_POLICY_EINVAL;
     }
     *out = (int)x;
@@ -71,7 +72,7 @@ int spade_gpt_config_set(spade_gpt_config *cfg, const char *key, const char *val
                 snprintf(cfg->backend, sizeof cfg->backend, "%s", value);
                 return 0;
             }
-        snprintf(err, errlen, "%s = '%s': expected auto, cpu, cuda or cpu_ref", key, value);
+        spade_errf(err, errlen, "%s = '%s': expected auto, cpu, cuda or cpu_ref", key, value);
         return SPADE_POLICY_EINVAL;
     }
     if (!strcmp(k, "seed")) {
@@ -79,7 +80,7 @@ int spade_gpt_config_set(spade_gpt_config *cfg, const char *key, const char *val
         errno = 0;
         unsigned long long s = strtoull(value, &end, 0);
         if (errno || end == value || *end || value[0] == '-') {
-            snprintf(err, errlen, "%s = '%s': expected a non-negative integer", key, value);
+            spade_errf(err, errlen, "%s = '%s': expected a non-negative integer", key, value);
             return SPADE_POLICY_EINVAL;
         }
         cfg->seed = s;
@@ -87,7 +88,7 @@ int spade_gpt_config_set(spade_gpt_config *cfg, const char *key, const char *val
     }
     if (!strcmp(k, "tokenizer")) {
         if (strcmp(value, "bytes") && strcmp(value, "bpe")) {
-            snprintf(err, errlen, "%s = '%s': expected bytes or bpe", key, value);
+            spade_errf(err, errlen, "%s = '%s': expected bytes or bpe", key, value);
             return SPADE_POLICY_EINVAL;
         }
         snprintf(cfg->tokenizer, sizeof cfg->tokenizer, "%s", value);
@@ -95,8 +96,8 @@ int spade_gpt_config_set(spade_gpt_config *cfg, const char *key, const char *val
     }
     if (!strcmp(k, "tokenizer_file")) {
         if (!*value || strlen(value) >= sizeof cfg->tokenizer_file) {
-            snprintf(err, errlen, "%s = '%.100s': expected a non-empty path under %zu bytes", key, value,
-                     sizeof cfg->tokenizer_file);
+            spade_errf(err, errlen, "%s = '%.100s': expected a non-empty path under %zu bytes", key, value,
+                       sizeof cfg->tokenizer_file);
             return SPADE_POLICY_EINVAL;
         }
         snprintf(cfg->tokenizer_file, sizeof cfg->tokenizer_file, "%s", value);
@@ -104,7 +105,7 @@ int spade_gpt_config_set(spade_gpt_config *cfg, const char *key, const char *val
     }
     if (!strcmp(k, "arch")) {
         if (strcmp(value, "gpt") && strcmp(value, "llama")) {
-            snprintf(err, errlen, "%s = '%s': expected gpt or llama", key, value);
+            spade_errf(err, errlen, "%s = '%s': expected gpt or llama", key, value);
             return SPADE_POLICY_EINVAL;
         }
         snprintf(cfg->arch, sizeof cfg->arch, "%s", value);
@@ -122,8 +123,8 @@ int spade_gpt_config_set(spade_gpt_config *cfg, const char *key, const char *val
     }
     if (!strcmp(k, "rope_pairing")) {
         if (strcmp(value, "adjacent") && strcmp(value, "half")) {
-            snprintf(err, errlen, "%s = '%s': expected adjacent (llama.cpp's LLAMA rope) or half (NEOX: qwen2)", key,
-                     value);
+            spade_errf(err, errlen, "%s = '%s': expected adjacent (llama.cpp's LLAMA rope) or half (NEOX: qwen2)", key,
+                       value);
             return SPADE_POLICY_EINVAL;
         }
         cfg->rope_neox = !strcmp(value, "half");
@@ -137,7 +138,7 @@ int spade_gpt_config_set(spade_gpt_config *cfg, const char *key, const char *val
         int base = k[0] == 'r';
         /* the base must make the angles shrink with the pair index; eps keeps 1/sqrt finite */
         if (errno || end == value || *end || !isfinite(x) || (base ? x <= 1.0 || x > 1e12 : x <= 0 || x > 1.0)) {
-            snprintf(err, errlen, "%s = '%s': expected a number in %s", key, value, base ? "(1, 1e12]" : "(0, 1]");
+            spade_errf(err, errlen, "%s = '%s': expected a number in %s", key, value, base ? "(1, 1e12]" : "(0, 1]");
             return SPADE_POLICY_EINVAL;
         }
         if (base)
@@ -146,41 +147,41 @@ int spade_gpt_config_set(spade_gpt_config *cfg, const char *key, const char *val
             cfg->norm_eps = (float)x;
         return 0;
     }
-    snprintf(err, errlen,
-             "unknown key '%s' (policy keys: layers, heads, width, context, backend, seed, "
-             "tokenizer, tokenizer_file, arch, kv_heads, ffn, rope_base, rope_dims, rope_pairing, norm_eps, "
-             "tied, qkv_bias)",
-             key);
+    spade_errf(err, errlen,
+               "unknown key '%s' (policy keys: layers, heads, width, context, backend, seed, "
+               "tokenizer, tokenizer_file, arch, kv_heads, ffn, rope_base, rope_dims, rope_pairing, norm_eps, "
+               "tied, qkv_bias)",
+               key);
     return SPADE_POLICY_ENOKEY;
 }
 
 int spade_gpt_config_validate(const spade_gpt_config *c, char *err, size_t errlen) {
     if (c->layers < 1 || c->layers > 256) {
-        snprintf(err, errlen, "policy.layers = %d: expected 1..256", c->layers);
+        spade_errf(err, errlen, "policy.layers = %d: expected 1..256", c->layers);
         return SPADE_POLICY_EINVAL;
     }
     /* The same ranges as spade_gpt_config_set: a config filled in code or read
      * from a checkpoint header gets no wider. They are what keeps every size
      * product in size_t (parameters < 1e12; L*12*C^2 wraps for C = 2^30). */
     if (c->width < 8 || c->width > 16384) {
-        snprintf(err, errlen, "policy.width = %d: expected 8..16384", c->width);
+        spade_errf(err, errlen, "policy.width = %d: expected 8..16384", c->width);
         return SPADE_POLICY_EINVAL;
     }
     if (c->heads < 1 || c->heads > 256 || c->width % c->heads) {
-        snprintf(err, errlen, "policy.heads = %d must be in 1..256 and divide policy.width = %d", c->heads, c->width);
+        spade_errf(err, errlen, "policy.heads = %d must be in 1..256 and divide policy.width = %d", c->heads, c->width);
         return SPADE_POLICY_EINVAL;
     }
     if (c->context < 2 || c->context > 65536) {
-        snprintf(err, errlen, "policy.context = %d: expected 2..65536", c->context);
+        spade_errf(err, errlen, "policy.context = %d: expected 2..65536", c->context);
         return SPADE_POLICY_EINVAL;
     }
     /* gguf is not a key's value: a pretrained model's loader sets it (policy.model) */
     if (strcmp(c->tokenizer, "bytes") && strcmp(c->tokenizer, "bpe") && strcmp(c->tokenizer, "gguf")) {
-        snprintf(err, errlen, "policy.tokenizer = '%.8s': expected bytes or bpe", c->tokenizer);
+        spade_errf(err, errlen, "policy.tokenizer = '%.8s': expected bytes or bpe", c->tokenizer);
         return SPADE_POLICY_EINVAL;
     }
     if (strcmp(c->arch, "") && strcmp(c->arch, "gpt") && strcmp(c->arch, "llama")) {
-        snprintf(err, errlen, "policy.arch = '%.8s': expected gpt or llama", c->arch);
+        spade_errf(err, errlen, "policy.arch = '%.8s': expected gpt or llama", c->arch);
         return SPADE_POLICY_EINVAL;
     }
     if (!cfg_is_llama(c)) {
@@ -193,31 +194,31 @@ int spade_gpt_config_validate(const spade_gpt_config *c, char *err, size_t errle
                           : c->rope_base != 0 || c->norm_eps != 0 ? "rope_base / norm_eps"
                                                                   : NULL;
         if (bad) {
-            snprintf(err, errlen, "policy.%s applies to policy.arch = llama, not gpt", bad);
+            spade_errf(err, errlen, "policy.%s applies to policy.arch = llama, not gpt", bad);
             return SPADE_POLICY_EINVAL;
         }
     } else {
         int hs = c->width / c->heads, kvh = c->kv_heads ? c->kv_heads : c->heads;
         int rot = c->rope_dims ? c->rope_dims : hs;
         if (kvh < 1 || kvh > c->heads || c->heads % kvh) {
-            snprintf(err, errlen, "policy.kv_heads = %d must divide policy.heads = %d", c->kv_heads, c->heads);
+            spade_errf(err, errlen, "policy.kv_heads = %d must divide policy.heads = %d", c->kv_heads, c->heads);
             return SPADE_POLICY_EINVAL;
         }
         if (rot < 2 || rot > hs || rot % 2) {
-            snprintf(err, errlen, "policy.rope_dims = %d: expected an even number in 2..%d (the head size)", rot, hs);
+            spade_errf(err, errlen, "policy.rope_dims = %d: expected an even number in 2..%d (the head size)", rot, hs);
             return SPADE_POLICY_EINVAL;
         }
         if (c->ffn < 0 || c->ffn > 65536) {
-            snprintf(err, errlen, "policy.ffn = %d: expected 1..65536 (0: 4 x width)", c->ffn);
+            spade_errf(err, errlen, "policy.ffn = %d: expected 1..65536 (0: 4 x width)", c->ffn);
             return SPADE_POLICY_EINVAL;
         }
         if (!(c->rope_base == 0 || (c->rope_base > 1 && c->rope_base <= 1e12)) ||
             !(c->norm_eps >= 0 && c->norm_eps <= 1) || (c->untied != 0 && c->untied != 1) ||
             (c->qkv_bias != 0 && c->qkv_bias != 1) || (c->rope_neox != 0 && c->rope_neox != 1)) {
-            snprintf(err, errlen,
-                     "policy.rope_base = %g, norm_eps = %g, tied = %d, qkv_bias = %d, rope_pairing = %d: "
-                     "expected base in (1, 1e12], eps in (0, 1], the switches 0 or 1",
-                     c->rope_base, (double)c->norm_eps, !c->untied, c->qkv_bias, c->rope_neox);
+            spade_errf(err, errlen,
+                       "policy.rope_base = %g, norm_eps = %g, tied = %d, qkv_bias = %d, rope_pairing = %d: "
+                       "expected base in (1, 1e12], eps in (0, 1], the switches 0 or 1",
+                       c->rope_base, (double)c->norm_eps, !c->untied, c->qkv_bias, c->rope_neox);
             return SPADE_POLICY_EINVAL;
         }
     }
@@ -226,10 +227,10 @@ int spade_gpt_config_validate(const spade_gpt_config *c, char *err, size_t errle
     if (c->vocab &&
         (c->vocab < (gg ? 1 : SPADE_VOCAB) || c->vocab > (gg ? SPADE_POLICY_MAX_VOCAB : SPADE_TOK_MAX_VOCAB) ||
          (c->vocab != SPADE_VOCAB && !strcmp(c->tokenizer, "bytes")))) {
-        snprintf(err, errlen, "vocabulary %d with policy.tokenizer = %s: expected %s", c->vocab, c->tokenizer,
-                 gg                              ? "1..262144"
-                 : strcmp(c->tokenizer, "bytes") ? "263..65536"
-                                                 : "263 (the byte tokenizer)");
+        spade_errf(err, errlen, "vocabulary %d with policy.tokenizer = %s: expected %s", c->vocab, c->tokenizer,
+                   gg                              ? "1..262144"
+                   : strcmp(c->tokenizer, "bytes") ? "263..65536"
+                                                   : "263 (the byte tokenizer)");
         return SPADE_POLICY_EINVAL;
     }
     return 0;
@@ -286,7 +287,7 @@ size_t spade_gpt_config_num_params(const spade_gpt_config *cfg) {
 /* ---------------------------------------------------------------- memory */
 
 int gpt_backend_fail(spade_policy *p, const char *what, char *err, size_t errlen) {
-    snprintf(err, errlen, "%s (%s backend): %s", what, p->be.vt->name, p->be.vt->last_error(p->be.ctx));
+    spade_errf(err, errlen, "%s (%s backend): %s", what, p->be.vt->name, p->be.vt->last_error(p->be.ctx));
     return SPADE_POLICY_EBACKEND;
 }
 
@@ -307,7 +308,7 @@ int gpt_alloc(spade_policy **out, const spade_gpt_config *cfg, char *err, size_t
     if (rc) return rc;
     spade_policy *p = calloc(1, sizeof *p);
     if (!p) {
-        snprintf(err, errlen, "out of memory");
+        spade_errf(err, errlen, "out of memory");
         return SPADE_POLICY_ENOMEM;
     }
     p->cfg = *cfg;
@@ -342,8 +343,8 @@ int gpt_alloc(spade_policy **out, const spade_gpt_config *cfg, char *err, size_t
     p->m_mem = BE->alloc(BX, bytes);
     p->v_mem = BE->alloc(BX, bytes);
     if (!p->params_mem || !p->grads_mem || !p->m_mem || !p->v_mem) {
-        snprintf(err, errlen, "cannot allocate 4 x %zu bytes for %zu parameters on %s: %s", bytes, p->num_params,
-                 BE->name, BE->last_error(BX));
+        spade_errf(err, errlen, "cannot allocate 4 x %zu bytes for %zu parameters on %s: %s", bytes, p->num_params,
+                   BE->name, BE->last_error(BX));
         spade_policy_free(p);
         return SPADE_POLICY_ENOMEM;
     }
@@ -410,8 +411,8 @@ int gpt_ensure_acts(spade_policy *p, int B, int T, char *err, size_t errlen) {
     size_t MN = llama ? 0 : 1, QC = llama ? (size_t)p->QKV : 0;
     size_t per_row = C + L * (10 * C + FF + FH + 4 + NH * att_T + NH) + C + 3 + 3 * Vp + 6 * C + FF + FH + 1 + QC;
     if (BT > INT_MAX || BT > SIZE_MAX / sizeof(float) / per_row) {
-        snprintf(err, errlen, "activations for batch %d x %d: %.3g bytes, more than this machine can address", nB, nT,
-                 (double)BT * per_row * sizeof(float));
+        spade_errf(err, errlen, "activations for batch %d x %d: %.3g bytes, more than this machine can address", nB, nT,
+                   (double)BT * per_row * sizeof(float));
         return SPADE_POLICY_ENOMEM;
     }
     free_acts(p);
@@ -450,8 +451,8 @@ int gpt_ensure_acts(spade_policy *p, int B, int T, char *err, size_t errlen) {
     p->mask_host = malloc(BT * sizeof(float));
     p->logp_host = malloc(BT * sizeof(float));
     if (!p->acts_mem || !p->gacts_mem || !p->io_mem || !p->mask_host || !p->logp_host) {
-        snprintf(err, errlen, "cannot allocate activations for batch %d x %d (%.1f MiB) on %s", nB, nT,
-                 (double)(na + ng) * 4 / 1048576.0, BE->name);
+        spade_errf(err, errlen, "cannot allocate activations for batch %d x %d (%.1f MiB) on %s", nB, nT,
+                   (double)(na + ng) * 4 / 1048576.0, BE->name);
         free_acts(p);
         return SPADE_POLICY_ENOMEM;
     }
@@ -562,14 +563,14 @@ int spade_policy_new_with_tokenizer(spade_policy **out, const spade_gpt_config *
         rc = spade_tokenizer_clone(&tk, tok, err, errlen);
     } else if (!strcmp(cfg->tokenizer, "bpe")) {
         if (!cfg->tokenizer_file[0]) {
-            snprintf(err, errlen,
-                     "policy.tokenizer = bpe needs policy.tokenizer_file (a file written by "
-                     "spade tokenizer train)");
+            spade_errf(err, errlen,
+                       "policy.tokenizer = bpe needs policy.tokenizer_file (a file written by "
+                       "spade tokenizer train)");
             return SPADE_POLICY_EINVAL;
         }
         char e[600];
         rc = spade_tokenizer_load(&tk, cfg->tokenizer_file, e, sizeof e);
-        if (rc) snprintf(err, errlen, "policy.tokenizer_file: %s", e);
+        if (rc) spade_errf(err, errlen, "policy.tokenizer_file: %s", e);
     } else {
         rc = spade_tokenizer_new_bytes(&tk, err, errlen);
     }
@@ -587,7 +588,7 @@ int spade_policy_new_with_tokenizer(spade_policy **out, const spade_gpt_config *
     float *h = malloc(p->num_params * sizeof(float));
     if (!h) {
         spade_policy_free(p);
-        snprintf(err, errlen, "out of host memory for %zu parameters", p->num_params);
+        spade_errf(err, errlen, "out of host memory for %zu parameters", p->num_params);
         return SPADE_POLICY_ENOMEM;
     }
     init_weights(p, h);
@@ -629,7 +630,7 @@ int spade_policy_clone(spade_policy **out, const spade_policy *src, const char *
     float *h = malloc(p->num_params * sizeof(float));
     if (!h) {
         spade_policy_free(p);
-        snprintf(err, errlen, "out of host memory");
+        spade_errf(err, errlen, "out of host memory");
         return SPADE_POLICY_ENOMEM;
     }
     rc = spade_policy_get_params((spade_policy *)src, h, err, errlen);
@@ -696,19 +697,20 @@ int spade_policy_forward(spade_policy *p, const int *tokens, const int *targets,
     /* The ops count rows (B*T) in int: more would wrap, so it is refused
      * before anything, the caller's tokens included, is read. */
     if (B < 1 || T < 1 || T > p->maxT || (size_t)B * T > INT_MAX) {
-        snprintf(err, errlen, "forward: batch %d x %d outside 1.. x 1..%d (policy.context), %d rows at most", B, T,
-                 p->maxT, INT_MAX);
+        spade_errf(err, errlen, "forward: batch %d x %d outside 1.. x 1..%d (policy.context), %d rows at most", B, T,
+                   p->maxT, INT_MAX);
         return SPADE_POLICY_EINVAL;
     }
     size_t N = (size_t)B * T;
     for (size_t i = 0; i < N; i++) {
         if (tokens[i] < 0 || tokens[i] >= p->V) {
-            snprintf(err, errlen, "forward: token %d at index %zu is outside the vocabulary [0, %d)", tokens[i], i,
-                     p->V);
+            spade_errf(err, errlen, "forward: token %d at index %zu is outside the vocabulary [0, %d)", tokens[i], i,
+                       p->V);
             return SPADE_POLICY_EINVAL;
         }
         if (targets && (targets[i] < -1 || targets[i] >= p->V)) {
-            snprintf(err, errlen, "forward: target %d at index %zu is neither -1 nor in [0, %d)", targets[i], i, p->V);
+            spade_errf(err, errlen, "forward: target %d at index %zu is neither -1 nor in [0, %d)", targets[i], i,
+                       p->V);
             return SPADE_POLICY_EINVAL;
         }
     }
@@ -782,7 +784,7 @@ head_done:
 
 int spade_policy_backward_logp(spade_policy *p, const float *dlogp, char *err, size_t errlen) {
     if (!p->fwdB || !p->fwd_has_targets) {
-        snprintf(err, errlen, "backward: no forward pass with targets to differentiate");
+        spade_errf(err, errlen, "backward: no forward pass with targets to differentiate");
         return SPADE_POLICY_EINVAL;
     }
     int B = p->fwdB, T = p->fwdT, L = p->L, C = p->C, NH = p->NH, Vp = p->Vp;
@@ -832,13 +834,13 @@ int spade_policy_backward_logp(spade_policy *p, const float *dlogp, char *err, s
 
 int spade_policy_backward(spade_policy *p, float scale, char *err, size_t errlen) {
     if (!p->fwdB || !p->fwd_has_targets) {
-        snprintf(err, errlen, "backward: no forward pass with targets to differentiate");
+        spade_errf(err, errlen, "backward: no forward pass with targets to differentiate");
         return SPADE_POLICY_EINVAL;
     }
     size_t N = (size_t)p->fwdB * p->fwdT;
     float *dl = malloc(N * sizeof(float));
     if (!dl) {
-        snprintf(err, errlen, "out of host memory");
+        spade_errf(err, errlen, "out of host memory");
         return SPADE_POLICY_ENOMEM;
     }
     /* loss = -sum(mask * logp) / sum(mask)  =>  dloss/dlogp = -mask / sum(mask) */
@@ -872,10 +874,10 @@ int spade_policy_step(spade_policy *p, const spade_adamw_opts *o, float *grad_no
     if (!(o->lr >= 0 && isfinite(o->lr)) || !(o->beta1 >= 0 && o->beta1 < 1) || !(o->beta2 >= 0 && o->beta2 < 1) ||
         !(o->eps > 0 && isfinite(o->eps)) || !(o->weight_decay >= 0 && isfinite(o->weight_decay)) ||
         isnan(o->grad_clip)) {
-        snprintf(err, errlen,
-                 "adamw: lr = %g, beta1 = %g, beta2 = %g, eps = %g, weight_decay = %g, grad_clip = %g: "
-                 "need finite lr >= 0, betas in [0, 1), eps > 0, weight_decay >= 0, grad_clip not NaN",
-                 o->lr, o->beta1, o->beta2, o->eps, o->weight_decay, o->grad_clip);
+        spade_errf(err, errlen,
+                   "adamw: lr = %g, beta1 = %g, beta2 = %g, eps = %g, weight_decay = %g, grad_clip = %g: "
+                   "need finite lr >= 0, betas in [0, 1), eps > 0, weight_decay >= 0, grad_clip not NaN",
+                   o->lr, o->beta1, o->beta2, o->eps, o->weight_decay, o->grad_clip);
         return SPADE_POLICY_EINVAL;
     }
     double ss;
@@ -885,7 +887,7 @@ int spade_policy_step(spade_policy *p, const spade_adamw_opts *o, float *grad_no
     if (!isfinite(norm)) {
         /* A NaN step would poison every weight; refuse it and keep the model. */
         spade_policy_zero_grad(p, err, errlen);
-        snprintf(err, errlen, "step %ld: gradient norm is not finite; step skipped", p->step + 1);
+        spade_errf(err, errlen, "step %ld: gradient norm is not finite; step skipped", p->step + 1);
         return SPADE_POLICY_EINVAL;
     }
     float scale = 1.0f;
@@ -909,7 +911,7 @@ int spade_policy_logprobs(spade_policy *p, const int *tokens, int B, int T, floa
     size_t N = (size_t)B * T;
     int *tg = malloc((N ? N : 1) * sizeof(int));
     if (!tg) {
-        snprintf(err, errlen, "out of host memory");
+        spade_errf(err, errlen, "out of host memory");
         return SPADE_POLICY_ENOMEM;
     }
     for (int b = 0; b < B; b++)
@@ -922,16 +924,16 @@ int spade_policy_logprobs(spade_policy *p, const int *tokens, int B, int T, floa
 int spade_policy_completion_logprobs(spade_policy *p, const int *prompt, int plen, const int *completion, int clen,
                                      float *out, char *err, size_t errlen) {
     if (plen < 1 || clen < 1 || plen + clen - 1 > p->maxT) {
-        snprintf(err, errlen, "completion_logprobs: prompt %d + completion %d tokens exceed the context %d", plen, clen,
-                 p->maxT);
+        spade_errf(err, errlen, "completion_logprobs: prompt %d + completion %d tokens exceed the context %d", plen,
+                   clen, p->maxT);
         return SPADE_POLICY_EINVAL;
     }
     /* Checked here, not left to forward: a completion token < 0 as the last
      * target would read as -1, "nothing to predict", and come back as log-prob 0. */
     for (int i = 0; i < clen; i++)
         if (completion[i] < 0 || completion[i] >= p->V) {
-            snprintf(err, errlen, "completion_logprobs: completion token %d at %d is outside the vocabulary [0, %d)",
-                     completion[i], i, p->V);
+            spade_errf(err, errlen, "completion_logprobs: completion token %d at %d is outside the vocabulary [0, %d)",
+                       completion[i], i, p->V);
             return SPADE_POLICY_EINVAL;
         }
     int T = plen + clen - 1;
@@ -940,7 +942,7 @@ int spade_policy_completion_logprobs(spade_policy *p, const int *prompt, int ple
     if (!seq || !lp) {
         free(seq);
         free(lp);
-        snprintf(err, errlen, "out of host memory");
+        spade_errf(err, errlen, "out of host memory");
         return SPADE_POLICY_ENOMEM;
     }
     memcpy(seq, prompt, (size_t)plen * sizeof(int));

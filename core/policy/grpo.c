@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "errbuf.h"
 #include "policy/gpt_internal.h"
 
 void spade_grpo_opts_default(spade_grpo_opts *o) {
@@ -58,27 +59,28 @@ int spade_grpo_advantages(const spade_grpo_sample *s, int n, const spade_grpo_op
     if (!seen || !kept) {
         free(seen);
         free(own);
-        snprintf(err, errlen, "grpo: out of memory");
+        spade_errf(err, errlen, "grpo: out of memory");
         return SPADE_POLICY_ENOMEM;
     }
     for (int i = 0; i < n; i++) {
         if (s[i].role < 0 || s[i].role >= SPADE_GRPO_MAX_ROLES) {
             free(seen);
             free(own);
-            snprintf(err, errlen, "grpo: sample %d has role %d outside 0..%d", i, s[i].role, SPADE_GRPO_MAX_ROLES - 1);
+            spade_errf(err, errlen, "grpo: sample %d has role %d outside 0..%d", i, s[i].role,
+                       SPADE_GRPO_MAX_ROLES - 1);
             return SPADE_POLICY_EINVAL;
         }
         if (!isfinite(s[i].reward)) {
             free(seen);
             free(own);
-            snprintf(err, errlen, "grpo: sample %d has a non-finite reward", i);
+            spade_errf(err, errlen, "grpo: sample %d has a non-finite reward", i);
             return SPADE_POLICY_EINVAL;
         }
         if (given && !isfinite(s[i].advantage)) {
             free(seen);
             free(own);
-            snprintf(err, errlen, "grpo: sample %d has a non-finite advantage %g (adv_mode = given)", i,
-                     s[i].advantage);
+            spade_errf(err, errlen, "grpo: sample %d has a non-finite advantage %g (adv_mode = given)", i,
+                       s[i].advantage);
             return SPADE_POLICY_EINVAL;
         }
         adv[i] = given ? s[i].advantage : 0.0f;
@@ -163,29 +165,29 @@ typedef struct {
 
 static int check_opts(spade_policy *p, spade_policy *ref, const spade_grpo_opts *o, char *err, size_t errlen) {
     if (o->beta > 0 && !ref) {
-        snprintf(err, errlen, "grpo: beta = %g needs a reference policy", o->beta);
+        spade_errf(err, errlen, "grpo: beta = %g needs a reference policy", o->beta);
         return SPADE_POLICY_EINVAL;
     }
     if (ref && (ref->L != p->L || ref->C != p->C || ref->NH != p->NH || ref->maxT != p->maxT || ref->V != p->V)) {
-        snprintf(err, errlen, "grpo: the reference policy's config differs from the policy's");
+        spade_errf(err, errlen, "grpo: the reference policy's config differs from the policy's");
         return SPADE_POLICY_EINVAL;
     }
     /* A NaN would pass every "<" test below and quietly change the objective. */
     if (!(o->eps_low >= 0 && o->eps_low < 1) || !(o->eps_high >= 0 && isfinite(o->eps_high)) ||
         !(o->beta >= 0 && isfinite(o->beta)) || !(o->tis_cap >= 0 && isfinite(o->tis_cap))) {
-        snprintf(err, errlen,
-                 "grpo: eps_low = %g must be in [0, 1), eps_high = %g, beta = %g and tis_cap = %g "
-                 "finite and >= 0",
-                 o->eps_low, o->eps_high, o->beta, o->tis_cap);
+        spade_errf(err, errlen,
+                   "grpo: eps_low = %g must be in [0, 1), eps_high = %g, beta = %g and tis_cap = %g "
+                   "finite and >= 0",
+                   o->eps_low, o->eps_high, o->beta, o->tis_cap);
         return SPADE_POLICY_EINVAL;
     }
     if (o->adv_mode < SPADE_GRPO_ADV_GROUP_MEAN || o->adv_mode > SPADE_GRPO_ADV_GIVEN ||
         o->token_norm < SPADE_GRPO_NORM_BATCH || o->token_norm > SPADE_GRPO_NORM_ROLE || o->epochs < 1 ||
         o->minibatch < 0) {
-        snprintf(err, errlen,
-                 "grpo: adv_mode = %d (0..2), token_norm = %d (0..1), epochs = %d (>= 1), "
-                 "minibatch = %d (>= 0): out of range",
-                 o->adv_mode, o->token_norm, o->epochs, o->minibatch);
+        spade_errf(err, errlen,
+                   "grpo: adv_mode = %d (0..2), token_norm = %d (0..1), epochs = %d (>= 1), "
+                   "minibatch = %d (>= 0): out of range",
+                   o->adv_mode, o->token_norm, o->epochs, o->minibatch);
         return SPADE_POLICY_EINVAL;
     }
     return 0;
@@ -193,49 +195,50 @@ static int check_opts(spade_policy *p, spade_policy *ref, const spade_grpo_opts 
 
 static int check_sample(spade_policy *p, const spade_grpo_sample *x, int i, seqinfo *info, char *err, size_t errlen) {
     if (x->role < 0 || x->role >= SPADE_GRPO_MAX_ROLES) {
-        snprintf(err, errlen, "grpo: sample %d has role %d outside 0..%d", i, x->role, SPADE_GRPO_MAX_ROLES - 1);
+        spade_errf(err, errlen, "grpo: sample %d has role %d outside 0..%d", i, x->role, SPADE_GRPO_MAX_ROLES - 1);
         return SPADE_POLICY_EINVAL;
     }
     info->last = 0;
     info->ntrain = 0;
     if (!(x->temperature >= 0 && isfinite(x->temperature)) || !(x->top_p >= 0 && x->top_p <= 1)) {
-        snprintf(err, errlen,
-                 "grpo: sample %d: temperature = %g, top_p = %g: expected a finite temperature >= 0 and top_p "
-                 "in [0, 1] (0 = 1 for both: drawn at temperature 1 without top-p)",
-                 i, x->temperature, x->top_p);
+        spade_errf(err, errlen,
+                   "grpo: sample %d: temperature = %g, top_p = %g: expected a finite temperature >= 0 and top_p "
+                   "in [0, 1] (0 = 1 for both: drawn at temperature 1 without top-p)",
+                   i, x->temperature, x->top_p);
         return SPADE_POLICY_EINVAL;
     }
     if (x->tokens) {
         if (x->prompt || x->completion || x->prompt_len || x->completion_len) {
-            snprintf(err, errlen, "grpo: sample %d sets both tokens (the masked form) and prompt/completion", i);
+            spade_errf(err, errlen, "grpo: sample %d sets both tokens (the masked form) and prompt/completion", i);
             return SPADE_POLICY_EINVAL;
         }
         if (x->len < 1 || !x->mask) {
-            snprintf(err, errlen,
-                     "grpo: sample %d: a masked sequence needs len >= 1 (got %d) and a mask of len entries", i, x->len);
+            spade_errf(err, errlen,
+                       "grpo: sample %d: a masked sequence needs len >= 1 (got %d) and a mask of len entries", i,
+                       x->len);
             return SPADE_POLICY_EINVAL;
         }
         for (int t = 0; t < x->len; t++) {
             if (x->tokens[t] < 0 || x->tokens[t] >= p->V) {
-                snprintf(err, errlen, "grpo: sample %d: token %d at %d is outside the vocabulary [0, %d)", i,
-                         x->tokens[t], t, p->V);
+                spade_errf(err, errlen, "grpo: sample %d: token %d at %d is outside the vocabulary [0, %d)", i,
+                           x->tokens[t], t, p->V);
                 return SPADE_POLICY_EINVAL;
             }
             if (x->mask[t] > 1 || (t == 0 && x->mask[t])) {
-                snprintf(err, errlen,
-                         "grpo: sample %d: mask[%d] = %d: the mask is 0 or 1, and 0 at position 0 "
-                         "(nothing predicts the first token)",
-                         i, t, x->mask[t]);
+                spade_errf(err, errlen,
+                           "grpo: sample %d: mask[%d] = %d: the mask is 0 or 1, and 0 at position 0 "
+                           "(nothing predicts the first token)",
+                           i, t, x->mask[t]);
                 return SPADE_POLICY_EINVAL;
             }
             if (x->mask[t]) {
                 if (!x->old_logprobs) {
-                    snprintf(err, errlen, "grpo: sample %d has trained tokens but no old log-probs", i);
+                    spade_errf(err, errlen, "grpo: sample %d has trained tokens but no old log-probs", i);
                     return SPADE_POLICY_EINVAL;
                 }
                 if (!isfinite(x->old_logprobs[t])) {
-                    snprintf(err, errlen, "grpo: sample %d: old log-prob %g at trained position %d is not finite", i,
-                             x->old_logprobs[t], t);
+                    spade_errf(err, errlen, "grpo: sample %d: old log-prob %g at trained position %d is not finite", i,
+                               x->old_logprobs[t], t);
                     return SPADE_POLICY_EINVAL;
                 }
                 info->last = t;
@@ -243,38 +246,38 @@ static int check_sample(spade_policy *p, const spade_grpo_sample *x, int i, seqi
             }
         }
         if (info->last > p->maxT) {
-            snprintf(err, errlen,
-                     "grpo: sample %d: its last trained token is at %d, so %d tokens of it must fit "
-                     "the context %d",
-                     i, info->last, info->last, p->maxT);
+            spade_errf(err, errlen,
+                       "grpo: sample %d: its last trained token is at %d, so %d tokens of it must fit "
+                       "the context %d",
+                       i, info->last, info->last, p->maxT);
             return SPADE_POLICY_EINVAL;
         }
         return 0;
     }
     if (x->prompt_len < 1 || x->completion_len < 1 || x->prompt_len + x->completion_len - 1 > p->maxT ||
         !x->old_logprobs || !x->prompt || !x->completion) {
-        snprintf(err, errlen,
-                 "grpo: sample %d: prompt %d + completion %d tokens must be >= 1 each, fit "
-                 "the context %d, and come with old log-probs",
-                 i, x->prompt_len, x->completion_len, p->maxT);
+        spade_errf(err, errlen,
+                   "grpo: sample %d: prompt %d + completion %d tokens must be >= 1 each, fit "
+                   "the context %d, and come with old log-probs",
+                   i, x->prompt_len, x->completion_len, p->maxT);
         return SPADE_POLICY_EINVAL;
     }
     for (int j = 0; j < x->prompt_len; j++)
         if (x->prompt[j] < 0 || x->prompt[j] >= p->V) {
-            snprintf(err, errlen, "grpo: sample %d: prompt token %d at %d is outside the vocabulary [0, %d)", i,
-                     x->prompt[j], j, p->V);
+            spade_errf(err, errlen, "grpo: sample %d: prompt token %d at %d is outside the vocabulary [0, %d)", i,
+                       x->prompt[j], j, p->V);
             return SPADE_POLICY_EINVAL;
         }
     /* The last completion token is only a target, where -1 means "nothing
      * to predict": checked here or it would count as a token of log-prob 0. */
     for (int j = 0; j < x->completion_len; j++) {
         if (x->completion[j] < 0 || x->completion[j] >= p->V) {
-            snprintf(err, errlen, "grpo: sample %d: completion token %d at %d is outside the vocabulary [0, %d)", i,
-                     x->completion[j], j, p->V);
+            spade_errf(err, errlen, "grpo: sample %d: completion token %d at %d is outside the vocabulary [0, %d)", i,
+                       x->completion[j], j, p->V);
             return SPADE_POLICY_EINVAL;
         }
         if (!isfinite(x->old_logprobs[j])) {
-            snprintf(err, errlen, "grpo: sample %d: old log-prob %g at %d is not finite", i, x->old_logprobs[j], j);
+            spade_errf(err, errlen, "grpo: sample %d: old log-prob %g at %d is not finite", i, x->old_logprobs[j], j);
             return SPADE_POLICY_EINVAL;
         }
     }
@@ -332,7 +335,7 @@ static int sampled_rows(grpo_work *w, spade_policy *p, const int *idx, int B, in
             w->rows = malloc((size_t)SAMP_ROWS * Vp * sizeof(float));
             w->scr = malloc(gpt_sampled_dist_scratch(V));
             if (!w->rows || !w->scr) {
-                snprintf(err, errlen, "grpo: out of memory for the sampling distribution's rows");
+                spade_errf(err, errlen, "grpo: out of memory for the sampling distribution's rows");
                 return SPADE_POLICY_ENOMEM;
             }
         }
@@ -352,7 +355,8 @@ static int sampled_rows(grpo_work *w, spade_policy *p, const int *idx, int B, in
                 double l = gpt_sampled_dist(row, V, samp_temp(x), samp_top(x), seq_tok(x, t0 + j), w->scr,
                                             grad_too ? row : NULL);
                 if (isnan(l)) {
-                    snprintf(err, errlen, "grpo: sample %d: the logits at position %d are not finite", idx[b], t0 + j);
+                    spade_errf(err, errlen, "grpo: sample %d: the logits at position %d are not finite", idx[b],
+                               t0 + j);
                     return SPADE_POLICY_EINVAL;
                 }
                 lp[pos0 + j] = (float)l;
@@ -456,7 +460,7 @@ static int grpo_pass(grpo_work *w, const int *idx, int m, pass_out *out, char *e
     if (!ntok) return 0;
     int *byrole = malloc((size_t)m * sizeof(int));
     if (!byrole) {
-        snprintf(err, errlen, "grpo: out of memory");
+        spade_errf(err, errlen, "grpo: out of memory");
         return SPADE_POLICY_ENOMEM;
     }
     int nr = 0, start[SPADE_GRPO_MAX_ROLES];
@@ -493,7 +497,7 @@ static int grpo_pass(grpo_work *w, const int *idx, int m, pass_out *out, char *e
             w->gh = malloc(P * sizeof(float));
             w->gtmp = malloc(P * sizeof(float));
             if (!w->scratch || !w->gh || !w->gtmp) {
-                snprintf(err, errlen, "grpo: out of memory for the per-role gradient (%zu floats)", P);
+                spade_errf(err, errlen, "grpo: out of memory for the per-role gradient (%zu floats)", P);
                 rc = SPADE_POLICY_ENOMEM;
                 break;
             }
@@ -563,7 +567,7 @@ static int prep(grpo_prep *g, spade_policy *p, spade_policy *ref, const spade_gr
     int rc = check_opts(p, ref, o, err, errlen);
     if (rc) return rc;
     if (n < 0 || (n > 0 && !s)) {
-        snprintf(err, errlen, "grpo: %d samples at %p", n, (const void *)s);
+        spade_errf(err, errlen, "grpo: %d samples at %p", n, (const void *)s);
         return SPADE_POLICY_EINVAL;
     }
     size_t nn = n ? (size_t)n : 1;
@@ -572,7 +576,7 @@ static int prep(grpo_prep *g, spade_policy *p, spade_policy *ref, const spade_gr
     g->info = malloc(nn * sizeof(seqinfo));
     g->idx = malloc(nn * sizeof(int));
     if (!g->adv || !g->kept || !g->info || !g->idx) {
-        snprintf(err, errlen, "grpo: out of memory");
+        spade_errf(err, errlen, "grpo: out of memory");
         return SPADE_POLICY_ENOMEM;
     }
     for (int i = 0; i < n; i++)
@@ -603,7 +607,7 @@ static int prep(grpo_prep *g, spade_policy *p, spade_policy *ref, const spade_gr
     g->w.rlp = malloc(cap * sizeof(float));
     g->w.dl = malloc(cap * sizeof(float));
     if (!g->w.tok || !g->w.tgt || !g->w.lp || !g->w.rlp || !g->w.dl) {
-        snprintf(err, errlen, "grpo: out of memory");
+        spade_errf(err, errlen, "grpo: out of memory");
         return SPADE_POLICY_ENOMEM;
     }
     return 0;

@@ -14,7 +14,9 @@
  *
  * Conventions: every function that can fail returns 0 or a negative
  * SPADE_POLICY_E* code (backend.h) and writes a message into err (errlen bytes,
- * may be NULL/0). Nothing here exits or prints, except where said.
+ * may be NULL/0) with spade_errf, as the rest of the library does
+ * (docs/architecture.md, "Errors at module boundaries"). Nothing here exits or
+ * prints, except where said.
  */
 #ifndef SPADE_POLICY_POLICY_H
 #define SPADE_POLICY_POLICY_H

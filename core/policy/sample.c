@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "errbuf.h"
 #include "policy/gpt_internal.h"
 
 void spade_sample_opts_default(spade_sample_opts *o) {
@@ -30,15 +31,15 @@ int gpt_check_sample_opts(const spade_sample_opts *o, const char *who, char *err
     /* Written so that NaN fails too: a NaN or negative temperature used to
      * mean greedy and a NaN top_p "off", silently. */
     if (!(o->temperature >= 0.0f && isfinite(o->temperature))) {
-        snprintf(err, errlen, "%s: temperature = %g: expected a finite value >= 0 (0 = greedy)", who, o->temperature);
+        spade_errf(err, errlen, "%s: temperature = %g: expected a finite value >= 0 (0 = greedy)", who, o->temperature);
         return SPADE_POLICY_EINVAL;
     }
     if (!(o->top_p > 0.0f && o->top_p <= 1.0f)) {
-        snprintf(err, errlen, "%s: top_p = %g: expected 0 < top_p <= 1 (1 = off)", who, o->top_p);
+        spade_errf(err, errlen, "%s: top_p = %g: expected 0 < top_p <= 1 (1 = off)", who, o->top_p);
         return SPADE_POLICY_EINVAL;
     }
     if (o->n_stop < 0 || (o->n_stop > 0 && !o->stop)) {
-        snprintf(err, errlen, "%s: %d stop tokens but stop = %p", who, o->n_stop, (const void *)o->stop);
+        spade_errf(err, errlen, "%s: %d stop tokens but stop = %p", who, o->n_stop, (const void *)o->stop);
         return SPADE_POLICY_EINVAL;
     }
     return 0;
@@ -52,17 +53,17 @@ int spade_policy_sample(spade_policy *p, const int *prompt, int plen, int G, con
         o = &def;
     }
     if (G < 1 || plen < 1 || plen >= p->maxT || o->max_tokens < 1) {
-        snprintf(err, errlen,
-                 "sample: need G >= 1, 1 <= prompt length < context (%d), max_tokens >= 1 "
-                 "(got G %d, prompt %d, max_tokens %d)",
-                 p->maxT, G, plen, o->max_tokens);
+        spade_errf(err, errlen,
+                   "sample: need G >= 1, 1 <= prompt length < context (%d), max_tokens >= 1 "
+                   "(got G %d, prompt %d, max_tokens %d)",
+                   p->maxT, G, plen, o->max_tokens);
         return SPADE_POLICY_EINVAL;
     }
     int rc = gpt_check_sample_opts(o, "sample", err, errlen);
     if (rc) return rc;
     for (int i = 0; i < plen; i++)
         if (prompt[i] < 0 || prompt[i] >= p->V) {
-            snprintf(err, errlen, "sample: prompt token %d at %d outside the vocabulary", prompt[i], i);
+            spade_errf(err, errlen, "sample: prompt token %d at %d outside the vocabulary", prompt[i], i);
             return SPADE_POLICY_EINVAL;
         }
     /* The policy's own decoding batch, grown to G slots; the prompt is run
@@ -76,7 +77,7 @@ int spade_policy_sample(spade_policy *p, const int *prompt, int plen, int G, con
     spade_decoder *d = p->dec;
     int *slots = malloc((size_t)G * sizeof(int));
     if (!slots) {
-        snprintf(err, errlen, "out of host memory");
+        spade_errf(err, errlen, "out of host memory");
         return SPADE_POLICY_ENOMEM;
     }
     for (int g = 0; g < G; g++) {

@@ -38,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "errbuf.h"
 #include "sandbox/internal.h"
 
 /* ---- outcome names ------------------------------------------------------------- */
@@ -182,13 +183,13 @@ int spade_sandbox_new(spade_sandbox **out, const spade_sandbox_opts *opts, char 
     }
     err[0] = '\0';
     if (!out) {
-        snprintf(err, errlen, "spade_sandbox_new: out is NULL");
+        spade_errf(err, errlen, "spade_sandbox_new: out is NULL");
         return -1;
     }
     *out = NULL;
     spade_sandbox *sb = calloc(1, sizeof *sb);
     if (!sb) {
-        snprintf(err, errlen, "out of memory");
+        spade_errf(err, errlen, "out of memory");
         return -1;
     }
     spade_sandbox_opts_fill(&sb->opts, opts);

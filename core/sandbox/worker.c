@@ -32,6 +32,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "errbuf.h"
 #include "host.h"
 #include "jit/jit.h"
 #include "sandbox/internal.h"
@@ -156,7 +157,7 @@ int spade_worker_filter(struct sock_fprog *out, char *err, size_t errlen) {
     out->filter = NULL;
     scmp_filter_ctx c = seccomp_init(SCMP_ACT_KILL_PROCESS);
     if (!c) {
-        snprintf(err, errlen, "seccomp_init failed");
+        spade_errf(err, errlen, "seccomp_init failed");
         return -1;
     }
     int rc = seccomp_attr_set(c, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
@@ -164,7 +165,7 @@ int spade_worker_filter(struct sock_fprog *out, char *err, size_t errlen) {
     rc |= add_rules(c);
     if (rc != 0) {
         seccomp_release(c);
-        snprintf(err, errlen, "seccomp rules: %s", strerror(-rc));
+        spade_errf(err, errlen, "seccomp rules: %s", strerror(-rc));
         return -1;
     }
     /* Export once, here, so that each worker only runs one prctl: generating
@@ -172,7 +173,7 @@ int spade_worker_filter(struct sock_fprog *out, char *err, size_t errlen) {
     int p[2];
     if (pipe(p) < 0) {
         seccomp_release(c);
-        snprintf(err, errlen, "pipe: %s", strerror(errno));
+        spade_errf(err, errlen, "pipe: %s", strerror(errno));
         return -1;
     }
     rc = seccomp_export_bpf(c, p[1]);
@@ -198,7 +199,7 @@ int spade_worker_filter(struct sock_fprog *out, char *err, size_t errlen) {
     close(p[0]);
     if (rc != 0 || len == 0 || len % sizeof(struct sock_filter) != 0 || len / sizeof(struct sock_filter) > 4096) {
         free(buf);
-        snprintf(err, errlen, "seccomp_export_bpf: %s", rc ? strerror(-rc) : "bad program size");
+        spade_errf(err, errlen, "seccomp_export_bpf: %s", rc ? strerror(-rc) : "bad program size");
         return -1;
     }
     out->len = (unsigned short)(len / sizeof(struct sock_filter));

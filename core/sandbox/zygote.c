@@ -44,6 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "errbuf.h"
 #include "sandbox/internal.h"
 #ifdef SPADE_SHARED_LIB
 #include <dlfcn.h>
@@ -435,7 +436,7 @@ static void exec_zygote(int sock, pid_t parent, const char *helper, const char *
 int spade_zygote_start(const spade_sandbox_opts *opts, int *ctl, pid_t *pid, char *err, size_t errlen) {
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
-        snprintf(err, errlen, "socketpair: %s", strerror(errno));
+        spade_errf(err, errlen, "socketpair: %s", strerror(errno));
         return -1;
     }
     /* The child's environment, built here: after fork only async-signal-safe
@@ -490,7 +491,7 @@ int spade_zygote_start(const spade_sandbox_opts *opts, int *ctl, pid_t *pid, cha
     pid_t parent = getpid();
     pid_t p = fork();
     if (p < 0) {
-        snprintf(err, errlen, "fork: %s", strerror(errno));
+        spade_errf(err, errlen, "fork: %s", strerror(errno));
         for (size_t i = 0; i < ne; i++) free(envp[i]);
         close(sv[0]);
         close(sv[1]);
@@ -502,7 +503,7 @@ int spade_zygote_start(const spade_sandbox_opts *opts, int *ctl, pid_t *pid, cha
     /* The options are the zygote's first message (SEQPACKET: one record); it
      * reads them once its constructor runs. */
     if (send(sv[0], opts, sizeof *opts, MSG_NOSIGNAL) != (ssize_t)sizeof *opts) {
-        snprintf(err, errlen, "sandbox zygote: send options: %s", strerror(errno));
+        spade_errf(err, errlen, "sandbox zygote: send options: %s", strerror(errno));
         close(sv[0]);
         kill(p, SIGKILL);
         while (waitpid(p, NULL, 0) < 0 && errno == EINTR)
@@ -529,20 +530,20 @@ static void close_fds_of(struct msghdr *m) {
  * dropped, with any fds they carry). Called with sb->mu held. */
 static int zcall(spade_sandbox *sb, zreq *q, double deadline, zrep *r, int *fds, int *nfds, char *err, size_t errlen) {
     if (sb->broken || sb->ctl < 0) {
-        snprintf(err, errlen, "the sandbox zygote is gone");
+        spade_errf(err, errlen, "the sandbox zygote is gone");
         return -1;
     }
     q->seq = ++sb->seq;
     while (send(sb->ctl, q, sizeof *q, MSG_NOSIGNAL) < 0) {
         if (errno == EINTR) continue;
-        snprintf(err, errlen, "zygote: send: %s", strerror(errno));
+        spade_errf(err, errlen, "zygote: send: %s", strerror(errno));
         sb->broken = 1;
         return -1;
     }
     for (;;) {
         double left = deadline - spade_ipc_now();
         if (left <= 0) {
-            snprintf(err, errlen, "zygote did not answer in time");
+            spade_errf(err, errlen, "zygote did not answer in time");
             return -1;
         }
         struct pollfd p = {sb->ctl, POLLIN, 0};
@@ -562,15 +563,15 @@ static int zcall(spade_sandbox *sb, zreq *q, double deadline, zrep *r, int *fds,
         ssize_t n = recvmsg(sb->ctl, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
         if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
         if (n <= 0) {
-            snprintf(err, errlen, "zygote: %s", n == 0 ? "closed its socket" : strerror(errno));
+            spade_errf(err, errlen, "zygote: %s", n == 0 ? "closed its socket" : strerror(errno));
             sb->broken = 1;
             return -1;
         }
         if ((size_t)n != sizeof *r || r->seq != q->seq || r->op != q->op || (m.msg_flags & MSG_CTRUNC)) {
             close_fds_of(&m);
             if ((size_t)n == sizeof *r && r->seq != q->seq) continue; /* a late reply */
-            snprintf(err, errlen, "zygote: malformed reply%s",
-                     (m.msg_flags & MSG_CTRUNC) ? " (fds truncated: out of file descriptors?)" : "");
+            spade_errf(err, errlen, "zygote: malformed reply%s",
+                       (m.msg_flags & MSG_CTRUNC) ? " (fds truncated: out of file descriptors?)" : "");
             return -1;
         }
         int got = 0;
@@ -619,9 +620,9 @@ int spade_zygote_spawn(spade_sandbox *sb, double deadline, pid_t *pid, int *sock
     if (r.err || r.pid <= 0 || nfds != r.nfds || nfds < 1) {
         for (int i = 0; i < nfds; i++) close(fds[i]);
         if (r.err == ECHILD)
-            snprintf(err, errlen, "workers fail to lock themselves down (rlimits, seccomp or prctl refused)");
+            spade_errf(err, errlen, "workers fail to lock themselves down (rlimits, seccomp or prctl refused)");
         else
-            snprintf(err, errlen, "zygote could not fork a worker: %s", strerror(r.err ? r.err : EPROTO));
+            spade_errf(err, errlen, "zygote could not fork a worker: %s", strerror(r.err ? r.err : EPROTO));
         return -1;
     }
     *pid = r.pid;
@@ -641,7 +642,7 @@ int spade_zygote_reap(spade_sandbox *sb, pid_t pid, int grace_ms, int *status, i
     pthread_mutex_unlock(&sb->mu);
     if (rc < 0) return -1;
     if (r.err) {
-        snprintf(err, errlen, "zygote could not reap worker %d: %s", (int)pid, strerror(r.err));
+        spade_errf(err, errlen, "zygote could not reap worker %d: %s", (int)pid, strerror(r.err));
         return -1;
     }
     *status = r.status;
