@@ -259,8 +259,17 @@ static void polyline(buf *b, const frame *f, const double *x, const double *y, i
     bf(b, "\"/>\n");
 }
 
-char *cli_plot_svg(const cli_plot *p) {
-    buf b = {0};
+/* The frame and its ticks: the x range (widened by half a bar), the y range
+ * (given, or the data's rounded out to whole ticks), whole-iteration x ticks. */
+typedef struct axes {
+    frame f;
+    double yt[32], ystep, xt[32], xstep;
+    int nyt, nxt;
+    int has; /* some series has a finite value */
+} axes;
+
+/* 0, or -1 out of memory. */
+static int plot_axes(const cli_plot *p, axes *ax) {
     frame f;
     int n = p->n;
     double bar_w = 0;
@@ -272,7 +281,7 @@ char *cli_plot_svg(const cli_plot *p) {
     if (!(f.xmax > f.xmin)) f.xmin -= 0.5, f.xmax += 0.5; /* one iteration: a unit-wide frame around it */
     double lo, hi;
     int has = y_extent(p, &lo, &hi);
-    if (has < 0) return NULL;
+    if (has < 0) return -1;
     if (p->fixed) {
         lo = p->ylo;
         hi = p->yhi;
@@ -286,77 +295,87 @@ char *cli_plot_svg(const cli_plot *p) {
         else
             lo -= d, hi += d;
     }
-    double yt[32], ystep, xt[32], xstep;
     if (!p->fixed) { /* round the range out to whole ticks */
-        cli_plot_ticks(lo, hi, 5, yt, 32, &ystep);
-        lo = floor(lo / ystep + 1e-9) * ystep;
-        hi = ceil(hi / ystep - 1e-9) * ystep;
+        cli_plot_ticks(lo, hi, 5, ax->yt, 32, &ax->ystep);
+        lo = floor(lo / ax->ystep + 1e-9) * ax->ystep;
+        hi = ceil(hi / ax->ystep - 1e-9) * ax->ystep;
     }
     f.ylo = lo;
     f.yhi = hi;
-    int nyt = cli_plot_ticks(lo, hi, 5, yt, 32, &ystep);
-    int nxt = cli_plot_ticks(f.xmin, f.xmax, 8, xt, 32, &xstep);
+    ax->nyt = cli_plot_ticks(lo, hi, 5, ax->yt, 32, &ax->ystep);
+    ax->nxt = cli_plot_ticks(f.xmin, f.xmax, 8, ax->xt, 32, &ax->xstep);
     int whole = 1;
     for (int i = 0; i < n; i++) whole &= p->x[i] == floor(p->x[i]);
-    if (xstep < 1 && whole) { /* iterations are whole: no tick at 2.5 */
-        xstep = 1;
-        nxt = 0;
-        for (double t = ceil(f.xmin - 1e-9); t <= f.xmax + 1e-9 && nxt < 32; t++) xt[nxt++] = t;
+    if (ax->xstep < 1 && whole) { /* iterations are whole: no tick at 2.5 */
+        ax->xstep = 1;
+        ax->nxt = 0;
+        for (double t = ceil(f.xmin - 1e-9); t <= f.xmax + 1e-9 && ax->nxt < 32; t++) ax->xt[ax->nxt++] = t;
     }
+    ax->f = f;
+    ax->has = has;
+    return 0;
+}
 
-    bf(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    bf(&b,
+/* The document's head, the title, the grid and the tick labels. */
+static void draw_frame(buf *b, const cli_plot *p, const axes *ax) {
+    const frame *f = &ax->f;
+    bf(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    bf(b,
        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
        "font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\" font-size=\"12\">\n",
        W, H, W, H);
-    bf(&b, "<title>");
-    esc(&b, p->title);
-    bf(&b, "</title>\n<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", W, H);
-    bf(&b, "<defs><clipPath id=\"plot\"><rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/></clipPath></defs>\n",
+    bf(b, "<title>");
+    esc(b, p->title);
+    bf(b, "</title>\n<rect width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", W, H);
+    bf(b, "<defs><clipPath id=\"plot\"><rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\"/></clipPath></defs>\n",
        PX0 - 5, PY0 - 5, PX1 - PX0 + 10, PY1 - PY0 + 10); /* a line on the frame's edge is drawn whole */
-    bf(&b, "<text x=\"%d\" y=\"24\" font-size=\"15\" font-weight=\"bold\" fill=\"#222\">", PX0);
-    esc(&b, p->title);
-    bf(&b, "</text>\n");
+    bf(b, "<text x=\"%d\" y=\"24\" font-size=\"15\" font-weight=\"bold\" fill=\"#222\">", PX0);
+    esc(b, p->title);
+    bf(b, "</text>\n");
 
     /* grid and ticks */
-    bf(&b, "<g stroke=\"#e4e4e4\" stroke-width=\"1\">\n");
-    for (int i = 0; i < nyt; i++)
-        bf(&b, "<line x1=\"%d\" x2=\"%d\" y1=\"%.2f\" y2=\"%.2f\"/>\n", PX0, PX1, sy(&f, yt[i]), sy(&f, yt[i]));
-    bf(&b, "</g>\n<g fill=\"#444\" text-anchor=\"end\">\n");
-    for (int i = 0; i < nyt; i++) {
+    bf(b, "<g stroke=\"#e4e4e4\" stroke-width=\"1\">\n");
+    for (int i = 0; i < ax->nyt; i++)
+        bf(b, "<line x1=\"%d\" x2=\"%d\" y1=\"%.2f\" y2=\"%.2f\"/>\n", PX0, PX1, sy(f, ax->yt[i]), sy(f, ax->yt[i]));
+    bf(b, "</g>\n<g fill=\"#444\" text-anchor=\"end\">\n");
+    for (int i = 0; i < ax->nyt; i++) {
         char t[32];
-        tick_label(t, sizeof t, yt[i], ystep);
-        bf(&b, "<text x=\"%d\" y=\"%.2f\">%s</text>\n", PX0 - 6, sy(&f, yt[i]) + 4, t);
+        tick_label(t, sizeof t, ax->yt[i], ax->ystep);
+        bf(b, "<text x=\"%d\" y=\"%.2f\">%s</text>\n", PX0 - 6, sy(f, ax->yt[i]) + 4, t);
     }
-    bf(&b, "</g>\n<g fill=\"#444\" text-anchor=\"middle\">\n");
-    for (int i = 0; i < nxt; i++) {
+    bf(b, "</g>\n<g fill=\"#444\" text-anchor=\"middle\">\n");
+    for (int i = 0; i < ax->nxt; i++) {
         char t[32];
-        tick_label(t, sizeof t, xt[i], xstep);
-        bf(&b, "<text x=\"%.2f\" y=\"%d\">%s</text>\n", sx(&f, xt[i]), PY1 + 17, t);
+        tick_label(t, sizeof t, ax->xt[i], ax->xstep);
+        bf(b, "<text x=\"%.2f\" y=\"%d\">%s</text>\n", sx(f, ax->xt[i]), PY1 + 17, t);
     }
-    bf(&b, "</g>\n<g stroke=\"#444\" stroke-width=\"1\">\n");
-    for (int i = 0; i < nxt; i++)
-        bf(&b, "<line x1=\"%.2f\" x2=\"%.2f\" y1=\"%d\" y2=\"%d\"/>\n", sx(&f, xt[i]), sx(&f, xt[i]), PY1, PY1 + 4);
-    bf(&b, "</g>\n");
+    bf(b, "</g>\n<g stroke=\"#444\" stroke-width=\"1\">\n");
+    for (int i = 0; i < ax->nxt; i++)
+        bf(b, "<line x1=\"%.2f\" x2=\"%.2f\" y1=\"%d\" y2=\"%d\"/>\n", sx(f, ax->xt[i]), sx(f, ax->xt[i]), PY1,
+           PY1 + 4);
+    bf(b, "</g>\n");
+}
 
-    /* data: stacks first, then lines over them */
-    bf(&b, "<g clip-path=\"url(#plot)\">\n");
+/* The stacks: bars on each other, areas on each other (a lone finite point
+ * as a block as wide as most of an iteration). */
+static void draw_stacks(buf *b, const cli_plot *p, const frame *f) {
+    int n = p->n;
     double *base = calloc((size_t)(n ? n : 1), sizeof *base), *bbase = calloc((size_t)(n ? n : 1), sizeof *bbase),
            *top = malloc(sizeof *top * (size_t)(n ? n : 1));
-    if (!base || !bbase || !top) b.oom = 1;
+    if (!base || !bbase || !top) b->oom = 1;
     double dx = min_dx(p);
-    for (int k = 0; !b.oom && k < p->ns; k++) {
+    for (int k = 0; !b->oom && k < p->ns; k++) {
         const series *s = &p->s[k];
         if (s->kind == KIND_BARS) {
             for (int i = 0; i < n; i++) {
                 if (!isfinite(s->y[i]) || s->y[i] == 0) continue;
                 double y0 = bbase[i], y1 = bbase[i] + s->y[i];
                 bbase[i] = y1;
-                double xa = sx(&f, p->x[i] - s->width / 2), xb = sx(&f, p->x[i] + s->width / 2);
-                bf(&b,
+                double xa = sx(f, p->x[i] - s->width / 2), xb = sx(f, p->x[i] + s->width / 2);
+                bf(b,
                    "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\" stroke=\"#ffffff\" "
                    "stroke-width=\"0.5\"/>\n",
-                   xa, sy(&f, fmax(y0, y1)), xb - xa, fabs(sy(&f, y0) - sy(&f, y1)), s->color);
+                   xa, sy(f, fmax(y0, y1)), xb - xa, fabs(sy(f, y0) - sy(f, y1)), s->color);
             }
             continue;
         }
@@ -370,31 +389,32 @@ char *cli_plot_svg(const cli_plot *p) {
             int j = i;
             while (j < n && isfinite(top[j])) j++;
             if (j - i == 1) { /* a lone point: a block as wide as most of an iteration */
-                double xa = sx(&f, fmax(p->x[i] - 0.4 * dx, f.xmin)), xb = sx(&f, fmin(p->x[i] + 0.4 * dx, f.xmax));
-                bf(&b,
+                double xa = sx(f, fmax(p->x[i] - 0.4 * dx, f->xmin)), xb = sx(f, fmin(p->x[i] + 0.4 * dx, f->xmax));
+                bf(b,
                    "<rect x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\" fill-opacity=\"0.85\"/>\n",
-                   xa, sy(&f, fmax(top[i], base[i])), xb - xa, fabs(sy(&f, base[i]) - sy(&f, top[i])), s->color);
+                   xa, sy(f, fmax(top[i], base[i])), xb - xa, fabs(sy(f, base[i]) - sy(f, top[i])), s->color);
             } else {
-                bf(&b, "<polygon fill=\"%s\" fill-opacity=\"0.85\" stroke=\"%s\" stroke-width=\"0.5\" points=\"",
+                bf(b, "<polygon fill=\"%s\" fill-opacity=\"0.85\" stroke=\"%s\" stroke-width=\"0.5\" points=\"",
                    s->color, s->color);
-                for (int q = i; q < j; q++) bf(&b, "%.2f,%.2f ", sx(&f, p->x[q]), sy(&f, top[q]));
-                for (int q = j - 1; q >= i; q--)
-                    bf(&b, "%.2f,%.2f%s", sx(&f, p->x[q]), sy(&f, base[q]), q > i ? " " : "");
-                bf(&b, "\"/>\n");
+                for (int q = i; q < j; q++) bf(b, "%.2f,%.2f ", sx(f, p->x[q]), sy(f, top[q]));
+                for (int q = j - 1; q >= i; q--) bf(b, "%.2f,%.2f%s", sx(f, p->x[q]), sy(f, base[q]), q > i ? " " : "");
+                bf(b, "\"/>\n");
             }
             i = j;
         }
         for (int i = 0; i < n; i++)
             if (isfinite(top[i])) base[i] = top[i];
     }
-    for (int h = 0; h < p->nh; h++) {
-        double y = sy(&f, p->href[h]);
-        bf(&b,
-           "<line x1=\"%d\" x2=\"%d\" y1=\"%.2f\" y2=\"%.2f\" stroke=\"#777\" stroke-width=\"1\" "
-           "stroke-dasharray=\"3 3\"/>\n",
-           PX0, PX1, y, y);
-    }
-    for (int k = 0; !b.oom && k < p->ns; k++) {
+    free(base);
+    free(bbase);
+    free(top);
+}
+
+/* The lines over the stacks, with their dots: every point of a short run,
+ * and always a point alone between gaps. */
+static void draw_lines(buf *b, const cli_plot *p, const frame *f) {
+    int n = p->n;
+    for (int k = 0; !b->oom && k < p->ns; k++) {
         const series *s = &p->s[k];
         if (s->kind != KIND_LINE) continue;
         for (int i = 0; i < n;) {
@@ -404,49 +424,67 @@ char *cli_plot_svg(const cli_plot *p) {
             }
             int j = i;
             while (j < n && isfinite(s->y[j])) j++;
-            if (j - i > 1) polyline(&b, &f, p->x, s->y, i, j, s);
+            if (j - i > 1) polyline(b, f, p->x, s->y, i, j, s);
             i = j;
         }
-        /* dots: every point of a short run, and always a point alone between gaps */
         for (int i = 0; i < n; i++) {
             if (!isfinite(s->y[i])) continue;
             int alone = (i == 0 || !isfinite(s->y[i - 1])) && (i == n - 1 || !isfinite(s->y[i + 1]));
             if (alone || n <= 40)
-                bf(&b, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"%.1f\" fill=\"%s\"/>\n", sx(&f, p->x[i]), sy(&f, s->y[i]),
+                bf(b, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"%.1f\" fill=\"%s\"/>\n", sx(f, p->x[i]), sy(f, s->y[i]),
                    alone ? 3.5 : 2.5, s->color);
         }
     }
+}
+
+/* The data: stacks first, the reference lines, then lines over them and the
+ * references' labels over everything. */
+static void draw_data(buf *b, const cli_plot *p, const axes *ax) {
+    const frame *f = &ax->f;
+    bf(b, "<g clip-path=\"url(#plot)\">\n");
+    draw_stacks(b, p, f);
+    for (int h = 0; h < p->nh; h++) {
+        double y = sy(f, p->href[h]);
+        bf(b,
+           "<line x1=\"%d\" x2=\"%d\" y1=\"%.2f\" y2=\"%.2f\" stroke=\"#777\" stroke-width=\"1\" "
+           "stroke-dasharray=\"3 3\"/>\n",
+           PX0, PX1, y, y);
+    }
+    draw_lines(b, p, f);
     for (int h = 0; h < p->nh; h++) { /* reference labels over the data, on a white halo */
         if (!p->hlabel[h][0]) continue;
-        bf(&b,
+        bf(b,
            "<text x=\"%d\" y=\"%.2f\" fill=\"#555\" font-size=\"11\" text-anchor=\"end\" stroke=\"#ffffff\" "
            "stroke-width=\"3\" paint-order=\"stroke\">",
-           PX1 - 4, sy(&f, p->href[h]) - 4);
-        esc(&b, p->hlabel[h]);
-        bf(&b, "</text>\n");
+           PX1 - 4, sy(f, p->href[h]) - 4);
+        esc(b, p->hlabel[h]);
+        bf(b, "</text>\n");
     }
-    free(base);
-    free(bbase);
-    free(top);
-    bf(&b, "</g>\n");
-    if (!has) {
-        bf(&b,
+    bf(b, "</g>\n");
+    if (!ax->has) {
+        bf(b,
            "<text x=\"%d\" y=\"%d\" fill=\"#888\" text-anchor=\"middle\" font-size=\"14\">no values in this "
            "run</text>\n",
            (PX0 + PX1) / 2, (PY0 + PY1) / 2);
     }
+}
 
-    /* axes and their labels */
-    bf(&b, "<g stroke=\"#444\" stroke-width=\"1\" fill=\"none\"><polyline points=\"%d,%d %d,%d %d,%d\"/></g>\n", PX0,
+/* The axes and their labels. */
+static void draw_axes(buf *b, const cli_plot *p) {
+    bf(b, "<g stroke=\"#444\" stroke-width=\"1\" fill=\"none\"><polyline points=\"%d,%d %d,%d %d,%d\"/></g>\n", PX0,
        PY0, PX0, PY1, PX1, PY1);
-    bf(&b, "<text x=\"%d\" y=\"%d\" fill=\"#222\" text-anchor=\"middle\">", (PX0 + PX1) / 2, PY1 + 40);
-    esc(&b, p->xlabel);
-    bf(&b, "</text>\n<text x=\"16\" y=\"%d\" fill=\"#222\" text-anchor=\"middle\" transform=\"rotate(-90 16 %d)\">",
+    bf(b, "<text x=\"%d\" y=\"%d\" fill=\"#222\" text-anchor=\"middle\">", (PX0 + PX1) / 2, PY1 + 40);
+    esc(b, p->xlabel);
+    bf(b, "</text>\n<text x=\"16\" y=\"%d\" fill=\"#222\" text-anchor=\"middle\" transform=\"rotate(-90 16 %d)\">",
        (PY0 + PY1) / 2, (PY0 + PY1) / 2);
-    esc(&b, p->ylabel);
-    bf(&b, "</text>\n");
+    esc(b, p->ylabel);
+    bf(b, "</text>\n");
+}
 
-    /* legend: stacks from the top of the stack down (as they are drawn), then lines */
+/* The legend: stacks from the top of the stack down (as they are drawn),
+ * then lines; as many as fit, then "+ N more". */
+static void draw_legend(buf *b, const cli_plot *p) {
+    int n = p->n;
     int order[64], no = 0;
     for (int k = p->ns - 1; k >= 0 && no < 64; k--)
         if (p->s[k].kind != KIND_LINE && p->s[k].label[0]) order[no++] = k;
@@ -457,12 +495,12 @@ char *cli_plot_svg(const cli_plot *p) {
         const series *s = &p->s[order[e]];
         int y = PY0 + 8 + e * 20, lx = PX1 + 18;
         if (s->kind == KIND_LINE)
-            bf(&b, "<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"%.1f\"%s/>\n", lx,
+            bf(b, "<line x1=\"%d\" x2=\"%d\" y1=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"%.1f\"%s/>\n", lx,
                lx + 22, y, y, s->color, s->width < 3 ? s->width + 0.5 : s->width,
                s->dashed ? " stroke-dasharray=\"6 4\"" : "");
         else
-            bf(&b, "<rect x=\"%d\" y=\"%d\" width=\"22\" height=\"12\" fill=\"%s\" fill-opacity=\"0.85\"/>\n", lx,
-               y - 6, s->color);
+            bf(b, "<rect x=\"%d\" y=\"%d\" width=\"22\" height=\"12\" fill=\"%s\" fill-opacity=\"0.85\"/>\n", lx, y - 6,
+               s->color);
         char lab[56];
         int any = 0;
         for (int i = 0; i < n && !any; i++) any = isfinite(s->y[i]);
@@ -472,12 +510,22 @@ char *cli_plot_svg(const cli_plot *p) {
         else
             snprintf(lab, sizeof lab, "%s", s->label);
         if (!any) snprintf(lab + strlen(lab), sizeof lab - strlen(lab), " (no values)");
-        bf(&b, "<text x=\"%d\" y=\"%d\" fill=\"#222\">", lx + 28, y + 4);
-        esc(&b, lab);
-        bf(&b, "</text>\n");
+        bf(b, "<text x=\"%d\" y=\"%d\" fill=\"#222\">", lx + 28, y + 4);
+        esc(b, lab);
+        bf(b, "</text>\n");
     }
     if (shown < no)
-        bf(&b, "<text x=\"%d\" y=\"%d\" fill=\"#555\">+ %d more</text>\n", PX1 + 46, PY0 + 12 + shown * 20, no - shown);
+        bf(b, "<text x=\"%d\" y=\"%d\" fill=\"#555\">+ %d more</text>\n", PX1 + 46, PY0 + 12 + shown * 20, no - shown);
+}
+
+char *cli_plot_svg(const cli_plot *p) {
+    axes ax;
+    if (plot_axes(p, &ax) < 0) return NULL;
+    buf b = {0};
+    draw_frame(&b, p, &ax);
+    draw_data(&b, p, &ax);
+    draw_axes(&b, p);
+    draw_legend(&b, p);
     bf(&b, "</svg>\n");
     if (b.oom) {
         free(b.p);
