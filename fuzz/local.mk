@@ -11,7 +11,7 @@
 FUZZ_HARNESSES = json serve tools tokenizer checkpoint train_config pretrain_config archive gguf
 
 # The CLI's code is not in the library: the harnesses that test it name it.
-export fuzz_extra_serve = cli/serve_proto.c
+export fuzz_extra_serve = $(serve_sources)
 export fuzz_extra_pretrain_config = cli/util.c cli/transcript_text.c
 export fuzz_extra_train_config = cli/util.c cli/train_config.c cli/transcript_text.c $(selfplay_sources) \
 	$(designer_sources) $(agent_sources)
