@@ -372,50 +372,6 @@ static int serve_socket(spade_sandbox *sb, const serve_limits *lim, const char *
     return CLI_OK;
 }
 
-enum { TOKEN_MIN = 16, TOKEN_MAX = 4096 };
-
-/* The token is one line of TOKEN_MIN..TOKEN_MAX bytes, no NUL; from is how an error names where it came from. */
-static int token_ok(const char *from, const char *t, size_t n) {
-    if (n < TOKEN_MIN || n > TOKEN_MAX)
-        return cli_err(-1, "serve",
-                       "%s: the token is %zu bytes; it must be %d..%d (e.g. `head -c 32 /dev/urandom | "
-                       "base64`)",
-                       from, n, TOKEN_MIN, TOKEN_MAX);
-    if (memchr(t, 0, n) || memchr(t, '\n', n))
-        return cli_err(-1, "serve", "%s: the token holds a NUL byte or a newline", from);
-    return 0;
-}
-
-/* Reads the token of --token-file: the file's first line (a final newline, and a \r before it, dropped). */
-static int read_token_file(const char *path, char *buf, size_t cap, size_t *len) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return cli_err(-1, "serve", "--token-file %s: %s", path, strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) == 0 && (st.st_mode & 077))
-        fprintf(stderr, "spade serve: warning: --token-file %s: other users may read it (mode %03o; chmod 600 %s)\n",
-                path, (unsigned)(st.st_mode & 0777), path);
-    size_t n = 0;
-    for (;;) {
-        ssize_t k = read(fd, buf + n, cap - n);
-        if (k < 0 && errno == EINTR) continue;
-        if (k < 0) {
-            int e = errno;
-            close(fd);
-            return cli_err(-1, "serve", "--token-file %s: %s", path, strerror(e));
-        }
-        if (k == 0 || (n += (size_t)k) == cap) break;
-    }
-    close(fd);
-    char *nl = memchr(buf, '\n', n);
-    if (nl) n = (size_t)(nl - buf);
-    if (n && buf[n - 1] == '\r') n--;
-    char from[SPADE_PATH_MAX + 32];
-    snprintf(from, sizeof from, "--token-file %s", path);
-    if (token_ok(from, buf, n) < 0) return -1;
-    *len = n;
-    return 0;
-}
-
 int cli_serve(spade_sandbox *sb, int argc, char **argv) {
     static const struct option longopts[] = {
         {"stdio", no_argument, 0, 's'},
@@ -470,18 +426,9 @@ int cli_serve(spade_sandbox *sb, int argc, char **argv) {
     if (optind != argc) return cli_err(CLI_USAGE, "serve", "unexpected argument '%s'", argv[optind]);
     if (stdio && listen_addr) return cli_err(CLI_USAGE, "serve", "--stdio or --listen, not both");
     if (token_file && token_env) return cli_err(CLI_USAGE, "serve", "--token-file or --token-env, not both");
-    static char token[TOKEN_MAX + 1]; /* lives as long as the server: every connection points at it */
-    if (token_file) {
-        if (read_token_file(token_file, token, sizeof token, &lim.token_len) < 0) return CLI_USAGE;
-        lim.token = token;
-    } else if (token_env) {
-        const char *v = getenv(token_env);
-        char from[300];
-        snprintf(from, sizeof from, "--token-env %.256s", token_env);
-        if (!v || !*v) return cli_err(CLI_USAGE, "serve", "%s: the variable is unset or empty", from);
-        if (token_ok(from, v, strlen(v)) < 0) return CLI_USAGE;
-        lim.token_len = strlen(v);
-        memcpy(token, v, lim.token_len);
+    static char token[CLI_TOKEN_MAX + 1]; /* lives as long as the server: every connection points at it */
+    if (token_file || token_env) {
+        if (cli_read_token("serve", token_file, token_env, token, sizeof token, &lim.token_len) < 0) return CLI_USAGE;
         lim.token = token;
     }
     signal(SIGPIPE, SIG_IGN); /* a client gone mid-write is a failed write, not a dead server */

@@ -41,6 +41,9 @@ tests_test_serve_SOURCES = tests/test_serve.c $(serve_sources) tests/testutil.c 
 tests_test_serve_CPPFLAGS = $(AM_CPPFLAGS) -iquote $(top_srcdir)/cli
 tests_test_serve_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_serve_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
+# spade run --servers: the C client of the protocol against two servers (core/served_episodes.c)
+TESTS += tests/test_servers.sh
+EXTRA_DIST += tests/test_servers.sh
 # cmd_pretrain.c reads .transcript files through transcript_text.c
 tests_test_policy_pretrain_SOURCES += cli/transcript_text.c cli/util.c
 
