@@ -8,7 +8,7 @@
 # fuzz/corpus/NAME/ and reproducers of fixed findings in fuzz/regress/NAME/.
 # Adding one is adding NAME to this list (and, when it needs sources that are
 # not in libspade.a, one `export fuzz_extra_NAME = FILES` line below):
-FUZZ_HARNESSES = json serve tools tokenizer checkpoint train_config pretrain_config archive gguf
+FUZZ_HARNESSES = json serve tools tokenizer checkpoint train_config pretrain_config archive gguf sclient
 
 # The CLI's code is not in the library: the harnesses that test it name it.
 export fuzz_extra_serve = $(serve_sources)
