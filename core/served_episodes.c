@@ -24,7 +24,7 @@ typedef struct slot {
     int live, reset_done, acting;
     long episode;
     uint64_t seed;
-    int repeat, steps, begun;
+    int repeat, steps, begun, hint_req;
     double ret, reward;
     void *state;
     char *obs, *solve, *hint;
@@ -131,7 +131,8 @@ static void emit(run *R, spade_ep_event_kind kind, const slot *e, int step, cons
 
 /* Ends the episode of slot e (as local play does: success when it ended by itself or by the agent). */
 static int finish(run *R, slot *e, spade_ep_end end, const spade_failure *g, spade_ep_op op, const char *stop) {
-    spade_ep_outcome o = {.episode = e->episode, .seed = e->seed, .end = end, .ret = e->ret, .steps = e->steps};
+    spade_ep_outcome o = {
+        .episode = e->episode, .seed = e->seed, .hint = e->hint_req, .end = end, .ret = e->ret, .steps = e->steps};
     o.success = (end == SPADE_EP_TERMINATED || end == SPADE_EP_TRUNCATED || end == SPADE_EP_AGENT_STOP) &&
                 e->ret >= R->info.success;
     if (stop) snprintf(o.stop_reason, sizeof o.stop_reason, "%s", stop);
@@ -407,7 +408,8 @@ static void build_steps(run *R, server *s) {
 
 /* The texts an agent wants: the hint of each episode just reset, SOLVE's action of each live one. */
 static int wants_hint(const run *R, const slot *e) {
-    return (R->agent->wants & SPADE_AGENT_WANTS_HINT) && e->live && e->reset_done && !e->begun;
+    return ((R->agent->wants & SPADE_AGENT_WANTS_HINT) || e->hint_req) && e->live && e->reset_done && !e->begun &&
+           !e->has_hint;
 }
 static int wants_solve(const run *R, const slot *e) {
     return (R->agent->wants & SPADE_AGENT_WANTS_SOLVE) && R->info.has_solve && e->live && e->reset_done;
@@ -514,6 +516,7 @@ static int fill(run *R, spade_ep_next_fn next, void *next_ctx) {
         e->episode = R->taken++;
         e->seed = q.seed;
         e->repeat = q.repeat;
+        e->hint_req = q.hint != 0;
         e->has_solve = e->has_hint = 0;
         e->state = NULL;
     }
@@ -546,7 +549,9 @@ static int round_once(run *R, spade_ep_next_fn next, void *next_ctx) {
     if (exchange(R, build_resets) < 0) return -1;
     for (int k = 0; k < R->n_v; k++)
         if (apply_batch(R, &R->V[k], 0) < 0) return -1;
-    if (R->agent->wants & (SPADE_AGENT_WANTS_HINT | SPADE_AGENT_WANTS_SOLVE)) {
+    int any_hint = 0;
+    for (int i = 0; i < R->n_slots && !any_hint; i++) any_hint = wants_hint(R, &R->S[i]);
+    if (any_hint || (R->agent->wants & SPADE_AGENT_WANTS_SOLVE)) {
         if (exchange(R, build_texts) < 0) return -1;
         for (int k = 0; k < R->n_v; k++)
             if (apply_texts(R, &R->V[k]) < 0) return -1;
@@ -555,6 +560,15 @@ static int round_once(run *R, spade_ep_next_fn next, void *next_ctx) {
     for (int k = 0; k < n; k++) { /* episodes that start: the agent's begin, their first observation */
         slot *e = &R->S[R->who[k]];
         if (e->begun) continue;
+        if (e->hint_req) { /* the hint arm: the hint follows the first observation, as in local play */
+            size_t need = spade_ep_with_hint(e->obs, e->obs_len, e->hint, e->hint_len, NULL, 0);
+            char *p = malloc(need + 1);
+            if (!p) return oom(R);
+            spade_ep_with_hint(e->obs, e->obs_len, e->hint, e->hint_len, p, need + 1);
+            free(e->obs);
+            e->obs = p;
+            e->obs_len = need;
+        }
         spade_ep_view v;
         view_of(R, e, &v);
         if (R->agent->begin && R->agent->begin(R->agent->ctx, &v, &e->state, R->err, R->errlen) < 0) return -1;

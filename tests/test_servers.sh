@@ -6,7 +6,7 @@
 # again and the episode replayed, the transcript unchanged; one killed for good
 # stops the run with an error naming it; a wrong token is refused.
 # The server side (the token, the protocol) is tested by tests/test_serve and
-# tests/python; this is the C client (core/serve_client.c, core/served_episodes.c).
+# tests/python; this is the C client (spade run and spade eval) (core/serve_client.c, core/served_episodes.c).
 NAME=servers
 . "${srcdir:-.}/tests/tap.sh"
 pids=""
@@ -41,6 +41,13 @@ for args in "maze:size=3 -n 30 -s 3 -b 7" "maze:size=3 -n 12 -s 40 -b 1" "maze -
     if [ -s "$TMP/l" ] && cmp -s "$TMP/l" "$TMP/r"; then ok "run $args: two servers give local play's outcomes"
     else diff "$TMP/l" "$TMP/r" >>"$TMP/out"; bad "run $args: two servers give local play's outcomes"; fi
 done
+
+# spade eval: the reference arms on two servers, the same JSONL as here
+"$SPADE" eval none maze:size=3 "$SRC/stdenv/nim.c" -n 8 -s 4 --jsonl "$TMP/el.jsonl" >"$TMP/out" 2>&1
+"$SPADE" eval none maze:size=3 "$SRC/stdenv/nim.c" -n 8 -s 4 --jsonl "$TMP/er.jsonl" --servers "$A,$B" \
+    --token-env SPADE_TEST_TOKEN >>"$TMP/out" 2>&1
+if [ -s "$TMP/el.jsonl" ] && cmp -s "$TMP/el.jsonl" "$TMP/er.jsonl"; then ok "eval on two servers: local play's JSONL"
+else bad "eval on two servers: local play's JSONL"; fi
 
 # 2. a wrong token: refused, the run fails naming the server
 if SPADE_TEST_TOKEN=wrong-wrong-wrong-wrong "$SPADE" run maze -n 1 --servers "$A" --token-env SPADE_TEST_TOKEN \
