@@ -43,8 +43,8 @@ for args in "maze:size=3 -n 30 -s 3 -b 7" "maze:size=3 -n 12 -s 40 -b 1" "maze -
 done
 
 # spade eval: the reference arms on two servers, the same JSONL as here
-"$SPADE" eval none maze:size=3 "$SRC/stdenv/nim.c" -n 8 -s 4 --jsonl "$TMP/el.jsonl" >"$TMP/out" 2>&1
-"$SPADE" eval none maze:size=3 "$SRC/stdenv/nim.c" -n 8 -s 4 --jsonl "$TMP/er.jsonl" --servers "$A,$B" \
+"$SPADE" eval none maze:size=3 "$SRC/stdenv/nim.c" -n 8 --seed 4 --jsonl "$TMP/el.jsonl" >"$TMP/out" 2>&1
+"$SPADE" eval none maze:size=3 "$SRC/stdenv/nim.c" -n 8 --seed 4 --jsonl "$TMP/er.jsonl" --servers "$A,$B" \
     --token-env SPADE_TEST_TOKEN >>"$TMP/out" 2>&1
 if [ -s "$TMP/el.jsonl" ] && cmp -s "$TMP/el.jsonl" "$TMP/er.jsonl"; then ok "eval on two servers: local play's JSONL"
 else bad "eval on two servers: local play's JSONL"; fi
