@@ -11,6 +11,7 @@
 #include "agent/policy_agent.h"
 #include "agents.h"
 #include "errbuf.h"
+#include "served_episodes.h"
 
 void spade_wilson(long k, long n, double z, double *lo, double *hi) {
     if (n <= 0) {
@@ -35,6 +36,42 @@ void spade_eval_opts_default(spade_eval_opts *o) {
     o->temperature = 1.0f;
 }
 
+/* --servers: spec e's requests, one after another, their outcomes into res at e's rows. */
+typedef struct served_arm {
+    const spade_ep_request *req;
+    spade_ep_outcome *res;
+    long n, next;
+} served_arm;
+
+static int served_next(void *ctx, spade_ep_request *q) {
+    served_arm *a = ctx;
+    if (a->next >= a->n) return 0;
+    *q = a->req[a->next++];
+    q->spec = 0;
+    return 1;
+}
+
+static void served_outcome(void *ctx, const spade_ep_outcome *o) {
+    served_arm *a = ctx;
+    if (o->episode >= 0 && o->episode < a->n) a->res[o->episode] = *o;
+}
+
+static int play_served(const spade_ep_spec *specs, int n, const spade_ep_request *req, spade_agent *agent,
+                       const spade_eval_opts *o, spade_ep_outcome *res, char *err, size_t errlen) {
+    for (int e = 0; e < n; e++) {
+        served_arm a = {.req = req + (long)e * o->episodes, .res = res + (long)e * o->episodes, .n = o->episodes};
+        memset(a.res, 0, (size_t)a.n * sizeof *a.res);
+        spade_served_opts so = *o->served;
+        so.max_live = o->max_live;
+        so.on_outcome = served_outcome;
+        so.on_event = NULL;
+        so.ctx = &a;
+        if (spade_served_run(&specs[e], served_next, &a, agent, &so, NULL, err, errlen) < 0) return -1;
+        for (long k = 0; k < a.n; k++) a.res[k].spec = e;
+    }
+    return 0;
+}
+
 /* Plays one arm: every spec o->episodes times on seeds seed.., hint or not. */
 static int arm(spade_sandbox *sb, const spade_ep_spec *specs, int n, spade_agent *agent, int hint,
                const spade_eval_opts *o, spade_eval_arm *out, size_t stride, char *err, size_t errlen) {
@@ -52,7 +89,9 @@ static int arm(spade_sandbox *sb, const spade_ep_spec *specs, int n, spade_agent
     spade_episodes_opts eo;
     spade_episodes_opts_default(&eo);
     eo.max_live = o->max_live;
-    if (spade_episodes_play(sb, specs, n, req, total, agent, &eo, res, err, errlen) < 0) goto done;
+    if (o->served ? play_served(specs, n, req, agent, o, res, err, errlen) < 0
+                  : spade_episodes_play(sb, specs, n, req, total, agent, &eo, res, err, errlen) < 0)
+        goto done;
     for (int e = 0; e < n; e++) {
         spade_eval_arm *a = (spade_eval_arm *)((char *)out + (size_t)e * stride);
         memset(a, 0, sizeof *a);

@@ -45,6 +45,10 @@ typedef struct spade_eval_opts {
      * (a served model, agent/remote_agent.h) */
     spade_agent *(*make_agent)(void *ctx, char *err, size_t errlen);
     void *agent_ctx;
+    /* non-NULL: every arm plays on these running servers (core/served_episodes.h:
+     * servers, token, workers, retries; its max_live and callbacks are set
+     * here), one environment after another, instead of the sandbox */
+    const struct spade_served_opts *served;
 } spade_eval_opts;
 void spade_eval_opts_default(spade_eval_opts *o);
 

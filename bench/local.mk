@@ -6,7 +6,7 @@
 # resolve the DSL helpers from the program, hence -Wl,--export-dynamic.
 spade_bench_envs = bench/envs/trivial.so bench/envs/work20us.so bench/envs/bank.so
 CLEANFILES += $(spade_bench_envs)
-EXTRA_DIST += bench/envs/trivial.c bench/envs/work20us.c bench/bench_py_env.py
+EXTRA_DIST += bench/envs/trivial.c bench/envs/work20us.c bench/bench_py_env.py bench/bench_servers.sh bench/bench_servers.py
 # One explicit rule each: the sources live in two directories. stdenv/ sources
 # are built by bench_sandbox itself at run time (gcc -O2, same flags), so that a
 # stdenv file that is renamed or not there yet skips one line of the report

@@ -95,6 +95,13 @@ char *cli_read_stream(FILE *f, size_t *len, int *read_error);
 /* Monotonic seconds. */
 double cli_now(void);
 
+/* The shared token of `spade serve` (docs/protocol.md): from the first line of
+ * file (--token-file) or the variable env (--token-env); 16..4096 bytes, one
+ * line. Into buf (NUL-terminated); 0, or -1 after an error message. */
+#define CLI_TOKEN_MIN 16
+#define CLI_TOKEN_MAX 4096
+int cli_read_token(const char *cmd, const char *file, const char *env, char *buf, size_t cap, size_t *len);
+
 /* Writes s as a JSON string literal (quotes included). */
 void cli_json_string(FILE *out, const char *s, size_t len);
 

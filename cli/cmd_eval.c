@@ -13,12 +13,14 @@
 #include "agent/remote_agent.h"
 #include "heldout.h"
 #include "remote.h"
+#include "served_episodes.h"
 
 #define MAX_ENVS 256
 
 void cli_usage_eval(FILE *out) {
     fprintf(out, "usage: spade eval CKPT [SPEC...] [--suite heldout] [--episodes N] [--hint] [--seed S]\n"
                  "                  [--greedy] [--no-reference] [--jsonl FILE]\n"
+                 "                  [--servers HOST:PORT,... [--token-file F | --token-env VAR]]\n"
                  "\n"
                  "Plays each environment N times (seeds S, S+1, ...) with the policy of checkpoint\n"
                  "CKPT and prints, per environment, its success rate with a Wilson 95%% interval, mean\n"
@@ -34,6 +36,9 @@ void cli_usage_eval(FILE *out) {
                  "  -g, --greedy         the policy samples at temperature 0 (default 1, as in training)\n"
                  "      --no-reference   skip the random and SOLVE columns\n"
                  "      --jsonl FILE     one JSON object per environment and a summary ('-': stdout)\n"
+                 "      --servers LIST   play on running `spade serve --listen` servers (HOST:PORT,\n"
+                 "                       comma-separated) instead of this host's sandbox (docs/scale.md)\n"
+                 "      --token-file F, --token-env VAR  the servers' shared token\n"
                  "  -h, --help           this help\n");
 }
 
@@ -69,11 +74,15 @@ int cli_eval(spade_sandbox *sb, int argc, char **argv) {
                                              {"greedy", no_argument, 0, 'g'},
                                              {"no-reference", no_argument, 0, 'R'},
                                              {"jsonl", required_argument, 0, 'j'},
+                                             {"servers", required_argument, 0, 'V'},
+                                             {"token-file", required_argument, 0, 'T'},
+                                             {"token-env", required_argument, 0, 'E'},
                                              {"help", no_argument, 0, 'h'},
                                              {0, 0, 0, 0}};
     spade_eval_opts o;
     spade_eval_opts_default(&o);
-    const char *suite = NULL, *jsonl = NULL;
+    const char *suite = NULL, *jsonl = NULL, *token_file = NULL, *token_env = NULL;
+    char *servers = NULL;
     long v;
     uint64_t seed;
     int ch;
@@ -94,12 +103,35 @@ int cli_eval(spade_sandbox *sb, int argc, char **argv) {
         case 'g': o.temperature = 0; break;
         case 'R': o.references = 0; break;
         case 'j': jsonl = optarg; break;
+        case 'V': servers = optarg; break;
+        case 'T': token_file = optarg; break;
+        case 'E': token_env = optarg; break;
         case 'h': cli_usage_eval(stdout); return CLI_OK;
         default: return cli_bad_option("eval", argc, argv, optopt);
         }
     }
     if (optind >= argc) return cli_err(CLI_USAGE, "eval", "name a checkpoint (or 'none') first (spade eval --help)");
     if (suite && strcmp(suite, "heldout")) return cli_err(CLI_USAGE, "eval", "unknown suite '%s' (heldout)", suite);
+    /* --servers: the arms play on running servers (core/served_episodes.h) */
+    static char token[CLI_TOKEN_MAX + 1];
+    static const char *addrs[64];
+    spade_served_opts so;
+    spade_served_opts_default(&so);
+    if ((token_file || token_env) && !servers)
+        return cli_err(CLI_USAGE, "eval", "--token-file/--token-env go with --servers");
+    if (servers) {
+        size_t tl;
+        if ((token_file || token_env) && cli_read_token("eval", token_file, token_env, token, sizeof token, &tl) < 0)
+            return CLI_USAGE;
+        for (char *save = NULL, *t = strtok_r(servers, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            if (so.n_servers == 64) return cli_err(CLI_USAGE, "eval", "--servers: at most 64");
+            addrs[so.n_servers++] = t;
+        }
+        if (!so.n_servers) return cli_err(CLI_USAGE, "eval", "--servers: no HOST:PORT given");
+        so.servers = addrs;
+        so.token = token_file || token_env ? token : NULL;
+        o.served = &so;
+    }
     const char *ckpt = argv[optind++];
     int n_specs = argc - optind;
     if (!suite && !n_specs) return cli_err(CLI_USAGE, "eval", "name environments or --suite heldout");

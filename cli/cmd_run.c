@@ -23,12 +23,14 @@
 #include "agent/remote_agent.h"
 #include "cli.h"
 #include "episodes.h"
+#include "served_episodes.h"
 
 void cli_usage_run(FILE *out) {
     fprintf(
         out,
         "usage: spade run SPEC [--episodes N] [--agent random|solve|stdin|policy:CKPT|remote:URL#MODEL] [--seed S]\n"
         "                 [--batch B] [--workers W] [--quiet] [--show] [--jsonl FILE]\n"
+        "                 [--servers HOST:PORT,... [--token-file F | --token-env VAR]]\n"
         "\n"
         "Plays N episodes of the environment SPEC (NAME or FILE.c, optionally :key=value,...)\n"
         "and prints each episode's return, steps and success, in episode order, then a\n"
@@ -47,6 +49,10 @@ void cli_usage_run(FILE *out) {
         "  -w, --workers W    sandbox worker processes sharing the batch (default 1)\n"
         "  -q, --quiet        print only the summary\n"
         "      --show         print every observation and action\n"
+        "      --servers LIST play on running `spade serve --listen` servers (HOST:PORT, comma-\n"
+        "                     separated; the batch is split between them, -w workers each) instead\n"
+        "                     of this host's sandbox: the same episodes (docs/scale.md)\n"
+        "      --token-file F, --token-env VAR  the servers' shared token\n"
         "      --jsonl FILE   write one JSON object per episode and a final summary object\n"
         "                     (FILE '-' is standard output; the other output goes to stderr)\n"
         "  -h, --help         this help\n"
@@ -294,16 +300,26 @@ typedef struct run_args {
     int agent_kind, quiet, show;
     const char *policy_ckpt, *jsonl_path, *spec;
     uint64_t seed;
+    char *servers; /* --servers, or NULL: play here */
+    const char *token_file, *token_env;
 } run_args;
 
 /* Parses argv into a; returns -1 to go on, or the exit code to return now (--help, a usage error). */
 static int parse_run_args(int argc, char **argv, run_args *a) {
     static const struct option longopts[] = {
-        {"episodes", required_argument, 0, 'n'}, {"agent", required_argument, 0, 'a'},
-        {"seed", required_argument, 0, 's'},     {"batch", required_argument, 0, 'b'},
-        {"workers", required_argument, 0, 'w'},  {"quiet", no_argument, 0, 'q'},
-        {"show", no_argument, 0, 'S'},           {"jsonl", required_argument, 0, 'j'},
-        {"help", no_argument, 0, 'h'},           {0, 0, 0, 0},
+        {"episodes", required_argument, 0, 'n'},
+        {"agent", required_argument, 0, 'a'},
+        {"seed", required_argument, 0, 's'},
+        {"batch", required_argument, 0, 'b'},
+        {"workers", required_argument, 0, 'w'},
+        {"quiet", no_argument, 0, 'q'},
+        {"show", no_argument, 0, 'S'},
+        {"jsonl", required_argument, 0, 'j'},
+        {"servers", required_argument, 0, 'V'},
+        {"token-file", required_argument, 0, 'T'},
+        {"token-env", required_argument, 0, 'E'},
+        {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
     };
     *a = (run_args){.n_episodes = 10, .batch = 32, .workers = 1, .agent_kind = AGENT_RANDOM};
     long v;
@@ -345,6 +361,9 @@ static int parse_run_args(int argc, char **argv, run_args *a) {
         case 'q': a->quiet = 1; break;
         case 'S': a->show = 1; break;
         case 'j': a->jsonl_path = optarg; break;
+        case 'V': a->servers = optarg; break;
+        case 'T': a->token_file = optarg; break;
+        case 'E': a->token_env = optarg; break;
         case 'h': cli_usage_run(stdout); return CLI_OK;
         default: return cli_bad_option("run", argc, argv, optopt);
         }
@@ -355,6 +374,8 @@ static int parse_run_args(int argc, char **argv, run_args *a) {
                                       : "one environment at a time (got '%s' too)",
                        optind < argc - 1 ? argv[optind + 1] : "");
     a->spec = argv[optind];
+    if ((a->token_file || a->token_env) && !a->servers)
+        return cli_err(CLI_USAGE, "run", "--token-file/--token-env go with --servers");
     if (a->agent_kind == AGENT_STDIN) a->batch = 1;
     if (a->batch > a->n_episodes) a->batch = a->n_episodes;
     return -1;
@@ -476,6 +497,44 @@ static void write_summary(const run_ctx *c, const run_args *a, const spade_env_i
     fprintf(jsonl, "}%s}\n", run_stop_signal ? ",\"interrupted\":true" : "");
 }
 
+/* --servers: the episodes played on running servers (core/served_episodes.h) instead of here. */
+static int run_on_servers(const run_args *a, const spade_ep_spec *spec, run_ctx *c, spade_agent *agent, char *err,
+                          size_t errlen) {
+    const char *addrs[64];
+    int n = 0;
+    char token[CLI_TOKEN_MAX + 1];
+    size_t token_len = 0;
+    if ((a->token_file || a->token_env) &&
+        cli_read_token("run", a->token_file, a->token_env, token, sizeof token, &token_len) < 0)
+        return snprintf(err, errlen, "no token"), -1;
+    for (char *save = NULL, *t = strtok_r(a->servers, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (n == 64) return snprintf(err, errlen, "--servers: at most 64"), -1;
+        addrs[n++] = t;
+    }
+    if (!n) return snprintf(err, errlen, "--servers: no HOST:PORT given"), -1;
+    spade_served_opts so;
+    spade_served_opts_default(&so);
+    so.servers = addrs;
+    so.n_servers = n;
+    so.token = a->token_file || a->token_env ? token : NULL;
+    so.max_live = (int)a->batch;
+    so.workers = (int)a->workers;
+    const char *rt = getenv("SPADE_SERVERS_RETRIES"); /* how often a server that went away is dialled again */
+    long retries;
+    if (rt && *rt) {
+        if (cli_parse_long("run", "SPADE_SERVERS_RETRIES", rt, 0, 100, &retries) < 0)
+            return snprintf(err, errlen, "bad SPADE_SERVERS_RETRIES"), -1;
+        so.retries = (int)retries;
+    }
+    so.stop = &run_stop_signal;
+    so.on_outcome = on_outcome;
+    so.on_event = on_event;
+    so.ctx = c;
+    int rc = spade_served_run(spec, next_request, c, agent, &so, NULL, err, errlen);
+    memset(token, 0, sizeof token);
+    return rc;
+}
+
 int cli_run(spade_sandbox *sb, int argc, char **argv) {
     run_args a;
     int early = parse_run_args(argc, argv, &a);
@@ -551,7 +610,8 @@ int cli_run(spade_sandbox *sb, int argc, char **argv) {
     o.on_outcome = on_outcome;
     o.on_event = on_event;
     o.ctx = &c;
-    int how = spade_episodes_run(sb, &spec, 1, next_request, &c, agent, &o, err, sizeof err);
+    int how = a.servers ? run_on_servers(&a, &spec, &c, agent, err, sizeof err)
+                        : spade_episodes_run(sb, &spec, 1, next_request, &c, agent, &o, err, sizeof err);
     if (how < 0) {
         cli_err(CLI_FAIL, "run", "%s: %s", path, err);
         goto out;

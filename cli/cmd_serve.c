@@ -1,6 +1,8 @@
 /* cmd_serve.c — `spade serve`: the JSON-lines protocol (docs/protocol.md) over
- * standard input and output, or over a Unix socket or a loopback TCP port for
- * several clients at once (one thread per connection).
+ * standard input and output, or over a Unix socket or a TCP port for several
+ * clients at once (one thread per connection). TCP off the loopback is served
+ * only with a shared token (--token-file, --token-env) that every client's
+ * hello must carry; TLS is a tunnel's or a proxy's job (docs/scale.md).
  *
  * What it is: the transports. Lines are read whole up to the line cap; a
  * longer line is answered with a line_too_long error and skipped to its
@@ -10,7 +12,9 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -27,7 +31,8 @@
 #include "serve.h"
 
 void cli_usage_serve(FILE *out) {
-    fprintf(out, "usage: spade serve [--stdio | --listen unix:PATH | --listen tcp:127.0.0.1:PORT]\n"
+    fprintf(out, "usage: spade serve [--stdio | --listen unix:PATH | --listen tcp:HOST:PORT]\n"
+                 "                   [--token-file FILE | --token-env VAR]\n"
                  "                   [--max-envs N] [--max-instances N] [--max-workers N]\n"
                  "                   [--max-line BYTES] [--max-clients N]\n"
                  "\n"
@@ -36,9 +41,13 @@ void cli_usage_serve(FILE *out) {
                  "(python/, docs/python.md) starts `spade serve --stdio` itself.\n"
                  "\n"
                  "      --stdio            one client on standard input and output (the default)\n"
-                 "      --listen ADDR      unix:PATH (a socket file, mode 0600) or tcp:HOST:PORT with\n"
-                 "                         HOST 127.0.0.1, ::1 or localhost (PORT 0: any free port);\n"
+                 "      --listen ADDR      unix:PATH (a socket file, mode 0600) or tcp:HOST:PORT (PORT 0:\n"
+                 "                         any free port); HOST other than 127.0.0.1, ::1 or localhost\n"
+                 "                         (0.0.0.0, ::, an address of this host) needs a token;\n"
                  "                         prints 'listening on ADDR' once it accepts clients\n"
+                 "      --token-file FILE  a shared token (the file's first line, 16..4096 bytes) that\n"
+                 "                         every client's hello must carry (docs/protocol.md)\n"
+                 "      --token-env VAR    the token is the value of the environment variable VAR\n"
                  "      --max-envs N       environment handles per connection (default 64)\n"
                  "      --max-instances N  instances per connection, all environments (default 4096)\n"
                  "      --max-workers N    worker processes per connection (default 32)\n"
@@ -78,6 +87,7 @@ static void serve_fds(spade_sandbox *sb, const serve_limits *lim, int in, int ou
         goto out;
     }
     int discarding = 0; /* inside a line over the cap: drop bytes up to its newline */
+    int closing = 0; /* a response ended the connection (no token): write it, then stop */
     for (;;) {
         if (cap - len < 4096) {
             size_t ncap = cap * 2;
@@ -101,10 +111,12 @@ static void serve_fds(spade_sandbox *sb, const serve_limits *lim, int in, int ou
             size_t n = (size_t)(nl - (buf + start));
             if (discarding) {
                 discarding = 0;
-            } else if (n > lim->max_line) {
+            } else if (n > serve_conn_max_line(c)) {
                 char msg[128];
-                snprintf(msg, sizeof msg, "a request line of %zu bytes is over the cap of %zu", n, lim->max_line);
+                snprintf(msg, sizeof msg, "a request line of %zu bytes is over the cap of %zu", n,
+                         serve_conn_max_line(c));
                 serve_error_line(&resp, "line_too_long", msg);
+                if (serve_conn_max_line(c) < lim->max_line) closing = 1; /* before the token */
             } else {
                 size_t m = n;
                 if (m && buf[start + m - 1] == '\r') m--;
@@ -118,21 +130,25 @@ static void serve_fds(spade_sandbox *sb, const serve_limits *lim, int in, int ou
                         resp.len = before;
                         serve_error_line(&resp, "internal", "out of memory writing the response");
                     }
+                    if (serve_conn_closing(c)) closing = 1;
                 }
             }
             start += n + 1;
+            if (closing) break; /* the lines after it are not served */
         }
         if (resp.len && write_all(out, resp.p, resp.len) < 0) break;
+        if (closing) break;
         memmove(buf, buf + start, len - start);
         len -= start;
-        if (len > lim->max_line) {
+        if (len > serve_conn_max_line(c)) {
             /* no newline yet and already over the cap: say so now, drop what came */
             if (!discarding) {
                 char msg[128];
-                snprintf(msg, sizeof msg, "a request line is over the cap of %zu bytes", lim->max_line);
+                snprintf(msg, sizeof msg, "a request line is over the cap of %zu bytes", serve_conn_max_line(c));
                 spade_jbuf_clear(&resp);
                 serve_error_line(&resp, "line_too_long", msg);
                 if (write_all(out, resp.p, resp.len) < 0) break;
+                if (serve_conn_max_line(c) < lim->max_line) break; /* before the token: the connection ends */
             }
             discarding = 1;
             len = 0;
@@ -172,7 +188,44 @@ static void *client_thread(void *arg) {
     return NULL;
 }
 
-static int open_listener(const char *addr, char *shown, size_t shown_cap, char *unix_path, size_t upcap) {
+/* TCP on an address that is not the loopback (0.0.0.0, ::, one of this host's):
+ * served only with a token, which the caller checked. */
+static int open_tcp_any(const char *addr, const char *host, long port, char *shown, size_t shown_cap) {
+    char ports[16];
+    snprintf(ports, sizeof ports, "%ld", port);
+    struct addrinfo hints = {
+        .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *res = NULL;
+    int gr = getaddrinfo(host[0] ? host : NULL, ports, &hints, &res);
+    if (gr != 0) return cli_err(-2, "serve", "--listen %s: host '%s': %s", addr, host, gai_strerror(gr));
+    int fd = -1, why = 0;
+    for (struct addrinfo *a = res; a && fd < 0; a = a->ai_next) {
+        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd < 0) {
+            why = errno;
+            continue;
+        }
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (bind(fd, a->ai_addr, a->ai_addrlen) < 0 || listen(fd, 64) < 0) {
+            why = errno;
+            close(fd);
+            fd = -1;
+        }
+    }
+    freeaddrinfo(res);
+    if (fd < 0) return cli_err(-1, "serve", "--listen %s: %s", addr, strerror(why));
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    char h[NI_MAXHOST] = "?", sv[NI_MAXSERV] = "?";
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
+        (void)getnameinfo((struct sockaddr *)&ss, sl, h, sizeof h, sv, sizeof sv, NI_NUMERICHOST | NI_NUMERICSERV);
+    snprintf(shown, shown_cap, ss.ss_family == AF_INET6 ? "tcp:[%s]:%s" : "tcp:%s:%s", h, sv);
+    return fd;
+}
+
+static int open_listener(const char *addr, int have_token, char *shown, size_t shown_cap, char *unix_path,
+                         size_t upcap) {
     unix_path[0] = 0;
     if (!strncmp(addr, "unix:", 5)) {
         const char *path = addr + 5;
@@ -221,11 +274,16 @@ static int open_listener(const char *addr, char *shown, size_t shown_cap, char *
         if (!colon[1] || *end || port < 0 || port > 65535)
             return cli_err(-2, "serve", "--listen %s: '%s' is not a port in [0, 65535]", addr, colon + 1);
         int six = !strcmp(host, "::1");
-        if (!six && strcmp(host, "127.0.0.1") && strcmp(host, "localhost"))
-            return cli_err(-2, "serve",
-                           "--listen %s: only the loopback is served (127.0.0.1, ::1, localhost): the protocol "
-                           "has no authentication",
-                           addr);
+        if (!six && strcmp(host, "127.0.0.1") && strcmp(host, "localhost")) {
+            if (!have_token)
+                return cli_err(-2, "serve",
+                               "--listen %s: '%s' is not a loopback address (127.0.0.1, ::1, localhost), and off "
+                               "the loopback a client must authenticate: give a shared token with --token-file "
+                               "FILE or --token-env VAR (anyone who reaches the port could otherwise compile and "
+                               "run code here)",
+                               addr, host);
+            return open_tcp_any(addr, host, port, shown, shown_cap);
+        }
         int fd = socket(six ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd < 0) return cli_err(-1, "serve", "socket: %s", strerror(errno));
         int one = 1;
@@ -264,7 +322,7 @@ static int open_listener(const char *addr, char *shown, size_t shown_cap, char *
 
 static int serve_socket(spade_sandbox *sb, const serve_limits *lim, const char *addr) {
     char shown[256], upath[200];
-    int lfd = open_listener(addr, shown, sizeof shown, upath, sizeof upath);
+    int lfd = open_listener(addr, lim->token != NULL, shown, sizeof shown, upath, sizeof upath);
     if (lfd == -2) return CLI_USAGE;
     if (lfd < 0) return CLI_FAIL;
     server s = {.sb = sb, .lim = *lim, .mu = PTHREAD_MUTEX_INITIALIZER};
@@ -323,12 +381,14 @@ int cli_serve(spade_sandbox *sb, int argc, char **argv) {
         {"max-workers", required_argument, 0, 'w'},
         {"max-line", required_argument, 0, 'L'},
         {"max-clients", required_argument, 0, 'c'},
+        {"token-file", required_argument, 0, 'T'},
+        {"token-env", required_argument, 0, 'E'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     serve_limits lim;
     serve_limits_default(&lim);
-    const char *listen_addr = NULL;
+    const char *listen_addr = NULL, *token_file = NULL, *token_env = NULL;
     int stdio = 0, ch;
     long v;
     optind = 0;
@@ -357,12 +417,20 @@ int cli_serve(spade_sandbox *sb, int argc, char **argv) {
             if (cli_parse_long("serve", "--max-clients", optarg, 1, 4096, &v) < 0) return CLI_USAGE;
             lim.max_clients = (int)v;
             break;
+        case 'T': token_file = optarg; break;
+        case 'E': token_env = optarg; break;
         case 'h': cli_usage_serve(stdout); return CLI_OK;
         default: return cli_bad_option("serve", argc, argv, optopt);
         }
     }
     if (optind != argc) return cli_err(CLI_USAGE, "serve", "unexpected argument '%s'", argv[optind]);
     if (stdio && listen_addr) return cli_err(CLI_USAGE, "serve", "--stdio or --listen, not both");
+    if (token_file && token_env) return cli_err(CLI_USAGE, "serve", "--token-file or --token-env, not both");
+    static char token[CLI_TOKEN_MAX + 1]; /* lives as long as the server: every connection points at it */
+    if (token_file || token_env) {
+        if (cli_read_token("serve", token_file, token_env, token, sizeof token, &lim.token_len) < 0) return CLI_USAGE;
+        lim.token = token;
+    }
     signal(SIGPIPE, SIG_IGN); /* a client gone mid-write is a failed write, not a dead server */
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);

@@ -32,14 +32,18 @@ EXTRA_DIST += tests/test_cli.sh tests/envs/cli_good.c tests/envs/cli_nohint.c te
 # reader/writer lives in the library (core/json.h) so tests and other front
 # ends can use it; the protocol itself is the CLI's (cli/serve.h).
 libspade_a_SOURCES += core/json.c
-noinst_HEADERS += core/json.h cli/serve.h
-spade_SOURCES += cli/cmd_serve.c cli/serve_proto.c
+noinst_HEADERS += core/json.h cli/serve.h cli/serve_internal.h
+serve_sources = cli/serve_proto.c cli/serve_ops.c cli/serve_batch.c cli/serve_reply.c
+spade_SOURCES += cli/cmd_serve.c $(serve_sources)
 check_PROGRAMS += tests/test_serve
 TESTS += tests/test_serve
-tests_test_serve_SOURCES = tests/test_serve.c cli/serve_proto.c tests/testutil.c tests/testutil.h
+tests_test_serve_SOURCES = tests/test_serve.c $(serve_sources) tests/testutil.c tests/testutil.h
 tests_test_serve_CPPFLAGS = $(AM_CPPFLAGS) -iquote $(top_srcdir)/cli
 tests_test_serve_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_serve_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
+# spade run --servers: the C client of the protocol against two servers (core/served_episodes.c)
+TESTS += tests/test_servers.sh
+EXTRA_DIST += tests/test_servers.sh
 # cmd_pretrain.c reads .transcript files through transcript_text.c
 tests_test_policy_pretrain_SOURCES += cli/transcript_text.c cli/util.c
 

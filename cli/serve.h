@@ -24,7 +24,16 @@ typedef struct serve_limits {
     int max_workers; /* worker processes over all of a connection's environments */
     size_t max_line; /* bytes of one request line, newline excluded */
     int max_clients; /* connections served at once (socket transports) */
+    /* the shared token (token_len bytes) a client's first request, a hello,
+     * must carry; NULL: none asked (a token sent anyway is ignored) */
+    const char *token;
+    size_t token_len;
 } serve_limits;
+
+/* The longest request line a connection takes now: the cap, or 64 KiB
+ * before a connection that owes a token has given it (an unauthenticated
+ * peer cannot make the server hold 16 MiB). */
+#define SERVE_UNAUTH_LINE_MAX 65536
 
 void serve_limits_default(serve_limits *l);
 
@@ -37,6 +46,13 @@ void serve_conn_free(serve_conn *c);
 /* Live handles and workers of the connection (tests). */
 int serve_conn_num_envs(const serve_conn *c);
 int serve_conn_num_workers(const serve_conn *c);
+
+/* The connection ends after the response just written: a request before
+ * the token, or a hello with a wrong or missing one (error "unauthorized").
+ * The transport writes the response, then closes. */
+int serve_conn_closing(const serve_conn *c);
+/* How long a request line may be on this connection now (see SERVE_UNAUTH_LINE_MAX). */
+size_t serve_conn_max_line(const serve_conn *c);
 
 /* Handles one request line (without its newline) and appends one response
  * line, newline included, to out. Never fails: a bad request gets an error

@@ -3,12 +3,14 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 int cli_err(int code, const char *cmd, const char *fmt, ...) {
     fprintf(stderr, "spade%s%s: ", cmd ? " " : "", cmd ? cmd : "");
@@ -195,4 +197,63 @@ void cli_path_clean(char *path) {
     if (at == 0) path[at++] = '.';
     path[at < cap ? at : cap - 1] = 0;
     free(copy);
+}
+
+/* ---- the shared token of `spade serve` and its clients ---------------------------- */
+
+/* The token is one line of CLI_TOKEN_MIN..CLI_TOKEN_MAX bytes, no NUL; from is how an error names where it came from.
+ */
+static int token_ok(const char *cmd, const char *from, const char *t, size_t n) {
+    if (n < CLI_TOKEN_MIN || n > CLI_TOKEN_MAX)
+        return cli_err(-1, cmd,
+                       "%s: the token is %zu bytes; it must be %d..%d (e.g. `head -c 32 /dev/urandom | "
+                       "base64`)",
+                       from, n, CLI_TOKEN_MIN, CLI_TOKEN_MAX);
+    if (memchr(t, 0, n) || memchr(t, '\n', n))
+        return cli_err(-1, cmd, "%s: the token holds a NUL byte or a newline", from);
+    return 0;
+}
+
+/* Reads the token of --token-file: the file's first line (a final newline, and a \r before it, dropped). */
+static int read_token_file(const char *cmd, const char *path, char *buf, size_t cap, size_t *len) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return cli_err(-1, cmd, "--token-file %s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) == 0 && (st.st_mode & 077))
+        fprintf(stderr, "spade %s: warning: --token-file %s: other users may read it (mode %03o; chmod 600 %s)\n", cmd,
+                path, (unsigned)(st.st_mode & 0777), path);
+    size_t n = 0;
+    for (;;) {
+        ssize_t k = read(fd, buf + n, cap - n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) {
+            int e = errno;
+            close(fd);
+            return cli_err(-1, cmd, "--token-file %s: %s", path, strerror(e));
+        }
+        if (k == 0 || (n += (size_t)k) == cap) break;
+    }
+    close(fd);
+    char *nl = memchr(buf, '\n', n);
+    if (nl) n = (size_t)(nl - buf);
+    if (n && buf[n - 1] == '\r') n--;
+    char from[SPADE_PATH_MAX + 32];
+    snprintf(from, sizeof from, "--token-file %s", path);
+    if (token_ok(cmd, from, buf, n) < 0) return -1;
+    *len = n;
+    return 0;
+}
+
+int cli_read_token(const char *cmd, const char *file, const char *env, char *buf, size_t cap, size_t *len) {
+    if (file && env) return cli_err(-1, cmd, "--token-file or --token-env, not both");
+    if (file) return read_token_file(cmd, file, buf, cap - 1, len) < 0 ? -1 : (buf[*len] = 0, 0);
+    const char *v = getenv(env);
+    char from[300];
+    snprintf(from, sizeof from, "--token-env %.256s", env);
+    if (!v || !*v) return cli_err(-1, cmd, "%s: the variable is unset or empty", from);
+    size_t n = strlen(v);
+    if (token_ok(cmd, from, v, n) < 0 || n >= cap) return -1;
+    memcpy(buf, v, n + 1);
+    *len = n;
+    return 0;
 }

@@ -10,6 +10,9 @@ libspade_a_SOURCES += core/killpoint.c
 libspade_a_SOURCES += core/remote.c
 noinst_HEADERS += core/remote.h
 noinst_HEADERS += core/killpoint.h
+# A client of the `spade serve` protocol and the episode loop over several servers (docs/scale.md).
+libspade_a_SOURCES += core/serve_client.c core/served_episodes.c
+noinst_HEADERS += core/serve_client.h core/served_episodes.h
 # The seeded streams a run draws from (splitmix64 and self-play's (seed, iteration, slot, tag) streams).
 libspade_a_SOURCES += core/rng.c
 noinst_HEADERS += core/rng.h

@@ -8,10 +8,10 @@
 # fuzz/corpus/NAME/ and reproducers of fixed findings in fuzz/regress/NAME/.
 # Adding one is adding NAME to this list (and, when it needs sources that are
 # not in libspade.a, one `export fuzz_extra_NAME = FILES` line below):
-FUZZ_HARNESSES = json serve tools tokenizer checkpoint train_config pretrain_config archive gguf
+FUZZ_HARNESSES = json serve tools tokenizer checkpoint train_config pretrain_config archive gguf sclient
 
 # The CLI's code is not in the library: the harnesses that test it name it.
-export fuzz_extra_serve = cli/serve_proto.c
+export fuzz_extra_serve = $(serve_sources)
 export fuzz_extra_pretrain_config = cli/util.c cli/transcript_text.c
 export fuzz_extra_train_config = cli/util.c cli/train_config.c cli/transcript_text.c $(selfplay_sources) \
 	$(designer_sources) $(agent_sources)

@@ -39,6 +39,15 @@
 #   docs/embedding.md's `cc ... $(pkg-config ...)` builds against an installed
 #     spade: tests/test_install.sh (make installcheck) runs that very line;
 #   docs/cuda.md's `sh bench/gpu_check.sh` needs a GPU and minutes.
+#   `spade run`/`spade eval --servers cpu1:7878,...` (docs/scale.md) need servers
+#     on other hosts: tests/test_servers.sh runs both against two loopback servers.
+#   Not extracted, because they are not spade commands: docs/scale.md's token
+#     line (`head -c 32 /dev/urandom | base64 > ~/.spade-token`, what
+#     tests/python/test_servers.py does with a fixed token) and the
+#     `ssh -N -L 7878:127.0.0.1:7878 user@cpu1` tunnel of docs/scale.md and
+#     docs/protocol.md (it needs a second host and an ssh login), and
+#     docs/protocol.md's `SPADE_TOKEN=... spade serve --listen ...` (a server that
+#     runs until stopped, like the other `spade serve --listen` lines).
 #   `make fuzz`, a replay driver and `make check` (docs/fuzzing.md) need the
 #     build tree and clang, and run for minutes (tests/test_fuzz.sh replays the corpora).
 # `spade train` (the README's main job) runs with SPADE_TRAIN_QUICK=1: the same
@@ -68,6 +77,7 @@ spade train configs/base-train.ini|trains from the base checkpoint of the recipe
 spade train configs/base-curriculum.ini|trains from the base checkpoint of the recipe for minutes; tests/test_demos.sh runs it at toy size
 spade train configs/default-template.ini|trains from the base of the embedded default in the source tree runs/; tests/test_template.sh runs it at toy size
 spade train configs/default-fixed.ini|trains from the base of the embedded default in the source tree runs/; tests/test_selfplay.sh runs it at toy size
+--servers cpu1|needs spade servers on other hosts; tests/test_servers.sh runs spade run and spade eval --servers against two loopback servers
 spade eval remote:|needs a served model (tests/test_remote.sh runs eval against llama.cpp'"'"'s server and a loopback stub)
 spade generate smollm2|needs the fetched model; tests/test_pretrained.sh runs spade generate on it when it is there
 spade generate qwen2.5|needs the fetched Qwen2.5-Coder (about a minute to load on two cores); no test runs it yet

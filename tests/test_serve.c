@@ -3,7 +3,7 @@
  * back as what was written, whatever bytes it is given) and for the request
  * handler of `spade serve` (cli/serve_proto.c) driven line by line, without a
  * transport: error objects, per-connection handles, workers freed with the
- * connection. The wire, the fuzzing over sockets and the Python package are
+ * connection, the shared token. The wire, the fuzzing over sockets and the Python package are
  * tested by tests/python (tests/test_python.sh).
  */
 #include <check.h>
@@ -332,6 +332,61 @@ START_TEST(handler_answers_and_refuses) {
 }
 END_TEST
 
+/* A server with a token: nothing before a hello that carries it; a wrong or
+ * missing one is "unauthorized" and ends the connection; the right one opens it. */
+START_TEST(handler_asks_for_the_token) {
+    serve_limits lim;
+    serve_limits_default(&lim);
+    lim.token = "0123456789abcdef-secret";
+    lim.token_len = strlen(lim.token);
+    static const char *const refused[] = {
+        "{\"op\":\"list\"}",
+        "{\"op\":\"hello\"}",
+        "{\"op\":\"hello\",\"token\":\"0123456789abcdef-secreT\"}",
+        "{\"op\":\"hello\",\"token\":\"0123456789abcdef-secret \"}",
+        "{\"op\":\"hello\",\"token\":7}",
+        "not json",
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        serve_conn *c = serve_conn_new(sb, &lim);
+        ck_assert(!serve_conn_closing(c));
+        ck_assert_uint_eq(serve_conn_max_line(c), SERVE_UNAUTH_LINE_MAX);
+        spade_json_doc *d = ask(c, refused[i]);
+        ck_assert_msg(!strcmp(error_code(d), i == 5 ? "bad_json" : "unauthorized"), "%s: %s", refused[i],
+                      error_code(d));
+        ck_assert_msg(serve_conn_closing(c), "%s: the connection should end", refused[i]);
+        spade_json_doc_free(d);
+        serve_conn_free(c);
+    }
+    serve_conn *c = serve_conn_new(sb, &lim);
+    spade_json_doc *d = ask(c, "{\"op\":\"hello\",\"token\":\"0123456789abcdef-secret\"}");
+    ck_assert(spade_json_get(spade_json_root(d), "ok")->boolean);
+    ck_assert_str_eq(spade_json_get(spade_json_root(d), "auth")->str, "token");
+    spade_json_doc_free(d);
+    ck_assert(!serve_conn_closing(c));
+    ck_assert_uint_eq(serve_conn_max_line(c), lim.max_line);
+    d = ask(c, "{\"op\":\"hello\"}"); /* a keepalive hello may leave it out */
+    ck_assert(spade_json_get(spade_json_root(d), "ok")->boolean);
+    spade_json_doc_free(d);
+    d = ask(c, "{\"op\":\"nope\"}"); /* a bad request once in does not end it */
+    ck_assert_str_eq(error_code(d), "unknown_op");
+    ck_assert(!serve_conn_closing(c));
+    spade_json_doc_free(d);
+    d = ask(c, "{\"op\":\"hello\",\"token\":\"wrong-wrong-wrong\"}");
+    ck_assert_str_eq(error_code(d), "unauthorized");
+    ck_assert(serve_conn_closing(c));
+    spade_json_doc_free(d);
+    serve_conn_free(c);
+    /* without a token asked, one sent is ignored */
+    c = serve_conn_new(sb, NULL);
+    d = ask(c, "{\"op\":\"hello\",\"token\":\"anything\"}");
+    ck_assert(spade_json_get(spade_json_root(d), "ok")->boolean);
+    ck_assert_str_eq(spade_json_get(spade_json_root(d), "auth")->str, "none");
+    spade_json_doc_free(d);
+    serve_conn_free(c);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("serve");
     TCase *j = tcase_create("json");
@@ -345,6 +400,7 @@ int main(void) {
     tcase_add_checked_fixture(h, setup, teardown);
     tcase_set_timeout(h, 60);
     tcase_add_test(h, handler_answers_and_refuses);
+    tcase_add_test(h, handler_asks_for_the_token);
     suite_add_tcase(s, h);
     return tu_run(s);
 }

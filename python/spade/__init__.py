@@ -14,13 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Union
 
-from ._client import Client, CompileError, EnvFailure, SpadeError, default_client
+from ._client import Client, CompileError, ConnectionLost, EnvFailure, ServerGone, SpadeError, default_client
 from .env import SpadeEnv, TextSpace
+from .multi import SpadeMultiVectorEnv
 from .vector import SpadeVectorEnv
 
 __all__ = ["GYM_ID", "make", "make_vec", "compile", "check", "info", "list_envs", "CheckReport", "CheckLine",
-           "Client", "SpadeEnv", "SpadeVectorEnv", "TextSpace", "SpadeError", "EnvFailure",
-           "CompileError", "default_client"]
+           "Client", "SpadeEnv", "SpadeVectorEnv", "SpadeMultiVectorEnv", "TextSpace", "SpadeError", "EnvFailure",
+           "CompileError", "ConnectionLost", "ServerGone", "default_client"]
 __version__ = "0.1.0"
 
 #: ``gymnasium.make(GYM_ID, spec="maze:size=5")`` builds a :class:`SpadeEnv` through Gymnasium's
@@ -49,10 +50,21 @@ def make(spec: str, *, params: Params = None, client: Optional[Client] = None, *
 
 
 def make_vec(spec: str, num_envs: int = 1, *, workers: int = 1, params: Params = None,
-             client: Optional[Client] = None, **kwargs: Any) -> SpadeVectorEnv:
+             client: Optional[Client] = None, servers: Optional[List[str]] = None, token: Optional[str] = None,
+             **kwargs: Any) -> Union[SpadeVectorEnv, SpadeMultiVectorEnv]:
     """``num_envs`` instances stepped together, one round trip per step, over ``workers``
     sandboxed processes. Follows ``gymnasium.vector.VectorEnv`` (autoreset NEXT_STEP by default;
-    ``autoreset_mode="same-step"`` or ``"disabled"`` as in Gymnasium)."""
+    ``autoreset_mode="same-step"`` or ``"disabled"`` as in Gymnasium).
+
+    ``servers=["host:port", ...]`` spreads the instances over running ``spade serve --listen``
+    servers (``workers`` each), ``token`` their shared token: a :class:`SpadeMultiVectorEnv` that
+    plays the same episodes, reconnects to a server that restarts (``retries``, ``backoff``) and
+    raises :class:`ServerGone` for one that stays away (docs/scale.md)."""
+    if servers is not None:
+        if client is not None:
+            raise ValueError("give client or servers, not both")
+        return SpadeMultiVectorEnv(spec, num_envs, servers=servers, token=token, workers=workers, params=params,
+                                   **kwargs)
     return SpadeVectorEnv(spec, num_envs, workers=workers, params=params, client=client, **kwargs)
 
 

@@ -1,8 +1,9 @@
 """_client.py — the connection to a spade server (docs/protocol.md).
 
 What it is: one JSON request line out, one JSON response line back, under a lock, over the pipes of
-a `spade serve --stdio` child process (the default) or over a Unix or loopback TCP socket of a
-server someone started with `spade serve --listen`. Error responses become Python exceptions.
+a `spade serve --stdio` child process (the default) or over a Unix or TCP socket of a server someone
+started with `spade serve --listen` (with the server's shared token when it asks for one). Error
+responses become Python exceptions; a connection that breaks is :class:`ConnectionLost`.
 What it is not: the Gymnasium layer (env.py, vector.py).
 """
 
@@ -32,6 +33,31 @@ class SpadeError(Exception):
         self.code = code
         self.message = message
         self.field = field
+
+
+class ConnectionLost(SpadeError):
+    """The connection to the server broke (the server exited, was killed, or the network failed):
+    code ``internal``. A vector env made with ``servers=`` reconnects on it (see vector.py)."""
+
+
+class ServerGone(SpadeError):
+    """A server that could not be reached again within the retries (code ``unavailable``): the
+    message names its address, the tries and how long they took."""
+
+    def __init__(self, address: str, message: str):
+        super().__init__("unavailable", message)
+        self.address = address
+
+
+def tcp_address(server: str) -> str:
+    """``"host:port"`` (or ``"[v6]:port"``) as the ``"tcp:host:port"`` address a Client takes; an address
+    that already names its transport (``tcp:``, ``unix:``) is returned as it is."""
+    if server.startswith(("tcp:", "unix:")):
+        return server
+    host, sep, port = server.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ValueError(f"server {server!r}: expected HOST:PORT (or tcp:HOST:PORT, unix:PATH)")
+    return "tcp:" + server
 
 
 class EnvFailure(SpadeError):
@@ -98,12 +124,14 @@ def find_spade_binary() -> str:
 
 class Client:
     """A connection to one spade server. ``address`` None starts ``spade serve --stdio`` as a child
-    process (``spade_bin`` or :func:`find_spade_binary`); ``"unix:PATH"`` or
-    ``"tcp:127.0.0.1:PORT"`` connects to a running ``spade serve --listen``. Thread-safe: requests
-    are serialized."""
+    process (``spade_bin`` or :func:`find_spade_binary`); ``"unix:PATH"`` or ``"tcp:HOST:PORT"``
+    connects to a running ``spade serve --listen``. ``token`` is the server's shared token
+    (``--token-file``/``--token-env``), sent in the first hello. ``timeout`` bounds connecting (seconds).
+    Thread-safe: requests are serialized."""
 
     def __init__(self, address: Optional[str] = None, *, spade_bin: Optional[str] = None,
-                 args: Optional[List[str]] = None, cwd: Optional[str] = None):
+                 args: Optional[List[str]] = None, cwd: Optional[str] = None, token: Optional[str] = None,
+                 timeout: float = 30.0):
         self._lock = threading.Lock()
         self._proc: Optional[subprocess.Popen[bytes]] = None
         self._sock: Optional[socket.socket] = None
@@ -123,13 +151,16 @@ class Client:
             self._r = self._proc.stdout
         elif address.startswith("unix:"):
             self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self._sock.settimeout(timeout)
             self._sock.connect(address[5:])
+            self._sock.settimeout(None)
             self._r = self._sock.makefile("rb")
             self._w = self._sock.makefile("wb")
         elif address.startswith("tcp:"):
             host, _, port = address[4:].rpartition(":")
             host = host.strip("[]")
-            self._sock = socket.create_connection((host, int(port)))
+            self._sock = socket.create_connection((host, int(port)), timeout=timeout)
+            self._sock.settimeout(None)
             self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self._r = self._sock.makefile("rb")
             self._w = self._sock.makefile("wb")
@@ -137,7 +168,11 @@ class Client:
             raise ValueError(f"address {address!r}: expected None, 'unix:PATH' or 'tcp:HOST:PORT'")
         self._closed = False
         self._deferred: List[int] = []
-        self.hello = self.request("hello")
+        try:
+            self.hello = self.request("hello", **({"token": token} if token is not None else {}))
+        except SpadeError:
+            self.close()  # refused (a wrong token: the server has closed its end) or gone
+            raise
         if self.hello.get("protocol") != PROTOCOL_VERSION:
             raise SpadeError("internal", f"server speaks protocol {self.hello.get('protocol')}, "
                                          f"this package {PROTOCOL_VERSION}")
@@ -192,12 +227,15 @@ class Client:
                 self._w.write(line)
                 self._w.flush()
                 got = self._r.readline()
-            except (BrokenPipeError, ConnectionError) as e:
-                raise SpadeError("internal", f"the spade server went away: {e}") from e
+            except (BrokenPipeError, ConnectionError, ValueError) as e:  # ValueError: a file closed under us
+                raise ConnectionLost("internal", f"{self._where()}: the spade server went away: {e}") from e
         if not got:
-            raise SpadeError("internal", "the spade server closed the connection")
+            raise ConnectionLost("internal", f"{self._where()}: the spade server closed the connection")
         out: Dict[str, Any] = json.loads(got)
         return out
+
+    def _where(self) -> str:
+        return self.address or "spade serve --stdio"
 
     def close(self) -> None:
         """Ends the connection (the server frees everything it made for it); waits for a server

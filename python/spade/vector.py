@@ -8,12 +8,20 @@ parallel). Seeds follow Gymnasium's SyncVectorEnv exactly: ``reset(seed=s)`` giv
 seed ``s + i``; an instance reset without a seed (an autoreset) draws its episode seed from its own
 ``np_random`` as :class:`spade.SpadeEnv` does, so ``make_vec(spec, n)`` plays the same episodes as
 ``SyncVectorEnv([lambda: make(spec)] * n)`` (tests/python/test_vector.py checks it).
+A vector env given the ``address`` of a server (what ``make_vec(servers=...)`` does for each of
+its servers, multi.py) survives the server's restart: it records each instance's episode seed and
+actions, and when the connection breaks it reconnects (``retries`` tries, waits doubling from
+``backoff`` seconds), makes the environment again, replays every live episode to where it was, and
+sends the request again, so the episodes go on as if nothing happened; a server still unreachable
+after the retries raises :class:`ServerGone` naming it.
 What it is not: an async vector env (the batch is already parallel on the server's side).
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -21,7 +29,7 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from ._client import Client, SpadeError, default_client, failure_error
+from ._client import Client, ConnectionLost, ServerGone, SpadeError, default_client, failure_error
 from .env import OBS_MAX, TextSpace, _load_fields, episode_seed
 
 
@@ -36,13 +44,24 @@ class SpadeVectorEnv(VectorEnv):
                  filename: Optional[str] = None, params: Union[None, str, Dict[str, float]] = None,
                  workers: int = 1, client: Optional[Client] = None,
                  autoreset_mode: Union[str, AutoresetMode] = AutoresetMode.NEXT_STEP,
-                 max_action_length: int = 4096):
+                 max_action_length: int = 4096, address: Optional[str] = None, token: Optional[str] = None,
+                 retries: int = 5, backoff: float = 0.25):
         if num_envs < 1:
             raise ValueError("num_envs must be at least 1")
-        self._client = client or default_client()
+        if retries < 0 or backoff < 0:
+            raise ValueError("retries and backoff must not be negative")
+        self._address, self._token, self._retries, self._backoff = address, token, retries, backoff
         self._handle: Optional[int] = None
-        resp = self._client.request("make", instances=num_envs, workers=workers,
-                                    **_load_fields(spec, source, filename, params))
+        self._make_fields: Dict[str, Any] = dict(instances=num_envs, workers=workers,
+                                                 **_load_fields(spec, source, filename, params))
+        if client is None and address is not None:
+            client = self._connect_retrying(None)
+        self._client = client or default_client()
+        # what a replay after a reconnect needs: each instance's episode seed and its actions since
+        self._replayable = address is not None
+        self._ep_seed: List[Optional[int]] = [None] * num_envs
+        self._hist: List[List[str]] = [[] for _ in range(num_envs)]
+        resp = self._client.request("make", **self._make_fields)
         self._handle = int(resp["env"])
         info = resp["info"]
         self.spade_info: Dict[str, Any] = info
@@ -70,6 +89,84 @@ class SpadeVectorEnv(VectorEnv):
         if self._handle is None:
             raise SpadeError("unknown_handle", "the vector environment is closed")
         return self._handle
+
+    # ---- a server that restarts: reconnect, make again, replay --------------------------------------
+    def _connect_retrying(self, cause: Optional[BaseException]) -> Client:
+        """A new connection to self._address: a try now, then up to ``retries`` more after waits that
+        double from ``backoff`` s (at most 5 s each); ServerGone when none succeeds."""
+        assert self._address is not None
+        t0 = time.monotonic()
+        last: Optional[BaseException] = cause
+        delay = self._backoff
+        for k in range(self._retries + 1):
+            if k:
+                time.sleep(delay)
+                delay = min(delay * 2, 5.0)
+            try:
+                return Client(self._address, token=self._token, timeout=10.0)
+            except SpadeError as e:
+                if e.code == "unauthorized":
+                    raise  # a wrong token stays wrong
+                last = e
+            except OSError as e:
+                last = e
+        raise ServerGone(self._address, f"server {self._address} is gone: no connection after {self._retries + 1} "
+                                        f"tries over {time.monotonic() - t0:.1f} s (last: {last})")
+
+    def _reconnect(self, cause: BaseException) -> None:
+        """After a broken connection: a new one, the environment made again, every episode replayed."""
+        try:
+            self._client.close()
+        except OSError:
+            pass
+        for _ in range(self._retries + 1):
+            self._client = self._connect_retrying(cause)
+            try:
+                self._restore()
+                logging.getLogger("spade").warning("spade: %s: reconnected after %s; replayed the live episodes",
+                                                   self._address, cause)
+                return
+            except ConnectionLost as e:  # it went away again during the replay
+                cause = e
+        raise ServerGone(str(self._address), f"server {self._address} keeps going away (last: {cause})")
+
+    def _restore(self) -> None:
+        resp = self._client.request("make", **self._make_fields)
+        self._handle = int(resp["env"])
+        self._step_prefix = None
+        live = [i for i in range(self.num_envs) if self._ep_seed[i] is not None]
+        if live:
+            self._client.request("reset", env=self._handle, ids=live, seeds=[self._ep_seed[i] for i in live])
+        t = 0
+        while True:  # the recorded actions, round by round (an instance's t-th action in round t)
+            ids = [i for i in live if len(self._hist[i]) > t]
+            if not ids:
+                break
+            self._client.request("step", env=self._handle, ids=ids, actions=[self._hist[i][t] for i in ids])
+            t += 1
+
+    def _req(self, op: str, **fields: Any) -> Dict[str, Any]:
+        if not self._replayable:
+            return self._client.request(op, **fields)
+        for _ in range(self._retries + 1):
+            try:
+                if "env" in fields:
+                    fields["env"] = self.handle
+                return self._client.request(op, **fields)
+            except ConnectionLost as e:
+                self._reconnect(e)
+        raise ServerGone(str(self._address), f"server {self._address} keeps going away")
+
+    def _started(self, ids: Sequence[int], seeds: Sequence[int]) -> None:
+        if self._replayable:
+            for i, sd in zip(ids, seeds):
+                self._ep_seed[i] = int(sd)
+                self._hist[i] = []
+
+    def _played(self, ids: Sequence[int], acts: Sequence[str]) -> None:
+        if self._replayable:
+            for i, a in zip(ids, acts):
+                self._hist[i].append(a)
 
     def _seed_for(self, i: int, seed: Optional[int]) -> int:
         if seed is not None:
@@ -132,7 +229,8 @@ class SpadeVectorEnv(VectorEnv):
                 raise ValueError(f"options['reset_mask'] must be a bool array of shape ({n},) with a True")
         ids = [i for i in range(n) if mask[i]]
         ep_seeds = [self._seed_for(i, seeds[i]) for i in ids]
-        resp = self._client.request("reset", env=self.handle, ids=ids, seeds=ep_seeds)
+        resp = self._req("reset", env=self.handle, ids=ids, seeds=ep_seeds)
+        self._started(ids, ep_seeds)
         self._check(resp)
         for j, i in enumerate(ids):
             self._obs[i] = resp["obs"][j]
@@ -166,7 +264,9 @@ class SpadeVectorEnv(VectorEnv):
         r_seeds = [self._seed_for(i, None) for i in resetting]
         if resetting:
             fields["reset"] = {"ids": resetting, "seeds": r_seeds}
-        resp = self._client.request("step", **fields)
+        resp = self._req("step", **fields)
+        self._started(resetting, r_seeds)
+        self._played(stepping, acts)
         if "failures" in resp:
             self._check(resp)
         same_step = self.autoreset_mode == AutoresetMode.SAME_STEP
@@ -214,7 +314,8 @@ class SpadeVectorEnv(VectorEnv):
                 final = {"success": bool(resp["success"][j]), "episode_return": float(resp["return"][j])}
                 infos = self._add_info(infos, {"final_obs": self._obs[i], "final_info": final}, i)
             e_seeds = [self._seed_for(i, None) for i in ended]
-            rr = self._client.request("reset", env=self.handle, ids=ended, seeds=e_seeds)
+            rr = self._req("reset", env=self.handle, ids=ended, seeds=e_seeds)
+            self._started(ended, e_seeds)
             self._check(rr)
             for j, i in enumerate(ended):
                 self._obs[i] = rr["obs"][j]
@@ -229,10 +330,21 @@ class SpadeVectorEnv(VectorEnv):
         for i, a in enumerate(acts):
             if type(a) is not str and not isinstance(a, str):
                 raise TypeError(f"action {i} is {type(a).__name__}; spade actions are text (str)")
-        if self._step_prefix is None:
-            self._step_prefix = ('{"op":"step","env":%d,"ids":%s,"actions":'
-                                 % (self.handle, json.dumps(self._all_ids, separators=(",", ":")))).encode()
-        resp = self._client.request_line(self._step_prefix + json.dumps(acts).encode() + b"}\n")
+        body = json.dumps(acts).encode() + b"}\n"
+        for attempt in range(self._retries + 1 if self._replayable else 1):
+            if self._step_prefix is None:
+                self._step_prefix = ('{"op":"step","env":%d,"ids":%s,"actions":'
+                                     % (self.handle, json.dumps(self._all_ids, separators=(",", ":")))).encode()
+            try:
+                resp = self._client.request_line(self._step_prefix + body)
+                break
+            except ConnectionLost as e:
+                if not self._replayable:
+                    raise
+                self._reconnect(e)  # a new handle: the prefix is made again
+        else:
+            raise ServerGone(str(self._address), f"server {self._address} keeps going away")
+        self._played(self._all_ids, acts)
         if "failures" in resp:
             self._check(resp)
         n = self.num_envs
@@ -248,11 +360,11 @@ class SpadeVectorEnv(VectorEnv):
 
     def hint(self, i: int = 0) -> str:
         """Instance i's privileged hint."""
-        return str(self._client.request("hint", env=self.handle, instance=i)["text"])
+        return str(self._req("hint", env=self.handle, instance=i)["text"])
 
     def solve_actions(self) -> List[str]:
         """The reference solver's next action for every instance (one request each)."""
-        return [str(self._client.request("solve", env=self.handle, instance=i)["action"])
+        return [str(self._req("solve", env=self.handle, instance=i)["action"])
                 for i in range(self.num_envs)]
 
     def close_extras(self, **kwargs: Any) -> None:
@@ -262,6 +374,8 @@ class SpadeVectorEnv(VectorEnv):
                 self._client.request("close", env=h)
             except SpadeError:
                 pass
+            if self._address is not None:  # the connection is this env's own
+                self._client.close()
 
     def __del__(self) -> None:
         h, self._handle = getattr(self, "_handle", None), None
