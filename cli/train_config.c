@@ -498,6 +498,7 @@ int cli_train_config_load(const char *path, const char *base, tr_config *c) {
                        "%s: [agent] temperature = 0: the agent trains on its plays, which must be "
                        "sampled (temperature > 0)",
                        path);
+    if (c->dpolicy_remote && !c->source_set) c->source_remote = 1; /* a served designer writes */
     if (c->designer && c->sp.train_designer && !c->source_remote && !(c->sp.temperature > 0))
         return cli_err(CLI_USAGE, "train",
                        "%s: [designer] temperature = 0 with [designer] train = true: a trained "
@@ -522,7 +523,6 @@ int cli_train_config_load(const char *path, const char *base, tr_config *c) {
                        "%s: [designer] reward = learning_potential needs [grpo] lr > 0: its trial agent step would "
                        "change nothing, and every potential would be 0",
                        path);
-    if (c->dpolicy_remote && !c->source_set) c->source_remote = 1; /* a served designer writes */
     if (c->dpolicy_remote && !c->source_remote)
         return cli_err(CLI_USAGE, "train",
                        "%s: [designer.policy] backend = remote, but [designer] source = %s: the served designer "
