@@ -134,6 +134,20 @@ for kp in written gates plays archive logged; do
     else bad "train: kill -9 at $kp:1, resumed from the archive's record without asking again, as the unbroken run"; fi
 done
 
+# configs/remote-designer.ini (docs/scale.md) as shipped, but for its url and model and a shorter run
+# (2 iterations of 2 environments), in the tree's layout (its paths are relative to configs/)
+shipped() { # URL MODEL DIR
+    rm -rf "$3"; mkdir -p "$3/configs"; ln -s "$SRC/stdenv" "$3/stdenv"
+    sed -e "s|^url = .*|url = $1|" -e "s|^model = .*|model = $2|" -e 's/^iterations = 10$/iterations = 2/' \
+        -e 's/^envs = 4$/envs = 2/' -e 's/^max_source_tokens = 384$/max_source_tokens = 48/' \
+        "$SRC/configs/remote-designer.ini" >"$3/configs/remote-designer.ini"
+    "$SPADE" train "$3/configs/remote-designer.ini" >"$TMP/out" 2>&1 && [ "$(wc -l <"$3/runs/remote-designer/train.jsonl")" = 2 ] &&
+        [ "$(db "$3/runs/remote-designer" "select count(*) from envs where writer = 'remote:$1#$2'")" = 4 ] &&
+        grep -q '"pool_samples"' "$3/runs/remote-designer/train.jsonl"
+}
+if shipped "$SRCSTUB" stub "$TMP/tree"; then ok "configs/remote-designer.ini trains the local agent on a served designer's environments (stub)"
+else bad "configs/remote-designer.ini trains the local agent on a served designer's environments (stub)"; fi
+
 # 8. an outage in spade train: the flaky stub's three 503s retried with doubling waits, reported, then the run goes on
 start_stub flaky
 tconf "$TMP/f" "$STUB" stub | sed 's/^envs = 2/envs = 1/' >"$TMP/f.ini"
@@ -184,6 +198,57 @@ if ! curl -sf "$LL/v1/models" >/dev/null 2>&1; then bad "llama.cpp server up"; e
         if [ $erc = 0 ] && grep -q "Couldn't connect to server; retry 1/30 in 0.25 s" "$TMP/kout" && grep -q "back after" "$TMP/kout" &&
             cmp -s "$TMP/e.jsonl" "$TMP/k.jsonl"; then ok "llama: server killed mid-run, retried with backoff, outage reported, run resumed exactly"
         else bad "llama: server killed mid-run, retried with backoff, outage reported, run resumed exactly"; fi
+        # spade train with SmolLM2 as the served, fixed designer: two iterations (it writes no compiling C at
+        # this size; the gates classify what it writes), every row archived with its writer, the record kept
+        tconf "$TMP/L" "$LL" smollm2 'retries = 30' >"$TMP/L.ini"
+        : >"$TMP/server.log"
+        "$SPADE" train "$TMP/L.ini" >"$TMP/out" 2>&1; lrc=$?
+        if [ $lrc = 0 ] && [ "$(db "$TMP/L" "select count(*) from envs where writer = 'remote:$LL#smollm2'")" = 4 ] &&
+            [ "$(db "$TMP/L" "select count(*) from envs where gate <> '' or plays = 4")" = 4 ] &&
+            [ "$(db "$TMP/L" "select count(*) from replies where endpoint = '$LL/v1/chat/completions' and model = 'smollm2'")" = 4 ] &&
+            [ "$(grep -c 'POST /v1/chat/completions' "$TMP/server.log")" = 4 ] && [ "$(wc -l <"$TMP/L/train.jsonl")" = 2 ] &&
+            grep -q "^url = $LL\$" "$TMP/L/config.ini" && grep -q '^model = smollm2$' "$TMP/L/config.ini"
+        then ok "llama: two iterations of a fixed served designer; the archive and the run dir record endpoint and model"
+        else bad "llama: two iterations of a fixed served designer; the archive and the run dir record endpoint and model"; fi
+        tconf "$TMP/L2" "$LL" nope >"$TMP/L2.ini"
+        if ! "$SPADE" train "$TMP/L2.ini" >"$TMP/out" 2>&1 &&
+            grep -q "\[designer.policy\]: $LL/v1/models: data\[\].id: no model 'nope' (the server has 'smollm2')" "$TMP/out"
+        then ok "llama: train refuses a wrong model name naming the URL and the field"
+        else bad "llama: train refuses a wrong model name naming the URL and the field"; fi
+        if shipped "$LL" smollm2 "$TMP/ltree"; then ok "llama: configs/remote-designer.ini with SmolLM2 as the served designer"
+        else bad "llama: configs/remote-designer.ini with SmolLM2 as the served designer"; fi
+        # kill -9 after iteration 1's replies are recorded: the resume asks the server nothing for it
+        sed "s|$TMP/L\$|$TMP/K|" "$TMP/L.ini" >"$TMP/K.ini"
+        SPADE_KILL_AT=written:1 "$SPADE" train "$TMP/K.ini" >"$TMP/out" 2>&1; krc=$?
+        rec=$(db "$TMP/K" "select iteration, slot, request, text from replies order by iteration, slot")
+        : >"$TMP/server.log"
+        "$SPADE" train "$TMP/K" >"$TMP/out" 2>&1; rrc=$?
+        if [ $krc = 137 ] && [ $rrc = 0 ] && ! grep -q 'POST /v1/chat/completions' "$TMP/server.log" &&
+            grep -q "iteration 1: the served designer was asked for 0 sources, 2 read back" "$TMP/out" &&
+            [ "$(db "$TMP/K" "select iteration, slot, request, text from replies order by iteration, slot")" = "$rec" ] &&
+            [ "$(db "$TMP/K" "select count(*) from envs where iteration = 1")" = 2 ] && [ "$(wc -l <"$TMP/K/train.jsonl")" = 2 ]
+        then ok "llama: kill -9 mid-iteration, resumed from the recorded replies without asking the server again"
+        else bad "llama: kill -9 mid-iteration, resumed from the recorded replies without asking the server again"; fi
+        # the server killed mid-run: spade stopped (SPADE_STOP_AT) after iteration 0's line, the server killed,
+        # spade continued; it retries with backoff, reports the outage, and once the server is back ends as the
+        # unbroken run did (each slot asked once; temperature 0 and the seed make llama.cpp's replies the same)
+        sed "s|$TMP/L\$|$TMP/O|" "$TMP/L.ini" >"$TMP/O.ini"
+        SPADE_STOP_AT=logged:0 "$SPADE" train "$TMP/O.ini" >"$TMP/oout" 2>&1 & tr=$!; pids="$pids $tr"
+        i=0; while [ "$(ps -o stat= -p $tr | cut -c1)" != T ] && kill -0 $tr 2>/dev/null && [ $i -lt 3000 ]; do i=$((i + 1)); sleep 0.1; done
+        kill $srv; wait $srv 2>/dev/null
+        kill -CONT $tr
+        i=0; while ! grep -q 'retry' "$TMP/oout" && kill -0 $tr 2>/dev/null && [ $i -lt 1200 ]; do i=$((i + 1)); sleep 0.1; done
+        : >"$TMP/server.log"
+        start_llama
+        wait $tr; orc=$?
+        cp "$TMP/oout" "$TMP/out"
+        if [ $orc = 0 ] && grep -q "Couldn't connect to server; retry 1/30 in 0.25 s" "$TMP/oout" && grep -q "back after" "$TMP/oout" &&
+            grep -q "the served designer: [0-9]* requests, [1-9][0-9]* retries" "$TMP/oout" &&
+            [ "$(grep -c 'POST /v1/chat/completions' "$TMP/server.log")" = 2 ] &&
+            [ "$(db "$TMP/O" 'select count(*) from replies')" = 4 ] &&
+            [ "$(strip "$TMP/O/train.jsonl")" = "$(strip "$TMP/L/train.jsonl")" ]
+        then ok "llama: train's server killed mid-run, retried with backoff, outage reported, the run ends as the unbroken one"
+        else bad "llama: train's server killed mid-run, retried with backoff, outage reported, the run ends as the unbroken one"; fi
     else
         n=$((n + 1)); echo "ok $n # SKIP llama: the server crashed on a chat completion ($(tail -1 "$TMP/server.log"))"
     fi
