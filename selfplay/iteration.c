@@ -192,7 +192,8 @@ int spade_sp_prompts(spade_sp_iter *x, char *err, size_t errlen) {
     int n = x->n;
     spade_prompt_opts po;
     spade_prompt_opts_default(&po);
-    po.budget = spade_policy_config(s->p)->context - o->max_source_tokens - 2;
+    /* a served designer's context is not the local policy's: its prompt gets the builder's default budget */
+    if (!o->remote) po.budget = spade_policy_config(s->p)->context - o->max_source_tokens - 2;
     po.count = count_tokens;
     po.count_ctx = tok;
     for (int i = 0; i < n && o->n_templates > 0; i++) { /* template mode: one line, the template's family */

@@ -121,7 +121,7 @@ if [ "$(wc -l <"$TMP/port.source.requests")" = 4 ] && ! grep -q logprobs "$TMP/p
 then ok "train: the designer's request is a system card and the prompt, no log-probs asked"
 else bad "train: the designer's request is a system card and the prompt, no log-probs asked"; fi
 # killed at every point after the replies of iteration 1 are recorded: the resume reads them, asks nothing more
-for kp in written gates plays archive logged; do
+for kp in written gates plays rewards update archive logged; do
     rm -rf "$TMP/r"; sed "s|$TMP/s\$|$TMP/r|" "$TMP/s.ini" >"$TMP/r.ini"
     SPADE_KILL_AT=$kp:1 "$SPADE" train "$TMP/r.ini" >"$TMP/out" 2>&1; krc=$?
     before=$(wc -l <"$TMP/port.source.requests")
