@@ -42,8 +42,8 @@ t = time.monotonic()
 with ThreadPoolExecutor(c) as ex:
     lat = list(ex.map(one, range(n)))
 wall = time.monotonic() - t
-# designer: as bench_remote reports it (wall time x concurrency / n; its batch call has no per-reply clock)
-print("%.3f %.4f" % (n / wall, wall * c / n if shape == "designer" else sum(lat) / n))
+# designer: as bench_remote reports it (wall time x requests in flight / n; its batch call has no per-reply clock)
+print("%.3f %.4f" % (n / wall, wall * min(c, n) / n if shape == "designer" else sum(lat) / n))
 PYEOF
 )
         echo "| $shape | $c | $sr | $sl | $1 | $2 | $(python3 -c "print('%.2f' % ($sr / $1))") |"
