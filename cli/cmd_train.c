@@ -570,7 +570,8 @@ static int train_iterations(train_run *r, spade_sandbox *sb) {
         if (((it + 1) % c->checkpoint_every == 0 || it == c->iterations - 1) && train_checkpoint(r, it) != CLI_OK)
             return CLI_FAIL;
         if (c->source_remote)
-            fprintf(stderr, "spade train: iteration %d: the served designer was asked for %d sources, %d read back "
+            fprintf(stderr,
+                    "spade train: iteration %d: the served designer was asked for %d sources, %d read back "
                     "from the archive's record\n",
                     it, sm.remote_asked, sm.remote_recorded);
         if (c->designer)

@@ -527,13 +527,19 @@ int cli_train_config_load(const char *path, const char *base, tr_config *c) {
         return cli_err(CLI_USAGE, "train",
                        "%s: [designer.policy] backend = remote, but [designer] source = %s: the served designer "
                        "would write nothing (source = remote, or drop [designer.policy])",
-                       path, c->source_files ? "files" : c->source_template ? "template" : "policy");
+                       path,
+                       c->source_files      ? "files"
+                       : c->source_template ? "template"
+                                            : "policy");
     if (c->source_remote) {
         if (!c->dpolicy_remote || !c->r_url[0] || !c->r_model[0])
             return cli_err(CLI_USAGE, "train",
                            "%s: [designer] source = remote needs [designer.policy] backend = remote, url = "
                            "http://HOST:PORT and model = NAME (%s missing; docs/scale.md)",
-                           path, !c->dpolicy_remote ? "backend" : !c->r_url[0] ? "url" : "model");
+                           path,
+                           !c->dpolicy_remote ? "backend"
+                           : !c->r_url[0]     ? "url"
+                                              : "model");
         if (!c->designer)
             return cli_err(CLI_USAGE, "train",
                            "%s: [designer] source = remote needs [designer] enabled = true (self-play writes the "

@@ -352,8 +352,14 @@ START_TEST(replies_survive_rollback_and_match_their_request) {
     ck_assert_int_eq(spade_archive_rollback_after(a, -1, err, sizeof err), 0);
     ck_assert_int_eq(spade_archive_get_reply(a, 3, 1, "d1", &text, &len, err, sizeof err), 0); /* kept */
     free(text);
-    spade_archive_env e = {.iteration = 0, .family = "f", .source = "s", .source_len = 1, .pass_nohint = NAN,
-                           .pass_hint = NAN, .regret = NAN, .reward = 0};
+    spade_archive_env e = {.iteration = 0,
+                           .family = "f",
+                           .source = "s",
+                           .source_len = 1,
+                           .pass_nohint = NAN,
+                           .pass_hint = NAN,
+                           .regret = NAN,
+                           .reward = 0};
     snprintf(e.writer, sizeof e.writer, "remote:http://h:1#m");
     long id;
     ck_assert_int_eq(spade_archive_add_env(a, &e, &id, err, sizeof err), 0);
@@ -369,20 +375,21 @@ END_TEST
 START_TEST(schema_1_is_upgraded) {
     sqlite3 *raw;
     ck_assert_int_eq(sqlite3_open(db, &raw), SQLITE_OK);
-    ck_assert_int_eq(sqlite3_exec(raw,
-                                  "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-                                  "CREATE TABLE envs(id INTEGER PRIMARY KEY, iteration INTEGER NOT NULL, family TEXT "
-                                  "NOT NULL, corpus_item TEXT NOT NULL, source TEXT NOT NULL, hash TEXT NOT NULL, gate "
-                                  "TEXT NOT NULL, reason TEXT NOT NULL, hint TEXT NOT NULL, pass_nohint REAL, "
-                                  "pass_hint REAL, regret REAL, reward REAL, plays INTEGER NOT NULL, embedding BLOB);"
-                                  "CREATE TABLE plays(env_id INTEGER NOT NULL REFERENCES envs(id), seed INTEGER NOT "
-                                  "NULL, success_nohint REAL NOT NULL, success_hint REAL NOT NULL, return_nohint REAL "
-                                  "NOT NULL, return_hint REAL NOT NULL);"
-                                  "CREATE TABLE iterations(iteration INTEGER PRIMARY KEY, metrics TEXT NOT NULL);"
-                                  "INSERT INTO envs VALUES(1, 0, 'f', '', 'src', '00', '', '', '', 0.5, 0.5, 0, 0, 2, NULL);"
-                                  "PRAGMA user_version=1;",
-                                  NULL, NULL, NULL),
-                     SQLITE_OK);
+    ck_assert_int_eq(
+        sqlite3_exec(raw,
+                     "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+                     "CREATE TABLE envs(id INTEGER PRIMARY KEY, iteration INTEGER NOT NULL, family TEXT "
+                     "NOT NULL, corpus_item TEXT NOT NULL, source TEXT NOT NULL, hash TEXT NOT NULL, gate "
+                     "TEXT NOT NULL, reason TEXT NOT NULL, hint TEXT NOT NULL, pass_nohint REAL, "
+                     "pass_hint REAL, regret REAL, reward REAL, plays INTEGER NOT NULL, embedding BLOB);"
+                     "CREATE TABLE plays(env_id INTEGER NOT NULL REFERENCES envs(id), seed INTEGER NOT "
+                     "NULL, success_nohint REAL NOT NULL, success_hint REAL NOT NULL, return_nohint REAL "
+                     "NOT NULL, return_hint REAL NOT NULL);"
+                     "CREATE TABLE iterations(iteration INTEGER PRIMARY KEY, metrics TEXT NOT NULL);"
+                     "INSERT INTO envs VALUES(1, 0, 'f', '', 'src', '00', '', '', '', 0.5, 0.5, 0, 0, 2, NULL);"
+                     "PRAGMA user_version=1;",
+                     NULL, NULL, NULL),
+        SQLITE_OK);
     sqlite3_close(raw);
     char err[1024], *text;
     size_t len;
