@@ -7,6 +7,7 @@
 # Usage: remote_stub.py MODE PORTFILE [FILE]   (MODE: junk | flaky | source)
 # source: every chat is answered with FILE in a ```c block, and each
 # request body is appended to PORTFILE.requests (one JSON line each).
+# STUB_PORT=N binds port N (a restart on the port a run was given), else any.
 import http.server
 import json
 import sys
@@ -48,10 +49,11 @@ class H(http.server.BaseHTTPRequestHandler):
             self.send(200, json.dumps({"choices": [{"message": {"role": "assistant", "content": "1"}}]}))
 
 
-s = http.server.HTTPServer(("127.0.0.1", 0), H)
+import os
+
+s = http.server.HTTPServer(("127.0.0.1", int(os.environ.get("STUB_PORT", "0"))), H)
 with open(PORTFILE + ".tmp", "w") as f:
     f.write(str(s.server_address[1]))
-import os
 
 os.rename(PORTFILE + ".tmp", PORTFILE)
 s.serve_forever()

@@ -134,6 +134,28 @@ for kp in written gates plays rewards update archive logged; do
     else bad "train: kill -9 at $kp:1, resumed from the archive's record without asking again, as the unbroken run"; fi
 done
 
+# the stub killed while spade train is stopped after iteration 0's line (SPADE_STOP_AT, an event): the
+# run retries with backoff, reports the outage that outlasts them and stops; with the server back on its
+# port, spade train RUN resumes and ends on the unbroken run's metrics and archive
+rm -rf "$TMP/o"; sed -e "s|$TMP/s\$|$TMP/o|" "$TMP/s.ini" >"$TMP/o.ini"; printf 'retries = 2\n' >>"$TMP/o.ini"
+SPADE_STOP_AT=logged:0 "$SPADE" train "$TMP/o.ini" >"$TMP/oout" 2>&1 & tr=$!; pids="$pids $tr"
+i=0; while [ "$(ps -o stat= -p $tr | cut -c1)" != T ] && kill -0 $tr 2>/dev/null && [ $i -lt 3000 ]; do i=$((i + 1)); sleep 0.1; done
+stub_pid=$(for p in $pids; do ps -o pid=,args= -p $p 2>/dev/null; done | awk '/remote_stub.py source/ {print $1}')
+kill $stub_pid; wait $stub_pid 2>/dev/null
+kill -CONT $tr; wait $tr; orc=$?
+cp "$TMP/oout" "$TMP/out"
+if [ $orc = 1 ] && grep -q "Couldn't connect to server; retry 1/2 in 0.25 s" "$TMP/oout" && grep -q "retry 2/2 in 0.50 s" "$TMP/oout" &&
+    grep -q "iteration 1: $SRCSTUB/v1/chat/completions: Couldn't connect to server (outage: 3 tries over" "$TMP/oout"
+then ok "train: the server gone mid-run, retried with doubling waits, the outage reported"
+else bad "train: the server gone mid-run, retried with doubling waits, the outage reported"; fi
+STUB_PORT=${SRCSTUB##*:} python3 "$SRC/tests/remote_stub.py" source "$TMP/port.source2" "$SRC/stdenv/nim.c" & pids="$pids $!"
+wait_file "$TMP/port.source2" || { echo "Bail out! the stub did not restart"; exit 99; }
+"$SPADE" train "$TMP/o" >"$TMP/out" 2>&1
+if [ $? = 0 ] && [ "$(strip "$TMP/o/train.jsonl")" = "$(strip "$TMP/s/train.jsonl")" ] &&
+    [ "$(db "$TMP/o" 'select iteration, gate, hash, pass_nohint from envs order by id')" = "$(db "$TMP/s" 'select iteration, gate, hash, pass_nohint from envs order by id')" ]
+then ok "train: the server back on its port, the run resumes and ends as the unbroken one"
+else bad "train: the server back on its port, the run resumes and ends as the unbroken one"; fi
+
 # configs/remote-designer.ini (docs/scale.md) as shipped, but for its url and model and a shorter run
 # (2 iterations of 2 environments), in the tree's layout (its paths are relative to configs/)
 shipped() { # URL MODEL DIR
