@@ -87,6 +87,6 @@ EXTRA_DIST += bench/envs/crn_bit.c
 # bench/bench_remote.sh runs it against llama.cpp's server beside a Python client.
 noinst_PROGRAMS += bench/bench_remote
 bench_programs += bench/bench_remote
-bench_bench_remote_SOURCES = bench/bench_remote.c
+bench_bench_remote_SOURCES = bench/bench_remote.c designer/remote_designer.c designer/prompt.c
 bench_bench_remote_LDADD = $(SPADE_LIBS)
 EXTRA_DIST += bench/bench_remote.sh

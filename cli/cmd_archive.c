@@ -136,6 +136,7 @@ int cli_archive(spade_sandbox *sb, int argc, char **argv) {
         char p0[16], p1[16], r[16], w[16];
         printf("id %ld  iteration %d  family %s  corpus item %s\n", e.id, e.iteration, e.family,
                e.corpus_item[0] ? e.corpus_item : "-");
+        if (e.writer[0]) printf("written by %s\n", e.writer); /* a served designer (designer.source = remote) */
         printf("gate: %s%s%s\n", e.gate[0] ? e.gate : "valid (passed every gate)", e.reason[0] ? ": " : "", e.reason);
         printf("pass %s  with hint %s  regret %s  reward %s  (%d plays per arm)\n", num(e.pass_nohint, p0, sizeof p0),
                num(e.pass_hint, p1, sizeof p1), num(e.regret, r, sizeof r), num(e.reward, w, sizeof w), e.plays);

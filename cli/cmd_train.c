@@ -52,6 +52,8 @@
 #include "heldout.h"
 #include "policy/policy.h"
 #include "policy/pretrained.h"
+#include "designer/remote_designer.h"
+#include "remote.h"
 
 /* ---- the run ---- */
 
@@ -148,6 +150,9 @@ void cli_usage_train(FILE *out) {
                  "runs self-play instead: the designer's, corpus and memory keys are in docs/selfplay.md.\n"
                  "[designer] source = template, template = FILE, hole_tokens = N: the policy fills only\n"
                  "the @@ holes of an environment template (a loop a small policy can move; docs/selfplay.md).\n"
+                 "[designer.policy] backend = remote, url = URL, model = NAME (and api_key_env, concurrency,\n"
+                 "timeout_s, retries): a model behind an OpenAI-compatible server writes the environments,\n"
+                 "not trained ([designer] train = false); the local policy learns as the agent (docs/scale.md).\n"
                  "The run directory gets config.ini, train.jsonl (one object per iteration), the\n"
                  "latest checkpoint and a state file. spade train RUN_DIR, or the same CONFIG again,\n"
                  "resumes a run from its last completed iteration (after Ctrl-C or kill -9) and lands\n"
@@ -241,6 +246,8 @@ typedef struct train_run {
     int n_refs, n_src;
     char **src_text, **src_names; /* designer.source = files */
     size_t *src_lens;
+    spade_remote *remote; /* designer.source = remote: the served designer's client */
+    char writer[1600]; /* its "remote:URL#MODEL" (the archive's envs.writer) */
     FILE *log;
 } train_run;
 
@@ -250,6 +257,7 @@ static void train_close(train_run *r) {
     free(r->cu);
     spade_corpus_free(r->corpus);
     spade_archive_close(r->archive);
+    spade_remote_free(r->remote);
     free(r->refs);
     free(r->ref_names);
     for (int i = 0; i < r->n_src; i++) free(r->src_text[i]), free(r->src_names[i]);
@@ -402,6 +410,27 @@ static int train_open_designer(train_run *r) {
         c->sp.templates = (const spade_template *const *)c->tpl;
         c->sp.n_templates = c->n_tpl;
     }
+    if (c->source_remote) { /* the served designer: its model checked now, before anything plays */
+        spade_remote_opts ro;
+        spade_remote_opts_default(&ro);
+        ro.url = c->r_url;
+        ro.model = c->r_model;
+        ro.api_key_env = c->r_key_env[0] ? c->r_key_env : NULL;
+        ro.concurrency = c->r_concurrency;
+        ro.timeout_s = c->r_timeout_s;
+        ro.retries = c->r_retries;
+        ro.max_tokens = c->sp.max_source_tokens;
+        ro.temperature = c->sp.temperature;
+        ro.logprobs = 0; /* nothing trains on the designer's tokens */
+        if (spade_remote_new(&r->remote, &ro, err, sizeof err) < 0)
+            return cli_err(CLI_FAIL, "train", "[designer.policy]: %s", err);
+        spade_designer_remote_writer(r->remote, r->writer, sizeof r->writer);
+        c->sp.remote = r->remote;
+        c->sp.writer = r->writer;
+        printf("spade train: the designer is served: %s, model %s (not trained; the archive's envs.writer and "
+               "replies record it)\n",
+               spade_remote_endpoint(r->remote), spade_remote_model(r->remote));
+    }
     snprintf(path, sizeof path, "%s/spade.db", c->dir);
     if (spade_archive_open(&r->archive, path, err, sizeof err) < 0 ||
         spade_archive_rollback_after(r->archive, r->done, err, sizeof err) < 0)
@@ -543,6 +572,11 @@ static int train_iterations(train_run *r, spade_sandbox *sb) {
         }
         if (((it + 1) % c->checkpoint_every == 0 || it == c->iterations - 1) && train_checkpoint(r, it) != CLI_OK)
             return CLI_FAIL;
+        if (c->source_remote)
+            fprintf(stderr,
+                    "spade train: iteration %d: the served designer was asked for %d sources, %d read back "
+                    "from the archive's record\n",
+                    it, sm.remote_asked, sm.remote_recorded);
         if (c->designer)
             selfplay_progress(c, &sm, it, tty);
         else
@@ -601,6 +635,12 @@ int cli_train(spade_sandbox *sb, int argc, char **argv) {
            r.done + 1, c.iterations - 1);
     if (train_open_curriculum(&r) != CLI_OK || train_iterations(&r, sb) != CLI_OK) goto out;
     printf("spade train: done; metrics in %s, the policy in %s\n", r.log_path, c.dir);
+    if (r.remote) {
+        long req, ret;
+        double out_s;
+        spade_remote_counts(r.remote, &req, &ret, &out_s);
+        printf("spade train: the served designer: %ld requests, %ld retries, %.1f s of outage\n", req, ret, out_s);
+    }
     {
         char last[4400] = "";
         cli_run_read_state(c.dir, last, sizeof last);

@@ -15,6 +15,7 @@
 
 #include "cli.h"
 #include "policy/models.h"
+#include "remote.h"
 
 static void defaults(tr_config *c) {
     memset(c, 0, sizeof *c);
@@ -30,6 +31,9 @@ static void defaults(tr_config *c) {
     c->cur_window = 2;
     c->cur_up = 0.8;
     c->cur_down = 0.2;
+    c->r_concurrency = 8;
+    c->r_retries = 6;
+    c->r_timeout_s = 120;
 }
 
 static int parse_num(const char *v, double lo, double hi, int integer, double *out) {
@@ -103,6 +107,10 @@ static int key_policy(tr_config *c, const char *section, const char *name, const
                 resolve(c, value, c->model, sizeof c->model);
             return 1;
         }
+        if (!strcmp(name, "backend") && !strcmp(value, "remote"))
+            FAIL("[policy] backend = remote: in spade train the agent trains on [policy], and a served model has no "
+                 "gradients here; a served designer goes in [designer.policy] (backend = remote, url, model) with "
+                 "[designer] train = false (docs/scale.md)");
         char e[400];
         if (spade_gpt_config_set(&c->gpt, name, value, e, sizeof e)) FAIL("[policy] %s", e);
         c->have_gpt_keys = 1;
@@ -213,6 +221,7 @@ static int key_designer_num(tr_config *c, const char *section, const char *name,
     NUMK("designer", "novelty_max", 0, 1, 0, c->sp.gates.novelty_max = x)
     NUMK("designer", "family_window", 1, SPADE_SP_MAX_FAMILIES, 1, c->sp.family_window = (int)x)
     NUMK("designer", "gate_seeds", 2, 1000, 1, c->sp.gates.seeds = (int)x)
+    if (!strcmp(section, "designer") && !strcmp(name, "train")) c->designer_train_set = 1; /* then read below */
     BOOLK("designer", "train", c->sp.train_designer)
     BOOLK("designer", "require_solve", c->sp.gates.require_solve)
     NUMK("designer", "hint_temperature", 0, 10, 0, c->sp.hint_temperature = (float)x)
@@ -260,14 +269,17 @@ static int key_designer_text(tr_config *c, const char *section, const char *name
         return 1;
     }
     if (!strcmp(section, "designer") && !strcmp(name, "source")) {
-        c->source_files = c->source_template = 0;
+        c->source_files = c->source_template = c->source_remote = 0;
+        c->source_set = 1;
         if (!strcmp(value, "policy")) {
         } else if (!strcmp(value, "files"))
             c->source_files = 1;
         else if (!strcmp(value, "template"))
             c->source_template = 1;
+        else if (!strcmp(value, "remote"))
+            c->source_remote = 1;
         else
-            FAIL("[designer] source = '%s': expected policy, files or template", value);
+            FAIL("[designer] source = '%s': expected policy, files, template or remote", value);
         return 1;
     }
     if (!strcmp(section, "designer") && !strcmp(name, "template")) {
@@ -299,6 +311,71 @@ static int key_designer_text(tr_config *c, const char *section, const char *name
             FAIL("[designer] enabled = '%s': expected true or false", value);
         return 1;
     }
+    return -1;
+}
+
+/* An environment variable's name: what api_key_env must be. A value that
+ * is not one, or looks like a secret (long, letters and digits, no '_'), is
+ * refused without being echoed: a key never goes in a file. */
+static const char *key_env_problem(const char *v) {
+    size_t n = strlen(v), digits = 0, alpha = 0;
+    int name = n > 0 && n < 128 && !(v[0] >= '0' && v[0] <= '9');
+    for (size_t i = 0; i < n; i++) {
+        char ch = v[i];
+        int d = ch >= '0' && ch <= '9', al = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z');
+        digits += (size_t)d, alpha += (size_t)al;
+        if (!d && !al && ch != '_') name = 0;
+    }
+    if (!strncmp(v, "sk-", 3) || !strncmp(v, "hf_", 3) || !strncmp(v, "Bearer", 6) ||
+        (n >= 24 && digits >= 4 && alpha >= 8 && !strchr(v, '_')))
+        return "looks like a key, not the name of the variable that holds one";
+    if (!name) return "is not an environment variable's name (letters, digits and '_')";
+    return NULL;
+}
+
+/* [designer.policy]: the designer's own policy; only a served one (backend = remote) for now. */
+static int key_designer_policy(tr_config *c, const char *section, const char *name, const char *value) {
+    double x;
+    if (strcmp(section, "designer.policy")) return -1;
+    if (!strcmp(name, "backend")) {
+        if (strcmp(value, "remote"))
+            FAIL("[designer.policy] backend = '%s': expected remote (a local designer is [policy], shared with the "
+                 "agent)",
+                 value);
+        c->dpolicy_remote = 1;
+        return 1;
+    }
+    if (!strcmp(name, "url")) {
+        if (strncmp(value, "http://", 7) && strncmp(value, "https://", 8))
+            FAIL("[designer.policy] url = '%s': expected an http:// or https:// URL (e.g. http://127.0.0.1:8080)",
+                 value);
+        if (strlen(value) >= sizeof c->r_url) FAIL("[designer.policy] url: too long");
+        if (strchr(value, '@')) FAIL("[designer.policy] url: credentials in the URL; name a variable in api_key_env");
+        snprintf(c->r_url, sizeof c->r_url, "%s", value);
+        return 1;
+    }
+    if (!strcmp(name, "model")) {
+        if (!*value || strlen(value) >= sizeof c->r_model)
+            FAIL("[designer.policy] model = '%s': empty or too long (the name GET URL/v1/models lists)", value);
+        snprintf(c->r_model, sizeof c->r_model, "%s", value);
+        return 1;
+    }
+    if (!strcmp(name, "api_key_env")) {
+        const char *why = key_env_problem(value);
+        if (why)
+            FAIL("[designer.policy] api_key_env: the value (%zu characters) %s; put the key in a variable and name "
+                 "it here, e.g. api_key_env = OPENAI_API_KEY",
+                 strlen(value), why);
+        snprintf(c->r_key_env, sizeof c->r_key_env, "%s", value);
+        return 1;
+    }
+    if (!strcmp(name, "api_key") || !strcmp(name, "key") || !strcmp(name, "token"))
+        FAIL("[designer.policy] %s: a key never goes in a file (the run directory keeps a copy of this config); put "
+             "it in a variable and name it with api_key_env = VAR",
+             name);
+    NUMK("designer.policy", "concurrency", 1, SPADE_REMOTE_CONCURRENCY_MAX, 1, c->r_concurrency = (int)x)
+    NUMK("designer.policy", "retries", 0, SPADE_REMOTE_RETRIES_MAX, 1, c->r_retries = (int)x)
+    NUMK("designer.policy", "timeout_s", 0.001, 86400, 0, c->r_timeout_s = x)
     return -1;
 }
 
@@ -358,6 +435,7 @@ static const struct {
     {"grpo", key_grpo},
     {"designer", key_designer_num},
     {"designer", key_designer_text},
+    {"designer.policy", key_designer_policy},
     {"memory", key_memory},
     {"selfplay", key_selfplay},
     {"eval", key_eval},
@@ -420,7 +498,8 @@ int cli_train_config_load(const char *path, const char *base, tr_config *c) {
                        "%s: [agent] temperature = 0: the agent trains on its plays, which must be "
                        "sampled (temperature > 0)",
                        path);
-    if (c->designer && c->sp.train_designer && !(c->sp.temperature > 0))
+    if (c->dpolicy_remote && !c->source_set) c->source_remote = 1; /* a served designer writes */
+    if (c->designer && c->sp.train_designer && !c->source_remote && !(c->sp.temperature > 0))
         return cli_err(CLI_USAGE, "train",
                        "%s: [designer] temperature = 0 with [designer] train = true: a trained "
                        "designer's sources must be sampled (temperature > 0)",
@@ -443,6 +522,42 @@ int cli_train_config_load(const char *path, const char *base, tr_config *c) {
         return cli_err(CLI_USAGE, "train",
                        "%s: [designer] reward = learning_potential needs [grpo] lr > 0: its trial agent step would "
                        "change nothing, and every potential would be 0",
+                       path);
+    if (c->dpolicy_remote && !c->source_remote)
+        return cli_err(CLI_USAGE, "train",
+                       "%s: [designer.policy] backend = remote, but [designer] source = %s: the served designer "
+                       "would write nothing (source = remote, or drop [designer.policy])",
+                       path,
+                       c->source_files      ? "files"
+                       : c->source_template ? "template"
+                                            : "policy");
+    if (c->source_remote) {
+        if (!c->dpolicy_remote || !c->r_url[0] || !c->r_model[0])
+            return cli_err(CLI_USAGE, "train",
+                           "%s: [designer] source = remote needs [designer.policy] backend = remote, url = "
+                           "http://HOST:PORT and model = NAME (%s missing; docs/scale.md)",
+                           path,
+                           !c->dpolicy_remote ? "backend"
+                           : !c->r_url[0]     ? "url"
+                                              : "model");
+        if (!c->designer)
+            return cli_err(CLI_USAGE, "train",
+                           "%s: [designer] source = remote needs [designer] enabled = true (self-play writes the "
+                           "environments)",
+                           path);
+        if (c->designer_train_set && c->sp.train_designer)
+            return cli_err(CLI_USAGE, "train",
+                           "%s: [designer] train = true with source = remote: a served designer has no gradients "
+                           "here (train = false: a fixed designer writes, the local agent learns)",
+                           path);
+        c->sp.train_designer = 0;
+        if (c->sp.hint_self)
+            return cli_err(CLI_USAGE, "train",
+                           "%s: [designer] hint = self with source = remote: the local agent policy would write "
+                           "the hints, not the designer; use hint = embedded (the source's HINT block)",
+                           path);
+    } else if (c->r_url[0] || c->r_model[0] || c->r_key_env[0])
+        return cli_err(CLI_USAGE, "train", "%s: [designer.policy] url, model or api_key_env without backend = remote",
                        path);
     c->sp.seed = c->seed;
     c->sp.rl = c->rl;

@@ -48,6 +48,13 @@ typedef struct tr_config {
     char tpl_paths[TR_MAX_LIST][2048]; /* designer.template (repeatable, or a comma-separated list) */
     int n_tpl;
     spade_template *tpl[TR_MAX_LIST]; /* loaded by load_config */
+    /* designer.source = remote: [designer.policy] backend = remote and its keys (docs/scale.md) */
+    int source_remote;
+    int source_set, designer_train_set; /* [designer] source / train given (not defaults) */
+    int dpolicy_remote; /* [designer.policy] backend = remote */
+    char r_url[1024], r_model[512], r_key_env[128];
+    int r_concurrency, r_retries;
+    double r_timeout_s;
     char base[2048]; /* the config file's directory: relative paths are resolved against it */
     char msg[600];
 } tr_config;

@@ -21,6 +21,20 @@ struct spade_archive {
     char path[4096];
 };
 
+/* A served designer's replies (designer.source = remote), kept through every
+ * rollback: a resumed iteration reads what the server wrote instead of asking
+ * again (a server's sampling is not reproducible, whatever the seed). */
+#define REPLIES_TABLE                                                                                                  \
+    "CREATE TABLE IF NOT EXISTS replies(\n"                                                                            \
+    "  iteration INTEGER NOT NULL,\n"                                                                                  \
+    "  slot INTEGER NOT NULL,          -- the environment's place in its iteration's writing\n"                        \
+    "  request TEXT NOT NULL,          -- SHA-256 of the request (model, turns, seed, sampling)\n"                     \
+    "  endpoint TEXT NOT NULL,         -- URL/v1/chat/completions (never a key)\n"                                     \
+    "  model TEXT NOT NULL,\n"                                                                                         \
+    "  text TEXT NOT NULL,             -- the reply as the server sent it\n"                                           \
+    "  PRIMARY KEY(iteration, slot)\n"                                                                                 \
+    ");\n"
+
 static const char SCHEMA[] = "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);\n"
                              "CREATE TABLE IF NOT EXISTS envs(\n"
                              "  id INTEGER PRIMARY KEY,        -- in the order they were built\n"
@@ -34,7 +48,9 @@ static const char SCHEMA[] = "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY K
                              "  hint TEXT NOT NULL,\n"
                              "  pass_nohint REAL, pass_hint REAL, regret REAL, reward REAL, -- NULL when not played\n"
                              "  plays INTEGER NOT NULL,        -- plays per arm\n"
-                             "  embedding BLOB                 -- float32 x dim, little-endian, or NULL\n"
+                             "  embedding BLOB,                -- float32 x dim, little-endian, or NULL\n"
+                             "  writer TEXT NOT NULL DEFAULT '' -- who wrote it: 'remote:URL#MODEL' for a served\n"
+                             "                                 -- designer, '' for the run's own policy or files\n"
                              ");\n"
                              "CREATE INDEX IF NOT EXISTS envs_by_family ON envs(family, gate);\n"
                              "CREATE INDEX IF NOT EXISTS envs_by_iteration ON envs(iteration);\n"
@@ -48,7 +64,7 @@ static const char SCHEMA[] = "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY K
                              "CREATE TABLE IF NOT EXISTS iterations(\n"
                              "  iteration INTEGER PRIMARY KEY,\n"
                              "  metrics TEXT NOT NULL          -- one JSON object\n"
-                             ");\n";
+                             ");\n" REPLIES_TABLE;
 
 const char *spade_archive_schema(void) { return SCHEMA; }
 
@@ -94,6 +110,17 @@ int spade_archive_open(spade_archive **out, const char *path, char *err, size_t 
         spade_errf(err, errlen, "%s: archive schema version %d is newer than this spade's (%d)", path, version,
                    SPADE_ARCHIVE_VERSION);
         goto bad;
+    }
+    if (version == 1) { /* version 1 lacks envs.writer and the replies table: added, nothing else changes */
+        char sql[64];
+        snprintf(sql, sizeof sql, "PRAGMA user_version=%d;", SPADE_ARCHIVE_VERSION);
+        if (exec(a, "BEGIN", err, errlen) < 0 ||
+            exec(a, "ALTER TABLE envs ADD COLUMN writer TEXT NOT NULL DEFAULT ''", err, errlen) < 0 ||
+            exec(a, REPLIES_TABLE, err, errlen) < 0 || exec(a, sql, err, errlen) < 0 ||
+            exec(a, "COMMIT", err, errlen) < 0) {
+            sqlite3_exec(a->db, "ROLLBACK", NULL, NULL, NULL);
+            goto bad;
+        }
     }
     if (version == 0) { /* new, or some other SQLite file: it must hold no tables of its own */
         int tables = 0;
@@ -159,7 +186,7 @@ static void bind_real(sqlite3_stmt *st, int i, double v) {
 int spade_archive_add_env(spade_archive *a, const spade_archive_env *e, long *id, char *err, size_t errlen) {
     static const char sql[] =
         "INSERT INTO envs(iteration, family, corpus_item, source, hash, gate, reason, hint, pass_nohint, pass_hint,"
-        " regret, reward, plays, embedding) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)";
+        " regret, reward, plays, embedding, writer) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15)";
     sqlite3_stmt *st;
     char hash[17];
     if (sqlite3_prepare_v2(a->db, sql, -1, &st, NULL) != SQLITE_OK) return fail(a, err, errlen, "add environment");
@@ -181,6 +208,7 @@ int spade_archive_add_env(spade_archive *a, const spade_archive_env *e, long *id
         sqlite3_bind_blob(st, 14, e->embedding, e->embed_dim * (int)sizeof(float), SQLITE_TRANSIENT);
     else
         sqlite3_bind_null(st, 14);
+    sqlite3_bind_text(st, 15, e->writer, -1, SQLITE_TRANSIENT);
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) return fail(a, err, errlen, "add environment");
@@ -224,7 +252,7 @@ int spade_archive_add_iteration(spade_archive *a, int iteration, const char *met
 
 #define ENV_COLUMNS                                                                                                    \
     "id, iteration, family, corpus_item, hash, gate, reason, hint, pass_nohint, pass_hint, regret, reward, "           \
-    "plays"
+    "plays, writer"
 
 static double column_real(sqlite3_stmt *st, int i) {
     return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
@@ -253,6 +281,7 @@ static void read_row(sqlite3_stmt *st, spade_archive_env *e) {
     e->regret = column_real(st, 10);
     e->reward = column_real(st, 11);
     e->plays = sqlite3_column_int(st, 12);
+    snprintf(e->writer, sizeof e->writer, "%s", column_text(st, 13));
 }
 
 int spade_archive_get_env(spade_archive *a, long id, spade_archive_env *out, char *err, size_t errlen) {
@@ -274,10 +303,10 @@ int spade_archive_get_env(spade_archive *a, long id, spade_archive_env *out, cha
     }
     read_row(st, out);
     /* text before bytes (SQLite's order: the conversion to text sets the length) */
-    const char *text = column_text(st, 13);
-    int n = sqlite3_column_bytes(st, 13);
-    const void *blob = sqlite3_column_blob(st, 14);
-    int nb = blob ? sqlite3_column_bytes(st, 14) : 0;
+    const char *text = column_text(st, 14);
+    int n = sqlite3_column_bytes(st, 14);
+    const void *blob = sqlite3_column_blob(st, 15);
+    int nb = blob ? sqlite3_column_bytes(st, 15) : 0;
     char *src = malloc((size_t)n + 1);
     float *emb = nb > 0 ? malloc((size_t)nb) : NULL;
     if (!src || (nb > 0 && !emb)) {
@@ -425,5 +454,58 @@ int spade_memory_select(spade_archive *a, const char *family, const spade_memory
     }
     free(w.pos);
     free(w.neg);
+    return 0;
+}
+
+int spade_archive_put_reply(spade_archive *a, int it, int slot, const char *request, const char *endpoint,
+                            const char *model, const char *text, size_t len, char *err, size_t errlen) {
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(a->db, "INSERT OR REPLACE INTO replies VALUES(?1,?2,?3,?4,?5,?6)", -1, &st, NULL) !=
+        SQLITE_OK)
+        return fail(a, err, errlen, "record a reply");
+    sqlite3_bind_int(st, 1, it);
+    sqlite3_bind_int(st, 2, slot);
+    sqlite3_bind_text(st, 3, request, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 4, endpoint, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 5, model, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 6, text, (int)len, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(st);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : fail(a, err, errlen, "record a reply");
+}
+
+int spade_archive_get_reply(spade_archive *a, int it, int slot, const char *request, char **text, size_t *len,
+                            char *err, size_t errlen) {
+    sqlite3_stmt *st;
+    *text = NULL;
+    *len = 0;
+    if (sqlite3_prepare_v2(a->db, "SELECT text FROM replies WHERE iteration = ?1 AND slot = ?2 AND request = ?3", -1,
+                           &st, NULL) != SQLITE_OK)
+        return fail(a, err, errlen, "read a reply");
+    sqlite3_bind_int(st, 1, it);
+    sqlite3_bind_int(st, 2, slot);
+    sqlite3_bind_text(st, 3, request, -1, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_DONE) {
+        sqlite3_finalize(st);
+        return 1;
+    }
+    if (rc != SQLITE_ROW) {
+        sqlite3_finalize(st);
+        return fail(a, err, errlen, "read a reply");
+    }
+    const char *t = column_text(st, 0);
+    int n = sqlite3_column_bytes(st, 0);
+    char *p = malloc((size_t)n + 1);
+    if (!p) {
+        sqlite3_finalize(st);
+        spade_errf(err, errlen, "%s: out of memory reading a reply", a->path);
+        return -1;
+    }
+    memcpy(p, t, (size_t)n);
+    p[n] = 0;
+    sqlite3_finalize(st);
+    *text = p;
+    *len = (size_t)n;
     return 0;
 }

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SPADE_ARCHIVE_VERSION 1
+#define SPADE_ARCHIVE_VERSION 2 /* 2: envs.writer and the replies table (1 is upgraded on open) */
 
 typedef struct spade_archive spade_archive;
 
@@ -52,6 +52,7 @@ typedef struct spade_archive_env {
     int plays; /* per arm */
     const float *embedding; /* (embed_dim) or NULL; malloc'd on get */
     int embed_dim;
+    char writer[512]; /* "remote:URL#MODEL" for a served designer; "" for the run's own policy or files */
 } spade_archive_env;
 
 int spade_archive_add_env(spade_archive *a, const spade_archive_env *e, long *id, char *err, size_t errlen);
@@ -62,6 +63,16 @@ int spade_archive_add_plays(spade_archive *a, long env_id, int n, const uint64_t
                             char *err, size_t errlen);
 /* One iteration's metrics as a JSON object (stored as text). */
 int spade_archive_add_iteration(spade_archive *a, int iteration, const char *metrics_json, char *err, size_t errlen);
+
+/* A served designer's reply to slot `slot` of iteration `it` (the replies
+ * table, which no rollback touches). put: inserted or replaced, committed
+ * at once unless a transaction is open. get: 0 with *text malloc'd when the
+ * row is there and its request digest equals `request`; 1 when not (none, or
+ * another request: the caller asks again); -1 on error. */
+int spade_archive_put_reply(spade_archive *a, int it, int slot, const char *request, const char *endpoint,
+                            const char *model, const char *text, size_t len, char *err, size_t errlen);
+int spade_archive_get_reply(spade_archive *a, int it, int slot, const char *request, char **text, size_t *len,
+                            char *err, size_t errlen);
 
 /* Reads environment id; 0, 1 when there is no such id, -1 on error. */
 int spade_archive_get_env(spade_archive *a, long id, spade_archive_env *out, char *err, size_t errlen);

@@ -39,8 +39,8 @@ EXTRA_DIST += tests/envs/gate_bigstate.c
 # (designer/template.c), and the shipped templates, data like stdenv: sources
 # with @@ holes, installed to $(pkgdatadir)/templates. tests/test_template
 # (selfplay/local.mk) fills them and runs the gates.
-designer_sources += designer/template.c
-noinst_HEADERS += designer/template.h
+designer_sources += designer/template.c designer/remote_designer.c
+noinst_HEADERS += designer/template.h designer/remote_designer.h
 templatesdir = $(pkgdatadir)/templates
 templates_DATA = templates/cups.c
 EXTRA_DIST += $(templates_DATA)

@@ -11,6 +11,7 @@
  * work); the rows are fuzzed, the file is SQLite's.
  */
 #include <sqlite3.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,9 +66,10 @@ static void bind_value(sqlite3_stmt *st, int i, rd *r) {
 static const char LOOSE[] =
     "CREATE TABLE meta(key, value);"
     "CREATE TABLE envs(id INTEGER PRIMARY KEY, iteration, family, corpus_item, source, hash, gate, reason, hint,"
-    " pass_nohint, pass_hint, regret, reward, plays, embedding);"
+    " pass_nohint, pass_hint, regret, reward, plays, embedding, writer);"
     "CREATE TABLE plays(env_id, seed, success_nohint, success_hint, return_nohint, return_hint);"
-    "CREATE TABLE iterations(iteration INTEGER PRIMARY KEY, metrics);";
+    "CREATE TABLE iterations(iteration INTEGER PRIMARY KEY, metrics);"
+    "CREATE TABLE replies(iteration, slot, request, endpoint, model, text);";
 
 static int walked;
 static int count_env(void *ctx, const spade_archive_env *e) {
@@ -102,12 +104,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const char *uri = uris[mode & 1];
     if (sqlite3_exec(db, "DELETE FROM plays; DELETE FROM envs; DELETE FROM iterations;", NULL, NULL, NULL) != SQLITE_OK)
         abort();
-    if (sqlite3_exec(db, (mode & 2) ? "PRAGMA user_version=0" : "PRAGMA user_version=1", NULL, NULL, NULL) != SQLITE_OK)
-        abort();
-    static const char *const ins[3] = {"INSERT INTO envs VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15)",
-                                       "INSERT INTO plays VALUES(?1,?2,?3,?4,?5,?6)",
-                                       "INSERT INTO iterations VALUES(?1,?2)"};
-    static const int cols[3] = {15, 6, 2};
+    char version[48];
+    snprintf(version, sizeof version, "PRAGMA user_version=%d", (mode & 2) ? 0 : SPADE_ARCHIVE_VERSION);
+    if (sqlite3_exec(db, version, NULL, NULL, NULL) != SQLITE_OK) abort();
+    static const char *const ins[3] = {
+        "INSERT INTO envs VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16)",
+        "INSERT INTO plays VALUES(?1,?2,?3,?4,?5,?6)", "INSERT INTO iterations VALUES(?1,?2)"};
+    static const int cols[3] = {16, 6, 2};
     sqlite3_exec(db, "BEGIN", NULL, NULL, NULL);
     for (int rows = 0; r.n && rows < 64; rows++) {
         int t = (int)(get8(&r) % 3);

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "designer/hints.h"
+#include "designer/remote_designer.h"
 #include "episodes.h"
 #include "errbuf.h"
 #include "killpoint.h"
@@ -118,6 +119,7 @@ void spade_sp_end(spade_sp_iter *x, int rc) {
         free(x->w[i].source);
         free(x->w[i].plays);
         free(x->w[i].hint);
+        free(x->w[i].prompt);
         spade_gate_shown_clear(&x->w[i].shown);
     }
     for (long k = 0; x->ae.tr && k < x->ae.n; k++) spade_transcript_free(&x->ae.tr[k]);
@@ -190,7 +192,8 @@ int spade_sp_prompts(spade_sp_iter *x, char *err, size_t errlen) {
     int n = x->n;
     spade_prompt_opts po;
     spade_prompt_opts_default(&po);
-    po.budget = spade_policy_config(s->p)->context - o->max_source_tokens - 2;
+    /* a served designer's context is not the local policy's: its prompt gets the builder's default budget */
+    if (!o->remote) po.budget = spade_policy_config(s->p)->context - o->max_source_tokens - 2;
     po.count = count_tokens;
     po.count_ctx = tok;
     for (int i = 0; i < n && o->n_templates > 0; i++) { /* template mode: one line, the template's family */
@@ -236,7 +239,10 @@ int spade_sp_prompts(spade_sp_iter *x, char *err, size_t errlen) {
         if (pr < 0) return -1;
         spade_transcript_init(&w[i].tr);
         spade_transcript_designer_open(&w[i].tr, tok, prompt, plen);
-        free(prompt);
+        if (o->remote) /* the served designer reads the text, not our tokens */
+            w[i].prompt = prompt, w[i].prompt_len = plen;
+        else
+            free(prompt);
         if (w[i].tr.oom) return oom(err, errlen, "a prompt");
     }
     spade_killpoint("prompts", x->it);
@@ -353,11 +359,46 @@ done:
     return rc;
 }
 
-/* 2. The designer writes: given files, template fillings or the policy's
- * samples; one writer per run (designer.source). */
+/* A served designer writes (designer.source = remote): every slot's prompt
+ * in one batch, the source its reply's first fenced block as the policy's
+ * would be; replies the archive recorded for this iteration are read back,
+ * not asked again. */
+static int write_remote(spade_sp_iter *x, char *err, size_t errlen) {
+    const spade_selfplay_opts *o = x->o;
+    int n = x->n;
+    const char *prompts[SPADE_SP_MAX_ENVS] = {0};
+    size_t lens[SPADE_SP_MAX_ENVS] = {0}, text_lens[SPADE_SP_MAX_ENVS] = {0};
+    uint64_t seeds[SPADE_SP_MAX_ENVS] = {0};
+    char *texts[SPADE_SP_MAX_ENVS] = {0};
+    for (int i = 0; i < n; i++) {
+        prompts[i] = x->w[i].prompt ? x->w[i].prompt : "", lens[i] = x->w[i].prompt_len;
+        seeds[i] = spade_rng_stream(o->seed, x->it, i, SPADE_RNG_SOURCE);
+    }
+    spade_designer_remote_opts ro = {.max_tokens = o->max_source_tokens, .temperature = o->temperature};
+    if (spade_designer_remote_write(o->remote, x->s->archive, x->it, n, prompts, lens, seeds, &ro, texts, text_lens,
+                                    &x->m->remote_asked, &x->m->remote_recorded, err, errlen) < 0)
+        return -1;
+    int rc = 0;
+    for (int i = 0; i < n; i++) {
+        spade_sp_env *w = &x->w[i];
+        size_t at = 0;
+        extract_range(texts[i], text_lens[i], &at, &w->source_len);
+        if (rc == 0 && !(w->source = x->alloc(w->source_len + 1))) rc = oom(err, errlen, "the designer's sources");
+        if (w->source) {
+            memcpy(w->source, texts[i] + at, w->source_len);
+            w->source[w->source_len] = 0;
+        }
+        free(texts[i]);
+    }
+    return rc;
+}
+
+/* 2. The designer writes: given files, template fillings, a served model's
+ * replies or the policy's samples; one writer per run (designer.source). */
 int spade_sp_write(spade_sp_iter *x, char *err, size_t errlen) {
     if (x->n == 0) return 0; /* not a writing iteration (selfplay.regen_every) */
     if (x->o->n_files > 0) return write_files(x, err, errlen);
+    if (x->o->remote) return write_remote(x, err, errlen);
     if (x->o->n_templates > 0) return write_templates(x, err, errlen);
     return write_policy(x, err, errlen);
 }
@@ -756,7 +797,7 @@ int spade_sp_rewards(spade_sp_iter *x, char *err, size_t errlen) {
 void spade_sp_designer_samples(spade_sp_iter *x) {
     const spade_selfplay_opts *o = x->o;
     x->ns = x->n_agent;
-    for (int i = 0; o->train_designer && !o->n_files && i < x->n; i++) {
+    for (int i = 0; o->train_designer && !o->n_files && !o->remote && i < x->n; i++) {
         if (!x->keep[i] || fabs(x->r[i]) < 1e-12) continue; /* a centred reward of 0 carries no signal */
         const spade_sp_env *w = &x->w[i];
         x->samples[x->ns++] = (spade_grpo_sample){
@@ -848,6 +889,7 @@ int spade_sp_archive(spade_sp_iter *x, char *err, size_t errlen) {
             spade_archive_env e = {.iteration = x->it};
             snprintf(e.family, sizeof e.family, "%s", w->family);
             snprintf(e.corpus_item, sizeof e.corpus_item, "%s", w->corpus_item);
+            if (x->o->remote) snprintf(e.writer, sizeof e.writer, "%s", x->o->writer ? x->o->writer : "remote");
             e.source = w->source ? w->source : "";
             e.source_len = w->source ? w->source_len : 0;
             /* the hint used: the self-written one, else what the hint arm saw at its first seed */

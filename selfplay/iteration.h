@@ -30,6 +30,8 @@
  * writing or replayed from the archive (w[n..n_all)). */
 typedef struct spade_sp_env {
     spade_transcript tr; /* <|designer|> prompt <|source|> sampled */
+    char *prompt; /* designer.source = remote: the prompt's text, the served designer's user turn */
+    size_t prompt_len;
     char *source; /* NULL: the designer wrote nothing usable */
     size_t source_len;
     char corpus_item[256];

@@ -67,6 +67,11 @@ typedef struct spade_selfplay_opts {
     const spade_template *const *templates;
     int n_templates;
     int hole_tokens; /* designer.hole_tokens: at most this many tokens per hole (8) */
+    /* designer.source = remote ([designer.policy] backend = remote): a served model writes every slot's source
+     * from the same prompt (designer/remote_designer.h); its replies are recorded in the archive and read back
+     * by a resumed iteration. Never trained on (train_designer must be 0); the agent is the local policy. */
+    struct spade_remote *remote;
+    const char *writer; /* the archive's envs.writer of what remote writes: "remote:URL#MODEL" */
     /* agent */
     int plays; /* selfplay.plays: plays per valid environment an arm, with and without the hint (8) */
     int repeats; /* selfplay.repeats: plays of each seed an arm (1; plays / repeats seeds): >= 2
@@ -101,6 +106,9 @@ typedef struct spade_selfplay_metrics {
     spade_rl_metrics pool; /* the fixed-pool part (pool_envs > 0) */
     double t_design, t_gates, t_play, t_update, t_archive;
     double t_lookahead; /* the learning-potential look-ahead: its trial step and replays */
+    /* designer.source = remote: slots sent to the server, and read back from the archive's record (a resumed
+     * iteration); not in the JSON, so a resumed run's lines equal an unbroken one's */
+    int remote_asked, remote_recorded;
 } spade_selfplay_metrics;
 
 /* The loop's fixed context: the policy (trained in place), the sandbox, the

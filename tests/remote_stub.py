@@ -1,7 +1,13 @@
 # remote_stub.py — a loopback stand-in for an OpenAI-compatible server, for
 # the answers a real one never gives: junk, 503s. tests/test_remote.sh runs
-# it; it is not a mock of the success path (that is llama.cpp's server).
-# Usage: remote_stub.py MODE PORTFILE   (MODE: junk | flaky)
+# it; it is not a mock of the success path (that is llama.cpp's server),
+# except `source`: a designer that always writes the same valid environment,
+# so the suite checks the served designer's valid path (gated, played by the
+# local agent, archived with its writer) where no llama.cpp server is built.
+# Usage: remote_stub.py MODE PORTFILE [FILE]   (MODE: junk | flaky | source)
+# source: every chat is answered with FILE in a ```c block, and each
+# request body is appended to PORTFILE.requests (one JSON line each).
+# STUB_PORT=N binds port N (a restart on the port a run was given), else any.
 import http.server
 import json
 import sys
@@ -27,9 +33,15 @@ class H(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self):
         n = int(self.headers.get("Content-Length", "0"))
-        self.rfile.read(min(n, 1 << 22))
+        body = self.rfile.read(min(n, 1 << 22))
         state["chats"] += 1
-        if MODE == "junk":
+        if MODE == "source":
+            with open(PORTFILE + ".requests", "ab") as f:
+                f.write(body.replace(b"\n", b" ") + b"\n")
+            with open(sys.argv[3]) as f:
+                text = "```c\n" + f.read() + "```\n"
+            self.send(200, json.dumps({"choices": [{"message": {"role": "assistant", "content": text}}]}))
+        elif MODE == "junk":
             self.send(200, '{"answer": "not the OpenAI shape"}')
         elif state["chats"] <= 3:  # flaky: three 503s, then answers
             self.send(503, '{"error": {"message": "loading"}}')
@@ -37,10 +49,11 @@ class H(http.server.BaseHTTPRequestHandler):
             self.send(200, json.dumps({"choices": [{"message": {"role": "assistant", "content": "1"}}]}))
 
 
-s = http.server.HTTPServer(("127.0.0.1", 0), H)
+import os
+
+s = http.server.HTTPServer(("127.0.0.1", int(os.environ.get("STUB_PORT", "0"))), H)
 with open(PORTFILE + ".tmp", "w") as f:
     f.write(str(s.server_address[1]))
-import os
 
 os.rename(PORTFILE + ".tmp", PORTFILE)
 s.serve_forever()

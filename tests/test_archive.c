@@ -9,7 +9,9 @@
  * every one of those reachable, ties at the edge broken at random (not by
  * age), the FIFO window honoured, invalid environments never shown, one
  * negative from outside the band with the same family preferred, and the same
- * draw from the same RNG state.
+ * draw from the same RNG state. A served designer's replies: read back only
+ * for the same iteration, slot and request digest, kept through every
+ * rollback; envs.writer round-trips; a schema-1 file gets both on open.
  * What it is not: a test of the self-play loop that fills it.
  */
 #include <check.h>
@@ -333,6 +335,79 @@ static int spade_archive_cli(const char *args, char *out, size_t cap) {
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+START_TEST(replies_survive_rollback_and_match_their_request) {
+    char err[1024], *text;
+    size_t len;
+    spade_archive *a = open_db();
+    ck_assert_int_eq(spade_archive_put_reply(a, 3, 1, "d1", "http://h:1/v1/chat/completions", "m", "```c\nx\n```", 12,
+                                             err, sizeof err),
+                     0);
+    ck_assert_int_eq(spade_archive_get_reply(a, 3, 1, "d1", &text, &len, err, sizeof err), 0);
+    ck_assert_uint_eq(len, 12);
+    ck_assert_str_eq(text, "```c\nx\n```");
+    free(text);
+    ck_assert_int_eq(spade_archive_get_reply(a, 3, 1, "d2", &text, &len, err, sizeof err), 1); /* another request */
+    ck_assert_ptr_null(text);
+    ck_assert_int_eq(spade_archive_get_reply(a, 3, 0, "d1", &text, &len, err, sizeof err), 1); /* another slot */
+    ck_assert_int_eq(spade_archive_rollback_after(a, -1, err, sizeof err), 0);
+    ck_assert_int_eq(spade_archive_get_reply(a, 3, 1, "d1", &text, &len, err, sizeof err), 0); /* kept */
+    free(text);
+    spade_archive_env e = {.iteration = 0,
+                           .family = "f",
+                           .source = "s",
+                           .source_len = 1,
+                           .pass_nohint = NAN,
+                           .pass_hint = NAN,
+                           .regret = NAN,
+                           .reward = 0};
+    snprintf(e.writer, sizeof e.writer, "remote:http://h:1#m");
+    long id;
+    ck_assert_int_eq(spade_archive_add_env(a, &e, &id, err, sizeof err), 0);
+    spade_archive_env got;
+    ck_assert_int_eq(spade_archive_get_env(a, id, &got, err, sizeof err), 0);
+    ck_assert_str_eq(got.writer, "remote:http://h:1#m");
+    spade_archive_env_clear(&got);
+    spade_archive_close(a);
+}
+END_TEST
+
+/* A schema-1 archive (before envs.writer and replies) is upgraded on open, its rows kept. */
+START_TEST(schema_1_is_upgraded) {
+    sqlite3 *raw;
+    ck_assert_int_eq(sqlite3_open(db, &raw), SQLITE_OK);
+    ck_assert_int_eq(
+        sqlite3_exec(raw,
+                     "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+                     "CREATE TABLE envs(id INTEGER PRIMARY KEY, iteration INTEGER NOT NULL, family TEXT "
+                     "NOT NULL, corpus_item TEXT NOT NULL, source TEXT NOT NULL, hash TEXT NOT NULL, gate "
+                     "TEXT NOT NULL, reason TEXT NOT NULL, hint TEXT NOT NULL, pass_nohint REAL, "
+                     "pass_hint REAL, regret REAL, reward REAL, plays INTEGER NOT NULL, embedding BLOB);"
+                     "CREATE TABLE plays(env_id INTEGER NOT NULL REFERENCES envs(id), seed INTEGER NOT "
+                     "NULL, success_nohint REAL NOT NULL, success_hint REAL NOT NULL, return_nohint REAL "
+                     "NOT NULL, return_hint REAL NOT NULL);"
+                     "CREATE TABLE iterations(iteration INTEGER PRIMARY KEY, metrics TEXT NOT NULL);"
+                     "INSERT INTO envs VALUES(1, 0, 'f', '', 'src', '00', '', '', '', 0.5, 0.5, 0, 0, 2, NULL);"
+                     "PRAGMA user_version=1;",
+                     NULL, NULL, NULL),
+        SQLITE_OK);
+    sqlite3_close(raw);
+    char err[1024], *text;
+    size_t len;
+    spade_archive *a = open_db();
+    spade_archive_env got;
+    ck_assert_int_eq(spade_archive_get_env(a, 1, &got, err, sizeof err), 0);
+    ck_assert_str_eq(got.source, "src");
+    ck_assert_str_eq(got.writer, "");
+    spade_archive_env_clear(&got);
+    ck_assert_int_eq(spade_archive_put_reply(a, 0, 0, "d", "e", "m", "t", 1, err, sizeof err), 0);
+    ck_assert_int_eq(spade_archive_get_reply(a, 0, 0, "d", &text, &len, err, sizeof err), 0);
+    free(text);
+    spade_archive_close(a);
+    a = open_db(); /* now schema 2: opened as it is */
+    spade_archive_close(a);
+}
+END_TEST
+
 START_TEST(cli_lists_shows_and_exports) {
     static char out[65536];
     char args[8400], err[1024];
@@ -395,6 +470,8 @@ int main(void) {
     tcase_add_test(c, memory_picks_positives_from_the_top_of_the_band);
     tcase_add_test(c, memory_honours_window_and_falls_back_for_negatives);
     tcase_add_test(c, cli_lists_shows_and_exports);
+    tcase_add_test(c, replies_survive_rollback_and_match_their_request);
+    tcase_add_test(c, schema_1_is_upgraded);
     suite_add_tcase(s, c);
     return tu_run(s);
 }

@@ -79,6 +79,7 @@ spade train configs/default-template.ini|trains from the base of the embedded de
 spade train configs/default-fixed.ini|trains from the base of the embedded default in the source tree runs/; tests/test_selfplay.sh runs it at toy size
 --servers cpu1|needs spade servers on other hosts; tests/test_servers.sh runs spade run and spade eval --servers against two loopback servers
 spade eval remote:|needs a served model (tests/test_remote.sh runs eval against llama.cpp'"'"'s server and a loopback stub)
+spade train configs/remote-designer.ini|needs a served model at the config'"'"'s url; tests/test_remote.sh runs this config (its url, model and length rewritten) against a loopback stub and llama.cpp'"'"'s server
 spade generate smollm2|needs the fetched model; tests/test_pretrained.sh runs spade generate on it when it is there
 spade generate qwen2.5|needs the fetched Qwen2.5-Coder (about a minute to load on two cores); no test runs it yet
 spade model info smollm2|needs the fetched model (./bootstrap fetches it; tests/test_gguf checks the real file when it is there)
