@@ -86,6 +86,7 @@ int spade_eval(spade_policy *p, spade_sandbox *sb, const spade_ep_spec *specs, i
         spade_policy_agent_opts_default(&ao);
         ao.max_live = o->max_live;
         ao.max_action_tokens = o->max_action_tokens;
+        ao.reasoning_tokens = o->reasoning_tokens;
         ao.temperature = o->temperature;
         ao.seed = o->seed ^ 0x6576616cULL;
         for (int h = 0; h <= (o->hint ? 1 : 0); h++) {

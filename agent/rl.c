@@ -114,6 +114,7 @@ int spade_rl_iteration(spade_policy *p, spade_policy *ref, spade_sandbox *sb, co
     spade_policy_agent_opts_default(&ao);
     ao.max_live = o->max_live;
     ao.max_action_tokens = o->max_action_tokens;
+    ao.reasoning_tokens = o->reasoning_tokens;
     ao.temperature = o->temperature;
     ao.top_p = o->top_p;
     ao.seed = spade_mix64(o->seed ^ 0x6167656e74ULL);

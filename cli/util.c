@@ -10,6 +10,9 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "policy/models.h"
+#include "policy/pretrained.h"
+
 int cli_err(int code, const char *cmd, const char *fmt, ...) {
     fprintf(stderr, "spade%s%s: ", cmd ? " " : "", cmd ? cmd : "");
     va_list ap;
@@ -195,4 +198,16 @@ void cli_path_clean(char *path) {
     if (at == 0) path[at++] = '.';
     path[at < cap ? at : cap - 1] = 0;
     free(copy);
+}
+
+int cli_load_policy(const char *spec, int context, spade_policy **out, char *err, size_t errlen) {
+    size_t n = strlen(spec);
+    *out = NULL;
+    if (!spade_model_find(spec) && !(n > 5 && !strcmp(spec + n - 5, ".gguf")))
+        return spade_policy_load(out, spec, NULL, err, errlen) ? -1 : 0;
+    spade_model_opts mo = {.context = context};
+    spade_gpt_config mc;
+    if (!context && !spade_model_config(spec, &mo, &mc, err, errlen))
+        mo.context = mc.context < 2048 ? mc.context : 2048;
+    return spade_policy_from_model(out, spec, &mo, err, errlen) ? -1 : 0;
 }
