@@ -35,6 +35,13 @@ void spade_eval_opts_default(spade_eval_opts *o) {
     o->temperature = 1.0f;
 }
 
+/* Decoding slots: no more than the episodes of an arm (a slot's KV cache
+ * spans the whole context; an episode plays the same whatever its batch). */
+static int live_slots(int n, const spade_eval_opts *o) {
+    long total = (long)n * o->episodes;
+    return total < o->max_live ? (int)(total > 0 ? total : 1) : o->max_live;
+}
+
 /* Plays one arm: every spec o->episodes times on seeds seed.., hint or not. */
 static int arm(spade_sandbox *sb, const spade_ep_spec *specs, int n, spade_agent *agent, int hint,
                const spade_eval_opts *o, spade_eval_arm *out, size_t stride, char *err, size_t errlen) {
@@ -51,7 +58,7 @@ static int arm(spade_sandbox *sb, const spade_ep_spec *specs, int n, spade_agent
             .spec = (int)(i / o->episodes), .seed = o->seed + (uint64_t)(i % o->episodes), .hint = hint};
     spade_episodes_opts eo;
     spade_episodes_opts_default(&eo);
-    eo.max_live = o->max_live;
+    eo.max_live = live_slots(n, o);
     if (spade_episodes_play(sb, specs, n, req, total, agent, &eo, res, err, errlen) < 0) goto done;
     for (int e = 0; e < n; e++) {
         spade_eval_arm *a = (spade_eval_arm *)((char *)out + (size_t)e * stride);
@@ -84,7 +91,7 @@ int spade_eval(spade_policy *p, spade_sandbox *sb, const spade_ep_spec *specs, i
     if (p || o->make_agent) {
         spade_policy_agent_opts ao;
         spade_policy_agent_opts_default(&ao);
-        ao.max_live = o->max_live;
+        ao.max_live = live_slots(n, o);
         ao.max_action_tokens = o->max_action_tokens;
         ao.reasoning_tokens = o->reasoning_tokens;
         ao.temperature = o->temperature;

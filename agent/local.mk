@@ -24,3 +24,5 @@ TESTS += tests/test_chat
 tests_test_chat_SOURCES = tests/test_chat.c $(agent_sources) designer/prompt.c tests/testutil.c tests/testutil.h
 tests_test_chat_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_chat_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
+TESTS += tests/test_chat.sh
+EXTRA_DIST += tests/test_chat.sh

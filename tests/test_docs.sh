@@ -69,6 +69,8 @@ spade train configs/base-curriculum.ini|trains from the base checkpoint of the r
 spade train configs/default-template.ini|trains from the base of the embedded default in the source tree runs/; tests/test_template.sh runs it at toy size
 spade train configs/default-fixed.ini|trains from the base of the embedded default in the source tree runs/; tests/test_selfplay.sh runs it at toy size
 spade eval remote:|needs a served model (tests/test_remote.sh runs eval against llama.cpp'"'"'s server and a loopback stub)
+--agent policy:smollm2|needs the fetched model and a minute; tests/test_chat.sh runs spade run and eval on it in its chat template
+spade eval smollm2|needs the fetched model and minutes; tests/test_chat.sh runs spade eval on it
 spade generate smollm2|needs the fetched model; tests/test_pretrained.sh runs spade generate on it when it is there
 spade generate qwen2.5|needs the fetched Qwen2.5-Coder (about a minute to load on two cores); no test runs it yet
 spade model info smollm2|needs the fetched model (./bootstrap fetches it; tests/test_gguf checks the real file when it is there)
