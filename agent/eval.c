@@ -72,6 +72,13 @@ static int play_served(const spade_ep_spec *specs, int n, const spade_ep_request
     return 0;
 }
 
+/* Decoding slots: no more than the episodes of an arm (a slot's KV cache
+ * spans the whole context; an episode plays the same whatever its batch). */
+static int live_slots(int n, const spade_eval_opts *o) {
+    long total = (long)n * o->episodes;
+    return total < o->max_live ? (int)(total > 0 ? total : 1) : o->max_live;
+}
+
 /* Plays one arm: every spec o->episodes times on seeds seed.., hint or not. */
 static int arm(spade_sandbox *sb, const spade_ep_spec *specs, int n, spade_agent *agent, int hint,
                const spade_eval_opts *o, spade_eval_arm *out, size_t stride, char *err, size_t errlen) {
@@ -88,7 +95,7 @@ static int arm(spade_sandbox *sb, const spade_ep_spec *specs, int n, spade_agent
             .spec = (int)(i / o->episodes), .seed = o->seed + (uint64_t)(i % o->episodes), .hint = hint};
     spade_episodes_opts eo;
     spade_episodes_opts_default(&eo);
-    eo.max_live = o->max_live;
+    eo.max_live = live_slots(n, o);
     if (o->served ? play_served(specs, n, req, agent, o, res, err, errlen) < 0
                   : spade_episodes_play(sb, specs, n, req, total, agent, &eo, res, err, errlen) < 0)
         goto done;
@@ -123,8 +130,9 @@ int spade_eval(spade_policy *p, spade_sandbox *sb, const spade_ep_spec *specs, i
     if (p || o->make_agent) {
         spade_policy_agent_opts ao;
         spade_policy_agent_opts_default(&ao);
-        ao.max_live = o->max_live;
+        ao.max_live = live_slots(n, o);
         ao.max_action_tokens = o->max_action_tokens;
+        ao.reasoning_tokens = o->reasoning_tokens;
         ao.temperature = o->temperature;
         ao.seed = o->seed ^ 0x6576616cULL;
         for (int h = 0; h <= (o->hint ? 1 : 0); h++) {

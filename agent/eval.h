@@ -40,6 +40,7 @@ typedef struct spade_eval_opts {
     int references; /* also play random and SOLVE (1) */
     int max_live; /* 32 */
     int max_action_tokens; /* 32 */
+    int reasoning_tokens; /* 0: tokens the policy may write before its answer (policy_agent.h) */
     float temperature; /* 1.0: the policy as it samples in training; 0: greedy */
     /* non-NULL with p NULL: the policy arms' agent comes from here, one per arm
      * (a served model, agent/remote_agent.h) */

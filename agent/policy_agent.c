@@ -11,12 +11,14 @@
 #include <string.h>
 
 #include "errbuf.h"
+#include "policy/bpe.h"
 #include "rng.h"
+#include "runtime.h"
 
 typedef struct ep_state {
     int slot;
     int synced; /* transcript tokens already in the slot */
-    int open_action; /* the last action was cut by max tokens: its <|end|> is still to come */
+    int open_action; /* the last action was cut by max tokens: its end of turn is still to come */
     spade_transcript tr;
 } ep_state;
 
@@ -31,6 +33,8 @@ typedef struct pa {
     const int **toks;
     float *out_logp;
     uint64_t *seeds;
+    int T; /* tokens a turn may sample: max_action_tokens + reasoning_tokens */
+    int stops[2], n_stops, end_of_turn; /* the tokenizer's (<|end|>, or <|im_end|> and EOS) */
     char *action; /* the actions of this call, each NUL-terminated, stride action_cap */
     size_t action_cap;
     long sampled, turns;
@@ -76,9 +80,10 @@ static int pa_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *ac
         ep_state *s = v->state;
         acts[i] = (spade_ep_act){0};
         if (v->step == 0)
-            spade_transcript_agent_open(&s->tr, a->tok, v->obs, spade_ep_obs_len_without_hint(v), v->hint, v->hint_len);
+            spade_transcript_agent_open_budget(&s->tr, a->tok, v->obs, spade_ep_obs_len_without_hint(v), v->hint,
+                                               v->hint_len, a->o.reasoning_tokens);
         else {
-            if (s->open_action) spade_transcript_special(&s->tr, SPADE_TOK_END);
+            if (s->open_action) spade_transcript_close_turn(&s->tr, a->tok);
             spade_transcript_agent_turn(&s->tr, a->tok, v->obs, v->obs_len);
         }
         s->open_action = 0;
@@ -109,7 +114,7 @@ static int pa_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *ac
             continue;
         }
         a->slots[m] = s->slot;
-        a->max_tokens[m] = room < a->o.max_action_tokens ? room : a->o.max_action_tokens;
+        a->max_tokens[m] = room < a->T ? room : a->T;
         /* a repeat of a seed draws its own stream (repeat 0 is the stream without repeats); both arms of a
          * (seed, repeat) draw the same one, common random numbers: where the hint changes nothing they play
          * alike, so the pair's difference (regret) carries the hint's effect and less sampling noise */
@@ -125,25 +130,36 @@ static int pa_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *ac
     spade_sample_opts_default(&so);
     so.temperature = a->o.temperature;
     so.top_p = a->o.top_p;
-    so.max_tokens = a->o.max_action_tokens;
+    so.max_tokens = a->T;
+    so.stop = a->stops;
+    so.n_stop = a->n_stops;
     if (spade_decoder_sample(a->dec, a->slots, m, &so, a->seeds, a->max_tokens, a->out_tok, a->out_logp, a->out_len,
                              a->out_status, err, errlen) < 0)
         return -1;
     for (int k = 0; k < m; k++) {
         int i = a->which[k];
         ep_state *s = views[i].state;
-        const int *t = a->out_tok + (size_t)k * a->o.max_action_tokens;
-        int len = a->out_len[k], ended = len > 0 && t[len - 1] == SPADE_TOK_END;
-        spade_transcript_sampled(&s->tr, t, a->out_logp + (size_t)k * a->o.max_action_tokens, len);
+        const int *t = a->out_tok + (size_t)k * a->T;
+        int len = a->out_len[k], last = len > 0 ? t[len - 1] : -1;
+        int stopped = last >= 0 && (last == a->stops[0] || (a->n_stops > 1 && last == a->stops[1]));
+        spade_transcript_sampled(&s->tr, t, a->out_logp + (size_t)k * a->T, len);
         s->synced = s->tr.len; /* the decoder appended the drawn tokens itself */
-        s->open_action = !ended;
+        s->open_action = last != a->end_of_turn; /* an EOS that is not the end of turn still needs one */
         a->sampled += len;
         a->turns++;
         char *out = a->action + (size_t)k * a->action_cap;
         size_t got = 0;
-        spade_tokenizer_decode(a->tok, t, (size_t)(ended ? len - 1 : len), 0, out, a->action_cap, &got);
+        spade_tokenizer_decode(a->tok, t, (size_t)(stopped ? len - 1 : len), 0, out, a->action_cap, &got);
+        if (got >= a->action_cap) got = a->action_cap - 1;
+        if (a->o.reasoning_tokens > 0) { /* the answer of what it wrote: what the DSL's parsers read first */
+            size_t at = 0, n_ans = got;
+            spade_answer_span(out, got, &at, &n_ans);
+            memmove(out, out + at, n_ans);
+            out[n_ans] = 0;
+            got = n_ans;
+        }
         acts[i].text = out;
-        acts[i].len = got < a->action_cap ? got : a->action_cap - 1;
+        acts[i].len = got;
     }
     return 0;
 }
@@ -180,9 +196,19 @@ static void pa_free(void *ctx) {
 }
 
 spade_agent *spade_agent_policy(spade_policy *p, const spade_policy_agent_opts *o, char *err, size_t errlen) {
-    if (o->max_live < 1 || o->max_action_tokens < 1) {
-        spade_errf(err, errlen, "policy agent: max_live (%d) and max_action_tokens (%d) must be >= 1", o->max_live,
-                   o->max_action_tokens);
+    if (o->max_live < 1 || o->max_action_tokens < 1 || o->reasoning_tokens < 0 || o->reasoning_tokens > 1 << 20) {
+        spade_errf(err, errlen,
+                   "policy agent: max_live (%d) and max_action_tokens (%d) must be >= 1, reasoning_tokens (%d) in "
+                   "[0, 1048576]",
+                   o->max_live, o->max_action_tokens, o->reasoning_tokens);
+        return NULL;
+    }
+    spade_tokenizer *tk = spade_policy_tokenizer(p);
+    const spade_bpe *bpe = spade_tokenizer_bpe(tk);
+    if (bpe && (spade_bpe_find(bpe, "<|im_start|>") < 0 || spade_bpe_find(bpe, "<|im_end|>") < 0)) {
+        spade_errf(err, errlen,
+                   "policy agent: the model's vocabulary has no <|im_start|>/<|im_end|>: spade lays a pretrained "
+                   "model's turns out in ChatML only");
         return NULL;
     }
     pa *a = calloc(1, sizeof *a);
@@ -191,7 +217,10 @@ spade_agent *spade_agent_policy(spade_policy *p, const spade_policy_agent_opts *
     a->p = p;
     a->tok = spade_policy_tokenizer(p);
     a->o = *o;
-    int L = o->max_live, T = o->max_action_tokens;
+    int L = o->max_live, T = o->max_action_tokens + o->reasoning_tokens;
+    a->T = T;
+    a->n_stops = spade_tokenizer_turn_stops(a->tok, a->stops, 2);
+    a->end_of_turn = spade_tokenizer_end_of_turn(a->tok);
     a->action_cap = (size_t)T * 64 + 1;
     if (spade_decoder_new(&a->dec, p, L, err, errlen) < 0) goto fail;
     a->free_slots = malloc(L * sizeof(int));

@@ -29,6 +29,12 @@
 typedef struct spade_policy_agent_opts {
     int max_live; /* decoding slots: at least the episode layer's max_live (32) */
     int max_action_tokens; /* agent.max_action_tokens: tokens per action (48) */
+    /* agent.reasoning_tokens (0): tokens the agent may write before its
+     * answer, on top of max_action_tokens. With a budget, the environment
+     * gets the answer: the last \boxed{...} (or <answer>...</answer>) of what
+     * the agent wrote, else all of it; the transcript keeps, and trains, every
+     * token it wrote. A chat model's system line states the budget. */
+    int reasoning_tokens;
     float temperature; /* 1.0 */
     float top_p; /* 1.0 */
     uint64_t seed; /* 0 */

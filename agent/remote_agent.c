@@ -1,7 +1,8 @@
 /* remote_agent.c — the served model as an agent (remote_agent.h).
  *
- * What it is not: a prompt designer: the system line is fixed and short, the
- * environment's observation carries the task.
+ * What it is not: a prompt designer: the system line and the hint arm's line
+ * are core/chat.h's, the same a local chat model reads (agent/transcript.c),
+ * and the environment's observation carries the task.
  */
 #include "agent/remote_agent.h"
 
@@ -9,9 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chat.h"
 #include "errbuf.h"
-
-static const char SYSTEM[] = "You play a text environment. Answer each observation with one action on one line.";
 
 typedef struct turn {
     int user; /* 1 user, 0 assistant */
@@ -32,6 +32,8 @@ typedef struct ragent {
     uint64_t seed;
     spade_remote_reply *replies;
     int n_replies;
+    char system[512];
+    size_t system_len;
 } ragent;
 
 static int push(ep_state *s, int user, const char *t, size_t len) {
@@ -60,8 +62,8 @@ static int begin(void *ctx, const spade_ep_view *v, void **state, char *err, siz
     }
     /* in the hint arm the hint is a system line, not part of the observation */
     if (v->hint && v->hint_len && spade_ep_obs_len_without_hint(v) < v->obs_len) {
-        s->hint = malloc(v->hint_len + 7);
-        if (s->hint) s->hint_len = (size_t)snprintf(s->hint, v->hint_len + 7, "Hint: %.*s", (int)v->hint_len, v->hint);
+        s->hint = malloc(v->hint_len + 8);
+        if (s->hint) s->hint_len = spade_chat_hint_line(v->hint, v->hint_len, s->hint, v->hint_len + 8);
     }
     *state = s;
     return 0;
@@ -104,7 +106,7 @@ static int act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *acts,
             goto done;
         }
         int k = 0;
-        msgs[m][k++] = (spade_remote_msg){"system", SYSTEM, sizeof SYSTEM - 1};
+        msgs[m][k++] = (spade_remote_msg){"system", a->system, a->system_len};
         if (s->hint) msgs[m][k++] = (spade_remote_msg){"system", s->hint, s->hint_len};
         for (int t = 0; t < s->n; t++)
             msgs[m][k++] =
@@ -165,6 +167,7 @@ spade_agent *spade_agent_remote(spade_remote *r, uint64_t seed, char *err, size_
     }
     a->r = r;
     a->seed = seed;
+    a->system_len = spade_chat_agent_system(0, a->system, sizeof a->system);
     *ag = (spade_agent){.name = "remote", .ctx = a, .begin = begin, .act = act, .end = end, .free = agent_free};
     return ag;
 }

@@ -145,6 +145,7 @@ static int rl_play(rl_iter *x, char *err, size_t errlen) {
     spade_policy_agent_opts_default(&ao);
     ao.max_live = o->max_live;
     ao.max_action_tokens = o->max_action_tokens;
+    ao.reasoning_tokens = o->reasoning_tokens;
     ao.temperature = o->temperature;
     ao.top_p = o->top_p;
     ao.seed = spade_mix64(o->seed ^ 0x6167656e74ULL);

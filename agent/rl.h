@@ -32,6 +32,7 @@ typedef struct spade_rl_opts {
     int plays; /* agent.plays: episodes of each (8) */
     int max_live; /* episodes live at once = decoding slots (32) */
     int max_action_tokens; /* agent.max_action_tokens (32) */
+    int reasoning_tokens; /* agent.reasoning_tokens (0): tokens before the answer (policy_agent.h) */
     float temperature, top_p; /* 1.0, 1.0 */
     int zscore; /* 1: z-score within the group; 0: mean only (1) */
     int workers; /* sandbox workers per environment (1) */

@@ -1,12 +1,19 @@
-/* transcript.c — laying out transcripts (transcript.h).
+/* transcript.c — laying out transcripts (transcript.h): spade's format for
+ * spade's tokenizers, ChatML (the roles' texts of core/chat.h, the markup of
+ * core/policy/bpe.h's spade_bpe_chat) for a pretrained model's.
  *
  * What it is not: a parser. A rendered transcript is for reading and for
  * pretraining on text; nothing reads one back into turns.
  */
 #include "transcript.h"
 
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "chat.h"
+#include "policy/bpe.h"
 
 void spade_transcript_init(spade_transcript *t) { memset(t, 0, sizeof *t); }
 
@@ -82,38 +89,112 @@ void spade_keep_episode(void *ctx, const spade_ep_outcome *o, const spade_transc
     }
 }
 
+/* ChatML: msgs laid out by the model's template, then the assistant's
+ * opening "<|im_start|>assistant\n"; all of it the prompt (untrained). A
+ * vocabulary without ChatML's tokens makes the transcript unusable (oom). */
+static void chat_prompt(spade_transcript *t, spade_tokenizer *tok, const spade_chat_msg *msgs, size_t n) {
+    spade_bpe_out o = {0};
+    uint8_t *trainable = NULL;
+    if (t->oom) return;
+    if (spade_bpe_chat(spade_tokenizer_bpe(tok), msgs, n, 1, &o, &trainable, NULL, 0) || room(t, o.n))
+        t->oom = 1;
+    else
+        for (size_t i = 0; i < o.n; i++) push(t, o.ids[i], 0, 0);
+    free(trainable);
+    spade_bpe_out_free(&o);
+}
+
 void spade_transcript_agent_open(spade_transcript *t, spade_tokenizer *tok, const char *obs, size_t obs_len,
                                  const char *hint, size_t hint_len) {
-    push(t, SPADE_TOK_AGENT, 0, 0);
-    push(t, SPADE_TOK_OBSERVATION, 0, 0);
-    encode(t, tok, obs, obs_len, 0);
-    if (hint) {
-        push(t, SPADE_TOK_HINT, 0, 0);
-        encode(t, tok, hint, hint_len, 0);
+    spade_transcript_agent_open_budget(t, tok, obs, obs_len, hint, hint_len, 0);
+}
+
+void spade_transcript_agent_open_budget(spade_transcript *t, spade_tokenizer *tok, const char *obs, size_t obs_len,
+                                        const char *hint, size_t hint_len, int reasoning_tokens) {
+    if (!spade_tokenizer_is_chat(tok)) {
+        push(t, SPADE_TOK_AGENT, 0, 0);
+        push(t, SPADE_TOK_OBSERVATION, 0, 0);
+        encode(t, tok, obs, obs_len, 0);
+        if (hint) {
+            push(t, SPADE_TOK_HINT, 0, 0);
+            encode(t, tok, hint, hint_len, 0);
+        }
+        push(t, SPADE_TOK_ACTION, 0, 0);
+        return;
     }
-    push(t, SPADE_TOK_ACTION, 0, 0);
+    char sys[512], *hl = NULL;
+    spade_chat_msg m[3];
+    size_t n = 0, sl = spade_chat_agent_system(reasoning_tokens, sys, sizeof sys);
+    m[n++] = (spade_chat_msg){.role = "system", .content = sys, .len = sl};
+    if (hint) {
+        size_t cap = hint_len + 8;
+        if (!(hl = malloc(cap))) {
+            t->oom = 1;
+            return;
+        }
+        m[n++] =
+            (spade_chat_msg){.role = "system", .content = hl, .len = spade_chat_hint_line(hint, hint_len, hl, cap)};
+    }
+    m[n++] = (spade_chat_msg){.role = "user", .content = obs ? obs : "", .len = obs ? obs_len : 0};
+    chat_prompt(t, tok, m, n);
+    free(hl);
 }
 
 void spade_transcript_agent_turn(spade_transcript *t, spade_tokenizer *tok, const char *obs, size_t obs_len) {
-    push(t, SPADE_TOK_OBSERVATION, 0, 0);
-    encode(t, tok, obs, obs_len, 0);
-    push(t, SPADE_TOK_ACTION, 0, 0);
+    if (!spade_tokenizer_is_chat(tok)) {
+        push(t, SPADE_TOK_OBSERVATION, 0, 0);
+        encode(t, tok, obs, obs_len, 0);
+        push(t, SPADE_TOK_ACTION, 0, 0);
+        return;
+    }
+    encode(t, tok, "\n", 1, 0); /* what ChatML puts after the assistant's <|im_end|> */
+    spade_chat_msg m = {.role = "user", .content = obs ? obs : "", .len = obs ? obs_len : 0};
+    chat_prompt(t, tok, &m, 1);
+}
+
+void spade_transcript_close_turn(spade_transcript *t, spade_tokenizer *tok) {
+    push(t, spade_tokenizer_end_of_turn(tok), 0, 0);
 }
 
 void spade_transcript_agent_action(spade_transcript *t, spade_tokenizer *tok, const char *act, size_t len) {
     encode(t, tok, act, len, 1);
-    push(t, SPADE_TOK_END, 1, 0);
+    push(t, spade_tokenizer_end_of_turn(tok), 1, 0);
 }
 
 void spade_transcript_designer_open(spade_transcript *t, spade_tokenizer *tok, const char *prompt, size_t len) {
-    push(t, SPADE_TOK_DESIGNER, 0, 0);
-    encode(t, tok, prompt, len, 0);
-    push(t, SPADE_TOK_SOURCE, 0, 0);
+    if (!spade_tokenizer_is_chat(tok)) {
+        push(t, SPADE_TOK_DESIGNER, 0, 0);
+        encode(t, tok, prompt, len, 0);
+        push(t, SPADE_TOK_SOURCE, 0, 0);
+        return;
+    }
+    spade_chat_msg m[2];
+    int n = spade_chat_designer_messages(prompt ? prompt : "", prompt ? len : 0, m);
+    chat_prompt(t, tok, m, (size_t)n);
 }
 
 void spade_transcript_designer_source(spade_transcript *t, spade_tokenizer *tok, const char *src, size_t len) {
-    encode(t, tok, src, len, 1);
-    push(t, SPADE_TOK_END, 1, 0);
+    if (!spade_tokenizer_is_chat(tok)) {
+        encode(t, tok, src, len, 1);
+        push(t, SPADE_TOK_END, 1, 0);
+        return;
+    }
+    /* the answer the card asks for: the source in one fenced block */
+    size_t nl = len && src[len - 1] != '\n', cap = len + nl + 12;
+    char *b = malloc(cap);
+    if (!b) {
+        t->oom = 1;
+        return;
+    }
+    size_t k = (size_t)snprintf(b, cap, "```c\n");
+    memcpy(b + k, src, len);
+    k += len;
+    if (nl) b[k++] = '\n';
+    memcpy(b + k, "```", 3);
+    k += 3;
+    encode(t, tok, b, k, 1);
+    free(b);
+    push(t, spade_tokenizer_end_of_turn(tok), 1, 0);
 }
 
 int spade_transcript_render(const spade_transcript *t, spade_tokenizer *tok, char **out, size_t *out_len) {

@@ -13,6 +13,20 @@
  * ACT tokens and their <|end|> when the policy sampled them (the agent), on
  * SOURCE and its <|end|> (the designer); 0 everywhere else. An action cut by
  * agent.max_action_tokens gets an <|end|> the policy did not write (mask 0).
+ *
+ * A pretrained model's tokenizer (spade_tokenizer_is_chat: the "gguf" kind)
+ * has no such tokens: its transcripts are the model's chat template, ChatML,
+ * with the roles' texts of core/chat.h:
+ *   agent:    <|im_start|>system\nAGENT_SYSTEM<|im_end|>\n
+ *             [<|im_start|>system\nHint: HINT<|im_end|>\n]
+ *             <|im_start|>user\nOBS_0<|im_end|>\n<|im_start|>assistant\n ACT_1 <|im_end|>
+ *             \n<|im_start|>user\nOBS_1<|im_end|>\n<|im_start|>assistant\n ACT_2 <|im_end|> ...
+ *   designer: <|im_start|>system\nCARD<|im_end|>\n<|im_start|>user\nREQUEST<|im_end|>\n
+ *             <|im_start|>assistant\n SOURCE <|im_end|>
+ * trained the same way (the tokens the role sampled and the <|im_end|> it
+ * sampled; everything else, the system lines and the hint included, masked).
+ * AGENT_SYSTEM says the reasoning budget when there is one; a demonstrated
+ * SOURCE is written as the card asks, in one ```c block.
  * What it is not: the episode layer (core/episodes.h) or the decoder; this
  * only lays out tokens, masks and the log-probs recorded at sampling time.
  */
@@ -48,7 +62,14 @@ void spade_transcript_sampled(spade_transcript *t, const int *toks, const float 
  * <|action|>) and each later turn (<|observation|> OBS <|action|>). */
 void spade_transcript_agent_open(spade_transcript *t, spade_tokenizer *tok, const char *obs, size_t obs_len,
                                  const char *hint, size_t hint_len);
+/* The same with the agent's reasoning budget (agent.reasoning_tokens), which
+ * a chat model's system line states; spade's format does not show it. */
+void spade_transcript_agent_open_budget(spade_transcript *t, spade_tokenizer *tok, const char *obs, size_t obs_len,
+                                        const char *hint, size_t hint_len, int reasoning_tokens);
 void spade_transcript_agent_turn(spade_transcript *t, spade_tokenizer *tok, const char *obs, size_t obs_len);
+/* Closes an action the policy did not end (cut by its token budget): the
+ * end of turn (<|end|>, or <|im_end|>), untrained. */
+void spade_transcript_close_turn(spade_transcript *t, spade_tokenizer *tok);
 /* A whole demonstrated step: the action as written, then <|end|> (both trained). */
 void spade_transcript_agent_action(spade_transcript *t, spade_tokenizer *tok, const char *act, size_t len);
 /* The designer: <|designer|> PROMPT <|source|>, then (a demonstration) SOURCE <|end|>. */
@@ -70,8 +91,9 @@ typedef struct spade_kept_episodes {
 } spade_kept_episodes;
 void spade_keep_episode(void *ctx, const spade_ep_outcome *o, const spade_transcript *t);
 
-/* The transcript as text with the special tokens written out (<|agent|>, ...),
- * for people and for the demonstrations file; *out is malloc'd. */
+/* The transcript as text with the special tokens written out (<|agent|>, ...;
+ * for a chat model its ChatML, <|im_start|> ...), for people and for the
+ * demonstrations file; *out is malloc'd. */
 int spade_transcript_render(const spade_transcript *t, spade_tokenizer *tok, char **out, size_t *out_len);
 
 #endif /* SPADE_AGENT_TRANSCRIPT_H */

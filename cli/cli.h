@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "policy/policy.h"
 #include "registry.h"
 #include "sandbox/sandbox.h"
 
@@ -75,6 +76,12 @@ int cli_bad_option(const char *cmd, int argc, char **argv, int optopt_);
  * file. Prints the error and returns CLI_FAIL on failure. *src is malloc'd. */
 int cli_load_spec(const char *cmd, const char *spec, char *path, size_t pathcap, char *params, size_t paramscap,
                   char **src, size_t *len);
+
+/* The policy SPEC names: a pretrained model (a known NAME or a PATH.gguf,
+ * core/policy/models.h) loaded with `context` positions (0: the smaller of
+ * the model's and 2048, what an episode needs, not the 8192+ a model's KV
+ * caches would take per decoding slot), or a checkpoint. 0, or -1 with err. */
+int cli_load_policy(const char *spec, int context, spade_policy **out, char *err, size_t errlen);
 
 /* Prints a sandbox failure: "spade CMD: outcome (signal N): message". */
 void cli_print_failure(const char *cmd, const char *what, const spade_failure *f);

@@ -7,7 +7,8 @@
  * mechanically varied copies of each source that pass spade check
  * (designer/variants.h) as designer transcripts to DIR/NAME.designer.transcript.
  * spade pretrain reads *.transcript files back into the same tokens
- * (cli/transcript_text.h).
+ * (cli/transcript_text.h). With --model MODEL the transcripts are laid out as
+ * that pretrained model reads them: its chat template (ChatML, its tokens).
  * What it is not: a trainer, nor an evaluation: episodes SOLVE does not win
  * are counted and left out.
  */
@@ -32,7 +33,7 @@
 void cli_usage_demos(FILE *out) {
     fprintf(out,
             "usage: spade demos SPEC... --episodes N --out DIR [--params-sweep] [--hint] [--seed S]\n"
-            "                   [--designer K] [--prompt-budget B]\n"
+            "                   [--designer K] [--prompt-budget B] [--model MODEL]\n"
             "\n"
             "Plays SOLVE on N seeds (S, S+1, ...) of each environment and writes every episode it\n"
             "wins as an agent transcript (agent/transcript.h), special tokens spelled out, to\n"
@@ -43,7 +44,9 @@ void cli_usage_demos(FILE *out) {
             "second episode (the hint arm). --designer K also writes K varied copies of each\n"
             "source (other param defaults, name, renamed helpers), each passing spade check, as\n"
             "designer transcripts (prompt: designer/prompt.h with the source as grounding\n"
-            "excerpt, B bytes at most) to DIR/NAME.designer.transcript.\n"
+            "excerpt, B bytes at most) to DIR/NAME.designer.transcript. --model MODEL lays every\n"
+            "transcript out in the chat template of a pretrained model (a known name or a .gguf:\n"
+            "ChatML with its system lines, docs/transcripts.md); B then counts its tokens.\n"
             "\n"
             "  -n, --episodes N      per environment (default 16; 0: only the --designer variants)\n"
             "  -o, --out DIR         output directory (created)\n"
@@ -51,7 +54,8 @@ void cli_usage_demos(FILE *out) {
             "  -H, --hint            the hint arm on every second episode\n"
             "      --seed S          first seed (default 0)\n"
             "  -d, --designer K      varied copies per source (default 0)\n"
-            "      --prompt-budget B designer prompt bytes (default 1024)\n"
+            "      --prompt-budget B designer prompt bytes (default 1024; with --model, tokens, 2048)\n"
+            "  -m, --model MODEL     the chat template and tokens of a pretrained model\n"
             "  -h, --help            this help\n",
             DEMO_RANDOM_SETTINGS);
 }
@@ -228,6 +232,8 @@ done:
     return rc;
 }
 
+static size_t count_tokens(void *ctx, const char *text, size_t len) { return spade_tokenizer_count(ctx, text, len); }
+
 /* K varied copies of src that pass spade check, as designer transcripts. */
 static int write_variants(spade_sandbox *sb, spade_tokenizer *tok, const char *path, const char *src, size_t len,
                           const spade_env_info *info, int k, int budget, uint64_t seed, const char *out_path) {
@@ -236,6 +242,7 @@ static int write_variants(spade_sandbox *sb, spade_tokenizer *tok, const char *p
     spade_prompt_opts po;
     spade_prompt_opts_default(&po);
     po.budget = budget;
+    if ((po.chat = spade_tokenizer_is_chat(tok))) po.count = count_tokens, po.count_ctx = tok;
     const char *base = strrchr(path, '/');
     if (spade_prompt_build(&po, info->family, base ? base + 1 : path, src, len, NULL, 0, &prompt, &plen, err,
                            sizeof err) < 0)
@@ -294,15 +301,16 @@ int cli_demos(spade_sandbox *sb, int argc, char **argv) {
                                              {"seed", required_argument, 0, 'S'},
                                              {"designer", required_argument, 0, 'd'},
                                              {"prompt-budget", required_argument, 0, 'B'},
+                                             {"model", required_argument, 0, 'm'},
                                              {"help", no_argument, 0, 'h'},
                                              {0, 0, 0, 0}};
-    long episodes = 16, designer = 0, budget = 1024, v;
+    long episodes = 16, designer = 0, budget = 0, v;
     int sweep = 0, hint = 0, ch;
     uint64_t seed = 0;
-    const char *out = NULL;
+    const char *out = NULL, *model = NULL;
     optind = 0;
     opterr = 0;
-    while ((ch = getopt_long(argc, argv, "n:o:pHd:h", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "n:o:pHd:m:h", longopts, NULL)) != -1) {
         switch (ch) {
         case 'n':
             if (cli_parse_long("demos", "--episodes", optarg, 0, 1000000, &episodes) < 0) return CLI_USAGE;
@@ -320,6 +328,7 @@ int cli_demos(spade_sandbox *sb, int argc, char **argv) {
             if (cli_parse_long("demos", "--prompt-budget", optarg, 256, 1 << 20, &v) < 0) return CLI_USAGE;
             budget = v;
             break;
+        case 'm': model = optarg; break;
         case 'h': cli_usage_demos(stdout); return CLI_OK;
         default: return cli_bad_option("demos", argc, argv, optopt);
         }
@@ -332,7 +341,10 @@ int cli_demos(spade_sandbox *sb, int argc, char **argv) {
         return cli_err(CLI_FAIL, "demos", "cannot create %s: %s", out, strerror(errno));
     char err[2048];
     spade_tokenizer *tok = NULL; /* the render spells every token out, so bytes lose nothing */
-    if (spade_tokenizer_new_bytes(&tok, err, sizeof err)) return cli_err(CLI_FAIL, "demos", "%s", err);
+    if (model ? spade_tokenizer_from_model(&tok, model, err, sizeof err)
+              : spade_tokenizer_new_bytes(&tok, err, sizeof err))
+        return cli_err(CLI_FAIL, "demos", "%s", err);
+    if (!budget) budget = model ? 2048 : 1024;
     /* names already written, so two specs of one environment do not overwrite each other */
     static char used[DEMO_MAX_SPECS][80];
     int rc = CLI_OK;

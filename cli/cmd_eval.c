@@ -1,4 +1,4 @@
-/* cmd_eval.c — `spade eval CKPT [SPEC...] [--suite heldout]`: how often a
+/* cmd_eval.c — `spade eval CKPT|MODEL [SPEC...] [--suite heldout]`: how often a
  * policy succeeds on each environment, with a Wilson 95% interval, the hint
  * arm beside it when asked, and the random and SOLVE agents on the same seeds
  * as floor and ceiling; a markdown table on stdout and JSONL on request.
@@ -18,12 +18,14 @@
 #define MAX_ENVS 256
 
 void cli_usage_eval(FILE *out) {
-    fprintf(out, "usage: spade eval CKPT [SPEC...] [--suite heldout] [--episodes N] [--hint] [--seed S]\n"
-                 "                  [--greedy] [--no-reference] [--jsonl FILE]\n"
+    fprintf(out, "usage: spade eval CKPT|MODEL [SPEC...] [--suite heldout] [--episodes N] [--hint] [--seed S]\n"
+                 "                  [--greedy] [--no-reference] [--jsonl FILE] [--reasoning-tokens R]\n"
+                 "                  [--action-tokens A] [--context C]\n"
                  "                  [--servers HOST:PORT,... [--token-file F | --token-env VAR]]\n"
                  "\n"
                  "Plays each environment N times (seeds S, S+1, ...) with the policy of checkpoint\n"
-                 "CKPT and prints, per environment, its success rate with a Wilson 95%% interval, mean\n"
+                 "CKPT, or of the pretrained MODEL (a known name or a .gguf, in its chat template),\n"
+                 "and prints, per environment, its success rate with a Wilson 95%% interval, mean\n"
                  "return and mean steps; with --hint, the same seeds again with the hint appended to\n"
                  "the first observation; and the random and SOLVE agents on the same seeds (floor\n"
                  "and ceiling). --suite heldout adds the held-out suite (eval/heldout), environments\n"
@@ -36,6 +38,10 @@ void cli_usage_eval(FILE *out) {
                  "  -g, --greedy         the policy samples at temperature 0 (default 1, as in training)\n"
                  "      --no-reference   skip the random and SOLVE columns\n"
                  "      --jsonl FILE     one JSON object per environment and a summary ('-': stdout)\n"
+                 "  -r, --reasoning-tokens R  tokens the policy may write before its answer, which is then\n"
+                 "                       its last \\boxed{...} (default 0: it answers at once)\n"
+                 "  -A, --action-tokens A  tokens of the answer itself (default 32)\n"
+                 "  -c, --context C      a MODEL's context (default: the model's, at most 2048)\n"
                  "      --servers LIST   play on running `spade serve --listen` servers (HOST:PORT,\n"
                  "                       comma-separated) instead of this host's sandbox (docs/scale.md)\n"
                  "      --token-file F, --token-env VAR  the servers' shared token\n"
@@ -77,18 +83,21 @@ int cli_eval(spade_sandbox *sb, int argc, char **argv) {
                                              {"servers", required_argument, 0, 'V'},
                                              {"token-file", required_argument, 0, 'T'},
                                              {"token-env", required_argument, 0, 'E'},
+                                             {"reasoning-tokens", required_argument, 0, 'r'},
+                                             {"action-tokens", required_argument, 0, 'A'},
+                                             {"context", required_argument, 0, 'c'},
                                              {"help", no_argument, 0, 'h'},
                                              {0, 0, 0, 0}};
     spade_eval_opts o;
     spade_eval_opts_default(&o);
     const char *suite = NULL, *jsonl = NULL, *token_file = NULL, *token_env = NULL;
     char *servers = NULL;
-    long v;
+    long v, context = 0;
     uint64_t seed;
     int ch;
     optind = 0;
     opterr = 0;
-    while ((ch = getopt_long(argc, argv, "s:n:HghS:Rj:", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "s:n:HghS:Rj:r:A:c:", longopts, NULL)) != -1) {
         switch (ch) {
         case 's': suite = optarg; break;
         case 'n':
@@ -106,6 +115,17 @@ int cli_eval(spade_sandbox *sb, int argc, char **argv) {
         case 'V': servers = optarg; break;
         case 'T': token_file = optarg; break;
         case 'E': token_env = optarg; break;
+        case 'r':
+            if (cli_parse_long("eval", "--reasoning-tokens", optarg, 0, 8192, &v) < 0) return CLI_USAGE;
+            o.reasoning_tokens = (int)v;
+            break;
+        case 'A':
+            if (cli_parse_long("eval", "--action-tokens", optarg, 1, 4096, &v) < 0) return CLI_USAGE;
+            o.max_action_tokens = (int)v;
+            break;
+        case 'c':
+            if (cli_parse_long("eval", "--context", optarg, 64, 65536, &context) < 0) return CLI_USAGE;
+            break;
         case 'h': cli_usage_eval(stdout); return CLI_OK;
         default: return cli_bad_option("eval", argc, argv, optopt);
         }
@@ -205,7 +225,7 @@ int cli_eval(spade_sandbox *sb, int argc, char **argv) {
         maker = (remote_maker){remote, o.seed ^ 0x6576616cULL};
         o.make_agent = make_remote;
         o.agent_ctx = &maker;
-    } else if (strcmp(ckpt, "none") && spade_policy_load(&p, ckpt, NULL, err, sizeof err)) {
+    } else if (strcmp(ckpt, "none") && cli_load_policy(ckpt, (int)context, &p, err, sizeof err)) {
         cli_err(CLI_FAIL, "eval", "%s", err);
         goto done;
     }

@@ -376,7 +376,8 @@ static int encode_docs(const docs *d, spade_tokenizer *t, corpus *cp) {
         size_t k = d->transcript[i] ? spade_transcript_text_encode(t, d->b[i], d->len[i], buf)
                                     : spade_tokenizer_encode(t, d->b[i], d->len[i], buf);
         for (size_t j = 0; j < k && !rc; j++) rc = push(cp, buf[j]);
-        if (!rc && (!d->transcript[i] || !k || buf[k - 1] != SPADE_TOK_END)) rc = push(cp, SPADE_TOK_END);
+        int end = spade_tokenizer_special(t, SPADE_TOK_END); /* <|end|>, or a pretrained model's EOS */
+        if (!rc && end >= 0 && (!d->transcript[i] || !k || buf[k - 1] != end)) rc = push(cp, end);
         cp->files++;
     }
     free(buf);
@@ -554,7 +555,7 @@ static int open_policy(const pt_config *c, const char *config_path, const docs *
  * stdout and in the log. 0, or 1 with the message in err. */
 static int sample_and_log(spade_policy *p, const pt_config *c, long step, int *stok, char *text, size_t textcap,
                           FILE *log, char *err, size_t errlen) {
-    int prompt[1] = {SPADE_TOK_END}, len = 0;
+    int prompt[1] = {spade_tokenizer_special(spade_policy_tokenizer(p), SPADE_TOK_END)}, len = 0;
     spade_sample_opts so;
     spade_sample_opts_default(&so);
     so.temperature = c->sample_temperature;

@@ -30,6 +30,7 @@ void cli_usage_run(FILE *out) {
         out,
         "usage: spade run SPEC [--episodes N] [--agent random|solve|stdin|policy:CKPT|remote:URL#MODEL] [--seed S]\n"
         "                 [--batch B] [--workers W] [--quiet] [--show] [--jsonl FILE]\n"
+        "                 [--reasoning-tokens R] [--transcripts FILE]\n"
         "                 [--servers HOST:PORT,... [--token-file F | --token-env VAR]]\n"
         "\n"
         "Plays N episodes of the environment SPEC (NAME or FILE.c, optionally :key=value,...)\n"
@@ -40,7 +41,8 @@ void cli_usage_run(FILE *out) {
         "  -n, --episodes N   episodes to play (default 10)\n"
         "  -a, --agent A      random: short random numbers, words and directions (seeded from S);\n"
         "                     remote:URL#MODEL: a model behind an OpenAI-compatible server (docs/scale.md);\n"
-        "                     policy:CKPT: the policy of checkpoint CKPT (seeded from S; --show to watch);\n"
+        "                     policy:CKPT: the policy of checkpoint CKPT (seeded from S; --show to watch),\n"
+        "                     or policy:MODEL, a pretrained model (a known name or a .gguf) in its chat template;\n"
         "                     solve: the environment's SOLVE reference actions;\n"
         "                     stdin: one action per line read from standard input\n"
         "                     (default random)\n"
@@ -55,6 +57,10 @@ void cli_usage_run(FILE *out) {
         "      --token-file F, --token-env VAR  the servers' shared token\n"
         "      --jsonl FILE   write one JSON object per episode and a final summary object\n"
         "                     (FILE '-' is standard output; the other output goes to stderr)\n"
+        "      --reasoning-tokens R  policy: tokens it may write before its answer, which is then its\n"
+        "                     last \\boxed{...} (default 0: it answers at once in 64 tokens)\n"
+        "      --transcripts FILE  policy: every finished episode's transcript, as the policy read and\n"
+        "                     wrote it (docs/transcripts.md), special tokens spelled out\n"
         "  -h, --help         this help\n"
         "\n"
         "Shows progress on a terminal. Exit status: 0 done, 1 an episode failed in the sandbox\n"
@@ -297,8 +303,8 @@ static void report(run_ctx *c, const spade_ep_outcome *o) {
 /* What the command line asked for. */
 typedef struct run_args {
     long n_episodes, batch, workers;
-    int agent_kind, quiet, show;
-    const char *policy_ckpt, *jsonl_path, *spec;
+    int agent_kind, quiet, show, reasoning_tokens;
+    const char *policy_ckpt, *jsonl_path, *spec, *transcripts_path;
     uint64_t seed;
     char *servers; /* --servers, or NULL: play here */
     const char *token_file, *token_env;
@@ -318,6 +324,8 @@ static int parse_run_args(int argc, char **argv, run_args *a) {
         {"servers", required_argument, 0, 'V'},
         {"token-file", required_argument, 0, 'T'},
         {"token-env", required_argument, 0, 'E'},
+        {"reasoning-tokens", required_argument, 0, 'r'},
+        {"transcripts", required_argument, 0, 'X'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
@@ -364,6 +372,11 @@ static int parse_run_args(int argc, char **argv, run_args *a) {
         case 'V': a->servers = optarg; break;
         case 'T': a->token_file = optarg; break;
         case 'E': a->token_env = optarg; break;
+        case 'r':
+            if (cli_parse_long("run", "--reasoning-tokens", optarg, 0, 8192, &v) < 0) return CLI_USAGE;
+            a->reasoning_tokens = (int)v;
+            break;
+        case 'X': a->transcripts_path = optarg; break;
         case 'h': cli_usage_run(stdout); return CLI_OK;
         default: return cli_bad_option("run", argc, argv, optopt);
         }
@@ -376,16 +389,31 @@ static int parse_run_args(int argc, char **argv, run_args *a) {
     a->spec = argv[optind];
     if ((a->token_file || a->token_env) && !a->servers)
         return cli_err(CLI_USAGE, "run", "--token-file/--token-env go with --servers");
+    if ((a->transcripts_path || a->reasoning_tokens) && a->agent_kind != AGENT_POLICY)
+        return cli_err(CLI_USAGE, "run", "--transcripts and --reasoning-tokens are for --agent policy:...");
     if (a->agent_kind == AGENT_STDIN) a->batch = 1;
     if (a->batch > a->n_episodes) a->batch = a->n_episodes;
     return -1;
+}
+
+/* --transcripts: each finished episode's render, then a blank line. */
+static FILE *run_transcripts;
+static void write_transcript(void *ctx, const spade_ep_outcome *o, const spade_transcript *t) {
+    char *text = NULL;
+    size_t n = 0;
+    (void)o;
+    if (run_transcripts && spade_transcript_render(t, ctx, &text, &n) == 0) {
+        fwrite(text, 1, n, run_transcripts);
+        fputs("\n\n", run_transcripts);
+    }
+    free(text);
 }
 
 /* The agent the arguments name (the policy loaded into *policy when it is the one); NULL with the message in err. */
 static spade_agent *make_agent(const run_args *a, spade_policy **policy, char *err, size_t errlen) {
     char why[1024];
     if (a->agent_kind == AGENT_POLICY) { /* the policy plays: each live episode a slot of its decoding batch */
-        if (spade_policy_load(policy, a->policy_ckpt, NULL, why, sizeof why)) {
+        if (cli_load_policy(a->policy_ckpt, 0, policy, why, sizeof why)) {
             snprintf(err, errlen, "--agent policy:%s: %s", a->policy_ckpt, why);
             return NULL;
         }
@@ -393,7 +421,16 @@ static spade_agent *make_agent(const run_args *a, spade_policy **policy, char *e
         spade_policy_agent_opts_default(&po);
         po.max_live = (int)(a->batch > 0 ? a->batch : 32);
         po.max_action_tokens = 64;
+        po.reasoning_tokens = a->reasoning_tokens;
         po.seed = a->seed;
+        if (a->transcripts_path) {
+            if (!(run_transcripts = fopen(a->transcripts_path, "w"))) {
+                snprintf(err, errlen, "--transcripts %s: cannot write: %s", a->transcripts_path, strerror(errno));
+                return NULL;
+            }
+            po.on_episode = write_transcript;
+            po.ctx = spade_policy_tokenizer(*policy);
+        }
         return spade_agent_policy(*policy, &po, err, errlen);
     }
     if (a->agent_kind == AGENT_REMOTE) { /* a served model plays: each live episode a chat (docs/scale.md) */
@@ -652,6 +689,11 @@ out:
     spade_policy_free(policy);
     spade_remote_free(run_remote);
     run_remote = NULL;
+    if (run_transcripts && fclose(run_transcripts) != 0) {
+        cli_err(CLI_FAIL, "run", "--transcripts %s: write failed: %m", a.transcripts_path);
+        rc = CLI_FAIL;
+    }
+    run_transcripts = NULL;
     spade_worker_free(w);
     free(src);
     if (handlers_set) stop_handlers_restore(&old_int, &old_term);

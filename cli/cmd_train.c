@@ -71,7 +71,8 @@ static void pool_report(void *ctx, const char *line) {
 
 /* The held-out suite, played by the policy as it is after iteration it: one
  * JSONL line {"iteration":it,"eval":{...}} (the same seeds every time). */
-static int eval_heldout(FILE *log, spade_policy *p, spade_sandbox *sb, int it, int episodes, char *err, size_t errlen) {
+static int eval_heldout(FILE *log, spade_policy *p, spade_sandbox *sb, int it, int episodes, int reasoning_tokens,
+                        char *err, size_t errlen) {
     char dir[SPADE_PATH_MAX], **files = NULL;
     int nf = 0, rc = -1;
     if (spade_heldout_dir(dir, sizeof dir, err, errlen) < 0 || spade_heldout_files(dir, &files, &nf, err, errlen) < 0)
@@ -91,6 +92,7 @@ static int eval_heldout(FILE *log, spade_policy *p, spade_sandbox *sb, int it, i
     o.episodes = episodes;
     o.references = 0;
     o.seed = 777;
+    o.reasoning_tokens = reasoning_tokens; /* the agent evaluated as it plays in training */
     if (spade_eval(p, sb, specs, n, &o, rows, err, errlen) < 0) goto done;
     double sum = 0;
     fprintf(log, "{\"iteration\":%d,\"eval\":{\"suite\":\"heldout\",\"episodes\":%d,\"per_env\":{", it, episodes);
@@ -145,7 +147,7 @@ void cli_usage_train(FILE *out) {
                  "CONFIG is an .ini with [run] dir, iterations, seed; [policy] init = CKPT or the\n"
                  "policy keys; [pool] envs = SPEC (repeatable) and dirs = DIR (every .c; changed and\n"
                  "new files join at the next iteration); [agent] envs, plays, max_action_tokens,\n"
-                 "max_live, temperature, top_p, advantage = zscore|mean; [grpo] lr, epochs,\n"
+                 "reasoning_tokens, max_live, temperature, top_p, advantage = zscore|mean; [grpo] lr, epochs,\n"
                  "minibatch, eps_low, eps_high, tis_cap (docs/train.md). [designer] enabled = true\n"
                  "runs self-play instead: the designer's, corpus and memory keys are in docs/selfplay.md.\n"
                  "[designer] source = template, template = FILE, hole_tokens = N: the policy fills only\n"
@@ -565,7 +567,7 @@ static int train_iterations(train_run *r, spade_sandbox *sb) {
         fsync(fileno(r->log));
         spade_killpoint("logged", it);
         if (c->eval_every > 0 && ((it + 1) % c->eval_every == 0 || it == c->iterations - 1)) {
-            if (eval_heldout(r->log, r->p, sb, it, c->eval_episodes, err, sizeof err) < 0)
+            if (eval_heldout(r->log, r->p, sb, it, c->eval_episodes, c->rl.reasoning_tokens, err, sizeof err) < 0)
                 return cli_err(CLI_FAIL, "train", "iteration %d: held-out evaluation: %s", it, err);
             fflush(r->log);
             fsync(fileno(r->log));

@@ -180,6 +180,7 @@ static int key_agent(tr_config *c, const char *section, const char *name, const 
     NUMK("agent", "plays", 2, 4096, 1, c->rl.plays = (int)x)
     NUMK("agent", "max_live", 1, 4096, 1, c->rl.max_live = (int)x)
     NUMK("agent", "max_action_tokens", 1, 4096, 1, c->rl.max_action_tokens = (int)x)
+    NUMK("agent", "reasoning_tokens", 0, 8192, 1, c->rl.reasoning_tokens = (int)x)
     NUMK("agent", "temperature", 0, 10, 0, c->rl.temperature = (float)x)
     NUMK("agent", "top_p", 1e-6, 1, 0, c->rl.top_p = (float)x)
     NUMK("agent", "workers", 1, 64, 1, c->rl.workers = (int)x)

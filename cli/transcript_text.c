@@ -8,6 +8,8 @@
 
 #include <string.h>
 
+#include "policy/bpe.h"
+
 /* The special token whose marker starts at s (n bytes left), its marker length in *mlen; -1 if none. */
 static int marker(const char *s, size_t n, size_t *mlen) {
     if (n < 5 || s[0] != '<' || s[1] != '|') return -1;
@@ -72,6 +74,14 @@ static void enc_special(void *ctx, int tok) {
 }
 
 size_t spade_transcript_text_encode(spade_tokenizer *t, const char *s, size_t len, int *out) {
+    if (spade_tokenizer_is_chat(t)) {
+        spade_bpe_out o = {0};
+        size_t n = 0;
+        if (!spade_bpe_encode(spade_tokenizer_bpe(t), s, len, SPADE_BPE_PARSE_SPECIAL, &o, NULL, 0))
+            for (; n < o.n && n < len; n++) out[n] = o.ids[n]; /* room for len, as tokenizer.h promises */
+        spade_bpe_out_free(&o);
+        return n;
+    }
     enc e = {.t = t, .out = out};
     spade_transcript_text_walk(s, len, enc_text, enc_special, &e);
     return e.n;

@@ -7,6 +7,10 @@
  * agent reads and writes. Whitespace between an <|end|> and the next
  * <|agent|> or <|designer|> (or the end of the file) separates transcripts and
  * is no token.
+ * A pretrained model's tokenizer (spade_tokenizer_is_chat) reads the ChatML
+ * render instead: the whole text encoded by the model's BPE with its control
+ * tokens (<|im_start|>, <|im_end|>) parsed, as llama.cpp tokenizes a rendered
+ * chat; the "\n" between transcripts is ChatML's own separator.
  * What it is not: a parser of turns (nothing here knows what an observation
  * is), nor a validator: a "<|...|>" that names no special token stays text.
  */

@@ -12,6 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "policy/models.h"
+#include "policy/pretrained.h"
+
 int cli_err(int code, const char *cmd, const char *fmt, ...) {
     fprintf(stderr, "spade%s%s: ", cmd ? " " : "", cmd ? cmd : "");
     va_list ap;
@@ -256,4 +259,15 @@ int cli_read_token(const char *cmd, const char *file, const char *env, char *buf
     memcpy(buf, v, n + 1);
     *len = n;
     return 0;
+
+int cli_load_policy(const char *spec, int context, spade_policy **out, char *err, size_t errlen) {
+    size_t n = strlen(spec);
+    *out = NULL;
+    if (!spade_model_find(spec) && !(n > 5 && !strcmp(spec + n - 5, ".gguf")))
+        return spade_policy_load(out, spec, NULL, err, errlen) ? -1 : 0;
+    spade_model_opts mo = {.context = context};
+    spade_gpt_config mc;
+    if (!context && !spade_model_config(spec, &mo, &mc, err, errlen))
+        mo.context = mc.context < 2048 ? mc.context : 2048;
+    return spade_policy_from_model(out, spec, &mo, err, errlen) ? -1 : 0;
 }

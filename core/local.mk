@@ -96,3 +96,18 @@ libspade_a_SOURCES += core/episodes_phases.c core/episodes_recovery.c
 noinst_HEADERS += core/episodes.h core/episodes_internal.h core/agents.h
 # <spade/spade.h> (include/spade/spade.h): the public API of libspade.so.
 libspade_a_SOURCES += core/spade.c
+
+# The roles' turns on a chat model (chat.h): the agent's and the hint arm's system
+# lines, and the designer's system card, which is generated from the marked section
+# of docs/dsl.md (into the build directory, like core/jit's headers).
+libspade_a_SOURCES += core/chat.c
+noinst_HEADERS += core/chat.h
+nodist_libspade_a_SOURCES += core/chat_card.c
+BUILT_SOURCES += core/chat_card.c
+CLEANFILES += core/chat_card.c
+EXTRA_DIST += core/chat_card.sh
+
+core/chat_card.c: $(top_srcdir)/docs/dsl.md $(top_srcdir)/core/chat_card.sh
+	$(AM_V_GEN)$(MKDIR_P) core && \
+	$(SHELL) $(top_srcdir)/core/chat_card.sh $(top_srcdir)/docs/dsl.md > $@-t && \
+	mv -f $@-t $@

@@ -8,14 +8,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chat.h"
 #include "designer/prompt.h"
 #include "errbuf.h"
+#include "policy/bpe.h"
 
 static size_t count_tokens(void *ctx, const char *text, size_t len) { return spade_tokenizer_count(ctx, text, len); }
 
 static int blank(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
 
-/* <|designer|> HINT_PROMPT(src) <|hint|> into *out (malloc'd, *count tokens). */
+/* <|designer|> HINT_PROMPT(src) <|hint|> into *out (malloc'd, *count tokens);
+ * for a chat model, ChatML: the hint writer's system line, the prompt as the
+ * user turn, the assistant's opening. */
 static int prompt_tokens(const spade_prompt_opts *po, spade_tokenizer *tok, int T, int ctx, const char *src, size_t len,
                          int **out, int *count, char *err, size_t errlen) {
     char *prompt = NULL, e2[300];
@@ -24,6 +28,27 @@ static int prompt_tokens(const spade_prompt_opts *po, spade_tokenizer *tok, int 
         spade_errf(err, errlen, "designer.hint_tokens = %d leaves %d of the policy's %d context tokens: %s", T,
                    po->budget, ctx, e2);
         return -1;
+    }
+    if (spade_tokenizer_is_chat(tok)) {
+        size_t sl;
+        const char *sys = spade_chat_hint_writer_system(&sl);
+        spade_chat_msg m[2] = {{.role = "system", .content = sys, .len = sl},
+                               {.role = "user", .content = prompt, .len = plen}};
+        spade_bpe_out o = {0};
+        uint8_t *trainable = NULL;
+        int rc = spade_bpe_chat(spade_tokenizer_bpe(tok), m, 2, 1, &o, &trainable, e2, sizeof e2);
+        free(prompt);
+        free(trainable);
+        if (!rc && !(*out = malloc((o.n ? o.n : 1) * sizeof **out))) rc = -1, snprintf(e2, sizeof e2, "out of memory");
+        if (rc) {
+            spade_bpe_out_free(&o);
+            spade_errf(err, errlen, "self-play: a hint prompt: %s", e2);
+            return -1;
+        }
+        for (size_t i = 0; i < o.n; i++) (*out)[i] = o.ids[i];
+        *count = (int)o.n;
+        spade_bpe_out_free(&o);
+        return 0;
     }
     *out = malloc((plen + 2) * sizeof **out); /* an encoding is never longer than its text */
     if (!*out) {
@@ -68,6 +93,11 @@ int spade_hints_write(spade_policy *p, const spade_hints_opts *o, const char *co
     po.budget = ctx - T - 2;
     po.count = count_tokens;
     po.count_ctx = tok;
+    if ((po.chat = spade_tokenizer_is_chat(tok))) { /* the system line and the template's markup share the context */
+        size_t sl;
+        const char *sys = spade_chat_hint_writer_system(&sl);
+        po.budget -= (int)spade_tokenizer_count(tok, sys, sl) + 16;
+    }
     int **tr = calloc(n > 0 ? (size_t)n : 1, sizeof *tr); /* each prompt's tokens */
     int *ints = calloc(7 * (size_t)(n > 0 ? n : 1), sizeof *ints);
     const int **toks = calloc(n > 0 ? (size_t)n : 1, sizeof *toks);
@@ -112,6 +142,8 @@ int spade_hints_write(spade_policy *p, const spade_hints_opts *o, const char *co
     so.temperature = o->temperature;
     so.top_p = o->top_p;
     so.max_tokens = T;
+    int stops[2];
+    so.n_stop = spade_tokenizer_turn_stops(tok, stops, 2), so.stop = stops; /* <|end|>, or <|im_end|> and EOS */
     size_t cap = (size_t)T * 64 + 1;
     out = malloc((size_t)k * T * sizeof *out);
     text = malloc(cap);
@@ -123,7 +155,7 @@ int spade_hints_write(spade_policy *p, const spade_hints_opts *o, const char *co
     for (int j = 0; j < k; j++) {
         int i = at[j];
         const int *t = out + (size_t)j * T;
-        int len = lens[j], ended = len > 0 && t[len - 1] == SPADE_TOK_END;
+        int len = lens[j], ended = len > 0 && (t[len - 1] == stops[0] || (so.n_stop > 1 && t[len - 1] == stops[1]));
         *tokens += len;
         size_t got = 0;
         spade_tokenizer_decode(tok, t, (size_t)(ended ? len - 1 : len), 0, text, cap, &got);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chat.h"
 #include "errbuf.h"
 
 static const char INSTRUCTIONS[] =
@@ -47,9 +48,8 @@ static size_t count(const spade_prompt_opts *o, const char *s, size_t n) {
     return o->count ? o->count(o->count_ctx, s, n) : n;
 }
 
-/* Appends whole lines of text while they fit in *left tokens; a cut text
- * ends with "...\n". Returns what it used. */
-static size_t put_lines(buf *b, const spade_prompt_opts *o, const char *text, size_t len, size_t left) {
+/* Whole lines while they fit (put_lines, without the fences). */
+static size_t put_lines_plain(buf *b, const spade_prompt_opts *o, const char *text, size_t len, size_t left) {
     static const char more[] = "...\n";
     size_t used = 0, reserve = count(o, more, sizeof more - 1);
     const char *p = text, *end = text + len;
@@ -72,13 +72,37 @@ static size_t put_lines(buf *b, const spade_prompt_opts *o, const char *text, si
     return used;
 }
 
+/* Appends whole lines of text while they fit in *left tokens; a cut text
+ * ends with "...\n"; for a chat model the lines are in a ```c block (its
+ * fences counted). Returns what it used. */
+static size_t put_lines(buf *b, const spade_prompt_opts *o, const char *text, size_t len, size_t left) {
+    static const char open[] = "```c\n", close[] = "```\n";
+    size_t fences = o->chat ? count(o, open, sizeof open - 1) + count(o, close, sizeof close - 1) : 0;
+    if (o->chat && fences >= left) return 0;
+    if (o->chat) put(b, open, sizeof open - 1);
+    size_t used = fences + put_lines_plain(b, o, text, len, left - fences);
+    if (o->chat) put(b, close, sizeof close - 1);
+    return used;
+}
+
 int spade_prompt_build(const spade_prompt_opts *o, const char *family, const char *excerpt_name, const char *excerpt,
                        size_t excerpt_len, const spade_prompt_memory *mem, int n_mem, char **out, size_t *out_len,
                        char *err, size_t errlen) {
-    char head[512], tail[] = "Source:\n";
+    char head[512], tail[300] = "Source:\n";
+    const char *fam = family && *family ? family : "any";
     *out = NULL;
-    snprintf(head, sizeof head, "%sFamily: %s.\n", INSTRUCTIONS, family && *family ? family : "any");
+    snprintf(head, sizeof head, "%sFamily: %s.\n", o->chat ? "" : INSTRUCTIONS, fam);
+    if (o->chat)
+        snprintf(tail, sizeof tail,
+                 "Write one new environment of the family %s for spade, a different game from the ones shown, "
+                 "in one ```c block.\n",
+                 fam);
     size_t fixed = count(o, head, strlen(head)) + count(o, tail, strlen(tail));
+    if (o->chat) { /* the system card and the template's markup share the context */
+        size_t cl;
+        const char *card = spade_chat_designer_card(&cl);
+        fixed += count(o, card, cl) + 16;
+    }
     if (o->budget <= 0 || (size_t)o->budget <= fixed) {
         spade_errf(err, errlen, "designer prompt: a budget of %d tokens cannot hold the %zu tokens of instructions",
                    o->budget, fixed);

@@ -27,6 +27,12 @@ typedef struct spade_prompt_opts {
     spade_token_count_fn count; /* NULL: one token per byte */
     void *count_ctx;
     double memory_share; /* of the budget left after the instructions (0.4) */
+    /* 1: the user turn of a chat model (core/chat.h): the instructions are the
+     * system card's (spade_chat_designer_messages adds it; its tokens and the
+     * template's markup count against the budget), the sources shown are in
+     * ```c blocks, and the text ends by asking for one new environment of
+     * the family in one ```c block instead of "Source:\n". */
+    int chat;
 } spade_prompt_opts;
 void spade_prompt_opts_default(spade_prompt_opts *o);
 
@@ -42,8 +48,10 @@ typedef struct spade_prompt_memory {
 
 /* Builds the prompt for one environment of `family`. excerpt (may be NULL: no
  * corpus) is the grounding document and its name. *out is malloc'd. The
- * returned text ends with "Source:\n". 0, or -1 when the budget cannot hold
- * even the instructions (err names both numbers). */
+ * returned text ends with "Source:\n" (o->chat: with the request for a fenced
+ * block). 0, or -1 when the budget cannot hold even the instructions (err
+ * names both numbers). A remote designer sends the chat form as
+ * spade_chat_designer_messages(text) (core/chat.h). */
 int spade_prompt_build(const spade_prompt_opts *o, const char *family, const char *excerpt_name, const char *excerpt,
                        size_t excerpt_len, const spade_prompt_memory *mem, int n_mem, char **out, size_t *out_len,
                        char *err, size_t errlen);

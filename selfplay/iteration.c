@@ -196,6 +196,7 @@ int spade_sp_prompts(spade_sp_iter *x, char *err, size_t errlen) {
     if (!o->remote) po.budget = spade_policy_config(s->p)->context - o->max_source_tokens - 2;
     po.count = count_tokens;
     po.count_ctx = tok;
+    po.chat = spade_tokenizer_is_chat(tok); /* the request of a chat turn; the card is the system turn */
     for (int i = 0; i < n && o->n_templates > 0; i++) { /* template mode: one line, the template's family */
         const spade_template *t = w[i].tpl = o->templates[((long)x->it * n + i) % o->n_templates];
         const char *nm = spade_template_name(t), *b = strrchr(nm, '/');
@@ -333,11 +334,13 @@ static int write_policy(spade_sp_iter *x, char *err, size_t errlen) {
     so.temperature = o->temperature;
     so.top_p = o->top_p;
     so.max_tokens = T;
+    int stops[2];
+    so.n_stop = spade_tokenizer_turn_stops(tok, stops, 2), so.stop = stops; /* <|end|>, or <|im_end|> and EOS */
     if (spade_decoder_sample(dec, slots, n, &so, seeds, maxt, out, lp, lens, st2, err, errlen) < 0) goto done;
     for (int i = 0; i < n; i++) {
         spade_sp_env *w = &x->w[i];
         const int *t = out + (size_t)i * T;
-        int len = lens[i], ended = len > 0 && t[len - 1] == SPADE_TOK_END;
+        int len = lens[i], ended = len > 0 && (t[len - 1] == stops[0] || (so.n_stop > 1 && t[len - 1] == stops[1]));
         spade_transcript_sampled(&w->tr, t, lp + (size_t)i * T, len);
         x->m->source_tokens += len;
         size_t got = 0, at = 0;
@@ -623,6 +626,7 @@ int spade_sp_plays(spade_sp_iter *x, char *err, size_t errlen) {
     spade_policy_agent_opts_default(&x->ao);
     x->ao.max_live = o->rl.max_live > 2 * plays ? o->rl.max_live : 2 * plays;
     x->ao.max_action_tokens = o->rl.max_action_tokens;
+    x->ao.reasoning_tokens = o->rl.reasoning_tokens;
     x->ao.temperature = o->rl.temperature;
     x->ao.top_p = o->rl.top_p;
     x->ao.on_episode = spade_keep_episode;

@@ -24,12 +24,13 @@ void spade_template_slot_clear(spade_template_slot *s) {
     s->source_len = 0;
 }
 
-/* <|end|> and every token whose text holds a newline: where a hole stops. */
+/* The end of turn (<|end|>, or a chat model's <|im_end|>) and every token
+ * whose text holds a newline: where a hole stops. */
 static int *stop_tokens(spade_tokenizer *tok, int *n) {
     int V = spade_tokenizer_vocab(tok), k = 0;
     int *s = malloc((size_t)(V + 1) * sizeof *s);
     if (!s) return NULL;
-    s[k++] = SPADE_TOK_END;
+    s[k++] = spade_tokenizer_end_of_turn(tok);
     for (int id = 0; id < V; id++) {
         size_t len;
         const unsigned char *piece = spade_tokenizer_piece(tok, id, &len);
@@ -153,7 +154,7 @@ int spade_template_decode(spade_policy *p, spade_template_slot *s, int n, const 
         for (int j = 0; j < q; j++) {
             spade_template_slot *x = &s[slots[j]];
             const int *t = out + (size_t)j * T;
-            int len = lens[j], ended = len > 0 && t[len - 1] == SPADE_TOK_END;
+            int len = lens[j], ended = len > 0 && t[len - 1] == spade_tokenizer_end_of_turn(tok);
             spade_transcript_sampled(x->tr, t, lp + (size_t)j * T, len);
             x->sampled += len;
             fed[slots[j]] += len; /* the decoder holds the sampled tokens already */
@@ -174,7 +175,7 @@ int spade_template_decode(spade_policy *p, spade_template_slot *s, int n, const 
         }
     }
     for (int i = 0; i < n; i++) {
-        spade_transcript_special(s[i].tr, SPADE_TOK_END);
+        spade_transcript_special(s[i].tr, spade_tokenizer_end_of_turn(tok));
         if (s[i].tr->oom || s[i].tr->len > ctx) {
             spade_errf(err, errlen, "[designer] template = %s: %s", spade_template_name(s[i].tpl),
                        s[i].tr->oom ? "out of memory for a transcript" : "the filled transcript passes the context");

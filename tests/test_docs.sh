@@ -80,6 +80,8 @@ spade train configs/default-fixed.ini|trains from the base of the embedded defau
 --servers cpu1|needs spade servers on other hosts; tests/test_servers.sh runs spade run and spade eval --servers against two loopback servers
 spade eval remote:|needs a served model (tests/test_remote.sh runs eval against llama.cpp'"'"'s server and a loopback stub)
 spade train configs/remote-designer.ini|needs a served model at the config'"'"'s url; tests/test_remote.sh runs this config (its url, model and length rewritten) against a loopback stub and llama.cpp'"'"'s server
+--agent policy:smollm2|needs the fetched model and a minute; tests/test_chat.sh runs spade run and eval on it in its chat template
+spade eval smollm2|needs the fetched model and minutes; tests/test_chat.sh runs spade eval on it
 spade generate smollm2|needs the fetched model; tests/test_pretrained.sh runs spade generate on it when it is there
 spade generate qwen2.5|needs the fetched Qwen2.5-Coder (about a minute to load on two cores); no test runs it yet
 spade model info smollm2|needs the fetched model (./bootstrap fetches it; tests/test_gguf checks the real file when it is there)

@@ -126,6 +126,9 @@ struct spade_bpe;
  * path) is what a checkpoint will reference. Errors name spec and the key. */
 int spade_tokenizer_from_gguf(spade_tokenizer **out, const struct spade_gguf *g, const char *spec, char *err,
                               size_t errlen);
+/* The tokenizer of the model spec names (a known NAME or a PATH.gguf; a
+ * relative path is made absolute for the reference), without its weights. */
+int spade_tokenizer_from_model(spade_tokenizer **out, const char *spec, char *err, size_t errlen);
 /* The BPE behind a "gguf" tokenizer (for ChatML, BOS/EOS, end-of-generation), else NULL. */
 const struct spade_bpe *spade_tokenizer_bpe(const spade_tokenizer *t);
 /* The id that stands for spade's special token tok (SPADE_TOK_END, ...) in
@@ -133,6 +136,17 @@ const struct spade_bpe *spade_tokenizer_bpe(const spade_tokenizer *t);
  * SPADE_TOK_END is the model's EOS and the role tokens have no counterpart
  * (the chat template renders roles instead). */
 int spade_tokenizer_special(const spade_tokenizer *t, int tok);
+/* The token that closes a role's turn (what the policy samples last when it
+ * is done): spade's <|end|> for bytes and bpe; for gguf, the chat template's
+ * <|im_end|> when the vocabulary has it, else the model's EOS (-1: none). */
+int spade_tokenizer_end_of_turn(const spade_tokenizer *t);
+/* The tokens at which sampling a turn stops, into out (room for cap, at
+ * least 2); returns how many: <|end|> for bytes and bpe; for gguf, the end of
+ * turn and the model's EOS when that differs. */
+int spade_tokenizer_turn_stops(const spade_tokenizer *t, int *out, int cap);
+/* 1 when t lays roles out in the chat template (a gguf tokenizer: the
+ * model's own ChatML), 0 for spade's format. */
+int spade_tokenizer_is_chat(const spade_tokenizer *t);
 
 /* ---- training ---- */
 

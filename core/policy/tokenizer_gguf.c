@@ -182,12 +182,40 @@ int spade_tokenizer_from_gguf(spade_tokenizer **out, const spade_gguf *g, const 
     return 0;
 }
 
+int spade_tokenizer_from_model(spade_tokenizer **out, const char *spec, char *err, size_t errlen) {
+    char path[4096], ref[4096];
+    spade_gguf *g = NULL;
+    *out = NULL;
+    if (spade_model_resolve(spec, path, sizeof path, err, errlen)) return SPADE_POLICY_EIO;
+    if (spade_gguf_open(&g, path, err, errlen)) return SPADE_POLICY_EIO;
+    /* what a checkpoint would reference: the name, or the file's absolute path */
+    if (!spade_model_find(spec) && spec[0] != '/' && realpath(path, ref)) spec = ref;
+    int rc = spade_tokenizer_from_gguf(out, g, spec, err, errlen);
+    spade_gguf_free(g);
+    return rc;
+}
+
 const struct spade_bpe *spade_tokenizer_bpe(const spade_tokenizer *t) { return t->gg ? t->gg->b : NULL; }
 
 int spade_tokenizer_special(const spade_tokenizer *t, int tok) {
     if (!t->gg) return tok >= 256 && tok < SPADE_TOK_COUNT ? tok : -1;
     return tok == SPADE_TOK_END ? spade_bpe_eos(t->gg->b) : -1;
 }
+
+int spade_tokenizer_end_of_turn(const spade_tokenizer *t) {
+    if (!t->gg) return SPADE_TOK_END;
+    int e = spade_bpe_find(t->gg->b, "<|im_end|>");
+    return e >= 0 ? e : spade_bpe_eos(t->gg->b);
+}
+
+int spade_tokenizer_turn_stops(const spade_tokenizer *t, int *out, int cap) {
+    int n = 0, e = spade_tokenizer_end_of_turn(t), eos = t->gg ? spade_bpe_eos(t->gg->b) : -1;
+    if (e >= 0 && n < cap) out[n++] = e;
+    if (eos >= 0 && eos != e && n < cap) out[n++] = eos;
+    return n;
+}
+
+int spade_tokenizer_is_chat(const spade_tokenizer *t) { return t->gg != NULL; }
 
 /* ---------------------------------------------------------------- the tokenizer.h entry points */
 
