@@ -126,6 +126,10 @@ struct spade_bpe;
  * path) is what a checkpoint will reference. Errors name spec and the key. */
 int spade_tokenizer_from_gguf(spade_tokenizer **out, const struct spade_gguf *g, const char *spec, char *err,
                               size_t errlen);
+/* The model a "gguf" tokenizer was read from (the NAME or absolute path its
+ * checkpoints reference; what spade export copies the tokenizer.* keys
+ * from), else NULL. */
+const char *spade_tokenizer_gguf_model(const spade_tokenizer *t);
 /* The BPE behind a "gguf" tokenizer (for ChatML, BOS/EOS, end-of-generation), else NULL. */
 const struct spade_bpe *spade_tokenizer_bpe(const spade_tokenizer *t);
 /* The id that stands for spade's special token tok (SPADE_TOK_END, ...) in
