@@ -10,8 +10,10 @@
 # rounds the activations). Refusals: a GPT checkpoint, a bad --type, an
 # unwritable OUT, each leaving no file.
 # Not a test of the weights' rounding (tests/test_tiny_gguf.c checks it bit
-# for bit) or of speed. SmolLM2's f16/q8_0 exports run with SPADE_LONG=1
-# (each costs a load and a 300 MB file). Without llama-cpp-python the
+# for bit) or of speed. By default SmolLM2 is exported at f32 only and
+# checked against llama.cpp's fixture (tests/data/llama_ref, prompt p0);
+# SPADE_LONG=1 adds f16, q8_0 and llama.cpp run on each export (each costs a
+# load and a file of 150-540 MB). Without llama-cpp-python the
 # llama.cpp checks are skipped and the suite exits 77 once the rest passed.
 NAME=export
 . "${srcdir:-.}/tests/tap.sh"
@@ -71,7 +73,6 @@ llama_ref() {
 # ---- the tiny models: a trained checkpoint of each
 P="int x; return the cat"
 printf '%s' "$P" >"$TMP/p.txt"
-llama_fail=0
 for arch in llama qwen2; do
     "$TINY" "$arch" "$TMP/$arch.gguf" 5 >"$TMP/out" 2>&1 && "$TINY" --ckpt "$TMP/$arch.gguf" "$TMP/$arch.ckpt" \
         >>"$TMP/out" 2>&1 || { bad "$arch: the tiny model and its checkpoint"; continue; }
@@ -100,7 +101,6 @@ for arch in llama qwen2; do
         [ -n "$skip_llama" ] && continue
         if ! llama_ref "$out" "$TMP/p.txt" 24 "$TMP/$arch-$ty.ref.json"; then
             bad "$arch $ty: llama.cpp loads the export"
-            llama_fail=1
             continue
         fi
         tol=$TOL
@@ -119,39 +119,53 @@ ls "$TMP" | grep -q '\.tmp\.' && bad "no temporary file is left behind" || ok "n
 [ $? -eq 1 ] && grep -q "no/such/dir/m.gguf" "$TMP/out" && ok "an unwritable OUT is an error naming it" ||
     bad "an unwritable OUT is an error naming it"
 
-# ---- SmolLM2-135M, the model itself as CKPT (spade dequantizes its Q4_1 to the F32 it exports)
+# ---- SmolLM2-135M, the model itself as CKPT (spade dequantizes its Q4_1 to the F32 it exports).
+# By default f32 only, checked against llama.cpp's fixture for prompt p0 (tests/test_pretrained.sh's);
+# SPADE_LONG=1 adds f16 and q8_0, spade on the model itself, and llama.cpp on each export.
 MODEL=${SPADE_MODELS:-$HOME/.cache/spade/models}/smollm2-135m-instruct.gguf
 if [ -f "$MODEL" ]; then
     types="f32"
     [ -n "$SPADE_LONG" ] && types="f32 f16 q8_0"
-    printf 'int add(int a, int b) {' >"$TMP/s.txt"
-    "$SPADE" generate smollm2-135m-instruct --prompt-file "$TMP/s.txt" --tokens 16 --logprobs 4 >"$TMP/smol.jsonl" \
-        2>"$TMP/out" || bad "smollm2: spade generate"
+    S="$SRC/tests/data/llama_ref/p0.txt"
+    if [ -n "$SPADE_LONG" ]; then
+        "$SPADE" generate smollm2-135m-instruct --prompt-file "$S" --tokens 64 --logprobs 8 >"$TMP/smol.jsonl" \
+            2>"$TMP/out" || bad "smollm2: spade generate"
+    fi
     for ty in $types; do
         out="$TMP/smol-$ty.gguf"
         "$SPADE" export smollm2-135m-instruct --gguf "$out" --type "$ty" >"$TMP/out" 2>&1 || { bad "smollm2 $ty: export"; continue; }
-        "$SPADE" generate "$out" --prompt-file "$TMP/s.txt" --tokens 16 --logprobs 4 >"$TMP/smol-$ty.jsonl" 2>"$TMP/out" ||
+        "$SPADE" generate "$out" --prompt-file "$S" --tokens 64 --logprobs 8 >"$TMP/smol-$ty.jsonl" 2>"$TMP/out" ||
             { bad "smollm2 $ty: spade generate on the export"; continue; }
         if [ "$ty" = f32 ]; then
-            cmp -s "$TMP/smol.jsonl" "$TMP/smol-$ty.jsonl" && ok "smollm2 f32: the export computes what the model does, byte for byte" ||
-                bad "smollm2 f32: the export computes what the model does, byte for byte"
-        else
-            grep '"gen":1' "$TMP/smol.jsonl" | sed 's/,"top".*//' >"$TMP/g1"
-            grep '"gen":1' "$TMP/smol-$ty.jsonl" | sed 's/,"top".*//' >"$TMP/g2"
-            cmp -s "$TMP/g1" "$TMP/g2" && ok "smollm2 $ty: spade's greedy continuation of the export is the model's" ||
-                bad "smollm2 $ty: spade's greedy continuation of the export is the model's"
+            compare "$SRC/tests/data/llama_ref/smollm2-f32.json" "$TMP/smol-$ty.jsonl" "$TOL"
+            rc=$?
+            sed 's/^/# /' "$TMP/out"
+            [ $rc -eq 0 ] && ok "smollm2 f32: the export agrees with llama.cpp's fixture on p0 (tokens, log-probs, greedy)" ||
+                bad "smollm2 f32: the export agrees with llama.cpp's fixture on p0 (tokens, log-probs, greedy)"
         fi
-        if [ -z "$skip_llama" ]; then
-            if llama_ref "$out" "$TMP/s.txt" 16 "$TMP/smol-$ty.ref.json"; then
-                tol=$TOL
-                [ "$ty" = f32 ] || tol=1
-                compare "$TMP/smol-$ty.ref.json" "$TMP/smol-$ty.jsonl" "$tol"
-                rc=$?
-                sed 's/^/# /' "$TMP/out"
-                [ $rc -eq 0 ] && ok "smollm2 $ty: llama.cpp gives spade's tokens and greedy continuation" ||
-                    bad "smollm2 $ty: llama.cpp gives spade's tokens and greedy continuation"
+        if [ -n "$SPADE_LONG" ]; then
+            if [ "$ty" = f32 ]; then
+                cmp -s "$TMP/smol.jsonl" "$TMP/smol-$ty.jsonl" &&
+                    ok "smollm2 f32: the export computes what the model does, byte for byte" ||
+                    bad "smollm2 f32: the export computes what the model does, byte for byte"
             else
-                bad "smollm2 $ty: llama.cpp loads the export"
+                grep '"gen":1' "$TMP/smol.jsonl" | sed 's/,"top".*//' >"$TMP/g1"
+                grep '"gen":1' "$TMP/smol-$ty.jsonl" | sed 's/,"top".*//' >"$TMP/g2"
+                cmp -s "$TMP/g1" "$TMP/g2" && ok "smollm2 $ty: spade's greedy continuation of the export is the model's" ||
+                    bad "smollm2 $ty: spade's greedy continuation of the export is the model's"
+            fi
+            if [ -z "$skip_llama" ]; then
+                if llama_ref "$out" "$S" 64 "$TMP/smol-$ty.ref.json"; then
+                    tol=$TOL
+                    [ "$ty" = f32 ] || tol=1
+                    compare "$TMP/smol-$ty.ref.json" "$TMP/smol-$ty.jsonl" "$tol"
+                    rc=$?
+                    sed 's/^/# /' "$TMP/out"
+                    [ $rc -eq 0 ] && ok "smollm2 $ty: llama.cpp gives spade's tokens and greedy continuation" ||
+                        bad "smollm2 $ty: llama.cpp gives spade's tokens and greedy continuation"
+                else
+                    bad "smollm2 $ty: llama.cpp loads the export"
+                fi
             fi
         fi
         rm -f "$out"
