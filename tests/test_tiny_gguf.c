@@ -496,6 +496,44 @@ START_TEST(export_round_trips) {
 }
 END_TEST
 
+/* The writer's byte-for-byte copy of a value (what export carries the
+ * tokenizer keys with), on the reader's fixture of every metadata type,
+ * nested arrays and a string with a NUL included: the copy reads back as
+ * the same type and value. */
+START_TEST(writer_copies_every_type) {
+    char src[1024], out[600];
+    snprintf(src, sizeof src, "%s/tests/data/gguf_quants.gguf", tu_srcdir());
+    snprintf(out, sizeof out, "%s/copy.gguf", dir);
+    spade_gguf *g, *c;
+    ck_assert_msg(spade_gguf_open(&g, src, err, sizeof err) == 0, "%s", err);
+    spade_gguf_writer *w;
+    ck_assert(spade_gguf_writer_new(&w, err, sizeof err) == 0);
+    for (size_t i = 0; i < spade_gguf_n_kv(g); i++)
+        ck_assert(spade_gguf_writer_copy(w, spade_gguf_key(g, i), spade_gguf_kv_value(g, i)) == 0);
+    ck_assert(spade_gguf_writer_set_str(w, "t.extra", "x") == 0);
+    ck_assert_msg(spade_gguf_writer_write_path(w, out, err, sizeof err) == 0, "%s", err);
+    spade_gguf_writer_free(w);
+    ck_assert_msg(spade_gguf_open(&c, out, err, sizeof err) == 0, "%s", err);
+    ck_assert_uint_eq(spade_gguf_n_kv(c), spade_gguf_n_kv(g) + 1);
+    int nested = 0;
+    static char x[1 << 16], y[1 << 16];
+    for (size_t i = 0; i < spade_gguf_n_kv(g); i++) {
+        const char *k = spade_gguf_key(g, i);
+        const spade_gguf_value *a = spade_gguf_kv_value(g, i), *b = spade_gguf_get(c, k);
+        ck_assert_msg(b != NULL, "%s", k);
+        ck_assert_int_eq(spade_gguf_value_type(a), spade_gguf_value_type(b));
+        ck_assert_int_eq(spade_gguf_array_type(a), spade_gguf_array_type(b));
+        nested += spade_gguf_array_type(a) == SPADE_GGUF_ARRAY;
+        spade_gguf_value_format(a, x, sizeof x, 1 << 12);
+        spade_gguf_value_format(b, y, sizeof y, 1 << 12);
+        ck_assert_msg(!strcmp(x, y), "%s: %s != %s", k, x, y);
+    }
+    ck_assert_int_gt(nested, 0);
+    spade_gguf_free(c);
+    spade_gguf_free(g);
+}
+END_TEST
+
 /* What cannot be exported is refused before a byte is written, and a failed
  * write leaves neither OUT nor its temporary file. */
 START_TEST(export_refusals) {
@@ -555,6 +593,7 @@ int main(void) {
     tcase_add_test(t, pretrain_and_grpo_steps);
     tcase_add_test(t, export_round_trips);
     tcase_add_test(t, export_refusals);
+    tcase_add_test(t, writer_copies_every_type);
     suite_add_tcase(s, t);
     return tu_run(s);
 }
