@@ -59,6 +59,9 @@ void cli_usage_model(FILE *out);
 /* `spade generate MODEL|CKPT` (cli/cmd_generate.c). */
 int cli_generate(spade_sandbox *sb, int argc, char **argv);
 void cli_usage_generate(FILE *out);
+/* `spade export CKPT|MODEL --gguf OUT` (cli/cmd_export.c). */
+int cli_export(spade_sandbox *sb, int argc, char **argv);
+void cli_usage_export(FILE *out);
 
 /* "spade CMD: message" on stderr; returns code, so `return cli_err(...)` reads well. */
 int cli_err(int code, const char *cmd, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

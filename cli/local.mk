@@ -12,6 +12,8 @@ spade_SOURCES += cli/cmd_demos.c cli/transcript_text.c
 spade_SOURCES += cli/cmd_model.c
 # `spade generate`: a prompt's continuation by a pretrained model or a checkpoint.
 spade_SOURCES += cli/cmd_generate.c
+# `spade export`: a Llama-family policy as a GGUF file (core/policy/gguf_export.c).
+spade_SOURCES += cli/cmd_export.c
 noinst_HEADERS += cli/transcript_text.h
 
 

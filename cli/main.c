@@ -75,6 +75,8 @@ static const command commands[] = {
     {"generate", cli_generate, cli_usage_generate, 0,
      "continue a prompt with a model or checkpoint (spade generate MODEL)"},
     {"model", cli_model, cli_usage_model, 0, "fetch, list or describe pretrained GGUF models (spade model fetch NAME)"},
+    {"export", cli_export, cli_usage_export, 0,
+     "write a Llama-family policy as a GGUF file for llama.cpp (spade export CKPT --gguf OUT.gguf)"},
 };
 #define N_COMMANDS (sizeof commands / sizeof *commands)
 

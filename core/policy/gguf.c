@@ -1328,6 +1328,39 @@ int spade_gguf_writer_set_arr_str(spade_gguf_writer *w, const char *key, const c
     return w->oom ? -1 : 0;
 }
 
+/* A value's body as the file has it (type and key already written): an
+ * array's element type and count, then its elements, nested arrays likewise. */
+static void w_value_body(spade_gguf_writer *w, const spade_gguf_value *v) {
+    if (v->type == SPADE_GGUF_STRING) {
+        w_u64(w, v->n);
+        w_put(w, v->b + v->off, (size_t)v->n);
+    } else if (v->type != SPADE_GGUF_ARRAY) {
+        w_put(w, v->b + v->off, vsize[v->type]);
+    } else {
+        w_u32(w, v->elem);
+        w_u64(w, v->n);
+        if (v->elem == SPADE_GGUF_STRING) {
+            for (uint64_t i = 0; i < v->n; i++) {
+                const uint8_t *s = v->b + v->str_off[i];
+                uint64_t len = ld64(s - 8);
+                w_u64(w, len);
+                w_put(w, s, (size_t)len);
+            }
+        } else if (v->elem == SPADE_GGUF_ARRAY) {
+            for (uint64_t i = 0; i < v->n; i++) w_value_body(w, &v->sub[i]);
+        } else {
+            w_put(w, v->b + v->off, (size_t)v->n * vsize[v->elem]);
+        }
+    }
+}
+
+int spade_gguf_writer_copy(spade_gguf_writer *w, const char *key, const spade_gguf_value *v) {
+    if (!v || v->type >= SPADE_GGUF_NVTYPES || w_key(w, key, v->type) < 0) return -1;
+    w_value_body(w, v);
+    if (!strcmp(key, "general.alignment") && v->type == SPADE_GGUF_U32) memcpy(&w->alignment, v->b + v->off, 4);
+    return w->oom ? -1 : 0;
+}
+
 int spade_gguf_writer_add_tensor(spade_gguf_writer *w, const char *name, int type, int n_dims, const int64_t *dims,
                                  const float *data, char *err, size_t errlen) {
     if (type != SPADE_GGML_F32 && type != SPADE_GGML_F16 && type != SPADE_GGML_Q8_0) {

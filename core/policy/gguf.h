@@ -194,6 +194,11 @@ int spade_gguf_writer_set_scalar(spade_gguf_writer *w, const char *key, int type
 /* An array of n numeric elements of type elem (their bytes, packed). */
 int spade_gguf_writer_set_array(spade_gguf_writer *w, const char *key, int elem, const void *elems, uint64_t n);
 int spade_gguf_writer_set_arr_str(spade_gguf_writer *w, const char *key, const char *const *s, uint64_t n);
+/* A value read from another file (any type, nested arrays and strings with
+ * NUL bytes included), copied byte for byte: what an exporter uses to carry
+ * a model's tokenizer.* keys over. The source file must stay open until
+ * this returns (the bytes are copied now). */
+int spade_gguf_writer_copy(spade_gguf_writer *w, const char *key, const spade_gguf_value *v);
 /* A tensor of type SPADE_GGML_F32, F16 or Q8_0 (Q8_0: dims[0] a multiple of 32)
  * from n_elements floats, quantized at write time: data is not copied and must
  * stay valid until spade_gguf_writer_write returns. Tensors are laid out in the

@@ -8,6 +8,8 @@ libspade_a_SOURCES += core/policy/decode.c
 libspade_a_SOURCES += core/policy/bpe.c
 # A pretrained model's tokenizer as the "gguf" kind, and the GGUF model loader (pretrained.h).
 libspade_a_SOURCES += core/policy/tokenizer_gguf.c core/policy/gguf_load.c
+# The inverse: a Llama-family policy back to a GGUF file llama.cpp loads (spade export).
+libspade_a_SOURCES += core/policy/gguf_export.c
 noinst_HEADERS += core/policy/pretrained.h
 noinst_HEADERS += core/policy/backend.h core/policy/policy.h core/policy/tokenizer.h \
 	core/policy/gpt_internal.h core/policy/tokenizer_internal.h core/policy/bpe.h core/policy/bpe_unicode.h
@@ -79,3 +81,16 @@ tests_test_bpe_SOURCES = tests/test_bpe.c tests/testutil.c tests/testutil.h
 tests_test_bpe_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_bpe_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
 EXTRA_DIST += tools/gen_unicode_table.py tools/bpe_reference.py
+
+# Tiny random Llama and Qwen2 GGUF files the tests write themselves (tests/tiny_gguf.h),
+# and spade export's round trip through them, SmolLM2 and llama.cpp (tests/test_export.sh).
+check_PROGRAMS += tests/make_tiny_gguf
+tests_make_tiny_gguf_SOURCES = tests/make_tiny_gguf.c tests/tiny_gguf.c tests/tiny_gguf.h
+tests_make_tiny_gguf_LDADD = $(SPADE_LIBS)
+check_PROGRAMS += tests/test_tiny_gguf
+TESTS += tests/test_tiny_gguf tests/test_export.sh
+tests_test_tiny_gguf_SOURCES = tests/test_tiny_gguf.c tests/tiny_gguf.c tests/tiny_gguf.h tests/testutil.c \
+	tests/testutil.h
+tests_test_tiny_gguf_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_test_tiny_gguf_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
+EXTRA_DIST += tests/test_export.sh

@@ -129,6 +129,10 @@ int spade_tokenizer_from_gguf(spade_tokenizer **out, const struct spade_gguf *g,
 /* The tokenizer of the model spec names (a known NAME or a PATH.gguf; a
  * relative path is made absolute for the reference), without its weights. */
 int spade_tokenizer_from_model(spade_tokenizer **out, const char *spec, char *err, size_t errlen);
+/* The model a "gguf" tokenizer was read from (the NAME or absolute path its
+ * checkpoints reference; what spade export copies the tokenizer.* keys
+ * from), else NULL. */
+const char *spade_tokenizer_gguf_model(const spade_tokenizer *t);
 /* The BPE behind a "gguf" tokenizer (for ChatML, BOS/EOS, end-of-generation), else NULL. */
 const struct spade_bpe *spade_tokenizer_bpe(const spade_tokenizer *t);
 /* The id that stands for spade's special token tok (SPADE_TOK_END, ...) in

@@ -197,6 +197,8 @@ int spade_tokenizer_from_model(spade_tokenizer **out, const char *spec, char *er
 
 const struct spade_bpe *spade_tokenizer_bpe(const spade_tokenizer *t) { return t->gg ? t->gg->b : NULL; }
 
+const char *spade_tokenizer_gguf_model(const spade_tokenizer *t) { return t->gg ? t->gg->spec : NULL; }
+
 int spade_tokenizer_special(const spade_tokenizer *t, int tok) {
     if (!t->gg) return tok >= 256 && tok < SPADE_TOK_COUNT ? tok : -1;
     return tok == SPADE_TOK_END ? spade_bpe_eos(t->gg->b) : -1;
