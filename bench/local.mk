@@ -90,3 +90,11 @@ bench_programs += bench/bench_remote
 bench_bench_remote_SOURCES = bench/bench_remote.c designer/remote_designer.c designer/prompt.c
 bench_bench_remote_LDADD = $(SPADE_LIBS)
 EXTRA_DIST += bench/bench_remote.sh
+# bench_llama: a GGUF model's load, prefill, decoding (1 and 32 slots), shared
+# prefix and training step; bench/bench_llama.sh runs it interleaved with
+# llama.cpp (bench/llama_cpp_ref.py) and PyTorch (bench/torch_llama.py). Needs a
+# model file, so `make bench` does not run it.
+noinst_PROGRAMS += bench/bench_llama
+bench_bench_llama_SOURCES = bench/bench_llama.c
+bench_bench_llama_LDADD = $(SPADE_LIBS)
+EXTRA_DIST += bench/bench_llama.sh bench/llama_cpp_ref.py bench/torch_llama.py

@@ -316,7 +316,8 @@ static int write_policy(spade_sp_iter *x, char *err, size_t errlen) {
     spade_decoder *dec = NULL;
     if (spade_decoder_new(&dec, x->s->p, n, err, errlen) < 0) return -1;
     for (int i = 0; i < n; i++) slots[i] = i, toks[i] = x->w[i].tr.tok, counts[i] = x->w[i].tr.len;
-    if (spade_decoder_append_batch(dec, slots, toks, counts, n, status, err, errlen) < 0) goto done;
+    /* the prompts share their opening (the system card, the instructions): prefilled once, copied to every slot */
+    if (spade_decoder_append_shared(dec, slots, toks, counts, n, status, err, errlen) < 0) goto done;
     out = x->alloc((size_t)n * T * sizeof *out);
     lp = x->alloc((size_t)n * T * sizeof *lp);
     text = x->alloc(cap + 1);

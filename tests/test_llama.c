@@ -618,6 +618,77 @@ START_TEST(test_decode_matches_full_cpu) {
 }
 END_TEST
 
+/* spade_decoder_append_shared against append_batch of the same prompts:
+ * four slots whose prompts share a 9-token opening (one of them is only the
+ * opening), a slot that already holds tokens (not a sharer) and one whose
+ * prompt passes the context (refused alike). The next-token log-probs of
+ * every slot and 6 sampled tokens with their log-probs: bit for bit on
+ * cpu_ref (tol 0), on cpu the same tokens and log-probs within tol. */
+static void shared_vs_separate(spade_gpt_config c, double tol) {
+    c.context = 24;
+    spade_policy *p = make(&c);
+    heat(p, 3.0f);
+    enum { NS = 6, NT = 6 };
+    int pr[NS][30], n[NS] = {12, 9, 14, 11, 3, 30}, slots[NS] = {4, 0, 2, 5, 1, 3};
+    const int *tp[NS];
+    for (int s = 0; s < NS; s++) {
+        fill_tokens(pr[s], 30, SPADE_VOCAB);
+        if (s < 4) memcpy(pr[s], pr[0], 9 * sizeof(int)); /* the shared opening */
+        tp[s] = pr[s];
+    }
+    pr[2][9] = pr[0][9] ^ 1; /* not part of the prefix: the common prefix is exactly 9 */
+    int held[2] = {7, 8};
+    float lp[2][NS][SPADE_VOCAB], slp[2][NS * NT];
+    int tok[2][NS * NT], len[2][NS], st[2][NS];
+    for (int way = 0; way < 2; way++) {
+        spade_decoder *d = NULL;
+        ck_assert_msg(spade_decoder_new(&d, p, NS, err, sizeof err) == 0, "%s", err);
+        ck_assert(spade_decoder_append(d, 1, held, 2, err, sizeof err) == 0); /* slot 1 is not empty */
+        int rc = way ? spade_decoder_append_shared(d, slots, tp, n, NS, st[way], err, sizeof err)
+                     : spade_decoder_append_batch(d, slots, tp, n, NS, st[way], err, sizeof err);
+        ck_assert_msg(rc == 0, "%s", err);
+        ck_assert_int_eq(st[way][5], SPADE_SLOT_CONTEXT_FULL);
+        ck_assert_int_eq(spade_decoder_len(d, 3), 0);
+        int live[5] = {4, 0, 2, 5, 1};
+        for (int s = 0; s < 5; s++) {
+            ck_assert_int_eq(st[way][s], 0);
+            ck_assert(spade_decoder_next_logprobs(d, live[s], lp[way][s], err, sizeof err) == 0);
+        }
+        spade_sample_opts so;
+        spade_sample_opts_default(&so);
+        so.max_tokens = NT;
+        so.n_stop = 0;
+        so.seed = 3;
+        ck_assert(spade_decoder_sample(d, live, 5, &so, NULL, NULL, tok[way], slp[way], len[way], NULL, err,
+                                       sizeof err) == 0);
+        spade_decoder_free(d);
+    }
+    for (int s = 0; s < 5; s++) {
+        double md = 0;
+        for (int v = 0; v < SPADE_VOCAB; v++) md = fmax(md, fabs(lp[0][s][v] - lp[1][s][v]));
+        ck_assert_msg(md <= tol, "%s on %s: slot %d: next log-probs shared vs separate differ by %.3g", c.arch,
+                      c.backend, slots[s], md);
+        ck_assert_int_eq(len[0][s], len[1][s]);
+        for (int j = 0; j < len[0][s]; j++) {
+            ck_assert_int_eq(tok[0][s * NT + j], tok[1][s * NT + j]);
+            ck_assert_msg(fabs(slp[0][s * NT + j] - slp[1][s * NT + j]) <= tol, "%s on %s: slot %d token %d: %g vs %g",
+                          c.arch, c.backend, slots[s], j, slp[0][s * NT + j], slp[1][s * NT + j]);
+        }
+    }
+    spade_policy_free(p);
+}
+
+START_TEST(test_shared_prefix_ref) {
+    shared_vs_separate(llama_cfg("cpu_ref"), 0);
+    shared_vs_separate(qwen_cfg("cpu_ref"), 0);
+}
+END_TEST
+START_TEST(test_shared_prefix_cpu) {
+    shared_vs_separate(llama_cfg("cpu"), 1e-4);
+    shared_vs_separate(qwen_cfg("cpu"), 1e-4);
+}
+END_TEST
+
 /* spade_policy_sample (the decoder under it) with and without the KV cache:
  * the same seeded tokens. */
 START_TEST(test_sample_cache_equals_recompute) {
@@ -1116,6 +1187,8 @@ static Suite *llama_suite(void) {
     tcase_add_test(t, test_decode_matches_full_ref);
     tcase_add_test(t, test_decode_matches_full_cpu);
     tcase_add_test(t, test_sample_cache_equals_recompute);
+    tcase_add_test(t, test_shared_prefix_ref);
+    tcase_add_test(t, test_shared_prefix_cpu);
     tcase_add_test(t, test_checkpoint_roundtrip);
     tcase_add_test(t, test_checkpoint_gpt_versions);
     tcase_add_test(t, test_pretrain_runs);

@@ -49,6 +49,17 @@ typedef struct cpu_ctx {
  * step ran 6x slower with a region per head than with one thread). */
 #define PAR_MIN_WORK ((size_t)1 << 18)
 #define PAR(work) (FAST(ctx) && (size_t)(work) >= PAR_MIN_WORK)
+/* Below this many rows matmul_forward splits its output columns among the
+ * threads instead of its rows (a decoding pass of a few slots). */
+#define MATMUL_FEW_ROWS 16
+/* ... and runs on one thread below this many multiply-adds (a decoding row
+ * through one layer's matrix: 0.5-1.8 M for SmolLM2-135M; its head, 28 M,
+ * still splits). Such a product is about a millisecond on one core, and a
+ * parallel region ends at a barrier that waits for the slowest thread: on a
+ * machine busier than its cores (measured at load 12 on 2 cores) the other
+ * thread is often descheduled, and decoding one slot ran at 0.65 tokens/s
+ * with two threads against 6.5 with one. */
+#define MATMUL_PAR_MIN ((size_t)1 << 24)
 
 static int fail(cpu_ctx *c, const char *fmt, ...) {
     va_list ap;
@@ -145,19 +156,34 @@ static const char *cpu_last_error(void *ctx) { return ((cpu_ctx *)ctx)->err; }
 
 /* ---- memory: plain host memory ---- */
 
+/* Zeroed through calloc, not aligned_alloc + memset: a large block comes
+ * from fresh pages the kernel has zeroed, so nothing is written and only the
+ * pages the policy touches become resident (a model's gradients and AdamW
+ * moments before its first step, a decoder's cache past the positions it
+ * holds; memset touched them all: half of a GGUF load's time). The block
+ * keeps 64 bytes of slack for the alignment; the pointer calloc returned
+ * sits just below the aligned one, for dealloc. */
 static void *cpu_alloc(void *ctx, size_t bytes) {
     cpu_ctx *c = ctx;
     size_t n = (bytes + 63) / 64 * 64;
     if (n == 0) n = 64;
-    void *p = aligned_alloc(64, n);
-    if (!p) {
+    unsigned char *raw = n <= SIZE_MAX - 64 ? calloc(1, n + 64) : NULL;
+    if (!raw) {
         fail(c, "out of host memory allocating %zu bytes", bytes);
         return NULL;
     }
-    memset(p, 0, n);
+    /* at least one pointer's room below the aligned block */
+    unsigned char *p = raw + 64 - ((uintptr_t)raw % 64);
+    memcpy(p - sizeof raw, &raw, sizeof raw);
     return p;
 }
-static void cpu_dealloc(void *ctx, void *p) { free(p); }
+static void cpu_dealloc(void *ctx, void *p) {
+    (void)ctx;
+    if (!p) return;
+    void *raw;
+    memcpy(&raw, (unsigned char *)p - sizeof raw, sizeof raw);
+    free(raw);
+}
 static int cpu_memcpy(void *ctx, void *dst, const void *src, size_t bytes) {
     if (bytes) memcpy(dst, src, bytes);
     return 0;
@@ -321,6 +347,31 @@ static void ref_matmul_forward(int fast, float *out, const float *inp, const flo
 static int cpu_matmul_forward(void *ctx, float *out, const float *inp, const float *w, const float *bias, int N, int IC,
                               int OC) {
 #ifdef SPADE_HAVE_CBLAS
+    if (FAST(ctx) && N < MATMUL_FEW_ROWS) {
+        /* Few rows (decoding: one row a slot): the threads split the output
+         * columns, so that each reads only its share of the weights, and
+         * one row is an sgemv. Split by rows, one thread got the only row
+         * and the other spun at the barrier; and sgemm with one row packs
+         * the whole weight matrix first, a copy as large as the product.
+         * A product under MATMUL_PAR_MIN runs on one thread: see there. */
+#pragma omp parallel if (FAST(ctx) && (size_t)N * OC * IC >= MATMUL_PAR_MIN)
+        {
+            int o0, o1;
+            split(OC, &o0, &o1);
+            if (o1 > o0) {
+                if (bias)
+                    for (int i = 0; i < N; i++)
+                        memcpy(out + (size_t)i * OC + o0, bias + o0, (size_t)(o1 - o0) * sizeof(float));
+                if (N == 1)
+                    cblas_sgemv(CblasRowMajor, CblasNoTrans, o1 - o0, IC, 1.0f, w + (size_t)o0 * IC, IC, inp, 1,
+                                bias ? 1.0f : 0.0f, out + o0, 1);
+                else
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, o1 - o0, IC, 1.0f, inp, IC,
+                                w + (size_t)o0 * IC, IC, bias ? 1.0f : 0.0f, out + o0, OC);
+            }
+        }
+        return 0;
+    }
     if (FAST(ctx)) {
         /* One thread pool: OpenMP splits the rows, each thread runs a
          * single-threaded sgemm on its block (see spade_backend_cpu_new). */

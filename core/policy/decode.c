@@ -388,9 +388,10 @@ int gpt_decoder_push(spade_decoder *d, int slot, const int *tokens, int n, char 
     return 0;
 }
 
-int spade_decoder_append_batch(spade_decoder *d, const int *slots, const int *const *tokens, const int *n, int count,
-                               int *status, char *err, size_t errlen) {
-    const char *who = "decoder_append";
+/* The checks of a batched append (every slot valid and listed once, every
+ * token in the vocabulary), before anything changes. */
+static int check_batch(spade_decoder *d, const char *who, const int *slots, const int *const *tokens, const int *n,
+                       int count, char *err, size_t errlen) {
     if (!d || count < 1 || !slots || !tokens || !n) {
         snprintf(err, errlen, "%s: decoder %p, %d slots at %p, tokens %p, counts %p: need all, count >= 1", who,
                  (void *)d, count, (const void *)slots, (const void *)tokens, (const void *)n);
@@ -412,12 +413,59 @@ int spade_decoder_append_batch(spade_decoder *d, const int *slots, const int *co
         d->mark[slots[i]] = 1;
         rc = check_tokens(d, who, slots[i], tokens[i], n[i], err, errlen);
     }
+    return rc;
+}
+
+int spade_decoder_append_batch(spade_decoder *d, const int *slots, const int *const *tokens, const int *n, int count,
+                               int *status, char *err, size_t errlen) {
+    int rc = check_batch(d, "decoder_append", slots, tokens, n, count, err, errlen);
     if (rc) return rc;
     int m = 0;
     for (int i = 0; i < count; i++) {
         int st = gpt_decoder_push(d, slots[i], tokens[i], n[i], err, errlen);
         if (status) status[i] = st;
         if (!st) d->work[m++] = slots[i];
+    }
+    return m ? catch_up(d, d->work, m, err, errlen) : 0;
+}
+
+int spade_decoder_append_shared(spade_decoder *d, const int *slots, const int *const *tokens, const int *n, int count,
+                                int *status, char *err, size_t errlen) {
+    int rc = check_batch(d, "decoder_append_shared", slots, tokens, n, count, err, errlen);
+    if (rc) return rc;
+    /* The slots that share (d->mark 2): empty, and whose prompt fits the
+     * context (one that does not is refused below, as append_batch does). */
+    int first = -1, sharers = 0, P = 0, maxT = d->p->maxT;
+    for (int i = 0; i < count; i++) {
+        if (d->len[slots[i]] || n[i] > maxT) continue;
+        d->mark[slots[i]] = 2;
+        if (first < 0) {
+            first = i;
+            P = n[i];
+        } else {
+            int j = 0;
+            while (j < P && j < n[i] && tokens[i][j] == tokens[first][j]) j++;
+            P = j;
+        }
+        sharers++;
+    }
+    if (sharers < 2 || P < 1) return spade_decoder_append_batch(d, slots, tokens, n, count, status, err, errlen);
+    /* The prefix once, in the first sharer; its cache, tokens and logits
+     * then copied to the other sharers (spade_decoder_copy), each of which
+     * is then as if it had been prefilled with the prefix itself. */
+    int s0 = slots[first];
+    if ((rc = gpt_decoder_push(d, s0, tokens[first], P, err, errlen)) || (rc = catch_up(d, &s0, 1, err, errlen)))
+        return rc;
+    for (int i = 0; i < count; i++)
+        if (i != first && d->mark[slots[i]] == 2 && (rc = spade_decoder_copy(d, slots[i], s0, err, errlen))) return rc;
+    /* Every slot's remainder in one batch: a sharer's is what follows the
+     * prefix (possibly nothing), another slot's its whole list. */
+    int m = 0;
+    for (int i = 0; i < count; i++) {
+        int s = slots[i], skip = d->mark[s] == 2 ? P : 0, st = 0;
+        if (n[i] > skip) st = gpt_decoder_push(d, s, tokens[i] + skip, n[i] - skip, err, errlen);
+        if (status) status[i] = st;
+        if (!st && n[i] > skip) d->work[m++] = s;
     }
     return m ? catch_up(d, d->work, m, err, errlen) : 0;
 }

@@ -16,6 +16,7 @@
 
 #include "errbuf.h"
 #include "policy/gguf.h"
+#include "policy/gpt_internal.h"
 #include "policy/models.h"
 #include "policy/pretrained.h"
 
@@ -289,7 +290,8 @@ int spade_policy_from_model(spade_policy **out, const char *spec, const spade_mo
         spade_errf(err, errlen, "%s: %s", m.path, e);
         goto done;
     }
-    if ((rc = spade_policy_new_with_tokenizer(&p, &m.cfg, tok, e, sizeof e))) {
+    /* no random initialisation: fill_params writes every real weight */
+    if ((rc = gpt_policy_new(&p, &m.cfg, tok, 0, e, sizeof e))) {
         spade_errf(err, errlen, "%s: %s", m.path, e);
         goto done;
     }

@@ -556,6 +556,11 @@ int spade_policy_new(spade_policy **out, const spade_gpt_config *cfg, char *err,
 
 int spade_policy_new_with_tokenizer(spade_policy **out, const spade_gpt_config *cfg, const spade_tokenizer *tok,
                                     char *err, size_t errlen) {
+    return gpt_policy_new(out, cfg, tok, 1, err, errlen);
+}
+
+int gpt_policy_new(spade_policy **out, const spade_gpt_config *cfg, const spade_tokenizer *tok, int init, char *err,
+                   size_t errlen) {
     *out = NULL;
     spade_tokenizer *tk = NULL;
     int rc;
@@ -585,6 +590,10 @@ int spade_policy_new_with_tokenizer(spade_policy **out, const spade_gpt_config *
         return rc;
     }
     p->tok = tk;
+    if (!init) { /* the backend's alloc zeroed the parameters; the caller sets them */
+        *out = p;
+        return 0;
+    }
     float *h = malloc(p->num_params * sizeof(float));
     if (!h) {
         spade_policy_free(p);

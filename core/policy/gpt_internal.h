@@ -205,6 +205,11 @@ int gpt_backend_fail(spade_policy *p, const char *what, char *err, size_t errlen
     } while (0)
 /* Allocates a policy for cfg without initialising the weights (checkpoint load). */
 int gpt_alloc(spade_policy **out, const spade_gpt_config *cfg, char *err, size_t errlen);
+/* spade_policy_new_with_tokenizer; init = 0 leaves every parameter 0 for a
+ * caller that sets them all (a GGUF load: drawing 135 M normal numbers that
+ * the file's weights replace took a third of the load). */
+int gpt_policy_new(spade_policy **out, const spade_gpt_config *cfg, const spade_tokenizer *tok, int init, char *err,
+                   size_t errlen);
 
 /* The decoder under spade_policy_sample (decode.c). gpt_decoder_push records
  * tokens in a slot without running them (the full-recompute path needs no

@@ -258,6 +258,17 @@ int spade_decoder_append(spade_decoder *d, int slot, const int *tokens, int n, c
  * (any slot, token or count) is an error before anything changes. */
 int spade_decoder_append_batch(spade_decoder *d, const int *slots, const int *const *tokens, const int *n, int count,
                                int *status, char *err, size_t errlen);
+/* spade_decoder_append_batch for prompts that share a prefix (the designer's
+ * system card and instructions): the longest prefix common to the lists of
+ * the listed slots that are empty (and fit the context) is prefilled once, in
+ * the first of them, and its keys/values copied to the others
+ * (spade_decoder_copy); then every slot's remainder runs in one batch. The
+ * slots end as append_batch leaves them: the same tokens, and on cpu_ref the
+ * same caches and logits bit for bit (a row's arithmetic does not depend on
+ * its pass); on cpu within cblas rounding. Non-empty slots, or fewer than two
+ * empty ones, are appended as by append_batch. Same status and errors. */
+int spade_decoder_append_shared(spade_decoder *d, const int *slots, const int *const *tokens, const int *n, int count,
+                                int *status, char *err, size_t errlen);
 
 /* Samples continuations of n distinct, non-empty slots together, one token
  * per slot per pass, until each stops (stop token, its max tokens, or the

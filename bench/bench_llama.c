@@ -1,0 +1,246 @@
+/* bench_llama.c — spade's side of the pretrained-model speed table
+ * (bench/bench_llama.sh, BENCHMARKS.md "Pretrained models"): load time,
+ * prefill and decoding tokens/s, the shared-prefix saving and a training
+ * step, on a GGUF model (a Llama or a Qwen2) through the decoding batch.
+ *
+ * What it is: one measurement per invocation, printed as "key value" lines
+ * on stdout so that bench_llama.sh can interleave it with llama.cpp and
+ * PyTorch runs (the references live in bench/llama_cpp_ref.py and
+ * bench/torch_llama.py). Token ids are a fixed pseudo-random stream inside
+ * the vocabulary (speed does not depend on which tokens they are); decoding
+ * is greedy with no stop token, so every slot draws exactly N tokens.
+ * What it is not: a correctness check (tests/test_pretrained.sh and
+ * tests/test_decode.c compare spade with llama.cpp and the backends), nor a
+ * ratio by itself: the ratio is the script's, against a reference measured
+ * in the same run.
+ *
+ * Usage: bench_llama MODEL MODE ARGS [--backend B] [--context N]
+ *   load                 seconds to load the model (load_s)
+ *   prefill T            one slot, a T-token prompt (prefill_tps)
+ *   decode S P N         S slots, each its own P-token prompt, then N greedy
+ *                        tokens each (decode_tps: S*N / the sampling time)
+ *   prefix S P Q N       S slots whose prompts share P tokens and differ in Q:
+ *                        prefilled separately and through the shared prefix
+ *                        (separate_s, shared_s), then N greedy tokens from each
+ *                        path; prints whether the tokens and log-probs agree
+ *   train T STEPS        B = 1, T tokens: forward, backward and AdamW
+ *                        (train_tps) and the peak RSS of the process (peak_rss_mib)
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "policy/policy.h"
+#include "policy/pretrained.h"
+
+static char err[1024];
+
+#define DIE(...)                                                                                                       \
+    do {                                                                                                               \
+        fprintf(stderr, "bench_llama: ");                                                                              \
+        fprintf(stderr, __VA_ARGS__);                                                                                  \
+        fprintf(stderr, "\n");                                                                                         \
+        exit(1);                                                                                                       \
+    } while (0)
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Ids in [256, V - 256): clear of byte tokens at the start and of the
+ * special tokens a vocabulary usually keeps at its ends. */
+static void fill_tokens(int *t, int n, int V, uint64_t seed) {
+    uint64_t s = seed * 0x9E3779B97F4A7C15ull + 12345;
+    int span = V > 1024 ? V - 512 : V;
+    for (int i = 0; i < n; i++) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        t[i] = (V > 1024 ? 256 : 0) + (int)((s >> 33) % (uint64_t)span);
+    }
+}
+
+static double peak_rss_mib(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss / 1024.0; /* Linux: kilobytes */
+}
+
+static int *xmalloc_int(size_t n) {
+    int *p = malloc(n * sizeof(int));
+    if (!p) DIE("out of memory");
+    return p;
+}
+
+static void greedy_opts(spade_sample_opts *so, int n) {
+    spade_sample_opts_default(so);
+    so->temperature = 0;
+    so->max_tokens = n;
+    so->n_stop = 0;
+    so->stop = NULL;
+}
+
+static void mode_prefill(spade_policy *p, int T) {
+    int V = spade_policy_config(p)->vocab, *t = xmalloc_int(T);
+    fill_tokens(t, T, V, 1);
+    spade_decoder *d;
+    if (spade_decoder_new(&d, p, 1, err, sizeof err)) DIE("%s", err);
+    /* a short warm-up pass, so that first-touch page faults of the cache and
+     * the backend's one-time set-up are not counted */
+    if (spade_decoder_append(d, 0, t, 16, err, sizeof err)) DIE("%s", err);
+    spade_decoder_reset(d, 0, err, sizeof err);
+    double t0 = now();
+    if (spade_decoder_append(d, 0, t, T, err, sizeof err)) DIE("%s", err);
+    double dt = now() - t0;
+    printf("prefill_tokens %d\nprefill_s %.4f\nprefill_tps %.1f\n", T, dt, T / dt);
+    spade_decoder_free(d);
+    free(t);
+}
+
+static void mode_decode(spade_policy *p, int S, int P, int N) {
+    int V = spade_policy_config(p)->vocab;
+    int *prompt = xmalloc_int((size_t)S * P), *slots = xmalloc_int(S), *n = xmalloc_int(S);
+    int *out = xmalloc_int((size_t)S * N), *len = xmalloc_int(S);
+    const int **tp = malloc(S * sizeof *tp);
+    if (!tp) DIE("out of memory");
+    for (int i = 0; i < S; i++) {
+        fill_tokens(prompt + (size_t)i * P, P, V, 100 + i);
+        slots[i] = i;
+        n[i] = P;
+        tp[i] = prompt + (size_t)i * P;
+    }
+    spade_decoder *d;
+    if (spade_decoder_new(&d, p, S, err, sizeof err)) DIE("%s", err);
+    double t0 = now();
+    if (spade_decoder_append_batch(d, slots, tp, n, S, NULL, err, sizeof err)) DIE("%s", err);
+    double t1 = now();
+    spade_sample_opts so;
+    greedy_opts(&so, N);
+    if (spade_decoder_sample(d, slots, S, &so, NULL, NULL, out, NULL, len, NULL, err, sizeof err)) DIE("%s", err);
+    double t2 = now();
+    long drawn = 0;
+    for (int i = 0; i < S; i++) drawn += len[i];
+    printf("decode_slots %d\ndecode_prompt %d\ndecode_tokens %ld\nprompt_s %.4f\ndecode_s %.4f\ndecode_tps %.2f\n", S,
+           P, drawn, t1 - t0, t2 - t1, drawn / (t2 - t1));
+    spade_decoder_free(d);
+    free(prompt), free(slots), free(n), free(out), free(len), free(tp);
+}
+
+/* Separate prefill of every slot's whole prompt against the shared path
+ * (spade_decoder_append_shared), then the same greedy draw from both. */
+static void mode_prefix(spade_policy *p, int S, int P, int Q, int N) {
+    int V = spade_policy_config(p)->vocab, W = P + Q;
+    int *prompt = xmalloc_int((size_t)S * W), *slots = xmalloc_int(S), *n = xmalloc_int(S);
+    int *out[2] = {xmalloc_int((size_t)S * N), xmalloc_int((size_t)S * N)}, *len = xmalloc_int(S);
+    float *lp[2] = {malloc((size_t)S * N * sizeof(float)), malloc((size_t)S * N * sizeof(float))};
+    const int **tp = malloc(S * sizeof *tp);
+    if (!tp || !lp[0] || !lp[1]) DIE("out of memory");
+    for (int i = 0; i < S; i++) {
+        fill_tokens(prompt + (size_t)i * W, P, V, 7); /* the same prefix */
+        fill_tokens(prompt + (size_t)i * W + P, Q, V, 200 + i);
+        slots[i] = i;
+        n[i] = W;
+        tp[i] = prompt + (size_t)i * W;
+    }
+    double secs[2];
+    for (int shared = 0; shared < 2; shared++) {
+        spade_decoder *d;
+        if (spade_decoder_new(&d, p, S, err, sizeof err)) DIE("%s", err);
+        double t0 = now();
+        int rc = shared ? spade_decoder_append_shared(d, slots, tp, n, S, NULL, err, sizeof err)
+                        : spade_decoder_append_batch(d, slots, tp, n, S, NULL, err, sizeof err);
+        if (rc) DIE("%s", err);
+        secs[shared] = now() - t0;
+        if (N > 0) {
+            spade_sample_opts so;
+            spade_sample_opts_default(&so);
+            so.max_tokens = N;
+            so.temperature = 0.7f;
+            so.seed = 42;
+            if (spade_decoder_sample(d, slots, S, &so, NULL, NULL, out[shared], lp[shared], len, NULL, err, sizeof err))
+                DIE("%s", err);
+        }
+        spade_decoder_free(d);
+    }
+    int same_tok = 1;
+    double maxd = 0;
+    for (size_t i = 0; i < (size_t)S * N; i++) {
+        if (out[0][i] != out[1][i]) same_tok = 0;
+        double dd = lp[0][i] > lp[1][i] ? lp[0][i] - lp[1][i] : lp[1][i] - lp[0][i];
+        if (dd > maxd) maxd = dd;
+    }
+    printf("prefix_slots %d\nprefix_shared %d\nprefix_own %d\nseparate_s %.4f\nshared_s %.4f\nsaving %.2f\n", S, P, Q,
+           secs[0], secs[1], secs[0] / secs[1]);
+    if (N > 0) printf("same_tokens %d\nmax_logprob_diff %.3g\n", same_tok, maxd);
+    free(prompt), free(slots), free(n), free(out[0]), free(out[1]), free(len), free(lp[0]), free(lp[1]), free(tp);
+}
+
+static void mode_train(spade_policy *p, int T, int steps) {
+    int V = spade_policy_config(p)->vocab, *t = xmalloc_int(T + 1);
+    fill_tokens(t, T + 1, V, 3);
+    spade_adamw_opts ao;
+    spade_adamw_opts_default(&ao);
+    double t0 = 0;
+    float loss = 0;
+    for (int s = 0; s <= steps; s++) { /* step 0 is a warm-up: allocations, first touches */
+        if (s == 1) t0 = now();
+        if (spade_policy_forward(p, t, t + 1, NULL, 1, T, &loss, NULL, err, sizeof err) ||
+            spade_policy_backward(p, 1.0f, err, sizeof err) || spade_policy_step(p, &ao, NULL, err, sizeof err))
+            DIE("%s", err);
+    }
+    double dt = now() - t0;
+    printf("train_T %d\ntrain_steps %d\ntrain_s %.3f\ntrain_tps %.1f\nloss %.3f\npeak_rss_mib %.0f\n", T, steps, dt,
+           (double)T * steps / dt, loss, peak_rss_mib());
+    free(t);
+}
+
+int main(int argc, char **argv) {
+    const char *backend = NULL;
+    int context = 0, pos = 0;
+    char *args[8];
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--backend") && i + 1 < argc) {
+            backend = argv[++i];
+        } else if (!strcmp(argv[i], "--context") && i + 1 < argc) {
+            context = atoi(argv[++i]);
+        } else if (pos < 8) {
+            args[pos++] = argv[i];
+        } else {
+            DIE("too many arguments");
+        }
+    }
+    if (pos < 2) {
+        fprintf(stderr, "usage: bench_llama MODEL load|prefill T|decode S P N|prefix S P Q N|train T STEPS "
+                        "[--backend B] [--context N]\n");
+        return 2;
+    }
+    const char *mode = args[1];
+    int a[4] = {0};
+    for (int i = 0; i < 4 && i + 2 < pos; i++) a[i] = atoi(args[i + 2]);
+    spade_model_opts mo = {.backend = backend, .context = context};
+    spade_policy *p;
+    double t0 = now();
+    if (spade_policy_from_model(&p, args[0], &mo, err, sizeof err)) DIE("%s", err);
+    double load = now() - t0;
+    printf("backend %s\nload_s %.3f\n", spade_policy_backend_name(p), load);
+    fprintf(stderr, "bench_llama: %s\n", spade_policy_backend_note(p));
+    if (!strcmp(mode, "load")) {
+        printf("load_rss_mib %.0f\n", peak_rss_mib());
+    } else if (!strcmp(mode, "prefill") && a[0] > 0) {
+        mode_prefill(p, a[0]);
+    } else if (!strcmp(mode, "decode") && a[0] > 0 && a[1] > 0 && a[2] > 0) {
+        mode_decode(p, a[0], a[1], a[2]);
+    } else if (!strcmp(mode, "prefix") && a[0] > 0 && a[1] > 0 && a[2] >= 0) {
+        mode_prefix(p, a[0], a[1], a[2], a[3]);
+    } else if (!strcmp(mode, "train") && a[0] > 1 && a[1] > 0) {
+        mode_train(p, a[0], a[1]);
+    } else {
+        DIE("mode '%s' with these arguments is not one of load, prefill T, decode S P N, prefix S P Q N, train T STEPS",
+            mode);
+    }
+    spade_policy_free(p);
+    return 0;
+}
