@@ -259,6 +259,7 @@ int cli_read_token(const char *cmd, const char *file, const char *env, char *buf
     memcpy(buf, v, n + 1);
     *len = n;
     return 0;
+}
 
 int cli_load_policy(const char *spec, int context, spade_policy **out, char *err, size_t errlen) {
     size_t n = strlen(spec);
