@@ -102,8 +102,18 @@ static void print_top(int pos, int token, int gen, const float *lp, int V, int K
     printf("]}\n");
 }
 
-int cli_generate(spade_sandbox *sb, int argc, char **argv) {
-    (void)sb;
+/* What the command line asked for. */
+typedef struct gen_args {
+    const char *prompt, *prompt_file, *backend, *spec;
+    int chat;
+    long ntok, K, ctx;
+    double temp;
+    uint64_t seed;
+} gen_args;
+
+/* The options into a; -1 when parsing is done and the command goes on, else
+ * the exit status (usage errors, --help). */
+static int gen_parse(int argc, char **argv, gen_args *a) {
     static const struct option opts[] = {
         {"prompt", required_argument, 0, 'p'},
         {"prompt-file", required_argument, 0, 'f'},
@@ -117,70 +127,153 @@ int cli_generate(spade_sandbox *sb, int argc, char **argv) {
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
-    const char *prompt = NULL, *prompt_file = NULL, *backend = NULL;
-    int chat = 0, opt;
-    long ntok = 64, K = 0, ctx = 0;
-    double temp = 0;
-    uint64_t seed = 1;
+    *a = (gen_args){.ntok = 64, .seed = 1};
+    int opt;
     optind = 1;
     opterr = 0;
     while ((opt = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
         switch (opt) {
-        case 'p': prompt = optarg; break;
-        case 'f': prompt_file = optarg; break;
-        case 'c': chat = 1; break;
+        case 'p': a->prompt = optarg; break;
+        case 'f': a->prompt_file = optarg; break;
+        case 'c': a->chat = 1; break;
         case 'n':
-            if (cli_parse_long(CMD, "--tokens", optarg, 1, 1 << 20, &ntok)) return CLI_USAGE;
+            if (cli_parse_long(CMD, "--tokens", optarg, 1, 1 << 20, &a->ntok)) return CLI_USAGE;
             break;
         case 't': {
             char *e;
-            temp = strtod(optarg, &e);
-            if (e == optarg || *e || !(temp >= 0 && temp <= 100))
+            a->temp = strtod(optarg, &e);
+            if (e == optarg || *e || !(a->temp >= 0 && a->temp <= 100))
                 return cli_err(CLI_USAGE, CMD, "--temperature '%s': expected a number in 0..100", optarg);
             break;
         }
         case 's':
-            if (cli_parse_u64(CMD, "--seed", optarg, &seed)) return CLI_USAGE;
+            if (cli_parse_u64(CMD, "--seed", optarg, &a->seed)) return CLI_USAGE;
             break;
         case 'l':
-            if (cli_parse_long(CMD, "--logprobs", optarg, 1, SPADE_POLICY_MAX_VOCAB, &K)) return CLI_USAGE;
+            if (cli_parse_long(CMD, "--logprobs", optarg, 1, SPADE_POLICY_MAX_VOCAB, &a->K)) return CLI_USAGE;
             break;
         case 'x':
-            if (cli_parse_long(CMD, "--context", optarg, 2, 65536, &ctx)) return CLI_USAGE;
+            if (cli_parse_long(CMD, "--context", optarg, 2, 65536, &a->ctx)) return CLI_USAGE;
             break;
-        case 'b': backend = optarg; break;
+        case 'b': a->backend = optarg; break;
         case 'h': cli_usage_generate(stdout); return CLI_OK;
         default: return cli_bad_option(CMD, argc, argv, optopt);
         }
     }
     if (optind + 1 != argc) return cli_err(CLI_USAGE, CMD, "expected one MODEL or CKPT (spade generate --help)");
-    if (prompt && prompt_file) return cli_err(CLI_USAGE, CMD, "--prompt and --prompt-file exclude each other");
-    const char *spec = argv[optind];
+    if (a->prompt && a->prompt_file) return cli_err(CLI_USAGE, CMD, "--prompt and --prompt-file exclude each other");
+    a->spec = argv[optind];
+    return -1;
+}
+
+/* A model by name or .gguf path (its context sized to this prompt and
+ * continuation, not the model's 8192+), or a spade checkpoint. */
+static int gen_load(const gen_args *a, size_t tlen, spade_policy **p, char *err, size_t errlen) {
+    if (!is_model_spec(a->spec)) return spade_policy_load(p, a->spec, a->backend, err, errlen);
+    spade_model_opts mo = {.backend = a->backend, .context = (int)a->ctx};
+    spade_gpt_config mc;
+    if (!a->ctx && !spade_model_config(a->spec, &mo, &mc, err, errlen)) {
+        long need = (long)tlen + a->ntok + 64; /* a token is at least one byte, plus chat markup */
+        mo.context = (int)(need < 256 ? 256 : need < mc.context ? need : mc.context);
+    }
+    return spade_policy_from_model(p, a->spec, &mo, err, errlen);
+}
+
+/* The prompt's tokens into *toks (n of them): a model's BPE (BOS as the
+ * model says; --chat as one ChatML user turn), or a spade tokenizer after
+ * <|end|>. 0, or nonzero (err). */
+static int gen_encode(const gen_args *a, spade_tokenizer *tk, const char *text, size_t tlen, int **toks, int *n,
+                      char *err, size_t errlen) {
+    const spade_bpe *bpe = spade_tokenizer_bpe(tk);
+    int rc = 0;
+    *toks = NULL;
+    *n = 0;
+    if (bpe) {
+        spade_bpe_out o = {0};
+        uint8_t *tr = NULL;
+        if (a->chat) {
+            spade_chat_msg m = {.role = "user", .content = text, .len = tlen};
+            rc = spade_bpe_chat(bpe, &m, 1, 1, &o, &tr, err, errlen);
+            free(tr);
+        } else {
+            rc = spade_bpe_encode(bpe, text, tlen, SPADE_BPE_ADD_SPECIAL, &o, err, errlen);
+        }
+        if (!rc && (*toks = malloc((o.n + 1) * sizeof **toks)))
+            for (size_t i = 0; i < o.n; i++) (*toks)[(*n)++] = o.ids[i];
+        spade_bpe_out_free(&o);
+    } else {
+        if (a->chat) rc = -1, snprintf(err, errlen, "--chat needs a pretrained model's tokenizer (ChatML)");
+        if (!rc && (*toks = malloc((tlen + 1) * sizeof **toks))) {
+            /* a spade policy's documents start after <|end|> (what pretrain puts between them) */
+            (*toks)[(*n)++] = SPADE_TOK_END;
+            *n += (int)spade_tokenizer_encode(tk, text, tlen, *toks + 1);
+        }
+    }
+    if (!rc && !*toks) rc = -1, snprintf(err, errlen, "out of memory");
+    return rc;
+}
+
+/* The next token from the log-softmax lp: greedy at temperature 0, else
+ * softmax(lp / T) by inversion on the seeded stream. */
+static int gen_pick(const float *lp, int V, double temp, uint64_t *rng) {
+    int tok = 0;
+    if (temp == 0) {
+        for (int v = 1; v < V; v++)
+            if (lp[v] > lp[tok]) tok = v;
+        return tok;
+    }
+    double mx = -INFINITY, z = 0;
+    for (int v = 0; v < V; v++) mx = lp[v] > mx ? lp[v] : mx;
+    for (int v = 0; v < V; v++) z += exp((lp[v] - mx) / temp);
+    double u = (double)(splitmix(rng) >> 11) * 0x1.0p-53 * z, c = 0;
+    for (tok = 0; tok < V - 1; tok++)
+        if ((c += exp((lp[tok] - mx) / temp)) > u) break;
+    return tok;
+}
+
+/* The continuation's bytes so far, printed as whole UTF-8 sequences. */
+typedef struct gen_out {
+    char *p;
+    size_t len, printed, cap;
+} gen_out;
+
+/* Appends a token's piece and prints what is whole; 0, or -1 out of memory. */
+static int gen_emit(gen_out *o, const unsigned char *pc, size_t pl) {
+    if (o->len + pl > o->cap) {
+        o->cap = (o->len + pl) * 2 + 256;
+        char *nb = realloc(o->p, o->cap);
+        if (!nb) return -1;
+        o->p = nb;
+    }
+    memcpy(o->p + o->len, pc, pl);
+    o->len += pl;
+    /* hold back a UTF-8 sequence the next token completes */
+    size_t ok = spade_bpe_utf8_complete(o->p + o->printed, o->len - o->printed);
+    fwrite(o->p + o->printed, 1, ok, stdout);
+    fflush(stdout);
+    o->printed += ok;
+    return 0;
+}
+
+int cli_generate(spade_sandbox *sb, int argc, char **argv) {
+    (void)sb;
+    gen_args a;
+    int rc = gen_parse(argc, argv, &a);
+    if (rc >= 0) return rc;
+    long K = a.K;
     char *text = NULL;
     size_t tlen = 0;
-    if (prompt_file) {
-        if (!(text = read_all(prompt_file, &tlen))) return cli_err(CLI_FAIL, CMD, "%s: cannot read", prompt_file);
+    if (a.prompt_file) {
+        if (!(text = read_all(a.prompt_file, &tlen))) return cli_err(CLI_FAIL, CMD, "%s: cannot read", a.prompt_file);
     } else {
-        text = strdup(prompt ? prompt : "");
+        text = strdup(a.prompt ? a.prompt : "");
         tlen = strlen(text);
     }
 
     char err[1200];
     double t0 = now_s();
     spade_policy *p = NULL;
-    int rc = 0;
-    if (is_model_spec(spec)) {
-        /* the context: what this prompt and continuation need, not the model's 8192+ */
-        spade_model_opts mo = {.backend = backend, .context = (int)ctx};
-        spade_gpt_config mc;
-        if (!ctx && !spade_model_config(spec, &mo, &mc, err, sizeof err)) {
-            long need = (long)tlen + ntok + 64; /* a token is at least one byte, plus chat markup */
-            mo.context = (int)(need < 256 ? 256 : need < mc.context ? need : mc.context);
-        }
-        rc = spade_policy_from_model(&p, spec, &mo, err, sizeof err);
-    } else {
-        rc = spade_policy_load(&p, spec, backend, err, sizeof err);
-    }
+    rc = gen_load(&a, tlen, &p, err, sizeof err);
     if (rc) {
         free(text);
         return cli_err(CLI_FAIL, CMD, "%s", err);
@@ -190,30 +283,8 @@ int cli_generate(spade_sandbox *sb, int argc, char **argv) {
     const spade_bpe *bpe = spade_tokenizer_bpe(tk);
     int V = spade_tokenizer_vocab(tk), context = spade_policy_config(p)->context;
 
-    /* the prompt's tokens */
     int *toks = NULL, n = 0;
-    if (bpe) {
-        spade_bpe_out o = {0};
-        uint8_t *tr = NULL;
-        if (chat) {
-            spade_chat_msg m = {.role = "user", .content = text, .len = tlen};
-            rc = spade_bpe_chat(bpe, &m, 1, 1, &o, &tr, err, sizeof err);
-            free(tr);
-        } else {
-            rc = spade_bpe_encode(bpe, text, tlen, SPADE_BPE_ADD_SPECIAL, &o, err, sizeof err);
-        }
-        if (!rc && (toks = malloc((o.n + 1) * sizeof *toks)))
-            for (size_t i = 0; i < o.n; i++) toks[n++] = o.ids[i];
-        spade_bpe_out_free(&o);
-    } else {
-        if (chat) rc = -1, snprintf(err, sizeof err, "--chat needs a pretrained model's tokenizer (ChatML)");
-        if (!rc && (toks = malloc((tlen + 1) * sizeof *toks))) {
-            /* a spade policy's documents start after <|end|> (what pretrain puts between them) */
-            toks[n++] = SPADE_TOK_END;
-            n += (int)spade_tokenizer_encode(tk, text, tlen, toks + 1);
-        }
-    }
-    if (!rc && !toks) rc = -1, snprintf(err, sizeof err, "out of memory");
+    rc = gen_encode(&a, tk, text, tlen, &toks, &n, err, sizeof err);
     if (!rc && n == 0)
         rc = -1, snprintf(err, sizeof err, "the prompt is empty and the model adds no BOS: give --prompt");
     if (!rc && n >= context)
@@ -238,45 +309,20 @@ int cli_generate(spade_sandbox *sb, int argc, char **argv) {
     }
     double t_prompt = now_s() - t1, t2 = now_s();
 
-    char *outbuf = NULL;
-    size_t olen = 0, oprinted = 0, ocap = 0;
+    /* the continuation: until an end-of-generation token, --tokens or the context */
+    gen_out out = {0};
     int gen = 0;
-    uint64_t rng = seed ^ 0x5eedULL;
-    while (!rc && gen < ntok && spade_decoder_len(d, 0) < context) {
-        int tok = 0;
-        if (temp == 0) {
-            for (int v = 1; v < V; v++)
-                if (lp[v] > lp[tok]) tok = v;
-        } else { /* softmax(lp / T) by inversion */
-            double mx = -INFINITY, z = 0;
-            for (int v = 0; v < V; v++) mx = lp[v] > mx ? lp[v] : mx;
-            for (int v = 0; v < V; v++) z += exp((lp[v] - mx) / temp);
-            double u = (double)(splitmix(&rng) >> 11) * 0x1.0p-53 * z, c = 0;
-            for (tok = 0; tok < V - 1; tok++)
-                if ((c += exp((lp[tok] - mx) / temp)) > u) break;
-        }
+    uint64_t rng = a.seed ^ 0x5eedULL;
+    while (!rc && gen < a.ntok && spade_decoder_len(d, 0) < context) {
+        int tok = gen_pick(lp, V, a.temp, &rng);
         gen++;
         int stop = bpe ? spade_bpe_is_eog(bpe, tok) : tok == SPADE_TOK_END;
         if (!K && !stop) {
             size_t pl = 0;
             const unsigned char *pc = spade_tokenizer_piece(tk, tok, &pl);
-            if (pc && pl) {
-                if (olen + pl > ocap) {
-                    ocap = (olen + pl) * 2 + 256;
-                    char *nb = realloc(outbuf, ocap);
-                    if (!nb) {
-                        rc = -1, snprintf(err, sizeof err, "out of memory");
-                        break;
-                    }
-                    outbuf = nb;
-                }
-                memcpy(outbuf + olen, pc, pl);
-                olen += pl;
-                /* hold back a UTF-8 sequence the next token completes */
-                size_t ok = spade_bpe_utf8_complete(outbuf + oprinted, olen - oprinted);
-                fwrite(outbuf + oprinted, 1, ok, stdout);
-                fflush(stdout);
-                oprinted += ok;
+            if (pc && pl && gen_emit(&out, pc, pl) < 0) {
+                rc = -1, snprintf(err, sizeof err, "out of memory");
+                break;
             }
         }
         if (stop) break;
@@ -286,16 +332,16 @@ int cli_generate(spade_sandbox *sb, int argc, char **argv) {
         if (!rc && K) print_top(n + gen - 1, tok, 1, lp, V, (int)K, ids);
     }
     if (rc > 0) rc = 0;
-    if (!K && oprinted < olen) fwrite(outbuf + oprinted, 1, olen - oprinted, stdout);
+    if (!K && out.printed < out.len) fwrite(out.p + out.printed, 1, out.len - out.printed, stdout);
     if (!K && !rc) fflush(stdout);
     double t_gen = now_s() - t2;
     if (!rc)
         fprintf(stderr,
                 "spade generate: %s on %s: loaded in %.2f s; prompt %d tokens in %.2f s (%.1f tokens/s%s); "
                 "%d tokens generated in %.2f s (%.1f tokens/s)\n",
-                spec, spade_policy_backend_name(p), t_load, n, t_prompt, t_prompt > 0 ? n / t_prompt : 0,
+                a.spec, spade_policy_backend_name(p), t_load, n, t_prompt, t_prompt > 0 ? n / t_prompt : 0,
                 K ? ", one at a time" : "", gen, t_gen, t_gen > 0 ? gen / t_gen : 0);
-    free(outbuf);
+    free(out.p);
     free(lp);
     free(ids);
     free(toks);
