@@ -20,7 +20,7 @@
 # Environment: MODEL (default: smollm2-135m-instruct in the model cache),
 # LLAMA_PY (/work/llama-venv/bin/python), TORCH_PY ($SPADE_TORCH_PYTHON),
 # THREADS (2), ROUNDS (1), PREFILL (1024), GEN (32: tokens a slot decodes),
-# SLOTS (32), TRAIN_T (256), TRAIN_STEPS (1), PARTS ("prefill decode prefix
+# SLOTS (32), PREFIX ("8 384 64"), TRAIN_T (256), TRAIN_STEPS (1), PARTS ("prefill decode prefix
 # train load"), WORK (a directory for the F32 file, /tmp/spade-bench-llama).
 # spade runs with no variable set (no OPENBLAS_CORETYPE, no OMP_NUM_THREADS):
 # its own defaults, as a user gets them.
@@ -115,10 +115,12 @@ done
 for part in $parts; do
     case $part in
     prefix)
-        # 8 designer prompts: a 384-token shared opening, 64 tokens of their own
-        out=$(env -u OPENBLAS_CORETYPE "$bl" "$model" prefix 8 384 64 16 --context 512 2>/dev/null)
+        # PREFIX="S P Q": S designer prompts, a P-token shared opening, Q tokens of their own
+        set -- ${PREFIX:-8 384 64}
+        out=$(env -u OPENBLAS_CORETYPE -u OMP_NUM_THREADS "$bl" "$model" prefix "$1" "$2" "$3" 16 \
+            --context $(($2 + $3 + 32)) 2>/dev/null)
         printf '%-44s separate %ss  shared %ss  saving %sx  same tokens %s  max |dlogp| %s  load %s\n' \
-            "prefix 8 x (384 shared + 64 own)" "$(echo "$out" | val separate_s)" "$(echo "$out" | val shared_s)" \
+            "prefix $1 x ($2 shared + $3 own)" "$(echo "$out" | val separate_s)" "$(echo "$out" | val shared_s)" \
             "$(echo "$out" | val saving)" "$(echo "$out" | val same_tokens)" "$(echo "$out" | val max_logprob_diff)" \
             "$(load)"
         ;;
