@@ -12,8 +12,8 @@
 # (or SPADE_LONG=1) adds p1..p3 (the four long prompts of docs/models.md's figures).
 # The same for Qwen2.5-Coder-0.5B-Instruct against qwen-f32.json when that
 # model is fetched (it is not by ./bootstrap): p0 and 16 new tokens by default
-# (its load takes most of a minute and 12 GB), all five prompts and 64 tokens
-# with SPADE_LONG=1.
+# (its load takes most of a minute and 12 GB), every prompt the fixture holds
+# and 64 tokens with SPADE_LONG=1.
 NAME=pretrained
 . "${srcdir:-.}/tests/tap.sh"
 
@@ -100,7 +100,10 @@ if [ -f "$QWEN" ] && [ ! -f "$SRC/tests/data/llama_ref/qwen-f32.json" ]; then
 elif [ -f "$QWEN" ]; then
     # by default the 20-token p0 and 16 new tokens: the load alone takes most of a minute
     if [ -n "$SPADE_PRETRAINED_FULL" ]; then
-        agree qwen2.5-coder "$QWEN" "$SRC/tests/data/llama_ref/qwen-f32.json" 64 0 1 2 3 4
+        # every prompt the fixture holds (p0, p1, ... in order)
+        qn=$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["prompts"]))' \
+            "$SRC/tests/data/llama_ref/qwen-f32.json")
+        agree qwen2.5-coder "$QWEN" "$SRC/tests/data/llama_ref/qwen-f32.json" 64 $(seq 0 $((qn - 1)))
     else
         agree qwen2.5-coder "$QWEN" "$SRC/tests/data/llama_ref/qwen-f32.json" 16 0
     fi
