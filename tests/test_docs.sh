@@ -84,6 +84,7 @@ spade train configs/remote-designer.ini|needs a served model at the config'"'"'s
 spade eval smollm2|needs the fetched model and minutes; tests/test_chat.sh runs spade eval on it
 spade generate smollm2|needs the fetched model; tests/test_pretrained.sh runs spade generate on it when it is there
 spade generate qwen2.5|needs the fetched Qwen2.5-Coder (about a minute to load on two cores); no test runs it yet
+spade export qwen2.5|needs the fetched Qwen2.5-Coder, 12 GB and minutes; tests/test_export.sh exports the tiny models and SmolLM2
 spade model info smollm2|needs the fetched model (./bootstrap fetches it; tests/test_gguf checks the real file when it is there)
 spade train configs/hint-template.ini|trains from the hint-literate base of configs/base-hint.ini in runs/ (minutes to build); tests/test_hintbase.sh runs it at toy size
 make fuzz|runs libFuzzer for minutes and needs clang and the build tree; tests/test_fuzz.sh replays every corpus in make check

@@ -6,8 +6,8 @@
 # --logprobs output byte for byte; f16 and q8_0: the same greedy
 # continuation), and llama.cpp (tools/llama_reference.py) loads each file and
 # gives the same tokens and greedy continuation as spade on that file, with
-# log-softmax within TOL (f32; reported for f16/q8_0, where llama.cpp also
-# rounds the activations). Refusals: a GPT checkpoint, a bad --type, an
+# log-softmax within TOL at f32 (bounds(), below, for f16 and q8_0, where
+# llama.cpp also rounds the activations). Refusals: a GPT checkpoint, a bad --type, an
 # unwritable OUT, each leaving no file.
 # Not a test of the weights' rounding (tests/test_tiny_gguf.c checks it bit
 # for bit) or of speed. By default SmolLM2 is exported at f32 only and
@@ -28,13 +28,15 @@ skip_llama=""
 command -v python3 >/dev/null 2>&1 || { echo "SKIP: needs python3 for the JSON"; exit 77; }
 TOL=${TOL:-1e-3}
 
-# compare FIXTURE JSONL TOL GREEDY_REQUIRED: spade's --logprobs lines against llama.cpp's fixture
+# compare FIXTURE JSONL TOL [PREFIX]: spade's --logprobs lines against llama.cpp's fixture; the greedy
+# continuations must be identical (their first PREFIX tokens when PREFIX is given)
 compare() {
     python3 - "$@" >"$TMP/out" 2>&1 <<'EOF'
 import json, sys
 ref = json.load(open(sys.argv[1]))["prompts"][0]
 lines = [json.loads(l) for l in open(sys.argv[2])]
 tol = float(sys.argv[3])
+prefix = int(sys.argv[4]) if len(sys.argv) > 4 else 0
 prom = [l for l in lines if not l["gen"]]
 gen = [l["token"] for l in lines if l["gen"]]
 ok = [l["token"] for l in prom] == ref["tokens"]
@@ -46,10 +48,26 @@ for l, r in zip(lines, ref["top"]):
         worst = max(worst, abs(mine[v] - x) if v in mine else float("inf"))
 g = ref["greedy"]  # llama.cpp keeps an end-of-generation token, spade stops before it
 same = gen == g[:len(gen)] and len(g) - len(gen) <= 1
-print(f"max |delta log-softmax| {worst:.3g}; greedy {len(gen)} tokens {'identical' if same else 'DIFFER'}")
+agree = next((i for i, (a, b) in enumerate(zip(gen, g)) if a != b), min(len(gen), len(g)))
+print(f"max |delta log-softmax| {worst:.3g} (bound {tol:g}); greedy {len(gen)} tokens "
+      f"{'identical' if same else f'identical for the first {agree}'}{f' (required: {prefix})' if prefix else ''}")
 if not same: print("spade:", gen, "\nllama.cpp:", g)
+if prefix: same = agree >= min(prefix, len(gen))
 sys.exit(0 if ok and same and worst <= tol else 1)
 EOF
+}
+
+# What llama.cpp must agree to on an export of type T: at f32 the log-softmax within TOL and the
+# whole greedy continuation; at f16 llama.cpp rounds the activations to f16 for its dot products
+# (measured 5e-3 on the tiny models), at q8_0 to q8_0 blocks (0.12-0.14 on the tiny models, whose
+# random weights make large activations): within 2e-2 and the whole continuation at f16; within
+# 0.5 and the first 16 tokens at q8_0, where a free-running greedy continuation may part later
+bounds() {
+    case $1 in
+    f32) echo "$TOL" ;;
+    f16) echo 2e-2 ;;
+    q8_0) echo 0.5 16 ;;
+    esac
 }
 
 # llama.cpp on GGUF with the prompt file: FIXTURE
@@ -103,9 +121,7 @@ for arch in llama qwen2; do
             bad "$arch $ty: llama.cpp loads the export"
             continue
         fi
-        tol=$TOL
-        [ "$ty" = f32 ] || tol=1
-        compare "$TMP/$arch-$ty.ref.json" "$TMP/$arch-$ty.jsonl" "$tol"
+        compare "$TMP/$arch-$ty.ref.json" "$TMP/$arch-$ty.jsonl" $(bounds "$ty")
         rc=$?
         sed 's/^/# /' "$TMP/out"
         [ $rc -eq 0 ] && ok "$arch $ty: llama.cpp gives spade's tokens and greedy continuation" ||
@@ -156,9 +172,7 @@ if [ -f "$MODEL" ]; then
             fi
             if [ -z "$skip_llama" ]; then
                 if llama_ref "$out" "$S" 64 "$TMP/smol-$ty.ref.json"; then
-                    tol=$TOL
-                    [ "$ty" = f32 ] || tol=1
-                    compare "$TMP/smol-$ty.ref.json" "$TMP/smol-$ty.jsonl" "$tol"
+                    compare "$TMP/smol-$ty.ref.json" "$TMP/smol-$ty.jsonl" $(bounds "$ty")
                     rc=$?
                     sed 's/^/# /' "$TMP/out"
                     [ $rc -eq 0 ] && ok "smollm2 $ty: llama.cpp gives spade's tokens and greedy continuation" ||

@@ -11,8 +11,9 @@
 # By default the short prompt p0 and the 280-token p4; SPADE_PRETRAINED_FULL=1
 # (or SPADE_LONG=1) adds p1..p3 (the four long prompts of docs/models.md's figures).
 # The same for Qwen2.5-Coder-0.5B-Instruct against qwen-f32.json when that
-# model is fetched (it is not by ./bootstrap): p0 only by default (its load
-# takes most of a minute and 12 GB), all five prompts with SPADE_LONG=1.
+# model is fetched (it is not by ./bootstrap): p0 and 16 new tokens by default
+# (its load takes most of a minute and 12 GB), every prompt the fixture holds
+# and 64 tokens with SPADE_LONG=1.
 NAME=pretrained
 . "${srcdir:-.}/tests/tap.sh"
 
@@ -37,21 +38,24 @@ TOL=${TOL:-1e-3}
 [ -n "$SPADE_LONG" ] && SPADE_PRETRAINED_FULL=1
 
 # agree LABEL MODEL FIXTURE PROMPT_INDICES: spade generate --logprobs 8 on each prompt against llama.cpp's fixture
+# (GEN new tokens: 64, all the fixture has; fewer compare a prefix of its greedy continuation)
 agree() {
-    label=$1 model=$2 fix=$3
-    shift 3
+    label=$1 model=$2 fix=$3 gen=$4
+    shift 4
     for i in "$@"; do
-        "$SPADE" generate "$model" --prompt-file "$SRC/tests/data/llama_ref/p$i.txt" --tokens 64 --logprobs 8 \
+        "$SPADE" generate "$model" --prompt-file "$SRC/tests/data/llama_ref/p$i.txt" --tokens "$gen" --logprobs 8 \
             >"$TMP/p$i.jsonl" 2>"$TMP/out"
         if [ $? -ne 0 ]; then
             bad "$label p$i: spade generate --logprobs ran"
             continue
         fi
-        python3 - "$fix" "$i" "$TMP/p$i.jsonl" "$TOL" >"$TMP/out" 2>&1 <<'EOF'
+        sed -n 's/^spade generate: /# /p' "$TMP/out"
+        python3 - "$fix" "$i" "$TMP/p$i.jsonl" "$TOL" "$gen" >"$TMP/out" 2>&1 <<'EOF'
 import json, sys
 ref = json.load(open(sys.argv[1]))["prompts"][int(sys.argv[2])]
 lines = [json.loads(l) for l in open(sys.argv[3])]
 tol = float(sys.argv[4])
+asked = int(sys.argv[5])
 prom = [l for l in lines if not l["gen"]]
 gen = [l["token"] for l in lines if l["gen"]]
 ok = True
@@ -64,7 +68,7 @@ for i, (l, r) in enumerate(zip(prom + [l for l in lines if l["gen"]], ref["top"]
         d = abs(mine[v] - x) if v in mine else float("inf")
         if d > worst: worst, where = d, (i, v)
 # spade's generated lines stop before an end-of-generation token; llama.cpp's list keeps it
-g = ref["greedy"]
+g = ref["greedy"][:asked + 1]
 if gen != g[:len(gen)] or len(g) - len(gen) > 1:
     print("greedy continuation differs:", gen, g); ok = False
 print(f"{len(prom)} prompt tokens; max |delta log-softmax| over llama.cpp's top-8: {worst:.3g} at (position, token) "
@@ -85,7 +89,7 @@ if [ -f "$MODEL" ]; then
         bad "a truncated model file is an error naming it"
     prompts="0 4"
     [ -n "$SPADE_PRETRAINED_FULL" ] && prompts="0 1 2 3 4"
-    agree smollm2 "$MODEL" "$SRC/tests/data/llama_ref/smollm2-f32.json" $prompts
+    agree smollm2 "$MODEL" "$SRC/tests/data/llama_ref/smollm2-f32.json" 64 $prompts
 else
     echo "ok $((n + 1)) - SmolLM2 llama.cpp agreement # SKIP needs $MODEL (./bootstrap, or spade model fetch smollm2-135m-instruct)"
     n=$((n + 1))
@@ -94,9 +98,15 @@ if [ -f "$QWEN" ] && [ ! -f "$SRC/tests/data/llama_ref/qwen-f32.json" ]; then
     echo "ok $((n + 1)) - Qwen2.5-Coder llama.cpp agreement # SKIP no fixture tests/data/llama_ref/qwen-f32.json (docs/models.md says how to make it)"
     n=$((n + 1))
 elif [ -f "$QWEN" ]; then
-    prompts="0"
-    [ -n "$SPADE_PRETRAINED_FULL" ] && prompts="0 1 2 3 4"
-    agree qwen2.5-coder "$QWEN" "$SRC/tests/data/llama_ref/qwen-f32.json" $prompts
+    # by default the 20-token p0 and 16 new tokens: the load alone takes most of a minute
+    if [ -n "$SPADE_PRETRAINED_FULL" ]; then
+        # every prompt the fixture holds (p0, p1, ... in order)
+        qn=$(python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["prompts"]))' \
+            "$SRC/tests/data/llama_ref/qwen-f32.json")
+        agree qwen2.5-coder "$QWEN" "$SRC/tests/data/llama_ref/qwen-f32.json" 64 $(seq 0 $((qn - 1)))
+    else
+        agree qwen2.5-coder "$QWEN" "$SRC/tests/data/llama_ref/qwen-f32.json" 16 0
+    fi
 else
     echo "ok $((n + 1)) - Qwen2.5-Coder llama.cpp agreement # SKIP needs $QWEN (spade model fetch qwen2.5-coder-0.5b-instruct)"
     n=$((n + 1))
