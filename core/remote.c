@@ -130,6 +130,9 @@ static int xfer_setup(spade_remote *r, xfer *x, const char *url, const char *bod
     if (!x->h) return -1;
     if (!x->hdrs) {
         x->hdrs = curl_slist_append(NULL, "Content-Type: application/json");
+        /* no "Expect: 100-continue": libcurl adds it to bodies over 1 KiB and then waits up to 1 s for a
+         * "100 Continue" that uvicorn-based servers (llama-cpp-python, vLLM, SGLang) do not send */
+        if (x->hdrs) x->hdrs = curl_slist_append(x->hdrs, "Expect:");
         if (r->auth && x->hdrs) x->hdrs = curl_slist_append(x->hdrs, r->auth);
         if (!x->hdrs) return -1;
     }
