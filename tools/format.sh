@@ -13,7 +13,7 @@ CLANG_FORMAT=${CLANG_FORMAT:-clang-format}
 files=$(find agent bench cli core designer dsl fuzz include selfplay tests \
     \( -path tests/hostile -o -path tests/envs -o -path bench/envs -o -path fuzz/corpus -o -path fuzz/regress \) -prune -o \
     \( -name '*.c' -o -name '*.h' -o -name '*.cu' \) -print |
-    grep -v -e '^core/paths\.h$' -e '^core/jit/jit_headers\.c$' -e '^core/policy/bpe_unicode\.h$' | sort)
+    grep -v -e '^core/paths\.h$' -e '^core/chat_card\.c$' -e '^core/jit/jit_headers\.c$' -e '^core/policy/bpe_unicode\.h$' | sort)
 case $mode in
 apply) $CLANG_FORMAT -i $files ;;
 check)
