@@ -22,9 +22,9 @@
 
 #define SPADE_DESIGNER_TURNS_MAX 4
 
-/* The designer's request as chat turns: a short system card, then the
- * prompt designer/prompt.c built as the user turn. The one place these turns
- * are made (point it at the shared chat-turn texts when they land). Fills
+/* The designer's request as chat turns: the designer's system card, then the
+ * prompt designer/prompt.c built (its chat form) as the user turn, exactly the
+ * turns a local chat policy reads (core/chat.h's spade_chat_designer_messages). Fills
  * out[0..n) (the texts point into prompt or static storage); returns n. */
 int spade_designer_chat_turns(const char *prompt, size_t len, spade_remote_msg out[SPADE_DESIGNER_TURNS_MAX]);
 
