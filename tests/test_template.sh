@@ -128,7 +128,7 @@ if [ $? -eq 2 ] && grep -q "template = .*mark.c: [0-9]* tokens of template text 
 else bad "a template that cannot fit the context is refused, with the token counts"; fi
 printf '[designer]\nenabled = true\nsource = templates\n' >"$TMP/e6.ini"
 "$SPADE" train "$TMP/e6.ini" >"$TMP/out" 2>&1
-if [ $? -eq 2 ] && grep -q "e6.ini:3: \[designer\] source = 'templates': expected policy, files or template" "$TMP/out"; then
+if [ $? -eq 2 ] && grep -q "e6.ini:3: \[designer\] source = 'templates': expected policy, files, template or remote" "$TMP/out"; then
     ok "a bad designer.source names file, line and value"
 else bad "a bad designer.source names file, line and value"; fi
 
