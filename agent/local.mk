@@ -18,10 +18,12 @@ EXTRA_DIST += tests/test_train.sh tests/envs/cur_step.c
 EXTRA_DIST += tests/envs/cur_coin.c
 
 # The roles' turns on a chat model (core/chat.h): ChatML transcripts of both roles
-# with a pretrained model's tokens, on a tiny GGUF model the test writes itself.
+# with a pretrained model's tokens, on a tiny GGUF model the test writes itself
+# (and the template designer's context check on it: selfplay/template.c).
 check_PROGRAMS += tests/test_chat
 TESTS += tests/test_chat
-tests_test_chat_SOURCES = tests/test_chat.c $(agent_sources) designer/prompt.c tests/testutil.c tests/testutil.h
+tests_test_chat_SOURCES = tests/test_chat.c $(agent_sources) designer/prompt.c designer/template.c selfplay/template.c \
+	tests/testutil.c tests/testutil.h
 tests_test_chat_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_chat_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
 TESTS += tests/test_chat.sh

@@ -2,7 +2,9 @@
  *
  * What it is not: a prompt designer: the system line and the hint arm's line
  * are core/chat.h's, the same a local chat model reads (agent/transcript.c),
- * and the environment's observation carries the task.
+ * and the environment's observation carries the task. With a reasoning budget
+ * the action is dsl/runtime.h's spade_answer_span of the reply, as the local
+ * policy agent takes it (agent/policy_agent.c), not a second reading.
  */
 #include "agent/remote_agent.h"
 
@@ -12,6 +14,7 @@
 
 #include "chat.h"
 #include "errbuf.h"
+#include "runtime.h"
 
 typedef struct turn {
     int user; /* 1 user, 0 assistant */
@@ -34,6 +37,7 @@ typedef struct ragent {
     int n_replies;
     char system[512];
     size_t system_len;
+    int reasoning_tokens, answer_tokens;
 } ragent;
 
 static int push(ep_state *s, int user, const char *t, size_t len) {
@@ -112,7 +116,13 @@ static int act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *acts,
             msgs[m][k++] =
                 (spade_remote_msg){s->turns[t].user ? "user" : "assistant", s->turns[t].text, s->turns[t].len};
         uint64_t sd = a->seed ^ (v->seed * 0x9e3779b97f4a7c15ULL) ^ ((uint64_t)v->repeat << 40) ^ (uint64_t)v->step;
-        reqs[m] = (spade_remote_req){.msgs = msgs[m], .n_msgs = k, .seed = sd, .stop_newline = 1};
+        /* with a budget the reply thinks over lines and ends with its \boxed{} answer */
+        int thinks = a->reasoning_tokens > 0;
+        reqs[m] = (spade_remote_req){.msgs = msgs[m],
+                                     .n_msgs = k,
+                                     .seed = sd,
+                                     .stop_newline = !thinks,
+                                     .max_tokens = thinks ? a->reasoning_tokens + a->answer_tokens : 0};
         ask[m++] = i;
     }
     if (spade_remote_chat(a->r, m, reqs, a->replies, err, errlen) < 0) goto done;
@@ -120,13 +130,24 @@ static int act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *acts,
     for (int j = 0; j < m; j++) {
         spade_remote_reply *rp = &a->replies[j];
         char *t = rp->text;
-        size_t len = strcspn(t, "\n");
-        while (len && (*t == ' ' || *t == '\t')) t++, len--;
-        while (len && (t[len - 1] == ' ' || t[len - 1] == '\t' || t[len - 1] == '\r')) len--;
+        size_t len;
         ep_state *s = views[ask[j]].state;
-        if (push(s, 0, t, len) < 0) {
-            spade_errf(err, errlen, "remote agent: out of memory");
-            goto done;
+        if (a->reasoning_tokens > 0) { /* the chat keeps what it wrote; the environment reads its answer */
+            if (push(s, 0, rp->text, rp->len) < 0) {
+                spade_errf(err, errlen, "remote agent: out of memory");
+                goto done;
+            }
+            size_t at = 0;
+            spade_answer_span(rp->text, rp->len, &at, &len);
+            t += at;
+        } else {
+            len = strcspn(t, "\n");
+            while (len && (*t == ' ' || *t == '\t')) t++, len--;
+            while (len && (t[len - 1] == ' ' || t[len - 1] == '\t' || t[len - 1] == '\r')) len--;
+            if (push(s, 0, t, len) < 0) {
+                spade_errf(err, errlen, "remote agent: out of memory");
+                goto done;
+            }
         }
         acts[ask[j]] = (spade_ep_act){.text = t, .len = len};
     }
@@ -156,7 +177,8 @@ static void agent_free(void *ctx) {
     free(a);
 }
 
-spade_agent *spade_agent_remote(spade_remote *r, uint64_t seed, char *err, size_t errlen) {
+spade_agent *spade_agent_remote(spade_remote *r, uint64_t seed, int reasoning_tokens, int answer_tokens, char *err,
+                                size_t errlen) {
     spade_agent *ag = calloc(1, sizeof *ag);
     ragent *a = calloc(1, sizeof *a);
     if (!ag || !a) {
@@ -167,7 +189,9 @@ spade_agent *spade_agent_remote(spade_remote *r, uint64_t seed, char *err, size_
     }
     a->r = r;
     a->seed = seed;
-    a->system_len = spade_chat_agent_system(0, a->system, sizeof a->system);
+    a->reasoning_tokens = reasoning_tokens > 0 ? reasoning_tokens : 0;
+    a->answer_tokens = answer_tokens > 0 ? answer_tokens : 64;
+    a->system_len = spade_chat_agent_system(a->reasoning_tokens, a->system, sizeof a->system);
     *ag = (spade_agent){.name = "remote", .ctx = a, .begin = begin, .act = act, .end = end, .free = agent_free};
     return ag;
 }

@@ -58,11 +58,12 @@ static void arm_json(FILE *f, const char *name, const spade_eval_arm *a) {
 typedef struct remote_maker {
     spade_remote *r;
     uint64_t seed;
+    int reasoning_tokens, answer_tokens;
 } remote_maker;
 
 static spade_agent *make_remote(void *ctx, char *err, size_t errlen) {
     remote_maker *m = ctx;
-    return spade_agent_remote(m->r, m->seed, err, errlen);
+    return spade_agent_remote(m->r, m->seed, m->reasoning_tokens, m->answer_tokens, err, errlen);
 }
 
 static void cell(char *buf, size_t cap, const spade_eval_arm *a) {
@@ -222,7 +223,10 @@ int cli_eval(spade_sandbox *sb, int argc, char **argv) {
             cli_err(CLI_FAIL, "eval", "%s", err);
             goto done;
         }
-        maker = (remote_maker){remote, o.seed ^ 0x6576616cULL};
+        maker = (remote_maker){.r = remote,
+                               .seed = o.seed ^ 0x6576616cULL,
+                               .reasoning_tokens = o.reasoning_tokens,
+                               .answer_tokens = o.max_action_tokens};
         o.make_agent = make_remote;
         o.agent_ctx = &maker;
     } else if (strcmp(ckpt, "none") && cli_load_policy(ckpt, (int)context, &p, err, sizeof err)) {

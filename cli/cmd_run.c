@@ -57,8 +57,8 @@ void cli_usage_run(FILE *out) {
         "      --token-file F, --token-env VAR  the servers' shared token\n"
         "      --jsonl FILE   write one JSON object per episode and a final summary object\n"
         "                     (FILE '-' is standard output; the other output goes to stderr)\n"
-        "      --reasoning-tokens R  policy: tokens it may write before its answer, which is then its\n"
-        "                     last \\boxed{...} (default 0: it answers at once in 64 tokens)\n"
+        "      --reasoning-tokens R  policy or remote: tokens it may write before its answer, which is\n"
+        "                     then its last \\boxed{...} (default 0: it answers at once in 64 tokens)\n"
         "      --transcripts FILE  policy: every finished episode's transcript, as the policy read and\n"
         "                     wrote it (docs/transcripts.md), special tokens spelled out\n"
         "  -h, --help         this help\n"
@@ -389,8 +389,10 @@ static int parse_run_args(int argc, char **argv, run_args *a) {
     a->spec = argv[optind];
     if ((a->token_file || a->token_env) && !a->servers)
         return cli_err(CLI_USAGE, "run", "--token-file/--token-env go with --servers");
-    if ((a->transcripts_path || a->reasoning_tokens) && a->agent_kind != AGENT_POLICY)
-        return cli_err(CLI_USAGE, "run", "--transcripts and --reasoning-tokens are for --agent policy:...");
+    if (a->transcripts_path && a->agent_kind != AGENT_POLICY)
+        return cli_err(CLI_USAGE, "run", "--transcripts is for --agent policy:...");
+    if (a->reasoning_tokens && a->agent_kind != AGENT_POLICY && a->agent_kind != AGENT_REMOTE)
+        return cli_err(CLI_USAGE, "run", "--reasoning-tokens is for --agent policy:... or remote:...");
     if (a->agent_kind == AGENT_STDIN) a->batch = 1;
     if (a->batch > a->n_episodes) a->batch = a->n_episodes;
     return -1;
@@ -445,7 +447,7 @@ static spade_agent *make_agent(const run_args *a, spade_policy **policy, char *e
         ro.model = model;
         ro.api_key_env = getenv("SPADE_API_KEY_ENV");
         if (spade_remote_new(&run_remote, &ro, err, errlen) < 0) return NULL;
-        return spade_agent_remote(run_remote, a->seed, err, errlen);
+        return spade_agent_remote(run_remote, a->seed, a->reasoning_tokens, ro.max_tokens, err, errlen);
     }
     spade_agent *agent = a->agent_kind == AGENT_RANDOM  ? spade_agent_random(a->seed)
                          : a->agent_kind == AGENT_SOLVE ? spade_agent_solve()

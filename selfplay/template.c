@@ -44,8 +44,16 @@ int spade_template_tokens(spade_policy *p, const spade_template *t, int hole_tok
     spade_tokenizer *tok = spade_policy_tokenizer(p);
     char *prompt = NULL;
     size_t plen = 0, pl;
-    long n = 3; /* <|designer|>, <|source|>, <|end|> */
-    if (spade_template_prompt(t, &prompt, &plen) == 0) n += (long)spade_tokenizer_count(tok, prompt, plen);
+    /* the opening as the designer's turn lays it out (spade's role tokens, or a chat model's system card, ChatML
+     * markup and request: the same function self-play opens it with), then the closing end of turn */
+    long n = 1;
+    if (spade_template_prompt(t, &prompt, &plen) == 0) {
+        spade_transcript open;
+        spade_transcript_init(&open);
+        spade_transcript_designer_open(&open, tok, prompt, plen);
+        n += open.len;
+        spade_transcript_free(&open);
+    }
     free(prompt);
     long pc = 0;
     for (int k = 0; k <= spade_template_holes(t); k++) {
@@ -59,12 +67,14 @@ int spade_template_tokens(spade_policy *p, const spade_template *t, int hole_tok
 int spade_template_fits(spade_policy *p, const spade_template *t, int hole_tokens, char *err, size_t errlen) {
     int pieces, need = spade_template_tokens(p, t, hole_tokens, &pieces), ctx = spade_policy_config(p)->context;
     if (need <= ctx) return 0;
-    int H = spade_template_holes(t);
+    int H = spade_template_holes(t), chat = spade_tokenizer_is_chat(spade_policy_tokenizer(p));
     spade_errf(err, errlen,
                "[designer] template = %s: %d tokens of template text + %d holes x designer.hole_tokens %d + %d of "
-               "prompt and role tokens = %d, over the policy's context of %d tokens (shorten the template or lower "
-               "hole_tokens)",
-               spade_template_name(t), pieces, H, hole_tokens, need - pieces - H * hole_tokens, need, ctx);
+               "%s = %d, over the policy's context of %d tokens (raise [policy] context, lower [designer] "
+               "hole_tokens or shorten the template)",
+               spade_template_name(t), pieces, H, hole_tokens, need - pieces - H * hole_tokens,
+               chat ? "the chat turns (the designer card, ChatML markup and the request)" : "prompt and role tokens",
+               need, ctx);
     return -1;
 }
 

@@ -51,7 +51,9 @@ int spade_template_decode(spade_policy *p, spade_template_slot *s, int n, const 
 
 /* The most tokens a transcript of t can take under p's tokenizer with
  * hole_tokens per hole (the opening with its prompt, every piece, every hole
- * at its limit, the closing <|end|>); *pieces gets the pieces' share. */
+ * at its limit, the closing <|end|>); *pieces gets the pieces' share. On a
+ * chat model the opening is its chat turns: the designer card as the system
+ * turn, the ChatML markup and the request (agent/transcript.h). */
 int spade_template_tokens(spade_policy *p, const spade_template *t, int hole_tokens, int *pieces);
 /* 0 when that fits p's context; else -1, err naming the template file and the counts. */
 int spade_template_fits(spade_policy *p, const spade_template *t, int hole_tokens, char *err, size_t errlen);

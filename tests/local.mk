@@ -45,6 +45,9 @@ TESTS += tests/test_docs.sh
 # The remote policy against llama.cpp's server and a loopback stub (docs/scale.md); skips without them.
 TESTS += tests/test_remote.sh
 EXTRA_DIST += tests/test_remote.sh tests/remote_stub.py
+# The served agent's reasoning budget against the loopback stub (agent/remote_agent.c); python3 only.
+TESTS += tests/test_remote_agent.sh
+EXTRA_DIST += tests/test_remote_agent.sh
 EXTRA_DIST += tests/test_docs.sh
 # One layout for the tree's C (tools/format.sh check; skipped where clang-format is not 14).
 TESTS += tests/test_format.sh

@@ -4,9 +4,10 @@
 # except `source`: a designer that always writes the same valid environment,
 # so the suite checks the served designer's valid path (gated, played by the
 # local agent, archived with its writer) where no llama.cpp server is built.
-# Usage: remote_stub.py MODE PORTFILE [FILE]   (MODE: junk | flaky | source)
+# Usage: remote_stub.py MODE PORTFILE [FILE]   (MODE: junk | flaky | source | reply)
 # source: every chat is answered with FILE in a ```c block, and each
 # request body is appended to PORTFILE.requests (one JSON line each).
+# reply: the same, FILE's text as it is (an agent's reply; test_remote_agent.sh).
 # STUB_PORT=N binds port N (a restart on the port a run was given), else any.
 import http.server
 import json
@@ -35,11 +36,13 @@ class H(http.server.BaseHTTPRequestHandler):
         n = int(self.headers.get("Content-Length", "0"))
         body = self.rfile.read(min(n, 1 << 22))
         state["chats"] += 1
-        if MODE == "source":
+        if MODE in ("source", "reply"):
             with open(PORTFILE + ".requests", "ab") as f:
                 f.write(body.replace(b"\n", b" ") + b"\n")
             with open(sys.argv[3]) as f:
-                text = "```c\n" + f.read() + "```\n"
+                text = f.read()
+            if MODE == "source":
+                text = "```c\n" + text + "```\n"
             self.send(200, json.dumps({"choices": [{"message": {"role": "assistant", "content": text}}]}))
         elif MODE == "junk":
             self.send(200, '{"answer": "not the OpenAI shape"}')

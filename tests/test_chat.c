@@ -23,6 +23,7 @@
 #include "policy/bpe.h"
 #include "policy/gguf.h"
 #include "policy/pretrained.h"
+#include "selfplay/template.h"
 #include "testutil.h"
 
 static char err[2048];
@@ -461,6 +462,45 @@ START_TEST(a_model_without_chatml_is_refused) {
 }
 END_TEST
 
+/* The template designer's load check on a chat model counts its chat turns
+ * (the designer card as the system turn, the ChatML markup, the request), not
+ * spade's three role tokens, so a template that cannot fit is refused up front,
+ * naming the keys to change. */
+START_TEST(the_template_check_counts_the_chat_turns) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/templates/cups.c", tu_srcdir());
+    spade_template *t;
+    ck_assert_msg(spade_template_load(&t, path, err, sizeof err) == 0, "%s", err);
+    spade_policy *p = NULL;
+    spade_model_opts mo = {.context = 1024};
+    ck_assert_msg(spade_policy_from_model(&p, g_model_path, &mo, err, sizeof err) == 0, "%s", err);
+    spade_tokenizer *tok = spade_policy_tokenizer(p);
+    char *prompt = NULL;
+    size_t plen = 0, card_len;
+    ck_assert_int_eq(spade_template_prompt(t, &prompt, &plen), 0);
+    spade_transcript open;
+    spade_transcript_init(&open);
+    spade_transcript_designer_open(&open, tok, prompt, plen);
+    int pieces, H = spade_template_holes(t), need = spade_template_tokens(p, t, 8, &pieces);
+    /* the opening self-play writes, every piece, every hole at its limit, the closing <|im_end|> */
+    ck_assert_int_eq(need, open.len + pieces + H * 8 + 1);
+    spade_chat_designer_card(&card_len);
+    ck_assert_int_gt(open.len, (int)card_len); /* one token a byte here: the card is in it */
+    /* what the old count (3 role tokens + the prompt) left out: at least the card */
+    ck_assert_int_ge(need - (3 + (int)spade_tokenizer_count(tok, prompt, plen) + pieces + H * 8), (int)card_len);
+    ck_assert_int_gt(need, 1024);
+    ck_assert_int_eq(spade_template_fits(p, t, 8, err, sizeof err), -1);
+    ck_assert_msg(strstr(err, "cups.c") && strstr(err, "the designer card, ChatML markup and the request") &&
+                      strstr(err, "context of 1024") && strstr(err, "raise [policy] context") &&
+                      strstr(err, "lower [designer] hole_tokens"),
+                  "%s", err);
+    free(prompt);
+    spade_transcript_free(&open);
+    spade_policy_free(p);
+    spade_template_free(t);
+}
+END_TEST
+
 static Suite *chat_suite(void) {
     Suite *s = suite_create("chat");
     TCase *t = tcase_create("chat");
@@ -473,6 +513,7 @@ static Suite *chat_suite(void) {
     tcase_add_test(t, the_policy_agent_plays_in_chatml);
     tcase_add_test(t, the_policy_agent_with_a_reasoning_budget);
     tcase_add_test(t, a_model_without_chatml_is_refused);
+    tcase_add_test(t, the_template_check_counts_the_chat_turns);
     suite_add_tcase(s, t);
     return s;
 }

@@ -21,6 +21,9 @@ sed -n '/^<!-- designer-card begin/,/^<!-- designer-card end/p' "$SRC/docs/dsl.m
     sed '1d;$d' >card_add.c
 "$SPADE" check card_add.c >"$TMP/out" 2>&1 && ok "the designer card's example passes spade check" ||
     bad "the designer card's example passes spade check"
+# ... and follows the card's own rule: two or more PARAMs
+[ "$(grep -c '^PARAM(' card_add.c)" -ge 2 ] && ok "the designer card's example has two or more PARAMs, as its rules ask" ||
+    bad "the designer card's example has two or more PARAMs, as its rules ask"
 
 "$SPADE" run "$HL" --transcripts t.txt >"$TMP/out" 2>&1
 [ $? -eq 2 ] && grep -q "for --agent policy" "$TMP/out" && ok "--transcripts without a policy agent is a usage error" ||
@@ -31,8 +34,8 @@ sed -n '/^<!-- designer-card begin/,/^<!-- designer-card end/p' "$SRC/docs/dsl.m
 
 MODEL=${SPADE_MODELS:-$HOME/.cache/spade/models}/smollm2-135m-instruct.gguf
 if [ ! -f "$MODEL" ]; then
-    echo "ok 4 - the pretrained model in its chat template # SKIP needs $MODEL (./bootstrap, or spade model fetch smollm2-135m-instruct)"
-    echo "1..4"
+    echo "ok 5 - the pretrained model in its chat template # SKIP needs $MODEL (./bootstrap, or spade model fetch smollm2-135m-instruct)"
+    echo "1..5"
     [ "$fails" -eq 0 ]
     exit
 fi
