@@ -98,6 +98,20 @@ static int rq_load(rq *r, loadable *L) {
     return 0;
 }
 
+/* The rest of an info or make reply: what was loaded (path, params, their
+ * values, the env's info), then the reply's end. */
+static void write_loaded(rq *r, const loadable *L, const spade_env_info *info, const double *pv) {
+    spade_jw_key(r->out, "path");
+    spade_jw_cstr(r->out, L->path);
+    spade_jw_key(r->out, "params");
+    spade_jw_cstr(r->out, L->params);
+    spade_jw_key(r->out, "param_values");
+    serve_write_param_values(r->out, info, pv);
+    spade_jw_key(r->out, "info");
+    serve_write_info(r->out, info);
+    rq_finish(r);
+}
+
 /* ---- ops ---------------------------------------------------------------------------- */
 void serve_op_hello(rq *r) {
     rq_begin_ok(r);
@@ -200,15 +214,7 @@ void serve_op_info(rq *r) {
         rq_err(r, "bad_params", "params", "%s: params: %s", L.path, err);
     } else {
         rq_begin_ok(r);
-        spade_jw_key(r->out, "path");
-        spade_jw_cstr(r->out, L.path);
-        spade_jw_key(r->out, "params");
-        spade_jw_cstr(r->out, L.params);
-        spade_jw_key(r->out, "param_values");
-        serve_write_param_values(r->out, info, pv);
-        spade_jw_key(r->out, "info");
-        serve_write_info(r->out, info);
-        rq_finish(r);
+        write_loaded(r, &L, info, pv);
     }
     spade_worker_free(w);
     free(L.src);
@@ -300,15 +306,7 @@ void serve_op_make(rq *r) {
     spade_jw_int(r->out, n);
     spade_jw_key(r->out, "workers");
     spade_jw_int(r->out, W);
-    spade_jw_key(r->out, "path");
-    spade_jw_cstr(r->out, L.path);
-    spade_jw_key(r->out, "params");
-    spade_jw_cstr(r->out, L.params);
-    spade_jw_key(r->out, "param_values");
-    serve_write_param_values(r->out, info, pv);
-    spade_jw_key(r->out, "info");
-    serve_write_info(r->out, info);
-    rq_finish(r);
+    write_loaded(r, &L, info, pv);
     free(L.src);
     return;
 fail:
