@@ -21,10 +21,6 @@
 #include "remote.h"
 
 #define SPADE_DESIGNER_TURNS_MAX 4
-/* The served designer's prompt budget, in bytes: the server's tokenizer and
- * context are not known here; 12 KiB is about 3,000 tokens of a BPE model,
- * the system card (about 2,600 bytes) included. */
-#define SPADE_REMOTE_PROMPT_BYTES 12288
 
 /* The designer's request as chat turns: the designer's system card, then the
  * prompt designer/prompt.c built (its chat form) as the user turn, exactly the

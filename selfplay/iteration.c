@@ -192,12 +192,10 @@ int spade_sp_prompts(spade_sp_iter *x, char *err, size_t errlen) {
     int n = x->n;
     spade_prompt_opts po;
     spade_prompt_opts_default(&po);
+    /* a served designer's context is not the local policy's: its prompt gets the builder's default budget */
+    if (!o->remote) po.budget = spade_policy_config(s->p)->context - o->max_source_tokens - 2;
     po.count = count_tokens;
     po.count_ctx = tok;
-    po.budget = spade_policy_config(s->p)->context - o->max_source_tokens - 2;
-    /* A served designer has neither the local context nor the local tokenizer: its whole request, the card
-     * included, is budgeted in bytes (SPADE_REMOTE_PROMPT_BYTES, about 3,000 tokens of a BPE model). */
-    if (o->remote) po.count = NULL, po.budget = SPADE_REMOTE_PROMPT_BYTES;
     /* the request of a chat turn, the card being the system turn: a served designer is always a chat model */
     po.chat = o->remote || spade_tokenizer_is_chat(tok);
     for (int i = 0; i < n && o->n_templates > 0; i++) { /* template mode: one line, the template's family */

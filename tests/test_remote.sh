@@ -115,12 +115,11 @@ if [ $src = 0 ] && [ "$(db "$TMP/s" "select count(*) from envs where writer = 'r
 then ok "train: a served designer writes, the gates judge, the agent plays, the archive says who wrote each"
 else bad "train: a served designer writes, the gates judge, the agent plays, the archive says who wrote each"; fi
 if [ "$(wc -l <"$TMP/port.source.requests")" = 4 ] && ! grep -q logprobs "$TMP/port.source.requests" &&
-    grep -q '"messages":\[{"role":"system","content":"You design environments for spade' "$TMP/port.source.requests" &&
-    grep -q '{"role":"user","content":"Family: ' "$TMP/port.source.requests" &&
-    grep -q 'in one ```c block.\\n"}\]' "$TMP/port.source.requests" &&
+    grep -q '"messages":\[{"role":"system","content":"You are the designer' "$TMP/port.source.requests" &&
+    grep -q '{"role":"user","content":"Write one new environment for spade' "$TMP/port.source.requests" &&
     grep -q '"max_tokens":48,"temperature":0,' "$TMP/port.source.requests"
-then ok "train: the designer's request is the chat card and the chat-form prompt, no log-probs asked"
-else bad "train: the designer's request is the chat card and the chat-form prompt, no log-probs asked"; fi
+then ok "train: the designer's request is a system card and the prompt, no log-probs asked"
+else bad "train: the designer's request is a system card and the prompt, no log-probs asked"; fi
 # killed at every point after the replies of iteration 1 are recorded: the resume reads them, asks nothing more
 for kp in written gates plays rewards update archive logged; do
     rm -rf "$TMP/r"; sed "s|$TMP/s\$|$TMP/r|" "$TMP/s.ini" >"$TMP/r.ini"
