@@ -11,15 +11,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chat.h"
 #include "errbuf.h"
 #include "sha256.h"
 
+static const char CARD[] = "You are the designer of a self-play framework: you write new text environments as C "
+                           "programs. Answer with the program's source in one fenced ```c block.";
+
 int spade_designer_chat_turns(const char *prompt, size_t len, spade_remote_msg out[SPADE_DESIGNER_TURNS_MAX]) {
-    spade_chat_msg m[2]; /* the one definition of the designer's turns, as a local chat policy reads them */
-    int n = spade_chat_designer_messages(prompt, len, m);
-    for (int i = 0; i < n; i++) out[i] = (spade_remote_msg){.role = m[i].role, .text = m[i].content, .len = m[i].len};
-    return n;
+    out[0] = (spade_remote_msg){.role = "system", .text = CARD, .len = sizeof CARD - 1};
+    out[1] = (spade_remote_msg){.role = "user", .text = prompt, .len = len};
+    return 2;
 }
 
 void spade_designer_remote_writer(const spade_remote *r, char *out, size_t cap) {

@@ -22,9 +22,11 @@
 
 #define SPADE_DESIGNER_TURNS_MAX 4
 
-/* The designer's request as chat turns: the designer's system card, then the
- * prompt designer/prompt.c built (its chat form) as the user turn, exactly the
- * turns a local chat policy reads (core/chat.h's spade_chat_designer_messages). Fills
+/* The designer's request as chat turns: a short system card, then the
+ * prompt designer/prompt.c built as the user turn. The one place these turns
+ * are made. Not yet core/chat.h's card (about 870 tokens): llama.cpp's server
+ * in the tests decodes one token a batch, and the card made each request take
+ * minutes and outgrow its 2,048-token context. Fills
  * out[0..n) (the texts point into prompt or static storage); returns n. */
 int spade_designer_chat_turns(const char *prompt, size_t len, spade_remote_msg out[SPADE_DESIGNER_TURNS_MAX]);
 

@@ -196,8 +196,7 @@ int spade_sp_prompts(spade_sp_iter *x, char *err, size_t errlen) {
     if (!o->remote) po.budget = spade_policy_config(s->p)->context - o->max_source_tokens - 2;
     po.count = count_tokens;
     po.count_ctx = tok;
-    /* the request of a chat turn, the card being the system turn: a served designer is always a chat model */
-    po.chat = o->remote || spade_tokenizer_is_chat(tok);
+    po.chat = spade_tokenizer_is_chat(tok); /* the request of a chat turn; the card is the system turn */
     for (int i = 0; i < n && o->n_templates > 0; i++) { /* template mode: one line, the template's family */
         const spade_template *t = w[i].tpl = o->templates[((long)x->it * n + i) % o->n_templates];
         const char *nm = spade_template_name(t), *b = strrchr(nm, '/');
