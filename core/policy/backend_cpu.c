@@ -351,38 +351,34 @@ static void ref_matmul_forward(int fast, float *out, const float *inp, const flo
 
 static int cpu_matmul_forward(void *ctx, float *out, const float *inp, const float *w, const float *bias, int N, int IC,
                               int OC) {
-    if (FAST(ctx) && N < MATMUL_FEW_ROWS) {
-        /* Few rows (decoding: one row a slot): the threads split the output
-         * columns, so that each reads only its share of the weights (and
-         * spade_sgemm runs up to 4 rows as dot products, no packing). Split
-         * by rows, one thread got the only row and the other spun at the
-         * barrier. A product under MATMUL_PAR_MIN runs on one thread: see there. */
-#pragma omp parallel if (FAST(ctx) && (size_t)N * OC * IC >= MATMUL_PAR_MIN)
+    if (FAST(ctx)) {
+        /* One thread pool: OpenMP splits the product, each thread runs a
+         * single-threaded spade_sgemm on its block. Each thread packs its
+         * share of one operand and the whole of the other, so the split is
+         * along the larger one: the output columns when the weights
+         * outnumber the rows (the head; decoding, where a row split also
+         * left one thread the only row and the other spinning at the
+         * barrier), else the rows. A split never changes an output's bits
+         * (spade_sgemm sums each output alike in any block) except below 5
+         * rows, which only the column split sees. Few rows use the higher
+         * MATMUL_PAR_MIN: see there. */
+        int by_cols = N < MATMUL_FEW_ROWS || OC >= N;
+        size_t min = N < MATMUL_FEW_ROWS ? MATMUL_PAR_MIN : PAR_MIN_WORK;
+#pragma omp parallel if ((size_t)N * OC * IC >= min)
         {
-            int o0, o1;
-            split(OC, &o0, &o1);
-            if (o1 > o0) {
+            int a, b;
+            split(by_cols ? OC : N, &a, &b);
+            if (b > a && by_cols) {
                 if (bias)
                     for (int i = 0; i < N; i++)
-                        memcpy(out + (size_t)i * OC + o0, bias + o0, (size_t)(o1 - o0) * sizeof(float));
-                spade_sgemm(0, 1, N, o1 - o0, IC, 1.0f, inp, IC, w + (size_t)o0 * IC, IC, bias ? 1.0f : 0.0f, out + o0,
-                            OC);
+                        memcpy(out + (size_t)i * OC + a, bias + a, (size_t)(b - a) * sizeof(float));
+                spade_sgemm(0, 1, N, b - a, IC, 1.0f, inp, IC, w + (size_t)a * IC, IC, bias ? 1.0f : 0.0f, out + a, OC);
+            } else if (b > a) {
+                if (bias)
+                    for (int i = a; i < b; i++) memcpy(out + (size_t)i * OC, bias, OC * sizeof(float));
+                spade_sgemm(0, 1, b - a, OC, IC, 1.0f, inp + (size_t)a * IC, IC, w, IC, bias ? 1.0f : 0.0f,
+                            out + (size_t)a * OC, OC);
             }
-        }
-        return 0;
-    }
-    if (FAST(ctx)) {
-        /* One thread pool: OpenMP splits the rows, each thread runs a
-         * single-threaded spade_sgemm on its block. */
-#pragma omp parallel if (PAR((size_t)N * OC * IC))
-        {
-            int r0, r1;
-            split(N, &r0, &r1);
-            if (bias)
-                for (int i = r0; i < r1; i++) memcpy(out + (size_t)i * OC, bias, OC * sizeof(float));
-            if (r1 > r0)
-                spade_sgemm(0, 1, r1 - r0, OC, IC, 1.0f, inp + (size_t)r0 * IC, IC, w, IC, bias ? 1.0f : 0.0f,
-                            out + (size_t)r0 * OC, OC);
         }
         return 0;
     }
@@ -415,10 +411,14 @@ static int cpu_matmul_backward(void *ctx, float *dinp, float *dweight, float *db
     if (fast) {
 #pragma omp parallel if (PAR((size_t)N * OC * IC))
         {
+            /* dinp splits along the larger of its rows and its columns
+             * (see cpu_matmul_forward), dweight its rows (output channels). */
             int r0, r1, o0, o1;
-            split(N, &r0, &r1);
+            split(IC > N ? IC : N, &r0, &r1);
             split(OC, &o0, &o1);
-            if (r1 > r0)
+            if (r1 > r0 && IC > N)
+                spade_sgemm(0, 0, N, r1 - r0, OC, 1.0f, dout, OC, w + r0, IC, 0.0f, dinp + r0, IC);
+            else if (r1 > r0)
                 spade_sgemm(0, 0, r1 - r0, IC, OC, 1.0f, dout + (size_t)r0 * OC, OC, w, IC, 0.0f,
                             dinp + (size_t)r0 * IC, IC);
             if (o1 > o0)

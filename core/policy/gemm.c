@@ -350,34 +350,84 @@ int spade_gemm_force(int k) {
 
 /* ---- packing ---- */
 
+#ifdef GEMM_X86
+/* dst[c * ldd + r] = src[r * lds + c] for an 8 x 8 block: the transposing
+ * half of packing (rows of A, or rows of a transposed B, become k-major),
+ * eight loads and eight stores instead of 64 scalar moves. */
+__attribute__((target("avx2"))) static void tr8x8(const float *src, long lds, float *dst, long ldd) {
+    __m256 r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + lds), r2 = _mm256_loadu_ps(src + 2 * lds);
+    __m256 r3 = _mm256_loadu_ps(src + 3 * lds), r4 = _mm256_loadu_ps(src + 4 * lds);
+    __m256 r5 = _mm256_loadu_ps(src + 5 * lds), r6 = _mm256_loadu_ps(src + 6 * lds);
+    __m256 r7 = _mm256_loadu_ps(src + 7 * lds);
+    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1), t2 = _mm256_unpacklo_ps(r2, r3);
+    __m256 t3 = _mm256_unpackhi_ps(r2, r3), t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+    __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+    __m256 s0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0)),
+           s1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+    __m256 s2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0)),
+           s3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+    __m256 s4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0)),
+           s5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
+    __m256 s6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0)),
+           s7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
+    _mm256_storeu_ps(dst, _mm256_permute2f128_ps(s0, s4, 0x20));
+    _mm256_storeu_ps(dst + ldd, _mm256_permute2f128_ps(s1, s5, 0x20));
+    _mm256_storeu_ps(dst + 2 * ldd, _mm256_permute2f128_ps(s2, s6, 0x20));
+    _mm256_storeu_ps(dst + 3 * ldd, _mm256_permute2f128_ps(s3, s7, 0x20));
+    _mm256_storeu_ps(dst + 4 * ldd, _mm256_permute2f128_ps(s0, s4, 0x31));
+    _mm256_storeu_ps(dst + 5 * ldd, _mm256_permute2f128_ps(s1, s5, 0x31));
+    _mm256_storeu_ps(dst + 6 * ldd, _mm256_permute2f128_ps(s2, s6, 0x31));
+    _mm256_storeu_ps(dst + 7 * ldd, _mm256_permute2f128_ps(s3, s7, 0x31));
+}
+#endif
+
+/* dst[k * w + r] = rows[r][k] for r < n (n <= w rows, row r at src + r *
+ * lds), k < kc; rows n..w-1 are zeros. By 8 x 8 blocks when the kernel
+ * is an x86 one (vec) and eight whole rows are there. */
+static void pack_rows(const float *src, long lds, int n, int kc, int w, float *dst, int vec) {
+    int r0 = 0;
+#ifdef GEMM_X86
+    if (vec)
+        for (; r0 + 8 <= n; r0 += 8) {
+            int k = 0;
+            for (; k + 8 <= kc; k += 8) tr8x8(src + (size_t)r0 * lds + k, lds, dst + (size_t)k * w + r0, w);
+            for (; k < kc; k++)
+                for (int r = r0; r < r0 + 8; r++) dst[(size_t)k * w + r] = src[(size_t)r * lds + k];
+        }
+#else
+    (void)vec;
+#endif
+    for (int r = r0; r < w; r++)
+        if (r < n)
+            for (int k = 0; k < kc; k++) dst[(size_t)k * w + r] = src[(size_t)r * lds + k];
+        else
+            for (int k = 0; k < kc; k++) dst[(size_t)k * w + r] = 0.0f;
+}
+
 /* The mc x kc block of op(A) at (i0, p0) as MR-row micro-panels, each kc
  * columns of MR values; rows past mc are zeros. */
-static void pack_a(int ta, const float *A, int lda, int i0, int mc, int p0, int kc, int mr, float *dst) {
+static void pack_a(int ta, const float *A, int lda, int i0, int mc, int p0, int kc, int mr, float *dst, int vec) {
     for (int ip = 0; ip < mc; ip += mr, dst += (size_t)kc * mr) {
         int m = mc - ip < mr ? mc - ip : mr;
-        for (int i = 0; i < mr; i++) {
-            if (i >= m) {
-                for (int k = 0; k < kc; k++) dst[(size_t)k * mr + i] = 0.0f;
-            } else if (ta) {
-                const float *src = A + (size_t)p0 * lda + i0 + ip + i;
-                for (int k = 0; k < kc; k++) dst[(size_t)k * mr + i] = src[(size_t)k * lda];
-            } else {
-                const float *src = A + (size_t)(i0 + ip + i) * lda + p0;
-                for (int k = 0; k < kc; k++) dst[(size_t)k * mr + i] = src[k];
-            }
+        if (!ta) {
+            pack_rows(A + (size_t)(i0 + ip) * lda + p0, lda, m, kc, mr, dst, vec);
+            continue;
+        }
+        for (int k = 0; k < kc; k++) {
+            const float *src = A + (size_t)(p0 + k) * lda + i0 + ip;
+            float *d = dst + (size_t)k * mr;
+            for (int i = 0; i < m; i++) d[i] = src[i];
+            for (int i = m; i < mr; i++) d[i] = 0.0f;
         }
     }
 }
 
 /* The kc x nc block of op(B) at (p0, j0) as NR-column micro-panels. */
-static void pack_b(int tb, const float *B, int ldb, int p0, int kc, int j0, int nc, int nr, float *dst) {
+static void pack_b(int tb, const float *B, int ldb, int p0, int kc, int j0, int nc, int nr, float *dst, int vec) {
     for (int jp = 0; jp < nc; jp += nr, dst += (size_t)kc * nr) {
         int n = nc - jp < nr ? nc - jp : nr;
         if (tb) {
-            for (int j = 0; j < nr; j++) {
-                const float *src = B + (size_t)(j0 + jp + (j < n ? j : 0)) * ldb + p0;
-                for (int k = 0; k < kc; k++) dst[(size_t)k * nr + j] = j < n ? src[k] : 0.0f;
-            }
+            pack_rows(B + (size_t)(j0 + jp) * ldb + p0, ldb, n, kc, nr, dst, vec);
         } else {
             for (int k = 0; k < kc; k++) {
                 const float *src = B + (size_t)(p0 + k) * ldb + j0 + jp;
@@ -466,11 +516,11 @@ void spade_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *
         int nc = N - j0 < ncb ? N - j0 : ncb;
         for (int p0 = 0; p0 < K; p0 += KC) {
             int kc = K - p0 < KC ? K - p0 : KC;
-            pack_b(tb, B, ldb, p0, kc, j0, nc, kr->nr, pb);
+            pack_b(tb, B, ldb, p0, kc, j0, nc, kr->nr, pb, which != SPADE_GEMM_C);
             float bk = p0 == 0 ? beta : 1.0f;
             for (int i0 = 0; i0 < M; i0 += mcb) {
                 int mc = M - i0 < mcb ? M - i0 : mcb;
-                pack_a(ta, A, lda, i0, mc, p0, kc, kr->mr, pa);
+                pack_a(ta, A, lda, i0, mc, p0, kc, kr->mr, pa, which != SPADE_GEMM_C);
                 macro_kernel(kr, mc, nc, kc, pa, pb, C + (size_t)i0 * ldc + j0, ldc, alpha, bk);
             }
         }
