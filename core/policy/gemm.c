@@ -181,40 +181,48 @@ __attribute__((target("avx2,fma"))) static inline float hsum256(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
-/* Two rows of A against four rows of B: eight dot products, eight
- * accumulators. Missing rows point at real ones and are not stored. */
+/* nr (1 or 2, a constant at each call) rows of A from i0 against four rows
+ * of B at a time: up to eight accumulators. Missing B rows read a real one
+ * and are not stored. */
+__attribute__((target("avx2,fma"), always_inline)) static inline void dot256_rows(int nr, int i0, int N, int K,
+                                                                                  float alpha, const float *A, int lda,
+                                                                                  const float *B, int ldb, float beta,
+                                                                                  float *C, int ldc) {
+    int K8 = K & ~7;
+    const float *x[2];
+    for (int r = 0; r < nr; r++) x[r] = A + (size_t)(i0 + r) * lda;
+    for (int j0 = 0; j0 < N; j0 += 4) {
+        const float *w[4];
+        for (int q = 0; q < 4; q++) w[q] = B + (size_t)(j0 + q < N ? j0 + q : j0) * ldb;
+        __m256 s[2][4];
+        for (int r = 0; r < nr; r++)
+            for (int q = 0; q < 4; q++) s[r][q] = _mm256_setzero_ps();
+        for (int k = 0; k < K8; k += 8) {
+            __m256 w0 = _mm256_loadu_ps(w[0] + k), w1 = _mm256_loadu_ps(w[1] + k);
+            __m256 w2 = _mm256_loadu_ps(w[2] + k), w3 = _mm256_loadu_ps(w[3] + k);
+            for (int r = 0; r < nr; r++) {
+                __m256 xv = _mm256_loadu_ps(x[r] + k);
+                s[r][0] = _mm256_fmadd_ps(xv, w0, s[r][0]);
+                s[r][1] = _mm256_fmadd_ps(xv, w1, s[r][1]);
+                s[r][2] = _mm256_fmadd_ps(xv, w2, s[r][2]);
+                s[r][3] = _mm256_fmadd_ps(xv, w3, s[r][3]);
+            }
+        }
+        for (int r = 0; r < nr; r++)
+            for (int q = 0; q < 4 && j0 + q < N; q++) {
+                float t = hsum256(s[r][q]);
+                for (int k = K8; k < K; k++) t += x[r][k] * w[q][k];
+                float *o = C + (size_t)(i0 + r) * ldc + j0 + q;
+                *o = beta == 0.0f ? alpha * t : alpha * t + beta * *o;
+            }
+    }
+}
+
 __attribute__((target("avx2,fma"))) static void dot_avx2(int M, int N, int K, float alpha, const float *A, int lda,
                                                          const float *B, int ldb, float beta, float *C, int ldc) {
-    int K8 = K & ~7;
-    for (int i0 = 0; i0 < M; i0 += 2) {
-        const float *x[2];
-        for (int r = 0; r < 2; r++) x[r] = A + (size_t)(i0 + r < M ? i0 + r : i0) * lda;
-        for (int j0 = 0; j0 < N; j0 += 4) {
-            const float *w[4];
-            for (int q = 0; q < 4; q++) w[q] = B + (size_t)(j0 + q < N ? j0 + q : j0) * ldb;
-            __m256 s[2][4];
-            for (int r = 0; r < 2; r++)
-                for (int q = 0; q < 4; q++) s[r][q] = _mm256_setzero_ps();
-            for (int k = 0; k < K8; k += 8) {
-                __m256 w0 = _mm256_loadu_ps(w[0] + k), w1 = _mm256_loadu_ps(w[1] + k);
-                __m256 w2 = _mm256_loadu_ps(w[2] + k), w3 = _mm256_loadu_ps(w[3] + k);
-                for (int r = 0; r < 2; r++) {
-                    __m256 xv = _mm256_loadu_ps(x[r] + k);
-                    s[r][0] = _mm256_fmadd_ps(xv, w0, s[r][0]);
-                    s[r][1] = _mm256_fmadd_ps(xv, w1, s[r][1]);
-                    s[r][2] = _mm256_fmadd_ps(xv, w2, s[r][2]);
-                    s[r][3] = _mm256_fmadd_ps(xv, w3, s[r][3]);
-                }
-            }
-            for (int r = 0; r < 2 && i0 + r < M; r++)
-                for (int q = 0; q < 4 && j0 + q < N; q++) {
-                    float t = hsum256(s[r][q]);
-                    for (int k = K8; k < K; k++) t += x[r][k] * w[q][k];
-                    float *o = C + (size_t)(i0 + r) * ldc + j0 + q;
-                    *o = beta == 0.0f ? alpha * t : alpha * t + beta * *o;
-                }
-        }
-    }
+    int i0 = 0;
+    for (; i0 + 2 <= M; i0 += 2) dot256_rows(2, i0, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    for (; i0 < M; i0++) dot256_rows(1, i0, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 /* ---- AVX-512F ---- */
@@ -251,38 +259,48 @@ __attribute__((target("avx512f"))) static void vecmat_avx512(int N, int K, float
     VECMAT_BODY
 }
 
-/* Four rows of A against four rows of B: sixteen accumulators, the K tail
- * through a masked load (no scalar loop). */
-__attribute__((target("avx512f"))) static void dot_avx512(int M, int N, int K, float alpha, const float *A, int lda,
-                                                          const float *B, int ldb, float beta, float *C, int ldc) {
+/* nr (1, 2 or 4: a constant at each call, so the loops unroll) rows of A
+ * from i0 against four rows of B at a time: up to sixteen accumulators, the
+ * K tail through a masked load (no scalar loop). Missing B rows read a real
+ * one and are not stored. */
+__attribute__((target("avx512f"), always_inline)) static inline void dot512_rows(int nr, int i0, int N, int K,
+                                                                                 float alpha, const float *A, int lda,
+                                                                                 const float *B, int ldb, float beta,
+                                                                                 float *C, int ldc) {
     int K16 = K & ~15;
     __mmask16 tail = (__mmask16)((1u << (K - K16)) - 1u);
-    for (int i0 = 0; i0 < M; i0 += 4) {
-        const float *x[4];
-        for (int r = 0; r < 4; r++) x[r] = A + (size_t)(i0 + r < M ? i0 + r : i0) * lda;
-        for (int j0 = 0; j0 < N; j0 += 4) {
-            const float *w[4];
-            for (int q = 0; q < 4; q++) w[q] = B + (size_t)(j0 + q < N ? j0 + q : j0) * ldb;
-            __m512 s[4][4];
-            for (int r = 0; r < 4; r++)
-                for (int q = 0; q < 4; q++) s[r][q] = _mm512_setzero_ps();
-            for (int k = 0; k <= K16; k += 16) {
-                __mmask16 m = k < K16 ? (__mmask16)0xffff : tail;
-                if (!m) break;
-                __m512 wv[4];
-                for (int q = 0; q < 4; q++) wv[q] = _mm512_maskz_loadu_ps(m, w[q] + k);
-                for (int r = 0; r < 4; r++) {
-                    __m512 xv = _mm512_maskz_loadu_ps(m, x[r] + k);
-                    for (int q = 0; q < 4; q++) s[r][q] = _mm512_fmadd_ps(xv, wv[q], s[r][q]);
-                }
+    const float *x[4];
+    for (int r = 0; r < nr; r++) x[r] = A + (size_t)(i0 + r) * lda;
+    for (int j0 = 0; j0 < N; j0 += 4) {
+        const float *w[4];
+        for (int q = 0; q < 4; q++) w[q] = B + (size_t)(j0 + q < N ? j0 + q : j0) * ldb;
+        __m512 s[4][4];
+        for (int r = 0; r < nr; r++)
+            for (int q = 0; q < 4; q++) s[r][q] = _mm512_setzero_ps();
+        for (int k = 0; k <= K16; k += 16) {
+            __mmask16 m = k < K16 ? (__mmask16)0xffff : tail;
+            if (!m) break;
+            __m512 wv[4];
+            for (int q = 0; q < 4; q++) wv[q] = _mm512_maskz_loadu_ps(m, w[q] + k);
+            for (int r = 0; r < nr; r++) {
+                __m512 xv = _mm512_maskz_loadu_ps(m, x[r] + k);
+                for (int q = 0; q < 4; q++) s[r][q] = _mm512_fmadd_ps(xv, wv[q], s[r][q]);
             }
-            for (int r = 0; r < 4 && i0 + r < M; r++)
-                for (int q = 0; q < 4 && j0 + q < N; q++) {
-                    float t = _mm512_reduce_add_ps(s[r][q]), *o = C + (size_t)(i0 + r) * ldc + j0 + q;
-                    *o = beta == 0.0f ? alpha * t : alpha * t + beta * *o;
-                }
         }
+        for (int r = 0; r < nr; r++)
+            for (int q = 0; q < 4 && j0 + q < N; q++) {
+                float t = _mm512_reduce_add_ps(s[r][q]), *o = C + (size_t)(i0 + r) * ldc + j0 + q;
+                *o = beta == 0.0f ? alpha * t : alpha * t + beta * *o;
+            }
     }
+}
+
+__attribute__((target("avx512f"))) static void dot_avx512(int M, int N, int K, float alpha, const float *A, int lda,
+                                                          const float *B, int ldb, float beta, float *C, int ldc) {
+    int i0 = 0;
+    for (; i0 + 4 <= M; i0 += 4) dot512_rows(4, i0, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    for (; i0 + 2 <= M; i0 += 2) dot512_rows(2, i0, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    for (; i0 < M; i0++) dot512_rows(1, i0, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 #endif
 

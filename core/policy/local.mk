@@ -4,6 +4,14 @@ libspade_a_SOURCES += core/policy/backend.c core/policy/backend_cpu.c core/polic
 	core/policy/tokenizer_file.c core/policy/gpt.c core/policy/llama.c core/policy/sample.c core/policy/checkpoint.c core/policy/grpo.c
 # The decoding batch (slots with persistent KV caches; spade_policy_sample uses it).
 libspade_a_SOURCES += core/policy/decode.c
+# policy.sample_weights = q8_0: 8-bit weights and their dot-product kernels for the decoding batch.
+libspade_a_SOURCES += core/policy/q8.c core/policy/sample_q8.c
+noinst_HEADERS += core/policy/q8.h
+check_PROGRAMS += tests/test_q8
+TESTS += tests/test_q8
+tests_test_q8_SOURCES = tests/test_q8.c tests/testutil.c tests/testutil.h
+tests_test_q8_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_test_q8_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
 # The GGUF tokenizer (byte-level BPE with the named pre-tokenizers) and ChatML.
 libspade_a_SOURCES += core/policy/bpe.c
 # A pretrained model's tokenizer as the "gguf" kind, and the GGUF model loader (pretrained.h).
