@@ -183,15 +183,16 @@ static void mode_prefix(spade_policy *p, int S, int P, int Q, int N) {
     free(prompt), free(slots), free(n), free(out[0]), free(out[1]), free(len), free(lp[0]), free(lp[1]), free(tp);
 }
 
-/* The next-token log-softmax of slot 0 after every 8th token of toks[0..n). */
+/* The next-token log-softmax of slot 0 after the P prompt tokens and every
+ * 8th token after them, of toks[0..n), fed one token a pass: the decoding
+ * passes the 8-bit weights serve (a pass of more rows runs F32). */
 static void logsoftmax_path(spade_policy *p, const int *toks, int P, int n, float *out, int V) {
     spade_decoder *d;
     if (spade_decoder_new(&d, p, 1, err, sizeof err)) DIE("%s", err);
-    if (spade_decoder_append(d, 0, toks, P, err, sizeof err)) DIE("%s", err);
-    for (int t = P, k = 0; t < n; t += 8, k++) {
-        if (spade_decoder_next_logprobs(d, 0, out + (size_t)k * V, err, sizeof err)) DIE("%s", err);
-        int m = n - t < 8 ? n - t : 8;
-        if (spade_decoder_append(d, 0, toks + t, m, err, sizeof err)) DIE("%s", err);
+    for (int t = 0, k = 0; t < n; t++) {
+        if (t >= P && (t - P) % 8 == 0 && spade_decoder_next_logprobs(d, 0, out + (size_t)k++ * V, err, sizeof err))
+            DIE("%s", err);
+        if (spade_decoder_append(d, 0, toks + t, 1, err, sizeof err)) DIE("%s", err);
     }
     spade_decoder_free(d);
 }
@@ -242,6 +243,9 @@ static void mode_q8check(spade_policy *p, int N) {
     printf("q8_prompt_tokens %d\nq8_greedy_tokens %d\nq8_greedy_same_prefix %d\nq8_max_dlogsoftmax %.4f\n"
            "q8_max_dlogsoftmax_p_ge_0.001 %.4f\nq8_max_dlogprob_chosen %.4f\nq8_mean_kl %.5f\n",
            P, len[0], same, all, likely, chosen, kl / rows);
+    printf("q8_path");
+    for (int i = 0; i < n; i++) printf(" %d", path[i]);
+    printf("\n");
     free(path), free(g[0]), free(g[1]), free(lp[0]), free(lp[1]);
 }
 

@@ -7,13 +7,16 @@
 # decode at 1 and at SLOTS live slots (a PROMPT-token prompt each, GEN greedy
 # tokens) with each setting, ROUNDS times, the load average beside every
 # pair; then `q8check 64` (greedy agreement, largest |delta log-softmax|
-# and the mean KL along the F32 greedy path). Prints ratio = q8_0 / f32.
+# and the mean KL along the F32 greedy path), and the same for llama.cpp on
+# spade's f32 and q8_0 exports of the model (bench/q8_llama_ref.py), when
+# LLAMA_PY imports llama_cpp. Prints ratio = q8_0 / f32.
 # What it is not: a test (nothing here fails on a ratio), nor a comparison
 # with llama.cpp (bench/bench_llama.sh).
 #
 # Run from a built tree: make bench/bench_llama && bench/bench_q8.sh
 # Environment: MODEL (default: smollm2-135m-instruct in the model cache),
-# ROUNDS (2), SLOTS (32), PROMPT (16), GEN (32).
+# ROUNDS (2), SLOTS (32), PROMPT (16), GEN (32), LLAMA_PY (/work/llama-venv/bin/python),
+# WORK (/tmp/spade-bench-q8: the exported files).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 bl=$here/bench_llama
@@ -43,4 +46,21 @@ while [ "$r" -lt "$rounds" ]; do
     r=$((r + 1))
 done
 echo "bench_q8: q8_0 against f32 along a greedy path (load $(load)):"
-"$bl" "$model" q8check 64 --backend cpu --context 512 2>/dev/null | grep '^q8_'
+out=$("$bl" "$model" q8check 64 --backend cpu --context 512 2>/dev/null)
+printf '%s\n' "$out" | grep '^q8_' | grep -v '^q8_path'
+# llama.cpp's own q8_0 drift on the same token path, from spade's exports of the model
+lpy=${LLAMA_PY:-/work/llama-venv/bin/python}
+if "$lpy" -c 'import llama_cpp' 2>/dev/null; then
+    work=${WORK:-/tmp/spade-bench-q8}
+    mkdir -p "$work"
+    for t in f32 q8_0; do
+        [ -f "$work/$t.gguf" ] || "$here/../spade" export "$model" --gguf "$work/$t.gguf" --type "$t" >/dev/null ||
+            { echo "bench_q8: spade export --type $t failed" >&2; exit 1; }
+    done
+    P=$(printf '%s\n' "$out" | val q8_prompt_tokens)
+    echo "bench_q8: llama.cpp, the same path through its own f32 and q8_0 files:"
+    # shellcheck disable=SC2046
+    "$lpy" "$here/q8_llama_ref.py" "$work/f32.gguf" "$work/q8_0.gguf" "$P" $(printf '%s\n' "$out" | val q8_path)
+else
+    echo "bench_q8: llama.cpp's q8_0 drift skipped: $lpy does not import llama_cpp"
+fi

@@ -97,7 +97,7 @@ EXTRA_DIST += bench/bench_remote.sh
 noinst_PROGRAMS += bench/bench_llama
 bench_bench_llama_SOURCES = bench/bench_llama.c
 bench_bench_llama_LDADD = $(SPADE_LIBS)
-EXTRA_DIST += bench/bench_llama.sh bench/llama_cpp_ref.py bench/torch_llama.py bench/bench_q8.sh
+EXTRA_DIST += bench/bench_llama.sh bench/llama_cpp_ref.py bench/torch_llama.py bench/bench_q8.sh bench/q8_llama_ref.py
 # bench_gemm: spade's own SGEMM (core/policy/gemm.c) against OpenBLAS's sgemm at
 # OPENBLAS_CORETYPE unset, Prescott and Haswell in one run, and training steps.
 bench_programs += bench/bench_gemm

@@ -196,7 +196,9 @@ vnni_rows(int nr, int i0, const qrows *x, const spade_q8mat *w, int j0, int j1, 
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) static void
 kernel_vnni(const qrows *x, const spade_q8mat *w, int j0, int j1, const float *bias, float *out, int ldo) {
     int i0 = 0;
+#ifdef Q8_VNNI4
     for (; i0 + 4 <= x->N; i0 += 4) vnni_rows(4, i0, x, w, j0, j1, bias, out, ldo);
+#endif
     for (; i0 + 2 <= x->N; i0 += 2) vnni_rows(2, i0, x, w, j0, j1, bias, out, ldo);
     for (; i0 < x->N; i0++) vnni_rows(1, i0, x, w, j0, j1, bias, out, ldo);
 }

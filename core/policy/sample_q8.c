@@ -3,7 +3,9 @@
  * What it is: with sample_weights = q8_0, a Llama-family policy on the cpu
  * backend keeps an 8-bit copy (q8.h) of each layer's four weight matrices and
  * of the output head, and the decoding batch (llama_pass_layers, decode.c's
- * logits) multiplies by those instead of the F32 weights. The copy is made
+ * logits) multiplies by those instead of the F32 weights in passes of at
+ * most Q8_MAX_ROWS rows (a few slots decoding: prefill and many slots stay
+ * on F32, where the F32 GEMM is faster). The copy is made
  * on the first decoding pass after the weights change (spade_policy_step and
  * spade_policy_set_params mark it stale), so training, log-probs and GRPO see
  * only the F32 weights, and sampling always sees the current ones.
@@ -95,11 +97,20 @@ oom:
     return SPADE_POLICY_ENOMEM;
 }
 
+/* The 8-bit path runs products of at most this many rows. Decoding a few
+ * slots reads the whole weight matrix for a few rows: memory-bound, and a
+ * quarter of the bytes is the win (one slot of SmolLM2-135M: 1.95-1.99x
+ * tokens/s). With more rows the product is compute-bound, and the F32
+ * GEMM's register-blocked FMAs beat int8 dot products that need a scale
+ * and a float add per block (32 slots through the 8-bit path: 0.55x of F32,
+ * BENCHMARKS.md), so those rows stay on the F32 weights. */
+#define Q8_MAX_ROWS 4
+
 /* out(r, OC) = in W^T + bias through the 8-bit copy number `which` (4 l + 0..3,
- * 4 L for the head) when it is there, else the backend's F32 matmul. */
+ * 4 L for the head) when it is there and r is small, else the backend's F32 matmul. */
 int policy_q8_matmul(spade_policy *p, int which, float *out, const float *in, const float *w, const float *bias, int r,
                      int IC, int OC, char *err, size_t errlen) {
-    if (p->q8_valid) {
+    if (p->q8_valid && r <= Q8_MAX_ROWS) {
         if (spade_q8_matmul(out, in, &p->q8[which], bias, r)) {
             spade_errf(err, errlen, "out of memory quantizing %d activation rows", r);
             return SPADE_POLICY_ENOMEM;
