@@ -30,18 +30,22 @@ gen=${GEN:-32}
 load() { cut -d' ' -f1 /proc/loadavg; }
 val() { sed -n "s/^$1 //p"; }
 echo "bench_q8: $model, $rounds rounds, decode tokens/s (greedy, $prompt-token prompts, $gen tokens a slot)"
-echo "| slots | f32 | q8_0 | ratio | load (before -> after) |"
-echo "|---|---|---|---|---|"
+echo "(tokens/s of wall time, and tokens per CPU-second of the process: the second barely moves with the load)"
+echo "| slots | f32 | q8_0 | ratio | f32 /CPU-s | q8_0 /CPU-s | ratio | load (before -> after) |"
+echo "|---|---|---|---|---|---|---|---|"
 r=0
 while [ "$r" -lt "$rounds" ]; do
     for s in 1 "$slots"; do
         l0=$(load)
-        a=$("$bl" "$model" decode "$s" "$prompt" "$gen" --backend cpu --context 256 --sample-weights f32 2>/dev/null |
-            val decode_tps)
-        b=$("$bl" "$model" decode "$s" "$prompt" "$gen" --backend cpu --context 256 --sample-weights q8_0 2>/dev/null |
-            val decode_tps)
+        oa=$("$bl" "$model" decode "$s" "$prompt" "$gen" --backend cpu --context 256 --sample-weights f32 2>/dev/null)
+        ob=$("$bl" "$model" decode "$s" "$prompt" "$gen" --backend cpu --context 256 --sample-weights q8_0 2>/dev/null)
+        a=$(printf '%s\n' "$oa" | val decode_tps)
+        b=$(printf '%s\n' "$ob" | val decode_tps)
+        ca=$(printf '%s\n' "$oa" | val decode_tokens_per_cpu_s)
+        cb=$(printf '%s\n' "$ob" | val decode_tokens_per_cpu_s)
         ratio=$(awk -v a="$a" -v b="$b" 'BEGIN { if (a > 0) printf "%.2f", b / a; else print "?" }')
-        echo "| $s | $a | $b | $ratio | $l0 -> $(load) |"
+        cratio=$(awk -v a="$ca" -v b="$cb" 'BEGIN { if (a > 0) printf "%.2f", b / a; else print "?" }')
+        echo "| $s | $a | $b | $ratio | $ca | $cb | $cratio | $l0 -> $(load) |"
     done
     r=$((r + 1))
 done
