@@ -41,10 +41,10 @@
 #define NC 2048
 /* The largest micro-kernel tile (avx512's), for edge tiles. */
 #define TILE_MAX (8 * 32)
-/* At most this many rows of A with a transposed B run as dot products. */
-#ifndef DOT_MAX_M
+/* At most this many rows of A with a transposed B run as dot products (one
+ * and two rows: packing the whole B for them cost more than the product;
+ * four already ran faster packed). */
 #define DOT_MAX_M 2
-#endif
 
 typedef void (*ukr_fn)(int kc, const float *a, const float *b, float *c, long ldc, float alpha, float beta);
 typedef void (*dot_fn)(int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb, float beta,

@@ -4,7 +4,7 @@
  * as GGUF's Q8_0 and llama.cpp's activation blocks do), and three kernels for
  * the block dot products of a few activation rows with many weight rows:
  *   avx512vnni  two blocks a 64-byte vector, vpdpbusd (u8 x s8 into s32),
- *               4 rows x 4 weight rows a tile
+ *               2 rows x 4 weight rows a tile
  *   avx2        one block a vector, vpmaddubsw + vpmaddwd, 2 x 4 a tile
  *   c           the same sums in plain C
  * u8 x s8 instructions need one unsigned operand: |x| against w with x's
@@ -150,8 +150,9 @@ __attribute__((target("avx2,fma"))) static void kernel_avx2(const qrows *x, cons
     for (; i0 < x->N; i0++) avx2_rows(1, i0, x, w, j0, j1, bias, out, ldo);
 }
 
-/* nr (1, 2 or 4, a constant at each call) activation rows from i0 x four
- * weight rows at a time, two blocks a step (an odd last block loads half a
+/* nr (1 or 2, a constant at each call: 4-row tiles measured no faster, the
+ * registers run out) activation rows from i0 x four weight rows at a time,
+ * two blocks a step (an odd last block loads half a
  * vector, the rest zeros). */
 __attribute__((target("avx512f,avx512bw,avx512vnni"), always_inline)) static inline void
 vnni_rows(int nr, int i0, const qrows *x, const spade_q8mat *w, int j0, int j1, const float *bias, float *out,
@@ -160,15 +161,15 @@ vnni_rows(int nr, int i0, const qrows *x, const spade_q8mat *w, int j0, int j1, 
     for (int jb = j0; jb < j1; jb += 4) {
         int jr[4];
         for (int q = 0; q < 4; q++) jr[q] = jb + q < j1 ? jb + q : jb;
-        __m512 acc[4][4];
+        __m512 acc[2][4];
         for (int r = 0; r < nr; r++)
             for (int q = 0; q < 4; q++) acc[r][q] = _mm512_setzero_ps();
         for (int k = 0; k < nb; k += 2) {
             __mmask64 ld = k + 1 < nb ? ~(__mmask64)0 : (__mmask64)0xffffffffu;
             int k1 = k + 1 < nb ? k + 1 : k;
-            __m512i ax[4];
-            __mmask64 neg[4];
-            __m512 sx[4];
+            __m512i ax[2];
+            __mmask64 neg[2];
+            __m512 sx[2];
             for (int r = 0; r < nr; r++) {
                 __m512i xv = _mm512_maskz_loadu_epi8(ld, x->q + ((size_t)(i0 + r) * nb + k) * QB);
                 ax[r] = _mm512_abs_epi8(xv);
@@ -196,9 +197,6 @@ vnni_rows(int nr, int i0, const qrows *x, const spade_q8mat *w, int j0, int j1, 
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) static void
 kernel_vnni(const qrows *x, const spade_q8mat *w, int j0, int j1, const float *bias, float *out, int ldo) {
     int i0 = 0;
-#ifdef Q8_VNNI4
-    for (; i0 + 4 <= x->N; i0 += 4) vnni_rows(4, i0, x, w, j0, j1, bias, out, ldo);
-#endif
     for (; i0 + 2 <= x->N; i0 += 2) vnni_rows(2, i0, x, w, j0, j1, bias, out, ldo);
     for (; i0 < x->N; i0++) vnni_rows(1, i0, x, w, j0, j1, bias, out, ldo);
 }
