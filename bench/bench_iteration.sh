@@ -23,7 +23,8 @@
 # files: the "designer" writes FILES, stdenv sources that pass the gates, so
 # the plays and the agent's update on valid environments are measured on the
 # same model: a pretrained model that writes nothing valid never reaches them),
-# FILES ("carry_add modpow linear sequence"), WORK (a scratch directory; default
+# FILES ("carry_add modpow linear sequence"; no corpus, so that the novelty
+# gate, which compares with the corpus, lets them through), WORK (a scratch directory; default
 # a new one under /tmp), SPADE (./spade). Qwen2.5-Coder-0.5B takes about 12 GB:
 # on a shared machine run it under flock, one at a time:
 #   MODEL=qwen2.5-coder-0.5b-instruct flock /tmp/qwen.lock bench/bench_iteration.sh
@@ -45,11 +46,13 @@ work=${WORK:-$(mktemp -d /tmp/spade-bench-iteration.XXXXXX)}
 [ -x "$spade" ] || { echo "bench_iteration: $spade not built (make)" >&2; exit 1; }
 mkdir -p "$work"
 cfg=$work/bench.ini
-given=""
+given="" nocorpus=""
 if [ "$writer" = files ]; then
     mkdir -p "$work/given"
     for f in $files; do cp "$here/stdenv/$f.c" "$work/given/"; done
     given="files = $work/given"
+    nocorpus="[corpus]
+enabled = false"
 fi
 cat >"$cfg" <<EOF
 ; bench_iteration.sh: one policy, the pretrained $model, as designer and agent
@@ -78,6 +81,7 @@ plays = $plays
 max_action_tokens = $action
 [grpo]
 lr = 1e-5
+$nocorpus
 EOF
 echo "bench_iteration: $model, $iters iteration(s): designer envs $envs x $max_source tokens, plays $plays," \
     "actions $action tokens, pool $pool, context $context, writer $writer; work $work"

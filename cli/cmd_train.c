@@ -175,19 +175,19 @@ void cli_usage_train(FILE *out) {
 
 /* The one policy is the pretrained DEFAULT_MODEL (./bootstrap fetches it; $SPADE_TRAIN_MODEL,
  * a known name or a .gguf path, takes another), in its chat form: it writes whole sources as the
- * designer, the gates judge them, it plays the valid ones with and without their hint (and two
- * stdenv environments a iteration, so the agent has something to learn from when nothing is
- * valid), and one GRPO update trains both roles. The knobs are the smallest that still make a
- * meaningful iteration (BENCHMARKS.md, "One self-play iteration"). SPADE_TRAIN_QUICK=1 shrinks
- * it to one iteration of two short sources and no pool part (the test suite runs the whole path
- * with it). */
+ * designer, the gates judge them, it plays the valid ones with and without their hint, and one
+ * GRPO update trains both roles. The knobs are the smallest that still make a meaningful
+ * iteration (BENCHMARKS.md, "One self-play iteration on a pretrained model"). No fixed-pool
+ * part: on SmolLM2 it was 60% of an iteration's time and won nothing, so no update came of it
+ * ([selfplay] pool_envs in the run's config.ini turns it on). SPADE_TRAIN_QUICK=1 shrinks it to
+ * one iteration of two short sources (the test suite runs the whole path with it). */
 static const char DEFAULT_PRETRAINED[] =
     "; written by `spade train` (the embedded default): self-play on the pretrained %s\n"
     "[run]\ndir = .\niterations = %d\nseed = 1\n"
     "[policy]\nmodel = %s\ncontext = %d\n"
     "[designer]\nenabled = true\nsource = policy\nenvs = %d\nmax_source_tokens = %d\ntemperature = 0.7\n"
     "max_step_ms = 50\n"
-    "[selfplay]\nplays = %d\npool_envs = %d\n"
+    "[selfplay]\nplays = %d\npool_envs = 0\n"
     "[pool]\ndirs = %s\n"
     "[agent]\nplays = %d\nmax_action_tokens = 16\n"
     "[grpo]\nlr = 1e-5\n";
@@ -244,11 +244,11 @@ static int train_default(spade_sandbox *sb) {
     if (rc != CLI_OK || skip) return rc;
     if (cli_mkdir_p(run) < 0) return cli_err(CLI_FAIL, "train", "%s: %s", run, strerror(errno));
     int iters = q ? 1 : DEFAULT_ITERATIONS;
-    printf("spade train: the embedded default in %s: %d self-play iterations on the pretrained %s, its one policy\n"
-           "  writing whole environments as the designer and playing the valid ones as the agent\n",
-           run, iters, model);
+    printf("spade train: the embedded default in %s: %d self-play iteration%s on the pretrained %s, its one\n"
+           "  policy writing whole environments as the designer and playing the valid ones as the agent\n",
+           run, iters, iters == 1 ? "" : "s", model);
     int n = snprintf(text, sizeof text, DEFAULT_PRETRAINED, model, iters, model, q ? 1280 : 2048, q ? 2 : 4,
-                     q ? 32 : 384, q ? 2 : 4, q ? 0 : 2, stdenv, q ? 2 : 4);
+                     q ? 32 : 384, q ? 2 : 4, stdenv, q ? 2 : 4);
     snprintf(path, sizeof path, "%s/selfplay.ini", run);
     if (n < 0 || (size_t)n >= sizeof text || cli_write_atomic(path, text, (size_t)n) < 0)
         return cli_err(CLI_FAIL, "train", "%s: cannot write", path);
@@ -579,17 +579,16 @@ static int train_checkpoint(train_run *r, int it) {
     return CLI_OK;
 }
 
-/* A self-play iteration's log line, with the pool's update (its samples and whether it stepped)
- * added for the closing words, and its progress line. */
+/* A self-play iteration's log line, with the pool's update (its samples and whether it stepped) in a run
+ * with a pool part, added for the closing words, and its progress line. */
 static void selfplay_log(train_run *r, const spade_selfplay_metrics *sm) {
     const tr_config *c = r->c;
     char json[4096];
     spade_selfplay_metrics_json(sm, json, sizeof json);
     size_t jl = strlen(json);
-    if (jl > 1 && json[jl - 1] == '}' && jl + 64 < sizeof json)
-        snprintf(json + jl - 1, sizeof json - jl + 1, ",\"pool_samples\":%d,\"pool_updated\":%s}",
-                 c->sp.pool_envs > 0 ? sm->pool.n_samples : 0,
-                 c->sp.pool_envs > 0 && sm->pool.updated ? "true" : "false");
+    if (c->sp.pool_envs > 0 && jl > 1 && json[jl - 1] == '}' && jl + 64 < sizeof json) /* a run with a pool part */
+        snprintf(json + jl - 1, sizeof json - jl + 1, ",\"pool_samples\":%d,\"pool_updated\":%s}", sm->pool.n_samples,
+                 sm->pool.updated ? "true" : "false");
     fprintf(r->log, "%s\n", json);
 }
 

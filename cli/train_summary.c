@@ -161,11 +161,6 @@ void cli_train_summary(FILE *out, const char *run, const char *ckpt, int selfpla
                     "  On the pool (stdenv) the agent made %ld updates in %ld iterations (%ld samples); success\n"
                     "  %.2f at the first logged iteration, %.2f at the last.\n",
                     s.pool_updates, s.pool_lines, s.pool_samples, s.pool_first, s.pool_last);
-        else if (s.pool_seen)
-            fprintf(out,
-                    "  On the pool (stdenv) the agent's success was %.2f at the first logged iteration, %.2f at the "
-                    "last.\n",
-                    s.pool_first, s.pool_last);
     } else {
         fprintf(out,
                 "  The agent played %ld episodes on the pool and made %ld updates (%ld samples); success %.3f\n"

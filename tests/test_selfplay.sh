@@ -321,7 +321,9 @@ elif [ $st -eq 0 ] && [ "$(wc -l <"$TMP/pretrained/train.jsonl")" -eq 1 ] &&
     grep -q "^model = smollm2-135m-instruct" "$TMP/pretrained/config.ini" &&
     grep -q "^source = policy" "$TMP/pretrained/config.ini" &&
     grep -q "The designer wrote 2 environments; [0-9]* passed every gate" "$TMP/out" &&
-    grep -q "Run longer: raise \[run\] iterations" "$TMP/out" && times_ok "$TMP/pretrained/train.jsonl" 1; then
+    grep -q "Run longer: raise \[run\] iterations" "$TMP/out" && grep -q "An iteration took [0-9]* s on average" "$TMP/out" &&
+    ! grep -q "On the pool" "$TMP/out" && ! grep -q "pool_samples" "$TMP/pretrained/train.jsonl" &&
+    times_ok "$TMP/pretrained/train.jsonl" 1; then
     ok "spade train (no argument) runs self-play on the pretrained model and says what happened and how to go on"
 else bad "spade train (no argument): self-play on the pretrained model (exit $st)"; fi
 # SPADE_TRAIN_MODEL names another model; a missing file is refused, naming it
