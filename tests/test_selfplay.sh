@@ -326,6 +326,13 @@ elif [ $st -eq 0 ] && [ "$(wc -l <"$TMP/pretrained/train.jsonl")" -eq 1 ] &&
     times_ok "$TMP/pretrained/train.jsonl" 1; then
     ok "spade train (no argument) runs self-play on the pretrained model and says what happened and how to go on"
 else bad "spade train (no argument): self-play on the pretrained model (exit $st)"; fi
+# with no model in the model directory (SPADE_NO_MODEL=1 ./bootstrap), the quick run says it skipped, exit 0
+mkdir -p "$TMP/nomodels"
+(cd "$TMP" && SPADE_MODELS="$TMP/nomodels" SPADE_TRAIN_QUICK=1 SPADE_TRAIN_DIR=skipped "$SPADE" train) >"$TMP/out" 2>&1
+if [ $? -eq 0 ] && grep -q "SPADE_TRAIN_QUICK: skipped, no model to run on: .*spade model fetch smollm2-135m-instruct" "$TMP/out" &&
+    [ ! -e "$TMP/skipped" ]; then
+    ok "spade train (no argument, quick) with no model says it skipped and how to fetch it, exit 0, no run"
+else bad "spade train (no argument, quick) with no model says it skipped and how to fetch it, exit 0, no run"; fi
 # SPADE_TRAIN_MODEL names another model; a missing file is refused, naming it
 (cd "$TMP" && SPADE_TRAIN_MODEL="$TMP/none.gguf" SPADE_TRAIN_DIR=nomodel "$SPADE" train) >"$TMP/out" 2>&1
 if [ $? -eq 1 ] && grep -q "none.gguf: no such model file" "$TMP/out" && [ ! -e "$TMP/nomodel" ]; then
