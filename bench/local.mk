@@ -98,3 +98,7 @@ noinst_PROGRAMS += bench/bench_llama
 bench_bench_llama_SOURCES = bench/bench_llama.c
 bench_bench_llama_LDADD = $(SPADE_LIBS)
 EXTRA_DIST += bench/bench_llama.sh bench/llama_cpp_ref.py bench/torch_llama.py
+
+# bench/bench_iteration.sh: the seconds of a self-play iteration on a pretrained
+# model by phase (train.jsonl's time_s), through spade train itself; nothing to build.
+EXTRA_DIST += bench/bench_iteration.sh
