@@ -14,7 +14,7 @@
  * ratio by itself: the ratio is the script's, against a reference measured
  * in the same run.
  *
- * Usage: bench_llama MODEL MODE ARGS [--backend B] [--context N]
+ * Usage: bench_llama MODEL MODE ARGS [--backend B] [--context N] [--sample-weights f32|q8_0]
  *   load                 seconds to load the model (load_s)
  *   prefill T            one slot, a T-token prompt (prefill_tps)
  *   decode S P N         S slots, each its own P-token prompt, then N greedy
@@ -25,7 +25,11 @@
  *                        path; prints whether the tokens and log-probs agree
  *   train T STEPS        B = 1, T tokens: forward, backward and AdamW
  *                        (train_tps) and the peak RSS of the process (peak_rss_mib)
+ *   q8check N            sample_weights q8_0 against f32: greedy N tokens of an
+ *                        English prompt under each (q8_greedy_same_prefix), and
+ *                        the largest |delta log-softmax| along the f32 path
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +39,7 @@
 
 #include "policy/policy.h"
 #include "policy/pretrained.h"
+#include "policy/tokenizer.h"
 
 static char err[1024];
 
@@ -49,6 +54,13 @@ static char err[1024];
 static double now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+/* CPU seconds of the whole process (every thread, spinning ones included):
+ * what a pass costs the machine, whoever else is on it. */
+static double cpu_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
@@ -116,15 +128,16 @@ static void mode_decode(spade_policy *p, int S, int P, int N) {
     if (spade_decoder_new(&d, p, S, err, sizeof err)) DIE("%s", err);
     double t0 = now();
     if (spade_decoder_append_batch(d, slots, tp, n, S, NULL, err, sizeof err)) DIE("%s", err);
-    double t1 = now();
+    double t1 = now(), c1 = cpu_s();
     spade_sample_opts so;
     greedy_opts(&so, N);
     if (spade_decoder_sample(d, slots, S, &so, NULL, NULL, out, NULL, len, NULL, err, sizeof err)) DIE("%s", err);
-    double t2 = now();
+    double t2 = now(), c2 = cpu_s();
     long drawn = 0;
     for (int i = 0; i < S; i++) drawn += len[i];
-    printf("decode_slots %d\ndecode_prompt %d\ndecode_tokens %ld\nprompt_s %.4f\ndecode_s %.4f\ndecode_tps %.2f\n", S,
-           P, drawn, t1 - t0, t2 - t1, drawn / (t2 - t1));
+    printf("decode_slots %d\ndecode_prompt %d\ndecode_tokens %ld\nprompt_s %.4f\ndecode_s %.4f\ndecode_tps %.2f\n"
+           "decode_cpu_s %.4f\ndecode_tokens_per_cpu_s %.2f\n",
+           S, P, drawn, t1 - t0, t2 - t1, drawn / (t2 - t1), c2 - c1, drawn / (c2 - c1));
     spade_decoder_free(d);
     free(prompt), free(slots), free(n), free(out), free(len), free(tp);
 }
@@ -178,6 +191,72 @@ static void mode_prefix(spade_policy *p, int S, int P, int Q, int N) {
     free(prompt), free(slots), free(n), free(out[0]), free(out[1]), free(len), free(lp[0]), free(lp[1]), free(tp);
 }
 
+/* The next-token log-softmax of slot 0 after the P prompt tokens and every
+ * 8th token after them, of toks[0..n), fed one token a pass: the decoding
+ * passes the 8-bit weights serve (a pass of more rows runs F32). */
+static void logsoftmax_path(spade_policy *p, const int *toks, int P, int n, float *out, int V) {
+    spade_decoder *d;
+    if (spade_decoder_new(&d, p, 1, err, sizeof err)) DIE("%s", err);
+    for (int t = 0, k = 0; t < n; t++) {
+        if (t >= P && (t - P) % 8 == 0 && spade_decoder_next_logprobs(d, 0, out + (size_t)k++ * V, err, sizeof err))
+            DIE("%s", err);
+        if (spade_decoder_append(d, 0, toks + t, 1, err, sizeof err)) DIE("%s", err);
+    }
+    spade_decoder_free(d);
+}
+
+/* q8check N: sample_weights = q8_0 against f32 on an English prompt: greedy
+ * N tokens under each (how many agree before the first difference), and the
+ * largest |delta| of the next-token log-softmax (and of the chosen token's)
+ * every 8 tokens along the f32 greedy path. */
+static void mode_q8check(spade_policy *p, int N) {
+    static const char text[] = "The history of the printing press begins in the fifteenth century, when";
+    int V = spade_policy_config(p)->vocab, ids[256];
+    int P = (int)spade_tokenizer_encode(spade_policy_tokenizer(p), text, sizeof text - 1, ids);
+    int *path = xmalloc_int((size_t)P + N), *g[2] = {xmalloc_int(N), xmalloc_int(N)}, len[2];
+    memcpy(path, ids, (size_t)P * sizeof(int));
+    static const char *const kinds[2] = {"f32", "q8_0"};
+    for (int k = 0; k < 2; k++) {
+        if (spade_policy_set_sample_weights(p, kinds[k], err, sizeof err)) DIE("%s", err);
+        spade_decoder *d;
+        spade_sample_opts so;
+        greedy_opts(&so, N);
+        if (spade_decoder_new(&d, p, 1, err, sizeof err) || spade_decoder_append(d, 0, ids, P, err, sizeof err) ||
+            spade_decoder_sample(d, (int[]){0}, 1, &so, NULL, NULL, g[k], NULL, &len[k], NULL, err, sizeof err))
+            DIE("%s", err);
+        spade_decoder_free(d);
+    }
+    int same = 0;
+    while (same < len[0] && same < len[1] && g[0][same] == g[1][same]) same++;
+    memcpy(path + P, g[0], (size_t)len[0] * sizeof(int));
+    int n = P + len[0], rows = (len[0] + 7) / 8;
+    float *lp[2] = {malloc((size_t)rows * V * sizeof(float)), malloc((size_t)rows * V * sizeof(float))};
+    if (!lp[0] || !lp[1]) DIE("out of memory");
+    for (int k = 0; k < 2; k++) {
+        if (spade_policy_set_sample_weights(p, kinds[k], err, sizeof err)) DIE("%s", err);
+        logsoftmax_path(p, path, P, n, lp[k], V);
+    }
+    double all = 0, chosen = 0, likely = 0, kl = 0;
+    for (int r = 0; r < rows; r++) {
+        for (int v = 0; v < V; v++) {
+            double a0 = lp[0][(size_t)r * V + v], dd = fabs(a0 - lp[1][(size_t)r * V + v]);
+            if (dd > all) all = dd;
+            if (a0 > log(1e-3) && dd > likely) likely = dd; /* tokens with p >= 0.001 */
+            kl += exp(a0) * (a0 - lp[1][(size_t)r * V + v]);
+        }
+        int c = path[P + 8 * r];
+        double dc = fabs((double)lp[0][(size_t)r * V + c] - lp[1][(size_t)r * V + c]);
+        if (dc > chosen) chosen = dc;
+    }
+    printf("q8_prompt_tokens %d\nq8_greedy_tokens %d\nq8_greedy_same_prefix %d\nq8_max_dlogsoftmax %.4f\n"
+           "q8_max_dlogsoftmax_p_ge_0.001 %.4f\nq8_max_dlogprob_chosen %.4f\nq8_mean_kl %.5f\n",
+           P, len[0], same, all, likely, chosen, kl / rows);
+    printf("q8_path");
+    for (int i = 0; i < n; i++) printf(" %d", path[i]);
+    printf("\n");
+    free(path), free(g[0]), free(g[1]), free(lp[0]), free(lp[1]);
+}
+
 static void mode_train(spade_policy *p, int T, int steps) {
     int V = spade_policy_config(p)->vocab, *t = xmalloc_int(T + 1);
     fill_tokens(t, T + 1, V, 3);
@@ -198,12 +277,14 @@ static void mode_train(spade_policy *p, int T, int steps) {
 }
 
 int main(int argc, char **argv) {
-    const char *backend = NULL;
+    const char *backend = NULL, *sample_weights = NULL;
     int context = 0, pos = 0;
     char *args[8];
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--backend") && i + 1 < argc) {
             backend = argv[++i];
+        } else if (!strcmp(argv[i], "--sample-weights") && i + 1 < argc) {
+            sample_weights = argv[++i];
         } else if (!strcmp(argv[i], "--context") && i + 1 < argc) {
             context = atoi(argv[++i]);
         } else if (pos < 8) {
@@ -225,6 +306,7 @@ int main(int argc, char **argv) {
     double t0 = now();
     if (spade_policy_from_model(&p, args[0], &mo, err, sizeof err)) DIE("%s", err);
     double load = now() - t0;
+    if (sample_weights && spade_policy_set_sample_weights(p, sample_weights, err, sizeof err)) DIE("%s", err);
     printf("backend %s\nload_s %.3f\n", spade_policy_backend_name(p), load);
     fprintf(stderr, "bench_llama: %s\n", spade_policy_backend_note(p));
     if (!strcmp(mode, "load")) {
@@ -235,6 +317,8 @@ int main(int argc, char **argv) {
         mode_decode(p, a[0], a[1], a[2]);
     } else if (!strcmp(mode, "prefix") && a[0] > 0 && a[1] > 0 && a[2] >= 0) {
         mode_prefix(p, a[0], a[1], a[2], a[3]);
+    } else if (!strcmp(mode, "q8check") && a[0] > 0) {
+        mode_q8check(p, a[0]);
     } else if (!strcmp(mode, "train") && a[0] > 1 && a[1] > 0) {
         mode_train(p, a[0], a[1]);
     } else {

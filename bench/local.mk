@@ -97,7 +97,13 @@ EXTRA_DIST += bench/bench_remote.sh
 noinst_PROGRAMS += bench/bench_llama
 bench_bench_llama_SOURCES = bench/bench_llama.c
 bench_bench_llama_LDADD = $(SPADE_LIBS)
-EXTRA_DIST += bench/bench_llama.sh bench/llama_cpp_ref.py bench/torch_llama.py
+EXTRA_DIST += bench/bench_llama.sh bench/llama_cpp_ref.py bench/torch_llama.py bench/bench_q8.sh bench/q8_llama_ref.py
+# bench_gemm: spade's own SGEMM (core/policy/gemm.c) against OpenBLAS's sgemm at
+# OPENBLAS_CORETYPE unset, Prescott and Haswell in one run, and training steps.
+bench_programs += bench/bench_gemm
+noinst_PROGRAMS += bench/bench_gemm
+bench_bench_gemm_SOURCES = bench/bench_gemm.c
+bench_bench_gemm_LDADD = $(SPADE_LIBS)
 
 # bench/bench_iteration.sh: the seconds of a self-play iteration on a pretrained
 # model by phase (train.jsonl's time_s), through spade train itself; nothing to build.

@@ -451,6 +451,9 @@ static int train_open(train_run *r, tr_config *c, const char *arg) {
         if (fresh) cli_run_unmake(c->dir);
         return cli_err(CLI_FAIL, "train", "%s", err);
     }
+    /* [policy] sample_weights applies to a loaded or resumed policy too (not saved in checkpoints) */
+    if (c->gpt.sample_weights[0] && spade_policy_set_sample_weights(r->p, c->gpt.sample_weights, err, sizeof err))
+        return cli_err(CLI_FAIL, "train", "%s", err);
     return CLI_OK;
 }
 

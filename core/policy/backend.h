@@ -6,9 +6,9 @@
  * and a backend that owns the memory and does the arithmetic. Three backends:
  *   cpu_ref  plain C, one thread, fixed summation order: the reference every
  *            other backend is tested against (backend_cpu.c);
- *   cpu      the same ops with cblas GEMMs (OpenBLAS, when configure found it)
- *            and OpenMP threads; without cblas its GEMMs fall back to the
- *            reference loops (backend_cpu.c);
+ *   cpu      the same ops with spade's own GEMM kernels (gemm.h: AVX-512,
+ *            AVX2 or C, chosen by the CPU's instruction sets) and OpenMP
+ *            threads (backend_cpu.c);
  *   cuda     cuBLAS GEMMs + CUDA kernels (backend_cuda.cu, compiled when
  *            configure found nvcc; SPADE_HAVE_CUDA).
  * (A fourth name, cpu_tt, is cpu with the attention of before the tiled one:
@@ -371,15 +371,14 @@ int spade_backend_cuda_load(spade_backend *be, char *err, size_t errlen);
 int spade_backend_open(const char *which, spade_backend *be, char *note, size_t notelen, char *err, size_t errlen);
 void spade_backend_close(spade_backend *be);
 
-/* Whether the CPU backend uses cblas GEMMs in this build (1) or reference loops (0). */
+/* 1: the cpu backend's GEMMs are fast kernels in another summation order
+ * than cpu_ref's loops (always, since they are spade's own; the name is from
+ * when they were cblas's, and 0 meant reference loops). */
 int spade_backend_cpu_has_cblas(void);
-/* Which GEMMs the cpu backend runs, for the backend note: "cblas GEMMs" or,
- * with OpenBLAS, "OpenBLAS <core> kernels"; when OpenBLAS picked kernels far
- * below what the CPU can run (it names cores by CPU model, and a virtual CPU
- * it does not know falls back to Prescott, SSE3), the note says which
- * OPENBLAS_CORETYPE would be right (measured ~4x faster GEMMs: BENCHMARKS.md).
- * OpenBLAS reads that variable when it is loaded, before main, so only the
- * one who starts the program can set it. Returns 1 if such a hint was written. */
+/* Which GEMMs the cpu backend runs, for the backend note: "spade avx512
+ * GEMMs" (or avx2, c). Returns 0: no variable changes them, so there is no
+ * hint to give (it returned 1 with an OPENBLAS_CORETYPE hint when the GEMMs
+ * were OpenBLAS's). */
 int spade_backend_cpu_blas_note(char *buf, size_t len);
 
 #ifdef __cplusplus

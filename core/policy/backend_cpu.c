@@ -9,12 +9,14 @@
  *            and full recompute agree bit for bit on it).
  *   cpu      turns on OpenMP for the loops (parallel only over independent
  *            outputs, so each output's sum is still formed in the same order),
- *            does the GEMMs with cblas_sgemm when configure found cblas
- *            (SPADE_HAVE_CBLAS), and runs the tiled attention (memory linear
- *            in T). The non-GEMM loops are vectorised (SPADE_CLONES).
- *   cpu_tt   cpu with the T x T cblas attention of before, for the benchmark.
- * What it is not: hand-written GEMM kernels (OpenBLAS's are used), or
- * bit-identical across machines (vector widths differ between clones).
+ *            does the GEMMs with spade's own kernels (gemm.h: AVX-512, AVX2
+ *            or portable C, chosen by what the CPU supports, never by an
+ *            environment variable), and runs the tiled attention (memory
+ *            linear in T). The non-GEMM loops are vectorised (SPADE_CLONES).
+ *   cpu_tt   cpu with the T x T attention of before, for the benchmark.
+ * What it is not: a user of OpenBLAS's GEMMs (bench/bench_gemm.c measures
+ * them against spade's), or bit-identical across machines (vector widths
+ * differ between clones).
  */
 #include "policy/backend.h"
 
@@ -33,6 +35,7 @@
 #endif
 
 #include "errbuf.h"
+#include "policy/gemm.h"
 
 typedef struct cpu_ctx {
     int fast; /* 0: cpu_ref, 1: cpu, 2: cpu_tt (cpu with the T x T attention) */
@@ -348,48 +351,37 @@ static void ref_matmul_forward(int fast, float *out, const float *inp, const flo
 
 static int cpu_matmul_forward(void *ctx, float *out, const float *inp, const float *w, const float *bias, int N, int IC,
                               int OC) {
-#ifdef SPADE_HAVE_CBLAS
-    if (FAST(ctx) && N < MATMUL_FEW_ROWS) {
-        /* Few rows (decoding: one row a slot): the threads split the output
-         * columns, so that each reads only its share of the weights, and
-         * one row is an sgemv. Split by rows, one thread got the only row
-         * and the other spun at the barrier; and sgemm with one row packs
-         * the whole weight matrix first, a copy as large as the product.
-         * A product under MATMUL_PAR_MIN runs on one thread: see there. */
-#pragma omp parallel if (FAST(ctx) && (size_t)N * OC * IC >= MATMUL_PAR_MIN)
+    if (FAST(ctx)) {
+        /* One thread pool: OpenMP splits the product, each thread runs a
+         * single-threaded spade_sgemm on its block. Each thread packs its
+         * share of one operand and the whole of the other, so the split is
+         * along the larger one: the output columns when the weights
+         * outnumber the rows (the head; decoding, where a row split also
+         * left one thread the only row and the other spinning at the
+         * barrier), else the rows. A split never changes an output's bits
+         * (spade_sgemm sums each output alike in any block) except below 5
+         * rows, which only the column split sees. Few rows use the higher
+         * MATMUL_PAR_MIN: see there. */
+        int by_cols = N < MATMUL_FEW_ROWS || OC >= N;
+        size_t min = N < MATMUL_FEW_ROWS ? MATMUL_PAR_MIN : PAR_MIN_WORK;
+#pragma omp parallel if ((size_t)N * OC * IC >= min)
         {
-            int o0, o1;
-            split(OC, &o0, &o1);
-            if (o1 > o0) {
+            int a, b;
+            split(by_cols ? OC : N, &a, &b);
+            if (b > a && by_cols) {
                 if (bias)
                     for (int i = 0; i < N; i++)
-                        memcpy(out + (size_t)i * OC + o0, bias + o0, (size_t)(o1 - o0) * sizeof(float));
-                if (N == 1)
-                    cblas_sgemv(CblasRowMajor, CblasNoTrans, o1 - o0, IC, 1.0f, w + (size_t)o0 * IC, IC, inp, 1,
-                                bias ? 1.0f : 0.0f, out + o0, 1);
-                else
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, o1 - o0, IC, 1.0f, inp, IC,
-                                w + (size_t)o0 * IC, IC, bias ? 1.0f : 0.0f, out + o0, OC);
+                        memcpy(out + (size_t)i * OC + a, bias + a, (size_t)(b - a) * sizeof(float));
+                spade_sgemm(0, 1, N, b - a, IC, 1.0f, inp, IC, w + (size_t)a * IC, IC, bias ? 1.0f : 0.0f, out + a, OC);
+            } else if (b > a) {
+                if (bias)
+                    for (int i = a; i < b; i++) memcpy(out + (size_t)i * OC, bias, OC * sizeof(float));
+                spade_sgemm(0, 1, b - a, OC, IC, 1.0f, inp + (size_t)a * IC, IC, w, IC, bias ? 1.0f : 0.0f,
+                            out + (size_t)a * OC, OC);
             }
         }
         return 0;
     }
-    if (FAST(ctx)) {
-        /* One thread pool: OpenMP splits the rows, each thread runs a
-         * single-threaded sgemm on its block (see spade_backend_cpu_new). */
-#pragma omp parallel if (PAR((size_t)N * OC * IC))
-        {
-            int r0, r1;
-            split(N, &r0, &r1);
-            if (bias)
-                for (int i = r0; i < r1; i++) memcpy(out + (size_t)i * OC, bias, OC * sizeof(float));
-            if (r1 > r0)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, OC, IC, 1.0f, inp + (size_t)r0 * IC, IC,
-                            w, IC, bias ? 1.0f : 0.0f, out + (size_t)r0 * OC, OC);
-        }
-        return 0;
-    }
-#endif
     ref_matmul_forward(FAST(ctx), out, inp, w, bias, N, IC, OC);
     return 0;
 }
@@ -416,23 +408,24 @@ SPADE_CLONES static void bias_colsum(float *dbias, const float *dout, int N, int
 static int cpu_matmul_backward(void *ctx, float *dinp, float *dweight, float *dbias, const float *dout,
                                const float *inp, const float *w, int N, int IC, int OC) {
     int fast = FAST(ctx);
-#ifdef SPADE_HAVE_CBLAS
     if (fast) {
 #pragma omp parallel if (PAR((size_t)N * OC * IC))
         {
+            /* dinp splits along the larger of its rows and its columns
+             * (see cpu_matmul_forward), dweight its rows (output channels). */
             int r0, r1, o0, o1;
-            split(N, &r0, &r1);
+            split(IC > N ? IC : N, &r0, &r1);
             split(OC, &o0, &o1);
-            if (r1 > r0)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r1 - r0, IC, OC, 1.0f, dout + (size_t)r0 * OC,
-                            OC, w, IC, 0.0f, dinp + (size_t)r0 * IC, IC);
+            if (r1 > r0 && IC > N)
+                spade_sgemm(0, 0, N, r1 - r0, OC, 1.0f, dout, OC, w + r0, IC, 0.0f, dinp + r0, IC);
+            else if (r1 > r0)
+                spade_sgemm(0, 0, r1 - r0, IC, OC, 1.0f, dout + (size_t)r0 * OC, OC, w, IC, 0.0f,
+                            dinp + (size_t)r0 * IC, IC);
             if (o1 > o0)
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, o1 - o0, IC, N, 1.0f, dout + o0, OC, inp, IC, 1.0f,
-                            dweight + (size_t)o0 * IC, IC);
+                spade_sgemm(1, 0, o1 - o0, IC, N, 1.0f, dout + o0, OC, inp, IC, 1.0f, dweight + (size_t)o0 * IC, IC);
         }
         goto bias;
     }
-#endif
 #pragma omp parallel for if (fast && (size_t)N * OC * IC >= PAR_MIN_WORK)
     for (int i = 0; i < N; i++) {
         float *dx = dinp + (size_t)i * IC;
@@ -453,9 +446,7 @@ static int cpu_matmul_backward(void *ctx, float *dinp, float *dweight, float *db
             for (int k = 0; k < IC; k++) dw[k] += d * x[k];
         }
     }
-#ifdef SPADE_HAVE_CBLAS
 bias:
-#endif
     if (dbias) {
 #pragma omp parallel if (fast && (size_t)N * OC >= PAR_MIN_WORK)
         {
@@ -521,30 +512,14 @@ static float ref_row_lse(const float *q, const float *k, size_t kstride, int nk,
     return mx + (float)log(sum);
 }
 
-/* Row-major C(M,N) = alpha op(A) op(B) + beta C on one thread: cblas when the
- * build has it, plain loops otherwise (then the tiled attention is slow but
- * still linear in memory). */
+/* Row-major C(M,N) = alpha op(A) op(B) + beta C on one thread (gemm.h). */
 static void gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
                  float beta, float *Cm, int ldc) {
-#ifdef SPADE_HAVE_CBLAS
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda,
-                B, ldb, beta, Cm, ldc);
-#else
-    for (int i = 0; i < M; i++)
-        for (int j = 0; j < N; j++) {
-            float s = 0.0f;
-            for (int k = 0; k < K; k++)
-                s += (ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k]) *
-                     (tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j]);
-            float *c = Cm + (size_t)i * ldc + j;
-            *c = alpha * s + (beta == 0.0f ? 0.0f : beta * *c);
-        }
-#endif
+    spade_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, Cm, ldc);
 }
 
-#ifdef SPADE_HAVE_CBLAS
 /* Causal softmax of one score row in place: entries 0..t kept, rest zeroed
- * (only the cblas T x T attention path, cpu_tt, scores whole rows). Returns
+ * (only the T x T attention path, cpu_tt, scores whole rows). Returns
  * the row's log-sum-exp. */
 static float causal_softmax_row(float *row, int t, int T) {
     float mx = -INFINITY;
@@ -560,7 +535,6 @@ static float causal_softmax_row(float *row, int t, int T) {
     for (int j = t + 1; j < T; j++) row[j] = 0.0f;
     return mx + logf(sum);
 }
-#endif
 
 /* The tiled attention of the cpu backend: queries in blocks of FA_BQ rows,
  * each block against all the keys it may see at once — a strip of FA_BQ x t
@@ -696,7 +670,6 @@ static int cpu_attention_forward(void *ctx, float *out, float *lse, float *att, 
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
     size_t C3 = 3 * (size_t)C;
-#ifdef SPADE_HAVE_CBLAS
     if (FAST(ctx)) {
         /* cpu_tt, the attention cpu had before the tiled one (kept for the
          * benchmark): scores for the full T x T square, a causal softmax per
@@ -707,14 +680,12 @@ static int cpu_attention_forward(void *ctx, float *out, float *lse, float *att, 
                 const float *q = qkv + b * T * C3 + h * hs;
                 float *a = att + ((size_t)b * NH + h) * T * T;
                 float *lo = lse + ((size_t)b * NH + h) * T;
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, scale, q, C3, q + C, C3, 0.0f, a, T);
+                gemm(0, 1, T, T, hs, scale, q, C3, q + C, C3, 0.0f, a, T);
                 for (int t = 0; t < T; t++) lo[t] = causal_softmax_row(a + (size_t)t * T, t, T);
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, 1.0f, a, T, q + 2 * C, C3, 0.0f,
-                            out + (size_t)b * T * C + h * hs, C);
+                gemm(0, 0, T, hs, T, 1.0f, a, T, q + 2 * C, C3, 0.0f, out + (size_t)b * T * C + h * hs, C);
             }
         return 0;
     }
-#endif
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++)
             for (int t = 0; t < T; t++) {
@@ -737,7 +708,6 @@ static int cpu_attention_backward(void *ctx, float *dqkv, const float *dout, con
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
     size_t C3 = 3 * (size_t)C;
-#ifdef SPADE_HAVE_CBLAS
     if (c->fast) {
         float *dall = scratch(c, (size_t)B * NH * T * T);
         if (!dall) return fail(c, "out of memory for attention scratch (%d x %d x %d x %d)", B, NH, T, T);
@@ -750,7 +720,7 @@ static int cpu_attention_backward(void *ctx, float *dqkv, const float *dout, con
                 const float *a = att + ((size_t)b * NH + h) * T * T;
                 float *da = dall + ((size_t)b * NH + h) * T * T;
                 /* datt = dy @ v^T, then the softmax backward row by row */
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, hs, 1.0f, dy, C, v, C3, 0.0f, da, T);
+                gemm(0, 1, T, T, hs, 1.0f, dy, C, v, C3, 0.0f, da, T);
                 for (int t = 0; t < T; t++) {
                     const float *ar = a + (size_t)t * T;
                     float *dr = da + (size_t)t * T;
@@ -759,13 +729,12 @@ static int cpu_attention_backward(void *ctx, float *dqkv, const float *dout, con
                     for (int j = 0; j <= t; j++) dr[j] = ar[j] * (dr[j] - sum);
                     for (int j = t + 1; j < T; j++) dr[j] = 0.0f;
                 }
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, hs, T, scale, da, T, k, C3, 0.0f, dq, C3);
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, scale, da, T, q, C3, 0.0f, dk, C3);
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, hs, T, 1.0f, a, T, dy, C, 0.0f, dv, C3);
+                gemm(0, 0, T, hs, T, scale, da, T, k, C3, 0.0f, dq, C3);
+                gemm(1, 0, T, hs, T, scale, da, T, q, C3, 0.0f, dk, C3);
+                gemm(1, 0, T, hs, T, 1.0f, a, T, dy, C, 0.0f, dv, C3);
             }
         return 0;
     }
-#endif
     /* Reference: the classic softmax backward from the stored probabilities,
      * one thread, rows in order. */
     for (size_t i = 0; i < (size_t)B * T * C3; i++) dqkv[i] = 0.0f;
@@ -897,14 +866,14 @@ static int kv_at_impl(void *ctx, float *out, const float *qkv, float *kcache, fl
                 size_t base = (size_t)slot[i] * maxT * KW + (size_t)(h / group) * hs;
                 float *o = out + (size_t)i * C + h * hs;
                 const float *q = qkv + (size_t)i * C3 + h * hs;
-#ifdef SPADE_HAVE_CBLAS
                 if (c->fast) {
                     /* One query against its slot's keys is two matrix-vector
-                     * products; sgemv vectorises them where the plain loops
-                     * (a float sum, -O2) stay scalar, and decoding spends a
-                     * third of its time here at the default width. */
+                     * products; spade_sgemm vectorises them (one row: dot
+                     * products, then a row times a matrix) where the plain
+                     * loops (a float sum, -O2) stay scalar, and decoding
+                     * spends a third of its time here at the default width. */
                     int nk = pos[i] + 1;
-                    cblas_sgemv(CblasRowMajor, CblasNoTrans, nk, hs, scale, kcache + base, (int)KW, q, 1, 0.0f, a, 1);
+                    spade_sgemm(0, 1, 1, nk, hs, scale, q, hs, kcache + base, (int)KW, 0.0f, a, nk);
                     float mx = -INFINITY, sum = 0.0f;
                     for (int j = 0; j < nk; j++)
                         if (a[j] > mx) mx = a[j];
@@ -912,11 +881,9 @@ static int kv_at_impl(void *ctx, float *out, const float *qkv, float *kcache, fl
                         a[j] = expf(a[j] - mx);
                         sum += a[j];
                     }
-                    cblas_sgemv(CblasRowMajor, CblasTrans, nk, hs, 1.0f / sum, vcache + base, (int)KW, a, 1, 0.0f, o,
-                                1);
+                    spade_sgemm(0, 0, 1, hs, nk, 1.0f / sum, a, nk, vcache + base, (int)KW, 0.0f, o, hs);
                     continue;
                 }
-#endif
                 attn_row(o, a, q, kcache + base, vcache + base, KW, pos[i] + 1, hs, scale);
             }
     }
@@ -1293,10 +1260,11 @@ static int cpu_new(spade_backend *be, int fast, char *err, size_t errlen) {
     }
     c->fast = fast;
 #if defined(SPADE_HAVE_CBLAS) && defined(OPENBLAS_VERSION) && defined(_OPENMP)
-    /* One thread pool, not two: OpenMP owns the cores and each thread calls
-     * sgemm on its own block, so OpenBLAS's threads would only fight
-     * OpenMP's spinning ones (6x slower on 2 cores). Process-wide, and
-     * deliberate: it is what every later BLAS call in this process wants too. */
+    /* One thread pool, not two: OpenMP owns the cores. The GEMMs are
+     * spade's, but a cblas call elsewhere in the process (the bench's
+     * OpenBLAS comparison) from inside an OpenMP region must not start
+     * OpenBLAS's threads to fight OpenMP's spinning ones (6x slower on 2
+     * cores). Process-wide, and deliberate. */
     if (fast) openblas_set_num_threads(1);
 #endif
     be->vt = fast == 2 ? &cpu_tt_vt : fast ? &cpu_vt : &cpu_ref_vt;
@@ -1308,38 +1276,14 @@ int spade_backend_cpu_ref_new(spade_backend *be, char *err, size_t errlen) { ret
 int spade_backend_cpu_new(spade_backend *be, char *err, size_t errlen) { return cpu_new(be, 1, err, errlen); }
 int spade_backend_cpu_tt_new(spade_backend *be, char *err, size_t errlen) { return cpu_new(be, 2, err, errlen); }
 
+/* The backend note's GEMM part: spade's kernel, which no variable changes
+ * (OPENBLAS_CORETYPE no longer matters to the cpu backend). Returns 0: there
+ * is nothing for the user to set. */
 int spade_backend_cpu_blas_note(char *buf, size_t len) {
-#if defined(SPADE_HAVE_CBLAS) && defined(OPENBLAS_VERSION)
-    const char *core = openblas_get_corename();
-    const char *want = NULL;
-#if defined(__GNUC__) && defined(__x86_64__)
-    int weak = core && (!strcmp(core, "Prescott") || !strcmp(core, "Core2") || !strcmp(core, "Nehalem") ||
-                        !strcmp(core, "Penryn") || !strcmp(core, "Dunnington"));
-    if (weak && !getenv("OPENBLAS_CORETYPE")) {
-        __builtin_cpu_init();
-        if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-            __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
-            want = "SkylakeX";
-        else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-            want = "Haswell";
-    }
-#endif
-    if (want)
-        snprintf(buf, len, "OpenBLAS %s kernels on a CPU that runs %s's: OPENBLAS_CORETYPE=%s makes GEMMs ~4x faster",
-                 core, want, want);
-    else
-        snprintf(buf, len, "OpenBLAS %s kernels", core ? core : "?");
-    return want != NULL;
-#else
-    snprintf(buf, len, "%s", spade_backend_cpu_has_cblas() ? "cblas GEMMs" : "plain-C GEMMs, no cblas in this build");
+    snprintf(buf, len, "spade %s GEMMs", spade_gemm_kernel_name(spade_gemm_kernel()));
     return 0;
-#endif
 }
 
-int spade_backend_cpu_has_cblas(void) {
-#ifdef SPADE_HAVE_CBLAS
-    return 1;
-#else
-    return 0;
-#endif
-}
+/* 1: the cpu backend's GEMMs are fast kernels in another summation order
+ * than cpu_ref's loops (always, now that the kernels are spade's own). */
+int spade_backend_cpu_has_cblas(void) { return 1; }

@@ -242,7 +242,8 @@ static int run_pass(spade_decoder *d, int r, int ne, int maxlen, const int *fini
     const int *tok = d->rows_dev, *slot = d->rows_dev + R, *pos = d->rows_dev + 2 * R;
     CK(BE->upload(BX, d->rows_dev, d->rows_host, 3 * R * sizeof(int)));
     float *x = s.res, *y = s.res2;
-    int rc;
+    int rc = policy_q8_sync(p, err, errlen); /* sample_weights = q8_0 (sample_q8.c); refuses a GPT */
+    if (rc) return rc;
     if (p->arch == SPADE_ARCH_LLAMA) {
         if ((rc = llama_pass_layers(p, &s, r, tok, slot, pos, d->S, maxlen, err, errlen))) return rc;
         L = 0; /* its layers ran; the head below is shared */
@@ -273,7 +274,8 @@ static int run_pass(spade_decoder *d, int r, int ne, int maxlen, const int *fini
             if ((rc = gpt_final_norm(p, s.ln + (size_t)j * C, x + (size_t)last * C, 1, err, errlen))) return rc;
         }
     }
-    CK(BE->matmul_forward(BX, s.logits, s.ln, p->head, NULL, nf, C, p->Vp));
+    /* the head's 8-bit copy when sample_weights = q8_0 (sample_q8.c), else F32 */
+    if ((rc = policy_q8_matmul(p, 4 * p->L, s.logits, s.ln, p->head, NULL, nf, C, p->Vp, err, errlen))) return rc;
     CK(BE->download(BX, d->stage, s.logits, (size_t)nf * p->Vp * sizeof(float)));
     return 0;
 }

@@ -147,10 +147,19 @@ int spade_gpt_config_set(spade_gpt_config *cfg, const char *key, const char *val
             cfg->norm_eps = (float)x;
         return 0;
     }
+    if (!strcmp(k, "sample_weights")) {
+        int q8;
+        if (spade_sample_weights_parse(value, &q8)) {
+            spade_errf(err, errlen, "%s = '%s': expected f32 or q8_0", key, value);
+            return SPADE_POLICY_EINVAL;
+        }
+        snprintf(cfg->sample_weights, sizeof cfg->sample_weights, "%s", value);
+        return 0;
+    }
     spade_errf(err, errlen,
                "unknown key '%s' (policy keys: layers, heads, width, context, backend, seed, "
                "tokenizer, tokenizer_file, arch, kv_heads, ffn, rope_base, rope_dims, rope_pairing, norm_eps, "
-               "tied, qkv_bias)",
+               "tied, qkv_bias, sample_weights)",
                key);
     return SPADE_POLICY_ENOKEY;
 }
@@ -620,6 +629,7 @@ void spade_policy_free(spade_policy *p) {
         BE->dealloc(BX, p->m_mem);
         BE->dealloc(BX, p->v_mem);
         spade_decoder_free(p->dec);
+        policy_q8_free(p);
         spade_backend_close(&p->be);
     }
     spade_tokenizer_free(p->tok);
@@ -681,6 +691,7 @@ int spade_policy_get_params(spade_policy *p, float *host, char *err, size_t errl
     return 0;
 }
 int spade_policy_set_params(spade_policy *p, const float *host, char *err, size_t errlen) {
+    p->q8_valid = 0; /* the 8-bit sampling copies are stale */
     CK(BE->upload(BX, p->params_mem, host, p->num_params * sizeof(float)));
     return 0;
 }
@@ -902,6 +913,7 @@ int spade_policy_step(spade_policy *p, const spade_adamw_opts *o, float *grad_no
     float scale = 1.0f;
     if (o->grad_clip > 0 && norm > o->grad_clip) scale = (float)(o->grad_clip / norm);
     p->step++;
+    p->q8_valid = 0; /* the 8-bit sampling copies are stale */
     size_t off = 0;
     const int *decay = p->arch == SPADE_ARCH_LLAMA ? llama_param_decay : param_decay;
     for (int i = 0; i < p->ntensors; i++) {

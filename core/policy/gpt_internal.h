@@ -15,6 +15,7 @@
 #define SPADE_POLICY_GPT_INTERNAL_H
 
 #include "policy/policy.h"
+#include "policy/q8.h"
 
 #define NUM_PARAM_TENSORS 16
 typedef struct {
@@ -163,6 +164,11 @@ struct spade_policy {
     double mask_sum;
 
     spade_decoder *dec; /* spade_policy_sample's decoding batch */
+    /* sample_weights = q8_0 (sample_q8.c): 8-bit copies of a Llama's matrices
+     * for the decoding batch, 4 a layer (qkv, attproj, fc, fcproj) and the
+     * head last; q8_valid = 0 after the weights change. */
+    spade_q8mat *q8;
+    int q8_valid;
 
     spade_tokenizer *tok; /* owned; NULL only inside gpt_alloc's callers */
 };
@@ -191,6 +197,15 @@ int llama_pass_layers(spade_policy *p, const SampleTensors *s, int r, const int 
                       int S, int maxlen, char *err, size_t errlen);
 /* The final norm of either architecture over n rows (inference: no statistics kept). */
 int gpt_final_norm(spade_policy *p, float *out, const float *inp, int n, char *err, size_t errlen);
+/* policy.sample_weights (sample_q8.c): "f32" / "" -> 0, "q8_0" -> 1, else -1. */
+int spade_sample_weights_parse(const char *v, int *q8);
+/* Builds the 8-bit copies if sample_weights = q8_0 and they are stale. */
+int policy_q8_sync(spade_policy *p, char *err, size_t errlen);
+void policy_q8_free(spade_policy *p);
+/* out = in W^T + bias through 8-bit copy `which` (4 l + 0..3; 4 L: the head)
+ * when the copies are built, else the backend's F32 matmul_forward of w. */
+int policy_q8_matmul(spade_policy *p, int which, float *out, const float *in, const float *w, const float *bias, int r,
+                     int IC, int OC, char *err, size_t errlen);
 /* Formats the backend's last error into err with a prefix; returns SPADE_POLICY_EBACKEND. */
 int gpt_backend_fail(spade_policy *p, const char *what, char *err, size_t errlen);
 /* In a function with spade_policy *p and (err, errlen): the policy's backend,

@@ -199,6 +199,12 @@ int llama_backward(spade_policy *p, int B, int T, char *err, size_t errlen) {
 
 /* ---------------------------------------------------------------- decoding */
 
+/* A decoding product: the 8-bit copy when sample_weights = q8_0, else F32. */
+#define MM(which, out, in, wt, bias, IC, OC)                                                                           \
+    do {                                                                                                               \
+        if ((rc = policy_q8_matmul(p, which, out, in, wt, bias, r, IC, OC, err, errlen))) return rc;                   \
+    } while (0)
+
 int llama_pass_layers(spade_policy *p, const SampleTensors *s, int r, const int *tok, const int *slot, const int *pos,
                       int S, int maxlen, char *err, size_t errlen) {
     int L = p->L, C = p->C, NH = p->NH, KVH = p->KVH, hs = C / NH, maxT = p->maxT;
@@ -206,20 +212,22 @@ int llama_pass_layers(spade_policy *p, const SampleTensors *s, int r, const int 
     size_t cstride = (size_t)S * maxT * p->kvw; /* one layer's cache: KVH heads a position */
     LlamaParameterTensors w = p->lparams;
     float *qc = s->qkvc;
+    int rc = policy_q8_sync(p, err, errlen); /* sample_weights = q8_0: the 8-bit copies (sample_q8.c) */
+    if (rc) return rc;
     CK(BE->encoder_forward_at(BX, s->res, tok, pos, w.wte, NULL, r, C));
     float *x = s->res, *y = s->res2;
     for (int l = 0; l < L; l++) {
         CK(BE->rmsnorm_forward(BX, s->ln, NULL, x, w.ln1w + l * C, r, C, p->eps));
-        CK(BE->matmul_forward(BX, qc, s->ln, w.qkvw + l * QKV * C, w.qkvb ? w.qkvb + l * QKV : NULL, r, C, QKV));
+        MM(4 * l, qc, s->ln, w.qkvw + l * QKV * C, w.qkvb ? w.qkvb + l * QKV : NULL, C, QKV);
         CK(BE->rope(BX, qc, pos, r, 1, QKV, NH + KVH, hs, p->rot, p->rope_base, p->neox, 0));
         CK(BE->attention_forward_kv_at_gqa(BX, s->atty, qc, s->kcache + l * cstride, s->vcache + l * cstride, slot, pos,
                                            r, C, NH, KVH, S, maxT, maxlen));
-        CK(BE->matmul_forward(BX, s->proj, s->atty, w.attprojw + l * CC, NULL, r, C, C));
+        MM(4 * l + 1, s->proj, s->atty, w.attprojw + l * CC, NULL, C, C);
         CK(BE->residual_forward(BX, y, x, s->proj, R * C));
         CK(BE->rmsnorm_forward(BX, s->ln, NULL, y, w.ln2w + l * C, r, C, p->eps));
-        CK(BE->matmul_forward(BX, s->fch, s->ln, w.fcw + l * 2 * F * C, NULL, r, C, 2 * F));
+        MM(4 * l + 2, s->fch, s->ln, w.fcw + l * 2 * F * C, NULL, C, 2 * F);
         CK(BE->swiglu_forward(BX, s->fchg, s->fch, r, F));
-        CK(BE->matmul_forward(BX, s->proj, s->fchg, w.fcprojw + l * C * F, NULL, r, F, C));
+        MM(4 * l + 3, s->proj, s->fchg, w.fcprojw + l * C * F, NULL, F, C);
         CK(BE->residual_forward(BX, x, y, s->proj, R * C));
     }
     return 0;

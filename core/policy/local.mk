@@ -1,9 +1,17 @@
 # core/policy/local.mk — build rules for core/policy/ (included by the top-level Makefile.am).
 # The policy object: a GPT or a Llama (llama.c) with CPU (cblas/OpenMP, plain-C reference) and CUDA backends.
-libspade_a_SOURCES += core/policy/backend.c core/policy/backend_cpu.c core/policy/tokenizer.c core/policy/tokenizer_train.c \
+libspade_a_SOURCES += core/policy/backend.c core/policy/backend_cpu.c core/policy/gemm.c core/policy/tokenizer.c core/policy/tokenizer_train.c \
 	core/policy/tokenizer_file.c core/policy/gpt.c core/policy/llama.c core/policy/sample.c core/policy/checkpoint.c core/policy/grpo.c
 # The decoding batch (slots with persistent KV caches; spade_policy_sample uses it).
 libspade_a_SOURCES += core/policy/decode.c
+# policy.sample_weights = q8_0: 8-bit weights and their dot-product kernels for the decoding batch.
+libspade_a_SOURCES += core/policy/q8.c core/policy/sample_q8.c
+noinst_HEADERS += core/policy/q8.h
+check_PROGRAMS += tests/test_q8
+TESTS += tests/test_q8
+tests_test_q8_SOURCES = tests/test_q8.c tests/testutil.c tests/testutil.h
+tests_test_q8_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_test_q8_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
 # The GGUF tokenizer (byte-level BPE with the named pre-tokenizers) and ChatML.
 libspade_a_SOURCES += core/policy/bpe.c
 # A pretrained model's tokenizer as the "gguf" kind, and the GGUF model loader (pretrained.h).
@@ -11,6 +19,7 @@ libspade_a_SOURCES += core/policy/tokenizer_gguf.c core/policy/gguf_load.c
 # The inverse: a Llama-family policy back to a GGUF file llama.cpp loads (spade export).
 libspade_a_SOURCES += core/policy/gguf_export.c
 noinst_HEADERS += core/policy/pretrained.h
+noinst_HEADERS += core/policy/gemm.h
 noinst_HEADERS += core/policy/backend.h core/policy/policy.h core/policy/tokenizer.h \
 	core/policy/gpt_internal.h core/policy/tokenizer_internal.h core/policy/bpe.h core/policy/bpe_unicode.h
 
@@ -19,6 +28,13 @@ noinst_HEADERS += core/policy/backend.h core/policy/policy.h core/policy/tokeniz
 # -DSPADE_POLICY_NO_CUDA to leave the backend out (see backend.h); it is empty now.
 POLICY_CUDA_CPPFLAGS =
 AM_CPPFLAGS += $(POLICY_CUDA_CPPFLAGS)
+
+# spade's own SGEMM (core/policy/gemm.c), every kernel this CPU runs, against a double reference.
+check_PROGRAMS += tests/test_gemm
+TESTS += tests/test_gemm
+tests_test_gemm_SOURCES = tests/test_gemm.c tests/testutil.c tests/testutil.h
+tests_test_gemm_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_test_gemm_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
 
 check_PROGRAMS += tests/test_policy
 TESTS += tests/test_policy

@@ -62,6 +62,10 @@ typedef struct spade_gpt_config {
     float norm_eps; /* policy.norm_eps   the RMSNorm epsilon; 0 = 1e-5 */
     int untied; /* policy.tied       1 (default): the output head is wte; 0: its own (Vp, C) */
     int qkv_bias; /* policy.qkv_bias   0 (default) | 1: Q/K/V biases (Qwen2) */
+    char sample_weights[8]; /* policy.sample_weights  f32 (default; "" reads as f32) | q8_0: sampling
+                             * (the decoding batch) multiplies by 8-bit copies of the weights
+                             * (core/policy/q8.h), a Llama on the cpu backend only; training
+                             * and log-probs stay F32. Not saved in checkpoints. */
 } spade_gpt_config;
 
 /* Defaults: 4 layers, 4 heads, width 128, context 256, backend auto, seed 1337,
@@ -85,6 +89,10 @@ size_t spade_gpt_config_num_params(const spade_gpt_config *cfg);
 /* ---- the policy ---- */
 
 typedef struct spade_policy spade_policy;
+/* policy.sample_weights of a live policy ("f32" or "q8_0"; a model from
+ * spade_policy_from_model starts at f32). Returns 0 or SPADE_POLICY_EINVAL.
+ * q8_0 on a GPT or off the cpu backend fails at the first sampling pass. */
+int spade_policy_set_sample_weights(spade_policy *p, const char *kind, char *err, size_t errlen);
 
 /* Creates a policy with freshly initialised weights (deterministic in cfg->seed:
  * the same seed gives bit-identical parameters on every backend). Its

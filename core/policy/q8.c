@@ -1,0 +1,292 @@
+/* q8.c — 8-bit weights and their products for sampling (see q8.h).
+ *
+ * What it is: quantization to blocks of 32 (d = max |v| / 127, q = round(v / d),
+ * as GGUF's Q8_0 and llama.cpp's activation blocks do), and three kernels for
+ * the block dot products of a few activation rows with many weight rows:
+ *   avx512vnni  two blocks a 64-byte vector, vpdpbusd (u8 x s8 into s32),
+ *               4 rows x 4 weight rows a tile
+ *   avx2        one block a vector, vpmaddubsw + vpmaddwd, 2 x 4 a tile
+ *   c           the same sums in plain C
+ * u8 x s8 instructions need one unsigned operand: |x| against w with x's
+ * sign moved onto it (values are in [-127, 127], so neither overflows).
+ * Integer block sums are exact, so the kernels differ only in how the scaled
+ * block sums are added in float.
+ * What it is not: a general int8 GEMM (rows of a multiple of 32, no
+ * transposes), or used for training.
+ */
+#include "policy/q8.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define Q8_X86 1
+#include <immintrin.h>
+#endif
+
+#define QB SPADE_Q8_BLOCK
+
+/* Below this many multiply-adds a product runs on one thread (the cpu
+ * backend's MATMUL_PAR_MIN, for the same reason: a barrier on a busy
+ * machine costs more than a millisecond of work). */
+#define Q8_PAR_MIN ((size_t)1 << 24)
+
+/* One row of n values (n a multiple of 32) to int8 blocks and scales. */
+static void quantize_row(const float *v, int n, int8_t *q, float *d) {
+    for (int b = 0; b < n / QB; b++) {
+        const float *x = v + (size_t)b * QB;
+        float amax = 0.0f;
+        for (int i = 0; i < QB; i++) amax = fmaxf(amax, fabsf(x[i]));
+        float s = amax / 127.0f, inv = s > 0.0f ? 1.0f / s : 0.0f;
+        d[b] = s;
+        for (int i = 0; i < QB; i++) q[(size_t)b * QB + i] = (int8_t)lrintf(x[i] * inv);
+    }
+}
+
+int spade_q8_quantize(spade_q8mat *m, const float *w, int rows, int cols) {
+    memset(m, 0, sizeof *m);
+    if (cols <= 0 || cols % QB || rows <= 0) return -1;
+    size_t nb = (size_t)cols / QB;
+    m->q = malloc((size_t)rows * cols);
+    m->d = malloc((size_t)rows * nb * sizeof(float));
+    if (!m->q || !m->d) {
+        spade_q8_free(m);
+        return -2;
+    }
+    m->rows = rows;
+    m->cols = cols;
+#pragma omp parallel for if ((size_t)rows * cols >= ((size_t)1 << 20))
+    for (int r = 0; r < rows; r++) quantize_row(w + (size_t)r * cols, cols, m->q + (size_t)r * cols, m->d + r * nb);
+    return 0;
+}
+
+void spade_q8_free(spade_q8mat *m) {
+    free(m->q);
+    free(m->d);
+    memset(m, 0, sizeof *m);
+}
+
+/* The quantized activation rows: N x cols values, N x nb scales. */
+typedef struct qrows {
+    int N, nb;
+    const int8_t *q;
+    const float *d;
+} qrows;
+
+/* out[i * ldo + j] = sum over blocks of the block dot product times both
+ * scales, + bias[j], for all N rows and weight rows j in [j0, j1). */
+typedef void (*q8_kernel)(const qrows *x, const spade_q8mat *w, int j0, int j1, const float *bias, float *out, int ldo);
+
+static void kernel_c(const qrows *x, const spade_q8mat *w, int j0, int j1, const float *bias, float *out, int ldo) {
+    int nb = x->nb;
+    for (int j = j0; j < j1; j++)
+        for (int i = 0; i < x->N; i++) {
+            const int8_t *a = x->q + (size_t)i * nb * QB, *b = w->q + (size_t)j * nb * QB;
+            const float *da = x->d + (size_t)i * nb, *db = w->d + (size_t)j * nb;
+            float s = 0.0f;
+            for (int k = 0; k < nb; k++) {
+                int32_t t = 0;
+                for (int e = 0; e < QB; e++) t += (int32_t)a[k * QB + e] * b[k * QB + e];
+                s += (float)t * (da[k] * db[k]);
+            }
+            out[(size_t)i * ldo + j] = s + (bias ? bias[j] : 0.0f);
+        }
+}
+
+#ifdef Q8_X86
+__attribute__((target("avx2,fma"))) static inline float hsum8(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+/* nr (1 or 2, a constant at each call) activation rows from i0 x four
+ * weight rows at a time; a missing weight row reads a real one and is not
+ * stored. */
+__attribute__((target("avx2,fma"), always_inline)) static inline void avx2_rows(int nr, int i0, const qrows *x,
+                                                                                const spade_q8mat *w, int j0, int j1,
+                                                                                const float *bias, float *out,
+                                                                                int ldo) {
+    int nb = x->nb;
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int jb = j0; jb < j1; jb += 4) {
+        int jr[4];
+        for (int q = 0; q < 4; q++) jr[q] = jb + q < j1 ? jb + q : jb;
+        __m256 acc[2][4];
+        for (int r = 0; r < nr; r++)
+            for (int q = 0; q < 4; q++) acc[r][q] = _mm256_setzero_ps();
+        for (int k = 0; k < nb; k++) {
+            __m256i xv[2], ax[2];
+            for (int r = 0; r < nr; r++) {
+                xv[r] = _mm256_loadu_si256((const __m256i *)(x->q + ((size_t)(i0 + r) * nb + k) * QB));
+                ax[r] = _mm256_sign_epi8(xv[r], xv[r]);
+            }
+            for (int q = 0; q < 4; q++) {
+                __m256i wv = _mm256_loadu_si256((const __m256i *)(w->q + ((size_t)jr[q] * nb + k) * QB));
+                float dw = w->d[(size_t)jr[q] * nb + k];
+                for (int r = 0; r < nr; r++) {
+                    __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(ax[r], _mm256_sign_epi8(wv, xv[r])), ones);
+                    __m256 sc = _mm256_set1_ps(x->d[(size_t)(i0 + r) * nb + k] * dw);
+                    acc[r][q] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), sc, acc[r][q]);
+                }
+            }
+        }
+        for (int r = 0; r < nr; r++)
+            for (int q = 0; q < 4 && jb + q < j1; q++)
+                out[(size_t)(i0 + r) * ldo + jb + q] = hsum8(acc[r][q]) + (bias ? bias[jb + q] : 0.0f);
+    }
+}
+
+__attribute__((target("avx2,fma"))) static void kernel_avx2(const qrows *x, const spade_q8mat *w, int j0, int j1,
+                                                            const float *bias, float *out, int ldo) {
+    int i0 = 0;
+    for (; i0 + 2 <= x->N; i0 += 2) avx2_rows(2, i0, x, w, j0, j1, bias, out, ldo);
+    for (; i0 < x->N; i0++) avx2_rows(1, i0, x, w, j0, j1, bias, out, ldo);
+}
+
+/* nr (1, 2 or 4, a constant at each call) activation rows from i0 x four
+ * weight rows at a time, two blocks a step (an odd last block loads half a
+ * vector, the rest zeros). */
+__attribute__((target("avx512f,avx512bw,avx512vnni"), always_inline)) static inline void
+vnni_rows(int nr, int i0, const qrows *x, const spade_q8mat *w, int j0, int j1, const float *bias, float *out,
+          int ldo) {
+    int nb = x->nb;
+    for (int jb = j0; jb < j1; jb += 4) {
+        int jr[4];
+        for (int q = 0; q < 4; q++) jr[q] = jb + q < j1 ? jb + q : jb;
+        __m512 acc[4][4];
+        for (int r = 0; r < nr; r++)
+            for (int q = 0; q < 4; q++) acc[r][q] = _mm512_setzero_ps();
+        for (int k = 0; k < nb; k += 2) {
+            __mmask64 ld = k + 1 < nb ? ~(__mmask64)0 : (__mmask64)0xffffffffu;
+            int k1 = k + 1 < nb ? k + 1 : k;
+            __m512i ax[4];
+            __mmask64 neg[4];
+            __m512 sx[4];
+            for (int r = 0; r < nr; r++) {
+                __m512i xv = _mm512_maskz_loadu_epi8(ld, x->q + ((size_t)(i0 + r) * nb + k) * QB);
+                ax[r] = _mm512_abs_epi8(xv);
+                neg[r] = _mm512_movepi8_mask(xv);
+                const float *d = x->d + (size_t)(i0 + r) * nb;
+                sx[r] = _mm512_mask_blend_ps(0xff00, _mm512_set1_ps(d[k]), _mm512_set1_ps(d[k1]));
+            }
+            for (int q = 0; q < 4; q++) {
+                __m512i wv = _mm512_maskz_loadu_epi8(ld, w->q + ((size_t)jr[q] * nb + k) * QB);
+                const float *d = w->d + (size_t)jr[q] * nb;
+                __m512 sw = _mm512_mask_blend_ps(0xff00, _mm512_set1_ps(d[k]), _mm512_set1_ps(d[k1]));
+                for (int r = 0; r < nr; r++) {
+                    __m512i sv = _mm512_mask_sub_epi8(wv, neg[r], _mm512_setzero_si512(), wv);
+                    __m512i p = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ax[r], sv);
+                    acc[r][q] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(p), _mm512_mul_ps(sx[r], sw), acc[r][q]);
+                }
+            }
+        }
+        for (int r = 0; r < nr; r++)
+            for (int q = 0; q < 4 && jb + q < j1; q++)
+                out[(size_t)(i0 + r) * ldo + jb + q] = _mm512_reduce_add_ps(acc[r][q]) + (bias ? bias[jb + q] : 0.0f);
+    }
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) static void
+kernel_vnni(const qrows *x, const spade_q8mat *w, int j0, int j1, const float *bias, float *out, int ldo) {
+    int i0 = 0;
+#ifdef Q8_VNNI4
+    for (; i0 + 4 <= x->N; i0 += 4) vnni_rows(4, i0, x, w, j0, j1, bias, out, ldo);
+#endif
+    for (; i0 + 2 <= x->N; i0 += 2) vnni_rows(2, i0, x, w, j0, j1, bias, out, ldo);
+    for (; i0 < x->N; i0++) vnni_rows(1, i0, x, w, j0, j1, bias, out, ldo);
+}
+#endif
+
+static const struct {
+    const char *name;
+    q8_kernel fn;
+} kernels[] = {
+    {"c", kernel_c},
+#ifdef Q8_X86
+    {"avx2", kernel_avx2},
+    {"avx512vnni", kernel_vnni},
+#endif
+};
+#define NK ((int)(sizeof kernels / sizeof kernels[0]))
+
+static int supported(int k) {
+    if (k == 0) return 1;
+    if (k < 0 || k >= NK) return 0;
+#ifdef Q8_X86
+    __builtin_cpu_init();
+    if (k == 1) return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (k == 2)
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vnni");
+#endif
+    return 0;
+}
+
+static atomic_int chosen = -1;
+
+static int best(void) {
+    for (int k = NK - 1; k > 0; k--)
+        if (supported(k)) return k;
+    return 0;
+}
+
+static int current(void) {
+    int k = atomic_load_explicit(&chosen, memory_order_relaxed);
+    if (k < 0) {
+        k = best();
+        atomic_store_explicit(&chosen, k, memory_order_relaxed);
+    }
+    return k;
+}
+
+const char *spade_q8_kernel_name(void) { return kernels[current()].name; }
+
+int spade_q8_force(int k) {
+    if (k < 0)
+        k = best();
+    else if (!supported(k))
+        return -1;
+    atomic_store_explicit(&chosen, k, memory_order_relaxed);
+    return 0;
+}
+
+int spade_q8_matmul(float *out, const float *x, const spade_q8mat *w, const float *bias, int N) {
+    if (N <= 0) return 0;
+    int cols = w->cols, nb = cols / QB, OC = w->rows;
+    int8_t *xq = malloc((size_t)N * cols);
+    float *xd = malloc((size_t)N * nb * sizeof(float));
+    if (!xq || !xd) {
+        free(xq);
+        free(xd);
+        return -2;
+    }
+    for (int i = 0; i < N; i++) quantize_row(x + (size_t)i * cols, cols, xq + (size_t)i * cols, xd + (size_t)i * nb);
+    qrows xr = {N, nb, xq, xd};
+    q8_kernel fn = kernels[current()].fn;
+    int par = (size_t)N * OC * cols >= Q8_PAR_MIN;
+#ifdef _OPENMP
+    par = par && !omp_in_parallel();
+#endif
+#pragma omp parallel if (par)
+    {
+        int nt = 1, id = 0;
+#ifdef _OPENMP
+        nt = omp_get_num_threads();
+        id = omp_get_thread_num();
+#endif
+        /* column shares in multiples of 4, the kernels' tile */
+        int tiles = (OC + 3) / 4, t0 = (int)((long)tiles * id / nt), t1 = (int)((long)tiles * (id + 1) / nt);
+        int j0 = 4 * t0, j1 = 4 * t1 < OC ? 4 * t1 : OC;
+        if (j1 > j0) fn(&xr, w, j0, j1, bias, out, OC);
+    }
+    free(xq);
+    free(xd);
+    return 0;
+}

@@ -1,0 +1,120 @@
+/* test_q8.c — Check suite for the 8-bit sampling weights (core/policy/q8.h).
+ *
+ * What it is: quantization (every value within half a step of its block's
+ * scale; rows that are not a multiple of 32 refused), and every dot-product
+ * kernel this CPU runs (c, avx2, avx512vnni) at the decoding shapes (1 to 33
+ * rows, weight rows not a multiple of the 4-row tile, an odd number of
+ * blocks for the two-blocks-a-vector kernel, a bias) against a double
+ * product of the unquantized values. The bound, per output: the sum over
+ * blocks of 32 max|w| max|x| / 127 (each product w x is off by at most
+ * (d_w / 2) |x| + |w| (d_x / 2) after rounding both to their steps), plus
+ * float rounding. Kernels must also agree with the C kernel to float
+ * rounding (their integer block sums are exact).
+ * What it is not: the model-level check (tests/test_tiny_gguf.c,
+ * "q8_sampling_close_to_f32").
+ */
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "policy/q8.h"
+#include "testutil.h"
+
+static uint64_t rng = 11;
+static float urand(void) {
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((double)(rng >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+}
+static float *rnd(size_t n) {
+    float *x = malloc(n * sizeof *x);
+    for (size_t i = 0; i < n; i++) x[i] = urand() * (i % 7 == 0 ? 3.0f : 1.0f); /* uneven magnitudes */
+    return x;
+}
+
+static float block_amax(const float *v) {
+    float a = 0.0f;
+    for (int i = 0; i < SPADE_Q8_BLOCK; i++) a = fmaxf(a, fabsf(v[i]));
+    return a;
+}
+
+START_TEST(test_quantize) {
+    enum { R = 5, C = 96 };
+    float *w = rnd(R * C);
+    for (int i = 0; i < C; i++) w[2 * C + i] = 0.0f; /* an all-zero row: scale 0, no NaN */
+    spade_q8mat m;
+    ck_assert_int_eq(spade_q8_quantize(&m, w, R, C), 0);
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++) {
+            float d = m.d[r * (C / 32) + c / 32], back = d * m.q[r * C + c];
+            ck_assert(isfinite(back));
+            ck_assert_msg(fabsf(back - w[r * C + c]) <= 0.5f * d * 1.0001f + 1e-30f, "%d,%d: %g vs %g", r, c, back,
+                          w[r * C + c]);
+            ck_assert(m.q[r * C + c] >= -127 && m.q[r * C + c] <= 127);
+        }
+    spade_q8_free(&m);
+    ck_assert_int_eq(spade_q8_quantize(&m, w, R, 95), -1);
+    ck_assert_ptr_null(m.q);
+    free(w);
+}
+END_TEST
+
+static const int shapes[][3] = {{1, 1, 32},  {1, 37, 576}, {2, 5, 96},  {3, 64, 64},
+                                {4, 7, 160}, {5, 9, 32},   {7, 33, 96}, {33, 70, 192}};
+
+START_TEST(test_kernels) {
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int N = shapes[s][0], OC = shapes[s][1], IC = shapes[s][2], nb = IC / 32;
+        float *x = rnd((size_t)N * IC), *w = rnd((size_t)OC * IC), *bias = rnd(OC);
+        float *out = malloc((size_t)N * OC * sizeof *out), *ref = malloc((size_t)N * OC * sizeof *ref);
+        spade_q8mat m;
+        ck_assert_int_eq(spade_q8_quantize(&m, w, OC, IC), 0);
+        for (int k = 0; k < 3; k++) {
+            if (spade_q8_force(k)) {
+                fprintf(stderr, "test_q8: this CPU lacks kernel %d, not tested\n", k);
+                continue;
+            }
+            const float *b = s % 2 ? bias : NULL;
+            ck_assert_int_eq(spade_q8_matmul(out, x, &m, b, N), 0);
+            for (int i = 0; i < N; i++)
+                for (int j = 0; j < OC; j++) {
+                    double exact = b ? b[j] : 0.0, bound = 0.0, mag = 0.0;
+                    for (int c = 0; c < IC; c++) {
+                        exact += (double)x[(size_t)i * IC + c] * w[(size_t)j * IC + c];
+                        mag += fabs((double)x[(size_t)i * IC + c] * w[(size_t)j * IC + c]);
+                    }
+                    for (int q = 0; q < nb; q++)
+                        bound += 32.0 * block_amax(x + (size_t)i * IC + 32 * q) *
+                                 block_amax(w + (size_t)j * IC + 32 * q) / 127.0;
+                    bound += 1e-5 * (mag + fabs(exact));
+                    float got = out[(size_t)i * OC + j];
+                    ck_assert_msg(fabs(got - exact) <= bound,
+                                  "%s N %d OC %d IC %d: out[%d,%d] = %g, exact %g, bound %g", spade_q8_kernel_name(), N,
+                                  OC, IC, i, j, got, exact, bound);
+                    if (k == 0)
+                        ref[(size_t)i * OC + j] = got;
+                    else
+                        ck_assert_msg(fabsf(got - ref[(size_t)i * OC + j]) <= 1e-5 * (mag + 1.0),
+                                      "%s vs c at %d,%d: %g vs %g", spade_q8_kernel_name(), i, j, got,
+                                      ref[(size_t)i * OC + j]);
+                }
+        }
+        ck_assert_int_eq(spade_q8_force(-1), 0);
+        spade_q8_free(&m);
+        free(x), free(w), free(bias), free(out), free(ref);
+    }
+    ck_assert_int_eq(spade_q8_force(9), -1);
+    fprintf(stderr, "test_q8: this CPU runs the %s kernel\n", spade_q8_kernel_name());
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("q8");
+    TCase *t = tcase_create("core");
+    tcase_set_timeout(t, 60);
+    tcase_add_test(t, test_quantize);
+    tcase_add_test(t, test_kernels);
+    suite_add_tcase(s, t);
+    return tu_run(s);
+}
