@@ -426,7 +426,7 @@ static int cpu_matmul_backward(void *ctx, float *dinp, float *dweight, float *db
             if (r1 > r0)
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r1 - r0, IC, OC, 1.0f, dout + (size_t)r0 * OC,
                             OC, w, IC, 0.0f, dinp + (size_t)r0 * IC, IC);
-            if (o1 > o0)
+            if (dweight && o1 > o0)
                 cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, o1 - o0, IC, N, 1.0f, dout + o0, OC, inp, IC, 1.0f,
                             dweight + (size_t)o0 * IC, IC);
         }
@@ -445,7 +445,7 @@ static int cpu_matmul_backward(void *ctx, float *dinp, float *dweight, float *db
         }
     }
 #pragma omp parallel for if (fast && (size_t)N * OC * IC >= PAR_MIN_WORK)
-    for (int o = 0; o < OC; o++) {
+    for (int o = 0; o < (dweight ? OC : 0); o++) { /* NULL: a frozen weight (LoRA) */
         float *dw = dweight + (size_t)o * IC;
         for (int i = 0; i < N; i++) {
             float d = dout[(size_t)i * OC + o];
@@ -985,6 +985,12 @@ static int cpu_gelu_backward(void *ctx, float *dinp, const float *inp, const flo
     return 0;
 }
 
+static int cpu_axpy(void *ctx, float *y, const float *x, float alpha, size_t n) {
+#pragma omp parallel for simd if (PAR(n))
+    for (size_t i = 0; i < n; i++) y[i] += alpha * x[i];
+    return 0;
+}
+
 static int cpu_residual_forward(void *ctx, float *out, const float *a, const float *b, size_t n) {
 #pragma omp parallel for simd if (PAR(n))
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
@@ -1160,7 +1166,7 @@ static int cpu_rmsnorm_backward(void *ctx, float *dinp, float *dweight, const fl
         split(N, &r0, &r1);
         split(C, &c0, &c1);
         rmsnorm_back_rows(dinp, dout, inp, w, rstd, r0, r1, C);
-        rmsnorm_back_cols(dweight, dout, inp, rstd, N, C, c0, c1);
+        if (dweight) rmsnorm_back_cols(dweight, dout, inp, rstd, N, C, c0, c1);
     }
     return 0;
 }
@@ -1278,7 +1284,7 @@ static int cpu_kv_reduce(void *ctx, float *dinp, const float *dout, int N, int N
             cpu_attention_forward_kv, cpu_gelu_forward, cpu_gelu_backward, cpu_residual_forward,                       \
             cpu_crossentropy_forward, cpu_crossentropy_backward, cpu_adamw, cpu_sumsq, cpu_encoder_forward_at,         \
             cpu_attention_forward_kv_at, cpu_rmsnorm_forward, cpu_rmsnorm_backward, cpu_rope, cpu_swiglu_forward,      \
-            cpu_swiglu_backward, cpu_kv_expand, cpu_kv_reduce, cpu_attention_forward_kv_at_gqa, PROBS                  \
+            cpu_swiglu_backward, cpu_kv_expand, cpu_kv_reduce, cpu_attention_forward_kv_at_gqa, PROBS, cpu_axpy        \
     }
 
 static const spade_backend_vtable cpu_ref_vt = CPU_VTABLE("cpu_ref", 1);
