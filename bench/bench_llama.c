@@ -14,7 +14,8 @@
  * ratio by itself: the ratio is the script's, against a reference measured
  * in the same run.
  *
- * Usage: bench_llama MODEL MODE ARGS [--backend B] [--context N]
+ * Usage: bench_llama MODEL MODE ARGS [--backend B] [--context N] [--lora R]
+ *   (--lora R: adapters of rank R, alpha R, on every target; the base frozen)
  *   load                 seconds to load the model (load_s)
  *   prefill T            one slot, a T-token prompt (prefill_tps)
  *   decode S P N         S slots, each its own P-token prompt, then N greedy
@@ -183,29 +184,39 @@ static void mode_train(spade_policy *p, int T, int steps) {
     fill_tokens(t, T + 1, V, 3);
     spade_adamw_opts ao;
     spade_adamw_opts_default(&ao);
-    double t0 = 0;
+    double t0 = 0, fb = 0, st = 0;
     float loss = 0;
     for (int s = 0; s <= steps; s++) { /* step 0 is a warm-up: allocations, first touches */
         if (s == 1) t0 = now();
+        double a = now();
         if (spade_policy_forward(p, t, t + 1, NULL, 1, T, &loss, NULL, err, sizeof err) ||
-            spade_policy_backward(p, 1.0f, err, sizeof err) || spade_policy_step(p, &ao, NULL, err, sizeof err))
+            spade_policy_backward(p, 1.0f, err, sizeof err))
             DIE("%s", err);
+        double b = now();
+        if (spade_policy_step(p, &ao, NULL, err, sizeof err)) DIE("%s", err);
+        if (s >= 1) fb += b - a, st += now() - b;
     }
     double dt = now() - t0;
-    printf("train_T %d\ntrain_steps %d\ntrain_s %.3f\ntrain_tps %.1f\nloss %.3f\npeak_rss_mib %.0f\n", T, steps, dt,
-           (double)T * steps / dt, loss, peak_rss_mib());
+    /* the forward+backward and the AdamW step apart: a GRPO update is the
+     * first over every sample's tokens, then one step per minibatch */
+    printf("train_T %d\ntrain_steps %d\ntrain_s %.3f\ntrain_tps %.1f\nfwd_bwd_s %.3f\nadamw_s %.3f\nloss %.3f\n"
+           "trainable %zu\npeak_rss_mib %.0f\n",
+           T, steps, dt, (double)T * steps / dt, fb / steps, st / steps, loss, spade_policy_num_trainable(p),
+           peak_rss_mib());
     free(t);
 }
 
 int main(int argc, char **argv) {
     const char *backend = NULL;
-    int context = 0, pos = 0;
+    int context = 0, pos = 0, lora = 0;
     char *args[8];
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--backend") && i + 1 < argc) {
             backend = argv[++i];
         } else if (!strcmp(argv[i], "--context") && i + 1 < argc) {
             context = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--lora") && i + 1 < argc) {
+            lora = atoi(argv[++i]);
         } else if (pos < 8) {
             args[pos++] = argv[i];
         } else {
@@ -214,13 +225,13 @@ int main(int argc, char **argv) {
     }
     if (pos < 2) {
         fprintf(stderr, "usage: bench_llama MODEL load|prefill T|decode S P N|prefix S P Q N|train T STEPS "
-                        "[--backend B] [--context N]\n");
+                        "[--backend B] [--context N] [--lora R]\n");
         return 2;
     }
     const char *mode = args[1];
     int a[4] = {0};
     for (int i = 0; i < 4 && i + 2 < pos; i++) a[i] = atoi(args[i + 2]);
-    spade_model_opts mo = {.backend = backend, .context = context};
+    spade_model_opts mo = {.backend = backend, .context = context, .lora_rank = lora}; /* alpha = R */
     spade_policy *p;
     double t0 = now();
     if (spade_policy_from_model(&p, args[0], &mo, err, sizeof err)) DIE("%s", err);
