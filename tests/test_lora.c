@@ -458,6 +458,55 @@ START_TEST(opened_policy_holds_weights_only) {
 }
 END_TEST
 
+/* Two roles, two updates, every weight trained (no LoRA): the second role's
+ * pass borrows grpo's scratch gradient, and every view (a Llama's too) must
+ * come back to the real one; they pointed at the freed scratch before, so
+ * the next update wrote into freed memory and lost the first role. */
+START_TEST(grpo_roles_restore_the_gradient) {
+    char path[512];
+    model_path(path, sizeof path, "qwen2", 12);
+    spade_policy *p = load(path, "cpu", 0);
+    int sq[4][10];
+    unsigned char mask[10] = {0, 0, 0, 1, 1, 1, 0, 0, 1, 1};
+    float old[4][10], rw[4] = {1, 0, 0.3f, 0.8f};
+    spade_grpo_sample s[4];
+    for (int i = 0; i < 4; i++) {
+        seq(sq[i], 10, 40 + i);
+        float lp[10];
+        ck_assert(spade_policy_logprobs(p, sq[i], 1, 10, lp, err, sizeof err) == 0);
+        old[i][0] = 0;
+        for (int j = 1; j < 10; j++) old[i][j] = lp[j - 1];
+        s[i] = (spade_grpo_sample){.tokens = sq[i],
+                                   .len = 10,
+                                   .mask = mask,
+                                   .old_logprobs = old[i],
+                                   .reward = rw[i],
+                                   .group = i % 2,
+                                   .role = i / 2};
+    }
+    spade_grpo_opts go;
+    spade_grpo_opts_default(&go);
+    go.adv_mode = SPADE_GRPO_ADV_GIVEN;
+    for (int i = 0; i < 4; i++) s[i].advantage = i % 2 ? -1.0f : 1.0f;
+    spade_adamw_opts o;
+    spade_adamw_opts_default(&o);
+    o.lr = 1e-3f;
+    for (int k = 0; k < 3; k++) {
+        for (int i = 0; i < 4; i++) { /* on-policy each time: no ratio clipped */
+            float lp[10];
+            ck_assert(spade_policy_logprobs(p, sq[i], 1, 10, lp, err, sizeof err) == 0);
+            for (int j = 1; j < 10; j++) old[i][j] = lp[j - 1];
+        }
+        spade_grpo_stats st;
+        ck_assert_msg(spade_grpo_update(p, NULL, s, 4, &go, &o, &st, err, sizeof err) == 0, "%s", err);
+        ck_assert_msg(st.role_grad_norm[0] > 0 && st.role_grad_norm[1] > 0 && st.grad_norm > 0,
+                      "update %d: role norms %g %g, norm %g", k, st.role_grad_norm[0], st.role_grad_norm[1],
+                      st.grad_norm);
+    }
+    spade_policy_free(p);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("lora");
     TCase *t = tcase_create("lora");
@@ -471,6 +520,7 @@ int main(void) {
     tcase_add_test(t, export_merges_adapters);
     tcase_add_test(t, refusals_and_keys);
     tcase_add_test(t, opened_policy_holds_weights_only);
+    tcase_add_test(t, grpo_roles_restore_the_gradient);
     suite_add_tcase(s, t);
     return tu_run(s);
 }
