@@ -452,6 +452,28 @@ START_TEST(opened_policy_holds_weights_only) {
     float l0, l1;
     train_steps(q, 2, &l0, &l1);
     ck_assert(l1 < l0);
+    /* adapters on a trained checkpoint (spade train's [policy] init + lora_rank):
+     * its moments and step go, its file is the LoRA checkpoint's base */
+    char ck2[600], ck3[600];
+    snprintf(ck2, sizeof ck2, "%s/trained.ckpt", dir);
+    snprintf(ck3, sizeof ck3, "%s/on-trained.ckpt", dir);
+    ck_assert(spade_policy_save(q, ck2, err, sizeof err) == 0);
+    spade_policy *r = NULL, *u = NULL;
+    ck_assert(spade_policy_load(&r, ck2, NULL, err, sizeof err) == 0);
+    ck_assert_msg(spade_policy_lora(r, 2, 0, 0, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(spade_policy_steps(r), 0);
+    train_steps(r, 2, &l0, &l1);
+    ck_assert(l1 < l0);
+    ck_assert_msg(spade_policy_save(r, ck3, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(spade_policy_load(&u, ck3, NULL, err, sizeof err) == 0, "%s", err);
+    int tok[16];
+    seq(tok, 16, 3);
+    float a[16], b[16];
+    ck_assert(spade_policy_logprobs(r, tok, 1, 16, a, err, sizeof err) == 0);
+    ck_assert(spade_policy_logprobs(u, tok, 1, 16, b, err, sizeof err) == 0);
+    ck_assert(memcmp(a, b, sizeof a) == 0);
+    spade_policy_free(u);
+    spade_policy_free(r);
     free(g);
     spade_policy_free(q);
     spade_policy_free(p);

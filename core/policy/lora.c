@@ -83,9 +83,9 @@ int gpt_lora_enable(spade_policy *p, int rank, float alpha, unsigned targets, ch
                    rank, (double)alpha);
         return SPADE_POLICY_EINVAL;
     }
-    if (p->lora_r || p->grads_mem || p->m_mem || p->dec || p->step) {
+    if (p->lora_r || p->grads_mem || p->dec) {
         spade_errf(err, errlen, "policy.lora_rank: LoRA is enabled on a policy just opened (this one %s)",
-                   p->lora_r ? "has adapters already" : "has been trained or sampled");
+                   p->lora_r ? "has adapters already" : "has a gradient or a decoder");
         return SPADE_POLICY_EINVAL;
     }
     if (p->origin_kind && !p->origin_sha256[0]) {
@@ -117,6 +117,12 @@ int gpt_lora_enable(spade_policy *p, int rank, float alpha, unsigned targets, ch
         spade_errf(err, errlen, "cannot allocate %zu LoRA parameters on %s", n, BE->name);
         return SPADE_POLICY_ENOMEM;
     }
+    /* a checkpoint's moments and step were its weights' optimizer: the
+     * adapters' AdamW starts afresh (bias correction from step 1) */
+    BE->dealloc(BX, p->m_mem);
+    BE->dealloc(BX, p->v_mem);
+    p->m_mem = p->v_mem = NULL;
+    p->step = 0;
     p->lora_r = rank;
     p->lora_alpha = alpha;
     p->lora_scale = alpha / (float)rank;

@@ -126,8 +126,9 @@ int spade_policy_tensor(const spade_policy *p, int i, const char **name, size_t 
 int spade_policy_get_params(spade_policy *p, float *host, char *err, size_t errlen);
 int spade_policy_set_params(spade_policy *p, const float *host, char *err, size_t errlen);
 /* Puts LoRA adapters of rank in 1..1024 on a Llama-family policy just
- * opened (from a model, a checkpoint or spade_policy_new; not yet trained or
- * sampled): alpha <= 0 means rank; targets a set of bits as
+ * opened (from a model, a checkpoint or spade_policy_new; no gradient or
+ * decoder yet; a checkpoint's AdamW moments and step count are dropped, the
+ * adapters' optimizer starts at step 0): alpha <= 0 means rank; targets a set of bits as
  * spade_gpt_config's lora_targets (0: all). A is drawn from the
  * policy's seed, B is 0, so the policy computes exactly what it did. From
  * then on only the adapters train; checkpoints hold them and name the base
