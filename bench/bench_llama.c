@@ -16,6 +16,8 @@
  *
  * Usage: bench_llama MODEL MODE ARGS [--backend B] [--context N] [--lora R]
  *   (--lora R: adapters of rank R, alpha R, on every target; the base frozen)
+ *   trainvs T STEPS R    full and rank-R LoRA training steps alternated in one
+ *                        process (the same load on both): min and median step
  *   load                 seconds to load the model (load_s)
  *   prefill T            one slot, a T-token prompt (prefill_tps)
  *   decode S P N         S slots, each its own P-token prompt, then N greedy
@@ -206,6 +208,39 @@ static void mode_train(spade_policy *p, int T, int steps) {
     free(t);
 }
 
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Full and LoRA steps alternated in one process, so that both meet the same
+ * load: p trains every weight, q (the same model) only rank-R adapters. Prints
+ * the min and median of each one's step (forward + backward + AdamW). */
+static void mode_trainvs(spade_policy *p, spade_policy *q, int T, int steps) {
+    int V = spade_policy_config(p)->vocab, *t = xmalloc_int(T + 1);
+    fill_tokens(t, T + 1, V, 3);
+    spade_adamw_opts ao;
+    spade_adamw_opts_default(&ao);
+    double *d[2] = {calloc((size_t)steps, sizeof(double)), calloc((size_t)steps, sizeof(double))};
+    spade_policy *pp[2] = {p, q};
+    for (int s = 0; s <= steps; s++) /* step 0 of each is a warm-up */
+        for (int k = 0; k < 2; k++) {
+            double a = now();
+            if (spade_policy_forward(pp[k], t, t + 1, NULL, 1, T, NULL, NULL, err, sizeof err) ||
+                spade_policy_backward(pp[k], 1.0f, err, sizeof err) ||
+                spade_policy_step(pp[k], &ao, NULL, err, sizeof err))
+                DIE("%s", err);
+            if (s) d[k][s - 1] = now() - a;
+        }
+    for (int k = 0; k < 2; k++) {
+        qsort(d[k], (size_t)steps, sizeof(double), cmp_d);
+        printf("%s_step_min_s %.3f\n%s_step_median_s %.3f\n%s_tps_best %.1f\n", k ? "lora" : "full", d[k][0],
+               k ? "lora" : "full", d[k][steps / 2], k ? "lora" : "full", T / d[k][0]);
+    }
+    printf("steps %d\npeak_rss_mib %.0f\n", steps, peak_rss_mib());
+    free(d[0]), free(d[1]), free(t);
+}
+
 int main(int argc, char **argv) {
     const char *backend = NULL;
     int context = 0, pos = 0, lora = 0;
@@ -224,8 +259,9 @@ int main(int argc, char **argv) {
         }
     }
     if (pos < 2) {
-        fprintf(stderr, "usage: bench_llama MODEL load|prefill T|decode S P N|prefix S P Q N|train T STEPS "
-                        "[--backend B] [--context N] [--lora R]\n");
+        fprintf(stderr,
+                "usage: bench_llama MODEL load|prefill T|decode S P N|prefix S P Q N|train T STEPS|trainvs T STEPS R "
+                "[--backend B] [--context N] [--lora R]\n");
         return 2;
     }
     const char *mode = args[1];
@@ -248,6 +284,13 @@ int main(int argc, char **argv) {
         mode_prefix(p, a[0], a[1], a[2], a[3]);
     } else if (!strcmp(mode, "train") && a[0] > 1 && a[1] > 0) {
         mode_train(p, a[0], a[1]);
+    } else if (!strcmp(mode, "trainvs") && a[0] > 1 && a[1] > 0 && a[2] > 0 && !lora) {
+        spade_model_opts mq = mo;
+        mq.lora_rank = a[2];
+        spade_policy *q;
+        if (spade_policy_from_model(&q, args[0], &mq, err, sizeof err)) DIE("%s", err);
+        mode_trainvs(p, q, a[0], a[1]);
+        spade_policy_free(q);
     } else {
         DIE("mode '%s' with these arguments is not one of load, prefill T, decode S P N, prefix S P Q N, train T STEPS",
             mode);
