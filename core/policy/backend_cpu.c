@@ -48,6 +48,12 @@ typedef struct cpu_ctx {
  * also steal cycles from OpenBLAS's own threads (measured: a 1M-parameter
  * step ran 6x slower with a region per head than with one thread). */
 #define PAR_MIN_WORK ((size_t)1 << 18)
+/* A product with a side of LoRA's rank (lora.c: x A^T, u B^T and their
+ * gradients) runs on one thread: it is a few percent of its layer's work,
+ * and a parallel region for it is one more barrier where, on a machine busier
+ * than its cores, a thread waits for a descheduled one (measured: with them
+ * threaded a LoRA step took more CPU time than a full one). */
+#define SKINNY(IC, OC) ((IC) <= 64 || (OC) <= 64)
 #define PAR(work) (FAST(ctx) && (size_t)(work) >= PAR_MIN_WORK)
 /* Below this many rows matmul_forward splits its output columns among the
  * threads instead of its rows (a decoding pass of up to 63 slots): split by
@@ -377,7 +383,7 @@ static int cpu_matmul_forward(void *ctx, float *out, const float *inp, const flo
     if (FAST(ctx)) {
         /* One thread pool: OpenMP splits the rows, each thread runs a
          * single-threaded sgemm on its block (see spade_backend_cpu_new). */
-#pragma omp parallel if (PAR((size_t)N * OC * IC))
+#pragma omp parallel if (PAR((size_t)N * OC * IC) && !SKINNY(IC, OC))
         {
             int r0, r1;
             split(N, &r0, &r1);
@@ -418,7 +424,7 @@ static int cpu_matmul_backward(void *ctx, float *dinp, float *dweight, float *db
     int fast = FAST(ctx);
 #ifdef SPADE_HAVE_CBLAS
     if (fast) {
-#pragma omp parallel if (PAR((size_t)N * OC * IC))
+#pragma omp parallel if (PAR((size_t)N * OC * IC) && !SKINNY(IC, OC))
         {
             int r0, r1, o0, o1;
             split(N, &r0, &r1);
@@ -986,7 +992,8 @@ static int cpu_gelu_backward(void *ctx, float *dinp, const float *inp, const flo
 }
 
 static int cpu_axpy(void *ctx, float *y, const float *x, float alpha, size_t n) {
-#pragma omp parallel for simd if (PAR(n))
+    (void)ctx; /* one thread: a memory-bound pass, and no barrier (see SKINNY) */
+#pragma omp simd
     for (size_t i = 0; i < n; i++) y[i] += alpha * x[i];
     return 0;
 }
