@@ -436,13 +436,20 @@ static int train_open(train_run *r, tr_config *c, const char *arg) {
         if (fresh) cli_run_unmake(c->dir);
         return cli_err(CLI_USAGE, "train", "[policy] init and model exclude each other");
     } else if (c->init[0]) {
-        if (spade_policy_load(&r->p, c->init, NULL, err, sizeof err)) {
+        /* [policy] lora_rank puts adapters on a checkpoint that has none */
+        if (spade_policy_load(&r->p, c->init, NULL, err, sizeof err) ||
+            (c->gpt.lora_rank && !spade_policy_lora_rank(r->p) &&
+             spade_policy_lora(r->p, c->gpt.lora_rank, c->gpt.lora_alpha, c->gpt.lora_targets, err, sizeof err))) {
             if (fresh) cli_run_unmake(c->dir);
             return cli_err(CLI_FAIL, "train", "%s", err);
         }
     } else if (c->model[0]) {
-        /* the config's [policy] context and backend apply; the rest is the model's */
-        spade_model_opts mo = {.backend = c->gpt.backend, .context = c->gpt.context};
+        /* the config's [policy] context, backend and lora_* apply; the rest is the model's */
+        spade_model_opts mo = {.backend = c->gpt.backend,
+                               .context = c->gpt.context,
+                               .lora_rank = c->gpt.lora_rank,
+                               .lora_alpha = c->gpt.lora_alpha,
+                               .lora_targets = c->gpt.lora_targets};
         if (spade_policy_from_model(&r->p, c->model, &mo, err, sizeof err)) {
             if (fresh) cli_run_unmake(c->dir);
             return cli_err(CLI_FAIL, "train", "%s", err);

@@ -700,7 +700,7 @@ static int lookahead(spade_sp_iter *x, char *err, size_t errlen) {
         return 0;
     }
     spade_policy *q = NULL;
-    size_t P = spade_policy_num_params(x->s->p);
+    size_t P = spade_policy_num_trainable(x->s->p); /* the moments' size: a LoRA policy's adapters */
     float *mv = malloc(2 * P * sizeof *mv);
     spade_ep_request *req = calloc((size_t)plays, sizeof *req);
     spade_ep_outcome *out = calloc((size_t)plays, sizeof *out);
