@@ -23,6 +23,7 @@
 # files: the "designer" writes FILES, stdenv sources that pass the gates, so
 # the plays and the agent's update on valid environments are measured on the
 # same model: a pretrained model that writes nothing valid never reaches them),
+# LORA (0: [policy] lora_rank, the adapters' rank; the base frozen),
 # FILES ("carry_add modpow linear sequence"; no corpus, so that the novelty
 # gate, which compares with the corpus, lets them through), WORK (a scratch directory; default
 # a new one under /tmp), SPADE (./spade). Qwen2.5-Coder-0.5B takes about 12 GB:
@@ -41,6 +42,7 @@ pool=${POOL:-0}
 writer=${WRITER:-policy}
 files=${FILES:-carry_add modpow linear sequence}
 context=${CONTEXT:-2048}
+lora=${LORA:-0}
 temp=${TEMP:-0.7}
 work=${WORK:-$(mktemp -d /tmp/spade-bench-iteration.XXXXXX)}
 [ -x "$spade" ] || { echo "bench_iteration: $spade not built (make)" >&2; exit 1; }
@@ -63,6 +65,7 @@ seed = 1
 [policy]
 model = $model
 context = $context
+lora_rank = $lora
 [designer]
 enabled = true
 source = $writer
@@ -84,7 +87,7 @@ lr = 1e-5
 $nocorpus
 EOF
 echo "bench_iteration: $model, $iters iteration(s): designer envs $envs x $max_source tokens, plays $plays," \
-    "actions $action tokens, pool $pool, context $context, writer $writer; work $work"
+    "actions $action tokens, pool $pool, context $context, lora $lora, writer $writer; work $work"
 echo "load before: $(cat /proc/loadavg)"
 rm -rf "$work/run"
 timer=""
