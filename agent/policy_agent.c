@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "errbuf.h"
 #include "policy/bpe.h"
@@ -39,6 +40,17 @@ typedef struct pa {
     size_t action_cap;
     long sampled, turns;
 } pa;
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Adds the seconds since t to *acc, when the caller asked for them. */
+static void add_since(double *acc, double t) {
+    if (acc) *acc += now_s() - t;
+}
 
 void spade_policy_agent_opts_default(spade_policy_agent_opts *o) {
     memset(o, 0, sizeof *o);
@@ -96,8 +108,10 @@ static int pa_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *ac
         a->counts[live] = s->tr.len - s->synced;
         a->which[live++] = i;
     }
+    double t = now_s();
     if (live && spade_decoder_append_batch(a->dec, a->slots, a->toks, a->counts, live, a->status, err, errlen) < 0)
         return -1;
+    add_since(a->o.t_prefill, t);
     int m = 0; /* the episodes that fit go on to sampling */
     for (int k = 0; k < live; k++) {
         int i = a->which[k];
@@ -133,9 +147,11 @@ static int pa_act(void *ctx, int n, const spade_ep_view *views, spade_ep_act *ac
     so.max_tokens = a->T;
     so.stop = a->stops;
     so.n_stop = a->n_stops;
+    t = now_s();
     if (spade_decoder_sample(a->dec, a->slots, m, &so, a->seeds, a->max_tokens, a->out_tok, a->out_logp, a->out_len,
                              a->out_status, err, errlen) < 0)
         return -1;
+    add_since(a->o.t_decode, t);
     for (int k = 0; k < m; k++) {
         int i = a->which[k];
         ep_state *s = views[i].state;

@@ -46,6 +46,10 @@ typedef struct spade_policy_agent_opts {
     /* Each finished episode: its outcome and transcript (valid during the call). May be NULL. */
     void (*on_episode)(void *ctx, const spade_ep_outcome *o, const spade_transcript *t);
     void *ctx;
+    /* May be NULL: wall seconds the agent spent reading observations into its
+     * decoder (prefill) and sampling its actions (decoding) are added here, so
+     * a caller can split its plays' time (selfplay's "time_s"). */
+    double *t_prefill, *t_decode;
 } spade_policy_agent_opts;
 void spade_policy_agent_opts_default(spade_policy_agent_opts *o);
 

@@ -15,6 +15,10 @@
  * in the same run.
  *
  * Usage: bench_llama MODEL MODE ARGS [--backend B] [--context N] [--sample-weights f32|q8_0]
+ *   [--lora R]
+ *   (--lora R: adapters of rank R, alpha R, on every target; the base frozen)
+ *   trainvs T STEPS R    full and rank-R LoRA training steps alternated in one
+ *                        process (the same load on both): min and median step
  *   load                 seconds to load the model (load_s)
  *   prefill T            one slot, a T-token prompt (prefill_tps)
  *   decode S P N         S slots, each its own P-token prompt, then N greedy
@@ -262,23 +266,77 @@ static void mode_train(spade_policy *p, int T, int steps) {
     fill_tokens(t, T + 1, V, 3);
     spade_adamw_opts ao;
     spade_adamw_opts_default(&ao);
-    double t0 = 0;
+    double t0 = 0, fb = 0, st = 0;
     float loss = 0;
     for (int s = 0; s <= steps; s++) { /* step 0 is a warm-up: allocations, first touches */
         if (s == 1) t0 = now();
+        double a = now();
         if (spade_policy_forward(p, t, t + 1, NULL, 1, T, &loss, NULL, err, sizeof err) ||
-            spade_policy_backward(p, 1.0f, err, sizeof err) || spade_policy_step(p, &ao, NULL, err, sizeof err))
+            spade_policy_backward(p, 1.0f, err, sizeof err))
             DIE("%s", err);
+        double b = now();
+        if (spade_policy_step(p, &ao, NULL, err, sizeof err)) DIE("%s", err);
+        if (s >= 1) fb += b - a, st += now() - b;
     }
     double dt = now() - t0;
-    printf("train_T %d\ntrain_steps %d\ntrain_s %.3f\ntrain_tps %.1f\nloss %.3f\npeak_rss_mib %.0f\n", T, steps, dt,
-           (double)T * steps / dt, loss, peak_rss_mib());
+    /* the forward+backward and the AdamW step apart: a GRPO update is the
+     * first over every sample's tokens, then one step per minibatch */
+    printf("train_T %d\ntrain_steps %d\ntrain_s %.3f\ntrain_tps %.1f\nfwd_bwd_s %.3f\nadamw_s %.3f\nloss %.3f\n"
+           "trainable %zu\npeak_rss_mib %.0f\n",
+           T, steps, dt, (double)T * steps / dt, fb / steps, st / steps, loss, spade_policy_num_trainable(p),
+           peak_rss_mib());
     free(t);
+}
+
+static double cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Full and LoRA steps alternated in one process, so that both meet the same
+ * load: p trains every weight, q (the same model) only rank-R adapters. Prints
+ * the min and median of each one's step (forward + backward + AdamW). */
+static void mode_trainvs(spade_policy *p, spade_policy *q, int T, int steps) {
+    int V = spade_policy_config(p)->vocab, *t = xmalloc_int(T + 1);
+    fill_tokens(t, T + 1, V, 3);
+    spade_adamw_opts ao;
+    spade_adamw_opts_default(&ao);
+    double *d[2] = {calloc((size_t)steps, sizeof(double)), calloc((size_t)steps, sizeof(double))};
+    /* and the process's CPU time of each step (all threads): on a machine
+     * busier than its cores the wall time is mostly the share the scheduler
+     * gave, the CPU time closer to the work done */
+    double *c[2] = {calloc((size_t)steps, sizeof(double)), calloc((size_t)steps, sizeof(double))};
+    spade_policy *pp[2] = {p, q};
+    for (int s = 0; s <= steps; s++) /* step 0 of each is a warm-up */
+        for (int k = 0; k < 2; k++) {
+            double a = now(), ca = cpu_now();
+            if (spade_policy_forward(pp[k], t, t + 1, NULL, 1, T, NULL, NULL, err, sizeof err) ||
+                spade_policy_backward(pp[k], 1.0f, err, sizeof err) ||
+                spade_policy_step(pp[k], &ao, NULL, err, sizeof err))
+                DIE("%s", err);
+            if (s) d[k][s - 1] = now() - a, c[k][s - 1] = cpu_now() - ca;
+        }
+    for (int k = 0; k < 2; k++) {
+        qsort(d[k], (size_t)steps, sizeof(double), cmp_d);
+        qsort(c[k], (size_t)steps, sizeof(double), cmp_d);
+        printf("%s_cpu_min_s %.3f\n%s_cpu_median_s %.3f\n", k ? "lora" : "full", c[k][0], k ? "lora" : "full",
+               c[k][steps / 2]);
+        printf("%s_step_min_s %.3f\n%s_step_median_s %.3f\n%s_tps_best %.1f\n", k ? "lora" : "full", d[k][0],
+               k ? "lora" : "full", d[k][steps / 2], k ? "lora" : "full", T / d[k][0]);
+    }
+    printf("steps %d\npeak_rss_mib %.0f\n", steps, peak_rss_mib());
+    free(d[0]), free(d[1]), free(c[0]), free(c[1]), free(t);
 }
 
 int main(int argc, char **argv) {
     const char *backend = NULL, *sample_weights = NULL;
-    int context = 0, pos = 0;
+    int context = 0, pos = 0, lora = 0;
     char *args[8];
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--backend") && i + 1 < argc) {
@@ -287,6 +345,8 @@ int main(int argc, char **argv) {
             sample_weights = argv[++i];
         } else if (!strcmp(argv[i], "--context") && i + 1 < argc) {
             context = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--lora") && i + 1 < argc) {
+            lora = atoi(argv[++i]);
         } else if (pos < 8) {
             args[pos++] = argv[i];
         } else {
@@ -294,14 +354,15 @@ int main(int argc, char **argv) {
         }
     }
     if (pos < 2) {
-        fprintf(stderr, "usage: bench_llama MODEL load|prefill T|decode S P N|prefix S P Q N|train T STEPS "
-                        "[--backend B] [--context N]\n");
+        fprintf(stderr,
+                "usage: bench_llama MODEL load|prefill T|decode S P N|prefix S P Q N|train T STEPS|trainvs T STEPS R "
+                "[--backend B] [--context N] [--sample-weights f32|q8_0] [--lora R]\n");
         return 2;
     }
     const char *mode = args[1];
     int a[4] = {0};
     for (int i = 0; i < 4 && i + 2 < pos; i++) a[i] = atoi(args[i + 2]);
-    spade_model_opts mo = {.backend = backend, .context = context};
+    spade_model_opts mo = {.backend = backend, .context = context, .lora_rank = lora}; /* alpha = R */
     spade_policy *p;
     double t0 = now();
     if (spade_policy_from_model(&p, args[0], &mo, err, sizeof err)) DIE("%s", err);
@@ -321,6 +382,13 @@ int main(int argc, char **argv) {
         mode_q8check(p, a[0]);
     } else if (!strcmp(mode, "train") && a[0] > 1 && a[1] > 0) {
         mode_train(p, a[0], a[1]);
+    } else if (!strcmp(mode, "trainvs") && a[0] > 1 && a[1] > 0 && a[2] > 0 && !lora) {
+        spade_model_opts mq = mo;
+        mq.lora_rank = a[2];
+        spade_policy *q;
+        if (spade_policy_from_model(&q, args[0], &mq, err, sizeof err)) DIE("%s", err);
+        mode_trainvs(p, q, a[0], a[1]);
+        spade_policy_free(q);
     } else {
         DIE("mode '%s' with these arguments is not one of load, prefill T, decode S P N, prefix S P Q N, train T STEPS",
             mode);

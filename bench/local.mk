@@ -104,3 +104,7 @@ bench_programs += bench/bench_gemm
 noinst_PROGRAMS += bench/bench_gemm
 bench_bench_gemm_SOURCES = bench/bench_gemm.c
 bench_bench_gemm_LDADD = $(SPADE_LIBS)
+
+# bench/bench_iteration.sh: the seconds of a self-play iteration on a pretrained
+# model by phase (train.jsonl's time_s), through spade train itself; nothing to build.
+EXTRA_DIST += bench/bench_iteration.sh

@@ -82,7 +82,7 @@ int cli_export(spade_sandbox *sb, int argc, char **argv) {
                            "spade's GPT with its tokenizer; export takes a Llama-family policy (one started from "
                            "[policy] model = NAME|PATH.gguf)",
                            spec);
-        rc = spade_policy_load(&p, spec, backend, err, sizeof err);
+        rc = spade_policy_load_weights(&p, spec, backend, err, sizeof err);
     }
     if (rc) return cli_err(CLI_FAIL, CMD, "%s", err);
     spade_export_info info;

@@ -169,7 +169,7 @@ static int gen_parse(int argc, char **argv, gen_args *a) {
 /* A model by name or .gguf path (its context sized to this prompt and
  * continuation, not the model's 8192+), or a spade checkpoint. */
 static int gen_load(const gen_args *a, size_t tlen, spade_policy **p, char *err, size_t errlen) {
-    if (!is_model_spec(a->spec)) return spade_policy_load(p, a->spec, a->backend, err, errlen);
+    if (!is_model_spec(a->spec)) return spade_policy_load_weights(p, a->spec, a->backend, err, errlen);
     spade_model_opts mo = {.backend = a->backend, .context = (int)a->ctx};
     spade_gpt_config mc;
     if (!a->ctx && !spade_model_config(a->spec, &mo, &mc, err, errlen)) {

@@ -345,7 +345,7 @@ int cli_play(spade_sandbox *sb, int argc, char **argv) {
     spade_policy *pol = NULL;
     if (policy_ckpt) {
         char err[2048];
-        if (spade_policy_load(&pol, policy_ckpt, NULL, err, sizeof err))
+        if (spade_policy_load_weights(&pol, policy_ckpt, NULL, err, sizeof err))
             return cli_err(CLI_FAIL, "play", "--policy %s: %s", policy_ckpt, err);
         spade_policy_agent_opts po;
         spade_policy_agent_opts_default(&po);

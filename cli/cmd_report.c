@@ -30,11 +30,18 @@
 
 #define MAX_GATES 24
 #define MAX_POOL_ENVS 12
-#define N_TIMES 5
+#define N_TIMES 7
 #define MAX_VENDI 5000 /* newest valid environments in the cumulative Vendi score (memory: n x 1024 doubles) */
 
-static const char *const time_keys[N_TIMES] = {"t_design", "t_gates", "t_play", "t_update", "t_archive"};
-static const char *const time_names[N_TIMES] = {"design", "gates", "play", "update", "archive"};
+/* The phases' seconds: train.jsonl's "time_s" (docs/selfplay.md, "An iteration's time"), or, in a log
+ * written before it, the older t_* keys (no prefill/decoding split: the writing is all "decoding",
+ * the fixed-pool part is inside it). */
+static const char *const time_keys[N_TIMES] = {"design_prefill", "design_decode", "gates",  "play",
+                                               "update",         "pool",          "archive"};
+static const char *const time_old_keys[N_TIMES] = {NULL,       "t_design", "t_gates",  "t_play",
+                                                   "t_update", NULL,       "t_archive"};
+static const char *const time_names[N_TIMES] = {"designer prefill", "designer decoding", "gates",  "play",
+                                                "update",           "fixed pool",        "archive"};
 
 void cli_usage_report(FILE *out) {
     fprintf(out, "usage: spade report RUN_DIR [--out DIR] [--top N]\n"
@@ -157,7 +164,10 @@ static int read_row(run_log *L, const spade_json *o, row *r) {
     if (!ev) ev = spade_json_get(o, "heldout");
     r->eval = eval_value(ev, 0);
     r->eval_only = ev && o->len == 2; /* {"iteration":k,"eval":{...}}: an evaluation, not an iteration's metrics */
-    for (int k = 0; k < N_TIMES; k++) r->t[k] = get_num(o, time_keys[k]);
+    const spade_json *ts = spade_json_get(o, "time_s");
+    int has_ts = ts && ts->type == SPADE_JSON_OBJECT;
+    for (int k = 0; k < N_TIMES; k++)
+        r->t[k] = has_ts ? get_num(ts, time_keys[k]) : time_old_keys[k] ? get_num(o, time_old_keys[k]) : 0;
     r->success = get_num(o, "success");
     r->mean_return = get_num(o, "mean_return");
     r->loss = get_num(o, "loss");

@@ -52,6 +52,7 @@
 #include "heldout.h"
 #include "policy/policy.h"
 #include "policy/pretrained.h"
+#include "policy/models.h"
 #include "designer/remote_designer.h"
 #include "remote.h"
 
@@ -131,13 +132,21 @@ static void write_metrics(FILE *f, const spade_rl_metrics *m, const spade_pool *
     fprintf(f, "},\"t_play\":%.3f,\"t_update\":%.3f}\n", m->t_play, m->t_update);
 }
 
+/* The embedded default's model and length (train_default, below). */
+#define DEFAULT_MODEL "smollm2-135m-instruct"
+#define DEFAULT_ITERATIONS 4
+
 void cli_usage_train(FILE *out) {
     fprintf(out, "usage: spade train\n"
                  "       spade train CONFIG\n"
                  "       spade train RUN_DIR\n"
+                 "       spade train --preset gpt\n"
                  "\n"
-                 "With no argument: the embedded default (runs/default, or $SPADE_TRAIN_DIR): a short\n"
-                 "base pretraining on stdenv, then a few self-play iterations; minutes on a laptop CPU.\n"
+                 "With no argument: the embedded default (runs/default, or $SPADE_TRAIN_DIR): a few self-play\n"
+                 "iterations on the pretrained " DEFAULT_MODEL " ($SPADE_TRAIN_MODEL: another\n"
+                 "known name or a .gguf path), writing whole environments; minutes an iteration on 2 cores.\n"
+                 "--preset gpt: a tiny GPT pretrained from scratch on stdenv, then self-play (runs/default-gpt;\n"
+                 "configs/default-template.ini and configs/default-fixed.ini start from its base).\n"
                  "\n"
                  "Self-play ([designer] enabled = true, the default's): the policy writes environments as\n"
                  "the designer, the gates judge them, and it plays the valid ones as the agent with and\n"
@@ -162,19 +171,112 @@ void cli_usage_train(FILE *out) {
                  "Exit status: 0 done, 1 failure or interrupted, 2 bad config.\n");
 }
 
-/* ---- `spade train` with no argument: the embedded default ---- */
+/* ---- `spade train` with no argument: self-play on a pretrained model ---- */
+
+/* The one policy is the pretrained DEFAULT_MODEL (./bootstrap fetches it; $SPADE_TRAIN_MODEL,
+ * a known name or a .gguf path, takes another), in its chat form: it writes whole sources as the
+ * designer, the gates judge them, it plays the valid ones with and without their hint, and one
+ * GRPO update trains both roles. The knobs are the smallest that still make a meaningful
+ * iteration (BENCHMARKS.md, "One self-play iteration on a pretrained model"). No fixed-pool
+ * part: on SmolLM2 it was 60% of an iteration's time and won nothing, so no update came of it
+ * ([selfplay] pool_envs in the run's config.ini turns it on). SPADE_TRAIN_QUICK=1 shrinks it to
+ * one iteration of two short sources (the test suite runs the whole path with it). */
+static const char DEFAULT_PRETRAINED[] =
+    "; written by `spade train` (the embedded default): self-play on the pretrained %s\n"
+    "[run]\ndir = .\niterations = %d\nseed = 1\n"
+    "[policy]\nmodel = %s\ncontext = %d\n"
+    "[designer]\nenabled = true\nsource = policy\nenvs = %d\nmax_source_tokens = %d\ntemperature = 0.7\n"
+    "max_step_ms = 50\n"
+    "[selfplay]\nplays = %d\npool_envs = 0\n"
+    "[pool]\ndirs = %s\n"
+    "[agent]\nplays = %d\nmax_action_tokens = 16\n"
+    "[grpo]\nlr = 1e-5\n";
+
+/* The stdenv/ directory beside the binary or installed, or CLI_FAIL having said where it looked. */
+static int find_stdenv(char *stdenv, size_t cap, const char *what) {
+    spade_data_path("stdenv", stdenv, cap);
+    struct stat sst;
+    if (stat(stdenv, &sst) == 0 && S_ISDIR(sst.st_mode)) return CLI_OK;
+    char tried[3 * 4200];
+    return cli_err(CLI_FAIL, "train",
+                   "no stdenv/ directory %s: tried %s. Run the spade of a built source tree (its "
+                   "stdenv/ sits beside it), or install spade (make install) so that the installed one is there",
+                   what, spade_data_tried("stdenv", tried, sizeof tried));
+}
+
+/* The model's file, or CLI_OK with *skip set under SPADE_TRAIN_QUICK when it is absent (a test
+ * machine bootstrapped without models), or the exit code with what to run. */
+static int default_model(const char *spec, int quick, int *skip) {
+    char path[4096], err[1024];
+    *skip = 0;
+    if (spade_model_resolve(spec, path, sizeof path, err, sizeof err) == 0) return CLI_OK;
+    if (quick) {
+        printf("spade train: SPADE_TRAIN_QUICK: skipped, no model to run on: %s\n", err);
+        *skip = 1;
+        return CLI_OK;
+    }
+    if (spade_model_find(spec)) { /* a known model, not fetched: fetched now, as on first use anywhere */
+        printf("spade train: the embedded default runs on %s, not fetched yet: fetching it (spade model fetch)\n",
+               spec);
+        char *args[] = {"model", "fetch", (char *)spec, NULL};
+        if (cli_model(NULL, 3, args) == CLI_OK && spade_model_resolve(spec, path, sizeof path, err, sizeof err) == 0)
+            return CLI_OK;
+    }
+    return cli_err(CLI_FAIL, "train", "the embedded default needs its model: %s", err);
+}
+
+static int train_default(spade_sandbox *sb) {
+    const char *quick = getenv("SPADE_TRAIN_QUICK"), *dir = getenv("SPADE_TRAIN_DIR");
+    const char *model = getenv("SPADE_TRAIN_MODEL");
+    int q = quick && *quick && strcmp(quick, "0"), skip;
+    char run[2048], stdenv[2048], path[4200], text[4096], mabs[4096];
+    snprintf(run, sizeof run, "%s", dir && *dir ? dir : "runs/default");
+    if (!model || !*model) model = DEFAULT_MODEL;
+    if (!spade_model_find(model) && realpath(model, mabs)) model = mabs; /* the config lives in the run dir */
+    if (find_stdenv(stdenv, sizeof stdenv, "for the agent's pool") != CLI_OK) return CLI_FAIL;
+    snprintf(path, sizeof path, "%s/state", run);
+    if (access(path, F_OK) == 0) { /* a default run that was stopped: go on with it */
+        printf("spade train: resuming the default run in %s\n", run);
+        char *args[] = {"train", run, NULL};
+        return cli_train(sb, 2, args);
+    }
+    int rc = default_model(model, q, &skip);
+    if (rc != CLI_OK || skip) return rc;
+    if (cli_mkdir_p(run) < 0) return cli_err(CLI_FAIL, "train", "%s: %s", run, strerror(errno));
+    int iters = q ? 1 : DEFAULT_ITERATIONS;
+    printf("spade train: the embedded default in %s: %d self-play iteration%s on the pretrained %s, its one\n"
+           "  policy writing whole environments as the designer and playing the valid ones as the agent\n",
+           run, iters, iters == 1 ? "" : "s", model);
+    int n = snprintf(text, sizeof text, DEFAULT_PRETRAINED, model, iters, model, q ? 1280 : 2048, q ? 2 : 4,
+                     q ? 32 : 384, q ? 2 : 4, stdenv, q ? 2 : 4);
+    snprintf(path, sizeof path, "%s/selfplay.ini", run);
+    if (n < 0 || (size_t)n >= sizeof text || cli_write_atomic(path, text, (size_t)n) < 0)
+        return cli_err(CLI_FAIL, "train", "%s: cannot write", path);
+    char *args[] = {"train", path, NULL};
+    rc = cli_train(sb, 2, args);
+    if (rc == CLI_OK)
+        printf("Train your own: docs/selfplay.md (self-play) and docs/train.md (a fixed pool). The presets:\n"
+               "  %s train --preset gpt                   a tiny GPT pretrained from scratch, then self-play\n"
+               "  %s train configs/default-template.ini   after it, the designer fills a template's holes\n",
+               cli_self(), cli_self());
+    return rc;
+}
+
+/* ---- `spade train --preset gpt`: the from-scratch GPT (the embedded default before issue 17) ---- */
 
 /* A short base pretraining on stdenv (a BPE trained on it first), then a few
  * self-play iterations whose agent also trains on two stdenv environments per
- * iteration; on 2 CPU cores it ends in a few minutes. SPADE_TRAIN_QUICK=1
- * shrinks both (the test suite runs the whole path with it). */
-static const char DEFAULT_PRETRAIN[] =
-    "; written by `spade train` (the embedded default): the base policy's pretraining\n"
+ * iteration; on 2 CPU cores it ends in about a minute. Its base
+ * (runs/default-gpt/base) is what configs/default-template.ini and
+ * configs/default-fixed.ini start from. SPADE_TRAIN_QUICK=1 shrinks both (the
+ * test suite runs the whole path with it). */
+static const char GPT_PRETRAIN[] =
+    "; written by `spade train --preset gpt`: the base policy's pretraining\n"
     "[policy]\nlayers = 2\nheads = 4\nwidth = 96\ncontext = 640\nbackend = auto\nseed = 1\ntokenizer = bpe\n"
     "[pretrain]\ndata = %s\nout = %s/base\nsteps = %d\nbatch = 8\nseq = 128\nlr = 2e-3\nwarmup = 20\n"
     "checkpoint_every = 100\nsample_every = 100000\ntokenizer_vocab = 2048\nseed = 1\n";
-static const char DEFAULT_SELFPLAY[] =
-    "; written by `spade train` (the embedded default): self-play from the base policy\n"
+static const char GPT_SELFPLAY[] =
+    "; written by `spade train --preset gpt`: self-play from the base policy\n"
     "[run]\ndir = .\niterations = %d\nseed = 1\n"
     "[policy]\ninit = base/policy.ckpt\n"
     "[designer]\nenabled = true\nenvs = 4\nmax_source_tokens = 320\ntemperature = 0.8\nmax_step_ms = 50\n"
@@ -183,41 +285,33 @@ static const char DEFAULT_SELFPLAY[] =
     "[agent]\nplays = 6\nmax_action_tokens = 16\n"
     "[grpo]\nlr = 3e-4\n";
 
-static int train_default(spade_sandbox *sb) {
+static int train_preset_gpt(spade_sandbox *sb) {
     const char *quick = getenv("SPADE_TRAIN_QUICK");
     int q = quick && *quick && strcmp(quick, "0");
     const char *dir = getenv("SPADE_TRAIN_DIR");
     char run[2048], stdenv[2048], path[4200], text[4096];
-    snprintf(run, sizeof run, "%s", dir && *dir ? dir : "runs/default");
-    spade_data_path("stdenv", stdenv, sizeof stdenv);
-    struct stat sst;
-    if (stat(stdenv, &sst) != 0 || !S_ISDIR(sst.st_mode)) {
-        char tried[3 * 4200];
-        return cli_err(CLI_FAIL, "train",
-                       "no stdenv/ directory to pretrain on: tried %s. Run the spade of a built source tree (its "
-                       "stdenv/ sits beside it), or install spade (make install) so that the installed one is there",
-                       spade_data_tried("stdenv", tried, sizeof tried));
-    }
+    snprintf(run, sizeof run, "%s", dir && *dir ? dir : "runs/default-gpt");
+    if (find_stdenv(stdenv, sizeof stdenv, "to pretrain on") != CLI_OK) return CLI_FAIL;
     snprintf(path, sizeof path, "%s/state", run);
-    if (access(path, F_OK) == 0) { /* a default run that was stopped: go on with it */
-        printf("spade train: resuming the default run in %s\n", run);
+    if (access(path, F_OK) == 0) { /* a preset run that was stopped: go on with it */
+        printf("spade train: resuming the gpt preset's run in %s\n", run);
         char *args[] = {"train", run, NULL};
         return cli_train(sb, 2, args);
     }
     if (cli_mkdir_p(run) < 0) return cli_err(CLI_FAIL, "train", "%s: %s", run, strerror(errno));
-    printf("spade train: the embedded default in %s: a short base pretraining on %s, then self-play\n", run, stdenv);
+    printf("spade train: the gpt preset in %s: a short base pretraining on %s, then self-play\n", run, stdenv);
     snprintf(path, sizeof path, "%s/base/policy.ckpt", run);
     if (access(path, F_OK) != 0 || access(run, F_OK) != 0) {
         char abs[4096];
         if (!realpath(run, abs)) snprintf(abs, sizeof abs, "%s", run);
-        int n = snprintf(text, sizeof text, DEFAULT_PRETRAIN, stdenv, abs, q ? 8 : 400);
+        int n = snprintf(text, sizeof text, GPT_PRETRAIN, stdenv, abs, q ? 8 : 400);
         snprintf(path, sizeof path, "%s/pretrain.ini", run);
         if (cli_write_atomic(path, text, (size_t)n) < 0) return cli_err(CLI_FAIL, "train", "%s: cannot write", path);
         char *args[] = {"pretrain", path, NULL};
         int rc = spade_cmd_pretrain(2, args);
         if (rc) return rc;
     }
-    int n = snprintf(text, sizeof text, DEFAULT_SELFPLAY, q ? 2 : 6, stdenv);
+    int n = snprintf(text, sizeof text, GPT_SELFPLAY, q ? 2 : 6, stdenv);
     snprintf(path, sizeof path, "%s/selfplay.ini", run);
     if (cli_write_atomic(path, text, (size_t)n) < 0) return cli_err(CLI_FAIL, "train", "%s: cannot write", path);
     char *args[] = {"train", path, NULL};
@@ -342,13 +436,20 @@ static int train_open(train_run *r, tr_config *c, const char *arg) {
         if (fresh) cli_run_unmake(c->dir);
         return cli_err(CLI_USAGE, "train", "[policy] init and model exclude each other");
     } else if (c->init[0]) {
-        if (spade_policy_load(&r->p, c->init, NULL, err, sizeof err)) {
+        /* [policy] lora_rank puts adapters on a checkpoint that has none */
+        if (spade_policy_load(&r->p, c->init, NULL, err, sizeof err) ||
+            (c->gpt.lora_rank && !spade_policy_lora_rank(r->p) &&
+             spade_policy_lora(r->p, c->gpt.lora_rank, c->gpt.lora_alpha, c->gpt.lora_targets, err, sizeof err))) {
             if (fresh) cli_run_unmake(c->dir);
             return cli_err(CLI_FAIL, "train", "%s", err);
         }
     } else if (c->model[0]) {
-        /* the config's [policy] context and backend apply; the rest is the model's */
-        spade_model_opts mo = {.backend = c->gpt.backend, .context = c->gpt.context};
+        /* the config's [policy] context, backend and lora_* apply; the rest is the model's */
+        spade_model_opts mo = {.backend = c->gpt.backend,
+                               .context = c->gpt.context,
+                               .lora_rank = c->gpt.lora_rank,
+                               .lora_alpha = c->gpt.lora_alpha,
+                               .lora_targets = c->gpt.lora_targets};
         if (spade_policy_from_model(&r->p, c->model, &mo, err, sizeof err)) {
             if (fresh) cli_run_unmake(c->dir);
             return cli_err(CLI_FAIL, "train", "%s", err);
@@ -488,31 +589,40 @@ static int train_checkpoint(train_run *r, int it) {
     return CLI_OK;
 }
 
-/* A self-play iteration's log line, with the pool's update (its samples and whether it stepped)
- * added for the closing words, and its progress line. */
+/* A self-play iteration's log line, with the pool's update (its samples and whether it stepped) in a run
+ * with a pool part, added for the closing words, and its progress line. */
 static void selfplay_log(train_run *r, const spade_selfplay_metrics *sm) {
     const tr_config *c = r->c;
     char json[4096];
     spade_selfplay_metrics_json(sm, json, sizeof json);
     size_t jl = strlen(json);
-    if (jl > 1 && json[jl - 1] == '}' && jl + 64 < sizeof json)
-        snprintf(json + jl - 1, sizeof json - jl + 1, ",\"pool_samples\":%d,\"pool_updated\":%s}",
-                 c->sp.pool_envs > 0 ? sm->pool.n_samples : 0,
-                 c->sp.pool_envs > 0 && sm->pool.updated ? "true" : "false");
+    if (c->sp.pool_envs > 0 && jl > 1 && json[jl - 1] == '}' && jl + 64 < sizeof json) /* a run with a pool part */
+        snprintf(json + jl - 1, sizeof json - jl + 1, ",\"pool_samples\":%d,\"pool_updated\":%s}", sm->pool.n_samples,
+                 sm->pool.updated ? "true" : "false");
     fprintf(r->log, "%s\n", json);
 }
 
+/* The iteration's seconds by phase, compact (train.jsonl's "time_s" has them all): the designer's
+ * prefill+decoding, the gates, the plays, the update; the fixed-pool part, the self-written hints
+ * and the look-ahead when the run has them. */
+static void selfplay_times(const tr_config *c, const spade_selfplay_metrics *sm, char *out, size_t cap) {
+    const struct spade_sp_times *t = &sm->time;
+    size_t at = (size_t)snprintf(out, cap, "%.0fs: design %.1f+%.1f", t->total, t->design_prefill, t->design_decode);
+    if (c->sp.hint_self && at < cap) at += (size_t)snprintf(out + at, cap - at, " hints %.1f", t->hints);
+    if (at < cap)
+        at += (size_t)snprintf(out + at, cap - at, " gates %.1f play %.1f update %.1f", t->gates, t->play, t->update);
+    if (c->sp.pool_envs > 0 && at < cap) at += (size_t)snprintf(out + at, cap - at, " pool %.1f", t->pool);
+    if (c->sp.reward == SPADE_DREWARD_LEARNING_POTENTIAL && at < cap)
+        snprintf(out + at, cap - at, " lookahead %.1f", t->lookahead);
+}
+
 static void selfplay_progress(const tr_config *c, const spade_selfplay_metrics *sm, int it, int tty) {
-    char pool_part[64] = "";
+    char pool_part[64] = "", times[256];
     if (c->sp.pool_envs > 0) snprintf(pool_part, sizeof pool_part, "  pool %.2f", sm->pool.success_rate);
-    size_t at = strlen(pool_part); /* the look-ahead's time (designer.reward = learning_potential) */
-    if (c->sp.reward == SPADE_DREWARD_LEARNING_POTENTIAL)
-        snprintf(pool_part + at, sizeof pool_part - at, "  lookahead %.1fs", sm->t_lookahead);
-    printf("%siter %d [0..%d]  valid %d/%d  pass %.2f  +hint %.2f  regret %.3f  designer %.3f  vendi/n %.2f%s  "
-           "design %.1fs gates %.1fs play %.1fs update %.1fs%s",
+    selfplay_times(c, sm, times, sizeof times);
+    printf("%siter %d [0..%d]  valid %d/%d  pass %.2f  +hint %.2f  regret %.3f  designer %.3f  vendi/n %.2f%s  %s%s",
            tty ? "\r" : "", it, c->iterations - 1, sm->valid, sm->written, sm->pass_nohint, sm->pass_hint, sm->regret,
-           sm->designer_reward, sm->vendi_n, pool_part, sm->t_design, sm->t_gates, sm->t_play,
-           sm->t_update + sm->pool.t_update, tty ? "" : "\n");
+           sm->designer_reward, sm->vendi_n, pool_part, times, tty ? "" : "\n");
     fflush(stdout);
 }
 
@@ -597,6 +707,13 @@ int cli_train(spade_sandbox *sb, int argc, char **argv) {
         return CLI_OK;
     }
     if (argc == 1) return train_default(sb);
+    if (argc == 3 && !strcmp(argv[1], "--preset")) {
+        if (!strcmp(argv[2], "gpt")) return train_preset_gpt(sb);
+        return cli_err(CLI_USAGE, "train",
+                       "--preset %s: the presets are gpt (a tiny GPT pretrained from scratch) "
+                       "and, after it, configs/default-template.ini (spade train CONFIG)",
+                       argv[2]);
+    }
     if (argc != 2) return cli_err(CLI_USAGE, "train", "give a CONFIG file or a RUN_DIR (spade train --help)");
     static tr_config c;
     train_run r = {0};

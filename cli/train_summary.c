@@ -23,6 +23,10 @@ typedef struct summary {
     int n_gates;
     double pool_first, pool_last;
     int pool_seen;
+    double pass_sum, pass_hint_sum; /* over the iterations that played a valid environment */
+    int pass_lines;
+    double time_sum; /* time_s.total, over the lines that have it */
+    int time_lines;
     /* fixed pool */
     long episodes, updates, samples;
     double success_first, success_last;
@@ -67,6 +71,16 @@ static void take(summary *s, const spade_json *o) {
             s->pool_samples += (long)num(o, "pool_samples", 0);
             const spade_json *u = spade_json_get(o, "pool_updated");
             s->pool_updates += u && u->type == SPADE_JSON_BOOL && u->boolean;
+        }
+        const spade_json *p0 = spade_json_get(o, "pass"), *p1 = spade_json_get(o, "pass_hint");
+        if (p0 && p1 && p0->type == SPADE_JSON_NUMBER && p1->type == SPADE_JSON_NUMBER) {
+            s->pass_sum += p0->number, s->pass_hint_sum += p1->number;
+            s->pass_lines++;
+        }
+        const spade_json *ts = spade_json_get(o, "time_s");
+        if (ts && ts->type == SPADE_JSON_OBJECT && num(ts, "total", -1) >= 0) {
+            s->time_sum += num(ts, "total", 0);
+            s->time_lines++;
         }
         double ps = num(o, "pool_success", -1);
         if (ps >= 0) {
@@ -137,16 +151,16 @@ void cli_train_summary(FILE *out, const char *run, const char *ckpt, int selfpla
                     "  The agent played the valid ones with and without their hint and trained on %ld samples\n"
                     "  of those plays; the designer trained on %ld samples of its writing.\n",
                     s.agent_samples, s.designer_samples);
+        if (s.pass_lines > 0)
+            fprintf(out,
+                    "  On the valid environments the agent won %.2f of its plays without the hint and %.2f with\n"
+                    "  it (the mean over the %d iterations that had one; regret is the difference).\n",
+                    s.pass_sum / s.pass_lines, s.pass_hint_sum / s.pass_lines, s.pass_lines);
         if (s.pool_lines > 0)
             fprintf(out,
                     "  On the pool (stdenv) the agent made %ld updates in %ld iterations (%ld samples); success\n"
                     "  %.2f at the first logged iteration, %.2f at the last.\n",
                     s.pool_updates, s.pool_lines, s.pool_samples, s.pool_first, s.pool_last);
-        else if (s.pool_seen)
-            fprintf(out,
-                    "  On the pool (stdenv) the agent's success was %.2f at the first logged iteration, %.2f at the "
-                    "last.\n",
-                    s.pool_first, s.pool_last);
     } else {
         fprintf(out,
                 "  The agent played %ld episodes on the pool and made %ld updates (%ld samples); success %.3f\n"
@@ -156,6 +170,9 @@ void cli_train_summary(FILE *out, const char *run, const char *ckpt, int selfpla
             fprintf(out, "  No update was made: every group's plays had the same reward (nothing to learn from).\n");
     }
     if (s.evals) fprintf(out, "  Held-out suite: success %.3f at the last evaluation.\n", s.eval_last);
+    if (s.time_lines > 0)
+        fprintf(out, "  An iteration took %.0f s on average (its phases: \"time_s\" in train.jsonl).\n",
+                s.time_sum / s.time_lines);
     fprintf(out, "Next:\n");
     fprintf(out, "  %s report %s              plots and a summary (%s/report/report.md)\n", me, run, run);
     if (selfplay)

@@ -265,7 +265,7 @@ int cli_load_policy(const char *spec, int context, spade_policy **out, char *err
     size_t n = strlen(spec);
     *out = NULL;
     if (!spade_model_find(spec) && !(n > 5 && !strcmp(spec + n - 5, ".gguf")))
-        return spade_policy_load(out, spec, NULL, err, errlen) ? -1 : 0;
+        return spade_policy_load_weights(out, spec, NULL, err, errlen) ? -1 : 0;
     spade_model_opts mo = {.context = context};
     spade_gpt_config mc;
     if (!context && !spade_model_config(spec, &mo, &mc, err, errlen))

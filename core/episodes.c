@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ep_order.h"
 #include "episodes.h"
 #include "episodes_internal.h"
 #include "errbuf.h"
@@ -84,37 +85,8 @@ int spade_eps_oom(run *R) {
 
 /* ---- outcomes ------------------------------------------------------------ */
 
-static void deliver_ready(run *R) {
-    long k = 0;
-    while (k < R->held_cap && R->held[k]) {
-        if (R->o.on_outcome) R->o.on_outcome(R->o.ctx, R->held[k]);
-        free(R->held[k]);
-        k++;
-    }
-    if (k) {
-        memmove(R->held, R->held + k, (size_t)(R->held_cap - k) * sizeof *R->held);
-        memset(R->held + R->held_cap - k, 0, (size_t)k * sizeof *R->held);
-        R->delivered += k;
-    }
-}
-
 static int hold(run *R, const spade_ep_outcome *o) {
-    long at = o->episode - R->delivered;
-    if (at >= R->held_cap) {
-        long cap = R->held_cap ? R->held_cap : 64;
-        while (cap <= at) cap *= 2;
-        spade_ep_outcome **p = realloc(R->held, (size_t)cap * sizeof *p);
-        if (!p) return spade_eps_oom(R);
-        memset(p + R->held_cap, 0, (size_t)(cap - R->held_cap) * sizeof *p);
-        R->held = p;
-        R->held_cap = cap;
-    }
-    spade_ep_outcome *c = malloc(sizeof *c);
-    if (!c) return spade_eps_oom(R);
-    *c = *o;
-    R->held[at] = c;
-    deliver_ready(R);
-    return 0;
+    return spade_ep_order_put(&R->order_out, o, R->o.on_outcome, R->o.ctx) < 0 ? spade_eps_oom(R) : 0;
 }
 
 void spade_eps_view_of(run *R, live *e, spade_ep_view *v) {
@@ -252,8 +224,7 @@ static void free_run(run *R) {
     for (int g = 0; R->grp && g < R->n_grp; g++)
         if (!R->grp[g].borrowed) spade_vecenv_free(R->grp[g].v);
     free(R->grp);
-    for (long k = 0; k < R->held_cap; k++) free(R->held[k]);
-    free(R->held);
+    spade_ep_order_free(&R->order_out);
     free(R->env);
     free(R->L);
     free(R->order);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ep_order.h"
 #include "episodes.h"
 
 /* The parts' shared names stay inside libspade.so (libspade.map exports spade_*). */
@@ -105,8 +106,7 @@ typedef struct run {
     int queue_done;
     int halt; /* a timeout stopped the run (opts.stop_on_timeout) */
     /* outcomes held until the ones before them are delivered */
-    spade_ep_outcome **held;
-    long held_cap, delivered;
+    spade_ep_order order_out;
     /* scratch */
     spade_ep_view *views;
     spade_ep_act *acts;

@@ -90,10 +90,10 @@ tests_test_archive_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
 EXTRA_tests_test_archive_DEPENDENCIES = spade$(EXEEXT)
 # The episode layer (episodes.h): everything that plays episodes goes through
 # it; agents.c holds the agents core ships (random, solve, stdin, scripted).
-libspade_a_SOURCES += core/episodes.c core/agents.c
+libspade_a_SOURCES += core/episodes.c core/agents.c core/ep_order.c
 # The layer's parts: the phases of a round and the recovery from a dead worker (episodes_internal.h).
 libspade_a_SOURCES += core/episodes_phases.c core/episodes_recovery.c
-noinst_HEADERS += core/episodes.h core/episodes_internal.h core/agents.h
+noinst_HEADERS += core/episodes.h core/episodes_internal.h core/agents.h core/ep_order.h
 # <spade/spade.h> (include/spade/spade.h): the public API of libspade.so.
 libspade_a_SOURCES += core/spade.c
 

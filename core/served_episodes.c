@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ep_order.h"
 #include "errbuf.h"
 #include "serve_client.h"
 
@@ -60,8 +61,7 @@ typedef struct run {
     int n_v;
     long taken;
     int queue_done;
-    spade_ep_outcome **held;
-    long held_cap, delivered;
+    spade_ep_order order_out; /* outcomes held until the ones before them are delivered */
     spade_ep_view *views;
     spade_ep_act *acts;
     int *who;
@@ -83,29 +83,7 @@ static int set_text(char **p, size_t *len, const char *s, size_t n) {
 
 /* ---- outcomes, in episode order ----------------------------------------------------- */
 static int hold(run *R, const spade_ep_outcome *o) {
-    long at = o->episode - R->delivered;
-    if (at >= R->held_cap) {
-        long cap = R->held_cap ? R->held_cap : 64;
-        while (cap <= at) cap *= 2;
-        spade_ep_outcome **p = realloc(R->held, (size_t)cap * sizeof *p);
-        if (!p) return oom(R);
-        memset(p + R->held_cap, 0, (size_t)(cap - R->held_cap) * sizeof *p);
-        R->held = p;
-        R->held_cap = cap;
-    }
-    if (!(R->held[at] = malloc(sizeof *o))) return oom(R);
-    *R->held[at] = *o;
-    long k = 0;
-    while (k < R->held_cap && R->held[k]) {
-        if (R->o.on_outcome) R->o.on_outcome(R->o.ctx, R->held[k]);
-        free(R->held[k++]);
-    }
-    if (k) {
-        memmove(R->held, R->held + k, (size_t)(R->held_cap - k) * sizeof *R->held);
-        memset(R->held + R->held_cap - k, 0, (size_t)k * sizeof *R->held);
-        R->delivered += k;
-    }
-    return 0;
+    return spade_ep_order_put(&R->order_out, o, R->o.on_outcome, R->o.ctx) < 0 ? oom(R) : 0;
 }
 
 static void view_of(run *R, slot *e, spade_ep_view *v) {
@@ -613,8 +591,8 @@ static void free_run(run *R) {
         spade_jbuf_free(&R->V[k].out);
         spade_sclient_free(R->V[k].c);
     }
-    for (long k = 0; k < R->held_cap; k++) free(R->held[k]);
-    free(R->held), free(R->S), free(R->V), free(R->views), free(R->acts), free(R->who);
+    spade_ep_order_free(&R->order_out);
+    free(R->S), free(R->V), free(R->views), free(R->acts), free(R->who);
 }
 
 int spade_served_run(const spade_ep_spec *spec, spade_ep_next_fn next, void *next_ctx, spade_agent *agent,

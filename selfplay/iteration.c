@@ -317,7 +317,9 @@ static int write_policy(spade_sp_iter *x, char *err, size_t errlen) {
     if (spade_decoder_new(&dec, x->s->p, n, err, errlen) < 0) return -1;
     for (int i = 0; i < n; i++) slots[i] = i, toks[i] = x->w[i].tr.tok, counts[i] = x->w[i].tr.len;
     /* the prompts share their opening (the system card, the instructions): prefilled once, copied to every slot */
+    double t_pre = now_s();
     if (spade_decoder_append_shared(dec, slots, toks, counts, n, status, err, errlen) < 0) goto done;
+    x->m->time.design_prefill += now_s() - t_pre;
     out = x->alloc((size_t)n * T * sizeof *out);
     lp = x->alloc((size_t)n * T * sizeof *lp);
     text = x->alloc(cap + 1);
@@ -632,6 +634,8 @@ int spade_sp_plays(spade_sp_iter *x, char *err, size_t errlen) {
     x->ao.top_p = o->rl.top_p;
     x->ao.on_episode = spade_keep_episode;
     x->ao.ctx = &x->ae;
+    x->ao.t_prefill = &m->time.play_prefill; /* parts of the play's time */
+    x->ao.t_decode = &m->time.play_decode;
     spade_episodes_opts_default(&x->eo);
     x->eo.max_live = x->ao.max_live;
     x->eo.stop = x->stop;
@@ -696,7 +700,7 @@ static int lookahead(spade_sp_iter *x, char *err, size_t errlen) {
         return 0;
     }
     spade_policy *q = NULL;
-    size_t P = spade_policy_num_params(x->s->p);
+    size_t P = spade_policy_num_trainable(x->s->p); /* the moments' size: a LoRA policy's adapters */
     float *mv = malloc(2 * P * sizeof *mv);
     spade_ep_request *req = calloc((size_t)plays, sizeof *req);
     spade_ep_outcome *out = calloc((size_t)plays, sizeof *out);
@@ -717,6 +721,7 @@ static int lookahead(spade_sp_iter *x, char *err, size_t errlen) {
     spade_policy_agent_opts ao = x->ao;
     ao.on_episode = NULL;
     ao.ctx = NULL;
+    ao.t_prefill = ao.t_decode = NULL; /* the look-ahead's replays are its own time, not the plays' */
     for (int i = 0; i < x->n; i++) {
         if (w[i].gates.first_failed >= 0) continue;
         ao.seed = spade_rng_stream(o->seed, x->it, i, SPADE_RNG_AGENT); /* the paired plays' agent stream */
@@ -923,6 +928,9 @@ int spade_sp_archive(spade_sp_iter *x, char *err, size_t errlen) {
     if (a) {
         char json[4096];
         spade_killpoint("archive", x->it); /* inside the transaction: the environments added, not committed */
+        /* provisional times for the archive's copy of the metrics (the loop sets the final ones) */
+        m->time.archive = now_s() - t4;
+        m->time.total = now_s() - x->t0;
         spade_selfplay_metrics_json(m, json, sizeof json);
         if (spade_archive_add_iteration(a, x->it, json, err, errlen) < 0 || spade_archive_commit(a, err, errlen) < 0)
             return -1;

@@ -106,6 +106,17 @@ typedef struct spade_selfplay_metrics {
     spade_rl_metrics pool; /* the fixed-pool part (pool_envs > 0) */
     double t_design, t_gates, t_play, t_update, t_archive;
     double t_lookahead; /* the learning-potential look-ahead: its trial step and replays */
+    /* The iteration's wall seconds by phase, "time_s" in the JSON (docs/selfplay.md): pool (the fixed-pool
+     * part), prompts (with the memory and replays read), design_prefill (the prompts read into the decoder),
+     * design_decode (the rest of the writing: sampling, template holes, a served designer's replies), hints,
+     * gates, play, lookahead, update (with the rewards), archive. They are disjoint, so they sum to at most
+     * total; play_prefill and play_decode are parts of play (the agent reading observations and sampling).
+     * cpu: the process's CPU seconds over the iteration, every thread's (on a loaded machine the wall
+     * seconds are mostly waiting for a core; on an idle one cpu approaches threads x total). */
+    struct spade_sp_times {
+        double pool, prompts, design_prefill, design_decode, hints, gates, play, play_prefill, play_decode, lookahead,
+            update, archive, total, cpu;
+    } time;
     /* designer.source = remote: slots sent to the server, and read back from the archive's record (a resumed
      * iteration); not in the JSON, so a resumed run's lines equal an unbroken one's */
     int remote_asked, remote_recorded;

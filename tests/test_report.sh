@@ -67,6 +67,8 @@ done
 badxml=0
 for f in "$R"/*.svg; do wellformed "$f" || badxml=$((badxml + 1)); done
 [ $badxml -eq 0 ]; check $? "every SVG is well-formed XML"
+grep -q 'designer prefill' "$R/time.svg" && grep -q 'designer decoding' "$R/time.svg"
+check $? "the time plot splits the designer's prefill from its decoding (train.jsonl's time_s)"
 nolink=0
 for f in $(grep -o '([a-z_]*\.svg)' "$R/report.md" | tr -d '()'); do [ -s "$R/$f" ] || nolink=$((nolink + 1)); done
 [ $nolink -eq 0 ] && [ "$(grep -c '\.svg)' "$R/report.md")" -ge 7 ]; check $? "report.md links the plots it wrote, and only those"

@@ -9,7 +9,10 @@
 # what they claim;
 # a run killed with SIGKILL at every phase boundary of an iteration (named kill
 # points, core/killpoint.h), and at random moments, and resumed lands on the
-# same iteration metrics and archive as an uninterrupted one.
+# same iteration metrics and archive as an uninterrupted one. Every line's
+# time_s holds the phases' seconds. `spade train` with no argument runs
+# self-play on the pretrained SmolLM2 (skipped, saying so, without it) and
+# `--preset gpt` the from-scratch GPT whose base configs/default-fixed.ini uses.
 # Not a test of learning (the micro model learns nothing in 2 iterations).
 
 NAME=selfplay
@@ -48,6 +51,27 @@ enabled = false
 EOF2
 }
 strip() { sed 's/,"t_design".*}$/}/' "$1"; }
+# times_ok FILE N: N lines with a "time_s" holding every phase, none negative, the disjoint phases summing
+# to at most total and the plays' prefill and decoding to at most the plays (each printed to 1 ms)
+times_ok() {
+    sed -n 's/.*"time_s":{\([^}]*\)}.*/\1/p' "$1" | awk -F'[:,]' -v want="$2" '
+    {
+        n++
+        split("", v)
+        for (i = 1; i < NF; i += 2) {
+            k = $i
+            gsub(/"/, "", k)
+            v[k] = $(i + 1) + 0
+            if (v[k] < 0) bad = 1
+        }
+        nk = split("pool prompts design_prefill design_decode hints gates play play_prefill play_decode lookahead update archive total cpu", K, " ")
+        for (j = 1; j <= nk; j++) if (!(K[j] in v)) bad = 1
+        s = 0
+        for (j = 1; j <= nk; j++) if (K[j] !~ /^(total|cpu|play_prefill|play_decode)$/) s += v[K[j]]
+        if (s > v["total"] + 0.006 || v["play_prefill"] + v["play_decode"] > v["play"] + 0.002) bad = 1
+    }
+    END { exit (bad || n != want) }'
+}
 
 # the given files: each classified by its first failed gate
 config given 2 files >"$TMP/given.ini"
@@ -56,6 +80,8 @@ if [ $? -eq 0 ]; then ok "a micro self-play run finishes"; else bad "a micro sel
 if [ "$(wc -l <"$TMP/given/train.jsonl")" -eq 2 ] && grep -q '"written":3,"valid":2' "$TMP/given/train.jsonl"; then
     ok "one JSONL line per iteration, valid environments counted"
 else bad "one JSONL line per iteration, valid environments counted"; fi
+if times_ok "$TMP/given/train.jsonl" 2; then ok "every line has the iteration's seconds by phase (time_s), summing to at most its total"
+else bad "every line has the iteration's seconds by phase (time_s), summing to at most its total"; fi
 "$SPADE" archive list "$TMP/given" >"$TMP/out" 2>&1
 if grep -q ' compile ' "$TMP/out" && grep -q ' random_agent ' "$TMP/out" && [ "$(grep -c ' valid ' "$TMP/out")" -eq 4 ]; then
     ok "the archive has every environment with its first failed gate"
@@ -124,6 +150,9 @@ config policy 1 policy >"$TMP/policy.ini"
 if [ $? -eq 0 ] && grep -q '"written":3' "$TMP/policy/train.jsonl" && ! grep -q '"source_tokens":0,' "$TMP/policy/train.jsonl"; then
     ok "the policy writes the environments (source tokens sampled)"
 else bad "the policy writes the environments"; fi
+if times_ok "$TMP/policy/train.jsonl" 1 && grep -q 'iter 0 \[0..0\] .* [0-9]*s: design [0-9.]*+[0-9.]* gates [0-9.]* play' "$TMP/out"; then
+    ok "a writing policy's time_s splits the designer's prefill from its decoding; the progress line shows them"
+else bad "a writing policy's time_s and its progress line"; fi
 # corpus on: every prompt names its grounding document; off: none does
 config grounded 1 policy | sed 's/^enabled = false$/enabled = true/' >"$TMP/grounded.ini"
 "$SPADE" train "$TMP/grounded.ini" >"$TMP/out" 2>&1
@@ -280,28 +309,60 @@ if [ $kills -ge 1 ] && cmp -s "$TMP/a" "$TMP/c" && strip "$TMP/straight/train.js
     ok "killed at random moments ($kills landed) and resumed = uninterrupted, metrics and archive"
 else diff "$TMP/a" "$TMP/c" >"$TMP/out"; bad "killed at random moments ($kills landed) and resumed = uninterrupted"; fi
 
-# spade train with no argument: the embedded default, shrunk by SPADE_TRAIN_QUICK
-(cd "$TMP" && SPADE_TRAIN_QUICK=1 SPADE_TRAIN_DIR=default "$SPADE" train) >"$TMP/out" 2>&1
+# spade train with no argument: self-play on the pretrained model (SmolLM2, which ./bootstrap fetches),
+# shrunk by SPADE_TRAIN_QUICK to one iteration of two short sources; without the model it says it skipped
+(cd "$TMP" && SPADE_TRAIN_QUICK=1 SPADE_TRAIN_DIR=pretrained "$SPADE" train) >"$TMP/out" 2>&1
+st=$?
+if grep -q "SPADE_TRAIN_QUICK: skipped, no model" "$TMP/out"; then
+    if [ $st -eq 0 ] && [ ! -e "$TMP/pretrained" ]; then
+        ok "spade train (no argument) on the pretrained model # SKIP no smollm2-135m-instruct (./bootstrap fetches it)"
+    else bad "spade train (no argument) with no model: it says so, exits 0 and writes nothing"; fi
+elif [ $st -eq 0 ] && [ "$(wc -l <"$TMP/pretrained/train.jsonl")" -eq 1 ] &&
+    grep -q "^model = smollm2-135m-instruct" "$TMP/pretrained/config.ini" &&
+    grep -q "^source = policy" "$TMP/pretrained/config.ini" &&
+    grep -q "The designer wrote 2 environments; [0-9]* passed every gate" "$TMP/out" &&
+    grep -q "Run longer: raise \[run\] iterations" "$TMP/out" && grep -q "An iteration took [0-9]* s on average" "$TMP/out" &&
+    ! grep -q "On the pool" "$TMP/out" && ! grep -q "pool_samples" "$TMP/pretrained/train.jsonl" &&
+    times_ok "$TMP/pretrained/train.jsonl" 1; then
+    ok "spade train (no argument) runs self-play on the pretrained model and says what happened and how to go on"
+else bad "spade train (no argument): self-play on the pretrained model (exit $st)"; fi
+# with no model in the model directory (SPADE_NO_MODEL=1 ./bootstrap), the quick run says it skipped, exit 0
+mkdir -p "$TMP/nomodels"
+(cd "$TMP" && SPADE_MODELS="$TMP/nomodels" SPADE_TRAIN_QUICK=1 SPADE_TRAIN_DIR=skipped "$SPADE" train) >"$TMP/out" 2>&1
+if [ $? -eq 0 ] && grep -q "SPADE_TRAIN_QUICK: skipped, no model to run on: .*spade model fetch smollm2-135m-instruct" "$TMP/out" &&
+    [ ! -e "$TMP/skipped" ]; then
+    ok "spade train (no argument, quick) with no model says it skipped and how to fetch it, exit 0, no run"
+else bad "spade train (no argument, quick) with no model says it skipped and how to fetch it, exit 0, no run"; fi
+# SPADE_TRAIN_MODEL names another model; a missing file is refused, naming it
+(cd "$TMP" && SPADE_TRAIN_MODEL="$TMP/none.gguf" SPADE_TRAIN_DIR=nomodel "$SPADE" train) >"$TMP/out" 2>&1
+if [ $? -eq 1 ] && grep -q "none.gguf: no such model file" "$TMP/out" && [ ! -e "$TMP/nomodel" ]; then
+    ok "spade train with SPADE_TRAIN_MODEL naming no file refuses it, naming the file"
+else bad "spade train with SPADE_TRAIN_MODEL naming no file refuses it, naming the file"; fi
+# spade train --preset gpt: the from-scratch GPT (the default before), shrunk by SPADE_TRAIN_QUICK
+(cd "$TMP" && SPADE_TRAIN_QUICK=1 SPADE_TRAIN_DIR=default "$SPADE" train --preset gpt) >"$TMP/out" 2>&1
 if [ $? -eq 0 ] && [ -s "$TMP/default/base/policy.ckpt" ] && [ "$(wc -l <"$TMP/default/train.jsonl")" -eq 2 ] &&
     grep -q "What happened" "$TMP/out" && grep -q "spade train default" "$TMP/out" &&
     grep -q "The designer wrote 8 environments; [0-9]* passed every gate" "$TMP/out" &&
     grep -q "pool_samples" "$TMP/default/train.jsonl"; then
-    ok "spade train (no argument) pretrains a base, runs self-play and says what happened and how to go on"
-else bad "spade train (no argument): the embedded default"; fi
-(cd "$TMP" && SPADE_TRAIN_QUICK=1 SPADE_TRAIN_DIR=default "$SPADE" train) >"$TMP/out" 2>&1
-if [ $? -eq 0 ] && grep -q "is complete (2 iterations)" "$TMP/out"; then ok "running the default again says it is complete"
-else bad "running the default again says it is complete"; fi
-# configs/default-fixed.ini, the fixed-pool baseline at the default's compute, trains from the
-# default's base (its paths are relative to configs/: the tree's layout rebuilt in TMP, 2 iterations)
+    ok "spade train --preset gpt pretrains a base, runs self-play and says what happened and how to go on"
+else bad "spade train --preset gpt: the from-scratch GPT"; fi
+(cd "$TMP" && SPADE_TRAIN_QUICK=1 SPADE_TRAIN_DIR=default "$SPADE" train --preset gpt) >"$TMP/out" 2>&1
+if [ $? -eq 0 ] && grep -q "is complete (2 iterations)" "$TMP/out"; then ok "running the preset again says it is complete"
+else bad "running the preset again says it is complete"; fi
+"$SPADE" train --preset nope >"$TMP/out" 2>&1
+if [ $? -eq 2 ] && grep -q "the presets are gpt" "$TMP/out"; then ok "an unknown preset is refused, naming the presets"
+else bad "an unknown preset is refused, naming the presets"; fi
+# configs/default-fixed.ini, the fixed-pool baseline at the preset's compute, trains from the
+# preset's base (its paths are relative to configs/: the tree's layout rebuilt in TMP, 2 iterations)
 mkdir -p "$TMP/tree/configs" "$TMP/tree/runs"
 ln -s "$SRC/stdenv" "$TMP/tree/stdenv"
-ln -s "$TMP/default" "$TMP/tree/runs/default"
+ln -s "$TMP/default" "$TMP/tree/runs/default-gpt"
 sed 's/^iterations = 30/iterations = 2/' "$SRC/configs/default-fixed.ini" >"$TMP/tree/configs/default-fixed.ini"
 "$SPADE" train "$TMP/tree/configs/default-fixed.ini" >"$TMP/out" 2>&1
 if [ $? -eq 0 ] && [ "$(wc -l <"$TMP/tree/runs/default-fixed/train.jsonl")" -eq 2 ] &&
     grep -q '"success"' "$TMP/tree/runs/default-fixed/train.jsonl"; then
-    ok "configs/default-fixed.ini trains the fixed pool from the default's base"
-else bad "configs/default-fixed.ini trains the fixed pool from the default's base"; fi
+    ok "configs/default-fixed.ini trains the fixed pool from the gpt preset's base"
+else bad "configs/default-fixed.ini trains the fixed pool from the gpt preset's base"; fi
 
 echo "1..$n"
 [ "$fails" -eq 0 ]

@@ -14,9 +14,11 @@ trap 'for p in $pids; do kill $p 2>/dev/null; done; exec 3>&- 2>/dev/null; [ -n 
 export SPADE_TEST_TOKEN=servers-test-token-0123456789
 command -v stdbuf >/dev/null || { echo "SKIP: no stdbuf (coreutils) to see a step's reply as it arrives"; exit 77; }
 
-# waits (bounded in count) until grep -c PATTERN FILE reaches N; no fixed sleep
-wait_count() { i=0; while [ "$(grep -c "$2" "$3" 2>/dev/null)" -lt "$1" ] && [ $i -lt 600 ]; do i=$((i + 1)); sleep 0.1; done
-    [ "$(grep -c "$2" "$3" 2>/dev/null)" -ge "$1" ]; }
+# waits (bounded in count) until grep -c PATTERN FILE reaches N; no fixed sleep. A FILE not made yet
+# (a background job's redirect not opened yet) counts 0: the empty count once ended the wait at once.
+count_of() { c=$(grep -c "$1" "$2" 2>/dev/null); echo "${c:-0}"; }
+wait_count() { i=0; while [ "$(count_of "$2" "$3")" -lt "$1" ] && [ $i -lt 600 ]; do i=$((i + 1)); sleep 0.1; done
+    [ "$(count_of "$2" "$3")" -ge "$1" ]; }
 
 start_server() { # NAME [ADDR] -> its address in $ADDR, its pid in $PID
     : >"$TMP/$1.out"

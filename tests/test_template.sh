@@ -7,8 +7,8 @@
 # (and the token counts when a template does not fit the context); the
 # shipped templates/cups.c, filled with known values, passes `spade check`
 # and `spade check --gates`, and a filling that makes it a giveaway fails the
-# random-agent gate; configs/default-template.ini runs from the embedded
-# default's base (2 iterations, the tree's layout rebuilt in TMP).
+# random-agent gate; configs/default-template.ini runs from the gpt
+# preset's base (spade train --preset gpt; 2 iterations, the tree's layout rebuilt in TMP).
 # Not a test of learning (a micro run learns nothing in 2 iterations).
 
 NAME=template
@@ -151,18 +151,18 @@ fill 'twenty 20' '3' >"$TMP/hopeless.c"
 if [ $? -eq 1 ] && grep -q '^FAIL solve: ' "$TMP/out"; then ok "twenty cups and three tries fails the solve gate"
 else bad "twenty cups and three tries fails the solve gate"; fi
 
-# configs/default-template.ini from the embedded default's base (quick), in the tree's layout
-(cd "$TMP" && SPADE_TRAIN_QUICK=1 SPADE_TRAIN_DIR=default "$SPADE" train) >"$TMP/out" 2>&1
+# configs/default-template.ini from the gpt preset's base (quick), in the tree's layout
+(cd "$TMP" && SPADE_TRAIN_QUICK=1 SPADE_TRAIN_DIR=default "$SPADE" train --preset gpt) >"$TMP/out" 2>&1
 mkdir -p "$TMP/tree/configs" "$TMP/tree/runs"
-ln -s "$TMP/default" "$TMP/tree/runs/default"
+ln -s "$TMP/default" "$TMP/tree/runs/default-gpt"
 ln -s "$SRC/templates" "$TMP/tree/templates"
 ln -s "$SRC/stdenv" "$TMP/tree/stdenv"
 sed 's/^iterations = 30/iterations = 2/' "$SRC/configs/default-template.ini" >"$TMP/tree/configs/default-template.ini"
 "$SPADE" train "$TMP/tree/configs/default-template.ini" >"$TMP/out" 2>&1
 if [ $? -eq 0 ] && [ "$(wc -l <"$TMP/tree/runs/default-template/train.jsonl")" -eq 2 ] &&
     [ "$(grep -c '"written":8,' "$TMP/tree/runs/default-template/train.jsonl")" -eq 2 ]; then
-    ok "configs/default-template.ini fills templates/cups.c from the default's base (it fits its context)"
-else bad "configs/default-template.ini fills templates/cups.c from the default's base"; fi
+    ok "configs/default-template.ini fills templates/cups.c from the gpt preset's base (it fits its context)"
+else bad "configs/default-template.ini fills templates/cups.c from the gpt preset's base"; fi
 
 echo "1..$n"
 [ "$fails" -eq 0 ]

@@ -239,6 +239,12 @@
  *     vcache[...] = inp[i, C+KV:C+2KV], and query head h attends key/value
  *     head h/(NH/KVH). On cpu_ref each row's arithmetic is that of
  *     attention_forward over kv_expand's rows, bit for bit.
+ *
+ * LORA (core/policy/lora.c): a frozen base passes dweight = NULL to
+ * matmul_backward and rmsnorm_backward: then only dinp is computed (the
+ * weight-gradient GEMM is skipped, which is what LoRA saves in compute).
+ * axpy(y (n) (+=), x (n), alpha, n)
+ *     y[i] += alpha * x[i]. A backend without it (NULL) has no LoRA path.
  * ---------------------------------------------------------------------------
  */
 #ifndef SPADE_POLICY_BACKEND_H
@@ -329,6 +335,8 @@ typedef struct spade_backend_vtable {
     /* 1: attention_forward/backward use the (B,NH,T,T) att buffer, which the
      * policy then allocates (T x T memory); 0: att is NULL. */
     int attention_probs;
+    /* LoRA (lora.c): y (n) += alpha * x (n). NULL: the backend has no LoRA path. */
+    int (*axpy)(void *ctx, float *y, const float *x, float alpha, size_t n);
 } spade_backend_vtable;
 
 /* A backend instance: the table and its context. Plain struct, owned by the

@@ -51,6 +51,12 @@ typedef struct cpu_ctx {
  * also steal cycles from OpenBLAS's own threads (measured: a 1M-parameter
  * step ran 6x slower with a region per head than with one thread). */
 #define PAR_MIN_WORK ((size_t)1 << 18)
+/* A product with a side of LoRA's rank (lora.c: x A^T, u B^T and their
+ * gradients) runs on one thread: it is a few percent of its layer's work,
+ * and a parallel region for it is one more barrier where, on a machine busier
+ * than its cores, a thread waits for a descheduled one (measured: with them
+ * threaded a LoRA step took more CPU time than a full one). */
+#define SKINNY(IC, OC) ((IC) <= 64 || (OC) <= 64)
 #define PAR(work) (FAST(ctx) && (size_t)(work) >= PAR_MIN_WORK)
 /* Below this many rows matmul_forward splits its output columns among the
  * threads instead of its rows (a decoding pass of up to 63 slots): split by
@@ -364,7 +370,7 @@ static int cpu_matmul_forward(void *ctx, float *out, const float *inp, const flo
          * MATMUL_PAR_MIN: see there. */
         int by_cols = N < MATMUL_FEW_ROWS || OC >= N;
         size_t min = N < MATMUL_FEW_ROWS ? MATMUL_PAR_MIN : PAR_MIN_WORK;
-#pragma omp parallel if ((size_t)N * OC * IC >= min)
+#pragma omp parallel if ((size_t)N * OC * IC >= min && !SKINNY(IC, OC))
         {
             int a, b;
             split(by_cols ? OC : N, &a, &b);
@@ -409,7 +415,7 @@ static int cpu_matmul_backward(void *ctx, float *dinp, float *dweight, float *db
                                const float *inp, const float *w, int N, int IC, int OC) {
     int fast = FAST(ctx);
     if (fast) {
-#pragma omp parallel if (PAR((size_t)N * OC * IC))
+#pragma omp parallel if (PAR((size_t)N * OC * IC) && !SKINNY(IC, OC))
         {
             /* dinp splits along the larger of its rows and its columns
              * (see cpu_matmul_forward), dweight its rows (output channels). */
@@ -421,7 +427,7 @@ static int cpu_matmul_backward(void *ctx, float *dinp, float *dweight, float *db
             else if (r1 > r0)
                 spade_sgemm(0, 0, r1 - r0, IC, OC, 1.0f, dout + (size_t)r0 * OC, OC, w, IC, 0.0f,
                             dinp + (size_t)r0 * IC, IC);
-            if (o1 > o0)
+            if (dweight && o1 > o0)
                 spade_sgemm(1, 0, o1 - o0, IC, N, 1.0f, dout + o0, OC, inp, IC, 1.0f, dweight + (size_t)o0 * IC, IC);
         }
         goto bias;
@@ -438,7 +444,7 @@ static int cpu_matmul_backward(void *ctx, float *dinp, float *dweight, float *db
         }
     }
 #pragma omp parallel for if (fast && (size_t)N * OC * IC >= PAR_MIN_WORK)
-    for (int o = 0; o < OC; o++) {
+    for (int o = 0; o < (dweight ? OC : 0); o++) { /* NULL: a frozen weight (LoRA) */
         float *dw = dweight + (size_t)o * IC;
         for (int i = 0; i < N; i++) {
             float d = dout[(size_t)i * OC + o];
@@ -952,6 +958,13 @@ static int cpu_gelu_backward(void *ctx, float *dinp, const float *inp, const flo
     return 0;
 }
 
+static int cpu_axpy(void *ctx, float *y, const float *x, float alpha, size_t n) {
+    (void)ctx; /* one thread: a memory-bound pass, and no barrier (see SKINNY) */
+#pragma omp simd
+    for (size_t i = 0; i < n; i++) y[i] += alpha * x[i];
+    return 0;
+}
+
 static int cpu_residual_forward(void *ctx, float *out, const float *a, const float *b, size_t n) {
 #pragma omp parallel for simd if (PAR(n))
     for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
@@ -1127,7 +1140,7 @@ static int cpu_rmsnorm_backward(void *ctx, float *dinp, float *dweight, const fl
         split(N, &r0, &r1);
         split(C, &c0, &c1);
         rmsnorm_back_rows(dinp, dout, inp, w, rstd, r0, r1, C);
-        rmsnorm_back_cols(dweight, dout, inp, rstd, N, C, c0, c1);
+        if (dweight) rmsnorm_back_cols(dweight, dout, inp, rstd, N, C, c0, c1);
     }
     return 0;
 }
@@ -1245,7 +1258,7 @@ static int cpu_kv_reduce(void *ctx, float *dinp, const float *dout, int N, int N
             cpu_attention_forward_kv, cpu_gelu_forward, cpu_gelu_backward, cpu_residual_forward,                       \
             cpu_crossentropy_forward, cpu_crossentropy_backward, cpu_adamw, cpu_sumsq, cpu_encoder_forward_at,         \
             cpu_attention_forward_kv_at, cpu_rmsnorm_forward, cpu_rmsnorm_backward, cpu_rope, cpu_swiglu_forward,      \
-            cpu_swiglu_backward, cpu_kv_expand, cpu_kv_reduce, cpu_attention_forward_kv_at_gqa, PROBS                  \
+            cpu_swiglu_backward, cpu_kv_expand, cpu_kv_reduce, cpu_attention_forward_kv_at_gqa, PROBS, cpu_axpy        \
     }
 
 static const spade_backend_vtable cpu_ref_vt = CPU_VTABLE("cpu_ref", 1);

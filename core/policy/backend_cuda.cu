@@ -1332,6 +1332,7 @@ static const spade_backend_vtable cuda_vt = {
     cuda_kv_reduce,
     cuda_attention_forward_kv_at_gqa,
     0, /* attention_probs: the tiled attention needs no T x T buffer */
+    nullptr, /* axpy: no LoRA path yet (gpt_lora_enable refuses this backend) */
 };
 
 } /* namespace */

@@ -21,8 +21,17 @@
  *      120     8  f64 rope_base (0 = 10000)
  *      128     4  f32 norm_eps (0 = 1e-5)
  *      132     4  u32 0 (reserved)                                       }
+ *      136     4  i32 lora_rank r >= 1                                   } version 4:
+ *      140     4  f32 lora_alpha                                           a LoRA policy
+ *      144     4  u32 lora_targets (bit t: lora_target_names[t], lora.c)   (H = 1264)
+ *      148     4  u32 base kind: 1 a model file, 2 a spade checkpoint, 0 made from the seed
+ *      152    64  the base file's SHA-256, lowercase hex (kind 0: zeros)
+ *      216  1024  the base: a model name or an absolute path (NUL-padded text)
+ *     1240    24  zeros (reserved)                                       }
  *        H    K   the tokenizer file's text (tokenizer.h), when K > 0
- *      H+K   4P   parameters (float32, in the order of gpt_internal.h for the arch)
+ *      H+K   4P   parameters (float32, in the order of gpt_internal.h for the arch);
+ *                 a LoRA policy: its adapters only (P = their count; lora.c's order),
+ *                 the base weights being the named file's, checked by its SHA-256
  *           4P    AdamW m   (if flag bit 0)
  *           4P    AdamW v   (if flag bit 0)
  *  end-8     8    u64 FNV-1a hash of every byte before it
@@ -42,10 +51,14 @@
 
 #include "errbuf.h"
 #include "policy/gpt_internal.h"
+#include "policy/models.h"
+#include "policy/pretrained.h"
+#include "sha256.h"
 
 #define CKPT_MAGIC "SPADEGPT"
-#define CKPT_VERSION 3u
-#define CKPT_HEADER 136u
+#define CKPT_VERSION 4u
+#define CKPT_HEADER_V3 136u
+#define CKPT_HEADER 1264u /* version 4 (LoRA) */
 #define CKPT_HEADER_V2 96u /* versions 1 and 2 */
 /* More tokenizer text than the largest valid tokenizer file is a corrupt header. */
 #define CKPT_MAX_TOKENIZER (64ull << 20)
@@ -88,21 +101,16 @@ static int write_all(int fd, const void *buf, size_t n, uint64_t *h) {
     return 0;
 }
 
-int spade_policy_save(spade_policy *p, const char *path, char *err, size_t errlen) {
-    size_t P = p->num_params;
-    float *host = malloc(P * sizeof(float));
-    if (!host) {
-        spade_errf(err, errlen, "checkpoint '%s': out of host memory", path);
-        return SPADE_POLICY_ENOMEM;
-    }
+/* The header of p's file (the layout above); returns its size. */
+static uint32_t build_header(const spade_policy *p, unsigned char *hdr) {
     /* A GPT is written as version 2, byte for byte what it was before there
      * were two architectures (older builds still read it; no architecture
-     * field means gpt); only a Llama needs version 3's longer header. */
-    int v3 = p->arch != SPADE_ARCH_GPT;
-    uint32_t hsize = v3 ? CKPT_HEADER : CKPT_HEADER_V2;
-    unsigned char hdr[CKPT_HEADER] = {0};
+     * field means gpt); a Llama needs version 3's longer header, a LoRA
+     * policy version 4's. */
+    int v3 = p->arch != SPADE_ARCH_GPT, v4 = p->lora_r > 0;
+    uint32_t hsize = v4 ? CKPT_HEADER : v3 ? CKPT_HEADER_V3 : CKPT_HEADER_V2;
     memcpy(hdr, CKPT_MAGIC, 8);
-    put32(hdr + 8, v3 ? CKPT_VERSION : 2u);
+    put32(hdr + 8, v4 ? 4u : v3 ? 3u : 2u);
     put32(hdr + 12, 0x01020304u);
     put32(hdr + 16, hsize);
     int32_t dims[6] = {p->L, p->NH, p->C, p->maxT, p->V, p->Vp};
@@ -110,7 +118,7 @@ int spade_policy_save(spade_policy *p, const char *path, char *err, size_t errle
     put32(hdr + 44, 1u);
     put64(hdr + 48, p->cfg.seed);
     put64(hdr + 56, (uint64_t)p->step);
-    put64(hdr + 64, P);
+    put64(hdr + 64, v4 ? p->ntrain : p->num_params);
     memcpy(hdr + 80, p->cfg.backend, strnlen(p->cfg.backend, 15));
     const char *arch = v3 ? "llama" : "gpt";
     memcpy(hdr + 96, arch, strlen(arch));
@@ -119,6 +127,27 @@ int spade_policy_save(spade_policy *p, const char *path, char *err, size_t errle
     put32(hdr + 116, (p->cfg.rope_neox ? 1u : 0u) | (p->cfg.untied ? 2u : 0u) | (p->cfg.qkv_bias ? 4u : 0u));
     memcpy(hdr + 120, &p->cfg.rope_base, 8);
     memcpy(hdr + 128, &p->cfg.norm_eps, 4);
+    if (v4) { /* the base is named and hashed */
+        put32(hdr + 136, (uint32_t)p->lora_r);
+        memcpy(hdr + 140, &p->lora_alpha, 4);
+        put32(hdr + 144, p->lora_mask);
+        put32(hdr + 148, (uint32_t)p->origin_kind);
+        if (p->origin_kind) memcpy(hdr + 152, p->origin_sha256, 64);
+        memcpy(hdr + 216, p->origin, strnlen(p->origin, 1023));
+    }
+    return hsize;
+}
+
+int spade_policy_save(spade_policy *p, const char *path, char *err, size_t errlen) {
+    int v4 = p->lora_r > 0;
+    size_t P = p->ntrain; /* the parameters, or a LoRA policy's adapters only */
+    float *host = malloc(P * sizeof(float));
+    if (!host) {
+        spade_errf(err, errlen, "checkpoint '%s': out of host memory", path);
+        return SPADE_POLICY_ENOMEM;
+    }
+    unsigned char hdr[CKPT_HEADER] = {0};
+    uint32_t hsize = build_header(p, hdr);
     char *tokbuf = NULL;
     size_t toklen = 0;
     spade_tokenizer *tok = spade_policy_tokenizer(p);
@@ -150,12 +179,14 @@ int spade_policy_save(spade_policy *p, const char *path, char *err, size_t errle
         return SPADE_POLICY_EIO;
     }
     uint64_t h = FNV_INIT;
-    const float *srcs[3] = {p->params_mem, p->m_mem, p->v_mem};
+    const float *srcs[3] = {v4 ? p->lora_mem : p->params_mem, p->m_mem, p->v_mem};
     if (write_all(fd, hdr, hsize, &h)) rc = SPADE_POLICY_EIO;
     if (!rc && toklen && write_all(fd, tokbuf, toklen, &h)) rc = SPADE_POLICY_EIO;
     free(tokbuf);
     for (int i = 0; i < 3 && !rc; i++) {
-        if (p->be.vt->download(p->be.ctx, host, srcs[i], P * sizeof(float))) {
+        if (!srcs[i]) { /* moments never allocated (no step taken here): they are zero */
+            memset(host, 0, P * sizeof(float));
+        } else if (p->be.vt->download(p->be.ctx, host, srcs[i], P * sizeof(float))) {
             rc = gpt_backend_fail(p, "checkpoint download", err, errlen);
             break;
         }
@@ -199,8 +230,40 @@ int spade_policy_save(spade_policy *p, const char *path, char *err, size_t errle
 }
 
 /* Reads and checks the header; fills cfg, *step, *P, *flags and the file size. */
+/* A LoRA checkpoint's base (version 4). */
+typedef struct {
+    int kind;
+    char sha256[65];
+    char spec[1025];
+} ckpt_base;
+
+/* Version 4's LoRA fields (bytes 136..1240) into cfg and base; bytes from
+ * outside, so every field is checked. */
+static int read_lora_header(const unsigned char *hdr, const char *path, spade_gpt_config *cfg, ckpt_base *base,
+                            char *err, size_t errlen) {
+    int32_t r;
+    memcpy(&r, hdr + 136, 4);
+    memcpy(&cfg->lora_alpha, hdr + 140, 4);
+    cfg->lora_targets = get32(hdr + 144);
+    base->kind = (int)get32(hdr + 148);
+    memcpy(base->sha256, hdr + 152, 64);
+    memcpy(base->spec, hdr + 216, 1024);
+    int hex = 1;
+    for (int i = 0; i < 64; i++)
+        hex &= (base->sha256[i] >= '0' && base->sha256[i] <= '9') || (base->sha256[i] >= 'a' && base->sha256[i] <= 'f');
+    if (r < 1 || r > 1024 || !(cfg->lora_alpha > 0 && cfg->lora_alpha <= 1e6) || !cfg->lora_targets ||
+        cfg->lora_targets > LORA_ALL || base->kind < 0 || base->kind > 2 || (base->kind && (!hex || !base->spec[0]))) {
+        spade_errf(err, errlen,
+                   "checkpoint '%s': bad LoRA header: lora_rank %d, lora_alpha %g, targets 0x%x, base kind %d", path, r,
+                   (double)cfg->lora_alpha, cfg->lora_targets, base->kind);
+        return -1;
+    }
+    cfg->lora_rank = r;
+    return 0;
+}
+
 static int read_header(FILE *f, const char *path, spade_gpt_config *cfg, uint64_t *step, uint64_t *P, uint32_t *flags,
-                       uint64_t *toklen, uint64_t *h, char *err, size_t errlen) {
+                       uint64_t *toklen, uint64_t *h, ckpt_base *base, char *err, size_t errlen) {
     struct stat st;
     if (fstat(fileno(f), &st)) {
         spade_errf(err, errlen, "checkpoint '%s': %s", path, strerror(errno));
@@ -232,7 +295,7 @@ static int read_header(FILE *f, const char *path, spade_gpt_config *cfg, uint64_
                    CKPT_VERSION);
         return SPADE_POLICY_EFORMAT;
     }
-    uint32_t hsize = ver >= 3 ? CKPT_HEADER : CKPT_HEADER_V2;
+    uint32_t hsize = ver >= 4 ? CKPT_HEADER : ver == 3 ? CKPT_HEADER_V3 : CKPT_HEADER_V2;
     if (get32(hdr + 16) != hsize) {
         spade_errf(err, errlen, "checkpoint '%s': header size %u, expected %u for version %u", path, get32(hdr + 16),
                    hsize, ver);
@@ -279,6 +342,10 @@ static int read_header(FILE *f, const char *path, spade_gpt_config *cfg, uint64_
         memcpy(&cfg->rope_base, hdr + 120, 8);
         memcpy(&cfg->norm_eps, hdr + 128, 4);
     }
+    ckpt_base own;
+    if (!base) base = &own;
+    memset(base, 0, sizeof *base);
+    if (ver >= 4 && read_lora_header(hdr, path, cfg, base, err, errlen)) return SPADE_POLICY_EFORMAT;
     /* Version 1 had only the byte tokenizer, and 0 in the tokenizer length's place. */
     *toklen = ver >= 2 ? get64(hdr + 72) : 0;
     if (*toklen > CKPT_MAX_TOKENIZER) {
@@ -309,9 +376,10 @@ static int read_header(FILE *f, const char *path, spade_gpt_config *cfg, uint64_
     *flags = get32(hdr + 44);
     *step = get64(hdr + 56);
     *P = get64(hdr + 64);
-    if (*P != spade_gpt_config_num_params(cfg)) {
-        spade_errf(err, errlen, "checkpoint '%s': %llu parameters, but its config needs %zu", path,
-                   (unsigned long long)*P, spade_gpt_config_num_params(cfg));
+    size_t need = cfg->lora_rank ? gpt_lora_count(cfg) : spade_gpt_config_num_params(cfg);
+    if (*P != need) {
+        spade_errf(err, errlen, "checkpoint '%s': %llu %s, but its config needs %zu", path, (unsigned long long)*P,
+                   cfg->lora_rank ? "LoRA parameters" : "parameters", need);
         return SPADE_POLICY_EFORMAT;
     }
     uint64_t want = hsize + *toklen + (*P) * 4 * ((*flags & 1) ? 3 : 1) + 8;
@@ -333,7 +401,7 @@ int spade_policy_read_config(const char *path, spade_gpt_config *cfg, char *err,
     }
     uint64_t step, P, h, toklen;
     uint32_t flags;
-    int rc = read_header(f, path, cfg, &step, &P, &flags, &toklen, &h, err, errlen);
+    int rc = read_header(f, path, cfg, &step, &P, &flags, &toklen, &h, NULL, err, errlen);
     fclose(f);
     return rc;
 }
@@ -388,7 +456,7 @@ int spade_policy_read_tokenizer(const char *path, spade_tokenizer **out, char *e
     uint64_t step, P, h, toklen;
     uint32_t flags;
     spade_tokenizer *tok = NULL;
-    int rc = read_header(f, path, &cfg, &step, &P, &flags, &toklen, &h, err, errlen);
+    int rc = read_header(f, path, &cfg, &step, &P, &flags, &toklen, &h, NULL, err, errlen);
     if (!rc) rc = read_tokenizer(f, path, &cfg, toklen, &h, &tok, err, errlen);
     /* the rest is only hashed: a tokenizer from a corrupt file is not trusted */
     enum { BLK = 1 << 16 };
@@ -427,7 +495,141 @@ int spade_policy_read_tokenizer(const char *path, spade_tokenizer **out, char *e
     return 0;
 }
 
-int spade_policy_load(spade_policy **out, const char *path, const char *backend, char *err, size_t errlen) {
+/* Reads n floats of the file into backend memory dst (NULL: read and hash
+ * only), a block at a time, so that loading never holds a host copy of the
+ * weights. *all_zero: whether every float read was 0. h2 (may be NULL): a
+ * second hash of the same bytes. */
+static int stream_floats(spade_policy *p, FILE *f, const char *path, float *dst, size_t n, float *blk, size_t cap,
+                         uint64_t *h, uint64_t *h2, int *all_zero, char *err, size_t errlen) {
+    *all_zero = 1;
+    for (size_t o = 0; o < n;) {
+        size_t k = n - o < cap ? n - o : cap;
+        if (fread(blk, sizeof(float), k, f) != k) {
+            spade_errf(err, errlen, "checkpoint '%s': read error or file changed while reading", path);
+            return SPADE_POLICY_EIO;
+        }
+        *h = fnv1a(*h, blk, k * sizeof(float));
+        if (h2) *h2 = fnv1a(*h2, blk, k * sizeof(float));
+        for (size_t j = 0; j < k && *all_zero; j++) *all_zero = blk[j] == 0.0f;
+        if (dst && p->be.vt->upload(p->be.ctx, dst + o, blk, k * sizeof(float)))
+            return gpt_backend_fail(p, "checkpoint upload", err, errlen);
+        o += k;
+    }
+    return 0;
+}
+
+/* The parameters, then the moments when the file has them: kept when
+ * weights_only = 0 and they are not all zero (a policy never stepped keeps
+ * none, as one just made), else read only for the checksum. */
+static int load_body(spade_policy *p, FILE *f, const char *path, int has_moments, int weights_only, uint64_t *h,
+                     char *err, size_t errlen) {
+    size_t P = p->ntrain, cap = (size_t)1 << 20; /* the parameters, or a LoRA policy's adapters */
+    float *blk = malloc(cap * sizeof(float));
+    if (!blk) {
+        spade_errf(err, errlen, "checkpoint '%s': out of host memory", path);
+        return SPADE_POLICY_ENOMEM;
+    }
+    float *dst = p->lora_r ? p->lora_mem : p->params_mem;
+    int zero, rc = stream_floats(p, f, path, dst, P, blk, cap, h, NULL, &zero, err, errlen);
+    if (!rc && has_moments) {
+        long pos = ftell(f);
+        /* a first pass decides whether they are worth memory; the second keeps
+         * them, and must read the bytes the first one hashed */
+        int zm = 1, zv = 1;
+        uint64_t h1 = FNV_INIT, h2 = FNV_INIT;
+        rc = stream_floats(p, f, path, NULL, P, blk, cap, h, &h1, &zm, err, errlen);
+        if (!rc) rc = stream_floats(p, f, path, NULL, P, blk, cap, h, &h1, &zv, err, errlen);
+        if (!rc && !weights_only && !(zm && zv)) {
+            if (pos < 0 || fseek(f, pos, SEEK_SET)) {
+                spade_errf(err, errlen, "checkpoint '%s': cannot seek back to the moments", path);
+                rc = SPADE_POLICY_EIO;
+            }
+            uint64_t dummy = 0;
+            if (!rc) rc = gpt_ensure_moments(p, err, errlen);
+            if (!rc) rc = stream_floats(p, f, path, p->m_mem, P, blk, cap, &dummy, &h2, &zm, err, errlen);
+            if (!rc) rc = stream_floats(p, f, path, p->v_mem, P, blk, cap, &dummy, &h2, &zv, err, errlen);
+            if (!rc && h1 != h2) {
+                spade_errf(err, errlen, "checkpoint '%s': the file changed while reading", path);
+                rc = SPADE_POLICY_EIO;
+            }
+        }
+    }
+    free(blk);
+    return rc;
+}
+
+/* A LoRA checkpoint's base weights: the file it names, if its SHA-256 is the
+ * one recorded, or (kind 0) the seeded init of the config without adapters;
+ * then the adapters are put on (their values come from the file next). */
+static int open_base(spade_policy **out, const char *path, const spade_gpt_config *cfg, const ckpt_base *b,
+                     spade_tokenizer *tok, char *err, size_t errlen) {
+    *out = NULL;
+    spade_gpt_config c0 = *cfg;
+    c0.lora_rank = 0;
+    c0.lora_alpha = 0;
+    c0.lora_targets = 0;
+    char file[4096], hex[65], e[1200];
+    int rc;
+    spade_policy *p = NULL;
+    if (b->kind == 0) {
+        rc = gpt_policy_new(&p, &c0, tok, 1, e, sizeof e);
+    } else {
+        uint64_t sz;
+        if (b->kind == 1 ? spade_model_resolve(b->spec, file, sizeof file, e, sizeof e)
+                         : snprintf(file, sizeof file, "%s", b->spec) >= (int)sizeof file) {
+            spade_errf(err, errlen, "checkpoint '%s': lora.base '%s': %s", path, b->spec,
+                       b->kind == 1 ? e : "too long");
+            return SPADE_POLICY_EIO;
+        }
+        if (spade_sha256_file(file, hex, &sz, e, sizeof e)) {
+            spade_errf(err, errlen, "checkpoint '%s': lora.base '%s': %s", path, b->spec, e);
+            return SPADE_POLICY_EIO;
+        }
+        if (strcmp(hex, b->sha256)) {
+            spade_errf(err, errlen,
+                       "checkpoint '%s': lora.base_sha256: its adapters were trained on '%s' with SHA-256 %.64s, "
+                       "but %s has %s: refusing to put them on another base",
+                       path, b->spec, b->sha256, file, hex);
+            return SPADE_POLICY_EFORMAT;
+        }
+        if (b->kind == 1) {
+            spade_model_opts mo = {.backend = cfg->backend, .context = cfg->context};
+            rc = spade_policy_from_model(&p, b->spec, &mo, e, sizeof e);
+        } else {
+            rc = spade_policy_load_weights(&p, file, cfg->backend, e, sizeof e);
+        }
+    }
+    if (!rc && (p->cfg.layers != cfg->layers || p->cfg.heads != cfg->heads || p->cfg.width != cfg->width ||
+                p->cfg.context != cfg->context || p->V != cfg->vocab || !spade_gpt_config_same_arch(&p->cfg, cfg))) {
+        snprintf(e, sizeof e, "its shape is not the checkpoint's");
+        rc = SPADE_POLICY_EFORMAT;
+    }
+    if (!rc && p->lora_r) {
+        snprintf(e, sizeof e, "it has adapters of its own");
+        rc = SPADE_POLICY_EFORMAT;
+    }
+    if (!rc && tok && !spade_tokenizer_equal(tok, spade_policy_tokenizer(p))) {
+        snprintf(e, sizeof e, "its tokenizer is not the checkpoint's");
+        rc = SPADE_POLICY_EFORMAT;
+    }
+    if (!rc) {
+        p->origin_kind = b->kind;
+        memcpy(p->origin, b->spec, sizeof p->origin - 1); /* written with at most 1023 bytes */
+        p->origin[sizeof p->origin - 1] = 0;
+        memcpy(p->origin_sha256, b->sha256, sizeof p->origin_sha256);
+        rc = gpt_lora_enable(p, cfg->lora_rank, cfg->lora_alpha, cfg->lora_targets, e, sizeof e);
+    }
+    if (rc) {
+        spade_errf(err, errlen, "checkpoint '%s': lora.base '%s': %s", path, b->kind ? b->spec : "(seeded init)", e);
+        spade_policy_free(p);
+        return rc;
+    }
+    *out = p;
+    return 0;
+}
+
+static int load_file(spade_policy **out, const char *path, const char *backend, int weights_only, char *err,
+                     size_t errlen) {
     *out = NULL;
     FILE *f = fopen(path, "rb");
     if (!f) {
@@ -438,50 +640,42 @@ int spade_policy_load(spade_policy **out, const char *path, const char *backend,
     uint64_t step, P, h, toklen;
     uint32_t flags;
     spade_tokenizer *tok = NULL;
-    int rc = read_header(f, path, &cfg, &step, &P, &flags, &toklen, &h, err, errlen);
+    ckpt_base base;
+    int rc = read_header(f, path, &cfg, &step, &P, &flags, &toklen, &h, &base, err, errlen);
     if (!rc) rc = read_tokenizer(f, path, &cfg, toklen, &h, &tok, err, errlen);
     if (rc) {
         fclose(f);
         return rc;
     }
     if (backend) snprintf(cfg.backend, sizeof cfg.backend, "%s", backend);
-    int nt = (flags & 1) ? 3 : 1;
-    float *host = malloc((size_t)P * nt * sizeof(float));
-    if (!host) {
-        fclose(f);
-        spade_tokenizer_free(tok);
-        spade_errf(err, errlen, "checkpoint '%s': out of host memory", path);
-        return SPADE_POLICY_ENOMEM;
-    }
-    unsigned char tr[8];
-    if (fread(host, sizeof(float), (size_t)P * nt, f) != (size_t)P * nt || fread(tr, 1, 8, f) != 8) {
-        spade_errf(err, errlen, "checkpoint '%s': read error or file changed while reading", path);
-        free(host);
-        fclose(f);
-        spade_tokenizer_free(tok);
-        return SPADE_POLICY_EIO;
-    }
-    fclose(f);
-    h = fnv1a(h, host, (size_t)P * nt * sizeof(float));
-    if (h != get64(tr)) {
-        spade_errf(err, errlen, "checkpoint '%s': checksum mismatch: the file is corrupt", path);
-        free(host);
-        spade_tokenizer_free(tok);
-        return SPADE_POLICY_EFORMAT;
-    }
     spade_policy *p;
-    rc = gpt_alloc(&p, &cfg, err, errlen);
+    rc = cfg.lora_rank ? open_base(&p, path, &cfg, &base, tok, err, errlen) : gpt_alloc(&p, &cfg, err, errlen);
     if (rc) {
-        free(host);
+        fclose(f);
         spade_tokenizer_free(tok);
         return rc;
     }
-    p->tok = tok;
-    float *dst[3] = {p->params_mem, p->m_mem, p->v_mem};
-    for (int i = 0; i < nt && !rc; i++)
-        if (p->be.vt->upload(p->be.ctx, dst[i], host + (size_t)i * P, (size_t)P * sizeof(float)))
-            rc = gpt_backend_fail(p, "checkpoint upload", err, errlen);
-    free(host);
+    if (cfg.lora_rank) {
+        spade_tokenizer_free(tok); /* the base's own, found equal */
+    } else {
+        p->tok = tok;
+        /* a LoRA put on this policy later names this file as its base */
+        p->origin_kind = 2;
+        char *rp = realpath(path, NULL);
+        snprintf(p->origin, sizeof p->origin, "%s", rp ? rp : path);
+        free(rp);
+    }
+    rc = load_body(p, f, path, flags & 1, weights_only, &h, err, errlen);
+    unsigned char tr[8];
+    if (!rc && fread(tr, 1, 8, f) != 8) {
+        spade_errf(err, errlen, "checkpoint '%s': read error or file changed while reading", path);
+        rc = SPADE_POLICY_EIO;
+    }
+    fclose(f);
+    if (!rc && h != get64(tr)) {
+        spade_errf(err, errlen, "checkpoint '%s': checksum mismatch: the file is corrupt", path);
+        rc = SPADE_POLICY_EFORMAT;
+    }
     if (rc) {
         spade_policy_free(p);
         return rc;
@@ -489,4 +683,12 @@ int spade_policy_load(spade_policy **out, const char *path, const char *backend,
     p->step = (long)step;
     *out = p;
     return 0;
+}
+
+int spade_policy_load(spade_policy **out, const char *path, const char *backend, char *err, size_t errlen) {
+    return load_file(out, path, backend, 0, err, errlen);
+}
+
+int spade_policy_load_weights(spade_policy **out, const char *path, const char *backend, char *err, size_t errlen) {
+    return load_file(out, path, backend, 1, err, errlen);
 }

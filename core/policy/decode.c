@@ -40,6 +40,7 @@ struct spade_decoder {
     int S, R; /* slots; rows per pass (>= S: a decode pass has one row per slot) */
     float *cache_mem; /* (2, L, S, maxT, C): kcache then vcache */
     float *rows_mem; /* the row workspace and the (S, Vp) logits, see SampleTensors */
+    float *lora_mem; /* a LoRA policy's (R, r + widest output) scratch; NULL without */
     int *rows_dev; /* (3, R) token, slot, position of each row of a pass */
     SampleTensors s;
     int *hist; /* (S, maxT) tokens of each slot */
@@ -66,6 +67,7 @@ void spade_decoder_free(spade_decoder *d) {
     BE->dealloc(BX, d->cache_mem);
     BE->dealloc(BX, d->rows_mem);
     BE->dealloc(BX, d->rows_dev);
+    BE->dealloc(BX, d->lora_mem);
     free(d->hist);
     free(d->len);
     free(d->cached);
@@ -118,6 +120,13 @@ int spade_decoder_new(spade_decoder **out, spade_policy *p, int max_slots, char 
     d->cache_mem = BE->alloc(BX, 2 * cache * sizeof(float));
     d->rows_mem = BE->alloc(BX, nrow * sizeof(float));
     d->rows_dev = BE->alloc(BX, 3 * R * sizeof(int));
+    /* a LoRA policy's low-rank path runs in the pass (llama_pass_layers): x A^T and its B^T product */
+    size_t lz = llama ? (size_t)(p->QKV > 2 * p->F ? p->QKV : 2 * p->F) : 0, lr = (size_t)p->lora_r;
+    if (lr) {
+        d->lora_mem = BE->alloc(BX, R * (lr + lz) * sizeof(float));
+        d->s.lora_u = d->lora_mem;
+        d->s.lora_z = d->lora_mem ? d->lora_mem + R * lr : NULL;
+    }
     d->hist = malloc(S * maxT * sizeof(int));
     d->len = calloc(S, sizeof(int));
     d->cached = calloc(S, sizeof(int));
@@ -134,7 +143,7 @@ int spade_decoder_new(spade_decoder **out, spade_policy *p, int max_slots, char 
     d->fin = malloc(S * sizeof(int));
     d->rng = malloc(S * sizeof(uint64_t));
     d->buf = malloc((size_t)p->V * sizeof(cand));
-    if (!d->cache_mem || !d->rows_mem || !d->rows_dev) {
+    if (!d->cache_mem || !d->rows_mem || !d->rows_dev || (lr && !d->lora_mem)) {
         snprintf(err, errlen,
                  "decoder_new: cannot allocate the caches of %d slots (%.1f MiB: 2 x %zu layers x %zu "
                  "positions x %zu channels each) and %.1f MiB of workspace on %s: %s",
@@ -158,7 +167,8 @@ int spade_decoder_new(spade_decoder **out, spade_policy *p, int max_slots, char 
         *ptr[i] = m;
         m += i < 9 ? rs[i] : 0;
     }
-    d->bytes = sizeof *d + (2 * cache + nrow) * sizeof(float) + 3 * R * sizeof(int) /* backend */
+    d->bytes = sizeof *d + (2 * cache + nrow + (lr ? R * (lr + lz) : 0)) * sizeof(float) +
+               3 * R * sizeof(int) /* backend */
                + S * maxT * sizeof(int) + 2 * S * sizeof(int) + 2 * S + 2 * S * Vp * sizeof(float) +
                3 * R * sizeof(int) + 6 * S * sizeof(int) + S * sizeof(uint64_t) + (size_t)p->V * sizeof(cand);
     *out = d;

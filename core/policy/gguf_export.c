@@ -27,6 +27,7 @@
 
 #include "errbuf.h"
 #include "policy/gguf.h"
+#include "policy/gpt_internal.h"
 #include "policy/models.h"
 #include "policy/pretrained.h"
 
@@ -168,7 +169,8 @@ int spade_policy_export_gguf(spade_policy *p, const char *path, int type, spade_
         rc = SPADE_POLICY_ENOMEM;
         goto done;
     }
-    if ((rc = spade_policy_get_params(p, h, e, sizeof e))) {
+    /* a LoRA policy exports W + (alpha / r) B A: llama.cpp reads one set of weights */
+    if ((rc = spade_policy_get_params(p, h, e, sizeof e)) || (rc = gpt_lora_merge(p, h, e, sizeof e))) {
         spade_errf(err, errlen, "export: %s", e);
         goto done;
     }

@@ -26,6 +26,9 @@ typedef struct {
     char spec[1024]; /* what the tokenizer reference keeps: a known name, or the absolute path */
     char arch[16];
     spade_gpt_config cfg;
+    spade_policy *p; /* fill_params: the policy whose weights the tensors become */
+    float *stage; /* one tensor dequantized on the host before its upload */
+    size_t stage_cap;
 } model_file;
 
 static int get_dim(const model_file *m, const char *suffix, int optional, int lo, int hi, int *out, char *err,
@@ -59,7 +62,11 @@ static int get_float(const model_file *m, const char *suffix, double *out, char 
     return 0;
 }
 
-static void model_close(model_file *m) { spade_gguf_free(m->g); }
+static void model_close(model_file *m) {
+    spade_gguf_free(m->g);
+    free(m->stage);
+    m->stage = NULL;
+}
 
 /* Opens the file and fills m->cfg from its metadata (vocab from the token list). */
 static int model_open(model_file *m, const char *spec, const spade_model_opts *o, char *err, size_t errlen) {
@@ -174,9 +181,11 @@ int spade_model_config(const char *spec, const spade_model_opts *o, spade_gpt_co
     return 0;
 }
 
-/* Tensor name, exactly dims (ne0 = the row length, ne1 = rows), dequantized to out. */
-static int copy_tensor(const model_file *m, const char *name, int64_t ne0, int64_t ne1, float *out, int *used,
-                       char *err, size_t errlen) {
+/* Tensor name, exactly dims (ne0 = the row length, ne1 = rows), dequantized
+ * into m->p's backend memory at out, one tensor at a time through a host
+ * stage, so that a load never holds a second copy of every weight. */
+static int copy_tensor(model_file *m, const char *name, int64_t ne0, int64_t ne1, float *out, int *used, char *err,
+                       size_t errlen) {
     const spade_gguf_tensor *t = spade_gguf_find_tensor(m->g, name);
     if (!t) {
         spade_errf(err, errlen, "%s: tensor '%s' is missing", m->path, name);
@@ -196,15 +205,32 @@ static int copy_tensor(const model_file *m, const char *name, int64_t ne0, int64
         return -1;
     }
     char e[400];
-    if (spade_gguf_dequantize(t, out, t->n_elements, e, sizeof e)) {
+    size_t n = (size_t)t->n_elements; /* = ne0 * ne1, both bounded by the config */
+    if (n > m->stage_cap) {
+        float *s = realloc(m->stage, n * sizeof(float));
+        if (!s) {
+            spade_errf(err, errlen, "%s: tensor '%s': out of host memory for %zu floats", m->path, name, n);
+            return -1;
+        }
+        m->stage = s;
+        m->stage_cap = n;
+    }
+    if (spade_gguf_dequantize(t, m->stage, t->n_elements, e, sizeof e)) {
         spade_errf(err, errlen, "%s: %s", m->path, e);
+        return -1;
+    }
+    spade_policy *p = m->p;
+    if (p->be.vt->upload(p->be.ctx, out, m->stage, n * sizeof(float))) {
+        gpt_backend_fail(p, "upload", err, errlen);
         return -1;
     }
     (*used)++;
     return 0;
 }
 
-static int fill_params(spade_policy *p, const model_file *m, float *h, char *err, size_t errlen) {
+/* Every weight of p from m's tensors; h is p's parameter memory (the backend's:
+ * only offset here, written by copy_tensor's uploads). */
+static int fill_params(spade_policy *p, model_file *m, float *h, char *err, size_t errlen) {
     const spade_gpt_config *c = &m->cfg;
     int64_t L = c->layers, C = c->width, hs = C / c->heads, KV = (int64_t)c->kv_heads * hs, QKV = C + 2 * KV;
     int64_t F = c->ffn, V = c->vocab;
@@ -283,7 +309,6 @@ int spade_policy_from_model(spade_policy **out, const char *spec, const spade_mo
     if (rc) return rc;
     spade_tokenizer *tok = NULL;
     spade_policy *p = NULL;
-    float *h = NULL;
     char e[700];
     rc = spade_tokenizer_from_gguf(&tok, m.g, m.spec, e, sizeof e);
     if (rc) {
@@ -295,20 +320,19 @@ int spade_policy_from_model(spade_policy **out, const char *spec, const spade_mo
         spade_errf(err, errlen, "%s: %s", m.path, e);
         goto done;
     }
-    size_t np = spade_policy_num_params(p);
-    h = calloc(np, sizeof *h); /* padded vocabulary rows stay 0 */
-    if (!h) {
-        spade_errf(err, errlen, "%s: out of host memory for %zu parameters", m.path, np);
-        rc = SPADE_POLICY_ENOMEM;
-        goto done;
-    }
-    if (fill_params(p, &m, h, err, errlen)) {
+    m.p = p; /* the backend zeroed the parameters: padded vocabulary rows stay 0 */
+    if (fill_params(p, &m, p->params_mem, err, errlen)) {
         rc = SPADE_POLICY_EFORMAT;
         goto done;
     }
-    if ((rc = spade_policy_set_params(p, h, e, sizeof e))) spade_errf(err, errlen, "%s: %s", m.path, e);
+    p->origin_kind = 1;
+    snprintf(p->origin, sizeof p->origin, "%s", m.spec);
+    if (o && o->lora_rank) {
+        rc = gpt_lora_enable(p, o->lora_rank, o->lora_alpha > 0 ? o->lora_alpha : (float)o->lora_rank,
+                             o->lora_targets ? o->lora_targets : LORA_ALL, e, sizeof e);
+        if (rc) spade_errf(err, errlen, "%s: %s", m.path, e);
+    }
 done:
-    free(h);
     spade_tokenizer_free(tok);
     model_close(&m);
     if (rc) {

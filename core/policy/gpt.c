@@ -111,6 +111,28 @@ int spade_gpt_config_set(spade_gpt_config *cfg, const char *key, const char *val
         snprintf(cfg->arch, sizeof cfg->arch, "%s", value);
         return 0;
     }
+    if (!strcmp(k, "lora_rank")) return parse_int(key, value, 0, 1024, &cfg->lora_rank, err, errlen);
+    if (!strcmp(k, "lora_alpha")) {
+        char *end;
+        errno = 0;
+        double x = strtod(value, &end);
+        while (*end == ' ' || *end == '\t') end++;
+        if (errno || end == value || *end || !isfinite(x) || x < 0 || x > 1e6) {
+            spade_errf(err, errlen, "%s = '%s': expected a number in [0, 1e6] (0: lora_rank)", key, value);
+            return SPADE_POLICY_EINVAL;
+        }
+        cfg->lora_alpha = (float)x;
+        return 0;
+    }
+    if (!strcmp(k, "lora_targets")) {
+        if (lora_parse_targets(value, &cfg->lora_targets)) {
+            spade_errf(err, errlen,
+                       "%s = '%.200s': expected a list of attn_qkv, attn_output, ffn_gate_up, ffn_down (or all)", key,
+                       value);
+            return SPADE_POLICY_EINVAL;
+        }
+        return 0;
+    }
     if (!strcmp(k, "kv_heads")) return parse_int(key, value, 0, 256, &cfg->kv_heads, err, errlen);
     if (!strcmp(k, "ffn")) return parse_int(key, value, 0, 65536, &cfg->ffn, err, errlen);
     if (!strcmp(k, "rope_dims")) return parse_int(key, value, 0, 16384, &cfg->rope_dims, err, errlen);
@@ -159,7 +181,7 @@ int spade_gpt_config_set(spade_gpt_config *cfg, const char *key, const char *val
     spade_errf(err, errlen,
                "unknown key '%s' (policy keys: layers, heads, width, context, backend, seed, "
                "tokenizer, tokenizer_file, arch, kv_heads, ffn, rope_base, rope_dims, rope_pairing, norm_eps, "
-               "tied, qkv_bias, sample_weights)",
+               "tied, qkv_bias, sample_weights, lora_rank, lora_alpha, lora_targets)",
                key);
     return SPADE_POLICY_ENOKEY;
 }
@@ -231,6 +253,14 @@ int spade_gpt_config_validate(const spade_gpt_config *c, char *err, size_t errle
             return SPADE_POLICY_EINVAL;
         }
     }
+    if (c->lora_rank < 0 || c->lora_rank > 1024 || !(c->lora_alpha >= 0 && c->lora_alpha <= 1e6) ||
+        c->lora_targets > LORA_ALL) {
+        spade_errf(err, errlen,
+                   "policy.lora_rank = %d, lora_alpha = %g, lora_targets = 0x%x: expected 0..1024, "
+                   "[0, 1e6] and a set of the four targets",
+                   c->lora_rank, (double)c->lora_alpha, c->lora_targets);
+        return SPADE_POLICY_EINVAL;
+    }
     /* a pretrained model's vocabulary (gguf) may be small or past spade's BPE cap */
     int gg = !strcmp(c->tokenizer, "gguf");
     if (c->vocab &&
@@ -286,6 +316,18 @@ static void param_sizes(const spade_gpt_config *c, size_t *s) {
     s[15] = C;
 }
 
+size_t gpt_lora_count(const spade_gpt_config *c) {
+    if (!c->lora_rank || !cfg_is_llama(c)) return 0;
+    size_t L = c->layers, C = c->width, hs = C / c->heads, r = c->lora_rank;
+    size_t KVH = c->kv_heads ? (size_t)c->kv_heads : (size_t)c->heads, QKV = C + 2 * KVH * hs;
+    size_t F = c->ffn ? (size_t)c->ffn : 4 * C;
+    unsigned m = c->lora_targets ? c->lora_targets : LORA_ALL;
+    size_t io[LORA_NT] = {C + QKV, 2 * C, C + 2 * F, F + C}, n = 0;
+    for (int t = 0; t < LORA_NT; t++)
+        if (m >> t & 1) n += L * r * io[t];
+    return n;
+}
+
 size_t spade_gpt_config_num_params(const spade_gpt_config *cfg) {
     size_t s[NUM_PARAM_TENSORS] = {0}, n = 0;
     param_sizes(cfg, s);
@@ -321,6 +363,10 @@ int gpt_alloc(spade_policy **out, const spade_gpt_config *cfg, char *err, size_t
         return SPADE_POLICY_ENOMEM;
     }
     p->cfg = *cfg;
+    /* adapters are put on afterwards (gpt_lora_enable), which sets these */
+    p->cfg.lora_rank = 0;
+    p->cfg.lora_alpha = 0;
+    p->cfg.lora_targets = 0;
     p->L = cfg->layers;
     p->NH = cfg->heads;
     p->C = cfg->width;
@@ -347,16 +393,18 @@ int gpt_alloc(spade_policy **out, const spade_gpt_config *cfg, char *err, size_t
     param_sizes(cfg, p->param_sizes);
     p->num_params = spade_gpt_config_num_params(cfg);
     size_t bytes = p->num_params * sizeof(float);
+    /* The weights only: gradients and AdamW moments are allocated by the
+     * first call that needs them (gpt_ensure_grads, gpt_ensure_moments), so a
+     * policy opened to sample, score or export holds 1 x, not 4 x, its
+     * parameters (Qwen2.5-0.5B: 2 GB instead of 8). */
     p->params_mem = BE->alloc(BX, bytes);
-    p->grads_mem = BE->alloc(BX, bytes);
-    p->m_mem = BE->alloc(BX, bytes);
-    p->v_mem = BE->alloc(BX, bytes);
-    if (!p->params_mem || !p->grads_mem || !p->m_mem || !p->v_mem) {
-        spade_errf(err, errlen, "cannot allocate 4 x %zu bytes for %zu parameters on %s: %s", bytes, p->num_params,
+    if (!p->params_mem) {
+        spade_errf(err, errlen, "cannot allocate %zu bytes for %zu parameters on %s: %s", bytes, p->num_params,
                    BE->name, BE->last_error(BX));
         spade_policy_free(p);
         return SPADE_POLICY_ENOMEM;
     }
+    p->ntrain = p->num_params;
     if (p->arch == SPADE_ARCH_LLAMA) {
         llama_point_params(&p->lparams, p->params_mem, p->param_sizes);
         p->params.wte = p->lparams.wte; /* what the GPT's shared paths read; wpe stays NULL */
@@ -365,13 +413,42 @@ int gpt_alloc(spade_policy **out, const spade_gpt_config *cfg, char *err, size_t
         point_params(&p->params, p->params_mem, p->param_sizes);
         p->head = p->params.wte;
     }
-    gpt_point_grads(p, p->grads_mem);
     *out = p;
     return 0;
 }
 
+int gpt_ensure_grads(spade_policy *p, char *err, size_t errlen) {
+    if (p->grads_mem) return 0;
+    float *g = BE->alloc(BX, p->ntrain * sizeof(float)); /* zeroed: no gradient yet */
+    if (!g) {
+        spade_errf(err, errlen, "cannot allocate %zu bytes of gradients on %s: %s", p->ntrain * sizeof(float), BE->name,
+                   BE->last_error(BX));
+        return SPADE_POLICY_ENOMEM;
+    }
+    gpt_point_grads(p, g);
+    return 0;
+}
+
+int gpt_ensure_moments(spade_policy *p, char *err, size_t errlen) {
+    if (p->m_mem) return 0;
+    size_t bytes = p->ntrain * sizeof(float);
+    float *m = BE->alloc(BX, bytes), *v = BE->alloc(BX, bytes); /* zeroed: AdamW's start */
+    if (!m || !v) {
+        BE->dealloc(BX, m);
+        BE->dealloc(BX, v);
+        spade_errf(err, errlen, "cannot allocate 2 x %zu bytes of AdamW moments on %s: %s", bytes, BE->name,
+                   BE->last_error(BX));
+        return SPADE_POLICY_ENOMEM;
+    }
+    p->m_mem = m;
+    p->v_mem = v;
+    return 0;
+}
+
 void gpt_point_grads(spade_policy *p, float *mem) {
-    if (p->arch == SPADE_ARCH_LLAMA) {
+    if (p->lora_r) { /* the base has none (its tensors in p->lgrads stay NULL) */
+        lora_point_grads(p, mem);
+    } else if (p->arch == SPADE_ARCH_LLAMA) {
         llama_point_params(&p->lgrads, mem, p->param_sizes);
         memset(&p->grads, 0, sizeof p->grads);
         p->grads.wte = p->lgrads.wte;
@@ -612,6 +689,9 @@ int gpt_policy_new(spade_policy **out, const spade_gpt_config *cfg, const spade_
     init_weights(p, h);
     rc = spade_policy_set_params(p, h, err, errlen);
     free(h);
+    if (!rc && cfg->lora_rank)
+        rc = gpt_lora_enable(p, cfg->lora_rank, cfg->lora_alpha > 0 ? cfg->lora_alpha : (float)cfg->lora_rank,
+                             cfg->lora_targets ? cfg->lora_targets : LORA_ALL, err, errlen);
     if (rc) {
         spade_policy_free(p);
         return rc;
@@ -623,6 +703,7 @@ int gpt_policy_new(spade_policy **out, const spade_gpt_config *cfg, const spade_
 void spade_policy_free(spade_policy *p) {
     if (!p) return;
     free_acts(p);
+    gpt_lora_free(p);
     if (p->be.vt) {
         BE->dealloc(BX, p->params_mem);
         BE->dealloc(BX, p->grads_mem);
@@ -655,6 +736,17 @@ int spade_policy_clone(spade_policy **out, const spade_policy *src, const char *
     rc = spade_policy_get_params((spade_policy *)src, h, err, errlen);
     if (!rc) rc = spade_policy_set_params(p, h, err, errlen);
     free(h);
+    p->origin_kind = src->origin_kind;
+    memcpy(p->origin, src->origin, sizeof p->origin);
+    memcpy(p->origin_sha256, src->origin_sha256, sizeof p->origin_sha256);
+    if (!rc && src->lora_r) {
+        float *a = malloc(src->ntrain * sizeof(float));
+        rc = a ? gpt_lora_enable(p, src->lora_r, src->lora_alpha, src->lora_mask, err, errlen) : SPADE_POLICY_ENOMEM;
+        if (!rc) rc = spade_policy_get_trainable((spade_policy *)src, a, err, errlen);
+        if (!rc) rc = spade_policy_set_trainable(p, a, err, errlen);
+        if (!a) spade_errf(err, errlen, "out of host memory");
+        free(a);
+    }
     if (rc) {
         spade_policy_free(p);
         return rc;
@@ -695,20 +787,34 @@ int spade_policy_set_params(spade_policy *p, const float *host, char *err, size_
     CK(BE->upload(BX, p->params_mem, host, p->num_params * sizeof(float)));
     return 0;
 }
+/* Gradients and moments not allocated yet are zero (gpt_alloc). */
 int spade_policy_get_grads(spade_policy *p, float *host, char *err, size_t errlen) {
-    CK(BE->download(BX, host, p->grads_mem, p->num_params * sizeof(float)));
+    if (!p->grads_mem)
+        memset(host, 0, p->ntrain * sizeof(float));
+    else
+        CK(BE->download(BX, host, p->grads_mem, p->ntrain * sizeof(float)));
     return 0;
 }
 int spade_policy_get_moments(spade_policy *p, float *m, float *v, char *err, size_t errlen) {
-    if (m) CK(BE->download(BX, m, p->m_mem, p->num_params * sizeof(float)));
-    if (v) CK(BE->download(BX, v, p->v_mem, p->num_params * sizeof(float)));
+    float *h[2] = {m, v}, *d[2] = {p->m_mem, p->v_mem};
+    for (int i = 0; i < 2; i++) {
+        if (!h[i]) continue;
+        if (!d[i])
+            memset(h[i], 0, p->ntrain * sizeof(float));
+        else
+            CK(BE->download(BX, h[i], d[i], p->ntrain * sizeof(float)));
+    }
     return 0;
 }
 int spade_policy_set_moments(spade_policy *p, const float *m, const float *v, char *err, size_t errlen) {
-    if (m) CK(BE->upload(BX, p->m_mem, m, p->num_params * sizeof(float)));
-    if (v) CK(BE->upload(BX, p->v_mem, v, p->num_params * sizeof(float)));
+    if (!m && !v) return 0;
+    int rc = gpt_ensure_moments(p, err, errlen);
+    if (rc) return rc;
+    if (m) CK(BE->upload(BX, p->m_mem, m, p->ntrain * sizeof(float)));
+    if (v) CK(BE->upload(BX, p->v_mem, v, p->ntrain * sizeof(float)));
     return 0;
 }
+size_t spade_policy_num_trainable(const spade_policy *p) { return p->ntrain; }
 
 /* ---------------------------------------------------------------- forward */
 
@@ -807,6 +913,8 @@ int spade_policy_backward_logp(spade_policy *p, const float *dlogp, char *err, s
         spade_errf(err, errlen, "backward: no forward pass with targets to differentiate");
         return SPADE_POLICY_EINVAL;
     }
+    int rc = gpt_ensure_grads(p, err, errlen); /* before g below copies the views */
+    if (rc) return rc;
     int B = p->fwdB, T = p->fwdT, L = p->L, C = p->C, NH = p->NH, Vp = p->Vp;
     size_t BT = (size_t)B * T, LBT = (size_t)p->actB * p->actT;
     size_t C3 = 3 * (size_t)C, C4 = 4 * (size_t)C, CC = (size_t)C * C;
@@ -872,7 +980,8 @@ int spade_policy_backward(spade_policy *p, float scale, char *err, size_t errlen
 }
 
 int spade_policy_zero_grad(spade_policy *p, char *err, size_t errlen) {
-    CK(BE->zero(BX, p->grads_mem, p->num_params * sizeof(float)));
+    if (!p->grads_mem) return 0; /* none yet: they are zero */
+    CK(BE->zero(BX, p->grads_mem, p->ntrain * sizeof(float)));
     return 0;
 }
 
@@ -900,8 +1009,11 @@ int spade_policy_step(spade_policy *p, const spade_adamw_opts *o, float *grad_no
                    o->lr, o->beta1, o->beta2, o->eps, o->weight_decay, o->grad_clip);
         return SPADE_POLICY_EINVAL;
     }
+    int rc = gpt_ensure_grads(p, err, errlen);
+    if (!rc) rc = gpt_ensure_moments(p, err, errlen);
+    if (rc) return rc;
     double ss;
-    CK(BE->sumsq(BX, p->grads_mem, p->num_params, &ss));
+    CK(BE->sumsq(BX, p->grads_mem, p->ntrain, &ss));
     double norm = sqrt(ss);
     if (grad_norm) *grad_norm = (float)norm;
     if (!isfinite(norm)) {
@@ -915,6 +1027,10 @@ int spade_policy_step(spade_policy *p, const spade_adamw_opts *o, float *grad_no
     p->step++;
     p->q8_valid = 0; /* the 8-bit sampling copies are stale */
     size_t off = 0;
+    if (p->lora_r) {
+        if ((rc = lora_step(p, o, scale, err, errlen))) return rc;
+        return spade_policy_zero_grad(p, err, errlen);
+    }
     const int *decay = p->arch == SPADE_ARCH_LLAMA ? llama_param_decay : param_decay;
     for (int i = 0; i < p->ntensors; i++) {
         size_t n = p->param_sizes[i];

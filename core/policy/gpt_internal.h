@@ -107,7 +107,7 @@ typedef struct {
 /* Inference with a KV cache, owned by a decoding batch (decode.c): R rows of
  * activations for one pass (the rows of every slot in it), the logits of the
  * slots that pass finishes, and the per-layer caches of its S slots. */
-#define NUM_SAMPLE_TENSORS 12
+#define NUM_SAMPLE_TENSORS 14
 typedef struct {
     float *res; /* (R, C)  residual stream */
     float *res2; /* (R, C)  residual stream (the other half of a ping-pong) */
@@ -119,10 +119,23 @@ typedef struct {
     float *fchg; /* (R, 4C); a Llama's (R, F) */
     float *qkvc; /* (R, QKV) a Llama's compact q|k|v rows; 0 floats for a GPT */
     float *logits; /* (S, Vp) last position of each slot the pass finishes */
+    float *lora_u; /* (R, r) a LoRA policy's x A^T; NULL without LoRA */
+    float *lora_z; /* (R, widest adapted output) its (x A^T) B^T */
     float *kcache; /* (L, S, maxT, KW)  KW = kvw: C for a GPT; KV for a Llama (its KVH
                     * key/value heads, rotated, not repeated) */
     float *vcache; /* (L, S, maxT, KW) */
 } SampleTensors;
+
+/* LoRA (lora.c): one adapter per target and layer, A (L, r, in) and B (L, out, r);
+ * NULL for a target not adapted. Targets: 0 attn_qkv (in C, out QKV), 1 attn_output
+ * (C, C), 2 ffn_gate_up (C, 2F), 3 ffn_down (F, C). In memory: a0 b0 a1 b1 ... */
+#define LORA_NT 4
+#define LORA_ALL 15u
+typedef struct {
+    float *a[LORA_NT];
+    float *b[LORA_NT];
+} LoraTensors;
+extern const char *const lora_target_names[LORA_NT];
 
 enum { SPADE_ARCH_GPT = 0, SPADE_ARCH_LLAMA = 1 };
 
@@ -143,11 +156,12 @@ struct spade_policy {
     size_t num_params;
     float *params_mem;
     ParameterTensors params; /* the weights (a Llama: wte only, wpe NULL) */
-    float *grads_mem;
+    size_t ntrain; /* floats of the trained vector: grads_mem, m_mem, v_mem (num_params) */
+    float *grads_mem; /* NULL until the first backward or step (gpt_ensure_grads) */
     ParameterTensors grads; /* d loss / d weights, accumulated */
     LlamaParameterTensors lparams, lgrads; /* a Llama's weights and gradients */
-    float *m_mem; /* (num_params) AdamW first moment */
-    float *v_mem; /* (num_params) AdamW second moment */
+    float *m_mem; /* (ntrain) AdamW first moment; NULL until the first step (gpt_ensure_moments) */
+    float *v_mem; /* (ntrain) AdamW second moment; allocated with m_mem */
     long step; /* AdamW steps taken */
 
     int actB, actT; /* activation capacity */
@@ -163,6 +177,24 @@ struct spade_policy {
     int fwd_has_targets;
     double mask_sum;
 
+    /* LoRA (lora.c): lora_r = 0 without. The trained vector is then the
+     * adapters (lora_mem, ntrain floats) and the base weights are frozen. */
+    int lora_r;
+    float lora_alpha, lora_scale; /* scale = alpha / r */
+    unsigned lora_mask; /* 1 << target */
+    size_t lora_sizes[2 * LORA_NT];
+    float *lora_mem;
+    LoraTensors lw, lgr; /* adapters and their gradients (views of lora_mem, grads_mem) */
+    float *lora_acts; /* training: saved x A^T per target and layer, and scratch */
+    size_t lora_acts_cap; /* rows it holds */
+    /* Where the base weights came from, for a LoRA checkpoint (checkpoint.c):
+     * 1 a model file (origin = its name or absolute path), 2 a spade
+     * checkpoint (its path), 0 made here (seeded init); origin_sha256: the
+     * file's, computed when LoRA is enabled. */
+    int origin_kind;
+    char origin[1024];
+    char origin_sha256[65];
+
     spade_decoder *dec; /* spade_policy_sample's decoding batch */
     /* sample_weights = q8_0 (sample_q8.c): 8-bit copies of a Llama's matrices
      * for the decoding batch, 4 a layer (qkv, attproj, fc, fcproj) and the
@@ -177,6 +209,33 @@ struct spade_policy {
 int gpt_ensure_acts(spade_policy *p, int B, int T, char *err, size_t errlen);
 /* Names of the parameter tensors and whether AdamW decays them. */
 extern const char *const gpt_param_names[NUM_PARAM_TENSORS];
+/* Allocate the gradients / the AdamW moments (zeroed) if they are not yet:
+ * a policy is born with its weights only, so that one opened to sample,
+ * score or export never holds training state. */
+int gpt_ensure_grads(spade_policy *p, char *err, size_t errlen);
+int gpt_ensure_moments(spade_policy *p, char *err, size_t errlen);
+/* LoRA (lora.c). enable: adapters of rank r on the targets (a mask), A
+ * seeded, B = 0; only on a policy just opened (no grads, moments, decoder or
+ * step). lora_ensure_acts sizes the saved activations to the training
+ * capacity; lora_forward adds s (x A^T) B^T of target t, layer l into y (n
+ * rows) and keeps x A^T for lora_backward, which adds the adapters'
+ * gradients and x's (into dx) given dy. lora_apply is the forward with the
+ * caller's scratch (the decoding batch's). lora_step: AdamW over the adapters.
+ * gpt_lora_merge adds s B A into the host copy h of the parameters. */
+int gpt_lora_enable(spade_policy *p, int rank, float alpha, unsigned targets, char *err, size_t errlen);
+void gpt_lora_free(spade_policy *p);
+int lora_parse_targets(const char *v, unsigned *mask);
+void lora_point_grads(spade_policy *p, float *mem);
+int lora_ensure_acts(spade_policy *p, char *err, size_t errlen);
+int lora_forward(spade_policy *p, int t, int l, float *y, const float *x, int n, char *err, size_t errlen);
+int lora_apply(spade_policy *p, int t, int l, float *y, const float *x, int n, float *u, float *z, char *err,
+               size_t errlen);
+int lora_backward(spade_policy *p, int t, int l, float *dx, const float *dy, const float *x, int n, char *err,
+                  size_t errlen);
+int lora_step(spade_policy *p, const spade_adamw_opts *o, float scale, char *err, size_t errlen);
+int gpt_lora_merge(spade_policy *p, float *h, char *err, size_t errlen);
+/* Floats of the adapters a config's lora_* keys make on its base (0 without). */
+size_t gpt_lora_count(const spade_gpt_config *c);
 /* Points the gradient tensors at mem (the layout of grads_mem), and grads_mem too. */
 void gpt_point_grads(spade_policy *p, float *mem);
 

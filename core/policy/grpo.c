@@ -447,8 +447,9 @@ static int run_rows(grpo_work *w, const int *idx, int m, double scale, pass_out 
  * roles in ascending order, each measured on its own (see the file comment). */
 static int grpo_pass(grpo_work *w, const int *idx, int m, pass_out *out, char *err, size_t errlen) {
     spade_policy *p = w->p;
-    size_t P = p->num_params;
-    int rc = 0;
+    size_t P = p->ntrain;
+    int rc = gpt_ensure_grads(p, err, errlen);
+    if (rc) return rc;
     long ntok_role[SPADE_GRPO_MAX_ROLES] = {0}, ntok = 0;
     int cnt[SPADE_GRPO_MAX_ROLES] = {0};
     for (int k = 0; k < m; k++) {
@@ -481,7 +482,6 @@ static int grpo_pass(grpo_work *w, const int *idx, int m, pass_out *out, char *e
     }
     int direct = g0 == 0.0, host_loaded = 0;
     float *real = p->grads_mem;
-    ParameterTensors real_t = p->grads;
     for (int r = 0; r < SPADE_GRPO_MAX_ROLES && !rc; r++) {
         if (!cnt[r]) continue;
         double scale = 1.0 / (double)(w->o->token_norm == SPADE_GRPO_NORM_ROLE ? ntok_role[r] : ntok);
@@ -515,8 +515,9 @@ static int grpo_pass(grpo_work *w, const int *idx, int m, pass_out *out, char *e
         }
         grads_point(p, w->scratch);
         rc = run_rows(w, byrole + start[r], cnt[r], scale, out, err, errlen);
-        p->grads = real_t;
-        p->grads_mem = real;
+        /* every view back on the real gradient: a Llama's (lgrads) and the
+         * adapters' (lgr) too, not only the GPT's tensors */
+        grads_point(p, real);
         if (rc) break;
         if (BE->sumsq(BX, w->scratch, P, &out->role_n2[r]) ||
             BE->download(BX, w->gtmp, w->scratch, P * sizeof(float))) {

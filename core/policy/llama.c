@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "errbuf.h"
 #include "policy/gpt_internal.h"
 
 const char *const llama_param_names[NUM_LLAMA_PARAM_TENSORS] = {
@@ -117,7 +118,8 @@ int llama_forward(spade_policy *p, int B, int T, char *err, size_t errlen) {
     LlamaParameterTensors w = p->lparams;
     ActivationTensors a = p->acts;
     /* With KVH = NH the compact rows are the expanded ones: rope in place, no copy. */
-    int gqa = KVH < NH;
+    int gqa = KVH<NH, rc, lo = p->lora_r> 0;
+    if (lo && (rc = lora_ensure_acts(p, err, errlen))) return rc;
     CK(BE->encoder_forward(BX, a.encoded, p->tokens_dev, w.wte, NULL, B, T, C, 0));
     for (int l = 0; l < L; l++) {
         float *residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * LBT * C;
@@ -132,15 +134,19 @@ int llama_forward(spade_policy *p, int B, int T, char *err, size_t errlen) {
         float *qc = gqa ? p->gacts.dqkvc : qkv; /* (BT, QKV) */
         CK(BE->rmsnorm_forward(BX, ln1, ln1r, residual, w.ln1w + l * C, BT, C, p->eps));
         CK(BE->matmul_forward(BX, qc, ln1, w.qkvw + l * QKV * C, w.qkvb ? w.qkvb + l * QKV : NULL, BT, C, QKV));
+        if (lo && (rc = lora_forward(p, 0, l, qc, ln1, (int)BT, err, errlen))) return rc;
         CK(BE->rope(BX, qc, NULL, BT, T, QKV, NH + KVH, hs, p->rot, p->rope_base, p->neox, 0));
         if (gqa) CK(BE->kv_expand(BX, qkv, qc, BT, NH, KVH, hs));
         CK(BE->attention_forward(BX, atty, lse, att, qkv, B, T, C, NH));
         CK(BE->matmul_forward(BX, attproj, atty, w.attprojw + l * CC, NULL, BT, C, C));
+        if (lo && (rc = lora_forward(p, 1, l, attproj, atty, (int)BT, err, errlen))) return rc;
         CK(BE->residual_forward(BX, res2, residual, attproj, BT * C));
         CK(BE->rmsnorm_forward(BX, ln2, ln2r, res2, w.ln2w + l * C, BT, C, p->eps));
         CK(BE->matmul_forward(BX, fch, ln2, w.fcw + l * 2 * F * C, NULL, BT, C, 2 * F));
+        if (lo && (rc = lora_forward(p, 2, l, fch, ln2, (int)BT, err, errlen))) return rc;
         CK(BE->swiglu_forward(BX, fchg, fch, BT, F));
         CK(BE->matmul_forward(BX, fcproj, fchg, w.fcprojw + l * C * F, NULL, BT, F, C));
+        if (lo && (rc = lora_forward(p, 3, l, fcproj, fchg, (int)BT, err, errlen))) return rc;
         CK(BE->residual_forward(BX, res3, res2, fcproj, BT * C));
     }
     float *last = a.residual3 + (L - 1) * LBT * C;
@@ -149,6 +155,9 @@ int llama_forward(spade_policy *p, int B, int T, char *err, size_t errlen) {
     return 0;
 }
 
+/* t + o, or NULL for a tensor that has no gradient (a LoRA policy's frozen base). */
+static float *off(float *t, size_t o) { return t ? t + o : NULL; }
+
 int llama_backward(spade_policy *p, int B, int T, char *err, size_t errlen) {
     int L = p->L, C = p->C, NH = p->NH, KVH = p->KVH, hs = C / NH, Vp = p->Vp;
     size_t BT = (size_t)B * T, LBT = (size_t)p->actB * p->actT;
@@ -156,7 +165,9 @@ int llama_backward(spade_policy *p, int B, int T, char *err, size_t errlen) {
     LlamaParameterTensors w = p->lparams, g = p->lgrads;
     ActivationTensors a = p->acts;
     GradActTensors d = p->gacts;
-    int gqa = KVH < NH;
+    int gqa = KVH<NH, rc, lo = p->lora_r> 0;
+    /* With LoRA every base gradient tensor in g is NULL: the ops compute only
+     * what flows to the inputs, and the adapters collect theirs (lora_backward). */
     /* the head: logits = lnf @ head^T; tied, wte collects this and the embedding's gradient */
     CK(BE->matmul_backward(BX, d.dln, p->tied ? g.wte : g.head, NULL, d.dlogits, a.lnf, p->head, BT, C, Vp));
     CK(BE->zero(BX, d.dresidual, BT * C * sizeof(float)));
@@ -172,15 +183,18 @@ int llama_backward(spade_policy *p, int B, int T, char *err, size_t errlen) {
         float *ln2 = a.ln2 + l * LBT * C, *ln2r = a.ln2_rstd + l * LBT;
         float *fch = a.fch + l * LBT * 2 * F, *fchg = a.fch_gelu + l * LBT * F;
         /* MLP: residual3 = residual2 + down(swiglu(gate|up(rmsnorm(residual2)))) */
-        CK(BE->matmul_backward(BX, d.dfch_gelu, g.fcprojw + l * C * F, NULL, d.dresidual, fchg, w.fcprojw + l * C * F,
-                               BT, F, C));
+        CK(BE->matmul_backward(BX, d.dfch_gelu, off(g.fcprojw, l * C * F), NULL, d.dresidual, fchg,
+                               w.fcprojw + l * C * F, BT, F, C));
+        if (lo && (rc = lora_backward(p, 3, l, d.dfch_gelu, d.dresidual, fchg, (int)BT, err, errlen))) return rc;
         CK(BE->swiglu_backward(BX, d.dfch, fch, d.dfch_gelu, BT, F));
-        CK(BE->matmul_backward(BX, d.dln, g.fcw + l * 2 * F * C, NULL, d.dfch, ln2, w.fcw + l * 2 * F * C, BT, C,
+        CK(BE->matmul_backward(BX, d.dln, off(g.fcw, l * 2 * F * C), NULL, d.dfch, ln2, w.fcw + l * 2 * F * C, BT, C,
                                2 * F));
-        CK(BE->rmsnorm_backward(BX, d.dresidual, g.ln2w + l * C, d.dln, res2, w.ln2w + l * C, ln2r, BT, C));
+        if (lo && (rc = lora_backward(p, 2, l, d.dln, d.dfch, ln2, (int)BT, err, errlen))) return rc;
+        CK(BE->rmsnorm_backward(BX, d.dresidual, off(g.ln2w, l * C), d.dln, res2, w.ln2w + l * C, ln2r, BT, C));
         /* attention: residual2 = residual + o(attention(expand(rope(qkv(rmsnorm(residual)))))) */
-        CK(BE->matmul_backward(BX, d.datty, g.attprojw + l * CC, NULL, d.dresidual, atty, w.attprojw + l * CC, BT, C,
-                               C));
+        CK(BE->matmul_backward(BX, d.datty, off(g.attprojw, l * CC), NULL, d.dresidual, atty, w.attprojw + l * CC, BT,
+                               C, C));
+        if (lo && (rc = lora_backward(p, 1, l, d.datty, d.dresidual, atty, (int)BT, err, errlen))) return rc;
         CK(BE->attention_backward(BX, d.dqkv, d.datty, qkv, atty, lse, att, B, T, C, NH));
         float *dq = d.dqkv;
         if (gqa) {
@@ -189,11 +203,13 @@ int llama_backward(spade_policy *p, int B, int T, char *err, size_t errlen) {
         }
         /* the rotation is orthogonal: its backward is the inverse rotation */
         CK(BE->rope(BX, dq, NULL, BT, T, QKV, NH + KVH, hs, p->rot, p->rope_base, p->neox, 1));
-        CK(BE->matmul_backward(BX, d.dln, g.qkvw + l * QKV * C, g.qkvb ? g.qkvb + l * QKV : NULL, dq, ln1,
+        CK(BE->matmul_backward(BX, d.dln, off(g.qkvw, l * QKV * C), g.qkvb ? g.qkvb + l * QKV : NULL, dq, ln1,
                                w.qkvw + l * QKV * C, BT, C, QKV));
-        CK(BE->rmsnorm_backward(BX, d.dresidual, g.ln1w + l * C, d.dln, residual, w.ln1w + l * C, ln1r, BT, C));
+        /* the adapter sits before the rotation, as its forward: dq is the unrotated gradient */
+        if (lo && (rc = lora_backward(p, 0, l, d.dln, dq, ln1, (int)BT, err, errlen))) return rc;
+        CK(BE->rmsnorm_backward(BX, d.dresidual, off(g.ln1w, l * C), d.dln, residual, w.ln1w + l * C, ln1r, BT, C));
     }
-    CK(BE->encoder_backward(BX, g.wte, NULL, d.dresidual, p->tokens_dev, B, T, C));
+    if (g.wte) CK(BE->encoder_backward(BX, g.wte, NULL, d.dresidual, p->tokens_dev, B, T, C));
     return 0;
 }
 
@@ -212,6 +228,14 @@ int llama_pass_layers(spade_policy *p, const SampleTensors *s, int r, const int 
     size_t cstride = (size_t)S * maxT * p->kvw; /* one layer's cache: KVH heads a position */
     LlamaParameterTensors w = p->lparams;
     float *qc = s->qkvc;
+    /* LoRA: the low-rank path in the pass itself (no merged copy of the weights
+     * to refresh after each step), with the decoder's scratch; sample_weights =
+     * q8_0 quantizes the frozen base only */
+    int lo = p->lora_r > 0;
+    if (lo && !s->lora_u) {
+        spade_errf(err, errlen, "decoder: made before LoRA was enabled on its policy");
+        return SPADE_POLICY_EINVAL;
+    }
     int rc = policy_q8_sync(p, err, errlen); /* sample_weights = q8_0: the 8-bit copies (sample_q8.c) */
     if (rc) return rc;
     CK(BE->encoder_forward_at(BX, s->res, tok, pos, w.wte, NULL, r, C));
@@ -219,15 +243,19 @@ int llama_pass_layers(spade_policy *p, const SampleTensors *s, int r, const int 
     for (int l = 0; l < L; l++) {
         CK(BE->rmsnorm_forward(BX, s->ln, NULL, x, w.ln1w + l * C, r, C, p->eps));
         MM(4 * l, qc, s->ln, w.qkvw + l * QKV * C, w.qkvb ? w.qkvb + l * QKV : NULL, C, QKV);
+        if (lo && (rc = lora_apply(p, 0, l, qc, s->ln, r, s->lora_u, s->lora_z, err, errlen))) return rc;
         CK(BE->rope(BX, qc, pos, r, 1, QKV, NH + KVH, hs, p->rot, p->rope_base, p->neox, 0));
         CK(BE->attention_forward_kv_at_gqa(BX, s->atty, qc, s->kcache + l * cstride, s->vcache + l * cstride, slot, pos,
                                            r, C, NH, KVH, S, maxT, maxlen));
         MM(4 * l + 1, s->proj, s->atty, w.attprojw + l * CC, NULL, C, C);
+        if (lo && (rc = lora_apply(p, 1, l, s->proj, s->atty, r, s->lora_u, s->lora_z, err, errlen))) return rc;
         CK(BE->residual_forward(BX, y, x, s->proj, R * C));
         CK(BE->rmsnorm_forward(BX, s->ln, NULL, y, w.ln2w + l * C, r, C, p->eps));
         MM(4 * l + 2, s->fch, s->ln, w.fcw + l * 2 * F * C, NULL, C, 2 * F);
+        if (lo && (rc = lora_apply(p, 2, l, s->fch, s->ln, r, s->lora_u, s->lora_z, err, errlen))) return rc;
         CK(BE->swiglu_forward(BX, s->fchg, s->fch, r, F));
         MM(4 * l + 3, s->proj, s->fchg, w.fcprojw + l * C * F, NULL, F, C);
+        if (lo && (rc = lora_apply(p, 3, l, s->proj, s->fchg, r, s->lora_u, s->lora_z, err, errlen))) return rc;
         CK(BE->residual_forward(BX, x, y, s->proj, R * C));
     }
     return 0;

@@ -1,7 +1,7 @@
 # core/policy/local.mk — build rules for core/policy/ (included by the top-level Makefile.am).
 # The policy object: a GPT or a Llama (llama.c) with CPU (cblas/OpenMP, plain-C reference) and CUDA backends.
 libspade_a_SOURCES += core/policy/backend.c core/policy/backend_cpu.c core/policy/gemm.c core/policy/tokenizer.c core/policy/tokenizer_train.c \
-	core/policy/tokenizer_file.c core/policy/gpt.c core/policy/llama.c core/policy/sample.c core/policy/checkpoint.c core/policy/grpo.c
+	core/policy/tokenizer_file.c core/policy/gpt.c core/policy/llama.c core/policy/lora.c core/policy/sample.c core/policy/checkpoint.c core/policy/grpo.c
 # The decoding batch (slots with persistent KV caches; spade_policy_sample uses it).
 libspade_a_SOURCES += core/policy/decode.c
 # policy.sample_weights = q8_0: 8-bit weights and their dot-product kernels for the decoding batch.
@@ -110,3 +110,11 @@ tests_test_tiny_gguf_SOURCES = tests/test_tiny_gguf.c tests/tiny_gguf.c tests/ti
 tests_test_tiny_gguf_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_tiny_gguf_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
 EXTRA_DIST += tests/test_export.sh
+
+# LoRA adapters and the weights-only policy (core/policy/lora.c), on the tiny GGUF models.
+check_PROGRAMS += tests/test_lora
+TESTS += tests/test_lora tests/test_lora.sh
+EXTRA_DIST += tests/test_lora.sh
+tests_test_lora_SOURCES = tests/test_lora.c tests/tiny_gguf.c tests/tiny_gguf.h tests/testutil.c tests/testutil.h
+tests_test_lora_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+tests_test_lora_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)

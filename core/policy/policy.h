@@ -66,6 +66,12 @@ typedef struct spade_gpt_config {
                              * (the decoding batch) multiplies by 8-bit copies of the weights
                              * (core/policy/q8.h), a Llama on the cpu backend only; training
                              * and log-probs stay F32. Not saved in checkpoints. */
+    /* LoRA (arch llama only): the base weights frozen, low-rank adapters
+     * trained (core/policy/lora.c, docs/policy.md "LoRA"). */
+    int lora_rank; /* policy.lora_rank     r, 0 = off (default) */
+    float lora_alpha; /* policy.lora_alpha    the adapters' scale is alpha / r; 0 = r */
+    unsigned lora_targets; /* policy.lora_targets  attn_qkv, attn_output, ffn_gate_up, ffn_down (a
+                            * bit each in that order); 0 = all four */
 } spade_gpt_config;
 
 /* Defaults: 4 layers, 4 heads, width 128, context 256, backend auto, seed 1337,
@@ -124,11 +130,31 @@ long spade_policy_steps(const spade_policy *p);
 /* Parameter tensors by index 0..n-1 (wte, wpe, ln1w, ... lnfb): name, offset
  * into the flat parameter vector, element count. Returns -1 past the end. */
 int spade_policy_tensor(const spade_policy *p, int i, const char **name, size_t *offset, size_t *count);
-/* Host copies of the flat parameter / gradient vectors (num_params floats). */
+/* Host copies of the flat parameter vector (num_params floats). */
 int spade_policy_get_params(spade_policy *p, float *host, char *err, size_t errlen);
 int spade_policy_set_params(spade_policy *p, const float *host, char *err, size_t errlen);
+/* Puts LoRA adapters of rank in 1..1024 on a Llama-family policy just
+ * opened (from a model, a checkpoint or spade_policy_new; no gradient or
+ * decoder yet; a checkpoint's AdamW moments and step count are dropped, the
+ * adapters' optimizer starts at step 0): alpha <= 0 means rank; targets a set of bits as
+ * spade_gpt_config's lora_targets (0: all). A is drawn from the
+ * policy's seed, B is 0, so the policy computes exactly what it did. From
+ * then on only the adapters train; checkpoints hold them and name the base
+ * (spade_policy_save). The cuda backend refuses (no LoRA path yet). */
+int spade_policy_lora(spade_policy *p, int rank, float alpha, unsigned targets, char *err, size_t errlen);
+/* The adapters' rank (0: no LoRA). */
+int spade_policy_lora_rank(const spade_policy *p);
+/* The trained vector (num_trainable floats): the adapters with LoRA, else the parameters. */
+int spade_policy_get_trainable(spade_policy *p, float *host, char *err, size_t errlen);
+int spade_policy_set_trainable(spade_policy *p, const float *host, char *err, size_t errlen);
+/* Floats of the trained vector: num_params, or with LoRA (spade_policy_lora)
+ * the adapters' only. Gradients and AdamW moments have this size; they are
+ * allocated by the first backward / step / set_moments, not by opening a
+ * policy (a policy opened to sample holds its weights only). */
+size_t spade_policy_num_trainable(const spade_policy *p);
+/* The gradient (num_trainable floats; zeros before any backward). */
 int spade_policy_get_grads(spade_policy *p, float *host, char *err, size_t errlen);
-/* AdamW moments (num_params floats each; either may be NULL). */
+/* AdamW moments (num_trainable floats each; either may be NULL; zeros before any step). */
 int spade_policy_get_moments(spade_policy *p, float *m, float *v, char *err, size_t errlen);
 /* Sets them (either may be NULL): with spade_policy_clone, a copy that takes
  * exactly the step the source would (self-play's learning-potential look-ahead). */
@@ -314,6 +340,10 @@ int spade_policy_save(spade_policy *p, const char *path, char *err, size_t errle
  * policy.backend when not NULL. A missing, foreign, truncated, corrupt or
  * newer-version file is an error whose message names the file and the fault. */
 int spade_policy_load(spade_policy **out, const char *path, const char *backend, char *err, size_t errlen);
+/* The same for a policy that will not be trained (sampling, scoring, export,
+ * a frozen role): the AdamW moments are checked with the rest of the file but
+ * not kept. Training it afterwards starts AdamW from zero moments. */
+int spade_policy_load_weights(spade_policy **out, const char *path, const char *backend, char *err, size_t errlen);
 /* Reads only the config header of a checkpoint (same checks on the header). */
 int spade_policy_read_config(const char *path, spade_gpt_config *cfg, char *err, size_t errlen);
 /* Reads the tokenizer stored in a checkpoint (the byte tokenizer for one

@@ -25,6 +25,11 @@ typedef struct spade_model_opts {
     const char *backend; /* policy.backend (NULL: auto) */
     int context; /* positions the policy holds; 0: the model's context_length (at most 65536),
                   * larger than the model's is an error */
+    /* LoRA on the loaded weights (spade_policy_lora): rank 0 = off; the
+     * policy.lora_* keys of a config (spade_gpt_config) */
+    int lora_rank;
+    float lora_alpha; /* 0: lora_rank */
+    unsigned lora_targets; /* 0: all */
 } spade_model_opts;
 
 /* The config a model file makes (vocab included), without reading its

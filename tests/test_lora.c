@@ -1,0 +1,548 @@
+/* test_lora.c — Check suite for LoRA adapters on a Llama-family policy
+ * (core/policy/lora.c) and for the weights-only policy, on the tiny random
+ * GGUF models of tests/tiny_gguf.h (no download).
+ *
+ * What it is: a fresh adapter (B = 0) leaves every log-prob bit-identical to
+ * the base's, in the training pass and in the decoding batch; directional
+ * finite differences of the adapters' gradient on cpu_ref; cpu against
+ * cpu_ref; pretrain and GRPO steps that lower the loss while the base
+ * weights stay byte-identical and no gradient or moment is held for them;
+ * decoding with trained adapters equal to the full recompute; the LoRA
+ * checkpoint (adapters only, the base named and hashed): round trip, exact
+ * continuation, the refusal of another base; export merging the adapters;
+ * the refusals (a GPT) and a policy opened to sample holding no training
+ * state.
+ * What it is not: the speed of LoRA (bench/bench_llama.c, BENCHMARKS.md).
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "policy/gguf.h"
+#include "policy/policy.h"
+#include "policy/pretrained.h"
+#include "testutil.h"
+#include "tiny_gguf.h"
+
+static char err[1600];
+static char dir[256];
+static const char *const archs[2] = {"llama", "qwen2"};
+
+static void model_path(char *buf, size_t cap, const char *arch, uint64_t seed) {
+    snprintf(buf, cap, "%s/tiny-%s-%llu.gguf", dir, arch, (unsigned long long)seed);
+    if (access(buf, R_OK)) ck_assert_msg(tiny_gguf_write(buf, arch, seed, err, sizeof err) == 0, "%s", err);
+}
+
+static spade_policy *load(const char *path, const char *backend, int rank) {
+    spade_model_opts mo = {.backend = backend, .context = 64, .lora_rank = rank, .lora_alpha = 2.0f * rank};
+    spade_policy *p = NULL;
+    ck_assert_msg(spade_policy_from_model(&p, path, &mo, err, sizeof err) == 0, "%s", err);
+    return p;
+}
+
+static int vocab = TINY_GGUF_VOCAB; /* of the policy under test */
+
+static void seq(int *t, int n, int k) {
+    for (int i = 0; i < n; i++) t[i] = (i * 37 + k * 11 + 5) % vocab;
+}
+
+static float *trainable(spade_policy *p) {
+    float *h = malloc(spade_policy_num_trainable(p) * sizeof *h);
+    ck_assert(spade_policy_get_trainable(p, h, err, sizeof err) == 0);
+    return h;
+}
+
+static float *params(spade_policy *p) {
+    float *h = malloc(spade_policy_num_params(p) * sizeof *h);
+    ck_assert(spade_policy_get_params(p, h, err, sizeof err) == 0);
+    return h;
+}
+
+/* B (the second tensor of each pair) set to small noise, so that A carries gradient too. */
+static void wake_b(spade_policy *p, uint64_t seed) {
+    size_t n = spade_policy_num_trainable(p);
+    float *h = trainable(p);
+    uint64_t s = seed;
+    for (size_t i = 0; i < n; i++)
+        if (h[i] == 0.0f) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            h[i] = (float)((double)(s >> 11) / 9007199254740992.0 - 0.5) * 0.2f;
+        }
+    ck_assert(spade_policy_set_trainable(p, h, err, sizeof err) == 0);
+    free(h);
+}
+
+static void train_steps(spade_policy *p, int k, float *l0, float *l1) {
+    int tok[24], tg[24];
+    seq(tok, 24, 1);
+    for (int i = 0; i < 24; i++) tg[i] = i < 23 ? tok[i + 1] : -1;
+    spade_adamw_opts o;
+    spade_adamw_opts_default(&o);
+    o.lr = 1e-2f;
+    for (int s = 0; s < k; s++) {
+        float l;
+        ck_assert(spade_policy_forward(p, tok, tg, NULL, 1, 24, &l, NULL, err, sizeof err) == 0);
+        if (s == 0 && l0) *l0 = l;
+        ck_assert_msg(spade_policy_backward(p, 1, err, sizeof err) == 0, "%s", err);
+        ck_assert_msg(spade_policy_step(p, &o, NULL, err, sizeof err) == 0, "%s", err);
+    }
+    if (l1) ck_assert(spade_policy_forward(p, tok, tg, NULL, 1, 24, l1, NULL, err, sizeof err) == 0);
+}
+
+static void setup(void) {
+    tu_mkdtemp(dir, sizeof dir, "lora");
+    vocab = TINY_GGUF_VOCAB;
+}
+static void teardown(void) { tu_rm_rf(dir); }
+
+/* A fresh adapter computes the base exactly: log-probs bit for bit in the
+ * training pass, and greedy decoding with its log-probs. Its trained vector
+ * is the adapters only, far smaller than the base. */
+START_TEST(fresh_adapter_is_the_base) {
+    for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 2; b++) {
+            const char *be = b ? "cpu" : "cpu_ref";
+            char path[512];
+            model_path(path, sizeof path, archs[a], 3);
+            spade_policy *p = load(path, be, 0), *q = load(path, be, 4);
+            ck_assert_int_eq(spade_policy_lora_rank(q), 4);
+            ck_assert_int_eq(spade_policy_num_trainable(p), spade_policy_num_params(p));
+            ck_assert(spade_policy_num_trainable(q) * 10 < spade_policy_num_params(q));
+            int tok[20];
+            seq(tok, 20, 2);
+            float lp[20], lq[20];
+            ck_assert(spade_policy_logprobs(p, tok, 1, 20, lp, err, sizeof err) == 0);
+            ck_assert(spade_policy_logprobs(q, tok, 1, 20, lq, err, sizeof err) == 0);
+            ck_assert_msg(memcmp(lp, lq, sizeof lp) == 0, "%s on %s: a fresh adapter moved the log-probs", archs[a],
+                          be);
+            spade_sample_opts so;
+            spade_sample_opts_default(&so);
+            so.temperature = 0;
+            so.max_tokens = 12;
+            so.n_stop = 0;
+            int op[12], oq[12], np = 0, nq = 0;
+            float pp[12], pq[12];
+            ck_assert(spade_policy_sample(p, tok, 6, 1, &so, op, pp, &np, err, sizeof err) == 0);
+            ck_assert_msg(spade_policy_sample(q, tok, 6, 1, &so, oq, pq, &nq, err, sizeof err) == 0, "%s", err);
+            ck_assert_int_eq(np, nq);
+            ck_assert(memcmp(op, oq, (size_t)np * sizeof *op) == 0);
+            spade_policy_free(p);
+            spade_policy_free(q);
+        }
+}
+END_TEST
+
+static double loss_at(spade_policy *p, const float *w, const int *tok, const int *tg, int B, int T) {
+    ck_assert(spade_policy_set_trainable(p, w, err, sizeof err) == 0);
+    float l;
+    ck_assert(spade_policy_forward(p, tok, tg, NULL, B, T, &l, NULL, err, sizeof err) == 0);
+    return l;
+}
+
+/* Directional finite differences on cpu_ref: the gradient of the adapters
+ * as a whole and of A alone / B alone, as test_llama's bound. */
+START_TEST(adapter_gradient_check) {
+    for (int a = 0; a < 2; a++) {
+        char path[512];
+        model_path(path, sizeof path, archs[a], 4);
+        spade_policy *p = load(path, "cpu_ref", 3);
+        wake_b(p, 7);
+        int B = 2, T = 9, tok[18], tg[18];
+        seq(tok, 18, 3);
+        for (int i = 0; i < 18; i++) tg[i] = (i % T) < T - 1 ? tok[i + 1] : -1;
+        size_t n = spade_policy_num_trainable(p);
+        float *w = trainable(p), *g = malloc(n * 4), *wd = malloc(n * 4), *d = malloc(n * 4);
+        ck_assert(spade_policy_zero_grad(p, err, sizeof err) == 0);
+        ck_assert(spade_policy_forward(p, tok, tg, NULL, B, T, NULL, NULL, err, sizeof err) == 0);
+        ck_assert(spade_policy_backward(p, 1, err, sizeof err) == 0);
+        ck_assert(spade_policy_get_grads(p, g, err, sizeof err) == 0);
+        double gn = 0;
+        for (size_t i = 0; i < n; i++) gn += (double)g[i] * g[i];
+        gn = sqrt(gn);
+        ck_assert(gn > 0);
+        uint64_t s = 99;
+        for (int trial = 0; trial < 3; trial++) {
+            double ana = 0;
+            for (size_t i = 0; i < n; i++) {
+                s = s * 6364136223846793005ull + 1442695040888963407ull;
+                d[i] = (float)((double)(s >> 11) / 4503599627370496.0 - 1.0);
+                ana += (double)g[i] * d[i];
+            }
+            double h = 1e-3;
+            for (size_t i = 0; i < n; i++) wd[i] = w[i] + (float)h * d[i];
+            double lp = loss_at(p, wd, tok, tg, B, T);
+            for (size_t i = 0; i < n; i++) wd[i] = w[i] - (float)h * d[i];
+            double lm = loss_at(p, wd, tok, tg, B, T);
+            double num = (lp - lm) / (2 * h), tol = 3e-3 * fmax(fabs(ana), 0.05 * gn);
+            ck_assert_msg(fabs(num - ana) <= tol, "%s trial %d: numeric %.6g vs analytic %.6g (tol %.2g)", archs[a],
+                          trial, num, ana, tol);
+        }
+        free(w);
+        free(g);
+        free(wd);
+        free(d);
+        spade_policy_free(p);
+    }
+}
+END_TEST
+
+/* cpu against cpu_ref: log-probs and the adapters' gradient. */
+START_TEST(cpu_matches_reference) {
+    for (int a = 0; a < 2; a++) {
+        char path[512];
+        model_path(path, sizeof path, archs[a], 6);
+        spade_policy *r = load(path, "cpu_ref", 4), *f = load(path, "cpu", 4);
+        wake_b(r, 3);
+        wake_b(f, 3);
+        int tok[32], tg[32];
+        seq(tok, 32, 4);
+        for (int i = 0; i < 32; i++) tg[i] = i % 16 < 15 ? tok[i + 1] : -1;
+        float lr[32], lf[32];
+        ck_assert(spade_policy_forward(r, tok, tg, NULL, 2, 16, NULL, lr, err, sizeof err) == 0);
+        ck_assert(spade_policy_forward(f, tok, tg, NULL, 2, 16, NULL, lf, err, sizeof err) == 0);
+        for (int i = 0; i < 32; i++) ck_assert_msg(fabsf(lr[i] - lf[i]) < 1e-4f, "%d: %g vs %g", i, lr[i], lf[i]);
+        ck_assert(spade_policy_backward(r, 1, err, sizeof err) == 0);
+        ck_assert(spade_policy_backward(f, 1, err, sizeof err) == 0);
+        size_t n = spade_policy_num_trainable(r);
+        float *gr = malloc(n * 4), *gf = malloc(n * 4);
+        ck_assert(spade_policy_get_grads(r, gr, err, sizeof err) == 0);
+        ck_assert(spade_policy_get_grads(f, gf, err, sizeof err) == 0);
+        double dn = 0, gn = 0;
+        for (size_t i = 0; i < n; i++) dn += (double)(gr[i] - gf[i]) * (gr[i] - gf[i]), gn += (double)gr[i] * gr[i];
+        ck_assert_msg(sqrt(dn) <= 1e-4 * sqrt(gn), "%s: |grad cpu - cpu_ref| %.3g of %.3g", archs[a], sqrt(dn),
+                      sqrt(gn));
+        free(gr);
+        free(gf);
+        spade_policy_free(r);
+        spade_policy_free(f);
+    }
+}
+END_TEST
+
+/* Pretrain steps and a GRPO update lower their losses; the base weights come
+ * out byte-identical; decoding with the trained adapters (KV cache) equals
+ * the full recompute bit for bit on cpu_ref. */
+START_TEST(steps_train_adapters_only) {
+    for (int a = 0; a < 2; a++) {
+        char path[512];
+        model_path(path, sizeof path, archs[a], 5);
+        spade_policy *p = load(path, "cpu_ref", 4), *ref = NULL;
+        float *w0 = params(p), l0, l1;
+        train_steps(p, 3, &l0, &l1);
+        ck_assert_msg(l1 < l0, "%s: loss %.4f -> %.4f", archs[a], l0, l1);
+        ck_assert(spade_policy_clone(&ref, p, NULL, err, sizeof err) == 0);
+        ck_assert_int_eq(spade_policy_lora_rank(ref), 4);
+        int sq[4][10];
+        unsigned char mask[10] = {0, 0, 0, 0, 1, 1, 0, 0, 1, 1};
+        float old[4][10], rw[4] = {1, 0, 0.2f, 0.9f};
+        spade_grpo_sample s[4];
+        for (int i = 0; i < 4; i++) {
+            seq(sq[i], 10, 20 + i);
+            float lp[10];
+            ck_assert(spade_policy_logprobs(p, sq[i], 1, 10, lp, err, sizeof err) == 0);
+            old[i][0] = 0;
+            for (int j = 1; j < 10; j++) old[i][j] = lp[j - 1];
+            s[i] = (spade_grpo_sample){.tokens = sq[i],
+                                       .len = 10,
+                                       .mask = mask,
+                                       .old_logprobs = old[i],
+                                       .reward = rw[i],
+                                       .group = i / 2,
+                                       .role = i % 2};
+        }
+        spade_grpo_opts go;
+        spade_grpo_opts_default(&go);
+        go.beta = 0.05f;
+        spade_adamw_opts o;
+        spade_adamw_opts_default(&o);
+        o.lr = 1e-2f;
+        spade_grpo_stats st;
+        /* two roles: the second goes through grpo's per-role scratch gradient */
+        for (int k = 0; k < 2; k++) {
+            ck_assert_msg(spade_grpo_update(p, ref, s, 4, &go, &o, &st, err, sizeof err) == 0, "%s", err);
+            ck_assert(st.grad_norm > 0 && isfinite(st.grad_norm));
+        }
+        float lp[10];
+        ck_assert(spade_policy_logprobs(p, sq[0], 1, 10, lp, err, sizeof err) == 0);
+        double before = 0, after = 0;
+        for (int j = 1; j < 10; j++)
+            if (mask[j]) before += old[0][j], after += lp[j - 1];
+        ck_assert_msg(after > before, "%s: GRPO: %.4f -> %.4f", archs[a], before, after);
+        float *w1 = params(p);
+        ck_assert_msg(memcmp(w0, w1, spade_policy_num_params(p) * 4) == 0, "%s: a base weight moved", archs[a]);
+        /* the decoding batch's low-rank path is the training pass's */
+        spade_sample_opts so;
+        spade_sample_opts_default(&so);
+        so.temperature = 0.8f;
+        so.max_tokens = 10;
+        so.n_stop = 0;
+        so.seed = 5;
+        int t1[10], t2[10], n1, n2;
+        float p1[10], p2[10];
+        ck_assert(spade_policy_sample(p, sq[1], 5, 1, &so, t1, p1, &n1, err, sizeof err) == 0);
+        so.no_kv_cache = 1;
+        ck_assert(spade_policy_sample(p, sq[1], 5, 1, &so, t2, p2, &n2, err, sizeof err) == 0);
+        ck_assert_int_eq(n1, n2);
+        ck_assert(memcmp(t1, t2, (size_t)n1 * 4) == 0 && memcmp(p1, p2, (size_t)n1 * 4) == 0);
+        free(w0);
+        free(w1);
+        spade_policy_free(ref);
+        spade_policy_free(p);
+    }
+}
+END_TEST
+
+/* A LoRA checkpoint holds the adapters and their moments (a small file), names
+ * the base file with its SHA-256, reloads to the same log-probs, adapters,
+ * moments and step, continues exactly as the policy it was saved from, and
+ * refuses to load once the base file is another. */
+START_TEST(checkpoint_round_trip_and_base_check) {
+    for (int a = 0; a < 2; a++) {
+        char path[512], ck[600];
+        model_path(path, sizeof path, archs[a], 8);
+        snprintf(ck, sizeof ck, "%s/lora-%s.ckpt", dir, archs[a]);
+        spade_policy *p = load(path, "cpu_ref", 4), *q = NULL;
+        train_steps(p, 2, NULL, NULL);
+        ck_assert_msg(spade_policy_save(p, ck, err, sizeof err) == 0, "%s", err);
+        struct stat st;
+        ck_assert(stat(ck, &st) == 0);
+        ck_assert_msg((size_t)st.st_size < spade_policy_num_params(p) * 4 / 4, "%s: %lld bytes", archs[a],
+                      (long long)st.st_size);
+        spade_gpt_config c;
+        ck_assert(spade_policy_read_config(ck, &c, err, sizeof err) == 0);
+        ck_assert_int_eq(c.lora_rank, 4);
+        ck_assert_msg(spade_policy_load(&q, ck, NULL, err, sizeof err) == 0, "%s", err);
+        ck_assert_int_eq(spade_policy_lora_rank(q), 4);
+        ck_assert_int_eq(spade_policy_steps(q), 2);
+        size_t n = spade_policy_num_trainable(p);
+        float *ap = trainable(p), *aq = trainable(q);
+        ck_assert(memcmp(ap, aq, n * 4) == 0);
+        float *mp = malloc(n * 8), *mq = malloc(n * 8);
+        ck_assert(spade_policy_get_moments(p, mp, mp + n, err, sizeof err) == 0);
+        ck_assert(spade_policy_get_moments(q, mq, mq + n, err, sizeof err) == 0);
+        ck_assert(memcmp(mp, mq, n * 8) == 0);
+        /* the same next step */
+        train_steps(p, 1, NULL, NULL);
+        train_steps(q, 1, NULL, NULL);
+        free(ap);
+        free(aq);
+        ap = trainable(p);
+        aq = trainable(q);
+        ck_assert_msg(memcmp(ap, aq, n * 4) == 0, "%s: the resumed step differs", archs[a]);
+        spade_policy_free(q);
+        q = NULL;
+        /* weights-only load of the same file: no moments kept, same adapters */
+        ck_assert(spade_policy_load_weights(&q, ck, NULL, err, sizeof err) == 0);
+        spade_policy_free(q);
+        q = NULL;
+        /* another base under the same name */
+        ck_assert(unlink(path) == 0);
+        ck_assert(tiny_gguf_write(path, archs[a], 9, err, sizeof err) == 0);
+        ck_assert(spade_policy_load(&q, ck, NULL, err, sizeof err) != 0);
+        ck_assert_msg(strstr(err, "lora.base_sha256") != NULL, "%s", err);
+        free(ap);
+        free(aq);
+        free(mp);
+        free(mq);
+        spade_policy_free(p);
+    }
+}
+END_TEST
+
+/* Export merges W + (alpha / r) B A: the exported file, loaded as a plain
+ * model, gives the LoRA policy's log-probs (within the merge's rounding). */
+START_TEST(export_merges_adapters) {
+    for (int a = 0; a < 2; a++) {
+        char path[512], out[600];
+        model_path(path, sizeof path, archs[a], 10);
+        snprintf(out, sizeof out, "%s/merged-%s.gguf", dir, archs[a]);
+        spade_policy *p = load(path, "cpu_ref", 4);
+        train_steps(p, 3, NULL, NULL);
+        ck_assert_msg(spade_policy_export_gguf(p, out, SPADE_GGML_F32, NULL, err, sizeof err) == 0, "%s", err);
+        spade_policy *m = load(out, "cpu_ref", 0);
+        int tok[30];
+        seq(tok, 30, 9);
+        float lp[30], lm[30];
+        ck_assert(spade_policy_logprobs(p, tok, 1, 30, lp, err, sizeof err) == 0);
+        ck_assert(spade_policy_logprobs(m, tok, 1, 30, lm, err, sizeof err) == 0);
+        float base[30];
+        spade_policy *b = load(path, "cpu_ref", 0);
+        ck_assert(spade_policy_logprobs(b, tok, 1, 30, base, err, sizeof err) == 0);
+        double moved = 0;
+        for (int i = 0; i < 29; i++) {
+            ck_assert_msg(fabsf(lp[i] - lm[i]) < 1e-4f, "%s %d: %g vs %g", archs[a], i, lp[i], lm[i]);
+            moved += fabs(lp[i] - base[i]);
+        }
+        ck_assert_msg(moved > 1e-3, "%s: the adapters changed nothing (%.3g)", archs[a], moved);
+        spade_policy_free(b);
+        spade_policy_free(m);
+        spade_policy_free(p);
+    }
+}
+END_TEST
+
+/* The refusals: a GPT; LoRA on a policy already trained; bad keys. A config's
+ * keys parse and a LoRA policy made from a config trains. */
+START_TEST(refusals_and_keys) {
+    spade_gpt_config c;
+    spade_gpt_config_default(&c);
+    c.layers = 1;
+    c.width = 32;
+    c.heads = 2;
+    c.context = 32;
+    vocab = 263; /* the byte tokenizer's */
+    snprintf(c.backend, sizeof c.backend, "cpu_ref");
+    ck_assert(spade_gpt_config_set(&c, "policy.lora_rank", "4", err, sizeof err) == 0);
+    spade_policy *p = NULL;
+    ck_assert(spade_policy_new(&p, &c, err, sizeof err) != 0);
+    ck_assert_msg(strstr(err, "arch = llama") != NULL, "%s", err);
+    ck_assert(spade_gpt_config_set(&c, "lora_rank", "-1", err, sizeof err) != 0);
+    ck_assert(spade_gpt_config_set(&c, "lora_targets", "attn_q", err, sizeof err) != 0);
+    ck_assert(spade_gpt_config_set(&c, "lora_targets", "attn_qkv, ffn_down", err, sizeof err) == 0);
+    ck_assert_int_eq(c.lora_targets, 1u | 8u);
+    ck_assert(spade_gpt_config_set(&c, "lora_alpha", "16", err, sizeof err) == 0);
+    ck_assert(spade_gpt_config_set(&c, "arch", "llama", err, sizeof err) == 0);
+    ck_assert_msg(spade_policy_new(&p, &c, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(spade_policy_lora_rank(p), 4);
+    /* two targets: (C + QKV) and (F + C) per layer and rank */
+    size_t C = 32, QKV = 32 + 2 * 32, F = 4 * 32;
+    ck_assert_int_eq(spade_policy_num_trainable(p), 4 * (C + QKV + F + C));
+    float l0, l1;
+    train_steps(p, 3, &l0, &l1);
+    ck_assert(l1 < l0);
+    ck_assert(spade_policy_lora(p, 2, 0, 0, err, sizeof err) != 0);
+    /* a LoRA checkpoint of a seeded base rebuilds it */
+    char ck[400];
+    snprintf(ck, sizeof ck, "%s/seeded.ckpt", dir);
+    ck_assert_msg(spade_policy_save(p, ck, err, sizeof err) == 0, "%s", err);
+    spade_policy *q = NULL;
+    ck_assert_msg(spade_policy_load(&q, ck, NULL, err, sizeof err) == 0, "%s", err);
+    int tok[12];
+    seq(tok, 12, 1);
+    float a[12], b[12];
+    ck_assert(spade_policy_logprobs(p, tok, 1, 12, a, err, sizeof err) == 0);
+    ck_assert(spade_policy_logprobs(q, tok, 1, 12, b, err, sizeof err) == 0);
+    ck_assert(memcmp(a, b, sizeof a) == 0);
+    spade_policy_free(q);
+    spade_policy_free(p);
+}
+END_TEST
+
+/* A policy opened to sample holds no gradient or moment until it trains
+ * (the weights-only policy): its gradient and moments read as zeros and a
+ * checkpoint of it is the same file as before. */
+START_TEST(opened_policy_holds_weights_only) {
+    char path[512], ck[600];
+    model_path(path, sizeof path, "llama", 11);
+    snprintf(ck, sizeof ck, "%s/plain.ckpt", dir);
+    spade_policy *p = load(path, "cpu", 0);
+    size_t n = spade_policy_num_trainable(p);
+    float *g = malloc(n * 4);
+    ck_assert(spade_policy_get_grads(p, g, err, sizeof err) == 0);
+    ck_assert(spade_policy_get_moments(p, g, NULL, err, sizeof err) == 0);
+    for (size_t i = 0; i < n; i++) ck_assert(g[i] == 0.0f);
+    ck_assert(spade_policy_zero_grad(p, err, sizeof err) == 0);
+    ck_assert(spade_policy_save(p, ck, err, sizeof err) == 0);
+    spade_policy *q = NULL;
+    ck_assert(spade_policy_load(&q, ck, NULL, err, sizeof err) == 0);
+    float l0, l1;
+    train_steps(q, 2, &l0, &l1);
+    ck_assert(l1 < l0);
+    /* adapters on a trained checkpoint (spade train's [policy] init + lora_rank):
+     * its moments and step go, its file is the LoRA checkpoint's base */
+    char ck2[600], ck3[600];
+    snprintf(ck2, sizeof ck2, "%s/trained.ckpt", dir);
+    snprintf(ck3, sizeof ck3, "%s/on-trained.ckpt", dir);
+    ck_assert(spade_policy_save(q, ck2, err, sizeof err) == 0);
+    spade_policy *r = NULL, *u = NULL;
+    ck_assert(spade_policy_load(&r, ck2, NULL, err, sizeof err) == 0);
+    ck_assert_msg(spade_policy_lora(r, 2, 0, 0, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(spade_policy_steps(r), 0);
+    train_steps(r, 2, &l0, &l1);
+    ck_assert(l1 < l0);
+    ck_assert_msg(spade_policy_save(r, ck3, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(spade_policy_load(&u, ck3, NULL, err, sizeof err) == 0, "%s", err);
+    int tok[16];
+    seq(tok, 16, 3);
+    float a[16], b[16];
+    ck_assert(spade_policy_logprobs(r, tok, 1, 16, a, err, sizeof err) == 0);
+    ck_assert(spade_policy_logprobs(u, tok, 1, 16, b, err, sizeof err) == 0);
+    ck_assert(memcmp(a, b, sizeof a) == 0);
+    spade_policy_free(u);
+    spade_policy_free(r);
+    free(g);
+    spade_policy_free(q);
+    spade_policy_free(p);
+}
+END_TEST
+
+/* Two roles, two updates, every weight trained (no LoRA): the second role's
+ * pass borrows grpo's scratch gradient, and every view (a Llama's too) must
+ * come back to the real one; they pointed at the freed scratch before, so
+ * the next update wrote into freed memory and lost the first role. */
+START_TEST(grpo_roles_restore_the_gradient) {
+    char path[512];
+    model_path(path, sizeof path, "qwen2", 12);
+    spade_policy *p = load(path, "cpu", 0);
+    int sq[4][10];
+    unsigned char mask[10] = {0, 0, 0, 1, 1, 1, 0, 0, 1, 1};
+    float old[4][10], rw[4] = {1, 0, 0.3f, 0.8f};
+    spade_grpo_sample s[4];
+    for (int i = 0; i < 4; i++) {
+        seq(sq[i], 10, 40 + i);
+        float lp[10];
+        ck_assert(spade_policy_logprobs(p, sq[i], 1, 10, lp, err, sizeof err) == 0);
+        old[i][0] = 0;
+        for (int j = 1; j < 10; j++) old[i][j] = lp[j - 1];
+        s[i] = (spade_grpo_sample){.tokens = sq[i],
+                                   .len = 10,
+                                   .mask = mask,
+                                   .old_logprobs = old[i],
+                                   .reward = rw[i],
+                                   .group = i % 2,
+                                   .role = i / 2};
+    }
+    spade_grpo_opts go;
+    spade_grpo_opts_default(&go);
+    go.adv_mode = SPADE_GRPO_ADV_GIVEN;
+    for (int i = 0; i < 4; i++) s[i].advantage = i % 2 ? -1.0f : 1.0f;
+    spade_adamw_opts o;
+    spade_adamw_opts_default(&o);
+    o.lr = 1e-3f;
+    for (int k = 0; k < 3; k++) {
+        for (int i = 0; i < 4; i++) { /* on-policy each time: no ratio clipped */
+            float lp[10];
+            ck_assert(spade_policy_logprobs(p, sq[i], 1, 10, lp, err, sizeof err) == 0);
+            for (int j = 1; j < 10; j++) old[i][j] = lp[j - 1];
+        }
+        spade_grpo_stats st;
+        ck_assert_msg(spade_grpo_update(p, NULL, s, 4, &go, &o, &st, err, sizeof err) == 0, "%s", err);
+        ck_assert_msg(st.role_grad_norm[0] > 0 && st.role_grad_norm[1] > 0 && st.grad_norm > 0,
+                      "update %d: role norms %g %g, norm %g", k, st.role_grad_norm[0], st.role_grad_norm[1],
+                      st.grad_norm);
+    }
+    spade_policy_free(p);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("lora");
+    TCase *t = tcase_create("lora");
+    tcase_add_checked_fixture(t, setup, teardown);
+    tcase_set_timeout(t, 300);
+    tcase_add_test(t, fresh_adapter_is_the_base);
+    tcase_add_test(t, adapter_gradient_check);
+    tcase_add_test(t, cpu_matches_reference);
+    tcase_add_test(t, steps_train_adapters_only);
+    tcase_add_test(t, checkpoint_round_trip_and_base_check);
+    tcase_add_test(t, export_merges_adapters);
+    tcase_add_test(t, refusals_and_keys);
+    tcase_add_test(t, opened_policy_holds_weights_only);
+    tcase_add_test(t, grpo_roles_restore_the_gradient);
+    suite_add_tcase(s, t);
+    return tu_run(s);
+}
