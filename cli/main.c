@@ -121,11 +121,6 @@ static void open_standard_fds(void) {
 }
 
 int main(int argc, char **argv) {
-    /* OpenBLAS falls back to its SSE3 kernels on a CPU model it does not know;
-     * the cpu backend's note says so and names the OPENBLAS_CORETYPE that would
-     * be faster, but spade does not set it behind the user's back: on some
-     * processors the faster kernels of older OpenBLAS builds are wrong, and
-     * the machine's owner is the one to know (docs/policy.md, "Speed on the CPU"). */
     open_standard_fds();
     cli_set_self(argv[0]);
     if (argc < 2) {
