@@ -48,17 +48,32 @@ static size_t count(const spade_prompt_opts *o, const char *s, size_t n) {
     return o->count ? o->count(o->count_ctx, s, n) : n;
 }
 
-/* Whole lines while they fit (put_lines, without the fences). */
-static size_t put_lines_plain(buf *b, const spade_prompt_opts *o, const char *text, size_t len, size_t left) {
+/* Whole lines while they fit (put_lines, without the fences). A cut text
+ * ends with "...\n", except for a chat model (chat): a model shown a block
+ * that ends in "..." writes "..." into its own source (3 of 4 of
+ * Qwen2.5-Coder's sources ended so, and none compiled), so the block stops
+ * instead at the last top-level boundary that fits (a line that starts with
+ * '}' or is empty; the raw cut when none is in its second half) and *cut
+ * tells put_lines to say so after the fence. */
+static size_t put_lines_plain(buf *b, const spade_prompt_opts *o, const char *text, size_t len, size_t left, int *cut) {
     static const char more[] = "...\n";
-    size_t used = 0, reserve = count(o, more, sizeof more - 1);
+    size_t used = 0, reserve = o->chat ? 0 : count(o, more, sizeof more - 1);
+    size_t bound_at = 0, bound_used = 0; /* b->n and used after the last boundary line, 0: none */
     const char *p = text, *end = text + len;
+    *cut = 0;
     while (p < end) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         size_t n = nl ? (size_t)(nl - p) + 1 : (size_t)(end - p);
         size_t c = count(o, p, n) + (nl ? 0 : 1);
         if (used + c + reserve > left) {
-            if (used + reserve <= left) {
+            *cut = 1;
+            if (o->chat) {
+                if (bound_at && 2 * bound_used >= used && b->p) { /* drop the partial top-level item */
+                    b->n = bound_at;
+                    b->p[b->n] = 0;
+                    used = bound_used;
+                }
+            } else if (used + reserve <= left) {
                 put(b, more, sizeof more - 1);
                 used += reserve;
             }
@@ -67,6 +82,7 @@ static size_t put_lines_plain(buf *b, const spade_prompt_opts *o, const char *te
         put(b, p, n);
         if (!nl) put(b, "\n", 1);
         used += c;
+        if (n == 1 || *p == '}') bound_at = b->n, bound_used = used;
         p += n;
     }
     return used;
@@ -74,14 +90,20 @@ static size_t put_lines_plain(buf *b, const spade_prompt_opts *o, const char *te
 
 /* Appends whole lines of text while they fit in *left tokens; a cut text
  * ends with "...\n"; for a chat model the lines are in a ```c block (its
- * fences counted). Returns what it used. */
+ * fences counted), and a cut one is followed by CUT_NOTE, outside the block.
+ * Returns what it used. */
+static const char CUT_NOTE[] = "(This source is cut here to fit; an answer is always a whole source.)\n";
 static size_t put_lines(buf *b, const spade_prompt_opts *o, const char *text, size_t len, size_t left) {
     static const char open[] = "```c\n", close[] = "```\n";
-    size_t fences = o->chat ? count(o, open, sizeof open - 1) + count(o, close, sizeof close - 1) : 0;
+    size_t fences = o->chat ? count(o, open, sizeof open - 1) + count(o, close, sizeof close - 1) +
+                                  count(o, CUT_NOTE, sizeof CUT_NOTE - 1)
+                            : 0;
     if (o->chat && fences >= left) return 0;
     if (o->chat) put(b, open, sizeof open - 1);
-    size_t used = fences + put_lines_plain(b, o, text, len, left - fences);
+    int cut;
+    size_t used = fences + put_lines_plain(b, o, text, len, left - fences, &cut);
     if (o->chat) put(b, close, sizeof close - 1);
+    if (o->chat && cut) put(b, CUT_NOTE, sizeof CUT_NOTE - 1);
     return used;
 }
 

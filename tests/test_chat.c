@@ -234,6 +234,41 @@ START_TEST(the_agent_in_chatml) {
 }
 END_TEST
 
+/* A grounding source too long for the budget, in the chat form: the block
+ * stops at its last top-level boundary (after a closing brace), never with
+ * "..." (a model shown "..." writes it into its own source), and a note after
+ * the fence says it was cut; a whole one gets no note. */
+START_TEST(a_cut_excerpt_ends_at_a_boundary) {
+    spade_prompt_opts po;
+    spade_prompt_opts_default(&po);
+    po.chat = 1;
+    char excerpt[8192] = "#include <spade/dsl.h>\nENV(\"x\", \"y\")\n";
+    for (int i = 0; i < 40; i++)
+        snprintf(excerpt + strlen(excerpt), sizeof excerpt - strlen(excerpt),
+                 "static int f%d(int a) {\n    int b = a * %d;\n    return b + 1;\n}\n", i, i);
+    size_t cl;
+    spade_chat_designer_card(&cl);
+    po.budget = (int)cl + 16 + 700; /* the card, the markup and about 700 bytes: a part of the excerpt */
+    char *req;
+    size_t rl;
+    ck_assert_msg(
+        spade_prompt_build(&po, "math", "x.c", excerpt, strlen(excerpt), NULL, 0, &req, &rl, err, sizeof err) == 0,
+        "%s", err);
+    ck_assert_ptr_null(strstr(req, "..."));
+    const char *end = strstr(req, "}\n```\n(This source is cut here to fit; an answer is always a whole source.)\n");
+    ck_assert_msg(end != NULL, "no boundary cut and note in: %s", req);
+    ck_assert_ptr_nonnull(strstr(req, "static int f0(int a) {"));
+    ck_assert_ptr_null(strstr(req, "static int f39("));
+    free(req);
+    po.budget = (int)cl + 16 + 8192;
+    ck_assert(spade_prompt_build(&po, "math", "x.c", excerpt, strlen(excerpt), NULL, 0, &req, &rl, err, sizeof err) ==
+              0);
+    ck_assert_ptr_nonnull(strstr(req, "static int f39("));
+    ck_assert_ptr_null(strstr(req, "cut here"));
+    free(req);
+}
+END_TEST
+
 START_TEST(the_designer_in_chatml) {
     spade_tokenizer *tok = chat_tokenizer();
     spade_prompt_opts po;
@@ -508,6 +543,7 @@ static Suite *chat_suite(void) {
     tcase_set_timeout(t, 120);
     tcase_add_test(t, the_agent_in_chatml);
     tcase_add_test(t, the_designer_in_chatml);
+    tcase_add_test(t, a_cut_excerpt_ends_at_a_boundary);
     tcase_add_test(t, the_card_is_the_documented_one);
     tcase_add_test(t, spades_format_is_unchanged);
     tcase_add_test(t, the_policy_agent_plays_in_chatml);
