@@ -179,12 +179,16 @@ void cli_usage_train(FILE *out) {
  * GRPO update trains both roles. The knobs are the smallest that still make a meaningful
  * iteration (BENCHMARKS.md, "One self-play iteration on a pretrained model"). No fixed-pool
  * part: on SmolLM2 it was 60% of an iteration's time and won nothing, so no update came of it
- * ([selfplay] pool_envs in the run's config.ini turns it on). SPADE_TRAIN_QUICK=1 shrinks it to
+ * ([selfplay] pool_envs in the run's config.ini turns it on). LoRA of rank 8 ([policy] lora_rank):
+ * the update holds 3.6 GB for Qwen instead of ~18, and a checkpoint is the adapters, not 1.6 GB
+ * of SmolLM2's weights and moments an iteration. Qwen2.5-Coder gets a 3,072-token context and
+ * 768-token sources: at 2,048 and 384 its sources were cut, or copied a grounding source that
+ * had been cut to fit, and none compiled; at these, 2 of 4 did. SPADE_TRAIN_QUICK=1 shrinks it to
  * one iteration of two short sources (the test suite runs the whole path with it). */
 static const char DEFAULT_PRETRAINED[] =
     "; written by `spade train` (the embedded default): self-play on the pretrained %s\n"
     "[run]\ndir = .\niterations = %d\nseed = 1\n"
-    "[policy]\nmodel = %s\ncontext = %d\n"
+    "[policy]\nmodel = %s\ncontext = %d\nlora_rank = 8\n"
     "[designer]\nenabled = true\nsource = policy\nenvs = %d\nmax_source_tokens = %d\ntemperature = 0.7\n"
     "max_step_ms = 50\n"
     "[selfplay]\nplays = %d\npool_envs = 0\n"
@@ -247,8 +251,16 @@ static int train_default(spade_sandbox *sb) {
     printf("spade train: the embedded default in %s: %d self-play iteration%s on the pretrained %s, its one\n"
            "  policy writing whole environments as the designer and playing the valid ones as the agent\n",
            run, iters, iters == 1 ? "" : "s", model);
-    int n = snprintf(text, sizeof text, DEFAULT_PRETRAINED, model, iters, model, q ? 1280 : 2048, q ? 2 : 4,
-                     q ? 32 : 384, q ? 2 : 4, stdenv, q ? 2 : 4);
+    int coder = !strcmp(model, "qwen2.5-coder-0.5b-instruct"); /* a model that writes C: room to finish */
+    int n = snprintf(text, sizeof text, DEFAULT_PRETRAINED, model, iters, model,
+                     q       ? 1280
+                     : coder ? 3072
+                             : 2048,
+                     q ? 2 : 4,
+                     q       ? 32
+                     : coder ? 768
+                             : 384,
+                     q ? 2 : 4, stdenv, q ? 2 : 4);
     snprintf(path, sizeof path, "%s/selfplay.ini", run);
     if (n < 0 || (size_t)n >= sizeof text || cli_write_atomic(path, text, (size_t)n) < 0)
         return cli_err(CLI_FAIL, "train", "%s: cannot write", path);
