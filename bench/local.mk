@@ -98,3 +98,13 @@ noinst_PROGRAMS += bench/bench_llama
 bench_bench_llama_SOURCES = bench/bench_llama.c
 bench_bench_llama_LDADD = $(SPADE_LIBS)
 EXTRA_DIST += bench/bench_llama.sh bench/llama_cpp_ref.py bench/torch_llama.py
+# bench_designer_chat: the designer's warm start measured (docs/train.md, "A
+# warm start for the designer"): a model or checkpoint asked the loop's
+# chat-form designer request for prompts of chosen families, each answer
+# judged by compile, spade check, every gate and novelty against the prompt,
+# with Wilson intervals. Needs a model, so `make bench` does not run it;
+# tests/test_demos.sh runs it at toy size.
+noinst_PROGRAMS += bench/bench_designer_chat
+bench_bench_designer_chat_SOURCES = bench/bench_designer_chat.c $(selfplay_sources) $(designer_sources) \
+	$(agent_sources)
+bench_bench_designer_chat_LDADD = $(SPADE_LIBS)
