@@ -13,6 +13,7 @@
  * (the prompts' shared card prefilled once), stopping at the end of its turn.
  * Each answer's source is its first ```c block (spade_extract_source) and is
  * judged:
+ *   has ENV(" it holds an ENV(" line: the DSL's shape, whether it compiles or not
  *   compile   it loads in the sandbox
  *   check     spade check passes (no errors)
  *   gates     every gate of designer/gates.h passes, novelty included: against
@@ -69,7 +70,7 @@ typedef struct opts {
 } opts;
 
 typedef struct tally {
-    long n, compile, check, gates, novel, exact, tokens;
+    long n, has_env, compile, check, gates, novel, exact, tokens;
     long first_failed[SPADE_GATE_COUNT];
 } tally;
 
@@ -152,6 +153,7 @@ static void refs_free(refs *r) {
 static void judge(spade_sandbox *sb, const refs *rf, const opts *o, const env *e, const char *src, size_t len,
                   tally *t) {
     t->n++;
+    t->has_env += memmem(src, len, "ENV(\"", 5) != NULL; /* the DSL's shape, compiling or not */
     spade_worker *w = NULL;
     spade_failure f;
     if (spade_worker_load(sb, e->name, src, len, &w, &f)) {
@@ -197,7 +199,8 @@ static void judge(spade_sandbox *sb, const refs *rf, const opts *o, const env *e
 }
 
 static void add(tally *a, const tally *b) {
-    a->n += b->n, a->compile += b->compile, a->check += b->check, a->gates += b->gates, a->novel += b->novel;
+    a->n += b->n, a->has_env += b->has_env, a->compile += b->compile, a->check += b->check, a->gates += b->gates,
+        a->novel += b->novel;
     a->exact += b->exact, a->tokens += b->tokens;
     for (int i = 0; i < SPADE_GATE_COUNT; i++) a->first_failed[i] += b->first_failed[i];
 }
@@ -210,6 +213,7 @@ static void cell(long k, long n) {
 
 static void row(const char *name, const tally *t, int rewrite) {
     printf("| %s |", name);
+    cell(t->has_env, t->n);
     cell(t->compile, t->n);
     cell(t->check, t->n);
     cell(t->gates, t->n);
@@ -461,9 +465,9 @@ int main(int argc, char **argv) {
             goto done;
         }
     }
-    printf("| prompt (grounding) | family | compile | check | all gates | %s | tokens a sample |\n",
+    printf("| prompt (grounding) | family | has ENV(\" | compile | check | all gates | %s | tokens a sample |\n",
            o.rewrite ? "exact variant" : "novel vs prompt");
-    printf("|---|---|---|---|---|---|---|\n");
+    printf("|---|---|---|---|---|---|---|---|\n");
     tally all = {0};
     for (int i = 0; i < ne; i++) {
         char label[400];
