@@ -108,3 +108,13 @@ bench_bench_gemm_LDADD = $(SPADE_LIBS)
 # bench/bench_iteration.sh: the seconds of a self-play iteration on a pretrained
 # model by phase (train.jsonl's time_s), through spade train itself; nothing to build.
 EXTRA_DIST += bench/bench_iteration.sh
+# bench_designer_chat: the designer's warm start measured (docs/train.md, "A
+# warm start for the designer"): a model or checkpoint asked the loop's
+# chat-form designer request for prompts of chosen families, each answer
+# judged by compile, spade check, every gate and novelty against the prompt,
+# with Wilson intervals. Needs a model, so `make bench` does not run it;
+# tests/test_demos.sh runs it at toy size.
+noinst_PROGRAMS += bench/bench_designer_chat
+bench_bench_designer_chat_SOURCES = bench/bench_designer_chat.c $(selfplay_sources) $(designer_sources) \
+	$(agent_sources)
+bench_bench_designer_chat_LDADD = $(SPADE_LIBS)

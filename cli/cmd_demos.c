@@ -9,6 +9,10 @@
  * spade pretrain reads *.transcript files back into the same tokens
  * (cli/transcript_text.h). With --model MODEL the transcripts are laid out as
  * that pretrained model reads them: its chat template (ChatML, its tokens).
+ * --pairs and --rewrite K write the designer's warm-start demonstrations
+ * (docs/train.md): each source as the grounding of the loop's request,
+ * answered by every other source of its family, or by a checked variant with
+ * the change stated in the request; --hold-out leaves whole families out.
  * What it is not: a trainer, nor an evaluation: episodes SOLVE does not win
  * are counted and left out.
  */
@@ -33,7 +37,8 @@
 void cli_usage_demos(FILE *out) {
     fprintf(out,
             "usage: spade demos SPEC... --episodes N --out DIR [--params-sweep] [--hint] [--seed S]\n"
-            "                   [--designer K] [--prompt-budget B] [--model MODEL]\n"
+            "                   [--designer K] [--rewrite K] [--pairs] [--hold-out FAMILY,...]\n"
+            "                   [--prompt-budget B] [--model MODEL]\n"
             "\n"
             "Plays SOLVE on N seeds (S, S+1, ...) of each environment and writes every episode it\n"
             "wins as an agent transcript (agent/transcript.h), special tokens spelled out, to\n"
@@ -47,6 +52,11 @@ void cli_usage_demos(FILE *out) {
             "excerpt, B bytes at most) to DIR/NAME.designer.transcript. --model MODEL lays every\n"
             "transcript out in the chat template of a pretrained model (a known name or a .gguf:\n"
             "ChatML with its system lines, docs/transcripts.md); B then counts its tokens.\n"
+            "--pairs writes the designer's warm-start demonstrations (docs/train.md): the loop's\n"
+            "request grounded on each source, answered by every other source of its family (the\n"
+            "ENV's .family), to DIR/NAME.pairs.transcript. --rewrite K writes K checked variants as\n"
+            "the rewrite task (the request states the change) to DIR/NAME.rewrite.transcript.\n"
+            "--hold-out drops every environment of the families named from every file.\n"
             "\n"
             "  -n, --episodes N      per environment (default 16; 0: only the --designer variants)\n"
             "  -o, --out DIR         output directory (created)\n"
@@ -54,6 +64,9 @@ void cli_usage_demos(FILE *out) {
             "  -H, --hint            the hint arm on every second episode\n"
             "      --seed S          first seed (default 0)\n"
             "  -d, --designer K      varied copies per source (default 0)\n"
+            "      --rewrite K       varied copies per source as rewrite demonstrations (default 0)\n"
+            "      --pairs           the other sources of the family as answers\n"
+            "      --hold-out F,...  families left out\n"
             "      --prompt-budget B designer prompt bytes (default 1024; with --model, tokens, 2048)\n"
             "  -m, --model MODEL     the chat template and tokens of a pretrained model\n"
             "  -h, --help            this help\n",
@@ -234,19 +247,32 @@ done:
 
 static size_t count_tokens(void *ctx, const char *text, size_t len) { return spade_tokenizer_count(ctx, text, len); }
 
-/* K varied copies of src that pass spade check, as designer transcripts. */
-static int write_variants(spade_sandbox *sb, spade_tokenizer *tok, const char *path, const char *src, size_t len,
-                          const spade_env_info *info, int k, int budget, uint64_t seed, const char *out_path) {
+/* The designer's prompt grounded on src (the loop's request, or with
+ * request the rewrite task's), as its transcript's opening in t. */
+static int designer_prompt(spade_tokenizer *tok, const char *path, const char *src, size_t len, const char *family,
+                           int budget, const char *request, spade_transcript *t) {
     char err[2048], *prompt = NULL;
     size_t plen;
     spade_prompt_opts po;
     spade_prompt_opts_default(&po);
     po.budget = budget;
+    po.request = request;
     if ((po.chat = spade_tokenizer_is_chat(tok))) po.count = count_tokens, po.count_ctx = tok;
     const char *base = strrchr(path, '/');
-    if (spade_prompt_build(&po, info->family, base ? base + 1 : path, src, len, NULL, 0, &prompt, &plen, err,
-                           sizeof err) < 0)
+    if (spade_prompt_build(&po, family, base ? base + 1 : path, src, len, NULL, 0, &prompt, &plen, err, sizeof err) < 0)
         return cli_err(CLI_FAIL, "demos", "%s: %s", path, err);
+    spade_transcript_init(t);
+    spade_transcript_designer_open(t, tok, prompt, plen);
+    free(prompt);
+    return CLI_OK;
+}
+
+/* K varied copies of src that pass spade check, as designer transcripts;
+ * rewrite: as the rewrite task, the request stating the change. */
+static int write_variants(spade_sandbox *sb, spade_tokenizer *tok, const char *path, const char *src, size_t len,
+                          const spade_env_info *info, int k, int budget, int rewrite, uint64_t seed,
+                          const char *out_path) {
+    char err[2048], what[1024], req[1400];
     char **texts = calloc((size_t)k, sizeof *texts);
     size_t *lens = calloc((size_t)k, sizeof *lens);
     int rc = CLI_FAIL, made = 0, tried = 0, rejected = 0;
@@ -260,8 +286,8 @@ static int write_variants(spade_sandbox *sb, spade_tokenizer *tok, const char *p
     for (uint64_t v = 0; made < k && tried < 4 * k; v++, tried++) {
         char *var = NULL;
         size_t vlen;
-        if (spade_variant_make(src, len, info, spade_mix64(seed ^ (v + 1) * 0x2545F4914F6CDD1Dull), &var, &vlen, err,
-                               sizeof err) < 0) {
+        if (spade_variant_make_told(src, len, info, spade_mix64(seed ^ (v + 1) * 0x2545F4914F6CDD1Dull), &var, &vlen,
+                                    what, sizeof what, err, sizeof err) < 0) {
             rejected++;
             continue;
         }
@@ -271,8 +297,11 @@ static int write_variants(spade_sandbox *sb, spade_tokenizer *tok, const char *p
             continue;
         }
         spade_transcript t;
-        spade_transcript_init(&t);
-        spade_transcript_designer_open(&t, tok, prompt, plen);
+        spade_rewrite_request(what, req, sizeof req);
+        if (designer_prompt(tok, path, src, len, info->family, budget, rewrite ? req : NULL, &t)) {
+            free(var);
+            goto done;
+        }
         spade_transcript_designer_source(&t, tok, var, vlen);
         if (spade_transcript_render(&t, tok, &texts[made], &lens[made]) == 0) made++;
         spade_transcript_free(&t);
@@ -280,122 +309,223 @@ static int write_variants(spade_sandbox *sb, spade_tokenizer *tok, const char *p
     }
     size_t bytes;
     if (write_file(out_path, texts, lens, made, &bytes)) goto done;
-    printf("%s: %d varied sources passing spade check written (%zu bytes), %d rejected\n", out_path, made, bytes,
-           rejected);
+    printf("%s: %d varied sources passing spade check written%s (%zu bytes), %d rejected\n", out_path, made,
+           rewrite ? " as rewrites" : "", bytes, rejected);
     rc = CLI_OK;
 done:
     for (int i = 0; texts && i < made; i++) free(texts[i]);
     free(texts);
     free(lens);
-    free(prompt);
     return rc;
+}
+
+/* ---------------------------------------------------------------- pairs */
+
+/* One environment of the command line, loaded. */
+typedef struct demo_env {
+    char path[SPADE_PATH_MAX], params[SPADE_SPEC_PARAMS_MAX], name[80];
+    char *src;
+    size_t len;
+    spade_env_info info;
+} demo_env;
+
+/* 1 when the comma-separated list names word. */
+static int in_list(const char *list, const char *word) {
+    size_t n = strlen(word);
+    for (const char *p = list; p && *p;) {
+        size_t k = strcspn(p, ",");
+        if (k == n && !strncmp(p, word, n)) return 1;
+        p += k;
+        if (*p) p++;
+    }
+    return 0;
+}
+
+/* The designer's new-environment demonstrations grounded on es[i]: the
+ * loop's request with es[i] as the excerpt, answered by every other source
+ * of its family (another file, whatever its name). */
+static int write_pairs(spade_tokenizer *tok, const demo_env *es, int n, int i, int budget, const char *out_path) {
+    char **texts = calloc((size_t)n, sizeof *texts);
+    size_t *lens = calloc((size_t)n, sizeof *lens);
+    int made = 0, rc = CLI_FAIL;
+    if (!texts || !lens) {
+        cli_err(CLI_FAIL, "demos", "out of memory");
+        goto done;
+    }
+    for (int j = 0; j < n; j++) {
+        if (j == i || strcmp(es[j].info.family, es[i].info.family) || !strcmp(es[j].path, es[i].path)) continue;
+        spade_transcript t;
+        if (designer_prompt(tok, es[i].path, es[i].src, es[i].len, es[i].info.family, budget, NULL, &t)) goto done;
+        spade_transcript_designer_source(&t, tok, es[j].src, es[j].len);
+        if (spade_transcript_render(&t, tok, &texts[made], &lens[made]) == 0) made++;
+        spade_transcript_free(&t);
+    }
+    size_t bytes;
+    if (write_file(out_path, texts, lens, made, &bytes)) goto done;
+    printf("%s: %d other sources of the family %s written as answers (%zu bytes)\n", out_path, made, es[i].info.family,
+           bytes);
+    rc = CLI_OK;
+done:
+    for (int k = 0; texts && k < made; k++) free(texts[k]);
+    free(texts);
+    free(lens);
+    return rc;
+}
+
+/* Loads spec into e (its source, info and checked params). */
+static int load_env(spade_sandbox *sb, const char *spec, demo_env *e) {
+    if (cli_load_spec("demos", spec, e->path, sizeof e->path, e->params, sizeof e->params, &e->src, &e->len))
+        return CLI_FAIL;
+    spade_worker *w = NULL;
+    spade_failure f;
+    if (spade_worker_load(sb, e->path, e->src, e->len, &w, &f)) {
+        cli_print_failure("demos", e->path, &f);
+        return CLI_FAIL;
+    }
+    e->info = *spade_worker_info(w);
+    spade_worker_free(w);
+    if (!e->info.has_solve)
+        return cli_err(CLI_FAIL, "demos", "%s: the environment has no SOLVE to demonstrate", e->path);
+    for (const char *p = e->params; *p;) { /* every param the spec names is one of the environment's */
+        size_t k = strcspn(p, "=,");
+        int found = 0;
+        for (int j = 0; j < e->info.n_params; j++)
+            found |= strlen(e->info.params[j].name) == k && !strncmp(e->info.params[j].name, p, k);
+        if (!found) return cli_err(CLI_FAIL, "demos", "%s: unknown param '%.*s'", spec, (int)k, p);
+        p += strcspn(p, ",");
+        if (*p) p++;
+    }
+    return CLI_OK;
 }
 
 /* ---------------------------------------------------------------- command */
 
-int cli_demos(spade_sandbox *sb, int argc, char **argv) {
+typedef struct demo_opts {
+    long episodes, designer, rewrite, budget;
+    int sweep, hint, pairs;
+    uint64_t seed;
+    const char *out, *model, *hold_out;
+} demo_opts;
+
+static int parse_opts(int argc, char **argv, demo_opts *o) {
     static const struct option longopts[] = {{"episodes", required_argument, 0, 'n'},
                                              {"out", required_argument, 0, 'o'},
                                              {"params-sweep", no_argument, 0, 'p'},
                                              {"hint", no_argument, 0, 'H'},
                                              {"seed", required_argument, 0, 'S'},
                                              {"designer", required_argument, 0, 'd'},
+                                             {"rewrite", required_argument, 0, 'R'},
+                                             {"pairs", no_argument, 0, 'P'},
+                                             {"hold-out", required_argument, 0, 'X'},
                                              {"prompt-budget", required_argument, 0, 'B'},
                                              {"model", required_argument, 0, 'm'},
                                              {"help", no_argument, 0, 'h'},
                                              {0, 0, 0, 0}};
-    long episodes = 16, designer = 0, budget = 0, v;
-    int sweep = 0, hint = 0, ch;
-    uint64_t seed = 0;
-    const char *out = NULL, *model = NULL;
+    *o = (demo_opts){.episodes = 16};
+    long v;
+    int ch;
     optind = 0;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, "n:o:pHd:m:h", longopts, NULL)) != -1) {
         switch (ch) {
         case 'n':
-            if (cli_parse_long("demos", "--episodes", optarg, 0, 1000000, &episodes) < 0) return CLI_USAGE;
+            if (cli_parse_long("demos", "--episodes", optarg, 0, 1000000, &o->episodes) < 0) return CLI_USAGE;
             break;
-        case 'o': out = optarg; break;
-        case 'p': sweep = 1; break;
-        case 'H': hint = 1; break;
+        case 'o': o->out = optarg; break;
+        case 'p': o->sweep = 1; break;
+        case 'H': o->hint = 1; break;
         case 'S':
-            if (cli_parse_u64("demos", "--seed", optarg, &seed) < 0) return CLI_USAGE;
+            if (cli_parse_u64("demos", "--seed", optarg, &o->seed) < 0) return CLI_USAGE;
             break;
         case 'd':
-            if (cli_parse_long("demos", "--designer", optarg, 0, 1000, &designer) < 0) return CLI_USAGE;
+            if (cli_parse_long("demos", "--designer", optarg, 0, 1000, &o->designer) < 0) return CLI_USAGE;
             break;
+        case 'R':
+            if (cli_parse_long("demos", "--rewrite", optarg, 0, 1000, &o->rewrite) < 0) return CLI_USAGE;
+            break;
+        case 'P': o->pairs = 1; break;
+        case 'X': o->hold_out = optarg; break;
         case 'B':
             if (cli_parse_long("demos", "--prompt-budget", optarg, 256, 1 << 20, &v) < 0) return CLI_USAGE;
-            budget = v;
+            o->budget = v;
             break;
-        case 'm': model = optarg; break;
-        case 'h': cli_usage_demos(stdout); return CLI_OK;
+        case 'm': o->model = optarg; break;
+        case 'h': cli_usage_demos(stdout); return -1;
         default: return cli_bad_option("demos", argc, argv, optopt);
         }
     }
     if (optind >= argc) return cli_err(CLI_USAGE, "demos", "name at least one environment (spade demos --help)");
-    if (!out) return cli_err(CLI_USAGE, "demos", "--out DIR is required");
-    if (!episodes && !designer) return cli_err(CLI_USAGE, "demos", "--episodes 0 writes nothing without --designer K");
+    if (!o->out) return cli_err(CLI_USAGE, "demos", "--out DIR is required");
+    if (!o->episodes && !o->designer && !o->rewrite && !o->pairs)
+        return cli_err(CLI_USAGE, "demos", "--episodes 0 writes nothing without --designer K, --rewrite K or --pairs");
     if (argc - optind > DEMO_MAX_SPECS) return cli_err(CLI_USAGE, "demos", "at most %d environments", DEMO_MAX_SPECS);
-    if (mkdir(out, 0755) && errno != EEXIST)
-        return cli_err(CLI_FAIL, "demos", "cannot create %s: %s", out, strerror(errno));
+    return CLI_OK;
+}
+
+/* Everything asked of one environment, into files named after it. */
+static int write_env(spade_sandbox *sb, spade_tokenizer *tok, const demo_opts *o, const demo_env *es, int n, int i) {
+    const demo_env *e = &es[i];
+    char file[SPADE_PATH_MAX + 100];
+    int rc = CLI_OK;
+    snprintf(file, sizeof file, "%s/%s.transcript", o->out, e->name);
+    if (o->episodes > 0)
+        rc = play_env(sb, tok, e->path, e->src, e->len, e->params, &e->info, o->episodes, o->sweep, o->hint, o->seed,
+                      file);
+    if (rc == CLI_OK && o->designer > 0) {
+        snprintf(file, sizeof file, "%s/%s.designer.transcript", o->out, e->name);
+        rc = write_variants(sb, tok, e->path, e->src, e->len, &e->info, (int)o->designer, (int)o->budget, 0, o->seed,
+                            file);
+    }
+    if (rc == CLI_OK && o->rewrite > 0) {
+        snprintf(file, sizeof file, "%s/%s.rewrite.transcript", o->out, e->name);
+        rc = write_variants(sb, tok, e->path, e->src, e->len, &e->info, (int)o->rewrite, (int)o->budget, 1,
+                            o->seed ^ 0x5EED, file);
+    }
+    if (rc == CLI_OK && o->pairs) {
+        snprintf(file, sizeof file, "%s/%s.pairs.transcript", o->out, e->name);
+        rc = write_pairs(tok, es, n, i, (int)o->budget, file);
+    }
+    return rc;
+}
+
+int cli_demos(spade_sandbox *sb, int argc, char **argv) {
+    demo_opts o;
+    int rc = parse_opts(argc, argv, &o);
+    if (rc) return rc < 0 ? CLI_OK : rc;
+    if (mkdir(o.out, 0755) && errno != EEXIST)
+        return cli_err(CLI_FAIL, "demos", "cannot create %s: %s", o.out, strerror(errno));
     char err[2048];
     spade_tokenizer *tok = NULL; /* the render spells every token out, so bytes lose nothing */
-    if (model ? spade_tokenizer_from_model(&tok, model, err, sizeof err)
-              : spade_tokenizer_new_bytes(&tok, err, sizeof err))
+    if (o.model ? spade_tokenizer_from_model(&tok, o.model, err, sizeof err)
+                : spade_tokenizer_new_bytes(&tok, err, sizeof err))
         return cli_err(CLI_FAIL, "demos", "%s", err);
-    if (!budget) budget = model ? 2048 : 1024;
-    /* names already written, so two specs of one environment do not overwrite each other */
-    static char used[DEMO_MAX_SPECS][80];
-    int rc = CLI_OK;
+    if (!o.budget) o.budget = o.model ? 2048 : 1024;
+    static demo_env es[DEMO_MAX_SPECS];
+    int n = 0, held = 0;
     for (int i = optind; i < argc && rc == CLI_OK; i++) {
-        char path[SPADE_PATH_MAX], params[SPADE_SPEC_PARAMS_MAX], *src = NULL;
-        size_t len;
-        if ((rc = cli_load_spec("demos", argv[i], path, sizeof path, params, sizeof params, &src, &len))) break;
-        spade_worker *w = NULL;
-        spade_failure f;
-        if (spade_worker_load(sb, path, src, len, &w, &f)) {
-            cli_print_failure("demos", path, &f);
-            free(src);
-            rc = CLI_FAIL;
+        demo_env *e = &es[n];
+        memset(e, 0, sizeof *e);
+        if ((rc = load_env(sb, argv[i], e))) {
+            free(e->src);
             break;
         }
-        spade_env_info info = *spade_worker_info(w);
-        spade_worker_free(w);
-        if (!info.has_solve) {
-            free(src);
-            rc = cli_err(CLI_FAIL, "demos", "%s: the environment has no SOLVE to demonstrate", path);
-            break;
+        if (o.hold_out && in_list(o.hold_out, e->info.family)) { /* whole families left out of every file */
+            printf("held out: %s (family %s)\n", e->info.name, e->info.family);
+            free(e->src);
+            held++;
+            continue;
         }
-        for (const char *p = params; *p;) { /* every param the spec names is one of the environment's */
-            size_t k = strcspn(p, "=,");
-            int found = 0;
-            for (int j = 0; j < info.n_params; j++)
-                found |= strlen(info.params[j].name) == k && !strncmp(info.params[j].name, p, k);
-            if (!found) {
-                rc = cli_err(CLI_FAIL, "demos", "%s: unknown param '%.*s'", argv[i], (int)k, p);
-                break;
-            }
-            p += strcspn(p, ",");
-            if (*p) p++;
-        }
-        if (rc) {
-            free(src);
-            break;
-        }
-        char name[80], file[SPADE_PATH_MAX + 100];
-        snprintf(name, sizeof name, "%s", info.name);
-        for (int dup = 2, j = 0; j < i - optind; j++)
-            if (!strcmp(used[j], name)) snprintf(name, sizeof name, "%s-%d", info.name, dup++), j = -1;
-        snprintf(used[i - optind], sizeof used[0], "%s", name);
-        snprintf(file, sizeof file, "%s/%s.transcript", out, name);
-        if (episodes > 0) rc = play_env(sb, tok, path, src, len, params, &info, episodes, sweep, hint, seed, file);
-        if (rc == CLI_OK && designer > 0) {
-            snprintf(file, sizeof file, "%s/%s.designer.transcript", out, name);
-            rc = write_variants(sb, tok, path, src, len, &info, (int)designer, (int)budget, seed, file);
-        }
-        free(src);
+        /* names already written, so two specs of one environment do not overwrite each other */
+        char base[sizeof e->info.name];
+        memcpy(base, e->info.name, sizeof base);
+        snprintf(e->name, sizeof e->name, "%s", base);
+        for (int dup = 2, j = 0; j < n; j++)
+            if (!strcmp(es[j].name, e->name)) snprintf(e->name, sizeof e->name, "%s-%d", base, dup++), j = -1;
+        n++;
     }
+    if (rc == CLI_OK && !n) rc = cli_err(CLI_FAIL, "demos", "every environment named is held out (%d)", held);
+    for (int i = 0; i < n && rc == CLI_OK; i++) rc = write_env(sb, tok, &o, es, n, i);
+    for (int i = 0; i < n; i++) free(es[i].src);
     spade_tokenizer_free(tok);
     return rc;
 }

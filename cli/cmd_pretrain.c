@@ -34,6 +34,7 @@
 
 #include "cli.h"
 #include "policy/policy.h"
+#include "policy/pretrained.h"
 #include "rng.h"
 #include "transcript_text.h"
 
@@ -52,6 +53,8 @@ typedef struct pt_config {
     float sample_temperature;
     int tokenizer_vocab; /* BPE vocabulary when one is trained on the data */
     uint64_t seed;
+    char model[1024]; /* [policy] model: a pretrained model (a known name or a .gguf) to start from */
+    int answers; /* [pretrain] loss = answers: the loss on what a role wrote only, windows from a transcript's start */
     /* parse state */
     const char *file;
     int bad_line;
@@ -91,6 +94,14 @@ static int on_key(void *user, const char *section, const char *name, const char 
     pt_config *c = user;
     char e[400];
     if (c->msg[0]) return 1; /* keep the first error only */
+    if (!strcmp(section, "policy") && !strcmp(name, "model")) {
+        if (!*value || strlen(value) >= sizeof c->model) {
+            snprintf(c->msg, sizeof c->msg, "[policy] model = '%s': expected a model name or a .gguf path", value);
+            return 0;
+        }
+        snprintf(c->model, sizeof c->model, "%s", value);
+        return 1;
+    }
     if (!strcmp(section, "policy")) {
         int rc = spade_gpt_config_set(&c->gpt, name, value, e, sizeof e);
         if (rc) {
@@ -147,6 +158,14 @@ static int on_key(void *user, const char *section, const char *name, const char 
     INT("sample_tokens", sample_tokens, 1, 65536, int)
     NUM("sample_temperature", sample_temperature, 0, 100, float)
     INT("tokenizer_vocab", tokenizer_vocab, SPADE_VOCAB, SPADE_TOK_MAX_VOCAB, int)
+    if (!strcmp(name, "loss")) {
+        if (strcmp(value, "all") && strcmp(value, "answers")) {
+            snprintf(c->msg, sizeof c->msg, "[pretrain] loss = '%s': expected all or answers", value);
+            return 0;
+        }
+        c->answers = !strcmp(value, "answers");
+        return 1;
+    }
     if (!strcmp(name, "seed")) {
         /* every u64 exactly: through a double, seeds past 2^53 would round */
         char *end;
@@ -162,7 +181,7 @@ static int on_key(void *user, const char *section, const char *name, const char 
     snprintf(c->msg, sizeof c->msg,
              "unknown key '%s' in [pretrain] (keys: data, out, log, steps, batch, seq, lr, min_lr_frac, "
              "weight_decay, grad_clip, warmup, checkpoint_every, sample_every, sample_tokens, "
-             "sample_temperature, tokenizer_vocab, seed)",
+             "sample_temperature, tokenizer_vocab, loss, seed)",
              name);
     return 0;
 bad:
@@ -241,6 +260,12 @@ typedef struct {
     int *tok;
     size_t n, cap;
     int files;
+    /* loss = answers: ans[i] = 1 where token i is what a role wrote (a
+     * transcript's answers: the actions, the source, each with its end of
+     * turn), and the transcripts' first tokens, where windows start */
+    unsigned char *ans;
+    size_t *starts;
+    size_t n_starts, cap_starts;
 } corpus;
 
 /* The files as read, before a tokenizer is chosen (one may be trained on them). */
@@ -362,10 +387,37 @@ static int load_dir(const char *dir, docs *cp, int depth) {
     return rc;
 }
 
+/* Marks the answers of a transcript file's tokens (cp->tok[from..]) and
+ * records where each transcript starts (cli/transcript_text.h). */
+static int mark_answers(spade_tokenizer *t, corpus *cp, size_t from) {
+    unsigned char *na = realloc(cp->ans, cp->cap), *st = malloc(cp->n - from + 1);
+    if (na) cp->ans = na;
+    if (!na || !st) {
+        free(st);
+        return -1;
+    }
+    spade_transcript_text_answers(t, cp->tok + from, cp->n - from, cp->ans + from, st);
+    for (size_t i = 0; i < cp->n - from; i++) {
+        if (!st[i]) continue;
+        if (cp->n_starts == cp->cap_starts) {
+            size_t nc = cp->cap_starts ? cp->cap_starts * 2 : 1024;
+            size_t *n2 = realloc(cp->starts, nc * sizeof *n2);
+            if (!n2) {
+                free(st);
+                return -1;
+            }
+            cp->starts = n2, cp->cap_starts = nc;
+        }
+        cp->starts[cp->n_starts++] = from + i;
+    }
+    free(st);
+    return 0;
+}
+
 /* The token stream: each file encoded by t, followed by <|end|>; a
  * .transcript file with its <|name|> markers as special tokens and no <|end|>
  * added (each of its transcripts ends with one). */
-static int encode_docs(const docs *d, spade_tokenizer *t, corpus *cp) {
+static int encode_docs(const docs *d, spade_tokenizer *t, int answers, corpus *cp) {
     size_t maxlen = 1;
     for (int i = 0; i < d->n; i++)
         if (d->len[i] > maxlen) maxlen = d->len[i];
@@ -375,9 +427,17 @@ static int encode_docs(const docs *d, spade_tokenizer *t, corpus *cp) {
     for (int i = 0; i < d->n && !rc; i++) {
         size_t k = d->transcript[i] ? spade_transcript_text_encode(t, d->b[i], d->len[i], buf)
                                     : spade_tokenizer_encode(t, d->b[i], d->len[i], buf);
+        size_t from = cp->n;
         for (size_t j = 0; j < k && !rc; j++) rc = push(cp, buf[j]);
         int end = spade_tokenizer_special(t, SPADE_TOK_END); /* <|end|>, or a pretrained model's EOS */
         if (!rc && end >= 0 && (!d->transcript[i] || !k || buf[k - 1] != end)) rc = push(cp, end);
+        if (!rc && answers) { /* other files train nothing under loss = answers */
+            unsigned char *na = realloc(cp->ans, cp->cap);
+            if (!na) rc = -1;
+            cp->ans = na ? na : cp->ans;
+            if (!rc) memset(cp->ans + from, 0, cp->n - from);
+            if (!rc && d->transcript[i]) rc = mark_answers(t, cp, from);
+        }
         cp->files++;
     }
     free(buf);
@@ -455,10 +515,14 @@ static void usage(FILE *f) {
                "[pretrain] data (a relative path is from the config file's directory).\n"
                "CONFIG is an .ini file:\n"
                "  [policy]   layers, heads, width, context, backend (auto|cpu|cuda|cpu_ref), seed,\n"
-               "             tokenizer (bytes|bpe), tokenizer_file\n"
+               "             tokenizer (bytes|bpe), tokenizer_file; or model = NAME|PATH.gguf (a pretrained\n"
+               "             model to fine-tune, with its own shape and tokenizer; context and backend apply)\n"
                "  [pretrain] data (required), out, log, steps, batch, seq, lr, min_lr_frac,\n"
                "             weight_decay, grad_clip, warmup, checkpoint_every, sample_every,\n"
-               "             sample_tokens, sample_temperature, tokenizer_vocab, seed\n"
+               "             sample_tokens, sample_temperature, tokenizer_vocab, loss (all|answers), seed\n"
+               "loss = answers trains only what a role wrote in the *.transcript files (the agent's actions,\n"
+               "the designer's source, each with its end of turn; docs/train.md), each window starting at a\n"
+               "transcript's start; other files are then context only.\n"
                "With tokenizer = bpe and no tokenizer_file, a BPE of tokenizer_vocab tokens (4096)\n"
                "is trained on the data first and written to OUT/tokenizer.txt; the checkpoint\n"
                "stores the tokenizer either way. Files named *.transcript (spade demos) are read\n"
@@ -478,6 +542,22 @@ static int open_policy(const pt_config *c, const char *config_path, const docs *
                        spade_policy **out, char *err, size_t errlen) {
     spade_policy *p = NULL;
     int rc;
+    if (c->model[0]) { /* a pretrained model: its own shape and tokenizer; resumed from its checkpoint */
+        (void)dd;
+        spade_model_opts mo = {.backend = c->gpt.backend, .context = c->gpt.context};
+        rc = access(ckpt, F_OK) == 0 ? spade_policy_load(&p, ckpt, c->gpt.backend, err, errlen)
+                                     : spade_policy_from_model(&p, c->model, &mo, err, errlen);
+        if (!rc && spade_policy_config(p)->context < (c->seq ? c->seq : c->gpt.context)) {
+            snprintf(err, errlen, "[pretrain] seq = %d exceeds the context of %s (%d)", c->seq, ckpt,
+                     spade_policy_config(p)->context);
+            rc = 1;
+        }
+        if (rc)
+            spade_policy_free(p);
+        else
+            *out = p;
+        return rc ? 1 : 0;
+    }
     if (access(ckpt, F_OK) == 0) {
         spade_gpt_config fc;
         if (spade_policy_read_config(ckpt, &fc, err, errlen)) {
@@ -575,17 +655,30 @@ static int sample_and_log(spade_policy *p, const pt_config *c, long step, int *s
 
 /* One AdamW step on the batch of step s, which depends only on (seed, s): resuming replays
  * nothing and skips nothing. 0, or -1 with the message in err. */
-static int train_step(spade_policy *p, const pt_config *c, const corpus *cp, long step, int *tok, int *tg,
+static int train_step(spade_policy *p, const pt_config *c, const corpus *cp, long step, int *tok, int *tg, float *mask,
                       spade_adamw_opts *o, float *loss, float *gnorm, char *err, size_t errlen) {
     int B = c->batch, T = c->seq;
+    double msum = 0;
     for (int b = 0; b < B; b++) {
         uint64_t r = spade_mix64(c->seed * 0x100000001B3ull ^ spade_mix64((uint64_t)step * 1000003u + b));
         size_t off = r % (cp->n - T);
+        if (c->answers) { /* a transcript from its start (the last ones shifted back to fit) */
+            off = cp->starts[r % cp->n_starts];
+            if (off + T + 1 > cp->n) off = cp->n - T - 1;
+            for (int t = 0; t < T; t++) msum += mask[(size_t)b * T + t] = cp->ans[off + t + 1];
+        }
         memcpy(tok + (size_t)b * T, cp->tok + off, (size_t)T * sizeof(int));
         memcpy(tg + (size_t)b * T, cp->tok + off + 1, (size_t)T * sizeof(int));
     }
+    if (c->answers && msum == 0) {
+        snprintf(err, errlen,
+                 "no answer token in the step's windows: [pretrain] seq = %d is shorter than the prompts "
+                 "(loss = answers trains what follows them)",
+                 T);
+        return -1;
+    }
     o->lr = lr_at(c, step);
-    if (spade_policy_forward(p, tok, tg, NULL, B, T, loss, NULL, err, errlen) ||
+    if (spade_policy_forward(p, tok, tg, c->answers ? mask : NULL, B, T, loss, NULL, err, errlen) ||
         spade_policy_backward(p, 1.0f, err, errlen) || spade_policy_step(p, o, gnorm, err, errlen))
         return -1;
     return 0;
@@ -624,11 +717,20 @@ int spade_cmd_pretrain(int argc, char **argv) {
         free_docs(&dd);
         return 1;
     }
-    if (encode_docs(&dd, spade_policy_tokenizer(p), &cp)) {
+    if (encode_docs(&dd, spade_policy_tokenizer(p), c.answers, &cp)) {
         fprintf(stderr, "spade pretrain: out of memory encoding %s\n", c.data);
         spade_policy_free(p);
         free_docs(&dd);
         free(cp.tok);
+        return 1;
+    }
+    if (c.answers && !cp.n_starts) {
+        fprintf(stderr, "spade pretrain: [pretrain] loss = answers, but %s holds no transcript (*.transcript)\n",
+                c.data);
+        spade_policy_free(p);
+        free_docs(&dd);
+        free(cp.tok);
+        free(cp.ans);
         return 1;
     }
     size_t data_bytes = dd.bytes;
@@ -658,8 +760,15 @@ int spade_cmd_pretrain(int argc, char **argv) {
     fprintf(log, "{\"event\":\"start\",\"step\":%ld,\"steps\":%ld,\"params\":%zu,\"backend\":", start, c.steps,
             spade_policy_num_params(p));
     json_str(log, spade_policy_backend_name(p), strlen(spade_policy_backend_name(p)));
-    fprintf(log, ",\"tokens\":%zu,\"bytes\":%zu,\"files\":%d,\"tokenizer\":\"%s\",\"vocab\":%d}\n", cp.n, data_bytes,
+    size_t n_ans = 0;
+    for (size_t i = 0; c.answers && i < cp.n; i++) n_ans += cp.ans[i];
+    if (c.answers)
+        fprintf(stderr, "spade pretrain: loss = answers: %zu of the tokens are answers, in %zu transcripts\n", n_ans,
+                cp.n_starts);
+    fprintf(log, ",\"tokens\":%zu,\"bytes\":%zu,\"files\":%d,\"tokenizer\":\"%s\",\"vocab\":%d", cp.n, data_bytes,
             cp.files, spade_tokenizer_kind(tkz), spade_tokenizer_vocab(tkz));
+    if (c.answers) fprintf(log, ",\"answer_tokens\":%zu,\"transcripts\":%zu", n_ans, cp.n_starts);
+    fputs("}\n", log);
     fflush(log);
 
     struct sigaction sa, old_int, old_term;
@@ -672,6 +781,7 @@ int spade_cmd_pretrain(int argc, char **argv) {
     int B = c.batch, T = c.seq;
     int *tok = malloc((size_t)B * T * sizeof(int)), *tg = malloc((size_t)B * T * sizeof(int));
     int *stok = malloc((size_t)c.sample_tokens * sizeof(int));
+    float *mask = malloc((size_t)B * T * sizeof(float));
     /* a token decodes to at most SPADE_BPE_MAX_CHUNK bytes, a special one to "<|observation|>" */
     size_t textcap = (size_t)c.sample_tokens * SPADE_BPE_MAX_CHUNK + 64;
     char *text = malloc(textcap);
@@ -682,7 +792,7 @@ int spade_cmd_pretrain(int argc, char **argv) {
     double t0 = now_s(), last_draw = 0;
     long done_steps = 0;
     rc = 0;
-    if (!tok || !tg || !stok || !text) {
+    if (!tok || !tg || !stok || !text || !mask) {
         fprintf(stderr, "spade pretrain: out of memory\n");
         rc = 1;
     }
@@ -690,7 +800,7 @@ int spade_cmd_pretrain(int argc, char **argv) {
     while (!rc && step < c.steps && !stop_requested) {
         step++;
         float loss, gnorm;
-        if (train_step(p, &c, &cp, step, tok, tg, &o, &loss, &gnorm, err, sizeof err)) {
+        if (train_step(p, &c, &cp, step, tok, tg, mask, &o, &loss, &gnorm, err, sizeof err)) {
             fprintf(stderr, "%sspade pretrain: step %ld: %s\n", tty ? "\n" : "", step, err);
             rc = 1;
             break;
@@ -746,9 +856,12 @@ int spade_cmd_pretrain(int argc, char **argv) {
     fclose(log);
     free(tok);
     free(tg);
+    free(mask);
     free(stok);
     free(text);
     free(cp.tok);
+    free(cp.ans);
+    free(cp.starts);
     spade_policy_free(p);
     return rc;
 }

@@ -8,6 +8,8 @@
 
 #include <string.h>
 
+#include "policy/tokenizer.h"
+
 #include "policy/bpe.h"
 
 /* The special token whose marker starts at s (n bytes left), its marker length in *mlen; -1 if none. */
@@ -85,4 +87,40 @@ size_t spade_transcript_text_encode(spade_tokenizer *t, const char *s, size_t le
     enc e = {.t = t, .out = out};
     spade_transcript_text_walk(s, len, enc_text, enc_special, &e);
     return e.n;
+}
+
+/* 1 when tok[at..] begins with pat[0..n). */
+static int match(const int *tok, size_t len, size_t at, const int *pat, size_t n) {
+    return n && at + n <= len && !memcmp(tok + at, pat, n * sizeof *pat);
+}
+
+void spade_transcript_text_answers(spade_tokenizer *t, const int *tok, size_t n, unsigned char *ans,
+                                   unsigned char *start) {
+    int open[16], sys[16], chat = spade_tokenizer_is_chat(t), end = spade_tokenizer_end_of_turn(t);
+    size_t no = 0, ns = 0;
+    if (chat) {
+        no = spade_transcript_text_encode(t, "<|im_start|>assistant\n", 22, open);
+        ns = spade_transcript_text_encode(t, "<|im_start|>system", 18, sys);
+    }
+    int agent = spade_tokenizer_special(t, SPADE_TOK_AGENT), designer = spade_tokenizer_special(t, SPADE_TOK_DESIGNER);
+    int action = spade_tokenizer_special(t, SPADE_TOK_ACTION), source = spade_tokenizer_special(t, SPADE_TOK_SOURCE);
+    int on = 0, last_sys = 0; /* inside an answer; the last turn opened was a system turn */
+    for (size_t i = 0; i < n; i++) {
+        int k = tok[i], is_sys = chat && match(tok, n, i, sys, ns), other = chat && ns && k == sys[0] && !is_sys;
+        if (start) start[i] = (unsigned char)(chat ? is_sys && !last_sys : k == agent || k == designer);
+        if (is_sys) last_sys = 1;
+        if (other) last_sys = 0;
+        if (ans) ans[i] = (unsigned char)on;
+        if (on && k == end) on = 0;
+        if (chat && !on && match(tok, n, i, open, no)) {
+            for (size_t j = 1; j < no; j++) {
+                if (ans) ans[i + j] = 0;
+                if (start) start[i + j] = 0;
+            }
+            i += no - 1;
+            on = 1;
+        } else if (!chat && (k == action || k == source)) {
+            on = 1;
+        }
+    }
 }

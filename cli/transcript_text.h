@@ -30,4 +30,17 @@ void spade_transcript_text_walk(const char *s, size_t len, void (*text)(void *ct
  * returns the number of tokens. */
 size_t spade_transcript_text_encode(spade_tokenizer *t, const char *s, size_t len, int *out);
 
+/* What a role wrote in the tokens of a transcript file (n of them, as
+ * spade_transcript_text_encode gives them), as agent/transcript.h masks it:
+ * ans[i] = 1 on the answers, else 0 (may be NULL); start[i] = 1 where a
+ * transcript starts, else 0 (may be NULL). In spade's format an answer is
+ * what follows <|action|> or <|source|>, up to and with its <|end|>, and a
+ * transcript starts at <|agent|> or <|designer|>; in a chat model's ChatML
+ * an answer is what follows "<|im_start|>assistant\n", up to and with its
+ * <|im_end|>, and a transcript starts at each "<|im_start|>system" that
+ * follows no other system turn directly (the hint arm's second system line
+ * belongs to its transcript). spade pretrain's loss = answers. */
+void spade_transcript_text_answers(spade_tokenizer *t, const int *tok, size_t n, unsigned char *ans,
+                                   unsigned char *start);
+
 #endif /* SPADE_CLI_TRANSCRIPT_TEXT_H */

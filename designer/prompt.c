@@ -107,10 +107,17 @@ static size_t put_lines(buf *b, const spade_prompt_opts *o, const char *text, si
     return used;
 }
 
+void spade_rewrite_request(const char *change, char *out, size_t cap) {
+    while (*change == ' ') change++;
+    snprintf(out, cap,
+             "Rewrite the environment shown with this change: %s Write the whole changed source in one ```c block.\n",
+             change);
+}
+
 int spade_prompt_build(const spade_prompt_opts *o, const char *family, const char *excerpt_name, const char *excerpt,
                        size_t excerpt_len, const spade_prompt_memory *mem, int n_mem, char **out, size_t *out_len,
                        char *err, size_t errlen) {
-    char head[512], tail[300] = "Source:\n";
+    char head[512], tail[1024] = "Source:\n";
     const char *fam = family && *family ? family : "any";
     *out = NULL;
     snprintf(head, sizeof head, "%sFamily: %s.\n", o->chat ? "" : INSTRUCTIONS, fam);
@@ -119,6 +126,7 @@ int spade_prompt_build(const spade_prompt_opts *o, const char *family, const cha
                  "Write one new environment of the family %s for spade, a different game from the ones shown, "
                  "in one ```c block.\n",
                  fam);
+    if (o->request) snprintf(tail, sizeof tail, "%s", o->request);
     size_t fixed = count(o, head, strlen(head)) + count(o, tail, strlen(tail));
     if (o->chat) { /* the system card and the template's markup share the context */
         size_t cl;

@@ -33,6 +33,9 @@ typedef struct spade_prompt_opts {
      * ```c blocks, and the text ends by asking for one new environment of
      * the family in one ```c block instead of "Source:\n". */
     int chat;
+    /* non-NULL: the request that ends the text instead of the default one
+     * (the rewrite task: "Rewrite ... in one ```c block."); ends with "\n" */
+    const char *request;
 } spade_prompt_opts;
 void spade_prompt_opts_default(spade_prompt_opts *o);
 
@@ -55,6 +58,11 @@ typedef struct spade_prompt_memory {
 int spade_prompt_build(const spade_prompt_opts *o, const char *family, const char *excerpt_name, const char *excerpt,
                        size_t excerpt_len, const spade_prompt_memory *mem, int n_mem, char **out, size_t *out_len,
                        char *err, size_t errlen);
+
+/* The rewrite task's request (opts.request): the change in words (what
+ * spade_variant_make_told says), then the ask for the whole changed source in
+ * one ```c block. Into out (cap bytes). */
+void spade_rewrite_request(const char *change, char *out, size_t cap);
 
 /* The hint writer's prompt (designer.hint = self): a short header, the
  * environment's source (cut at a line boundary, "...", to fit o->budget),

@@ -8,6 +8,7 @@
 #include "variants.h"
 
 #include <ctype.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,9 +89,25 @@ static int rename_ident(sbuf *out, const char *s, size_t len, const char *from, 
 
 static const char *const SUFFIX[] = {"alt", "mini", "plus", "two", "lite", "redux", "mix", "ex", "neo", "duo"};
 
+/* Appends one sentence of the change to what (cap bytes; NULL: none kept). */
+static void tell(char *what, size_t cap, const char *fmt, ...) {
+    if (!what || !cap) return;
+    size_t n = strlen(what);
+    va_list ap;
+    va_start(ap, fmt);
+    if (n + 1 < cap) vsnprintf(what + n, cap - n, fmt, ap);
+    va_end(ap);
+}
+
 int spade_variant_make(const char *src, size_t len, const spade_env_info *info, uint64_t seed, char **out,
                        size_t *out_len, char *err, size_t errlen) {
+    return spade_variant_make_told(src, len, info, seed, out, out_len, NULL, 0, err, errlen);
+}
+
+int spade_variant_make_told(const char *src, size_t len, const spade_env_info *info, uint64_t seed, char **out,
+                            size_t *out_len, char *what, size_t what_cap, char *err, size_t errlen) {
     *out = NULL;
+    if (what && what_cap) what[0] = 0;
     uint64_t rng = seed;
     sbuf b = {0};
     const char *env = strstr(src, "ENV(\"");
@@ -111,6 +128,7 @@ int spade_variant_make(const char *src, size_t len, const spade_env_info *info, 
                 if (strlen(name) > 60) snprintf(name, sizeof name, "v_%s", suf);
                 put(&b, "ENV(\"", 5);
                 put(&b, name, strlen(name));
+                tell(what, what_cap, "Name it %s.", name);
                 put(&b, q, (size_t)(p + n - q));
             }
         } else if (n > 6 && !memcmp(p, "PARAM(", 6)) {
@@ -142,6 +160,7 @@ int spade_variant_make(const char *src, size_t len, const spade_env_info *info, 
                     snprintf(num, sizeof num, "%.2f", v);
                 }
                 changed_param |= v != pi->def;
+                tell(what, what_cap, " Make %s %s by default.", pi->name, num);
                 put(&b, p, (size_t)(c2 + 1 - p));
                 put(&b, " ", 1);
                 put(&b, num, strlen(num));
@@ -173,6 +192,7 @@ int spade_variant_make(const char *src, size_t len, const spade_env_info *info, 
         snprintf(to, sizeof to, "%.60s_%s", names[i], SUFFIX[next(&rng) % (sizeof SUFFIX / sizeof *SUFFIX)]);
         sbuf o = {0};
         rename_ident(&o, b.p, b.n, names[i], to);
+        tell(what, what_cap, " Rename the helper %s to %s.", names[i], to);
         if (o.oom) {
             free(o.p);
             b.oom = 1;

@@ -23,4 +23,10 @@
 int spade_variant_make(const char *src, size_t len, const spade_env_info *info, uint64_t seed, char **out,
                        size_t *out_len, char *err, size_t errlen);
 
+/* The same, and what (what_cap bytes, may be NULL) receives the change in
+ * words, one sentence each, as a rewrite request states it: "Name it
+ * nim_alt. Make heaps 5 by default. Rename the helper pile to pile_neo." */
+int spade_variant_make_told(const char *src, size_t len, const spade_env_info *info, uint64_t seed, char **out,
+                            size_t *out_len, char *what, size_t what_cap, char *err, size_t errlen);
+
 #endif /* SPADE_DESIGNER_VARIANTS_H */

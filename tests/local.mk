@@ -67,10 +67,10 @@ tests_test_report_svg_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
 check_PROGRAMS += tests/test_demos
 TESTS += tests/test_demos tests/test_demos.sh
 tests_test_demos_SOURCES = tests/test_demos.c cli/transcript_text.c designer/variants.c agent/transcript.c \
-	tests/testutil.c tests/testutil.h
+	tests/testutil.c tests/testutil.h tests/tiny_gguf.c tests/tiny_gguf.h
 tests_test_demos_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_demos_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
-EXTRA_DIST += tests/tap.sh tests/killpoints.sh tests/test_demos.sh configs/base.ini configs/base-train.ini configs/base-data.sh configs/base-pool.txt configs/base-curriculum.ini configs/default-fixed.ini
+EXTRA_DIST += tests/tap.sh tests/killpoints.sh tests/test_demos.sh configs/base.ini configs/base-train.ini configs/base-data.sh configs/base-pool.txt configs/base-curriculum.ini configs/default-fixed.ini configs/warmstart-data.sh configs/warmstart-smollm2.ini configs/warmstart-qwen.ini
 # spade's OpenMP wait-policy default is honoured, overridable, and changes no result.
 TESTS += tests/test_threads.sh
 EXTRA_DIST += tests/test_threads.sh

@@ -6,7 +6,11 @@
  * layer's own events (an independent path: the events, not the agent's
  * views); encoding that file back (bytes and a BPE) gives exactly the
  * transcripts' tokens, special tokens included; every variant passes spade
- * check and differs from its source where the rewrite says.
+ * check and differs from its source where the rewrite says; the answers
+ * spade pretrain's loss = answers reads back from a rendered file are exactly
+ * the transcript layer's mask (spade's format and a chat model's ChatML: the
+ * designer's source with its end of turn, the agent's actions; never the
+ * card, the request or the hint line), and each transcript starts once.
  * What it is not: the CLI's option errors and determinism (tests/test_demos.sh).
  */
 #include <check.h>
@@ -24,6 +28,7 @@
 #include "registry.h"
 #include "sandbox/sandbox.h"
 #include "testutil.h"
+#include "tiny_gguf.h"
 
 enum { EPS = 6, MAXEV = 64 };
 
@@ -190,6 +195,75 @@ static void special_cb(void *ctx, int tok) {
     strcat(b, spade_tok_name(tok));
 }
 
+/* Renders t, encodes the render back as spade pretrain does, and checks the
+ * tokens, the answers against t's mask, and one start at token 0. */
+static void check_answers(spade_tokenizer *tok, const spade_transcript *t, int n_tr) {
+    char *text;
+    size_t len;
+    ck_assert_int_eq(spade_transcript_render(t, tok, &text, &len), 0);
+    /* n_tr copies, separated as spade demos writes them */
+    size_t cap = (len + 1) * (size_t)n_tr;
+    char *all = malloc(cap);
+    for (int k = 0; k < n_tr; k++) memcpy(all + k * (len + 1), text, len), all[k * (len + 1) + len] = '\n';
+    int *back = malloc(cap * sizeof *back);
+    size_t n = spade_transcript_text_encode(tok, all, cap, back);
+    /* ChatML's "\n" between transcripts is a token of its own (cli/transcript_text.h) */
+    size_t stride = (size_t)t->len + (spade_tokenizer_is_chat(tok) ? 1 : 0);
+    ck_assert_uint_eq(n, stride * n_tr);
+    unsigned char *ans = malloc(n), *start = malloc(n);
+    spade_transcript_text_answers(tok, back, n, ans, start);
+    long trained = 0, starts = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t j = i % stride;
+        if (j == (size_t)t->len) { /* the separator */
+            ck_assert_int_eq(ans[i], 0);
+            ck_assert_int_eq(start[i], 0);
+            continue;
+        }
+        ck_assert_int_eq(back[i], t->tok[j]);
+        ck_assert_msg(ans[i] == t->mask[j], "token %zu (%d): answer %d, mask %d", i, back[i], ans[i], t->mask[j]);
+        ck_assert_int_eq(start[i], j == 0);
+        trained += ans[i], starts += start[i];
+    }
+    ck_assert_int_gt(trained, 0);
+    ck_assert_int_eq(starts, n_tr);
+    free(ans);
+    free(start);
+    free(back);
+    free(all);
+    free(text);
+}
+
+START_TEST(answers_are_the_transcript_mask) {
+    char err[512], dir[4096], path[4200];
+    tu_mkdtemp(dir, sizeof dir, "demos-answers");
+    snprintf(path, sizeof path, "%s/tiny.gguf", dir);
+    ck_assert_msg(tiny_gguf_write(path, "llama", 3, err, sizeof err) == 0, "%s", err);
+    spade_tokenizer *toks[2] = {NULL, NULL};
+    ck_assert_int_eq(spade_tokenizer_new_bytes(&toks[0], err, sizeof err), 0);
+    ck_assert_msg(spade_tokenizer_from_model(&toks[1], path, err, sizeof err) == 0, "%s", err);
+    static const char src[] = "#include <spade/dsl.h>\nENV(\"x\", \"X.\", .family = \"math\")\n";
+    for (int k = 0; k < 2; k++) {
+        spade_transcript t;
+        spade_transcript_init(&t); /* a designer's: card, request, the source in a block */
+        spade_transcript_designer_open(&t, toks[k], "Family: math.\nWrite one.\n", 26);
+        spade_transcript_designer_source(&t, toks[k], src, sizeof src - 1);
+        check_answers(toks[k], &t, 3);
+        spade_transcript_free(&t);
+        spade_transcript_init(&t); /* an agent's in the hint arm: two system lines, two turns */
+        spade_transcript_agent_open(&t, toks[k], "Add 2 and 3.", 12, "Count on.", 9);
+        spade_transcript_agent_action(&t, toks[k], "5", 1);
+        spade_transcript_agent_turn(&t, toks[k], "Again: 1 and 1.", 15);
+        spade_transcript_agent_action(&t, toks[k], "2", 1);
+        check_answers(toks[k], &t, 2);
+        spade_transcript_free(&t);
+    }
+    spade_tokenizer_free(toks[0]);
+    spade_tokenizer_free(toks[1]);
+    tu_rm_rf(dir);
+}
+END_TEST
+
 START_TEST(walk_separators_and_unknown_markers) {
     static char b[4096];
     b[0] = 0;
@@ -290,6 +364,7 @@ static Suite *suite(void) {
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, demos_file_is_the_api_render);
     tcase_add_test(tc, walk_separators_and_unknown_markers);
+    tcase_add_test(tc, answers_are_the_transcript_mask);
     tcase_add_test(tc, variants_pass_check);
     tcase_add_test(tc, rename_leaves_strings_and_comments);
     suite_add_tcase(s, tc);

@@ -104,4 +104,106 @@ if [ -x "$BENCH" ]; then
     if [ $? -eq 0 ] && grep -q "1 samples from 1 prompts" "$TMP/out"; then ok "bench_designer_base runs"; else bad "bench_designer_base runs"; fi
 else echo "ok - # SKIP bench_designer_base not built"; fi
 
+# The designer's warm start (docs/train.md): --pairs answers each source with
+# the other sources of its family, --rewrite states the change, --hold-out
+# drops whole families; with --model the turns are the model's ChatML.
+TINY=$(dirname "$SPADE")/tests/make_tiny_gguf
+if [ -x "$TINY" ] && "$TINY" llama "$TMP/tiny.gguf" 5 >/dev/null 2>&1; then
+    "$SPADE" demos nim hanoi latin carry_add modpow --episodes 0 --pairs --rewrite 1 --hold-out math --model "$TMP/tiny.gguf" \
+        --prompt-budget 8000 --out w >"$TMP/out" 2>&1
+    rc=$?
+    # logic holds nim, hanoi, latin: each pairs file holds the two others as answers, whole, in ```c blocks
+    if [ $rc -eq 0 ] && [ "$(grep -c '^<|im_start|>assistant$' w/nim.pairs.transcript)" -eq 2 ] &&
+        grep -q 'ENV("hanoi"' w/nim.pairs.transcript && grep -q 'ENV("latin"' w/nim.pairs.transcript &&
+        [ "$(grep -c '^Write one new environment of the family logic' w/nim.pairs.transcript)" -eq 2 ] &&
+        [ "$(grep -c '^<|im_start|>system$' w/nim.pairs.transcript)" -eq 2 ] && grep -q '^```c$' w/nim.pairs.transcript &&
+        grep -q '^A document to draw on (nim.c):$' w/nim.pairs.transcript; then
+        ok "--pairs: each source grounds the chat-form request, the family's other sources answer it"
+    else bad "--pairs: each source grounds the chat-form request, the family's other sources answer it (rc $rc)"; fi
+    if [ $rc -eq 0 ] && [ ! -e w/carry_add.pairs.transcript ] && [ ! -e w/modpow.rewrite.transcript ] &&
+        ! grep -q 'ENV("carry_add"\|ENV("modpow"\|^Family: math' w/*.pairs.transcript w/*.rewrite.transcript &&
+        grep -q "held out: carry_add (family math)" "$TMP/out" && grep -q "held out: modpow (family math)" "$TMP/out"; then
+        ok "--hold-out math: no math environment in any file, as grounding or as answer"
+    else bad "--hold-out math: no math environment in any file, as grounding or as answer"; fi
+    name=$(sed -n 's/.*Name it \([a-z_]*\)\..*/\1/p' w/nim.rewrite.transcript)
+    if [ $rc -eq 0 ] && [ -n "$name" ] && grep -q "^Rewrite the environment shown with this change: Name it $name\." w/nim.rewrite.transcript &&
+        grep -q "^ENV(\"$name\"" w/nim.rewrite.transcript; then
+        ok "--rewrite: the request states the change and the answer makes it ($name)"
+    else bad "--rewrite: the request states the change and the answer makes it ('$name')"; fi
+    "$SPADE" demos carry_add --episodes 0 --pairs --hold-out math --out w2 >"$TMP/out" 2>&1
+    if [ $? -eq 1 ] && grep -q "every environment named is held out" "$TMP/out"; then ok "holding out everything is an error"
+    else bad "holding out everything is an error"; fi
+    # spade pretrain fine-tunes the model on the answers only: the transcripts' answer tokens are counted
+    cat >ws.ini <<EOF2
+[policy]
+model = $TMP/tiny.gguf
+context = 512
+[pretrain]
+data = a-tiny
+out = ws
+loss = answers
+steps = 2
+batch = 2
+lr = 1e-4
+warmup = 0
+sample_every = 0
+EOF2
+    "$SPADE" demos nim --episodes 4 --model "$TMP/tiny.gguf" --out a-tiny >/dev/null 2>&1
+    "$SPADE" pretrain ws.ini >"$TMP/out" 2>&1
+    if [ $? -eq 0 ] && [ -f ws/policy.ckpt ] && grep -q '"answer_tokens":[1-9]' ws/pretrain.jsonl && grep -q '"tokenizer":"gguf"' ws/pretrain.jsonl; then
+        ok "spade pretrain with [policy] model and loss = answers fine-tunes the model"
+    else bad "spade pretrain with [policy] model and loss = answers fine-tunes the model"; fi
+    "$SPADE" pretrain ws.ini >"$TMP/out" 2>&1
+    if [ $? -eq 0 ] && grep -q "resuming at step 2 of 2" "$TMP/out"; then ok "... and resumes from its checkpoint"
+    else bad "... and resumes from its checkpoint"; fi
+    sed 's/^context = 512/context = 64/' ws.ini | sed 's|^out = ws|out = ws64|' >ws64.ini
+    "$SPADE" demos nim hanoi --episodes 0 --pairs --model "$TMP/tiny.gguf" --prompt-budget 8000 --out a-tiny >/dev/null 2>&1
+    rm -f a-tiny/nim.transcript
+    "$SPADE" pretrain ws64.ini >"$TMP/out" 2>&1
+    if [ $? -eq 1 ] && grep -q "no answer token in the step's windows" "$TMP/out"; then ok "windows shorter than the prompts are refused"
+    else bad "windows shorter than the prompts are refused"; fi
+    # The recipe at toy size (docs/train.md, "A warm start for the designer"): its data script with the
+    # tiny model's template, then one step of each config on the tiny model
+    (cd "$SRC" && MODEL="$TMP/tiny.gguf" PROMPT_BUDGET=8000 configs/warmstart-data.sh "$TMP/wsd" "$SPADE") >"$TMP/out" 2>&1
+    if [ $? -eq 0 ] && [ -s wsd/nim.pairs.transcript ] && [ -s wsd/nim.rewrite.transcript ] && [ ! -e wsd/modpow.pairs.transcript ] &&
+        [ ! -e wsd/recall.pairs.transcript ] && [ "$(ls wsd/*.pairs.transcript | wc -l)" -eq 32 ]; then
+        ok "configs/warmstart-data.sh writes pairs and rewrites of the 32 sources outside math and memory"
+    else bad "configs/warmstart-data.sh writes pairs and rewrites of the 32 sources outside math and memory"; fi
+    "$SPADE" demos nim --episodes 4 --model "$TMP/tiny.gguf" --out a-tiny2 >/dev/null 2>&1
+    for cfg in warmstart-smollm2 warmstart-qwen; do
+        sed "s|^model = .*|model = $TMP/tiny.gguf|; s|^context = .*|context = 512|; s|^data = .*|data = $TMP/a-tiny2|; s|^out = .*|out = $TMP/$cfg|; s|^steps = .*|steps = 1|" \
+            "$SRC/configs/$cfg.ini" >$cfg.ini
+        "$SPADE" pretrain $cfg.ini >"$TMP/out" 2>&1
+        if [ $? -eq 0 ] && [ -f $cfg/policy.ckpt ] && grep -q '"answer_tokens":[1-9]' $cfg/pretrain.jsonl; then
+            ok "configs/$cfg.ini fine-tunes on the answers (one step, the tiny model in its place)"
+        else bad "configs/$cfg.ini fine-tunes on the answers (one step, the tiny model in its place)"; fi
+    done
+else echo "ok - # SKIP tests/make_tiny_gguf not built"; fi
+
+# The measurement (bench/bench_designer_chat): the grounding copied as the answer compiles and checks
+# and is refused by novelty; as the rewrite, the variant asked for is exact and passes every gate;
+# saved answers are judged again; a checkpoint samples N = prompts x K answers.
+BENCH=$(dirname "$SPADE")/bench/bench_designer_chat
+if [ -x "$BENCH" ]; then
+    "$BENCH" --copy --families math >"$TMP/out" 2>&1
+    if [ $? -eq 0 ] && grep -q '^| all | - | 4/4 \[0.510, 1.000\] | 4/4 \[0.510, 1.000\] | 4/4 \[0.510, 1.000\] | 0/4 \[0.000, 0.490\] | 0/4 \[0.000, 0.490\] |' "$TMP/out" &&
+        grep -q "first failed gate: novelty 4" "$TMP/out"; then
+        ok "bench_designer_chat: a copy of the prompt's source compiles and checks, and fails novelty"
+    else bad "bench_designer_chat: a copy of the prompt's source compiles and checks, and fails novelty"; fi
+    "$BENCH" --copy --rewrite --families math >"$TMP/out" 2>&1
+    if [ $? -eq 0 ] && grep -q '^| all | - | 4/4 .* | 4/4 .* | 4/4 .* | 4/4 .* | 4/4 \[0.510, 1.000\] |' "$TMP/out"; then
+        ok "bench_designer_chat --rewrite: the variant asked for is exact and passes every gate"
+    else bad "bench_designer_chat --rewrite: the variant asked for is exact and passes every gate"; fi
+    mkdir -p saved && { printf 'Here it is:\n```c\n'; cat "$SRC/stdenv/modpow.c"; printf '```\n'; } >saved/modpow-0.txt &&
+        printf 'int main(void) { return 0; }\n' >saved/modpow-1.txt
+    "$BENCH" --judge saved --families math --samples 2 >"$TMP/out" 2>&1
+    if [ $? -eq 0 ] && grep -q '^| modpow.c | math | 1/2 [^|]* | 1/2 [^|]* | 1/2 [^|]* | 0/2 [^|]* | 0/2 ' "$TMP/out" && grep -q "N = 2 " "$TMP/out"; then
+        ok "bench_designer_chat --judge: saved answers are judged from their first \`\`\`c block"
+    else bad "bench_designer_chat --judge: saved answers are judged from their first \`\`\`c block"; fi
+    "$BENCH" base/policy.ckpt --families logic --samples 2 --budget 440 --max-tokens 16 --save smp >"$TMP/out" 2>&1
+    if [ $? -eq 0 ] && grep -q "N = 8 (4 prompts x 2)" "$TMP/out" && grep -q '^| all | - | [0-8]/8 ' "$TMP/out" && [ -s smp/nim-1.txt ]; then
+        ok "bench_designer_chat samples and judges N = prompts x K answers of a checkpoint"
+    else bad "bench_designer_chat samples and judges N = prompts x K answers of a checkpoint"; fi
+else echo "ok - # SKIP bench_designer_chat not built"; fi
+
 [ $fails -eq 0 ]
