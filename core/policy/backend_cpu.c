@@ -63,14 +63,15 @@ typedef struct cpu_ctx {
  * rows, every thread's sgemm packed the whole weight matrix for its few
  * rows (32 slots of SmolLM2-135M: 8.4 -> 11.3 tokens/s at load 12-15). */
 #define MATMUL_FEW_ROWS 64
-/* ... and runs on one thread below this many multiply-adds (a decoding row
- * through one layer's matrix: 0.5-1.8 M for SmolLM2-135M; its head, 28 M,
- * still splits). Such a product is about a millisecond on one core, and a
- * parallel region ends at a barrier that waits for the slowest thread: on a
- * machine busier than its cores (measured at load 12 on 2 cores) the other
- * thread is often descheduled, and decoding one slot ran at 0.65 tokens/s
- * with two threads against 6.5 with one. */
-#define MATMUL_PAR_MIN ((size_t)1 << 24)
+/* ... and runs on one thread below this many multiply-adds, the same bound
+ * as every other loop's (PAR_MIN_WORK). It was 16 M for a while, tuned on a
+ * machine busier than its cores (load 12 on 2 cores: decoding one slot ran at
+ * 0.65 tokens/s with two threads against 6.5 with one, a parallel region
+ * waiting at its barrier for a descheduled thread); on a quiet 2-core machine
+ * that bound halved one-slot decoding of SmolLM2-135M (16.3 against 28.4
+ * tokens/s, bench_llama decode 1 16 32, load 1.8). spade is tuned for the
+ * machine a user has; on an oversubscribed one, OMP_NUM_THREADS=1. */
+#define MATMUL_PAR_MIN ((size_t)1 << 18)
 
 static int fail(cpu_ctx *c, const char *fmt, ...) {
     va_list ap;
