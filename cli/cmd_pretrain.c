@@ -684,6 +684,207 @@ static int train_step(spade_policy *p, const pt_config *c, const corpus *cp, lon
     return 0;
 }
 
+/* What one pretraining run holds; pretrain_close frees it. */
+typedef struct pretrain_run {
+    pt_config c;
+    corpus cp;
+    spade_policy *p;
+    FILE *log;
+    char ckpt[1100];
+    size_t data_bytes;
+    long start; /* the policy's steps when this run began (a resumed one's are the checkpoint's) */
+} pretrain_run;
+
+static void pretrain_close(pretrain_run *r) {
+    if (r->log) fclose(r->log);
+    free(r->cp.tok);
+    free(r->cp.ans);
+    free(r->cp.starts);
+    spade_policy_free(r->p);
+}
+
+/* The data read and encoded, the policy opened or resumed from OUT/policy.ckpt, the log opened:
+ * 0, or 1 having said why. */
+static int pretrain_open(pretrain_run *r, const char *cfg_path) {
+    pt_config *c = &r->c;
+    corpus *cp = &r->cp;
+    docs dd = {0};
+    char err[2400];
+    int rc = 1;
+    if (load_dir(c->data, &dd, 0)) goto out;
+    if (cli_mkdir_p(c->out)) {
+        fprintf(stderr, "spade pretrain: cannot create %s: %s\n", c->out, strerror(errno));
+        goto out;
+    }
+    snprintf(r->ckpt, sizeof r->ckpt, "%s/policy.ckpt", c->out);
+    if (open_policy(c, cfg_path, &dd, r->ckpt, &r->p, err, sizeof err)) {
+        fprintf(stderr, "spade pretrain: %s\n", err);
+        goto out;
+    }
+    if (encode_docs(&dd, spade_policy_tokenizer(r->p), c->answers, cp)) {
+        fprintf(stderr, "spade pretrain: out of memory encoding %s\n", c->data);
+        goto out;
+    }
+    if (c->answers && !cp->n_starts) {
+        fprintf(stderr, "spade pretrain: [pretrain] loss = answers, but %s holds no transcript (*.transcript)\n",
+                c->data);
+        goto out;
+    }
+    r->data_bytes = dd.bytes;
+    if (cp->n < (size_t)c->seq + 1) {
+        fprintf(stderr, "spade pretrain: %s holds %zu tokens in %d files; need at least seq + 1 = %d\n", c->data, cp->n,
+                cp->files, c->seq + 1);
+        goto out;
+    }
+    r->start = spade_policy_steps(r->p);
+    if (!(r->log = fopen(c->log, "a"))) {
+        fprintf(stderr, "spade pretrain: log %s: %s\n", c->log, strerror(errno));
+        goto out;
+    }
+    rc = 0;
+out:
+    free_docs(&dd);
+    return rc;
+}
+
+/* The run's first lines: what trains on what, on stderr and as the log's start event. */
+static void pretrain_announce(pretrain_run *r) {
+    const pt_config *c = &r->c;
+    const corpus *cp = &r->cp;
+    spade_policy *p = r->p;
+    spade_tokenizer *tkz = spade_policy_tokenizer(p);
+    fprintf(stderr,
+            "spade pretrain: %zu parameters on %s; %zu tokens (%s, %d) from %zu bytes in %d files in %s; "
+            "%s at step %ld of %ld\n",
+            spade_policy_num_params(p), spade_policy_backend_note(p), cp->n, spade_tokenizer_kind(tkz),
+            spade_tokenizer_vocab(tkz), r->data_bytes, cp->files, c->data, r->start ? "resuming" : "starting", r->start,
+            c->steps);
+    fprintf(r->log, "{\"event\":\"start\",\"step\":%ld,\"steps\":%ld,\"params\":%zu,\"backend\":", r->start, c->steps,
+            spade_policy_num_params(p));
+    json_str(r->log, spade_policy_backend_name(p), strlen(spade_policy_backend_name(p)));
+    size_t n_ans = 0;
+    for (size_t i = 0; c->answers && i < cp->n; i++) n_ans += cp->ans[i];
+    if (c->answers)
+        fprintf(stderr, "spade pretrain: loss = answers: %zu of the tokens are answers, in %zu transcripts\n", n_ans,
+                cp->n_starts);
+    fprintf(r->log, ",\"tokens\":%zu,\"bytes\":%zu,\"files\":%d,\"tokenizer\":\"%s\",\"vocab\":%d", cp->n,
+            r->data_bytes, cp->files, spade_tokenizer_kind(tkz), spade_tokenizer_vocab(tkz));
+    if (c->answers) fprintf(r->log, ",\"answer_tokens\":%zu,\"transcripts\":%zu", n_ans, cp->n_starts);
+    fputs("}\n", r->log);
+    fflush(r->log);
+}
+
+/* The buffers of the step loop. */
+typedef struct pretrain_bufs {
+    int *tok, *tg; /* (B, T) */
+    float *mask; /* (B, T) */
+    int *stok; /* (sample_tokens) */
+    char *text;
+    size_t textcap;
+} pretrain_bufs;
+
+/* After step `step`: its log line, the progress line, a sample and a checkpoint when due.
+ * 0, or 1 having said why. */
+static int pretrain_after_step(pretrain_run *r, pretrain_bufs *bf, long step, long done_steps, float loss, float gnorm,
+                               float lr, double t0, double *last_draw, int tty) {
+    const pt_config *c = &r->c;
+    char err[2400];
+    double el = now_s() - t0, tok_s = done_steps * (double)c->batch * c->seq / el;
+    fprintf(r->log,
+            "{\"event\":\"step\",\"step\":%ld,\"loss\":%.6f,\"lr\":%.6g,\"grad_norm\":%.6g,"
+            "\"tokens_per_s\":%.1f,\"elapsed_s\":%.3f}\n",
+            step, loss, lr, gnorm, tok_s, el);
+    fflush(r->log);
+    if (tty && (now_s() - *last_draw > 0.1 || step == c->steps)) {
+        progress(step, c->steps, loss, tok_s, (c->steps - step) * el / done_steps);
+        *last_draw = now_s();
+    } else if (!tty && (step % 50 == 0 || step == c->steps)) {
+        fprintf(stderr, "step %ld/%ld loss %.4f %.0f tok/s\n", step, c->steps, loss, tok_s);
+    }
+    if (c->sample_every > 0 && (step % c->sample_every == 0 || step == c->steps)) {
+        if (tty) fputc('\n', stderr);
+        if (sample_and_log(r->p, c, step, bf->stok, bf->text, bf->textcap, r->log, err, sizeof err)) {
+            fprintf(stderr, "spade pretrain: sampling at step %ld: %s\n", step, err);
+            return 1;
+        }
+    }
+    if ((c->checkpoint_every > 0 && step % c->checkpoint_every == 0) || step == c->steps) {
+        if (spade_policy_save(r->p, r->ckpt, err, sizeof err)) {
+            fprintf(stderr, "%sspade pretrain: %s\n", tty ? "\n" : "", err);
+            return 1;
+        }
+        fprintf(r->log, "{\"event\":\"checkpoint\",\"step\":%ld,\"path\":", step);
+        json_str(r->log, r->ckpt, strlen(r->ckpt));
+        fputs("}\n", r->log);
+        fflush(r->log);
+    }
+    return 0;
+}
+
+/* The steps from r->start to [pretrain] steps, stopping at SIGINT/SIGTERM with a checkpoint:
+ * 0 done, 1 failed or interrupted (having said which). */
+static int pretrain_loop(pretrain_run *r) {
+    const pt_config *c = &r->c;
+    char err[2400];
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    stop_requested = 0;
+
+    int B = c->batch, T = c->seq, tty = isatty(2), rc = 0;
+    /* a token decodes to at most SPADE_BPE_MAX_CHUNK bytes, a special one to "<|observation|>" */
+    pretrain_bufs bf = {.tok = malloc((size_t)B * T * sizeof(int)),
+                        .tg = malloc((size_t)B * T * sizeof(int)),
+                        .mask = malloc((size_t)B * T * sizeof(float)),
+                        .stok = malloc((size_t)c->sample_tokens * sizeof(int)),
+                        .textcap = (size_t)c->sample_tokens * SPADE_BPE_MAX_CHUNK + 64};
+    bf.text = malloc(bf.textcap);
+    spade_adamw_opts o;
+    spade_adamw_opts_default(&o);
+    o.weight_decay = c->weight_decay;
+    o.grad_clip = c->grad_clip;
+    double t0 = now_s(), last_draw = 0;
+    long done_steps = 0, step = r->start;
+    if (!bf.tok || !bf.tg || !bf.stok || !bf.text || !bf.mask) {
+        fprintf(stderr, "spade pretrain: out of memory\n");
+        rc = 1;
+    }
+    while (!rc && step < c->steps && !stop_requested) {
+        step++;
+        float loss, gnorm;
+        if (train_step(r->p, c, &r->cp, step, bf.tok, bf.tg, bf.mask, &o, &loss, &gnorm, err, sizeof err)) {
+            fprintf(stderr, "%sspade pretrain: step %ld: %s\n", tty ? "\n" : "", step, err);
+            rc = 1;
+            break;
+        }
+        done_steps++;
+        rc = pretrain_after_step(r, &bf, step, done_steps, loss, gnorm, o.lr, t0, &last_draw, tty);
+    }
+    if (tty) fputc('\n', stderr);
+    if (stop_requested && !rc) {
+        /* interrupted: keep the work done so far */
+        if (spade_policy_save(r->p, r->ckpt, err, sizeof err))
+            fprintf(stderr, "spade pretrain: %s\n", err);
+        else
+            fprintf(stderr, "spade pretrain: interrupted at step %ld; checkpoint %s written\n", step, r->ckpt);
+        fprintf(r->log, "{\"event\":\"interrupted\",\"step\":%ld}\n", step);
+        rc = 1;
+    } else if (!rc) {
+        fprintf(stderr, "spade pretrain: done: step %ld, checkpoint %s, log %s\n", step, r->ckpt, c->log);
+        fprintf(r->log, "{\"event\":\"done\",\"step\":%ld}\n", step);
+    }
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    free(bf.tok);
+    free(bf.tg);
+    free(bf.mask);
+    free(bf.stok);
+    free(bf.text);
+    return rc;
+}
+
 int spade_cmd_pretrain(int argc, char **argv) {
     if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
         usage(stdout);
@@ -693,175 +894,14 @@ int spade_cmd_pretrain(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
-    pt_config c;
-    int rc = load_config(argv[1], &c);
+    pretrain_run r = {0};
+    int rc = load_config(argv[1], &r.c);
     if (rc) return rc;
-
-    corpus cp = {0};
-    docs dd = {0};
-    if (load_dir(c.data, &dd, 0)) {
-        free_docs(&dd);
-        return 1;
+    rc = pretrain_open(&r, argv[1]);
+    if (!rc) {
+        pretrain_announce(&r);
+        rc = pretrain_loop(&r);
     }
-    if (cli_mkdir_p(c.out)) {
-        fprintf(stderr, "spade pretrain: cannot create %s: %s\n", c.out, strerror(errno));
-        free_docs(&dd);
-        return 1;
-    }
-    char ckpt[1100], err[2400];
-    snprintf(ckpt, sizeof ckpt, "%s/policy.ckpt", c.out);
-
-    spade_policy *p = NULL;
-    if (open_policy(&c, argv[1], &dd, ckpt, &p, err, sizeof err)) {
-        fprintf(stderr, "spade pretrain: %s\n", err);
-        free_docs(&dd);
-        return 1;
-    }
-    if (encode_docs(&dd, spade_policy_tokenizer(p), c.answers, &cp)) {
-        fprintf(stderr, "spade pretrain: out of memory encoding %s\n", c.data);
-        spade_policy_free(p);
-        free_docs(&dd);
-        free(cp.tok);
-        return 1;
-    }
-    if (c.answers && !cp.n_starts) {
-        fprintf(stderr, "spade pretrain: [pretrain] loss = answers, but %s holds no transcript (*.transcript)\n",
-                c.data);
-        spade_policy_free(p);
-        free_docs(&dd);
-        free(cp.tok);
-        free(cp.ans);
-        return 1;
-    }
-    size_t data_bytes = dd.bytes;
-    free_docs(&dd);
-    if (cp.n < (size_t)c.seq + 1) {
-        fprintf(stderr, "spade pretrain: %s holds %zu tokens in %d files; need at least seq + 1 = %d\n", c.data, cp.n,
-                cp.files, c.seq + 1);
-        spade_policy_free(p);
-        free(cp.tok);
-        return 1;
-    }
-    long start = spade_policy_steps(p);
-    FILE *log = fopen(c.log, "a");
-    if (!log) {
-        fprintf(stderr, "spade pretrain: log %s: %s\n", c.log, strerror(errno));
-        spade_policy_free(p);
-        free(cp.tok);
-        return 1;
-    }
-    int tty = isatty(2);
-    spade_tokenizer *tkz = spade_policy_tokenizer(p);
-    fprintf(stderr,
-            "spade pretrain: %zu parameters on %s; %zu tokens (%s, %d) from %zu bytes in %d files in %s; "
-            "%s at step %ld of %ld\n",
-            spade_policy_num_params(p), spade_policy_backend_note(p), cp.n, spade_tokenizer_kind(tkz),
-            spade_tokenizer_vocab(tkz), data_bytes, cp.files, c.data, start ? "resuming" : "starting", start, c.steps);
-    fprintf(log, "{\"event\":\"start\",\"step\":%ld,\"steps\":%ld,\"params\":%zu,\"backend\":", start, c.steps,
-            spade_policy_num_params(p));
-    json_str(log, spade_policy_backend_name(p), strlen(spade_policy_backend_name(p)));
-    size_t n_ans = 0;
-    for (size_t i = 0; c.answers && i < cp.n; i++) n_ans += cp.ans[i];
-    if (c.answers)
-        fprintf(stderr, "spade pretrain: loss = answers: %zu of the tokens are answers, in %zu transcripts\n", n_ans,
-                cp.n_starts);
-    fprintf(log, ",\"tokens\":%zu,\"bytes\":%zu,\"files\":%d,\"tokenizer\":\"%s\",\"vocab\":%d", cp.n, data_bytes,
-            cp.files, spade_tokenizer_kind(tkz), spade_tokenizer_vocab(tkz));
-    if (c.answers) fprintf(log, ",\"answer_tokens\":%zu,\"transcripts\":%zu", n_ans, cp.n_starts);
-    fputs("}\n", log);
-    fflush(log);
-
-    struct sigaction sa, old_int, old_term;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
-    stop_requested = 0;
-
-    int B = c.batch, T = c.seq;
-    int *tok = malloc((size_t)B * T * sizeof(int)), *tg = malloc((size_t)B * T * sizeof(int));
-    int *stok = malloc((size_t)c.sample_tokens * sizeof(int));
-    float *mask = malloc((size_t)B * T * sizeof(float));
-    /* a token decodes to at most SPADE_BPE_MAX_CHUNK bytes, a special one to "<|observation|>" */
-    size_t textcap = (size_t)c.sample_tokens * SPADE_BPE_MAX_CHUNK + 64;
-    char *text = malloc(textcap);
-    spade_adamw_opts o;
-    spade_adamw_opts_default(&o);
-    o.weight_decay = c.weight_decay;
-    o.grad_clip = c.grad_clip;
-    double t0 = now_s(), last_draw = 0;
-    long done_steps = 0;
-    rc = 0;
-    if (!tok || !tg || !stok || !text || !mask) {
-        fprintf(stderr, "spade pretrain: out of memory\n");
-        rc = 1;
-    }
-    long step = start;
-    while (!rc && step < c.steps && !stop_requested) {
-        step++;
-        float loss, gnorm;
-        if (train_step(p, &c, &cp, step, tok, tg, mask, &o, &loss, &gnorm, err, sizeof err)) {
-            fprintf(stderr, "%sspade pretrain: step %ld: %s\n", tty ? "\n" : "", step, err);
-            rc = 1;
-            break;
-        }
-        done_steps++;
-        double el = now_s() - t0, tok_s = done_steps * (double)B * T / el;
-        fprintf(log,
-                "{\"event\":\"step\",\"step\":%ld,\"loss\":%.6f,\"lr\":%.6g,\"grad_norm\":%.6g,"
-                "\"tokens_per_s\":%.1f,\"elapsed_s\":%.3f}\n",
-                step, loss, o.lr, gnorm, tok_s, el);
-        fflush(log);
-        if (tty && (now_s() - last_draw > 0.1 || step == c.steps)) {
-            progress(step, c.steps, loss, tok_s, (c.steps - step) * el / done_steps);
-            last_draw = now_s();
-        } else if (!tty && (step % 50 == 0 || step == c.steps)) {
-            fprintf(stderr, "step %ld/%ld loss %.4f %.0f tok/s\n", step, c.steps, loss, tok_s);
-        }
-        if (c.sample_every > 0 && (step % c.sample_every == 0 || step == c.steps)) {
-            if (tty) fputc('\n', stderr);
-            if (sample_and_log(p, &c, step, stok, text, textcap, log, err, sizeof err)) {
-                fprintf(stderr, "spade pretrain: sampling at step %ld: %s\n", step, err);
-                rc = 1;
-                break;
-            }
-        }
-        if ((c.checkpoint_every > 0 && step % c.checkpoint_every == 0) || step == c.steps) {
-            if (spade_policy_save(p, ckpt, err, sizeof err)) {
-                fprintf(stderr, "%sspade pretrain: %s\n", tty ? "\n" : "", err);
-                rc = 1;
-                break;
-            }
-            fprintf(log, "{\"event\":\"checkpoint\",\"step\":%ld,\"path\":", step);
-            json_str(log, ckpt, strlen(ckpt));
-            fputs("}\n", log);
-            fflush(log);
-        }
-    }
-    if (tty) fputc('\n', stderr);
-    if (stop_requested && !rc) {
-        /* interrupted: keep the work done so far */
-        if (spade_policy_save(p, ckpt, err, sizeof err))
-            fprintf(stderr, "spade pretrain: %s\n", err);
-        else
-            fprintf(stderr, "spade pretrain: interrupted at step %ld; checkpoint %s written\n", step, ckpt);
-        fprintf(log, "{\"event\":\"interrupted\",\"step\":%ld}\n", step);
-        rc = 1;
-    } else if (!rc) {
-        fprintf(stderr, "spade pretrain: done: step %ld, checkpoint %s, log %s\n", step, ckpt, c.log);
-        fprintf(log, "{\"event\":\"done\",\"step\":%ld}\n", step);
-    }
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
-    fclose(log);
-    free(tok);
-    free(tg);
-    free(mask);
-    free(stok);
-    free(text);
-    free(cp.tok);
-    free(cp.ans);
-    free(cp.starts);
-    spade_policy_free(p);
+    pretrain_close(&r);
     return rc;
 }
