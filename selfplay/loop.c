@@ -70,9 +70,11 @@ int spade_selfplay_iteration(spade_selfplay *s, const spade_selfplay_opts *o, in
     int rc = spade_sp_begin(&x, s, o, it, stop, m, err, errlen);
     for (size_t k = 0; rc == 0 && k < sizeof phases / sizeof *phases; k++) {
         double t = now_s(), *slot = phase_time(m, k);
-        if (phases[k] == spade_sp_archive) *slot = 0; /* it set a provisional figure for its own JSON */
         rc = phases[k](&x, err, errlen);
-        *slot += now_s() - t;
+        if (phases[k] == spade_sp_archive) /* it set a provisional figure for its own JSON: replaced, not added to */
+            *slot = now_s() - t; /* (adding counted its SQLite writes twice, past the total on a loaded machine) */
+        else
+            *slot += now_s() - t;
         if (phases[k] == spade_sp_write) *slot = fmax(0, *slot - m->time.design_prefill);
     }
     m->time.total = now_s() - t0;
