@@ -14,8 +14,7 @@
  * Usage: bench_policy [--quick]     (--quick: fewer steps, for smoke runs)
  *        bench_policy --long [ROUNDS]  (tiled vs T x T attention at T = 2048)
  *        bench_policy --train BACKEND L C NH T B STEPS  (one training figure)
- *        bench_policy --note | --blas-hint  (the cpu backend's note; the
- *                      OPENBLAS_CORETYPE this CPU wants, if OpenBLAS misjudged it)
+ *        bench_policy --note  (the cpu backend's note)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -184,14 +183,6 @@ int main(int argc, char **argv) {
         spade_backend_close(&be);
         return 0;
     }
-    if (argc > 1 && !strcmp(argv[1], "--blas-hint")) { /* the OPENBLAS_CORETYPE to use, or nothing */
-        char note[256];
-        if (spade_backend_cpu_blas_note(note, sizeof note)) {
-            const char *eq = strstr(note, "OPENBLAS_CORETYPE=");
-            if (eq) printf("%.*s\n", (int)strcspn(eq + 18, " "), eq + 18);
-        }
-        return 0;
-    }
     if (argc > 1 && !strcmp(argv[1], "--long")) return bench_long(argc > 2 ? atoi(argv[2]) : 2, 2);
     int quick = argc > 1 && !strcmp(argv[1], "--quick");
     /* 1. reference first, before any backend pins OpenBLAS's threads:
@@ -206,7 +197,6 @@ int main(int argc, char **argv) {
         printf("%s\n", note);
         spade_backend_close(&be);
     }
-    if (!spade_backend_cpu_has_cblas()) printf("  (no cblas in this build: GEMMs are plain C)\n");
 
     printf("cblas sgemm %dx%dx%d, all threads: %.1f GFLOP/s (reference)\n", B10 * T10, 4 * C10, C10, ref);
 

@@ -3,10 +3,8 @@
 # peer a user would pick: the same GPT, the same AdamW, the same tokens, 2
 # threads each, side by side in one run, at the four configurations of issue 7.
 #
-# What it is: for each configuration, ROUNDS rounds that alternate spade, spade
-# with OPENBLAS_CORETYPE set (only where OpenBLAS misdetects this CPU, see
-# spade_backend_cpu_blas_note in core/policy/backend.h) and torch
-# (bench/torch_gpt.py), so that load on a shared machine falls on all of them
+# What it is: for each configuration, ROUNDS rounds that alternate spade and
+# torch (bench/torch_gpt.py), so that load on a shared machine falls on all of them
 # alike; it prints each one's mean tokens/s and the ratio spade / torch, with
 # the load average before and after. One command: `bench/bench_vs_torch.sh`
 # from a built tree (make bench/bench_policy). What it is not: a test (nothing
@@ -32,16 +30,9 @@ if ! [ -x "$py" ] || ! "$py" -c 'import torch' 2>/dev/null; then
     echo "bench_vs_torch: torch skipped: no python with torch at $py (set SPADE_TORCH_PYTHON)"
 fi
 
-# The OpenBLAS kernels a misdetected CPU should have (empty: none needed).
-coretype=
-if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
-    coretype=$(OMP_NUM_THREADS=1 "$bp" --blas-hint 2>/dev/null || true)
-fi
-
 export OMP_NUM_THREADS=$threads
 echo "bench_vs_torch: $threads threads, $rounds rounds, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "bench_vs_torch: spade: $("$bp" --note)"
-[ -n "$coretype" ] && echo "bench_vs_torch: spade+ct = spade with OPENBLAS_CORETYPE=$coretype"
 
 tok() { sed -n 's/.* \([0-9][0-9]*\) tokens\/s.*/\1/p'; }
 
@@ -49,15 +40,11 @@ tok() { sed -n 's/.* \([0-9][0-9]*\) tokens\/s.*/\1/p'; }
 printf '%s\n' "4 128 4 256 8 10" "6 384 6 256 4 3" "6 384 6 256 8 2" "12 768 12 128 2 3" |
 while read -r L C NH T B steps; do
     [ "${QUICK:-0}" = 1 ] && steps=1
-    s=0; sc=0; t=0
+    s=0; t=0
     r=0
     while [ "$r" -lt "$rounds" ]; do
         x=$("$bp" --train cpu "$L" "$C" "$NH" "$T" "$B" "$steps" | tok)
         s=$((s + x))
-        if [ -n "$coretype" ]; then
-            x=$(OPENBLAS_CORETYPE=$coretype "$bp" --train cpu "$L" "$C" "$NH" "$T" "$B" "$steps" | tok)
-            sc=$((sc + x))
-        fi
         if [ "$torch" = yes ]; then
             x=$("$py" "$here/torch_gpt.py" "$L" "$C" "$NH" "$T" "$B" "$steps" "$threads" | tok)
             t=$((t + x))
@@ -66,10 +53,8 @@ while read -r L C NH T B steps; do
     done
     cfg="L$L C$C NH$NH T$T B$B"
     line="$cfg: spade $((s / rounds)) tokens/s"
-    [ -n "$coretype" ] && line="$line, spade+ct $((sc / rounds)) tokens/s"
     if [ "$torch" = yes ]; then
         line="$line, torch $((t / rounds)) tokens/s; RATIO spade/torch $(awk "BEGIN{printf \"%.2f\", $s/$t}")"
-        [ -n "$coretype" ] && line="$line, spade+ct/torch $(awk "BEGIN{printf \"%.2f\", $sc/$t}")"
     else
         line="$line, torch skipped"
     fi

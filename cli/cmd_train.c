@@ -229,6 +229,20 @@ static int default_model(const char *spec, int quick, int *skip) {
     return cli_err(CLI_FAIL, "train", "the embedded default needs its model: %s", err);
 }
 
+/* 1 when RUN holds a state file: a run of the embedded default or a preset that was stopped. */
+static int has_state(const char *run) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/state", run);
+    return access(path, F_OK) == 0;
+}
+
+/* Goes on with the stopped run in RUN (what names it in the message). */
+static int resume_stopped(spade_sandbox *sb, const char *run, const char *what) {
+    printf("spade train: resuming %s in %s\n", what, run);
+    char *args[] = {"train", (char *)run, NULL};
+    return cli_train(sb, 2, args);
+}
+
 static int train_default(spade_sandbox *sb) {
     const char *quick = getenv("SPADE_TRAIN_QUICK"), *dir = getenv("SPADE_TRAIN_DIR");
     const char *model = getenv("SPADE_TRAIN_MODEL");
@@ -238,12 +252,7 @@ static int train_default(spade_sandbox *sb) {
     if (!model || !*model) model = DEFAULT_MODEL;
     if (!spade_model_find(model) && realpath(model, mabs)) model = mabs; /* the config lives in the run dir */
     if (find_stdenv(stdenv, sizeof stdenv, "for the agent's pool") != CLI_OK) return CLI_FAIL;
-    snprintf(path, sizeof path, "%s/state", run);
-    if (access(path, F_OK) == 0) { /* a default run that was stopped: go on with it */
-        printf("spade train: resuming the default run in %s\n", run);
-        char *args[] = {"train", run, NULL};
-        return cli_train(sb, 2, args);
-    }
+    if (has_state(run)) return resume_stopped(sb, run, "the default run");
     int rc = default_model(model, q, &skip);
     if (rc != CLI_OK || skip) return rc;
     if (cli_mkdir_p(run) < 0) return cli_err(CLI_FAIL, "train", "%s: %s", run, strerror(errno));
@@ -304,12 +313,7 @@ static int train_preset_gpt(spade_sandbox *sb) {
     char run[2048], stdenv[2048], path[4200], text[4096];
     snprintf(run, sizeof run, "%s", dir && *dir ? dir : "runs/default-gpt");
     if (find_stdenv(stdenv, sizeof stdenv, "to pretrain on") != CLI_OK) return CLI_FAIL;
-    snprintf(path, sizeof path, "%s/state", run);
-    if (access(path, F_OK) == 0) { /* a preset run that was stopped: go on with it */
-        printf("spade train: resuming the gpt preset's run in %s\n", run);
-        char *args[] = {"train", run, NULL};
-        return cli_train(sb, 2, args);
-    }
+    if (has_state(run)) return resume_stopped(sb, run, "the gpt preset's run");
     if (cli_mkdir_p(run) < 0) return cli_err(CLI_FAIL, "train", "%s: %s", run, strerror(errno));
     printf("spade train: the gpt preset in %s: a short base pretraining on %s, then self-play\n", run, stdenv);
     snprintf(path, sizeof path, "%s/base/policy.ckpt", run);

@@ -379,15 +379,9 @@ int spade_backend_cuda_load(spade_backend *be, char *err, size_t errlen);
 int spade_backend_open(const char *which, spade_backend *be, char *note, size_t notelen, char *err, size_t errlen);
 void spade_backend_close(spade_backend *be);
 
-/* 1: the cpu backend's GEMMs are fast kernels in another summation order
- * than cpu_ref's loops (always, since they are spade's own; the name is from
- * when they were cblas's, and 0 meant reference loops). */
-int spade_backend_cpu_has_cblas(void);
 /* Which GEMMs the cpu backend runs, for the backend note: "spade avx512
- * GEMMs" (or avx2, c). Returns 0: no variable changes them, so there is no
- * hint to give (it returned 1 with an OPENBLAS_CORETYPE hint when the GEMMs
- * were OpenBLAS's). */
-int spade_backend_cpu_blas_note(char *buf, size_t len);
+ * GEMMs" (or avx2, c); no variable changes them. */
+void spade_backend_cpu_blas_note(char *buf, size_t len);
 
 #ifdef __cplusplus
 }

@@ -1291,13 +1291,7 @@ int spade_backend_cpu_new(spade_backend *be, char *err, size_t errlen) { return 
 int spade_backend_cpu_tt_new(spade_backend *be, char *err, size_t errlen) { return cpu_new(be, 2, err, errlen); }
 
 /* The backend note's GEMM part: spade's kernel, which no variable changes
- * (OPENBLAS_CORETYPE no longer matters to the cpu backend). Returns 0: there
- * is nothing for the user to set. */
-int spade_backend_cpu_blas_note(char *buf, size_t len) {
+ * (OPENBLAS_CORETYPE does not matter to the cpu backend). */
+void spade_backend_cpu_blas_note(char *buf, size_t len) {
     snprintf(buf, len, "spade %s GEMMs", spade_gemm_kernel_name(spade_gemm_kernel()));
-    return 0;
 }
-
-/* 1: the cpu backend's GEMMs are fast kernels in another summation order
- * than cpu_ref's loops (always, now that the kernels are spade's own). */
-int spade_backend_cpu_has_cblas(void) { return 1; }
