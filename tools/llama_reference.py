@@ -59,8 +59,26 @@ def log_softmax(z):
     return z - m - np.log(np.exp(z - m).sum())
 
 
+def plain_cpu_backend(llama_cpp):
+    """Keep llama.cpp on its plain CPU path: no extra buffer types. On a CPU
+    with AMX, llama-cpp-python 0.3.36 built natively moves Q8_0/Q4 weights into
+    its AMX buffer, and its AMX matrix product crashed (SIGSEGV in
+    ggml_backend_amx_mul_mat) on small Q8_0 models; the reference is the
+    plain kernels' result, the same on every machine."""
+    lib = llama_cpp.llama_cpp  # the module Llama() calls, not the package
+    default = lib.llama_model_default_params
+
+    def params():
+        p = default()
+        if hasattr(p, "use_extra_bufts"):
+            p.use_extra_bufts = False
+        return p
+    lib.llama_model_default_params = params
+
+
 def reference(model, prompts, K, gen, threads):
     import llama_cpp
+    plain_cpu_backend(llama_cpp)
     # F32 K/V cache (llama.cpp's default is F16, which alone moves log-probs by ~1e-2)
     llm = llama_cpp.Llama(model_path=model, n_ctx=2048, n_batch=512, logits_all=True, n_threads=threads,
                           type_k=llama_cpp.GGML_TYPE_F32, type_v=llama_cpp.GGML_TYPE_F32, flash_attn=False,
