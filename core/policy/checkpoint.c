@@ -247,14 +247,28 @@ static int read_lora_header(const unsigned char *hdr, const char *path, spade_gp
     base->kind = (int)get32(hdr + 148);
     memcpy(base->sha256, hdr + 152, 64);
     memcpy(base->spec, hdr + 216, 1024);
-    int hex = 1;
-    for (int i = 0; i < 64; i++)
-        hex &= (base->sha256[i] >= '0' && base->sha256[i] <= '9') || (base->sha256[i] >= 'a' && base->sha256[i] <= 'f');
+    int hex = 0; /* how many of the 64 characters, from the first, are lowercase hex digits */
+    while (hex < 64 && ((base->sha256[hex] >= '0' && base->sha256[hex] <= '9') ||
+                        (base->sha256[hex] >= 'a' && base->sha256[hex] <= 'f')))
+        hex++;
     if (r < 1 || r > 1024 || !(cfg->lora_alpha > 0 && cfg->lora_alpha <= 1e6) || !cfg->lora_targets ||
-        cfg->lora_targets > LORA_ALL || base->kind < 0 || base->kind > 2 || (base->kind && (!hex || !base->spec[0]))) {
+        cfg->lora_targets > LORA_ALL || base->kind < 0 || base->kind > 2) {
         spade_errf(err, errlen,
                    "checkpoint '%s': bad LoRA header: lora_rank %d, lora_alpha %g, targets 0x%x, base kind %d", path, r,
                    (double)cfg->lora_alpha, cfg->lora_targets, base->kind);
+        return -1;
+    }
+    /* a base file is named and hashed: each field said apart, a short or mangled hash as such */
+    if (base->kind && hex < 64) {
+        spade_errf(err, errlen,
+                   "checkpoint '%s': bad LoRA header: lora.base_sha256 is not 64 lowercase hex digits (the first %d "
+                   "are)",
+                   path, hex);
+        return -1;
+    }
+    if (base->kind && !base->spec[0]) {
+        spade_errf(err, errlen, "checkpoint '%s': bad LoRA header: lora.base is empty (base kind %d names a file)",
+                   path, base->kind);
         return -1;
     }
     cfg->lora_rank = r;
