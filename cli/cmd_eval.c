@@ -73,7 +73,42 @@ static void cell(char *buf, size_t cap, const spade_eval_arm *a) {
         snprintf(buf, cap, "%.2f [%.2f, %.2f]", a->success, a->lo, a->hi);
 }
 
-int cli_eval(spade_sandbox *sb, int argc, char **argv) {
+/* What one `spade eval` holds, from its options to its rows; its phases fill
+ * it in order and eval_close frees it. One per process (the tables are large:
+ * static, as they were). */
+typedef struct eval_run {
+    spade_eval_opts o;
+    const char *suite, *jsonl, *token_file, *token_env, *ckpt;
+    char *servers;
+    long context;
+    /* --servers: the arms play on running servers (core/served_episodes.h) */
+    spade_served_opts so;
+    char token[CLI_TOKEN_MAX + 1];
+    const char *addrs[64];
+    /* the environments: n of them, from the command line then the suite */
+    int n;
+    char paths[MAX_ENVS][SPADE_PATH_MAX], params[MAX_ENVS][SPADE_SPEC_PARAMS_MAX], names[MAX_ENVS][300];
+    char *srcs[MAX_ENVS];
+    spade_ep_spec specs[MAX_ENVS];
+    spade_eval_row rows[MAX_ENVS];
+    /* the policy: a checkpoint or model (p), a remote endpoint, or neither ('none') */
+    spade_policy *p;
+    char rurl[1024], rmodel[256];
+    spade_remote *remote;
+    remote_maker maker;
+    char err[2048];
+} eval_run;
+
+static void eval_close(eval_run *r) {
+    for (int i = 0; i < MAX_ENVS; i++) free(r->srcs[i]);
+    spade_policy_free(r->p);
+    spade_remote_free(r->remote);
+}
+
+enum { EVAL_GO = -1 }; /* a phase's "carry on"; anything else is the command's status */
+
+/* The options into r; argv[optind] is then the checkpoint. */
+static int eval_options(eval_run *r, int argc, char **argv) {
     static const struct option longopts[] = {{"suite", required_argument, 0, 's'},
                                              {"episodes", required_argument, 0, 'n'},
                                              {"hint", no_argument, 0, 'H'},
@@ -89,192 +124,196 @@ int cli_eval(spade_sandbox *sb, int argc, char **argv) {
                                              {"context", required_argument, 0, 'c'},
                                              {"help", no_argument, 0, 'h'},
                                              {0, 0, 0, 0}};
-    spade_eval_opts o;
-    spade_eval_opts_default(&o);
-    const char *suite = NULL, *jsonl = NULL, *token_file = NULL, *token_env = NULL;
-    char *servers = NULL;
-    long v, context = 0;
+    spade_eval_opts *o = &r->o;
+    long v;
     uint64_t seed;
     int ch;
     optind = 0;
     opterr = 0;
     while ((ch = getopt_long(argc, argv, "s:n:HghS:Rj:r:A:c:", longopts, NULL)) != -1) {
         switch (ch) {
-        case 's': suite = optarg; break;
+        case 's': r->suite = optarg; break;
         case 'n':
             if (cli_parse_long("eval", "--episodes", optarg, 1, 1000000, &v) < 0) return CLI_USAGE;
-            o.episodes = (int)v;
+            o->episodes = (int)v;
             break;
-        case 'H': o.hint = 1; break;
+        case 'H': o->hint = 1; break;
         case 'S':
             if (cli_parse_u64("eval", "--seed", optarg, &seed) < 0) return CLI_USAGE;
-            o.seed = seed;
+            o->seed = seed;
             break;
-        case 'g': o.temperature = 0; break;
-        case 'R': o.references = 0; break;
-        case 'j': jsonl = optarg; break;
-        case 'V': servers = optarg; break;
-        case 'T': token_file = optarg; break;
-        case 'E': token_env = optarg; break;
+        case 'g': o->temperature = 0; break;
+        case 'R': o->references = 0; break;
+        case 'j': r->jsonl = optarg; break;
+        case 'V': r->servers = optarg; break;
+        case 'T': r->token_file = optarg; break;
+        case 'E': r->token_env = optarg; break;
         case 'r':
             if (cli_parse_long("eval", "--reasoning-tokens", optarg, 0, 8192, &v) < 0) return CLI_USAGE;
-            o.reasoning_tokens = (int)v;
+            o->reasoning_tokens = (int)v;
             break;
         case 'A':
             if (cli_parse_long("eval", "--action-tokens", optarg, 1, 4096, &v) < 0) return CLI_USAGE;
-            o.max_action_tokens = (int)v;
+            o->max_action_tokens = (int)v;
             break;
         case 'c':
-            if (cli_parse_long("eval", "--context", optarg, 64, 65536, &context) < 0) return CLI_USAGE;
+            if (cli_parse_long("eval", "--context", optarg, 64, 65536, &r->context) < 0) return CLI_USAGE;
             break;
         case 'h': cli_usage_eval(stdout); return CLI_OK;
         default: return cli_bad_option("eval", argc, argv, optopt);
         }
     }
     if (optind >= argc) return cli_err(CLI_USAGE, "eval", "name a checkpoint (or 'none') first (spade eval --help)");
-    if (suite && strcmp(suite, "heldout")) return cli_err(CLI_USAGE, "eval", "unknown suite '%s' (heldout)", suite);
-    /* --servers: the arms play on running servers (core/served_episodes.h) */
-    static char token[CLI_TOKEN_MAX + 1];
-    static const char *addrs[64];
-    spade_served_opts so;
-    spade_served_opts_default(&so);
-    if ((token_file || token_env) && !servers)
+    if (r->suite && strcmp(r->suite, "heldout"))
+        return cli_err(CLI_USAGE, "eval", "unknown suite '%s' (heldout)", r->suite);
+    return EVAL_GO;
+}
+
+/* --servers HOST:PORT,... and their token into r->so, which the arms then play on. */
+static int eval_servers(eval_run *r) {
+    spade_served_opts_default(&r->so);
+    if ((r->token_file || r->token_env) && !r->servers)
         return cli_err(CLI_USAGE, "eval", "--token-file/--token-env go with --servers");
-    if (servers) {
-        size_t tl;
-        if ((token_file || token_env) && cli_read_token("eval", token_file, token_env, token, sizeof token, &tl) < 0)
-            return CLI_USAGE;
-        for (char *save = NULL, *t = strtok_r(servers, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-            if (so.n_servers == 64) return cli_err(CLI_USAGE, "eval", "--servers: at most 64");
-            addrs[so.n_servers++] = t;
-        }
-        if (!so.n_servers) return cli_err(CLI_USAGE, "eval", "--servers: no HOST:PORT given");
-        so.servers = addrs;
-        so.token = token_file || token_env ? token : NULL;
-        o.served = &so;
+    if (!r->servers) return EVAL_GO;
+    size_t tl;
+    if ((r->token_file || r->token_env) &&
+        cli_read_token("eval", r->token_file, r->token_env, r->token, sizeof r->token, &tl) < 0)
+        return CLI_USAGE;
+    for (char *save = NULL, *t = strtok_r(r->servers, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (r->so.n_servers == 64) return cli_err(CLI_USAGE, "eval", "--servers: at most 64");
+        r->addrs[r->so.n_servers++] = t;
     }
-    const char *ckpt = argv[optind++];
-    int n_specs = argc - optind;
-    if (!suite && !n_specs) return cli_err(CLI_USAGE, "eval", "name environments or --suite heldout");
-    static char paths[MAX_ENVS][SPADE_PATH_MAX], params[MAX_ENVS][SPADE_SPEC_PARAMS_MAX], names[MAX_ENVS][300];
-    static spade_ep_spec specs[MAX_ENVS];
-    static spade_eval_row rows[MAX_ENVS];
-    char *srcs[MAX_ENVS] = {0};
-    int n = 0, rc = CLI_FAIL;
-    char err[2048];
-    spade_policy *p = NULL;
-    char rurl[1024], rmodel[256];
-    spade_remote *remote = NULL;
-    remote_maker maker = {0};
-    for (int i = 0; i < n_specs && n < MAX_ENVS; i++, n++) {
+    if (!r->so.n_servers) return cli_err(CLI_USAGE, "eval", "--servers: no HOST:PORT given");
+    r->so.servers = r->addrs;
+    r->so.token = r->token_file || r->token_env ? r->token : NULL;
+    r->o.served = &r->so;
+    return EVAL_GO;
+}
+
+/* The environments named on the command line (n_specs of them from argv[first]), read. */
+static int eval_specs(eval_run *r, char **argv, int first, int n_specs) {
+    for (int i = 0; i < n_specs && r->n < MAX_ENVS; i++, r->n++) {
+        int n = r->n;
         size_t len;
-        if (cli_load_spec("eval", argv[optind + i], paths[n], sizeof paths[n], params[n], sizeof params[n], &srcs[n],
-                          &len))
-            goto done;
-        specs[n] = (spade_ep_spec){.filename = paths[n],
-                                   .source = srcs[n],
-                                   .len = len,
-                                   .params = params[n][0] ? params[n] : NULL,
-                                   .expected = o.episodes};
-        snprintf(names[n], sizeof names[n], "%s", argv[optind + i]);
+        if (cli_load_spec("eval", argv[first + i], r->paths[n], sizeof r->paths[n], r->params[n], sizeof r->params[n],
+                          &r->srcs[n], &len))
+            return CLI_FAIL;
+        r->specs[n] = (spade_ep_spec){.filename = r->paths[n],
+                                      .source = r->srcs[n],
+                                      .len = len,
+                                      .params = r->params[n][0] ? r->params[n] : NULL,
+                                      .expected = r->o.episodes};
+        snprintf(r->names[n], sizeof r->names[n], "%s", argv[first + i]);
     }
-    if (suite) {
-        char dir[SPADE_PATH_MAX], **files;
-        int nf;
-        if (spade_heldout_dir(dir, sizeof dir, err, sizeof err) < 0 ||
-            spade_heldout_files(dir, &files, &nf, err, sizeof err) < 0) {
-            cli_err(CLI_FAIL, "eval", "%s", err);
-            goto done;
-        }
-        for (int i = 0; i < nf; i++) {
-            if (n < MAX_ENVS) {
-                size_t len;
-                snprintf(paths[n], sizeof paths[n], "%s", files[i]);
-                if (spade_read_source(files[i], &srcs[n], &len, err, sizeof err) == 0) {
-                    specs[n] =
-                        (spade_ep_spec){.filename = paths[n], .source = srcs[n], .len = len, .expected = o.episodes};
-                    const char *b = strrchr(files[i], '/');
-                    snprintf(names[n], sizeof names[n], "%.*s", (int)strcspn(b + 1, "."), b + 1);
-                    n++;
-                }
+    return EVAL_GO;
+}
+
+/* The held-out suite's environments after them, each named by its file's stem;
+ * one that cannot be read is left out, as are those past MAX_ENVS. */
+static int eval_suite(eval_run *r) {
+    char dir[SPADE_PATH_MAX], **files;
+    int nf;
+    if (spade_heldout_dir(dir, sizeof dir, r->err, sizeof r->err) < 0 ||
+        spade_heldout_files(dir, &files, &nf, r->err, sizeof r->err) < 0)
+        return cli_err(CLI_FAIL, "eval", "%s", r->err);
+    for (int i = 0; i < nf; i++) {
+        int n = r->n;
+        if (n < MAX_ENVS) {
+            size_t len;
+            snprintf(r->paths[n], sizeof r->paths[n], "%s", files[i]);
+            if (spade_read_source(files[i], &r->srcs[n], &len, r->err, sizeof r->err) == 0) {
+                r->specs[n] = (spade_ep_spec){
+                    .filename = r->paths[n], .source = r->srcs[n], .len = len, .expected = r->o.episodes};
+                const char *b = strrchr(files[i], '/');
+                snprintf(r->names[n], sizeof r->names[n], "%.*s", (int)strcspn(b + 1, "."), b + 1);
+                r->n++;
             }
-            free(files[i]);
         }
-        free(files);
+        free(files[i]);
     }
-    int is_remote = spade_remote_parse_spec(ckpt, rurl, sizeof rurl, rmodel, sizeof rmodel, err, sizeof err);
-    if (is_remote < 0) {
-        cli_err(CLI_USAGE, "eval", "%s", err);
-        rc = CLI_USAGE;
-        goto done;
-    }
-    if (is_remote) {
-        spade_remote_opts ro;
-        spade_remote_opts_default(&ro);
-        ro.url = rurl;
-        ro.model = rmodel;
-        ro.api_key_env = getenv("SPADE_API_KEY_ENV");
-        ro.temperature = o.temperature;
-        ro.max_tokens = o.max_action_tokens;
-        const char *c = getenv("SPADE_REMOTE_CONCURRENCY");
-        if (c) ro.concurrency = atoi(c);
-        if ((c = getenv("SPADE_REMOTE_RETRIES"))) ro.retries = atoi(c); /* spade_remote_new checks the range */
-        if (spade_remote_new(&remote, &ro, err, sizeof err) < 0) {
-            cli_err(CLI_FAIL, "eval", "%s", err);
-            goto done;
-        }
-        maker = (remote_maker){.r = remote,
-                               .seed = o.seed ^ 0x6576616cULL,
-                               .reasoning_tokens = o.reasoning_tokens,
-                               .answer_tokens = o.max_action_tokens};
-        o.make_agent = make_remote;
-        o.agent_ctx = &maker;
-    } else if (strcmp(ckpt, "none") && cli_load_policy(ckpt, (int)context, &p, err, sizeof err)) {
-        cli_err(CLI_FAIL, "eval", "%s", err);
-        goto done;
-    }
-    if (spade_eval(p, sb, specs, n, &o, rows, err, sizeof err) < 0) {
-        cli_err(CLI_FAIL, "eval", "%s", err);
-        goto done;
-    }
+    free(files);
+    return EVAL_GO;
+}
+
+/* A remote:URL#MODEL policy: its client, and the agents the arms make of it. */
+static int eval_open_remote(eval_run *r) {
+    spade_remote_opts ro;
+    spade_remote_opts_default(&ro);
+    ro.url = r->rurl;
+    ro.model = r->rmodel;
+    ro.api_key_env = getenv("SPADE_API_KEY_ENV");
+    ro.temperature = r->o.temperature;
+    ro.max_tokens = r->o.max_action_tokens;
+    const char *c = getenv("SPADE_REMOTE_CONCURRENCY");
+    if (c) ro.concurrency = atoi(c);
+    if ((c = getenv("SPADE_REMOTE_RETRIES"))) ro.retries = atoi(c); /* spade_remote_new checks the range */
+    if (spade_remote_new(&r->remote, &ro, r->err, sizeof r->err) < 0) return cli_err(CLI_FAIL, "eval", "%s", r->err);
+    r->maker = (remote_maker){.r = r->remote,
+                              .seed = r->o.seed ^ 0x6576616cULL,
+                              .reasoning_tokens = r->o.reasoning_tokens,
+                              .answer_tokens = r->o.max_action_tokens};
+    r->o.make_agent = make_remote;
+    r->o.agent_ctx = &r->maker;
+    return EVAL_GO;
+}
+
+/* The policy r->ckpt names: remote, 'none', or a checkpoint or model loaded. */
+static int eval_open_policy(eval_run *r) {
+    int is_remote =
+        spade_remote_parse_spec(r->ckpt, r->rurl, sizeof r->rurl, r->rmodel, sizeof r->rmodel, r->err, sizeof r->err);
+    if (is_remote < 0) return cli_err(CLI_USAGE, "eval", "%s", r->err);
+    if (is_remote) return eval_open_remote(r);
+    if (strcmp(r->ckpt, "none") && cli_load_policy(r->ckpt, (int)r->context, &r->p, r->err, sizeof r->err))
+        return cli_err(CLI_FAIL, "eval", "%s", r->err);
+    return EVAL_GO;
+}
+
+/* Environment i's line of the table on t, and its JSON object on j when there is one. */
+static void eval_row(const eval_run *r, int i, FILE *t, FILE *j) {
+    const spade_eval_opts *o = &r->o;
+    const spade_eval_row *row = &r->rows[i];
+    int has_policy = r->p || r->remote;
+    char a[64], b[64], rd[64], s[64];
+    cell(a, sizeof a, &row->policy);
+    cell(b, sizeof b, &row->hint);
+    cell(rd, sizeof rd, &row->random);
+    cell(s, sizeof s, &row->solve);
+    const spade_eval_arm *m = has_policy ? &row->policy : &row->random;
+    fprintf(t, "| %s | %s | %s%s%.3f | %.1f | %s | %s |\n", r->names[i], a, o->hint ? b : "", o->hint ? " | " : "",
+            m->mean_return, m->mean_steps, rd, s);
+    if (!j) return;
+    fprintf(j, "{\"env\":\"%s\",\"episodes\":%d,\"seed\":%llu", r->names[i], o->episodes, (unsigned long long)o->seed);
+    if (r->remote) fprintf(j, ",\"endpoint\":\"%s\",\"model\":\"%s\"", spade_remote_endpoint(r->remote), r->rmodel);
+    if (has_policy) arm_json(j, "policy", &row->policy);
+    if (o->hint && has_policy) arm_json(j, "hint", &row->hint);
+    if (o->references) arm_json(j, "random", &row->random), arm_json(j, "solve", &row->solve);
+    fprintf(j, "}\n");
+}
+
+/* The markdown table and its mean line (on stderr when stdout carries the
+ * JSONL, so that stdout stays clean JSON), and the JSONL with its summary. */
+static int eval_print(const eval_run *r) {
+    const spade_eval_opts *o = &r->o;
     FILE *j = NULL;
-    if (jsonl) {
-        j = strcmp(jsonl, "-") ? fopen(jsonl, "w") : stdout;
-        if (!j) {
-            cli_err(CLI_FAIL, "eval", "%s: cannot write", jsonl);
-            goto done;
-        }
+    if (r->jsonl) {
+        j = strcmp(r->jsonl, "-") ? fopen(r->jsonl, "w") : stdout;
+        if (!j) return cli_err(CLI_FAIL, "eval", "%s: cannot write", r->jsonl);
     }
-    FILE *t = j == stdout ? stderr : stdout; /* stdout stays clean JSON when it carries JSONL */
+    FILE *t = j == stdout ? stderr : stdout;
     fprintf(t, "| environment | policy | %smean return | mean steps | random | solve |\n",
-            o.hint ? "policy + hint | " : "");
-    fprintf(t, "|---|---|%s---|---|---|---|\n", o.hint ? "---|" : "");
+            o->hint ? "policy + hint | " : "");
+    fprintf(t, "|---|---|%s---|---|---|---|\n", o->hint ? "---|" : "");
     double sum[4] = {0};
-    for (int i = 0; i < n; i++) {
-        char a[64], b[64], r[64], s[64];
-        cell(a, sizeof a, &rows[i].policy);
-        cell(b, sizeof b, &rows[i].hint);
-        cell(r, sizeof r, &rows[i].random);
-        cell(s, sizeof s, &rows[i].solve);
-        const spade_eval_arm *m = p || remote ? &rows[i].policy : &rows[i].random;
-        fprintf(t, "| %s | %s | %s%s%.3f | %.1f | %s | %s |\n", names[i], a, o.hint ? b : "", o.hint ? " | " : "",
-                m->mean_return, m->mean_steps, r, s);
-        sum[0] += rows[i].policy.success;
-        sum[1] += rows[i].hint.success;
-        sum[2] += rows[i].random.success;
-        sum[3] += rows[i].solve.success;
-        if (j) {
-            fprintf(j, "{\"env\":\"%s\",\"episodes\":%d,\"seed\":%llu", names[i], o.episodes,
-                    (unsigned long long)o.seed);
-            if (remote) fprintf(j, ",\"endpoint\":\"%s\",\"model\":\"%s\"", spade_remote_endpoint(remote), rmodel);
-            if (p || remote) arm_json(j, "policy", &rows[i].policy);
-            if (o.hint && (p || remote)) arm_json(j, "hint", &rows[i].hint);
-            if (o.references) arm_json(j, "random", &rows[i].random), arm_json(j, "solve", &rows[i].solve);
-            fprintf(j, "}\n");
-        }
+    for (int i = 0; i < r->n; i++) {
+        eval_row(r, i, t, j);
+        sum[0] += r->rows[i].policy.success;
+        sum[1] += r->rows[i].hint.success;
+        sum[2] += r->rows[i].random.success;
+        sum[3] += r->rows[i].solve.success;
     }
+    int n = r->n;
     char hint_part[64] = "";
-    if (o.hint) snprintf(hint_part, sizeof hint_part, ", with hint %.3f", sum[1] / n);
+    if (o->hint) snprintf(hint_part, sizeof hint_part, ", with hint %.3f", sum[1] / n);
     fprintf(t, "\nmean over %d environments: policy %.3f%s, random %.3f, solve %.3f\n", n, sum[0] / n, hint_part,
             sum[2] / n, sum[3] / n);
     if (j) {
@@ -282,10 +321,31 @@ int cli_eval(spade_sandbox *sb, int argc, char **argv) {
                 sum[0] / n, sum[1] / n, sum[2] / n, sum[3] / n);
         if (j != stdout) fclose(j);
     }
-    rc = CLI_OK;
-done:
-    for (int i = 0; i < MAX_ENVS; i++) free(srcs[i]);
-    spade_policy_free(p);
-    spade_remote_free(remote);
+    return CLI_OK;
+}
+
+/* The phases after the options, each carrying on or giving the status. */
+static int eval_phases(eval_run *r, spade_sandbox *sb, int argc, char **argv) {
+    int rc;
+    if ((rc = eval_servers(r)) != EVAL_GO) return rc;
+    r->ckpt = argv[optind++];
+    int n_specs = argc - optind;
+    if (!r->suite && !n_specs) return cli_err(CLI_USAGE, "eval", "name environments or --suite heldout");
+    if ((rc = eval_specs(r, argv, optind, n_specs)) != EVAL_GO) return rc;
+    if (r->suite && (rc = eval_suite(r)) != EVAL_GO) return rc;
+    if ((rc = eval_open_policy(r)) != EVAL_GO) return rc;
+    if (spade_eval(r->p, sb, r->specs, r->n, &r->o, r->rows, r->err, sizeof r->err) < 0)
+        return cli_err(CLI_FAIL, "eval", "%s", r->err);
+    return eval_print(r);
+}
+
+int cli_eval(spade_sandbox *sb, int argc, char **argv) {
+    static eval_run r;
+    memset(&r, 0, sizeof r);
+    spade_eval_opts_default(&r.o);
+    int rc = eval_options(&r, argc, argv);
+    if (rc != EVAL_GO) return rc;
+    rc = eval_phases(&r, sb, argc, argv);
+    eval_close(&r);
     return rc;
 }

@@ -574,130 +574,142 @@ static int run_on_servers(const run_args *a, const spade_ep_spec *spec, run_ctx 
     return rc;
 }
 
-int cli_run(spade_sandbox *sb, int argc, char **argv) {
+/* What one `spade run` holds from its arguments to its summary; its phases
+ * fill it in order and run_close frees it. */
+typedef struct run_cmd {
     run_args a;
-    int early = parse_run_args(argc, argv, &a);
-    if (early >= 0) return early;
-
     char path[SPADE_PATH_MAX], params[SPADE_SPEC_PARAMS_MAX];
-    char *src = NULL;
-    size_t len = 0;
-    if (cli_load_spec("run", a.spec, path, sizeof path, params, sizeof params, &src, &len) != CLI_OK) return CLI_FAIL;
-
-    int rc = CLI_FAIL;
+    char *src;
+    size_t len;
+    spade_env_info info;
+    FILE *jsonl;
+    spade_agent *agent;
+    spade_policy *policy;
+    run_ctx c;
     struct sigaction old_int, old_term;
-    int handlers_set = 0;
-    FILE *jsonl = NULL;
-    spade_agent *agent = NULL;
-    spade_policy *policy = NULL;
+    int handlers_set;
+    char err[SPADE_PATH_MAX + 1024];
+} run_cmd;
+
+/* One load first, so that a file that does not compile, bad params or a
+ * missing SOLVE are said once, not as N failed episodes: 0, or -1 having said why. */
+static int run_check_env(run_cmd *r, spade_sandbox *sb) {
     spade_worker *w = NULL;
     spade_failure f;
     memset(&f, 0, sizeof f);
-    char err[SPADE_PATH_MAX + 1024];
-    run_ctx c;
-    memset(&c, 0, sizeof c);
-
-    /* One load first, so that a file that does not compile, bad params or a
-     * missing SOLVE are said once, not as N failed episodes. */
-    if (spade_worker_load(sb, path, src, len, &w, &f) != 0 || !w) {
-        cli_print_failure("run", path, &f);
-        w = NULL;
-        goto out;
+    if (spade_worker_load(sb, r->path, r->src, r->len, &w, &f) != 0 || !w) {
+        cli_print_failure("run", r->path, &f);
+        return -1;
     }
-    spade_env_info info = *spade_worker_info(w);
+    r->info = *spade_worker_info(w);
     spade_worker_free(w);
-    w = NULL;
     double pvals[SPADE_INFO_MAX_PARAMS];
-    if (spade_params_parse(&info, params, pvals, err, sizeof err) != 0) {
-        cli_err(CLI_FAIL, "run", "%s: params: %s", path, err);
-        goto out;
+    if (spade_params_parse(&r->info, r->params, pvals, r->err, sizeof r->err) != 0) {
+        cli_err(CLI_FAIL, "run", "%s: params: %s", r->path, r->err);
+        return -1;
     }
-    if (a.agent_kind == AGENT_SOLVE && !info.has_solve) {
-        cli_err(CLI_FAIL, "run", "%s: --agent solve, but the environment has no SOLVE block", path);
-        goto out;
+    if (r->a.agent_kind == AGENT_SOLVE && !r->info.has_solve) {
+        cli_err(CLI_FAIL, "run", "%s: --agent solve, but the environment has no SOLVE block", r->path);
+        return -1;
     }
-    if (a.jsonl_path) {
-        jsonl = strcmp(a.jsonl_path, "-") ? fopen(a.jsonl_path, "w") : stdout;
-        if (!jsonl) {
-            cli_err(CLI_FAIL, "run", "--jsonl %s: cannot write: %m", a.jsonl_path);
-            goto out;
+    return 0;
+}
+
+/* The JSONL opened, the agent made, the counts' context set and the stop handlers installed: 0, or -1. */
+static int run_open(run_cmd *r) {
+    const run_args *a = &r->a;
+    if (a->jsonl_path) {
+        r->jsonl = strcmp(a->jsonl_path, "-") ? fopen(a->jsonl_path, "w") : stdout;
+        if (!r->jsonl) {
+            cli_err(CLI_FAIL, "run", "--jsonl %s: cannot write: %m", a->jsonl_path);
+            return -1;
         }
     }
-    if (!(agent = make_agent(&a, &policy, err, sizeof err))) {
-        cli_err(CLI_FAIL, "run", "%s", err);
-        goto out;
+    if (!(r->agent = make_agent(a, &r->policy, r->err, sizeof r->err))) {
+        cli_err(CLI_FAIL, "run", "%s", r->err);
+        return -1;
     }
-    c.out = jsonl == stdout ? stderr : stdout;
-    c.jsonl = jsonl;
-    c.quiet = a.quiet;
-    c.show = a.show;
-    c.n_episodes = a.n_episodes;
-    c.seed = a.seed;
+    run_ctx *c = &r->c;
+    c->out = r->jsonl == stdout ? stderr : stdout;
+    c->jsonl = r->jsonl;
+    c->quiet = a->quiet;
+    c->show = a->show;
+    c->n_episodes = a->n_episodes;
+    c->seed = a->seed;
     /* the progress line shares stderr with nothing else */
-    c.tty_progress =
-        isatty(2) && a.n_episodes > 1 && !a.show && (a.quiet || !isatty(1)) && (a.quiet || c.out != stderr);
-    c.t0 = cli_now();
-    stop_handlers_install(a.agent_kind == AGENT_STDIN, &old_int, &old_term);
-    handlers_set = 1;
+    c->tty_progress =
+        isatty(2) && a->n_episodes > 1 && !a->show && (a->quiet || !isatty(1)) && (a->quiet || c->out != stderr);
+    c->t0 = cli_now();
+    stop_handlers_install(a->agent_kind == AGENT_STDIN, &r->old_int, &r->old_term);
+    r->handlers_set = 1;
+    return 0;
+}
 
-    spade_ep_spec spec = {.filename = path, .source = src, .len = len, .params = params, .expected = a.n_episodes};
+/* The episodes, here or on --servers, then the summary and what ended the run. */
+static int run_play(run_cmd *r, spade_sandbox *sb) {
+    const run_args *a = &r->a;
+    run_ctx *c = &r->c;
+    spade_ep_spec spec = {
+        .filename = r->path, .source = r->src, .len = r->len, .params = r->params, .expected = a->n_episodes};
     spade_episodes_opts o;
     spade_episodes_opts_default(&o);
-    o.max_live = (int)a.batch;
-    o.workers = (int)a.workers;
+    o.max_live = (int)a->batch;
+    o.workers = (int)a->workers;
     o.stop = &run_stop_signal;
     o.on_outcome = on_outcome;
     o.on_event = on_event;
-    o.ctx = &c;
-    int how = a.servers ? run_on_servers(&a, &spec, &c, agent, err, sizeof err)
-                        : spade_episodes_run(sb, &spec, 1, next_request, &c, agent, &o, err, sizeof err);
-    if (how < 0) {
-        cli_err(CLI_FAIL, "run", "%s: %s", path, err);
-        goto out;
-    }
-    if (c.oom) {
-        cli_err(CLI_FAIL, "run", "out of memory");
-        goto out;
-    }
-    double dt = cli_now() - c.t0;
-    if (c.tty_progress) progress(&c, 1);
-    write_summary(&c, &a, &info, path, params, jsonl, dt);
-    if (run_stop_signal) {
-        cli_err(CLI_FAIL, "run", "interrupted (%s) after %ld of %ld episodes", strsignal(run_stop_signal), c.episodes,
-                a.n_episodes);
-        goto out;
-    }
-    if (how == SPADE_EPISODES_AGENT_END && c.episodes < a.n_episodes) {
-        cli_err(CLI_FAIL, "run", "standard input ended after %ld of %ld episodes", c.episodes, a.n_episodes);
-        goto out;
-    }
-    if (c.failed) {
-        cli_err(CLI_FAIL, "run", "%s: the sandbox failed in %ld of %ld episodes", path, c.failed, c.episodes);
-        goto out;
-    }
-    rc = CLI_OK;
-out:
-    if (jsonl == stdout && fflush(stdout) != 0) {
+    o.ctx = c;
+    int how = a->servers ? run_on_servers(a, &spec, c, r->agent, r->err, sizeof r->err)
+                         : spade_episodes_run(sb, &spec, 1, next_request, c, r->agent, &o, r->err, sizeof r->err);
+    if (how < 0) return cli_err(CLI_FAIL, "run", "%s: %s", r->path, r->err);
+    if (c->oom) return cli_err(CLI_FAIL, "run", "out of memory");
+    double dt = cli_now() - c->t0;
+    if (c->tty_progress) progress(c, 1);
+    write_summary(c, a, &r->info, r->path, r->params, r->jsonl, dt);
+    if (run_stop_signal)
+        return cli_err(CLI_FAIL, "run", "interrupted (%s) after %ld of %ld episodes", strsignal(run_stop_signal),
+                       c->episodes, a->n_episodes);
+    if (how == SPADE_EPISODES_AGENT_END && c->episodes < a->n_episodes)
+        return cli_err(CLI_FAIL, "run", "standard input ended after %ld of %ld episodes", c->episodes, a->n_episodes);
+    if (c->failed)
+        return cli_err(CLI_FAIL, "run", "%s: the sandbox failed in %ld of %ld episodes", r->path, c->failed,
+                       c->episodes);
+    return CLI_OK;
+}
+
+/* Everything r holds closed and freed; rc, or CLI_FAIL when an output could not be finished. */
+static int run_close(run_cmd *r, int rc) {
+    if (r->jsonl == stdout && fflush(stdout) != 0) {
         cli_err(CLI_FAIL, "run", "--jsonl -: write failed: %m");
         rc = CLI_FAIL;
     }
-    if (jsonl && jsonl != stdout && fclose(jsonl) != 0) {
-        cli_err(CLI_FAIL, "run", "--jsonl %s: write failed: %m", a.jsonl_path);
+    if (r->jsonl && r->jsonl != stdout && fclose(r->jsonl) != 0) {
+        cli_err(CLI_FAIL, "run", "--jsonl %s: write failed: %m", r->a.jsonl_path);
         rc = CLI_FAIL;
     }
-    for (long i = 0; i < c.pend_cap; i++) free(c.pend[i].p);
-    free(c.pend);
-    spade_agent_free(agent);
-    spade_policy_free(policy);
+    for (long i = 0; i < r->c.pend_cap; i++) free(r->c.pend[i].p);
+    free(r->c.pend);
+    spade_agent_free(r->agent);
+    spade_policy_free(r->policy);
     spade_remote_free(run_remote);
     run_remote = NULL;
     if (run_transcripts && fclose(run_transcripts) != 0) {
-        cli_err(CLI_FAIL, "run", "--transcripts %s: write failed: %m", a.transcripts_path);
+        cli_err(CLI_FAIL, "run", "--transcripts %s: write failed: %m", r->a.transcripts_path);
         rc = CLI_FAIL;
     }
     run_transcripts = NULL;
-    spade_worker_free(w);
-    free(src);
-    if (handlers_set) stop_handlers_restore(&old_int, &old_term);
+    free(r->src);
+    if (r->handlers_set) stop_handlers_restore(&r->old_int, &r->old_term);
     return rc;
+}
+
+int cli_run(spade_sandbox *sb, int argc, char **argv) {
+    run_cmd r;
+    memset(&r, 0, sizeof r);
+    int early = parse_run_args(argc, argv, &r.a);
+    if (early >= 0) return early;
+    if (cli_load_spec("run", r.a.spec, r.path, sizeof r.path, r.params, sizeof r.params, &r.src, &r.len) != CLI_OK)
+        return CLI_FAIL;
+    int rc = run_check_env(&r, sb) < 0 || run_open(&r) < 0 ? CLI_FAIL : run_play(&r, sb);
+    return run_close(&r, rc);
 }

@@ -244,6 +244,105 @@ static void free_run(run *R) {
 
 static int stopped(const run *R) { return R->halt || (R->o.stop && *R->o.stop); }
 
+/* R's per-slot and per-spec arrays, zeroed: 0, or -1 having said so. */
+static int run_alloc(run *R) {
+    size_t m = (size_t)R->max_live, ns = (size_t)R->n_specs + 1, nsp = R->n_specs > 0 ? (size_t)R->n_specs : 1;
+    R->env = calloc(nsp, sizeof *R->env);
+    R->grp = calloc(nsp, sizeof *R->grp);
+    R->L = calloc(m, sizeof *R->L);
+    R->order = calloc(m, sizeof *R->order);
+    R->views = calloc(m, sizeof *R->views);
+    R->acts = calloc(m, sizeof *R->acts);
+    R->ids = calloc(m, sizeof *R->ids);
+    R->seeds = calloc(m, sizeof *R->seeds);
+    R->act_p = calloc(m, sizeof *R->act_p);
+    R->act_l = calloc(m, sizeof *R->act_l);
+    R->who = calloc(m, sizeof *R->who);
+    R->who2 = calloc(m, sizeof *R->who2);
+    R->res = calloc(m, sizeof *R->res);
+    R->sent = calloc(ns, sizeof *R->sent);
+    R->start = calloc(ns, sizeof *R->start);
+    R->gs = calloc(ns, sizeof *R->gs);
+    if (!R->env || !R->grp || !R->L || !R->order || !R->views || !R->acts || !R->ids || !R->seeds || !R->act_p ||
+        !R->act_l || !R->who || !R->who2 || !R->res || !R->sent || !R->start || !R->gs)
+        return spade_eps_oom(R);
+    for (int i = 0; i < R->max_live; i++) R->L[i].slot = -1;
+    return 0;
+}
+
+/* Each spec's group: a spec of its own, or the first spec naming the same
+ * caller's vector (opts.places). 0, or -1 for a place outside its vector. */
+static int run_groups(run *R) {
+    for (int s = 0; s < R->n_specs; s++) {
+        const spade_ep_place *sp = R->o.places && R->o.places[s].vec ? &R->o.places[s] : NULL;
+        R->env[s].group = -1;
+        if (sp) {
+            int ne = spade_vecenv_num_envs(sp->vec);
+            if (sp->count < 1 || sp->first < 0 || sp->first > ne - sp->count) {
+                spade_errf(R->err, R->errlen, "episodes: spec %d: envs [%d, %d) of a vector of %d", s, sp->first,
+                           sp->first + sp->count, ne);
+                return -1;
+            }
+            R->env[s].off = sp->first;
+            for (int t = 0; t < s && R->env[s].group < 0; t++)
+                if (R->o.places[t].vec == sp->vec) R->env[s].group = R->env[t].group;
+        }
+        if (R->env[s].group < 0) R->env[s].group = R->n_grp++;
+    }
+    return 0;
+}
+
+/* Rounds of fill, reset, begin, solve, act and step until the queue is done,
+ * a stop is asked for or the agent ends: the SPADE_EPISODES_* reason, or -1. */
+static int run_rounds(run *R, spade_ep_next_fn next, void *next_ctx) {
+    for (;;) {
+        if (stopped(R)) return SPADE_EPISODES_STOPPED;
+        if (spade_eps_fill(R, next, next_ctx) < 0 || spade_eps_do_resets(R) < 0 || spade_eps_prefetch(R, 0) < 0 ||
+            spade_eps_do_begins(R) < 0 || spade_eps_prefetch(R, 1) < 0 || spade_eps_do_solves(R) < 0)
+            return -1;
+        if (R->n_order == 0 && R->queue_done && !R->have_req) return SPADE_EPISODES_DONE;
+        if (stopped(R)) return SPADE_EPISODES_STOPPED;
+        int a = spade_eps_do_act(R);
+        if (a < 0) return -1;
+        if (a > 0) return stopped(R) ? SPADE_EPISODES_STOPPED : SPADE_EPISODES_AGENT_END;
+        if (spade_eps_do_steps(R) < 0) return -1;
+    }
+}
+
+/* The run stopped: what is live ends as stopped, in episode order, and so
+ * does a request taken from the queue but never started. rc, or -1. */
+static int run_end_live(run *R, int rc) {
+    while (R->n_order > 0)
+        if (spade_eps_finish(R, R->order[0], SPADE_EP_STOPPED, NULL, SPADE_EP_OP_NONE, NULL) < 0) return -1;
+    if (R->have_req) {
+        spade_ep_outcome o;
+        memset(&o, 0, sizeof o);
+        o.episode = R->req_ep;
+        o.spec = R->req.spec;
+        o.seed = R->req.seed;
+        o.hint = R->req.hint;
+        o.end = SPADE_EP_STOPPED;
+        if (hold(R, &o) < 0) rc = -1;
+    }
+    return rc;
+}
+
+/* A failed run: the agent's per-episode state is freed all the same. */
+static void run_end_agent(run *R) {
+    for (int k = 0; k < R->n_order; k++) {
+        live *e = &R->L[R->order[k]];
+        if (e->begun && R->agent->end) {
+            spade_ep_view v;
+            spade_ep_outcome o;
+            memset(&o, 0, sizeof o);
+            o.episode = e->episode;
+            o.end = SPADE_EP_STOPPED;
+            spade_eps_view_of(R, e, &v);
+            R->agent->end(R->agent->ctx, &v, e->state, &o);
+        }
+    }
+}
+
 int spade_episodes_run(spade_sandbox *sb, const spade_ep_spec *specs, int n_specs, spade_ep_next_fn next,
                        void *next_ctx, spade_agent *agent, const spade_episodes_opts *opts, char *err, size_t errlen) {
     run R;
@@ -266,105 +365,9 @@ int spade_episodes_run(spade_sandbox *sb, const spade_ep_spec *specs, int n_spec
     R.n_specs = n_specs;
     R.agent = agent;
     R.max_live = R.o.max_live;
-    size_t m = (size_t)R.max_live;
-    R.env = calloc(n_specs > 0 ? (size_t)n_specs : 1, sizeof *R.env);
-    R.grp = calloc(n_specs > 0 ? (size_t)n_specs : 1, sizeof *R.grp);
-    R.L = calloc(m, sizeof *R.L);
-    R.order = calloc(m, sizeof *R.order);
-    R.views = calloc(m, sizeof *R.views);
-    R.acts = calloc(m, sizeof *R.acts);
-    R.ids = calloc(m, sizeof *R.ids);
-    R.seeds = calloc(m, sizeof *R.seeds);
-    R.act_p = calloc(m, sizeof *R.act_p);
-    R.act_l = calloc(m, sizeof *R.act_l);
-    R.who = calloc(m, sizeof *R.who);
-    R.who2 = calloc(m, sizeof *R.who2);
-    R.res = calloc(m, sizeof *R.res);
-    size_t ns = (size_t)n_specs + 1;
-    R.sent = calloc(ns, sizeof *R.sent);
-    R.start = calloc(ns, sizeof *R.start);
-    R.gs = calloc(ns, sizeof *R.gs);
-    int rc = -1;
-    if (!R.env || !R.grp || !R.L || !R.order || !R.views || !R.acts || !R.ids || !R.seeds || !R.act_p || !R.act_l ||
-        !R.who || !R.who2 || !R.res || !R.sent || !R.start || !R.gs) {
-        spade_eps_oom(&R);
-        goto out;
-    }
-    for (int i = 0; i < R.max_live; i++) R.L[i].slot = -1;
-    /* groups: a spec of its own, or the first spec naming the same caller's vector */
-    for (int s = 0; s < n_specs; s++) {
-        const spade_ep_place *sp = R.o.places && R.o.places[s].vec ? &R.o.places[s] : NULL;
-        R.env[s].group = -1;
-        if (sp) {
-            int ne = spade_vecenv_num_envs(sp->vec);
-            if (sp->count < 1 || sp->first < 0 || sp->first > ne - sp->count) {
-                spade_errf(err, errlen, "episodes: spec %d: envs [%d, %d) of a vector of %d", s, sp->first,
-                           sp->first + sp->count, ne);
-                goto out;
-            }
-            R.env[s].off = sp->first;
-            for (int t = 0; t < s && R.env[s].group < 0; t++)
-                if (R.o.places[t].vec == sp->vec) R.env[s].group = R.env[t].group;
-        }
-        if (R.env[s].group < 0) R.env[s].group = R.n_grp++;
-    }
-    for (;;) {
-        if (stopped(&R)) {
-            rc = SPADE_EPISODES_STOPPED;
-            break;
-        }
-        if (spade_eps_fill(&R, next, next_ctx) < 0 || spade_eps_do_resets(&R) < 0 || spade_eps_prefetch(&R, 0) < 0 ||
-            spade_eps_do_begins(&R) < 0 || spade_eps_prefetch(&R, 1) < 0 || spade_eps_do_solves(&R) < 0)
-            goto out;
-        if (R.n_order == 0 && R.queue_done && !R.have_req) {
-            rc = SPADE_EPISODES_DONE;
-            break;
-        }
-        if (stopped(&R)) {
-            rc = SPADE_EPISODES_STOPPED;
-            break;
-        }
-        int a = spade_eps_do_act(&R);
-        if (a < 0) goto out;
-        if (a > 0) {
-            rc = stopped(&R) ? SPADE_EPISODES_STOPPED : SPADE_EPISODES_AGENT_END;
-            break;
-        }
-        if (spade_eps_do_steps(&R) < 0) goto out;
-    }
-    /* the run stopped: what is live ends as stopped, in episode order */
-    while (R.n_order > 0)
-        if (spade_eps_finish(&R, R.order[0], SPADE_EP_STOPPED, NULL, SPADE_EP_OP_NONE, NULL) < 0) {
-            rc = -1;
-            goto out;
-        }
-    if (R.have_req) {
-        /* taken from the queue but never started: stopped too */
-        spade_ep_outcome o;
-        memset(&o, 0, sizeof o);
-        o.episode = R.req_ep;
-        o.spec = R.req.spec;
-        o.seed = R.req.seed;
-        o.hint = R.req.hint;
-        o.end = SPADE_EP_STOPPED;
-        if (hold(&R, &o) < 0) rc = -1;
-    }
-out:
-    if (rc < 0) {
-        /* the agent's per-episode state is freed even when the run fails */
-        for (int k = 0; k < R.n_order; k++) {
-            live *e = &R.L[R.order[k]];
-            if (e->begun && agent->end) {
-                spade_ep_view v;
-                spade_ep_outcome o;
-                memset(&o, 0, sizeof o);
-                o.episode = e->episode;
-                o.end = SPADE_EP_STOPPED;
-                spade_eps_view_of(&R, e, &v);
-                agent->end(agent->ctx, &v, e->state, &o);
-            }
-        }
-    }
+    int rc = run_alloc(&R) < 0 || run_groups(&R) < 0 ? -1 : run_rounds(&R, next, next_ctx);
+    if (rc >= 0) rc = run_end_live(&R, rc);
+    if (rc < 0) run_end_agent(&R);
     free_run(&R);
     return rc;
 }

@@ -3,8 +3,11 @@
 #include "sha256.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "errbuf.h"
 
@@ -95,9 +98,19 @@ void spade_sha256_hex(const void *data, size_t n, char hex[65]) {
 }
 
 int spade_sha256_file(const char *path, char hex[65], uint64_t *size, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    /* a file only: the path may come from outside (a checkpoint names its LoRA base), and
+     * /dev/zero would never end, a FIFO never open (hence O_NONBLOCK until fstat says which) */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st)) {
         spade_errf(err, errlen, "%s: %s", path, strerror(errno));
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    FILE *f = S_ISREG(st.st_mode) && fcntl(fd, F_SETFL, 0) == 0 ? fdopen(fd, "rb") : NULL;
+    if (!f) {
+        spade_errf(err, errlen, "%s: %s", path, S_ISREG(st.st_mode) ? strerror(errno) : "not a regular file");
+        close(fd);
         return -1;
     }
     uint8_t buf[1 << 16];

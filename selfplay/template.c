@@ -78,134 +78,196 @@ int spade_template_fits(spade_policy *p, const spade_template *t, int hole_token
     return -1;
 }
 
+/* One decoding batch of template slots: the buffers every hole reuses, the
+ * decoder, and what each slot's decoder slot has read (fed); tpl_batch_free
+ * frees it. */
+typedef struct tpl_batch {
+    spade_policy *p;
+    spade_tokenizer *tok;
+    spade_template_slot *s;
+    int n, ctx, T, maxh; /* T: the tokens a hole may take */
+    int *slots, *counts, *status, *maxt, *lens, *fed; /* n each, in one allocation (slots) */
+    int *stop, n_stop;
+    const int **toks;
+    uint64_t *seeds;
+    int *out; /* n x T sampled tokens, lp their log-probabilities */
+    float *lp;
+    char *text; /* cap bytes: the longest text T tokens can decode to */
+    size_t cap;
+    spade_decoder *dec;
+    spade_sample_opts so;
+    char *err;
+    size_t errlen;
+} tpl_batch;
+
+static void tpl_batch_free(tpl_batch *b) {
+    spade_decoder_free(b->dec);
+    free(b->slots);
+    free(b->stop);
+    free(b->toks);
+    free(b->seeds);
+    free(b->out);
+    free(b->lp);
+    free(b->text);
+}
+
+static int tpl_oom(tpl_batch *b) {
+    spade_errf(b->err, b->errlen, "template designer: out of memory");
+    return -1;
+}
+
+/* The buffers, sized for n slots of T tokens: 0, or -1 having said why. */
+static int tpl_batch_alloc(tpl_batch *b) {
+    int n = b->n, T = b->T;
+    b->slots = malloc((size_t)n * 6 * sizeof *b->slots);
+    b->stop = stop_tokens(b->tok, &b->n_stop);
+    b->toks = malloc((size_t)n * sizeof *b->toks);
+    b->seeds = malloc((size_t)n * sizeof *b->seeds);
+    b->out = malloc((size_t)n * T * sizeof *b->out);
+    b->lp = malloc((size_t)n * T * sizeof *b->lp);
+    if (!b->slots || !b->stop || !b->toks || !b->seeds || !b->out || !b->lp) return tpl_oom(b);
+    b->counts = b->slots + n, b->status = b->slots + 2 * n, b->maxt = b->slots + 3 * n, b->lens = b->slots + 4 * n,
+    b->fed = b->slots + 5 * n;
+    size_t cap = 1;
+    for (int id = 0; id < spade_tokenizer_vocab(b->tok); id++) {
+        size_t len = 0;
+        if (spade_tokenizer_piece(b->tok, id, &len) && len + 1 > cap) cap = len + 1;
+    }
+    b->cap = cap * (size_t)T + 1;
+    if (!(b->text = malloc(b->cap))) return tpl_oom(b);
+    return 0;
+}
+
+/* Each transcript given its template's first piece, the decoder made, and the
+ * sampling options every hole uses: 0, or -1. */
+static int tpl_batch_open(tpl_batch *b, const spade_template_opts *o) {
+    size_t pl;
+    for (int i = 0; i < b->n; i++) {
+        spade_template_slot *x = &b->s[i];
+        int H = spade_template_holes(x->tpl);
+        if (H > b->maxh) b->maxh = H;
+        const char *piece = spade_template_piece(x->tpl, 0, &pl);
+        spade_transcript_text(x->tr, b->tok, piece, pl);
+        b->fed[i] = 0;
+        x->sampled = 0;
+    }
+    if (spade_decoder_new(&b->dec, b->p, b->n, b->err, b->errlen) < 0) return -1;
+    spade_sample_opts_default(&b->so);
+    b->so.temperature = o->temperature;
+    b->so.top_p = o->top_p;
+    b->so.max_tokens = b->T;
+    b->so.stop = b->stop;
+    b->so.n_stop = b->n_stop;
+    return 0;
+}
+
+/* Before hole h: what each slot's transcript holds past what its decoder slot
+ * has read (the opening and the piece before this hole), appended. */
+static int tpl_feed(tpl_batch *b, int h) {
+    spade_template_slot *s = b->s;
+    int k = 0;
+    for (int i = 0; i < b->n; i++) {
+        if (h >= spade_template_holes(s[i].tpl)) continue;
+        if (s[i].tr->oom) {
+            spade_errf(b->err, b->errlen, "template designer: out of memory for a transcript");
+            return -1;
+        }
+        if (s[i].tr->len > b->fed[i]) {
+            b->slots[k] = i, b->toks[k] = s[i].tr->tok + b->fed[i], b->counts[k] = s[i].tr->len - b->fed[i];
+            k++;
+        }
+    }
+    if (k > 0 && spade_decoder_append_batch(b->dec, b->slots, b->toks, b->counts, k, b->status, b->err, b->errlen) < 0)
+        return -1;
+    for (int j = 0; j < k; j++)
+        if (b->status[j] != 0) {
+            spade_errf(b->err, b->errlen,
+                       "[designer] template = %s: the transcript passes the policy's context of %d tokens "
+                       "before hole %d",
+                       spade_template_name(s[b->slots[j]].tpl), b->ctx, h + 1);
+            return -1;
+        }
+    return 0;
+}
+
+/* The j-th sampled slot's tokens for hole h: into its transcript, its fill
+ * (the hole's text, cut where a hole ends), then the template's next piece. */
+static int tpl_take(tpl_batch *b, int h, int j) {
+    spade_template_slot *x = &b->s[b->slots[j]];
+    const int *t = b->out + (size_t)j * b->T;
+    int len = b->lens[j], ended = len > 0 && t[len - 1] == spade_tokenizer_end_of_turn(b->tok);
+    spade_transcript_sampled(x->tr, t, b->lp + (size_t)j * b->T, len);
+    x->sampled += len;
+    b->fed[b->slots[j]] += len; /* the decoder holds the sampled tokens already */
+    size_t got = 0, pl;
+    spade_tokenizer_decode(b->tok, t, (size_t)(ended ? len - 1 : len), 0, b->text, b->cap, &got);
+    if (got >= b->cap) got = b->cap - 1;
+    size_t kept = spade_template_hole_text(b->text, got);
+    if (!(x->fill[h] = malloc(kept + 1))) return tpl_oom(b);
+    memcpy(x->fill[h], b->text, kept);
+    x->fill[h][kept] = 0;
+    x->fill_len[h] = kept;
+    const char *piece = spade_template_piece(x->tpl, h + 1, &pl);
+    spade_transcript_text(x->tr, b->tok, piece, pl);
+    return 0;
+}
+
+/* Hole h of every slot whose template has it, sampled in one batch. */
+static int tpl_hole(tpl_batch *b, int h) {
+    spade_template_slot *s = b->s;
+    if (tpl_feed(b, h) < 0) return -1;
+    int q = 0;
+    for (int i = 0; i < b->n; i++) {
+        if (h >= spade_template_holes(s[i].tpl)) continue;
+        b->fed[i] = s[i].tr->len;
+        int room = b->ctx - spade_decoder_len(b->dec, i);
+        if (room < 1) {
+            spade_errf(b->err, b->errlen, "[designer] template = %s: no context left for hole %d",
+                       spade_template_name(s[i].tpl), h + 1);
+            return -1;
+        }
+        b->slots[q] = i;
+        b->maxt[q] = room < b->T ? room : b->T;
+        b->seeds[q] = spade_mix64(s[i].seed + (uint64_t)h);
+        q++;
+    }
+    if (spade_decoder_sample(b->dec, b->slots, q, &b->so, b->seeds, b->maxt, b->out, b->lp, b->lens, b->status, b->err,
+                             b->errlen) < 0)
+        return -1;
+    for (int j = 0; j < q; j++)
+        if (tpl_take(b, h, j) < 0) return -1;
+    return 0;
+}
+
+/* Each transcript's closing end of turn, and its template filled into source. */
+static int tpl_finish(tpl_batch *b) {
+    for (int i = 0; i < b->n; i++) {
+        spade_template_slot *x = &b->s[i];
+        spade_transcript_special(x->tr, spade_tokenizer_end_of_turn(b->tok));
+        if (x->tr->oom || x->tr->len > b->ctx) {
+            spade_errf(b->err, b->errlen, "[designer] template = %s: %s", spade_template_name(x->tpl),
+                       x->tr->oom ? "out of memory for a transcript" : "the filled transcript passes the context");
+            return -1;
+        }
+        if (spade_template_fill(x->tpl, (const char *const *)x->fill, x->fill_len, &x->source, &x->source_len) < 0)
+            return tpl_oom(b);
+    }
+    return 0;
+}
+
 int spade_template_decode(spade_policy *p, spade_template_slot *s, int n, const spade_template_opts *o, char *err,
                           size_t errlen) {
-    spade_tokenizer *tok = spade_policy_tokenizer(p);
-    int ctx = spade_policy_config(p)->context, T = o->hole_tokens > 0 ? o->hole_tokens : 1, n_stop = 0, rc = -1;
-    int maxh = 0;
-    int *slots = malloc((size_t)n * 6 * sizeof *slots), *stop = stop_tokens(tok, &n_stop);
-    const int **toks = malloc((size_t)n * sizeof *toks);
-    uint64_t *seeds = malloc((size_t)n * sizeof *seeds);
-    int *out = malloc((size_t)n * T * sizeof *out);
-    float *lp = malloc((size_t)n * T * sizeof *lp);
-    char *text = NULL;
-    spade_decoder *dec = NULL;
-    if (!slots || !stop || !toks || !seeds || !out || !lp) {
-        spade_errf(err, errlen, "template designer: out of memory");
-        goto done;
-    }
-    int *counts = slots + n, *status = slots + 2 * n, *maxt = slots + 3 * n, *lens = slots + 4 * n,
-        *fed = slots + 5 * n;
-    size_t cap = 1, pl;
-    for (int id = 0; id < spade_tokenizer_vocab(tok); id++) { /* the longest text T tokens can decode to */
-        size_t len = 0;
-        if (spade_tokenizer_piece(tok, id, &len) && len + 1 > cap) cap = len + 1;
-    }
-    cap = cap * (size_t)T + 1;
-    if (!(text = malloc(cap))) {
-        spade_errf(err, errlen, "template designer: out of memory");
-        goto done;
-    }
-    for (int i = 0; i < n; i++) {
-        int H = spade_template_holes(s[i].tpl);
-        if (H > maxh) maxh = H;
-        const char *piece = spade_template_piece(s[i].tpl, 0, &pl);
-        spade_transcript_text(s[i].tr, tok, piece, pl);
-        fed[i] = 0;
-        s[i].sampled = 0;
-    }
-    if (spade_decoder_new(&dec, p, n, err, errlen) < 0) goto done;
-    spade_sample_opts so;
-    spade_sample_opts_default(&so);
-    so.temperature = o->temperature;
-    so.top_p = o->top_p;
-    so.max_tokens = T;
-    so.stop = stop;
-    so.n_stop = n_stop;
-    for (int h = 0; h < maxh; h++) {
-        /* what each slot's transcript holds past what its decoder slot has read: the opening and the piece before this
-         * hole */
-        int k = 0, q = 0;
-        for (int i = 0; i < n; i++) {
-            if (h >= spade_template_holes(s[i].tpl)) continue;
-            if (s[i].tr->oom) {
-                spade_errf(err, errlen, "template designer: out of memory for a transcript");
-                goto done;
-            }
-            if (s[i].tr->len > fed[i]) {
-                slots[k] = i, toks[k] = s[i].tr->tok + fed[i], counts[k] = s[i].tr->len - fed[i];
-                k++;
-            }
-        }
-        if (k > 0 && spade_decoder_append_batch(dec, slots, toks, counts, k, status, err, errlen) < 0) goto done;
-        for (int j = 0; j < k; j++)
-            if (status[j] != 0) {
-                spade_errf(err, errlen,
-                           "[designer] template = %s: the transcript passes the policy's context of %d tokens "
-                           "before hole %d",
-                           spade_template_name(s[slots[j]].tpl), ctx, h + 1);
-                goto done;
-            }
-        for (int i = 0; i < n; i++) {
-            if (h >= spade_template_holes(s[i].tpl)) continue;
-            fed[i] = s[i].tr->len;
-            int room = ctx - spade_decoder_len(dec, i);
-            if (room < 1) {
-                spade_errf(err, errlen, "[designer] template = %s: no context left for hole %d",
-                           spade_template_name(s[i].tpl), h + 1);
-                goto done;
-            }
-            slots[q] = i;
-            maxt[q] = room < T ? room : T;
-            seeds[q] = spade_mix64(s[i].seed + (uint64_t)h);
-            q++;
-        }
-        if (spade_decoder_sample(dec, slots, q, &so, seeds, maxt, out, lp, lens, status, err, errlen) < 0) goto done;
-        for (int j = 0; j < q; j++) {
-            spade_template_slot *x = &s[slots[j]];
-            const int *t = out + (size_t)j * T;
-            int len = lens[j], ended = len > 0 && t[len - 1] == spade_tokenizer_end_of_turn(tok);
-            spade_transcript_sampled(x->tr, t, lp + (size_t)j * T, len);
-            x->sampled += len;
-            fed[slots[j]] += len; /* the decoder holds the sampled tokens already */
-            size_t got = 0;
-            spade_tokenizer_decode(tok, t, (size_t)(ended ? len - 1 : len), 0, text, cap, &got);
-            if (got >= cap) got = cap - 1;
-            size_t kept = spade_template_hole_text(text, got);
-            x->fill[h] = malloc(kept + 1);
-            if (!x->fill[h]) {
-                spade_errf(err, errlen, "template designer: out of memory");
-                goto done;
-            }
-            memcpy(x->fill[h], text, kept);
-            x->fill[h][kept] = 0;
-            x->fill_len[h] = kept;
-            const char *piece = spade_template_piece(x->tpl, h + 1, &pl);
-            spade_transcript_text(x->tr, tok, piece, pl);
-        }
-    }
-    for (int i = 0; i < n; i++) {
-        spade_transcript_special(s[i].tr, spade_tokenizer_end_of_turn(tok));
-        if (s[i].tr->oom || s[i].tr->len > ctx) {
-            spade_errf(err, errlen, "[designer] template = %s: %s", spade_template_name(s[i].tpl),
-                       s[i].tr->oom ? "out of memory for a transcript" : "the filled transcript passes the context");
-            goto done;
-        }
-        if (spade_template_fill(s[i].tpl, (const char *const *)s[i].fill, s[i].fill_len, &s[i].source,
-                                &s[i].source_len) < 0) {
-            spade_errf(err, errlen, "template designer: out of memory");
-            goto done;
-        }
-    }
-    rc = 0;
-done:
-    spade_decoder_free(dec);
-    free(slots);
-    free(stop);
-    free(toks);
-    free(seeds);
-    free(out);
-    free(lp);
-    free(text);
+    tpl_batch b = {.p = p,
+                   .tok = spade_policy_tokenizer(p),
+                   .s = s,
+                   .n = n,
+                   .ctx = spade_policy_config(p)->context,
+                   .T = o->hole_tokens > 0 ? o->hole_tokens : 1,
+                   .err = err,
+                   .errlen = errlen};
+    int rc = tpl_batch_alloc(&b) < 0 || tpl_batch_open(&b, o) < 0 ? -1 : 0;
+    for (int h = 0; !rc && h < b.maxh; h++) rc = tpl_hole(&b, h);
+    if (!rc) rc = tpl_finish(&b);
+    tpl_batch_free(&b);
     return rc;
 }

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "policy/gguf.h"
@@ -638,6 +639,16 @@ START_TEST(sha256_vectors) {
     uint64_t size;
     ck_assert_int_eq(spade_sha256_file("/nonexistent/x", hex, &size, err, sizeof err), -1);
     ck_assert_str_eq(err, "/nonexistent/x: No such file or directory");
+    /* what is not a file is refused, not read: /dev/zero never ends, a FIFO without a writer never opens */
+    ck_assert_int_eq(spade_sha256_file("/dev/zero", hex, &size, err, sizeof err), -1);
+    ck_assert_str_eq(err, "/dev/zero: not a regular file");
+    char dir[256], fifo[300];
+    tu_mkdtemp(dir, sizeof dir, "sha");
+    snprintf(fifo, sizeof fifo, "%s/sha.fifo", dir);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    ck_assert_int_eq(spade_sha256_file(fifo, hex, &size, err, sizeof err), -1);
+    ck_assert_ptr_nonnull(strstr(err, "sha.fifo: not a regular file"));
+    tu_rm_rf(dir);
 }
 END_TEST
 

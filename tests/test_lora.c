@@ -353,6 +353,46 @@ START_TEST(checkpoint_round_trip_and_base_check) {
 }
 END_TEST
 
+/* Overwrites n bytes at off of file path (the header's fields; the reader of
+ * the config never gets to the checksum). */
+static void patch(const char *path, long off, const void *bytes, size_t n) {
+    FILE *f = fopen(path, "r+b");
+    ck_assert_ptr_nonnull(f);
+    ck_assert(fseek(f, off, SEEK_SET) == 0 && fwrite(bytes, 1, n, f) == n);
+    ck_assert(fclose(f) == 0);
+}
+
+/* A LoRA header whose base hash or name is wrong is refused naming that
+ * field (and how much of a hash is digits), not with the rank, alpha,
+ * targets and kind, which are right. */
+START_TEST(header_names_a_bad_base_field) {
+    char path[512], ck[600];
+    model_path(path, sizeof path, archs[0], 21);
+    snprintf(ck, sizeof ck, "%s/fields.ckpt", dir);
+    spade_policy *p = load(path, "cpu_ref", 2);
+    ck_assert_msg(spade_policy_save(p, ck, err, sizeof err) == 0, "%s", err);
+    spade_policy_free(p);
+    spade_gpt_config c;
+    ck_assert_msg(spade_policy_read_config(ck, &c, err, sizeof err) == 0, "%s", err);
+    /* bytes 152..216: the base's SHA-256 in hex; a 40-digit one, NULs after it */
+    char sha[64] = {0};
+    memset(sha, 'a', 40);
+    patch(ck, 152, sha, sizeof sha);
+    ck_assert(spade_policy_read_config(ck, &c, err, sizeof err) != 0);
+    ck_assert_msg(strstr(err, "lora.base_sha256 is not 64 lowercase hex digits (the first 40 are)") != NULL, "%s", err);
+    memset(sha, 'A', sizeof sha); /* uppercase: not the form written */
+    patch(ck, 152, sha, sizeof sha);
+    ck_assert(spade_policy_read_config(ck, &c, err, sizeof err) != 0);
+    ck_assert_msg(strstr(err, "(the first 0 are)") != NULL, "%s", err);
+    /* a good hash, an empty name (bytes 216..1240) */
+    memset(sha, 'b', sizeof sha);
+    patch(ck, 152, sha, sizeof sha);
+    patch(ck, 216, "", 1);
+    ck_assert(spade_policy_read_config(ck, &c, err, sizeof err) != 0);
+    ck_assert_msg(strstr(err, "lora.base is empty (base kind 1 names a file)") != NULL, "%s", err);
+}
+END_TEST
+
 /* Export merges W + (alpha / r) B A: the exported file, loaded as a plain
  * model, gives the LoRA policy's log-probs (within the merge's rounding). */
 START_TEST(export_merges_adapters) {
@@ -539,6 +579,7 @@ int main(void) {
     tcase_add_test(t, cpu_matches_reference);
     tcase_add_test(t, steps_train_adapters_only);
     tcase_add_test(t, checkpoint_round_trip_and_base_check);
+    tcase_add_test(t, header_names_a_bad_base_field);
     tcase_add_test(t, export_merges_adapters);
     tcase_add_test(t, refusals_and_keys);
     tcase_add_test(t, opened_policy_holds_weights_only);

@@ -242,6 +242,90 @@ static void append_excerpt(char *err, size_t errlen, const char *src, size_t len
 }
 
 /* ---- compile ---------------------------------------------------------------- */
+/* tcc takes a C string: a NUL inside would silently cut the source. 0, or -1
+ * with *line the NUL's line. */
+static int jit_check_nul(const char *fname, const char *source, size_t len, int *line, char *err, size_t errlen) {
+    const char *nul = len ? memchr(source, '\0', len) : NULL;
+    if (!nul) return 0;
+    int l = 1;
+    for (const char *p = source; p < nul; p++) l += *p == '\n';
+    *line = l;
+    spade_errf(err, errlen, "%s:%d: error: source contains a NUL byte (offset %zu)", fname, l, (size_t)(nul - source));
+    return -1;
+}
+
+/* A compiler for j with the DSL's symbols, its messages going to msgs: 0, or -1 (out of memory). */
+static int jit_start(spade_jit *j, messages *msgs) {
+    TCCState *s = tcc_new();
+    if (!s) return -1;
+    j->tcc = s;
+    tcc_set_error_func(s, msgs, on_tcc_message);
+    /* Options before the output type: tcc adds its system include paths there
+     * unless -nostdinc is already set. */
+    tcc_set_options(s, "-nostdinc -nostdlib");
+    tcc_set_output_type(s, TCC_OUTPUT_MEMORY);
+    tcc_define_symbol(s, "SPADE_JIT", "1");
+    for (size_t i = 0; i < spade_dsl_nsymbols; i++)
+        tcc_add_symbol(s, spade_dsl_symbols[i].name, spade_dsl_symbols[i].addr);
+    return 0;
+}
+
+/* The compiled unit placed in memory: tcc's status (< 0: failed); *no_image
+ * is set (and said in err) when there is no memory for the image. */
+static int jit_relocate(spade_jit *j, const messages *msgs, int *no_image, const char *fname, char *err,
+                        size_t errlen) {
+    *no_image = 0;
+#ifdef SPADE_TCC_RELOCATE_TWO_ARGS
+    /* Size first, then our own mapping: with TCC_RELOCATE_AUTO, libtcc's own
+     * allocation failure ends in exit(), which no caller can classify. */
+    int size = tcc_relocate(j->tcc, NULL);
+    if (size <= 0 || msgs->errors) return -1;
+    void *img = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (img == MAP_FAILED) {
+        spade_errf(err, errlen, "%s: out of memory: the compiled image needs %d bytes", fname, size);
+        *no_image = 1;
+        return -1;
+    }
+    j->image = img;
+    j->image_size = (size_t)size;
+    return tcc_relocate(j->tcc, img);
+#else
+    (void)msgs, (void)fname, (void)err, (void)errlen;
+    return tcc_relocate(j->tcc);
+#endif
+}
+
+/* A failed relocation said: out of memory, an undefined symbol (named, with
+ * the line that uses it), or another link error. */
+static void jit_link_error(const messages *msgs, const char *fname, const char *source, size_t len, int *line,
+                           spade_jit_status *kind, char *err, size_t errlen) {
+    if (msgs->out_of_memory) {
+        *kind = SPADE_JIT_OUT_OF_MEMORY;
+        spade_errf(err, errlen, "%s: %s", fname, msgs->first);
+        return;
+    }
+    *kind = SPADE_JIT_LINK_ERROR;
+    const char *u = strstr(msgs->first, "undefined symbol '");
+    if (!u) {
+        spade_errf(err, errlen, "%s: link error: %s", fname, msgs->errors ? msgs->first : "relocation failed");
+        return;
+    }
+    char sym[128];
+    u += strlen("undefined symbol '");
+    size_t n = 0;
+    while (u[n] && u[n] != '\'' && n + 1 < sizeof sym) {
+        sym[n] = u[n];
+        n++;
+    }
+    sym[n] = '\0';
+    *line = line_of_identifier(source, len, sym);
+    char more[48] = "";
+    if (msgs->errors > 1) snprintf(more, sizeof more, " (and %d more)", msgs->errors - 1);
+    spade_errf(err, errlen, "%s:%d: error: undefined symbol '%s': not a helper of <spade/dsl.h>%s", fname, *line, sym,
+               more);
+    append_excerpt(err, errlen, source, len, *line);
+}
+
 int spade_jit_compile(const char *filename, const char *source, size_t len, spade_jit **out, char *err, size_t errlen,
                       int *line, spade_jit_status *kind) {
     char fname[160];
@@ -258,18 +342,7 @@ int spade_jit_compile(const char *filename, const char *source, size_t len, spad
         spade_errf(err, errlen, "%s: no source given", fname);
         return -1;
     }
-
-    /* tcc takes a C string: a NUL inside would silently cut the source. */
-    const char *nul = len ? memchr(source, '\0', len) : NULL;
-    if (nul) {
-        int l = 1;
-        for (const char *p = source; p < nul; p++) l += *p == '\n';
-        *line = l;
-        spade_errf(err, errlen, "%s:%d: error: source contains a NUL byte (offset %zu)", fname, l,
-                   (size_t)(nul - source));
-        return -1;
-    }
-
+    if (jit_check_nul(fname, source, len, line, err, errlen)) return -1;
     text unit = {0};
     if (build_unit(fname, source ? source : "", len, &unit) < 0) {
         free(unit.p);
@@ -277,92 +350,38 @@ int spade_jit_compile(const char *filename, const char *source, size_t len, spad
         spade_errf(err, errlen, "%s: out of memory preparing the source", fname);
         return -1;
     }
-
     spade_jit *j = calloc(1, sizeof *j);
     messages msgs = {.first = {0}, .fname = fname};
-    TCCState *s = j ? tcc_new() : NULL;
-    if (!s) {
+    if (!j || jit_start(j, &msgs)) {
         free(unit.p);
         free(j);
         *kind = SPADE_JIT_OUT_OF_MEMORY;
         spade_errf(err, errlen, "%s: out of memory starting the compiler", fname);
         return -1;
     }
-    j->tcc = s;
-    tcc_set_error_func(s, &msgs, on_tcc_message);
-    /* Options before the output type: tcc adds its system include paths there
-     * unless -nostdinc is already set. */
-    tcc_set_options(s, "-nostdinc -nostdlib");
-    tcc_set_output_type(s, TCC_OUTPUT_MEMORY);
-    tcc_define_symbol(s, "SPADE_JIT", "1");
-    for (size_t i = 0; i < spade_dsl_nsymbols; i++)
-        tcc_add_symbol(s, spade_dsl_symbols[i].name, spade_dsl_symbols[i].addr);
-
-    int rc = tcc_compile_string(s, unit.p);
+    int rc = tcc_compile_string(j->tcc, unit.p);
     free(unit.p);
     if (rc < 0 || msgs.errors) {
         *kind = msgs.out_of_memory ? SPADE_JIT_OUT_OF_MEMORY : SPADE_JIT_COMPILE_ERROR;
         *line = line_in_message(msgs.first, fname);
         spade_errf(err, errlen, "%s", msgs.errors ? msgs.first : "compile failed (tcc gave no message)");
         append_excerpt(err, errlen, source, len, *line);
-        goto fail;
+        spade_jit_free(j);
+        return -1;
     }
-
-#ifdef SPADE_TCC_RELOCATE_TWO_ARGS
-    /* Size first, then our own mapping: with TCC_RELOCATE_AUTO, libtcc's own
-     * allocation failure ends in exit(), which no caller can classify. */
-    int size = tcc_relocate(s, NULL);
-    if (size > 0 && !msgs.errors) {
-        void *img = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (img == MAP_FAILED) {
-            *kind = SPADE_JIT_OUT_OF_MEMORY;
-            spade_errf(err, errlen, "%s: out of memory: the compiled image needs %d bytes", fname, size);
-            goto fail;
-        }
-        j->image = img;
-        j->image_size = (size_t)size;
-        rc = tcc_relocate(s, img);
-    } else {
-        rc = -1;
-    }
-#else
-    rc = tcc_relocate(s);
-#endif
+    int no_image;
+    rc = jit_relocate(j, &msgs, &no_image, fname, err, errlen);
+    if (no_image)
+        *kind = SPADE_JIT_OUT_OF_MEMORY;
+    else if (rc < 0 || msgs.errors)
+        jit_link_error(&msgs, fname, source, len, line, kind, err, errlen);
     if (rc < 0 || msgs.errors) {
-        if (msgs.out_of_memory) {
-            *kind = SPADE_JIT_OUT_OF_MEMORY;
-            spade_errf(err, errlen, "%s: %s", fname, msgs.first);
-            goto fail;
-        }
-        *kind = SPADE_JIT_LINK_ERROR;
-        const char *u = strstr(msgs.first, "undefined symbol '");
-        if (u) {
-            char sym[128];
-            u += strlen("undefined symbol '");
-            size_t n = 0;
-            while (u[n] && u[n] != '\'' && n + 1 < sizeof sym) {
-                sym[n] = u[n];
-                n++;
-            }
-            sym[n] = '\0';
-            *line = line_of_identifier(source, len, sym);
-            char more[48] = "";
-            if (msgs.errors > 1) snprintf(more, sizeof more, " (and %d more)", msgs.errors - 1);
-            spade_errf(err, errlen, "%s:%d: error: undefined symbol '%s': not a helper of <spade/dsl.h>%s", fname,
-                       *line, sym, more);
-            append_excerpt(err, errlen, source, len, *line);
-        } else {
-            spade_errf(err, errlen, "%s: link error: %s", fname, msgs.errors ? msgs.first : "relocation failed");
-        }
-        goto fail;
+        spade_jit_free(j);
+        return -1;
     }
     *out = j;
     *kind = SPADE_JIT_OK;
     return 0;
-
-fail:
-    spade_jit_free(j);
-    return -1;
 }
 
 void *spade_jit_symbol(void *jit, const char *name) {

@@ -1249,6 +1249,138 @@ static int parse_int(const char *s, long lo, long hi, long *v) {
     return 0;
 }
 
+/* A fixture file being read: the counts its header lines give, the tokens
+ * and merges read so far, the config they go into; bpe_file_free frees it. */
+typedef struct bpe_file {
+    char **tok, **mer;
+    size_t *tl, *ml;
+    int32_t *ty;
+    long nt, nm, it, im; /* tokens and merges promised (-1: no such line yet) and read */
+    spade_bpe_config cfg;
+    char pre[64];
+} bpe_file;
+
+enum { BPE_LINE_OK, BPE_LINE_BAD, BPE_LINE_OOM };
+
+static void bpe_file_free(bpe_file *f) {
+    if (f->tok)
+        for (long i = 0; i < f->nt; i++) free(f->tok[i]);
+    if (f->mer)
+        for (long i = 0; i < f->nm; i++) free(f->mer[i]);
+    free(f->tok);
+    free(f->mer);
+    free(f->tl);
+    free(f->ml);
+    free(f->ty);
+}
+
+/* One of the nt token lines, "TYPE TEXT". */
+static int bpe_token_line(bpe_file *f, char *line) {
+    char *sp = strchr(line, ' ');
+    long v;
+    if (!sp) return BPE_LINE_BAD;
+    *sp = 0;
+    if (parse_int(line, 0, 255, &v)) return BPE_LINE_BAD;
+    long l = unescape(sp + 1, strlen(sp + 1));
+    if (l < 0) return BPE_LINE_BAD;
+    f->ty[f->it] = (int32_t)v;
+    f->tl[f->it] = (size_t)l;
+    if (!(f->tok[f->it] = malloc((size_t)l + 1))) return BPE_LINE_OOM;
+    memcpy(f->tok[f->it], sp + 1, (size_t)l);
+    f->it++;
+    return BPE_LINE_OK;
+}
+
+/* One of the nm merge lines, n bytes. */
+static int bpe_merge_line(bpe_file *f, char *line, size_t n) {
+    long l = unescape(line, n);
+    if (l < 0) return BPE_LINE_BAD;
+    f->ml[f->im] = (size_t)l;
+    if (!(f->mer[f->im] = malloc((size_t)l + 1))) return BPE_LINE_OOM;
+    memcpy(f->mer[f->im], line, (size_t)l);
+    f->im++;
+    return BPE_LINE_OK;
+}
+
+/* A "KEY VALUE" line: pre, bos, eos, add_bos, add_eos, then tokens N (once)
+ * and merges M (once, after the N tokens). */
+static int bpe_key_line(bpe_file *f, char *line) {
+    char *sp = strchr(line, ' ');
+    if (!sp) return BPE_LINE_BAD;
+    *sp++ = 0;
+    long v;
+    if (!strcmp(line, "pre")) {
+        snprintf(f->pre, sizeof f->pre, "%s", sp);
+    } else if (!strcmp(line, "bos") || !strcmp(line, "eos") || !strcmp(line, "add_bos") || !strcmp(line, "add_eos")) {
+        if (parse_int(sp, -1, SPADE_BPE_MAX_TOKENS, &v)) return BPE_LINE_BAD;
+        int *field = !strcmp(line, "bos")       ? &f->cfg.bos_id
+                     : !strcmp(line, "eos")     ? &f->cfg.eos_id
+                     : !strcmp(line, "add_bos") ? &f->cfg.add_bos
+                                                : &f->cfg.add_eos;
+        *field = (int)v;
+    } else if (!strcmp(line, "tokens") && f->nt < 0) {
+        if (parse_int(sp, 1, SPADE_BPE_MAX_TOKENS, &f->nt)) return BPE_LINE_BAD;
+        f->tok = calloc((size_t)f->nt, sizeof *f->tok);
+        f->tl = calloc((size_t)f->nt, sizeof *f->tl);
+        f->ty = calloc((size_t)f->nt, sizeof *f->ty);
+        if (!f->tok || !f->tl || !f->ty) return BPE_LINE_OOM;
+    } else if (!strcmp(line, "merges") && f->nm < 0 && f->nt >= 0 && f->it == f->nt) {
+        if (parse_int(sp, 0, SPADE_BPE_MAX_MERGES, &f->nm)) return BPE_LINE_BAD;
+        f->mer = calloc((size_t)f->nm + 1, sizeof *f->mer);
+        f->ml = calloc((size_t)f->nm + 1, sizeof *f->ml);
+        if (!f->mer || !f->ml) return BPE_LINE_OOM;
+    } else {
+        return BPE_LINE_BAD;
+    }
+    return BPE_LINE_OK;
+}
+
+/* Every line of fp into f: 0, or -1 having said why (file:line). */
+static int bpe_file_read(bpe_file *f, FILE *fp, const char *path, char *err, size_t errlen) {
+    char *line = malloc(SPADE_BPE_MAX_TEXT * 4 + 64);
+    long lineno = 0;
+    int st = BPE_LINE_OK;
+    if (!line) {
+        spade_errf(err, errlen, "%s: out of memory", path);
+        return -1;
+    }
+    while (st == BPE_LINE_OK && fgets(line, SPADE_BPE_MAX_TEXT * 4 + 64, fp)) {
+        lineno++;
+        size_t n = strlen(line);
+        if (!n || line[n - 1] != '\n') {
+            spade_errf(err, errlen, "%s:%ld: line too long or not ended by a newline", path, lineno);
+            free(line);
+            return -1;
+        }
+        line[--n] = 0;
+        if (lineno == 1) {
+            if (strcmp(line, "spade-bpe-vocab 1")) {
+                spade_errf(err, errlen, "%s:1: not a spade BPE vocabulary (want 'spade-bpe-vocab 1')", path);
+                free(line);
+                return -1;
+            }
+            continue;
+        }
+        st = f->nt >= 0 && f->it < f->nt   ? bpe_token_line(f, line)
+             : f->nm >= 0 && f->im < f->nm ? bpe_merge_line(f, line, n)
+                                           : bpe_key_line(f, line);
+    }
+    free(line);
+    if (st == BPE_LINE_BAD) spade_errf(err, errlen, "%s:%ld: malformed line", path, lineno);
+    if (st == BPE_LINE_OOM) spade_errf(err, errlen, "%s: out of memory", path);
+    if (st != BPE_LINE_OK) return -1;
+    if (ferror(fp)) {
+        spade_errf(err, errlen, "%s: read error", path);
+        return -1;
+    }
+    if (f->nt < 0 || f->it < f->nt || f->nm < 0 || f->im < f->nm) {
+        spade_errf(err, errlen, "%s:%ld: truncated (%ld of %ld tokens, %ld of %ld merges)", path, lineno, f->it, f->nt,
+                   f->im, f->nm);
+        return -1;
+    }
+    return 0;
+}
+
 int spade_bpe_load(spade_bpe **out, const char *path, char *err, size_t errlen) {
     *out = NULL;
     FILE *fp = fopen(path, "rb");
@@ -1256,122 +1388,26 @@ int spade_bpe_load(spade_bpe **out, const char *path, char *err, size_t errlen) 
         spade_errf(err, errlen, "%s: %s", path, strerror(errno));
         return -1;
     }
+    bpe_file f = {.nt = -1,
+                  .nm = -1,
+                  .cfg = {.bos_id = SPADE_BPE_UNSET,
+                          .eos_id = SPADE_BPE_UNSET,
+                          .add_bos = SPADE_BPE_UNSET,
+                          .add_eos = SPADE_BPE_UNSET},
+                  .pre = "(missing)"};
     int rc = -1;
-    char *line = malloc(SPADE_BPE_MAX_TEXT * 4 + 64);
-    char **tok = NULL, **mer = NULL;
-    size_t *tl = NULL, *ml = NULL;
-    int32_t *ty = NULL;
-    long nt = -1, nm = -1, it = 0, im = 0, lineno = 0;
-    spade_bpe_config cfg = {
-        .bos_id = SPADE_BPE_UNSET, .eos_id = SPADE_BPE_UNSET, .add_bos = SPADE_BPE_UNSET, .add_eos = SPADE_BPE_UNSET};
-    char pre[64] = "(missing)";
-    if (!line) {
-        spade_errf(err, errlen, "%s: out of memory", path);
-        goto done;
+    if (!bpe_file_read(&f, fp, path, err, errlen)) {
+        f.cfg.n_tokens = (int)f.nt;
+        f.cfg.tokens = (const char *const *)f.tok;
+        f.cfg.token_lens = f.tl;
+        f.cfg.token_types = f.ty;
+        f.cfg.n_merges = (int)f.nm;
+        f.cfg.merges = (const char *const *)f.mer;
+        f.cfg.merge_lens = f.ml;
+        f.cfg.pre = f.pre;
+        rc = spade_bpe_new(out, &f.cfg, path, err, errlen);
     }
-    while (fgets(line, SPADE_BPE_MAX_TEXT * 4 + 64, fp)) {
-        lineno++;
-        size_t n = strlen(line);
-        if (!n || line[n - 1] != '\n') {
-            spade_errf(err, errlen, "%s:%ld: line too long or not ended by a newline", path, lineno);
-            goto done;
-        }
-        line[--n] = 0;
-        if (lineno == 1) {
-            if (strcmp(line, "spade-bpe-vocab 1")) {
-                spade_errf(err, errlen, "%s:1: not a spade BPE vocabulary (want 'spade-bpe-vocab 1')", path);
-                goto done;
-            }
-            continue;
-        }
-        if (nt >= 0 && it < nt) { /* "TYPE TEXT" */
-            char *sp = strchr(line, ' ');
-            long v;
-            if (!sp) goto bad;
-            *sp = 0;
-            if (parse_int(line, 0, 255, &v)) goto bad;
-            long l = unescape(sp + 1, strlen(sp + 1));
-            if (l < 0) goto bad;
-            ty[it] = (int32_t)v;
-            tl[it] = (size_t)l;
-            if (!(tok[it] = malloc((size_t)l + 1))) goto oom;
-            memcpy(tok[it], sp + 1, (size_t)l);
-            it++;
-            continue;
-        }
-        if (nm >= 0 && im < nm) {
-            long l = unescape(line, n);
-            if (l < 0) goto bad;
-            ml[im] = (size_t)l;
-            if (!(mer[im] = malloc((size_t)l + 1))) goto oom;
-            memcpy(mer[im], line, (size_t)l);
-            im++;
-            continue;
-        }
-        char *sp = strchr(line, ' ');
-        if (!sp) goto bad;
-        *sp++ = 0;
-        long v;
-        if (!strcmp(line, "pre")) {
-            snprintf(pre, sizeof pre, "%s", sp);
-        } else if (!strcmp(line, "bos") || !strcmp(line, "eos") || !strcmp(line, "add_bos") ||
-                   !strcmp(line, "add_eos")) {
-            if (parse_int(sp, -1, SPADE_BPE_MAX_TOKENS, &v)) goto bad;
-            int *f = !strcmp(line, "bos")       ? &cfg.bos_id
-                     : !strcmp(line, "eos")     ? &cfg.eos_id
-                     : !strcmp(line, "add_bos") ? &cfg.add_bos
-                                                : &cfg.add_eos;
-            *f = (int)v;
-        } else if (!strcmp(line, "tokens") && nt < 0) {
-            if (parse_int(sp, 1, SPADE_BPE_MAX_TOKENS, &nt)) goto bad;
-            tok = calloc((size_t)nt, sizeof *tok);
-            tl = calloc((size_t)nt, sizeof *tl);
-            ty = calloc((size_t)nt, sizeof *ty);
-            if (!tok || !tl || !ty) goto oom;
-        } else if (!strcmp(line, "merges") && nm < 0 && nt >= 0 && it == nt) {
-            if (parse_int(sp, 0, SPADE_BPE_MAX_MERGES, &nm)) goto bad;
-            mer = calloc((size_t)nm + 1, sizeof *mer);
-            ml = calloc((size_t)nm + 1, sizeof *ml);
-            if (!mer || !ml) goto oom;
-        } else {
-            goto bad;
-        }
-    }
-    if (ferror(fp)) {
-        spade_errf(err, errlen, "%s: read error", path);
-        goto done;
-    }
-    if (nt < 0 || it < nt || nm < 0 || im < nm) {
-        spade_errf(err, errlen, "%s:%ld: truncated (%ld of %ld tokens, %ld of %ld merges)", path, lineno, it, nt, im,
-                   nm);
-        goto done;
-    }
-    cfg.n_tokens = (int)nt;
-    cfg.tokens = (const char *const *)tok;
-    cfg.token_lens = tl;
-    cfg.token_types = ty;
-    cfg.n_merges = (int)nm;
-    cfg.merges = (const char *const *)mer;
-    cfg.merge_lens = ml;
-    cfg.pre = pre;
-    rc = spade_bpe_new(out, &cfg, path, err, errlen);
-    goto done;
-bad:
-    spade_errf(err, errlen, "%s:%ld: malformed line", path, lineno);
-    goto done;
-oom:
-    spade_errf(err, errlen, "%s: out of memory", path);
-done:
-    if (tok)
-        for (long i = 0; i < nt; i++) free(tok[i]);
-    if (mer)
-        for (long i = 0; i < nm; i++) free(mer[i]);
-    free(tok);
-    free(mer);
-    free(tl);
-    free(ml);
-    free(ty);
-    free(line);
+    bpe_file_free(&f);
     fclose(fp);
     return rc;
 }

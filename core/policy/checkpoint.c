@@ -229,7 +229,6 @@ int spade_policy_save(spade_policy *p, const char *path, char *err, size_t errle
     return rc;
 }
 
-/* Reads and checks the header; fills cfg, *step, *P, *flags and the file size. */
 /* A LoRA checkpoint's base (version 4). */
 typedef struct {
     int kind;
@@ -248,22 +247,38 @@ static int read_lora_header(const unsigned char *hdr, const char *path, spade_gp
     base->kind = (int)get32(hdr + 148);
     memcpy(base->sha256, hdr + 152, 64);
     memcpy(base->spec, hdr + 216, 1024);
-    int hex = 1;
-    for (int i = 0; i < 64; i++)
-        hex &= (base->sha256[i] >= '0' && base->sha256[i] <= '9') || (base->sha256[i] >= 'a' && base->sha256[i] <= 'f');
+    int hex = 0; /* how many of the 64 characters, from the first, are lowercase hex digits */
+    while (hex < 64 && ((base->sha256[hex] >= '0' && base->sha256[hex] <= '9') ||
+                        (base->sha256[hex] >= 'a' && base->sha256[hex] <= 'f')))
+        hex++;
     if (r < 1 || r > 1024 || !(cfg->lora_alpha > 0 && cfg->lora_alpha <= 1e6) || !cfg->lora_targets ||
-        cfg->lora_targets > LORA_ALL || base->kind < 0 || base->kind > 2 || (base->kind && (!hex || !base->spec[0]))) {
+        cfg->lora_targets > LORA_ALL || base->kind < 0 || base->kind > 2) {
         spade_errf(err, errlen,
                    "checkpoint '%s': bad LoRA header: lora_rank %d, lora_alpha %g, targets 0x%x, base kind %d", path, r,
                    (double)cfg->lora_alpha, cfg->lora_targets, base->kind);
+        return -1;
+    }
+    /* a base file is named and hashed: each field said apart, a short or mangled hash as such */
+    if (base->kind && hex < 64) {
+        spade_errf(err, errlen,
+                   "checkpoint '%s': bad LoRA header: lora.base_sha256 is not 64 lowercase hex digits (the first %d "
+                   "are)",
+                   path, hex);
+        return -1;
+    }
+    if (base->kind && !base->spec[0]) {
+        spade_errf(err, errlen, "checkpoint '%s': bad LoRA header: lora.base is empty (base kind %d names a file)",
+                   path, base->kind);
         return -1;
     }
     cfg->lora_rank = r;
     return 0;
 }
 
-static int read_header(FILE *f, const char *path, spade_gpt_config *cfg, uint64_t *step, uint64_t *P, uint32_t *flags,
-                       uint64_t *toklen, uint64_t *h, ckpt_base *base, char *err, size_t errlen) {
+/* The fixed part: a regular file, the magic, byte order, version and the
+ * header size it implies, the whole header read into hdr. */
+static int read_header_bytes(FILE *f, const char *path, unsigned char *hdr, uint32_t *ver, uint32_t *hsize,
+                             uint64_t *size, char *err, size_t errlen) {
     struct stat st;
     if (fstat(fileno(f), &st)) {
         spade_errf(err, errlen, "checkpoint '%s': %s", path, strerror(errno));
@@ -273,7 +288,7 @@ static int read_header(FILE *f, const char *path, spade_gpt_config *cfg, uint64_
         spade_errf(err, errlen, "checkpoint '%s': not a regular file", path);
         return SPADE_POLICY_EFORMAT;
     }
-    unsigned char hdr[CKPT_HEADER] = {0};
+    *size = (uint64_t)st.st_size;
     size_t got = fread(hdr, 1, CKPT_HEADER_V2, f);
     if (got >= 8 && memcmp(hdr, CKPT_MAGIC, 8)) {
         spade_errf(err, errlen, "checkpoint '%s': not a spade policy checkpoint (it does not start with \"%s\")", path,
@@ -285,67 +300,65 @@ static int read_header(FILE *f, const char *path, spade_gpt_config *cfg, uint64_
                    CKPT_HEADER_V2);
         return SPADE_POLICY_EFORMAT;
     }
-    uint32_t ver = get32(hdr + 8);
+    *ver = get32(hdr + 8);
     if (get32(hdr + 12) != 0x01020304u) {
         spade_errf(err, errlen, "checkpoint '%s': written on a machine with the other byte order", path);
         return SPADE_POLICY_EFORMAT;
     }
-    if (ver < 1 || ver > CKPT_VERSION) {
-        spade_errf(err, errlen, "checkpoint '%s': format version %u, this build reads versions 1 to %u", path, ver,
+    if (*ver < 1 || *ver > CKPT_VERSION) {
+        spade_errf(err, errlen, "checkpoint '%s': format version %u, this build reads versions 1 to %u", path, *ver,
                    CKPT_VERSION);
         return SPADE_POLICY_EFORMAT;
     }
-    uint32_t hsize = ver >= 4 ? CKPT_HEADER : ver == 3 ? CKPT_HEADER_V3 : CKPT_HEADER_V2;
-    if (get32(hdr + 16) != hsize) {
+    *hsize = *ver >= 4 ? CKPT_HEADER : *ver == 3 ? CKPT_HEADER_V3 : CKPT_HEADER_V2;
+    if (get32(hdr + 16) != *hsize) {
         spade_errf(err, errlen, "checkpoint '%s': header size %u, expected %u for version %u", path, get32(hdr + 16),
-                   hsize, ver);
+                   *hsize, *ver);
         return SPADE_POLICY_EFORMAT;
     }
-    if (hsize > CKPT_HEADER_V2 && fread(hdr + CKPT_HEADER_V2, 1, hsize - CKPT_HEADER_V2, f) != hsize - CKPT_HEADER_V2) {
+    uint32_t rest = *hsize - CKPT_HEADER_V2;
+    if (rest && fread(hdr + CKPT_HEADER_V2, 1, rest, f) != rest) {
         spade_errf(err, errlen, "checkpoint '%s': truncated: %llu bytes, shorter than the %u-byte header", path,
-                   (unsigned long long)st.st_size, hsize);
+                   (unsigned long long)st.st_size, *hsize);
         return SPADE_POLICY_EFORMAT;
     }
-    int32_t dims[6];
-    memcpy(dims, hdr + 20, sizeof dims);
-    spade_gpt_config_default(cfg);
-    cfg->layers = dims[0];
-    cfg->heads = dims[1];
-    cfg->width = dims[2];
-    cfg->context = dims[3];
-    cfg->seed = get64(hdr + 48);
-    memcpy(cfg->backend, hdr + 80, 15);
-    cfg->backend[15] = 0;
-    if (ver >= 3) {
-        /* bytes from outside: the text must be one of the two names, the rest
-         * passes spade_gpt_config_validate below or the file is refused */
-        char arch[9] = {0};
-        memcpy(arch, hdr + 96, 8);
-        if (strcmp(arch, "gpt") && strcmp(arch, "llama")) {
-            spade_errf(err, errlen, "checkpoint '%s': architecture '%.8s': expected gpt or llama", path, arch);
-            return SPADE_POLICY_EFORMAT;
-        }
-        snprintf(cfg->arch, sizeof cfg->arch, "%s", arch);
-        int32_t ld[3];
-        memcpy(ld, hdr + 104, sizeof ld);
-        cfg->kv_heads = ld[0];
-        cfg->ffn = ld[1];
-        cfg->rope_dims = ld[2];
-        uint32_t bits = get32(hdr + 116);
-        if (bits > 7) {
-            spade_errf(err, errlen, "checkpoint '%s': bad header: architecture flags 0x%x", path, bits);
-            return SPADE_POLICY_EFORMAT;
-        }
-        cfg->rope_neox = bits & 1;
-        cfg->untied = (bits >> 1) & 1;
-        cfg->qkv_bias = (bits >> 2) & 1;
-        memcpy(&cfg->rope_base, hdr + 120, 8);
-        memcpy(&cfg->norm_eps, hdr + 128, 4);
+    return 0;
+}
+
+/* Version 3's architecture fields (bytes 96..136) into cfg. */
+static int read_arch_header(const unsigned char *hdr, const char *path, spade_gpt_config *cfg, char *err,
+                            size_t errlen) {
+    /* bytes from outside: the text must be one of the two names, the rest
+     * passes spade_gpt_config_validate below or the file is refused */
+    char arch[9] = {0};
+    memcpy(arch, hdr + 96, 8);
+    if (strcmp(arch, "gpt") && strcmp(arch, "llama")) {
+        spade_errf(err, errlen, "checkpoint '%s': architecture '%.8s': expected gpt or llama", path, arch);
+        return SPADE_POLICY_EFORMAT;
     }
-    ckpt_base own;
-    if (!base) base = &own;
-    memset(base, 0, sizeof *base);
-    if (ver >= 4 && read_lora_header(hdr, path, cfg, base, err, errlen)) return SPADE_POLICY_EFORMAT;
+    snprintf(cfg->arch, sizeof cfg->arch, "%s", arch);
+    int32_t ld[3];
+    memcpy(ld, hdr + 104, sizeof ld);
+    cfg->kv_heads = ld[0];
+    cfg->ffn = ld[1];
+    cfg->rope_dims = ld[2];
+    uint32_t bits = get32(hdr + 116);
+    if (bits > 7) {
+        spade_errf(err, errlen, "checkpoint '%s': bad header: architecture flags 0x%x", path, bits);
+        return SPADE_POLICY_EFORMAT;
+    }
+    cfg->rope_neox = bits & 1;
+    cfg->untied = (bits >> 1) & 1;
+    cfg->qkv_bias = (bits >> 2) & 1;
+    memcpy(&cfg->rope_base, hdr + 120, 8);
+    memcpy(&cfg->norm_eps, hdr + 128, 4);
+    return 0;
+}
+
+/* The tokenizer's length and the vocabulary it goes with (dims[4], padded
+ * dims[5]) into *toklen and cfg. */
+static int read_vocab_header(const unsigned char *hdr, uint32_t ver, const int32_t *dims, const char *path,
+                             spade_gpt_config *cfg, uint64_t *toklen, char *err, size_t errlen) {
     /* Version 1 had only the byte tokenizer, and 0 in the tokenizer length's place. */
     *toklen = ver >= 2 ? get64(hdr + 72) : 0;
     if (*toklen > CKPT_MAX_TOKENIZER) {
@@ -368,6 +381,34 @@ static int read_header(FILE *f, const char *path, spade_gpt_config *cfg, uint64_
     cfg->vocab = dims[4];
     /* "gguf" when the stored text is a pretrained model's reference (read_tokenizer sets it) */
     snprintf(cfg->tokenizer, sizeof cfg->tokenizer, "%s", *toklen ? "bpe" : "bytes");
+    return 0;
+}
+
+/* Reads and checks the header; fills cfg, *step, *P, *flags, *toklen, *h (the
+ * FNV-1a of the header) and, for a LoRA checkpoint, base (NULL: not wanted). */
+static int read_header(FILE *f, const char *path, spade_gpt_config *cfg, uint64_t *step, uint64_t *P, uint32_t *flags,
+                       uint64_t *toklen, uint64_t *h, ckpt_base *base, char *err, size_t errlen) {
+    unsigned char hdr[CKPT_HEADER] = {0};
+    uint32_t ver, hsize;
+    uint64_t size;
+    int rc = read_header_bytes(f, path, hdr, &ver, &hsize, &size, err, errlen);
+    if (rc) return rc;
+    int32_t dims[6];
+    memcpy(dims, hdr + 20, sizeof dims);
+    spade_gpt_config_default(cfg);
+    cfg->layers = dims[0];
+    cfg->heads = dims[1];
+    cfg->width = dims[2];
+    cfg->context = dims[3];
+    cfg->seed = get64(hdr + 48);
+    memcpy(cfg->backend, hdr + 80, 15);
+    cfg->backend[15] = 0;
+    if (ver >= 3 && (rc = read_arch_header(hdr, path, cfg, err, errlen))) return rc;
+    ckpt_base own;
+    if (!base) base = &own;
+    memset(base, 0, sizeof *base);
+    if (ver >= 4 && read_lora_header(hdr, path, cfg, base, err, errlen)) return SPADE_POLICY_EFORMAT;
+    if ((rc = read_vocab_header(hdr, ver, dims, path, cfg, toklen, err, errlen))) return rc;
     char cerr[200];
     if (spade_gpt_config_validate(cfg, cerr, sizeof cerr)) {
         spade_errf(err, errlen, "checkpoint '%s': bad config header: %s", path, cerr);
@@ -383,10 +424,9 @@ static int read_header(FILE *f, const char *path, spade_gpt_config *cfg, uint64_
         return SPADE_POLICY_EFORMAT;
     }
     uint64_t want = hsize + *toklen + (*P) * 4 * ((*flags & 1) ? 3 : 1) + 8;
-    if ((uint64_t)st.st_size != want) {
+    if (size != want) {
         spade_errf(err, errlen, "checkpoint '%s': %s: %llu bytes, the header promises %llu", path,
-                   (uint64_t)st.st_size < want ? "truncated" : "trailing garbage", (unsigned long long)st.st_size,
-                   (unsigned long long)want);
+                   size < want ? "truncated" : "trailing garbage", (unsigned long long)size, (unsigned long long)want);
         return SPADE_POLICY_EFORMAT;
     }
     *h = fnv1a(FNV_INIT, hdr, hsize);

@@ -12,6 +12,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,24 +58,111 @@ static int parse_int(const char *key, const char *v, long lo, long hi, int *out,
     return 0;
 }
 
-int spade_gpt_config_set(spade_gpt_config *cfg, const char *key, const char *value, char *err, size_t errlen) {
-    const char *k = key;
-    if (!strncmp(k, "policy.", 7)) k += 7;
-    if (!value) value = "";
-    if (!strcmp(k, "layers")) return parse_int(key, value, 1, 256, &cfg->layers, err, errlen);
-    if (!strcmp(k, "heads")) return parse_int(key, value, 1, 256, &cfg->heads, err, errlen);
-    if (!strcmp(k, "width")) return parse_int(key, value, 8, 16384, &cfg->width, err, errlen);
-    if (!strcmp(k, "context")) return parse_int(key, value, 2, 65536, &cfg->context, err, errlen);
-    if (!strcmp(k, "backend")) {
-        static const char *const ok[] = {"auto", "cpu", "cuda", "cpu_ref"};
-        for (int i = 0; i < 4; i++)
-            if (!strcmp(value, ok[i])) {
-                snprintf(cfg->backend, sizeof cfg->backend, "%s", value);
-                return 0;
-            }
-        spade_errf(err, errlen, "%s = '%s': expected auto, cpu, cuda or cpu_ref", key, value);
-        return SPADE_POLICY_EINVAL;
+/* The keys whose value is an integer in a range. */
+static const struct int_key {
+    const char *name;
+    long lo, hi;
+    size_t off; /* of its int in spade_gpt_config */
+} int_keys[] = {
+    {"layers", 1, 256, offsetof(spade_gpt_config, layers)},
+    {"heads", 1, 256, offsetof(spade_gpt_config, heads)},
+    {"width", 8, 16384, offsetof(spade_gpt_config, width)},
+    {"context", 2, 65536, offsetof(spade_gpt_config, context)},
+    {"lora_rank", 0, 1024, offsetof(spade_gpt_config, lora_rank)},
+    {"kv_heads", 0, 256, offsetof(spade_gpt_config, kv_heads)},
+    {"ffn", 0, 65536, offsetof(spade_gpt_config, ffn)},
+    {"rope_dims", 0, 16384, offsetof(spade_gpt_config, rope_dims)},
+    {"qkv_bias", 0, 1, offsetof(spade_gpt_config, qkv_bias)},
+};
+
+/* k (key without its "policy.") when it takes an integer (tied: 0 or 1, stored
+ * inverted); SPADE_POLICY_ENOKEY when it is none of them. */
+static int set_int_key(spade_gpt_config *cfg, const char *k, const char *key, const char *value, char *err,
+                       size_t errlen) {
+    for (size_t i = 0; i < sizeof int_keys / sizeof *int_keys; i++)
+        if (!strcmp(k, int_keys[i].name))
+            return parse_int(key, value, int_keys[i].lo, int_keys[i].hi, (int *)((char *)cfg + int_keys[i].off), err,
+                             errlen);
+    if (!strcmp(k, "tied")) {
+        int t;
+        int rc = parse_int(key, value, 0, 1, &t, err, errlen);
+        if (!rc) cfg->untied = !t;
+        return rc;
     }
+    return SPADE_POLICY_ENOKEY;
+}
+
+/* value into field (cap bytes) when it is one of the n names in ok; else the
+ * message expected (what the key takes). */
+static int set_choice(char *field, size_t cap, const char *const *ok, int n, const char *key, const char *value,
+                      const char *expected, char *err, size_t errlen) {
+    for (int i = 0; i < n; i++)
+        if (!strcmp(value, ok[i])) {
+            snprintf(field, cap, "%s", value);
+            return 0;
+        }
+    spade_errf(err, errlen, "%s = '%s': expected %s", key, value, expected);
+    return SPADE_POLICY_EINVAL;
+}
+
+/* k when its value is a name: backend, tokenizer, tokenizer_file, arch,
+ * rope_pairing, sample_weights; SPADE_POLICY_ENOKEY for any other. */
+static int set_name_key(spade_gpt_config *cfg, const char *k, const char *key, const char *value, char *err,
+                        size_t errlen) {
+    static const char *const backends[] = {"auto", "cpu", "cuda", "cpu_ref"}, *const tokenizers[] = {"bytes", "bpe"},
+                             *const archs[] = {"gpt", "llama"};
+    if (!strcmp(k, "backend"))
+        return set_choice(cfg->backend, sizeof cfg->backend, backends, 4, key, value, "auto, cpu, cuda or cpu_ref", err,
+                          errlen);
+    if (!strcmp(k, "tokenizer"))
+        return set_choice(cfg->tokenizer, sizeof cfg->tokenizer, tokenizers, 2, key, value, "bytes or bpe", err,
+                          errlen);
+    if (!strcmp(k, "arch"))
+        return set_choice(cfg->arch, sizeof cfg->arch, archs, 2, key, value, "gpt or llama", err, errlen);
+    if (!strcmp(k, "tokenizer_file")) {
+        if (!*value || strlen(value) >= sizeof cfg->tokenizer_file) {
+            spade_errf(err, errlen, "%s = '%.100s': expected a non-empty path under %zu bytes", key, value,
+                       sizeof cfg->tokenizer_file);
+            return SPADE_POLICY_EINVAL;
+        }
+        snprintf(cfg->tokenizer_file, sizeof cfg->tokenizer_file, "%s", value);
+        return 0;
+    }
+    if (!strcmp(k, "rope_pairing")) {
+        if (strcmp(value, "adjacent") && strcmp(value, "half")) {
+            spade_errf(err, errlen, "%s = '%s': expected adjacent (llama.cpp's LLAMA rope) or half (NEOX: qwen2)", key,
+                       value);
+            return SPADE_POLICY_EINVAL;
+        }
+        cfg->rope_neox = !strcmp(value, "half");
+        return 0;
+    }
+    if (!strcmp(k, "sample_weights")) {
+        int q8;
+        if (spade_sample_weights_parse(value, &q8)) {
+            spade_errf(err, errlen, "%s = '%s': expected f32 or q8_0", key, value);
+            return SPADE_POLICY_EINVAL;
+        }
+        snprintf(cfg->sample_weights, sizeof cfg->sample_weights, "%s", value);
+        return 0;
+    }
+    return SPADE_POLICY_ENOKEY;
+}
+
+/* A real number with nothing after it but blanks into *x: 0, or -1. */
+static int parse_real(const char *value, double *x) {
+    char *end;
+    errno = 0;
+    *x = strtod(value, &end);
+    while (*end == ' ' || *end == '\t') end++;
+    return errno || end == value || *end || !isfinite(*x) ? -1 : 0;
+}
+
+/* k when its value is a number or a list: seed, lora_alpha, lora_targets,
+ * rope_base, norm_eps; SPADE_POLICY_ENOKEY for any other. */
+static int set_number_key(spade_gpt_config *cfg, const char *k, const char *key, const char *value, char *err,
+                          size_t errlen) {
+    double x;
     if (!strcmp(k, "seed")) {
         char *end;
         errno = 0;
@@ -86,38 +174,8 @@ int spade_gpt_config_set(spade_gpt_config *cfg, const char *key, const char *val
         cfg->seed = s;
         return 0;
     }
-    if (!strcmp(k, "tokenizer")) {
-        if (strcmp(value, "bytes") && strcmp(value, "bpe")) {
-            spade_errf(err, errlen, "%s = '%s': expected bytes or bpe", key, value);
-            return SPADE_POLICY_EINVAL;
-        }
-        snprintf(cfg->tokenizer, sizeof cfg->tokenizer, "%s", value);
-        return 0;
-    }
-    if (!strcmp(k, "tokenizer_file")) {
-        if (!*value || strlen(value) >= sizeof cfg->tokenizer_file) {
-            spade_errf(err, errlen, "%s = '%.100s': expected a non-empty path under %zu bytes", key, value,
-                       sizeof cfg->tokenizer_file);
-            return SPADE_POLICY_EINVAL;
-        }
-        snprintf(cfg->tokenizer_file, sizeof cfg->tokenizer_file, "%s", value);
-        return 0;
-    }
-    if (!strcmp(k, "arch")) {
-        if (strcmp(value, "gpt") && strcmp(value, "llama")) {
-            spade_errf(err, errlen, "%s = '%s': expected gpt or llama", key, value);
-            return SPADE_POLICY_EINVAL;
-        }
-        snprintf(cfg->arch, sizeof cfg->arch, "%s", value);
-        return 0;
-    }
-    if (!strcmp(k, "lora_rank")) return parse_int(key, value, 0, 1024, &cfg->lora_rank, err, errlen);
     if (!strcmp(k, "lora_alpha")) {
-        char *end;
-        errno = 0;
-        double x = strtod(value, &end);
-        while (*end == ' ' || *end == '\t') end++;
-        if (errno || end == value || *end || !isfinite(x) || x < 0 || x > 1e6) {
+        if (parse_real(value, &x) || x < 0 || x > 1e6) {
             spade_errf(err, errlen, "%s = '%s': expected a number in [0, 1e6] (0: lora_rank)", key, value);
             return SPADE_POLICY_EINVAL;
         }
@@ -133,33 +191,10 @@ int spade_gpt_config_set(spade_gpt_config *cfg, const char *key, const char *val
         }
         return 0;
     }
-    if (!strcmp(k, "kv_heads")) return parse_int(key, value, 0, 256, &cfg->kv_heads, err, errlen);
-    if (!strcmp(k, "ffn")) return parse_int(key, value, 0, 65536, &cfg->ffn, err, errlen);
-    if (!strcmp(k, "rope_dims")) return parse_int(key, value, 0, 16384, &cfg->rope_dims, err, errlen);
-    if (!strcmp(k, "qkv_bias")) return parse_int(key, value, 0, 1, &cfg->qkv_bias, err, errlen);
-    if (!strcmp(k, "tied")) {
-        int t;
-        int rc = parse_int(key, value, 0, 1, &t, err, errlen);
-        if (!rc) cfg->untied = !t;
-        return rc;
-    }
-    if (!strcmp(k, "rope_pairing")) {
-        if (strcmp(value, "adjacent") && strcmp(value, "half")) {
-            spade_errf(err, errlen, "%s = '%s': expected adjacent (llama.cpp's LLAMA rope) or half (NEOX: qwen2)", key,
-                       value);
-            return SPADE_POLICY_EINVAL;
-        }
-        cfg->rope_neox = !strcmp(value, "half");
-        return 0;
-    }
     if (!strcmp(k, "rope_base") || !strcmp(k, "norm_eps")) {
-        char *end;
-        errno = 0;
-        double x = strtod(value, &end);
-        while (*end == ' ' || *end == '\t') end++;
         int base = k[0] == 'r';
         /* the base must make the angles shrink with the pair index; eps keeps 1/sqrt finite */
-        if (errno || end == value || *end || !isfinite(x) || (base ? x <= 1.0 || x > 1e12 : x <= 0 || x > 1.0)) {
+        if (parse_real(value, &x) || (base ? x <= 1.0 || x > 1e12 : x <= 0 || x > 1.0)) {
             spade_errf(err, errlen, "%s = '%s': expected a number in %s", key, value, base ? "(1, 1e12]" : "(0, 1]");
             return SPADE_POLICY_EINVAL;
         }
@@ -169,15 +204,17 @@ int spade_gpt_config_set(spade_gpt_config *cfg, const char *key, const char *val
             cfg->norm_eps = (float)x;
         return 0;
     }
-    if (!strcmp(k, "sample_weights")) {
-        int q8;
-        if (spade_sample_weights_parse(value, &q8)) {
-            spade_errf(err, errlen, "%s = '%s': expected f32 or q8_0", key, value);
-            return SPADE_POLICY_EINVAL;
-        }
-        snprintf(cfg->sample_weights, sizeof cfg->sample_weights, "%s", value);
-        return 0;
-    }
+    return SPADE_POLICY_ENOKEY;
+}
+
+int spade_gpt_config_set(spade_gpt_config *cfg, const char *key, const char *value, char *err, size_t errlen) {
+    const char *k = key;
+    if (!strncmp(k, "policy.", 7)) k += 7;
+    if (!value) value = "";
+    int rc = set_int_key(cfg, k, key, value, err, errlen);
+    if (rc == SPADE_POLICY_ENOKEY) rc = set_name_key(cfg, k, key, value, err, errlen);
+    if (rc == SPADE_POLICY_ENOKEY) rc = set_number_key(cfg, k, key, value, err, errlen);
+    if (rc != SPADE_POLICY_ENOKEY) return rc;
     spade_errf(err, errlen,
                "unknown key '%s' (policy keys: layers, heads, width, context, backend, seed, "
                "tokenizer, tokenizer_file, arch, kv_heads, ffn, rope_base, rope_dims, rope_pairing, norm_eps, "

@@ -121,125 +121,159 @@ static int parse_merge_line(const char *line, int *a, int *b) {
     return 0;
 }
 
+/* A spade tokenizer file being parsed, one line at a time: the merges it
+ * promises (line 3) and has given, into t. */
+typedef struct tok_parse {
+    const char *buf, *name;
+    int lineno, nm, got;
+    spade_tokenizer *t;
+    char *err;
+    size_t errlen;
+} tok_parse;
+
+/* Lines 1 to 3: the magic and version, the split rule, 'merges M' (which
+ * makes t). 0, or the error. */
+static int tok_header_line(tok_parse *P, const char *line) {
+    const char *name = P->name;
+    if (P->lineno == 1) {
+        int ver;
+        char tail;
+        if (strncmp(line, FILE_MAGIC " ", sizeof FILE_MAGIC)) {
+            spade_errf(P->err, P->errlen, "%s: not a spade tokenizer file (it does not start with \"%s\")", name,
+                       FILE_MAGIC);
+            return SPADE_POLICY_EFORMAT;
+        }
+        if (sscanf(line + sizeof FILE_MAGIC, "%d%c", &ver, &tail) != 1 || ver != FILE_VERSION) {
+            spade_errf(P->err, P->errlen, "%s: line 1: format version '%s', this build reads version %d", name,
+                       line + sizeof FILE_MAGIC, FILE_VERSION);
+            return SPADE_POLICY_EFORMAT;
+        }
+    } else if (P->lineno == 2) {
+        if (strcmp(line, "split " SPLIT_NAME)) {
+            spade_errf(P->err, P->errlen,
+                       "%s: line 2: expected 'split %s' (the only pre-split rule this build has), got '%.80s'", name,
+                       SPLIT_NAME, line);
+            return SPADE_POLICY_EFORMAT;
+        }
+    } else {
+        char *e;
+        errno = 0;
+        long m = strncmp(line, "merges ", 7) ? -1 : strtol(line + 7, &e, 10);
+        if (m < 0 || errno || *e || line[7] < '0' || line[7] > '9' || m > MAX_MERGES) {
+            spade_errf(P->err, P->errlen, "%s: line 3: expected 'merges M' with M in [0, %d], got '%.80s'", name,
+                       MAX_MERGES, line);
+            return SPADE_POLICY_EFORMAT;
+        }
+        P->nm = (int)m;
+        if (!(P->t = spade_tok_alloc(P->nm))) {
+            spade_errf(P->err, P->errlen, "%s: out of memory for %d merges", name, P->nm);
+            return SPADE_POLICY_ENOMEM;
+        }
+    }
+    return 0;
+}
+
+/* One of the nm merge lines, "A B". 0, or the error. */
+static int tok_merge_line(tok_parse *P, const char *line) {
+    int a, b;
+    char why[200];
+    if (!strncmp(line, "end ", 4)) {
+        spade_errf(P->err, P->errlen, "%s: line %d: truncated: 'end' after %d of the %d merges", P->name, P->lineno,
+                   P->got, P->nm);
+        return SPADE_POLICY_EFORMAT;
+    }
+    if (parse_merge_line(line, &a, &b)) {
+        spade_errf(P->err, P->errlen, "%s: line %d: merge %d: expected two token ids 'A B', got '%.80s'", P->name,
+                   P->lineno, P->got, line);
+        return SPADE_POLICY_EFORMAT;
+    }
+    if (spade_tok_add_merge(P->t, a, b, why, sizeof why)) {
+        spade_errf(P->err, P->errlen, "%s: line %d: merge %d: %s", P->name, P->lineno, P->got, why);
+        return SPADE_POLICY_EFORMAT;
+    }
+    P->got++;
+    return 0;
+}
+
+/* The 'end fnv1a HASH' line, which starts at offset start: the hash of
+ * everything before it. 1 (the end), or the error. */
+static int tok_end_line(tok_parse *P, const char *line, size_t start) {
+    unsigned long long want;
+    char *e;
+    if (strncmp(line, "end fnv1a ", 10) || strlen(line + 10) != 16 ||
+        (errno = 0, want = strtoull(line + 10, &e, 16), errno || *e)) {
+        spade_errf(P->err, P->errlen, "%s: line %d: expected 'end fnv1a HASH' after the %d merges, got '%.80s'",
+                   P->name, P->lineno, P->nm, line);
+        return SPADE_POLICY_EFORMAT;
+    }
+    uint64_t h = fnv1a(P->buf, start);
+    if (h != want) {
+        spade_errf(P->err, P->errlen,
+                   "%s: checksum mismatch (the end line says %016llx, the contents hash to %016llx): "
+                   "the file is corrupt or was edited",
+                   P->name, want, (unsigned long long)h);
+        return SPADE_POLICY_EFORMAT;
+    }
+    return 1;
+}
+
+/* Every line up to the 'end' line: its end's offset (> 0), or 0 when the
+ * buffer ends first, or the error (< 0). */
+static long tok_lines(tok_parse *P, size_t len) {
+    char line[1024];
+    size_t pos = 0;
+    while (pos < len) {
+        const char *nl = memchr(P->buf + pos, '\n', len - pos);
+        size_t ll = nl ? (size_t)(nl - (P->buf + pos)) : len - pos;
+        P->lineno++;
+        if (!nl) {
+            spade_errf(P->err, P->errlen, "%s: line %d: truncated: the file ends inside a line (no newline)", P->name,
+                       P->lineno);
+            return SPADE_POLICY_EFORMAT;
+        }
+        if (ll >= sizeof line || memchr(P->buf + pos, 0, ll)) {
+            spade_errf(P->err, P->errlen, "%s: line %d: %s", P->name, P->lineno,
+                       ll >= sizeof line ? "line too long: not a spade tokenizer file, or corrupt"
+                                         : "NUL byte in the line: the file is corrupt");
+            return SPADE_POLICY_EFORMAT;
+        }
+        memcpy(line, P->buf + pos, ll);
+        line[ll] = 0;
+        size_t start = pos;
+        pos += ll + 1;
+        int rc = P->lineno <= 3   ? tok_header_line(P, line)
+                 : P->got < P->nm ? tok_merge_line(P, line)
+                                  : tok_end_line(P, line, start);
+        if (rc < 0) return rc;
+        if (rc == 1) return (long)pos;
+    }
+    return 0;
+}
+
 int spade_tokenizer_parse(spade_tokenizer **out, const char *buf, size_t len, const char *name, char *err,
                           size_t errlen) {
     *out = NULL;
     if (gguf_tok_is_serialized(buf, len)) return gguf_tok_parse(out, buf, len, name, err, errlen);
-    char line[1024], why[200];
-    size_t pos = 0;
-    int lineno = 0, nm = -1, got = 0;
-    spade_tokenizer *t = NULL;
-    size_t end_at = 0; /* offset of the 'end' line */
-    for (;;) {
-        if (pos >= len) break;
-        const char *nl = memchr(buf + pos, '\n', len - pos);
-        size_t ll = nl ? (size_t)(nl - (buf + pos)) : len - pos;
-        lineno++;
-        if (!nl) {
-            spade_errf(err, errlen, "%s: line %d: truncated: the file ends inside a line (no newline)", name, lineno);
-            goto fail;
-        }
-        if (ll >= sizeof line || memchr(buf + pos, 0, ll)) {
-            spade_errf(err, errlen, "%s: line %d: %s", name, lineno,
-                       ll >= sizeof line ? "line too long: not a spade tokenizer file, or corrupt"
-                                         : "NUL byte in the line: the file is corrupt");
-            goto fail;
-        }
-        memcpy(line, buf + pos, ll);
-        line[ll] = 0;
-        size_t start = pos;
-        pos += ll + 1;
-        if (lineno == 1) {
-            int ver;
-            char tail;
-            if (strncmp(line, FILE_MAGIC " ", sizeof FILE_MAGIC)) {
-                spade_errf(err, errlen, "%s: not a spade tokenizer file (it does not start with \"%s\")", name,
-                           FILE_MAGIC);
-                goto fail;
-            }
-            if (sscanf(line + sizeof FILE_MAGIC, "%d%c", &ver, &tail) != 1 || ver != FILE_VERSION) {
-                spade_errf(err, errlen, "%s: line 1: format version '%s', this build reads version %d", name,
-                           line + sizeof FILE_MAGIC, FILE_VERSION);
-                goto fail;
-            }
-        } else if (lineno == 2) {
-            if (strcmp(line, "split " SPLIT_NAME)) {
-                spade_errf(err, errlen,
-                           "%s: line 2: expected 'split %s' (the only pre-split rule this build has), got '%.80s'",
-                           name, SPLIT_NAME, line);
-                goto fail;
-            }
-        } else if (lineno == 3) {
-            char *e;
-            errno = 0;
-            long m = strncmp(line, "merges ", 7) ? -1 : strtol(line + 7, &e, 10);
-            if (m < 0 || errno || *e || line[7] < '0' || line[7] > '9' || m > MAX_MERGES) {
-                spade_errf(err, errlen, "%s: line 3: expected 'merges M' with M in [0, %d], got '%.80s'", name,
-                           MAX_MERGES, line);
-                goto fail;
-            }
-            nm = (int)m;
-            t = spade_tok_alloc(nm);
-            if (!t) {
-                spade_errf(err, errlen, "%s: out of memory for %d merges", name, nm);
-                spade_tokenizer_free(t);
-                return SPADE_POLICY_ENOMEM;
-            }
-        } else if (got < nm) {
-            int a, b;
-            if (!strncmp(line, "end ", 4)) {
-                spade_errf(err, errlen, "%s: line %d: truncated: 'end' after %d of the %d merges", name, lineno, got,
-                           nm);
-                goto fail;
-            }
-            if (parse_merge_line(line, &a, &b)) {
-                spade_errf(err, errlen, "%s: line %d: merge %d: expected two token ids 'A B', got '%.80s'", name,
-                           lineno, got, line);
-                goto fail;
-            }
-            if (spade_tok_add_merge(t, a, b, why, sizeof why)) {
-                spade_errf(err, errlen, "%s: line %d: merge %d: %s", name, lineno, got, why);
-                goto fail;
-            }
-            got++;
-        } else {
-            unsigned long long want;
-            char *e;
-            if (strncmp(line, "end fnv1a ", 10) || strlen(line + 10) != 16 ||
-                (errno = 0, want = strtoull(line + 10, &e, 16), errno || *e)) {
-                spade_errf(err, errlen, "%s: line %d: expected 'end fnv1a HASH' after the %d merges, got '%.80s'", name,
-                           lineno, nm, line);
-                goto fail;
-            }
-            uint64_t h = fnv1a(buf, start);
-            if (h != want) {
-                spade_errf(err, errlen,
-                           "%s: checksum mismatch (the end line says %016llx, the contents hash to %016llx): "
-                           "the file is corrupt or was edited",
-                           name, want, (unsigned long long)h);
-                goto fail;
-            }
-            end_at = pos;
-            break;
-        }
+    tok_parse P = {.buf = buf, .name = name, .nm = -1, .err = err, .errlen = errlen};
+    long end_at = tok_lines(&P, len);
+    if (end_at < 0) {
+        spade_tokenizer_free(P.t);
+        return (int)end_at;
     }
     if (!end_at) {
-        if (lineno < 3)
+        if (P.lineno < 3)
             spade_errf(err, errlen, "%s: truncated: %s", name,
-                       lineno == 0 ? "the file is empty" : "it ends before the 'merges M' line");
+                       P.lineno == 0 ? "the file is empty" : "it ends before the 'merges M' line");
         else
-            spade_errf(err, errlen, "%s: truncated: it ends after %d of the %d merges, with no 'end' line", name, got,
-                       nm);
-        goto fail;
+            spade_errf(err, errlen, "%s: truncated: it ends after %d of the %d merges, with no 'end' line", name, P.got,
+                       P.nm);
+    } else if ((size_t)end_at < len) {
+        spade_errf(err, errlen, "%s: line %d: trailing data after the 'end' line", name, P.lineno + 1);
+    } else {
+        *out = P.t;
+        return 0;
     }
-    if (end_at < len) {
-        spade_errf(err, errlen, "%s: line %d: trailing data after the 'end' line", name, lineno + 1);
-        goto fail;
-    }
-    *out = t;
-    return 0;
-fail:
-    spade_tokenizer_free(t);
+    spade_tokenizer_free(P.t);
     return SPADE_POLICY_EFORMAT;
 }
 

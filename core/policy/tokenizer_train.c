@@ -245,6 +245,166 @@ static int pair_list_add(tpair *p, uint32_t w) {
     return 0;
 }
 
+/* One training run's working state over the trainer's chunks: each chunk's
+ * symbols as merged so far (sym, wlen), the pair table and heap (s), the
+ * buffers a merge reuses, and the tokenizer the merges go into; merge_run_free
+ * frees it. */
+typedef struct merge_run {
+    spade_bpe_trainer *tr;
+    tstate s;
+    int32_t *sym;
+    uint32_t *wlen;
+    int *stamp; /* the last merge that rewrote each chunk */
+    uint32_t *tmp; /* the chunks holding the pair being merged, copied */
+    size_t tmpcap;
+    int64_t *touched; /* the pairs a merge made, to go back on the heap */
+    size_t ntouched, touchedcap;
+    spade_tokenizer *t;
+} merge_run;
+
+static void merge_run_free(merge_run *r) {
+    for (size_t q = 0; q < r->s.np; q++) free(r->s.p[q].list);
+    free(r->s.p);
+    free(r->s.tab);
+    free(r->s.heap);
+    free(r->sym);
+    free(r->wlen);
+    free(r->stamp);
+    free(r->tmp);
+    free(r->touched);
+    spade_tokenizer_free(r->t);
+}
+
+/* The buffers, every chunk's pairs counted and the heap filled: 0, or -1 (out of memory). */
+static int merge_run_open(merge_run *r, int want) {
+    spade_bpe_trainer *tr = r->tr;
+    size_t nw = tr->nch;
+    r->sym = malloc((tr->alen ? tr->alen : 1) * sizeof *r->sym);
+    r->wlen = malloc((nw ? nw : 1) * sizeof *r->wlen);
+    r->stamp = malloc((nw ? nw : 1) * sizeof *r->stamp);
+    r->touchedcap = (size_t)2 * MAXC + 1;
+    r->touched = malloc(r->touchedcap * sizeof *r->touched);
+    r->t = spade_tok_alloc(want);
+    r->s.tmask = 4095;
+    r->s.tab = malloc((r->s.tmask + 1) * sizeof *r->s.tab);
+    if (!r->sym || !r->wlen || !r->stamp || !r->touched || !r->t || !r->s.tab) return -1;
+    memset(r->s.tab, 0xff, (r->s.tmask + 1) * sizeof *r->s.tab);
+    for (size_t w = 0; w < nw; w++) {
+        const tchunk *c = &tr->ch[w];
+        for (uint32_t i = 0; i < c->len; i++) r->sym[c->off + i] = tr->arena[c->off + i];
+        r->wlen[w] = c->len;
+        r->stamp[w] = -1;
+        for (uint32_t i = 0; i + 1 < c->len; i++) {
+            int64_t pi = pair_find(&r->s, r->sym[c->off + i], r->sym[c->off + i + 1], 1);
+            if (pi < 0 || pair_list_add(&r->s.p[pi], (uint32_t)w)) return -1;
+            r->s.p[pi].count += c->count;
+        }
+    }
+    for (size_t q = 0; q < r->s.np; q++)
+        if (hpush(&r->s, r->s.p[q].count, r->s.p[q].a, r->s.p[q].b)) return -1;
+    return 0;
+}
+
+/* Pair qi, which merge m made, noted once to go back on the heap. */
+static int merge_touch(merge_run *r, int64_t qi, int m) {
+    if (r->s.p[qi].touched == m) return 0;
+    r->s.p[qi].touched = m;
+    if (r->ntouched == r->touchedcap) {
+        int64_t *nt = realloc(r->touched, r->touchedcap * 2 * sizeof *nt);
+        if (!nt) return -1;
+        r->touched = nt;
+        r->touchedcap *= 2;
+    }
+    r->touched[r->ntouched++] = qi;
+    return 0;
+}
+
+/* Chunk w rewritten by merge m (a b -> z): its old pairs uncounted, the new
+ * ones counted, those with z listed. 0, or -1 (out of memory). */
+static int merge_chunk(merge_run *r, uint32_t w, int a, int b, int z, int m) {
+    if (r->stamp[w] == m) return 0;
+    r->stamp[w] = m;
+    tstate *s = &r->s;
+    int32_t *ws = r->sym + r->tr->ch[w].off;
+    uint32_t L = r->wlen[w], i;
+    for (i = 0; i + 1 < L; i++)
+        if (ws[i] == a && ws[i + 1] == b) break;
+    if (i + 1 >= L) return 0;
+    int64_t f = r->tr->ch[w].count;
+    for (i = 0; i + 1 < L; i++) s->p[pair_find(s, ws[i], ws[i + 1], 0)].count -= f;
+    uint32_t nl = 0;
+    for (i = 0; i < L;) {
+        if (i + 1 < L && ws[i] == a && ws[i + 1] == b) {
+            ws[nl++] = z;
+            i += 2;
+        } else {
+            ws[nl++] = ws[i++];
+        }
+    }
+    r->wlen[w] = nl;
+    for (i = 0; i + 1 < nl; i++) {
+        int with_z = ws[i] == z || ws[i + 1] == z;
+        int64_t qi = pair_find(s, ws[i], ws[i + 1], with_z);
+        if (qi < 0) return -1;
+        s->p[qi].count += f;
+        if (with_z && (pair_list_add(&s->p[qi], w) || merge_touch(r, qi, m))) return -1;
+    }
+    return 0;
+}
+
+/* Merge m of pair pi (a b -> z) in every chunk that holds it, and the pairs
+ * it made back on the heap. 0, or -1 (out of memory). */
+static int merge_apply(merge_run *r, int64_t pi, int a, int b, int z, int m) {
+    /* the list is copied: creating pairs below may move s.p */
+    uint32_t ll = r->s.p[pi].llen;
+    if (ll > r->tmpcap) {
+        uint32_t *nt = realloc(r->tmp, ll * sizeof *nt);
+        if (!nt) return -1;
+        r->tmp = nt;
+        r->tmpcap = ll;
+    }
+    memcpy(r->tmp, r->s.p[pi].list, ll * sizeof *r->tmp);
+    r->s.p[pi].llen = 0; /* every word holding it is rewritten below */
+    r->ntouched = 0;
+    for (uint32_t q = 0; q < ll; q++)
+        if (merge_chunk(r, r->tmp[q], a, b, z, m)) return -1;
+    for (size_t q = 0; q < r->ntouched; q++) {
+        const tpair *p = &r->s.p[r->touched[q]];
+        if (hpush(&r->s, p->count, p->a, p->b)) return -1;
+    }
+    return 0;
+}
+
+/* The most frequent pair merged, again and again, until want merges or no
+ * pair occurs twice. 0, or -1 (out of memory). */
+static int merge_loop(merge_run *r, int want) {
+    tstate *s = &r->s;
+    while (r->t->nmerges < want && s->hn) {
+        hentry top = hpop(s);
+        int64_t pi = pair_find(s, top.a, top.b, 0);
+        int64_t cnt = s->p[pi].count;
+        if (cnt != top.count) { /* a stale entry: the pair's count changed since it was pushed */
+            if (cnt > 0 && hpush(s, cnt, top.a, top.b)) return -1;
+            continue;
+        }
+        if (cnt < 2) break;
+        int m = r->t->nmerges, z = SPADE_TOK_COUNT + m;
+        if (spade_tok_add_merge(r->t, top.a, top.b, NULL, 0)) break; /* a chunk is at most MAXC bytes: cannot happen */
+        if (merge_apply(r, pi, top.a, top.b, z, m)) return -1;
+    }
+    return 0;
+}
+
+/* The tokenizer cut to the merges learned: the vocabulary the caller sees is exact. */
+static int merge_trim(merge_run *r, int want) {
+    if (r->t->nmerges >= want) return 0;
+    spade_tokenizer *c;
+    if (spade_tokenizer_clone(&c, r->t, NULL, 0)) return -1;
+    spade_tokenizer_free(r->t);
+    r->t = c;
+    return 0;
+}
+
 int spade_bpe_trainer_finish(spade_bpe_trainer *tr, int vocab, spade_tokenizer **out, char *err, size_t errlen) {
     *out = NULL;
     if (vocab < SPADE_TOK_COUNT || vocab > SPADE_TOK_MAX_VOCAB) {
@@ -253,120 +413,14 @@ int spade_bpe_trainer_finish(spade_bpe_trainer *tr, int vocab, spade_tokenizer *
         return SPADE_POLICY_EINVAL;
     }
     int want = vocab - SPADE_TOK_COUNT, rc = SPADE_POLICY_ENOMEM;
-    size_t nw = tr->nch;
-    tstate s = {0};
-    int32_t *sym = malloc((tr->alen ? tr->alen : 1) * sizeof *sym);
-    uint32_t *wlen = malloc((nw ? nw : 1) * sizeof *wlen);
-    int *stamp = malloc((nw ? nw : 1) * sizeof *stamp);
-    uint32_t *tmp = NULL;
-    size_t tmpcap = 0;
-    int64_t *touched = malloc(((size_t)2 * MAXC + 1) * sizeof *touched);
-    size_t ntouched = 0, touchedcap = (size_t)2 * MAXC + 1;
-    spade_tokenizer *t = spade_tok_alloc(want);
-    s.tmask = 4095;
-    s.tab = malloc((s.tmask + 1) * sizeof *s.tab);
-    if (!sym || !wlen || !stamp || !touched || !t || !s.tab) goto done;
-    memset(s.tab, 0xff, (s.tmask + 1) * sizeof *s.tab);
-    for (size_t w = 0; w < nw; w++) {
-        const tchunk *c = &tr->ch[w];
-        for (uint32_t i = 0; i < c->len; i++) sym[c->off + i] = tr->arena[c->off + i];
-        wlen[w] = c->len;
-        stamp[w] = -1;
-        for (uint32_t i = 0; i + 1 < c->len; i++) {
-            int64_t pi = pair_find(&s, sym[c->off + i], sym[c->off + i + 1], 1);
-            if (pi < 0 || pair_list_add(&s.p[pi], (uint32_t)w)) goto done;
-            s.p[pi].count += c->count;
-        }
+    merge_run r = {.tr = tr};
+    if (!merge_run_open(&r, want) && !merge_loop(&r, want) && !merge_trim(&r, want)) {
+        *out = r.t;
+        r.t = NULL;
+        rc = 0;
     }
-    for (size_t q = 0; q < s.np; q++)
-        if (hpush(&s, s.p[q].count, s.p[q].a, s.p[q].b)) goto done;
-    while (t->nmerges < want && s.hn) {
-        hentry top = hpop(&s);
-        int64_t pi = pair_find(&s, top.a, top.b, 0);
-        int64_t cnt = s.p[pi].count;
-        if (cnt != top.count) {
-            if (cnt > 0 && hpush(&s, cnt, top.a, top.b)) goto done;
-            continue;
-        }
-        if (cnt < 2) break;
-        int m = t->nmerges, a = top.a, b = top.b, z = SPADE_TOK_COUNT + m;
-        if (spade_tok_add_merge(t, a, b, NULL, 0)) break; /* a chunk is at most MAXC bytes: cannot happen */
-        /* the list is copied: creating pairs below may move s.p */
-        uint32_t ll = s.p[pi].llen;
-        if (ll > tmpcap) {
-            uint32_t *nt = realloc(tmp, ll * sizeof *nt);
-            if (!nt) goto done;
-            tmp = nt;
-            tmpcap = ll;
-        }
-        memcpy(tmp, s.p[pi].list, ll * sizeof *tmp);
-        s.p[pi].llen = 0; /* every word holding it is rewritten below */
-        ntouched = 0;
-        for (uint32_t q = 0; q < ll; q++) {
-            uint32_t w = tmp[q];
-            if (stamp[w] == m) continue;
-            stamp[w] = m;
-            int32_t *ws = sym + tr->ch[w].off;
-            uint32_t L = wlen[w], i;
-            for (i = 0; i + 1 < L; i++)
-                if (ws[i] == a && ws[i + 1] == b) break;
-            if (i + 1 >= L) continue;
-            int64_t f = tr->ch[w].count;
-            for (i = 0; i + 1 < L; i++) s.p[pair_find(&s, ws[i], ws[i + 1], 0)].count -= f;
-            uint32_t nl = 0;
-            for (i = 0; i < L;) {
-                if (i + 1 < L && ws[i] == a && ws[i + 1] == b) {
-                    ws[nl++] = z;
-                    i += 2;
-                } else {
-                    ws[nl++] = ws[i++];
-                }
-            }
-            wlen[w] = nl;
-            for (i = 0; i + 1 < nl; i++) {
-                int with_z = ws[i] == z || ws[i + 1] == z;
-                int64_t qi = pair_find(&s, ws[i], ws[i + 1], with_z);
-                if (qi < 0) goto done;
-                s.p[qi].count += f;
-                if (with_z) {
-                    if (pair_list_add(&s.p[qi], w)) goto done;
-                    if (s.p[qi].touched != m) {
-                        s.p[qi].touched = m;
-                        if (ntouched == touchedcap) {
-                            int64_t *nt = realloc(touched, touchedcap * 2 * sizeof *nt);
-                            if (!nt) goto done;
-                            touched = nt;
-                            touchedcap *= 2;
-                        }
-                        touched[ntouched++] = qi;
-                    }
-                }
-            }
-        }
-        for (size_t q = 0; q < ntouched; q++)
-            if (hpush(&s, s.p[touched[q]].count, s.p[touched[q]].a, s.p[touched[q]].b)) goto done;
-    }
-    /* trim to the merges learned: the vocabulary the caller sees is exact */
-    if (t->nmerges < want) {
-        spade_tokenizer *c;
-        if (spade_tokenizer_clone(&c, t, NULL, 0)) goto done;
-        spade_tokenizer_free(t);
-        t = c;
-    }
-    *out = t;
-    t = NULL;
-    rc = 0;
-done:
-    if (rc) spade_errf(err, errlen, "tokenizer training: out of memory (%zu unique chunks, %zu pairs)", nw, s.np);
-    for (size_t q = 0; q < s.np; q++) free(s.p[q].list);
-    free(s.p);
-    free(s.tab);
-    free(s.heap);
-    free(sym);
-    free(wlen);
-    free(stamp);
-    free(tmp);
-    free(touched);
-    spade_tokenizer_free(t);
+    if (rc)
+        spade_errf(err, errlen, "tokenizer training: out of memory (%zu unique chunks, %zu pairs)", tr->nch, r.s.np);
+    merge_run_free(&r);
     return rc;
 }

@@ -124,6 +124,120 @@ static int classify(const tok *toks, int n) {
 
 #define SUPPORTED_TYPES "int, long, double, bool, const char *"
 
+/* The parentheses of signature found (*open, *close): one '(' before one
+ * ')', nothing after it, none inside. 0, or -1 having said why. */
+static int sig_parens(const char *signature, const char **open, const char **close, sbuf *e) {
+    *open = strchr(signature, '(');
+    if (!*open) {
+        sb_printf(e, "tool signature \"%.80s\": no '(' before the arguments", signature);
+        return -1;
+    }
+    *close = strrchr(signature, ')');
+    if (!*close || *close < *open) {
+        sb_printf(e, "tool signature \"%.80s\": no ')' after the arguments", signature);
+        return -1;
+    }
+    for (const char *p = *close + 1; *p; p++)
+        if (!is_space((unsigned char)*p)) {
+            sb_printf(e, "tool signature \"%.80s\": unexpected text after ')'", signature);
+            return -1;
+        }
+    for (const char *p = *open + 1; p < *close; p++)
+        if (*p == '(' || *p == ')') {
+            sb_printf(e, "tool signature \"%.80s\": function pointer arguments are not supported", signature);
+            return -1;
+        }
+    return 0;
+}
+
+/* The return type, the text before open, into out->ret. */
+static int sig_return(const char *signature, const char *open, spade_tool_sig *out, sbuf *e) {
+    tok toks[SIG_MAX_TOKENS];
+    int nt = 0;
+    char badc = 0, tt[96];
+    if (decl_tokens(signature, open, toks, &nt, &badc) < 0 || nt == 0) {
+        sb_printf(e, "tool signature \"%.80s\": cannot read the return type", signature);
+        return -1;
+    }
+    int rt = classify(toks, nt);
+    if (rt < 0) {
+        type_text(toks, nt, tt, sizeof tt);
+        sb_printf(e, "tool signature \"%.80s\": unsupported return type '%s' (tools return void, " SUPPORTED_TYPES ")",
+                  signature, tt);
+        return -1;
+    }
+    out->ret = (spade_type)rt;
+    return 0;
+}
+
+/* The name of an argument declared by toks[0..nt): a trailing identifier that
+ * is not a type word, else argIDX; *ntype gets how many tokens the type is. */
+static int sig_arg_name(const char *signature, int idx, const tok *toks, int nt, char name[32], int *ntype, sbuf *e) {
+    *ntype = nt;
+    if (nt >= 1 && toks[nt - 1].s[0] != '*' && !is_type_word(&toks[nt - 1])) {
+        const tok *nm = &toks[nt - 1];
+        if (nm->n >= 32) {
+            sb_printf(e, "tool signature \"%.80s\": argument %d: name '%.*s...' is longer than %d bytes", signature,
+                      idx, 20, nm->s, 31);
+            return -1;
+        }
+        memcpy(name, nm->s, nm->n);
+        name[nm->n] = '\0';
+        *ntype = nt - 1;
+    } else {
+        snprintf(name, 32, "arg%d", idx);
+    }
+    return 0;
+}
+
+/* Argument idx, the text [a, b) (blanks trimmed), added to out; last: no
+ * comma after it. 0, 1 for a lone (void), or -1 having said why. */
+static int sig_arg(const char *signature, int idx, const char *a, const char *b, int last, spade_tool_sig *out,
+                   sbuf *e) {
+    tok toks[SIG_MAX_TOKENS];
+    int nt = 0, ntype;
+    char badc = 0, tt[96], name[32];
+    if (a == b) {
+        sb_printf(e, "tool signature \"%.80s\": argument %d is empty", signature, idx);
+        return -1;
+    }
+    if (b - a == 3 && memcmp(a, "...", 3) == 0) {
+        sb_printf(e, "tool signature \"%.80s\": argument %d: variadic tools (...) are not supported", signature, idx);
+        return -1;
+    }
+    if (decl_tokens(a, b, toks, &nt, &badc) < 0) {
+        sb_printf(e,
+                  "tool signature \"%.80s\": argument %d ('%.*s'): unsupported declaration (tools take " SUPPORTED_TYPES
+                  ")",
+                  signature, idx, (int)(b - a > 60 ? 60 : b - a), a);
+        return -1;
+    }
+    if (sig_arg_name(signature, idx, toks, nt, name, &ntype, e)) return -1;
+    int at = ntype ? classify(toks, ntype) : -1;
+    if (at == SPADE_T_VOID && ntype == nt && idx == 1 && last && out->nargs == 0) return 1; /* (void) */
+    if (at < 0 || at == SPADE_T_VOID) {
+        if (ntype == 0) {
+            sb_printf(e, "tool signature \"%.80s\": argument %d ('%s') has no type", signature, idx, name);
+        } else {
+            type_text(toks, ntype, tt, sizeof tt);
+            sb_printf(e,
+                      "tool signature \"%.80s\": argument %d ('%s'): unsupported type '%s' (tools take " SUPPORTED_TYPES
+                      ")",
+                      signature, idx, name, tt);
+        }
+        return -1;
+    }
+    for (int j = 0; j < out->nargs; j++)
+        if (strcmp(out->argnames[j], name) == 0) {
+            sb_printf(e, "tool signature \"%.80s\": argument %d: duplicate name '%s'", signature, idx, name);
+            return -1;
+        }
+    out->args[out->nargs] = (spade_type)at;
+    memcpy(out->argnames[out->nargs], name, sizeof name);
+    out->nargs++;
+    return 0;
+}
+
 int spade_tool_sig_parse(const char *signature, spade_tool_sig *out, char *err, size_t errlen) {
     sbuf e;
     sb_init(&e, err, errlen);
@@ -132,54 +246,17 @@ int spade_tool_sig_parse(const char *signature, spade_tool_sig *out, char *err, 
         return -1;
     }
     memset(out, 0, sizeof *out);
-    const char *open = strchr(signature, '(');
-    if (!open) {
-        sb_printf(&e, "tool signature \"%.80s\": no '(' before the arguments", signature);
-        return -1;
-    }
-    const char *close = strrchr(signature, ')');
-    if (!close || close < open) {
-        sb_printf(&e, "tool signature \"%.80s\": no ')' after the arguments", signature);
-        return -1;
-    }
-    for (const char *p = close + 1; *p; p++)
-        if (!is_space((unsigned char)*p)) {
-            sb_printf(&e, "tool signature \"%.80s\": unexpected text after ')'", signature);
-            return -1;
-        }
-    for (const char *p = open + 1; p < close; p++)
-        if (*p == '(' || *p == ')') {
-            sb_printf(&e, "tool signature \"%.80s\": function pointer arguments are not supported", signature);
-            return -1;
-        }
-
-    tok toks[SIG_MAX_TOKENS];
-    int nt = 0;
-    char badc = 0, tt[96];
-    if (decl_tokens(signature, open, toks, &nt, &badc) < 0 || nt == 0) {
-        sb_printf(&e, "tool signature \"%.80s\": cannot read the return type", signature);
-        return -1;
-    }
-    int rt = classify(toks, nt);
-    if (rt < 0) {
-        type_text(toks, nt, tt, sizeof tt);
-        sb_printf(&e, "tool signature \"%.80s\": unsupported return type '%s' (tools return void, " SUPPORTED_TYPES ")",
-                  signature, tt);
-        return -1;
-    }
-    out->ret = (spade_type)rt;
-
+    const char *open, *close;
+    if (sig_parens(signature, &open, &close, &e) || sig_return(signature, open, out, &e)) return -1;
     /* arguments: split on ',' */
     const char *p = open + 1;
-    int idx = 0;
     int all_blank = 1;
     for (const char *q = p; q < close; q++)
         if (!is_space((unsigned char)*q)) all_blank = 0;
     if (all_blank) return 0; /* "()" */
-    for (;;) {
+    for (int idx = 1;; idx++) {
         const char *comma = p;
         while (comma < close && *comma != ',') comma++;
-        idx++;
         if (idx > SPADE_TOOL_MAX_ARGS) {
             sb_printf(&e, "tool signature \"%.80s\": more than %d arguments", signature, SPADE_TOOL_MAX_ARGS);
             return -1;
@@ -187,66 +264,11 @@ int spade_tool_sig_parse(const char *signature, spade_tool_sig *out, char *err, 
         const char *a = p, *b = comma;
         while (a < b && is_space((unsigned char)*a)) a++;
         while (b > a && is_space((unsigned char)b[-1])) b--;
-        if (a == b) {
-            sb_printf(&e, "tool signature \"%.80s\": argument %d is empty", signature, idx);
-            return -1;
-        }
-        if (b - a == 3 && memcmp(a, "...", 3) == 0) {
-            sb_printf(&e, "tool signature \"%.80s\": argument %d: variadic tools (...) are not supported", signature,
-                      idx);
-            return -1;
-        }
-        if (decl_tokens(a, b, toks, &nt, &badc) < 0) {
-            sb_printf(
-                &e,
-                "tool signature \"%.80s\": argument %d ('%.*s'): unsupported declaration (tools take " SUPPORTED_TYPES
-                ")",
-                signature, idx, (int)(b - a > 60 ? 60 : b - a), a);
-            return -1;
-        }
-        /* a trailing identifier that is not a type word is the name */
-        char name[32];
-        int ntype = nt;
-        if (nt >= 1 && toks[nt - 1].s[0] != '*' && !is_type_word(&toks[nt - 1])) {
-            const tok *nm = &toks[nt - 1];
-            if (nm->n >= sizeof name) {
-                sb_printf(&e, "tool signature \"%.80s\": argument %d: name '%.*s...' is longer than %zu bytes",
-                          signature, idx, 20, nm->s, sizeof name - 1);
-                return -1;
-            }
-            memcpy(name, nm->s, nm->n);
-            name[nm->n] = '\0';
-            ntype = nt - 1;
-        } else {
-            snprintf(name, sizeof name, "arg%d", idx);
-        }
-        int at = ntype ? classify(toks, ntype) : -1;
-        if (at == SPADE_T_VOID && ntype == nt && idx == 1 && comma == close && out->nargs == 0) return 0; /* (void) */
-        if (at < 0 || at == SPADE_T_VOID) {
-            if (ntype == 0)
-                sb_printf(&e, "tool signature \"%.80s\": argument %d ('%s') has no type", signature, idx, name);
-            else {
-                type_text(toks, ntype, tt, sizeof tt);
-                sb_printf(
-                    &e,
-                    "tool signature \"%.80s\": argument %d ('%s'): unsupported type '%s' (tools take " SUPPORTED_TYPES
-                    ")",
-                    signature, idx, name, tt);
-            }
-            return -1;
-        }
-        for (int j = 0; j < out->nargs; j++)
-            if (strcmp(out->argnames[j], name) == 0) {
-                sb_printf(&e, "tool signature \"%.80s\": argument %d: duplicate name '%s'", signature, idx, name);
-                return -1;
-            }
-        out->args[out->nargs] = (spade_type)at;
-        memcpy(out->argnames[out->nargs], name, sizeof name);
-        out->nargs++;
-        if (comma == close) break;
+        int rc = sig_arg(signature, idx, a, b, comma == close, out, &e);
+        if (rc) return rc < 0 ? -1 : 0;
+        if (comma == close) return 0;
         p = comma + 1;
     }
-    return 0;
 }
 
 int spade_tools_sig_is_sane(const spade_tool_sig *sig) {
