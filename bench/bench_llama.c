@@ -20,7 +20,8 @@
  *   trainvs T STEPS R    full and rank-R LoRA training steps alternated in one
  *                        process (the same load on both): min and median step
  *   load                 seconds to load the model (load_s)
- *   prefill T            one slot, a T-token prompt (prefill_tps)
+ *   prefill T            one slot, a T-token prompt (prefill_tps; prefill_cpu_s,
+ *                        the CPU seconds of every thread, for a loaded machine)
  *   decode S P N         S slots, each its own P-token prompt, then N greedy
  *                        tokens each (decode_tps: S*N / the sampling time)
  *   prefix S P Q N       S slots whose prompts share P tokens and differ in Q:
@@ -108,10 +109,11 @@ static void mode_prefill(spade_policy *p, int T) {
      * the backend's one-time set-up are not counted */
     if (spade_decoder_append(d, 0, t, 16, err, sizeof err)) DIE("%s", err);
     spade_decoder_reset(d, 0, err, sizeof err);
-    double t0 = now();
+    double t0 = now(), c0 = cpu_s();
     if (spade_decoder_append(d, 0, t, T, err, sizeof err)) DIE("%s", err);
-    double dt = now() - t0;
-    printf("prefill_tokens %d\nprefill_s %.4f\nprefill_tps %.1f\n", T, dt, T / dt);
+    double dt = now() - t0, dc = cpu_s() - c0;
+    printf("prefill_tokens %d\nprefill_s %.4f\nprefill_tps %.1f\nprefill_cpu_s %.4f\nprefill_tokens_per_cpu_s %.1f\n",
+           T, dt, T / dt, dc, T / dc);
     spade_decoder_free(d);
     free(t);
 }

@@ -826,6 +826,68 @@ static int cpu_encoder_forward_at(void *ctx, float *out, const int *inp, const i
     return 0;
 }
 
+/* A prefill's attention: rows of one slot at consecutive positions (a run)
+ * at least KV_RUN_MIN long take their queries KV_BQ at a time against the
+ * slot's keys, the GQA group's query heads stacked (KV_BQ x group rows
+ * sharing one key/value head): a strip of scores from one packed product,
+ * its softmax, then one product with the values, as the training
+ * attention's strips (strip_forward). Row by row, a query's scores were a
+ * dot product per key, K and V read from L2 once per query and head, and
+ * libm's expf per score: at a 1024-token prefill of SmolLM2-135M that was
+ * more time than all the weight products. Shorter runs (decoding) keep the
+ * row path. */
+#define KV_RUN_MIN 16
+#define KV_BQ 64
+
+/* A block of a run: n rows from row i0 of the call, the first at position p0. */
+typedef struct kv_block {
+    int i0, n, p0;
+} kv_block;
+
+/* The rows of the call in runs: blocks of at most KV_BQ rows of the runs of
+ * at least KV_RUN_MIN (into blk, returns their count), the other rows'
+ * indices into rest (their count in *nrest). Largest blocks (most keys)
+ * first, for the dynamic schedule. */
+static int kv_blocks(const int *slot, const int *pos, int N, kv_block *blk, int *rest, int *nrest) {
+    int nb = 0, nr = 0;
+    for (int i = 0; i < N;) {
+        int j = i + 1;
+        while (j < N && slot[j] == slot[i] && pos[j] == pos[j - 1] + 1) j++;
+        if (j - i >= KV_RUN_MIN)
+            for (int b = i; b < j; b += KV_BQ) blk[nb++] = (kv_block){b, j - b < KV_BQ ? j - b : KV_BQ, pos[b]};
+        else
+            for (int b = i; b < j; b++) rest[nr++] = b;
+        i = j;
+    }
+    /* insertion sort by last position, descending: a few dozen blocks */
+    for (int a = 1; a < nb; a++) {
+        kv_block x = blk[a];
+        int b = a;
+        for (; b > 0 && blk[b - 1].p0 + blk[b - 1].n < x.p0 + x.n; b--) blk[b] = blk[b - 1];
+        blk[b] = x;
+    }
+    *nrest = nr;
+    return nb;
+}
+
+/* One block against key/value head g: Q gathers the group's query heads of
+ * the block's rows (row m = r group + head offset), S their scores against
+ * keys 0 .. p0 + n - 1, O their outputs, scattered back to out. */
+static void kv_block_attend(float *out, const float *qkv, const float *kc, const float *vc, kv_block b, int g,
+                            int group, int hs, size_t C, size_t C3, size_t KW, float scale, float *ws) {
+    int M = b.n * group, nk = b.p0 + b.n;
+    float *Q = ws, *O = Q + (size_t)M * hs, *S = O + (size_t)M * hs;
+    for (int r = 0; r < b.n; r++)
+        memcpy(Q + (size_t)r * group * hs, qkv + (size_t)(b.i0 + r) * C3 + (size_t)g * group * hs,
+               (size_t)group * hs * sizeof(float));
+    gemm(0, 1, M, nk, hs, scale, Q, hs, kc, (int)KW, 0.0f, S, nk);
+    for (int m = 0; m < M; m++) strip_softmax_row(S + (size_t)m * nk, b.p0 + m / group + 1, nk);
+    gemm(0, 0, M, hs, nk, 1.0f, S, nk, vc, (int)KW, 0.0f, O, hs);
+    for (int r = 0; r < b.n; r++)
+        memcpy(out + (size_t)(b.i0 + r) * C + (size_t)g * group * hs, O + (size_t)r * group * hs,
+               (size_t)group * hs * sizeof(float));
+}
+
 /* KVH = NH with the GPT's (N, 3C) rows is attention_forward_kv_at; KVH < NH
  * reads compact (N, C + 2KW) rows (KW = KVH hs) into a cache of KW floats a
  * position, query head h reading key/value head h / (NH / KVH). */
@@ -856,20 +918,50 @@ static int kv_at_impl(void *ctx, float *out, const float *qkv, float *kcache, fl
 #else
     int nt = 1;
 #endif
+    /* The runs (cpu only: cpu_ref keeps its per-row loops for every row). */
+    kv_block *blk = NULL;
+    int *rest = NULL, nb = 0, nrest = N;
+    if (c->fast && N >= KV_RUN_MIN) {
+        blk = malloc((size_t)N * sizeof *blk);
+        rest = malloc((size_t)N * sizeof *rest);
+        if (!blk || !rest) {
+            free(blk);
+            free(rest);
+            return fail(c, "out of memory for the attention's row list (%d rows)", N);
+        }
+        nb = kv_blocks(slot, pos, N, blk, rest, &nrest);
+    }
     /* One probability row per thread, not per (row, head): a prefill of a
-     * long observation would otherwise hold N x NH x maxT floats. */
-    float *att = scratch(c, (size_t)nt * maxlen);
-    if (!att) return fail(c, "out of memory for attention scratch");
+     * long observation would otherwise hold N x NH x maxT floats; a block's
+     * strip, its stacked queries and outputs when there are blocks. */
+    size_t per = nb ? (size_t)KV_BQ * group * (2 * (size_t)hs + (size_t)maxlen) : (size_t)maxlen;
+    per = (per + 15) / 16 * 16;
+    float *att = scratch(c, (size_t)nt * per);
+    if (!att) {
+        free(blk);
+        free(rest);
+        return fail(c, "out of memory for attention scratch");
+    }
 #pragma omp parallel if (PAR(work))
     {
 #ifdef _OPENMP
-        float *a = att + (size_t)omp_get_thread_num() * maxlen;
+        float *a = att + (size_t)omp_get_thread_num() * per;
 #else
         float *a = att;
 #endif
+        if (nb) {
+#pragma omp for schedule(dynamic, 1) nowait
+            for (long t = 0; t < (long)nb * KVH; t++) {
+                kv_block b = blk[t / KVH];
+                int g = (int)(t % KVH);
+                size_t base = (size_t)slot[b.i0] * maxT * KW + (size_t)g * hs;
+                kv_block_attend(out, qkv, kcache + base, vcache + base, b, g, group, hs, C, C3, KW, scale, a);
+            }
+        }
 #pragma omp for collapse(2)
-        for (int i = 0; i < N; i++)
+        for (int ri = 0; ri < nrest; ri++)
             for (int h = 0; h < NH; h++) {
+                int i = rest ? rest[ri] : ri;
                 size_t base = (size_t)slot[i] * maxT * KW + (size_t)(h / group) * hs;
                 float *o = out + (size_t)i * C + h * hs;
                 const float *q = qkv + (size_t)i * C3 + h * hs;
@@ -894,6 +986,8 @@ static int kv_at_impl(void *ctx, float *out, const float *qkv, float *kcache, fl
                 attn_row(o, a, q, kcache + base, vcache + base, KW, pos[i] + 1, hs, scale);
             }
     }
+    free(blk);
+    free(rest);
     return 0;
 }
 

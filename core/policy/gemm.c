@@ -235,6 +235,13 @@ __attribute__((target("avx512f"))) static void ukr_avx512(int kc, const float *a
                                                           float alpha, float beta) {
     __m512 c00 = _mm512_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
     __m512 c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00, c70 = c00, c71 = c00;
+    /* the tile of C this call ends by reading and writing: asked for now, so
+     * that its lines (in L3 or memory, at the prefill's sizes) arrive while
+     * the k loop runs instead of stalling the stores after it */
+    for (int i = 0; i < A5_MR; i++) {
+        _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+        _mm_prefetch((const char *)(c + i * ldc + 16), _MM_HINT_T0);
+    }
     for (int k = 0; k < kc; k++, a += A5_MR, b += A5_NR) {
         __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16), x;
 #define ROW5(i)                                                                                                        \
