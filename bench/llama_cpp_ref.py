@@ -37,6 +37,13 @@ def tokens(n, V, seed):
 def open_model(path, n_ctx, n_seq, threads):
     llama_cpp.llama_backend_init()
     mp = llama_cpp.llama_model_default_params()
+    # No extra buffer types (weight repacking, AMX): on a CPU with AMX this
+    # build of llama-cpp-python (0.3.36, native) segfaults in
+    # ggml_backend_amx_mul_mat on the Q4_1 file's Q8_0 tensors. Off, llama.cpp
+    # runs its plain CPU kernels; where repacking works it may be faster with
+    # them, so the quantized rows may understate llama.cpp (BENCHMARKS.md).
+    if hasattr(mp, "use_extra_bufts"):
+        mp.use_extra_bufts = False
     model = llama_cpp.llama_model_load_from_file(path.encode(), mp)
     if not model:
         sys.exit(f"llama_cpp_ref: cannot load {path}")

@@ -25,6 +25,10 @@ def log_softmax(z):
 
 def run(path, toks, gen):
     import llama_cpp
+    import os
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+    from llama_reference import plain_cpu_backend  # AMX off: see there
+    plain_cpu_backend(llama_cpp)
     llm = llama_cpp.Llama(model_path=path, n_ctx=1024, n_batch=512, logits_all=True, n_threads=2,
                           type_k=llama_cpp.GGML_TYPE_F32, type_v=llama_cpp.GGML_TYPE_F32, flash_attn=False,
                           verbose=False)
