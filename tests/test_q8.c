@@ -10,16 +10,26 @@
  * (d_w / 2) |x| + |w| (d_x / 2) after rounding both to their steps), plus
  * float rounding. Kernels must also agree with the C kernel to float
  * rounding (their integer block sums are exact).
+ * The team that splits a product among threads (team.h): every item run
+ * once, by one worker at a time under each worker index, with two callers
+ * at once; and a product's bits the same at 1 to 4 threads.
  * What it is not: the model-level check (tests/test_tiny_gguf.c,
  * "q8_sampling_close_to_f32").
  */
 #include <check.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "policy/q8.h"
+#include "policy/team.h"
 #include "testutil.h"
 
 static uint64_t rng = 11;
@@ -109,12 +119,85 @@ START_TEST(test_kernels) {
 }
 END_TEST
 
+/* A team job that records who ran each item. */
+enum { TEAM_ITEMS = 5000, TEAM_WORKERS = 64 };
+typedef struct team_rec {
+    int ran[TEAM_ITEMS], size;
+    atomic_int busy[TEAM_WORKERS], bad;
+} team_rec;
+
+static void team_item(void *arg, int item, int worker) {
+    team_rec *r = arg;
+    if (worker < 0 || worker >= r->size || worker >= TEAM_WORKERS) {
+        atomic_store(&r->bad, 1);
+        return;
+    }
+    if (atomic_fetch_add(&r->busy[worker], 1)) atomic_store(&r->bad, 1); /* two threads, one worker index */
+    r->ran[item]++;
+    for (volatile int spin = 0; spin < item % 64; spin++) {}
+    atomic_fetch_sub(&r->busy[worker], 1);
+}
+
+static void team_check(team_rec *r, int n) {
+    memset(r, 0, sizeof *r);
+    r->size = spade_team_size();
+    spade_team_run(team_item, r, n);
+    ck_assert_int_eq(atomic_load(&r->bad), 0);
+    for (int i = 0; i < n; i++) ck_assert_msg(r->ran[i] == 1, "item %d of %d ran %d times", i, n, r->ran[i]);
+}
+
+static void *team_caller(void *arg) {
+    team_rec *r = arg;
+    for (int rep = 0; rep < 200; rep++) team_check(r, 1 + rep * 37 % TEAM_ITEMS);
+    return NULL;
+}
+
+START_TEST(test_team) {
+    static team_rec a, b;
+    for (int rep = 0; rep < 300; rep++) team_check(&a, rep % 3 ? 1 + rep * 53 % TEAM_ITEMS : rep % 2);
+    /* a second caller while jobs run: one of them runs its items alone */
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, team_caller, &b), 0);
+    team_caller(&a);
+    ck_assert_int_eq(pthread_join(t, NULL), 0);
+}
+END_TEST
+
+/* A product large enough for the team gives the same bits at every team size. */
+START_TEST(test_team_bits) {
+#ifdef _OPENMP
+    enum { OC = 3000, IC = 576 };
+    float *x = rnd(2 * IC), *w = rnd((size_t)OC * IC), *bias = rnd(OC);
+    float *one = malloc(2 * OC * sizeof *one), *got = malloc(2 * OC * sizeof *got);
+    spade_q8mat m;
+    ck_assert_int_eq(spade_q8_quantize(&m, w, OC, IC), 0);
+    int saved = omp_get_max_threads();
+    for (int N = 1; N <= 2; N++) {
+        omp_set_num_threads(1);
+        ck_assert_int_eq(spade_q8_matmul(one, x, &m, bias, N), 0);
+        for (int th = 2; th <= 4; th++) {
+            omp_set_num_threads(th);
+            for (int rep = 0; rep < 3; rep++) {
+                ck_assert_int_eq(spade_q8_matmul(got, x, &m, bias, N), 0);
+                ck_assert_msg(memcmp(one, got, (size_t)N * OC * sizeof *got) == 0, "%d rows, %d threads differ", N, th);
+            }
+        }
+    }
+    omp_set_num_threads(saved);
+    spade_q8_free(&m);
+    free(x), free(w), free(bias), free(one), free(got);
+#endif
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("q8");
     TCase *t = tcase_create("core");
     tcase_set_timeout(t, 60);
     tcase_add_test(t, test_quantize);
     tcase_add_test(t, test_kernels);
+    tcase_add_test(t, test_team);
+    tcase_add_test(t, test_team_bits);
     suite_add_tcase(s, t);
     return tu_run(s);
 }

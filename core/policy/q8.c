@@ -20,9 +20,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
+
+#include "policy/team.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define Q8_X86 1
@@ -31,10 +30,16 @@
 
 #define QB SPADE_Q8_BLOCK
 
-/* Below this many multiply-adds a product runs on one thread (the cpu
- * backend's MATMUL_PAR_MIN, for the same reason: a barrier on a busy
- * machine costs more than a millisecond of work). */
-#define Q8_PAR_MIN ((size_t)1 << 24)
+/* Below this many multiply-adds a product runs on the calling thread (a
+ * few microseconds: less than handing it to the team). It was 16 M while
+ * the split was an OpenMP region, whose barrier on a busy machine costs
+ * more than a millisecond of work, so every layer of one decoding slot ran
+ * on one thread; the team (team.h) waits for no thread that took nothing. */
+#define Q8_PAR_MIN ((size_t)1 << 16)
+/* The team's items: whole 4-row tiles of about this many weight bytes, small
+ * enough that a helper descheduled while holding one delays the product by
+ * little, large enough that taking one (an atomic add) costs nothing. */
+#define Q8_ITEM_BYTES 32768
 
 /* One row of n values (n a multiple of 32) to int8 blocks and scales. */
 static void quantize_row(const float *v, int n, int8_t *q, float *d) {
@@ -255,6 +260,22 @@ int spade_q8_force(int k) {
     return 0;
 }
 
+typedef struct q8job {
+    const qrows *x;
+    const spade_q8mat *w;
+    const float *bias;
+    float *out;
+    q8_kernel fn;
+    int per; /* weight rows an item, a multiple of 4 except a single item's */
+} q8job;
+
+static void q8_item(void *arg, int item, int worker) {
+    (void)worker;
+    const q8job *j = arg;
+    int j0 = item * j->per, j1 = j0 + j->per < j->w->rows ? j0 + j->per : j->w->rows;
+    j->fn(j->x, j->w, j0, j1, j->bias, j->out, j->w->rows);
+}
+
 int spade_q8_matmul(float *out, const float *x, const spade_q8mat *w, const float *bias, int N) {
     if (N <= 0) return 0;
     int cols = w->cols, nb = cols / QB, OC = w->rows;
@@ -267,23 +288,13 @@ int spade_q8_matmul(float *out, const float *x, const spade_q8mat *w, const floa
     }
     for (int i = 0; i < N; i++) quantize_row(x + (size_t)i * cols, cols, xq + (size_t)i * cols, xd + (size_t)i * nb);
     qrows xr = {N, nb, xq, xd};
-    q8_kernel fn = kernels[current()].fn;
-    int par = (size_t)N * OC * cols >= Q8_PAR_MIN;
-#ifdef _OPENMP
-    par = par && !omp_in_parallel();
-#endif
-#pragma omp parallel if (par)
-    {
-        int nt = 1, id = 0;
-#ifdef _OPENMP
-        nt = omp_get_num_threads();
-        id = omp_get_thread_num();
-#endif
-        /* column shares in multiples of 4, the kernels' tile */
-        int tiles = (OC + 3) / 4, t0 = (int)((long)tiles * id / nt), t1 = (int)((long)tiles * (id + 1) / nt);
-        int j0 = 4 * t0, j1 = 4 * t1 < OC ? 4 * t1 : OC;
-        if (j1 > j0) fn(&xr, w, j0, j1, bias, out, OC);
-    }
+    /* items of whole 4-row tiles, about Q8_ITEM_BYTES of weights each */
+    int per = Q8_ITEM_BYTES / cols / 4 * 4;
+    if (per < 4) per = 4;
+    q8job job = {&xr, w, bias, out, kernels[current()].fn, per};
+    int items = (OC + per - 1) / per;
+    if ((size_t)N * OC * cols < Q8_PAR_MIN) items = 1, job.per = OC;
+    spade_team_run(q8_item, &job, items);
     free(xq);
     free(xd);
     return 0;

@@ -32,10 +32,11 @@ typedef struct spade_q8mat {
 int spade_q8_quantize(spade_q8mat *m, const float *w, int rows, int cols);
 void spade_q8_free(spade_q8mat *m);
 
-/* out(N, rows) = x(N, cols) w^T (+ bias[rows] when not NULL). Threads split
- * the output columns (OpenMP) when the product is large enough; inside a
- * parallel region it runs on the calling thread. Returns 0 or -2 (out of
- * memory for the quantized rows). */
+/* out(N, rows) = x(N, cols) w^T (+ bias[rows] when not NULL). The team's
+ * threads (team.h) split the output columns when the product is large
+ * enough; inside an OpenMP region it runs on the calling thread. Each output
+ * is summed alike whichever thread forms it. Returns 0 or -2 (out of memory
+ * for the quantized rows). */
 int spade_q8_matmul(float *out, const float *x, const spade_q8mat *w, const float *bias, int N);
 
 /* The dot-product kernel spade_q8_matmul runs: "avx512vnni", "avx2" or "c";
