@@ -36,14 +36,17 @@
 /* A job whose caller waited longer than this for a helper's item (an item
  * is microseconds of work: a wait this long means the OS descheduled the
  * helper while it held one) makes the next jobs run on the caller alone:
- * 16 of them, doubling with every stall in a row up to TEAM_SOLO_MAX (a
- * few tokens), so that on a machine busier than its cores the team costs
- * a probe now and then, not a scheduler period a product (bench_llama
- * decode 1, q8_0 weights, load 4-6 on 2 cores: the team without this ran
- * 17-18 tokens/s, one thread 23-28). Which thread computes an item never
- * changes its result, so this changes only the speed. */
+ * 16 of them, or twice as many as after the last stall if that came less
+ * than TEAM_CLEAN jobs ago, up to TEAM_SOLO_MAX (tens of tokens). One stall
+ * costs the time the team saves over ~50 products, so on a machine busier
+ * than its cores, where they come every few milliseconds, the team runs
+ * as a probe now and then (bench_llama decode 1, q8_0 weights, load 4-6 on
+ * 2 cores: the team without a backoff ran 17-18 tokens/s, one thread
+ * 23-28). Which thread computes an item never changes its result, so this
+ * changes only the speed. */
 #define TEAM_STALL_NS 500000L
-#define TEAM_SOLO_MAX 4096
+#define TEAM_CLEAN 1024
+#define TEAM_SOLO_MAX 16384
 
 static inline void relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -59,12 +62,13 @@ static struct {
     atomic_uint gen;
     atomic_int inside, next, done, sleepers;
     atomic_flag busy; /* a job is running (one at a time) */
-    int solo, backoff; /* jobs left to run alone; the length of the last such run (under busy) */
+    int solo, backoff, clean; /* jobs left to run alone; the last such run; team jobs since (under busy) */
     /* the job: written only while gen is odd and no helper is inside */
     spade_team_fn fn;
     void *arg;
     int n, want;
-} T = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0, 0, 0, 0, ATOMIC_FLAG_INIT, 0, 0, 0, 0, 0, 0};
+} T = {
+    PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0, 0, 0, 0, ATOMIC_FLAG_INIT, 0, 0, 0, 0, 0, 0, 0};
 
 static long now_ns(void) {
     struct timespec ts;
@@ -184,10 +188,11 @@ void spade_team_run(spade_team_fn fn, void *arg, int n) {
         else
             sched_yield();
     if (t0 && now_ns() - t0 > TEAM_STALL_NS) {
-        T.backoff = T.backoff ? (2 * T.backoff < TEAM_SOLO_MAX ? 2 * T.backoff : TEAM_SOLO_MAX) : 16;
-        T.solo = T.backoff;
+        int b = T.backoff && T.clean < TEAM_CLEAN ? 2 * T.backoff : 16;
+        T.solo = T.backoff = b < TEAM_SOLO_MAX ? b : TEAM_SOLO_MAX;
+        T.clean = 0;
     } else {
-        T.backoff = 0;
+        T.clean++;
     }
     atomic_flag_clear(&T.busy);
 }
