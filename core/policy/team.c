@@ -28,11 +28,13 @@
 #endif
 
 #define TEAM_MAX 64
-/* A helper spins this many pause loops (tens of microseconds: the gap
- * between two products of a step) before it sleeps; the caller waiting on
- * a held item spins as long before it yields its core (on a busy machine
- * the holder may be waiting for that core). */
-#define TEAM_SPIN 20000
+/* A helper spins this many pause loops (about 0.1 ms at the 23 ns a pause
+ * takes here: longer than the gap between two products of a step, short
+ * beside the spin libgomp's default keeps, and spade's commands ask
+ * OpenMP to wait passively, docs/performance.md) before it sleeps; the
+ * caller waiting on a held item spins as long before it yields its core
+ * (on a busy machine the holder may be waiting for that core). */
+#define TEAM_SPIN 4000
 /* A job whose caller waited longer than this for a helper's item (an item
  * is microseconds of work: a wait this long means the OS descheduled the
  * helper while it held one) makes the next jobs run on the caller alone:
