@@ -12,7 +12,7 @@
  * rounding (their integer block sums are exact).
  * The team that splits a product among threads (team.h): every item run
  * once, by one worker at a time under each worker index, with two callers
- * at once; and a product's bits the same at 1 to 4 threads.
+ * at once and in a forked child; and a product's bits the same at 1 to 4 threads.
  * What it is not: the model-level check (tests/test_tiny_gguf.c,
  * "q8_sampling_close_to_f32").
  */
@@ -24,6 +24,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -202,6 +204,31 @@ START_TEST(test_team) {
 }
 END_TEST
 
+/* A child forked while the team's helpers run (they may hold its mutex)
+ * runs its jobs on its calling thread, every item once, and does not hang. */
+START_TEST(test_team_fork) {
+    static team_rec r;
+    team_check(&r, 4000); /* the team is started in this process */
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int ok = 1;
+        for (int rep = 0; rep < 20 && ok; rep++) {
+            memset(&r, 0, sizeof r);
+            r.size = spade_team_size();
+            spade_team_run(team_item, &r, 3000);
+            ok = !atomic_load(&r.bad);
+            for (int i = 0; i < 3000 && ok; i++) ok = r.ran[i] == 1;
+        }
+        _exit(ok ? 0 : 1);
+    }
+    int st = 0;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the forked child's team jobs failed (status %d)", st);
+    team_check(&r, 4000);
+}
+END_TEST
+
 /* A product large enough for the team gives the same bits at every team size. */
 START_TEST(test_team_bits) {
 #ifdef _OPENMP
@@ -240,6 +267,7 @@ int main(void) {
     tcase_add_test(t, test_quantize4);
     tcase_add_test(t, test_kernels);
     tcase_add_test(t, test_team);
+    tcase_add_test(t, test_team_fork);
     tcase_add_test(t, test_team_bits);
     suite_add_tcase(s, t);
     return tu_run(s);

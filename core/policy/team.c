@@ -59,7 +59,8 @@ static inline void relax(void) {
 static struct {
     pthread_mutex_t mu; /* guards starting the team and the sleepers' wait */
     pthread_cond_t cv;
-    int started, helpers;
+    atomic_int started; /* set once pid and helpers are final */
+    int helpers;
     pid_t pid; /* the process that started the team */
     atomic_uint gen;
     atomic_int inside, next, done, sleepers;
@@ -120,26 +121,29 @@ static int wanted(void) {
     return w < 1 ? 1 : w > TEAM_MAX ? TEAM_MAX : w;
 }
 
-/* Starts the helpers once per process; returns how many there are. */
+/* Starts the helpers once per process; returns how many there are. A
+ * forked child sees the parent's team started by another pid and gets 0
+ * without touching the mutex (a helper may have held it at the fork). */
 static int start(void) {
-    pthread_mutex_lock(&T.mu);
-    if (!T.started) {
-        T.started = 1;
-        T.pid = getpid();
-        int want = wanted();
-        pthread_attr_t at;
-        pthread_attr_init(&at);
-        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-        for (int h = 1; h < want; h++) {
-            pthread_t t;
-            if (pthread_create(&t, &at, helper, (void *)(long)h)) break;
-            T.helpers++;
+    if (!atomic_load(&T.started)) {
+        pthread_mutex_lock(&T.mu);
+        if (!atomic_load(&T.started)) {
+            T.pid = getpid();
+            int want = wanted();
+            pthread_attr_t at;
+            pthread_attr_init(&at);
+            pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+            for (int h = 1; h < want; h++) {
+                pthread_t t;
+                if (pthread_create(&t, &at, helper, (void *)(long)h)) break;
+                T.helpers++;
+            }
+            pthread_attr_destroy(&at);
+            atomic_store(&T.started, 1);
         }
-        pthread_attr_destroy(&at);
+        pthread_mutex_unlock(&T.mu);
     }
-    int n = T.pid == getpid() ? T.helpers : 0; /* a forked child has no helpers */
-    pthread_mutex_unlock(&T.mu);
-    return n;
+    return T.pid == getpid() ? T.helpers : 0;
 }
 
 int spade_team_size(void) { return wanted(); }
