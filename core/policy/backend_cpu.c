@@ -388,7 +388,9 @@ static void matvec_item(void *arg, int item, int worker) {
 static int cpu_matmul_forward(void *ctx, float *out, const float *inp, const float *w, const float *bias, int N, int IC,
                               int OC) {
     if (FAST(ctx) && N <= TEAM_ROWS && !SKINNY(IC, OC) && (size_t)N * OC * IC >= MATMUL_PAR_MIN) {
-        int per = TEAM_ITEM_FLOATS / IC / 16 * 16;
+        /* above 2 rows spade_sgemm packs (gemm.c, DOT_MAX_M): each item packs
+         * the rows again, so those items are 16 times larger */
+        int per = TEAM_ITEM_FLOATS * (N > 2 ? 16 : 1) / IC / 16 * 16;
         if (per < 16) per = 16;
         matvec_job j = {out, inp, w, bias, N, IC, OC, per};
         spade_team_run(matvec_item, &j, (OC + per - 1) / per);
