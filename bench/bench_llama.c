@@ -14,7 +14,7 @@
  * ratio by itself: the ratio is the script's, against a reference measured
  * in the same run.
  *
- * Usage: bench_llama MODEL MODE ARGS [--backend B] [--context N] [--sample-weights f32|q8_0]
+ * Usage: bench_llama MODEL MODE ARGS [--backend B] [--context N] [--sample-weights f32|q8_0|q4_1]
  *   [--lora R]
  *   (--lora R: adapters of rank R, alpha R, on every target; the base frozen)
  *   trainvs T STEPS R    full and rank-R LoRA training steps alternated in one
@@ -30,7 +30,8 @@
  *                        path; prints whether the tokens and log-probs agree
  *   train T STEPS        B = 1, T tokens: forward, backward and AdamW
  *                        (train_tps) and the peak RSS of the process (peak_rss_mib)
- *   q8check N            sample_weights q8_0 against f32: greedy N tokens of an
+ *   q8check N            sample_weights q8_0 (q4_1 with --sample-weights q4_1)
+ *                        against f32: greedy N tokens of an
  *                        English prompt under each (q8_greedy_same_prefix), and
  *                        the largest |delta log-softmax| along the f32 path
  */
@@ -211,17 +212,18 @@ static void logsoftmax_path(spade_policy *p, const int *toks, int P, int n, floa
     spade_decoder_free(d);
 }
 
-/* q8check N: sample_weights = q8_0 against f32 on an English prompt: greedy
+/* q8check N: sample_weights = q8_0 (or the --sample-weights kind given,
+ * q4_1) against f32 on an English prompt: greedy
  * N tokens under each (how many agree before the first difference), and the
  * largest |delta| of the next-token log-softmax (and of the chosen token's)
  * every 8 tokens along the f32 greedy path. */
-static void mode_q8check(spade_policy *p, int N) {
+static void mode_q8check(spade_policy *p, int N, const char *kind) {
     static const char text[] = "The history of the printing press begins in the fifteenth century, when";
     int V = spade_policy_config(p)->vocab, ids[256];
     int P = (int)spade_tokenizer_encode(spade_policy_tokenizer(p), text, sizeof text - 1, ids);
     int *path = xmalloc_int((size_t)P + N), *g[2] = {xmalloc_int(N), xmalloc_int(N)}, len[2];
     memcpy(path, ids, (size_t)P * sizeof(int));
-    static const char *const kinds[2] = {"f32", "q8_0"};
+    const char *const kinds[2] = {"f32", kind && strcmp(kind, "f32") ? kind : "q8_0"};
     for (int k = 0; k < 2; k++) {
         if (spade_policy_set_sample_weights(p, kinds[k], err, sizeof err)) DIE("%s", err);
         spade_decoder *d;
@@ -358,7 +360,7 @@ int main(int argc, char **argv) {
     if (pos < 2) {
         fprintf(stderr,
                 "usage: bench_llama MODEL load|prefill T|decode S P N|prefix S P Q N|train T STEPS|trainvs T STEPS R "
-                "[--backend B] [--context N] [--sample-weights f32|q8_0] [--lora R]\n");
+                "[--backend B] [--context N] [--sample-weights f32|q8_0|q4_1] [--lora R]\n");
         return 2;
     }
     const char *mode = args[1];
@@ -381,7 +383,7 @@ int main(int argc, char **argv) {
     } else if (!strcmp(mode, "prefix") && a[0] > 0 && a[1] > 0 && a[2] >= 0) {
         mode_prefix(p, a[0], a[1], a[2], a[3]);
     } else if (!strcmp(mode, "q8check") && a[0] > 0) {
-        mode_q8check(p, a[0]);
+        mode_q8check(p, a[0], sample_weights);
     } else if (!strcmp(mode, "train") && a[0] > 1 && a[1] > 0) {
         mode_train(p, a[0], a[1]);
     } else if (!strcmp(mode, "trainvs") && a[0] > 1 && a[1] > 0 && a[2] > 0 && !lora) {

@@ -12,8 +12,9 @@
 # prefill; then a training step (forward, backward, AdamW) against
 # transformers' LlamaForCausalLM in eager PyTorch (bench/torch_llama.py), with
 # each side's peak RSS; and spade's load time. Prints ratio = spade /
-# reference. spade keeps no quantized weights: it dequantizes every tensor to
-# F32 at load, so its figures for the two files differ only by noise.
+# reference. spade dequantizes every tensor to F32 at load, so its figures
+# for the two files differ only by noise, unless QUANT_SAMPLE has the
+# quantized file's decoding sample from 8-bit or 4-bit copies (policy.sample_weights).
 # What it is not: a test (nothing here fails on a ratio).
 #
 # Run from a built tree: make bench/bench_llama && bench/bench_llama.sh
@@ -21,7 +22,8 @@
 # LLAMA_PY (/work/llama-venv/bin/python), TORCH_PY ($SPADE_TORCH_PYTHON),
 # THREADS (2), ROUNDS (1), PREFILL (1024), GEN (32: tokens a slot decodes),
 # SLOTS (32), PREFIX ("8 384 64"), TRAIN_T (256), TRAIN_STEPS (1), PARTS ("prefill decode prefix
-# train load"), WORK (a directory for the F32 file, /tmp/spade-bench-llama).
+# train load"), WORK (a directory for the F32 file, /tmp/spade-bench-llama), QUANT_SAMPLE
+# (empty: F32; q8_0 or q4_1: spade's policy.sample_weights for the quantized file's decode rows).
 # spade runs with no variable set (no OPENBLAS_CORETYPE, no OMP_NUM_THREADS):
 # its own defaults, as a user gets them.
 set -u
@@ -38,6 +40,7 @@ slots=${SLOTS:-32}
 train_t=${TRAIN_T:-256}
 train_steps=${TRAIN_STEPS:-1}
 parts=${PARTS:-prefill decode prefix train load}
+qsample=${QUANT_SAMPLE:-}
 work=${WORK:-/tmp/spade-bench-llama}
 [ -x "$bl" ] || { echo "bench_llama: $bl not built (make bench/bench_llama)" >&2; exit 1; }
 [ -f "$model" ] || { echo "bench_llama: no model at $model (spade model fetch smollm2-135m-instruct)" >&2; exit 1; }
@@ -102,12 +105,14 @@ for f in $files; do
                 $(ref prefill "$prefill")
             ;;
         decode)
-            # shellcheck disable=SC2046
-            pair "decode tokens/s, 1 slot, $gen tokens ($kind)" decode_tps "$f" decode 1 16 "$gen" --context 256 -- \
+            sw='' swl=''
+            [ "$kind" != F32 ] && [ -n "$qsample" ] && sw="--sample-weights $qsample" swl=", spade sample_weights $qsample"
+            # shellcheck disable=SC2046,SC2086
+            pair "decode tokens/s, 1 slot, $gen tokens ($kind$swl)" decode_tps "$f" decode 1 16 "$gen" --context 256 $sw -- \
                 $(ref decode 1 16 "$gen")
-            # shellcheck disable=SC2046
-            pair "decode tokens/s, $slots slots, $gen each ($kind)" decode_tps "$f" decode "$slots" 16 "$gen" \
-                --context 256 -- $(ref decode "$slots" 16 "$gen")
+            # shellcheck disable=SC2046,SC2086
+            pair "decode tokens/s, $slots slots, $gen each ($kind$swl)" decode_tps "$f" decode "$slots" 16 "$gen" \
+                --context 256 $sw -- $(ref decode "$slots" 16 "$gen")
             ;;
         esac
     done

@@ -36,6 +36,7 @@
 
 #include "errbuf.h"
 #include "policy/gemm.h"
+#include "policy/team.h"
 
 typedef struct cpu_ctx {
     int fast; /* 0: cpu_ref, 1: cpu, 2: cpu_tt (cpu with the T x T attention) */
@@ -72,6 +73,16 @@ typedef struct cpu_ctx {
  * tokens/s, bench_llama decode 1 16 32, load 1.8). spade is tuned for the
  * machine a user has; on an oversubscribed one, OMP_NUM_THREADS=1. */
 #define MATMUL_PAR_MIN ((size_t)1 << 18)
+/* Below MATMUL_FEW_ROWS rows (decoding up to 63 slots) the products run on
+ * the team (team.h) instead of OpenMP regions, split by output columns as
+ * before: a token of one slot is ~120 such products, and an OpenMP region's
+ * barrier waits for every thread, a descheduled one included (bench_llama
+ * decode 1 16 64 at load 4-6 on 2 cores: 1.4-2.3 tokens/s through OpenMP).
+ * The team's items are columns of about TEAM_ITEM_FLOATS weights (64 KiB)
+ * at 1-2 rows (dot products); above that spade_sgemm packs the rows again
+ * for every item, so its items are 16 times larger, and at least an eighth
+ * of the columns. */
+#define TEAM_ITEM_FLOATS 16384
 
 static int fail(cpu_ctx *c, const char *fmt, ...) {
     va_list ap;
@@ -356,8 +367,37 @@ static void ref_matmul_forward(int fast, float *out, const float *inp, const flo
     }
 }
 
+/* A decoding product of a few rows through the team (team.h): items of
+ * output columns, each a spade_sgemm of the same N rows, as the OpenMP
+ * column split ran them (so the same bits whatever the split). */
+typedef struct matvec_job {
+    float *out;
+    const float *inp, *w, *bias;
+    int N, IC, OC, per;
+} matvec_job;
+
+static void matvec_item(void *arg, int item, int worker) {
+    (void)worker;
+    const matvec_job *j = arg;
+    int a = item * j->per, b = a + j->per < j->OC ? a + j->per : j->OC;
+    if (j->bias)
+        for (int i = 0; i < j->N; i++)
+            memcpy(j->out + (size_t)i * j->OC + a, j->bias + a, (size_t)(b - a) * sizeof(float));
+    spade_sgemm(0, 1, j->N, b - a, j->IC, 1.0f, j->inp, j->IC, j->w + (size_t)a * j->IC, j->IC, j->bias ? 1.0f : 0.0f,
+                j->out + a, j->OC);
+}
+
 static int cpu_matmul_forward(void *ctx, float *out, const float *inp, const float *w, const float *bias, int N, int IC,
                               int OC) {
+    if (FAST(ctx) && N < MATMUL_FEW_ROWS && !SKINNY(IC, OC) && (size_t)N * OC * IC >= MATMUL_PAR_MIN) {
+        int per = TEAM_ITEM_FLOATS / IC;
+        if (N > 2 && (per *= 16) < (OC + 7) / 8) per = (OC + 7) / 8; /* packed (gemm.c, DOT_MAX_M) */
+        per = per / 16 * 16;
+        if (per < 16) per = 16;
+        matvec_job j = {out, inp, w, bias, N, IC, OC, per};
+        spade_team_run(matvec_item, &j, (OC + per - 1) / per);
+        return 0;
+    }
     if (FAST(ctx)) {
         /* One thread pool: OpenMP splits the product, each thread runs a
          * single-threaded spade_sgemm on its block. Each thread packs its

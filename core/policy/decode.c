@@ -540,12 +540,14 @@ static int nucleus(const float *logits, int V, float temp, float top_p, cand *bu
  * "What the loss optimises".) Returns -1 when the logits are not finite. */
 static int draw(const float *logits, int V, float temp, float top_p, uint64_t *rng, cand *buf, float *lp) {
     if (temp <= 0.0f) {
-        int arg = 0;
+        int arg = 0, nan = 0;
         for (int v = 1; v < V; v++)
             if (logits[v] > logits[arg]) arg = v;
-        double z = 0.0;
-        for (int v = 0; v < V; v++) z += exp((double)logits[v] - logits[arg]);
-        if (!isfinite(logits[arg]) || !isfinite(z)) return -1;
+        /* The softmax's sum over exp(z - max) is finite unless some z is NaN
+         * (the max is checked below; every other term is at most 1): a NaN
+         * test instead of V exp() calls (SmolLM2's 49152: 0.16 ms a token). */
+        for (int v = 0; v < V; v++) nan |= logits[v] != logits[v];
+        if (!isfinite(logits[arg]) || nan) return -1;
         *lp = 0.0f;
         return arg;
     }

@@ -140,7 +140,7 @@ static int set_name_key(spade_gpt_config *cfg, const char *k, const char *key, c
     if (!strcmp(k, "sample_weights")) {
         int q8;
         if (spade_sample_weights_parse(value, &q8)) {
-            spade_errf(err, errlen, "%s = '%s': expected f32 or q8_0", key, value);
+            spade_errf(err, errlen, "%s = '%s': expected f32, q8_0 or q4_1", key, value);
             return SPADE_POLICY_EINVAL;
         }
         snprintf(cfg->sample_weights, sizeof cfg->sample_weights, "%s", value);

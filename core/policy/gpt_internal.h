@@ -196,9 +196,10 @@ struct spade_policy {
     char origin_sha256[65];
 
     spade_decoder *dec; /* spade_policy_sample's decoding batch */
-    /* sample_weights = q8_0 (sample_q8.c): 8-bit copies of a Llama's matrices
-     * for the decoding batch, 4 a layer (qkv, attproj, fc, fcproj) and the
-     * head last; q8_valid = 0 after the weights change. */
+    /* sample_weights = q8_0 or q4_1 (sample_q8.c): 8-bit (q4_1: the layers'
+     * 4-bit) copies of a Llama's matrices for the decoding batch, 4 a layer
+     * (qkv, attproj, fc, fcproj) and the head last; q8_valid = 0 after the
+     * weights change. */
     spade_q8mat *q8;
     int q8_valid;
 
@@ -256,9 +257,9 @@ int llama_pass_layers(spade_policy *p, const SampleTensors *s, int r, const int 
                       int S, int maxlen, char *err, size_t errlen);
 /* The final norm of either architecture over n rows (inference: no statistics kept). */
 int gpt_final_norm(spade_policy *p, float *out, const float *inp, int n, char *err, size_t errlen);
-/* policy.sample_weights (sample_q8.c): "f32" / "" -> 0, "q8_0" -> 1, else -1. */
+/* policy.sample_weights (sample_q8.c): "f32" / "" -> 0, "q8_0" -> 1, "q4_1" -> 2; returns 0, else -1. */
 int spade_sample_weights_parse(const char *v, int *q8);
-/* Builds the 8-bit copies if sample_weights = q8_0 and they are stale. */
+/* Builds the 8-bit (4-bit) copies if sample_weights = q8_0 (q4_1) and they are stale. */
 int policy_q8_sync(spade_policy *p, char *err, size_t errlen);
 void policy_q8_free(spade_policy *p);
 /* out = in W^T + bias through 8-bit copy `which` (4 l + 0..3; 4 L: the head)

@@ -7,6 +7,9 @@ libspade_a_SOURCES += core/policy/decode.c
 # policy.sample_weights = q8_0: 8-bit weights and their dot-product kernels for the decoding batch.
 libspade_a_SOURCES += core/policy/q8.c core/policy/sample_q8.c
 noinst_HEADERS += core/policy/q8.h
+# The decoding step's helper threads (a team that never waits for a thread that took no work).
+libspade_a_SOURCES += core/policy/team.c
+noinst_HEADERS += core/policy/team.h
 check_PROGRAMS += tests/test_q8
 TESTS += tests/test_q8
 tests_test_q8_SOURCES = tests/test_q8.c tests/testutil.c tests/testutil.h

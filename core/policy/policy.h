@@ -64,8 +64,9 @@ typedef struct spade_gpt_config {
     int qkv_bias; /* policy.qkv_bias   0 (default) | 1: Q/K/V biases (Qwen2) */
     char sample_weights[8]; /* policy.sample_weights  f32 (default; "" reads as f32) | q8_0: sampling
                              * (the decoding batch) multiplies by 8-bit copies of the weights
-                             * (core/policy/q8.h), a Llama on the cpu backend only; training
-                             * and log-probs stay F32. Not saved in checkpoints. */
+                             * (core/policy/q8.h) | q4_1: by 4-bit copies of the layers' matrices
+                             * (Q4_1's rounding) and an 8-bit head; a Llama on the cpu backend
+                             * only; training and log-probs stay F32. Not saved in checkpoints. */
     /* LoRA (arch llama only): the base weights frozen, low-rank adapters
      * trained (core/policy/lora.c, docs/policy.md "LoRA"). */
     int lora_rank; /* policy.lora_rank     r, 0 = off (default) */
@@ -95,9 +96,9 @@ size_t spade_gpt_config_num_params(const spade_gpt_config *cfg);
 /* ---- the policy ---- */
 
 typedef struct spade_policy spade_policy;
-/* policy.sample_weights of a live policy ("f32" or "q8_0"; a model from
- * spade_policy_from_model starts at f32). Returns 0 or SPADE_POLICY_EINVAL.
- * q8_0 on a GPT or off the cpu backend fails at the first sampling pass. */
+/* policy.sample_weights of a live policy ("f32", "q8_0" or "q4_1"; a model
+ * from spade_policy_from_model starts at f32). Returns 0 or SPADE_POLICY_EINVAL.
+ * q8_0 or q4_1 on a GPT or off the cpu backend fails at the first sampling pass. */
 int spade_policy_set_sample_weights(spade_policy *p, const char *kind, char *err, size_t errlen);
 
 /* Creates a policy with freshly initialised weights (deterministic in cfg->seed:

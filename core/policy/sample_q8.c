@@ -1,16 +1,18 @@
-/* sample_q8.c — policy.sample_weights: the decoding batch's 8-bit weights.
+/* sample_q8.c — policy.sample_weights: the decoding batch's 8-bit (4-bit) weights.
  *
  * What it is: with sample_weights = q8_0, a Llama-family policy on the cpu
  * backend keeps an 8-bit copy (q8.h) of each layer's four weight matrices and
- * of the output head, and the decoding batch (llama_pass_layers, decode.c's
- * logits) multiplies by those instead of the F32 weights in passes of at
+ * of the output head; with q4_1, 4-bit copies of the layers' matrices (Q4_1's
+ * rounding: a Q4_1 file's own values come back) and the 8-bit head (SmolLM2's
+ * file keeps its embedding, the tied head, at Q8_0 too). The decoding batch
+ * (llama_pass_layers, decode.c's logits) multiplies by those instead of the F32 weights in passes of at
  * most Q8_MAX_ROWS rows (a few slots decoding: prefill and many slots stay
  * on F32, where the F32 GEMM is faster). The copy is made
  * on the first decoding pass after the weights change (spade_policy_step and
  * spade_policy_set_params mark it stale), so training, log-probs and GRPO see
  * only the F32 weights, and sampling always sees the current ones.
  * What it is not: smaller in memory (the F32 weights stay for training: the
- * copy adds a quarter of their size), or for the GPT family or other backends
+ * copy adds a quarter of their size, q4_1 about a fifth), or for the GPT family or other backends
  * (refused with a message, not silently run in F32).
  */
 #include <stdio.h>
@@ -26,6 +28,8 @@ int spade_sample_weights_parse(const char *v, int *q8) {
         *q8 = 0;
     else if (!strcmp(v, "q8_0"))
         *q8 = 1;
+    else if (!strcmp(v, "q4_1"))
+        *q8 = 2;
     else
         return -1;
     return 0;
@@ -34,10 +38,10 @@ int spade_sample_weights_parse(const char *v, int *q8) {
 int spade_policy_set_sample_weights(spade_policy *p, const char *kind, char *err, size_t errlen) {
     int q8;
     if (!kind || spade_sample_weights_parse(kind, &q8)) {
-        spade_errf(err, errlen, "policy.sample_weights = '%s': expected f32 or q8_0", kind ? kind : "(null)");
+        spade_errf(err, errlen, "policy.sample_weights = '%s': expected f32, q8_0 or q4_1", kind ? kind : "(null)");
         return SPADE_POLICY_EINVAL;
     }
-    snprintf(p->cfg.sample_weights, sizeof p->cfg.sample_weights, "%s", q8 ? "q8_0" : "f32");
+    snprintf(p->cfg.sample_weights, sizeof p->cfg.sample_weights, "%s", q8 == 2 ? "q4_1" : q8 ? "q8_0" : "f32");
     policy_q8_free(p);
     return 0;
 }
@@ -57,8 +61,8 @@ int policy_q8_sync(spade_policy *p, char *err, size_t errlen) {
     if (!q8 || p->q8_valid) return 0;
     if (p->arch != SPADE_ARCH_LLAMA || strcmp(p->be.vt->name, "cpu")) {
         spade_errf(err, errlen,
-                   "policy.sample_weights = q8_0 is for the Llama family on the cpu backend (this is a %s on %s)",
-                   p->arch == SPADE_ARCH_LLAMA ? "Llama" : "GPT", p->be.vt->name);
+                   "policy.sample_weights = %s is for the Llama family on the cpu backend (this is a %s on %s)",
+                   p->cfg.sample_weights, p->arch == SPADE_ARCH_LLAMA ? "Llama" : "GPT", p->be.vt->name);
         return SPADE_POLICY_EINVAL;
     }
     int L = p->L, C = p->C;
@@ -76,12 +80,13 @@ int policy_q8_sync(spade_policy *p, char *err, size_t errlen) {
         for (int i = 0; i < 4; i++) {
             spade_q8mat *m = &p->q8[4 * l + i];
             spade_q8_free(m);
-            int rc = spade_q8_quantize(m, t[i].m, t[i].rows, t[i].cols);
+            int rc = q8 == 2 ? spade_q8_quantize4(m, t[i].m, t[i].rows, t[i].cols)
+                             : spade_q8_quantize(m, t[i].m, t[i].rows, t[i].cols);
             if (rc == -2) goto oom;
             if (rc) {
                 spade_errf(err, errlen,
-                           "policy.sample_weights = q8_0: a %d x %d matrix has rows of %d, not a multiple of %d",
-                           t[i].rows, t[i].cols, t[i].cols, SPADE_Q8_BLOCK);
+                           "policy.sample_weights = %s: a %d x %d matrix has rows of %d, not a multiple of %d",
+                           p->cfg.sample_weights, t[i].rows, t[i].cols, t[i].cols, SPADE_Q8_BLOCK);
                 policy_q8_free(p);
                 return SPADE_POLICY_EINVAL;
             }
@@ -93,7 +98,8 @@ int policy_q8_sync(spade_policy *p, char *err, size_t errlen) {
     return 0;
 oom:
     policy_q8_free(p);
-    spade_errf(err, errlen, "policy.sample_weights = q8_0: out of memory for the 8-bit weights");
+    spade_errf(err, errlen, "policy.sample_weights = %s: out of memory for the quantized weights",
+               p->cfg.sample_weights);
     return SPADE_POLICY_ENOMEM;
 }
 
