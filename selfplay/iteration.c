@@ -709,7 +709,8 @@ static int lookahead(spade_sp_iter *x, char *err, size_t errlen) {
         spade_errf(err, errlen, "learning potential: out of memory");
         goto done;
     }
-    if (spade_policy_clone(&q, x->s->p, spade_policy_backend_name(x->s->p), err, errlen) != 0 ||
+    /* with LoRA the copy is the adapters over the policy's own frozen base (not 2 GB of Qwen's weights again) */
+    if (spade_policy_clone_adapters(&q, x->s->p, err, errlen) != 0 ||
         spade_policy_get_moments(x->s->p, mv, mv + P, err, errlen) != 0 ||
         spade_policy_set_moments(q, mv, mv + P, err, errlen) != 0)
         goto done;
