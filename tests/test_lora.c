@@ -642,6 +642,29 @@ START_TEST(adapter_clone_steps_as_the_full_clone) {
 }
 END_TEST
 
+/* Releasing the training scratch keeps the policy's course: the next steps
+ * land where those of a twin that kept it do, bit for bit; a backward with
+ * no forward since is refused. */
+START_TEST(release_training_scratch_keeps_the_course) {
+    char path[512];
+    model_path(path, sizeof path, "qwen2", 15);
+    spade_policy *p = load(path, "cpu", 4), *q = load(path, "cpu", 4);
+    wake_b(p, 4);
+    wake_b(q, 4);
+    train_steps(p, 1, NULL, NULL);
+    train_steps(q, 1, NULL, NULL);
+    spade_policy_release_training_scratch(p);
+    ck_assert(spade_policy_backward(p, 1, err, sizeof err) != 0);
+    train_steps(p, 2, NULL, NULL);
+    train_steps(q, 2, NULL, NULL);
+    float *a = trainable(p), *b = trainable(q);
+    ck_assert(memcmp(a, b, spade_policy_num_trainable(p) * 4) == 0);
+    free(a), free(b);
+    spade_policy_free(p);
+    spade_policy_free(q);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("lora");
     TCase *t = tcase_create("lora");
@@ -657,6 +680,7 @@ int main(void) {
     tcase_add_test(t, opened_policy_holds_weights_only);
     tcase_add_test(t, grpo_roles_restore_the_gradient);
     tcase_add_test(t, adapter_clone_steps_as_the_full_clone);
+    tcase_add_test(t, release_training_scratch_keeps_the_course);
     suite_add_tcase(s, t);
     return tu_run(s);
 }

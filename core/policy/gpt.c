@@ -489,6 +489,13 @@ static void free_acts(spade_policy *p) {
     p->fwdB = p->fwdT = 0;
 }
 
+void spade_policy_release_training_scratch(spade_policy *p) {
+    free_acts(p);
+    if (p->be.vt) BE->dealloc(BX, p->lora_acts);
+    p->lora_acts = NULL;
+    p->lora_acts_cap = 0;
+}
+
 int gpt_ensure_acts(spade_policy *p, int B, int T, char *err, size_t errlen) {
     if (B <= p->actB && T <= p->actT) return 0;
     int nB = B > p->actB ? B : p->actB, nT = T > p->actT ? T : p->actT;

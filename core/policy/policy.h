@@ -175,6 +175,14 @@ int spade_policy_set_moments(spade_policy *p, const float *m, const float *v, ch
 
 /* ---- training ---- */
 
+/* Frees the training passes' activations (and a LoRA policy's saved x A^T):
+ * they are sized to the longest batch trained so far and kept for the next
+ * forward, ~4 MB a token for Qwen2.5-Coder-0.5B, so one 3,000-token designer
+ * sample leaves ~12.5 GB held through the sampling that follows. The next
+ * forward allocates them again; a backward before it is refused, as with no
+ * forward. The weights, adapters, gradient and moments are untouched. */
+void spade_policy_release_training_scratch(spade_policy *p);
+
 /* Forward pass over B sequences of T tokens (T <= context).
  * targets (B,T): the token to predict at each position (usually tokens shifted
  *   left by one); -1 = nothing to predict there. NULL: no loss is formed.
