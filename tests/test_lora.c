@@ -354,6 +354,32 @@ START_TEST(checkpoint_round_trip_and_base_check) {
 }
 END_TEST
 
+/* A checkpoint of a model whose vocabulary is past spade's BPE cap (65,536;
+ * Qwen2.5's is 151,936) reads back: its header was checked as a BPE's and
+ * refused, so a killed Qwen run could not resume. */
+START_TEST(big_vocabulary_checkpoint_reads_back) {
+    char path[512], ck[600];
+    snprintf(path, sizeof path, "%s/tiny-qwen2-big.gguf", dir);
+    snprintf(ck, sizeof ck, "%s/lora-big.ckpt", dir);
+    ck_assert_msg(tiny_gguf_write_vocab(path, "qwen2", 3, 70001, err, sizeof err) == 0, "%s", err);
+    spade_policy *p = load(path, "cpu", 2), *q = NULL;
+    train_steps(p, 1, NULL, NULL);
+    ck_assert_msg(spade_policy_save(p, ck, err, sizeof err) == 0, "%s", err);
+    spade_gpt_config c;
+    ck_assert_msg(spade_policy_read_config(ck, &c, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(c.vocab, 70001);
+    ck_assert_msg(spade_policy_load(&q, ck, NULL, err, sizeof err) == 0, "%s", err);
+    ck_assert_str_eq(spade_policy_config(q)->tokenizer, "gguf");
+    ck_assert_int_eq(spade_policy_steps(q), 1);
+    size_t n = spade_policy_num_trainable(p);
+    float *ap = trainable(p), *aq = trainable(q);
+    ck_assert(memcmp(ap, aq, n * 4) == 0);
+    free(ap), free(aq);
+    spade_policy_free(q);
+    spade_policy_free(p);
+}
+END_TEST
+
 /* Export merges W + (alpha / r) B A: the exported file, loaded as a plain
  * model, gives the LoRA policy's log-probs (within the merge's rounding). */
 START_TEST(export_merges_adapters) {
@@ -675,6 +701,7 @@ int main(void) {
     tcase_add_test(t, cpu_matches_reference);
     tcase_add_test(t, steps_train_adapters_only);
     tcase_add_test(t, checkpoint_round_trip_and_base_check);
+    tcase_add_test(t, big_vocabulary_checkpoint_reads_back);
     tcase_add_test(t, export_merges_adapters);
     tcase_add_test(t, refusals_and_keys);
     tcase_add_test(t, opened_policy_holds_weights_only);

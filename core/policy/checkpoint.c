@@ -366,8 +366,14 @@ static int read_header(FILE *f, const char *path, spade_gpt_config *cfg, uint64_
         return SPADE_POLICY_EFORMAT;
     }
     cfg->vocab = dims[4];
-    /* "gguf" when the stored text is a pretrained model's reference (read_tokenizer sets it) */
-    snprintf(cfg->tokenizer, sizeof cfg->tokenizer, "%s", *toklen ? "bpe" : "bytes");
+    /* "gguf" when the stored text is a pretrained model's reference (read_tokenizer sets it from
+     * the text and checks its vocabulary against this one). Until then: a stored vocabulary past
+     * spade's BPE cap can only be such a reference (Qwen2.5's 151,936), so the config is checked
+     * as one; else a Qwen checkpoint could not be read back, and a killed run not resumed. */
+    snprintf(cfg->tokenizer, sizeof cfg->tokenizer, "%s",
+             !*toklen                        ? "bytes"
+             : dims[4] > SPADE_TOK_MAX_VOCAB ? "gguf"
+                                             : "bpe");
     char cerr[200];
     if (spade_gpt_config_validate(cfg, cerr, sizeof cerr)) {
         spade_errf(err, errlen, "checkpoint '%s': bad config header: %s", path, cerr);
