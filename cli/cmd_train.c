@@ -183,7 +183,10 @@ void cli_usage_train(FILE *out) {
  * the update holds 3.6 GB for Qwen instead of ~18, and a checkpoint is the adapters, not 1.6 GB
  * of SmolLM2's weights and moments an iteration. Qwen2.5-Coder gets a 3,072-token context and
  * 768-token sources: at 2,048 and 384 its sources were cut, or copied a grounding source that
- * had been cut to fit, and none compiled; at these, 2 of 4 did. SPADE_TRAIN_QUICK=1 shrinks it to
+ * had been cut to fit, and none compiled; at these, 2 of 4 did. [grpo] micro_batch = 1: the training
+ * activations hold micro_batch x the longest sequence, ~4 MB a token for Qwen (2 for SmolLM2), so
+ * the default 8 of ~3,000-token designer samples would ask for ~50 GB; one at a time is ~12.5 GB.
+ * SPADE_TRAIN_QUICK=1 shrinks it to
  * one iteration of two short sources (the test suite runs the whole path with it). */
 static const char DEFAULT_PRETRAINED[] =
     "; written by `spade train` (the embedded default): self-play on the pretrained %s\n"
@@ -194,7 +197,7 @@ static const char DEFAULT_PRETRAINED[] =
     "[selfplay]\nplays = %d\npool_envs = 0\n"
     "[pool]\ndirs = %s\n"
     "[agent]\nplays = %d\nmax_action_tokens = 16\n"
-    "[grpo]\nlr = 1e-5\n";
+    "[grpo]\nlr = 1e-5\nmicro_batch = 1\n";
 
 /* The stdenv/ directory beside the binary or installed, or CLI_FAIL having said where it looked. */
 static int find_stdenv(char *stdenv, size_t cap, const char *what) {

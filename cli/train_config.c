@@ -206,6 +206,7 @@ static int key_grpo(tr_config *c, const char *section, const char *name, const c
     NUMK("grpo", "eps_high", 0, 100, 0, c->rl.grpo.eps_high = (float)x)
     NUMK("grpo", "epochs", 1, 100, 1, c->rl.grpo.epochs = (int)x)
     NUMK("grpo", "minibatch", 0, 1e6, 1, c->rl.grpo.minibatch = (int)x)
+    NUMK("grpo", "micro_batch", 1, 1024, 1, c->rl.grpo.micro_batch = (int)x)
     NUMK("grpo", "tis_cap", 0, 1e6, 0, c->rl.grpo.tis_cap = (float)x)
     return -1;
 }

@@ -11,7 +11,8 @@
  * checkpoint (adapters only, the base named and hashed): round trip, exact
  * continuation, the refusal of another base; export merging the adapters;
  * the refusals (a GPT) and a policy opened to sample holding no training
- * state.
+ * state; the look-ahead's lean copy (the adapters over the source's base)
+ * stepping exactly as a full clone.
  * What it is not: the speed of LoRA (bench/bench_llama.c, BENCHMARKS.md).
  */
 #include <check.h>
@@ -393,6 +394,32 @@ START_TEST(header_names_a_bad_base_field) {
 }
 END_TEST
 
+/* A checkpoint of a model whose vocabulary is past spade's BPE cap (65,536;
+ * Qwen2.5's is 151,936) reads back: its header was checked as a BPE's and
+ * refused, so a killed Qwen run could not resume. */
+START_TEST(big_vocabulary_checkpoint_reads_back) {
+    char path[512], ck[600];
+    snprintf(path, sizeof path, "%s/tiny-qwen2-big.gguf", dir);
+    snprintf(ck, sizeof ck, "%s/lora-big.ckpt", dir);
+    ck_assert_msg(tiny_gguf_write_vocab(path, "qwen2", 3, 70001, err, sizeof err) == 0, "%s", err);
+    spade_policy *p = load(path, "cpu", 2), *q = NULL;
+    train_steps(p, 1, NULL, NULL);
+    ck_assert_msg(spade_policy_save(p, ck, err, sizeof err) == 0, "%s", err);
+    spade_gpt_config c;
+    ck_assert_msg(spade_policy_read_config(ck, &c, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(c.vocab, 70001);
+    ck_assert_msg(spade_policy_load(&q, ck, NULL, err, sizeof err) == 0, "%s", err);
+    ck_assert_str_eq(spade_policy_config(q)->tokenizer, "gguf");
+    ck_assert_int_eq(spade_policy_steps(q), 1);
+    size_t n = spade_policy_num_trainable(p);
+    float *ap = trainable(p), *aq = trainable(q);
+    ck_assert(memcmp(ap, aq, n * 4) == 0);
+    free(ap), free(aq);
+    spade_policy_free(q);
+    spade_policy_free(p);
+}
+END_TEST
+
 /* Export merges W + (alpha / r) B A: the exported file, loaded as a plain
  * model, gives the LoRA policy's log-probs (within the merge's rounding). */
 START_TEST(export_merges_adapters) {
@@ -569,6 +596,141 @@ START_TEST(grpo_roles_restore_the_gradient) {
 }
 END_TEST
 
+/* The learning-potential look-ahead's copy (spade_policy_clone_adapters): on a
+ * LoRA policy it holds its own adapters over the source's base, read in place,
+ * and a GRPO step from the source's moments lands on the same adapters,
+ * moments, step, log-probs and sampled tokens, bit for bit, as the same step
+ * on a full spade_policy_clone; the source's weights and adapters are left as
+ * they were, it samples as before once the copy is gone, and the copy refuses
+ * to have its (borrowed) weights set. Without LoRA the copy is a full one. */
+static void grpo_step_as_lookahead(spade_policy *q, int (*sq)[10], float (*old)[10]) {
+    static const unsigned char mask[10] = {0, 0, 0, 1, 1, 1, 0, 0, 1, 1};
+    spade_grpo_sample s[4];
+    for (int i = 0; i < 4; i++)
+        s[i] = (spade_grpo_sample){.tokens = sq[i],
+                                   .len = 10,
+                                   .mask = mask,
+                                   .old_logprobs = old[i],
+                                   .reward = (float)(i % 2),
+                                   .advantage = i % 2 ? 1.0f : -1.0f,
+                                   .group = i / 2,
+                                   .role = 1};
+    spade_grpo_opts go;
+    spade_grpo_opts_default(&go);
+    go.adv_mode = SPADE_GRPO_ADV_GIVEN; /* as selfplay/iteration.c's look-ahead */
+    go.token_norm = SPADE_GRPO_NORM_ROLE;
+    spade_adamw_opts o;
+    spade_adamw_opts_default(&o);
+    o.lr = 1e-2f;
+    spade_grpo_stats st;
+    ck_assert_msg(spade_grpo_update(q, NULL, s, 4, &go, &o, &st, err, sizeof err) == 0, "%s", err);
+    ck_assert(st.grad_norm > 0 && isfinite(st.grad_norm));
+}
+
+START_TEST(adapter_clone_steps_as_the_full_clone) {
+    for (int a = 0; a < 2; a++) {
+        char path[512];
+        model_path(path, sizeof path, archs[a], 14);
+        spade_policy *p = load(path, "cpu", 4), *full = NULL, *lean = NULL;
+        wake_b(p, 3);
+        train_steps(p, 2, NULL, NULL); /* adapters, moments and step all non-trivial */
+        size_t P = spade_policy_num_trainable(p), N = spade_policy_num_params(p);
+        float *w0 = params(p), *a0 = trainable(p), *mv = malloc(2 * P * sizeof *mv);
+        ck_assert(spade_policy_get_moments(p, mv, mv + P, err, sizeof err) == 0);
+        int sq[4][10];
+        float old[4][10];
+        for (int i = 0; i < 4; i++) {
+            seq(sq[i], 10, 60 + i);
+            float lp[10];
+            ck_assert(spade_policy_logprobs(p, sq[i], 1, 10, lp, err, sizeof err) == 0);
+            old[i][0] = 0;
+            for (int j = 1; j < 10; j++) old[i][j] = lp[j - 1];
+        }
+        ck_assert(spade_policy_clone(&full, p, spade_policy_backend_name(p), err, sizeof err) == 0);
+        ck_assert_msg(spade_policy_clone_adapters(&lean, p, err, sizeof err) == 0, "%s", err);
+        ck_assert(!spade_policy_shares_weights(full) && spade_policy_shares_weights(lean));
+        ck_assert_int_eq(spade_policy_steps(lean), spade_policy_steps(p));
+        ck_assert_int_eq(spade_policy_num_trainable(lean), P);
+        spade_policy *q[2] = {full, lean};
+        for (int k = 0; k < 2; k++) {
+            ck_assert(spade_policy_set_moments(q[k], mv, mv + P, err, sizeof err) == 0);
+            grpo_step_as_lookahead(q[k], sq, old);
+        }
+        float *af = trainable(full), *al = trainable(lean), *mf = malloc(2 * P * sizeof *mf),
+              *ml = malloc(2 * P * sizeof *ml);
+        ck_assert(spade_policy_get_moments(full, mf, mf + P, err, sizeof err) == 0);
+        ck_assert(spade_policy_get_moments(lean, ml, ml + P, err, sizeof err) == 0);
+        ck_assert_msg(memcmp(af, a0, P * 4) != 0, "%s: the step moved no adapter", archs[a]);
+        ck_assert_msg(memcmp(af, al, P * 4) == 0, "%s: the adapters differ after the step", archs[a]);
+        ck_assert_msg(memcmp(mf, ml, 2 * P * 4) == 0, "%s: the moments differ after the step", archs[a]);
+        ck_assert_int_eq(spade_policy_steps(full), spade_policy_steps(lean));
+        spade_sample_opts so;
+        spade_sample_opts_default(&so);
+        so.temperature = 0.9f;
+        so.max_tokens = 10;
+        so.n_stop = 0;
+        so.seed = 9;
+        int t[2][10], n[2];
+        float lpq[2][10], lps[2][10];
+        for (int k = 0; k < 2; k++) {
+            ck_assert(spade_policy_logprobs(q[k], sq[2], 1, 10, lpq[k], err, sizeof err) == 0);
+            ck_assert(spade_policy_sample(q[k], sq[3], 4, 1, &so, t[k], lps[k], &n[k], err, sizeof err) == 0);
+        }
+        ck_assert(memcmp(lpq[0], lpq[1], sizeof lpq[0]) == 0);
+        ck_assert_int_eq(n[0], n[1]);
+        ck_assert(memcmp(t[0], t[1], (size_t)n[0] * 4) == 0 && memcmp(lps[0], lps[1], (size_t)n[0] * 4) == 0);
+        /* the borrowed base is read-only from the copy's side */
+        ck_assert(spade_policy_set_params(lean, w0, err, sizeof err) != 0);
+        ck_assert_msg(strstr(err, "in place") != NULL, "%s", err);
+        spade_policy_free(lean);
+        spade_policy_free(full);
+        /* the source: the same weights and adapters, and it still runs after its copy is freed */
+        float *w1 = params(p), *a1 = trainable(p), lp[10];
+        ck_assert(memcmp(w0, w1, N * 4) == 0 && memcmp(a0, a1, P * 4) == 0);
+        ck_assert(spade_policy_logprobs(p, sq[0], 1, 10, lp, err, sizeof err) == 0);
+        for (int j = 1; j < 10; j++) ck_assert(lp[j - 1] == old[0][j]);
+        free(w0), free(w1), free(a0), free(a1), free(af), free(al), free(mv), free(mf), free(ml);
+        spade_policy_free(p);
+    }
+    /* no LoRA: every weight trains, so the copy is a whole one */
+    char path[512];
+    model_path(path, sizeof path, "llama", 14);
+    spade_policy *p = load(path, "cpu", 0), *c = NULL;
+    ck_assert(spade_policy_clone_adapters(&c, p, err, sizeof err) == 0);
+    ck_assert(!spade_policy_shares_weights(c));
+    ck_assert_int_eq(spade_policy_num_trainable(c), spade_policy_num_params(p));
+    spade_policy_free(p);
+    float lp[10];
+    int sq[10];
+    seq(sq, 10, 1);
+    ck_assert(spade_policy_logprobs(c, sq, 1, 10, lp, err, sizeof err) == 0); /* it owns its weights */
+    spade_policy_free(c);
+}
+END_TEST
+
+/* Releasing the training scratch keeps the policy's course: the next steps
+ * land where those of a twin that kept it do, bit for bit; a backward with
+ * no forward since is refused. */
+START_TEST(release_training_scratch_keeps_the_course) {
+    char path[512];
+    model_path(path, sizeof path, "qwen2", 15);
+    spade_policy *p = load(path, "cpu", 4), *q = load(path, "cpu", 4);
+    wake_b(p, 4);
+    wake_b(q, 4);
+    train_steps(p, 1, NULL, NULL);
+    train_steps(q, 1, NULL, NULL);
+    spade_policy_release_training_scratch(p);
+    ck_assert(spade_policy_backward(p, 1, err, sizeof err) != 0);
+    train_steps(p, 2, NULL, NULL);
+    train_steps(q, 2, NULL, NULL);
+    float *a = trainable(p), *b = trainable(q);
+    ck_assert(memcmp(a, b, spade_policy_num_trainable(p) * 4) == 0);
+    free(a), free(b);
+    spade_policy_free(p);
+    spade_policy_free(q);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("lora");
     TCase *t = tcase_create("lora");
@@ -580,10 +742,13 @@ int main(void) {
     tcase_add_test(t, steps_train_adapters_only);
     tcase_add_test(t, checkpoint_round_trip_and_base_check);
     tcase_add_test(t, header_names_a_bad_base_field);
+    tcase_add_test(t, big_vocabulary_checkpoint_reads_back);
     tcase_add_test(t, export_merges_adapters);
     tcase_add_test(t, refusals_and_keys);
     tcase_add_test(t, opened_policy_holds_weights_only);
     tcase_add_test(t, grpo_roles_restore_the_gradient);
+    tcase_add_test(t, adapter_clone_steps_as_the_full_clone);
+    tcase_add_test(t, release_training_scratch_keeps_the_course);
     suite_add_tcase(s, t);
     return tu_run(s);
 }

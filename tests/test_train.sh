@@ -63,6 +63,22 @@ if [ $? -eq 1 ] && grep -q "started from another config: $TMP/other.ini differs 
     cmp -s "$TMP/straight.log" "$TMP/straight/train.jsonl"; then
     ok "another config naming the same run directory is refused, with the line that differs"
 else bad "another config naming the same run directory is refused"; fi
+# [grpo] micro_batch bounds the activations, not the update: at 1 the first update (iteration 11 of the
+# straight run) has the default micro-batch's loss and gradient norm (the same sums in another order)
+{ config mb1 40; printf '[grpo]\nmicro_batch = 1\n'; } >"$TMP/mb1.ini"
+"$SPADE" train "$TMP/mb1.ini" >"$TMP/out" 2>&1
+st=$?
+first_update() { grep -m1 '"updated":true' "$1" | grep -o '"iteration":[0-9]*\|"loss":[^,]*\|"grad_norm":[^,]*' | tr '\n' ' '; }
+u1=$(first_update "$TMP/mb1/train.jsonl")
+u8=$(first_update "$TMP/straight.log")
+if [ $st -eq 0 ] && [ -n "$u8" ] && [ "$u1" = "$u8" ]; then
+    ok "[grpo] micro_batch = 1: the first update is the default micro-batch's ($u1)"
+else bad "[grpo] micro_batch = 1: the first update ($u1) is the default micro-batch's ($u8)"; fi
+{ config mb0 2; printf '[grpo]\nmicro_batch = 0\n'; } >"$TMP/mb0.ini"
+"$SPADE" train "$TMP/mb0.ini" >"$TMP/out" 2>&1
+if [ $? -eq 2 ] && grep -q "mb0.ini:2[0-9]: \[grpo\] micro_batch = '0'" "$TMP/out"; then
+    ok "[grpo] micro_batch = 0 is refused, naming file, line and key"
+else bad "[grpo] micro_batch = 0 is refused, naming file, line and key"; fi
 # [run] dir is printed as the user would type it: configs/../runs/x is runs/x
 mkdir -p "$TMP/sub"
 config ../norm 1 | sed '/^dirs = pool/d' >"$TMP/sub/norm.ini"

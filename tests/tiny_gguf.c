@@ -97,17 +97,33 @@ typedef struct {
 } tensor;
 
 int tiny_gguf_write(const char *path, const char *arch, uint64_t seed, char *err, size_t errlen) {
+    return tiny_gguf_write_vocab(path, arch, seed, TINY_GGUF_VOCAB, err, errlen);
+}
+
+int tiny_gguf_write_vocab(const char *path, const char *arch, uint64_t seed, int V, char *err, size_t errlen) {
     int qwen = !strcmp(arch, "qwen2");
-    if (!qwen && strcmp(arch, "llama")) {
-        spade_errf(err, errlen, "tiny_gguf: arch '%s' (llama or qwen2)", arch);
+    if ((!qwen && strcmp(arch, "llama")) || V < TINY_GGUF_VOCAB) {
+        spade_errf(err, errlen, "tiny_gguf: arch '%s' (llama or qwen2), vocabulary %d (at least %d)", arch, V,
+                   TINY_GGUF_VOCAB);
         return -1;
     }
-    enum { V = TINY_GGUF_VOCAB, C = TINY_GGUF_WIDTH, L = TINY_GGUF_LAYERS, F = TINY_GGUF_FFN };
+    enum { C = TINY_GGUF_WIDTH, L = TINY_GGUF_LAYERS, F = TINY_GGUF_FFN };
     const int64_t KV = (int64_t)TINY_GGUF_KV_HEADS * (C / TINY_GGUF_HEADS);
-    char *tok_text[V];
-    const char *toks[V], *mer[TINY_GGUF_MERGES];
+    char **tok_text = calloc((size_t)V, sizeof *tok_text);
+    const char **toks = calloc((size_t)V, sizeof *toks), *mer[TINY_GGUF_MERGES];
     char *mer_text[TINY_GGUF_MERGES];
-    int32_t types[V];
+    int32_t *types = calloc((size_t)V, sizeof *types);
+    if (!tok_text || !toks || !types) {
+        free(tok_text), free(toks), free(types);
+        spade_errf(err, errlen, "tiny_gguf: out of memory");
+        return -1;
+    }
+    /* past the tiny vocabulary: unused control tokens, as the padding of a real model's */
+    for (int i = TINY_GGUF_VOCAB; i < V; i++) {
+        tok_text[i] = malloc(24);
+        snprintf(tok_text[i], 24, "<|pad_%d|>", i);
+        types[i] = 3;
+    }
     for (int b = 0; b < 256; b++) {
         tok_text[b] = malloc(4);
         utf8(byte_char((unsigned)b), tok_text[b]);
@@ -208,5 +224,6 @@ out:
     for (int i = 0; i < nt; i++) free(t[i].data);
     for (int i = 0; i < V; i++) free(tok_text[i]);
     for (int i = 0; i < TINY_GGUF_MERGES; i++) free(mer_text[i]);
+    free(tok_text), free(toks), free(types);
     return rc;
 }

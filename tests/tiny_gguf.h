@@ -31,6 +31,9 @@
 
 /* Writes the model of arch "llama" or "qwen2" with weights from seed to path. */
 int tiny_gguf_write(const char *path, const char *arch, uint64_t seed, char *err, size_t errlen);
+/* The same with its vocabulary padded with unused control tokens to V (at least
+ * TINY_GGUF_VOCAB): a vocabulary past spade's BPE cap, as Qwen2.5's 151,936. */
+int tiny_gguf_write_vocab(const char *path, const char *arch, uint64_t seed, int V, char *err, size_t errlen);
 /* Element i of the named tensor ("blk.1.attn_q.weight", ...) as written. */
 float tiny_gguf_value(uint64_t seed, const char *tensor, uint64_t i);
 /* The id of a merged piece, as the tests spell it ("Ġthe"), or -1. */

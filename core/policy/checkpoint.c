@@ -379,8 +379,14 @@ static int read_vocab_header(const unsigned char *hdr, uint32_t ver, const int32
         return SPADE_POLICY_EFORMAT;
     }
     cfg->vocab = dims[4];
-    /* "gguf" when the stored text is a pretrained model's reference (read_tokenizer sets it) */
-    snprintf(cfg->tokenizer, sizeof cfg->tokenizer, "%s", *toklen ? "bpe" : "bytes");
+    /* "gguf" when the stored text is a pretrained model's reference (read_tokenizer sets it from
+     * the text and checks its vocabulary against this one). Until then: a stored vocabulary past
+     * spade's BPE cap can only be such a reference (Qwen2.5's 151,936), so the config is checked
+     * as one; else a Qwen checkpoint could not be read back, and a killed run not resumed. */
+    snprintf(cfg->tokenizer, sizeof cfg->tokenizer, "%s",
+             !*toklen                        ? "bytes"
+             : dims[4] > SPADE_TOK_MAX_VOCAB ? "gguf"
+                                             : "bpe");
     return 0;
 }
 

@@ -390,7 +390,10 @@ static void point_params(ParameterTensors *t, float *mem, const size_t *sizes) {
     }
 }
 
-int gpt_alloc(spade_policy **out, const spade_gpt_config *cfg, char *err, size_t errlen) {
+/* base: NULL, or a policy of the same config whose weights the new one reads
+ * in place (params_borrowed) instead of allocating its own. */
+static int alloc_policy(spade_policy **out, const spade_gpt_config *cfg, const spade_policy *base, char *err,
+                        size_t errlen) {
     *out = NULL;
     int rc = spade_gpt_config_validate(cfg, err, errlen);
     if (rc) return rc;
@@ -434,7 +437,8 @@ int gpt_alloc(spade_policy **out, const spade_gpt_config *cfg, char *err, size_t
      * first call that needs them (gpt_ensure_grads, gpt_ensure_moments), so a
      * policy opened to sample, score or export holds 1 x, not 4 x, its
      * parameters (Qwen2.5-0.5B: 2 GB instead of 8). */
-    p->params_mem = BE->alloc(BX, bytes);
+    p->params_borrowed = base != NULL;
+    p->params_mem = base ? base->params_mem : BE->alloc(BX, bytes);
     if (!p->params_mem) {
         spade_errf(err, errlen, "cannot allocate %zu bytes for %zu parameters on %s: %s", bytes, p->num_params,
                    BE->name, BE->last_error(BX));
@@ -452,6 +456,10 @@ int gpt_alloc(spade_policy **out, const spade_gpt_config *cfg, char *err, size_t
     }
     *out = p;
     return 0;
+}
+
+int gpt_alloc(spade_policy **out, const spade_gpt_config *cfg, char *err, size_t errlen) {
+    return alloc_policy(out, cfg, NULL, err, errlen);
 }
 
 int gpt_ensure_grads(spade_policy *p, char *err, size_t errlen) {
@@ -516,6 +524,13 @@ static void free_acts(spade_policy *p) {
     p->mask_host = p->logp_host = NULL;
     p->actB = p->actT = 0;
     p->fwdB = p->fwdT = 0;
+}
+
+void spade_policy_release_training_scratch(spade_policy *p) {
+    free_acts(p);
+    if (p->be.vt) BE->dealloc(BX, p->lora_acts);
+    p->lora_acts = NULL;
+    p->lora_acts_cap = 0;
 }
 
 int gpt_ensure_acts(spade_policy *p, int B, int T, char *err, size_t errlen) {
@@ -742,7 +757,7 @@ void spade_policy_free(spade_policy *p) {
     free_acts(p);
     gpt_lora_free(p);
     if (p->be.vt) {
-        BE->dealloc(BX, p->params_mem);
+        if (!p->params_borrowed) BE->dealloc(BX, p->params_mem);
         BE->dealloc(BX, p->grads_mem);
         BE->dealloc(BX, p->m_mem);
         BE->dealloc(BX, p->v_mem);
@@ -793,6 +808,41 @@ int spade_policy_clone(spade_policy **out, const spade_policy *src, const char *
     return 0;
 }
 
+int spade_policy_clone_adapters(spade_policy **out, const spade_policy *src, char *err, size_t errlen) {
+    *out = NULL;
+    if (!src->lora_r) return spade_policy_clone(out, src, src->be.vt->name, err, errlen);
+    spade_gpt_config cfg = src->cfg;
+    snprintf(cfg.backend, sizeof cfg.backend, "%s", src->be.vt->name);
+    /* the source's pending work on its weights is done before they are read through another context */
+    if (src->be.vt->sync && src->be.vt->sync(src->be.ctx))
+        return gpt_backend_fail((spade_policy *)src, "sync before sharing the weights", err, errlen);
+    spade_policy *p;
+    int rc = alloc_policy(&p, &cfg, src, err, errlen);
+    if (rc) return rc;
+    if (src->tok && (rc = spade_tokenizer_clone(&p->tok, src->tok, err, errlen))) {
+        spade_policy_free(p);
+        return rc;
+    }
+    p->origin_kind = src->origin_kind; /* with the hash: gpt_lora_enable does not read the base file again */
+    memcpy(p->origin, src->origin, sizeof p->origin);
+    memcpy(p->origin_sha256, src->origin_sha256, sizeof p->origin_sha256);
+    float *a = malloc(src->ntrain * sizeof(float));
+    rc = a ? gpt_lora_enable(p, src->lora_r, src->lora_alpha, src->lora_mask, err, errlen) : SPADE_POLICY_ENOMEM;
+    if (!rc) rc = spade_policy_get_trainable((spade_policy *)src, a, err, errlen);
+    if (!rc) rc = spade_policy_set_trainable(p, a, err, errlen);
+    if (!a) spade_errf(err, errlen, "out of host memory for %zu adapter floats", src->ntrain);
+    free(a);
+    if (rc) {
+        spade_policy_free(p);
+        return rc;
+    }
+    p->step = src->step;
+    *out = p;
+    return 0;
+}
+
+int spade_policy_shares_weights(const spade_policy *p) { return p->params_borrowed; }
+
 const spade_gpt_config *spade_policy_config(const spade_policy *p) { return &p->cfg; }
 const char *spade_policy_backend_name(const spade_policy *p) { return p->be.vt->name; }
 const char *spade_policy_backend_note(const spade_policy *p) { return p->be_note; }
@@ -820,6 +870,12 @@ int spade_policy_get_params(spade_policy *p, float *host, char *err, size_t errl
     return 0;
 }
 int spade_policy_set_params(spade_policy *p, const float *host, char *err, size_t errlen) {
+    if (p->params_borrowed) {
+        spade_errf(err, errlen,
+                   "this policy reads another's frozen weights in place "
+                   "(spade_policy_clone_adapters): its weights cannot be set");
+        return SPADE_POLICY_EINVAL;
+    }
     p->q8_valid = 0; /* the 8-bit sampling copies are stale */
     CK(BE->upload(BX, p->params_mem, host, p->num_params * sizeof(float)));
     return 0;

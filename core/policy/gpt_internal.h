@@ -155,6 +155,8 @@ struct spade_policy {
     size_t param_sizes[NUM_PARAM_TENSORS];
     size_t num_params;
     float *params_mem;
+    int params_borrowed; /* 1: params_mem is another policy's frozen weights, read in place
+                          * (spade_policy_clone_adapters): never written, never freed here */
     ParameterTensors params; /* the weights (a Llama: wte only, wpe NULL) */
     size_t ntrain; /* floats of the trained vector: grads_mem, m_mem, v_mem (num_params) */
     float *grads_mem; /* NULL until the first backward or step (gpt_ensure_grads) */

@@ -118,6 +118,19 @@ void spade_policy_free(spade_policy *p);
  * state), on backend `backend` (NULL: the source's config value). Used for a
  * frozen GRPO reference and for cross-backend tests. */
 int spade_policy_clone(spade_policy **out, const spade_policy *src, const char *backend, char *err, size_t errlen);
+/* A copy that can train as src would while holding only what trains: for a
+ * LoRA policy, its own adapters (and the step count; the moments and the
+ * scratch a step needs come as for any policy) over src's frozen base weights,
+ * read in place on src's backend, so the copy of Qwen2.5-Coder-0.5B at rank 8
+ * holds 3.9 M adapter floats (62 MB with gradient and moments), not 2 GB of
+ * weights. src must outlive the copy (free the copy first); its base never
+ * changes under LoRA, and the copy refuses spade_policy_set_params. Without
+ * LoRA everything trains: a full spade_policy_clone on src's backend. Used by
+ * self-play's learning-potential look-ahead, whose copy takes one step and is
+ * dropped. */
+int spade_policy_clone_adapters(spade_policy **out, const spade_policy *src, char *err, size_t errlen);
+/* 1 when p reads another policy's weights in place (spade_policy_clone_adapters on a LoRA policy). */
+int spade_policy_shares_weights(const spade_policy *p);
 
 const spade_gpt_config *spade_policy_config(const spade_policy *p);
 /* The backend in use ("cpu", "cuda", "cpu_ref") and how it was chosen
@@ -162,6 +175,14 @@ int spade_policy_get_moments(spade_policy *p, float *m, float *v, char *err, siz
 int spade_policy_set_moments(spade_policy *p, const float *m, const float *v, char *err, size_t errlen);
 
 /* ---- training ---- */
+
+/* Frees the training passes' activations (and a LoRA policy's saved x A^T):
+ * they are sized to the longest batch trained so far and kept for the next
+ * forward, ~4 MB a token for Qwen2.5-Coder-0.5B, so one 3,000-token designer
+ * sample leaves ~12.5 GB held through the sampling that follows. The next
+ * forward allocates them again; a backward before it is refused, as with no
+ * forward. The weights, adapters, gradient and moments are untouched. */
+void spade_policy_release_training_scratch(spade_policy *p);
 
 /* Forward pass over B sequences of T tokens (T <= context).
  * targets (B,T): the token to predict at each position (usually tokens shifted
