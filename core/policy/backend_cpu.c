@@ -73,15 +73,13 @@ typedef struct cpu_ctx {
  * tokens/s, bench_llama decode 1 16 32, load 1.8). spade is tuned for the
  * machine a user has; on an oversubscribed one, OMP_NUM_THREADS=1. */
 #define MATMUL_PAR_MIN ((size_t)1 << 18)
-/* Below MATMUL_FEW_ROWS rows (decoding up to 63 slots) the products run on
- * the team (team.h) instead of OpenMP regions, split by output columns as
- * before: a token of one slot is ~120 such products, and an OpenMP region's
- * barrier waits for every thread, a descheduled one included (bench_llama
- * decode 1 16 64 at load 4-6 on 2 cores: 1.4-2.3 tokens/s through OpenMP).
- * The team's items are columns of about TEAM_ITEM_FLOATS weights (64 KiB)
- * at 1-2 rows (dot products); above that spade_sgemm packs the rows again
- * for every item, so its items are 16 times larger, and at least an eighth
- * of the columns. */
+/* Up to this many rows (decoding a few slots) the products run on the team
+ * (team.h) instead of OpenMP regions: a token of one slot is ~120 such
+ * products, and an OpenMP region's barrier waits for every thread, a
+ * descheduled one included (bench_llama decode 1 16 64 at
+ * load 4-6 on 2 cores: 1.4-2.3 tokens/s through OpenMP). The team's items
+ * are columns of about TEAM_ITEM_FLOATS weights (64 KiB). */
+#define TEAM_ROWS 4
 #define TEAM_ITEM_FLOATS 16384
 
 static int fail(cpu_ctx *c, const char *fmt, ...) {
@@ -389,10 +387,10 @@ static void matvec_item(void *arg, int item, int worker) {
 
 static int cpu_matmul_forward(void *ctx, float *out, const float *inp, const float *w, const float *bias, int N, int IC,
                               int OC) {
-    if (FAST(ctx) && N < MATMUL_FEW_ROWS && !SKINNY(IC, OC) && (size_t)N * OC * IC >= MATMUL_PAR_MIN) {
-        int per = TEAM_ITEM_FLOATS / IC;
-        if (N > 2 && (per *= 16) < (OC + 7) / 8) per = (OC + 7) / 8; /* packed (gemm.c, DOT_MAX_M) */
-        per = per / 16 * 16;
+    if (FAST(ctx) && N <= TEAM_ROWS && !SKINNY(IC, OC) && (size_t)N * OC * IC >= MATMUL_PAR_MIN) {
+        /* above 2 rows spade_sgemm packs (gemm.c, DOT_MAX_M): each item packs
+         * the rows again, so those items are 16 times larger */
+        int per = TEAM_ITEM_FLOATS * (N > 2 ? 16 : 1) / IC / 16 * 16;
         if (per < 16) per = 16;
         matvec_job j = {out, inp, w, bias, N, IC, OC, per};
         spade_team_run(matvec_item, &j, (OC + per - 1) / per);
