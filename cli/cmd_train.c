@@ -182,8 +182,12 @@ void cli_usage_train(FILE *out) {
  * ([selfplay] pool_envs in the run's config.ini turns it on). LoRA of rank 8 ([policy] lora_rank):
  * the update holds 3.6 GB for Qwen instead of ~18, and a checkpoint is the adapters, not 1.6 GB
  * of SmolLM2's weights and moments an iteration. Qwen2.5-Coder gets a 3,072-token context and
- * 768-token sources: at 2,048 and 384 its sources were cut, or copied a grounding source that
- * had been cut to fit, and none compiled; at these, 2 of 4 did. [grpo] micro_batch = 1: the training
+ * 1,024-token sources: at 2,048 and 384 its sources were cut, or copied a grounding source that
+ * had been cut to fit, and none compiled; at 768 every compile failure of 20 sources was a cut
+ * mid-statement, at 1,024 2 of 20 (docs/selfplay.md). designer.family_window = 1: rewards are
+ * centred per family, and with the window of 3 two of the 4 slots are alone in their family,
+ * where a centred reward is 0 whatever the source did; one family an iteration makes the 4
+ * sources one group. [grpo] micro_batch = 1: the training
  * activations hold micro_batch x the longest sequence, ~4 MB a token for Qwen (2 for SmolLM2), so
  * the default 8 of ~3,000-token designer samples would ask for ~50 GB; one at a time is ~12.5 GB.
  * SPADE_TRAIN_QUICK=1 shrinks it to
@@ -193,7 +197,7 @@ static const char DEFAULT_PRETRAINED[] =
     "[run]\ndir = .\niterations = %d\nseed = 1\n"
     "[policy]\nmodel = %s\ncontext = %d\nlora_rank = 8\n"
     "[designer]\nenabled = true\nsource = policy\nenvs = %d\nmax_source_tokens = %d\ntemperature = 0.7\n"
-    "max_step_ms = 50\n"
+    "max_step_ms = 50\nfamily_window = 1\n"
     "[selfplay]\nplays = %d\npool_envs = 0\n"
     "[pool]\ndirs = %s\n"
     "[agent]\nplays = %d\nmax_action_tokens = 16\n"
@@ -270,7 +274,7 @@ static int train_default(spade_sandbox *sb) {
                              : 2048,
                      q ? 2 : 4,
                      q       ? 32
-                     : coder ? 768
+                     : coder ? 1024
                              : 384,
                      q ? 2 : 4, stdenv, q ? 2 : 4);
     snprintf(path, sizeof path, "%s/selfplay.ini", run);
