@@ -769,6 +769,24 @@ void spade_policy_free(spade_policy *p) {
     free(p);
 }
 
+/* A copy's origin (the base file, its hash) and, on a LoRA source, adapters
+ * of the same rank holding the source's values: the tail both clones share.
+ * The hash goes first: with it gpt_lora_enable does not read the base file
+ * again. 0, or the error. */
+static int take_origin_and_adapters(spade_policy *p, const spade_policy *src, char *err, size_t errlen) {
+    p->origin_kind = src->origin_kind;
+    memcpy(p->origin, src->origin, sizeof p->origin);
+    memcpy(p->origin_sha256, src->origin_sha256, sizeof p->origin_sha256);
+    if (!src->lora_r) return 0;
+    float *a = malloc(src->ntrain * sizeof(float));
+    int rc = a ? gpt_lora_enable(p, src->lora_r, src->lora_alpha, src->lora_mask, err, errlen) : SPADE_POLICY_ENOMEM;
+    if (!rc) rc = spade_policy_get_trainable((spade_policy *)src, a, err, errlen);
+    if (!rc) rc = spade_policy_set_trainable(p, a, err, errlen);
+    if (!a) spade_errf(err, errlen, "out of host memory for %zu adapter floats", src->ntrain);
+    free(a);
+    return rc;
+}
+
 int spade_policy_clone(spade_policy **out, const spade_policy *src, const char *backend, char *err, size_t errlen) {
     spade_gpt_config cfg = src->cfg;
     if (backend) snprintf(cfg.backend, sizeof cfg.backend, "%s", backend);
@@ -788,17 +806,7 @@ int spade_policy_clone(spade_policy **out, const spade_policy *src, const char *
     rc = spade_policy_get_params((spade_policy *)src, h, err, errlen);
     if (!rc) rc = spade_policy_set_params(p, h, err, errlen);
     free(h);
-    p->origin_kind = src->origin_kind;
-    memcpy(p->origin, src->origin, sizeof p->origin);
-    memcpy(p->origin_sha256, src->origin_sha256, sizeof p->origin_sha256);
-    if (!rc && src->lora_r) {
-        float *a = malloc(src->ntrain * sizeof(float));
-        rc = a ? gpt_lora_enable(p, src->lora_r, src->lora_alpha, src->lora_mask, err, errlen) : SPADE_POLICY_ENOMEM;
-        if (!rc) rc = spade_policy_get_trainable((spade_policy *)src, a, err, errlen);
-        if (!rc) rc = spade_policy_set_trainable(p, a, err, errlen);
-        if (!a) spade_errf(err, errlen, "out of host memory");
-        free(a);
-    }
+    if (!rc) rc = take_origin_and_adapters(p, src, err, errlen);
     if (rc) {
         spade_policy_free(p);
         return rc;
@@ -823,15 +831,7 @@ int spade_policy_clone_adapters(spade_policy **out, const spade_policy *src, cha
         spade_policy_free(p);
         return rc;
     }
-    p->origin_kind = src->origin_kind; /* with the hash: gpt_lora_enable does not read the base file again */
-    memcpy(p->origin, src->origin, sizeof p->origin);
-    memcpy(p->origin_sha256, src->origin_sha256, sizeof p->origin_sha256);
-    float *a = malloc(src->ntrain * sizeof(float));
-    rc = a ? gpt_lora_enable(p, src->lora_r, src->lora_alpha, src->lora_mask, err, errlen) : SPADE_POLICY_ENOMEM;
-    if (!rc) rc = spade_policy_get_trainable((spade_policy *)src, a, err, errlen);
-    if (!rc) rc = spade_policy_set_trainable(p, a, err, errlen);
-    if (!a) spade_errf(err, errlen, "out of host memory for %zu adapter floats", src->ntrain);
-    free(a);
+    rc = take_origin_and_adapters(p, src, err, errlen);
     if (rc) {
         spade_policy_free(p);
         return rc;
