@@ -92,17 +92,6 @@ static double now_s(void) {
 static size_t count_tokens(void *ctx, const char *text, size_t len) { return spade_tokenizer_count(ctx, text, len); }
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-static int in_list(const char *list, const char *word) {
-    size_t n = strlen(word);
-    for (const char *p = list; p && *p;) {
-        size_t k = strcspn(p, ",");
-        if (k == n && !strncmp(p, word, n)) return 1;
-        p += k;
-        if (*p) p++;
-    }
-    return 0;
-}
-
 static double cosine(const char *a, size_t al, const char *b, size_t bl) {
     static double x[SPADE_VENDI_DIM], y[SPADE_VENDI_DIM];
     spade_vendi_embed(a, al, x, SPADE_VENDI_DIM);
@@ -251,7 +240,7 @@ static int load_envs(spade_sandbox *sb, const opts *o, env *es, char change[][10
         e->info = *spade_worker_info(w);
         spade_worker_free(w);
         snprintf(e->family, sizeof e->family, "%s", e->info.family);
-        if (!in_list(o->families, e->family)) {
+        if (!spade_family_listed(o->families, e->family)) {
             free(e->src);
             continue;
         }

@@ -330,17 +330,6 @@ typedef struct demo_env {
 } demo_env;
 
 /* 1 when the comma-separated list names word. */
-static int in_list(const char *list, const char *word) {
-    size_t n = strlen(word);
-    for (const char *p = list; p && *p;) {
-        size_t k = strcspn(p, ",");
-        if (k == n && !strncmp(p, word, n)) return 1;
-        p += k;
-        if (*p) p++;
-    }
-    return 0;
-}
-
 /* The designer's new-environment demonstrations grounded on es[i]: the
  * loop's request with es[i] as the excerpt, answered by every other source
  * of its family (another file, whatever its name). */
@@ -509,7 +498,7 @@ int cli_demos(spade_sandbox *sb, int argc, char **argv) {
             free(e->src);
             break;
         }
-        if (o.hold_out && in_list(o.hold_out, e->info.family)) { /* whole families left out of every file */
+        if (o.hold_out && spade_family_listed(o.hold_out, e->info.family)) { /* whole families left out of every file */
             printf("held out: %s (family %s)\n", e->info.name, e->info.family);
             free(e->src);
             held++;

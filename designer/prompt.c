@@ -248,3 +248,14 @@ int spade_family_for_slot(int n_families, int window, int it, int slot) {
     int start = (it % windows) * window;
     return (start + slot % window) % n_families;
 }
+
+int spade_family_listed(const char *list, const char *family) {
+    size_t n = strlen(family);
+    for (const char *p = list; p && *p;) {
+        size_t k = strcspn(p, ",");
+        if (k == n && !strncmp(p, family, n)) return 1;
+        p += k;
+        if (*p) p++;
+    }
+    return 0;
+}

@@ -77,4 +77,8 @@ int spade_hint_prompt_build(const spade_prompt_opts *o, const char *src, size_t 
  * modulo n, slots round-robin over the window. */
 int spade_family_for_slot(int n_families, int window, int it, int slot);
 
+/* 1 when `family` is one of the comma-separated names of `list` (whole
+ * names: "math" is not in "mathx,grid"), else 0; a NULL list holds none. */
+int spade_family_listed(const char *list, const char *family);
+
 #endif /* SPADE_DESIGNER_PROMPT_H */

@@ -269,6 +269,17 @@ START_TEST(families_rotate_in_windows) {
 }
 END_TEST
 
+START_TEST(family_lists_match_whole_names) {
+    ck_assert_int_eq(spade_family_listed("math,memory", "memory"), 1);
+    ck_assert_int_eq(spade_family_listed("math,memory", "math"), 1);
+    ck_assert_int_eq(spade_family_listed("mathx,grid", "math"), 0); /* a prefix is not the name */
+    ck_assert_int_eq(spade_family_listed("math", "mat"), 0);
+    ck_assert_int_eq(spade_family_listed("a,,b", ""), 1);           /* an empty item matches the empty name */
+    ck_assert_int_eq(spade_family_listed("", "math"), 0);
+    ck_assert_int_eq(spade_family_listed(NULL, "math"), 0);
+}
+END_TEST
+
 START_TEST(reward_arithmetic) {
     ck_assert_double_eq(spade_plateau(0.5), 1);
     ck_assert_double_eq(spade_plateau(0.4), 1);
@@ -366,6 +377,7 @@ int main(void) {
     tcase_add_test(c, prompt_fits_its_budget_and_cuts_at_lines);
     tcase_add_test(c, hint_prompt_holds_the_source_then_the_instruction);
     tcase_add_test(c, families_rotate_in_windows);
+    tcase_add_test(c, family_lists_match_whole_names);
     tcase_add_test(c, reward_arithmetic);
     tcase_add_test(c, bimodal_environments_lose_the_plateau_with_repeats);
     suite_add_tcase(s, c);
