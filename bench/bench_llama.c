@@ -28,6 +28,10 @@
  *                        prefilled separately and through the shared prefix
  *                        (separate_s, shared_s), then N greedy tokens from each
  *                        path; prints whether the tokens and log-probs agree
+ *   grpo T K             one spade_grpo_update (micro_batch 1) of one masked
+ *                        sample of T+1 tokens whose last K are trained (a
+ *                        designer's prompt, then its answer): wall and CPU
+ *                        seconds, the stats, and the peak RSS
  *   train T STEPS        B = 1, T tokens: forward, backward and AdamW
  *                        (train_tps) and the peak RSS of the process (peak_rss_mib)
  *   q8check N            sample_weights q8_0 (q4_1 with --sample-weights q4_1)
@@ -338,6 +342,38 @@ static void mode_trainvs(spade_policy *p, spade_policy *q, int T, int steps) {
     free(d[0]), free(d[1]), free(c[0]), free(c[1]), free(t);
 }
 
+/* One GRPO update as self-play makes it for a designer sample: T+1 tokens,
+ * the last K trained, drawn at temperature 1 (old log-probs 0: every ratio
+ * r = p < 1 stays on the unclipped branch, so every trained token has a
+ * gradient), its advantage given as 1, micro_batch 1. */
+static void mode_grpo(spade_policy *p, int T, int K) {
+    int V = spade_policy_config(p)->vocab, *t = xmalloc_int(T + 1);
+    fill_tokens(t, T + 1, V, 5);
+    unsigned char *mask = calloc((size_t)T + 1, 1);
+    float *old = calloc((size_t)T + 1, sizeof(float));
+    if (!mask || !old) DIE("out of memory");
+    for (int i = T + 1 - K; i <= T; i++) mask[i] = 1;
+    spade_grpo_sample s = {0};
+    s.tokens = t;
+    s.len = T + 1;
+    s.mask = mask;
+    s.old_logprobs = old;
+    s.advantage = 1.0f;
+    spade_grpo_opts o;
+    spade_grpo_opts_default(&o);
+    o.micro_batch = 1;
+    o.adv_mode = SPADE_GRPO_ADV_GIVEN;
+    spade_adamw_opts ao;
+    spade_adamw_opts_default(&ao);
+    spade_grpo_stats st;
+    double a = now(), ca = cpu_now();
+    if (spade_grpo_update(p, NULL, &s, 1, &o, &ao, &st, err, sizeof err)) DIE("%s", err);
+    printf("grpo_T %d\ngrpo_trained %d\ngrpo_s %.3f\ngrpo_cpu_s %.3f\nloss %.6f\ngrad_norm %.6f\n"
+           "mean_ratio %.6f\nn_tokens %ld\npeak_rss_mib %.0f\n",
+           T, K, now() - a, cpu_now() - ca, st.loss, st.grad_norm, st.mean_ratio, st.n_tokens, peak_rss_mib());
+    free(t), free(mask), free(old);
+}
+
 int main(int argc, char **argv) {
     const char *backend = NULL, *sample_weights = NULL;
     int context = 0, pos = 0, lora = 0;
@@ -358,9 +394,8 @@ int main(int argc, char **argv) {
         }
     }
     if (pos < 2) {
-        fprintf(stderr,
-                "usage: bench_llama MODEL load|prefill T|decode S P N|prefix S P Q N|train T STEPS|trainvs T STEPS R "
-                "[--backend B] [--context N] [--sample-weights f32|q8_0|q4_1] [--lora R]\n");
+        fprintf(stderr, "usage: bench_llama MODEL load|prefill T|decode S P N|prefix S P Q N|grpo T K|train T STEPS|"
+                        "trainvs T STEPS R [--backend B] [--context N] [--sample-weights f32|q8_0|q4_1] [--lora R]\n");
         return 2;
     }
     const char *mode = args[1];
@@ -384,6 +419,8 @@ int main(int argc, char **argv) {
         mode_prefix(p, a[0], a[1], a[2], a[3]);
     } else if (!strcmp(mode, "q8check") && a[0] > 0) {
         mode_q8check(p, a[0], sample_weights);
+    } else if (!strcmp(mode, "grpo") && a[0] > 1 && a[1] > 0 && a[1] <= a[0]) {
+        mode_grpo(p, a[0], a[1]);
     } else if (!strcmp(mode, "train") && a[0] > 1 && a[1] > 0) {
         mode_train(p, a[0], a[1]);
     } else if (!strcmp(mode, "trainvs") && a[0] > 1 && a[1] > 0 && a[2] > 0 && !lora) {

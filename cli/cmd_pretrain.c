@@ -669,6 +669,11 @@ static int train_step(spade_policy *p, const pt_config *c, const corpus *cp, lon
         }
         memcpy(tok + (size_t)b * T, cp->tok + off, (size_t)T * sizeof(int));
         memcpy(tg + (size_t)b * T, cp->tok + off + 1, (size_t)T * sizeof(int));
+        /* loss = answers: a prompt position (mask 0) weighs nothing in the loss, so it
+         * needs no target either, and then the head does not run there (gpt.c) */
+        if (c->answers)
+            for (int t = 0; t < T; t++)
+                if (mask[(size_t)b * T + t] == 0.0f) tg[(size_t)b * T + t] = -1;
     }
     if (c->answers && msum == 0) {
         snprintf(err, errlen,

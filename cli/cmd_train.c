@@ -188,8 +188,9 @@ void cli_usage_train(FILE *out) {
  * centred per family, and with the window of 3 two of the 4 slots are alone in their family,
  * where a centred reward is 0 whatever the source did; one family an iteration makes the 4
  * sources one group. [grpo] micro_batch = 1: the training
- * activations hold micro_batch x the longest sequence, ~4 MB a token for Qwen (2 for SmolLM2), so
- * the default 8 of ~3,000-token designer samples would ask for ~50 GB; one at a time is ~12.5 GB.
+ * activations hold micro_batch x the longest sequence, ~2.4 MB a token for Qwen and 1.2 MB more a
+ * trained token (the head runs on those only), so the default 8 of ~3,000-token designer samples
+ * (~1,000 trained) would ask for ~66 GB; one at a time is ~8.3 GB (BENCHMARKS.md, branch headrows).
  * SPADE_TRAIN_QUICK=1 shrinks it to
  * one iteration of two short sources (the test suite runs the whole path with it). */
 static const char DEFAULT_PRETRAINED[] =

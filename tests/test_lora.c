@@ -12,7 +12,9 @@
  * continuation, the refusal of another base; export merging the adapters;
  * the refusals (a GPT) and a policy opened to sample holding no training
  * state; the look-ahead's lean copy (the adapters over the source's base)
- * stepping exactly as a full clone.
+ * stepping exactly as a full clone; the output head on the targeted rows
+ * only against the head over every position (loss, log-probs, gradients,
+ * a GRPO batch drawn at temperature 0.7 with top-p), full and LoRA.
  * What it is not: the speed of LoRA (bench/bench_llama.c, BENCHMARKS.md).
  */
 #include <check.h>
@@ -24,6 +26,7 @@
 #include <unistd.h>
 
 #include "policy/gguf.h"
+#include "policy/gpt_internal.h" /* head_all: the head over every position, the reference path */
 #include "policy/policy.h"
 #include "policy/pretrained.h"
 #include "testutil.h"
@@ -731,6 +734,133 @@ START_TEST(release_training_scratch_keeps_the_course) {
 }
 END_TEST
 
+/* The head on the targeted rows (p, the default) against the head on every
+ * position (q, head_all = 1): the same forward (loss, every position's
+ * log-prob) and backward (every trained float's gradient) for tokens tok and
+ * targets tg of (B, T); tol 0: bit for bit (==, so -0 equals 0), else the
+ * largest difference relative to the largest magnitude. The head's buffers
+ * then hold the targeted rows only. */
+static void heads_agree(spade_policy *p, spade_policy *q, const int *tok, const int *tg, int B, int T, double tol,
+                        const char *what) {
+    int N = B * T, ntg = 0;
+    for (int i = 0; i < N; i++) ntg += tg[i] >= 0;
+    float lp[2], *logp[2] = {malloc(N * 4), malloc(N * 4)};
+    spade_policy *pq[2] = {p, q};
+    size_t n = spade_policy_num_trainable(p);
+    float *g[2] = {malloc(n * 4), malloc(n * 4)};
+    for (int k = 0; k < 2; k++) {
+        ck_assert(spade_policy_zero_grad(pq[k], err, sizeof err) == 0);
+        ck_assert_msg(spade_policy_forward(pq[k], tok, tg, NULL, B, T, &lp[k], logp[k], err, sizeof err) == 0, "%s",
+                      err);
+        ck_assert_msg(spade_policy_backward(pq[k], 1, err, sizeof err) == 0, "%s", err);
+        ck_assert(spade_policy_get_grads(pq[k], g[k], err, sizeof err) == 0);
+    }
+    ck_assert_msg(fabs(lp[0] - lp[1]) <= tol * fabs(lp[1]), "%s: loss %.9g vs full %.9g", what, lp[0], lp[1]);
+    for (int i = 0; i < N; i++) {
+        ck_assert_msg(fabs(logp[0][i] - logp[1][i]) <= tol * fabs(logp[1][i]), "%s: logp[%d] %.9g vs full %.9g", what,
+                      i, logp[0][i], logp[1][i]);
+        if (tg[i] < 0) ck_assert(logp[0][i] == 0.0f);
+    }
+    double mx = 0, md = 0;
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        mx = fmax(mx, fabs(g[1][i]));
+        if (fabs(g[0][i] - g[1][i]) > md) md = fabs(g[0][i] - g[1][i]), at = i;
+    }
+    ck_assert_msg(mx > 0 && md <= tol * mx, "%s: gradient %zu differs by %.3g (max |g| %.3g)", what, at, md, mx);
+    ck_assert_msg(p->head_cap == (size_t)(ntg < N ? ntg : N) && q->head_cap == (size_t)N,
+                  "%s: head rows %zu (want %d) and %zu (want %d)", what, p->head_cap, ntg, q->head_cap, N);
+    free(logp[0]), free(logp[1]), free(g[0]), free(g[1]);
+}
+
+/* One GRPO batch of two masked samples (a prompt, then a trained answer)
+ * drawn at temperature 0.7 and top-p 0.9, so that sampled_rows reads the
+ * logits and writes the probabilities of the compact rows: p and q agree
+ * as heads_agree. */
+static void grpo_heads_agree(spade_policy *p, spade_policy *q, double tol, const char *what) {
+    enum { L = 30 };
+    int tok[2][L];
+    unsigned char mask[2][L] = {{0}};
+    float old[2][L];
+    spade_grpo_sample s[2];
+    memset(s, 0, sizeof s);
+    for (int k = 0; k < 2; k++) {
+        seq(tok[k], L, 7 + k);
+        for (int t = 0; t < L; t++) {
+            mask[k][t] = t >= 12 + 5 * k && t != 20; /* the answer, one token of it untrained */
+            old[k][t] = -4.0f + 0.1f * (float)(t % 7);
+        }
+        s[k] = (spade_grpo_sample){.tokens = tok[k],
+                                   .len = L - 3 * k,
+                                   .mask = mask[k],
+                                   .old_logprobs = old[k],
+                                   .reward = (float)k,
+                                   .group = 1,
+                                   .temperature = 0.7f,
+                                   .top_p = 0.9f};
+    }
+    spade_grpo_opts o;
+    spade_grpo_opts_default(&o);
+    o.micro_batch = 2;
+    spade_grpo_stats st[2];
+    spade_policy *pq[2] = {p, q};
+    size_t n = spade_policy_num_trainable(p);
+    float *g[2] = {malloc(n * 4), malloc(n * 4)};
+    for (int k = 0; k < 2; k++) {
+        ck_assert(spade_policy_zero_grad(pq[k], err, sizeof err) == 0);
+        ck_assert_msg(spade_grpo_batch(pq[k], NULL, s, 2, &o, &st[k], err, sizeof err) == 0, "%s", err);
+        ck_assert(spade_policy_get_grads(pq[k], g[k], err, sizeof err) == 0);
+    }
+    ck_assert_msg(fabs(st[0].loss - st[1].loss) <= tol * fabs(st[1].loss) && st[0].mean_ratio == st[0].mean_ratio,
+                  "%s: grpo loss %.9g vs full %.9g", what, st[0].loss, st[1].loss);
+    ck_assert(fabs(st[0].mean_ratio - st[1].mean_ratio) <= tol * fabs(st[1].mean_ratio));
+    double mx = 0, md = 0;
+    for (size_t i = 0; i < n; i++) mx = fmax(mx, fabs(g[1][i])), md = fmax(md, fabs(g[0][i] - g[1][i]));
+    ck_assert_msg(mx > 0 && md <= tol * mx, "%s: grpo gradient differs by %.3g (max |g| %.3g)", what, md, mx);
+    ck_assert(p->head_cap < q->head_cap);
+    free(g[0]), free(g[1]);
+}
+
+/* The head on the targeted rows equals the head on every position, on both
+ * architectures, a full and a LoRA policy: bit for bit on cpu_ref, whose
+ * loops sum each output in one order whatever the row count (a row without
+ * a target adds exact zeros to the head's weight gradient on the full
+ * path); within 1e-5 of the largest magnitude on cpu, whose GEMM blocks the
+ * head's weight-gradient sum over rows by the row count. The batch has a
+ * sequence with no target at all, one trained on its second half and one on
+ * scattered positions; where every position has a target the two paths are
+ * the same ops and agree bit for bit on either backend. */
+START_TEST(head_rows_equal_full_head) {
+    static const char *const bes[2] = {"cpu_ref", "cpu"};
+    enum { B = 3, T = 16 };
+    int tok[B * T], tg[B * T], all[B * T];
+    seq(tok, B * T, 2);
+    for (int i = 0; i < B * T; i++) {
+        int b = i / T, t = i % T, nx = (i * 13 + 3) % vocab;
+        tg[i] = (b == 0 && t >= 9) || (b == 2 && (t == 1 || t == 6 || t == 7 || t == 15)) ? nx : -1;
+        all[i] = nx;
+    }
+    for (int a = 0; a < 2; a++)
+        for (int e = 0; e < 2; e++)
+            for (int rank = 0; rank <= 4; rank += 4) {
+                char path[512], what[96];
+                model_path(path, sizeof path, archs[a], 21);
+                spade_policy *p = load(path, bes[e], rank), *q = load(path, bes[e], rank);
+                q->head_all = 1;
+                if (rank) wake_b(p, 5), wake_b(q, 5);
+                double tol = e ? 1e-5 : 0;
+                snprintf(what, sizeof what, "%s %s rank %d", archs[a], bes[e], rank);
+                heads_agree(p, q, tok, tg, B, T, tol, what);
+                grpo_heads_agree(p, q, tol, what);
+                spade_policy_release_training_scratch(p);
+                spade_policy_release_training_scratch(q);
+                heads_agree(p, q, tok, all, B, T, 0, what);
+                spade_policy_free(p);
+                spade_policy_free(q);
+            }
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("lora");
     TCase *t = tcase_create("lora");
@@ -749,6 +879,7 @@ int main(void) {
     tcase_add_test(t, grpo_roles_restore_the_gradient);
     tcase_add_test(t, adapter_clone_steps_as_the_full_clone);
     tcase_add_test(t, release_training_scratch_keeps_the_course);
+    tcase_add_test(t, head_rows_equal_full_head);
     suite_add_tcase(s, t);
     return tu_run(s);
 }

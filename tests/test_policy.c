@@ -18,6 +18,7 @@
 #include <omp.h>
 #endif
 
+#include "policy/gpt_internal.h" /* head_all: the head over every position, the reference path */
 #include "policy/policy.h"
 #include "testutil.h"
 
@@ -529,6 +530,21 @@ START_TEST(test_cpu_ops_match_reference_parallel) {
     BOTH(R->crossentropy_backward(r.ctx, o1, pr1, tg, dl, NR, V, Vp),
          F->crossentropy_backward(f.ctx, o2, pr1, tg, dl, NR, V, Vp));
     expect_same("crossentropy_backward", o1, o2, (size_t)NR * Vp, 0);
+    /* the head's rows (copies: bit for bit, and where they belong), over a
+     * permutation of all N rows so that the parallel loop runs */
+    int *perm = malloc(N * sizeof(int));
+    for (int i = 0; i < N; i++) perm[i] = (i * 37) % N;
+    BOTH(R->rows_gather(r.ctx, o1, x, perm, N, C), F->rows_gather(f.ctx, o2, x, perm, N, C));
+    expect_same("rows_gather", o1, o2, NC, 0);
+    for (int i = 0; i < N; i++) ck_assert(memcmp(o1 + (size_t)i * C, x + (size_t)perm[i] * C, C * 4) == 0);
+    memset(o1, 0, NC * 4);
+    memset(o2, 0, NC * 4);
+    BOTH(R->rows_scatter(r.ctx, o1, dy, perm, N / 2, C), F->rows_scatter(f.ctx, o2, dy, perm, N / 2, C));
+    expect_same("rows_scatter", o1, o2, NC, 0);
+    for (int i = 0; i < N; i++) /* perm[i] for i < N/2 holds dy's row i; the others stay 0 */
+        for (int e = 0; e < C; e++)
+            ck_assert(o1[(size_t)perm[i] * C + e] == (i < N / 2 ? dy[(size_t)i * C + e] : 0.0f));
+    free(perm);
     /* AdamW on NC elements */
     float *pa = rnd(NC, 1.0f), *pb = malloc(NC * 4), *ma = rnd(NC, 0.1f), *mb = malloc(NC * 4);
     float *va = malloc(NC * 4), *vb = malloc(NC * 4);
@@ -786,26 +802,36 @@ START_TEST(test_cuda_parity) {
     int B = 3, T = 32, N = B * T;
     int *tok = malloc(N * 4), *tg = malloc(N * 4);
     fill_tokens(tok, N, 256);
-    for (int i = 0; i < N; i++) tg[i] = (i + 1) % T ? tok[i + 1] : -1;
-    float l1, l2;
-    ck_assert(spade_policy_forward(r, tok, tg, NULL, B, T, &l1, NULL, err, sizeof err) == 0);
-    ck_assert_msg(spade_policy_forward(g, tok, tg, NULL, B, T, &l2, NULL, err, sizeof err) == 0, "%s", err);
-    ck_assert_msg(fabsf(l1 - l2) <= 1e-4f * fabsf(l1), "loss cpu %.7f cuda %.7f", l1, l2);
-    ck_assert(spade_policy_backward(r, 1.0f, err, sizeof err) == 0);
-    ck_assert_msg(spade_policy_backward(g, 1.0f, err, sizeof err) == 0, "%s", err);
     size_t P = spade_policy_num_params(r);
     float *a = malloc(P * 4), *b = malloc(P * 4);
-    spade_policy_get_grads(r, a, err, sizeof err);
-    spade_policy_get_grads(g, b, err, sizeof err);
-    const char *name;
-    size_t off, cnt;
-    for (int t = 0; spade_policy_tensor(r, t, &name, &off, &cnt) == 0; t++) {
-        double mx = 0, md = 0;
-        for (size_t j = 0; j < cnt; j++) {
-            mx = fmax(mx, fabs(a[off + j]));
-            md = fmax(md, fabs(a[off + j] - b[off + j]));
+    /* sparse = 1: targets on the second half of row 0 and on row 2 only, so
+     * that the head runs on the gathered rows (rows_gather, rows_scatter);
+     * the gradient of that pass is the one the step below takes */
+    for (int sparse = 0; sparse < 2; sparse++) {
+        for (int i = 0; i < N; i++) {
+            int b0 = i / T, t = i % T, on = !sparse || (b0 == 0 && t >= T / 2) || b0 == 2;
+            tg[i] = t + 1 < T && on ? tok[i + 1] : -1;
         }
-        ck_assert_msg(md <= 2e-3 * mx + 1e-12, "grad %s: max diff %.3g, max |g| %.3g", name, md, mx);
+        float l1, l2;
+        ck_assert(spade_policy_zero_grad(r, err, sizeof err) == 0 && spade_policy_zero_grad(g, err, sizeof err) == 0);
+        ck_assert(spade_policy_forward(r, tok, tg, NULL, B, T, &l1, NULL, err, sizeof err) == 0);
+        ck_assert_msg(spade_policy_forward(g, tok, tg, NULL, B, T, &l2, NULL, err, sizeof err) == 0, "%s", err);
+        ck_assert_msg(fabsf(l1 - l2) <= 1e-4f * fabsf(l1), "sparse %d: loss cpu %.7f cuda %.7f", sparse, l1, l2);
+        ck_assert(spade_policy_backward(r, 1.0f, err, sizeof err) == 0);
+        ck_assert_msg(spade_policy_backward(g, 1.0f, err, sizeof err) == 0, "%s", err);
+        spade_policy_get_grads(r, a, err, sizeof err);
+        spade_policy_get_grads(g, b, err, sizeof err);
+        const char *name;
+        size_t off, cnt;
+        for (int t = 0; spade_policy_tensor(r, t, &name, &off, &cnt) == 0; t++) {
+            double mx = 0, md = 0;
+            for (size_t j = 0; j < cnt; j++) {
+                mx = fmax(mx, fabs(a[off + j]));
+                md = fmax(md, fabs(a[off + j] - b[off + j]));
+            }
+            ck_assert_msg(md <= 2e-3 * mx + 1e-12, "sparse %d: grad %s: max diff %.3g, max |g| %.3g", sparse, name, md,
+                          mx);
+        }
     }
     spade_adamw_opts o;
     spade_adamw_opts_default(&o);
@@ -838,6 +864,52 @@ START_TEST(test_cuda_parity) {
     spade_policy_free(r);
     spade_policy_free(g);
 #endif
+}
+END_TEST
+
+/* The GPT's head on the targeted rows only (the default) against the head
+ * on every position (head_all = 1): loss, log-probs and gradient bit for
+ * bit on cpu_ref (its loops sum each output in one order whatever the row
+ * count), within 1e-5 of the largest magnitude on cpu (its GEMM blocks the
+ * head's weight-gradient sum over rows by their count); a sequence with no
+ * target, one trained on its second half, one on scattered positions, and
+ * a mask. The head's buffers hold the 11 targeted rows, not 48. */
+START_TEST(test_head_rows_equal_full_head) {
+    enum { B = 3, T = 16, N = B * T };
+    int tok[N], tg[N];
+    float mask[N], lp[2], logp[2][N];
+    fill_tokens(tok, N, SPADE_VOCAB);
+    for (int i = 0; i < N; i++) {
+        int b = i / T, t = i % T;
+        tg[i] = (b == 0 && t >= 9) || (b == 2 && (t == 1 || t == 6 || t == 7 || t == 15)) ? (i * 13 + 3) % 263 : -1;
+        mask[i] = i % 3 ? 1.0f : 0.5f;
+    }
+    static const char *const bes[2] = {"cpu_ref", "cpu"};
+    for (int e = 0; e < 2; e++) {
+        spade_gpt_config c = tiny_cfg(bes[e]);
+        spade_policy *pq[2] = {make(&c), make(&c)};
+        pq[1]->head_all = 1;
+        size_t P = spade_policy_num_params(pq[0]);
+        float *g[2] = {malloc(P * 4), malloc(P * 4)};
+        for (int k = 0; k < 2; k++) {
+            rng_state = 42; /* the same heat for both */
+            heat(pq[k], 3.0f);
+        }
+        for (int k = 0; k < 2; k++) {
+            ck_assert(spade_policy_forward(pq[k], tok, tg, mask, B, T, &lp[k], logp[k], err, sizeof err) == 0);
+            ck_assert(spade_policy_backward(pq[k], 1.0f, err, sizeof err) == 0);
+            ck_assert(spade_policy_get_grads(pq[k], g[k], err, sizeof err) == 0);
+        }
+        double tol = e ? 1e-5 : 0, mx = 0, md = 0;
+        ck_assert_msg(fabs(lp[0] - lp[1]) <= tol * fabs(lp[1]), "%s: loss %.9g vs %.9g", bes[e], lp[0], lp[1]);
+        for (int i = 0; i < N; i++) ck_assert(fabs(logp[0][i] - logp[1][i]) <= tol * fabs(logp[1][i]));
+        for (size_t i = 0; i < P; i++) mx = fmax(mx, fabs(g[1][i])), md = fmax(md, fabs(g[0][i] - g[1][i]));
+        ck_assert_msg(mx > 0 && md <= tol * mx, "%s: gradient differs by %.3g (max %.3g)", bes[e], md, mx);
+        ck_assert(pq[0]->head_cap == 11 && pq[1]->head_cap == N);
+        free(g[0]), free(g[1]);
+        spade_policy_free(pq[0]);
+        spade_policy_free(pq[1]);
+    }
 }
 END_TEST
 
@@ -1848,6 +1920,7 @@ static Suite *policy_suite(void) {
     tcase_add_test(t, test_model_gradient_check);
     tcase_add_test(t, test_cpu_matches_reference);
     tcase_add_test(t, test_cuda_parity);
+    tcase_add_test(t, test_head_rows_equal_full_head);
     tcase_add_test(t, test_adamw_decay_clip_refusal);
     tcase_add_test(t, test_overfit_one_batch);
     tcase_add_test(t, test_sampling_seeded);

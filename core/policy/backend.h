@@ -240,6 +240,16 @@
  *     head h/(NH/KVH). On cpu_ref each row's arithmetic is that of
  *     attention_forward over kv_expand's rows, bit for bit.
  *
+ * THE OUTPUT HEAD ON THE TARGETED ROWS ONLY (gpt.c, head_forward): a training
+ * forward whose positions do not all have a target gathers the final norm's
+ * rows of those that do, runs the head, softmax and cross-entropy on them
+ * alone, and scatters the head's input gradient back.
+ * rows_gather(out (n,C) (=), inp (N,C), idx (n) int32, n, C)
+ *     out[i,:] = inp[idx[i],:], 0 <= idx[i] < N.
+ * rows_scatter(out (N,C), inp (n,C), idx (n) int32, n, C)
+ *     out[idx[i],:] = inp[i,:]; the idx[i] are distinct; rows of out not
+ *     listed are not touched (the policy zeroes out first).
+ *
  * LORA (core/policy/lora.c): a frozen base passes dweight = NULL to
  * matmul_backward and rmsnorm_backward: then only dinp is computed (the
  * weight-gradient GEMM is skipped, which is what LoRA saves in compute).
@@ -337,6 +347,9 @@ typedef struct spade_backend_vtable {
     int attention_probs;
     /* LoRA (lora.c): y (n) += alpha * x (n). NULL: the backend has no LoRA path. */
     int (*axpy)(void *ctx, float *y, const float *x, float alpha, size_t n);
+    /* the head on the targeted rows (see above) */
+    int (*rows_gather)(void *ctx, float *out, const float *inp, const int *idx, int n, int C);
+    int (*rows_scatter)(void *ctx, float *out, const float *inp, const int *idx, int n, int C);
 } spade_backend_vtable;
 
 /* A backend instance: the table and its context. Plain struct, owned by the

@@ -1383,6 +1383,20 @@ static int cpu_kv_reduce(void *ctx, float *dinp, const float *dout, int N, int N
     return 0;
 }
 
+/* ---- the head's rows (backend.h: rows_gather, rows_scatter): copies, no arithmetic ---- */
+
+static int cpu_rows_gather(void *ctx, float *out, const float *inp, const int *idx, int n, int C) {
+#pragma omp parallel for if (PAR((size_t)n * C))
+    for (int i = 0; i < n; i++) memcpy(out + (size_t)i * C, inp + (size_t)idx[i] * C, (size_t)C * sizeof(float));
+    return 0;
+}
+
+static int cpu_rows_scatter(void *ctx, float *out, const float *inp, const int *idx, int n, int C) {
+#pragma omp parallel for if (PAR((size_t)n * C))
+    for (int i = 0; i < n; i++) memcpy(out + (size_t)idx[i] * C, inp + (size_t)i * C, (size_t)C * sizeof(float));
+    return 0;
+}
+
 #define CPU_VTABLE(NAME, PROBS)                                                                                        \
     {                                                                                                                  \
         NAME, cpu_free, cpu_last_error, cpu_alloc, cpu_dealloc, cpu_memcpy, cpu_memcpy, cpu_memcpy, cpu_zero,          \
@@ -1391,7 +1405,8 @@ static int cpu_kv_reduce(void *ctx, float *dinp, const float *dout, int N, int N
             cpu_attention_forward_kv, cpu_gelu_forward, cpu_gelu_backward, cpu_residual_forward,                       \
             cpu_crossentropy_forward, cpu_crossentropy_backward, cpu_adamw, cpu_sumsq, cpu_encoder_forward_at,         \
             cpu_attention_forward_kv_at, cpu_rmsnorm_forward, cpu_rmsnorm_backward, cpu_rope, cpu_swiglu_forward,      \
-            cpu_swiglu_backward, cpu_kv_expand, cpu_kv_reduce, cpu_attention_forward_kv_at_gqa, PROBS, cpu_axpy        \
+            cpu_swiglu_backward, cpu_kv_expand, cpu_kv_reduce, cpu_attention_forward_kv_at_gqa, PROBS, cpu_axpy,       \
+            cpu_rows_gather, cpu_rows_scatter                                                                          \
     }
 
 static const spade_backend_vtable cpu_ref_vt = CPU_VTABLE("cpu_ref", 1);

@@ -1291,6 +1291,42 @@ static int cuda_sumsq(void *ctx, const float *x, size_t n, double *out) {
     return 0;
 }
 
+/* ----------------------------------------- the head's rows (gather, scatter) */
+
+/* One thread per element of the n compact rows: out row i is inp row idx[i]. */
+__global__ void rows_gather_kernel(float *out, const float *inp, const int *idx, size_t n, int C) {
+    size_t total = n * C;
+    for (size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x; k < total; k += (size_t)gridDim.x * blockDim.x) {
+        size_t i = k / C, e = k % C;
+        out[k] = inp[(size_t)idx[i] * C + e];
+    }
+}
+
+/* The inverse placement: compact row i into row idx[i] (distinct rows, so no two threads write one element). */
+__global__ void rows_scatter_kernel(float *out, const float *inp, const int *idx, size_t n, int C) {
+    size_t total = n * C;
+    for (size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x; k < total; k += (size_t)gridDim.x * blockDim.x) {
+        size_t i = k / C, e = k % C;
+        out[(size_t)idx[i] * C + e] = inp[k];
+    }
+}
+
+static int cuda_rows_gather(void *ctx, float *out, const float *inp, const int *idx, int n, int C) {
+    cuda_ctx *c = CTX(ctx);
+    if (n <= 0 || C <= 0) return 0;
+    rows_gather_kernel<<<grid_for((size_t)n * C, 256), 256, 0, c->stream>>>(out, inp, idx, (size_t)n, C);
+    LAUNCHED(c, "rows_gather");
+    return 0;
+}
+
+static int cuda_rows_scatter(void *ctx, float *out, const float *inp, const int *idx, int n, int C) {
+    cuda_ctx *c = CTX(ctx);
+    if (n <= 0 || C <= 0) return 0;
+    rows_scatter_kernel<<<grid_for((size_t)n * C, 256), 256, 0, c->stream>>>(out, inp, idx, (size_t)n, C);
+    LAUNCHED(c, "rows_scatter");
+    return 0;
+}
+
 /* ------------------------------------------------------------- constructor */
 
 /* Positional, in the order of spade_backend_vtable's fields. */
@@ -1333,6 +1369,8 @@ static const spade_backend_vtable cuda_vt = {
     cuda_attention_forward_kv_at_gqa,
     0, /* attention_probs: the tiled attention needs no T x T buffer */
     nullptr, /* axpy: no LoRA path yet (gpt_lora_enable refuses this backend) */
+    cuda_rows_gather,
+    cuda_rows_scatter,
 };
 
 } /* namespace */

@@ -359,11 +359,18 @@ static int recompute(spade_decoder *d, const int *slots, int n, char *err, size_
                 G++;
             }
         if ((rc = spade_policy_forward(p, seq, NULL, NULL, G, T, NULL, NULL, err, errlen))) break;
-        /* forward lays rows out as (G, T) at the start of the logits buffer */
-        for (int g = 0; g < G && !rc; g++)
-            if (BE->download(BX, d->logits + (size_t)grp[g] * Vp, p->acts.logits + ((size_t)g * T + T - 1) * Vp,
-                             (size_t)Vp * sizeof(float)))
+        /* without targets the head runs on each sequence's last position
+         * (every position on the reference path): gpt_head_row finds it */
+        for (int g = 0; g < G && !rc; g++) {
+            long row = gpt_head_row(p, (size_t)g * T + T - 1);
+            if (row < 0) {
+                snprintf(err, errlen, "decoder: recompute: no head row for sequence %d's last position", g);
+                rc = SPADE_POLICY_EINVAL;
+            } else if (BE->download(BX, d->logits + (size_t)grp[g] * Vp, p->acts.logits + (size_t)row * Vp,
+                                    (size_t)Vp * sizeof(float))) {
                 rc = gpt_backend_fail(p, "download logits", err, errlen);
+            }
+        }
     }
     free(grp);
     free(seq);

@@ -511,19 +511,37 @@ int gpt_final_norm(spade_policy *p, float *out, const float *inp, int n, char *e
     return 0;
 }
 
+/* Forgets the head's buffers (free_acts has freed them, or is about to). */
+static void free_head(spade_policy *p) {
+    p->head_mem = NULL;
+    p->head_io = NULL;
+    p->head_pos = NULL;
+    p->head_dl = NULL;
+    p->head_cap = 0;
+    p->head_n = 0;
+    p->acts.logits = p->acts.probs = p->acts.logp = NULL;
+    p->gacts.dlogits = p->gacts.dlogp = NULL;
+    p->lnfc = p->dlnc = NULL;
+}
+
 static void free_acts(spade_policy *p) {
     if (p->be.vt) {
         BE->dealloc(BX, p->acts_mem);
         BE->dealloc(BX, p->gacts_mem);
         BE->dealloc(BX, p->io_mem);
+        BE->dealloc(BX, p->head_mem);
+        BE->dealloc(BX, p->head_io);
     }
     free(p->mask_host);
     free(p->logp_host);
+    free(p->head_pos);
+    free(p->head_dl);
     p->acts_mem = p->gacts_mem = NULL;
     p->io_mem = NULL;
     p->mask_host = p->logp_host = NULL;
     p->actB = p->actT = 0;
     p->fwdB = p->fwdT = 0;
+    free_head(p);
 }
 
 void spade_policy_release_training_scratch(spade_policy *p) {
@@ -536,7 +554,7 @@ void spade_policy_release_training_scratch(spade_policy *p) {
 int gpt_ensure_acts(spade_policy *p, int B, int T, char *err, size_t errlen) {
     if (B <= p->actB && T <= p->actT) return 0;
     int nB = B > p->actB ? B : p->actB, nT = T > p->actT ? T : p->actT;
-    size_t L = p->L, C = p->C, NH = p->NH, Vp = p->Vp, BT = (size_t)nB * nT;
+    size_t L = p->L, C = p->C, NH = p->NH, BT = (size_t)nB * nT;
     /* Floats per (b, t) row over every buffer below (att's row is L*NH*nT,
      * and only backends with attention_probs have att; lse's is L*NH).
      * Config limits keep this under 2^33; the product with BT is checked so
@@ -547,7 +565,8 @@ int gpt_ensure_acts(spade_policy *p, int B, int T, char *err, size_t errlen) {
     int llama = p->arch == SPADE_ARCH_LLAMA;
     size_t FF = llama ? 2 * (size_t)p->F : 4 * C, FH = llama ? (size_t)p->F : 4 * C;
     size_t MN = llama ? 0 : 1, QC = llama ? (size_t)p->QKV : 0;
-    size_t per_row = C + L * (10 * C + FF + FH + 4 + NH * att_T + NH) + C + 3 + 3 * Vp + 6 * C + FF + FH + 1 + QC;
+    /* (the head's Vp-wide rows are not here: ensure_head sizes them by the targets) */
+    size_t per_row = C + L * (10 * C + FF + FH + 4 + NH * att_T + NH) + C + 2 + 6 * C + FF + FH + QC;
     if (BT > INT_MAX || BT > SIZE_MAX / sizeof(float) / per_row) {
         spade_errf(err, errlen, "activations for batch %d x %d: %.3g bytes, more than this machine can address", nB, nT,
                    (double)BT * per_row * sizeof(float));
@@ -575,11 +594,11 @@ int gpt_ensure_acts(spade_policy *p, int B, int T, char *err, size_t errlen) {
         BT * C,
         BT * MN,
         BT, /* lnf, mean, rstd */
-        BT * Vp,
-        BT * Vp,
-        BT, /* logits, probs, logp */
+        0,
+        0,
+        0, /* logits, probs, logp: the head's rows, in head_mem */
     };
-    size_t gs[NUM_GACT_TENSORS] = {BT * Vp, BT * C, BT * C, BT * 3 * C, BT * C, BT * FF, BT * FH, BT, BT * QC};
+    size_t gs[NUM_GACT_TENSORS] = {0, BT * C, BT * C, BT * 3 * C, BT * C, BT * FF, BT * FH, 0, BT * QC};
     size_t na = 0, ng = 0;
     for (int i = 0; i < NUM_ACT_TENSORS; i++) na += as[i];
     for (int i = 0; i < NUM_GACT_TENSORS; i++) ng += gs[i];
@@ -615,10 +634,143 @@ int gpt_ensure_acts(spade_policy *p, int B, int T, char *err, size_t errlen) {
         *gp[i] = m;
         m += gs[i];
     }
+    free_head(p); /* the carving above pointed the head's views at 0 floats: none yet */
     p->tokens_dev = p->io_mem;
     p->targets_dev = p->io_mem + BT;
     p->actB = nB;
     p->actT = nT;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- the head's rows */
+
+/* Grows the head's buffers to hold rows (>= 1) rows: exactly that many, since
+ * a row is 2 Vp floats (Qwen2.5: 1.2 MB) and the next micro-batch usually
+ * has about as many targets. */
+static int ensure_head(spade_policy *p, size_t rows, char *err, size_t errlen) {
+    if (rows <= p->head_cap) return 0;
+    size_t C = p->C, Vp = p->Vp, per_row = 2 * Vp + 2 + 2 * C;
+    if (rows > INT_MAX || rows > SIZE_MAX / sizeof(float) / per_row) {
+        spade_errf(err, errlen, "the head's rows: %zu rows of %zu floats, more than this machine can address", rows,
+                   per_row);
+        return SPADE_POLICY_ENOMEM;
+    }
+    BE->dealloc(BX, p->head_mem);
+    BE->dealloc(BX, p->head_io);
+    free(p->head_pos);
+    free(p->head_dl);
+    free_head(p);
+    p->fwdB = p->fwdT = 0; /* the last forward's head rows are gone */
+    p->head_mem = BE->alloc(BX, rows * per_row * sizeof(float));
+    p->head_io = BE->alloc(BX, 2 * rows * sizeof(int));
+    p->head_pos = malloc(2 * rows * sizeof(int));
+    p->head_dl = malloc(rows * sizeof(float));
+    if (!p->head_mem || !p->head_io || !p->head_pos || !p->head_dl) {
+        spade_errf(err, errlen, "cannot allocate the head's %zu rows (%.1f MiB) on %s", rows,
+                   (double)rows * per_row * 4 / 1048576.0, BE->name);
+        BE->dealloc(BX, p->head_mem);
+        BE->dealloc(BX, p->head_io);
+        free(p->head_pos);
+        free(p->head_dl);
+        free_head(p);
+        return SPADE_POLICY_ENOMEM;
+    }
+    float *m = p->head_mem;
+    p->acts.logits = p->gacts.dlogits = m; /* see GradActTensors: the gradient overwrites the logits */
+    p->acts.probs = m + rows * Vp;
+    p->acts.logp = p->acts.probs + rows * Vp;
+    p->gacts.dlogp = p->acts.logp + rows;
+    p->lnfc = p->gacts.dlogp + rows;
+    p->dlnc = p->lnfc + rows * C;
+    p->head_cap = rows;
+    return 0;
+}
+
+long gpt_head_row(const spade_policy *p, size_t pos) {
+    if (p->head_full) return pos < (size_t)p->head_n ? (long)pos : -1;
+    long lo = 0, hi = p->head_n - 1; /* head_pos is increasing */
+    while (lo <= hi) {
+        long mid = lo + (hi - lo) / 2;
+        if ((size_t)p->head_pos[mid] == pos) return mid;
+        if ((size_t)p->head_pos[mid] < pos)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return -1;
+}
+
+/* The head after the final norm (acts.lnf, (B*T, C)): logits, and with
+ * targets the softmax and log p(target) into logp_host (0 where there is no
+ * target). On every position when head_all is set or every position has a
+ * target (plain pretraining: the very ops of before, so the same bits);
+ * otherwise on the compact rows only (see spade_policy's head_* fields). */
+static int head_forward(spade_policy *p, const int *targets, int B, int T, char *err, size_t errlen) {
+    size_t N = (size_t)B * T, n = 0;
+    int C = p->C, V = p->V, Vp = p->Vp;
+    if (targets)
+        for (size_t i = 0; i < N; i++) n += targets[i] >= 0;
+    else
+        n = (size_t)B;
+    int full = p->head_all || n == N;
+    size_t rows = full ? N : n;
+    int rc = ensure_head(p, rows ? rows : 1, err, errlen);
+    if (rc) return rc;
+    ActivationTensors a = p->acts;
+    p->head_n = (int)rows;
+    p->head_full = full;
+    if (full) {
+        CK(BE->matmul_forward(BX, a.logits, a.lnf, p->head, NULL, N, C, Vp));
+        if (!targets) return 0;
+        CK(BE->upload(BX, p->targets_dev, targets, N * sizeof(int)));
+        p->head_tg = p->targets_dev;
+        CK(BE->crossentropy_forward(BX, a.probs, a.logp, a.logits, p->head_tg, N, V, Vp));
+        CK(BE->download(BX, p->logp_host, a.logp, N * sizeof(float)));
+        return 0;
+    }
+    int *pos = p->head_pos, *tg = p->head_pos + p->head_cap;
+    size_t k = 0;
+    if (targets) {
+        for (size_t i = 0; i < N; i++)
+            if (targets[i] >= 0) pos[k] = (int)i, tg[k++] = targets[i];
+    } else {
+        for (int b = 0; b < B; b++) pos[k++] = b * T + T - 1;
+    }
+    if (targets) memset(p->logp_host, 0, N * sizeof(float));
+    if (!rows) return 0; /* no target in the batch: no head row, every logp 0 */
+    CK(BE->upload(BX, p->head_io, pos, rows * sizeof(int)));
+    CK(BE->rows_gather(BX, p->lnfc, a.lnf, p->head_io, (int)rows, C));
+    CK(BE->matmul_forward(BX, a.logits, p->lnfc, p->head, NULL, (int)rows, C, Vp));
+    if (!targets) return 0;
+    CK(BE->upload(BX, p->head_io + p->head_cap, tg, rows * sizeof(int)));
+    p->head_tg = p->head_io + p->head_cap;
+    CK(BE->crossentropy_forward(BX, a.probs, a.logp, a.logits, p->head_tg, (int)rows, V, Vp));
+    CK(BE->download(BX, p->head_dl, a.logp, rows * sizeof(float)));
+    for (size_t r = 0; r < rows; r++) p->logp_host[pos[r]] = p->head_dl[r];
+    return 0;
+}
+
+/* The head's backward from dlogp (host, one per position): its weight
+ * gradient into ghead (NULL: frozen) and its input gradient into d.dln
+ * (B*T, C), zero on the positions without a head row. */
+static int head_backward(spade_policy *p, const float *dlogp, float *ghead, char *err, size_t errlen) {
+    size_t N = (size_t)p->fwdB * p->fwdT, rows = (size_t)p->head_n;
+    int C = p->C, V = p->V, Vp = p->Vp;
+    ActivationTensors a = p->acts;
+    GradActTensors d = p->gacts;
+    if (p->head_full) {
+        CK(BE->upload(BX, d.dlogp, dlogp, N * sizeof(float)));
+        CK(BE->crossentropy_backward(BX, d.dlogits, a.probs, p->head_tg, d.dlogp, N, V, Vp));
+        CK(BE->matmul_backward(BX, d.dln, ghead, NULL, d.dlogits, a.lnf, p->head, N, C, Vp));
+        return 0;
+    }
+    CK(BE->zero(BX, d.dln, N * C * sizeof(float)));
+    if (!rows) return 0;
+    for (size_t r = 0; r < rows; r++) p->head_dl[r] = dlogp[p->head_pos[r]];
+    CK(BE->upload(BX, d.dlogp, p->head_dl, rows * sizeof(float)));
+    CK(BE->crossentropy_backward(BX, d.dlogits, a.probs, p->head_tg, d.dlogp, (int)rows, V, Vp));
+    CK(BE->matmul_backward(BX, p->dlnc, ghead, NULL, d.dlogits, p->lnfc, p->head, (int)rows, C, Vp));
+    CK(BE->rows_scatter(BX, d.dln, p->dlnc, p->head_io, (int)rows, C));
     return 0;
 }
 
@@ -939,7 +1091,7 @@ int spade_policy_forward(spade_policy *p, const int *tokens, const int *targets,
      * completes there is no forward for backward to differentiate (a backend
      * op failing halfway would otherwise leave the old shape over new data). */
     p->fwdB = p->fwdT = 0;
-    int L = p->L, C = p->C, NH = p->NH, Vp = p->Vp;
+    int L = p->L, C = p->C, NH = p->NH;
     ParameterTensors w = p->params;
     ActivationTensors a = p->acts;
     size_t BT = N, LBT = (size_t)p->actB * p->actT; /* layer stride uses the capacity */
@@ -947,7 +1099,7 @@ int spade_policy_forward(spade_policy *p, const int *tokens, const int *targets,
     CK(BE->upload(BX, p->tokens_dev, tokens, N * sizeof(int)));
     if (p->arch == SPADE_ARCH_LLAMA) {
         if ((rc = llama_forward(p, B, T, err, errlen))) return rc;
-        goto head_done;
+        goto body_done;
     }
     CK(BE->encoder_forward(BX, a.encoded, p->tokens_dev, w.wte, w.wpe, B, T, C, 0));
     for (int l = 0; l < L; l++) {
@@ -974,8 +1126,8 @@ int spade_policy_forward(spade_policy *p, const int *tokens, const int *targets,
     }
     float *last = a.residual3 + (L - 1) * LBT * C;
     CK(BE->layernorm_forward(BX, a.lnf, a.lnf_mean, a.lnf_rstd, last, w.lnfw, w.lnfb, BT, C));
-    CK(BE->matmul_forward(BX, a.logits, a.lnf, w.wte, NULL, BT, C, Vp));
-head_done:
+body_done:
+    if ((rc = head_forward(p, targets, B, T, err, errlen))) return rc;
     p->fwdB = B;
     p->fwdT = T;
     p->fwd_has_targets = targets != NULL;
@@ -983,9 +1135,6 @@ head_done:
         if (loss) *loss = 0.0f;
         return 0;
     }
-    CK(BE->upload(BX, p->targets_dev, targets, N * sizeof(int)));
-    CK(BE->crossentropy_forward(BX, a.probs, a.logp, a.logits, p->targets_dev, BT, p->V, Vp));
-    CK(BE->download(BX, p->logp_host, a.logp, N * sizeof(float)));
     double sum = 0.0, msum = 0.0;
     for (size_t i = 0; i < N; i++) {
         float m = targets[i] < 0 ? 0.0f : (mask ? mask[i] : 1.0f);
@@ -1008,18 +1157,19 @@ int spade_policy_backward_logp(spade_policy *p, const float *dlogp, char *err, s
     }
     int rc = gpt_ensure_grads(p, err, errlen); /* before g below copies the views */
     if (rc) return rc;
-    int B = p->fwdB, T = p->fwdT, L = p->L, C = p->C, NH = p->NH, Vp = p->Vp;
+    int B = p->fwdB, T = p->fwdT, L = p->L, C = p->C, NH = p->NH;
     size_t BT = (size_t)B * T, LBT = (size_t)p->actB * p->actT;
     size_t C3 = 3 * (size_t)C, C4 = 4 * (size_t)C, CC = (size_t)C * C;
     ParameterTensors w = p->params, g = p->grads;
     ActivationTensors a = p->acts;
     GradActTensors d = p->gacts;
 
-    CK(BE->upload(BX, d.dlogp, dlogp, BT * sizeof(float)));
-    CK(BE->crossentropy_backward(BX, d.dlogits, a.probs, p->targets_dev, d.dlogp, BT, p->V, Vp));
-    if (p->arch == SPADE_ARCH_LLAMA) return llama_backward(p, B, T, err, errlen);
-    /* tied head: logits = lnf @ wte^T, so wte collects this gradient and the encoder's */
-    CK(BE->matmul_backward(BX, d.dln, g.wte, NULL, d.dlogits, a.lnf, w.wte, BT, C, Vp));
+    /* logits = lnf @ head^T; a tied head is wte, which collects this gradient
+     * and the encoder's; a LoRA policy's base (lgrads) has none */
+    int llama = p->arch == SPADE_ARCH_LLAMA;
+    float *ghead = !llama ? g.wte : p->tied ? p->lgrads.wte : p->lgrads.head;
+    if ((rc = head_backward(p, dlogp, ghead, err, errlen))) return rc;
+    if (llama) return llama_backward(p, B, T, err, errlen);
     CK(BE->zero(BX, d.dresidual, BT * C * sizeof(float)));
     float *last = a.residual3 + (L - 1) * LBT * C;
     CK(BE->layernorm_backward(BX, d.dresidual, g.lnfw, g.lnfb, d.dln, last, w.lnfw, a.lnf_mean, a.lnf_rstd, BT, C));

@@ -82,9 +82,12 @@ typedef struct {
     float *lnf; /* (B, T, C) */
     float *lnf_mean; /* (B, T) */
     float *lnf_rstd; /* (B, T) */
-    float *logits; /* (B, T, Vp) */
-    float *probs; /* (B, T, Vp) */
-    float *logp; /* (B, T)          log p(target) per position */
+    /* The head's rows (gpt.c, head_forward), views of head_mem: the
+     * positions with a target, in position order, or every position (see
+     * spade_policy's head_* fields); H = head_cap rows. */
+    float *logits; /* (H, Vp) */
+    float *probs; /* (H, Vp) */
+    float *logp; /* (H)             log p(target) per row */
 } ActivationTensors;
 
 /* Gradients of activations: only what one layer's backward needs at a time
@@ -92,14 +95,16 @@ typedef struct {
  * is a few (B, T, *) buffers rather than a mirror of ActivationTensors. */
 #define NUM_GACT_TENSORS 9
 typedef struct {
-    float *dlogits; /* (B, T, Vp) */
+    float *dlogits; /* (H, Vp) the head's rows; the same memory as acts.logits, which
+                     * nothing reads after crossentropy_forward but sampled_rows (grpo.c),
+                     * before the backward */
     float *dresidual; /* (B, T, C)  d loss / d residual stream at the current layer */
     float *dln; /* (B, T, C)  d loss / d layernorm output (scratch) */
     float *dqkv; /* (B, T, 3C) */
     float *datty; /* (B, T, C) */
     float *dfch; /* (B, T, 4C) */
     float *dfch_gelu; /* (B, T, 4C) */
-    float *dlogp; /* (B, T)     loss weights uploaded by the host */
+    float *dlogp; /* (H)        loss weights of the head's rows, uploaded by the host */
     float *dqkvc; /* (B, T, QKV) Llama only (0 floats for a GPT): the compact q|k|v
                    * rows, in forward before kv_expand, in backward after kv_reduce */
 } GradActTensors;
@@ -178,6 +183,25 @@ struct spade_policy {
     int fwdB, fwdT; /* shape of the last forward (0: none) */
     int fwd_has_targets;
     double mask_sum;
+    /* The output head of the last forward (gpt.c, head_forward). A training
+     * forward whose positions do not all have a target runs the head, the
+     * softmax and the cross-entropy on the positions that do ("compact"
+     * rows, in position order: a designer sample's prompt has no target, and
+     * a Qwen head row is 3 x 152 K floats with its gradient); one without
+     * targets on the last position of each sequence (what decoding's
+     * recompute reads). head_all = 1 keeps the head on every position: the
+     * reference the tests compare the compact path against. gpt_head_row
+     * maps a position to its row. */
+    int head_all;
+    int head_n; /* rows of the last forward's head */
+    int head_full; /* 1: row = position (b*T + t); 0: compact, head_pos says which */
+    size_t head_cap; /* rows head_mem holds: grown on demand, freed with the activations */
+    float *head_mem; /* logits, probs (head_cap, Vp); logp, dlogp (head_cap); lnfc, dlnc */
+    float *lnfc, *dlnc; /* (head_cap, C) the compact rows of lnf, and their gradient */
+    int *head_io; /* (2, head_cap) backend: the compact rows' positions, then their targets */
+    const int *head_tg; /* the rows' targets on the backend: targets_dev or head_io + head_cap */
+    int *head_pos; /* (2, head_cap) host: positions, then targets, of the compact rows */
+    float *head_dl; /* (head_cap) host: the rows' logp (forward) or dlogp (backward) */
 
     /* LoRA (lora.c): lora_r = 0 without. The trained vector is then the
      * adapters (lora_mem, ntrain floats) and the base weights are frozen. */
@@ -210,6 +234,9 @@ struct spade_policy {
 
 /* Grows the training activations to hold (B, T). */
 int gpt_ensure_acts(spade_policy *p, int B, int T, char *err, size_t errlen);
+/* The row of acts.logits / acts.probs holding position pos (b*T + t) of the
+ * last forward, or -1 when the head did not run there. */
+long gpt_head_row(const spade_policy *p, size_t pos);
 /* Names of the parameter tensors and whether AdamW decays them. */
 extern const char *const gpt_param_names[NUM_PARAM_TENSORS];
 /* Allocate the gradients / the AdamW moments (zeroed) if they are not yet:
@@ -250,7 +277,8 @@ void llama_point_params(LlamaParameterTensors *t, float *mem, const size_t *size
 /* Fills h (num_params floats) with the initial weights; */
 void llama_init_weights(spade_policy *p, float *h, uint64_t seed);
 /* The training passes over (B, T) rows whose tokens are in p->tokens_dev:
- * forward up to the logits, backward from d.dlogits (already computed). */
+ * forward up to the final norm (acts.lnf), backward from d.dln, the head's
+ * input gradient (gpt.c runs the head between them). */
 int llama_forward(spade_policy *p, int B, int T, char *err, size_t errlen);
 int llama_backward(spade_policy *p, int B, int T, char *err, size_t errlen);
 /* The decoding batch's layers over r rows (decode.c), residual stream in and

@@ -348,7 +348,15 @@ static int sampled_rows(grpo_work *w, spade_policy *p, const int *idx, int B, in
             int t0 = t, n = 0;
             while (t <= last && seq_trained(x, t) && n < SAMP_ROWS) t++, n++;
             size_t pos0 = (size_t)b * T + t0 - 1;
-            if (BE->download(BX, w->rows, p->acts.logits + pos0 * Vp, (size_t)n * Vp * sizeof(float)))
+            /* positions pos0.. predict trained tokens, so each has a target and
+             * a head row, consecutive ones consecutive rows (gpt_head_row) */
+            long row0 = gpt_head_row(p, pos0);
+            if (row0 < 0 || gpt_head_row(p, pos0 + n - 1) != row0 + n - 1) {
+                spade_errf(err, errlen, "grpo: sample %d: no head rows for positions %zu..%zu", idx[b], pos0,
+                           pos0 + n - 1);
+                return SPADE_POLICY_EINVAL;
+            }
+            if (BE->download(BX, w->rows, p->acts.logits + (size_t)row0 * Vp, (size_t)n * Vp * sizeof(float)))
                 return gpt_backend_fail(p, "download logits", err, errlen);
             for (int j = 0; j < n; j++) {
                 float *row = w->rows + (size_t)j * Vp;
@@ -363,7 +371,7 @@ static int sampled_rows(grpo_work *w, spade_policy *p, const int *idx, int B, in
                 if (grad_too)
                     for (int v = V; v < Vp; v++) row[v] = 0.0f;
             }
-            if (grad_too && BE->upload(BX, p->acts.probs + pos0 * Vp, w->rows, (size_t)n * Vp * sizeof(float)))
+            if (grad_too && BE->upload(BX, p->acts.probs + (size_t)row0 * Vp, w->rows, (size_t)n * Vp * sizeof(float)))
                 return gpt_backend_fail(p, "upload probabilities", err, errlen);
         }
     }

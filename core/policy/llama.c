@@ -112,7 +112,7 @@ void llama_init_weights(spade_policy *p, float *h, uint64_t seed) {
 /* ---------------------------------------------------------------- training */
 
 int llama_forward(spade_policy *p, int B, int T, char *err, size_t errlen) {
-    int L = p->L, C = p->C, NH = p->NH, KVH = p->KVH, hs = C / NH, Vp = p->Vp;
+    int L = p->L, C = p->C, NH = p->NH, KVH = p->KVH, hs = C / NH;
     size_t BT = (size_t)B * T, LBT = (size_t)p->actB * p->actT; /* layer stride: the capacity */
     size_t QKV = p->QKV, F = p->F, C3 = 3 * (size_t)C, CC = (size_t)C * C;
     LlamaParameterTensors w = p->lparams;
@@ -151,15 +151,14 @@ int llama_forward(spade_policy *p, int B, int T, char *err, size_t errlen) {
     }
     float *last = a.residual3 + (L - 1) * LBT * C;
     CK(BE->rmsnorm_forward(BX, a.lnf, a.lnf_rstd, last, w.lnfw, BT, C, p->eps));
-    CK(BE->matmul_forward(BX, a.logits, a.lnf, p->head, NULL, BT, C, Vp));
-    return 0;
+    return 0; /* the head: gpt.c's head_forward, on the rows that have a target */
 }
 
 /* t + o, or NULL for a tensor that has no gradient (a LoRA policy's frozen base). */
 static float *off(float *t, size_t o) { return t ? t + o : NULL; }
 
 int llama_backward(spade_policy *p, int B, int T, char *err, size_t errlen) {
-    int L = p->L, C = p->C, NH = p->NH, KVH = p->KVH, hs = C / NH, Vp = p->Vp;
+    int L = p->L, C = p->C, NH = p->NH, KVH = p->KVH, hs = C / NH;
     size_t BT = (size_t)B * T, LBT = (size_t)p->actB * p->actT;
     size_t QKV = p->QKV, F = p->F, C3 = 3 * (size_t)C, CC = (size_t)C * C;
     LlamaParameterTensors w = p->lparams, g = p->lgrads;
@@ -168,8 +167,7 @@ int llama_backward(spade_policy *p, int B, int T, char *err, size_t errlen) {
     int gqa = KVH<NH, rc, lo = p->lora_r> 0;
     /* With LoRA every base gradient tensor in g is NULL: the ops compute only
      * what flows to the inputs, and the adapters collect theirs (lora_backward). */
-    /* the head: logits = lnf @ head^T; tied, wte collects this and the embedding's gradient */
-    CK(BE->matmul_backward(BX, d.dln, p->tied ? g.wte : g.head, NULL, d.dlogits, a.lnf, p->head, BT, C, Vp));
+    /* d.dln holds the head's input gradient (gpt.c's head_backward; tied, wte has its weight gradient) */
     CK(BE->zero(BX, d.dresidual, BT * C * sizeof(float)));
     float *last = a.residual3 + (L - 1) * LBT * C;
     CK(BE->rmsnorm_backward(BX, d.dresidual, g.lnfw, d.dln, last, w.lnfw, a.lnf_rstd, BT, C));

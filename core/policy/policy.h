@@ -178,8 +178,9 @@ int spade_policy_set_moments(spade_policy *p, const float *m, const float *v, ch
 
 /* Frees the training passes' activations (and a LoRA policy's saved x A^T):
  * they are sized to the longest batch trained so far and kept for the next
- * forward, ~4 MB a token for Qwen2.5-Coder-0.5B, so one 3,000-token designer
- * sample leaves ~12.5 GB held through the sampling that follows. The next
+ * forward, ~2.4 MB a token for Qwen2.5-Coder-0.5B and 1.2 MB more a trained
+ * token (the head runs on those only), so one 3,000-token designer sample
+ * with 1,000 trained leaves ~8.3 GB held through the sampling that follows. The next
  * forward allocates them again; a backward before it is refused, as with no
  * forward. The weights, adapters, gradient and moments are untouched. */
 void spade_policy_release_training_scratch(spade_policy *p);
@@ -191,7 +192,9 @@ void spade_policy_release_training_scratch(spade_policy *p);
  *   training only on chosen tokens is a 0/1 mask.
  * loss (may be NULL): sum(mask * -log p(target)) / sum(mask) (0 if sum(mask) = 0).
  * logp (may be NULL, B*T floats): log p(targets[b,t]) per position (0 where -1).
- * The activations are kept for spade_policy_backward. */
+ * The activations are kept for spade_policy_backward. The output head runs on
+ * the positions whose target is >= 0 only (a prompt's -1 costs neither its
+ * product nor its Vp-wide rows; docs/policy.md). */
 int spade_policy_forward(spade_policy *p, const int *tokens, const int *targets, const float *mask, int B, int T,
                          float *loss, float *logp, char *err, size_t errlen);
 /* Backward pass of the last forward's masked mean loss, times scale (use 1/k
