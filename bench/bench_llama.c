@@ -15,7 +15,7 @@
  * in the same run.
  *
  * Usage: bench_llama MODEL MODE ARGS [--backend B] [--context N] [--sample-weights f32|q8_0|q4_1]
- *   [--lora R]
+ *   [--lora R] [--prompt-file F] [--shared]
  *   (--lora R: adapters of rank R, alpha R, on every target; the base frozen)
  *   trainvs T STEPS R    full and rank-R LoRA training steps alternated in one
  *                        process (the same load on both): min and median step
@@ -23,7 +23,9 @@
  *   prefill T            one slot, a T-token prompt (prefill_tps; prefill_cpu_s,
  *                        the CPU seconds of every thread, for a loaded machine)
  *   decode S P N         S slots, each its own P-token prompt, then N greedy
- *                        tokens each (decode_tps: S*N / the sampling time)
+ *                        tokens each (decode_tps: S*N / the sampling time);
+ *                        --shared: the prompts share all but their last 8
+ *                        tokens, prefilled once (a long context, one prefill)
  *   prefix S P Q N       S slots whose prompts share P tokens and differ in Q:
  *                        prefilled separately and through the shared prefix
  *                        (separate_s, shared_s), then N greedy tokens from each
@@ -37,7 +39,10 @@
  *   q8check N            sample_weights q8_0 (q4_1 with --sample-weights q4_1)
  *                        against f32: greedy N tokens of an
  *                        English prompt under each (q8_greedy_same_prefix), and
- *                        the largest |delta log-softmax| along the f32 path
+ *                        the largest |delta log-softmax| along the f32 path and the
+ *                        mean KL(f32 || quantized) of the next token every 8 tokens;
+ *                        --prompt-file F: F's first 256 tokens as the prompt instead
+ *                        (a C source: what the designer writes)
  */
 #include <math.h>
 #include <stdint.h>
@@ -123,14 +128,21 @@ static void mode_prefill(spade_policy *p, int T) {
     free(t);
 }
 
+/* --shared: decode's prompts share all but their last 8 tokens, prefilled
+ * once (spade_decoder_append_shared, as the designer's card is): a long
+ * context per slot without S long prefills. */
+static int shared_prompt;
+
 static void mode_decode(spade_policy *p, int S, int P, int N) {
     int V = spade_policy_config(p)->vocab;
     int *prompt = xmalloc_int((size_t)S * P), *slots = xmalloc_int(S), *n = xmalloc_int(S);
     int *out = xmalloc_int((size_t)S * N), *len = xmalloc_int(S);
     const int **tp = malloc(S * sizeof *tp);
     if (!tp) DIE("out of memory");
+    int own = shared_prompt && P > 8 ? 8 : P;
     for (int i = 0; i < S; i++) {
-        fill_tokens(prompt + (size_t)i * P, P, V, 100 + i);
+        fill_tokens(prompt + (size_t)i * P, P - own, V, 7); /* the shared part (none without --shared) */
+        fill_tokens(prompt + (size_t)i * P + (P - own), own, V, 100 + i);
         slots[i] = i;
         n[i] = P;
         tp[i] = prompt + (size_t)i * P;
@@ -138,7 +150,9 @@ static void mode_decode(spade_policy *p, int S, int P, int N) {
     spade_decoder *d;
     if (spade_decoder_new(&d, p, S, err, sizeof err)) DIE("%s", err);
     double t0 = now();
-    if (spade_decoder_append_batch(d, slots, tp, n, S, NULL, err, sizeof err)) DIE("%s", err);
+    if ((shared_prompt ? spade_decoder_append_shared : spade_decoder_append_batch)(d, slots, tp, n, S, NULL, err,
+                                                                                 sizeof err))
+        DIE("%s", err);
     double t1 = now(), c1 = cpu_s();
     spade_sample_opts so;
     greedy_opts(&so, N);
@@ -221,10 +235,25 @@ static void logsoftmax_path(spade_policy *p, const int *toks, int P, int n, floa
  * N tokens under each (how many agree before the first difference), and the
  * largest |delta| of the next-token log-softmax (and of the chosen token's)
  * every 8 tokens along the f32 greedy path. */
-static void mode_q8check(spade_policy *p, int N, const char *kind) {
-    static const char text[] = "The history of the printing press begins in the fifteenth century, when";
-    int V = spade_policy_config(p)->vocab, ids[256];
-    int P = (int)spade_tokenizer_encode(spade_policy_tokenizer(p), text, sizeof text - 1, ids);
+static void mode_q8check(spade_policy *p, int N, const char *kind, const char *prompt_file) {
+    static const char english[] = "The history of the printing press begins in the fifteenth century, when";
+    const char *text = english;
+    size_t tlen = sizeof english - 1;
+    char *file = NULL;
+    if (prompt_file) { /* e.g. a C source: the designer's kind of text */
+        FILE *f = fopen(prompt_file, "rb");
+        if (!f) DIE("--prompt-file %s: cannot open", prompt_file);
+        file = malloc(1 << 20);
+        if (!file) DIE("out of memory");
+        tlen = fread(file, 1, 1 << 20, f);
+        fclose(f);
+        text = file;
+    }
+    int V = spade_policy_config(p)->vocab, *enc = xmalloc_int(tlen + 16), ids[256];
+    int P = (int)spade_tokenizer_encode(spade_policy_tokenizer(p), text, tlen, enc);
+    if (P > 256) P = 256; /* the prompt's first 256 tokens */
+    memcpy(ids, enc, (size_t)P * sizeof(int));
+    free(enc), free(file);
     int *path = xmalloc_int((size_t)P + N), *g[2] = {xmalloc_int(N), xmalloc_int(N)}, len[2];
     memcpy(path, ids, (size_t)P * sizeof(int));
     const char *const kinds[2] = {"f32", kind && strcmp(kind, "f32") ? kind : "q8_0"};
@@ -375,7 +404,7 @@ static void mode_grpo(spade_policy *p, int T, int K) {
 }
 
 int main(int argc, char **argv) {
-    const char *backend = NULL, *sample_weights = NULL;
+    const char *backend = NULL, *sample_weights = NULL, *prompt_file = NULL;
     int context = 0, pos = 0, lora = 0;
     char *args[8];
     for (int i = 1; i < argc; i++) {
@@ -387,6 +416,10 @@ int main(int argc, char **argv) {
             context = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--lora") && i + 1 < argc) {
             lora = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--shared")) {
+            shared_prompt = 1;
+        } else if (!strcmp(argv[i], "--prompt-file") && i + 1 < argc) {
+            prompt_file = argv[++i];
         } else if (pos < 8) {
             args[pos++] = argv[i];
         } else {
@@ -394,8 +427,10 @@ int main(int argc, char **argv) {
         }
     }
     if (pos < 2) {
-        fprintf(stderr, "usage: bench_llama MODEL load|prefill T|decode S P N|prefix S P Q N|grpo T K|train T STEPS|"
-                        "trainvs T STEPS R [--backend B] [--context N] [--sample-weights f32|q8_0|q4_1] [--lora R]\n");
+        fprintf(stderr,
+                "usage: bench_llama MODEL load|prefill T|decode S P N|prefix S P Q N|grpo T K|train T STEPS|"
+                "trainvs T STEPS R [--backend B] [--context N] [--sample-weights f32|q8_0|q4_1] [--lora R] "
+                "[--prompt-file F] [--shared]\n");
         return 2;
     }
     const char *mode = args[1];
@@ -418,7 +453,7 @@ int main(int argc, char **argv) {
     } else if (!strcmp(mode, "prefix") && a[0] > 0 && a[1] > 0 && a[2] >= 0) {
         mode_prefix(p, a[0], a[1], a[2], a[3]);
     } else if (!strcmp(mode, "q8check") && a[0] > 0) {
-        mode_q8check(p, a[0], sample_weights);
+        mode_q8check(p, a[0], sample_weights, prompt_file);
     } else if (!strcmp(mode, "grpo") && a[0] > 1 && a[1] > 0 && a[1] <= a[0]) {
         mode_grpo(p, a[0], a[1]);
     } else if (!strcmp(mode, "train") && a[0] > 1 && a[1] > 0) {

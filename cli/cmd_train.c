@@ -50,6 +50,7 @@
 #include "train_config.h"
 #include "cmd_pretrain.h"
 #include "heldout.h"
+#include "policy/backend.h"
 #include "policy/policy.h"
 #include "policy/pretrained.h"
 #include "policy/models.h"
@@ -191,12 +192,19 @@ void cli_usage_train(FILE *out) {
  * activations hold micro_batch x the longest sequence, ~2.4 MB a token for Qwen and 1.2 MB more a
  * trained token (the head runs on those only), so the default 8 of ~3,000-token designer samples
  * (~1,000 trained) would ask for ~66 GB; one at a time is ~8.3 GB (BENCHMARKS.md, branch headrows).
- * SPADE_TRAIN_QUICK=1 shrinks it to
- * one iteration of two short sources (the test suite runs the whole path with it). */
+ * [policy] sample_weights at the file's own precision, on the cpu backend: the designer's 4 slots
+ * decode through 8-bit copies for Qwen2.5-Coder (its file is Q5_0/Q8_0/Q4_K/Q6_K) and the 4-bit
+ * ones for SmolLM2 (its file's Q4_1): 4 slots of Qwen at a 2,048-token context 1.1-1.5x the tokens
+ * of F32 (1.12x on the quieter of two loaded rounds), mean KL(f32 || q8_0) 0.0003 nats a token on
+ * C; SmolLM2 1.1-1.3x, KL 0.003 (BENCHMARKS.md, "Sampling weights for the embedded default").
+ * GRPO's old log-probs are then the quantized distribution's, the new ones F32's: that small
+ * off-policy gap is the price. Written only where auto resolves to cpu (the key is the cpu
+ * backend's). SPADE_TRAIN_QUICK=1 shrinks it to one iteration of two short sources (the test
+ * suite runs the whole path with it). */
 static const char DEFAULT_PRETRAINED[] =
     "; written by `spade train` (the embedded default): self-play on the pretrained %s\n"
     "[run]\ndir = .\niterations = %d\nseed = 1\n"
-    "[policy]\nmodel = %s\ncontext = %d\nlora_rank = 8\n"
+    "[policy]\nmodel = %s\ncontext = %d\nlora_rank = 8\n%s"
     "[designer]\nenabled = true\nsource = policy\nenvs = %d\nmax_source_tokens = %d\ntemperature = 0.7\n"
     "max_step_ms = 50\nfamily_window = 1\n"
     "[selfplay]\nplays = %d\npool_envs = 0\n"
@@ -251,6 +259,16 @@ static int resume_stopped(spade_sandbox *sb, const char *run, const char *what) 
     return cli_train(sb, 2, args);
 }
 
+/* 1 when backend = auto (the default's) runs on the cpu backend here, the one sample_weights is for. */
+static int on_cpu(void) {
+    spade_backend be;
+    char note[512], err[1024];
+    if (spade_backend_open("auto", &be, note, sizeof note, err, sizeof err)) return 0;
+    int cpu = !strcmp(be.vt->name, "cpu");
+    spade_backend_close(&be);
+    return cpu;
+}
+
 static int train_default(spade_sandbox *sb) {
     const char *quick = getenv("SPADE_TRAIN_QUICK"), *dir = getenv("SPADE_TRAIN_DIR");
     const char *model = getenv("SPADE_TRAIN_MODEL");
@@ -269,10 +287,15 @@ static int train_default(spade_sandbox *sb) {
            "  policy writing whole environments as the designer and playing the valid ones as the agent\n",
            run, iters, iters == 1 ? "" : "s", model);
     int coder = !strcmp(model, "qwen2.5-coder-0.5b-instruct"); /* a model that writes C: room to finish */
+    const char *sample = !on_cpu()                             ? ""
+                         : coder                               ? "sample_weights = q8_0\n"
+                         : !strcmp(model, DEFAULT_MODEL) ? "sample_weights = q4_1\n"
+                                                               : ""; /* another file: its precision unknown */
     int n = snprintf(text, sizeof text, DEFAULT_PRETRAINED, model, iters, model,
                      q       ? 1280
                      : coder ? 3072
                              : 2048,
+                     sample,
                      q ? 2 : 4,
                      q       ? 32
                      : coder ? 1024

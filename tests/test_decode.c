@@ -322,6 +322,48 @@ START_TEST(test_ops_at_gqa_runs) {
 }
 END_TEST
 
+/* A decoding pass of at most 4 rows runs its attention on the team (cpu,
+ * team.h), items of (row, head); 5 rows and more stay on OpenMP's loop. The
+ * two give the same bits for the same row (each computes a row and head the
+ * same way, attend_row_fast), at Qwen2.5-0.5B's head shape (14 query heads,
+ * 2 key/value heads of 64) and long contexts (the positions 300-1,100 of a
+ * designer's source): rows of 1 and of 4 slots against the same rows inside
+ * a pass of 5; and cpu within 1e-5 of cpu_ref. */
+START_TEST(test_ops_at_gqa_decode_team) {
+    enum { S = 5, NH = 14, KVH = 2, hs = 64, C = NH * hs, KW = KVH * hs, W = C + 2 * KW, maxT = 1200 };
+    uint64_t seed = 33;
+    size_t KC = (size_t)S * maxT * KW;
+    float *kc0 = malloc(KC * sizeof(float)), *vc0 = malloc(KC * sizeof(float)), *rows = malloc((size_t)S * W * 4);
+    for (size_t i = 0; i < KC; i++) kc0[i] = 1.5f * frand(&seed), vc0[i] = 1.5f * frand(&seed);
+    for (size_t i = 0; i < (size_t)S * W; i++) rows[i] = 1.5f * frand(&seed);
+    int slot[S] = {0, 1, 2, 3, 4}, pos[S] = {1100, 300, 777, 512, 640};
+    float *out[4];
+    int counts[4] = {5, 4, 1, 4}; /* OpenMP's 5 rows; the team's 4 and 1; cpu_ref's 4 */
+    for (int k = 0; k < 4; k++) {
+        spade_backend be;
+        char note[256];
+        ck_assert_msg(spade_backend_open(k == 3 ? "cpu_ref" : "cpu", &be, note, sizeof note, err, sizeof err) == 0,
+                      "%s", err);
+        float *kc = malloc(KC * sizeof(float)), *vc = malloc(KC * sizeof(float));
+        memcpy(kc, kc0, KC * sizeof(float));
+        memcpy(vc, vc0, KC * sizeof(float));
+        out[k] = malloc((size_t)counts[k] * C * sizeof(float));
+        ck_assert_msg(be.vt->attention_forward_kv_at_gqa(be.ctx, out[k], rows, kc, vc, slot, pos, counts[k], C, NH, KVH,
+                                                         S, maxT, maxT) == 0,
+                      "%s", be.vt->last_error(be.ctx));
+        free(kc), free(vc);
+        spade_backend_close(&be);
+    }
+    ck_assert_msg(memcmp(out[0], out[1], (size_t)4 * C * sizeof(float)) == 0, "4 rows on the team differ from OpenMP's");
+    ck_assert_msg(memcmp(out[0], out[2], (size_t)C * sizeof(float)) == 0, "1 row on the team differs from OpenMP's");
+    double worst = 0;
+    for (size_t i = 0; i < (size_t)4 * C; i++) worst = fmax(worst, fabs((double)out[1][i] - out[3][i]));
+    ck_assert_msg(worst < 1e-5, "cpu is %g from cpu_ref", worst);
+    for (int k = 0; k < 4; k++) free(out[k]);
+    free(kc0), free(vc0), free(rows);
+}
+END_TEST
+
 /* ------------------------------------------------------------ batched == alone */
 
 /* Four prompts of different lengths sampled together, for two turns (an
@@ -861,6 +903,7 @@ static Suite *decode_suite(void) {
                       300); /* continued_equals_recompute took 22 s with the machine loaded (8 runnable on 2 cores) */
     tcase_add_test(t, test_ops_at);
     tcase_add_test(t, test_ops_at_gqa_runs);
+    tcase_add_test(t, test_ops_at_gqa_decode_team);
     tcase_add_test(t, test_batched_equals_alone);
     tcase_add_test(t, test_recorded_logprob_is_the_drawn_distribution);
     tcase_add_test(t, test_continued_equals_recompute);

@@ -310,7 +310,8 @@ if [ $kills -ge 1 ] && cmp -s "$TMP/a" "$TMP/c" && strip "$TMP/straight/train.js
 else diff "$TMP/a" "$TMP/c" >"$TMP/out"; bad "killed at random moments ($kills landed) and resumed = uninterrupted"; fi
 
 # spade train with no argument: self-play on the pretrained model (SmolLM2, which ./bootstrap fetches),
-# shrunk by SPADE_TRAIN_QUICK to one iteration of two short sources; without the model it says it skipped
+# shrunk by SPADE_TRAIN_QUICK to one iteration of two short sources (on the cpu backend sampling at its
+# file's Q4_1, [policy] sample_weights = q4_1); without the model it says it skipped
 (cd "$TMP" && SPADE_TRAIN_QUICK=1 SPADE_TRAIN_DIR=pretrained "$SPADE" train) >"$TMP/out" 2>&1
 st=$?
 if grep -q "SPADE_TRAIN_QUICK: skipped, no model" "$TMP/out"; then
@@ -320,6 +321,7 @@ if grep -q "SPADE_TRAIN_QUICK: skipped, no model" "$TMP/out"; then
 elif [ $st -eq 0 ] && [ "$(wc -l <"$TMP/pretrained/train.jsonl")" -eq 1 ] &&
     grep -q "^model = smollm2-135m-instruct" "$TMP/pretrained/config.ini" &&
     grep -q "^source = policy" "$TMP/pretrained/config.ini" &&
+    { ! grep -q "parameters on cpu," "$TMP/out" || grep -q "^sample_weights = q4_1" "$TMP/pretrained/config.ini"; } &&
     grep -q "The designer wrote 2 environments; [0-9]* passed every gate" "$TMP/out" &&
     grep -q "Run longer: raise \[run\] iterations" "$TMP/out" && grep -q "An iteration took [0-9]* s on average" "$TMP/out" &&
     ! grep -q "On the pool" "$TMP/out" && ! grep -q "pool_samples" "$TMP/pretrained/train.jsonl" &&

@@ -926,6 +926,48 @@ static void kv_block_attend(float *out, const float *qkv, const float *kc, const
                (size_t)group * hs * sizeof(float));
 }
 
+/* One query row of head h against its slot's nk keys (cpu): two matrix-vector
+ * products. spade_sgemm vectorises them (one row: dot products, then a row
+ * times a matrix) where the plain loops (a float sum, -O2) stay scalar, and
+ * decoding spends a third of its time here at the default width. a: nk
+ * floats of scratch. */
+static void attend_row_fast(float *o, float *a, const float *q, const float *kc, const float *vc, size_t KW, int nk,
+                            int hs, float scale) {
+    spade_sgemm(0, 1, 1, nk, hs, scale, q, hs, kc, (int)KW, 0.0f, a, nk);
+    float mx = -INFINITY, sum = 0.0f;
+    for (int j = 0; j < nk; j++)
+        if (a[j] > mx) mx = a[j];
+    for (int j = 0; j < nk; j++) {
+        a[j] = expf(a[j] - mx);
+        sum += a[j];
+    }
+    spade_sgemm(0, 0, 1, hs, nk, 1.0f / sum, a, nk, vc, (int)KW, 0.0f, o, hs);
+}
+
+/* A decoding pass's attention (at most TEAM_ROWS rows) through the team
+ * (team.h): items of (row, head), each attend_row_fast as the OpenMP loop
+ * runs it, so the same bits whichever thread takes it. Through an OpenMP
+ * region a layer, each waited at its barrier for a descheduled thread on a
+ * machine busier than its cores: with a 1,024-token context that wait and
+ * the attention were most of a 4-slot step (BENCHMARKS.md). */
+typedef struct attend_job {
+    float *out, *att;
+    const float *qkv, *kcache, *vcache;
+    const int *slot, *pos;
+    int NH, group, hs;
+    size_t C, C3, KW, maxT, per;
+    float scale;
+} attend_job;
+
+static void attend_item(void *arg, int item, int worker) {
+    const attend_job *j = arg;
+    int i = item / j->NH, h = item % j->NH;
+    size_t base = (size_t)j->slot[i] * j->maxT * j->KW + (size_t)(h / j->group) * j->hs;
+    attend_row_fast(j->out + (size_t)i * j->C + (size_t)h * j->hs, j->att + (size_t)worker * j->per,
+                    j->qkv + (size_t)i * j->C3 + (size_t)h * j->hs, j->kcache + base, j->vcache + base, j->KW,
+                    j->pos[i] + 1, j->hs, j->scale);
+}
+
 /* KVH = NH with the GPT's (N, 3C) rows is attention_forward_kv_at; KVH < NH
  * reads compact (N, C + 2KW) rows (KW = KVH hs) into a cache of KW floats a
  * position, query head h reading key/value head h / (NH / KVH). */
@@ -950,6 +992,15 @@ static int kv_at_impl(void *ctx, float *out, const float *qkv, float *kcache, fl
         size_t dst = ((size_t)slot[i] * maxT + pos[i]) * KW;
         memcpy(kcache + dst, row + C, KW * sizeof(float));
         memcpy(vcache + dst, row + C + KW, KW * sizeof(float));
+    }
+    if (c->fast && N <= TEAM_ROWS && PAR(work)) {
+        size_t per = ((size_t)maxlen + 15) / 16 * 16;
+        float *att = scratch(c, (size_t)spade_team_size() * per);
+        if (!att) return fail(c, "out of memory for attention scratch");
+        attend_job j = {out, att, qkv, kcache, vcache, slot, pos, NH, group, hs, (size_t)C, C3, KW, (size_t)maxT,
+                        per, scale};
+        spade_team_run(attend_item, &j, N * NH);
+        return 0;
     }
 #ifdef _OPENMP
     int nt = omp_get_max_threads();
@@ -1004,21 +1055,7 @@ static int kv_at_impl(void *ctx, float *out, const float *qkv, float *kcache, fl
                 float *o = out + (size_t)i * C + h * hs;
                 const float *q = qkv + (size_t)i * C3 + h * hs;
                 if (c->fast) {
-                    /* One query against its slot's keys is two matrix-vector
-                     * products; spade_sgemm vectorises them (one row: dot
-                     * products, then a row times a matrix) where the plain
-                     * loops (a float sum, -O2) stay scalar, and decoding
-                     * spends a third of its time here at the default width. */
-                    int nk = pos[i] + 1;
-                    spade_sgemm(0, 1, 1, nk, hs, scale, q, hs, kcache + base, (int)KW, 0.0f, a, nk);
-                    float mx = -INFINITY, sum = 0.0f;
-                    for (int j = 0; j < nk; j++)
-                        if (a[j] > mx) mx = a[j];
-                    for (int j = 0; j < nk; j++) {
-                        a[j] = expf(a[j] - mx);
-                        sum += a[j];
-                    }
-                    spade_sgemm(0, 0, 1, hs, nk, 1.0f / sum, a, nk, vcache + base, (int)KW, 0.0f, o, hs);
+                    attend_row_fast(o, a, q, kcache + base, vcache + base, KW, pos[i] + 1, hs, scale);
                     continue;
                 }
                 attn_row(o, a, q, kcache + base, vcache + base, KW, pos[i] + 1, hs, scale);

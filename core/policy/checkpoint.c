@@ -576,6 +576,7 @@ static int load_body(spade_policy *p, FILE *f, const char *path, int has_moments
         return SPADE_POLICY_ENOMEM;
     }
     float *dst = p->lora_r ? p->lora_mem : p->params_mem;
+    if (!p->lora_r) p->q8_valid = 0; /* new weights: the 8-bit sampling copies are stale */
     int zero, rc = stream_floats(p, f, path, dst, P, blk, cap, h, NULL, &zero, err, errlen);
     if (!rc && has_moments) {
         long pos = ftell(f);

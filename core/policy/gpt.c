@@ -1268,12 +1268,15 @@ int spade_policy_step(spade_policy *p, const spade_adamw_opts *o, float *grad_no
     float scale = 1.0f;
     if (o->grad_clip > 0 && norm > o->grad_clip) scale = (float)(o->grad_clip / norm);
     p->step++;
-    p->q8_valid = 0; /* the 8-bit sampling copies are stale */
     size_t off = 0;
     if (p->lora_r) {
+        /* the base is frozen: the 8-bit sampling copies hold it alone (the
+         * adapters run in F32 beside them), so they stay valid, and an update
+         * does not requantize Qwen's 0.5 B weights */
         if ((rc = lora_step(p, o, scale, err, errlen))) return rc;
         return spade_policy_zero_grad(p, err, errlen);
     }
+    p->q8_valid = 0; /* every weight moves: the 8-bit sampling copies are stale */
     const int *decay = p->arch == SPADE_ARCH_LLAMA ? llama_param_decay : param_decay;
     for (int i = 0; i < p->ntensors; i++) {
         size_t n = p->param_sizes[i];

@@ -225,9 +225,11 @@ struct spade_policy {
     /* sample_weights = q8_0 or q4_1 (sample_q8.c): 8-bit (q4_1: the layers'
      * 4-bit) copies of a Llama's matrices for the decoding batch, 4 a layer
      * (qkv, attproj, fc, fcproj) and the head last; q8_valid = 0 after the
-     * weights change. */
+     * base weights change (not after a LoRA step: they hold the frozen base);
+     * q8_builds counts the quantizations. */
     spade_q8mat *q8;
     int q8_valid;
+    long q8_builds;
 
     spade_tokenizer *tok; /* owned; NULL only inside gpt_alloc's callers */
 };

@@ -293,6 +293,7 @@ int spade_policy_get_trainable(spade_policy *p, float *host, char *err, size_t e
 }
 
 int spade_policy_set_trainable(spade_policy *p, const float *host, char *err, size_t errlen) {
+    if (!p->lora_r) p->q8_valid = 0; /* the weights themselves: the 8-bit sampling copies are stale */
     CK(BE->upload(BX, p->lora_r ? p->lora_mem : p->params_mem, host, p->ntrain * sizeof(float)));
     return 0;
 }

@@ -100,6 +100,12 @@ typedef struct spade_policy spade_policy;
  * from spade_policy_from_model starts at f32). Returns 0 or SPADE_POLICY_EINVAL.
  * q8_0 or q4_1 on a GPT or off the cpu backend fails at the first sampling pass. */
 int spade_policy_set_sample_weights(spade_policy *p, const char *kind, char *err, size_t errlen);
+/* How many times the policy has built its quantized sampling copies (q8_0 or
+ * q4_1; 0 at f32): once after each change of the base weights (a full-weight
+ * step, spade_policy_set_params, a checkpoint) or of sample_weights, never
+ * after a LoRA step, whose base is frozen: the count lets a test see that an
+ * update did not requantize the base. */
+long spade_policy_sample_weights_builds(const spade_policy *p);
 
 /* Creates a policy with freshly initialised weights (deterministic in cfg->seed:
  * the same seed gives bit-identical parameters on every backend). Its

@@ -8,9 +8,13 @@
  * (llama_pass_layers, decode.c's logits) multiplies by those instead of the F32 weights in passes of at
  * most Q8_MAX_ROWS rows (a few slots decoding: prefill and many slots stay
  * on F32, where the F32 GEMM is faster). The copy is made
- * on the first decoding pass after the weights change (spade_policy_step and
- * spade_policy_set_params mark it stale), so training, log-probs and GRPO see
- * only the F32 weights, and sampling always sees the current ones.
+ * on the first decoding pass after the weights change (a full-weight
+ * spade_policy_step, spade_policy_set_params or set_trainable, a checkpoint's
+ * weights mark it stale), so training, log-probs and GRPO see only the F32
+ * weights, and sampling always sees the current ones. Under LoRA the copy
+ * holds the frozen base alone (the adapters' low-rank path runs in F32 beside
+ * it, llama_pass_layers), so adapter steps keep it: a GRPO update of Qwen
+ * does not requantize its 0.5 B weights.
  * What it is not: smaller in memory (the F32 weights stay for training: the
  * copy adds a quarter of their size, q4_1 about a fifth), or for the GPT family or other backends
  * (refused with a message, not silently run in F32).
@@ -45,6 +49,8 @@ int spade_policy_set_sample_weights(spade_policy *p, const char *kind, char *err
     policy_q8_free(p);
     return 0;
 }
+
+long spade_policy_sample_weights_builds(const spade_policy *p) { return p->q8_builds; }
 
 void policy_q8_free(spade_policy *p) {
     if (p->q8)
@@ -95,6 +101,7 @@ int policy_q8_sync(spade_policy *p, char *err, size_t errlen) {
     spade_q8_free(&p->q8[4 * L]);
     if (spade_q8_quantize(&p->q8[4 * L], p->head, p->Vp, C)) goto oom;
     p->q8_valid = 1;
+    p->q8_builds++;
     return 0;
 oom:
     policy_q8_free(p);
