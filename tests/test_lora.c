@@ -860,6 +860,9 @@ START_TEST(head_rows_equal_full_head) {
                 spade_policy_free(p);
                 spade_policy_free(q);
             }
+}
+END_TEST
+
 /* The next-token log-softmax after h[0..2), h[0..4), ... h[0..n) (n even),
  * n / 2 rows of V, fed one token a pass: decoding's passes of one row, the
  * ones the quantized sampling weights serve. */
