@@ -151,7 +151,7 @@ static void mode_decode(spade_policy *p, int S, int P, int N) {
     if (spade_decoder_new(&d, p, S, err, sizeof err)) DIE("%s", err);
     double t0 = now();
     if ((shared_prompt ? spade_decoder_append_shared : spade_decoder_append_batch)(d, slots, tp, n, S, NULL, err,
-                                                                                 sizeof err))
+                                                                                   sizeof err))
         DIE("%s", err);
     double t1 = now(), c1 = cpu_s();
     spade_sample_opts so;
@@ -427,10 +427,9 @@ int main(int argc, char **argv) {
         }
     }
     if (pos < 2) {
-        fprintf(stderr,
-                "usage: bench_llama MODEL load|prefill T|decode S P N|prefix S P Q N|grpo T K|train T STEPS|"
-                "trainvs T STEPS R [--backend B] [--context N] [--sample-weights f32|q8_0|q4_1] [--lora R] "
-                "[--prompt-file F] [--shared]\n");
+        fprintf(stderr, "usage: bench_llama MODEL load|prefill T|decode S P N|prefix S P Q N|grpo T K|train T STEPS|"
+                        "trainvs T STEPS R [--backend B] [--context N] [--sample-weights f32|q8_0|q4_1] [--lora R] "
+                        "[--prompt-file F] [--shared]\n");
         return 2;
     }
     const char *mode = args[1];

@@ -287,16 +287,15 @@ static int train_default(spade_sandbox *sb) {
            "  policy writing whole environments as the designer and playing the valid ones as the agent\n",
            run, iters, iters == 1 ? "" : "s", model);
     int coder = !strcmp(model, "qwen2.5-coder-0.5b-instruct"); /* a model that writes C: room to finish */
-    const char *sample = !on_cpu()                             ? ""
-                         : coder                               ? "sample_weights = q8_0\n"
+    const char *sample = !on_cpu()                       ? ""
+                         : coder                         ? "sample_weights = q8_0\n"
                          : !strcmp(model, DEFAULT_MODEL) ? "sample_weights = q4_1\n"
-                                                               : ""; /* another file: its precision unknown */
+                                                         : ""; /* another file: its precision unknown */
     int n = snprintf(text, sizeof text, DEFAULT_PRETRAINED, model, iters, model,
                      q       ? 1280
                      : coder ? 3072
                              : 2048,
-                     sample,
-                     q ? 2 : 4,
+                     sample, q ? 2 : 4,
                      q       ? 32
                      : coder ? 1024
                              : 384,

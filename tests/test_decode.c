@@ -354,7 +354,8 @@ START_TEST(test_ops_at_gqa_decode_team) {
         free(kc), free(vc);
         spade_backend_close(&be);
     }
-    ck_assert_msg(memcmp(out[0], out[1], (size_t)4 * C * sizeof(float)) == 0, "4 rows on the team differ from OpenMP's");
+    ck_assert_msg(memcmp(out[0], out[1], (size_t)4 * C * sizeof(float)) == 0,
+                  "4 rows on the team differ from OpenMP's");
     ck_assert_msg(memcmp(out[0], out[2], (size_t)C * sizeof(float)) == 0, "1 row on the team differs from OpenMP's");
     double worst = 0;
     for (size_t i = 0; i < (size_t)4 * C; i++) worst = fmax(worst, fabs((double)out[1][i] - out[3][i]));

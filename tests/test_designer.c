@@ -274,7 +274,7 @@ START_TEST(family_lists_match_whole_names) {
     ck_assert_int_eq(spade_family_listed("math,memory", "math"), 1);
     ck_assert_int_eq(spade_family_listed("mathx,grid", "math"), 0); /* a prefix is not the name */
     ck_assert_int_eq(spade_family_listed("math", "mat"), 0);
-    ck_assert_int_eq(spade_family_listed("a,,b", ""), 1);           /* an empty item matches the empty name */
+    ck_assert_int_eq(spade_family_listed("a,,b", ""), 1); /* an empty item matches the empty name */
     ck_assert_int_eq(spade_family_listed("", "math"), 0);
     ck_assert_int_eq(spade_family_listed(NULL, "math"), 0);
 }

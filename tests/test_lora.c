@@ -872,7 +872,8 @@ static void next_lp_stepwise(spade_policy *p, const int *h, int n, float *out) {
     for (int i = 0; i < n; i++) {
         ck_assert_msg(spade_decoder_append(d, 0, h + i, 1, err, sizeof err) == 0, "%s", err);
         if (i % 2)
-            ck_assert_msg(spade_decoder_next_logprobs(d, 0, out + (size_t)(i / 2) * TINY_GGUF_VOCAB, err, sizeof err) == 0,
+            ck_assert_msg(spade_decoder_next_logprobs(d, 0, out + (size_t)(i / 2) * TINY_GGUF_VOCAB, err, sizeof err) ==
+                              0,
                           "%s", err);
     }
     spade_decoder_free(d);
@@ -894,8 +895,8 @@ static double mean_kl(const float *a, const float *b, int rows) { /* KL(a || b) 
  * < 0.012; measured 0.0016-0.0021). q4_1 gets no bound of its own here: on
  * these random weights, off a 4-bit grid, its gap is the base's (0.11-0.25
  * before the steps, 0.08-0.43 after), and the bit-for-bit equality with fresh
- * copies already says the kept ones are what a requantization would give. Without LoRA a step, set_params and set_trainable move the weights
- * themselves, and each makes the next pass requantize. */
+ * copies already says the kept ones are what a requantization would give. Without LoRA a step, set_params and
+ * set_trainable move the weights themselves, and each makes the next pass requantize. */
 START_TEST(lora_step_keeps_the_quantized_base) {
     enum { T = 8, V = TINY_GGUF_VOCAB * T / 2 }; /* V: the T / 2 rows next_lp_stepwise gives */
     int tok[T];

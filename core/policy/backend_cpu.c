@@ -997,8 +997,8 @@ static int kv_at_impl(void *ctx, float *out, const float *qkv, float *kcache, fl
         size_t per = ((size_t)maxlen + 15) / 16 * 16;
         float *att = scratch(c, (size_t)spade_team_size() * per);
         if (!att) return fail(c, "out of memory for attention scratch");
-        attend_job j = {out, att, qkv, kcache, vcache, slot, pos, NH, group, hs, (size_t)C, C3, KW, (size_t)maxT,
-                        per, scale};
+        attend_job j = {out,   att, qkv,       kcache, vcache, slot,         pos, NH,
+                        group, hs,  (size_t)C, C3,     KW,     (size_t)maxT, per, scale};
         spade_team_run(attend_item, &j, N * NH);
         return 0;
     }
