@@ -79,9 +79,46 @@ static int live_slots(int n, const spade_eval_opts *o) {
     return total < o->max_live ? (int)(total > 0 ? total : 1) : o->max_live;
 }
 
-/* Plays one arm: every spec o->episodes times on seeds seed.., hint or not. */
+void spade_eval_count_writing(const spade_tokenizer *tok, const spade_transcript *t, long *tokens, long *turns,
+                              long *unboxed) {
+    for (int i = 0; i < t->len;) {
+        if (!t->mask[i]) {
+            i++;
+            continue;
+        }
+        int start = i;
+        while (i < t->len && t->mask[i]) i++;
+        size_t len = 0, cap = (size_t)(i - start) * 64 + 1;
+        char *text = malloc(cap);
+        int boxed = 0; /* unreadable (no memory, a token outside the vocabulary): counted as unboxed */
+        if (text && spade_tokenizer_decode(tok, t->tok + start, (size_t)(i - start), 0, text, cap, &len) == 0)
+            boxed = strstr(text, "\\boxed{") != NULL;
+        free(text);
+        *tokens += i - start;
+        *turns += 1;
+        *unboxed += !boxed;
+    }
+}
+
+/* The policy agent's on_episode: what it wrote, per environment (counts[spec]: tokens, turns, unboxed). */
+typedef struct writing {
+    const spade_tokenizer *tok;
+    long (*counts)[3];
+    int n;
+} writing;
+
+static void count_episode(void *ctx, const spade_ep_outcome *o, const spade_transcript *t) {
+    writing *w = ctx;
+    if (o->spec < 0 || o->spec >= w->n) return;
+    long *c = w->counts[o->spec];
+    spade_eval_count_writing(w->tok, t, &c[0], &c[1], &c[2]);
+}
+
+/* Plays one arm: every spec o->episodes times on seeds seed.., hint or not;
+ * won (NULL, or n * episodes) gets each episode's success. */
 static int arm(spade_sandbox *sb, const spade_ep_spec *specs, int n, spade_agent *agent, int hint,
-               const spade_eval_opts *o, spade_eval_arm *out, size_t stride, char *err, size_t errlen) {
+               const spade_eval_opts *o, spade_eval_arm *out, size_t stride, unsigned char *won, char *err,
+               size_t errlen) {
     long total = (long)n * o->episodes;
     spade_ep_request *req = malloc((size_t)total * sizeof *req);
     spade_ep_outcome *res = malloc((size_t)total * sizeof *res);
@@ -107,6 +144,7 @@ static int arm(spade_sandbox *sb, const spade_ep_spec *specs, int n, spade_agent
             const spade_ep_outcome *r = &res[(long)e * o->episodes + k];
             a->n++;
             a->successes += r->success;
+            if (won) won[(long)e * o->episodes + k] = r->success != 0;
             a->failed += r->end == SPADE_EP_FAILED;
             ret += r->ret;
             steps += r->steps;
@@ -123,31 +161,60 @@ done:
     return rc;
 }
 
+/* The policy's two arms (the hint arm when asked), with what each wrote and the hint arm's pairs. */
+static int policy_arms(spade_policy *p, spade_sandbox *sb, const spade_ep_spec *specs, int n,
+                       const spade_eval_opts *o, spade_eval_row *rows, char *err, size_t errlen) {
+    size_t stride = sizeof *rows;
+    long total = (long)n * o->episodes;
+    unsigned char *won = calloc((size_t)total * 2, 1);
+    long(*counts)[3] = calloc((size_t)n, sizeof *counts);
+    writing w = {.tok = p ? spade_policy_tokenizer(p) : NULL, .counts = counts, .n = n};
+    int rc = 0;
+    if (!won || !counts) rc = (spade_errf(err, errlen, "eval: out of memory"), -1);
+    spade_policy_agent_opts ao;
+    spade_policy_agent_opts_default(&ao);
+    ao.max_live = live_slots(n, o);
+    ao.max_action_tokens = o->max_action_tokens;
+    ao.reasoning_tokens = o->reasoning_tokens;
+    ao.temperature = o->temperature;
+    ao.seed = o->seed ^ 0x6576616cULL;
+    if (w.tok) ao.on_episode = count_episode, ao.ctx = &w;
+    for (int h = 0; !rc && h <= (o->hint ? 1 : 0); h++) {
+        memset(counts, 0, (size_t)n * sizeof *counts);
+        spade_agent *a = p ? spade_agent_policy(p, &ao, err, errlen) : o->make_agent(o->agent_ctx, err, errlen);
+        if (!a) {
+            rc = -1;
+            break;
+        }
+        spade_eval_arm *out = h ? &rows[0].hint : &rows[0].policy;
+        rc = arm(sb, specs, n, a, h, o, out, stride, won + (size_t)h * (size_t)total, err, errlen);
+        spade_agent_free(a);
+        for (int e = 0; !rc && e < n; e++) {
+            spade_eval_arm *x = (spade_eval_arm *)((char *)out + (size_t)e * stride);
+            x->tokens = counts[e][0], x->turns = counts[e][1], x->unboxed = counts[e][2];
+        }
+    }
+    for (int e = 0; !rc && o->hint && e < n; e++)
+        for (int k = 0; k < o->episodes; k++) {
+            long i = (long)e * o->episodes + k;
+            rows[e].hint_only += won[total + i] && !won[i];
+            rows[e].policy_only += won[i] && !won[total + i];
+        }
+    free(won);
+    free(counts);
+    return rc;
+}
+
 int spade_eval(spade_policy *p, spade_sandbox *sb, const spade_ep_spec *specs, int n, const spade_eval_opts *o,
                spade_eval_row *rows, char *err, size_t errlen) {
     memset(rows, 0, (size_t)n * sizeof *rows);
     size_t stride = sizeof *rows;
-    if (p || o->make_agent) {
-        spade_policy_agent_opts ao;
-        spade_policy_agent_opts_default(&ao);
-        ao.max_live = live_slots(n, o);
-        ao.max_action_tokens = o->max_action_tokens;
-        ao.reasoning_tokens = o->reasoning_tokens;
-        ao.temperature = o->temperature;
-        ao.seed = o->seed ^ 0x6576616cULL;
-        for (int h = 0; h <= (o->hint ? 1 : 0); h++) {
-            spade_agent *a = p ? spade_agent_policy(p, &ao, err, errlen) : o->make_agent(o->agent_ctx, err, errlen);
-            if (!a) return -1;
-            int rc = arm(sb, specs, n, a, h, o, h ? &rows[0].hint : &rows[0].policy, stride, err, errlen);
-            spade_agent_free(a);
-            if (rc < 0) return -1;
-        }
-    }
+    if ((p || o->make_agent) && policy_arms(p, sb, specs, n, o, rows, err, errlen) < 0) return -1;
     if (o->references) {
         spade_agent *r = spade_agent_random(o->seed), *s = spade_agent_solve();
         int rc = !r || !s ? (spade_errf(err, errlen, "eval: out of memory"), -1) : 0;
-        if (!rc) rc = arm(sb, specs, n, r, 0, o, &rows[0].random, stride, err, errlen);
-        if (!rc) rc = arm(sb, specs, n, s, 0, o, &rows[0].solve, stride, err, errlen);
+        if (!rc) rc = arm(sb, specs, n, r, 0, o, &rows[0].random, stride, NULL, err, errlen);
+        if (!rc) rc = arm(sb, specs, n, s, 0, o, &rows[0].solve, stride, NULL, err, errlen);
         if (r) spade_agent_free(r);
         if (s) spade_agent_free(s);
         if (rc) return -1;

@@ -18,6 +18,7 @@
 #include "episodes.h"
 #include "policy/policy.h"
 #include "sandbox/sandbox.h"
+#include "agent/transcript.h"
 
 /* The Wilson score interval of k successes in n trials at normal quantile z
  * (1.959964 for 95%): lo and hi in [0, 1]. n = 0 gives [0, 1]. */
@@ -27,10 +28,18 @@ typedef struct spade_eval_arm {
     long n, successes, failed;
     double success, lo, hi; /* rate and its Wilson 95% interval */
     double mean_return, mean_steps;
+    /* a policy arm's writing (0 for random/SOLVE): tokens it sampled (each
+     * turn's end-of-turn token included), its turns, and the turns with no
+     * \boxed{ in them (with a reasoning budget: answers the budget cut, or
+     * never boxed, which the environment then reads whole) */
+    long tokens, turns, unboxed;
 } spade_eval_arm;
 
 typedef struct spade_eval_row {
     spade_eval_arm policy, hint, random, solve; /* hint/random/solve: n = 0 when not played */
+    /* the hint arm's pairs: seeds won with the hint only, and without it only
+     * (hint.successes - policy.successes = hint_only - policy_only) */
+    long hint_only, policy_only;
 } spade_eval_row;
 
 typedef struct spade_eval_opts {
@@ -52,6 +61,12 @@ typedef struct spade_eval_opts {
     const struct spade_served_opts *served;
 } spade_eval_opts;
 void spade_eval_opts_default(spade_eval_opts *o);
+
+/* What a policy wrote in transcript t: its sampled tokens, its turns (runs
+ * of sampled tokens) and the turns whose text has no "\boxed{", added to
+ * *tokens, *turns and *unboxed. */
+void spade_eval_count_writing(const spade_tokenizer *tok, const spade_transcript *t, long *tokens, long *turns,
+                              long *unboxed);
 
 /* Evaluates p (NULL: only the reference arms) on specs[0..n) into rows[0..n). */
 int spade_eval(spade_policy *p, spade_sandbox *sb, const spade_ep_spec *specs, int n, const spade_eval_opts *o,

@@ -26,9 +26,10 @@ void cli_usage_eval(FILE *out) {
                  "Plays each environment N times (seeds S, S+1, ...) with the policy of checkpoint\n"
                  "CKPT, or of the pretrained MODEL (a known name or a .gguf, in its chat template),\n"
                  "and prints, per environment, its success rate with a Wilson 95%% interval, mean\n"
-                 "return and mean steps; with --hint, the same seeds again with the hint appended to\n"
-                 "the first observation; and the random and SOLVE agents on the same seeds (floor\n"
-                 "and ceiling). --suite heldout adds the held-out suite (eval/heldout), environments\n"
+                 "return and mean steps; with --hint, the same seeds again with the hint (a MODEL reads\n"
+                 "it as a system line, as in self-play; spade's own format after the first\n"
+                 "observation), and the seeds won only with it and only without; and the random and\n"
+                 "SOLVE agents on the same seeds (floor and ceiling). --suite heldout adds the held-out suite (eval/heldout), environments\n"
                  "whose mechanics are never trained on. CKPT may be 'none' for the reference columns only.\n"
                  "\n"
                  "  -s, --suite NAME     heldout\n"
@@ -51,8 +52,9 @@ void cli_usage_eval(FILE *out) {
 static void arm_json(FILE *f, const char *name, const spade_eval_arm *a) {
     fprintf(f,
             ",\"%s\":{\"n\":%ld,\"success\":%.6f,\"lo\":%.6f,\"hi\":%.6f,\"mean_return\":%.6f,\"mean_steps\":%.4f,"
-            "\"failed\":%ld}",
-            name, a->n, a->success, a->lo, a->hi, a->mean_return, a->mean_steps, a->failed);
+            "\"failed\":%ld,\"tokens\":%ld,\"turns\":%ld,\"unboxed\":%ld}",
+            name, a->n, a->success, a->lo, a->hi, a->mean_return, a->mean_steps, a->failed, a->tokens, a->turns,
+            a->unboxed);
 }
 
 typedef struct remote_maker {
@@ -285,9 +287,30 @@ static void eval_row(const eval_run *r, int i, FILE *t, FILE *j) {
     fprintf(j, "{\"env\":\"%s\",\"episodes\":%d,\"seed\":%llu", r->names[i], o->episodes, (unsigned long long)o->seed);
     if (r->remote) fprintf(j, ",\"endpoint\":\"%s\",\"model\":\"%s\"", spade_remote_endpoint(r->remote), r->rmodel);
     if (has_policy) arm_json(j, "policy", &row->policy);
-    if (o->hint && has_policy) arm_json(j, "hint", &row->hint);
+    if (o->hint && has_policy) {
+        arm_json(j, "hint", &row->hint);
+        fprintf(j, ",\"hint_only\":%ld,\"policy_only\":%ld", row->hint_only, row->policy_only);
+    }
     if (o->references) arm_json(j, "random", &row->random), arm_json(j, "solve", &row->solve);
     fprintf(j, "}\n");
+}
+
+/* What the policy wrote over all environments, per arm, and the hint arm's pairs. */
+static void eval_writing(const eval_run *r, FILE *t) {
+    const spade_eval_opts *o = &r->o;
+    for (int h = 0; r->p && h <= (o->hint ? 1 : 0); h++) {
+        long n = 0, tokens = 0, turns = 0, unboxed = 0;
+        for (int i = 0; i < r->n; i++) {
+            const spade_eval_arm *a = h ? &r->rows[i].hint : &r->rows[i].policy;
+            n += a->n, tokens += a->tokens, turns += a->turns, unboxed += a->unboxed;
+        }
+        fprintf(t, "%s wrote %.1f tokens in %.1f turns an episode; %ld of %ld turns had no \\boxed{}\n",
+                h ? "policy + hint" : "policy", n ? (double)tokens / n : 0, n ? (double)turns / n : 0, unboxed, turns);
+    }
+    if (!o->hint || !(r->p || r->remote)) return;
+    long ho = 0, po = 0;
+    for (int i = 0; i < r->n; i++) ho += r->rows[i].hint_only, po += r->rows[i].policy_only;
+    fprintf(t, "paired seeds: %ld won only with the hint, %ld only without\n", ho, po);
 }
 
 /* The markdown table and its mean line (on stderr when stdout carries the
@@ -316,6 +339,7 @@ static int eval_print(const eval_run *r) {
     if (o->hint) snprintf(hint_part, sizeof hint_part, ", with hint %.3f", sum[1] / n);
     fprintf(t, "\nmean over %d environments: policy %.3f%s, random %.3f, solve %.3f\n", n, sum[0] / n, hint_part,
             sum[2] / n, sum[3] / n);
+    eval_writing(r, t);
     if (j) {
         fprintf(j, "{\"summary\":true,\"envs\":%d,\"policy\":%.6f,\"hint\":%.6f,\"random\":%.6f,\"solve\":%.6f}\n", n,
                 sum[0] / n, sum[1] / n, sum[2] / n, sum[3] / n);

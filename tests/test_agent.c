@@ -434,6 +434,17 @@ START_TEST(eval_pairs_its_arms_on_the_same_seeds) {
     ck_assert_double_eq(row.solve.success, 1);
     ck_assert(row.random.success >= 0 && row.random.success <= 1);
     ck_assert(row.policy.lo <= row.policy.success && row.policy.success <= row.policy.hi);
+    /* the pairs: the difference of the arms' wins is the difference of their one-sided seeds */
+    ck_assert_int_eq(row.hint.successes - row.policy.successes, row.hint_only - row.policy_only);
+    ck_assert(row.hint_only <= row.hint.successes && row.policy_only <= row.policy.successes);
+    /* what it wrote: one turn a step, at most max_action_tokens a turn, nothing for the references */
+    for (int h = 0; h < 2; h++) {
+        const spade_eval_arm *a = h ? &row.hint : &row.policy;
+        ck_assert_int_eq(a->turns, (long)(a->mean_steps * a->n + 0.5));
+        ck_assert(a->tokens >= a->turns && a->tokens <= a->turns * o.max_action_tokens);
+        ck_assert(a->unboxed <= a->turns);
+    }
+    ck_assert_int_eq(row.solve.tokens + row.solve.turns + row.random.tokens, 0);
     spade_eval_row none;
     ck_assert_int_eq(spade_eval(NULL, sb, &spec, 1, &o, &none, err, sizeof err), 0); /* references only */
     ck_assert_int_eq(none.policy.n, 0);
@@ -441,6 +452,30 @@ START_TEST(eval_pairs_its_arms_on_the_same_seeds) {
     spade_policy_free(p);
     spade_sandbox_free(sb);
     free(src);
+}
+END_TEST
+
+START_TEST(eval_counts_tokens_turns_and_unboxed_answers) {
+    char err[256];
+    spade_tokenizer *tok = NULL;
+    ck_assert_msg(spade_tokenizer_new_bytes(&tok, err, sizeof err) == 0, "%s", err);
+    spade_transcript t;
+    spade_transcript_init(&t);
+    static const char think[] = "3 + 4 is 7 \\boxed{7}", cut[] = "first I add the two num";
+    int ids[64];
+    size_t n1 = spade_tokenizer_encode(tok, think, sizeof think - 1, ids);
+    spade_transcript_text(&t, tok, "observation one", 15);
+    spade_transcript_sampled(&t, ids, NULL, (int)n1);
+    spade_transcript_text(&t, tok, "observation two", 15);
+    size_t n2 = spade_tokenizer_encode(tok, cut, sizeof cut - 1, ids);
+    spade_transcript_sampled(&t, ids, NULL, (int)n2);
+    long tokens = 5, turns = 1, unboxed = 0; /* added to, not set */
+    spade_eval_count_writing(tok, &t, &tokens, &turns, &unboxed);
+    ck_assert_int_eq(tokens, 5 + (long)(n1 + n2));
+    ck_assert_int_eq(turns, 3);
+    ck_assert_int_eq(unboxed, 1); /* the second turn, cut before its box */
+    spade_transcript_free(&t);
+    spade_tokenizer_free(tok);
 }
 END_TEST
 
@@ -458,6 +493,7 @@ int main(void) {
     tcase_add_test(c, each_pool_environment_is_its_own_group);
     tcase_add_test(c, wilson_interval_known_values);
     tcase_add_test(c, eval_pairs_its_arms_on_the_same_seeds);
+    tcase_add_test(c, eval_counts_tokens_turns_and_unboxed_answers);
     suite_add_tcase(s, c);
     return tu_run(s);
 }

@@ -1,7 +1,8 @@
 #!/bin/sh
 # test_chat.sh — a pretrained model plays in its chat template, end to end, as
 # a person runs it: `spade eval MODEL` on one held-out environment with and
-# without a reasoning budget (and the hint arm), `spade run --agent
+# without a reasoning budget (and the hint arm, with its paired seeds and the
+# tokens each arm wrote), `spade run --agent
 # policy:MODEL --transcripts F` writing the ChatML it read and wrote (the
 # agent's system line, the budget, <|im_start|>assistant turns, none of
 # spade's role tokens), `spade demos --model` rendering both roles' turns in
@@ -44,6 +45,12 @@ fi
     >"$TMP/out" 2>&1
 [ $? -eq 0 ] && grep -q '"policy":{"n":1,' e0.jsonl && grep -q '"hint":{"n":1,' e0.jsonl &&
     ok "spade eval MODEL plays a held-out environment, both arms" || bad "spade eval MODEL plays a held-out environment, both arms"
+# ... with what each arm wrote and the hint arm's pairs (one seed: at most one of them won alone)
+grep -q '"hint_only":[01],"policy_only":[01]' e0.jsonl && grep -q '"hint":{[^}]*"turns":[1-9]' e0.jsonl &&
+    grep -q '^paired seeds: [01] won only with the hint, [01] only without$' "$TMP/out" &&
+    grep -q '^policy + hint wrote [0-9.]* tokens in [0-9.]* turns an episode' "$TMP/out" &&
+    ok "spade eval --hint reports the tokens written and the paired seeds" ||
+    bad "spade eval --hint reports the tokens written and the paired seeds"
 "$SPADE" eval "$MODEL" "$HL" -n 1 --greedy --no-reference --context 512 --reasoning-tokens 16 --jsonl e1.jsonl \
     >"$TMP/out" 2>&1
 [ $? -eq 0 ] && grep -q '"policy":{"n":1,' e1.jsonl && ok "spade eval PATH.gguf --reasoning-tokens 16 plays it too" ||

@@ -83,6 +83,7 @@ spade eval remote:|needs a served model (tests/test_remote.sh runs eval against 
 spade train configs/remote-designer.ini|needs a served model at the config'"'"'s url; tests/test_remote.sh runs this config (its url, model and length rewritten) against a loopback stub and llama.cpp'"'"'s server
 --agent policy:smollm2|needs the fetched model and a minute; tests/test_chat.sh runs spade run and eval on it in its chat template
 spade eval smollm2|needs the fetched model and minutes; tests/test_chat.sh runs spade eval on it
+spade eval qwen2.5|needs the fetched Qwen2.5-Coder and minutes under flock /tmp/qwen.lock; tests/test_chat.sh runs the same spade eval on SmolLM2
 spade generate smollm2|needs the fetched model; tests/test_pretrained.sh runs spade generate on it when it is there
 spade generate qwen2.5|needs the fetched Qwen2.5-Coder (about a minute to load on two cores); no test runs it yet
 spade export qwen2.5|needs the fetched Qwen2.5-Coder, 12 GB and minutes; tests/test_export.sh exports the tiny models and SmolLM2
