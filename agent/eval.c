@@ -162,8 +162,8 @@ done:
 }
 
 /* The policy's two arms (the hint arm when asked), with what each wrote and the hint arm's pairs. */
-static int policy_arms(spade_policy *p, spade_sandbox *sb, const spade_ep_spec *specs, int n,
-                       const spade_eval_opts *o, spade_eval_row *rows, char *err, size_t errlen) {
+static int policy_arms(spade_policy *p, spade_sandbox *sb, const spade_ep_spec *specs, int n, const spade_eval_opts *o,
+                       spade_eval_row *rows, char *err, size_t errlen) {
     size_t stride = sizeof *rows;
     long total = (long)n * o->episodes;
     unsigned char *won = calloc((size_t)total * 2, 1);
