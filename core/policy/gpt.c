@@ -511,8 +511,9 @@ int gpt_final_norm(spade_policy *p, float *out, const float *inp, int n, char *e
     return 0;
 }
 
-/* Forgets the head's buffers (free_acts has freed them, or is about to). */
-static void free_head(spade_policy *p) {
+/* Forgets the head's buffers and views (after release_head, or when the
+ * carving pointed the views at nothing). */
+static void forget_head(spade_policy *p) {
     p->head_mem = NULL;
     p->head_io = NULL;
     p->head_pos = NULL;
@@ -524,24 +525,31 @@ static void free_head(spade_policy *p) {
     p->lnfc = p->dlnc = NULL;
 }
 
+/* Frees the head's buffers (ensure_head's) and forgets them. */
+static void release_head(spade_policy *p) {
+    if (p->be.vt) {
+        BE->dealloc(BX, p->head_mem);
+        BE->dealloc(BX, p->head_io);
+    }
+    free(p->head_pos);
+    free(p->head_dl);
+    forget_head(p);
+}
+
 static void free_acts(spade_policy *p) {
     if (p->be.vt) {
         BE->dealloc(BX, p->acts_mem);
         BE->dealloc(BX, p->gacts_mem);
         BE->dealloc(BX, p->io_mem);
-        BE->dealloc(BX, p->head_mem);
-        BE->dealloc(BX, p->head_io);
     }
     free(p->mask_host);
     free(p->logp_host);
-    free(p->head_pos);
-    free(p->head_dl);
     p->acts_mem = p->gacts_mem = NULL;
     p->io_mem = NULL;
     p->mask_host = p->logp_host = NULL;
     p->actB = p->actT = 0;
     p->fwdB = p->fwdT = 0;
-    free_head(p);
+    release_head(p);
 }
 
 void spade_policy_release_training_scratch(spade_policy *p) {
@@ -634,7 +642,7 @@ int gpt_ensure_acts(spade_policy *p, int B, int T, char *err, size_t errlen) {
         *gp[i] = m;
         m += gs[i];
     }
-    free_head(p); /* the carving above pointed the head's views at 0 floats: none yet */
+    forget_head(p); /* the carving above pointed the head's views at 0 floats: none yet */
     p->tokens_dev = p->io_mem;
     p->targets_dev = p->io_mem + BT;
     p->actB = nB;
@@ -655,11 +663,7 @@ static int ensure_head(spade_policy *p, size_t rows, char *err, size_t errlen) {
                    per_row);
         return SPADE_POLICY_ENOMEM;
     }
-    BE->dealloc(BX, p->head_mem);
-    BE->dealloc(BX, p->head_io);
-    free(p->head_pos);
-    free(p->head_dl);
-    free_head(p);
+    release_head(p);
     p->fwdB = p->fwdT = 0; /* the last forward's head rows are gone */
     p->head_mem = BE->alloc(BX, rows * per_row * sizeof(float));
     p->head_io = BE->alloc(BX, 2 * rows * sizeof(int));
@@ -668,11 +672,7 @@ static int ensure_head(spade_policy *p, size_t rows, char *err, size_t errlen) {
     if (!p->head_mem || !p->head_io || !p->head_pos || !p->head_dl) {
         spade_errf(err, errlen, "cannot allocate the head's %zu rows (%.1f MiB) on %s", rows,
                    (double)rows * per_row * 4 / 1048576.0, BE->name);
-        BE->dealloc(BX, p->head_mem);
-        BE->dealloc(BX, p->head_io);
-        free(p->head_pos);
-        free(p->head_dl);
-        free_head(p);
+        release_head(p);
         return SPADE_POLICY_ENOMEM;
     }
     float *m = p->head_mem;
