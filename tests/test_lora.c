@@ -602,6 +602,18 @@ START_TEST(grpo_roles_restore_the_gradient) {
 }
 END_TEST
 
+/* Four 10-token sequences (seq's k0 .. k0 + 3) and p's log-probs of them as
+ * their old log-probs (0 at the first token): the batch grpo_step_as_lookahead steps on. */
+static void lookahead_batch(spade_policy *p, int k0, int (*sq)[10], float (*old)[10]) {
+    for (int i = 0; i < 4; i++) {
+        seq(sq[i], 10, k0 + i);
+        float lp[10];
+        ck_assert(spade_policy_logprobs(p, sq[i], 1, 10, lp, err, sizeof err) == 0);
+        old[i][0] = 0;
+        for (int j = 1; j < 10; j++) old[i][j] = lp[j - 1];
+    }
+}
+
 /* The learning-potential look-ahead's copy (spade_policy_clone_adapters): on a
  * LoRA policy it holds its own adapters over the source's base, read in place,
  * and a GRPO step from the source's moments lands on the same adapters,
@@ -645,13 +657,7 @@ START_TEST(adapter_clone_steps_as_the_full_clone) {
         ck_assert(spade_policy_get_moments(p, mv, mv + P, err, sizeof err) == 0);
         int sq[4][10];
         float old[4][10];
-        for (int i = 0; i < 4; i++) {
-            seq(sq[i], 10, 60 + i);
-            float lp[10];
-            ck_assert(spade_policy_logprobs(p, sq[i], 1, 10, lp, err, sizeof err) == 0);
-            old[i][0] = 0;
-            for (int j = 1; j < 10; j++) old[i][j] = lp[j - 1];
-        }
+        lookahead_batch(p, 60, sq, old);
         ck_assert(spade_policy_clone(&full, p, spade_policy_backend_name(p), err, sizeof err) == 0);
         ck_assert_msg(spade_policy_clone_adapters(&lean, p, err, sizeof err) == 0, "%s", err);
         ck_assert(!spade_policy_shares_weights(full) && spade_policy_shares_weights(lean));
@@ -1006,13 +1012,7 @@ START_TEST(adapter_clone_samples_with_the_source_quantized_base) {
             ck_assert(spade_policy_get_moments(p, mv, mv + P, err, sizeof err) == 0);
             int sq[4][10];
             float old[4][10];
-            for (int i = 0; i < 4; i++) {
-                seq(sq[i], 10, 80 + i);
-                float l[10];
-                ck_assert(spade_policy_logprobs(p, sq[i], 1, 10, l, err, sizeof err) == 0);
-                old[i][0] = 0;
-                for (int j = 1; j < 10; j++) old[i][j] = l[j - 1];
-            }
+            lookahead_batch(p, 80, sq, old);
             ck_assert(spade_policy_clone(&full, p, "cpu", err, sizeof err) == 0);
             ck_assert_msg(spade_policy_clone_adapters(&lean, p, err, sizeof err) == 0, "%s", err);
             spade_policy *q[2] = {full, lean};
