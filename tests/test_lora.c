@@ -976,7 +976,8 @@ END_TEST
  * sampling (the next-token log-softmax pass by pass, and tokens drawn at
  * temperature 0.9 with their log-probs) equals, bit for bit, a full clone's
  * that took the same step and quantized the same base itself; the source,
- * whose adapters did not move, samples otherwise. The copy follows the
+ * whose adapters did not move, samples otherwise; a copy of the copy reads
+ * the same source's copies and samples as the copy. The copy follows the
  * source's sample_weights (here switched to f32 while the copy lives) and
  * refuses to set its own. */
 static void sample_both(spade_policy *q, const int *tok, int n, float *lp, int *t, float *lps, int *nt) {
@@ -1033,6 +1034,16 @@ START_TEST(adapter_clone_samples_with_the_source_quantized_base) {
                           "%s %s: the copy samples unlike the full clone", what, kind);
             ck_assert_msg(memcmp(lp[1], lp[2], sizeof lp[1]) != 0, "%s %s: the step changed nothing sampled", what,
                           kind);
+            /* a copy of the copy reads the same (the source's) quantized base */
+            spade_policy *lean2 = NULL;
+            ck_assert_msg(spade_policy_clone_adapters(&lean2, lean, err, sizeof err) == 0, "%s", err);
+            sample_both(lean2, tok, T, lp[2], t[2], lps[2], &n[2]);
+            ck_assert_int_eq(spade_policy_sample_weights_builds(lean2), 0);
+            ck_assert_int_eq(spade_policy_sample_weights_builds(p), 1);
+            ck_assert_msg(memcmp(lp[1], lp[2], sizeof lp[1]) == 0 && n[1] == n[2] &&
+                              memcmp(t[1], t[2], (size_t)n[1] * 4) == 0,
+                          "%s %s: a copy of the copy samples unlike the copy", what, kind);
+            spade_policy_free(lean2);
             /* the source's sample_weights, whatever it is when the copy samples */
             ck_assert(spade_policy_set_sample_weights(lean, "f32", err, sizeof err) != 0);
             ck_assert_msg(strstr(err, "copied from") != NULL, "%s", err);
