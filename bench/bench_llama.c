@@ -43,6 +43,16 @@
  *                        mean KL(f32 || quantized) of the next token every 8 tokens;
  *                        --prompt-file F: F's first 256 tokens as the prompt instead
  *                        (a C source: what the designer writes)
+ *   lookahead P N REPS   (with --lora R) the learning-potential look-ahead's
+ *                        copy: the source samples once (a P-token prompt, N
+ *                        greedy tokens: its quantized copies, if any, built),
+ *                        then REPS times spade_policy_clone_adapters and the
+ *                        copy's first sampling of the same prompt: the copy's
+ *                        time (clone_s), its first sampling (sample_s, which
+ *                        quantizes the base when the copy builds its own
+ *                        copies), the resident memory the live copy adds
+ *                        (rss_add_mib, from /proc/self/statm) and its
+ *                        quantizations (copy_builds); min and median
  */
 #include <math.h>
 #include <stdint.h>
@@ -51,6 +61,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "policy/policy.h"
 #include "policy/pretrained.h"
@@ -403,6 +414,53 @@ static void mode_grpo(spade_policy *p, int T, int K) {
     free(t), free(mask), free(old);
 }
 
+/* Resident set now (not the peak): what a live copy adds is read before and after. */
+static double rss_now_mib(void) {
+    long pages = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f || fscanf(f, "%ld %ld", &pages, &resident) != 2) DIE("cannot read /proc/self/statm");
+    fclose(f);
+    return resident * (double)sysconf(_SC_PAGESIZE) / (1024.0 * 1024.0);
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void mode_lookahead(spade_policy *p, int P, int N, int reps) {
+    int V = spade_policy_config(p)->vocab, *t = xmalloc_int(P), *out = xmalloc_int(N), n = 0;
+    fill_tokens(t, P, V, 7);
+    spade_sample_opts so;
+    greedy_opts(&so, N);
+    if (spade_policy_sample(p, t, P, 1, &so, out, NULL, &n, err, sizeof err)) DIE("%s", err);
+    double *m = malloc(3 * (size_t)reps * sizeof *m);
+    if (!m) DIE("out of memory");
+    long builds = 0;
+    for (int r = 0; r < reps; r++) {
+        double rss0 = rss_now_mib(), a = now();
+        spade_policy *q;
+        if (spade_policy_clone_adapters(&q, p, err, sizeof err)) DIE("%s", err);
+        double b = now();
+        if (spade_policy_sample(q, t, P, 1, &so, out, NULL, &n, err, sizeof err)) DIE("%s", err);
+        m[r] = b - a, m[reps + r] = now() - b, m[2 * reps + r] = rss_now_mib() - rss0;
+        builds += spade_policy_sample_weights_builds(q);
+        spade_policy_free(q);
+    }
+    static const char *const key[3] = {"clone_s", "sample_s", "rss_add_mib"};
+    printf("lookahead_prompt %d\nlookahead_tokens %d\nreps %d\nsample_weights %s\ncopy_builds %ld\nsource_builds %ld\n",
+           P, N, reps, spade_policy_config(p)->sample_weights, builds, spade_policy_sample_weights_builds(p));
+    for (int k = 0; k < 3; k++) {
+        printf("%s_each", key[k]);
+        for (int r = 0; r < reps; r++) printf(" %.4f", m[(size_t)k * reps + r]);
+        printf("\n");
+        qsort(m + (size_t)k * reps, reps, sizeof *m, cmp_double);
+        printf("%s_min %.4f\n%s_median %.4f\n", key[k], m[(size_t)k * reps], key[k], m[(size_t)k * reps + reps / 2]);
+    }
+    printf("peak_rss_mib %.0f\n", peak_rss_mib());
+    free(m), free(t), free(out);
+}
+
 int main(int argc, char **argv) {
     const char *backend = NULL, *sample_weights = NULL, *prompt_file = NULL;
     int context = 0, pos = 0, lora = 0;
@@ -428,7 +486,8 @@ int main(int argc, char **argv) {
     }
     if (pos < 2) {
         fprintf(stderr, "usage: bench_llama MODEL load|prefill T|decode S P N|prefix S P Q N|grpo T K|train T STEPS|"
-                        "trainvs T STEPS R [--backend B] [--context N] [--sample-weights f32|q8_0|q4_1] [--lora R] "
+                        "trainvs T STEPS R|lookahead P N REPS [--backend B] [--context N] [--sample-weights "
+                        "f32|q8_0|q4_1] [--lora R] "
                         "[--prompt-file F] [--shared]\n");
         return 2;
     }
@@ -457,6 +516,8 @@ int main(int argc, char **argv) {
         mode_grpo(p, a[0], a[1]);
     } else if (!strcmp(mode, "train") && a[0] > 1 && a[1] > 0) {
         mode_train(p, a[0], a[1]);
+    } else if (!strcmp(mode, "lookahead") && a[0] > 0 && a[1] > 0 && a[2] > 0 && lora) {
+        mode_lookahead(p, a[0], a[1], a[2]);
     } else if (!strcmp(mode, "trainvs") && a[0] > 1 && a[1] > 0 && a[2] > 0 && !lora) {
         spade_model_opts mq = mo;
         mq.lora_rank = a[2];
@@ -465,7 +526,9 @@ int main(int argc, char **argv) {
         mode_trainvs(p, q, a[0], a[1]);
         spade_policy_free(q);
     } else {
-        DIE("mode '%s' with these arguments is not one of load, prefill T, decode S P N, prefix S P Q N, train T STEPS",
+        DIE("mode '%s' with these arguments is not one of load, prefill T, decode S P N, prefix S P Q N, train T "
+            "STEPS, "
+            "lookahead P N REPS (with --lora R)",
             mode);
     }
     spade_policy_free(p);

@@ -256,16 +256,7 @@ START_TEST(test_model_long_context_matches_reference) {
     float *gr = malloc(P * 4), *gf = malloc(P * 4);
     ck_assert(spade_policy_get_grads(r, gr, err, sizeof err) == 0);
     ck_assert(spade_policy_get_grads(f, gf, err, sizeof err) == 0);
-    const char *name;
-    size_t off, cnt;
-    for (int t = 0; spade_policy_tensor(r, t, &name, &off, &cnt) == 0; t++) {
-        double mx = 0, md = 0;
-        for (size_t j = 0; j < cnt; j++) {
-            mx = fmax(mx, fabs(gr[off + j]));
-            md = fmax(md, fabs(gr[off + j] - gf[off + j]));
-        }
-        ck_assert_msg(md <= 2e-5 * mx + 1e-12, "grad %s: max diff %.3g, max |g| %.3g", name, md, mx);
-    }
+    tu_assert_grads_close(r, gr, gf, 2e-5, "long context, cpu_ref vs cpu");
     free(tok);
     free(tg);
     free(gr);

@@ -958,17 +958,7 @@ static void parity_check(const char *backend) {
                           sg.role_grad_norm[k]);
         ck_assert(spade_policy_get_grads(r, a, err, sizeof err) == 0);
         ck_assert(spade_policy_get_grads(g, b, err, sizeof err) == 0);
-        const char *name;
-        size_t off, cnt;
-        for (int t = 0; spade_policy_tensor(r, t, &name, &off, &cnt) == 0; t++) {
-            double mx = 0, md = 0;
-            for (size_t j = 0; j < cnt; j++) {
-                mx = fmax(mx, fabs(a[off + j]));
-                md = fmax(md, fabs(a[off + j] - b[off + j]));
-            }
-            ck_assert_msg(md <= 2e-3 * mx + 1e-12, "%s pass %d grad %s: max diff %.3g, max |g| %.3g", backend, pass,
-                          name, md, mx);
-        }
+        tu_assert_grads_close(r, a, b, 2e-3, "pass %d, cpu_ref vs %s", pass, backend);
     }
     spade_adamw_opts ao;
     spade_adamw_opts_default(&ao);

@@ -497,16 +497,7 @@ static void cpu_vs_ref(spade_gpt_config c) {
     float *gr = malloc(P * 4), *gf = malloc(P * 4);
     spade_policy_get_grads(r, gr, err, sizeof err);
     spade_policy_get_grads(f, gf, err, sizeof err);
-    const char *name;
-    size_t off, cnt;
-    for (int t = 0; spade_policy_tensor(r, t, &name, &off, &cnt) == 0; t++) {
-        double mx = 0, md = 0;
-        for (size_t j = 0; j < cnt; j++) {
-            mx = fmax(mx, fabs(gr[off + j]));
-            md = fmax(md, fabs(gr[off + j] - gf[off + j]));
-        }
-        ck_assert_msg(md <= 2e-5 * mx + 1e-12, "%s grad %s: max diff %.3g, max |g| %.3g", c.arch, name, md, mx);
-    }
+    tu_assert_grads_close(r, gr, gf, 2e-5, "%s, cpu_ref vs cpu", c.arch);
     spade_adamw_opts o;
     spade_adamw_opts_default(&o);
     ck_assert(spade_policy_step(r, &o, NULL, err, sizeof err) == 0);
@@ -1142,16 +1133,7 @@ START_TEST(test_cuda_parity) {
         float *a = malloc(P * 4), *b = malloc(P * 4);
         spade_policy_get_grads(r, a, err, sizeof err);
         spade_policy_get_grads(g, b, err, sizeof err);
-        const char *name;
-        size_t off, cnt;
-        for (int t = 0; spade_policy_tensor(r, t, &name, &off, &cnt) == 0; t++) {
-            double mx = 0, md = 0;
-            for (size_t j = 0; j < cnt; j++) {
-                mx = fmax(mx, fabs(a[off + j]));
-                md = fmax(md, fabs(a[off + j] - b[off + j]));
-            }
-            ck_assert_msg(md <= 2e-3 * mx + 1e-12, "grad %s: max diff %.3g, max |g| %.3g", name, md, mx);
-        }
+        tu_assert_grads_close(r, a, b, 2e-3, "%s, cpu vs cuda", c.arch);
         spade_decoder *dr = NULL, *dg = NULL;
         ck_assert(spade_decoder_new(&dr, r, 2, err, sizeof err) == 0);
         ck_assert(spade_decoder_new(&dg, g, 2, err, sizeof err) == 0);

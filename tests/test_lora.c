@@ -16,7 +16,8 @@
  * only against the head over every position (loss, log-probs, gradients,
  * a GRPO batch drawn at temperature 0.7 with top-p), full and LoRA; the
  * quantized sampling weights kept across LoRA steps (they hold the frozen
- * base) and still seeing the adapters.
+ * base) and still seeing the adapters; the look-ahead's copy sampling with
+ * the source's quantized base, building none, as a full clone samples.
  * What it is not: the speed of LoRA (bench/bench_llama.c, BENCHMARKS.md).
  */
 #include <check.h>
@@ -601,6 +602,18 @@ START_TEST(grpo_roles_restore_the_gradient) {
 }
 END_TEST
 
+/* Four 10-token sequences (seq's k0 .. k0 + 3) and p's log-probs of them as
+ * their old log-probs (0 at the first token): the batch grpo_step_as_lookahead steps on. */
+static void lookahead_batch(spade_policy *p, int k0, int (*sq)[10], float (*old)[10]) {
+    for (int i = 0; i < 4; i++) {
+        seq(sq[i], 10, k0 + i);
+        float lp[10];
+        ck_assert(spade_policy_logprobs(p, sq[i], 1, 10, lp, err, sizeof err) == 0);
+        old[i][0] = 0;
+        for (int j = 1; j < 10; j++) old[i][j] = lp[j - 1];
+    }
+}
+
 /* The learning-potential look-ahead's copy (spade_policy_clone_adapters): on a
  * LoRA policy it holds its own adapters over the source's base, read in place,
  * and a GRPO step from the source's moments lands on the same adapters,
@@ -644,13 +657,7 @@ START_TEST(adapter_clone_steps_as_the_full_clone) {
         ck_assert(spade_policy_get_moments(p, mv, mv + P, err, sizeof err) == 0);
         int sq[4][10];
         float old[4][10];
-        for (int i = 0; i < 4; i++) {
-            seq(sq[i], 10, 60 + i);
-            float lp[10];
-            ck_assert(spade_policy_logprobs(p, sq[i], 1, 10, lp, err, sizeof err) == 0);
-            old[i][0] = 0;
-            for (int j = 1; j < 10; j++) old[i][j] = lp[j - 1];
-        }
+        lookahead_batch(p, 60, sq, old);
         ck_assert(spade_policy_clone(&full, p, spade_policy_backend_name(p), err, sizeof err) == 0);
         ck_assert_msg(spade_policy_clone_adapters(&lean, p, err, sizeof err) == 0, "%s", err);
         ck_assert(!spade_policy_shares_weights(full) && spade_policy_shares_weights(lean));
@@ -962,6 +969,96 @@ START_TEST(lora_step_keeps_the_quantized_base) {
 }
 END_TEST
 
+/* The look-ahead's copy under sample_weights = q8_0 / q4_1: it reads the
+ * source's quantized base copies in place as it reads the source's F32 base,
+ * so it builds none of its own (spade_policy_sample_weights_builds stays 0,
+ * the source's stays at its one build), and after its trial step its
+ * sampling (the next-token log-softmax pass by pass, and tokens drawn at
+ * temperature 0.9 with their log-probs) equals, bit for bit, a full clone's
+ * that took the same step and quantized the same base itself; the source,
+ * whose adapters did not move, samples otherwise; a copy of the copy reads
+ * the same source's copies and samples as the copy. The copy follows the
+ * source's sample_weights (here switched to f32 while the copy lives) and
+ * refuses to set its own. */
+static void sample_both(spade_policy *q, const int *tok, int n, float *lp, int *t, float *lps, int *nt) {
+    spade_sample_opts so;
+    spade_sample_opts_default(&so);
+    so.temperature = 0.9f;
+    so.max_tokens = 10;
+    so.n_stop = 0;
+    so.seed = 5;
+    next_lp_stepwise(q, tok, n, lp);
+    ck_assert_msg(spade_policy_sample(q, tok, 4, 1, &so, t, lps, nt, err, sizeof err) == 0, "%s", err);
+}
+
+START_TEST(adapter_clone_samples_with_the_source_quantized_base) {
+    enum { T = 8, V = TINY_GGUF_VOCAB * T / 2 };
+    int tok[T];
+    seq(tok, T, 4);
+    for (int a = 0; a < 2; a++)
+        for (int k = 0; k < 2; k++) {
+            const char *kind = k ? "q4_1" : "q8_0", *what = archs[a];
+            char path[512];
+            model_path(path, sizeof path, archs[a], 17);
+            spade_policy *p = load(path, "cpu", 4), *full = NULL, *lean = NULL;
+            ck_assert(spade_policy_set_sample_weights(p, kind, err, sizeof err) == 0);
+            wake_b(p, 5);
+            train_steps(p, 2, NULL, NULL);
+            float lp[3][V], lps[3][10];
+            int t[3][10], n[3];
+            sample_both(p, tok, T, lp[2], t[2], lps[2], &n[2]); /* the source's copies, built once */
+            ck_assert_int_eq(spade_policy_sample_weights_builds(p), 1);
+            size_t P = spade_policy_num_trainable(p);
+            float *mv = malloc(2 * P * sizeof *mv);
+            ck_assert(spade_policy_get_moments(p, mv, mv + P, err, sizeof err) == 0);
+            int sq[4][10];
+            float old[4][10];
+            lookahead_batch(p, 80, sq, old);
+            ck_assert(spade_policy_clone(&full, p, "cpu", err, sizeof err) == 0);
+            ck_assert_msg(spade_policy_clone_adapters(&lean, p, err, sizeof err) == 0, "%s", err);
+            spade_policy *q[2] = {full, lean};
+            for (int c = 0; c < 2; c++) {
+                ck_assert(spade_policy_set_moments(q[c], mv, mv + P, err, sizeof err) == 0);
+                grpo_step_as_lookahead(q[c], sq, old);
+                sample_both(q[c], tok, T, lp[c], t[c], lps[c], &n[c]);
+            }
+            ck_assert_msg(spade_policy_sample_weights_builds(lean) == 0,
+                          "%s %s: the adapter copy quantized the base itself (%ld builds)", what, kind,
+                          spade_policy_sample_weights_builds(lean));
+            ck_assert_int_eq(spade_policy_sample_weights_builds(p), 1);
+            ck_assert_int_eq(spade_policy_sample_weights_builds(full), 1); /* the reference quantized its own */
+            ck_assert_msg(memcmp(lp[0], lp[1], sizeof lp[0]) == 0, "%s %s: the copy decodes unlike the full clone",
+                          what, kind);
+            ck_assert_int_eq(n[0], n[1]);
+            ck_assert_msg(memcmp(t[0], t[1], (size_t)n[0] * 4) == 0 && memcmp(lps[0], lps[1], (size_t)n[0] * 4) == 0,
+                          "%s %s: the copy samples unlike the full clone", what, kind);
+            ck_assert_msg(memcmp(lp[1], lp[2], sizeof lp[1]) != 0, "%s %s: the step changed nothing sampled", what,
+                          kind);
+            /* a copy of the copy reads the same (the source's) quantized base */
+            spade_policy *lean2 = NULL;
+            ck_assert_msg(spade_policy_clone_adapters(&lean2, lean, err, sizeof err) == 0, "%s", err);
+            sample_both(lean2, tok, T, lp[2], t[2], lps[2], &n[2]);
+            ck_assert_int_eq(spade_policy_sample_weights_builds(lean2), 0);
+            ck_assert_int_eq(spade_policy_sample_weights_builds(p), 1);
+            ck_assert_msg(memcmp(lp[1], lp[2], sizeof lp[1]) == 0 && n[1] == n[2] &&
+                              memcmp(t[1], t[2], (size_t)n[1] * 4) == 0,
+                          "%s %s: a copy of the copy samples unlike the copy", what, kind);
+            spade_policy_free(lean2);
+            /* the source's sample_weights, whatever it is when the copy samples */
+            ck_assert(spade_policy_set_sample_weights(lean, "f32", err, sizeof err) != 0);
+            ck_assert_msg(strstr(err, "copied from") != NULL, "%s", err);
+            ck_assert(spade_policy_set_sample_weights(p, "f32", err, sizeof err) == 0);
+            ck_assert(spade_policy_set_sample_weights(full, "f32", err, sizeof err) == 0);
+            for (int c = 0; c < 2; c++) sample_both(q[c], tok, T, lp[c], t[c], lps[c], &n[c]);
+            ck_assert_msg(memcmp(lp[0], lp[1], sizeof lp[0]) == 0,
+                          "%s %s -> f32: the copy decodes unlike the full clone", what, kind);
+            ck_assert_int_eq(spade_policy_sample_weights_builds(lean), 0);
+            free(mv);
+            spade_policy_free(lean), spade_policy_free(full), spade_policy_free(p);
+        }
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("lora");
     TCase *t = tcase_create("lora");
@@ -982,6 +1079,7 @@ int main(void) {
     tcase_add_test(t, release_training_scratch_keeps_the_course);
     tcase_add_test(t, head_rows_equal_full_head);
     tcase_add_test(t, lora_step_keeps_the_quantized_base);
+    tcase_add_test(t, adapter_clone_samples_with_the_source_quantized_base);
     suite_add_tcase(s, t);
     return tu_run(s);
 }

@@ -744,16 +744,7 @@ START_TEST(test_cpu_matches_reference) {
     float *gr = malloc(P * 4), *gf = malloc(P * 4);
     spade_policy_get_grads(r, gr, err, sizeof err);
     spade_policy_get_grads(f, gf, err, sizeof err);
-    const char *name;
-    size_t off, cnt;
-    for (int t = 0; spade_policy_tensor(r, t, &name, &off, &cnt) == 0; t++) {
-        double mx = 0, md = 0;
-        for (size_t j = 0; j < cnt; j++) {
-            mx = fmax(mx, fabs(gr[off + j]));
-            md = fmax(md, fabs(gr[off + j] - gf[off + j]));
-        }
-        ck_assert_msg(md <= 2e-5 * mx + 1e-12, "grad %s: max diff %.3g, max |g| %.3g", name, md, mx);
-    }
+    tu_assert_grads_close(r, gr, gf, 2e-5, "cpu_ref vs cpu");
     spade_adamw_opts o;
     spade_adamw_opts_default(&o);
     float nr, nf;
@@ -821,17 +812,7 @@ START_TEST(test_cuda_parity) {
         ck_assert_msg(spade_policy_backward(g, 1.0f, err, sizeof err) == 0, "%s", err);
         spade_policy_get_grads(r, a, err, sizeof err);
         spade_policy_get_grads(g, b, err, sizeof err);
-        const char *name;
-        size_t off, cnt;
-        for (int t = 0; spade_policy_tensor(r, t, &name, &off, &cnt) == 0; t++) {
-            double mx = 0, md = 0;
-            for (size_t j = 0; j < cnt; j++) {
-                mx = fmax(mx, fabs(a[off + j]));
-                md = fmax(md, fabs(a[off + j] - b[off + j]));
-            }
-            ck_assert_msg(md <= 2e-3 * mx + 1e-12, "sparse %d: grad %s: max diff %.3g, max |g| %.3g", sparse, name, md,
-                          mx);
-        }
+        tu_assert_grads_close(r, a, b, 2e-3, "sparse %d, cpu vs cuda", sparse);
     }
     spade_adamw_opts o;
     spade_adamw_opts_default(&o);

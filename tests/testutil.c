@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <math.h>
 #include <ftw.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -241,4 +242,28 @@ void tu_next_logprobs(spade_policy *p, const int *h, int n, float *out) {
     ck_assert_msg(spade_decoder_append(d, 0, h, n, e, sizeof e) == 0, "decoder_append: %s", e);
     ck_assert_msg(spade_decoder_next_logprobs(d, 0, out, e, sizeof e) == 0, "next_logprobs: %s", e);
     spade_decoder_free(d);
+}
+
+void tu_assert_grads_close_at(const char *file, int line, const spade_policy *p, const float *ref, const float *got,
+                              double rel, const char *fmt, ...) {
+    char what[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    const char *name;
+    size_t off, cnt;
+    for (int t = 0; spade_policy_tensor(p, t, &name, &off, &cnt) == 0; t++) {
+        double mx = 0, md = 0;
+        size_t at = 0;
+        for (size_t j = 0; j < cnt; j++) {
+            double r = ref[off + j], d = fabs(r - got[off + j]);
+            mx = fmax(mx, fabs(r));
+            /* a NaN difference is kept (fmax would drop it): it fails below */
+            if (!isnan(md) && !(d <= md)) md = d, at = j;
+        }
+        ck_assert_msg(md <= rel * mx + 1e-12,
+                      "%s:%d: %s%sgrad %s[%zu]: %.9g vs %.9g, max diff %.3g, max |g| %.3g (tolerance %.3g relative)",
+                      file, line, what, *what ? ": " : "", name, at, ref[off + at], got[off + at], md, mx, rel);
+    }
 }

@@ -2,7 +2,8 @@
  *
  * What it is: finding the source tree and its test environments, sandboxes for
  * a fixture, counting open fds and child processes (leak and zombie checks),
- * scratch directories under mkdtemp(), and the one way a suite is run. Each
+ * scratch directories under mkdtemp(), two gradients compared tensor by
+ * tensor, and the one way a suite is run. Each
  * helper fails the running test (ck_assert) rather than returning an error.
  * What it is not: part of the library, nor a place for a single suite's
  * helpers (those stay in their test file). tests/test_hostile.c keeps its own
@@ -68,6 +69,19 @@ double tu_sampled_logprob(const float *lp1, int V, double temp, double top_p, in
 /* spade_decoder_next_logprobs of the sequence h[0..n) prefilled in a fresh
  * one-slot decoder of p: the temperature-1 distribution after it (V floats). */
 void tu_next_logprobs(spade_policy *p, const int *h, int n, float *out);
+
+/* Two gradient vectors of p's parameters agree tensor by tensor
+ * (spade_policy_tensor's order and offsets): within each tensor the largest
+ * |ref - got| is at most rel times the largest |ref| there (plus 1e-12, for
+ * an all-zero tensor); a NaN in either fails. On failure the test fails with
+ * the caller's file and line, the label (printf's fmt and arguments; "" for
+ * none), the tensor's name, the index in it of the largest difference, both
+ * values there, the difference and the tensor's largest |ref|. ref is the
+ * reference (cpu_ref, say), got the path under test. */
+#define tu_assert_grads_close(p, ref, got, rel, ...)                                                                   \
+    tu_assert_grads_close_at(__FILE__, __LINE__, (p), (ref), (got), (rel), __VA_ARGS__)
+void tu_assert_grads_close_at(const char *file, int line, const spade_policy *p, const float *ref, const float *got,
+                              double rel, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 
 /* Runs every test of s; the exit status for main. */
 int tu_run(Suite *s);

@@ -438,6 +438,9 @@ static int alloc_policy(spade_policy **out, const spade_gpt_config *cfg, const s
      * policy opened to sample, score or export holds 1 x, not 4 x, its
      * parameters (Qwen2.5-0.5B: 2 GB instead of 8). */
     p->params_borrowed = base != NULL;
+    /* its quantized sampling copies are read in place too (sample_q8.c): from
+     * the policy that owns them, when base itself borrows (a copy of a copy) */
+    p->base_owner = base && base->base_owner ? base->base_owner : (spade_policy *)base;
     p->params_mem = base ? base->params_mem : BE->alloc(BX, bytes);
     if (!p->params_mem) {
         spade_errf(err, errlen, "cannot allocate %zu bytes for %zu parameters on %s: %s", bytes, p->num_params,

@@ -162,6 +162,10 @@ struct spade_policy {
     float *params_mem;
     int params_borrowed; /* 1: params_mem is another policy's frozen weights, read in place
                           * (spade_policy_clone_adapters): never written, never freed here */
+    /* that other policy (NULL unless params_borrowed): its quantized sampling
+     * copies and their kind are read in its place too (sample_q8.c); it must
+     * outlive this one */
+    spade_policy *base_owner;
     ParameterTensors params; /* the weights (a Llama: wte only, wpe NULL) */
     size_t ntrain; /* floats of the trained vector: grads_mem, m_mem, v_mem (num_params) */
     float *grads_mem; /* NULL until the first backward or step (gpt_ensure_grads) */
@@ -226,7 +230,8 @@ struct spade_policy {
      * 4-bit) copies of a Llama's matrices for the decoding batch, 4 a layer
      * (qkv, attproj, fc, fcproj) and the head last; q8_valid = 0 after the
      * base weights change (not after a LoRA step: they hold the frozen base);
-     * q8_builds counts the quantizations. */
+     * q8_builds counts the quantizations. A policy with a base_owner holds
+     * none: it uses (and, when stale, builds) its owner's. */
     spade_q8mat *q8;
     int q8_valid;
     long q8_builds;

@@ -129,7 +129,12 @@ int spade_policy_clone(spade_policy **out, const spade_policy *src, const char *
  * scratch a step needs come as for any policy) over src's frozen base weights,
  * read in place on src's backend, so the copy of Qwen2.5-Coder-0.5B at rank 8
  * holds 3.9 M adapter floats (62 MB with gradient and moments), not 2 GB of
- * weights. src must outlive the copy (free the copy first); its base never
+ * weights. Under sample_weights = q8_0 / q4_1 it samples with src's
+ * quantized copies of that base as well (its adapters, its own, run in F32
+ * beside them), building none of its own: its first sampling pass builds
+ * src's if they are stale, as src's next pass would, and it follows src's
+ * sample_weights (setting its own is refused). src must outlive the copy
+ * (free the copy first); its base never
  * changes under LoRA, and the copy refuses spade_policy_set_params. Without
  * LoRA everything trains: a full spade_policy_clone on src's backend. Used by
  * self-play's learning-potential look-ahead, whose copy takes one step and is

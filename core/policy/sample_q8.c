@@ -14,7 +14,9 @@
  * weights, and sampling always sees the current ones. Under LoRA the copy
  * holds the frozen base alone (the adapters' low-rank path runs in F32 beside
  * it, llama_pass_layers), so adapter steps keep it: a GRPO update of Qwen
- * does not requantize its 0.5 B weights.
+ * does not requantize its 0.5 B weights, and a copy over the same base
+ * (spade_policy_clone_adapters) samples with the source's copies instead of
+ * quantizing the base again.
  * What it is not: smaller in memory (the F32 weights stay for training: the
  * copy adds a quarter of their size, q4_1 about a fifth), or for the GPT family or other backends
  * (refused with a message, not silently run in F32).
@@ -45,6 +47,12 @@ int spade_policy_set_sample_weights(spade_policy *p, const char *kind, char *err
         spade_errf(err, errlen, "policy.sample_weights = '%s': expected f32, q8_0 or q4_1", kind ? kind : "(null)");
         return SPADE_POLICY_EINVAL;
     }
+    if (p->base_owner) {
+        spade_errf(err, errlen,
+                   "policy.sample_weights: this policy samples with the quantized copies of the weights it reads "
+                   "in place (spade_policy_clone_adapters); set sample_weights on the policy it was copied from");
+        return SPADE_POLICY_EINVAL;
+    }
     snprintf(p->cfg.sample_weights, sizeof p->cfg.sample_weights, "%s", q8 == 2 ? "q4_1" : q8 ? "q8_0" : "f32");
     policy_q8_free(p);
     return 0;
@@ -60,8 +68,18 @@ void policy_q8_free(spade_policy *p) {
     p->q8_valid = 0;
 }
 
-/* Builds the copies if sample_weights asks for them and they are stale. */
+/* Builds the copies if sample_weights asks for them and they are stale. A
+ * policy that reads another's frozen base in place (base_owner) brings its
+ * owner's copies up to date instead, with the owner's sample_weights: they are
+ * quantizations of the very weights it reads, and the adapters, its own, run
+ * in F32 beside them (llama_pass_layers), so it never holds copies of its own.
+ * Reading the owner's state at every pass (not a pointer taken once) keeps it
+ * right when the owner rebuilds or frees its copies meanwhile. */
 int policy_q8_sync(spade_policy *p, char *err, size_t errlen) {
+    if (p->base_owner) {
+        memcpy(p->cfg.sample_weights, p->base_owner->cfg.sample_weights, sizeof p->cfg.sample_weights);
+        return policy_q8_sync(p->base_owner, err, errlen);
+    }
     int q8 = 0;
     spade_sample_weights_parse(p->cfg.sample_weights, &q8);
     if (!q8 || p->q8_valid) return 0;
@@ -123,8 +141,9 @@ oom:
  * 4 L for the head) when it is there and r is small, else the backend's F32 matmul. */
 int policy_q8_matmul(spade_policy *p, int which, float *out, const float *in, const float *w, const float *bias, int r,
                      int IC, int OC, char *err, size_t errlen) {
-    if (p->q8_valid && r <= Q8_MAX_ROWS) {
-        if (spade_q8_matmul(out, in, &p->q8[which], bias, r)) {
+    const spade_policy *h = p->base_owner ? p->base_owner : p; /* whose copies (policy_q8_sync) */
+    if (h->q8_valid && r <= Q8_MAX_ROWS) {
+        if (spade_q8_matmul(out, in, &h->q8[which], bias, r)) {
             spade_errf(err, errlen, "out of memory quantizing %d activation rows", r);
             return SPADE_POLICY_ENOMEM;
         }
