@@ -70,6 +70,9 @@ enum { M_PASS, M_HINT, M_REGRET, M_REWARD, M_VENDI, M_CUM, M_EVAL, N_METRICS };
 static const char *const metric_names[N_METRICS] = {
     "pass rate without the hint",   "pass rate with the hint",   "regret",          "designer reward",
     "Vendi/n within the iteration", "Vendi/n of the run so far", "held-out success"};
+/* The same in a plot's legend, which cuts labels at 30 characters. */
+static const char *const metric_short[N_METRICS] = {"no hint", "hint",       "regret",  "reward",
+                                                    "within",  "run so far", "held-out"};
 
 /* ---- statistics ---- */
 
@@ -442,7 +445,7 @@ static void mean_plot(cmp *C, const char *file, const char *title, const char *y
             }
             char label[96];
             if (nm > 1)
-                snprintf(label, sizeof label, "%s: %s", C->arms[a].name, metric_names[metrics[m]]);
+                snprintf(label, sizeof label, "%s: %s", C->arms[a].name, metric_short[metrics[m]]);
             else
                 snprintf(label, sizeof label, "%s", C->arms[a].name);
             ok = arm_lines(p, a, label, y, intervals ? lo : NULL, intervals ? hi : NULL, m > 0) == 0;
