@@ -7,8 +7,9 @@
 # "eval" key are each handled; a directory that is not a run is refused by
 # name. `spade report --compare` on two arms of two template-designer runs:
 # pooled counts are the sums of the runs' own, means are over runs with an
-# interval only from 2 runs, the run-so-far Vendi/n is spade vendi's, and a
-# missing run, unequal lengths and a torn last line are said.
+# interval only from 2 runs, the run-so-far Vendi/n is spade vendi's, held-out
+# success comes from "eval" lines, and a missing run, unequal lengths and a
+# torn last line are said.
 # Not a test of how the plots look (a person looks at them).
 
 NAME=report
@@ -236,6 +237,16 @@ done
 v=$("$SPADE" vendi $dirs | awk '/^n [0-9]+ vendi/ {printf "%.3f", $4 / $2}')
 [ -n "$v" ] && sed -n '/^### Vendi\/n of the run so far/,/^###/p' "$C/solo/compare.md" | grep -q "^| 3 | $v (1) |"
 check $? "Vendi/n of the run so far, at its last iteration, is spade vendi's over the run's valid sources ($v)"
+# held-out success, when the runs' train.jsonl has "eval" lines: at the iterations that have one
+for r in t1 t2; do
+    cp -r "$C/$r" "$C/${r}eval"
+    printf '{"iteration":1,"eval":{"suite":"heldout","episodes":4,"success":0.%s}}\n' "${r#t}" >>"$C/${r}eval/train.jsonl"
+done
+(cd "$TMP" && "$SPADE" report --compare evaluated=cmp/t1eval,cmp/t2eval frozen=cmp/f3,cmp/f4 --out cmp/eval) >"$TMP/out" 2>&1 &&
+    wellformed "$C/eval/heldout.svg" && sed -n '/^### held-out success/,$p' "$C/eval/compare.md" | grep -q '^| 1 | 0.150 \[.*\] (2) | – |' &&
+    [ "$(sed -n '/^### held-out success/,$p' "$C/eval/compare.md" | grep -c '^| [0-9]')" -eq 1 ] &&
+    grep -q 'No held-out success' "$C/report/compare.md" && [ ! -e "$C/report/heldout.svg" ]
+check $? "held-out success from \"eval\" lines, at the iterations that have one; none without"
 # errors and warnings as the one-run report gives them
 (cd "$TMP" && "$SPADE" report --compare trained=cmp/t1,cmp/nowhere frozen=cmp/f3) >"$TMP/out" 2>&1
 [ $? -eq 1 ] && grep -q "cmp/nowhere (arm trained): No such file" "$TMP/out"; check $? "a missing run directory is an error naming it and its arm"
