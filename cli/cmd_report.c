@@ -64,8 +64,8 @@ void cli_usage_report(FILE *out) {
                  "pooled over its runs with Wilson 95%% intervals; the mean over its runs, with a t\n"
                  "95%% interval across them, of pass rates without and with the hint, regret,\n"
                  "designer reward, Vendi/n within the iteration and of the run so far (from its\n"
-                 "spade.db), and held-out success; over the last K iterations, the first arm minus\n"
-                 "each other with a 95%% interval.\n"
+                 "spade.db), held-out success and seconds an iteration; over the last K\n"
+                 "iterations, the first arm minus each other with a 95%% interval.\n"
                  "\n"
                  "  -o, --out DIR   where to write (created; files there are replaced)\n"
                  "  -n, --top N     environments in each best/worst table (default 5)\n"
@@ -158,6 +158,7 @@ static int read_row(run_log *L, const spade_json *o, row *r) {
     int has_ts = ts && ts->type == SPADE_JSON_OBJECT;
     for (int k = 0; k < N_TIMES; k++)
         r->t[k] = has_ts ? get_num(ts, time_keys[k]) : time_old_keys[k] ? get_num(o, time_old_keys[k]) : 0;
+    r->t_total = has_ts ? get_num(ts, "total") : NAN;
     r->success = get_num(o, "success");
     r->mean_return = get_num(o, "mean_return");
     r->loss = get_num(o, "loss");

@@ -45,6 +45,7 @@ typedef struct cmp_run {
     int *at; /* (n_its) the row of each common iteration */
     double *cum; /* (n_its) Vendi/n of the valid environments up to that iteration; NAN: not computed */
     const char *cum_none; /* why there is no cumulative Vendi/n, or NULL */
+    int cum_capped; /* > 0: from this iteration on, more than MAX_CUM_ENVS valid environments: none shown */
 } cmp_run;
 
 typedef struct cmp_arm {
@@ -62,17 +63,17 @@ typedef struct cmp {
     int n_gates, novelty; /* novelty: index of the "novelty" gate, or -1 */
     char dir[SPADE_PATH_MAX];
     char written[16][32];
-    int n_written, failed, has_eval, has_cum;
+    int n_written, failed, has_eval, has_cum, has_time;
     double *x; /* (n_its) the plots' x */
 } cmp;
 
-enum { M_PASS, M_HINT, M_REGRET, M_REWARD, M_VENDI, M_CUM, M_EVAL, N_METRICS };
+enum { M_PASS, M_HINT, M_REGRET, M_REWARD, M_VENDI, M_CUM, M_EVAL, M_TIME, N_METRICS };
 static const char *const metric_names[N_METRICS] = {
-    "pass rate without the hint",   "pass rate with the hint",   "regret",          "designer reward",
-    "Vendi/n within the iteration", "Vendi/n of the run so far", "held-out success"};
+    "pass rate without the hint",   "pass rate with the hint",   "regret",           "designer reward",
+    "Vendi/n within the iteration", "Vendi/n of the run so far", "held-out success", "seconds an iteration"};
 /* The same in a plot's legend, which cuts labels at 30 characters. */
-static const char *const metric_short[N_METRICS] = {"no hint", "hint",       "regret",  "reward",
-                                                    "within",  "run so far", "held-out"};
+static const char *const metric_short[N_METRICS] = {"no hint", "hint",       "regret",   "reward",
+                                                    "within",  "run so far", "held-out", "seconds"};
 
 /* ---- statistics ---- */
 
@@ -288,7 +289,10 @@ static void cumulative_vendi(const cmp *C, cmp_run *R) {
         int n = 0;
         while (n < k && it[n] <= C->its[i]) n++;
         double v;
-        if (n == m && l.n > m) break; /* past the cap: not the run's whole set, so not shown */
+        if (l.n > m && l.v[m].iteration <= C->its[i]) { /* past the cap: not the run's whole set, so not shown */
+            R->cum_capped = C->its[i];
+            break;
+        }
         if (n && spade_vendi(X, n, SPADE_VENDI_DIM, &v, err, sizeof err) == 0) R->cum[i] = v / n;
     }
     if (!X || !it) R->cum_none = "out of memory";
@@ -309,6 +313,7 @@ static double run_metric(const cmp_run *R, int metric, int i) {
     case M_REWARD: return r->reward;
     case M_VENDI: return r->vendi_n;
     case M_CUM: return R->cum[i];
+    case M_TIME: return r->t_total;
     default: return r->eval;
     }
 }
@@ -317,7 +322,7 @@ static double run_metric(const cmp_run *R, int metric, int i) {
  * interval reaches past them, and the mean cannot. */
 static stat_ci clamp_ci(stat_ci s, int metric) {
     double lo = metric == M_REGRET ? -1 : 0, hi = 1;
-    if (metric == M_REWARD || !isfinite(s.lo)) return s; /* a designer reward has no fixed range */
+    if (metric == M_REWARD || metric == M_TIME || !isfinite(s.lo)) return s; /* no fixed range */
     if (s.lo < lo) s.lo = lo;
     if (s.hi > hi) s.hi = hi;
     return s;
@@ -461,13 +466,15 @@ static void compare_plots(cmp *C) {
     static const int pass[] = {M_PASS, M_HINT};
     mean_plot(C, "pass.svg", "Pass rates of the valid environments (solid: without the hint; dashed: with it)",
               "success rate", pass, 2, 0, 1);
-    static const int regret[] = {M_REGRET}, reward[] = {M_REWARD}, vendi[] = {M_VENDI, M_CUM}, eval[] = {M_EVAL};
+    static const int regret[] = {M_REGRET}, reward[] = {M_REWARD}, vendi[] = {M_VENDI, M_CUM}, eval[] = {M_EVAL},
+                     secs[] = {M_TIME};
     mean_plot(C, "regret.svg", "Regret: success with the hint minus without (mean over runs)", "regret", regret, 1, 1,
               0);
     mean_plot(C, "designer_reward.svg", "Designer reward (mean over runs)", "mean reward", reward, 1, 1, 0);
     mean_plot(C, "vendi.svg", "Vendi/n: within each iteration (solid) and of the run so far (dashed)", "Vendi / n",
               vendi, C->has_cum ? 2 : 1, 0, 1);
     if (C->has_eval) mean_plot(C, "heldout.svg", "Held-out success (mean over runs)", "success rate", eval, 1, 1, 1);
+    if (C->has_time) mean_plot(C, "time.svg", "Seconds per iteration (mean over runs)", "seconds", secs, 1, 1, 0);
 }
 
 static void link_plot(FILE *md, const cmp *C, const char *file, const char *alt) {
@@ -569,7 +576,8 @@ static void md_summary(FILE *md, const cmp *C) {
         if (k > 0 && g != C->novelty) summary_share(md, C, name, g);
     }
     for (int m = 0; m < N_METRICS; m++)
-        if ((m != M_CUM || C->has_cum) && (m != M_EVAL || C->has_eval)) summary_mean(md, C, m);
+        if ((m != M_CUM || C->has_cum) && (m != M_EVAL || C->has_eval) && (m != M_TIME || C->has_time))
+            summary_mean(md, C, m);
     fprintf(md, "\n");
 }
 
@@ -658,6 +666,11 @@ static void md_head(FILE *md, const cmp *C) {
             for (int w = 0; w < R->L.n_warnings; w++) fprintf(md, "> **Warning:** %s\n\n", R->L.warnings[w]);
             if (R->cum_none)
                 fprintf(md, "> `%s` has %s: its Vendi/n of the run so far is left out.\n\n", R->dir, R->cum_none);
+            if (R->cum_capped)
+                fprintf(md,
+                        "> `%s` has more than %d valid environments from iteration %d on: its Vendi/n of the run "
+                        "so far is left out from there.\n\n",
+                        R->dir, MAX_CUM_ENVS, R->cum_capped);
         }
     if (C->n_its > MAX_CUM_POINTS)
         fprintf(md,
@@ -687,6 +700,7 @@ static int write_md(const cmp *C, const char *path) {
     link_plot(md, C, "designer_reward.svg", "designer reward");
     link_plot(md, C, "vendi.svg", "Vendi / n");
     link_plot(md, C, "heldout.svg", "held-out success");
+    link_plot(md, C, "time.svg", "seconds per iteration");
     fprintf(md,
             "Plots draw each arm in one colour: its mean (a pooled share for validity) and, thin and dashed, "
             "its 95%% interval; a gap is an iteration with no value (nothing valid to play), never a zero.\n\n"
@@ -696,7 +710,8 @@ static int write_md(const cmp *C, const char *path) {
             "interval; – is no value.\n\n");
     for (int a = 0; a < C->n_arms; a++) md_counts(md, C, &C->arms[a]);
     for (int m = 0; m < N_METRICS; m++)
-        if ((m != M_CUM || C->has_cum) && (m != M_EVAL || C->has_eval)) md_metric(md, C, m);
+        if ((m != M_CUM || C->has_cum) && (m != M_EVAL || C->has_eval) && (m != M_TIME || C->has_time))
+            md_metric(md, C, m);
     if (fclose(md) != 0) return cli_err(-1, "report", "%s: write failed", path);
     return 0;
 }
@@ -736,6 +751,7 @@ static int load(cmp *C, int argc, char **argv) {
             for (int i = 0; i < C->n_its; i++) {
                 C->has_cum |= isfinite(R->cum[i]);
                 C->has_eval |= isfinite(R->L.rows[R->at[i]].eval);
+                C->has_time |= isfinite(R->L.rows[R->at[i]].t_total);
             }
         }
     return 0;

@@ -21,7 +21,7 @@ typedef struct row {
     double written, valid, gate[MAX_GATES];
     double pass, pass_hint, regret, reward, vendi_n, pool_success, eval;
     int eval_only; /* the line held only an "eval" */
-    double t[N_TIMES];
+    double t[N_TIMES], t_total; /* t_total: time_s.total, the whole iteration (NAN in an older log) */
     double success, mean_return, loss, env_success[MAX_POOL_ENVS];
     int selfplay;
 } row;

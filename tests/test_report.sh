@@ -223,6 +223,9 @@ check $? "the summary pools the valid counts of the last K = 2 iterations ($k/$w
 want=$(for r in t1 t2; do jkey "$C/$r/train.jsonl" 1 designer_reward; done | awk '{ s += $1 } END { printf "%.3f", s / 2 }')
 sed -n '/^### designer reward/,/^###/p' "$M" | grep -q "^| 0 | $want \[[-0-9.]*, [-0-9.]*\] (2) |"
 check $? "a mean over an arm's 2 runs, with an interval across them ($want)"
+secs=$(for r in t1 t2; do jkey "$C/$r/train.jsonl" 2 total; done | awk '{ s += $1 } END { printf "%.3f", s / 2 }')
+sed -n '/^### seconds an iteration/,/^###/p' "$M" | grep -q "^| 1 | $secs \[[-0-9.]*, [-0-9.]*\] (2) |" && [ -s "$C/report/time.svg" ]
+check $? "the seconds an iteration took (time_s.total), the check of equal compute ($secs)"
 # one run in an arm: a value, no interval; the difference has none either
 (cd "$TMP" && "$SPADE" report --compare solo=cmp/t1 frozen=cmp/f3,cmp/f4 --out cmp/solo) >"$TMP/out" 2>&1 &&
     grep -q '^| designer reward | [-0-9.]* (1) | [-0-9.]* \[.*\] (2) | [-+0-9.]* (no interval) |' "$C/solo/compare.md" &&
@@ -243,8 +246,8 @@ for r in t1 t2; do
     printf '{"iteration":1,"eval":{"suite":"heldout","episodes":4,"success":0.%s}}\n' "${r#t}" >>"$C/${r}eval/train.jsonl"
 done
 (cd "$TMP" && "$SPADE" report --compare evaluated=cmp/t1eval,cmp/t2eval frozen=cmp/f3,cmp/f4 --out cmp/eval) >"$TMP/out" 2>&1 &&
-    wellformed "$C/eval/heldout.svg" && sed -n '/^### held-out success/,$p' "$C/eval/compare.md" | grep -q '^| 1 | 0.150 \[.*\] (2) | – |' &&
-    [ "$(sed -n '/^### held-out success/,$p' "$C/eval/compare.md" | grep -c '^| [0-9]')" -eq 1 ] &&
+    wellformed "$C/eval/heldout.svg" && sed -n '/^### held-out success/,/^### seconds/p' "$C/eval/compare.md" | grep -q '^| 1 | 0.150 \[.*\] (2) | – |' &&
+    [ "$(sed -n '/^### held-out success/,/^### seconds/p' "$C/eval/compare.md" | grep -c '^| [0-9]')" -eq 1 ] &&
     grep -q 'No held-out success' "$C/report/compare.md" && [ ! -e "$C/report/heldout.svg" ]
 check $? "held-out success from \"eval\" lines, at the iterations that have one; none without"
 # errors and warnings as the one-run report gives them
