@@ -45,6 +45,7 @@ typedef struct cmp_run {
     int *at; /* (n_its) the row of each common iteration */
     double *cum; /* (n_its) Vendi/n of the valid environments up to that iteration; NAN: not computed */
     const char *cum_none; /* why there is no cumulative Vendi/n, or NULL */
+    int cum_from_source; /* valid environments without a stored embedding, embedded from their source */
     int cum_capped; /* > 0: from this iteration on, more than MAX_CUM_ENVS valid environments: none shown */
 } cmp_run;
 
@@ -250,8 +251,8 @@ static int by_iteration_then_id(const void *pa, const void *pb) {
 }
 
 /* R->cum[i]: Vendi/n of the run's valid archived environments written at iterations <= its[i], each
- * source embedded as the loop embeds it; at every common iteration, or at MAX_CUM_POINTS evenly spaced
- * ones (always the last). Without an archive R->cum_none says why. */
+ * by the embedding the loop stored with it (the one its vendi_n used), or else its source's; at every common iteration,
+ * or at MAX_CUM_POINTS evenly spaced ones (always the last). Without an archive R->cum_none says why. */
 static void cumulative_vendi(const cmp *C, cmp_run *R) {
     char db[SPADE_PATH_MAX + 16], err[SPADE_PATH_MAX + 256];
     struct stat st;
@@ -277,9 +278,14 @@ static void cumulative_vendi(const cmp *C, cmp_run *R) {
     for (int i = 0; X && it && i < m; i++) {
         spade_archive_env e;
         if (spade_archive_get_env(a, l.v[i].id, &e, err, sizeof err)) continue;
-        if (e.source && e.source_len) {
-            spade_vendi_embed(e.source, e.source_len, X + (size_t)k * SPADE_VENDI_DIM, SPADE_VENDI_DIM);
+        double *x = X + (size_t)k * SPADE_VENDI_DIM;
+        if (e.embedding && e.embed_dim == SPADE_VENDI_DIM) { /* the loop's own (a template's: its fillings) */
+            for (int d = 0; d < SPADE_VENDI_DIM; d++) x[d] = e.embedding[d];
             it[k++] = l.v[i].iteration;
+        } else if (e.source && e.source_len) { /* an archive without it: the source's, as spade vendi embeds it */
+            spade_vendi_embed(e.source, e.source_len, x, SPADE_VENDI_DIM);
+            it[k++] = l.v[i].iteration;
+            R->cum_from_source++;
         }
         spade_archive_env_clear(&e);
     }
@@ -666,6 +672,11 @@ static void md_head(FILE *md, const cmp *C) {
             for (int w = 0; w < R->L.n_warnings; w++) fprintf(md, "> **Warning:** %s\n\n", R->L.warnings[w]);
             if (R->cum_none)
                 fprintf(md, "> `%s` has %s: its Vendi/n of the run so far is left out.\n\n", R->dir, R->cum_none);
+            if (R->cum_from_source)
+                fprintf(md,
+                        "> `%s`: %d valid environment%s of the archive had no stored embedding, embedded from "
+                        "the source as `spade vendi` does.\n\n",
+                        R->dir, R->cum_from_source, R->cum_from_source == 1 ? "" : "s");
             if (R->cum_capped)
                 fprintf(md,
                         "> `%s` has more than %d valid environments from iteration %d on: its Vendi/n of the run "
@@ -679,8 +690,9 @@ static void md_head(FILE *md, const cmp *C) {
                 (C->n_its + MAX_CUM_POINTS - 1) / MAX_CUM_POINTS, MAX_CUM_POINTS);
     fprintf(md, "Two Vendi/n figures: **within the iteration** is train.jsonl's `vendi_n`, the valid environments of "
                 "that iteration among themselves; **of the run so far** is computed here from the run's archive "
-                "(`spade.db`): every valid environment the run wrote up to that iteration, embedded as the loop "
-                "embeds them (docs/selfplay.md, \"Diversity\"), one run at a time (never pooled over seeds, which "
+                "(`spade.db`): every valid environment the run wrote up to that iteration, by the embedding the "
+                "loop stored with it, the one `vendi_n` used (a template's fillings; a written source's "
+                "5-grams: docs/selfplay.md, \"Diversity\"), one run at a time (never pooled over seeds, which "
                 "would count different seeds' environments as diversity).\n\n");
     if (!C->has_eval)
         fprintf(md,

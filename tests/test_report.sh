@@ -231,15 +231,13 @@ check $? "the seconds an iteration took (time_s.total), the check of equal compu
     grep -q '^| designer reward | [-0-9.]* (1) | [-0-9.]* \[.*\] (2) | [-+0-9.]* (no interval) |' "$C/solo/compare.md" &&
     ! sed -n '/^### designer reward/,/^###/p' "$C/solo/compare.md" | grep -q '^| 0 | [-0-9.]* \['
 check $? "an arm of one run has no interval, and neither has its difference"
-# the run so far: Vendi/n of a run's valid sources up to its last iteration is spade vendi's over them
-mkdir -p "$TMP/t1valid"
-dirs=
-for id in $("$SPADE" archive list "$C/t1" --valid | awk 'NR > 1 {print $1}'); do
-    mkdir -p "$TMP/t1valid/$id" && "$SPADE" archive export "$C/t1" "$id" --to "$TMP/t1valid/$id" >/dev/null && dirs="$dirs $TMP/t1valid/$id"
-done
-v=$("$SPADE" vendi $dirs | awk '/^n [0-9]+ vendi/ {printf "%.3f", $4 / $2}')
-[ -n "$v" ] && sed -n '/^### Vendi\/n of the run so far/,/^###/p' "$C/solo/compare.md" | grep -q "^| 3 | $v (1) |"
-check $? "Vendi/n of the run so far, at its last iteration, is spade vendi's over the run's valid sources ($v)"
+# the run so far: by the embedding the loop stored with each valid environment, which for written
+# sources (the micro run's files designer) is spade vendi's; at the last iteration, all 4 of them
+vn=$("$SPADE" vendi "$TMP/four" | awk '/^n 4 vendi/ {printf "%.3f", $4 / 4}')
+(cd "$TMP" && "$SPADE" report --compare files=runs/default --out cmp/files) >"$TMP/out" 2>&1 &&
+    sed -n '/^### Vendi\/n of the run so far/,/^###/p' "$C/files/compare.md" | grep -q "^| 1 | $vn (1) |" &&
+    ! sed -n '/^### Vendi\/n of the run so far/,/^###/p' "$C/files/compare.md" | grep -q "^| 0 | $vn (1) |"
+check $? "Vendi/n of the run so far, at its last iteration, is spade vendi's over the run's valid sources ($vn)"
 # held-out success, when the runs' train.jsonl has "eval" lines: at the iterations that have one
 for r in t1 t2; do
     cp -r "$C/$r" "$C/${r}eval"
