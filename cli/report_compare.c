@@ -382,7 +382,10 @@ static void mean_cell(char *b, size_t cap, stat_ci s) {
         snprintf(b, cap, "%.3f [%.3f, %.3f] (%d)", s.mean, s.lo, s.hi, s.n);
 }
 
+static double no_minus_zero(double v) { return fabs(v) < 5e-4 ? 0 : v; } /* "-0.000" reads as a finding */
+
 static void diff_cell(char *b, size_t cap, double d, int ok, double lo, double hi) {
+    d = no_minus_zero(d), lo = no_minus_zero(lo), hi = no_minus_zero(hi);
     if (!isfinite(d))
         snprintf(b, cap, "–");
     else if (!ok)
