@@ -25,12 +25,10 @@
 #include "archive.h"
 #include "cli.h"
 #include "json.h"
+#include "report_log.h"
 #include "report_svg.h"
 #include "vendi.h"
 
-#define MAX_GATES 24
-#define MAX_POOL_ENVS 12
-#define N_TIMES 7
 #define MAX_VENDI 5000 /* newest valid environments in the cumulative Vendi score (memory: n x 1024 doubles) */
 
 /* The phases' seconds: train.jsonl's "time_s" (docs/selfplay.md, "An iteration's time"), or, in a log
@@ -45,6 +43,7 @@ static const char *const time_names[N_TIMES] = {"designer prefill", "designer de
 
 void cli_usage_report(FILE *out) {
     fprintf(out, "usage: spade report RUN_DIR [--out DIR] [--top N]\n"
+                 "       spade report --compare ARM=RUN[,RUN...] [ARM=RUN[,RUN...]...] [--out DIR] [--last K]\n"
                  "\n"
                  "Writes a report of a run that spade train made: SVG plots over iterations and a\n"
                  "markdown summary, DIR/report.md, that links them (default DIR: RUN_DIR/report).\n"
@@ -58,34 +57,25 @@ void cli_usage_report(FILE *out) {
                  "A null in train.jsonl is a gap in a plot, not a zero; a half-written last line\n"
                  "(a killed run) is skipped with a warning.\n"
                  "\n"
+                 "With --compare: several runs grouped into arms (the seeds of a trained and of a\n"
+                 "frozen designer, say), compared over the iterations every run has, in\n"
+                 "DIR/compare.md (default DIR: ./compare) with plots that overlay the arms: per arm\n"
+                 "and iteration, the valid share, each gate's share and the near-copies (novelty)\n"
+                 "pooled over its runs with Wilson 95%% intervals; the mean over its runs, with a t\n"
+                 "95%% interval across them, of pass rates without and with the hint, regret,\n"
+                 "designer reward, Vendi/n within the iteration and of the run so far (from its\n"
+                 "spade.db), held-out success and seconds an iteration; over the last K\n"
+                 "iterations, the first arm minus each other with a 95%% interval.\n"
+                 "\n"
                  "  -o, --out DIR   where to write (created; files there are replaced)\n"
                  "  -n, --top N     environments in each best/worst table (default 5)\n"
+                 "  -c, --compare   compare arms: each argument is NAME=RUN[,RUN...]\n"
+                 "  -k, --last K    with --compare: the summary's iterations, the last K (default\n"
+                 "                  10; 0: all)\n"
                  "  -h, --help      this help\n");
 }
 
 /* ---- train.jsonl ---- */
-
-typedef struct row {
-    int iteration;
-    double written, valid, gate[MAX_GATES];
-    double pass, pass_hint, regret, reward, vendi_n, pool_success, eval;
-    int eval_only; /* the line held only an "eval" */
-    double t[N_TIMES];
-    double success, mean_return, loss, env_success[MAX_POOL_ENVS];
-    int selfplay;
-} row;
-
-typedef struct run_log {
-    row *rows;
-    int n, cap;
-    char gates[MAX_GATES][32];
-    int n_gates;
-    char envs[MAX_POOL_ENVS][96];
-    int n_envs, more_envs;
-    int skipped, torn_tail; /* lines not read; the last line was half written */
-    char warnings[8][320];
-    int n_warnings;
-} run_log;
 
 static void warn(run_log *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void warn(run_log *L, const char *fmt, ...) {
@@ -168,6 +158,7 @@ static int read_row(run_log *L, const spade_json *o, row *r) {
     int has_ts = ts && ts->type == SPADE_JSON_OBJECT;
     for (int k = 0; k < N_TIMES; k++)
         r->t[k] = has_ts ? get_num(ts, time_keys[k]) : time_old_keys[k] ? get_num(o, time_old_keys[k]) : 0;
+    r->t_total = has_ts ? get_num(ts, "total") : NAN;
     r->success = get_num(o, "success");
     r->mean_return = get_num(o, "mean_return");
     r->loss = get_num(o, "loss");
@@ -192,7 +183,7 @@ static int by_iteration(const void *a, const void *b) {
 /* Reads every line; a line that is not a JSON object with an iteration is
  * skipped with a warning naming it; a later line of the same iteration wins
  * (a resumed run). 0, or -1 with a message. */
-static int read_log(const char *path, run_log *L, char *err, size_t errlen) {
+int cli_report_read_log(const char *path, run_log *L, char *err, size_t errlen) {
     FILE *f = fopen(path, "r");
     if (!f) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
@@ -651,27 +642,48 @@ typedef struct report {
     double *x; /* (L.n) the iterations, the plots' x */
 } report;
 
+/* What the command line asked for. */
+typedef struct report_opts {
+    const char *out, *run;
+    long top, last;
+    int compare, top_set, last_set;
+    int first_arm; /* with --compare: argv[first_arm..argc) are the arms */
+} report_opts;
+
 /* Parses argv; -1 to go on, or the exit code to return now. */
-static int report_args(int argc, char **argv, const char **out, long *top, const char **run) {
-    static const struct option longopts[] = {{"out", required_argument, 0, 'o'},
-                                             {"top", required_argument, 0, 'n'},
-                                             {"help", no_argument, 0, 'h'},
-                                             {0, 0, 0, 0}};
+static int report_args(int argc, char **argv, report_opts *o) {
+    static const struct option longopts[] = {{"out", required_argument, 0, 'o'}, {"top", required_argument, 0, 'n'},
+                                             {"compare", no_argument, 0, 'c'},   {"last", required_argument, 0, 'k'},
+                                             {"help", no_argument, 0, 'h'},      {0, 0, 0, 0}};
     int ch;
     optind = 0;
     opterr = 0;
-    while ((ch = getopt_long(argc, argv, "o:n:h", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "o:n:ck:h", longopts, NULL)) != -1) {
         switch (ch) {
-        case 'o': *out = optarg; break;
+        case 'o': o->out = optarg; break;
         case 'n':
-            if (cli_parse_long("report", "--top", optarg, 1, 1000, top) < 0) return CLI_USAGE;
+            if (cli_parse_long("report", "--top", optarg, 1, 1000, &o->top) < 0) return CLI_USAGE;
+            o->top_set = 1;
+            break;
+        case 'c': o->compare = 1; break;
+        case 'k':
+            if (cli_parse_long("report", "--last", optarg, 0, 1 << 30, &o->last) < 0) return CLI_USAGE;
+            o->last_set = 1;
             break;
         case 'h': cli_usage_report(stdout); return CLI_OK;
         default: return cli_bad_option("report", argc, argv, optopt);
         }
     }
+    if (o->compare) {
+        if (o->top_set) return cli_err(CLI_USAGE, "report", "--top is for one run's tables, not for --compare");
+        if (argc - optind < 1)
+            return cli_err(CLI_USAGE, "report", "--compare takes one or more ARM=RUN[,RUN...] (spade report --help)");
+        o->first_arm = optind;
+        return -1;
+    }
+    if (o->last_set) return cli_err(CLI_USAGE, "report", "--last is for --compare (a comparison's summary)");
     if (argc - optind != 1) return cli_err(CLI_USAGE, "report", "name one run directory (spade report --help)");
-    *run = argv[optind];
+    o->run = argv[optind];
     return -1;
 }
 
@@ -883,10 +895,12 @@ static int write_md(report *R, const char *md_path) {
 
 int cli_report(spade_sandbox *sb, int argc, char **argv) {
     (void)sb;
-    const char *out = NULL, *run = NULL;
-    long top = 5;
-    int early = report_args(argc, argv, &out, &top, &run);
+    report_opts opt = {.top = 5, .last = 10};
+    int early = report_args(argc, argv, &opt);
     if (early >= 0) return early;
+    if (opt.compare) return cli_report_compare(argc - opt.first_arm, argv + opt.first_arm, opt.out, opt.last);
+    const char *out = opt.out, *run = opt.run;
+    long top = opt.top;
     struct stat st;
     char log_path[SPADE_PATH_MAX], err[SPADE_PATH_MAX + 256];
     if (stat(run, &st) < 0) return cli_err(CLI_FAIL, "report", "%s: %s", run, strerror(errno));
@@ -902,7 +916,7 @@ int cli_report(spade_sandbox *sb, int argc, char **argv) {
     memset(&R, 0, sizeof R);
     R.run = run;
     R.top = top;
-    if (read_log(log_path, &R.L, err, sizeof err) < 0) return cli_err(CLI_FAIL, "report", "%s", err);
+    if (cli_report_read_log(log_path, &R.L, err, sizeof err) < 0) return cli_err(CLI_FAIL, "report", "%s", err);
     if (!R.L.n) {
         free(R.L.rows);
         return cli_err(CLI_FAIL, "report", "%s: no complete iteration yet, nothing to report", log_path);

@@ -5,8 +5,8 @@ spade_SOURCES += cli/main.c cli/util.c cli/cmd_check.c cli/cmd_run.c cli/cmd_pla
 noinst_HEADERS += cli/cli.h cli/train_config.h cli/run_dir.h
 spade_SOURCES += cli/cmd_tokenizer.c cli/train_summary.c cli/train_config.c cli/run_dir.c
 # `spade report`: plots (our own SVG writer, no dependency) and a markdown summary of a run.
-spade_SOURCES += cli/cmd_report.c cli/report_svg.c
-noinst_HEADERS += cli/report_svg.h
+spade_SOURCES += cli/cmd_report.c cli/report_svg.c cli/report_compare.c
+noinst_HEADERS += cli/report_svg.h cli/report_log.h
 spade_SOURCES += cli/cmd_demos.c cli/transcript_text.c
 # `spade model`: fetch (the CLI's one posix_spawn, of pip/python/curl), list, info.
 spade_SOURCES += cli/cmd_model.c

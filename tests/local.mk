@@ -54,7 +54,7 @@ TESTS += tests/test_format.sh
 EXTRA_DIST += tests/test_format.sh
 # `spade report` (cli/cmd_report.c): report.md and SVG plots of micro runs, error cases.
 TESTS += tests/test_report.sh
-EXTRA_DIST += tests/test_report.sh
+EXTRA_DIST += tests/test_report.sh configs/compare-arms.sh
 check_PROGRAMS += tests/test_report_svg
 TESTS += tests/test_report_svg
 tests_test_report_svg_SOURCES = tests/test_report_svg.c cli/report_svg.c tests/testutil.c tests/testutil.h

@@ -5,7 +5,12 @@
 # real archive ids; nulls are gaps, not zeros; a half-written last line, a run
 # of 1 iteration, a run with no valid environment, a fixed-pool run and an
 # "eval" key are each handled; a directory that is not a run is refused by
-# name. Not a test of how the plots look (a person looks at them).
+# name. `spade report --compare` on two arms of two template-designer runs:
+# pooled counts are the sums of the runs' own, means are over runs with an
+# interval only from 2 runs, the run-so-far Vendi/n is spade vendi's, held-out
+# success comes from "eval" lines, and a missing run, unequal lengths and a
+# torn last line are said.
+# Not a test of how the plots look (a person looks at them).
 
 NAME=report
 . "${srcdir:-.}/tests/tap.sh"
@@ -169,6 +174,97 @@ mkdir -p "$TMP/notrun"
 [ $? -eq 1 ] && grep -q "train.jsonl: no complete iteration yet" "$TMP/out"; check $? "an empty log: nothing to report, said so"
 "$SPADE" report >"$TMP/out" 2>&1
 [ $? -eq 2 ]; check $? "no argument is a usage error"
+
+
+# --compare: two arms of 2 runs each, the template designer (seconds), trained (seeds 1, 2) and frozen
+# (designer.train = false, seeds 3, 4: other seeds, so that a mix-up of the arms shows in the counts)
+cp "$SRC/tests/envs/tmpl_mark.c" "$TMP/mark.c"
+tconfig() { # tconfig DIR SEED ITERATIONS [train = false]
+    printf '[run]\ndir = %s\niterations = %s\nseed = %s\n[policy]\nlayers = 1\nheads = 2\nwidth = 32\ncontext = 1024\n' "$1" "$3" "$2"
+    printf '[designer]\nenabled = true\nenvs = 3\nsource = template\ntemplate = mark.c\nhole_tokens = 6\nmax_step_ms = 200\ngate_seeds = 10\n%s\n' "$4"
+    printf '[selfplay]\nplays = 4\n[agent]\nmax_action_tokens = 6\n'
+}
+trained=ok
+for s in 1 2 3 4; do
+    if [ $s -le 2 ]; then tconfig cmp/t$s $s 4 >"$TMP/c$s.ini"; else tconfig cmp/f$s $s 4 'train = false' >"$TMP/c$s.ini"; fi
+    (cd "$TMP" && "$SPADE" train "c$s.ini") >"$TMP/out" 2>&1 || trained=
+done
+[ -n "$trained" ]; check $? "four template-designer runs for the comparison finish"
+C="$TMP/cmp"
+(cd "$TMP" && "$SPADE" report --compare trained=cmp/t1,cmp/t2 frozen=cmp/f3,cmp/f4 --out cmp/report --last 2) >"$TMP/out" 2>&1
+st=$?
+M="$C/report/compare.md"
+badxml=0
+for f in "$C"/report/*.svg; do wellformed "$f" || badxml=$((badxml + 1)); done
+[ $st -eq 0 ] && [ -s "$M" ] && [ -s "$C/report/validity.svg" ] && [ -s "$C/report/nearcopies.svg" ] && [ $badxml -eq 0 ] &&
+    grep -q 'trained' "$C/report/regret.svg" && grep -q 'frozen' "$C/report/regret.svg"
+check $? "spade report --compare writes compare.md and well-formed plots that overlay both arms"
+# a key's value in line LINE of a train.jsonl: jkey FILE LINE KEY
+jkey() { sed -n "$2p" "$1" | sed "s/.*\"$3\":\([^,}]*\).*/\1/"; }
+pooled=0
+for it in 0 1 2 3; do
+    l=$((it + 1))
+    for arm in "trained t1 t2" "frozen f3 f4"; do
+        set -- $arm
+        k=$(($(jkey "$C/$2/train.jsonl" $l valid) + $(jkey "$C/$3/train.jsonl" $l valid)))
+        w=$(($(jkey "$C/$2/train.jsonl" $l written) + $(jkey "$C/$3/train.jsonl" $l written)))
+        c=$(($(jkey "$C/$2/train.jsonl" $l compile) + $(jkey "$C/$3/train.jsonl" $l compile)))
+        sed -n "/^### $1: validity by gate/,/^###/p" "$M" | grep -q "^| $it | $w | $k/$w = [0-9.]* \[[0-9.]*, [0-9.]*\] | $c/$w = " ||
+            pooled=$((pooled + 1))
+    done
+done
+[ $pooled -eq 0 ]; check $? "each arm's valid and compile counts per iteration are the sums of its runs' train.jsonl counts"
+k=0 w=0
+for r in t1 t2; do for l in 3 4; do
+    k=$((k + $(jkey "$C/$r/train.jsonl" $l valid))) w=$((w + $(jkey "$C/$r/train.jsonl" $l written)))
+done; done
+grep -q "^## Over the last 2 iterations (2 to 3)" "$M" && grep -q "^| valid share | $k/$w = " "$M"
+check $? "the summary pools the valid counts of the last K = 2 iterations ($k/$w)"
+want=$(for r in t1 t2; do jkey "$C/$r/train.jsonl" 1 designer_reward; done | awk '{ s += $1 } END { printf "%.3f", s / 2 }')
+sed -n '/^### designer reward/,/^###/p' "$M" | grep -q "^| 0 | $want \[[-0-9.]*, [-0-9.]*\] (2) |"
+check $? "a mean over an arm's 2 runs, with an interval across them ($want)"
+secs=$(for r in t1 t2; do jkey "$C/$r/train.jsonl" 2 total; done | awk '{ s += $1 } END { printf "%.3f", s / 2 }')
+sed -n '/^### seconds an iteration/,/^###/p' "$M" | grep -q "^| 1 | $secs \[[-0-9.]*, [-0-9.]*\] (2) |" && [ -s "$C/report/time.svg" ]
+check $? "the seconds an iteration took (time_s.total), the check of equal compute ($secs)"
+# one run in an arm: a value, no interval; the difference has none either
+(cd "$TMP" && "$SPADE" report --compare solo=cmp/t1 frozen=cmp/f3,cmp/f4 --out cmp/solo) >"$TMP/out" 2>&1 &&
+    grep -q '^| designer reward | [-0-9.]* (1) | [-0-9.]* \[.*\] (2) | [-+0-9.]* (no interval) |' "$C/solo/compare.md" &&
+    ! sed -n '/^### designer reward/,/^###/p' "$C/solo/compare.md" | grep -q '^| 0 | [-0-9.]* \['
+check $? "an arm of one run has no interval, and neither has its difference"
+# the run so far: by the embedding the loop stored with each valid environment, which for written
+# sources (the micro run's files designer) is spade vendi's; at the last iteration, all 4 of them
+vn=$("$SPADE" vendi "$TMP/four" | awk '/^n 4 vendi/ {printf "%.3f", $4 / 4}')
+(cd "$TMP" && "$SPADE" report --compare files=runs/default --out cmp/files) >"$TMP/out" 2>&1 &&
+    sed -n '/^### Vendi\/n of the run so far/,/^###/p' "$C/files/compare.md" | grep -q "^| 1 | $vn (1) |" &&
+    ! sed -n '/^### Vendi\/n of the run so far/,/^###/p' "$C/files/compare.md" | grep -q "^| 0 | $vn (1) |"
+check $? "Vendi/n of the run so far, at its last iteration, is spade vendi's over the run's valid sources ($vn)"
+# held-out success, when the runs' train.jsonl has "eval" lines: at the iterations that have one
+for r in t1 t2; do
+    cp -r "$C/$r" "$C/${r}eval"
+    printf '{"iteration":1,"eval":{"suite":"heldout","episodes":4,"success":0.%s}}\n' "${r#t}" >>"$C/${r}eval/train.jsonl"
+done
+(cd "$TMP" && "$SPADE" report --compare evaluated=cmp/t1eval,cmp/t2eval frozen=cmp/f3,cmp/f4 --out cmp/eval) >"$TMP/out" 2>&1 &&
+    wellformed "$C/eval/heldout.svg" && sed -n '/^### held-out success/,/^### seconds/p' "$C/eval/compare.md" | grep -q '^| 1 | 0.150 \[.*\] (2) | – |' &&
+    [ "$(sed -n '/^### held-out success/,/^### seconds/p' "$C/eval/compare.md" | grep -c '^| [0-9]')" -eq 1 ] &&
+    grep -q 'No held-out success' "$C/report/compare.md" && [ ! -e "$C/report/heldout.svg" ]
+check $? "held-out success from \"eval\" lines, at the iterations that have one; none without"
+# errors and warnings as the one-run report gives them
+(cd "$TMP" && "$SPADE" report --compare trained=cmp/t1,cmp/nowhere frozen=cmp/f3) >"$TMP/out" 2>&1
+[ $? -eq 1 ] && grep -q "cmp/nowhere (arm trained): No such file" "$TMP/out"; check $? "a missing run directory is an error naming it and its arm"
+mkdir -p "$C/notrun"
+(cd "$TMP" && "$SPADE" report --compare trained=cmp/t1 frozen=cmp/notrun) >"$TMP/out" 2>&1
+[ $? -eq 1 ] && grep -q "cmp/notrun (arm frozen): not a run directory (no train.jsonl" "$TMP/out"; check $? "a directory that is not a run is refused by name"
+(cd "$TMP" && "$SPADE" report --compare cmp/t1) >"$TMP/out" 2>&1
+[ $? -eq 2 ] && grep -q "an arm is NAME=RUN" "$TMP/out"; check $? "an argument without NAME= is a usage error"
+cp -r "$C/f4" "$C/f4short"
+head -2 "$C/f4/train.jsonl" >"$C/f4short/train.jsonl"
+printf '{"iteration":2,"written":3,"val' >>"$C/f4short/train.jsonl"
+(cd "$TMP" && "$SPADE" report --compare trained=cmp/t1,cmp/t2 frozen=cmp/f3,cmp/f4short --out cmp/short) >"$TMP/out" 2>&1 &&
+    grep -q "f4short/train.jsonl:3: the last line is half written" "$TMP/out" &&
+    grep -q 'Warning:.*f4short/train.jsonl:3: the last line is half written' "$C/short/compare.md" &&
+    grep -q 'Compared over the 2 iterations every run has (0 to 1); \*\*the runs are of unequal length' "$C/short/compare.md" &&
+    ! grep -q '^| 2 |' "$C/short/compare.md"
+check $? "runs of unequal length compare over the iterations all have, and a half-written last line is said"
 
 echo "1..$n"
 [ "$fails" -eq 0 ]
