@@ -42,6 +42,12 @@ bench_programs += bench/bench_grpo
 noinst_PROGRAMS += bench/bench_grpo
 bench_bench_grpo_SOURCES = bench/bench_grpo.c
 bench_bench_grpo_LDADD = $(SPADE_LIBS)
+# bench_attend: the decoding attention alone (a pass of 4 slots, L layers'
+# caches), milliseconds a pass on a backend.
+noinst_PROGRAMS += bench/bench_attend
+bench_bench_attend_SOURCES = bench/bench_attend.c
+bench_bench_attend_LDADD = $(SPADE_LIBS)
+
 # bench_decode: episodes decoded together in one spade_decoder vs one at a
 # time (core/policy/decode.c), in the same run.
 bench_programs += bench/bench_decode

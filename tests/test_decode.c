@@ -323,20 +323,24 @@ START_TEST(test_ops_at_gqa_runs) {
 END_TEST
 
 /* A decoding pass of at most 4 rows runs its attention on the team (cpu,
- * team.h), items of (row, head); 5 rows and more stay on OpenMP's loop. The
- * two give the same bits for the same row (each computes a row and head the
- * same way, attend_row_fast), at Qwen2.5-0.5B's head shape (14 query heads,
- * 2 key/value heads of 64) and long contexts (the positions 300-1,100 of a
- * designer's source): rows of 1 and of 4 slots against the same rows inside
- * a pass of 5; and cpu within 1e-5 of cpu_ref. */
-START_TEST(test_ops_at_gqa_decode_team) {
-    enum { S = 5, NH = 14, KVH = 2, hs = 64, C = NH * hs, KW = KVH * hs, W = C + 2 * KW, maxT = 1200 };
-    uint64_t seed = 33;
+ * team.h), items of (row, key/value head); 5 rows and more stay on OpenMP's
+ * loop. The two give the same bits for the same row (each computes a row's
+ * group of query heads the same way, attend_group), at long contexts (the
+ * positions 300-1,100 of a designer's source, key counts that are and are
+ * not multiples of attend_group's 4 values a step) and three head shapes:
+ * Qwen2.5-0.5B's (14 query heads, 2 key/value heads of 64), SmolLM2-135M's
+ * (9 and 3 of 64) and one whose head size is not a multiple of 16 (6 and 3
+ * of 40: the dot products' tail); rows of 1 and of 4 slots against the same
+ * rows inside a pass of 5; and cpu within 1e-5 of cpu_ref (another order of
+ * summation, and spade's exp against libm's). */
+static void decode_team_case(int NH, int KVH, int hs, uint64_t seed) {
+    enum { S = 5, maxT = 1200 };
+    int C = NH * hs, KW = KVH * hs, W = C + 2 * KW;
     size_t KC = (size_t)S * maxT * KW;
     float *kc0 = malloc(KC * sizeof(float)), *vc0 = malloc(KC * sizeof(float)), *rows = malloc((size_t)S * W * 4);
     for (size_t i = 0; i < KC; i++) kc0[i] = 1.5f * frand(&seed), vc0[i] = 1.5f * frand(&seed);
     for (size_t i = 0; i < (size_t)S * W; i++) rows[i] = 1.5f * frand(&seed);
-    int slot[S] = {0, 1, 2, 3, 4}, pos[S] = {1100, 300, 777, 512, 640};
+    int slot[S] = {0, 1, 2, 3, 4}, pos[S] = {1100, 300, 777, 512, 642};
     float *out[4];
     int counts[4] = {5, 4, 1, 4}; /* OpenMP's 5 rows; the team's 4 and 1; cpu_ref's 4 */
     for (int k = 0; k < 4; k++) {
@@ -355,13 +359,20 @@ START_TEST(test_ops_at_gqa_decode_team) {
         spade_backend_close(&be);
     }
     ck_assert_msg(memcmp(out[0], out[1], (size_t)4 * C * sizeof(float)) == 0,
-                  "4 rows on the team differ from OpenMP's");
-    ck_assert_msg(memcmp(out[0], out[2], (size_t)C * sizeof(float)) == 0, "1 row on the team differs from OpenMP's");
+                  "%d/%d heads of %d: 4 rows on the team differ from OpenMP's", NH, KVH, hs);
+    ck_assert_msg(memcmp(out[0], out[2], (size_t)C * sizeof(float)) == 0,
+                  "%d/%d heads of %d: 1 row on the team differs from OpenMP's", NH, KVH, hs);
     double worst = 0;
     for (size_t i = 0; i < (size_t)4 * C; i++) worst = fmax(worst, fabs((double)out[1][i] - out[3][i]));
-    ck_assert_msg(worst < 1e-5, "cpu is %g from cpu_ref", worst);
+    ck_assert_msg(worst < 1e-5, "%d/%d heads of %d: cpu is %g from cpu_ref", NH, KVH, hs, worst);
     for (int k = 0; k < 4; k++) free(out[k]);
     free(kc0), free(vc0), free(rows);
+}
+
+START_TEST(test_ops_at_gqa_decode_team) {
+    decode_team_case(14, 2, 64, 33);
+    decode_team_case(9, 3, 64, 34);
+    decode_team_case(6, 3, 40, 35);
 }
 END_TEST
 

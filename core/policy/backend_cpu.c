@@ -926,46 +926,107 @@ static void kv_block_attend(float *out, const float *qkv, const float *kc, const
                (size_t)group * hs * sizeof(float));
 }
 
-/* One query row of head h against its slot's nk keys (cpu): two matrix-vector
- * products. spade_sgemm vectorises them (one row: dot products, then a row
- * times a matrix) where the plain loops (a float sum, -O2) stay scalar, and
- * decoding spends a third of its time here at the default width. a: nk
- * floats of scratch. */
-static void attend_row_fast(float *o, float *a, const float *q, const float *kc, const float *vc, size_t KW, int nk,
-                            int hs, float scale) {
-    spade_sgemm(0, 1, 1, nk, hs, scale, q, hs, kc, (int)KW, 0.0f, a, nk);
-    float mx = -INFINITY, sum = 0.0f;
-    for (int j = 0; j < nk; j++)
-        if (a[j] > mx) mx = a[j];
+/* How many keys ahead attend_group asks for the rows it will read: a
+ * decoding pass reads every slot's cache once (189 MB a pass for 4 slots
+ * of SmolLM2-135M at 1,024 keys), and without the hint the loads stalled
+ * (4, 8, 16 and 32 keys tried on one pass of the attention alone: 16-32
+ * best, within the shared machine's noise). */
+#define ATT_PF 32
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH(p) __builtin_prefetch(p)
+#else
+#define PREFETCH(p) ((void)(p))
+#endif
+
+/* One decoding row against its slot's nk keys for key/value head g (cpu):
+ * the group of query heads that share g (q: group x hs floats, contiguous
+ * in the row, as are their outputs o) scored in one pass over the keys and
+ * summed in one pass over the values, so a key or value row is read from
+ * memory once for the group, not once per query head. A query head at a
+ * time through spade_sgemm (a dot product and an hsum per key, then a row
+ * times the values through memory), a 4-slot pass of SmolLM2-135M with
+ * 1,024 cached keys spent ~70 ms in its attention (BENCHMARKS.md, "The
+ * decoding attention at a designer's context"). s: group x nk floats of
+ * scratch. The same arithmetic whichever thread or path runs a row. */
+SPADE_CLONES static void attend_group(float *o, float *s, const float *q, const float *kc, const float *vc, size_t KW,
+                                      int nk, int group, int hs, float scale) {
+    int hs16 = hs & ~15;
     for (int j = 0; j < nk; j++) {
-        a[j] = expf(a[j] - mx);
-        sum += a[j];
+        const float *k = kc + (size_t)j * KW;
+        if (j + ATT_PF < nk)
+            for (int c = 0; c < hs; c += 16) PREFETCH(k + ATT_PF * KW + c);
+        for (int m = 0; m < group; m++) {
+            const float *qm = q + (size_t)m * hs;
+            float acc[16] = {0};
+            for (int c = 0; c < hs16; c += 16)
+                for (int l = 0; l < 16; l++) acc[l] += qm[c + l] * k[c + l];
+            for (int l = 0; l < 8; l++) acc[l] += acc[l + 8];
+            for (int l = 0; l < 4; l++) acc[l] += acc[l + 4];
+            float d = (acc[0] + acc[2]) + (acc[1] + acc[3]);
+            for (int i = hs16; i < hs; i++) d += qm[i] * k[i];
+            s[(size_t)m * nk + j] = d * scale;
+        }
     }
-    spade_sgemm(0, 0, 1, hs, nk, 1.0f / sum, a, nk, vc, (int)KW, 0.0f, o, hs);
+    for (int m = 0; m < group; m++) {
+        float *sm = s + (size_t)m * nk, mx = -INFINITY, sum = 0.0f;
+#pragma omp simd reduction(max : mx)
+        for (int j = 0; j < nk; j++) mx = sm[j] > mx ? sm[j] : mx;
+#pragma omp simd reduction(+ : sum)
+        for (int j = 0; j < nk; j++) {
+            float e = spade_expf(sm[j] - mx);
+            sm[j] = e;
+            sum += e;
+        }
+        float inv = 1.0f / sum;
+#pragma omp simd
+        for (int j = 0; j < nk; j++) sm[j] *= inv;
+    }
+    for (int i = 0; i < group * hs; i++) o[i] = 0.0f;
+    /* four values a step: a quarter of the loads and stores of o */
+    int j = 0;
+    for (; j + 4 <= nk; j += 4) {
+        const float *v0 = vc + (size_t)j * KW, *v1 = v0 + KW, *v2 = v1 + KW, *v3 = v2 + KW;
+        if (j + ATT_PF + 4 <= nk)
+            for (int r = 0; r < 4; r++)
+                for (int c = 0; c < hs; c += 16) PREFETCH(v0 + (ATT_PF + r) * KW + c);
+        for (int m = 0; m < group; m++) {
+            const float *p = s + (size_t)m * nk + j;
+            float p0 = p[0], p1 = p[1], p2 = p[2], p3 = p[3], *om = o + (size_t)m * hs;
+#pragma omp simd
+            for (int i = 0; i < hs; i++) om[i] += (p0 * v0[i] + p1 * v1[i]) + (p2 * v2[i] + p3 * v3[i]);
+        }
+    }
+    for (; j < nk; j++) {
+        const float *v = vc + (size_t)j * KW;
+        for (int m = 0; m < group; m++) {
+            float p = s[(size_t)m * nk + j], *om = o + (size_t)m * hs;
+#pragma omp simd
+            for (int i = 0; i < hs; i++) om[i] += p * v[i];
+        }
+    }
 }
 
 /* A decoding pass's attention (at most TEAM_ROWS rows) through the team
- * (team.h): items of (row, head), each attend_row_fast as the OpenMP loop
- * runs it, so the same bits whichever thread takes it. Through an OpenMP
- * region a layer, each waited at its barrier for a descheduled thread on a
- * machine busier than its cores: with a 1,024-token context that wait and
- * the attention were most of a 4-slot step (BENCHMARKS.md). */
+ * (team.h): items of (row, key/value head), each attend_group as the OpenMP
+ * loop runs it, so the same bits whichever thread takes it. Through an
+ * OpenMP region a layer, each waited at its barrier for a descheduled
+ * thread on a machine busier than its cores: with a 1,024-token context
+ * that wait and the attention were most of a 4-slot step (BENCHMARKS.md). */
 typedef struct attend_job {
     float *out, *att;
     const float *qkv, *kcache, *vcache;
     const int *slot, *pos;
-    int NH, group, hs;
+    int KVH, group, hs;
     size_t C, C3, KW, maxT, per;
     float scale;
 } attend_job;
 
 static void attend_item(void *arg, int item, int worker) {
     const attend_job *j = arg;
-    int i = item / j->NH, h = item % j->NH;
-    size_t base = (size_t)j->slot[i] * j->maxT * j->KW + (size_t)(h / j->group) * j->hs;
-    attend_row_fast(j->out + (size_t)i * j->C + (size_t)h * j->hs, j->att + (size_t)worker * j->per,
-                    j->qkv + (size_t)i * j->C3 + (size_t)h * j->hs, j->kcache + base, j->vcache + base, j->KW,
-                    j->pos[i] + 1, j->hs, j->scale);
+    int i = item / j->KVH, g = item % j->KVH;
+    size_t base = (size_t)j->slot[i] * j->maxT * j->KW + (size_t)g * j->hs, q = (size_t)g * j->group * j->hs;
+    attend_group(j->out + (size_t)i * j->C + q, j->att + (size_t)worker * j->per, j->qkv + (size_t)i * j->C3 + q,
+                 j->kcache + base, j->vcache + base, j->KW, j->pos[i] + 1, j->group, j->hs, j->scale);
 }
 
 /* KVH = NH with the GPT's (N, 3C) rows is attention_forward_kv_at; KVH < NH
@@ -994,12 +1055,12 @@ static int kv_at_impl(void *ctx, float *out, const float *qkv, float *kcache, fl
         memcpy(vcache + dst, row + C + KW, KW * sizeof(float));
     }
     if (c->fast && N <= TEAM_ROWS && PAR(work)) {
-        size_t per = ((size_t)maxlen + 15) / 16 * 16;
+        size_t per = ((size_t)group * maxlen + 15) / 16 * 16;
         float *att = scratch(c, (size_t)spade_team_size() * per);
         if (!att) return fail(c, "out of memory for attention scratch");
-        attend_job j = {out,   att, qkv,       kcache, vcache, slot,         pos, NH,
+        attend_job j = {out,   att, qkv,       kcache, vcache, slot,         pos, KVH,
                         group, hs,  (size_t)C, C3,     KW,     (size_t)maxT, per, scale};
-        spade_team_run(attend_item, &j, N * NH);
+        spade_team_run(attend_item, &j, N * KVH);
         return 0;
     }
 #ifdef _OPENMP
@@ -1023,7 +1084,8 @@ static int kv_at_impl(void *ctx, float *out, const float *qkv, float *kcache, fl
     /* One probability row per thread, not per (row, head): a prefill of a
      * long observation would otherwise hold N x NH x maxT floats; a block's
      * strip, its stacked queries and outputs when there are blocks. */
-    size_t per = nb ? (size_t)KV_BQ * group * (2 * (size_t)hs + (size_t)maxlen) : (size_t)maxlen;
+    size_t per =
+        nb ? (size_t)KV_BQ * group * (2 * (size_t)hs + (size_t)maxlen) : (size_t)(c->fast ? group : 1) * (size_t)maxlen;
     per = (per + 15) / 16 * 16;
     float *att = scratch(c, (size_t)nt * per);
     if (!att) {
@@ -1047,19 +1109,25 @@ static int kv_at_impl(void *ctx, float *out, const float *qkv, float *kcache, fl
                 kv_block_attend(out, qkv, kcache + base, vcache + base, b, g, group, hs, C, C3, KW, scale, a);
             }
         }
+        if (c->fast) {
 #pragma omp for collapse(2)
-        for (int ri = 0; ri < nrest; ri++)
-            for (int h = 0; h < NH; h++) {
-                int i = rest ? rest[ri] : ri;
-                size_t base = (size_t)slot[i] * maxT * KW + (size_t)(h / group) * hs;
-                float *o = out + (size_t)i * C + h * hs;
-                const float *q = qkv + (size_t)i * C3 + h * hs;
-                if (c->fast) {
-                    attend_row_fast(o, a, q, kcache + base, vcache + base, KW, pos[i] + 1, hs, scale);
-                    continue;
+            for (int ri = 0; ri < nrest; ri++)
+                for (int g = 0; g < KVH; g++) {
+                    int i = rest ? rest[ri] : ri;
+                    size_t base = (size_t)slot[i] * maxT * KW + (size_t)g * hs, q = (size_t)g * group * hs;
+                    attend_group(out + (size_t)i * C + q, a, qkv + (size_t)i * C3 + q, kcache + base, vcache + base, KW,
+                                 pos[i] + 1, group, hs, scale);
                 }
-                attn_row(o, a, q, kcache + base, vcache + base, KW, pos[i] + 1, hs, scale);
-            }
+        } else {
+#pragma omp for collapse(2)
+            for (int ri = 0; ri < nrest; ri++)
+                for (int h = 0; h < NH; h++) {
+                    int i = rest ? rest[ri] : ri;
+                    size_t base = (size_t)slot[i] * maxT * KW + (size_t)(h / group) * hs;
+                    attn_row(out + (size_t)i * C + h * hs, a, qkv + (size_t)i * C3 + h * hs, kcache + base,
+                             vcache + base, KW, pos[i] + 1, hs, scale);
+                }
+        }
     }
     free(blk);
     free(rest);
