@@ -967,20 +967,7 @@ SPADE_CLONES static void attend_group(float *o, float *s, const float *q, const 
             s[(size_t)m * nk + j] = d * scale;
         }
     }
-    for (int m = 0; m < group; m++) {
-        float *sm = s + (size_t)m * nk, mx = -INFINITY, sum = 0.0f;
-#pragma omp simd reduction(max : mx)
-        for (int j = 0; j < nk; j++) mx = sm[j] > mx ? sm[j] : mx;
-#pragma omp simd reduction(+ : sum)
-        for (int j = 0; j < nk; j++) {
-            float e = spade_expf(sm[j] - mx);
-            sm[j] = e;
-            sum += e;
-        }
-        float inv = 1.0f / sum;
-#pragma omp simd
-        for (int j = 0; j < nk; j++) sm[j] *= inv;
-    }
+    for (int m = 0; m < group; m++) (void)strip_softmax_row(s + (size_t)m * nk, nk, nk);
     for (int i = 0; i < group * hs; i++) o[i] = 0.0f;
     /* four values a step: a quarter of the loads and stores of o */
     int j = 0;
