@@ -27,4 +27,4 @@ tests_test_chat_SOURCES = tests/test_chat.c $(agent_sources) designer/prompt.c d
 tests_test_chat_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_chat_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
 TESTS += tests/test_chat.sh
-EXTRA_DIST += tests/test_chat.sh
+EXTRA_DIST += tests/test_chat.sh configs/compare-arms-smollm2.sh

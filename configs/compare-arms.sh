@@ -1,20 +1,61 @@
 #!/bin/sh
-# compare-arms.sh — the trained-against-frozen designer comparison of issue 17
-# at toy size, in seconds: for each seed 1..SEEDS, two self-play runs of the
-# template designer (templates/cups.c, a 1-layer policy from scratch), the
-# same config and seed in both arms, one with the designer trained and one with
-# [designer] train = false (equal compute but the designer's share of the
-# update), in DIR/trained-S and DIR/frozen-S (each config beside its run; a
-# config's [run] dir is relative to it); then the command that compares
-# them. Not a measurement of a pretrained model (docs/selfplay.md has those),
-# and not the comparison itself: spade report --compare reads the runs.
-# Usage: configs/compare-arms.sh [ITERATIONS] [SEEDS] [DIR] [SPADE]   (from the source tree)
+# compare-arms.sh — the trained-against-frozen designer comparison of issue 17:
+# for each seed 1..SEEDS, two self-play runs of the template designer
+# (templates/cups.c), the same config and seed in both arms, one with the
+# designer trained and one with [designer] train = false (equal compute but the
+# designer's share of the update), in DIR/trained-S and DIR/frozen-S (each
+# config beside its run; a config's [run] dir is relative to it), seed 1's
+# pair first, then seed 2's, so both arms see the same load; then the command
+# that compares them. With MODEL unset, a 1-layer policy from scratch: a toy,
+# in seconds. With MODEL set to a pretrained chat model (what
+# configs/compare-arms-smollm2.sh does), it is the one policy at the embedded
+# default's knobs for it (cli/cmd_train.c, DEFAULT_PRETRAINED: LoRA rank 8,
+# q4_1 sampling weights, temperature 0.7, 4 plays an arm, 16-token actions,
+# lr 1e-5) with 8-token holes and ENVS fillings an iteration (8, as
+# configs/default-template.ini). Not the comparison itself: spade report
+# --compare reads the runs.
+# Usage: [MODEL=NAME] [ENVS=N] [PLAYS=N] configs/compare-arms.sh [ITERATIONS] [SEEDS] [DIR] [SPADE]   (from the source tree)
 set -e
 ITERATIONS=${1:-30}
 SEEDS=${2:-3}
 DIR=${3:-runs/arms}
 SPADE=${4:-./spade}
 TEMPLATE=$(cd -P "$(dirname "$0")/../templates" && pwd)/cups.c
+STDENV=$(cd -P "$(dirname "$0")/../stdenv" && pwd)
+if [ -z "${MODEL:-}" ]; then # the toy: a policy from scratch
+    POLICY='layers = 1
+heads = 2
+width = 32
+context = 1536'
+    DESIGNER="envs = ${ENVS:-4}
+hole_tokens = 6
+max_step_ms = 200
+gate_seeds = 10"
+    REST="[selfplay]
+plays = ${PLAYS:-4}
+[agent]
+max_action_tokens = 6"
+else # a pretrained chat model at the embedded default's knobs
+    POLICY="model = $MODEL
+context = 2048
+lora_rank = 8
+sample_weights = q4_1"
+    DESIGNER="envs = ${ENVS:-8}
+hole_tokens = 8
+temperature = 0.7
+max_step_ms = 50"
+    REST="[selfplay]
+plays = ${PLAYS:-4}
+pool_envs = 0
+[pool]
+dirs = $STDENV
+[agent]
+plays = ${PLAYS:-4}
+max_action_tokens = 16
+[grpo]
+lr = 1e-5
+micro_batch = 1"
+fi
 mkdir -p "$DIR"
 trained= frozen=
 for s in $(seq 1 "$SEEDS"); do
@@ -27,23 +68,14 @@ dir = $arm-$s
 iterations = $ITERATIONS
 seed = $s
 [policy]
-layers = 1
-heads = 2
-width = 32
-context = 1536
+$POLICY
 [designer]
 enabled = true
 train = $train
-envs = 4
 source = template
 template = $TEMPLATE
-hole_tokens = 6
-max_step_ms = 200
-gate_seeds = 10
-[selfplay]
-plays = 4
-[agent]
-max_action_tokens = 6
+$DESIGNER
+$REST
 EOF2
         "$SPADE" train "$DIR/$arm-$s.ini" >"$DIR/$arm-$s.log" 2>&1 || { cat "$DIR/$arm-$s.log" >&2; exit 1; }
     done

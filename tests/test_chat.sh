@@ -6,7 +6,8 @@
 # policy:MODEL --transcripts F` writing the ChatML it read and wrote (the
 # agent's system line, the budget, <|im_start|>assistant turns, none of
 # spade's role tokens), `spade demos --model` rendering both roles' turns in
-# ChatML, and the designer card's example passing spade check. The errors
+# ChatML, the designer card's example passing spade check, and
+# configs/compare-arms-smollm2.sh's two arms at toy size. The errors
 # need no model; the rest skips, saying so, without SmolLM2 (./bootstrap
 # fetches it).
 # Not the token layout and mask (tests/test_chat.c checks them on a tiny model
@@ -72,5 +73,19 @@ if [ $? -eq 0 ] && grep -q '^<|im_start|>system$' d/carry_add.transcript && grep
     ! grep -q '<|designer|>' d/carry_add.designer.transcript; then
     ok "spade demos --model renders both roles in ChatML"
 else bad "spade demos --model renders both roles in ChatML"; fi
+# configs/compare-arms-smollm2.sh (docs/selfplay.md's SmolLM2 comparison) at toy size: one seed, one
+# iteration of 2 fillings and 2 plays an arm. Both arms fill the same holes at iteration 0 (one run seed,
+# nothing trained before it), the frozen one logs no designer sample, and the command it prints runs.
+ENVS=2 PLAYS=2 sh "$SRC/configs/compare-arms-smollm2.sh" 1 1 arms "$SPADE" >"$TMP/cmp" 2>&1
+rc=$?
+cp "$TMP/cmp" "$TMP/out"
+"$SPADE" archive list arms/trained-1 >at.txt 2>&1 && "$SPADE" archive list arms/frozen-1 >af.txt 2>&1
+if [ $rc -eq 0 ] && grep -q '^model = smollm2-135m-instruct$' arms/trained-1.ini && grep -q '^train = true$' arms/trained-1.ini &&
+    grep -q '^train = false$' arms/frozen-1.ini && grep -q '^source = template$' arms/frozen-1.ini &&
+    [ "$(grep -c ' 0  logic ' at.txt)" -eq 2 ] && cmp -s at.txt af.txt &&
+    grep -q '"designer_samples":0,' arms/frozen-1/train.jsonl &&
+    (sh -c "$(sed -n 's/^  //p' "$TMP/cmp")" >"$TMP/out" 2>&1) && [ -s arms/report/compare.md ]; then
+    ok "configs/compare-arms-smollm2.sh runs a trained and a frozen SmolLM2 arm on one seed, and its compare command runs"
+else bad "configs/compare-arms-smollm2.sh runs a trained and a frozen SmolLM2 arm on one seed, and its compare command runs"; fi
 echo "1..$n"
 [ "$fails" -eq 0 ]

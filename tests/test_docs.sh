@@ -88,6 +88,8 @@ spade generate smollm2|needs the fetched model; tests/test_pretrained.sh runs sp
 spade generate qwen2.5|needs the fetched Qwen2.5-Coder (about a minute to load on two cores); no test runs it yet
 spade export qwen2.5|needs the fetched Qwen2.5-Coder, 12 GB and minutes; tests/test_export.sh exports the tiny models and SmolLM2
 spade model info smollm2|needs the fetched model (./bootstrap fetches it; tests/test_gguf checks the real file when it is there)
+compare-arms-smollm2.sh|runs SmolLM2 for most of an hour on one core; tests/test_chat.sh runs it at toy size (one iteration of 2 fillings an arm) and the compare command it prints
+runs/arms-smollm2/|reads the runs of configs/compare-arms-smollm2.sh (most of an hour); tests/test_chat.sh runs spade report --compare on the toy-size runs of that script
 spade train configs/hint-template.ini|trains from the hint-literate base of configs/base-hint.ini in runs/ (minutes to build); tests/test_hintbase.sh runs it at toy size
 make fuzz|runs libFuzzer for minutes and needs clang and the build tree; tests/test_fuzz.sh replays every corpus in make check
 fuzz/build/replay_|needs the build tree and a crash file; tests/test_fuzz.sh runs every replay driver on its corpus
