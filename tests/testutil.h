@@ -27,7 +27,12 @@ const char *tu_srcdir(void);
  * SPADE_SRCDIR. */
 char *tu_read_env(const char *name, size_t *len);
 
-/* A sandbox with options o, started in the calling (test) process. */
+/* The compile deadline of tu_sandbox when o leaves it 0 (the library's own
+ * default is 2 s). */
+#define TU_COMPILE_TIMEOUT_S 30.0
+
+/* A sandbox with options o (NULL: the defaults), started in the calling
+ * (test) process; compile_timeout_s 0 means TU_COMPILE_TIMEOUT_S. */
 spade_sandbox *tu_sandbox(const spade_sandbox_opts *o);
 
 /* Open file descriptors of this process. */
