@@ -14,7 +14,7 @@
 # lr 1e-5) with 8-token holes and ENVS fillings an iteration (8, as
 # configs/default-template.ini). Not the comparison itself: spade report
 # --compare reads the runs.
-# Usage: [MODEL=NAME] [ENVS=N] [PLAYS=N] configs/compare-arms.sh [ITERATIONS] [SEEDS] [DIR] [SPADE]   (from the source tree)
+# Usage: [MODEL=NAME] [ENVS=N] [PLAYS=N] [LR=X, with MODEL: the update's lr, 1e-5] configs/compare-arms.sh [ITERATIONS] [SEEDS] [DIR] [SPADE]   (from the source tree)
 set -e
 ITERATIONS=${1:-30}
 SEEDS=${2:-3}
@@ -53,7 +53,7 @@ dirs = $STDENV
 plays = ${PLAYS:-4}
 max_action_tokens = 16
 [grpo]
-lr = 1e-5
+lr = ${LR:-1e-5}
 micro_batch = 1"
 fi
 mkdir -p "$DIR"

@@ -75,12 +75,13 @@ if [ $? -eq 0 ] && grep -q '^<|im_start|>system$' d/carry_add.transcript && grep
 else bad "spade demos --model renders both roles in ChatML"; fi
 # configs/compare-arms-smollm2.sh (docs/selfplay.md's SmolLM2 comparison) at toy size: one seed, one
 # iteration of 2 fillings and 2 plays an arm. Both arms fill the same holes at iteration 0 (one run seed,
-# nothing trained before it), the frozen one logs no designer sample, and the command it prints runs.
-ENVS=2 PLAYS=2 sh "$SRC/configs/compare-arms-smollm2.sh" 1 1 arms "$SPADE" >"$TMP/cmp" 2>&1
+# nothing trained before it), the frozen one logs no designer sample, LR=X is the update's lr, and the
+# command it prints runs.
+ENVS=2 PLAYS=2 LR=3e-5 sh "$SRC/configs/compare-arms-smollm2.sh" 1 1 arms "$SPADE" >"$TMP/cmp" 2>&1
 rc=$?
 cp "$TMP/cmp" "$TMP/out"
 "$SPADE" archive list arms/trained-1 >at.txt 2>&1 && "$SPADE" archive list arms/frozen-1 >af.txt 2>&1
-if [ $rc -eq 0 ] && grep -q '^model = smollm2-135m-instruct$' arms/trained-1.ini && grep -q '^train = true$' arms/trained-1.ini &&
+if [ $rc -eq 0 ] && grep -q '^model = smollm2-135m-instruct$' arms/trained-1.ini && grep -q '^train = true$' arms/trained-1.ini && grep -q '^lr = 3e-5$' arms/trained-1.ini &&
     grep -q '^train = false$' arms/frozen-1.ini && grep -q '^source = template$' arms/frozen-1.ini &&
     [ "$(grep -c ' 0  logic ' at.txt)" -eq 2 ] && cmp -s at.txt af.txt &&
     grep -q '"designer_samples":0,' arms/frozen-1/train.jsonl &&

@@ -89,6 +89,8 @@ spade generate qwen2.5|needs the fetched Qwen2.5-Coder (about a minute to load o
 spade export qwen2.5|needs the fetched Qwen2.5-Coder, 12 GB and minutes; tests/test_export.sh exports the tiny models and SmolLM2
 spade model info smollm2|needs the fetched model (./bootstrap fetches it; tests/test_gguf checks the real file when it is there)
 compare-arms-smollm2.sh|runs SmolLM2 for most of an hour on one core; tests/test_chat.sh runs it at toy size (one iteration of 2 fillings an arm) and the compare command it prints
+compare-arms.sh 8 1 runs/arms-lr|runs SmolLM2 for most of an hour; tests/test_chat.sh runs the same script (through compare-arms-smollm2.sh, with LR=) at toy size
+runs/arms-lr1e-4/|reads the runs of the compare-arms.sh lines above it (most of an hour); tests/test_chat.sh runs spade report --compare on toy-size runs of that script
 runs/arms-smollm2/|reads the runs of configs/compare-arms-smollm2.sh (most of an hour); tests/test_chat.sh runs spade report --compare on the toy-size runs of that script
 spade train configs/hint-template.ini|trains from the hint-literate base of configs/base-hint.ini in runs/ (minutes to build); tests/test_hintbase.sh runs it at toy size
 make fuzz|runs libFuzzer for minutes and needs clang and the build tree; tests/test_fuzz.sh replays every corpus in make check
