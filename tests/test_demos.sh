@@ -199,17 +199,17 @@ EOF2
     if [ $? -eq 1 ] && grep -q "base_convert is not a stdenv environment" "$TMP/out" && [ ! -e wsa2 ]; then
         ok "... and a held-out environment in ENVS is refused"
     else bad "... and a held-out environment in ENVS is refused"; fi
-    sed "s|^model = .*|model = $TMP/tiny.gguf|; s|^data = .*|data = $TMP/wsa|; s|^out = .*|out = $TMP/wsa-ckpt|; s|^steps = .*|steps = 1|" \
+    sed "s|^model = .*|model = $TMP/tiny.gguf|; s|^context = .*|context = 512|; s|^data = .*|data = $TMP/wsa|; s|^out = .*|out = $TMP/wsa-ckpt|; s|^steps = .*|steps = 1|" \
         "$SRC/configs/warmstart-agent-smollm2.ini" >wsa.ini
     "$SPADE" pretrain wsa.ini >"$TMP/out" 2>&1
     if [ $? -eq 0 ] && [ -f wsa-ckpt/policy.ckpt ] && grep -q '"answer_tokens":[1-9][0-9]*,"transcripts":28' wsa-ckpt/pretrain.jsonl; then
         ok "configs/warmstart-agent-smollm2.ini fine-tunes on the agent's actions of the 28 transcripts (one step, the tiny model)"
     else bad "configs/warmstart-agent-smollm2.ini fine-tunes on the agent's actions of the 28 transcripts (one step, the tiny model)"; fi
-    (cd "$SRC" && "$SPADE" eval "$TMP/wsa-ckpt/policy.ckpt" eval/heldout/base_convert.c eval/heldout/clock_add.c --episodes 1 --hint --seed 0 \
+    (cd "$SRC" && "$SPADE" eval "$TMP/wsa-ckpt/policy.ckpt" eval/heldout/base_convert.c stdenv/carry_add.c --episodes 1 --hint --seed 0 \
         --reasoning-tokens 0 --action-tokens 4 --no-reference --jsonl "$TMP/wsa-eval.jsonl") >"$TMP/out" 2>&1
     if [ $? -eq 0 ] && grep -q "paired seeds: " "$TMP/out" && [ "$(grep -c '"env"' wsa-eval.jsonl)" -ge 2 ]; then
-        ok "... and spade eval plays the held-out environments with the warm-started checkpoint, with and without the hint"
-    else bad "... and spade eval plays the held-out environments with the warm-started checkpoint, with and without the hint"; fi
+        ok "... and spade eval plays a held-out and a held-in environment with the warm-started checkpoint, with and without the hint"
+    else bad "... and spade eval plays a held-out and a held-in environment with the warm-started checkpoint, with and without the hint"; fi
 else echo "ok - # SKIP tests/make_tiny_gguf not built"; fi
 
 # The measurement (bench/bench_designer_chat): the grounding copied as the answer compiles and checks
