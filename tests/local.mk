@@ -70,7 +70,7 @@ tests_test_demos_SOURCES = tests/test_demos.c cli/transcript_text.c designer/var
 	tests/testutil.c tests/testutil.h tests/tiny_gguf.c tests/tiny_gguf.h
 tests_test_demos_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 tests_test_demos_LDADD = $(SPADE_LIBS) $(CHECK_LIBS)
-EXTRA_DIST += tests/tap.sh tests/killpoints.sh tests/test_demos.sh configs/base.ini configs/base-train.ini configs/base-data.sh configs/base-pool.txt configs/base-curriculum.ini configs/default-fixed.ini configs/warmstart-data.sh configs/warmstart-smollm2.ini configs/warmstart-qwen.ini
+EXTRA_DIST += tests/tap.sh tests/killpoints.sh tests/test_demos.sh configs/base.ini configs/base-train.ini configs/base-data.sh configs/base-pool.txt configs/base-curriculum.ini configs/default-fixed.ini configs/warmstart-data.sh configs/warmstart-smollm2.ini configs/warmstart-qwen.ini configs/warmstart-agent-data.sh configs/warmstart-agent-smollm2.ini
 # spade's OpenMP wait-policy default is honoured, overridable, and changes no result.
 TESTS += tests/test_threads.sh
 EXTRA_DIST += tests/test_threads.sh

@@ -178,6 +178,38 @@ EOF2
             ok "configs/$cfg.ini fine-tunes on the answers (one step, the tiny model in its place)"
         else bad "configs/$cfg.ini fine-tunes on the answers (one step, the tiny model in its place)"; fi
     done
+    # The agent's warm start (docs/train.md, "A warm start for the agent") at toy size: the data script
+    # (2 episodes of each of its 14 environments, the second in the hint arm), one step of the config
+    # on it, and the held-out and held-in evals of the result as the docs run them
+    (cd "$SRC" && MODEL="$TMP/tiny.gguf" EPISODES=2 configs/warmstart-agent-data.sh "$TMP/wsa" "$SPADE") >"$TMP/out" 2>&1
+    if [ $? -eq 0 ] && [ "$(ls wsa/*.transcript | wc -l)" -eq 14 ] && [ -s wsa/carry_add.transcript ] && [ -s wsa/tour.transcript ] &&
+        [ "$(cat wsa/*.transcript | grep -c '^<|im_start|>assistant$')" -ge 28 ] &&
+        [ "$(cat wsa/*.transcript | grep -c '^Hint: ')" -eq 14 ]; then
+        ok "configs/warmstart-agent-data.sh writes SOLVE's episodes of its 14 stdenv environments, every second with the hint"
+    else bad "configs/warmstart-agent-data.sh writes SOLVE's episodes of its 14 stdenv environments, every second with the hint"; fi
+    leak=""
+    for f in "$SRC"/eval/heldout/*.c; do
+        h=$(sed -n 's/.*HINT *{ *say("\(.\{30\}\).*/\1/p' "$f")
+        if [ -z "$h" ] || grep -qF "$h" wsa/*.transcript; then leak="$leak $(basename "$f")"; fi
+    done
+    if [ -z "$leak" ] && ! grep -q 'base_convert\|clock_add\|rpn_eval\|run_length\|robot_program' wsa/*.transcript; then
+        ok "... and no held-out environment's hint or name is in the data"
+    else bad "... and no held-out environment's hint or name is in the data (found:$leak)"; fi
+    (cd "$SRC" && ENVS="carry_add base_convert" MODEL="$TMP/tiny.gguf" EPISODES=1 configs/warmstart-agent-data.sh "$TMP/wsa2" "$SPADE") >"$TMP/out" 2>&1
+    if [ $? -eq 1 ] && grep -q "base_convert is not a stdenv environment" "$TMP/out" && [ ! -e wsa2 ]; then
+        ok "... and a held-out environment in ENVS is refused"
+    else bad "... and a held-out environment in ENVS is refused"; fi
+    sed "s|^model = .*|model = $TMP/tiny.gguf|; s|^context = .*|context = 512|; s|^data = .*|data = $TMP/wsa|; s|^out = .*|out = $TMP/wsa-ckpt|; s|^steps = .*|steps = 1|" \
+        "$SRC/configs/warmstart-agent-smollm2.ini" >wsa.ini
+    "$SPADE" pretrain wsa.ini >"$TMP/out" 2>&1
+    if [ $? -eq 0 ] && [ -f wsa-ckpt/policy.ckpt ] && grep -q '"answer_tokens":[1-9][0-9]*,"transcripts":28' wsa-ckpt/pretrain.jsonl; then
+        ok "configs/warmstart-agent-smollm2.ini fine-tunes on the agent's actions of the 28 transcripts (one step, the tiny model)"
+    else bad "configs/warmstart-agent-smollm2.ini fine-tunes on the agent's actions of the 28 transcripts (one step, the tiny model)"; fi
+    (cd "$SRC" && "$SPADE" eval "$TMP/wsa-ckpt/policy.ckpt" eval/heldout/base_convert.c stdenv/carry_add.c --episodes 1 --hint --seed 0 \
+        --reasoning-tokens 0 --action-tokens 4 --no-reference --jsonl "$TMP/wsa-eval.jsonl") >"$TMP/out" 2>&1
+    if [ $? -eq 0 ] && grep -q "paired seeds: " "$TMP/out" && [ "$(grep -c '"env"' wsa-eval.jsonl)" -ge 2 ]; then
+        ok "... and spade eval plays a held-out and a held-in environment with the warm-started checkpoint, with and without the hint"
+    else bad "... and spade eval plays a held-out and a held-in environment with the warm-started checkpoint, with and without the hint"; fi
 else echo "ok - # SKIP tests/make_tiny_gguf not built"; fi
 
 # The measurement (bench/bench_designer_chat): the grounding copied as the answer compiles and checks
