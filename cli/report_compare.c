@@ -34,6 +34,9 @@
 #define MAX_RUNS 16 /* per arm */
 #define MAX_CUM_POINTS 64 /* cumulative Vendi/n is computed at most at this many iterations (evenly spaced) */
 #define MAX_CUM_ENVS 5000 /* and over at most this many valid environments (n x 1024 doubles) */
+/* A testing knob: SPADE_COMPARE_MAX_ENVS=N (1 <= N <= MAX_CUM_ENVS) lowers the cap, so that a test
+ * reaches it without building 5,000 environments; anything else leaves MAX_CUM_ENVS. */
+#define MAX_CUM_ENVS_ENV "SPADE_COMPARE_MAX_ENVS"
 #define Z95 1.959964
 
 static const char *const arm_colors[MAX_ARMS] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7",
@@ -46,7 +49,8 @@ typedef struct cmp_run {
     double *cum; /* (n_its) Vendi/n of the valid environments up to that iteration; NAN: not computed */
     const char *cum_none; /* why there is no cumulative Vendi/n, or NULL */
     int cum_from_source; /* valid environments without a stored embedding, embedded from their source */
-    int cum_capped; /* > 0: from this iteration on, more than MAX_CUM_ENVS valid environments: none shown */
+    int cum_capped; /* 1: past the cap from iteration cum_capped_at on (within the comparison): none shown */
+    int cum_capped_at; /* the iteration of the run's first valid environment past the cap */
 } cmp_run;
 
 typedef struct cmp_arm {
@@ -65,6 +69,7 @@ typedef struct cmp {
     char dir[SPADE_PATH_MAX];
     char written[16][32];
     int n_written, failed, has_eval, has_cum, has_time;
+    int max_envs; /* the cap on the run-so-far Vendi/n: MAX_CUM_ENVS, or lower by MAX_CUM_ENVS_ENV */
     double *x; /* (n_its) the plots' x */
 } cmp;
 
@@ -250,9 +255,20 @@ static int by_iteration_then_id(const void *pa, const void *pb) {
     return (a->id > b->id) - (a->id < b->id);
 }
 
+/* The cap: MAX_CUM_ENVS, or the testing knob's lower value. */
+static int max_cum_envs(void) {
+    const char *v = getenv(MAX_CUM_ENVS_ENV);
+    char *end;
+    long n = v && *v ? strtol(v, &end, 10) : 0;
+    return n >= 1 && n <= MAX_CUM_ENVS && !*end ? (int)n : MAX_CUM_ENVS;
+}
+
 /* R->cum[i]: Vendi/n of the run's valid archived environments written at iterations <= its[i], each
  * by the embedding the loop stored with it (the one its vendi_n used), or else its source's; at every common iteration,
- * or at MAX_CUM_POINTS evenly spaced ones (always the last). Without an archive R->cum_none says why. */
+ * or at MAX_CUM_POINTS evenly spaced ones (always the last). Without an archive R->cum_none says why.
+ * The cap (C->max_envs) keeps the first environments by iteration then id, and a figure is computed only
+ * where the whole set fits: from the iteration of the first one past the cap on there is none (NAN), and
+ * R->cum_capped says from where, so that no figure over part of a run's environments is ever shown. */
 static void cumulative_vendi(const cmp *C, cmp_run *R) {
     char db[SPADE_PATH_MAX + 16], err[SPADE_PATH_MAX + 256];
     struct stat st;
@@ -272,7 +288,8 @@ static void cumulative_vendi(const cmp *C, cmp_run *R) {
         return;
     }
     qsort(l.v, (size_t)l.n, sizeof *l.v, by_iteration_then_id);
-    int m = l.n < MAX_CUM_ENVS ? l.n : MAX_CUM_ENVS;
+    int m = l.n < C->max_envs ? l.n : C->max_envs;
+    if (l.n > m && l.v[m].iteration <= C->its[C->n_its - 1]) R->cum_capped = 1, R->cum_capped_at = l.v[m].iteration;
     double *X = malloc(sizeof *X * (size_t)(m ? m : 1) * SPADE_VENDI_DIM);
     int *it = malloc(sizeof *it * (size_t)(m ? m : 1)), k = 0;
     for (int i = 0; X && it && i < m; i++) {
@@ -295,10 +312,7 @@ static void cumulative_vendi(const cmp *C, cmp_run *R) {
         int n = 0;
         while (n < k && it[n] <= C->its[i]) n++;
         double v;
-        if (l.n > m && l.v[m].iteration <= C->its[i]) { /* past the cap: not the run's whole set, so not shown */
-            R->cum_capped = C->its[i];
-            break;
-        }
+        if (R->cum_capped && R->cum_capped_at <= C->its[i]) break; /* past the cap: not the run's whole set */
         if (n && spade_vendi(X, n, SPADE_VENDI_DIM, &v, err, sizeof err) == 0) R->cum[i] = v / n;
     }
     if (!X || !it) R->cum_none = "out of memory";
@@ -497,15 +511,16 @@ static void link_plot(FILE *md, const cmp *C, const char *file, const char *alt)
 /* ---- compare.md ---- */
 
 /* One run's figure over the summary's window: the mean of its values there (the cumulative Vendi/n: its
- * value at the window's last iteration that has one). */
+ * value at the window's last iteration, always computed, or none: a run past the cap there has none, not
+ * an earlier iteration's, which would compare a shorter run so far with the other runs'). */
 static double run_window(const cmp *C, const cmp_run *R, int metric) {
-    double sum = 0, last = NAN;
+    double sum = 0;
     int k = 0;
     for (int i = C->w0; i < C->n_its; i++) {
         double v = run_metric(R, metric, i);
-        if (isfinite(v)) sum += v, k++, last = v;
+        if (isfinite(v)) sum += v, k++;
     }
-    if (metric == M_CUM) return last;
+    if (metric == M_CUM) return R->cum[C->n_its - 1];
     return k ? sum / k : NAN;
 }
 
@@ -567,7 +582,8 @@ static void md_summary(FILE *md, const cmp *C) {
     fprintf(md, "Shares pool the environments of an arm's runs over these iterations (k/n = share [Wilson 95%%]); "
                 "their difference has Newcombe's 95%% interval, which takes the environments as independent and "
                 "so ignores how runs differ. The other rows average each run over these iterations (the run so far: "
-                "its value at the last of them), then the runs: mean [t 95%% interval over runs] (runs with a "
+                "its value at the last of them, none for a run capped there), then the runs: mean [t 95%% interval "
+                "over runs] (runs with a "
                 "value); the difference has Welch's 95%% interval, and none when an arm has fewer than 2 runs with "
                 "a value.\n\n");
     summary_head(md, C);
@@ -682,9 +698,11 @@ static void md_head(FILE *md, const cmp *C) {
                         R->dir, R->cum_from_source, R->cum_from_source == 1 ? "" : "s");
             if (R->cum_capped)
                 fprintf(md,
-                        "> `%s` has more than %d valid environments from iteration %d on: its Vendi/n of the run "
-                        "so far is left out from there.\n\n",
-                        R->dir, MAX_CUM_ENVS, R->cum_capped);
+                        "> **Capped:** `%s` has more than %d valid environments from iteration %d on: its Vendi/n "
+                        "of the run so far is left out from there (a dash), in the tables and plots and in the "
+                        "summary when its window ends there; it is never computed over part of them%s.\n\n",
+                        R->dir, C->max_envs, R->cum_capped_at,
+                        C->max_envs < MAX_CUM_ENVS ? " (the cap lowered by " MAX_CUM_ENVS_ENV ", a testing knob)" : "");
         }
     if (C->n_its > MAX_CUM_POINTS)
         fprintf(md,
@@ -754,6 +772,7 @@ static int load(cmp *C, int argc, char **argv) {
             if (rc) return rc;
         }
     if (common_iterations(C) < 0) return CLI_FAIL;
+    C->max_envs = max_cum_envs();
     for (int a = 0; a < C->n_arms; a++)
         for (int r = 0; r < C->arms[a].n; r++) {
             cmp_run *R = &C->arms[a].runs[r];
@@ -763,6 +782,11 @@ static int load(cmp *C, int argc, char **argv) {
                         "covers those %d\n",
                         R->dir, R->L.n, C->n_its, C->n_its);
             cumulative_vendi(C, R);
+            if (R->cum_capped)
+                fprintf(stderr,
+                        "spade report: warning: %s has more than %d valid environments from iteration %d on: its "
+                        "Vendi/n of the run so far is left out from there\n",
+                        R->dir, C->max_envs, R->cum_capped_at);
             for (int i = 0; i < C->n_its; i++) {
                 C->has_cum |= isfinite(R->cum[i]);
                 C->has_eval |= isfinite(R->L.rows[R->at[i]].eval);

@@ -52,6 +52,9 @@ EXTRA_DIST += tests/test_docs.sh
 # One layout for the tree's C (tools/format.sh check; skipped where clang-format is not 14).
 TESTS += tests/test_format.sh
 EXTRA_DIST += tests/test_format.sh
+# The baseline (SSE2) clones of the CPU kernels, run under qemu-x86_64 -cpu Nehalem (skipped without it).
+TESTS += tests/test_baseline_isa.sh
+EXTRA_DIST += tests/test_baseline_isa.sh
 # `spade report` (cli/cmd_report.c): report.md and SVG plots of micro runs, error cases.
 TESTS += tests/test_report.sh
 EXTRA_DIST += tests/test_report.sh configs/compare-arms.sh

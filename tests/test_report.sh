@@ -8,8 +8,9 @@
 # name. `spade report --compare` on two arms of two template-designer runs:
 # pooled counts are the sums of the runs' own, means are over runs with an
 # interval only from 2 runs, the run-so-far Vendi/n is spade vendi's, held-out
-# success comes from "eval" lines, and a missing run, unequal lengths and a
-# torn last line are said.
+# success comes from "eval" lines, the 5,000-environment cap on the run so far
+# leaves a capped run's figure out and says so, and a missing run, unequal
+# lengths and a torn last line are said.
 # Not a test of how the plots look (a person looks at them).
 
 NAME=report
@@ -238,6 +239,45 @@ vn=$("$SPADE" vendi "$TMP/four" | awk '/^n 4 vendi/ {printf "%.3f", $4 / 4}')
     sed -n '/^### Vendi\/n of the run so far/,/^###/p' "$C/files/compare.md" | grep -q "^| 1 | $vn (1) |" &&
     ! sed -n '/^### Vendi\/n of the run so far/,/^###/p' "$C/files/compare.md" | grep -q "^| 0 | $vn (1) |"
 check $? "Vendi/n of the run so far, at its last iteration, is spade vendi's over the run's valid sources ($vn)"
+# the cap on the run so far (MAX_CUM_ENVS, 5,000 valid environments): the first ones by iteration are
+# kept and a figure is shown only where the run's whole set fits, a capped run says so (compare.md and
+# stderr) and its summary cell is a dash, not an earlier iteration's figure. The shipped cap on an
+# archive padded with copies of a valid environment to 5,001 (python3's sqlite3; no Vendi over 5,000
+# is computed, so it takes a fraction of a second), the boundary and iteration 0 by the testing knob.
+V="/^### Vendi\/n of the run so far/,/^###/p"
+c0=$(db_count() { python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchone()[0])' "$@"; }
+    db_count "$RUN/spade.db" "select count(*) from envs where gate = '' and iteration = 0" 2>/dev/null)
+if [ -n "$c0" ]; then
+    cp -r "$RUN" "$TMP/runs/big"
+    python3 -c 'import sqlite3,sys
+c = sqlite3.connect(sys.argv[1])
+cols = ",".join(r[1] for r in c.execute("pragma table_info(envs)") if r[1] != "id")
+(n,) = c.execute("select count(*) from envs where gate = \x27\x27").fetchone()
+(one,) = c.execute("select min(id) from envs where gate = \x27\x27 and iteration = 1").fetchone()
+c.execute("with recursive k(i) as (select 1 union all select i + 1 from k where i < ?) insert into envs(%s) "
+          "select %s from envs, k where envs.id = ?" % (cols, cols), (5001 - n, one))
+c.commit()' "$TMP/runs/big/spade.db"
+    v0=$(sed -n "$V" "$C/files/compare.md" | sed -n 's/^| 0 | \([0-9.]*\) (1) |$/\1/p')
+    (cd "$TMP" && "$SPADE" report --compare big=runs/big files=runs/default --out cmp/big) >"$TMP/out" 2>&1 &&
+        grep -q "warning: runs/big has more than 5000 valid environments from iteration 1 on" "$TMP/out" &&
+        grep -q '^> \*\*Capped:\*\* `runs/big` has more than 5000 valid environments from iteration 1 on' "$C/big/compare.md" &&
+        ! grep -q 'Capped:.*runs/default' "$C/big/compare.md" &&
+        sed -n "$V" "$C/big/compare.md" | grep -q "^| 0 | $v0 (1) | $v0 (1) |$" &&
+        sed -n "$V" "$C/big/compare.md" | grep -q "^| 1 | – | $vn (1) |$" &&
+        grep -q "^| Vendi/n of the run so far | – | $vn (1) | – |$" "$C/big/compare.md"
+    check $? "past the 5,000-environment cap the run so far is a dash from that iteration on, said, and not summarised"
+    cap() { (cd "$TMP" && SPADE_COMPARE_MAX_ENVS=$1 "$SPADE" report --compare files=runs/default --out cmp/cap$1) >"$TMP/out" 2>&1; }
+    cap 4 && ! grep -q 'Capped' "$C/cap4/compare.md" && sed -n "$V" "$C/cap4/compare.md" | grep -q "^| 1 | $vn (1) |$" &&
+        cap 3 && grep -q 'Capped:.* more than 3 valid environments from iteration 1 on.*lowered by SPADE_COMPARE_MAX_ENVS' "$C/cap3/compare.md" &&
+        sed -n "$V" "$C/cap3/compare.md" | grep -q "^| 0 | $v0 (1) |$" && ! sed -n "$V" "$C/cap3/compare.md" | grep -q '^| 1 |' &&
+        cap "$c0" && grep -q "Capped:.* from iteration 1 on" "$C/cap$c0/compare.md" && sed -n "$V" "$C/cap$c0/compare.md" | grep -q "^| 0 | $v0 (1) |$" &&
+        cap 1 && grep -q 'Capped:.* more than 1 valid environments from iteration 0 on' "$C/cap1/compare.md" &&
+        ! grep -q '^### Vendi/n of the run so far' "$C/cap1/compare.md"
+    check $? "exactly at the cap (SPADE_COMPARE_MAX_ENVS=4, the run's 4; $c0, iteration 0's) is computed; one over is capped, at iteration 0 too"
+else
+    ok "# SKIP the cap on the run so far: no python3 sqlite3 to pad an archive"
+    ok "# SKIP the cap at its boundary: no python3 sqlite3"
+fi
 # held-out success, when the runs' train.jsonl has "eval" lines: at the iterations that have one
 for r in t1 t2; do
     cp -r "$C/$r" "$C/${r}eval"

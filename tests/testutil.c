@@ -106,7 +106,40 @@ int tu_rm_rf(const char *dir) {
     return nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+static int tu_only_added; /* tests added that SPADE_TEST_ONLY named */
+
+/* 1 when name is one of the comma-separated list's entries. */
+static int tu_listed(const char *list, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && !strncmp(p, name, n)) return 1;
+        p += len + (e != NULL);
+    }
+    return 0;
+}
+
+void tu_add_test(TCase *tc, const TTest *tf) {
+    const char *only = getenv("SPADE_TEST_ONLY");
+    if (only && *only) {
+        if (!tu_listed(only, tf->name)) return;
+        tu_only_added++;
+    }
+    _tcase_add_test(tc, tf, 0, 0, 0, 1); /* what Check's own tcase_add_test expands to */
+}
+
 int tu_run(Suite *s) {
+    const char *only = getenv("SPADE_TEST_ONLY");
+    if (only && *only) {
+        int names = 1;
+        for (const char *p = only; *p; p++) names += *p == ',';
+        if (tu_only_added != names) {
+            fprintf(stderr, "SPADE_TEST_ONLY=%s: %d of its %d names are tests of this suite\n", only, tu_only_added,
+                    names);
+            return EXIT_FAILURE;
+        }
+    }
     SRunner *r = srunner_create(s);
     srunner_run_all(r, CK_NORMAL);
     int failed = srunner_ntests_failed(r);

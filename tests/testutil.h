@@ -88,7 +88,17 @@ void tu_next_logprobs(spade_policy *p, const int *h, int n, float *out);
 void tu_assert_grads_close_at(const char *file, int line, const spade_policy *p, const float *ref, const float *got,
                               double rel, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 
-/* Runs every test of s; the exit status for main. */
+/* Runs every test of s; the exit status for main. With SPADE_TEST_ONLY set, fails (saying so) unless
+ * every name it lists was added: a misspelt name cannot pass by running nothing. */
 int tu_run(Suite *s);
+
+/* Every suite adds its tests through tu_add_test (tcase_add_test is redefined to it): with
+ * SPADE_TEST_ONLY=NAME[,NAME...] in the environment only the tests of those START_TEST names are
+ * added (tests/test_baseline_isa.sh runs a few under an emulated CPU without AVX); unset or empty,
+ * every one, as Check would (tcase_add_loop_test is not filtered). A testing knob of the suites, not
+ * of spade. */
+void tu_add_test(TCase *tc, const TTest *tf);
+#undef tcase_add_test
+#define tcase_add_test(tc, tf) tu_add_test((tc), (tf))
 
 #endif /* SPADE_TESTUTIL_H */

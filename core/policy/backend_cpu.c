@@ -123,7 +123,8 @@ static inline float spade_expf(float x) {
  * an ifunc per function). Elementwise kernels give the same bits in every
  * clone (C11 mode: no FMA contraction); a kernel with a vector reduction sums
  * in an order that depends on the vector width, so on one machine, which is
- * what the cpu-vs-cpu_ref tests compare, both backends still agree bit for bit. */
+ * what the cpu-vs-cpu_ref tests compare, both backends still agree bit for bit.
+ * The default clones run in tests/test_baseline_isa.sh, under qemu-x86_64 -cpu Nehalem. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && __GNUC__ >= 12
 #define SPADE_CLONES __attribute__((target_clones("default", "arch=x86-64-v3", "arch=x86-64-v4")))
 #else
