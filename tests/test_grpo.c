@@ -2,7 +2,8 @@
  * a masked episode against its turns as separate samples, masked-out positions
  * contributing nothing, a finite-difference check of the masked loss,
  * spade_grpo_update against spade_grpo_batch + spade_policy_step, truncated
- * importance sampling, per-role gradient norms, and bad input.
+ * importance sampling, per-role gradient norms, bad input, and one batch the
+ * same before and after other work in the process (no state outside the handles).
  *
  * What it is: tests of the GRPO sample contract beyond the single-completion
  * form, each bound written beside its test, all on the cpu_ref backend (one
@@ -933,6 +934,100 @@ START_TEST(test_bad_input_names_the_sample) {
 }
 END_TEST
 
+/* One batch on a fresh policy: samples drawn at T 0.7, top_p 0.9 from a heated cpu_ref policy, their
+ * GRPO gradient with the k3 KL to a reference. *P gets the gradient's length. */
+static float *fresh_sampled_batch(spade_grpo_stats *st, size_t *P) {
+    rng_reset();
+    spade_policy *p = make(), *ref = NULL;
+    heat(p, 5.0f);
+    ck_assert(spade_policy_clone(&ref, p, NULL, err, sizeof err) == 0);
+    heat(ref, 1.0f);
+    enum { G = 4, M = 8 };
+    int prompt[3] = {SPADE_TOK_AGENT, 'x', SPADE_TOK_ACTION}, tok[G * M], len[G];
+    float lp[G * M];
+    spade_sample_opts so;
+    spade_sample_opts_default(&so);
+    so.temperature = 0.7f;
+    so.top_p = 0.9f;
+    so.max_tokens = M;
+    so.n_stop = 0;
+    so.seed = 5;
+    ck_assert_msg(spade_policy_sample(p, prompt, 3, G, &so, tok, lp, len, err, sizeof err) == 0, "%s", err);
+    spade_grpo_sample s[G];
+    for (int g = 0; g < G; g++)
+        s[g] = (spade_grpo_sample){.prompt = prompt,
+                                   .prompt_len = 3,
+                                   .completion = tok + g * M,
+                                   .completion_len = len[g],
+                                   .old_logprobs = lp + g * M,
+                                   .reward = (float)g,
+                                   .role = g % 2,
+                                   .temperature = 0.7f,
+                                   .top_p = 0.9f};
+    spade_grpo_opts o;
+    spade_grpo_opts_default(&o);
+    o.beta = 0.3f;
+    o.micro_batch = 3;
+    float *g = batch_grads(p, ref, s, G, &o, st);
+    *P = spade_policy_num_params(p);
+    spade_policy_free(ref);
+    spade_policy_free(p);
+    return g;
+}
+
+/* The library keeps no state between calls outside its handles (no cache, static scratch or global
+ * RNG that a result depends on): one batch on a fresh policy gives bit for bit the same gradient and
+ * stats before and after other work in the same process (a policy of another shape on the cpu
+ * backend sampling at top-p and taking GRPO steps against a reference). Check's fork mode runs each
+ * test in a process of its own, so across tests such state would not show; within one it does. */
+START_TEST(test_no_state_outside_the_handles) {
+    spade_grpo_stats s1, s2;
+    size_t P1, P2;
+    float *g1 = fresh_sampled_batch(&s1, &P1);
+    spade_policy *q = tu_tiny_policy(48, 9), *qref = NULL;
+    ck_assert(spade_policy_clone(&qref, q, NULL, err, sizeof err) == 0);
+    heat(q, 3.0f);
+    enum { G = 6, M = 12 };
+    int prompt[5] = {SPADE_TOK_AGENT, 'q', 'r', 's', SPADE_TOK_ACTION}, tok[G * M], len[G];
+    float lp[G * M];
+    spade_sample_opts so;
+    spade_sample_opts_default(&so);
+    so.temperature = 1.3f;
+    so.top_p = 0.7f;
+    so.max_tokens = M;
+    so.n_stop = 0;
+    so.seed = 77;
+    ck_assert_msg(spade_policy_sample(q, prompt, 5, G, &so, tok, lp, len, err, sizeof err) == 0, "%s", err);
+    spade_grpo_sample s[G];
+    for (int g = 0; g < G; g++)
+        s[g] = (spade_grpo_sample){.prompt = prompt,
+                                   .prompt_len = 5,
+                                   .completion = tok + g * M,
+                                   .completion_len = len[g],
+                                   .old_logprobs = lp + g * M,
+                                   .reward = (float)(g % 3),
+                                   .temperature = 1.3f,
+                                   .top_p = 0.7f};
+    spade_grpo_opts o;
+    spade_grpo_opts_default(&o);
+    o.beta = 0.1f;
+    o.epochs = 2;
+    spade_grpo_stats sq;
+    ck_assert_msg(spade_grpo_update(q, qref, s, G, &o, NULL, &sq, err, sizeof err) == 0, "%s", err);
+    ck_assert(sq.n_steps > 0);
+    spade_policy_free(qref);
+    spade_policy_free(q);
+    float *g2 = fresh_sampled_batch(&s2, &P2);
+    ck_assert(P1 == P2 && norm2(g1, P1) > 0);
+    ck_assert_msg(memcmp(g1, g2, P1 * sizeof(float)) == 0 && s1.loss == s2.loss && s1.kl == s2.kl &&
+                      s1.mean_ratio == s2.mean_ratio,
+                  "the same batch after other work: loss %.9g then %.9g, kl %.9g then %.9g, gradients %s", s1.loss,
+                  s2.loss, s1.kl, s2.kl, memcmp(g1, g2, P1 * sizeof(float)) ? "differ" : "the same");
+    free(g1);
+    free(g2);
+}
+END_TEST
+
 /* The same passes on cpu (cblas, OpenMP) and on cuda (skipped with a message
  * where no GPU answers) against cpu_ref: a two-role batch with the k3 KL, first into a zero gradient
  * (role 0 direct, role 1 through the scratch buffer), then on top of it
@@ -1053,6 +1148,7 @@ static Suite *grpo_suite(void) {
     tcase_add_test(t, test_clone_with_moments_steps_alike);
     tcase_add_test(t, test_role_grad_norms);
     tcase_add_test(t, test_bad_input_names_the_sample);
+    tcase_add_test(t, test_no_state_outside_the_handles);
     tcase_add_test(t, test_cpu_matches_cpu_ref);
     tcase_add_test(t, test_cuda_matches_cpu_ref);
     suite_add_tcase(s, t);
