@@ -560,7 +560,11 @@ END_TEST
 
 /* ---- the fuzz harness, over its seeds and mutations of them ---- */
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+/* Every test starts its draws from this state (rng_reset, a checked fixture), as in Check's fork
+ * mode, also with CK_FORK=no where the tests share one process. */
+#define RNG_SEED 0x9e3779b97f4a7c15ull
+static uint64_t rng_state = RNG_SEED;
+static void rng_reset(void) { rng_state = RNG_SEED; }
 static uint64_t rnd(void) {
     rng_state ^= rng_state << 13;
     rng_state ^= rng_state >> 7;
@@ -777,6 +781,7 @@ END_TEST
 int main(void) {
     Suite *s = suite_create("gguf");
     TCase *c = tcase_create("gguf");
+    tcase_add_checked_fixture(c, rng_reset, NULL);
     tcase_set_timeout(c, 300); /* the mutation walk and the real model take seconds, more on a loaded machine */
     tcase_add_test(c, dequantize_matches_gguf_py);
     tcase_add_test(c, writer_quantizes_as_gguf_py);

@@ -45,7 +45,11 @@ static spade_policy *make(const spade_gpt_config *c) {
     return p;
 }
 
-static uint64_t rng_state = 42;
+/* Every test starts its draws from this state (rng_reset, a checked fixture), as in Check's fork
+ * mode, also with CK_FORK=no where the tests share one process. */
+#define RNG_SEED 42
+static uint64_t rng_state = RNG_SEED;
+static void rng_reset(void) { rng_state = RNG_SEED; }
 static double urand(void) { /* uniform [0,1) */
     rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
     return (double)(rng_state >> 11) / 9007199254740992.0;
@@ -1889,6 +1893,7 @@ END_TEST
 static Suite *policy_suite(void) {
     Suite *s = suite_create("policy");
     TCase *t = tcase_create("core");
+    tcase_add_checked_fixture(t, rng_reset, NULL);
     tcase_set_timeout(t, 120);
     tcase_add_test(t, test_tokenizer_exact);
     tcase_add_test(t, test_config_keys);
