@@ -13,6 +13,9 @@
  * (docs/train.md): each source as the grounding of the loop's request,
  * answered by every other source of its family, or by a checked variant with
  * the change stated in the request; --hold-out leaves whole families out.
+ * Every environment named, and every variant, is asked of the held-out
+ * guard (core/heldout.h) first: a held-out file or a copy of one is refused
+ * before anything is written.
  * What it is not: a trainer, nor an evaluation: episodes SOLVE does not win
  * are counted and left out.
  */
@@ -29,6 +32,7 @@
 #include "designer/prompt.h"
 #include "designer/variants.h"
 #include "episodes.h"
+#include "heldout.h"
 #include "rng.h"
 
 #define DEMO_MAX_SPECS 256
@@ -57,6 +61,7 @@ void cli_usage_demos(FILE *out) {
             "ENV's .family), to DIR/NAME.pairs.transcript. --rewrite K writes K checked variants as\n"
             "the rewrite task (the request states the change) to DIR/NAME.rewrite.transcript.\n"
             "--hold-out drops every environment of the families named from every file.\n"
+            "A held-out file (core/heldout.h: in a HELDOUT directory, or a copy of one) is refused.\n"
             "\n"
             "  -n, --episodes N      per environment (default 16; 0: only the --designer variants)\n"
             "  -o, --out DIR         output directory (created)\n"
@@ -269,9 +274,9 @@ static int designer_prompt(spade_tokenizer *tok, const char *path, const char *s
 
 /* K varied copies of src that pass spade check, as designer transcripts;
  * rewrite: as the rewrite task, the request stating the change. */
-static int write_variants(spade_sandbox *sb, spade_tokenizer *tok, const char *path, const char *src, size_t len,
-                          const spade_env_info *info, int k, int budget, int rewrite, uint64_t seed,
-                          const char *out_path) {
+static int write_variants(spade_sandbox *sb, spade_tokenizer *tok, const spade_heldout_guard *guard, const char *path,
+                          const char *src, size_t len, const spade_env_info *info, int k, int budget, int rewrite,
+                          uint64_t seed, const char *out_path) {
     char err[2048], what[1024], req[1400];
     char **texts = calloc((size_t)k, sizeof *texts);
     size_t *lens = calloc((size_t)k, sizeof *lens);
@@ -291,7 +296,8 @@ static int write_variants(spade_sandbox *sb, spade_tokenizer *tok, const char *p
             rejected++;
             continue;
         }
-        if (spade_check(sb, path, var, vlen, NULL, &co, &rep) != 0) {
+        if (spade_heldout_guard_refuses(guard, NULL, var, vlen, err, sizeof err) ||
+            spade_check(sb, path, var, vlen, NULL, &co, &rep) != 0) { /* a variant that is a held-out file: never */
             rejected++;
             free(var);
             continue;
@@ -361,10 +367,18 @@ done:
     return rc;
 }
 
-/* Loads spec into e (its source, info and checked params). */
-static int load_env(spade_sandbox *sb, const char *spec, demo_env *e) {
+/* Loads spec into e (its source, info and checked params); a held-out file,
+ * or a copy of one anywhere, is refused before it is compiled. */
+static int load_env(spade_sandbox *sb, const spade_heldout_guard *guard, const char *spec, demo_env *e) {
     if (cli_load_spec("demos", spec, e->path, sizeof e->path, e->params, sizeof e->params, &e->src, &e->len))
         return CLI_FAIL;
+    char why[SPADE_PATH_MAX + 256];
+    if (spade_heldout_guard_refuses(guard, e->path, e->src, e->len, why, sizeof why))
+        return cli_err(CLI_FAIL, "demos",
+                       "%s: held-out environments are never written as training data (every held-out figure would "
+                       "be contaminated); to train on it on purpose, copy it out of the suite and set SPADE_HELDOUT "
+                       "to a suite directory (one holding a %s marker file) that does not hold it",
+                       why, SPADE_HELDOUT_MARKER);
     spade_worker *w = NULL;
     spade_failure f;
     if (spade_worker_load(sb, e->path, e->src, e->len, &w, &f)) {
@@ -452,7 +466,8 @@ static int parse_opts(int argc, char **argv, demo_opts *o) {
 }
 
 /* Everything asked of one environment, into files named after it. */
-static int write_env(spade_sandbox *sb, spade_tokenizer *tok, const demo_opts *o, const demo_env *es, int n, int i) {
+static int write_env(spade_sandbox *sb, spade_tokenizer *tok, const spade_heldout_guard *guard, const demo_opts *o,
+                     const demo_env *es, int n, int i) {
     const demo_env *e = &es[i];
     char file[SPADE_PATH_MAX + 100];
     int rc = CLI_OK;
@@ -462,12 +477,12 @@ static int write_env(spade_sandbox *sb, spade_tokenizer *tok, const demo_opts *o
                       file);
     if (rc == CLI_OK && o->designer > 0) {
         snprintf(file, sizeof file, "%s/%s.designer.transcript", o->out, e->name);
-        rc = write_variants(sb, tok, e->path, e->src, e->len, &e->info, (int)o->designer, (int)o->budget, 0, o->seed,
-                            file);
+        rc = write_variants(sb, tok, guard, e->path, e->src, e->len, &e->info, (int)o->designer, (int)o->budget, 0,
+                            o->seed, file);
     }
     if (rc == CLI_OK && o->rewrite > 0) {
         snprintf(file, sizeof file, "%s/%s.rewrite.transcript", o->out, e->name);
-        rc = write_variants(sb, tok, e->path, e->src, e->len, &e->info, (int)o->rewrite, (int)o->budget, 1,
+        rc = write_variants(sb, tok, guard, e->path, e->src, e->len, &e->info, (int)o->rewrite, (int)o->budget, 1,
                             o->seed ^ 0x5EED, file);
     }
     if (rc == CLI_OK && o->pairs) {
@@ -481,20 +496,23 @@ int cli_demos(spade_sandbox *sb, int argc, char **argv) {
     demo_opts o;
     int rc = parse_opts(argc, argv, &o);
     if (rc) return rc < 0 ? CLI_OK : rc;
-    if (mkdir(o.out, 0755) && errno != EEXIST)
-        return cli_err(CLI_FAIL, "demos", "cannot create %s: %s", o.out, strerror(errno));
     char err[2048];
+    spade_heldout_guard *guard = NULL; /* a suite that cannot be found is an error, not an open door */
+    if (spade_heldout_guard_new(&guard, NULL, err, sizeof err) < 0)
+        return cli_err(CLI_FAIL, "demos", "the held-out guard: %s", err);
     spade_tokenizer *tok = NULL; /* the render spells every token out, so bytes lose nothing */
     if (o.model ? spade_tokenizer_from_model(&tok, o.model, err, sizeof err)
-                : spade_tokenizer_new_bytes(&tok, err, sizeof err))
+                : spade_tokenizer_new_bytes(&tok, err, sizeof err)) {
+        spade_heldout_guard_free(guard);
         return cli_err(CLI_FAIL, "demos", "%s", err);
+    }
     if (!o.budget) o.budget = o.model ? 2048 : 1024;
     static demo_env es[DEMO_MAX_SPECS];
     int n = 0, held = 0;
     for (int i = optind; i < argc && rc == CLI_OK; i++) {
         demo_env *e = &es[n];
         memset(e, 0, sizeof *e);
-        if ((rc = load_env(sb, argv[i], e))) {
+        if ((rc = load_env(sb, guard, argv[i], e))) {
             free(e->src);
             break;
         }
@@ -513,8 +531,12 @@ int cli_demos(spade_sandbox *sb, int argc, char **argv) {
         n++;
     }
     if (rc == CLI_OK && !n) rc = cli_err(CLI_FAIL, "demos", "every environment named is held out (%d)", held);
-    for (int i = 0; i < n && rc == CLI_OK; i++) rc = write_env(sb, tok, &o, es, n, i);
+    /* every input loaded and guarded: only now is anything made under --out */
+    if (rc == CLI_OK && mkdir(o.out, 0755) && errno != EEXIST)
+        rc = cli_err(CLI_FAIL, "demos", "cannot create %s: %s", o.out, strerror(errno));
+    for (int i = 0; i < n && rc == CLI_OK; i++) rc = write_env(sb, tok, guard, &o, es, n, i);
     for (int i = 0; i < n; i++) free(es[i].src);
     spade_tokenizer_free(tok);
+    spade_heldout_guard_free(guard);
     return rc;
 }

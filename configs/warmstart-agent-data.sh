@@ -11,9 +11,11 @@
 # 512-token window holds a whole transcript and the answers are what the
 # agent writes at R = 0 (the action is the whole answer: a number, a word, a
 # \boxed{} list, a tool call). Only stdenv/ is searched (SPADE_PATH), and a
-# name that resolves into a directory marked HELDOUT is refused, so
-# eval/heldout never reaches the data (tests/test_demos.sh checks that no
-# held-out environment's hint appears in any file). Deterministic.
+# name that is not a stdenv file is refused here, before DIR is touched; the
+# held-out guard itself is spade demos's (core/heldout.h: a file in a HELDOUT
+# directory or a copy of a held-out file anywhere is exit 1), so eval/heldout
+# never reaches the data (tests/test_demos.sh checks that no held-out
+# environment's hint appears in any file). Deterministic.
 # Usage: configs/warmstart-agent-data.sh [DIR] [SPADE]   (run from the source tree)
 # Not the fine-tuning itself: spade pretrain configs/warmstart-agent-smollm2.ini reads DIR.
 set -e
@@ -24,7 +26,6 @@ EPISODES=${EPISODES:-32}
 ENVS=${ENVS:-sequence modpow linear carry_add latin liars odd_one analogy ranking clues recall weighing change tour}
 for e in $ENVS; do
     [ -f "stdenv/$e.c" ] || { echo "warmstart-agent-data.sh: $e is not a stdenv environment" >&2; exit 1; }
-    [ ! -e "stdenv/HELDOUT" ] || { echo "warmstart-agent-data.sh: stdenv/ is marked HELDOUT" >&2; exit 1; }
 done
 rm -rf "$DIR"
 # shellcheck disable=SC2086

@@ -4,11 +4,11 @@
  * What it is: where the suite lives (SPADE_HELDOUT, else the installed
  * eval/heldout, or the source tree's for an uninstalled build), its files,
  * and a guard that a loader of the grounding corpus, the designer's memory or
- * the agent's pool asks about every file before taking it. A file is refused
- * when its directory holds the marker file HELDOUT, or when its source,
- * normalised (comments and whitespace removed), is the same as a held-out
- * file's: a copy of a held-out environment under another name or directory is
- * caught too.
+ * the agent's pool (and `spade demos`, for its training data) asks about every
+ * file before taking it. A file is refused when its directory holds the
+ * marker file HELDOUT, or when its source, normalised (comments and
+ * whitespace removed), is the same as a held-out file's: a copy of a held-out
+ * environment under another name or directory is caught too.
  * What it is not: a near-duplicate detector (a rewrite of a held-out mechanic
  * passes; the designer's novelty gate and archive deal with similarity), nor
  * part of the registry's default search path: `spade run lights_row` does not

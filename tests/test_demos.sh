@@ -29,6 +29,23 @@ if [ $? -ne 0 ] && grep -q "nope" "$TMP/out"; then ok "an unknown param is an er
 "$SPADE" demos carry_add >"$TMP/out" 2>&1
 if [ $? -eq 2 ] && grep -q -- "--out" "$TMP/out"; then ok "a missing --out is a usage error"; else bad "a missing --out is a usage error"; fi
 
+# The held-out suite never reaches the data (core/heldout.h's guard): a held-out file named by its path,
+# a renamed copy of one in another directory, and a held-out name found through SPADE_PATH as a --pairs
+# grounding are refused, exit 1 naming the file and why, before anything is written under --out
+"$SPADE" demos "$SRC/eval/heldout/base_convert.c" --episodes 4 --out h >"$TMP/out" 2>&1
+if [ $? -eq 1 ] && grep -q "base_convert.c is in the held-out suite" "$TMP/out" && grep -q "SPADE_HELDOUT" "$TMP/out" && [ ! -e h ]; then
+    ok "a held-out file is refused, naming it, and nothing is written"
+else bad "a held-out file is refused, naming it, and nothing is written"; fi
+mkdir -p mine h2 && cp "$SRC/eval/heldout/base_convert.c" mine/my_convert.c
+"$SPADE" demos nim mine/my_convert.c --episodes 4 --designer 1 --out h2 >"$TMP/out" 2>&1
+if [ $? -eq 1 ] && grep -q "mine/my_convert.c is a copy of the held-out environment base_convert" "$TMP/out" && [ -z "$(ls -A h2)" ]; then
+    ok "a renamed copy of a held-out file elsewhere is refused, and nothing is written (not even nim's)"
+else bad "a renamed copy of a held-out file elsewhere is refused, and nothing is written (not even nim's)"; fi
+SPADE_PATH="$SRC/stdenv:$SRC/eval/heldout" "$SPADE" demos nim clock_add --episodes 0 --pairs --rewrite 1 --out h3 >"$TMP/out" 2>&1
+if [ $? -eq 1 ] && grep -q "clock_add.c is in the held-out suite" "$TMP/out" && [ ! -e h3 ]; then
+    ok "a held-out name found through SPADE_PATH is refused as a --pairs and --rewrite source"
+else bad "a held-out name found through SPADE_PATH is refused as a --pairs and --rewrite source"; fi
+
 cat >pt.ini <<EOF2
 [policy]
 layers = 1
