@@ -24,7 +24,7 @@ static char err[512];
  * mode, also with CK_FORK=no where the tests share one process. */
 #define RNG_SEED 99
 static uint64_t rng_state = RNG_SEED;
-static void rng_reset(void) { rng_state = RNG_SEED; }
+static void rng_reset(void) { rng_state = tu_rng_seed(RNG_SEED); }
 static float urand(void) { /* uniform [-1, 1) */
     rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
     return (float)((double)(rng_state >> 11) / 9007199254740992.0 * 2.0 - 1.0);

@@ -81,7 +81,7 @@ static spade_policy *make(const spade_gpt_config *c) {
  * one process, and a test's data would otherwise depend on which tests ran before it. */
 #define RNG_SEED 99
 static uint64_t rng_state = RNG_SEED;
-static void rng_reset(void) { rng_state = RNG_SEED; }
+static void rng_reset(void) { rng_state = tu_rng_seed(RNG_SEED); }
 static double urand(void) {
     rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
     return (double)(rng_state >> 11) / 9007199254740992.0;

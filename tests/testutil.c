@@ -106,6 +106,16 @@ int tu_rm_rf(const char *dir) {
     return nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+unsigned long long tu_rng_seed(unsigned long long dflt) {
+    const char *v = getenv("SPADE_TEST_RNG_SEED");
+    if (!v || !*v) return dflt;
+    char *end;
+    errno = 0;
+    unsigned long long s = strtoull(v, &end, 10);
+    ck_assert_msg(!errno && !*end && *v != '-', "SPADE_TEST_RNG_SEED=%s is not a decimal number", v);
+    return s;
+}
+
 static int tu_only_added; /* tests added that SPADE_TEST_ONLY named */
 
 /* 1 when name is one of the comma-separated list's entries. */

@@ -98,6 +98,12 @@ int tu_run(Suite *s);
  * every one, as Check would (tcase_add_loop_test is not filtered). A testing knob of the suites, not
  * of spade. */
 void tu_add_test(TCase *tc, const TTest *tf);
+
+/* The start state of a suite's file-static RNG: SPADE_TEST_RNG_SEED (a decimal number) when set and
+ * not empty, else dflt. A testing knob for measuring how many start states a randomised check fails
+ * from (for s in $(seq 1 200); do SPADE_TEST_RNG_SEED=$s SPADE_TEST_ONLY=NAME tests/test_x; done);
+ * an unparsable value fails the test that asks. */
+unsigned long long tu_rng_seed(unsigned long long dflt);
 #undef tcase_add_test
 #define tcase_add_test(tc, tf) tu_add_test((tc), (tf))
 
