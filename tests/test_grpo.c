@@ -327,24 +327,6 @@ END_TEST
  * for the other. This one failed 0 times (worst 0.90 of the bound: a direction
  * whose analytic value, -0.0096, left only the 1e-4 floor). The 2% relative
  * bound misses a 1% error in the whole gradient; a 3% one fails from all 200. */
-static double masked_loss(spade_policy *p, spade_policy *ref, const float *w, const spade_grpo_sample *s, int n,
-                          const spade_grpo_opts *o) {
-    ck_assert(spade_policy_set_params(p, w, err, sizeof err) == 0);
-    spade_grpo_stats st;
-    ck_assert_msg(spade_grpo_batch(p, ref, s, n, o, &st, err, sizeof err) == 0, "%s", err);
-    return st.loss;
-}
-
-/* The central difference of masked_loss along d at step h. */
-static double masked_diff(spade_policy *p, spade_policy *ref, const float *w, float *wd, const float *d, size_t P,
-                          double h, const spade_grpo_sample *s, int n, const spade_grpo_opts *o) {
-    for (size_t j = 0; j < P; j++) wd[j] = w[j] + (float)h * d[j];
-    double lp = masked_loss(p, ref, wd, s, n, o);
-    for (size_t j = 0; j < P; j++) wd[j] = w[j] - (float)h * d[j];
-    double lm = masked_loss(p, ref, wd, s, n, o);
-    return (lp - lm) / (2 * h);
-}
-
 START_TEST(test_masked_gradient_check) {
     spade_policy *p = make();
     heat(p, 15.0f);
@@ -375,8 +357,8 @@ START_TEST(test_masked_gradient_check) {
                 d[j] = (float)(2 * urand() - 1);
                 ana += (double)g[j] * d[j];
             }
-            double num = (4 * masked_diff(p, ref, w, wd, d, P, 5e-4, s, 4, &o) -
-                          masked_diff(p, ref, w, wd, d, P, 1e-3, s, 4, &o)) /
+            double num = (4 * tu_grpo_diff(p, ref, w, wd, d, P, 5e-4, s, 4, &o) -
+                          tu_grpo_diff(p, ref, w, wd, d, P, 1e-3, s, 4, &o)) /
                          3;
             ck_assert_msg(fabs(num - ana) <= 2e-2 * fabs(ana) + 1e-4, "token_norm %d: numeric %.6g vs analytic %.6g",
                           norm, num, ana);
@@ -482,9 +464,9 @@ static void fd_check(spade_policy *p, spade_policy *ref, const spade_grpo_sample
         }
         double h = 3e-4; /* at 1e-3 the curvature of 1/T^2 leaves 8% in the central difference */
         for (size_t j = 0; j < P; j++) wd[j] = w[j] + (float)h * d[j];
-        double lp = masked_loss(p, ref, wd, s, n, o);
+        double lp = tu_grpo_loss(p, ref, wd, s, n, o);
         for (size_t j = 0; j < P; j++) wd[j] = w[j] - (float)h * d[j];
-        double lm = masked_loss(p, ref, wd, s, n, o);
+        double lm = tu_grpo_loss(p, ref, wd, s, n, o);
         double num = (lp - lm) / (2 * h);
         ck_assert_msg(fabs(num - ana) <= 2e-2 * fabs(ana) + 1e-4, "%s: numeric %.6g vs analytic %.6g", what, num, ana);
     }

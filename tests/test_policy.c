@@ -1805,24 +1805,6 @@ END_TEST
  * in test_grpo.c's masked check; this one 0 times (worst 0.51 of the bound).
  * The 2% relative bound misses a 1% error in the whole gradient; a 3% one
  * fails from all 200. */
-static double grpo_loss(spade_policy *p, spade_policy *ref, float *w, const spade_grpo_sample *s, int n,
-                        const spade_grpo_opts *o) {
-    ck_assert(spade_policy_set_params(p, w, err, sizeof err) == 0);
-    spade_grpo_stats st;
-    ck_assert_msg(spade_grpo_batch(p, ref, s, n, o, &st, err, sizeof err) == 0, "%s", err);
-    return st.loss;
-}
-
-/* The central difference of grpo_loss along d at step h. */
-static double grpo_diff(spade_policy *p, spade_policy *ref, const float *w, float *wd, const float *d, size_t P,
-                        double h, const spade_grpo_sample *s, int n, const spade_grpo_opts *o) {
-    for (size_t j = 0; j < P; j++) wd[j] = w[j] + (float)h * d[j];
-    double lp = grpo_loss(p, ref, wd, s, n, o);
-    for (size_t j = 0; j < P; j++) wd[j] = w[j] - (float)h * d[j];
-    double lm = grpo_loss(p, ref, wd, s, n, o);
-    return (lp - lm) / (2 * h);
-}
-
 START_TEST(test_grpo_gradient_check) {
     spade_gpt_config c = tiny_cfg("cpu_ref");
     spade_policy *p = make(&c);
@@ -1853,8 +1835,9 @@ START_TEST(test_grpo_gradient_check) {
             d[j] = (float)(2 * urand() - 1);
             ana += (double)g[j] * d[j];
         }
-        double num =
-            (4 * grpo_diff(p, ref, w, wd, d, P, 5e-4, s, 6, &o) - grpo_diff(p, ref, w, wd, d, P, 1e-3, s, 6, &o)) / 3;
+        double num = (4 * tu_grpo_diff(p, ref, w, wd, d, P, 5e-4, s, 6, &o) -
+                      tu_grpo_diff(p, ref, w, wd, d, P, 1e-3, s, 6, &o)) /
+                     3;
         ck_assert_msg(fabs(num - ana) <= 2e-2 * fabs(ana) + 1e-4, "grpo: numeric %.6g vs analytic %.6g", num, ana);
     }
     free(w);

@@ -315,3 +315,21 @@ void tu_assert_grads_close_at(const char *file, int line, const spade_policy *p,
                       file, line, what, *what ? ": " : "", name, at, ref[off + at], got[off + at], md, mx, rel);
     }
 }
+
+double tu_grpo_loss(spade_policy *p, spade_policy *ref, const float *w, const spade_grpo_sample *s, int n,
+                    const spade_grpo_opts *o) {
+    char err[512];
+    ck_assert_msg(spade_policy_set_params(p, w, err, sizeof err) == 0, "%s", err);
+    spade_grpo_stats st;
+    ck_assert_msg(spade_grpo_batch(p, ref, s, n, o, &st, err, sizeof err) == 0, "%s", err);
+    return st.loss;
+}
+
+double tu_grpo_diff(spade_policy *p, spade_policy *ref, const float *w, float *wd, const float *d, size_t P, double h,
+                    const spade_grpo_sample *s, int n, const spade_grpo_opts *o) {
+    for (size_t j = 0; j < P; j++) wd[j] = w[j] + (float)h * d[j];
+    double lp = tu_grpo_loss(p, ref, wd, s, n, o);
+    for (size_t j = 0; j < P; j++) wd[j] = w[j] - (float)h * d[j];
+    double lm = tu_grpo_loss(p, ref, wd, s, n, o);
+    return (lp - lm) / (2 * h);
+}
