@@ -514,13 +514,13 @@ static void link_plot(FILE *md, const cmp *C, const char *file, const char *alt)
  * value at the window's last iteration, always computed, or none: a run past the cap there has none, not
  * an earlier iteration's, which would compare a shorter run so far with the other runs'). */
 static double run_window(const cmp *C, const cmp_run *R, int metric) {
+    if (metric == M_CUM) return R->cum[C->n_its - 1];
     double sum = 0;
     int k = 0;
     for (int i = C->w0; i < C->n_its; i++) {
         double v = run_metric(R, metric, i);
         if (isfinite(v)) sum += v, k++;
     }
-    if (metric == M_CUM) return R->cum[C->n_its - 1];
     return k ? sum / k : NAN;
 }
 

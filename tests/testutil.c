@@ -325,11 +325,33 @@ double tu_grpo_loss(spade_policy *p, spade_policy *ref, const float *w, const sp
     return st.loss;
 }
 
-double tu_grpo_diff(spade_policy *p, spade_policy *ref, const float *w, float *wd, const float *d, size_t P, double h,
-                    const spade_grpo_sample *s, int n, const spade_grpo_opts *o) {
+/* The central difference of loss along d at step h. */
+static double central_diff(tu_loss_fn loss, void *ctx, const float *w, float *wd, const float *d, size_t P, double h) {
     for (size_t j = 0; j < P; j++) wd[j] = w[j] + (float)h * d[j];
-    double lp = tu_grpo_loss(p, ref, wd, s, n, o);
+    double lp = loss(ctx, wd);
     for (size_t j = 0; j < P; j++) wd[j] = w[j] - (float)h * d[j];
-    double lm = tu_grpo_loss(p, ref, wd, s, n, o);
+    double lm = loss(ctx, wd);
     return (lp - lm) / (2 * h);
+}
+
+double tu_richardson_diff(tu_loss_fn loss, void *ctx, const float *w, float *wd, const float *d, size_t P, double h) {
+    return (4 * central_diff(loss, ctx, w, wd, d, P, h / 2) - central_diff(loss, ctx, w, wd, d, P, h)) / 3;
+}
+
+typedef struct grpo_loss_ctx {
+    spade_policy *p, *ref;
+    const spade_grpo_sample *s;
+    int n;
+    const spade_grpo_opts *o;
+} grpo_loss_ctx;
+
+static double grpo_loss_at(void *ctx, const float *w) {
+    grpo_loss_ctx *c = ctx;
+    return tu_grpo_loss(c->p, c->ref, w, c->s, c->n, c->o);
+}
+
+double tu_grpo_richardson(spade_policy *p, spade_policy *ref, const float *w, float *wd, const float *d, size_t P,
+                          double h, const spade_grpo_sample *s, int n, const spade_grpo_opts *o) {
+    grpo_loss_ctx c = {.p = p, .ref = ref, .s = s, .n = n, .o = o};
+    return tu_richardson_diff(grpo_loss_at, &c, w, wd, d, P, h);
 }

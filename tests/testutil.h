@@ -88,13 +88,22 @@ void tu_next_logprobs(spade_policy *p, const int *h, int n, float *out);
 void tu_assert_grads_close_at(const char *file, int line, const spade_policy *p, const float *ref, const float *got,
                               double rel, const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 
+/* A loss at parameters w, for the finite-difference gradient checks. */
+typedef double (*tu_loss_fn)(void *ctx, const float *w);
+
+/* The directional derivative of loss at w along d, Richardson-extrapolated:
+ * (4 D(h/2) - D(h)) / 3 with D(h) = (loss(w + h d) - loss(w - h d)) / 2h, so
+ * D's O(h^2) error cancels and h can stay above float32's rounding of the
+ * loss (wd: P floats of scratch). Every gradient check of the suites. */
+double tu_richardson_diff(tu_loss_fn loss, void *ctx, const float *w, float *wd, const float *d, size_t P, double h);
+
 /* The GRPO loss of spade_grpo_batch on samples s[0..n) with p's parameters
- * set to w, and its central difference along d at step h (wd: P floats of
- * scratch): the finite-difference gradient checks of test_policy and test_grpo. */
+ * set to w, and tu_richardson_diff of it along d from step h: the GRPO
+ * gradient checks of test_policy and test_grpo. */
 double tu_grpo_loss(spade_policy *p, spade_policy *ref, const float *w, const spade_grpo_sample *s, int n,
                     const spade_grpo_opts *o);
-double tu_grpo_diff(spade_policy *p, spade_policy *ref, const float *w, float *wd, const float *d, size_t P, double h,
-                    const spade_grpo_sample *s, int n, const spade_grpo_opts *o);
+double tu_grpo_richardson(spade_policy *p, spade_policy *ref, const float *w, float *wd, const float *d, size_t P,
+                          double h, const spade_grpo_sample *s, int n, const spade_grpo_opts *o);
 
 /* Runs every test of s; the exit status for main. With SPADE_TEST_ONLY set, fails (saying so) unless
  * every name it lists was added: a misspelt name cannot pass by running nothing. */
