@@ -306,5 +306,18 @@ printf '{"iteration":2,"written":3,"val' >>"$C/f4short/train.jsonl"
     ! grep -q '^| 2 |' "$C/short/compare.md"
 check $? "runs of unequal length compare over the iterations all have, and a half-written last line is said"
 
+# configs/compare-arms.sh runs a study on: given more iterations, the runs already in DIR are resumed
+# to them (not started again), SEED_LIST/ARMS pick which, and another config there is refused.
+A="$TMP/arms"
+sh "$SRC/configs/compare-arms.sh" 1 1 "$A" "$SPADE" >"$TMP/out" 2>&1 &&
+    SEED_LIST=1 ARMS=frozen sh "$SRC/configs/compare-arms.sh" 2 1 "$A" "$SPADE" >>"$TMP/out" 2>&1 &&
+    [ "$(wc -l <"$A/frozen-1/train.jsonl")" -eq 2 ] && [ "$(wc -l <"$A/trained-1/train.jsonl")" -eq 1 ] &&
+    grep -q '^iterations = 2$' "$A/frozen-1/config.ini" && grep -q 'resuming' "$A/frozen-1.log"
+check $? "compare-arms.sh given more iterations resumes the chosen arm's run to them, and leaves the other"
+ENVS=3 sh "$SRC/configs/compare-arms.sh" 3 1 "$A" "$SPADE" >"$TMP/out" 2>&1
+[ $? -eq 1 ] && grep -q "trained-1 was run with another config" "$TMP/out" &&
+    [ "$(wc -l <"$A/trained-1/train.jsonl")" -eq 1 ] && ! [ -e "$A/trained-1.ini.new" ]
+check $? "compare-arms.sh refuses to run on a run made with another config, and leaves it as it was"
+
 echo "1..$n"
 [ "$fails" -eq 0 ]
