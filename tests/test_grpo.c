@@ -929,6 +929,28 @@ START_TEST(test_bad_input_names_the_sample) {
 }
 END_TEST
 
+/* G completions of at most M tokens sampled from p at (temperature, top_p, seed), no stop tokens,
+ * as GRPO samples of reward 0 and role 0 with their old log-probs; tok, lp: [G * M], len: [G]. */
+static void sampled_group(spade_policy *p, const int *prompt, int prompt_len, int G, int M, float temperature,
+                          float top_p, uint64_t seed, int *tok, float *lp, int *len, spade_grpo_sample *s) {
+    spade_sample_opts so;
+    spade_sample_opts_default(&so);
+    so.temperature = temperature;
+    so.top_p = top_p;
+    so.max_tokens = M;
+    so.n_stop = 0;
+    so.seed = seed;
+    ck_assert_msg(spade_policy_sample(p, prompt, prompt_len, G, &so, tok, lp, len, err, sizeof err) == 0, "%s", err);
+    for (int g = 0; g < G; g++)
+        s[g] = (spade_grpo_sample){.prompt = prompt,
+                                   .prompt_len = prompt_len,
+                                   .completion = tok + g * M,
+                                   .completion_len = len[g],
+                                   .old_logprobs = lp + g * M,
+                                   .temperature = temperature,
+                                   .top_p = top_p};
+}
+
 /* One batch on a fresh policy: samples drawn at T 0.7, top_p 0.9 from a heated cpu_ref policy, their
  * GRPO gradient with the k3 KL to a reference. *P gets the gradient's length. */
 static float *fresh_sampled_batch(spade_grpo_stats *st, size_t *P) {
@@ -940,25 +962,12 @@ static float *fresh_sampled_batch(spade_grpo_stats *st, size_t *P) {
     enum { G = 4, M = 8 };
     int prompt[3] = {SPADE_TOK_AGENT, 'x', SPADE_TOK_ACTION}, tok[G * M], len[G];
     float lp[G * M];
-    spade_sample_opts so;
-    spade_sample_opts_default(&so);
-    so.temperature = 0.7f;
-    so.top_p = 0.9f;
-    so.max_tokens = M;
-    so.n_stop = 0;
-    so.seed = 5;
-    ck_assert_msg(spade_policy_sample(p, prompt, 3, G, &so, tok, lp, len, err, sizeof err) == 0, "%s", err);
     spade_grpo_sample s[G];
-    for (int g = 0; g < G; g++)
-        s[g] = (spade_grpo_sample){.prompt = prompt,
-                                   .prompt_len = 3,
-                                   .completion = tok + g * M,
-                                   .completion_len = len[g],
-                                   .old_logprobs = lp + g * M,
-                                   .reward = (float)g,
-                                   .role = g % 2,
-                                   .temperature = 0.7f,
-                                   .top_p = 0.9f};
+    sampled_group(p, prompt, 3, G, M, 0.7f, 0.9f, 5, tok, lp, len, s);
+    for (int g = 0; g < G; g++) {
+        s[g].reward = (float)g;
+        s[g].role = g % 2;
+    }
     spade_grpo_opts o;
     spade_grpo_opts_default(&o);
     o.beta = 0.3f;
@@ -985,24 +994,9 @@ START_TEST(test_no_state_outside_the_handles) {
     enum { G = 6, M = 12 };
     int prompt[5] = {SPADE_TOK_AGENT, 'q', 'r', 's', SPADE_TOK_ACTION}, tok[G * M], len[G];
     float lp[G * M];
-    spade_sample_opts so;
-    spade_sample_opts_default(&so);
-    so.temperature = 1.3f;
-    so.top_p = 0.7f;
-    so.max_tokens = M;
-    so.n_stop = 0;
-    so.seed = 77;
-    ck_assert_msg(spade_policy_sample(q, prompt, 5, G, &so, tok, lp, len, err, sizeof err) == 0, "%s", err);
     spade_grpo_sample s[G];
-    for (int g = 0; g < G; g++)
-        s[g] = (spade_grpo_sample){.prompt = prompt,
-                                   .prompt_len = 5,
-                                   .completion = tok + g * M,
-                                   .completion_len = len[g],
-                                   .old_logprobs = lp + g * M,
-                                   .reward = (float)(g % 3),
-                                   .temperature = 1.3f,
-                                   .top_p = 0.7f};
+    sampled_group(q, prompt, 5, G, M, 1.3f, 0.7f, 77, tok, lp, len, s);
+    for (int g = 0; g < G; g++) s[g].reward = (float)(g % 3);
     spade_grpo_opts o;
     spade_grpo_opts_default(&o);
     o.beta = 0.1f;
