@@ -10,8 +10,8 @@
 # config.ini's [run] iterations raised, then resumed), if its config is the one
 # this call would write but for the iterations; another config there is
 # refused. SEED_LIST="1 3" runs those seeds, ARMS=frozen one arm, so that
-# two calls can share the seeds between two cores. With MODEL unset, a 1-layer policy from scratch: a toy,
-# in seconds. With MODEL set to a pretrained chat model (what
+# two calls can share the seeds between two cores. With MODEL unset, a
+# 1-layer policy from scratch: a toy, in seconds. With MODEL set to a pretrained chat model (what
 # configs/compare-arms-smollm2.sh does), it is the one policy at the embedded
 # default's knobs for it (cli/cmd_train.c, DEFAULT_PRETRAINED: LoRA rank 8,
 # q4_1 sampling weights, temperature 0.7, 4 plays an arm, 16-token actions,
@@ -66,8 +66,8 @@ for s in ${SEED_LIST:-$(seq 1 "$SEEDS")}; do
     for arm in ${ARMS:-trained frozen}; do
         train=true
         [ $arm = frozen ] && train=false
-        ini="$DIR/$arm-$s.ini"
-        [ -f "$DIR/$arm-$s/state" ] && ini="$DIR/$arm-$s.ini.new"
+        ini="$DIR/$arm-$s.ini" running_on=false
+        [ -f "$DIR/$arm-$s/state" ] && ini="$DIR/$arm-$s.ini.new" running_on=true
         cat >"$ini" <<EOF2
 [run]
 dir = $arm-$s
@@ -83,7 +83,7 @@ template = $TEMPLATE
 $DESIGNER
 $REST
 EOF2
-        if [ -f "$DIR/$arm-$s/state" ]; then # run it on: the same config, more iterations
+        if $running_on; then # run it on: the same config, more iterations
             if [ "$(grep -v '^iterations = ' "$DIR/$arm-$s.ini")" != "$(grep -v '^iterations = ' "$ini")" ]; then
                 echo "compare-arms: $DIR/$arm-$s was run with another config than this call's ($DIR/$arm-$s.ini against $ini); give another DIR" >&2
                 rm -f "$ini"
